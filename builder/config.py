@@ -1,0 +1,83 @@
+"""Course configuration, read from the ``[tool.course]`` table of ``pyproject.toml``."""
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX_COMMAND = "python -m builder build"
+REFS_UPDATE_COMMAND = "python -m builder refs --update"
+
+
+class ConfigError(ValueError):
+    """The course configuration in pyproject.toml is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """One course notebook: its paired files, its reference file and its title."""
+
+    root: Path
+    name: str
+    reference: str
+    title: str
+
+    @property
+    def source(self) -> Path:
+        """The jupytext percent source, the file instructors edit."""
+        return self.root / "notebooks" / f"{self.name}.py"
+
+    @property
+    def ipynb(self) -> Path:
+        """The paired notebook that Colab opens."""
+        return self.root / "notebooks" / f"{self.name}.ipynb"
+
+    @property
+    def reference_path(self) -> Path:
+        """The frozen reference metrics this notebook embeds."""
+        return self.root / "references" / f"{self.reference}.json"
+
+
+@dataclass(frozen=True)
+class Course:
+    """Everything the builder needs to know about the repository it builds."""
+
+    root: Path
+    repository: str
+    branch: str
+    notebooks: tuple[Notebook, ...]
+
+    def colab_url(self, relative_path: str) -> str:
+        """Open-in-Colab URL for a notebook path relative to the repository root."""
+        slug = self.repository.removeprefix("https://github.com/").strip("/")
+        return f"https://colab.research.google.com/github/{slug}/blob/{self.branch}/{relative_path}"
+
+    def select(self, names: list[str] | None) -> list[Notebook]:
+        """Notebooks by full name or reference key (``module3``); all of them when names is empty."""
+        if not names:
+            return list(self.notebooks)
+        chosen = []
+        for name in names:
+            match = [nb for nb in self.notebooks if name in (nb.name, nb.reference)]
+            if not match:
+                known = ", ".join(nb.name for nb in self.notebooks)
+                raise ConfigError(f"unknown notebook {name!r}; choose from: {known}")
+            chosen.extend(match)
+        return chosen
+
+
+def load_course(root: Path = ROOT) -> Course:
+    """Read ``[tool.course]`` from ``root/pyproject.toml``."""
+    pyproject = root / "pyproject.toml"
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"]
+        notebooks = tuple(
+            Notebook(root, entry["name"], entry["reference"], entry["title"])
+            for entry in table["notebooks"]
+        )
+        repository, branch = table["repository"], table["branch"]
+    except (OSError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{pyproject}: [tool.course] needs repository, branch and notebooks ({exc})") from exc
+    if not repository.startswith("https://github.com/"):
+        raise ConfigError(f"{pyproject}: [tool.course] repository must be a https://github.com/OWNER/REPO URL")
+    return Course(root, repository, branch, notebooks)

@@ -1,0 +1,130 @@
+"""Contract check for a scaled dot-product attention written in PyTorch."""
+
+from .violations import ContractViolation, contract_assert, contract_close
+
+__all__ = ["check_attention_contract"]
+
+
+def check_attention_contract(attention):
+    """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
+
+    ``attention`` returns an object with ``.output`` and ``.weights``. Returns a summary of the
+    largest errors; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(303)
+    q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    v = torch.randn(2, 2, 5, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    # Three cached-decode queries at absolute positions 2, 3, 4 over five keys.
+    allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
+    case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
+
+    result = attention(q, k, v, allowed)
+    library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
+    output_error = contract_close(
+        "output matches F.scaled_dot_product_attention", case, result.output, library,
+        "divide the scores by sqrt(d_k) (not d_k), take softmax over the key axis (the last one), "
+        "and set masked scores to -inf before the softmax",
+    )
+    row_sums = result.weights.sum(-1)
+    contract_close(
+        "attention weights: every row sums to 1", case, row_sums, torch.ones_like(row_sums),
+        "softmax normalised over the query axis instead of the key axis", atol=1e-12, rtol=0,
+    )
+    masked_mass = result.weights.masked_select(~allowed.expand_as(result.weights))
+    contract_close(
+        "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
+        "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
+    )
+    probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v))
+    theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    gradient_error = max(
+        contract_close(
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b,
+            "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention",
+            atol=1e-11, rtol=1e-11,
+        )
+        for name, a, b in zip("qkv", ours, theirs)
+    )
+
+    # A batch axis that only V has: the mask varies along it, queries and keys broadcast.
+    bq = torch.zeros(1, 2, 1, dtype=torch.float64)
+    bk = torch.zeros(1, 3, 1, dtype=torch.float64)
+    bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
+    bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
+    batched = attention(bq, bk, bv, bm)
+    contract_close(
+        "a batch axis carried only by V broadcasts with its mask",
+        "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]", batched.output,
+        torch.tensor([[[1.0], [2.0]], [[6.0], [4.5]]], dtype=torch.float64),
+        "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape",
+    )
+
+    # An empty row is rejected by default and zeroed, with finite gradients, on request.
+    empty = allowed.clone()
+    empty[1] = False
+    try:
+        attention(q.detach(), k.detach(), v.detach(), empty)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", case + ", row 1 fully masked",
+            "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
+        )
+    zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    zero = attention(zq, zk, zv, empty, empty_row="zero")
+    contract_close(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
+        torch.zeros_like(zero.output[..., 1, :]), "the empty row was filled with NaN or with a uniform average", atol=0, rtol=0,
+    )
+    zero_grads = torch.autograd.grad(zero.output.square().sum(), (zq, zk, zv))
+    for name, grad in zip("qkv", zero_grads):
+        contract_assert(
+            bool(torch.isfinite(grad).all()), f"gradients stay finite with an empty row (d{name})",
+            case + ", row 1 fully masked, empty_row='zero'", "finite gradients", "NaN or infinity in the gradient",
+            "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows",
+        )
+    contract_close(
+        "an empty row passes no gradient to its query", case + ", row 1 fully masked", zero_grads[0][..., 1, :],
+        torch.zeros_like(zero_grads[0][..., 1, :]), "the empty row still received weights before being zeroed", atol=0, rtol=0,
+    )
+
+    # Cached decoding: the last two queries sit at absolute positions 3 and 4.
+    fq, fk = torch.randn(5, 4, dtype=torch.float64, generator=gen), torch.randn(5, 4, dtype=torch.float64, generator=gen)
+    fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    full = attention(fq, fk, fv, causal).output
+    incremental = attention(fq[3:], fk, fv, causal[3:]).output
+    contract_close(
+        "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",
+        incremental, full[3:], "the causal mask for cached queries was built from local positions 0..1",
+    )
+    wrong = attention(fq[3:], fk, fv, torch.ones(2, 5, dtype=torch.bool).tril()).output
+    wrong_error = float((wrong - full[3:]).abs().max())
+    contract_assert(
+        wrong_error > 1e-3, "a local-position mask changes cached outputs", "5 tokens, queries 3..4 with a top-left triangle",
+        "a visible difference (> 1e-3)", f"max difference {wrong_error:.3g}",
+        "the implementation ignored the mask it was given",
+    )
+
+    # Without a mask, permuting the tokens permutes the outputs.
+    perm = torch.tensor([2, 0, 4, 1, 3])
+    original = attention(fq, fk, fv).output
+    contract_close(
+        "permutation equivariance without a mask", "5 tokens permuted by [2, 0, 4, 1, 3]",
+        attention(fq[perm], fk[perm], fv[perm]).output, original[perm],
+        "position information leaked into the attention itself (a hidden mask or positional term)",
+    )
+    return {
+        "output_max_error": output_error,
+        "gradient_max_error": gradient_error,
+        "wrong_cache_mask_max_error": wrong_error,
+        "batch_broadcast": "PASS",
+        "empty_rows": "PASS",
+        "permutation": "PASS",
+    }

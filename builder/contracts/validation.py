@@ -1,0 +1,106 @@
+"""Argument checks shared by every public notebook function, and the bad-input test helper.
+
+Each function here is inlined verbatim into the notebooks, so each imports what it needs
+inside its own body and refers to nothing else but builtins and other inlined names.
+"""
+
+__all__ = ["require_int", "require_real", "require_choice", "require_array", "require_tensor", "expect_raises"]
+
+
+def require_int(name, value, *, minimum=None, maximum=None):
+    """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=False):
+    """Return ``value`` as a finite float; reject bools, NaN, infinities and out-of-range values."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        relation = "greater than" if strict_minimum else "at least"
+        raise ValueError(f"{name} must be {relation} {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def require_choice(name, value, choices):
+    """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if min_ndim is not None and array.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {array.shape}")
+    if 0 in array.shape:
+        raise ValueError(f"{name} must not have an empty axis, got shape {array.shape}")
+    if finite and not np.isfinite(array).all():
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return array
+
+
+def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
+    """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    if min_ndim is not None and value.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(value.shape)}")
+    if any(size == 0 for size in value.shape):
+        raise ValueError(f"{name} must not have an empty axis, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
+    if finite and floating and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return value
+
+
+def expect_raises(expected, function, *args, match=None, **kwargs):
+    """Call ``function`` on bad input and return the message of the error it must raise.
+
+    Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
+    message that does not mention ``match``.
+    """
+    label = getattr(function, "__name__", repr(function))
+    names = expected.__name__ if isinstance(expected, type) else " or ".join(e.__name__ for e in expected)
+    try:
+        function(*args, **kwargs)
+    except expected as exc:
+        message = str(exc)
+        if match is not None and match not in message:
+            raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
+        return message
+    except Exception as exc:
+        raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{label} should raise {names} on this input, but returned normally")

@@ -1,0 +1,111 @@
+"""Run each notebook alone in an empty folder through a real Jupyter kernel, and time its cells."""
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+
+@dataclass(frozen=True)
+class CellTiming:
+    """How long one code cell took, and how to recognise it."""
+
+    index: int
+    seconds: float
+    first_line: str
+
+    def __str__(self) -> str:
+        return f"cell {self.index} ({self.seconds:.2f} s): {self.first_line}"
+
+
+@dataclass
+class RunResult:
+    """The outcome of executing one notebook."""
+
+    name: str
+    seconds: float
+    cells: list[CellTiming] = field(default_factory=list)
+    error: str | None = None
+    failed_cell: int | None = None
+    executed: Path | None = None
+
+    def slowest(self, count: int = 3) -> list[CellTiming]:
+        """The ``count`` slowest code cells, slowest first."""
+        return sorted(self.cells, key=lambda c: c.seconds, reverse=True)[:count]
+
+
+def _cell_seconds(cell: nbformat.NotebookNode) -> float:
+    """Wall time of one executed cell, from the timestamps nbclient records."""
+    stamps = cell.get("metadata", {}).get("execution", {})
+    try:
+        start = datetime.fromisoformat(stamps["iopub.execute_input"])
+        end = datetime.fromisoformat(stamps["shell.execute_reply"])
+    except KeyError:
+        return 0.0
+    return (end - start).total_seconds()
+
+
+def _first_line(source: str) -> str:
+    """The first line of a cell that is not a region marker or blank, for reports."""
+    for line in source.splitlines():
+        if line.strip() and "builder:" not in line:
+            return line.strip()[:70]
+    return "(empty)"
+
+
+def timings(nb: nbformat.NotebookNode) -> list[CellTiming]:
+    """Per-cell wall times of an executed notebook."""
+    return [
+        CellTiming(i, _cell_seconds(cell), _first_line(cell.source))
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and "execution" in cell.get("metadata", {})
+    ]
+
+
+def failed_cell(nb: nbformat.NotebookNode) -> int | None:
+    """Index of the first cell with an error output."""
+    for i, cell in enumerate(nb.cells):
+        if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+            return i
+    return None
+
+
+def run(ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3") -> RunResult:
+    """Execute a copy of ``ipynb`` alone in an empty temporary folder; optionally keep the executed copy."""
+    with tempfile.TemporaryDirectory(prefix="course-run-") as tmp:
+        lone = Path(tmp) / ipynb.name
+        shutil.copyfile(ipynb, lone)
+        nb = nbformat.read(lone, as_version=4)
+        client = NotebookClient(
+            nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": tmp}}, record_timing=True
+        )
+        start = time.perf_counter()
+        error = None
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            error = str(exc)
+        result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb))
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result.executed = out_dir / ipynb.name
+        nbformat.write(nb, result.executed)
+    return result
+
+
+def report(result: RunResult, budget: float | None = None) -> str:
+    """A short human report: wall time, the three slowest cells, and any failure or budget breach."""
+    lines = [f"{result.name}: {result.seconds:.1f} s wall, {len(result.cells)} code cells"]
+    lines += [f"  slow: {cell}" for cell in result.slowest()]
+    if result.error:
+        lines.append(f"  FAILED at cell {result.failed_cell}:\n{result.error}")
+    if budget is not None and result.seconds > budget:
+        names = "; ".join(str(c) for c in result.slowest())
+        lines.append(f"  OVER BUDGET: {result.seconds:.1f} s > {budget:.1f} s. Slowest cells: {names}")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Frozen reference files: regenerate them independently and prove the committed bytes reproduce."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import canonical
+from .refgen import GENERATORS
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way a committed reference file disagrees with its generator."""
+
+    path: Path
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f" at {self.key}" if self.key else ""
+        return f"{self.path}{where}: {self.message}"
+
+
+def generate(name: str) -> dict:
+    """Recompute one module's reference values."""
+    try:
+        return GENERATORS[name]()
+    except KeyError:
+        raise KeyError(f"no reference generator for {name!r}; known: {', '.join(GENERATORS)}") from None
+
+
+def expected_text(name: str) -> str:
+    """The canonical bytes that ``references/<name>.json`` must hold."""
+    return canonical.dumps(generate(name))
+
+
+def check(path: Path, name: str) -> list[Problem]:
+    """Every disagreement between a committed reference file and its generator."""
+    if not path.exists():
+        return [Problem(path, "", "file is missing; create it with `python -m builder refs --update`")]
+    text = path.read_text(encoding="utf-8")
+    try:
+        committed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [Problem(path, "", f"not valid JSON ({exc})")]
+    problems = [Problem(path, key, msg) for key, msg in compare(committed, generate(name))]
+    if not problems and not canonical.is_canonical(text):
+        problems.append(Problem(path, "", "values reproduce but the bytes are not canonical; run `python -m builder refs --update`"))
+    return problems
+
+
+def compare(committed: object, generated: object, key: str = "") -> list[tuple[str, str]]:
+    """Key paths where two JSON values differ, each with both values shown."""
+    if isinstance(committed, dict) and isinstance(generated, dict):
+        found = []
+        for k in sorted(set(committed) | set(generated)):
+            sub = f"{key}.{k}" if key else k
+            if k not in generated:
+                found.append((sub, f"committed {committed[k]!r} but the generator no longer produces this key"))
+            elif k not in committed:
+                found.append((sub, f"generator produces {generated[k]!r} but the committed file lacks this key"))
+            else:
+                found += compare(committed[k], generated[k], sub)
+        return found
+    if isinstance(committed, list) and isinstance(generated, list) and len(committed) == len(generated):
+        return [d for i, (a, b) in enumerate(zip(committed, generated)) for d in compare(a, b, f"{key}[{i}]")]
+    if committed == generated and type(committed) is type(generated):
+        return []
+    return [(key, f"committed {committed!r} != generated {generated!r}")]
+
+
+def update(path: Path, name: str) -> bool:
+    """Rewrite a reference file with its generated canonical bytes; True when it changed."""
+    text = expected_text(name)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
