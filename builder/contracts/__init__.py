@@ -5,9 +5,24 @@ Every public name of the submodules listed in ``MODULES`` can be named by an
 body (standard library, numpy, torch, matplotlib) and to other inlined names.
 """
 
-from . import attention, environment, reference, style, validation, violations
+from . import (
+    attention,
+    environment,
+    reference,
+    style,
+    validation,
+    violations,
+)
 
-MODULES = (environment, validation, violations, reference, style, attention)
+# Order matters only for error messages; each module lists its inlinable names in __all__.
+MODULES = (
+    environment,
+    validation,
+    violations,
+    reference,
+    style,
+    attention,
+)
 
 
 def registry() -> dict[str, tuple[object, str]]:
