@@ -8,6 +8,7 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 from . import (
     attention,
     environment,
+    exercises,
     reference,
     style,
     validation,
@@ -22,6 +23,7 @@ MODULES = (
     reference,
     style,
     attention,
+    exercises,
 )
 
 
