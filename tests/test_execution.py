@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 from builder import execute
@@ -40,9 +41,9 @@ def test_notebook_runs_alone_with_no_error(executed, nb):
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
 def test_every_reference_value_is_checked(executed, nb):
-    cells = json.loads(executed[nb.name].executed.read_text())["cells"]
+    cells = nbformat.read(executed[nb.name].executed, as_version=4).cells
     text = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
-    assert "assert_all_used" in "".join("".join(c["source"]) for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
+    assert "assert_all_used" in "".join(c.source for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
     assert re.search(r"\d+ reference values", text), "the final check must print how many reference values it verified"
 
 
