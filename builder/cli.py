@@ -29,6 +29,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
     everything = sub.add_parser("all", help="build, check and execute")
     _execution_options(everything)
+    bench_parser = sub.add_parser("bench", help="measure a notebook's own functions against their performance targets")
+    bench_parser.add_argument("what", choices=("speed", "tiled"), help="tiled: Module 5's tiled attention against dense")
+    bench_parser.add_argument("--repeats", type=int, default=7, help="timed runs per measurement; the fastest counts")
     return parser.parse_args(argv)
 
 
@@ -124,4 +127,16 @@ def cmd_all(course, args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all}
+def cmd_bench(course, args) -> int:
+    """Run one benchmark and report whether it meets its targets."""
+    from . import bench
+
+    if args.what != "tiled":
+        print(f"bench {args.what}: not available in this checkout", file=sys.stderr)
+        return EXIT_USAGE
+    report, ok = bench.tiled_report(bench.tiled_ratios(repeats=args.repeats, source=course.root / "notebooks" / "module5_modern_attention.py"))
+    print(report)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all, "bench": cmd_bench}

@@ -7,9 +7,14 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 
 from . import (
     attention,
+    efficient,
     environment,
     exercises,
+    gqa,
+    kv_cache,
+    masking,
     reference,
+    streaming,
     style,
     validation,
     violations,
@@ -24,6 +29,11 @@ MODULES = (
     style,
     attention,
     exercises,
+    masking,
+    gqa,
+    streaming,
+    kv_cache,
+    efficient,
 )
 
 

@@ -1,0 +1,105 @@
+"""Benchmarks of the notebooks' own functions, loaded with ``notebook_code.definitions``.
+
+``python -m builder bench tiled`` compares Module 5's tiled (streaming) attention with the
+same notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
+"""
+
+import gc
+import time
+import tracemalloc
+from pathlib import Path
+
+from .config import ROOT
+from .notebook_code import definitions
+
+MODULE5 = ROOT / "notebooks" / "module5_modern_attention.py"
+
+# The targets of the tiled-attention issue, at d = 64 and causal.
+TIME_TARGET = 1.0  # tiled / dense wall time at every length in TIME_LENGTHS
+TIME_LENGTHS = (512, 1024, 2048)
+MEMORY_TARGET = 1 / 40  # tiled / dense peak memory at n = 2048
+GROWTH_TARGET = 2.2  # tiled peak at 4096 over tiled peak at 2048
+
+
+def best_seconds(function, repeats: int) -> float:
+    """The fastest of ``repeats`` wall-clock runs of ``function()``."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_bytes(function) -> int:
+    """Peak traced allocation (Python and NumPy) while ``function()`` runs, its result included."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def tiled_ratios(
+    lengths: tuple[int, ...] = (512, 1024, 2048, 4096),
+    d: int = 64,
+    tile_size: int = 128,
+    repeats: int = 7,
+    seed: int = 0,
+    source: Path = MODULE5,
+) -> list[dict]:
+    """For each length: dense and tiled seconds and peak bytes, and their ratios (causal attention).
+
+    The dense baseline is the notebook's ``sdpa`` with a prebuilt ``make_mask(n)`` (the mask is
+    built outside both the timing and the memory measurement); the tiled run is the notebook's
+    ``tiled_attention(..., causal=True)``.
+    """
+    import numpy as np
+
+    nb = definitions(source, ("sdpa", "make_mask", "tiled_attention"))
+    sdpa, make_mask, tiled = nb["sdpa"], nb["make_mask"], nb["tiled_attention"]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in lengths:
+        Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))
+        mask = make_mask(n)
+        exact = float(np.abs(sdpa(Q, K, V, mask) - tiled(Q, K, V, tile_size=tile_size, causal=True)).max())
+
+        def dense_run():
+            return sdpa(Q, K, V, mask)
+
+        def tiled_run():
+            return tiled(Q, K, V, tile_size=tile_size, causal=True)
+
+        dense_s, tiled_s = best_seconds(dense_run, repeats), best_seconds(tiled_run, repeats)
+        dense_b, tiled_b = peak_bytes(dense_run), peak_bytes(tiled_run)
+        rows.append({
+            "n": n, "max_error": exact, "dense_s": dense_s, "tiled_s": tiled_s, "time_ratio": tiled_s / dense_s,
+            "dense_bytes": dense_b, "tiled_bytes": tiled_b, "memory_ratio": tiled_b / dense_b,
+        })
+    return rows
+
+
+def tiled_report(rows: list[dict]) -> tuple[str, bool]:
+    """A table of the measurements and a verdict against the targets."""
+    lines = [f"{'n':>6} {'dense ms':>9} {'tiled ms':>9} {'time ratio':>10} {'dense MiB':>10} {'tiled MiB':>10} {'memory ratio':>13} {'max error':>10}"]
+    for r in rows:
+        lines.append(
+            f"{r['n']:>6} {1e3 * r['dense_s']:>9.2f} {1e3 * r['tiled_s']:>9.2f} {r['time_ratio']:>10.2f} "
+            f"{r['dense_bytes'] / 2**20:>10.2f} {r['tiled_bytes'] / 2**20:>10.2f} {'1/' + format(1 / r['memory_ratio'], '.0f'):>13} {r['max_error']:>10.1e}"
+        )
+    by_n = {r["n"]: r for r in rows}
+    verdicts = []
+    for n in TIME_LENGTHS:
+        if n in by_n:
+            verdicts.append((f"time ratio at n={n} <= {TIME_TARGET}", by_n[n]["time_ratio"] <= TIME_TARGET))
+    if 2048 in by_n:
+        verdicts.append((f"memory ratio at n=2048 <= 1/{1 / MEMORY_TARGET:.0f}", by_n[2048]["memory_ratio"] <= MEMORY_TARGET))
+    if 2048 in by_n and 4096 in by_n:
+        growth = by_n[4096]["tiled_bytes"] / by_n[2048]["tiled_bytes"]
+        dense_growth = by_n[4096]["dense_bytes"] / by_n[2048]["dense_bytes"]
+        verdicts.append((f"tiled peak 4096/2048 = {growth:.2f} <= {GROWTH_TARGET} (dense: {dense_growth:.2f})", growth <= GROWTH_TARGET))
+    lines += [f"{'PASS' if ok else 'FAIL'}: {text}" for text, ok in verdicts]
+    return "\n".join(lines), all(ok for _, ok in verdicts)

@@ -1,0 +1,229 @@
+"""Contract checks for exact streaming attention: the online softmax and tiled (FlashAttention-style) attention."""
+
+from .violations import ContractViolation, contract_assert, contract_close
+
+__all__ = ["check_online_softmax_contract", "check_tiled_attention_contract"]
+
+
+def check_online_softmax_contract(online_softmax_dot):
+    """Judge ``online_softmax_dot(logit_tiles, value_tiles) -> (output, trace)``.
+
+    ``trace`` has one dict per tile with the running max ``m``, the rescale factor ``alpha`` applied
+    to the old sums, the running sum ``l`` and the running numerator ``n``. Returns a summary.
+    """
+    import math
+
+    import numpy as np
+
+    def direct(logits, values):
+        top = max(logits)
+        e = [math.exp(x - top) for x in logits]
+        return math.fsum(w * v for w, v in zip(e, values)) / math.fsum(e)
+
+    case = "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]"
+    output, trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
+    contract_assert(
+        len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
+        "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
+    )
+    e = math.exp
+    expected = [
+        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "n": 1.0 + 2.0 * e(-1.0)},
+        {"m": 3.0, "alpha": e(-1.0), "l": e(-1.0) * (1.0 + e(-1.0)) + 1.0 + e(-2.5),
+         "n": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
+    ]
+    hints = {
+        "m": "the running max is the max of the old max and this tile's max",
+        "alpha": "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0",
+        "l": "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)",
+        "n": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
+    }
+    for tile, (want, got) in enumerate(zip(expected, trace)):
+        for key in ("m", "alpha", "l", "n"):
+            contract_close(
+                f"after tile {tile + 1} the running '{key}' is exact", case, [got.get(key, math.nan)], [want[key]], hints[key],
+                atol=1e-12, rtol=1e-12,
+            )
+    contract_close(
+        "the output is n / l and equals the direct softmax average", case, [output], [direct([2.0, 1.0, 3.0, 0.5], [1.0, 2.0, 3.0, 4.0])],
+        "divide the final numerator by the final running sum", atol=1e-12, rtol=1e-12,
+    )
+
+    gen = np.random.default_rng(9)
+    for sizes in ((1, 1, 1), (3, 1, 4), (2, 5), (6,), (1, 2, 3, 4)):
+        logits = gen.normal(0.0, 3.0, sum(sizes)).tolist()
+        values = gen.normal(0.0, 1.0, sum(sizes)).tolist()
+        tiles, tile_values, start = [], [], 0
+        for size in sizes:
+            tiles.append(logits[start:start + size])
+            tile_values.append(values[start:start + size])
+            start += size
+        got, _ = online_softmax_dot(tiles, tile_values)
+        contract_close(
+            "any split into tiles gives the direct softmax average", f"random logits split into tiles of sizes {sizes}",
+            [got], [direct(logits, values)], "the rescale must use the max over everything seen so far, in any order",
+            atol=1e-12, rtol=1e-12,
+        )
+    got, _ = online_softmax_dot([[1000.0, 999.0], [998.0]], [[1.0, 2.0], [3.0]])
+    contract_close(
+        "logits near 1000 stay finite", "logit tiles [[1000, 999], [998]]", [got], [direct([1000.0, 999.0, 998.0], [1.0, 2.0, 3.0])],
+        "subtract the running max inside exp; exp(1000) overflows", atol=1e-12, rtol=1e-12,
+    )
+    got, _ = online_softmax_dot([[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
+    contract_close(
+        "logits near -1000 stay finite", "logit tiles [[-1000], [-1001, -999]]", [got],
+        [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])],
+        "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0", atol=1e-12, rtol=1e-12,
+    )
+    return {"trace": "PASS", "random_tilings": 5, "extreme_logits": "PASS"}
+
+
+def check_tiled_attention_contract(tiled_attention):
+    """Judge ``tiled_attention(Q, K, V, mask=None, *, tile_size, sink, empty_row, causal, window, query_start)``.
+
+    Every result must equal dense float64 softmax attention with the same mask, window, sink and
+    query positions, without ever holding a T_q x T_k score matrix. Returns a summary.
+    """
+    import gc
+    import math
+    import tracemalloc
+
+    import numpy as np
+
+    def dense(Q, K, V, allowed=None, bias=None, sink=None):
+        scores = np.asarray(Q, dtype=float) @ np.asarray(K, dtype=float).T / math.sqrt(Q.shape[1])
+        if bias is not None:
+            scores = scores + bias
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        extended = scores if sink is None else np.concatenate([scores, np.full((len(Q), 1), float(sink))], axis=1)
+        top = extended.max(axis=1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(extended - top)
+        total = e.sum(axis=1, keepdims=True)
+        weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)[:, : len(K)]
+        return weights @ np.asarray(V, dtype=float)
+
+    def positions(n_queries, n_keys, start, window):
+        distance = (start + np.arange(n_queries))[:, None] - np.arange(n_keys)[None, :]
+        allowed = distance >= 0
+        if window is not None:
+            allowed = allowed & (distance < window)
+        return allowed
+
+    gen = np.random.default_rng(808)
+    n, d, dv = 11, 4, 3
+    Q, K, V = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv))
+    case = "Q, K [11 tokens, d_k=4], V [11, 3], float64"
+
+    worst = 0.0
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, contract_close(
+            "tiled output equals dense softmax attention for any tile size", f"{case}, no mask, tile_size={tile}",
+            tiled_attention(Q, K, V, tile_size=tile), dense(Q, K, V),
+            "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max",
+        ))
+        worst = max(worst, contract_close(
+            "causal=True: query i reads keys 0..i", f"{case}, causal=True, tile_size={tile}",
+            tiled_attention(Q, K, V, tile_size=tile, causal=True), dense(Q, K, V, positions(n, n, 0, None)),
+            "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked",
+        ))
+        worst = max(worst, contract_close(
+            "window=w keeps the last w keys, the query's own included", f"{case}, causal=True, window=3, tile_size={tile}",
+            tiled_attention(Q, K, V, tile_size=tile, causal=True, window=3), dense(Q, K, V, positions(n, n, 0, 3)),
+            "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key",
+        ))
+    bias = np.where(gen.random((n, n)) < 0.3, -np.inf, gen.normal(0.0, 1.0, (n, n)))
+    np.fill_diagonal(bias, 0.0)
+    contract_close(
+        "an additive mask (finite biases and -inf) is added tile by tile", f"{case}, random additive mask, tile_size=3",
+        tiled_attention(Q, K, V, bias, tile_size=3), dense(Q, K, V, bias=bias),
+        "slice the mask with the same query and key ranges as the scores of the block",
+    )
+    for start, window in ((5, None), (5, 3), (8, 2)):
+        rows = slice(start, n)
+        contract_close(
+            "query_start places the first query at that absolute position (a cached prefix)",
+            f"{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}",
+            tiled_attention(Q[rows], K, V, tile_size=3, causal=True, window=window, query_start=start),
+            dense(Q, K, V, positions(n, n, 0, window))[rows],
+            "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i",
+        )
+    steps = [tiled_attention(Q[t:t + 1], K[: t + 1], V[: t + 1], tile_size=2, causal=True, window=4, query_start=t) for t in range(n)]
+    contract_close(
+        "decoding one query at a time equals attending all at once", f"{case}, 11 single-query steps, window=4",
+        np.concatenate(steps), dense(Q, K, V, positions(n, n, 0, 4)),
+        "each decode step sees the keys cached so far; its query sits at position t",
+    )
+    late = np.full((2, n), -np.inf)
+    late[:, -1] = 0.0
+    got = tiled_attention(Q[:2], K, V, late, tile_size=2)
+    contract_close(
+        "tiles with no allowed key are skipped without NaN", f"{case}, 2 queries whose only allowed key is the last, tile_size=2",
+        got, np.repeat(V[-1:], 2, axis=0), "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0",
+    )
+    empty = np.zeros((n, n))
+    empty[4] = -np.inf
+    try:
+        tiled_attention(Q, K, V, empty, tile_size=3)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", f"{case}, row 4 fully masked", "ValueError", "returned normally",
+            "after the last tile, a row whose running sum is 0 had no key at all",
+        )
+    zero = tiled_attention(Q, K, V, empty, tile_size=3, empty_row="zero")
+    contract_close(
+        "empty_row='zero' gives an exact zero row and leaves the others alone", f"{case}, row 4 fully masked, empty_row='zero'",
+        zero, dense(Q, K, V, bias=empty), "NaN on a fully masked row: divide only where the running sum is positive", atol=1e-12,
+    )
+    contract_close(
+        "a sink joins the denominator with a zero value", f"{case}, causal=True, sink=0.7, tile_size=3",
+        tiled_attention(Q, K, V, tile_size=3, causal=True, sink=0.7), dense(Q, K, V, positions(n, n, 0, None), sink=0.7),
+        "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0",
+    )
+    Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
+    half = tiled_attention(Q16, K16, V16, tile_size=3, causal=True)
+    contract_assert(
+        np.asarray(half).dtype == np.float32, "float16 inputs are accumulated and returned in float32",
+        f"{case} cast to float16, causal=True", "dtype float32", f"dtype {np.asarray(half).dtype}",
+        "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic",
+    )
+    contract_close(
+        "float16 inputs give the float32 result", f"{case} cast to float16, causal=True", half,
+        dense(Q16, K16, V16, positions(n, n, 0, None)), "accumulate in float32, never in float16", atol=2e-6, rtol=0,
+    )
+    f32_max = float(np.finfo(np.float32).max)
+    q_over = np.array([[math.sqrt(0.75 * f32_max)]], dtype=np.float32)
+    for sign in (1.0, -1.0):
+        try:
+            tiled_attention(q_over, sign * q_over, np.ones((1, 1), np.float32), np.array([[sign * 0.75 * f32_max]], np.float32))
+        except FloatingPointError as exc:
+            contract_assert(
+                "mask bias" in str(exc), "an overflowing finite bias is rejected with a message about the mask bias",
+                f"score {sign * 0.75:+} * float32 max plus a bias of the same sign", "a message that mentions 'mask bias'",
+                repr(str(exc)), "say what overflowed so the reader knows to shrink the bias",
+            )
+        else:
+            raise ContractViolation(
+                "an overflowing finite bias is rejected", f"score {sign * 0.75:+} * float32 max plus a bias of the same sign",
+                "FloatingPointError", "returned normally", "score + bias overflowed to +-inf; -inf would silently read as 'blocked'",
+            )
+
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tiled_attention(Qb, Kb, Vb, tile_size=32, causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    score_matrix = big * big * 8
+    contract_assert(
+        peak < score_matrix // 2, "tiled attention never holds a T_q x T_k score matrix", f"{big} tokens, d=8, tile_size=32",
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)", f"{peak} bytes",
+        "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator",
+    )
+    return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "peak_bytes_384": peak}
