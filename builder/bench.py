@@ -4,7 +4,8 @@
 same notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
-import gc
+import os
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -21,6 +22,13 @@ MEMORY_TARGET = 1 / 40  # tiled / dense peak memory at n = 2048
 GROWTH_TARGET = 2.2  # tiled peak at 4096 over tiled peak at 2048
 
 
+def single_threaded_blas() -> bool:
+    """Ask for one BLAS thread, as the notebooks do; True when it can still take effect (NumPy not loaded yet)."""
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = "1"
+    return "numpy" not in sys.modules
+
+
 def best_seconds(function, repeats: int) -> float:
     """The fastest of ``repeats`` wall-clock runs of ``function()``."""
     best = float("inf")
@@ -33,7 +41,6 @@ def best_seconds(function, repeats: int) -> float:
 
 def peak_bytes(function) -> int:
     """Peak traced allocation (Python and NumPy) while ``function()`` runs, its result included."""
-    gc.collect()
     tracemalloc.start()
     try:
         function()
@@ -54,8 +61,9 @@ def tiled_ratios(
 
     The dense baseline is the notebook's ``sdpa`` with a prebuilt ``make_mask(n)`` (the mask is
     built outside both the timing and the memory measurement); the tiled run is the notebook's
-    ``tiled_attention(..., causal=True)``.
+    ``tiled_attention(..., causal=True)``. BLAS runs on one thread, as in the notebook.
     """
+    single_threaded_blas()
     import numpy as np
 
     nb = definitions(source, ("sdpa", "make_mask", "tiled_attention"))

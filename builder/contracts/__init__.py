@@ -7,6 +7,7 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 
 from . import (
     attention,
+    calls,
     efficient,
     environment,
     exercises,
@@ -29,6 +30,7 @@ MODULES = (
     style,
     attention,
     exercises,
+    calls,
     masking,
     gqa,
     streaming,

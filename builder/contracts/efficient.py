@@ -1,5 +1,6 @@
 """Contract checks for the efficient designs: linear attention, the parallel scan and latent (MLA) absorption."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"]
@@ -24,7 +25,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
     case = "keys (1,0), (0,1), (1,1); values 2, 4, 6; third query (1,0)"
-    out, S, z = linear_attention_recurrent(Qw, Kw, Vw)
+    out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
@@ -39,7 +40,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
         Q, K, V = gen.standard_normal((n, dk)), gen.standard_normal((n, dk)), gen.standard_normal((n, dv))
         case = f"random Q, K [{n}, {dk}], V [{n}, {dv}]"
-        out, S, z = linear_attention_recurrent(Q, K, V)
+        out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V)
         worst = max(worst, contract_close(
             "the running sum equals the quadratic causal form", case, out, quadratic(Q, K, V),
             "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens",
@@ -50,11 +51,9 @@ def check_linear_attention_contract(linear_attention_recurrent):
         )
     changed = V.copy()
     changed[-1] += 10.0
-    contract_close(
-        "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed",
-        linear_attention_recurrent(Q, K, changed)[0][:-1], out[:-1],
-        "build the sums as you go; the totals over all tokens let every query see the future",
-    )
+    prop, case = "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed"
+    hint = "build the sums as you go; the totals over all tokens let every query see the future"
+    contract_close(prop, case, contract_call(prop, case, hint, linear_attention_recurrent, Q, K, changed)[0][:-1], out[:-1], hint)
     return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
 
 
@@ -75,7 +74,10 @@ def check_parallel_scan_contract(parallel_scan):
         return np.array(states)
 
     case = "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)"
-    states, rounds = parallel_scan([0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0])
+    states, rounds = contract_call(
+        "valid steps give (states, rounds)", case, "return the states and the number of rounds",
+        parallel_scan, [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0],
+    )
     contract_close(
         "the states equal the loop 1, 0.5, 0.25, 2.125", case, states, [1.0, 0.5, 0.25, 2.125],
         "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides",
@@ -86,8 +88,8 @@ def check_parallel_scan_contract(parallel_scan):
     for T in (1, 2, 3, 5, 8, 13, 64, 100):
         a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
         a_copy, b_copy = a.copy(), b.copy()
-        states, rounds = parallel_scan(a, b)
         case = f"{T} random steps"
+        states, rounds = contract_call("valid steps give (states, rounds)", case, "return the states and the number of rounds", parallel_scan, a, b)
         worst = max(worst, contract_close(
             "every state equals the sequential loop", case, states, loop(a, b),
             "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r",
@@ -134,26 +136,19 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     case = "2 heads, 3 queries at positions 3..5 over 6 cached latents (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7"
 
     no_rope = (np.zeros_like(q_rope), np.zeros_like(k_rope))
-    got = mla_absorbed_attention(q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
-    contract_close(
-        "absorbed attention equals expanded attention (position branch zero)", case + ", q_rope = k_rope = 0", got,
-        expanded(q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask),
-        "score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per head "
-        "and sum the heads; scale by sqrt(d_nope + d_rope), the full key width",
-    )
-    got = mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
-    want = expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
-    error = contract_close(
-        "the RoPE branch q_rope . k_rope is added to the latent scores", case, got, want,
-        "latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, "
-        "so add q_rope @ k_rope^T to the absorbed scores before the softmax",
-    )
-    unmasked = mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o)
-    contract_close(
-        "mask=None attends to every cached latent", case + ", mask=None", unmasked,
-        expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, np.zeros((Tq, Tk))),
-        "treat a missing mask as all zeros",
-    )
+    prop, zero_case = "absorbed attention equals expanded attention (position branch zero)", case + ", q_rope = k_rope = 0"
+    hint = ("score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per "
+            "head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width")
+    got = contract_call(prop, zero_case, hint, mla_absorbed_attention, q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
+    contract_close(prop, zero_case, got, expanded(q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask), hint)
+    prop = "the RoPE branch q_rope . k_rope is added to the latent scores"
+    hint = ("latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, "
+            "so add q_rope @ k_rope^T to the absorbed scores before the softmax")
+    got = contract_call(prop, case, hint, mla_absorbed_attention, q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
+    error = contract_close(prop, case, got, expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask), hint)
+    prop, hint = "mask=None attends to every cached latent", "treat a missing mask as all zeros"
+    unmasked = contract_call(prop, case + ", mask=None", hint, mla_absorbed_attention, q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o)
+    contract_close(prop, case + ", mask=None", unmasked, expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, np.zeros((Tq, Tk))), hint)
     try:
         mla_absorbed_attention(q_nope, q_rope[:, :, :1], latent, k_rope, W_uk, W_uv, W_o, mask)
     except (TypeError, ValueError):

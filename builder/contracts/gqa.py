@@ -1,5 +1,6 @@
 """Contract check for grouped-query attention's head repetition."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert
 
 __all__ = ["check_kv_repeat_contract"]
@@ -16,7 +17,10 @@ def check_kv_repeat_contract(repeat_kv_heads):
     for shape, n_query in (((3, 4, 2), 6), ((2, 2, 5, 3), 8), ((1, 4, 2), 5), ((4, 3, 2), 4)):
         x = gen.standard_normal(shape) + 10.0 * np.arange(shape[-3]).reshape(-1, 1, 1)  # head k sits near 10 k
         case = f"x of shape {shape} (KV heads on axis -3), n_query_heads={n_query}"
-        out = np.asarray(repeat_kv_heads(x, n_query))
+        out = np.asarray(contract_call(
+            "a head count that is a multiple of the KV heads is accepted", case,
+            "only counts that are not positive multiples of the KV heads are invalid", repeat_kv_heads, x, n_query,
+        ))
         want_shape = shape[:-3] + (n_query,) + shape[-2:]
         contract_assert(
             out.shape == want_shape, "the output has one head per query head on axis -3", case,

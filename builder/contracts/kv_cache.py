@@ -1,5 +1,6 @@
 """Contract checks for KV-cache sizing and for the rolling buffer of sliding-window decoding."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_kv_cache_contract", "check_rolling_buffer_contract"]
@@ -34,7 +35,7 @@ def check_kv_cache_contract(kv_cache_bytes):
     ]
     for prop, context, windows, kv_heads, head_dim, b, hint in cases:
         case = f"context={context}, layer_windows={windows if len(windows) < 8 else f'{len(windows)} entries'}, kv_heads={kv_heads}, head_dim={head_dim}, bytes_per_value={b}"
-        got = kv_cache_bytes(context, windows, kv_heads, head_dim, bytes_per_value=b)
+        got = contract_call(prop, case, hint, kv_cache_bytes, context, windows, kv_heads, head_dim, bytes_per_value=b)
         want = expected(context, windows, kv_heads, head_dim, b)
         contract_assert(
             isinstance(got, numbers.Integral) and not isinstance(got, bool), "the size is an exact integer number of bytes", case,
@@ -76,7 +77,10 @@ def check_rolling_buffer_contract(rolling_window_decode):
     worst = 0.0
     for window in (1, 3, 4, 11, 20):
         case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window}"
-        outputs, largest = rolling_window_decode(Q, K, V, window)
+        outputs, largest = contract_call(
+            "any window of at least 1 is accepted", case, "a window longer than the sequence simply never fills",
+            rolling_window_decode, Q, K, V, window,
+        )
         contract_assert(
             largest == min(n, window), "the buffer never holds more than `window` keys", case,
             f"largest buffer {min(n, window)}", f"largest buffer {largest}",
@@ -86,8 +90,6 @@ def check_rolling_buffer_contract(rolling_window_decode):
             "each token attends to exactly the last `window` tokens, itself included", case, outputs, windowed(Q, K, V, window),
             "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
         ))
-    contract_close(
-        "a window of 1 returns each token's own value", "window=1", rolling_window_decode(Q, K, V, 1)[0], V,
-        "with one slot the only key is the token itself, whose weight is 1",
-    )
+    prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
+    contract_close(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1)[0], V, hint)
     return {"max_error": worst, "largest_buffer": "PASS"}

@@ -1,5 +1,6 @@
 """Contract checks for Module 5's additive masks and for softmax attention with a sink logit."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_additive_mask_contract", "check_sink_attention_contract"]
@@ -23,7 +24,10 @@ def check_additive_mask_contract(make_mask):
     cases = [(6, None, 0), (9, 3, 0), (9, 3, 2), (5, 1, 0), (4, 8, 0), (7, 2, 7), (10, 4, 1)]
     for n, window, n_sink in cases:
         case = f"make_mask({n}, window={window}, n_sink={n_sink})"
-        mask = np.asarray(make_mask(n, window=window, n_sink=n_sink))
+        mask = np.asarray(contract_call(
+            "valid sizes give a mask", case, "only n < 1, window < 1 or n_sink outside 0..n are invalid",
+            make_mask, n, window=window, n_sink=n_sink,
+        ))
         contract_assert(
             mask.shape == (n, n), "one row per query and one column per key", case, f"shape {(n, n)}",
             f"shape {mask.shape}", "build the mask from query positions (rows) against key positions (columns)",
@@ -102,58 +106,60 @@ def check_sink_attention_contract(sdpa):
         weights = (e / e.sum(axis=-1, keepdims=True))[..., : scores.shape[-1]]
         return weights @ V, weights
 
+    def run(prop, case, hint, *args, **kwargs):
+        return contract_call(prop, case, hint, sdpa, *args, **kwargs)
+
+    def judge(prop, case, hint, expected, *args, atol=1e-12, rtol=1e-12, **kwargs):
+        return contract_close(prop, case, run(prop, case, hint, *args, **kwargs), expected, hint, atol=atol, rtol=rtol)
+
     gen = np.random.default_rng(505)
     H, T, d, dv = 2, 5, 4, 3
     Q, K, V = gen.standard_normal((H, T, d)), gen.standard_normal((H, T, d)), gen.standard_normal((H, T, dv))
     causal = np.where(np.tri(T, dtype=bool), 0.0, -np.inf)
     case = "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64"
 
-    out, weights = sdpa(Q, K, V, return_weights=True)
-    want, want_w = reference(Q, K, V)
-    error = contract_close(
-        "output equals softmax(Q K^T / sqrt(d_k)) V", case + ", no mask", out, want,
-        "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)",
-    )
+    prop = "output equals softmax(Q K^T / sqrt(d_k)) V"
+    hint = "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)"
+    out, weights = run(prop, case + ", no mask", hint, Q, K, V, return_weights=True)
+    error = contract_close(prop, case + ", no mask", out, reference(Q, K, V)[0], hint)
     sums = np.asarray(weights).sum(axis=-1)
     contract_close(
         "without a sink every row of weights sums to 1", case + ", no mask", sums, np.ones_like(sums),
         "the softmax was normalised over the query axis instead of the key axis",
     )
     bias = causal + np.linspace(-1.5, 0.0, T)[None, :]
-    contract_close(
+    judge(
         "a finite mask entry is added to the score, -inf blocks the key", case + ", causal mask with finite biases",
-        sdpa(Q, K, V, bias), reference(Q, K, V, bias)[0],
         "add the mask to the scaled scores before the softmax (do not multiply, do not apply it after)",
+        reference(Q, K, V, bias)[0], Q, K, V, bias,
     )
 
     sink = 1.3
-    out, weights = sdpa(Q, K, V, causal, sink=sink, return_weights=True)
+    prop, sink_case = "a sink is an extra logit whose value vector is zero", case + ", causal, sink=1.3"
+    hint = ("the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score "
+            "(which softmax ignores), gives a different output")
+    out, weights = run(prop, sink_case, hint, Q, K, V, causal, sink=sink, return_weights=True)
     want, want_w = reference(Q, K, V, causal, sink)
-    sink_error = contract_close(
-        "a sink is an extra logit whose value vector is zero", case + ", causal, sink=1.3", out, want,
-        "the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score "
-        "(which softmax ignores), gives a different output",
-    )
+    sink_error = contract_close(prop, sink_case, out, want, hint)
     contract_close(
-        "with a sink the token weights sum to 1 minus the sink's share", case + ", causal, sink=1.3",
+        "with a sink the token weights sum to 1 minus the sink's share", sink_case,
         np.asarray(weights).sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
     )
     per_head = np.array([-2.0, 3.0]).reshape(H, 1, 1)
-    contract_close(
+    judge(
         "each query head uses its own sink logit", case + ", causal, sink shape (2, 1, 1) = [-2, 3]",
-        sdpa(Q, K, V, causal, sink=per_head), reference(Q, K, V, causal, per_head)[0],
         "broadcast the sink to [..., T_q, 1]; do not use one head's sink (or their mean) for every head",
+        reference(Q, K, V, causal, per_head)[0], Q, K, V, causal, sink=per_head,
     )
-    contract_close(
+    judge(
         "a common shift of every score and the sink changes nothing", case + ", mask + 2 and sink + 2",
-        sdpa(Q, K, V, causal + 2.0, sink=sink + 2.0), sdpa(Q, K, V, causal, sink=sink),
-        "the sink must be compared with the scores inside one softmax, not normalised separately", atol=1e-12, rtol=1e-12,
+        "the sink must be compared with the scores inside one softmax, not normalised separately",
+        want, Q, K, V, causal + 2.0, sink=sink + 2.0,
     )
-    big = sdpa(40.0 * Q, 40.0 * K, V, causal, sink=900.0)
-    contract_close(
+    judge(
         "large scores and a large sink stay finite", case + ", Q and K scaled by 40, sink=900",
-        big, reference(40.0 * Q, 40.0 * K, V, causal, 900.0)[0],
         "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN",
+        reference(40.0 * Q, 40.0 * K, V, causal, 900.0)[0], 40.0 * Q, 40.0 * K, V, causal, sink=900.0,
     )
 
     empty = causal.copy()
@@ -167,22 +173,20 @@ def check_sink_attention_contract(sdpa):
             "a fully masked row raises ValueError by default", case + ", row 2 fully masked", "ValueError",
             "returned normally", "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it",
         )
-    zero, zero_w = sdpa(Q, K, V, empty, empty_row="zero", return_weights=True)
-    contract_close(
-        "empty_row='zero' gives an exact zero row", case + ", row 2 fully masked", np.asarray(zero)[:, 2],
-        np.zeros((H, dv)), "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0",
-        atol=0, rtol=0,
-    )
+    prop, empty_case = "empty_row='zero' gives an exact zero row", case + ", row 2 fully masked"
+    hint = "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0"
+    zero = np.asarray(run(prop, empty_case, hint, Q, K, V, empty, empty_row="zero"))
+    contract_close(prop, empty_case, zero[:, 2], np.zeros((H, dv)), hint, atol=0, rtol=0)
     keep = [0, 1, 3, 4]
     contract_close(
-        "empty_row='zero' leaves the other rows unchanged", case + ", row 2 fully masked", np.asarray(zero)[:, keep],
+        "empty_row='zero' leaves the other rows unchanged", empty_case, zero[:, keep],
         reference(Q, K, V, causal)[0][:, keep], "the zero policy must act on the empty rows only",
     )
-    only_sink, only_sink_w = sdpa(Q, K, V, np.full((T, T), -np.inf), sink=sink, return_weights=True)
+    prop, only_case = "with a sink, a fully masked row sends all its mass to the sink (output 0)", case + ", every key blocked, sink=1.3"
+    hint = "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value"
+    only_sink, only_sink_w = run(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink, return_weights=True)
     contract_close(
-        "with a sink, a fully masked row sends all its mass to the sink (output 0)", case + ", every key blocked, sink=1.3",
-        np.concatenate([np.ravel(only_sink), np.ravel(only_sink_w)]), np.zeros(H * T * (dv + T)),
-        "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value",
+        prop, only_case, np.concatenate([np.ravel(only_sink), np.ravel(only_sink_w)]), np.zeros(H * T * (dv + T)), hint,
         atol=0, rtol=0,
     )
     return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}

@@ -1,5 +1,6 @@
 """Contract checks for exact streaming attention: the online softmax and tiled (FlashAttention-style) attention."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_online_softmax_contract", "check_tiled_attention_contract"]
@@ -20,8 +21,12 @@ def check_online_softmax_contract(online_softmax_dot):
         e = [math.exp(x - top) for x in logits]
         return math.fsum(w * v for w, v in zip(e, values)) / math.fsum(e)
 
+    def run(prop, case, hint, *args):
+        return contract_call(prop, case, hint, online_softmax_dot, *args)
+
     case = "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]"
-    output, trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
+    output, trace = run("valid tiles give (output, trace)", case, "return the output and the list of per-tile dicts",
+                        [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
     contract_assert(
         len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
         "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
@@ -58,23 +63,17 @@ def check_online_softmax_contract(online_softmax_dot):
             tiles.append(logits[start:start + size])
             tile_values.append(values[start:start + size])
             start += size
-        got, _ = online_softmax_dot(tiles, tile_values)
-        contract_close(
-            "any split into tiles gives the direct softmax average", f"random logits split into tiles of sizes {sizes}",
-            [got], [direct(logits, values)], "the rescale must use the max over everything seen so far, in any order",
-            atol=1e-12, rtol=1e-12,
-        )
-    got, _ = online_softmax_dot([[1000.0, 999.0], [998.0]], [[1.0, 2.0], [3.0]])
-    contract_close(
-        "logits near 1000 stay finite", "logit tiles [[1000, 999], [998]]", [got], [direct([1000.0, 999.0, 998.0], [1.0, 2.0, 3.0])],
-        "subtract the running max inside exp; exp(1000) overflows", atol=1e-12, rtol=1e-12,
-    )
-    got, _ = online_softmax_dot([[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
-    contract_close(
-        "logits near -1000 stay finite", "logit tiles [[-1000], [-1001, -999]]", [got],
-        [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])],
-        "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0", atol=1e-12, rtol=1e-12,
-    )
+        prop, case = "any split into tiles gives the direct softmax average", f"random logits split into tiles of sizes {sizes}"
+        hint = "the rescale must use the max over everything seen so far, in any order"
+        got, _ = run(prop, case, hint, tiles, tile_values)
+        contract_close(prop, case, [got], [direct(logits, values)], hint, atol=1e-12, rtol=1e-12)
+    prop, case, hint = "logits near 1000 stay finite", "logit tiles [[1000, 999], [998]]", "subtract the running max inside exp; exp(1000) overflows"
+    got, _ = run(prop, case, hint, [[1000.0, 999.0], [998.0]], [[1.0, 2.0], [3.0]])
+    contract_close(prop, case, [got], [direct([1000.0, 999.0, 998.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
+    prop, case = "logits near -1000 stay finite", "logit tiles [[-1000], [-1001, -999]]"
+    hint = "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0"
+    got, _ = run(prop, case, hint, [[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
+    contract_close(prop, case, [got], [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
     return {"trace": "PASS", "random_tilings": 5, "extreme_logits": "PASS"}
 
 
@@ -84,7 +83,6 @@ def check_tiled_attention_contract(tiled_attention):
     Every result must equal dense float64 softmax attention with the same mask, window, sink and
     query positions, without ever holding a T_q x T_k score matrix. Returns a summary.
     """
-    import gc
     import math
     import tracemalloc
 
@@ -111,6 +109,10 @@ def check_tiled_attention_contract(tiled_attention):
             allowed = allowed & (distance < window)
         return allowed
 
+    def judge(prop, case, hint, expected, *args, atol=1e-12, **kwargs):
+        got = contract_call(prop, case, hint, tiled_attention, *args, **kwargs)
+        return contract_close(prop, case, got, expected, hint, atol=atol, rtol=1e-12)
+
     gen = np.random.default_rng(808)
     n, d, dv = 11, 4, 3
     Q, K, V = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv))
@@ -118,50 +120,52 @@ def check_tiled_attention_contract(tiled_attention):
 
     worst = 0.0
     for tile in (1, 3, 4, 64):
-        worst = max(worst, contract_close(
+        worst = max(worst, judge(
             "tiled output equals dense softmax attention for any tile size", f"{case}, no mask, tile_size={tile}",
-            tiled_attention(Q, K, V, tile_size=tile), dense(Q, K, V),
             "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max",
+            dense(Q, K, V), Q, K, V, tile_size=tile,
         ))
-        worst = max(worst, contract_close(
+    late = np.full((2, n), -np.inf)
+    late[:, -1] = 0.0
+    judge(
+        "tiles with no allowed key are skipped without NaN", f"{case}, 2 queries whose only allowed key is the last, tile_size=2",
+        "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0",
+        np.repeat(V[-1:], 2, axis=0), Q[:2], K, V, late, tile_size=2,
+    )
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, judge(
             "causal=True: query i reads keys 0..i", f"{case}, causal=True, tile_size={tile}",
-            tiled_attention(Q, K, V, tile_size=tile, causal=True), dense(Q, K, V, positions(n, n, 0, None)),
             "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked",
+            dense(Q, K, V, positions(n, n, 0, None)), Q, K, V, tile_size=tile, causal=True,
         ))
-        worst = max(worst, contract_close(
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, judge(
             "window=w keeps the last w keys, the query's own included", f"{case}, causal=True, window=3, tile_size={tile}",
-            tiled_attention(Q, K, V, tile_size=tile, causal=True, window=3), dense(Q, K, V, positions(n, n, 0, 3)),
             "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key",
+            dense(Q, K, V, positions(n, n, 0, 3)), Q, K, V, tile_size=tile, causal=True, window=3,
         ))
     bias = np.where(gen.random((n, n)) < 0.3, -np.inf, gen.normal(0.0, 1.0, (n, n)))
     np.fill_diagonal(bias, 0.0)
-    contract_close(
+    judge(
         "an additive mask (finite biases and -inf) is added tile by tile", f"{case}, random additive mask, tile_size=3",
-        tiled_attention(Q, K, V, bias, tile_size=3), dense(Q, K, V, bias=bias),
         "slice the mask with the same query and key ranges as the scores of the block",
+        dense(Q, K, V, bias=bias), Q, K, V, bias, tile_size=3,
     )
     for start, window in ((5, None), (5, 3), (8, 2)):
         rows = slice(start, n)
-        contract_close(
+        judge(
             "query_start places the first query at that absolute position (a cached prefix)",
             f"{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}",
-            tiled_attention(Q[rows], K, V, tile_size=3, causal=True, window=window, query_start=start),
-            dense(Q, K, V, positions(n, n, 0, window))[rows],
             "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i",
+            dense(Q, K, V, positions(n, n, 0, window))[rows], Q[rows], K, V, tile_size=3, causal=True, window=window, query_start=start,
         )
-    steps = [tiled_attention(Q[t:t + 1], K[: t + 1], V[: t + 1], tile_size=2, causal=True, window=4, query_start=t) for t in range(n)]
-    contract_close(
-        "decoding one query at a time equals attending all at once", f"{case}, 11 single-query steps, window=4",
-        np.concatenate(steps), dense(Q, K, V, positions(n, n, 0, 4)),
-        "each decode step sees the keys cached so far; its query sits at position t",
-    )
-    late = np.full((2, n), -np.inf)
-    late[:, -1] = 0.0
-    got = tiled_attention(Q[:2], K, V, late, tile_size=2)
-    contract_close(
-        "tiles with no allowed key are skipped without NaN", f"{case}, 2 queries whose only allowed key is the last, tile_size=2",
-        got, np.repeat(V[-1:], 2, axis=0), "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0",
-    )
+    prop, decode_case = "decoding one query at a time equals attending all at once", f"{case}, 11 single-query steps, window=4"
+    hint = "each decode step sees the keys cached so far; its query sits at position t"
+    steps = [
+        contract_call(prop, decode_case, hint, tiled_attention, Q[t:t + 1], K[: t + 1], V[: t + 1], tile_size=2, causal=True, window=4, query_start=t)
+        for t in range(n)
+    ]
+    contract_close(prop, decode_case, np.concatenate(steps), dense(Q, K, V, positions(n, n, 0, 4)), hint)
     empty = np.zeros((n, n))
     empty[4] = -np.inf
     try:
@@ -173,26 +177,30 @@ def check_tiled_attention_contract(tiled_attention):
             "a fully masked row raises ValueError by default", f"{case}, row 4 fully masked", "ValueError", "returned normally",
             "after the last tile, a row whose running sum is 0 had no key at all",
         )
-    zero = tiled_attention(Q, K, V, empty, tile_size=3, empty_row="zero")
-    contract_close(
+    judge(
         "empty_row='zero' gives an exact zero row and leaves the others alone", f"{case}, row 4 fully masked, empty_row='zero'",
-        zero, dense(Q, K, V, bias=empty), "NaN on a fully masked row: divide only where the running sum is positive", atol=1e-12,
+        "NaN on a fully masked row: divide only where the running sum is positive",
+        dense(Q, K, V, bias=empty), Q, K, V, empty, tile_size=3, empty_row="zero",
     )
-    contract_close(
+    judge(
         "a sink joins the denominator with a zero value", f"{case}, causal=True, sink=0.7, tile_size=3",
-        tiled_attention(Q, K, V, tile_size=3, causal=True, sink=0.7), dense(Q, K, V, positions(n, n, 0, None), sink=0.7),
         "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0",
+        dense(Q, K, V, positions(n, n, 0, None), sink=0.7), Q, K, V, tile_size=3, causal=True, sink=0.7,
     )
     Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
-    half = tiled_attention(Q16, K16, V16, tile_size=3, causal=True)
+    half_case = f"{case} cast to float16, causal=True"
+    half = contract_call(
+        "float16 inputs are accepted", half_case, "promote to float32 before any arithmetic", tiled_attention,
+        Q16, K16, V16, tile_size=3, causal=True,
+    )
     contract_assert(
-        np.asarray(half).dtype == np.float32, "float16 inputs are accumulated and returned in float32",
-        f"{case} cast to float16, causal=True", "dtype float32", f"dtype {np.asarray(half).dtype}",
+        np.asarray(half).dtype == np.float32, "float16 inputs are accumulated and returned in float32", half_case,
+        "dtype float32", f"dtype {np.asarray(half).dtype}",
         "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic",
     )
     contract_close(
-        "float16 inputs give the float32 result", f"{case} cast to float16, causal=True", half,
-        dense(Q16, K16, V16, positions(n, n, 0, None)), "accumulate in float32, never in float16", atol=2e-6, rtol=0,
+        "float16 inputs give the float32 result", half_case, half, dense(Q16, K16, V16, positions(n, n, 0, None)),
+        "accumulate in float32, never in float16", atol=2e-6, rtol=0,
     )
     f32_max = float(np.finfo(np.float32).max)
     q_over = np.array([[math.sqrt(0.75 * f32_max)]], dtype=np.float32)
@@ -213,10 +221,12 @@ def check_tiled_attention_contract(tiled_attention):
 
     big = 384
     Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
-    gc.collect()
     tracemalloc.start()
     try:
-        tiled_attention(Qb, Kb, Vb, tile_size=32, causal=True)
+        contract_call(
+            "a long causal input runs", f"{big} tokens, d=8, tile_size=32", "nothing here is invalid",
+            tiled_attention, Qb, Kb, Vb, tile_size=32, causal=True,
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
