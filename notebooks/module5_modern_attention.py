@@ -45,6 +45,7 @@ install_missing(["numpy", "torch", "matplotlib"])
 
 # %%
 # Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
+import gc
 import json
 import math
 import os
@@ -97,6 +98,7 @@ torch.manual_seed(SEED)
 torch.set_num_threads(1)  # one thread: identical numbers on every run
 torch.use_deterministic_algorithms(True)
 ENVIRONMENT = report_environment()
+gc.freeze()  # the objects imported so far (torch's are many) are never garbage: later collections skip them
 
 
 # %%
@@ -1502,7 +1504,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     gigabytes = [b["cache_bytes"] / 10**9 for b in bills]
     right.bar(labels, gigabytes, color=Palette.BLUE)
     for x, value in enumerate(gigabytes):
-        right.text(x, value + 3, f"{value:.1f} GB", ha="center", fontsize=9)
+        right.text(x, value + 3, f"{value:.1f} " + localized(language, "GB", "ГБ"), ha="center", fontsize=9)
     right.axhline(gpu_bytes / 10**9, color=Palette.MUTED, linestyle="--", linewidth=1)
     right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
     right.set_ylim(0, 165)
@@ -2151,7 +2153,8 @@ def plot_bytes_per_token(rows, title, language="en"):
     y = np.arange(len(rows))[::-1]
     ax.barh(y, values, color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW] * 3)
     for yy, value in zip(y, values):
-        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} KiB" if value >= 10 * 1024 else f"{value / 1024:,.1f} KiB", va="center", fontsize=8)
+        kib = localized(language, "KiB", "КиБ")
+        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xscale("log")
     ax.set_xlim(min(values) / 2, max(values) * 8)
@@ -3591,7 +3594,7 @@ def plot_quantization_errors(bits, errors, language="en"):
         ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, label=labels[name])
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%"))
-    ax.set_xticks(x, [f"{b}-bit" for b in bits])
+    ax.set_xticks(x, [localized(language, f"{b}-bit", f"{b} бит") for b in bits])
     ax.set_ylabel(localized(language, "output error (log scale)", "ошибка выхода (лог. шкала)"))
     ax.set_title(localized(language, "Where the scales go matters", "Важно, кому достаётся шкала"))
     ax.legend(fontsize=8, loc="upper left")
@@ -3678,7 +3681,8 @@ def plot_memory_vs_context(language="en"):
     ticks = [2**10, 2**13, 2**17, 2**20]
     ax.set_xticks(ticks, ["1k", "8k", "128k", "1M"])
     ax.minorticks_off()
-    ax.set_yticks([1e-3, 1e-1, 1e1, 1e3], ["1 MB", "100 MB", "10 GB", "1 TB"])
+    ax.set_yticks([1e-3, 1e-1, 1e1, 1e3], [localized(language, en, ru) for en, ru in (
+        ("1 MB", "1 МБ"), ("100 MB", "100 МБ"), ("10 GB", "10 ГБ"), ("1 TB", "1 ТБ"))])
     ax.set_xlabel(localized(language, "context length (tokens)", "длина контекста (токены)"))
     ax.set_ylabel(localized(language, "cache per conversation", "кэш на один диалог"))
     ax.set_title(localized(language, "What each design keeps as the context grows", "Что хранит каждая схема с ростом контекста"))
