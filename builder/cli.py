@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, execute, notebooks, refs, regions
+from . import __version__, execute, html, notebooks, refs, regions
 from .config import ROOT, ConfigError, load_course
 from .inline import InlineError
 
@@ -27,7 +27,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode = ref.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="prove the committed bytes reproduce exactly")
     mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
-    everything = sub.add_parser("all", help="build, check and execute")
+    handouts = sub.add_parser("html", help="execute notebooks and export offline HTML handouts to dist/handouts")
+    _execution_options(handouts)
+    html.add_options(handouts)
+    everything = sub.add_parser("all", help="build, check, execute and export the HTML handouts")
     _execution_options(everything)
     return parser.parse_args(argv)
 
@@ -115,13 +118,24 @@ def cmd_execute(course, args) -> int:
     return status
 
 
+def cmd_html(course, args) -> int:
+    """Execute the chosen notebooks and write their full and reading handouts."""
+    return html.command(course, args, execute_first=True)
+
+
+def cmd_html_from_executed(course, args) -> int:
+    """Write the handouts from the copies that ``execute`` just left in its output folder."""
+    return html.command(course, args, execute_first=False)
+
+
 def cmd_all(course, args) -> int:
-    """The main job: build, check, then execute."""
-    for step in (cmd_build, cmd_check, cmd_execute):
+    """The main job: build, check, execute, then export the handouts."""
+    for step in (cmd_build, cmd_check, cmd_execute, cmd_html_from_executed):
         code = step(course, args)
         if code != EXIT_OK:
             return code
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all}
+COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all,
+            "html": cmd_html}
