@@ -67,7 +67,31 @@ def latex_to_mathml(latex: str, *, display: bool) -> str:
     leftover = _LEFTOVER_COMMAND.findall(html.unescape(_TAG.sub(" ", mathml)))
     if leftover:
         raise MathError(f"unknown command(s) {', '.join(sorted(set(leftover)))} would show as raw text")
-    return _XMLNS.sub("", mathml, count=1)
+    return _function_spacing(_XMLNS.sub("", mathml, count=1))
+
+
+# A function name (\\log, \\exp, \\operatorname{softmax}, \\max) and the tag right after it.
+_FUNCTION_NAME = re.compile(r"<(mi|mo)((?: [a-z]+=\"[^\"]*\")*)>([A-Za-z]{2,})</\1>(?=(<[a-z]+)?)")
+
+
+def _function_spacing(mathml: str) -> str:
+    """TeX's spacing around function names, which MathML Core leaves to the author.
+
+    TeX puts a thin space between ``\\log`` and ``p`` but none before an opening parenthesis;
+    Chromium draws a multi-letter ``<mi>`` with no space and a multi-letter ``<mo>`` with thick
+    spaces on both sides ("softmax (z)").
+    """
+
+    def spaced(match: re.Match) -> str:
+        tag, attrs, name, following = match.group(1), match.group(2), match.group(3), match.group(4)
+        after = "0em" if following in (None, "<mo") else "0.1667em"
+        if tag == "mo":
+            attrs = re.sub(r' (lspace|rspace)="[^"]*"', "", attrs)
+            return f'<mo{attrs} lspace="0em" rspace="{after}">{name}</mo>'
+        space = "" if after == "0em" else '<mspace width="0.1667em"></mspace>'
+        return f"<mi{attrs}>{name}</mi>{space}"
+
+    return _FUNCTION_NAME.sub(spaced, mathml)
 
 
 class MathMLRenderer(IPythonRenderer):
