@@ -168,10 +168,6 @@ def markdown_sources(nb: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
             text = output.get("data", {}).get("text/markdown")
             if text is not None:
                 found.append((index, f"output {number}", text))
-            for mime in FIGURE_TYPES:
-                alt = output.get("metadata", {}).get(mime, {}).get("alt") if isinstance(output.get("metadata", {}).get(mime), dict) else None
-                if alt:
-                    found.append((index, f"output {number} alt text", alt))
     return found
 
 
@@ -187,9 +183,8 @@ def math_problems(nb: nbformat.NotebookNode, name: str) -> list[str]:
 def math_expressions(nb: nbformat.NotebookNode) -> list[str]:
     """Every LaTeX expression in the notebook's Markdown cells and Markdown outputs, in order."""
     found = []
-    for _, what, text in markdown_sources(nb):
-        if not what.endswith("alt text"):
-            found += markdown_to_html(text, "", strict=False)[1].expressions
+    for _, _, text in markdown_sources(nb):
+        found += markdown_to_html(text, "", strict=False)[1].expressions
     return found
 
 
@@ -207,21 +202,23 @@ def _caption_text(markdown: str) -> str:
 
 
 def alt_text(caption: str) -> str:
-    """Caption Markdown as plain alt text: emphasis and math delimiters dropped, LaTeX kept readable."""
+    """Caption Markdown as plain alt text: outer emphasis, bold marks, backticks and math dollars dropped.
+
+    The LaTeX itself stays (``\\sqrt{d_k}``): a screen reader spells it, which beats nothing.
+    """
     text = _caption_text(caption)
     text = re.sub(r"(?<!\\)\$\$?", "", text)
-    text = re.sub(r"[*_`]{1,2}(?=\S)|(?<=\S)[*_`]{1,2}", "", text)
+    text = re.sub(r"\*\*|`", "", text)
     return " ".join(text.split())
 
 
-def attach_captions(nb: nbformat.NotebookNode, name: str) -> int:
+def attach_captions(nb: nbformat.NotebookNode, name: str) -> None:
     """Give every figure output its alt text and caption; fail on a figure without a caption.
 
     The alt text comes from the ``alt`` that ``show_figure`` writes into the output metadata,
     else from the Markdown caption output right after the figure. That caption output is folded
-    into the figure, so the page keeps image and caption together. Returns the figure count.
+    into the figure, so the page keeps image and caption together.
     """
-    figures = 0
     for index, cell in enumerate(nb.cells):
         outputs = cell.get("outputs", [])
         kept = []
@@ -235,7 +232,6 @@ def attach_captions(nb: nbformat.NotebookNode, name: str) -> int:
             mime = next((m for m in FIGURE_TYPES if m in data), None)
             if mime is None:
                 continue
-            figures += 1
             following = outputs[number + 1] if number + 1 < len(outputs) else None
             caption = None
             if following is not None and "text/markdown" in following.get("data", {}):
@@ -252,7 +248,6 @@ def attach_captions(nb: nbformat.NotebookNode, name: str) -> int:
             meta[mime] = {**own, "alt": alt_text(alt)}
             meta["handout"] = {"caption": _caption_text(caption) if caption else None, "where": f"{name}: cell {index} (figure caption)"}
         cell["outputs"] = kept
-    return figures
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,11 +349,12 @@ def _slug(text: str) -> str:
     return slug or "section"
 
 
-def finish_page(page: str, name: str) -> tuple[str, int]:
-    """Add heading ids and the table of contents, drop network images, and audit the page.
+def finish_page(page: str, name: str) -> tuple[str, int, int]:
+    """Add heading ids and the table of contents, check network images, and audit the page.
 
-    Returns the final HTML and its number of ``<math>`` elements. HandoutError when the page
-    would fetch anything (script, stylesheet, font, image or frame from a URL).
+    Returns the final HTML, its number of ``<math>`` elements and its number of figures.
+    HandoutError when the page would fetch anything (script, stylesheet, font, image or frame
+    from a URL).
     """
     soup = BeautifulSoup(page, "html.parser")
     main = soup.find("main")
@@ -386,7 +382,7 @@ def finish_page(page: str, name: str) -> tuple[str, int]:
     problems = audit(soup)
     if problems:
         raise HandoutError(f"{name}: the handout would not be self-contained:\n  " + "\n  ".join(problems))
-    return str(soup), len(soup.find_all("math"))
+    return str(soup), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
 
 
 def _toc_list(soup: BeautifulSoup, headings: list) -> object:
@@ -447,15 +443,19 @@ class Handout:
     figures: int
     seconds: float
 
+    def summary(self) -> str:
+        """Size, formulas, figures and export time, for the command's report."""
+        return f"{self.size / 1024:.1f} KiB, {self.math} <math>, {self.figures} figure(s), exported in {self.seconds:.2f} s"
+
     def __str__(self) -> str:
-        return (
-            f"{self.path.name}: {self.size / 1024:.1f} KiB, {self.math} <math>, "
-            f"{self.figures} figure(s), exported in {self.seconds:.2f} s"
-        )
+        return f"{self.path.name}: {self.summary()}"
 
 
 def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: str = "full", path: Path | None = None) -> tuple[str, int, int]:
-    """The handout HTML of an executed notebook: (html, number of <math> elements, number of figures)."""
+    """The handout HTML of an executed notebook: (html, number of <math> elements, number of figures).
+
+    ``path`` is the folder that relative image links in Markdown are read from.
+    """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     nb = copy.deepcopy(nb)
@@ -464,6 +464,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
         raise HandoutError(f"{len(problems)} LaTeX expression(s) do not convert:\n  " + "\n  ".join(problems))
     for index, cell in enumerate(nb.cells):
         cell.setdefault("metadata", {})["handout_index"] = index
+    attach_captions(nb, name)
     exporter = HandoutExporter(name, exclude_input=(variant == "reading"))
     resources = {
         "metadata": {"name": name, "path": str(path or ".")},
@@ -476,33 +477,19 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "variant": variant,
         },
     }
-    figures = _count_kept_figures(nb, name)
     body, _ = exporter.from_notebook_node(nb, resources=resources)
-    page, math = finish_page(body, name)
-    return page, math, figures
+    return finish_page(body, name)
 
 
-def _count_kept_figures(nb: nbformat.NotebookNode, name: str) -> int:
-    """Attach captions, and count the figures that survive the removal tags."""
-    attach_captions(nb, name)
-    removed = set(REMOVE_CELL_TAGS) | set(REMOVE_OUTPUT_TAGS)
-    return sum(
-        1
-        for cell in nb.cells
-        if not removed & set(cell.get("metadata", {}).get("tags", []))
-        for output in cell.get("outputs", [])
-        if any(m in output.get("data", {}) for m in FIGURE_TYPES)
-    )
-
-
-def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants: tuple[str, ...] = VARIANTS) -> list[Handout]:
-    """Write the handouts of one executed notebook into ``out_dir``."""
+def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants: tuple[str, ...] = VARIANTS,
+           *, images_from: Path | None = None) -> list[Handout]:
+    """Write the handouts of one executed notebook into ``out_dir``; relative images are read from ``images_from``."""
     nb = nbformat.read(executed, as_version=4)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for variant in variants:
         start = time.perf_counter()
-        page, math, figures = render(nb, name, prov, variant=variant, path=executed.parent)
+        page, math, figures = render(nb, name, prov, variant=variant, path=images_from or executed.parent)
         target = out_dir / f"{name}{SUFFIX[variant]}"
         target.write_text(page, encoding="utf-8")
         seconds = time.perf_counter() - start
@@ -533,6 +520,11 @@ def command(course: Course, args: argparse.Namespace, *, execute_first: bool = T
         variants = ("full",)
     status = 0
     for nb in course.select(getattr(args, "names", None)):
+        problems = math_problems(nbformat.read(nb.ipynb, as_version=4), nb.name)
+        if problems:  # fail before spending a kernel run on it
+            print(f"error: {len(problems)} LaTeX expression(s) do not convert:\n  " + "\n  ".join(problems), file=sys.stderr)
+            status = 1
+            continue
         executed = executed_dir / nb.ipynb.name
         if execute_first or not executed.exists():
             result = execute.run(nb.ipynb, executed_dir, timeout=getattr(args, "timeout", 600))
@@ -542,8 +534,9 @@ def command(course: Course, args: argparse.Namespace, *, execute_first: bool = T
                 status = 1
                 continue
         try:
-            for handout in export(executed, out_dir, nb.name, provenance(course, nb), variants):
-                print(f"wrote {handout.path.relative_to(course.root) if handout.path.is_relative_to(course.root) else handout.path}: {str(handout).split(': ', 1)[1]}", flush=True)
+            for handout in export(executed, out_dir, nb.name, provenance(course, nb), variants, images_from=nb.ipynb.parent):
+                shown = handout.path.relative_to(course.root) if handout.path.is_relative_to(course.root) else handout.path
+                print(f"wrote {shown}: {handout.summary()}", flush=True)
         except HandoutError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1

@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from builder import cli, execute, html, inline
 from builder.config import load_course
+from tests.support import run_builder
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -326,6 +327,25 @@ def test_course_notebooks_math_converts():
     for nb in course.notebooks:
         notebook = nbformat.read(nb.ipynb, as_version=4)
         assert html.math_problems(notebook, nb.name) == []
+
+
+def test_builder_html_names_the_broken_formula_before_executing(repo_copy):
+    source = repo_copy / "notebooks" / "module3_basic_transformer.py"
+    text = source.read_text(encoding="utf-8")
+    marker = "# %%\n# Setup 1 of 3"
+    assert marker in text
+    source.write_text(text.replace(marker, "# %% [markdown]\n# Softmax is $\\softmax(z)$ here.\n\n" + marker, 1), encoding="utf-8")
+    assert run_builder(repo_copy, "build").returncode == 0
+    result = run_builder(repo_copy, "html", "module3")
+    assert result.returncode == 1
+    assert "module3_basic_transformer: cell 2" in result.stderr and "\\softmax(z)" in result.stderr, result.stderr
+    assert "wall" not in result.stdout  # stopped before the kernel run
+    assert not (repo_copy / "dist" / "handouts").exists()
+
+
+def test_export_is_deterministic():
+    nb = fake_executed([new_markdown_cell(ATTENTION), new_code_cell("show()", outputs=figure_outputs())])
+    assert render(nb)[0] == render(nb)[0]
 
 
 def test_source_commit_outside_git(tmp_path):
