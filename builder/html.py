@@ -147,15 +147,46 @@ class MathMLRenderer(IPythonRenderer):
         return super().image(text, url, title)
 
 
+RAW_LATEX = "raw LaTeX outside math"
+
+
 def _describe(problem: tuple[str, str, str]) -> str:
     where, latex, reason = problem
+    if reason.startswith(RAW_LATEX):
+        return f"{where}: {reason}: {latex!r}"
     return f"{where}: LaTeX ${latex.strip()}$ does not convert to MathML: {reason}"
 
 
+def raw_latex(fragment: str, source: str) -> list[str]:
+    """LaTeX left as text in rendered Markdown: a control word or an unmatched ``$`` outside code and math.
+
+    A dollar the author escaped (``\\$5``) is text on purpose and is not counted.
+    """
+    soup = BeautifulSoup(fragment, "html.parser")
+    for tag in soup.find_all(["pre", "code", "math"]):
+        tag.decompose()
+    text = soup.get_text(" ")
+    found = [f"...{text[max(m.start() - 30, 0):m.end() + 30].strip()}..." for m in _LEFTOVER_COMMAND.finditer(text)]
+    if text.count("$") > source.count("\\$"):
+        at = text.index("$")
+        found.append(f"...{text[max(at - 30, 0):at + 30].strip()}...")
+    return found
+
+
 def markdown_to_html(source: str, where: str, *, strict: bool = True, **renderer_options) -> tuple[str, MathMLRenderer]:
-    """Render Markdown with MathML math; return the HTML and the renderer (its expressions and problems)."""
+    """Render Markdown with MathML math; return the HTML and the renderer (its expressions and problems).
+
+    Besides formulas that do not convert, a problem is LaTeX that was never recognised as math:
+    a command typed outside ``$...$`` or a stray ``$`` would show as raw text in the handout.
+    """
     renderer = MathMLRenderer(where, strict=strict, **renderer_options)
-    return MarkdownWithMath(renderer=renderer).render(source), renderer
+    fragment = MarkdownWithMath(renderer=renderer).render(source)
+    for snippet in raw_latex(fragment, source):
+        problem = (where, snippet, f"{RAW_LATEX} (a command typed without $...$, or an unmatched $; escape a literal dollar as \\$)")
+        if strict:
+            raise HandoutError(_describe(problem))
+        renderer.problems.append(problem)
+    return fragment, renderer
 
 
 def markdown_sources(nb: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
@@ -461,7 +492,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
     nb = copy.deepcopy(nb)
     problems = math_problems(nb, name)
     if problems:
-        raise HandoutError(f"{len(problems)} LaTeX expression(s) do not convert:\n  " + "\n  ".join(problems))
+        raise HandoutError(f"{len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems))
     for index, cell in enumerate(nb.cells):
         cell.setdefault("metadata", {})["handout_index"] = index
     attach_captions(nb, name)
@@ -522,7 +553,7 @@ def command(course: Course, args: argparse.Namespace, *, execute_first: bool = T
     for nb in course.select(getattr(args, "names", None)):
         problems = math_problems(nbformat.read(nb.ipynb, as_version=4), nb.name)
         if problems:  # fail before spending a kernel run on it
-            print(f"error: {len(problems)} LaTeX expression(s) do not convert:\n  " + "\n  ".join(problems), file=sys.stderr)
+            print(f"error: {len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems), file=sys.stderr)
             status = 1
             continue
         executed = executed_dir / nb.ipynb.name

@@ -185,6 +185,15 @@ def test_malformed_latex_fails_too():
         render(nb)
 
 
+def test_latex_left_as_text_fails_naming_the_cell():
+    stray = fake_executed([new_markdown_cell("fine"), new_markdown_cell("It costs 5$ per run.")])
+    with pytest.raises(html.HandoutError, match=r"fixture: cell 1 \(markdown cell\): raw LaTeX outside math.*costs 5\$ per run"):
+        render(stray)
+    bare = fake_executed([new_markdown_cell(r"The weight is \frac{1}{\sqrt{d_k}} here.")])
+    with pytest.raises(html.HandoutError, match=r"fixture: cell 0 \(markdown cell\): raw LaTeX outside math.*\\frac\{1\}"):
+        render(bare)
+
+
 def test_math_in_captions_and_removed_cells_is_checked():
     caption = new_code_cell("show()", outputs=figure_outputs(caption=r"*Read $\bar{x}$ as $\nope$.*", alt="Read it."))
     with pytest.raises(html.HandoutError, match=r"cell 0 \(output 1\).*\\nope"):
