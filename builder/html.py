@@ -450,7 +450,7 @@ def audit(soup: BeautifulSoup) -> list[str]:
                 problems.append(f"<{tag.name} {attr}={str(value)[:100]!r}> loads from outside the page")
         if tag.name == "use" and tag.get("href", "#").split("#")[0]:
             problems.append(f"<use href={tag['href'][:100]!r}> loads from outside the page")
-        if any(a.startswith("on") for a in tag.attrs):
+        if any(a.startswith("on") and a != "open" for a in tag.attrs):  # onclick, onload, ... (not <details open>)
             problems.append(f"<{tag.name}> has an event handler attribute")
         style = tag.get("style", "") if tag.name != "style" else tag.get_text()
         for url in _CSS_URL.findall(style):
@@ -559,11 +559,14 @@ def command(course: Course, args: argparse.Namespace, *, execute_first: bool = T
         executed = executed_dir / nb.ipynb.name
         if execute_first or not executed.exists():
             result = execute.run(nb.ipynb, executed_dir, timeout=getattr(args, "timeout", 600))
-            print(execute.report(result), flush=True)
+            budget = getattr(args, "budget", None)
+            print(execute.report(result, budget), flush=True)
             if result.error:
                 print(f"html: {nb.name} failed to execute; no handout written", file=sys.stderr)
                 status = 1
                 continue
+            if budget is not None and result.seconds > budget:
+                status = 1
         try:
             for handout in export(executed, out_dir, nb.name, provenance(course, nb), variants, images_from=nb.ipynb.parent):
                 shown = handout.path.relative_to(course.root) if handout.path.is_relative_to(course.root) else handout.path
