@@ -144,7 +144,13 @@ class MathMLRenderer(IPythonRenderer):
                 f'<span class="external-image" data-where="{html.escape(self.where)}" '
                 f'data-url="{html.escape(url)}">{html.escape(text or url)}</span>'
             )
-        return super().image(text, url, title)
+        rendered = super().image(text, url, title)
+        if self.strict and not rendered.startswith('<img src="data:'):
+            raise HandoutError(
+                f"{self.where}: image {url!r} was not found next to the notebook nor attached to the cell; "
+                "attach it to the cell or draw it with matplotlib"
+            )
+        return rendered
 
 
 RAW_LATEX = "raw LaTeX outside math"

@@ -8,6 +8,7 @@ table, code, a figure shown through the contracts' ``show_figure``, ``remove-cel
 handout in headless Chromium with the network blocked.
 """
 
+import base64
 import contextlib
 import io
 import re
@@ -64,7 +65,8 @@ $$\text{softmax}(z)_i = \frac{e^{z_i}}{\sum_{j=1}^{n} e^{z_j}}.$$
 | $\alpha_{ij}$ | weight of key $j$ for query $i$ | $0 \le \alpha_{ij} \le 1$ |
 | $x_{t-1}$ | the previous token | scalar |
 
-Shell variables such as `$HOME` and the code span `a $x$ b` stay as typed."""
+Shell variables such as `$HOME` and the code span `a $x$ b` stay as typed; an escaped dollar
+is currency: a prompt of 100,000 tokens at \$5 per million costs \$0.50."""
 
 LAYER_NORM = r"""### Layer norm, by hand
 
@@ -279,6 +281,16 @@ def test_network_image_outside_a_link_fails():
     nb = fake_executed([new_markdown_cell("![diagram](https://example.org/diagram.png)")])
     with pytest.raises(html.HandoutError, match=r"cell 0.*https://example.org/diagram.png.*lives on the network"):
         render(nb)
+
+
+def test_relative_image_is_embedded_or_fails_naming_the_cell(tmp_path):
+    (tmp_path / "dot.png").write_bytes(base64.b64decode(ONE_PIXEL_PNG))
+    nb = fake_executed([new_markdown_cell("![a dot](dot.png)")])
+    page, _, _ = html.render(nb, "fixture", PROVENANCE, path=tmp_path)
+    assert '<img alt="a dot" src="data:image/png;base64,' in page
+    missing = fake_executed([new_markdown_cell("x"), new_markdown_cell("![gone](figures/gone.svg)")])
+    with pytest.raises(html.HandoutError, match=r"fixture: cell 1: image 'figures/gone.svg' was not found"):
+        html.render(missing, "fixture", PROVENANCE, path=tmp_path)
 
 
 def test_no_script_and_no_network_resources():
@@ -556,10 +568,12 @@ def test_browser_renders_every_formula_as_mathml(browser, fixture_handouts, cour
 @pytest.mark.browser
 @pytest.mark.slow
 def test_browser_shows_no_raw_latex(browser, fixture_handouts, course_handouts):
-    raw = re.compile(r"\$|\\[A-Za-z]+")
+    # A dollar right before a digit is currency, escaped in the source (\$5); any other is raw LaTeX.
+    raw = re.compile(r"\$(?!\d)|\\[A-Za-z]+")
     for path in all_handouts(fixture_handouts, course_handouts):
         text = inspect_in_browser(browser, path)["text"]
-        assert raw.findall(text) == [], (path.name, text[:2000])
+        assert raw.findall(text) == [], (path.name, [text[max(m.start() - 40, 0):m.end() + 40] for m in raw.finditer(text)])
+    assert "at $5 per million costs $0.50" in " ".join(inspect_in_browser(browser, fixture_handouts["full"].path)["text"].split())
 
 
 @pytest.mark.browser
