@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, execute, notebooks, refs, regions
+from . import __version__, colab, execute, notebooks, refs, regions
 from .config import ROOT, ConfigError, load_course
 from .inline import InlineError
 
@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
     everything = sub.add_parser("all", help="build, check and execute")
     _execution_options(everything)
+    pinned = sub.add_parser("colab", help="execute notebooks in a venv pinned to Colab's stack (ipykernel 6.17.1, IPython 7.34.0, numpy 2.0)")
+    _execution_options(pinned)
+    pinned.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment")
+    pinned.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12)")
+    pinned.add_argument("--torch", default=colab.DEFAULT_TORCH, help="torch requirement (CPU build)")
+    pinned.add_argument("--torch-index", help="package index for torch, e.g. https://download.pytorch.org/whl/cpu")
     return parser.parse_args(argv)
 
 
@@ -102,17 +108,25 @@ def cmd_refs(course, args) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
-def cmd_execute(course, args) -> int:
-    """Execute the chosen notebooks and report their times."""
-    out = args.out or course.root / "dist" / "executed"
+def cmd_execute(course, args, *, kernel_name: str = "python3", out: Path | None = None) -> int:
+    """Execute the chosen notebooks and report their times; fail on an error or a breached budget."""
+    out = args.out or out or course.root / "dist" / "executed"
     status = EXIT_OK
     for nb in course.select(args.names):
-        result = execute.run(nb.ipynb, out, timeout=args.timeout)
+        result = execute.run(nb.ipynb, out, timeout=args.timeout, kernel_name=kernel_name)
         print(execute.report(result, args.budget), flush=True)
         over = args.budget is not None and result.seconds > args.budget
         if result.error or over:
             status = EXIT_FAILED
     return status
+
+
+def cmd_colab(course, args) -> int:
+    """Create the Colab-pinned environment if needed, then execute the notebooks with its kernel."""
+    venv = args.venv if args.venv.is_absolute() else course.root / args.venv
+    versions = colab.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
+    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+    return cmd_execute(course, args, kernel_name=colab.use_kernel(venv), out=course.root / "dist" / "colab")
 
 
 def cmd_all(course, args) -> int:
@@ -124,4 +138,4 @@ def cmd_all(course, args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all}
+COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all, "colab": cmd_colab}
