@@ -8,6 +8,13 @@
 # <!-- builder:end sha256=efafd20bfe73aa597f478bdf0f8ea0a5bbf9848e628fd238a2a5696daa1680d5 -->
 
 # %% [markdown]
+# **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
+#
+# If you skip an exercise, its check cell stops *Run all* with `NotImplementedError`, and the hidden reference solution (the collapsed cell above each exercise) takes over, so you can run the later cells one by one and come back later.
+#
+# - (none yet)
+
+# %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough. The first
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
