@@ -343,11 +343,11 @@ def test_header_toc_and_print_stylesheet():
 
 
 def test_course_notebooks_math_converts():
-    """Every LaTeX expression in the committed notebooks converts (no kernel needed)."""
+    """Every LaTeX expression in the committed notebooks and their student editions converts (no kernel needed)."""
     course = load_course()
     for nb in course.notebooks:
-        notebook = nbformat.read(nb.ipynb, as_version=4)
-        assert html.math_problems(notebook, nb.name) == []
+        for path in (nb.ipynb, getattr(nb, "student_ipynb", nb.ipynb)):
+            assert html.math_problems(nbformat.read(path, as_version=4), path.name) == []
 
 
 def test_builder_html_names_the_broken_formula_before_executing(repo_copy):
