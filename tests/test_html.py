@@ -11,6 +11,7 @@ handout in headless Chromium with the network blocked.
 import base64
 import contextlib
 import io
+import os
 import re
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from builder import cli, execute, html, inline
 from builder.config import load_course
 from tests.support import run_builder
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium by default; CI runners without it point CHROMIUM at their own Chrome binary.
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
