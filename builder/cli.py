@@ -29,6 +29,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
     everything = sub.add_parser("all", help="build, check and execute")
     _execution_options(everything)
+    bench = sub.add_parser("bench", help="benchmarks; `bench speed` times notebooks against the kernel-and-imports floor")
+    bench.add_argument("what", choices=sorted(BENCHES), help="which benchmark to run")
+    bench.add_argument("names", nargs="*", help="notebook names or reference keys (default: all)")
+    bench.add_argument("--repeats", type=int, default=1, help="runs of each measurement; medians are reported")
     return parser.parse_args(argv)
 
 
@@ -124,4 +128,15 @@ def cmd_all(course, args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all}
+def cmd_bench(course, args) -> int:
+    """Run one benchmark from builder/bench.py; fail when a result is over its budget."""
+    from . import bench
+
+    results = getattr(bench, BENCHES[args.what])(course, args.names, repeats=args.repeats)
+    return EXIT_OK if all(bench.within_budget(r) for r in results) else EXIT_FAILED
+
+
+# `bench WHAT` runs builder.bench.<function>(course, names, repeats=...); add a benchmark with one line here.
+BENCHES = {"speed": "speed"}
+
+COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all, "bench": cmd_bench}
