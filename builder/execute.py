@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from traitlets.config import Config
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,23 @@ def failed_cell(nb: nbformat.NotebookNode) -> int | None:
     return None
 
 
+def kernel_config(socket_dir: str) -> Config:
+    """Talk to the kernel over Unix sockets: no TCP port races between parallel or rapid runs."""
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = str(Path(socket_dir) / "kernel")
+    return config
+
+
 def run(ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3") -> RunResult:
     """Execute a copy of ``ipynb`` alone in an empty temporary folder; optionally keep the executed copy."""
-    with tempfile.TemporaryDirectory(prefix="course-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="course-run-") as tmp, tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         lone = Path(tmp) / ipynb.name
         shutil.copyfile(ipynb, lone)
         nb = nbformat.read(lone, as_version=4)
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": tmp}}, record_timing=True
+            nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": tmp}},
+            record_timing=True, config=kernel_config(sockets),
         )
         start = time.perf_counter()
         error = None

@@ -1,0 +1,59 @@
+"""Helpers shared by the test modules."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tracked_files() -> list[str]:
+    """Files git tracks plus untracked, unignored ones: what a clean clone would hold."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    return [line for line in out.splitlines() if (ROOT / line).is_file()]
+
+
+def copy_repo(target: Path) -> Path:
+    """Copy the working tree, without git metadata, to ``target``."""
+    for name in tracked_files():
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, destination)
+    return target
+
+
+def run_builder(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m builder ARGS`` inside ``root``, so it imports that copy's builder package."""
+    return subprocess.run([sys.executable, "-m", "builder", *args], cwd=root, capture_output=True, text=True)
+
+
+_VOLATILE = [
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "<ADDR>"),
+    (re.compile(r"\b(Python|numpy|torch|matplotlib) \d+\.\d+[\w.+]*"), r"\1 <VERSION>"),
+    (re.compile(r"^time:.*$", re.MULTILINE), "time: <TIMING>"),
+]
+
+
+def normalize_text(text: str) -> str:
+    """Blank out what may differ between two runs: timing lines, memory addresses, versions."""
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def normalized_outputs(nb: dict) -> list[list[str]]:
+    """Every cell's outputs as comparable text, with volatile parts normalized."""
+    cells = []
+    for cell in nb["cells"]:
+        outputs = []
+        for out in cell.get("outputs", []):
+            payload = {k: v for k, v in out.items() if k not in ("execution_count", "metadata")}
+            outputs.append(normalize_text(json.dumps(payload, sort_keys=True)))
+        cells.append(outputs)
+    return cells

@@ -1,0 +1,85 @@
+"""The real notebooks, each alone in an empty folder, through a real Jupyter kernel (nbclient)."""
+
+import json
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from builder import execute
+from builder.config import load_course
+from tests.support import ROOT, normalized_outputs
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = load_course(ROOT).notebooks
+IDS = [nb.name for nb in NOTEBOOKS]
+
+
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory):
+    """Each notebook executed once per session, shared by the tests below."""
+    out = tmp_path_factory.mktemp("executed")
+    return {nb.name: execute.run(nb.ipynb, out) for nb in NOTEBOOKS}
+
+
+def reference_cell(nb_json: dict) -> int:
+    """Index of the code cell that embeds and verifies the reference JSON."""
+    return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin reference" in "".join(c["source"]))
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_notebook_runs_alone_with_no_error(executed, nb):
+    result = executed[nb.name]
+    assert result.error is None, f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}"
+    cells = json.loads(result.executed.read_text())["cells"]
+    errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == []
+    assert len(result.cells) == sum(c["cell_type"] == "code" for c in cells)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_every_reference_value_is_checked(executed, nb):
+    cells = nbformat.read(executed[nb.name].executed, as_version=4).cells
+    text = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
+    assert "assert_all_used" in "".join(c.source for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
+    assert re.search(r"\d+ reference values", text), "the final check must print how many reference values it verified"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("target", ["json", "digest"])
+def test_tampered_reference_stops_at_the_checksum_cell(tmp_path, nb, target):
+    data = json.loads(nb.ipynb.read_text())
+    index = reference_cell(data)
+    source = "".join(data["cells"][index]["source"])
+    if target == "json":
+        tampered = re.sub(r'(REFERENCE_JSON = r"""[^\d]*)(\d)', lambda m: m.group(1) + str((int(m.group(2)) + 1) % 10), source, count=1)
+    else:
+        tampered = re.sub(r'(REFERENCE_SHA256 = ")([0-9a-f])', lambda m: m.group(1) + ("0" if m.group(2) != "0" else "1"), source, count=1)
+    assert tampered != source
+    data["cells"][index]["source"] = tampered
+    broken = tmp_path / nb.ipynb.name
+    broken.write_text(json.dumps(data))
+    result = execute.run(broken)
+    assert result.failed_cell == index, f"expected to stop at the checksum cell {index}, stopped at {result.failed_cell}"
+    assert "ReferenceChecksumError" in result.error and "SHA-256 checksum mismatch" in result.error
+    assert re.search(r"expected sha256: [0-9a-f]{64}", result.error) and re.search(r"actual sha256:\s+[0-9a-f]{64}", result.error)
+    assert "python -m builder build" in result.error
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_source_runs_as_a_plain_script(tmp_path, nb):
+    ok = subprocess.run([sys.executable, str(nb.source)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    broken = tmp_path / nb.source.name
+    broken.write_text(nb.source.read_text().replace('REFERENCE_SHA256 = "', 'REFERENCE_SHA256 = "0', 1))
+    failed = subprocess.run([sys.executable, str(broken)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert failed.returncode != 0 and "checksum mismatch" in failed.stderr
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_two_runs_give_identical_outputs(executed, tmp_path, nb):
+    first = json.loads(executed[nb.name].executed.read_text())
+    second = json.loads(execute.run(nb.ipynb, tmp_path).executed.read_text())
+    assert normalized_outputs(first) == normalized_outputs(second)
