@@ -9,6 +9,10 @@ from . import (
     attention,
     environment,
     exercises,
+    module3_decoding,
+    module3_heads,
+    module3_norms,
+    module3_positions,
     reference,
     style,
     validation,
@@ -22,7 +26,11 @@ MODULES = (
     violations,
     reference,
     style,
+    module3_positions,
     attention,
+    module3_heads,
+    module3_norms,
+    module3_decoding,
     exercises,
 )
 
