@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `174a3877d913e80b5f074c8111debc84a368a94f39b2b74fbf67b0cc4e507137`.*
-# <!-- builder:end sha256=f853da3408dd4779e03b4d38d199b4413a4075b7a23a443696378ab1f693eb33 -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83`.*
+# <!-- builder:end sha256=98b0925052ab97a1f1d72e8a32238f40416d2b21df25e9a4b9cc20770df53a10 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough. The first
@@ -208,7 +208,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "174a3877d913e80b5f074c8111debc84a368a94f39b2b74fbf67b0cc4e507137"
+REFERENCE_SHA256 = "bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -247,11 +247,41 @@ REFERENCE_JSON = r"""{
       [0.2482550782577231, 0.2482550782577231, 0.5034898434845538]
     ]
   },
+  "attention_cost": {
+    "crossover_tokens": 8192,
+    "d_model": 4096,
+    "long_context": 128000,
+    "long_context_ratio": 15.625,
+    "long_context_score_entries": 16384000000
+  },
+  "it_example": {
+    "scores": [2.0, 1.0, 0.5],
+    "weights": [0.6285317192117624, 0.23122389762214907, 0.14024438316608848]
+  },
+  "kv_cache": {
+    "bytes_per_token": 131072,
+    "bytes_per_value": 2,
+    "head_dim": 128,
+    "kv_heads": 8,
+    "layers": 32
+  },
   "layer_norm": {
     "input": [1.0, 2.0, 3.0, 4.0],
     "mean": 2.5,
     "normalized": [-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738],
     "variance": 1.25
+  },
+  "leakage_probe": {
+    "changed_from": 5,
+    "changed_to": 9,
+    "tokens": 5,
+    "unmasked_shift": 0.64
+  },
+  "masks": {
+    "causal_allowed": 15,
+    "decode_with_offset": 5,
+    "decode_without_offset": 1,
+    "tokens": 5
   },
   "next_token_nll": {
     "logits": [1.2, 0.3, -0.4, 2.0],
@@ -279,6 +309,14 @@ REFERENCE_JSON = r"""{
       [-0.7568024953079282, -0.6536436208636119, 0.03998933418663416, 0.9992001066609779]
     ]
   },
+  "sampling": {
+    "logits": [3.0, 2.0, 1.0, 0.0],
+    "temperature_1": [0.6439142598879724, 0.23688281808991013, 0.08714431874203257, 0.03205860328008499],
+    "temperature_2": [0.45505423392341127, 0.27600434470659363, 0.16740509727844333, 0.1015363240915518],
+    "top_k_2": [0.7310585786300049, 0.2689414213699951, 0.0, 0.0],
+    "top_p_09": [0.6652409557748219, 0.24472847105479764, 0.09003057317038046, 0.0],
+    "top_p_09_kept": 3
+  },
   "scaling_experiment": {
     "d_k": 64,
     "relative_tolerance": 0.08,
@@ -287,7 +325,7 @@ REFERENCE_JSON = r"""{
     "seed": 18,
     "unscaled_variance_target": 64.0
   },
-  "schema_version": 1,
+  "schema_version": 2,
   "tiny_lm": {
     "accuracy_threshold": 0.99,
     "context": 12,
@@ -303,7 +341,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=567b44eb63864cd084b148c4c6e064f31550815fefed2f3005b8d677cf00ccac
+# builder:end sha256=fdeeff8962dc2d11ce718af1edf09e4f07e9a25fc1d8c10f32f11e39ff5c7d44
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -587,7 +625,7 @@ def show_figure(fig, caption):
 # builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
 
 apply_plot_style()
-REFERENCE.check("schema_version", 1)  # the layout of references/module3.json this notebook was written for
+REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
 
@@ -629,18 +667,26 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
     return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
 
 
-WIDE = 4096  # d_model of a 7-8B model such as Llama 3.1 8B
-for n in (1_000, 2_000, 128_000):
+WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
+LONG = REFERENCE.value("attention_cost.long_context")
+for n in (1_000, 2_000, LONG):
     print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
 crossover = 2 * WIDE
+REFERENCE.check("attention_cost.crossover_tokens", crossover)
+REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
 at_crossover = attention_cost(crossover, WIDE)
 assert at_crossover["quadratic_flops"] == at_crossover["linear_flops"], "the n² part should equal the projections at n = 2·d_model"
-ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, 128_000)}
+ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
+REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
 print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
       f"and {ratios[128_000]:.1f} at 128,000")
 
 # Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
-per_token = kv_cache_bytes_per_token(n_layers=32, n_kv_heads=8, head_dim=128)
+per_token = kv_cache_bytes_per_token(
+    n_layers=REFERENCE.value("kv_cache.layers"), n_kv_heads=REFERENCE.value("kv_cache.kv_heads"),
+    head_dim=REFERENCE.value("kv_cache.head_dim"), bytes_per_value=REFERENCE.value("kv_cache.bytes_per_value"),
+)
+REFERENCE.check("kv_cache.bytes_per_token", per_token)
 conversation_gb = per_token * 32_000 / 1e9
 fits = int((80 - 16) // conversation_gb)
 all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
@@ -816,7 +862,7 @@ def softmax(scores, dim=-1):
 
 
 IT_WORDS = ("animal", "tired", "street")
-it_scores = torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)
+it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float64)
 it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
@@ -826,6 +872,7 @@ print(f"plain division would give animal {2.0 / 3.5:.2f}")
 # The numbers above, as the prose states them.
 assert [round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65] and round(float(it_exps.sum()), 2) == 11.76
 assert [round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]
+REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
 assert torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15), "adding a constant must not change softmax"
 assert torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all(), "the max shift must prevent overflow"
 assert torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)
@@ -1298,16 +1345,19 @@ def check_causal_mask_contract(causal_allowed):
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 # %%
-ordinary = causal_allowed(5, 5)
-local_decode_wrong = causal_allowed(1, 5)            # the newest query, treated as position 0
-cached_decode = causal_allowed(1, 5, query_offset=4)  # the newest query at its true position 4
+n_mask = REFERENCE.value("masks.tokens")
+ordinary = causal_allowed(n_mask, n_mask)
+local_decode_wrong = causal_allowed(1, n_mask)                          # the newest query, treated as position 0
+cached_decode = causal_allowed(1, n_mask, query_offset=n_mask - 1)  # the newest query at its true position 4
 key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 padding
 padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
 combined = ordinary & padding
 cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
 print(f"allowed entries: causal {int(ordinary.sum())}, decode without offset {int(local_decode_wrong.sum())}, "
       f"decode with offset {int(cached_decode.sum())}")
-assert (int(ordinary.sum()), int(local_decode_wrong.sum()), int(cached_decode.sum())) == (15, 1, 5)
+REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
+REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
+REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
 assert torch.equal(cached_decode, ordinary[4:]), "the cached query's row must be the last row of the full mask"
 
 # PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
@@ -2638,8 +2688,9 @@ class CausalityProbe(nn.Module):
         return hidden + self.attention(hidden)
 
 
-original_ids = torch.tensor([[1, 2, 3, 4, 5]])
-changed_ids = torch.tensor([[1, 2, 3, 4, 9]])
+n_probe = REFERENCE.value("leakage_probe.tokens")
+original_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_from")]])  # 1 2 3 4 5
+changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_to")]])     # 1 2 3 4 9
 probe_shift = {}
 with torch.no_grad():
     for name, causal in (("causal", True), ("no mask", False)):
@@ -2649,7 +2700,8 @@ for name, shift in probe_shift.items():
     print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
 assert float(probe_shift["causal"][:4].max()) <= 1e-7, "the causal mask leaks: earlier positions saw the last token"
 assert float(probe_shift["no mask"][:4].min()) > 0.1, "without a mask the probe must leak, or it tests nothing"
-assert torch.allclose(probe_shift["no mask"][:4], torch.full((4,), 0.64), atol=1e-5)
+for shift in probe_shift["no mask"][:4].tolist():
+    REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
 
 # %%
@@ -3001,7 +3053,7 @@ def check_token_distribution_contract(token_distribution):
 check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
 
 # %%
-SAMPLING_LOGITS = [3.0, 2.0, 1.0, 0.0]
+SAMPLING_LOGITS = REFERENCE.value("sampling.logits")  # (3, 2, 1, 0)
 policies = {
     "T = 1": token_distribution(SAMPLING_LOGITS),
     "T = 2": token_distribution(SAMPLING_LOGITS, temperature=2.0),
@@ -3018,6 +3070,10 @@ for name, count in (("T = 1, top-k = 2", 2), ("T = 1, top-p = 0.9", 3)):
     truncated[:count] = torch.softmax(z[:count], 0)
     assert torch.allclose(torch.tensor(policies[name], dtype=torch.float64), truncated, atol=1e-15), name
 assert [round(p, 3) for p in policies["T = 1, top-p = 0.9"]] == [0.665, 0.245, 0.09, 0.0]
+for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_k_2", "T = 1, top-k = 2"),
+                  ("top_p_09", "T = 1, top-p = 0.9")):
+    REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
+REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
 assert token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]
 assert token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]
 
