@@ -1561,12 +1561,21 @@ def check_attention_contract(attention):
             "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
         )
     probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
-    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v))
+    detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
+    contract_assert(
+        result.output.requires_grad, "gradients flow from the output to q, k and v", case,
+        "an output that requires grad", "an output cut off from the autograd graph", detach_hint,
+    )
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v), allow_unused=True)
     theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    for name, grad in zip("qkv", ours):
+        contract_assert(
+            grad is not None, f"gradient with respect to {name} matches F.scaled_dot_product_attention", case,
+            f"a gradient for {name}", f"none: {name} does not reach the output through autograd", detach_hint,
+        )
     gradient_error = max(
         contract_close(
-            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b,
-            "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention",
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b, detach_hint,
             atol=1e-11, rtol=1e-11,
         )
         for name, a, b in zip("qkv", ours, theirs)
@@ -1663,7 +1672,7 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=152a4032cdab141ac76225c11b267167e48477f5b0670335420ced7956f9dd68
+# builder:end sha256=8c012e52b1d8e71cc4662312e5cc1197d77f68b3035ad91889f180f54022fbac
 attention_contract = check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 print({key: (f"{value:.1e}" if isinstance(value, float) else value) for key, value in attention_contract.items()})
 
@@ -2072,8 +2081,8 @@ check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
 
 # %% tags=["exercise"]
 # Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. The input
-# is usually a non-contiguous view, so prefer reshape or flatten over view.
+# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
+# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
@@ -2085,13 +2094,16 @@ def merge_heads(x):
 # %%
 # builder:begin inline check_merge_heads_contract
 def check_merge_heads_contract(merge_heads):
-    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads."""
+    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
+
+    The input is contiguous, like an attention output, so its transpose is not: ``view`` fails there.
+    """
     import torch
 
     batch, heads, tokens, width = 2, 3, 4, 5
     flat = torch.randn(batch, tokens, heads * width, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2)  # (B, H, T, d), not contiguous
-    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2), a non-contiguous view"
+    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
+    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
     prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
     result = call_under_contract(prop, case, merge_heads, split)
     contract_assert(
@@ -2109,7 +2121,7 @@ def check_merge_heads_contract(merge_heads):
         where = (result != flat).nonzero()[0].tolist()
         raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
     return {"cases": 1}
-# builder:end sha256=f1242166a50f5420306554e3b39013e111236e81c1b6f1c13abd781cdffd007b
+# builder:end sha256=f36f5dbed172fbb57926dfb0e075a49430d4b30073f26909374ca557aad6548e
 check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
 
 
@@ -3044,12 +3056,13 @@ def check_token_distribution_contract(token_distribution):
     judge(
         "temperature, then top_k, then top_p measured on the kept mass", z,
         "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors",
-        temperature=2.0, top_k=3, top_p=0.7,
-        variants=((lambda: policy(z, 1.0, 3, 0.7), "the temperature was applied after the filters (or not at all)"),),
+        temperature=2.0, top_k=3, top_p=0.8,
+        variants=((lambda: policy(z, 1.0, 3, 0.8), "the temperature was applied after the filters (or not at all)"),
+                  (lambda: policy(z, 2.0, 4, 0.8), "top_p was measured on the mass of all tokens, not of the top_k survivors")),
     )
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}
-# builder:end sha256=220da0eb9895d35fe9ca2a02b89b27496e867c45058f4a1372a6d5290be28b29
+# builder:end sha256=f65c633ed28422724afef30ef12ff566400d09ae5b1dab9158573a718d17236f
 check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
 
 # %%

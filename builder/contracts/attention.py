@@ -58,12 +58,21 @@ def check_attention_contract(attention):
             "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
         )
     probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
-    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v))
+    detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
+    contract_assert(
+        result.output.requires_grad, "gradients flow from the output to q, k and v", case,
+        "an output that requires grad", "an output cut off from the autograd graph", detach_hint,
+    )
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v), allow_unused=True)
     theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    for name, grad in zip("qkv", ours):
+        contract_assert(
+            grad is not None, f"gradient with respect to {name} matches F.scaled_dot_product_attention", case,
+            f"a gradient for {name}", f"none: {name} does not reach the output through autograd", detach_hint,
+        )
     gradient_error = max(
         contract_close(
-            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b,
-            "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention",
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b, detach_hint,
             atol=1e-11, rtol=1e-11,
         )
         for name, a, b in zip("qkv", ours, theirs)

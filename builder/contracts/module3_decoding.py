@@ -99,8 +99,9 @@ def check_token_distribution_contract(token_distribution):
     judge(
         "temperature, then top_k, then top_p measured on the kept mass", z,
         "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors",
-        temperature=2.0, top_k=3, top_p=0.7,
-        variants=((lambda: policy(z, 1.0, 3, 0.7), "the temperature was applied after the filters (or not at all)"),),
+        temperature=2.0, top_k=3, top_p=0.8,
+        variants=((lambda: policy(z, 1.0, 3, 0.8), "the temperature was applied after the filters (or not at all)"),
+                  (lambda: policy(z, 2.0, 4, 0.8), "top_p was measured on the mass of all tokens, not of the top_k survivors")),
     )
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}

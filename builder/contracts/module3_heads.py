@@ -43,13 +43,16 @@ def check_split_heads_contract(split_heads):
 
 
 def check_merge_heads_contract(merge_heads):
-    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads."""
+    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
+
+    The input is contiguous, like an attention output, so its transpose is not: ``view`` fails there.
+    """
     import torch
 
     batch, heads, tokens, width = 2, 3, 4, 5
     flat = torch.randn(batch, tokens, heads * width, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2)  # (B, H, T, d), not contiguous
-    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2), a non-contiguous view"
+    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
+    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
     prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
     result = call_under_contract(prop, case, merge_heads, split)
     contract_assert(
