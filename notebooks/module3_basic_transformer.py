@@ -878,7 +878,6 @@ assert torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all(), "the max sh
 assert torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)
 
 
-# %%
 def plot_it_weights(words, scores, weights, language="en"):
     """Bars of each word's share of the raw scores next to its softmax weight."""
     require_choice("language", language, LANGUAGES)
@@ -1001,7 +1000,6 @@ rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
 assert torch.allclose(rows, out, atol=1e-5), "the matrix formula must equal one softmax per query"
 
 
-# %%
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
@@ -1192,7 +1190,6 @@ for pair in range(4):
 print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixed angle: verified for all 4 pairs")
 
 
-# %%
 def plot_positions(table, language="en"):
     """Two fast and two slow coordinates of a sinusoidal table against position."""
     require_choice("language", language, LANGUAGES)
@@ -1371,7 +1368,6 @@ assert torch.allclose(top_left, v5[:, :1]), "is_causal=True should read only the
 assert torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)
 
 
-# %%
 def plot_masks(masks, titles, language="en"):
     """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
     require_choice("language", language, LANGUAGES)
@@ -1426,7 +1422,8 @@ show_figure(
 # returns zero weights and a zero output for them, with finite gradients. PyTorch decides
 # differently and silently: from torch 2.5 on, `F.scaled_dot_product_attention` returns zeros for
 # a fully masked row on CPU and CUDA; torch 2.4 and older returned NaN, and the reference Python in
-# its documentation still does. The cell after the exercise shows what your installed torch does.
+# [its documentation](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+# still does. The cell after the exercise shows what your installed torch does.
 #
 # $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V, \qquad M_{r,j} = 0 \text{ if allowed, } -\infty \text{ if blocked}$$
 #
@@ -1711,7 +1708,6 @@ print(f"torch {torch.__version__.split('+')[0]} returns {torch_says} for the ful
       f"ours returns zeros only when asked (empty_row='zero')")
 
 
-# %%
 def plot_scores_and_weights(scores, weights, language="en"):
     """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
     require_choice("language", language, LANGUAGES)
@@ -1792,7 +1788,6 @@ print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
 assert only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]
 
 
-# %%
 def plot_contract_errors(summary, language="en"):
     """Bars of the largest errors the attention contract measured, against the tolerance each had to meet."""
     require_choice("language", language, LANGUAGES)
@@ -1852,7 +1847,7 @@ show_figure(
 # the 16 equally likely sign patterns give the sums $-4, -2, 0, 2, 4$ with counts $1, 4, 6, 4, 1$.
 # Their variance is $(16 + 4 \cdot 4 + 0 + 4 \cdot 4 + 16) / 16 = 4 = d_k$. Dividing every sum by
 # $\sqrt{4} = 2$ divides the variance by 4, to 1. At $d_k = 128$ the raw standard deviation is
-# $\sqrt{128} \approx 11.3$, so raw scores of $\pm 20$ are routine; scaled, $\pm 2$ is typical.
+# $\sqrt{128} \approx 11.3$: a typical raw score is about $\pm 11$, a typical scaled one about $\pm 1$.
 #
 # The cell checks this three ways: exactly, by enumerating the 16 patterns; by Monte Carlo, with the
 # reference seed and tolerance; and by measuring saturation itself at widths 2 to 1,024 (16 keys,
@@ -1867,6 +1862,9 @@ print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 
       f"sqrt(128) = {math.sqrt(128):.1f}")
 assert [sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]
 assert float(exact.var(unbiased=False)) == 4.0 and float((exact / 2).var(unbiased=False)) == 1.0
+spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
+print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
+assert float(spread[0]) > 0.99999
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
 d_k = REFERENCE.value("scaling_experiment.d_k")
@@ -1940,7 +1938,6 @@ assert (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round
 assert (round(min(scaled_tops), 2), round(max(scaled_tops), 2)) == (0.23, 0.25), "scaled attention must not saturate"
 
 
-# %%
 def plot_saturation(rows, language="en"):
     """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
     require_choice("language", language, LANGUAGES)
@@ -2275,7 +2272,6 @@ expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully mask
 print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
 
 
-# %%
 def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
@@ -2346,7 +2342,6 @@ doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000,
 assert doubled == 4.0, "doubling the context must quadruple the n² term"
 
 
-# %%
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
@@ -2383,8 +2378,9 @@ show_figure(
 # a block only has to learn a *correction* and gradients have a direct path through deep stacks.
 # **LayerNorm** rescales each token's features to mean 0 and variance 1 before a sublayer reads
 # them, so no token's scale runs away. The original transformer normalised *after* each residual
-# sum (post-norm); most models since normalise the sublayer's *input* (pre-norm), which trains
-# more stably in deep stacks. Our block is pre-norm.
+# sum (post-norm); GPT-2 and most models since normalise each sublayer's *input* (pre-norm), which
+# trains more stably in deep stacks ([Xiong et al., 2020](https://arxiv.org/abs/2002.04745)).
+# Our block is pre-norm.
 #
 # $$\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta, \qquad \mu = \frac{1}{d} \sum_{m=1}^{d} x_m, \qquad \sigma^2 = \frac{1}{d} \sum_{m=1}^{d} (x_m - \mu)^2$$
 #
@@ -2615,7 +2611,6 @@ assert big.encoder_layer == 4 * base.encoder_layer
 assert sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights
 
 
-# %%
 def plot_decoder_block(language="en"):
     """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
     require_choice("language", language, LANGUAGES)
@@ -2716,7 +2711,6 @@ for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
 
-# %%
 def plot_leakage(shifts, language="en"):
     """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
     require_choice("language", language, LANGUAGES)
@@ -2865,7 +2859,6 @@ print(f"the loss first drops below the threshold at step {first_pass} of {recipe
 assert first_pass < recipe["steps"] // 2, "the caption below says the threshold is crossed long before the last step"
 
 
-# %%
 def plot_loss(losses, threshold, language="en"):
     """The training loss per step on a log scale, with the pass threshold and the uniform-guess level."""
     require_choice("language", language, LANGUAGES)
@@ -3075,6 +3068,9 @@ policies = {
 }
 for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
+running_mass = list(itertools.accumulate(policies["T = 1"]))
+print(f"running mass of the T = 1 distribution, most likely first: {[round(m, 3) for m in running_mass]}")
+assert [round(m, 3) for m in running_mass[:3]] == [0.644, 0.881, 0.968], "the top-p worked example above quotes these"
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
 assert torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)
 assert torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15)
@@ -3099,7 +3095,6 @@ print(f"20,000 draws from top-p = 0.9: frequencies {[round(f, 3) for f in freque
 assert gap < 0.015 and frequencies[3] == 0.0, "sampling must follow the distribution and never pick a filtered token"
 
 
-# %%
 def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
