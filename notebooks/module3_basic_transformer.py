@@ -3383,4 +3383,4 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 
 # %%
 checked = REFERENCE.assert_all_used()
-print(f"All {checked} values of {REFERENCE_SOURCE} were used or checked by a cell.")
+print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")

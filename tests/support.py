@@ -47,12 +47,26 @@ def normalize_text(text: str) -> str:
     return text
 
 
+def coalesced(outputs: list[dict]) -> list[dict]:
+    """Join consecutive stream outputs of the same stream: how a kernel chunks stdout depends on timing."""
+    joined: list[dict] = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            out = dict(out, text="".join(out["text"]))  # JSON may hold the text as one string or as a list of lines
+        previous = joined[-1] if joined else None
+        if previous and out.get("output_type") == "stream" == previous.get("output_type") and out.get("name") == previous.get("name"):
+            joined[-1] = dict(previous, text=previous["text"] + out["text"])
+        else:
+            joined.append(out)
+    return joined
+
+
 def normalized_outputs(nb: dict) -> list[list[str]]:
-    """Every cell's outputs as comparable text, with volatile parts normalized."""
+    """Every cell's outputs as comparable text, with volatile parts normalized and stdout chunks joined."""
     cells = []
     for cell in nb["cells"]:
         outputs = []
-        for out in cell.get("outputs", []):
+        for out in coalesced(cell.get("outputs", [])):
             payload = {k: v for k, v in out.items() if k not in ("execution_count", "metadata")}
             outputs.append(normalize_text(json.dumps(payload, sort_keys=True)))
         cells.append(outputs)
