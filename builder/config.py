@@ -33,6 +33,21 @@ class Notebook:
         return self.root / "notebooks" / f"{self.name}.ipynb"
 
     @property
+    def student_source(self) -> Path:
+        """The student edition's percent source, generated from ``source``."""
+        return self.root / "notebooks" / "student" / f"{self.name}.py"
+
+    @property
+    def student_ipynb(self) -> Path:
+        """The student edition Colab opens: exercises as stubs."""
+        return self.root / "notebooks" / "student" / f"{self.name}.ipynb"
+
+    @property
+    def student_title(self) -> str:
+        """Title of the student edition."""
+        return f"{self.title} · Student edition"
+
+    @property
     def reference_path(self) -> Path:
         """The frozen reference metrics this notebook embeds."""
         return self.root / "references" / f"{self.reference}.json"

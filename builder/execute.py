@@ -85,15 +85,20 @@ def kernel_config(socket_dir: str) -> Config:
     return config
 
 
-def run(ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3") -> RunResult:
-    """Execute a copy of ``ipynb`` alone in an empty temporary folder; optionally keep the executed copy."""
+def run(
+    ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3", allow_errors: bool = False
+) -> RunResult:
+    """Execute a copy of ``ipynb`` alone in an empty temporary folder; optionally keep the executed copy.
+
+    With ``allow_errors`` every cell runs even after one fails; the errors stay in the outputs.
+    """
     with tempfile.TemporaryDirectory(prefix="course-run-") as tmp, tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         lone = Path(tmp) / ipynb.name
         shutil.copyfile(ipynb, lone)
         nb = nbformat.read(lone, as_version=4)
         client = NotebookClient(
             nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": tmp}},
-            record_timing=True, config=kernel_config(sockets),
+            record_timing=True, config=kernel_config(sockets), allow_errors=allow_errors,
         )
         start = time.perf_counter()
         error = None

@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, inline, pairing, regions
+from . import __version__, inline, pairing, regions, student
 from .config import FIX_COMMAND, Course, Notebook
 
 
@@ -198,3 +198,37 @@ def build_one(course: Course, nb: Notebook, path: Path, ipynb: Path, *, force: b
         ipynb.write_text(paired, encoding="utf-8")
         changed.append(ipynb)
     return changed
+
+
+def student_expected(course: Course, nb: Notebook) -> str:
+    """The student edition's percent source as the builder writes it, from the committed source."""
+    text = student.student_text(nb.source.read_text(encoding="utf-8"))
+    return expected_source(course, nb, text, nb.student_source, ipynb_path=nb.student_ipynb, title=nb.student_title)
+
+
+def build_student(course: Course, nb: Notebook) -> list[Path]:
+    """Regenerate one student edition and its pair; return the files that changed."""
+    text = student_expected(course, nb)
+    changed = []
+    nb.student_source.parent.mkdir(parents=True, exist_ok=True)
+    for path, content in ((nb.student_source, text), (nb.student_ipynb, pairing.to_ipynb(text))):
+        if not path.exists() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def student_findings(course: Course, nb: Notebook) -> list[Finding]:
+    """A student edition that is missing, stale or edited by hand, or whose pair drifted."""
+    expected = student_expected(course, nb)
+    path = nb.student_source
+    if not path.exists():
+        return [Finding(path, 1, f"student edition is missing; run `{FIX_COMMAND}`")]
+    committed = path.read_text(encoding="utf-8")
+    if committed != expected:
+        return [Finding(
+            path, first_changed_line(committed, expected),
+            f"student edition is stale or was edited by hand; it is generated from {relative(course, nb.source)}: run `{FIX_COMMAND}`",
+            unified(committed, expected, relative(course, path)),
+        )]
+    return pair_findings(course, path, nb.student_ipynb)

@@ -517,24 +517,25 @@ def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check and print the verdict.
 
     When the exercise is still a stub (it raises NotImplementedError) and the student edition
-    provides ``REFERENCE_SOLUTIONS``, the reference takes the stub's place in ``namespace`` so
-    that later cells keep working, and the NotImplementedError is raised again with that news.
+    holds a reference solution for ``label`` in ``REFERENCE_SOLUTIONS``, the reference takes the
+    stub's place in ``namespace`` so that later cells keep working, and the NotImplementedError
+    is raised again with that news.
     """
     name = getattr(implementation, "__name__", repr(implementation))
     try:
         summary = contract(implementation)
     except NotImplementedError:
-        reference = namespace.get("REFERENCE_SOLUTIONS", {}).get(name)
+        reference = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
         if reference is None:
             raise
-        namespace[name] = reference
+        namespace.update(reference)
         raise NotImplementedError(
             f"{label}: {name} is still a stub. Later cells now use the reference solution so you can "
             f"keep going; come back, replace the stub, and rerun this cell."
         ) from None
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=04e540ca2738282516f2297596a8a75d69f7cdee6f7a12541eabba599a608462
+# builder:end sha256=a447f9ef66cef8f106dabec5f5ae2b664f1bd67cff9f4d09f6c68b0dbbf9811d
 # builder:begin inline LANGUAGES
 LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84

@@ -8,7 +8,7 @@ import sys
 import nbformat
 import pytest
 
-from builder import execute
+from builder import execute, pairing, student
 from builder.config import load_course
 from tests.support import ROOT, normalized_outputs
 
@@ -83,3 +83,27 @@ def test_two_runs_give_identical_outputs(executed, tmp_path, nb):
     first = json.loads(executed[nb.name].executed.read_text())
     second = json.loads(execute.run(nb.ipynb, tmp_path).executed.read_text())
     assert normalized_outputs(first) == normalized_outputs(second)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_student_edition_as_shipped_stops_only_at_exercise_stubs(tmp_path, nb):
+    """Every error is a NotImplementedError from an exercise; everything else runs on the references."""
+    result = execute.run(nb.student_ipynb, tmp_path, allow_errors=True)
+    executed_nb = nbformat.read(result.executed, as_version=4)
+    labels = [e.label for e in student.exercises(pairing.read_source(nb.source.read_text()))]
+    assert student.shipped_run_problems(executed_nb, labels) == []
+    assert "assert_all_used" in executed_nb.cells[-1].source or any("assert_all_used" in c.source for c in executed_nb.cells[-3:])
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_student_edition_with_solutions_reinserted_passes(tmp_path, nb):
+    text = student.reinsert_solutions(nb.student_source.read_text(), nb.source.read_text())
+    path = tmp_path / nb.student_ipynb.name
+    path.write_text(pairing.to_ipynb(text))
+    result = execute.run(path)
+    assert result.error is None, f"failed at cell {result.failed_cell}:\n{result.error}"
+
+
+def test_each_module_has_at_least_six_exercises():
+    for nb in NOTEBOOKS:
+        assert len(student.exercises(pairing.read_source(nb.source.read_text()))) >= 6, nb.name

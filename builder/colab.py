@@ -1,0 +1,63 @@
+"""A Colab-like kernel: a virtual environment pinned to Colab's old IPython stack, registered as a kernel."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+KERNEL_NAME = "colab-pinned"
+# What Colab's CPU runtime pins (late 2026): old ipykernel and IPython, numpy 2.0, matplotlib 3.10.
+COLAB_PINS = ("ipykernel==6.17.1", "ipython==7.34.0", "numpy==2.0.2", "matplotlib==3.10.*")
+# The nearest CPU build of torch that installs on this machine; CI passes Colab's own.
+DEFAULT_TORCH = "torch==2.13.0"
+
+
+def _python(venv: Path) -> Path:
+    """The interpreter inside a virtual environment."""
+    return venv / "bin" / "python"
+
+
+def pins_file(venv: Path) -> Path:
+    """Where the environment records what it was built with, so a rebuild happens only on change."""
+    return venv / "colab-pins.json"
+
+
+def create(venv: Path, *, python: str = sys.executable, torch: str = DEFAULT_TORCH, torch_index: str | None = None) -> dict:
+    """Create (or reuse) the pinned environment and register its kernel; return its versions."""
+    wanted = {"python": python, "pins": list(COLAB_PINS), "torch": torch, "torch_index": torch_index}
+    if not (pins_file(venv).exists() and json.loads(pins_file(venv).read_text()).get("wanted") == wanted):
+        subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
+        pip = [str(_python(venv)), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "--upgrade", "pip"], check=True)
+        subprocess.run([*pip, torch, *(["--index-url", torch_index] if torch_index else [])], check=True)
+        subprocess.run([*pip, *COLAB_PINS], check=True)
+        subprocess.run(
+            [str(_python(venv)), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
+             "--display-name", "Python 3 (Colab-pinned)"],
+            check=True, capture_output=True,
+        )
+        versions = installed_versions(venv)
+        pins_file(venv).write_text(json.dumps({"wanted": wanted, "versions": versions}, indent=2) + "\n")
+    return json.loads(pins_file(venv).read_text())["versions"]
+
+
+def installed_versions(venv: Path) -> dict:
+    """Python, IPython, ipykernel, numpy, matplotlib and torch versions inside the environment."""
+    probe = (
+        "import json, platform, IPython, ipykernel, numpy, matplotlib, torch; "
+        "print(json.dumps({'python': platform.python_version(), 'ipython': IPython.__version__, "
+        "'ipykernel': ipykernel.__version__, 'numpy': numpy.__version__, "
+        "'matplotlib': matplotlib.__version__, 'torch': torch.__version__}))"
+    )
+    out = subprocess.run([str(_python(venv)), "-c", probe], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def use_kernel(venv: Path) -> str:
+    """Make the environment's kernel spec visible to this process; return its name."""
+    share = str(venv / "share" / "jupyter")
+    paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    if share not in paths:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join([share, *paths])
+    return KERNEL_NAME

@@ -1,0 +1,79 @@
+"""Colab fidelity: the pinned-stack run, the install cell, the timing budget and the Colab links."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder import cli, colab, execute
+from builder.contracts import environment
+from tests.support import ROOT
+
+COLAB_URL = re.compile(r"https://colab\.research\.google\.com/github/([^/\s)]+/[^/\s)]+)/blob/([^/\s)]+)/([^\s)\"'>]+)")
+
+
+@pytest.mark.colab
+def test_notebooks_pass_on_a_colab_pinned_kernel():
+    """ipykernel 6.17.1, IPython 7.34.0, numpy 2.0, matplotlib 3.10: every notebook runs clean."""
+    venv = ROOT / ".colab-venv"
+    result = subprocess.run(
+        [sys.executable, "-m", "builder", "colab", "--venv", str(venv)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    versions = colab.installed_versions(venv)
+    assert versions["ipykernel"] == "6.17.1" and versions["ipython"] == "7.34.0"
+    assert versions["numpy"].startswith("2.0.") and versions["matplotlib"].startswith("3.10.")
+    assert "FAILED" not in result.stdout
+
+
+def test_colab_links_point_to_notebooks_in_this_repository(course):
+    """Every Open-in-Colab link names this repository, its branch and a notebook that exists."""
+    slug = course.repository.removeprefix("https://github.com/")
+    files = [ROOT / "README.md", *sorted((ROOT / "notebooks").rglob("*.py")), *sorted((ROOT / "notebooks").rglob("*.ipynb"))]
+    links = [(f, m) for f in files for m in COLAB_URL.finditer(f.read_text(encoding="utf-8"))]
+    assert len(links) >= 2 * len(course.notebooks), "each notebook and the README should carry a Colab link"
+    for path, match in links:
+        repo, branch, target = match.groups()
+        where = f"{path.relative_to(ROOT)}: {match.group(0)}"
+        assert (repo, branch) == (slug, course.branch), where
+        assert target.endswith(".ipynb") and (ROOT / target).is_file(), where
+
+
+def test_a_breached_budget_fails_and_names_the_slowest_cells(tmp_path, capsys):
+    assert cli.main(["execute", "module3", "--budget", "0.01", "--out", str(tmp_path)]) == cli.EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "OVER BUDGET" in out and re.search(r"Slowest cells: cell \d+ \(\d+\.\d+ s\)", out)
+
+
+def test_a_generous_budget_passes():
+    result = execute.RunResult("nb", 12.0, [execute.CellTiming(3, 4.0, "import torch")])
+    assert "OVER BUDGET" not in execute.report(result, budget=48.0)
+    assert "OVER BUDGET" in execute.report(result, budget=10.0)
+
+
+def test_install_cell_rejects_packages_outside_the_allow_list():
+    with pytest.raises(ValueError, match="allow-list"):
+        environment.install_missing(["numpy", "requests"])
+
+
+def test_install_cell_installs_nothing_that_is_present(capsys):
+    assert environment.install_missing(["numpy", "torch", "matplotlib"]) == []
+    assert "already installed" in capsys.readouterr().out
+
+
+def test_environment_report_warns_without_failing_on_old_torch(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.4.1+cpu")
+    report = environment.report_environment()
+    out = capsys.readouterr().out
+    assert report == {"colab": False, "torch_has_enable_gqa": False}
+    assert "WARNING: torch 2.4.1+cpu is older than 2.5" in out and "enable_gqa" in out
+    assert re.search(r"Python \d+\.\d+\.\d+ \| numpy \S+ \| torch 2\.4\.1\+cpu \| matplotlib \S+ \| running in Colab: no", out)
+
+
+def test_environment_report_on_current_torch_has_no_warning(capsys):
+    assert environment.report_environment()["torch_has_enable_gqa"]
+    assert "WARNING" not in capsys.readouterr().out
