@@ -1780,7 +1780,7 @@ probe = torch.randn(ours.shape, dtype=torch.float64, generator=gen)  # a random 
 grads_ours = torch.autograd.grad((ours * probe).sum(), (q, k, v))
 grads_theirs = torch.autograd.grad((theirs * probe).sum(), (q, k, v))
 measured = {
-    "output_max_error": float((ours - theirs).abs().max()),
+    "output_max_error": float((ours - theirs).detach().abs().max()),
     "gradient_max_error": max(float((a - b).abs().max()) for a, b in zip(grads_ours, grads_theirs)),
 }
 
