@@ -626,6 +626,19 @@ def show_figure(fig, caption):
 # builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
 
 apply_plot_style()
+
+
+def plain_log_axis(axis):
+    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
+    def label(value, _position):
+        if value <= 0:
+            return ""
+        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
+
+    axis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
+
+
 REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
@@ -884,7 +897,8 @@ def plot_it_weights(words, scores, weights, language="en"):
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
     scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
-    fig, ax = plt.subplots(figsize=(6.4, 3.3), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 3.3))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)  # fixed margins: a layout engine would draw everything twice
     x = np.arange(len(words))
     ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY,
            label=localized(language, "score / sum of scores", "оценка / сумма оценок"))
@@ -1005,7 +1019,8 @@ def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(9.6, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9.6, 3.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
     ax.set_xlim(0, 12.4)
     ax.set_ylim(0, 3.8)
     ax.axis("off")
@@ -1196,7 +1211,8 @@ def plot_positions(table, language="en"):
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
     table = np.asarray(table)
-    fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), layout="constrained", sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), sharex=True)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
     titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
               localized(language, "Slow coordinates (pair 2)", "Медленные координаты (пара 2)"))
     for ax, columns, title in zip(axes, ((0, 1), (4, 5)), titles):
@@ -1375,7 +1391,9 @@ def plot_masks(masks, titles, language="en"):
     apply_plot_style()
     from matplotlib.colors import ListedColormap
 
-    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2), layout="constrained")
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
+
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
     for ax, mask, title in zip(axes.flat, masks, titles):
         mask = np.asarray(mask, dtype=bool)
         ax.pcolormesh(mask, cmap=ListedColormap([Palette.PAPER, Palette.GREEN]), vmin=0, vmax=1, edgecolors="white", linewidth=1.5)
@@ -1713,16 +1731,20 @@ def plot_scores_and_weights(scores, weights, language="en"):
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
     scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     shown = np.where(np.isfinite(scores), scores, np.nan)
     panels = ((shown, localized(language, "scaled scores q·k/√d_k", "оценки q·k/√d_k"), "Oranges"),
               (weights, localized(language, "weights after softmax", "веса после softmax"), "Blues"))
     for ax, (data, title, cmap), raw_values in zip(axes, panels, (scores, weights)):
-        ax.imshow(data, cmap=cmap, vmin=0, vmax=max(1.0, float(np.nanmax(data))))
+        top = max(1.0, float(np.nanmax(data)))
+        ax.imshow(data, cmap=cmap, vmin=0, vmax=top)
         for (i, j), value in np.ndenumerate(raw_values):
-            text = "−∞" if not np.isfinite(value) else f"{value:.3f}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=10,
-                    color=Palette.MUTED if not np.isfinite(value) else Palette.INK)
+            if not np.isfinite(value):
+                ax.text(j, i, "−∞", ha="center", va="center", fontsize=10, color=Palette.MUTED)
+            else:  # white on the darkest cells, ink elsewhere
+                ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=10,
+                        color="white" if value > 0.6 * top else Palette.INK)
         ax.set_title(title, fontsize=11)
         ax.set_xticks(range(data.shape[1]))
         ax.set_yticks(range(data.shape[0]))
@@ -1822,14 +1844,15 @@ def plot_contract_errors(summary, language="en"):
     values = [summary["output_max_error"], summary["gradient_max_error"], summary["wrong_cache_mask_max_error"]]
     limits = [1e-12, 1e-11, 1e-3]
     colors = [Palette.GREEN, Palette.GREEN, Palette.RED]
-    fig, ax = plt.subplots(figsize=(7.2, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.9)  # fixed margins: a layout engine would draw everything twice
     shown = [max(v, 1e-17) for v in values]  # an exact 0 cannot sit on a log axis
     ax.bar(range(3), shown, color=colors, width=0.55)
     for x, (limit, value) in enumerate(zip(limits, values)):
         ax.hlines(limit, x - 0.38, x + 0.38, color=Palette.INK, ls="--", lw=1.2)
         ax.text(x, max(value, 1e-17) * 3, f"{value:.1e}", ha="center", fontsize=9)
     ax.set_yscale("log")
-    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # minor log ticks cost more to draw than the data
+    plain_log_axis(ax.yaxis)
     ax.set_ylim(1e-18, 10)
     ax.set_xticks(range(3), labels)
     ax.set_ylabel(localized(language, "largest |difference|", "наибольшее |расхождение|"))
@@ -1966,7 +1989,8 @@ def plot_saturation(rows, language="en"):
     """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.15, top=0.9, wspace=0.25)  # fixed margins: a layout engine would draw everything twice
     for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
                                  (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
         chosen = [r for r in rows if r["scaled"] == scaled]
@@ -1980,7 +2004,7 @@ def plot_saturation(rows, language="en"):
          localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
     ):
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        plain_log_axis(ax.xaxis)
         ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=12)
@@ -2300,7 +2324,8 @@ def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0), layout="constrained")
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
     names = {n_heads: "MHA", 1: "MQA"}
     for ax, n_kv in zip(axes, kv_options):
         group = n_heads // n_kv
@@ -2370,11 +2395,12 @@ def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(7.4, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.4, 3.8))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
     ax.loglog(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
     ax.loglog(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_locator(matplotlib.ticker.NullLocator())  # minor log ticks cost more to draw than the data
+        plain_log_axis(axis)
     ax.axvline(2 * d_model, color=Palette.MUTED, ls="--", lw=1)
     ax.text(2 * d_model * 1.2, quadratic.min() * 3, localized(language, f"crossover\nn = 2·d = {2 * d_model:,}",
                                                                 f"пересечение\nn = 2·d = {2 * d_model:,}"), color=Palette.MUTED)
@@ -2639,7 +2665,8 @@ def plot_decoder_block(language="en"):
     """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(6.0, 4.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
     ax.set_xlim(0, 7.2)
     ax.set_ylim(0, 9.2)
     ax.axis("off")
@@ -2739,7 +2766,8 @@ def plot_leakage(shifts, language="en"):
     """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(7.0, 3.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.0, 3.2))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.9)  # fixed margins: a layout engine would draw everything twice
     positions = np.arange(len(next(iter(shifts.values()))))
     for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
@@ -2887,12 +2915,13 @@ def plot_loss(losses, threshold, language="en"):
     """The training loss per step on a log scale, with the pass threshold and the uniform-guess level."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(7.6, 3.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.6, 3.4))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
     ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "training loss", "функция потерь"))
     ax.axhline(math.log(6), color=Palette.MUTED, ls=":", lw=1.2, label=localized(language, "uniform guess, ln 6", "равномерная догадка, ln 6"))
     ax.axhline(threshold, color=Palette.RED, ls="--", lw=1.2, label=localized(language, f"pass threshold {threshold}", f"порог {threshold}"))
     ax.set_yscale("log")
-    ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    plain_log_axis(ax.yaxis)
     ax.set_xlabel(localized(language, "optimisation step", "шаг оптимизации"))
     ax.set_ylabel(localized(language, "NLL, nats per token", "NLL, нат на токен"))
     ax.set_title(localized(language, "A tiny model learns a period", "Маленькая модель учит период"))
@@ -3123,7 +3152,8 @@ def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(8.0, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
     tokens = np.arange(len(logits))
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE)
     width = 0.2

@@ -520,3 +520,37 @@ def test_notebook_ratio_rejects_zero_repeats():
 
     with pytest.raises(ValueError, match="repeats"):
         bench.notebook_ratio(load_course(ROOT), "module3", repeats=0)
+
+
+def test_every_plot_draws_in_english_and_russian(nb):
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ones = torch.ones(5, 5, dtype=torch.bool).tril()
+    lengths = np.logspace(2, 6, 9)
+    cases = {
+        "plot_it_weights": (("animal", "tired", "street"), [2.0, 1.0, 0.5], [0.63, 0.23, 0.14]),
+        "plot_attention_flow": (),
+        "plot_positions": (nb["sinusoidal_encoding"](20, 8).numpy(),),
+        "plot_masks": ([ones] * 6, ["title"] * 6),
+        "plot_scores_and_weights": (np.array([[0.7, -np.inf], [0.0, 0.7]]), np.array([[1.0, 0.0], [0.33, 0.67]])),
+        "plot_contract_errors": ({"output_max_error": 0.0, "gradient_max_error": 1e-16, "wrong_cache_mask_max_error": 0.5},),
+        "plot_saturation": (nb["saturation_experiment"]((2, 8), trials=5),),
+        "plot_head_sharing": (),
+        "plot_cost": (lengths, lengths ** 2, lengths * 1e3, 4096),
+        "plot_decoder_block": (),
+        "plot_leakage": ({"causal": np.zeros(5), "no mask": np.ones(5)},),
+        "plot_loss": ([1.8, 0.5, 0.01], 0.02),
+        "plot_policies": ({"T = 1": [0.7, 0.3], "T = 2": [0.6, 0.4], "k": [1.0, 0.0], "p": [1.0, 0.0]}, [1.0, 0.0]),
+    }
+    assert set(cases) == {name for name in nb if name.startswith("plot_")}, "a new plot function needs a case here"
+    for name, args in cases.items():
+        for language in ("en", "ru"):
+            fig = nb[name](*args, language=language)
+            fig.savefig(io.BytesIO(), format="png")
+            plt.close(fig)
