@@ -554,3 +554,20 @@ def test_every_plot_draws_in_english_and_russian(nb):
             fig = nb[name](*args, language=language)
             fig.savefig(io.BytesIO(), format="png")
             plt.close(fig)
+
+
+def test_hand_written_adamw_matches_torch_optim(nb):
+    torch.manual_seed(0)
+    ours_model, theirs_model = nb["TinyLM"](), nb["TinyLM"]()
+    theirs_model.load_state_dict(ours_model.state_dict())
+    ours = nb["AdamW"](ours_model.parameters(), lr=0.03, weight_decay=0.1)
+    theirs = torch.optim.AdamW(theirs_model.parameters(), lr=0.03, weight_decay=0.1)
+    ids = torch.tensor([[0, 1, 2, 3, 4, 5, 0, 1]])
+    for _ in range(15):
+        for model, optimizer in ((ours_model, ours), (theirs_model, theirs)):
+            loss = torch.nn.functional.cross_entropy(model(ids[:, :-1]).reshape(-1, 6), ids[0, 1:])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    for a, b in zip(ours_model.parameters(), theirs_model.parameters()):
+        assert torch.allclose(a, b, atol=1e-5), "the hand-written AdamW drifted from torch.optim.AdamW"

@@ -106,7 +106,8 @@ SEED = 18
 LANGUAGE = "en"  # figure labels: "en" or "ru"
 torch.manual_seed(SEED)
 torch.set_num_threads(1)  # one thread: identical numbers on every run
-torch.use_deterministic_algorithms(True)
+# No torch.use_deterministic_algorithms(True): every op here runs on CPU kernels that are already deterministic,
+# and in recent torch that call imports the compiler stack (torch._inductor), about a second of start-up.
 ENVIRONMENT = report_environment()
 
 
@@ -3033,22 +3034,86 @@ class TinyLM(nn.Module):
         return token_ids
 
 
+# %% [markdown]
+# **The optimiser.** The recipe trains with AdamW ([Loshchilov and Hutter, 2019](https://arxiv.org/abs/1711.05101)).
+# Each weight keeps a running mean of its gradients (momentum) and of their squares (its own scale),
+# and steps by their ratio, so every weight moves by about the learning rate whatever the size of
+# its gradient. Weight decay, when it is on, shrinks the weights directly ("decoupled" from the
+# gradient); the recipe turns it off. It fits in a dozen lines, written out below with the same
+# update as `torch.optim.AdamW` (the course's tests compare the two step by step).
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1)\, g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\, g^2, \qquad \theta \leftarrow \theta\, (1 - \eta \lambda) - \eta\, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon}$$
+#
+# | Symbol | Meaning | In the recipe |
+# |---|---|---|
+# | $g$ | the gradient of the loss with respect to one weight $\theta$ | |
+# | $m$, $v$ | running means of $g$ and of $g^2$, both starting at 0 | |
+# | $\beta_1$, $\beta_2$ | how slowly those means forget | $0.9$, $0.999$ |
+# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 121$ |
+# | $\eta$ | the learning rate | $0.03$ |
+# | $\lambda$ | the weight decay | $0$ |
+# | $\epsilon$ | keeps the division finite | $10^{-8}$ |
+#
+# **By hand**, the first step: $m = 0.1\, g$ and $v = 0.001\, g^2$, so the corrected means are $g$
+# and $g^2$ and the step is $\eta\, g / (|g| + \epsilon)$: every weight with a gradient moves by
+# $\eta = 0.03$, up or down. The cell checks exactly that after the first step.
+
 # %%
+class AdamW:
+    """AdamW written out: running means of g and g², bias-corrected, plus decoupled weight decay."""
+
+    def __init__(self, parameters, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        self.parameters = [p for p in parameters if p.requires_grad]
+        self.lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
+        self.betas = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
+        self.eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
+        self.weight_decay = require_real("weight_decay", weight_decay, minimum=0.0)
+        self.steps = 0
+        self.means = [torch.zeros_like(p) for p in self.parameters]    # m
+        self.squares = [torch.zeros_like(p) for p in self.parameters]  # v
+
+    def zero_grad(self):
+        """Forget the gradients of the last step."""
+        for p in self.parameters:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        """One AdamW update of every parameter that has a gradient."""
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1, correction2 = 1 - beta1 ** self.steps, 1 - beta2 ** self.steps
+        for p, m, v in zip(self.parameters, self.means, self.squares):
+            if p.grad is None:
+                continue
+            p.mul_(1 - self.lr * self.weight_decay)                       # decoupled weight decay
+            m.lerp_(p.grad, 1 - beta1)                                    # m <- b1 m + (1 - b1) g
+            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)       # v <- b2 v + (1 - b2) g^2
+            denominator = (v.sqrt() / math.sqrt(correction2)).add_(self.eps)
+            p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+
+
 recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
           ("seed", "vocab_size", "learning_rate", "period", "training_repeats", "context", "steps", "new_tokens")}
 torch.manual_seed(recipe["seed"])
 model = TinyLM(vocab_size=recipe["vocab_size"])
-optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
+optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
 stream = torch.tensor(recipe["period"] * recipe["training_repeats"])  # (120,) the period, repeated
 width = recipe["context"]
 inputs = torch.stack([stream[i:i + width] for i in range(len(stream) - width)])          # (108, 12)
 targets = torch.stack([stream[i + 1:i + width + 1] for i in range(len(stream) - width)])  # (108, 12), shifted by one
 losses = []
-for _ in range(recipe["steps"]):
+for step in range(recipe["steps"]):
     loss = F.cross_entropy(model(inputs).reshape(-1, model.vocab_size), targets.reshape(-1))
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad()
     loss.backward()
+    if step == 0:
+        before = [p.detach().clone() for p in optimizer.parameters]
     optimizer.step()
+    if step == 0:  # the first AdamW step moves every weight that has a gradient by lr, up or down
+        moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(optimizer.parameters, before)])
+        pushed = torch.cat([p.grad.abs().flatten() > 1e-4 for p in optimizer.parameters])  # |g| >> eps
+        assert torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4)
     losses.append(loss.item())
 with torch.no_grad():
     train_accuracy = float((model(inputs).argmax(-1) == targets).float().mean())
@@ -3522,6 +3587,9 @@ NEGATIVE_TESTS = [
     (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "weight_decay": -0.1}, "weight_decay"),
     (TypeError, model, (torch.zeros(1, 3),), {}, "torch.long"),
     (ValueError, model, (torch.tensor([[0, 99]]),), {}, "token ids"),
     (ValueError, model, (torch.zeros(1, 40, dtype=torch.long),), {}, "max_length"),
