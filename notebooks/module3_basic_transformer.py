@@ -1491,9 +1491,9 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
+        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    except ValueError:
         raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
     dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
     q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
