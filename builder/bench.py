@@ -1,17 +1,27 @@
-"""Benchmarks of the notebooks' own functions, loaded with ``notebook_code.definitions``.
+"""Benchmarks, reported as ratios measured within one run.
 
-``python -m builder bench tiled`` compares Module 5's tiled (streaming) attention with the
-same notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
+- ``python -m builder bench speed [NAMES]``: each notebook's nbclient run against the floor of
+  starting a kernel and importing numpy, torch and matplotlib.
+- ``python -m builder bench tiled``: Module 5's tiled (streaming) attention against the same
+  notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
 import os
+import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
+import nbformat
+
+from . import execute
 from .config import ROOT
 from .notebook_code import definitions
+
+FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
+SPEED_LIMIT = 3.0  # a notebook may take at most this many floors
 
 MODULE5 = ROOT / "notebooks" / "module5_modern_attention.py"
 
@@ -111,3 +121,64 @@ def tiled_report(rows: list[dict]) -> tuple[str, bool]:
         verdicts.append((f"tiled peak 4096/2048 = {growth:.2f} <= {GROWTH_TARGET} (dense: {dense_growth:.2f})", growth <= GROWTH_TARGET))
     lines += [f"{'PASS' if ok else 'FAIL'}: {text}" for text, ok in verdicts]
     return "\n".join(lines), all(ok for _, ok in verdicts)
+
+
+def floor_seconds(*, kernel_name: str = "python3", timeout: int = 600) -> float:
+    """Wall time of a run, exactly as ``execute.run`` does it, of one cell importing numpy, torch and pyplot."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CODE)])
+    nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "Python 3", "language": "python"}
+    with tempfile.TemporaryDirectory(prefix="course-floor-") as tmp:
+        path = Path(tmp) / "floor.ipynb"
+        nbformat.write(nb, path)
+        result = execute.run(path, timeout=timeout, kernel_name=kernel_name)
+    if result.error:
+        raise RuntimeError(f"the floor notebook failed:\n{result.error}")
+    return result.seconds
+
+
+def notebook_ratio(course, name: str, repeats: int = 1) -> dict:
+    """Measure the floor and one notebook in the same process, ``repeats`` times each, interleaved.
+
+    Prints floor, notebook time, their ratio (medians) and the three slowest cells of the
+    fastest notebook run; returns the same numbers. Fails (ValueError) when the notebook fails.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    (nb,) = course.select([name])
+    floors, runs = [], []
+    for _ in range(repeats):
+        floors.append(floor_seconds())
+        result = execute.run(nb.ipynb)
+        if result.error:
+            raise ValueError(f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}")
+        runs.append(result)
+    floor = statistics.median(floors)
+    seconds = statistics.median(r.seconds for r in runs)
+    best = min(runs, key=lambda r: r.seconds)
+    ratio = seconds / floor
+    verdict = "within" if ratio <= SPEED_LIMIT else "OVER"
+    print(f"{nb.name}: floor {floor:.2f} s, notebook {seconds:.2f} s, ratio {ratio:.2f} "
+          f"({verdict} the {SPEED_LIMIT:g}x budget; median of {repeats})")
+    for cell in best.slowest(3):
+        print(f"  slow: {cell}")
+    return {"name": nb.name, "floor": floor, "notebook": seconds, "ratio": ratio, "ok": ratio <= SPEED_LIMIT,
+            "slowest": [(c.index, c.seconds, c.first_line) for c in best.slowest(3)]}
+
+
+def speed(course, names: list[str], repeats: int = 1) -> list[dict]:
+    """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty)."""
+    return [notebook_ratio(course, nb.name, repeats=repeats) for nb in course.select(names)]
+
+
+def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
+    """``tiled_ratios`` on Module 5's source, printed as a table with a verdict per target."""
+    if names:
+        raise ValueError("bench tiled measures Module 5's tiled_attention; it takes no notebook names")
+    report, ok = tiled_report(tiled_ratios(repeats=repeats, source=course.root / "notebooks" / "module5_modern_attention.py"))
+    print(report)
+    return [{"name": "tiled_attention", "ok": ok}]
+
+
+def within_budget(result: dict) -> bool:
+    """True when a benchmark result meets its targets."""
+    return result["ok"]

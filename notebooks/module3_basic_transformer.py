@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `174a3877d913e80b5f074c8111debc84a368a94f39b2b74fbf67b0cc4e507137`.*
-# <!-- builder:end sha256=f853da3408dd4779e03b4d38d199b4413a4075b7a23a443696378ab1f693eb33 -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83`.*
+# <!-- builder:end sha256=98b0925052ab97a1f1d72e8a32238f40416d2b21df25e9a4b9cc20770df53a10 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough. The first
@@ -45,8 +45,11 @@ install_missing(["numpy", "torch", "matplotlib"])
 
 # %%
 # Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
+import itertools
 import math
+import random
 import sys
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -88,7 +91,8 @@ SEED = 18
 LANGUAGE = "en"  # figure labels: "en" or "ru"
 torch.manual_seed(SEED)
 torch.set_num_threads(1)  # one thread: identical numbers on every run
-torch.use_deterministic_algorithms(True)
+# No torch.use_deterministic_algorithms(True): every op here runs on CPU kernels that are already deterministic,
+# and in recent torch that call imports the compiler stack (torch._inductor), about a second of start-up.
 ENVIRONMENT = report_environment()
 
 
@@ -205,7 +209,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "174a3877d913e80b5f074c8111debc84a368a94f39b2b74fbf67b0cc4e507137"
+REFERENCE_SHA256 = "bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -244,11 +248,41 @@ REFERENCE_JSON = r"""{
       [0.2482550782577231, 0.2482550782577231, 0.5034898434845538]
     ]
   },
+  "attention_cost": {
+    "crossover_tokens": 8192,
+    "d_model": 4096,
+    "long_context": 128000,
+    "long_context_ratio": 15.625,
+    "long_context_score_entries": 16384000000
+  },
+  "it_example": {
+    "scores": [2.0, 1.0, 0.5],
+    "weights": [0.6285317192117624, 0.23122389762214907, 0.14024438316608848]
+  },
+  "kv_cache": {
+    "bytes_per_token": 131072,
+    "bytes_per_value": 2,
+    "head_dim": 128,
+    "kv_heads": 8,
+    "layers": 32
+  },
   "layer_norm": {
     "input": [1.0, 2.0, 3.0, 4.0],
     "mean": 2.5,
     "normalized": [-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738],
     "variance": 1.25
+  },
+  "leakage_probe": {
+    "changed_from": 5,
+    "changed_to": 9,
+    "tokens": 5,
+    "unmasked_shift": 0.64
+  },
+  "masks": {
+    "causal_allowed": 15,
+    "decode_with_offset": 5,
+    "decode_without_offset": 1,
+    "tokens": 5
   },
   "next_token_nll": {
     "logits": [1.2, 0.3, -0.4, 2.0],
@@ -276,6 +310,14 @@ REFERENCE_JSON = r"""{
       [-0.7568024953079282, -0.6536436208636119, 0.03998933418663416, 0.9992001066609779]
     ]
   },
+  "sampling": {
+    "logits": [3.0, 2.0, 1.0, 0.0],
+    "temperature_1": [0.6439142598879724, 0.23688281808991013, 0.08714431874203257, 0.03205860328008499],
+    "temperature_2": [0.45505423392341127, 0.27600434470659363, 0.16740509727844333, 0.1015363240915518],
+    "top_k_2": [0.7310585786300049, 0.2689414213699951, 0.0, 0.0],
+    "top_p_09": [0.6652409557748219, 0.24472847105479764, 0.09003057317038046, 0.0],
+    "top_p_09_kept": 3
+  },
   "scaling_experiment": {
     "d_k": 64,
     "relative_tolerance": 0.08,
@@ -284,7 +326,7 @@ REFERENCE_JSON = r"""{
     "seed": 18,
     "unscaled_variance_target": 64.0
   },
-  "schema_version": 1,
+  "schema_version": 2,
   "tiny_lm": {
     "accuracy_threshold": 0.99,
     "context": 12,
@@ -300,7 +342,3171 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=567b44eb63864cd084b148c4c6e064f31550815fefed2f3005b8d677cf00ccac
+# builder:end sha256=fdeeff8962dc2d11ce718af1edf09e4f07e9a25fc1d8c10f32f11e39ff5c7d44
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+
+
+# %% [markdown]
+# ## The toolkit: argument checks, contract checks and one figure style
+#
+# The next cell holds small helpers that every course notebook shares, copied in from the
+# course's single source so that this notebook runs on its own:
+#
+# - `require_int`, `require_real`, `require_choice`, `require_tensor` check the arguments of
+#   every public function. Bad input stops with a `TypeError` or `ValueError` that says what
+#   was wrong and what is allowed, never with a silent NaN or a broadcast you did not ask for.
+# - `expect_raises` runs a function on bad input and fails unless it raises the right error.
+# - `ContractViolation`, `contract_assert` and `contract_close` report a broken property of
+#   your code: which property, on what input, expected against actual, and the usual cause.
+#   `check_exercise` runs such a contract after each exercise.
+# - `Palette`, `apply_plot_style`, `localized` and `show_figure` give every figure the same
+#   look, English or Russian labels (set `LANGUAGE = "ru"` in the setup cell), and a caption
+#   that says how to read it.
+
+# %%
+# builder:begin inline require_int
+def require_int(name, value, *, minimum=None, maximum=None):
+    """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=e0bc19079e13df7e9c6b5371010cff7e9d324f0f4873672158afde1615404e9e
+# builder:begin inline require_real
+def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=False):
+    """Return ``value`` as a finite float; reject bools, NaN, infinities and out-of-range values."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        relation = "greater than" if strict_minimum else "at least"
+        raise ValueError(f"{name} must be {relation} {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=931c25544e7750e55c9c269345f6bce61868a8c357e406694f1321529291e74e
+# builder:begin inline require_choice
+def require_choice(name, value, choices):
+    """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+# builder:end sha256=1931013db9ba92dd045fd521ca44508a4609b827fff8402dede07b5a0ecc5f23
+# builder:begin inline require_tensor
+def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
+    """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    if min_ndim is not None and value.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(value.shape)}")
+    if any(size == 0 for size in value.shape):
+        raise ValueError(f"{name} must not have an empty axis, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
+    if finite and floating and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return value
+# builder:end sha256=c2c1c717773909b236aa0fc018e953adc9b6df840ee7b53c3364098a782759e1
+# builder:begin inline expect_raises
+def expect_raises(expected, function, *args, match=None, **kwargs):
+    """Call ``function`` on bad input and return the message of the error it must raise.
+
+    Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
+    message that does not mention ``match``.
+    """
+    label = getattr(function, "__name__", repr(function))
+    names = expected.__name__ if isinstance(expected, type) else " or ".join(e.__name__ for e in expected)
+    try:
+        function(*args, **kwargs)
+    except expected as exc:
+        message = str(exc)
+        if match is not None and match not in message:
+            raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
+        return message
+    except Exception as exc:
+        raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{label} should raise {names} on this input, but returned normally")
+# builder:end sha256=a5d1f439e9dcfa9452861dcd8355d8b3325eab10038af490f0717956e7d547c7
+# builder:begin inline ContractViolation
+class ContractViolation(AssertionError):
+    """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
+
+    def __init__(self, prop, on_input, expected, actual, hint):
+        self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
+        super().__init__(
+            f"contract property '{prop}' failed\n"
+            f"  on input:    {on_input}\n"
+            f"  expected:    {expected}\n"
+            f"  actual:      {actual}\n"
+            f"  usual cause: {hint}"
+        )
+# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+# builder:begin inline contract_assert
+def contract_assert(condition, prop, on_input, expected, actual, hint):
+    """Raise ContractViolation when ``condition`` is false."""
+    if not condition:
+        raise ContractViolation(prop, on_input, expected, actual, hint)
+# builder:end sha256=53166c43c208d4eb797cd3700488b6cdd32444ce08d55a7defd09bd00fc03ad8
+# builder:begin inline contract_close
+def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1e-12):
+    """Require two arrays or tensors to agree entry by entry; return the largest absolute error.
+
+    NaN never agrees with anything, so a hidden NaN fails here instead of passing silently.
+    """
+    import numpy as np
+
+    def as_array(x):
+        if hasattr(x, "detach"):
+            x = x.detach().cpu().double().numpy()
+        return np.asarray(x, dtype=np.float64)
+
+    got, want = as_array(actual), as_array(expected)
+    if got.shape != want.shape:
+        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - want)
+        agree = (got == want) | (error <= atol + rtol * np.abs(want))
+    if not agree.all():
+        where = tuple(int(i) for i in np.argwhere(~agree)[0])
+        finite_errors = error[~agree][np.isfinite(error[~agree])]
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        raise ContractViolation(
+            prop,
+            on_input,
+            f"{want[where]!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
+            f"{got[where]!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            hint,
+        )
+    return float(error.max()) if error.size else 0.0
+# builder:end sha256=798db878695d73fb669c0659b6ac6948cc389b845a59209e6ef3f4d8811ffae0
+# builder:begin inline call_under_contract
+def call_under_contract(prop, on_input, function, *args, **kwargs):
+    """Call the judged function; an unexpected exception becomes a ContractViolation naming ``prop``.
+
+    NotImplementedError passes through untouched, so an exercise stub is still recognised as one.
+    """
+    try:
+        return function(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise ContractViolation(
+            prop, on_input, "a result", f"{type(exc).__name__}: {exc}",
+            "the function raised on a valid input; the traceback above this message shows where",
+        ) from exc
+# builder:end sha256=6366e61c49479fc431b0ba0fe8340ea357f51ccb0e89a2ee9b43e4fcc63e54ba
+# builder:begin inline check_exercise
+def check_exercise(label, contract, implementation, namespace):
+    """Judge one exercise with its contract check and print the verdict.
+
+    When the exercise is still a stub (it raises NotImplementedError) and the student edition
+    holds a reference solution for ``label`` in ``REFERENCE_SOLUTIONS``, the reference takes the
+    stub's place in ``namespace`` so that later cells keep working, and the NotImplementedError
+    is raised again with that news.
+    """
+    name = getattr(implementation, "__name__", repr(implementation))
+    try:
+        summary = contract(implementation)
+    except NotImplementedError:
+        reference = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
+        if reference is None:
+            raise
+        namespace.update(reference)
+        raise NotImplementedError(
+            f"{label}: {name} is still a stub. Later cells now use the reference solution so you can "
+            f"keep going; come back, replace the stub, and rerun this cell."
+        ) from None
+    print(f"{label}: PASS, every contract property of {name} holds")
+    return summary
+# builder:end sha256=a447f9ef66cef8f106dabec5f5ae2b664f1bd67cff9f4d09f6c68b0dbbf9811d
+# builder:begin inline LANGUAGES
+LANGUAGES = ("en", "ru")
+# builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
+# builder:begin inline Palette
+class Palette:
+    """The course colours, one name per role, shared by every figure."""
+
+    BLUE = "#5E81AC"
+    GREEN = "#A3BE8C"
+    ORANGE = "#D08770"
+    RED = "#BF616A"
+    PURPLE = "#8F6BA8"
+    YELLOW = "#EBCB8B"
+    INK = "#2E3440"
+    MUTED = "#4C566A"
+    GREY = "#9AA5B8"
+    BORDER = "#D8DEE9"
+    PAPER = "#ECEFF4"
+# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
+# builder:begin inline apply_plot_style
+def apply_plot_style():
+    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
+    import matplotlib
+
+    matplotlib.rcParams.update({
+        "font.family": "DejaVu Sans",
+        "font.size": 11,
+        "text.color": Palette.INK,
+        "axes.labelcolor": Palette.INK,
+        "axes.titlecolor": Palette.INK,
+        "axes.titlesize": 13,
+        "axes.titleweight": "bold",
+        "axes.titlelocation": "left",
+        "axes.labelsize": 11,
+        "axes.edgecolor": Palette.BORDER,
+        "axes.linewidth": 0.8,
+        "axes.grid": True,
+        "axes.axisbelow": True,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
+        "grid.color": Palette.BORDER,
+        "grid.linewidth": 0.6,
+        "xtick.color": Palette.MUTED,
+        "ytick.color": Palette.MUTED,
+        "legend.frameon": False,
+        "legend.fontsize": 10,
+        "figure.facecolor": "white",
+        "figure.dpi": 90,
+        "savefig.dpi": 90,
+        "savefig.facecolor": "white",
+        "svg.hashsalt": "course",
+    })
+# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
+# builder:begin inline localized
+def localized(language, en, ru):
+    """Pick the English or the Russian text of a label."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    return en if language == "en" else ru
+# builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline show_figure
+def show_figure(fig, caption):
+    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
+
+    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("every figure needs a caption that says how to read it")
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+    except ImportError:
+        kernel = None
+    if kernel is not None:
+        from IPython.display import Image, Markdown, display
+
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
+        display(Markdown(f"*{caption}*"))
+    plt.close(fig)
+# builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
+
+apply_plot_style()
+
+
+def plain_log_axis(axis):
+    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
+    def label(value, _position):
+        if value <= 0:
+            return ""
+        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
+
+    axis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
+
+
+REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
+print("toolkit ready: argument checks, contract checks and the course figure style")
+
+
+# %% [markdown]
+# ## Level 1 · Attention for practitioners
+#
+# **In one sentence.** Attention is the step where each token of the input compares itself with
+# every other token, decides which ones matter to it, and rebuilds itself as a weighted mix of
+# them. Because the comparison covers all pairs of tokens, attention sets a model's context
+# limit, the price of a long prompt, and how much GPU memory a conversation occupies.
+#
+# **When you need to know this.** Nobody switches attention on; every transformer runs it in
+# every layer. It becomes your problem on the day a decision depends on its cost: picking a
+# model by its context window or by the key/value heads listed on its model card, choosing
+# between one enormous prompt and retrieving the three relevant pages, sizing a GPU for a model
+# you serve, or explaining why a long chat pauses before its first output token. The telltale
+# sign is latency and cost that grow with the length of the *conversation*, not of the *answer*.
+#
+# The next cell computes every number this guide quotes.
+
+# %%
+def attention_cost(n_tokens, d_model):
+    """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
+    n = require_int("n_tokens", n_tokens, minimum=1)
+    d = require_int("d_model", d_model, minimum=1)
+    return {
+        "score_entries": n * n,                # one n × n score matrix per head and layer
+        "quadratic_flops": 2 * 2 * n * n * d,  # Q·Kᵀ and weights·V: n·n·d multiply-adds each, 2 FLOPs apiece
+        "linear_flops": 2 * 4 * n * d * d,     # X·W_q, X·W_k, X·W_v and the output map: n·d·d multiply-adds each
+    }
+
+
+def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
+    """Bytes one token leaves in the KV cache: a key and a value in every layer and every K/V head."""
+    n_layers = require_int("n_layers", n_layers, minimum=1)
+    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1)
+    head_dim = require_int("head_dim", head_dim, minimum=1)
+    bytes_per_value = require_int("bytes_per_value", bytes_per_value, minimum=1)
+    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
+
+
+WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
+LONG = REFERENCE.value("attention_cost.long_context")
+for n in (1_000, 2_000, LONG):
+    print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
+crossover = 2 * WIDE
+REFERENCE.check("attention_cost.crossover_tokens", crossover)
+REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
+at_crossover = attention_cost(crossover, WIDE)
+assert at_crossover["quadratic_flops"] == at_crossover["linear_flops"], "the n² part should equal the projections at n = 2·d_model"
+ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
+REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
+print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
+      f"and {ratios[128_000]:.1f} at 128,000")
+
+# Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
+per_token = kv_cache_bytes_per_token(
+    n_layers=REFERENCE.value("kv_cache.layers"), n_kv_heads=REFERENCE.value("kv_cache.kv_heads"),
+    head_dim=REFERENCE.value("kv_cache.head_dim"), bytes_per_value=REFERENCE.value("kv_cache.bytes_per_value"),
+)
+REFERENCE.check("kv_cache.bytes_per_token", per_token)
+conversation_gb = per_token * 32_000 / 1e9
+fits = int((80 - 16) // conversation_gb)
+all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
+gqa_gb = per_token * 128_000 / 1e9
+print(f"KV cache: {per_token:,} bytes per token; a 32,000-token conversation holds {conversation_gb:.1f} GB; "
+      f"{fits} of them fit next to 16 GB of weights on an 80 GB GPU")
+print(f"one 128,000-token request: {all_heads_gb:.0f} GB with 32 K/V heads, {gqa_gb:.1f} GB with 8")
+
+price_per_million = 5.0  # an illustrative price in dollars per million input tokens
+full_price = 100_000 * price_per_million / 1e6
+cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
+print(f"a 100,000-token prompt at ${price_per_million:.0f}/M: ${full_price:.2f} each time, ${cached_price:.2f} as a cache read")
+mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
+print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
+
+# The prose below quotes these numbers; stop here if any of them moved.
+assert [attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)] == [1_000_000, 4_000_000]
+assert attention_cost(128_000, WIDE)["score_entries"] == 16_384_000_000 and crossover == 8_192
+assert (round(ratios[8_000], 2), round(ratios[128_000], 1)) == (0.98, 15.6)
+assert per_token == 131_072 and round(conversation_gb, 1) == 4.2 and fits == 15
+assert (round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)
+assert (full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_072)
+
+
+# %% [markdown]
+# **Your options**, from the cheapest to the most committed. Some you choose in the prompt or
+# the API call; the rest you choose by picking a model or a serving stack.
+#
+# | Option | What it does | What you gain | What it costs | Where you choose it |
+# |---|---|---|---|---|
+# | Short prompt plus retrieval | Puts only the relevant passages in the context | Cost that stays flat as the corpus grows | An index to maintain, and retrieval that can miss | Your own code |
+# | Prompt caching | Reuses the keys and values of a prefix that repeats across calls | Cache reads billed at 0.1× the input price, and a faster first token ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | The prefix must match byte for byte; a cache write costs 1.25× (same page) | The API or the serving engine |
+# | A long context window | Sends the whole document or history at once | Nothing to retrieve; exact cross-references across all of it | Quadratic compute, a cache that grows with every token, weaker recall in the middle | The model you pick |
+# | A GQA or MQA model | Lets several query heads share one key/value head | A KV cache smaller by the ratio of query heads to K/V heads (4× for Llama 3.1 8B, computed in section 8) | A little modelling capacity, decided by the model's authors | The model card: `num_key_value_heads` |
+# | FlashAttention kernels | Computes exactly the same attention in tiles that stay in fast on-chip memory | No n × n matrix in GPU main memory; the paper reports 3× faster GPT-2 training at 1K context and 15% over the MLPerf 1.1 BERT-large record ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | A supported GPU | The serving stack (PyTorch, vLLM, ...) |
+# | Sliding-window attention | Lets each layer look back a fixed number of tokens | A per-layer cache of fixed size and linear cost | Exact lookup beyond the window is gone; information hops layer by layer | The architecture, e.g. Mistral 7B **v0.1** with a 4,096-token window ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); v0.2 and v0.3 dropped it ([v0.2 model card](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
+# | A paged KV cache | Stores each request's cache in small blocks instead of one reserved strip | 2-4× the throughput of FasterTransformer and Orca at the same latency ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | An engine that supports it | vLLM and most engines since |
+# | A linear-time architecture | Replaces attention by a recurrence with a fixed-size state | No n² term, a cache that does not grow; Mamba reports 5× the generation throughput of a transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Different recall behaviour, fewer mature models | The architecture (state-space models) |
+#
+# **How to choose.** Start from what you control.
+#
+# - *A hosted API:* you control the prompt. Put the stable part first (system prompt, tool
+#   definitions, reference documents) and keep it identical from call to call so that it
+#   caches; put what changes last. Count tokens before sending: input beyond the window is
+#   rejected, and input plus the answer's budget beyond it cuts the answer short.
+# - *Long context or retrieval:* long context for one document the model must read exactly (a
+#   contract, a code base); retrieval when the corpus outgrows any prompt or the relevant part
+#   is small. Many production systems do both: retrieve, then hand over a generous window.
+# - *An open model to host:* read `num_attention_heads`, `num_key_value_heads` and
+#   `max_position_embeddings` in its `config.json`. The cache per token scales with the K/V
+#   heads, and that number, more than the parameter count, decides how many conversations a GPU
+#   carries.
+# - *Serving it:* use an engine with FlashAttention and a paged cache, not a loop of your own.
+# - *Training or fine-tuning:* keep the library's score scaling and causal mask exactly as they
+#   are; section 7 measures what goes wrong without the scaling.
+# - *Always:* measure quality against context length on your own task, with the key fact at the
+#   start, in the middle and at the end of the prompt. A longer advertised window does not mean
+#   the model uses its middle well.
+#
+# **What it costs**, in four currencies (the numbers come from the cell above):
+#
+# - *Compute.* The score-and-mix step is quadratic in the number of tokens and is paid in full
+#   when a prompt is first read: that is the wait before the first output token. A 1,000-token
+#   prompt builds 1,000,000 scores per head per layer, 2,000 tokens build 4,000,000 and 128,000
+#   tokens about 16.4 billion: doubling the context quadruples this part. For a 4,096-wide model
+#   the quadratic part matches the linear projections at 8,192 tokens and is 15.6 times larger at
+#   128,000. Below a few thousand tokens the linear parts dominate and you can ignore it.
+# - *Memory.* Every live conversation keeps the keys and values of all its tokens. With the shape
+#   of Llama 3.1 8B (32 layers, 8 K/V heads of width 128, 16-bit numbers) that is 131,072 bytes
+#   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
+#   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
+#   and 16.8 GB with the 8 it has.
+# - *Money.* APIs bill per input token. At an illustrative \$5 per million input tokens, a
+#   100,000-token prompt costs \$0.50 each time it is sent and \$0.05 when all of it is a cache
+#   read at 0.1×.
+# - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
+#   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, about
+#   53% when it came tenth, and 56.1% with no documents at all: worse in the middle than blind.
+#
+# **What breaks.**
+#
+# - *The answer sits in the middle.* Accuracy drops for facts in the middle of a long prompt. Put
+#   the most important material first or last, and keep prompts as short as the task allows.
+# - *The cache never hits.* A timestamp or request id near the top of the prompt changes the
+#   prefix on every call, so every call pays full price. If the usage report shows zero cache
+#   reads across identical requests, something volatile sits before the stable part.
+# - *Out of memory at long context.* On long requests it is the KV cache, not the weights, that
+#   overflows the GPU. Prefer a GQA model, cap the context you accept, or use an engine that pages
+#   the cache.
+# - *The prompt does not fit.* Input beyond the window is an error; input plus the output budget
+#   beyond it ends the answer early. Count first, and leave room for the answer.
+# - *Training stalls on unscaled scores.* Without the division by the square root of the head
+#   width, softmax collapses onto one token and passes back almost no gradient. Section 7
+#   measures how much at widths from 2 to 1,024.
+#
+# **In the wild.** The *base* model of the original transformer ran 8 heads of width 64 on
+# 512-wide vectors; the *big* one ran 16 heads on 1,024-wide vectors with a 4,096-wide
+# feed-forward layer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), Table 3).
+# Model configs on Hugging Face list `num_attention_heads`, `num_key_value_heads` and
+# `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
+# 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
+# Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
+# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K").
+# The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
+# 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
+# ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
+# `F.scaled_dot_product_attention` picks a FlashAttention, a memory-efficient or a plain math
+# kernel by itself ([docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
+# and vLLM's paged cache was motivated by earlier engines that used only 20.4%-38.2% of their
+# KV-cache memory for actual token states ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
+#
+# **Go deeper.** Level 2 builds attention from a handful of numbers: softmax on a pronoun's
+# scores; queries, keys and values; positions; masks; the full formula, checked against
+# PyTorch; the √d_k scaling measured across widths; many heads sharing keys and values; the n²
+# curve; the rest of a decoder block; and a tiny language model you train and sample from. If
+# you only needed to choose a model or shape a prompt, you can stop here.
+
+# %% [markdown]
+# ## Level 2 · How attention works, from scratch
+#
+# Picture a meeting where someone says "it's broken, can you fix it?". To work out what "it"
+# means you glance around: at the laptop on the table, at the colleague who just came in, at the
+# whiteboard. Most of your attention goes to the laptop, a little to everything else, and "it"
+# comes to mean mostly *laptop*. Attention in a transformer is that glance, done by every word
+# for every other word, in every layer. The same mechanism lets "bank" mean a riverbank next to
+# "river" and a lender next to "loan": the word is the same, what it listens to is not.
+#
+# Each section below follows one beat: the idea, the formula with a table of its symbols, the
+# numbers worked by hand, the code, a figure with a caption that says how to read it, and a
+# check that stops the notebook if anything is off. The code cells tagged **exercises** ask you
+# to write a core function yourself; the contract cell after each one judges your version and
+# names the property that fails.
+#
+# ## 1 · What does "it" refer to? Softmax by hand
+#
+# **The idea.** In *"The animal didn't cross the street because it was tired"*, the word "it"
+# compares itself with other words and gets one relevance **score** per word (section 2 shows
+# where scores come from). To keep the numbers small, take three candidates: "animal" scores 2.0,
+# "tired" 1.0 and "street" 0.5. Attention needs *shares* that are positive and add up to 1.
+# The function that turns scores into such shares is the **softmax**:
+#
+# $$\operatorname{softmax}(z)_i = \frac{e^{z_i}}{\sum_{j=1}^{n} e^{z_j}}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $z$ | the scores that go in, one per candidate word | $(2.0, 1.0, 0.5)$ |
+# | $n$ | how many scores there are | $3$ |
+# | $i$ | the candidate whose share we compute | $i = 1$ is "animal" |
+# | $e^{x}$ | the exponential, with $e \approx 2.718$; positive for every $x$ | $e^{2.0} \approx 7.39$ |
+# | $\sum_{j=1}^{n}$ | add up the terms for $j = 1, \dots, n$ | $e^{2.0} + e^{1.0} + e^{0.5}$ |
+# | $\operatorname{softmax}(z)_i$ | the share of attention candidate $i$ receives | $0.63$ |
+#
+# **By hand.** Exponentiate: $e^{2.0} = 7.39$, $e^{1.0} = 2.72$, $e^{0.5} = 1.65$. Add them up:
+# $11.76$. Divide each by the total: animal $7.39 / 11.76 = 0.63$, tired $0.23$, street $0.14$.
+# The new meaning of "it" is 63% animal. Nobody told the model a grammar rule; the scores did it.
+#
+# Why exponentiate instead of dividing each score by the total of the scores? Three reasons you
+# can read off the numbers: the exponential is positive even for negative scores, so no share is
+# ever negative; a higher score always gets a larger share; and adding 1 to a score multiplies
+# its weight by $e \approx 2.72$, so the best candidate pulls clearly ahead. Plain division would
+# give animal only $2.0 / 3.5 = 0.57$ and fails outright on negative scores. One more property
+# matters for code: adding the same constant to every score changes nothing, because it
+# multiplies the numerator and the denominator by the same factor. Subtracting the largest score
+# before exponentiating therefore keeps the result and stops $e^{1000}$ from overflowing.
+
+# %%
+def softmax(scores, dim=-1):
+    """Softmax along ``dim``, shifted by the largest score so that exp() cannot overflow."""
+    scores = require_tensor("scores", scores, min_ndim=1)
+    shifted = scores - scores.amax(dim=dim, keepdim=True)  # the largest entry becomes 0
+    weights = shifted.exp()
+    return weights / weights.sum(dim=dim, keepdim=True)
+
+
+IT_WORDS = ("animal", "tired", "street")
+it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float64)
+it_exps = it_scores.exp()
+it_weights = softmax(it_scores)
+for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
+    print(f"{word:>6}: score {score:.1f}   e^score {e:5.2f}   share {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
+print(f"plain division would give animal {2.0 / 3.5:.2f}")
+
+# The numbers above, as the prose states them.
+assert [round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65] and round(float(it_exps.sum()), 2) == 11.76
+assert [round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]
+REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
+assert torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15), "adding a constant must not change softmax"
+assert torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all(), "the max shift must prevent overflow"
+assert torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)
+
+
+def plot_it_weights(words, scores, weights, language="en"):
+    """Bars of each word's share of the raw scores next to its softmax weight."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    fig, ax = plt.subplots(figsize=(6.4, 3.3))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    x = np.arange(len(words))
+    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY,
+           label=localized(language, "score / sum of scores", "оценка / сумма оценок"))
+    ax.bar(x + 0.2, weights, 0.4, color=Palette.BLUE, label=localized(language, "softmax weight", "вес softmax"))
+    for xi, w in zip(x, weights):
+        ax.text(xi + 0.2, w + 0.015, f"{w:.2f}", ha="center", color=Palette.INK)
+    ax.set_xticks(x, words)
+    ax.set_ylim(0, 0.75)
+    ax.set_ylabel(localized(language, "share", "доля"))
+    ax.set_title(localized(language, 'What "it" attends to', 'На что смотрит «it»'))
+    ax.legend(loc="upper right")
+    return fig
+
+
+show_figure(
+    plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
+    "For each candidate word, the grey bar is its share of the raw scores and the blue bar its softmax weight. "
+    "Animal scores only twice as much as tired yet gets almost three times the attention: "
+    "exponentiating stretches the gaps, so attention commits to the best match while keeping a little of the rest.",
+)
+
+# %% [markdown]
+# ## 2 · Queries, keys and values: a library search
+#
+# **The idea.** Each token turns its vector into three new vectors by multiplying it with three
+# learned matrices:
+#
+# - a **query**, what this token is looking for ("it" looks for a noun that can be tired);
+# - a **key**, what this token offers to the others ("animal" offers: a noun, alive);
+# - a **value**, what this token hands over when someone picks it.
+#
+# Think of a library. The query is what you type into the search box, the keys are the catalogue
+# cards and the values are the books on the shelves. A search does not return one book: it
+# returns a *blend* of books, weighted by how well each card matched what you typed.
+#
+# The score of one token for another is the **dot product** of its query with the other's key:
+#
+# $$q \cdot k = \sum_{m=1}^{d_k} q_m k_m$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $q$, $k$ | a query and a key, each a list of $d_k$ numbers | $(1, 2)$ and $(3, 0.5)$ |
+# | $d_k$ | their length, the width of a head | $2$ |
+# | $q_m$, $k_m$ | their $m$-th entries | $q_1 = 1$, $k_1 = 3$ |
+#
+# **By hand.** $(1, 2) \cdot (3, 0.5) = 1 \cdot 3 + 2 \cdot 0.5 = 4$. Vectors pointing the same
+# way give large positive scores, vectors at right angles give 0, opposite vectors give negative
+# scores; that is why a dot product works as relevance.
+#
+# Stack every token's query as the rows of a matrix $Q$, and likewise $K$ and $V$. All scores at
+# once, scaled, turned into shares and used to blend the values, give the whole of attention:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+#
+# | Symbol | Meaning | Shape |
+# |---|---|---|
+# | $n$ | number of tokens | |
+# | $d_k$, $d_v$ | width of each query and key; width of each value | |
+# | $Q$, $K$ | every token's query, every token's key, one per row | $n \times d_k$ |
+# | $V$ | every token's value, one per row | $n \times d_v$ |
+# | $K^\top$ | $K$ transposed: each key becomes a column | $d_k \times n$ |
+# | $Q K^\top$ | entry $(i, j)$ is query $i$ dotted with key $j$: every score at once | $n \times n$ |
+# | $\sqrt{d_k}$ | divides the scores so that their spread does not grow with the width (section 7) | a number |
+# | $\operatorname{softmax}(\cdot)$ | applied to each row, so each query's shares add up to 1 | $n \times n$ |
+# | $(\cdot) V$ | each output row is a share-weighted blend of value rows | $n \times d_v$ |
+#
+# **By hand, all of it.** Take $d_k = 4$. Let the query of "it" be $(2, 0, 1, 1)$ and the keys of
+# animal, tired and street be $(1, 1, 1, 1)$, $(1, 0, 0, 0)$ and $(0, 1, 1, 0)$. The dot products
+# are $4$, $2$ and $1$; dividing by $\sqrt{4} = 2$ gives exactly the scores of section 1,
+# $(2.0, 1.0, 0.5)$, hence the shares $(0.63, 0.23, 0.14)$. With values $(2, 0)$, $(0, 1)$ and
+# $(1, 1)$, the new "it" is $0.63 \cdot (2, 0) + 0.23 \cdot (0, 1) + 0.14 \cdot (1, 1) = (1.40, 0.37)$.
+#
+# **Shapes**, for one sequence of $n$ tokens of width $d_{model}$; this is where most bugs hide:
+#
+# | Tensor | Shape | Meaning |
+# |---|---|---|
+# | $X$ | $(n, d_{model})$ | the input token vectors |
+# | $W_q$, $W_k$ | $(d_{model}, d_k)$ | learned projections to queries and keys |
+# | $W_v$ | $(d_{model}, d_v)$ | learned projection to values |
+# | $Q$, $K$ | $(n, d_k)$ | queries, keys |
+# | $V$ | $(n, d_v)$ | values |
+# | $Q K^\top$, weights | $(n, n)$ | every token against every token, hence the $n^2$; each weight row sums to 1 |
+# | output | $(n, d_v)$ | one context-aware vector per token |
+
+# %%
+q_it = torch.tensor([2.0, 0.0, 1.0, 1.0], dtype=torch.float64)
+keys = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]], dtype=torch.float64)
+values = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+raw = keys @ q_it                          # (3,) one dot product per key
+scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
+shares = softmax(scaled)
+blend = shares @ values                    # (2,) the new vector of "it"
+print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
+print(f"raw scores {raw.tolist()} -> scaled {scaled.tolist()} -> shares {[round(s, 2) for s in shares.tolist()]}")
+print(f"new 'it' = {[round(b, 2) for b in blend.tolist()]}")
+
+# The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
+gen = torch.Generator().manual_seed(SEED)
+X = torch.randn(5, 8, generator=gen)
+W_q, W_k, W_v = (torch.randn(8, width, generator=gen) for width in (4, 4, 3))
+Q, K, V = X @ W_q, X @ W_k, X @ W_v        # (5, 4), (5, 4), (5, 3)
+weights = softmax(Q @ K.T / math.sqrt(4))  # (5, 5), rows sum to 1
+out = weights @ V                          # (5, 3)
+print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
+       "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
+
+assert float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0
+assert raw.tolist() == [4.0, 2.0, 1.0] and scaled.tolist() == [2.0, 1.0, 0.5]
+assert torch.equal(shares, it_weights), "the library search must reproduce section 1's shares"
+assert [round(b, 2) for b in blend.tolist()] == [1.40, 0.37]
+assert out.shape == (5, 3) and torch.allclose(weights.sum(-1), torch.ones(5))
+# Each output row is its own query's blend: the matrix form equals a loop over queries.
+rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
+assert torch.allclose(rows, out, atol=1e-5), "the matrix formula must equal one softmax per query"
+
+
+def plot_attention_flow(language="en"):
+    """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(9.6, 3.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
+    ax.set_xlim(0, 12.4)
+    ax.set_ylim(0, 3.8)
+    ax.axis("off")
+    boxes = {
+        "x": (0.9, 1.9, localized(language, "token\nvectors X", "векторы\nтокенов X"), Palette.PAPER),
+        "q": (2.9, 3.1, localized(language, "queries Q", "запросы Q"), Palette.BLUE),
+        "k": (2.9, 1.9, localized(language, "keys K", "ключи K"), Palette.BLUE),
+        "v": (2.9, 0.6, localized(language, "values V", "значения V"), Palette.ORANGE),
+        "s": (5.0, 2.5, localized(language, "scores\nQ Kᵀ", "оценки\nQ Kᵀ"), Palette.PAPER),
+        "c": (6.75, 2.5, localized(language, "÷ √d_k", "÷ √d_k"), Palette.PAPER),
+        "m": (8.35, 2.5, localized(language, "mask:\nblocked → −∞", "маска:\nзапрет → −∞"), Palette.PAPER),
+        "p": (10.2, 2.5, localized(language, "softmax\nper row", "softmax\nпо строкам"), Palette.PAPER),
+        "w": (10.2, 0.6, localized(language, "weights · V", "веса · V"), Palette.PAPER),
+        "o": (11.85, 1.55, localized(language, "output", "выход"), Palette.GREEN),
+    }
+    drawn = {
+        key: ax.text(x, y, text, ha="center", va="center", fontsize=10,
+                     bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
+        for key, (x, y, text, color) in boxes.items()
+    }
+    arrows = [("x", "q"), ("x", "k"), ("x", "v"), ("q", "s"), ("k", "s"), ("s", "c"), ("c", "m"), ("m", "p"),
+              ("p", "w"), ("v", "w"), ("w", "o")]
+    for start, end in arrows:
+        a, b = drawn[start], drawn[end]
+        ax.annotate("", xy=boxes[end][:2], xytext=boxes[start][:2],  # centre to centre, clipped at the two boxes
+                    arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "lw": 1.2, "shrinkA": 3, "shrinkB": 3,
+                                "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
+    ax.text(6.6, 3.5, localized(language, "Q and K decide how much", "Q и K решают, сколько"), color=Palette.BLUE,
+            ha="center", fontweight="bold")
+    ax.text(6.6, 0.2, localized(language, "V carries what", "V несёт что"), color=Palette.ORANGE, ha="center", fontweight="bold")
+    ax.set_title(localized(language, "Attention, box by box", "Внимание по шагам"))
+    return fig
+
+
+show_figure(
+    plot_attention_flow(language=LANGUAGE),
+    "Follow the arrows from left to right. The token vectors split three ways. Queries and keys (blue) meet in the "
+    "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
+    "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
+)
+
+
+# %% [markdown]
+# ## 3 · Where is each token? Sinusoidal positions
+#
+# **The idea.** Attention by itself has no sense of order. Shuffle the tokens and the outputs are
+# shuffled in exactly the same way (section 6 proves it on our own code): "dog bites man" and
+# "man bites dog" would look alike. The original transformer fixes this by *adding* a position
+# vector to each token's embedding before the first layer. Each pair of coordinates of that vector
+# is a clock hand turning at its own speed as the position grows: the fast hands tell neighbours
+# apart, the slow hands tell far-apart positions apart, and together they give every position a
+# distinct pattern.
+#
+# $$PE_{p,\,2i} = \sin\left(\frac{p}{b^{2i/d}}\right), \qquad PE_{p,\,2i+1} = \cos\left(\frac{p}{b^{2i/d}}\right)$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $p$ | the position of the token, counted from 0 | $0, 1, \dots, 4$ |
+# | $d$ | the model width, even, so coordinates come in (sine, cosine) pairs | $4$ |
+# | $i$ | the pair index: coordinates $2i$ (sine) and $2i+1$ (cosine) | $0$ or $1$ |
+# | $b$ | the base, which sets the slowest speed | $10000$ |
+# | $b^{2i/d}$ | how many positions one radian of pair $i$ takes; grows with $i$ | $1$ and $100$ |
+#
+# **By hand**, for $d = 4$: pair 0 turns one radian per position and pair 1 turns
+# $10000^{-2/4} = 0.01$ radian per position. Position 0 is $(\sin 0, \cos 0, \sin 0, \cos 0) =
+# (0, 1, 0, 1)$. Position 1 is $(\sin 1, \cos 1, \sin 0.01, \cos 0.01) = (0.8415, 0.5403, 0.0100,
+# 0.99995)$. The first pair has already moved far, the second has barely moved.
+#
+# A useful consequence: moving every position by $k$ turns each (sine, cosine) pair by the same
+# angle, whatever the position. A fixed offset is a fixed rotation, a linear map that a layer can
+# learn once and use everywhere.
+
+# %% tags=["exercise"]
+# Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
+# position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
+# same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
+    """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
+    length = require_int("length", length, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=2)
+    base = require_real("base", base, minimum=1.0, strict_minimum=True)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    ### BEGIN SOLUTION
+    position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
+    frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
+    angle = position * frequency                                                  # (L, d/2)
+    table = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)             # (L, d/2, 2)
+    return table.reshape(length, d_model)                                         # (L, d): sin, cos, sin, cos, ...
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_positional_encoding_contract
+def check_positional_encoding_contract(sinusoidal_encoding):
+    """Judge ``sinusoidal_encoding(length, d_model, *, base=10000.0)`` against a table worked out with ``math``.
+
+    Returns the largest error; raises ContractViolation naming the first property that fails and,
+    when the table matches a well-known mistake, which mistake.
+    """
+    import math
+
+    import torch
+
+    def table(length, d_model, base, *, swap=False, concatenated=False, per_pair=False, first=0):
+        """The sinusoidal table, or one of its usual wrong variants."""
+        rows = []
+        for position in range(first, first + length):
+            sines, cosines = [], []
+            for pair in range(d_model // 2):
+                exponent = pair / d_model if per_pair else 2 * pair / d_model
+                angle = position / base ** exponent
+                sines.append(math.sin(angle))
+                cosines.append(math.cos(angle))
+            if swap:
+                sines, cosines = cosines, sines
+            rows.append(sines + cosines if concatenated else [x for pair in zip(sines, cosines) for x in pair])
+        return torch.tensor(rows, dtype=torch.float64)
+
+    def judge(length, d_model, base, prop, case):
+        extra = {} if base == 10_000.0 else {"base": base}
+        result = call_under_contract(prop, case, sinusoidal_encoding, length, d_model, **extra)
+        contract_assert(
+            isinstance(result, torch.Tensor), prop, case, "a torch.Tensor", type(result).__name__,
+            "return the table as a tensor (torch.empty / torch.stack), not a list or an array",
+        )
+        contract_assert(
+            tuple(result.shape) == (length, d_model), prop + ": shape is (length, d_model)", case,
+            f"shape {(length, d_model)}", f"shape {tuple(result.shape)}",
+            "positions go down the rows and coordinates across the columns; a transposed table has them swapped",
+        )
+        expected = table(length, d_model, base)
+        if torch.allclose(result.double(), expected, atol=1e-6, rtol=0):
+            return float((result.double() - expected).abs().max())
+        mistakes = (
+            (dict(swap=True), "sine and cosine are swapped: sine goes on the even coordinates 0, 2, ... and cosine on the odd ones"),
+            (dict(concatenated=True), "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"),
+            (dict(per_pair=True), "pair i has frequency base^(-2i/d_model): the exponent counts coordinates (2i), not pairs (i)"),
+            (dict(first=1), "positions start at 0, so row 0 is (0, 1, 0, 1, ...)"),
+        )
+        hint = "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1"
+        for variant, explanation in mistakes:
+            if torch.allclose(result.double(), table(length, d_model, base, **variant), atol=1e-6, rtol=0):
+                hint = explanation
+                break
+        return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
+
+    zero_case = "sinusoidal_encoding(1, 6)"
+    row = call_under_contract("position 0 is (0, 1, 0, 1, ...)", zero_case, sinusoidal_encoding, 1, 6)
+    if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
+        values = [round(float(x), 6) for x in row[0]]
+        if values == [1.0, 0.0] * 3:
+            hint = "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones"
+        elif values == [0.0] * 3 + [1.0] * 3:
+            hint = "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"
+        else:
+            hint = "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones"
+        contract_close(
+            "position 0 is (0, 1, 0, 1, ...)", zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0,
+        )
+    error = judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)")
+    error = max(error, judge(
+        5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
+    ))
+    return {"table_max_error": error}
+# builder:end sha256=0dc4de5b186255a089ab90f9297c14c7c9c0709ffa7817d462b02c37f5cd5e73
+check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_encoding, globals())
+
+# %%
+pe_length, pe_width = REFERENCE.value("positional_encoding.length"), REFERENCE.value("positional_encoding.d_model")
+small_table = sinusoidal_encoding(pe_length, pe_width)
+print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
+print(small_table.numpy().round(5))
+REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
+assert small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]
+
+# A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
+pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
+offset = 7
+for pair in range(4):
+    theta = offset / 10_000.0 ** (2 * pair / 8)
+    rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
+    moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
+    assert torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12), f"pair {pair}: offset is not a rotation"
+print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixed angle: verified for all 4 pairs")
+
+
+def plot_positions(table, language="en"):
+    """Two fast and two slow coordinates of a sinusoidal table against position."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    table = np.asarray(table)
+    fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), sharex=True)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
+    titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
+              localized(language, "Slow coordinates (pair 2)", "Медленные координаты (пара 2)"))
+    for ax, columns, title in zip(axes, ((0, 1), (4, 5)), titles):
+        for column, color, style in zip(columns, (Palette.BLUE, Palette.ORANGE), ("-", "--")):
+            name = "sin" if column % 2 == 0 else "cos"
+            ax.plot(np.arange(len(table)), table[:, column], color=color, ls=style, lw=1.8,
+                    label=f"{localized(language, 'coordinate', 'координата')} {column} ({name})")
+        ax.set_title(title, fontsize=11)
+        ax.set_ylim(-1.15, 1.15)
+        ax.set_ylabel("PE")
+        ax.legend(ncol=2, loc="lower right", bbox_to_anchor=(1.0, 0.98), fontsize=9)  # above the panel, right of its title
+    axes[-1].set_xlabel(localized(language, "position p (from 0)", "позиция p (с нуля)"))
+    axes[-1].set_xlim(0, len(table) - 1)
+    fig.suptitle(localized(language, f"Sinusoidal positions, width d = {table.shape[1]}",
+                           f"Синусоидальные позиции, ширина d = {table.shape[1]}"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+show_figure(
+    plot_positions(pe.numpy(), language=LANGUAGE),
+    "Each curve is one coordinate of the position vector, read from left (position 0) to right (position 80). "
+    "The top pair turns one radian per position, so it separates neighbours but repeats every 2π ≈ 6.3 positions; "
+    "the bottom pair turns 100 times slower and changes little between neighbours, but tells position 10 from position 70.",
+)
+
+
+# %% [markdown]
+# ## 4 · Who may look at whom: masks
+#
+# **The idea.** A mask is a boolean table with one row per query and one column per key.
+# `True` means *may attend*; every `False` score is set to $-\infty$ before the softmax, so its
+# weight comes out as exactly 0. (This is PyTorch's convention for a boolean `attn_mask`. Beware:
+# `nn.MultiheadAttention`'s `key_padding_mask` uses the opposite one, `True` = ignore.) Four masks
+# cover almost everything:
+#
+# - **padding**: sequences in a batch are padded to the same length; no query may read a padding key;
+# - **causal**: a decoder predicts the next token, so position $p$ may read positions $0..p$ and never
+#   the future, or it could simply copy the answer;
+# - **causal with a query offset**: during generation the keys and values of earlier tokens are cached,
+#   and only the new tokens are queried. Those queries sit at *absolute* positions $o, o+1, \dots$, not
+#   at $0, 1, \dots$, so the triangle must be shifted by $o$;
+# - **cross-attention**: queries from one sequence (a decoder) read keys from another (an encoder);
+#   there is no "future" between them, so only the encoder's padding is masked.
+#
+# $$\text{allowed}_{r,j} = \left[\, j \le o + r \,\right]$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $r$ | the row: the $r$-th query passed in, counted from 0 | $0$ |
+# | $j$ | the column: the key at absolute position $j$ | $0, \dots, 4$ |
+# | $o$ | the query offset: how many earlier tokens are already cached | $4$ |
+# | $o + r$ | the absolute position of query $r$ | $4$ |
+# | $[\,\cdot\,]$ | 1 (allowed) when the condition holds, 0 (blocked) otherwise | |
+#
+# **By hand.** With 5 tokens and no offset, row $p$ allows $p + 1$ keys, so the triangle holds
+# $1 + 2 + 3 + 4 + 5 = 15$ allowed entries. Now decode the fifth token with a cache: one query
+# against 5 keys. With the right offset $o = 4$ it may read all 5 keys. Forget the offset and it is
+# treated as position 0: it reads 1 key and is blind to its own past.
+#
+# PyTorch's `is_causal=True` makes exactly that mistake for you when there are fewer queries than
+# keys: it aligns the triangle to the top-left corner. For cached decoding, pass an explicit mask
+# (or an offset, as below). The cell after the exercise shows it.
+
+# %% tags=["exercise"]
+# Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
+# position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
+# tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+def causal_allowed(t_q, t_k, *, query_offset=0):
+    """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
+    t_q = require_int("t_q", t_q, minimum=1)
+    t_k = require_int("t_k", t_k, minimum=1)
+    query_offset = require_int("query_offset", query_offset, minimum=0)
+    if query_offset + t_q > t_k:
+        raise ValueError(
+            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
+            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
+        )
+    ### BEGIN SOLUTION
+    query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
+    key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
+    return key_position <= query_position                       # (t_q, t_k)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_causal_mask_contract
+def check_causal_mask_contract(causal_allowed):
+    """Judge ``causal_allowed(t_q, t_k, *, query_offset=0)``: True where a query may read a key.
+
+    Returns the number of cases checked; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+
+    def expected(t_q, t_k, offset):
+        return torch.tensor([[key <= offset + query for key in range(t_k)] for query in range(t_q)], dtype=torch.bool)
+
+    def judge(t_q, t_k, offset, prop):
+        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset})"
+        mask = call_under_contract(prop, case, causal_allowed, t_q, t_k, query_offset=offset)
+        contract_assert(
+            isinstance(mask, torch.Tensor) and mask.dtype == torch.bool, prop + ": a bool tensor", case,
+            "a torch.Tensor of dtype torch.bool", f"{type(mask).__name__} {getattr(mask, 'dtype', '')}",
+            "compare positions (key <= query) to get booleans; do not return 0/1 floats or -inf scores",
+        )
+        contract_assert(
+            tuple(mask.shape) == (t_q, t_k), prop + ": shape is (t_q, t_k)", case, f"shape {(t_q, t_k)}",
+            f"shape {tuple(mask.shape)}", "queries go down the rows and keys across the columns",
+        )
+        want = expected(t_q, t_k, offset)
+        if torch.equal(mask, want):
+            return
+        if torch.equal(mask, ~want):
+            hint = "the mask is inverted: True must mean 'may attend' (PyTorch's convention for bool attn_mask)"
+        elif torch.equal(mask, expected(t_q, t_k, offset - 1)):
+            hint = "off by one: a query may read its own key (key <= query), not only strictly earlier ones"
+        elif torch.equal(mask, expected(t_q, t_k, offset + 1)):
+            hint = "off by one: the query one step ahead of this one is still in the future (use key <= query)"
+        elif offset and torch.equal(mask, expected(t_q, t_k, 0)):
+            hint = "query_offset was ignored: row r is the query at absolute position query_offset + r"
+        else:
+            hint = "allowed[r, j] = (j <= query_offset + r)"
+        bad = (mask != want).nonzero()[0].tolist()
+        raise ContractViolation(
+            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+        )
+
+    judge(4, 4, 0, "a token sees itself and the past, never the future")
+    judge(1, 1, 0, "a single token sees itself")
+    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
+    judge(1, 5, 4, "the newest token of a cached decode sees every key")
+    judge(3, 7, 2, "a block of queries in the middle of a sequence")
+    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+        offset = t_k - t_q
+        full = expected(t_k, t_k, 0)
+        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+        mask = call_under_contract("decoding in steps gives the rows of the full mask", case, causal_allowed, t_q, t_k, query_offset=offset)
+        contract_assert(
+            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+        )
+    return {"cases": 8}
+# builder:end sha256=7efd5cdf8f76aa2f2705ae9972665aced8a7a1da62073d743885d873afb351ef
+check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
+
+# %%
+n_mask = REFERENCE.value("masks.tokens")
+ordinary = causal_allowed(n_mask, n_mask)
+local_decode_wrong = causal_allowed(1, n_mask)                          # the newest query, treated as position 0
+cached_decode = causal_allowed(1, n_mask, query_offset=n_mask - 1)  # the newest query at its true position 4
+key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 padding
+padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
+combined = ordinary & padding
+cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
+print(f"allowed entries: causal {int(ordinary.sum())}, decode without offset {int(local_decode_wrong.sum())}, "
+      f"decode with offset {int(cached_decode.sum())}")
+REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
+REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
+REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
+assert torch.equal(cached_decode, ordinary[4:]), "the cached query's row must be the last row of the full mask"
+
+# PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
+gen = torch.Generator().manual_seed(SEED)
+q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
+top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
+print(f"is_causal=True with 1 query and 5 keys equals: only key 0 -> "
+      f"{torch.allclose(top_left, v5[:, :1])}; the offset mask -> "
+      f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
+assert torch.allclose(top_left, v5[:, :1]), "is_causal=True should read only the first key here (top-left alignment)"
+assert torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)
+
+
+def plot_masks(masks, titles, language="en"):
+    """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    from matplotlib.colors import ListedColormap
+
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
+
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
+    for ax, mask, title in zip(axes.flat, masks, titles):
+        mask = np.asarray(mask, dtype=bool)
+        ax.pcolormesh(mask, cmap=ListedColormap([Palette.PAPER, Palette.GREEN]), vmin=0, vmax=1, edgecolors="white", linewidth=1.5)
+        ax.set_aspect("equal")
+        ax.invert_yaxis()  # query 0 on top, like a matrix
+        ax.set_title(title, fontsize=11)
+        ax.set_xticks(np.arange(mask.shape[1]) + 0.5, range(mask.shape[1]))
+        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(mask.shape[0]))
+        ax.tick_params(length=0)
+        ax.grid(False)
+    fig.supxlabel(localized(language, "key position", "позиция ключа"), fontsize=10)
+    fig.supylabel(localized(language, "query row", "строка запроса"), fontsize=10)
+    fig.suptitle(localized(language, "green = may attend, grey = set to −∞ before the softmax",
+                           "зелёный = можно смотреть, серый = −∞ до softmax"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+decode_pair = causal_allowed(2, 5, query_offset=3)
+mask_titles = {
+    "en": ("Padding keys hidden", "Future hidden (causal)", "Both at once", "Cross-attention",
+           "queries at 3, 4 (offset 3)", "is_causal=True, same shape"),
+    "ru": ("PAD-ключи скрыты", "Будущее скрыто", "Оба ограничения", "Cross-attention",
+           "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
+}
+show_figure(
+    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE),
+    "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
+    "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
+    "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
+    "(middle), while PyTorch's is_causal=True for the same shape aligns it top-left and hides most of the past (right).",
+)
+
+
+# %% [markdown]
+# ## 5 · Scaled dot-product attention, from scratch
+#
+# **The idea.** Put sections 1 to 4 together: score every query against every key, scale, block
+# what the mask forbids, turn each row into shares, and blend the values. Our version returns
+# everything it computed (the output, the weights, the scaled scores and a flag per empty row)
+# so you can look inside.
+#
+# One case needs a decision. A query row whose keys are *all* blocked (a padding query, say) has
+# no distribution to take: its softmax would be $0/0$. This notebook's policy is explicit:
+# `empty_row="error"` (the default) raises a `ValueError` naming the rows, and `empty_row="zero"`
+# returns zero weights and a zero output for them, with finite gradients. PyTorch decides
+# differently and silently: from torch 2.5 on, `F.scaled_dot_product_attention` returns zeros for
+# a fully masked row on CPU and CUDA; torch 2.4 and older returned NaN, and the reference Python in
+# [its documentation](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+# still does. The cell after the exercise shows what your installed torch does.
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V, \qquad M_{r,j} = 0 \text{ if allowed, } -\infty \text{ if blocked}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $Q$, $K$, $V$ | queries, keys, values, one row per token | $3 \times 2$ each |
+# | $d_k$ | query and key width | $2$, so $\sqrt{d_k} \approx 1.414$ |
+# | $M$ | the mask as numbers: 0 where allowed, $-\infty$ where blocked | causal |
+# | $e^{-\infty} = 0$ | why a blocked key gets exactly zero weight | |
+#
+# **By hand.** Three tokens, causal: $Q = K = \begin{pmatrix} 1 & 0 \\ 0 & 1 \\ 1 & 1 \end{pmatrix}$,
+# $V = \begin{pmatrix} 1 & 0 \\ 0 & 2 \\ 3 & 1 \end{pmatrix}$.
+#
+# - Row 0 may read only key 0: score $1/\sqrt{2} = 0.7071$, weight 1, output $v_0 = (1, 0)$.
+# - Row 1 reads keys 0 and 1 with scores $(0, 0.7071)$. The weights are $1 / (1 + e^{0.7071}) =
+#   0.3302$ and $0.6698$, so the output is $0.3302 \cdot (1, 0) + 0.6698 \cdot (0, 2) = (0.3302, 1.3395)$.
+# - Row 2 reads all three, scores $(0.7071, 0.7071, 1.4142)$, weights $(0.2483, 0.2483, 0.5035)$,
+#   output $(0.2483 + 3 \cdot 0.5035,\; 2 \cdot 0.2483 + 0.5035) = (1.7587, 1.0000)$.
+#
+# The code follows the steps one by one. It computes in float64 if any input is float64 (float32
+# otherwise), broadcasts q, k and v over their leading (batch, head) axes, including an axis that
+# only `v` has, and subtracts each row's largest allowed score before exponentiating.
+
+# %%
+@dataclass(frozen=True)
+class AttentionResult:
+    """Everything one attention call computed: output (..., T_q, d_v), weights and scores (..., T_q, T_k), empty rows (..., T_q)."""
+
+    output: torch.Tensor
+    weights: torch.Tensor
+    scores: torch.Tensor
+    empty_rows: torch.Tensor
+
+
+# %% tags=["exercise"]
+# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
+# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
+# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
+# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
+        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
+    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
+    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
+    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
+    if allowed is None:
+        allowed = torch.ones(shape, dtype=torch.bool)
+    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    else:
+        try:
+            allowed = torch.broadcast_to(allowed, shape)
+        except RuntimeError:
+            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
+    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
+    if empty_row == "error" and bool(empty_rows.any()):
+        where = empty_rows.nonzero()[:4].tolist()
+        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
+                         "fix the mask, or pass empty_row='zero' for padding queries")
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
+    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
+    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
+    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
+    output = weights @ v                                                   # (..., T_q, d_v)
+    ### END SOLUTION
+    return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
+
+
+# %%
+# builder:begin inline check_attention_contract
+def check_attention_contract(attention):
+    """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
+
+    ``attention`` returns an object with ``.output`` and ``.weights`` (and, when it has them,
+    ``.scores`` with -inf at blocked entries and ``.empty_rows`` flags, which are judged too).
+    Returns a summary of the largest errors; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(303)
+    q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    v = torch.randn(2, 2, 5, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    # Three cached-decode queries at absolute positions 2, 3, 4 over five keys.
+    allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
+    case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
+
+    result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
+    library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
+    hint = ("divide the scores by sqrt(d_k), take softmax over the key axis (the last one), "
+            "and set masked scores to -inf before the softmax")
+    for scale, mistake in ((1.0 / 4, "the scores were divided by d_k; divide by sqrt(d_k)"),
+                           (1.0, "the scores were not scaled; divide q @ k^T by sqrt(d_k)")):
+        wrong_scale = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
+        if torch.allclose(result.output.detach().double(), wrong_scale.detach(), atol=1e-9):
+            hint = mistake
+    output_error = contract_close("output matches F.scaled_dot_product_attention", case, result.output, library, hint)
+    row_sums = result.weights.sum(-1)
+    contract_close(
+        "attention weights: every row sums to 1", case, row_sums, torch.ones_like(row_sums),
+        "softmax normalised over the query axis instead of the key axis", atol=1e-12, rtol=0,
+    )
+    masked_mass = result.weights.masked_select(~allowed.expand_as(result.weights))
+    contract_close(
+        "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
+        "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
+    )
+    raw = (q @ k.transpose(-2, -1)).detach() / 2.0
+    if hasattr(result, "scores"):
+        contract_close(
+            "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            result.scores.detach().masked_fill(~allowed, 0.0), raw.masked_fill(~allowed, 0.0),
+            "return the scaled scores (before the softmax), not the weights or the unscaled dot products",
+        )
+        blocked = result.scores.detach().masked_select(~allowed.expand_as(result.scores))
+        contract_assert(
+            bool((blocked == float("-inf")).all()), "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            "-inf at every blocked entry", f"{blocked[blocked != float('-inf')][:3].tolist()} at blocked entries",
+            "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
+        )
+    probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
+    detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
+    contract_assert(
+        result.output.requires_grad, "gradients flow from the output to q, k and v", case,
+        "an output that requires grad", "an output cut off from the autograd graph", detach_hint,
+    )
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v), allow_unused=True)
+    theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    for name, grad in zip("qkv", ours):
+        contract_assert(
+            grad is not None, f"gradient with respect to {name} matches F.scaled_dot_product_attention", case,
+            f"a gradient for {name}", f"none: {name} does not reach the output through autograd", detach_hint,
+        )
+    gradient_error = max(
+        contract_close(
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b, detach_hint,
+            atol=1e-11, rtol=1e-11,
+        )
+        for name, a, b in zip("qkv", ours, theirs)
+    )
+
+    # A batch axis that only V has: the mask varies along it, queries and keys broadcast.
+    bq = torch.zeros(1, 2, 1, dtype=torch.float64)
+    bk = torch.zeros(1, 3, 1, dtype=torch.float64)
+    bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
+    bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
+    batched = call_under_contract(
+        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", attention, bq, bk, bv, bm,
+    )
+    contract_close(
+        "a batch axis carried only by V broadcasts with its mask",
+        "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]", batched.output,
+        torch.tensor([[[1.0], [2.0]], [[6.0], [4.5]]], dtype=torch.float64),
+        "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape",
+    )
+
+    # An empty row is rejected by default and zeroed, with finite gradients, on request.
+    empty = allowed.clone()
+    empty[1] = False
+    try:
+        attention(q.detach(), k.detach(), v.detach(), empty)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", case + ", row 1 fully masked",
+            "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
+        )
+    zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    zero = call_under_contract(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", attention, zq, zk, zv, empty, empty_row="zero",
+    )
+    contract_close(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
+        torch.zeros_like(zero.output[..., 1, :]), "the empty row was filled with NaN or with a uniform average", atol=0, rtol=0,
+    )
+    zero_grads = torch.autograd.grad(zero.output.square().sum(), (zq, zk, zv))
+    for name, grad in zip("qkv", zero_grads):
+        contract_assert(
+            bool(torch.isfinite(grad).all()), f"gradients stay finite with an empty row (d{name})",
+            case + ", row 1 fully masked, empty_row='zero'", "finite gradients", "NaN or infinity in the gradient",
+            "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows",
+        )
+    contract_close(
+        "an empty row passes no gradient to its query", case + ", row 1 fully masked", zero_grads[0][..., 1, :],
+        torch.zeros_like(zero_grads[0][..., 1, :]), "the empty row still received weights before being zeroed", atol=0, rtol=0,
+    )
+    if hasattr(result, "empty_rows"):
+        flags = torch.zeros(2, 2, 3, dtype=torch.bool)
+        flags[..., 1] = True
+        contract_assert(
+            torch.equal(zero.empty_rows.expand(2, 2, 3), flags), "empty_rows flags exactly the fully masked query rows",
+            case + ", row 1 fully masked", flags[0, 0].tolist(), zero.empty_rows.tolist(),
+            "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape",
+        )
+
+    # Cached decoding: the last two queries sit at absolute positions 3 and 4.
+    fq, fk = torch.randn(5, 4, dtype=torch.float64, generator=gen), torch.randn(5, 4, dtype=torch.float64, generator=gen)
+    fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    full = attention(fq, fk, fv, causal).output
+    incremental = call_under_contract(
+        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", attention, fq[3:], fk, fv, causal[3:],
+    ).output
+    contract_close(
+        "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",
+        incremental, full[3:], "the causal mask for cached queries was built from local positions 0..1",
+    )
+    wrong = attention(fq[3:], fk, fv, torch.ones(2, 5, dtype=torch.bool).tril()).output
+    wrong_error = float((wrong - full[3:]).abs().max())
+    contract_assert(
+        wrong_error > 1e-3, "a local-position mask changes cached outputs", "5 tokens, queries 3..4 with a top-left triangle",
+        "a visible difference (> 1e-3)", f"max difference {wrong_error:.3g}",
+        "the implementation ignored the mask it was given",
+    )
+
+    # Without a mask, permuting the tokens permutes the outputs.
+    perm = torch.tensor([2, 0, 4, 1, 3])
+    original = attention(fq, fk, fv).output
+    contract_close(
+        "permutation equivariance without a mask", "5 tokens permuted by [2, 0, 4, 1, 3]",
+        attention(fq[perm], fk[perm], fv[perm]).output, original[perm],
+        "position information leaked into the attention itself (a hidden mask or positional term)",
+    )
+    return {
+        "output_max_error": output_error,
+        "gradient_max_error": gradient_error,
+        "wrong_cache_mask_max_error": wrong_error,
+        "batch_broadcast": "PASS",
+        "empty_rows": "PASS",
+        "permutation": "PASS",
+    }
+# builder:end sha256=8c012e52b1d8e71cc4662312e5cc1197d77f68b3035ad91889f180f54022fbac
+check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
+
+# %%
+Q_ref, K_ref, V_ref = (torch.tensor(REFERENCE.value(f"attention.{name}"), dtype=torch.float64) for name in "qkv")
+allowed_ref = torch.tensor(REFERENCE.value("attention.allowed"))
+assert torch.equal(allowed_ref, causal_allowed(3, 3)), "the reference example is the causal mask"
+result = scaled_dot_product_attention(Q_ref, K_ref, V_ref, allowed_ref)
+print("scores:\n", result.scores.numpy().round(4))
+print("weights:\n", result.weights.numpy().round(4))
+print("output:\n", result.output.numpy().round(4))
+REFERENCE.check("attention.scores", result.scores, atol=1e-12)
+REFERENCE.check("attention.weights", result.weights, atol=1e-12)
+REFERENCE.check("attention.output", result.output, atol=1e-12)
+library = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=allowed_ref)
+assert torch.allclose(result.output, library, atol=1e-12), "our attention must agree with PyTorch's"
+
+# The empty-row policy: an error by default, zeros on request, never NaN.
+empty = allowed_ref.clone()
+empty[1] = False
+message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
+zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
+assert zeroed.empty_rows.tolist() == [False, True, False]
+assert torch.all(zeroed.weights[1] == 0) and torch.all(zeroed.output[1] == 0)
+assert torch.isfinite(zeroed.weights).all()
+assert torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]), "other rows must not change"
+print(f"default policy: ValueError ({message[:46]}...)")
+torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
+if bool(torch.isnan(torch_row).any()):
+    torch_says = "NaN"
+elif bool((torch_row == 0).all()):
+    torch_says = "zeros"
+else:
+    torch_says = f"{torch_row.tolist()}"
+print(f"torch {torch.__version__.split('+')[0]} returns {torch_says} for the fully masked row; "
+      f"ours returns zeros only when asked (empty_row='zero')")
+
+
+def plot_scores_and_weights(scores, weights, language="en"):
+    """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
+    shown = np.where(np.isfinite(scores), scores, np.nan)
+    panels = ((shown, localized(language, "scaled scores q·k/√d_k", "оценки q·k/√d_k"), "Oranges"),
+              (weights, localized(language, "weights after softmax", "веса после softmax"), "Blues"))
+    for ax, (data, title, cmap), raw_values in zip(axes, panels, (scores, weights)):
+        top = max(1.0, float(np.nanmax(data)))
+        ax.imshow(data, cmap=cmap, vmin=0, vmax=top)
+        for (i, j), value in np.ndenumerate(raw_values):
+            if not np.isfinite(value):
+                ax.text(j, i, "−∞", ha="center", va="center", fontsize=10, color=Palette.MUTED)
+            else:  # white on the darkest cells, ink elsewhere
+                ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=10,
+                        color="white" if value > 0.6 * top else Palette.INK)
+        ax.set_title(title, fontsize=11)
+        ax.set_xticks(range(data.shape[1]))
+        ax.set_yticks(range(data.shape[0]))
+        ax.set_xlabel(localized(language, "key", "ключ"))
+        ax.set_ylabel(localized(language, "query", "запрос"))
+        ax.grid(False)
+    return fig
+
+
+show_figure(
+    plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
+    "Left, the scaled scores of the 3-token example; blank cells are blocked (−∞) by the causal mask. Right, the "
+    "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
+    "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
+)
+
+# %% [markdown]
+# ## 6 · Checking it against PyTorch
+#
+# **The idea.** Agreeing with PyTorch on one example proves little; a contract states the
+# *properties* that any correct attention must have and tests each on inputs chosen to expose the
+# usual bugs. `check_attention_contract`, which judged Exercise 3, checks five of them:
+#
+# | Property | What it compares | Which bug it catches |
+# |---|---|---|
+# | outputs and gradients | ours against `F.scaled_dot_product_attention` in float64, for a batch of 2 × 2 heads with a causal mask for cached queries; the gradients of q, k and v too | scaling by $d_k$ instead of $\sqrt{d_k}$, softmax over the wrong axis, masking after the softmax, a `detach()` |
+# | a batch axis only V has | q and k of batch 1 against v and a mask of batch 2 | taking the batch shape from q and k alone |
+# | gradients on zero rows | with `empty_row="zero"`, every gradient stays finite and the empty query gets none | $e^{-\infty - (-\infty)} = $ NaN in the backward pass |
+# | cached-query geometry | queries 3 and 4 alone against all 5 keys, with rows 3 and 4 of the causal mask, equal the full run's last two rows; a top-left mask does not | building the decode mask from local positions |
+# | permutation equivariance | without a mask, permuting the tokens permutes the outputs the same way | a hidden positional term inside attention |
+#
+# $$\operatorname{Attention}(P Q, P K, P V) = P \operatorname{Attention}(Q, K, V)$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $P$ | a permutation matrix: it reorders the rows (tokens) | order $[2, 0, 4, 1, 3]$ |
+# | $PQ$, $PK$, $PV$ | the same tokens, presented in the new order | 5 tokens of width 4 |
+#
+# **By hand.** Section 2's blend is order-free: it is a weighted *sum*, and a sum does not care in
+# which order its terms come. Reordering the keys and values together reorders the terms of each
+# sum and leaves it unchanged; reordering the queries reorders the output rows. This is why
+# positions must be added to the tokens (section 3): attention alone cannot see order.
+#
+# The cell below repeats the checks in the open, on fresh random inputs, and draws each measured
+# error against the bound the contract allows.
+
+# %%
+# Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
+gen = torch.Generator().manual_seed(SEED)
+q, k, v = (torch.randn(2, 2, n, d, dtype=torch.float64, generator=gen, requires_grad=True) for n, d in ((3, 4), (5, 4), (5, 6)))
+allowed = causal_allowed(3, 5, query_offset=2)
+ours = scaled_dot_product_attention(q, k, v, allowed).output
+theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+probe = torch.randn(ours.shape, dtype=torch.float64, generator=gen)  # a random direction to differentiate along
+grads_ours = torch.autograd.grad((ours * probe).sum(), (q, k, v))
+grads_theirs = torch.autograd.grad((theirs * probe).sum(), (q, k, v))
+measured = {
+    "output_max_error": float((ours - theirs).detach().abs().max()),
+    "gradient_max_error": max(float((a - b).abs().max()) for a, b in zip(grads_ours, grads_theirs)),
+}
+
+# Cached-query geometry: queries 3 and 4 alone, with rows 3 and 4 of the causal mask, against a top-left mask.
+tq, tk, tv = (torch.randn(5, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+full = scaled_dot_product_attention(tq, tk, tv, causal_allowed(5, 5)).output
+cached = scaled_dot_product_attention(tq[3:], tk, tv, causal_allowed(2, 5, query_offset=3)).output
+top_left_rows = scaled_dot_product_attention(tq[3:], tk, tv, causal_allowed(2, 5)).output
+measured["cached_rows_error"] = float((cached - full[3:]).abs().max())
+measured["wrong_cache_mask_max_error"] = float((top_left_rows - full[3:]).abs().max())
+print({key: f"{value:.1e}" for key, value in measured.items()})
+assert measured["output_max_error"] < 1e-12 and measured["gradient_max_error"] < 1e-11
+assert measured["cached_rows_error"] < 1e-12 and measured["wrong_cache_mask_max_error"] > 1e-3
+
+# Permutation equivariance, and a batch axis that only V has.
+order = torch.tensor([2, 0, 4, 1, 3])
+plain = scaled_dot_product_attention(tq, tk, tv).output
+shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
+permutation_error = float((shuffled - plain[order]).abs().max())
+print(f"permuted inputs give permuted outputs: max difference {permutation_error:.1e}")
+assert permutation_error < 1e-12
+
+# One query and one key broadcast against a batch of two value sets, each with its own mask.
+only_v = scaled_dot_product_attention(
+    torch.zeros(1, 2, 1), torch.zeros(1, 3, 1), torch.arange(1.0, 7.0).reshape(2, 3, 1),
+    torch.tensor([[[True, False, False], [False, True, False]], [[False, False, True], [True, True, False]]]),
+)
+print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
+assert only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]
+
+
+def plot_contract_errors(summary, language="en"):
+    """Bars of the largest errors measured against PyTorch and for a wrong cache mask, each against its bound."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    labels = [localized(language, "output vs PyTorch", "выход vs PyTorch"),
+              localized(language, "gradients vs PyTorch", "градиенты vs PyTorch"),
+              localized(language, "top-left mask\nfor cached queries", "маска без сдвига\nдля кэша")]
+    values = [summary["output_max_error"], summary["gradient_max_error"], summary["wrong_cache_mask_max_error"]]
+    limits = [1e-12, 1e-11, 1e-3]
+    colors = [Palette.GREEN, Palette.GREEN, Palette.RED]
+    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    shown = [max(v, 1e-17) for v in values]  # an exact 0 cannot sit on a log axis
+    ax.bar(range(3), shown, color=colors, width=0.55)
+    for x, (limit, value) in enumerate(zip(limits, values)):
+        ax.hlines(limit, x - 0.38, x + 0.38, color=Palette.INK, ls="--", lw=1.2)
+        ax.text(x, max(value, 1e-17) * 3, f"{value:.1e}", ha="center", fontsize=9)
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set_ylim(1e-18, 10)
+    ax.set_xticks(range(3), labels)
+    ax.set_ylabel(localized(language, "largest |difference|", "наибольшее |расхождение|"))
+    ax.set_title(localized(language, "Our attention against PyTorch", "Наше внимание против PyTorch"))
+    return fig
+
+
+show_figure(
+    plot_contract_errors(measured, language=LANGUAGE),
+    "Each bar is the largest difference measured in the cell above, on a log scale; the dashed line over it is the bound. "
+    "Green bars must stay below their line: our outputs and gradients match PyTorch to about float64 rounding. "
+    "The red bar must stay above its line: a mask built from local positions must visibly change cached outputs, "
+    "otherwise the cached-query test could not tell right from wrong.",
+)
+
+# %% [markdown]
+# ## 7 · Why divide by √d_k?
+#
+# **The idea.** Roll one die and the result lands between 1 and 6. Add up a hundred dice and the
+# total strays much further from its average, by dozens either way. A dot product is such a sum:
+# one small product per coordinate. The wider the head, the more terms are added and the wider the
+# scores swing. Wide swings are bad news for softmax: scores like $(16, 3, -9)$ put essentially all
+# the weight on one key, right or wrong. Worse, softmax then stops responding to its input. Its
+# derivative (the Jacobian, the signal training sends back to the queries and keys) is
+# $\operatorname{diag}(p) - p p^\top$, and when one share is 1 and the rest are 0 every entry of
+# that matrix is 0. The queries and keys stop learning: softmax is *saturated*.
+#
+# $$\operatorname{Var}(q \cdot k) = d_k \quad \Longrightarrow \quad \operatorname{Var}\left(\frac{q \cdot k}{\sqrt{d_k}}\right) = 1$$
+#
+# | Symbol | Meaning |
+# |---|---|
+# | $\operatorname{Var}(x)$ | the variance: the average squared distance of $x$ from its mean; its square root, the standard deviation, is the typical size of a swing |
+# | $q \cdot k$ | a raw score, for $q$ and $k$ with independent entries of mean 0 and variance 1 |
+# | $d_k$ | the number of products added up: each has variance 1, and variances of independent terms add |
+# | $\sqrt{d_k}$ | dividing by $c$ divides the variance by $c^2$; here $c^2 = d_k$ |
+# | $\operatorname{diag}(p) - p p^\top$ | the softmax Jacobian at shares $p$: entry $(i, j)$ is how share $i$ moves when score $j$ moves |
+#
+# **By hand.** Take $d_k = 4$ and entries of $\pm 1$. The four products are each $+1$ or $-1$, and
+# the 16 equally likely sign patterns give the sums $-4, -2, 0, 2, 4$ with counts $1, 4, 6, 4, 1$.
+# Their variance is $(16 + 4 \cdot 4 + 0 + 4 \cdot 4 + 16) / 16 = 4 = d_k$. Dividing every sum by
+# $\sqrt{4} = 2$ divides the variance by 4, to 1. At $d_k = 128$ the raw standard deviation is
+# $\sqrt{128} \approx 11.3$: a typical raw score is about $\pm 11$, a typical scaled one about $\pm 1$.
+#
+# The cell checks this three ways: exactly, by enumerating the 16 patterns; by Monte Carlo, with the
+# reference seed and tolerance; and by measuring saturation itself at widths 2 to 1,024 (16 keys,
+# 400 random queries per width), with and without the scaling.
+
+# %%
+# 1) Exactly: every sign pattern of four ±1 products.
+sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
+exact = torch.tensor(sums, dtype=torch.float64)
+print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, "
+      f"variance {float(exact.var(unbiased=False)):.0f}, scaled {float((exact / 2).var(unbiased=False)):.0f}; "
+      f"sqrt(128) = {math.sqrt(128):.1f}")
+assert [sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]
+assert float(exact.var(unbiased=False)) == 4.0 and float((exact / 2).var(unbiased=False)) == 1.0
+spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
+print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
+assert float(spread[0]) > 0.99999
+
+# 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
+d_k = REFERENCE.value("scaling_experiment.d_k")
+samples = REFERENCE.value("scaling_experiment.samples")
+tolerance = REFERENCE.value("scaling_experiment.relative_tolerance")
+gen = torch.Generator().manual_seed(REFERENCE.value("scaling_experiment.seed"))
+q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k, generator=gen)
+dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
+unscaled_variance = float(dots.var(unbiased=False))
+scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
+print(f"d_k = {d_k}, {samples:,} pairs: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
+for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
+    target = REFERENCE.value(f"scaling_experiment.{name}")
+    assert abs(measured / target - 1.0) < tolerance, f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}"
+del q_mc, k_mc, dots
+
+
+# 3) Saturation across widths.
+def softmax_jacobian(p):
+    """The softmax Jacobian at shares p (..., n): diag(p) − p pᵀ, shape (..., n, n)."""
+    p = require_tensor("p", p, min_ndim=1)
+    return torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
+
+
+def jacobian_norm(p):
+    """Frobenius norm of diag(p) − p pᵀ without building it: sqrt(Σp² − 2Σp³ + (Σp²)²)."""
+    p = require_tensor("p", p, min_ndim=1)
+    square, cube = (p ** 2).sum(-1), (p ** 3).sum(-1)
+    return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
+
+
+def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+    """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1)
+    gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    rows = []
+    for width in widths:
+        q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
+        k = torch.randn(trials, n_keys, width, generator=gen)  # (trials, n_keys, d)
+        raw = (q @ k.transpose(-2, -1))[:, 0].double()         # (trials, n_keys)
+        for scaled in (False, True):
+            p = torch.softmax(raw / math.sqrt(width) if scaled else raw, dim=-1)
+            rows.append({"d_k": width, "scaled": scaled, "max_weight": float(p.amax(-1).mean()),
+                         "jacobian_norm": float(jacobian_norm(p).mean())})
+    return rows
+
+
+p_check = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p_check.log())
+assert torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15), "diag(p) − p pᵀ must be softmax's Jacobian"
+assert math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)
+assert float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()) == 0.0, "a one-hot softmax passes no gradient"
+
+WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+saturation = saturation_experiment(WIDTHS)
+by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
+print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
+for width in WIDTHS:
+    u, s = by_key[width, False], by_key[width, True]
+    print(f"{width:>4} | {u['max_weight']:>19.3f}  {u['jacobian_norm']:.3f} | {s['max_weight']:>17.3f}  {s['jacobian_norm']:.3f}")
+shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
+shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
+scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
+print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}, gradient {shrink_512:.1f}x smaller than scaled; "
+      f"at 1024: {by_key[1024, False]['max_weight']:.2f} and {shrink_1024:.1f}x; scaled top weight stays in "
+      f"[{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+assert (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)
+assert (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)
+assert (round(min(scaled_tops), 2), round(max(scaled_tops), 2)) == (0.23, 0.25), "scaled attention must not saturate"
+
+
+def plot_saturation(rows, language="en"):
+    """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.15, top=0.9, wspace=0.25)  # fixed margins: a layout engine would draw everything twice
+    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+        chosen = [r for r in rows if r["scaled"] == scaled]
+        widths = [r["d_k"] for r in chosen]
+        left.plot(widths, [r["max_weight"] for r in chosen], "o-", color=color, label=label, ms=4)
+        right.plot(widths, [r["jacobian_norm"] for r in chosen], "o-", color=color, label=label, ms=4)
+    for ax, title, ylabel in (
+        (left, localized(language, "Softmax saturates", "Softmax насыщается"),
+         localized(language, "mean largest weight", "средний наибольший вес")),
+        (right, localized(language, "The gradient fades", "Градиент угасает"),
+         localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
+    ):
+        ax.set_xscale("log", base=2)
+        plain_log_axis(ax.xaxis)
+        ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=12)
+    left.set_ylim(0, 1.02)
+    right.set_ylim(0, 0.35)
+    left.legend(loc="center right")
+    return fig
+
+
+show_figure(
+    plot_saturation(saturation, language=LANGUAGE),
+    "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
+    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian, the gradient signal that reaches "
+    "the scores. Unscaled scores (red) climb towards one-hot and their gradient fades as the head widens; scaled scores "
+    "(blue) stay flat at every width. That flatness is the reason for the √d_k.",
+)
+
+
+# %% [markdown]
+# **What the numbers say.** Unscaled, the largest weight climbs from 0.31 at width 2 to 0.94 at
+# width 512 and 0.97 at 1,024, while the gradient signal shrinks to a 3.7th of the scaled one at
+# 512 and a 7.4th at 1,024. Scaled, the largest weight stays between 0.23 and 0.25 at every width.
+# In one sentence: dot products grow with the width, large scores saturate softmax and starve its
+# gradient, and dividing by $\sqrt{d_k}$ keeps the scores where softmax is smooth and trainable.
+
+# %% [markdown]
+# ## 8 · Many heads: multi-head, grouped-query and multi-query attention
+#
+# **The idea.** One attention with queries as wide as the model can only compute one kind of
+# mixing per layer. Instead, split the width into $H$ narrow **heads**, each with its own
+# projections and its own attention. The total work stays about the same, and each head can
+# specialise: one follows the previous token, another links a pronoun to its noun. The heads'
+# outputs are glued back side by side and mixed by one output matrix $W_o$, so the block's output
+# has the model's width again and blocks can be stacked.
+#
+# During generation every head's keys and values are cached for every token, so the cache grows
+# with the number of K/V heads. **Grouped-query attention (GQA)** lets a group of query heads share
+# one K/V head; **multi-query attention (MQA)** is the extreme of one K/V head for all. The query
+# heads still ask their own questions; they only read from a shared set of keys and values.
+#
+# $$\text{head}_h = \operatorname{Attention}\left(X W_q^{(h)},\; X W_k^{(g(h))},\; X W_v^{(g(h))}\right), \qquad g(h) = \left\lfloor \frac{h}{H / H_{kv}} \right\rfloor$$
+#
+# $$\operatorname{MHA}(X) = \left[\text{head}_0, \dots, \text{head}_{H-1}\right] W_o$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $H$ | number of query heads | $8$ |
+# | $H_{kv}$ | number of K/V heads: $H$ for MHA, fewer for GQA, 1 for MQA; must divide $H$ | $8$, $2$, $1$ |
+# | $d_{head}$ | width of each head, $d_{model} / H$ | $64 / 8 = 8$ |
+# | $W_q^{(h)}$, $W_k^{(g)}$, $W_v^{(g)}$ | projections of query head $h$ and of K/V head $g$, each $d_{model} \times d_{head}$ | $64 \times 8$ |
+# | $g(h)$ | the K/V head that query head $h$ reads; consecutive query heads share one | $g(5) = \lfloor 5 / 4 \rfloor = 1$ for $H_{kv} = 2$ |
+# | $[\cdot, \dots, \cdot]$ | concatenation along the features | $8 \cdot 8 = 64$ wide |
+# | $W_o$ | the output projection that mixes the heads | $64 \times 64$ |
+#
+# **By hand.** With $d_{model} = 64$ and $H = 8$ heads of width 8, the key and value projections
+# hold $2 \cdot 64 \cdot (8 \cdot H_{kv})$ weights: 8,192 for MHA ($H_{kv} = 8$), 2,048 for GQA with
+# 2 K/V heads, 1,024 for MQA. The cache per token shrinks by the same factors, 4× and 8×. Llama 3.1 8B
+# pairs 32 query heads with 8 K/V heads: a 4× smaller cache than full multi-head attention.
+#
+# The reshapes are where multi-head code goes wrong, so they are exercises. Keep the axis order
+# `(batch, heads, tokens, width)` in mind: that is what `scaled_dot_product_attention` expects, with
+# the heads as one more batch axis.
+
+# %% tags=["exercise"]
+# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
+# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
+# that token. Index axes from the end so any leading axes (batch, ...) pass through.
+def split_heads(x, n_heads):
+    """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
+    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
+    n_heads = require_int("n_heads", n_heads, minimum=1)
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    ### BEGIN SOLUTION
+    heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
+    return heads.transpose(-3, -2)                               # (..., H, T, d)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_split_heads_contract
+def check_split_heads_contract(split_heads):
+    """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
+    import torch
+
+    batch, tokens, heads, width = 2, 3, 4, 5
+    x = torch.arange(batch * tokens * heads * width, dtype=torch.float64).reshape(batch, tokens, heads * width)
+    case = f"x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}"
+    prop = "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token"
+    result = call_under_contract(prop, case, split_heads, x, heads)
+    contract_assert(
+        isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, heads, tokens, width),
+        "shape (B, T, H*d) -> (B, H, T, d)", case, f"shape {(batch, heads, tokens, width)}",
+        f"shape {tuple(getattr(result, 'shape', ()))}",
+        "split the last axis into (H, d), then move the head axis in front of the token axis",
+    )
+    for b in range(batch):
+        for h in range(heads):
+            for t in range(tokens):
+                want = x[b, t, h * width:(h + 1) * width]
+                got = result[b, h, t]
+                if not torch.equal(got, want):
+                    if torch.equal(result, x.reshape(batch, heads, tokens, width)):
+                        hint = "reshaping straight to (B, H, T, d) mixes tokens; reshape to (B, T, H, d) first, then transpose(1, 2)"
+                    else:
+                        hint = "view the last axis as (H, d_head) (head-major), then swap the token and head axes"
+                    raise ContractViolation(prop, case + f"; batch {b}, head {h}, token {t}", want.tolist(), got.tolist(), hint)
+    three = torch.zeros(7, 6, dtype=torch.float64)
+    case3 = "x of shape (7, 6) with no batch axis, n_heads=3"
+    single = call_under_contract("leading axes are kept as they are", case3, split_heads, three, 3)
+    contract_assert(
+        tuple(single.shape) == (3, 7, 2), "leading axes are kept as they are", case3, "shape (3, 7, 2)",
+        f"shape {tuple(single.shape)}", "index the axes from the end (-1, -2) so any number of leading axes works",
+    )
+    return {"cases": 2}
+# builder:end sha256=d5817fc690f9e4605e5b82260ed9a33bc80046e11284571381befccebbb21880
+check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
+# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
+# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    ### BEGIN SOLUTION
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_merge_heads_contract
+def check_merge_heads_contract(merge_heads):
+    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
+
+    The input is contiguous, like an attention output, so its transpose is not: ``view`` fails there.
+    """
+    import torch
+
+    batch, heads, tokens, width = 2, 3, 4, 5
+    flat = torch.randn(batch, tokens, heads * width, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
+    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
+    prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
+    result = call_under_contract(prop, case, merge_heads, split)
+    contract_assert(
+        isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, tokens, heads * width),
+        "shape (B, H, T, d) -> (B, T, H*d)", case, f"shape {(batch, tokens, heads * width)}",
+        f"shape {tuple(getattr(result, 'shape', ()))}", "move the head axis behind the token axis, then flatten the last two axes",
+    )
+    if not torch.equal(result, flat):
+        if torch.equal(result, split.reshape(batch, tokens, heads * width)):
+            hint = "the heads were merged without moving the head axis back: transpose(-3, -2) before flattening"
+        elif torch.equal(result, split.transpose(-2, -1).reshape(batch, tokens, heads * width)):
+            hint = "the wrong axes were transposed: swap heads and tokens (-3, -2), not tokens and features"
+        else:
+            hint = "transpose(-3, -2) gives (..., T, H, d); then flatten(-2) or reshape(..., T, H*d)"
+        where = (result != flat).nonzero()[0].tolist()
+        raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
+    return {"cases": 1}
+# builder:end sha256=f36f5dbed172fbb57926dfb0e075a49430d4b30073f26909374ca557aad6548e
+check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
+# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
+# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    ### BEGIN SOLUTION
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_repeat_kv_contract
+def check_repeat_kv_contract(repeat_kv_heads):
+    """Judge ``repeat_kv_heads(x, group)``: (..., H_kv, T, d) -> (..., H_kv*group, T, d), query head h reading K/V head h // group."""
+    import torch
+
+    kv_heads, group = 3, 2
+    x = torch.arange(2 * kv_heads * 4 * 2, dtype=torch.float64).reshape(2, kv_heads, 4, 2)
+    case = f"x of shape (2, {kv_heads}, 4, 2), group={group}"
+    prop = "query head h reads K/V head h // group (each K/V head repeated group times in a row)"
+    result = call_under_contract(prop, case, repeat_kv_heads, x, group)
+    contract_assert(
+        isinstance(result, torch.Tensor) and tuple(result.shape) == (2, kv_heads * group, 4, 2),
+        "shape (B, H_kv, T, d) -> (B, H_kv*group, T, d)", case, f"shape {(2, kv_heads * group, 4, 2)}",
+        f"shape {tuple(getattr(result, 'shape', ()))}", "repeat along the head axis (-3), not the token or feature axis",
+    )
+    for h in range(kv_heads * group):
+        if not torch.equal(result[:, h], x[:, h // group]):
+            tiled = all(torch.equal(result[:, i], x[:, i % kv_heads]) for i in range(kv_heads * group))
+            hint = (
+                "the K/V heads were tiled (0, 1, 2, 0, 1, 2); GQA repeats each one in place (0, 0, 1, 1, 2, 2): "
+                "use repeat_interleave, not repeat"
+                if tiled else "head h of the result must be a copy of head h // group of the input"
+            )
+            source = next((i for i in range(kv_heads) if torch.equal(result[:, h], x[:, i])), None)
+            raise ContractViolation(prop, case + f"; query head {h}", f"a copy of K/V head {h // group}",
+                                    f"a copy of K/V head {source}" if source is not None else "no K/V head", hint)
+    same = call_under_contract("group=1 is plain multi-head attention", "group=1", repeat_kv_heads, x, 1)
+    contract_assert(
+        torch.equal(same, x), "group=1 is plain multi-head attention", "x of shape (2, 3, 4, 2), group=1",
+        "x unchanged", f"shape {tuple(same.shape)}", "with one query head per K/V head nothing is repeated",
+    )
+    return {"cases": 2}
+# builder:end sha256=6df23c9cbbc72a84eab89ac525a674558ddf0fe2b5d148ea8f2bc71f12ef93f6
+check_exercise("Exercise 6", check_repeat_kv_contract, repeat_kv_heads, globals())
+
+
+# %%
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal must be True or False, got {causal!r}")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = causal
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = require_tensor("x", x, ndim=3, finite=False)  # scaled_dot_product_attention checks q, k, v for NaN
+        batch, length, width = x.shape
+        if width != self.d_model:
+            raise ValueError(f"x must have shape (B, T, {self.d_model}), got {tuple(x.shape)}")
+        allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
+        if token_valid is not None:
+            if not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool or token_valid.shape != (batch, length):
+                raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
+        if self.causal:
+            allowed = allowed & causal_allowed(length, length)
+        group = self.n_heads // self.n_kv_heads
+        q = split_heads(self.q_proj(x), self.n_heads)                                  # (B, H, T, d)
+        k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
+        output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
+        return (output, result.weights) if return_weights else output
+
+
+# %%
+torch.manual_seed(SEED)
+x_heads = torch.randn(2, 6, 64)
+layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
+for name, layer in layers.items():
+    y, w = layer(x_heads, return_weights=True)
+    print(f"{name}: {layer.n_kv_heads} K/V heads, output {tuple(y.shape)}, weights {tuple(w.shape)}, "
+          f"K+V weights {layer.kv_parameter_count():,}")
+kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
+assert kv_counts == [8192, 2048, 1024] and kv_counts[0] // kv_counts[1] == 4 and kv_counts[0] // kv_counts[2] == 8
+assert 32 // 8 == 4, "Llama 3.1 8B: 32 query heads over 8 K/V heads"
+
+# GQA is exactly MHA whose K/V projections repeat each shared head for its group.
+gqa = layers["GQA"]
+twin = MultiHeadSelfAttention(64, 8, 8)
+with torch.no_grad():
+    twin.q_proj.weight.copy_(gqa.q_proj.weight)
+    twin.out_proj.weight.copy_(gqa.out_proj.weight)
+    for name in ("k_proj", "v_proj"):
+        shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
+        getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
+    gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
+print(f"GQA against MHA with repeated K/V heads: max difference {gqa_error:.1e}")
+assert gqa_error < 1e-6
+
+# And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
+if ENVIRONMENT["torch_has_enable_gqa"]:
+    with torch.no_grad():
+        q = split_heads(gqa.q_proj(x_heads), 8).double()
+        k, v = (split_heads(proj(x_heads), 2).double() for proj in (gqa.k_proj, gqa.v_proj))
+        ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
+        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
+    print(f"against F.scaled_dot_product_attention(enable_gqa=True): max difference {float((ours - theirs).abs().max()):.1e}")
+    assert torch.allclose(ours, theirs, atol=1e-12)
+else:
+    print("torch < 2.5 has no enable_gqa; the comparison with PyTorch's GQA path is skipped")
+
+# Padding: padded queries read nothing (zero rows on request); real queries never read padding keys.
+torch.manual_seed(SEED)
+mha = MultiHeadSelfAttention(32, 4)
+x_pad = torch.randn(2, 5, 32)
+token_valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
+y_pad, w_pad = mha(x_pad, token_valid=token_valid, empty_row="zero", return_weights=True)
+assert y_pad.shape == (2, 5, 32) and w_pad.shape == (2, 4, 5, 5)
+assert torch.all(w_pad[1, :, 3:] == 0) and torch.all(y_pad[1, 3:] == 0), "padding queries must give zero rows"
+assert torch.all(w_pad[1, :, :, 3:] == 0), "no query may read a padding key"
+assert torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3)) and torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))
+assert torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6), "padding must not change the real tokens' outputs"
+expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
+print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
+
+
+def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
+    """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
+    names = {n_heads: "MHA", 1: "MQA"}
+    for ax, n_kv in zip(axes, kv_options):
+        group = n_heads // n_kv
+        query_x = np.arange(n_heads)
+        kv_x = np.array([g * group + (group - 1) / 2 for g in range(n_kv)])
+        for h in range(n_heads):
+            ax.plot([query_x[h], kv_x[h // group]], [1.0, 0.0], color=Palette.GREY, lw=1.2, zorder=1)
+        ax.scatter(query_x, np.ones(n_heads), s=170, marker="s", color=Palette.BLUE, zorder=2)
+        ax.scatter(kv_x, np.zeros(n_kv), s=260, marker="s", color=Palette.ORANGE, zorder=2)
+        ax.set_ylim(-0.45, 1.45)
+        ax.set_xlim(-0.8, n_heads - 0.2)
+        ax.axis("off")
+        label = names.get(n_kv, "GQA")
+        ax.set_title(f"{label}: {n_heads} Q, {n_kv} K/V", fontsize=11)
+        ax.text(-0.7, 1.28, localized(language, "query heads", "головы запросов"), fontsize=9, color=Palette.BLUE)
+        ax.text(-0.7, -0.38, localized(language, f"K/V heads cached: {n_kv}", f"K/V голов в кэше: {n_kv}"),
+                fontsize=9, color=Palette.ORANGE)
+    return fig
+
+
+show_figure(
+    plot_head_sharing(language=LANGUAGE),
+    "Blue squares are query heads, orange squares are the key/value heads they read; each line is one query head "
+    "reading one K/V head. Count the orange squares: that is what the KV cache stores per token and layer. MHA keeps "
+    "8, GQA lets each group of 4 consecutive query heads share one (2 in all), MQA shares a single one among all 8.",
+)
+
+# %% [markdown]
+# ## 9 · What attention costs: the n² term
+#
+# **The idea.** Each head of each layer builds an $n \times n$ score matrix, so the work of scoring
+# and mixing grows with the *square* of the context. The projections into queries, keys, values and
+# back grow only linearly in $n$ but with the square of the width. For short prompts the projections
+# dominate; past a crossover the $n^2$ term takes over, and every doubling of the context costs four
+# times as much there.
+#
+# $$\text{FLOPs}_{\text{scores+mix}} = 2 \cdot 2\, n^2 d, \qquad \text{FLOPs}_{\text{projections}} = 2 \cdot 4\, n\, d^2, \qquad \frac{\text{FLOPs}_{\text{scores+mix}}}{\text{FLOPs}_{\text{projections}}} = \frac{n}{2d}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $n$ | context length in tokens | $10^2$ to $10^6$ |
+# | $d$ | model width $d_{model}$ (all heads together) | $4096$ |
+# | $2 n^2 d$ | multiply-adds of $Q K^\top$ ($n^2 d$) and of weights times $V$ ($n^2 d$) | |
+# | $4 n d^2$ | multiply-adds of the four projections $W_q, W_k, W_v, W_o$ | |
+# | the factor 2 | one multiply-add counts as 2 floating-point operations | |
+#
+# **By hand.** The ratio $n / 2d$ is 1 at $n = 2d$: for $d = 4096$ the crossover sits at 8,192
+# tokens. At 128,000 tokens the ratio is $128000 / 8192 \approx 15.6$. These counts leave out the
+# softmax, the feed-forward layer and all constant factors of real kernels; they show the shape of
+# the curve, not a wall-clock time.
+
+# %%
+lengths = np.unique(np.logspace(2, 6, 41).astype(int))
+costs = [attention_cost(int(n), WIDE) for n in lengths]
+quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
+linear = np.array([c["linear_flops"] for c in costs], dtype=float)
+cross_at = 2 * WIDE
+print(f"crossover at n = 2·d_model = {cross_at:,}; ratio at 128,000 tokens: "
+      f"{attention_cost(128_000, WIDE)['quadratic_flops'] / attention_cost(128_000, WIDE)['linear_flops']:.1f}")
+assert all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at), "below 2·d the projections must dominate"
+assert all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at), "above 2·d the n² term must dominate"
+doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
+assert doubled == 4.0, "doubling the context must quadruple the n² term"
+
+
+def plot_cost(lengths, quadratic, linear, d_model, language="en"):
+    """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.4, 3.8))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
+    ax.loglog(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
+    ax.loglog(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_axis(axis)
+    ax.axvline(2 * d_model, color=Palette.MUTED, ls="--", lw=1)
+    ax.text(2 * d_model * 1.2, quadratic.min() * 3, localized(language, f"crossover\nn = 2·d = {2 * d_model:,}",
+                                                                f"пересечение\nn = 2·d = {2 * d_model:,}"), color=Palette.MUTED)
+    ax.set_xlabel(localized(language, "context length n (tokens)", "длина контекста n (токены)"))
+    ax.set_ylabel(localized(language, "FLOPs per layer", "FLOP на слой"))
+    ax.set_title(localized(language, f"Why long context is expensive (d = {d_model:,})", f"Почему длинный контекст дорог (d = {d_model:,})"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
+    "Both axes are logarithmic, so a power law is a straight line and a steeper line grows faster. The projections "
+    "(blue) have slope 1, the score-and-mix step (red) slope 2. Left of the dashed line at n = 2·d the projections "
+    "cost more; right of it the n² term dominates and pulls away, four times the work for every doubling of the context.",
+)
+
+
+# %% [markdown]
+# ## 10 · The rest of the block: feed-forward, LayerNorm, residuals
+#
+# **The idea.** Attention moves information *between* tokens. A decoder block adds three things
+# around it. A **feed-forward network** (FFN) then processes each token on its own: widen, apply a
+# non-linearity, narrow back. **Residual connections** add each sublayer's output to its input, so
+# a block only has to learn a *correction* and gradients have a direct path through deep stacks.
+# **LayerNorm** rescales each token's features to mean 0 and variance 1 before a sublayer reads
+# them, so no token's scale runs away. The original transformer normalised *after* each residual
+# sum (post-norm); GPT-2 and most models since normalise each sublayer's *input* (pre-norm), which
+# trains more stably in deep stacks ([Xiong et al., 2020](https://arxiv.org/abs/2002.04745)).
+# Our block is pre-norm.
+#
+# $$\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta, \qquad \mu = \frac{1}{d} \sum_{m=1}^{d} x_m, \qquad \sigma^2 = \frac{1}{d} \sum_{m=1}^{d} (x_m - \mu)^2$$
+#
+# $$h = x + \operatorname{MHA}(\operatorname{LN}_1(x)), \qquad y = h + \operatorname{FFN}(\operatorname{LN}_2(h)), \qquad \operatorname{FFN}(z) = W_2 \operatorname{GELU}(W_1 z + b_1) + b_2$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $x$ | one token's feature vector, of width $d$ | $(1, 2, 3, 4)$ |
+# | $\mu$, $\sigma^2$ | mean and **biased** variance of its features (divide by $d$, not $d - 1$) | $2.5$, $1.25$ |
+# | $\epsilon$ | a small constant that keeps the division finite for a constant token | $10^{-5}$; $0$ in the example |
+# | $\gamma$, $\beta$ | learned per-feature scale and shift, initialised to 1 and 0 | $1$, $0$ |
+# | $\odot$ | entrywise product | |
+# | $W_1$, $W_2$ | the FFN's widening ($d \to d_{ff}$) and narrowing ($d_{ff} \to d$) matrices | |
+# | GELU | a smooth ReLU: $z \, \Phi(z)$, with $\Phi$ the standard normal CDF | |
+#
+# **By hand.** For $x = (1, 2, 3, 4)$: $\mu = 2.5$; the squared distances are $2.25, 0.25, 0.25,
+# 2.25$, so $\sigma^2 = 5 / 4 = 1.25$ (the unbiased estimate would be $5/3 \approx 1.67$, a common
+# bug). With $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
+
+# %% tags=["exercise"]
+# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
+# of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
+# they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
+    x = require_tensor("x", x, min_ndim=1)
+    eps = require_real("eps", eps, minimum=0.0)
+    for name, parameter in (("weight", weight), ("bias", bias)):
+        if parameter is not None:
+            require_tensor(name, parameter, ndim=1)
+            if parameter.shape[0] != x.shape[-1]:
+                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    ### BEGIN SOLUTION
+    mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
+    normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
+    if weight is not None:
+        normalized = normalized * weight
+    if bias is not None:
+        normalized = normalized + bias
+    return normalized
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_layer_norm_contract
+def check_layer_norm_contract(layer_norm):
+    """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
+
+    Returns the largest error against ``F.layer_norm``; raises ContractViolation naming the first
+    property that fails and, where it can tell, which usual mistake it is.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(11)
+    # Rows with very different means and spreads, so every wrong axis or estimator shows.
+    x = torch.randn(3, 5, dtype=torch.float64, generator=gen) * torch.tensor([[0.1], [1.0], [4.0]], dtype=torch.float64)
+    x = x + torch.tensor([[3.0], [-1.0], [0.5]], dtype=torch.float64)
+    case = "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4"
+
+    def by_hand(t, eps, *, unbiased=False, eps_outside=False, axis=-1):
+        mean = t.mean(axis, keepdim=True)
+        variance = t.var(axis, keepdim=True, unbiased=unbiased)
+        scale = variance.sqrt() + eps if eps_outside else (variance + eps).sqrt()
+        return (t - mean) / scale
+
+    def judge(prop, eps, kwargs, expected, label):
+        result = call_under_contract(prop, label, layer_norm, x, eps=eps, **kwargs)
+        contract_assert(
+            isinstance(result, torch.Tensor) and result.shape == x.shape, prop + ": same shape as x", label,
+            f"shape {tuple(x.shape)}", f"shape {tuple(getattr(result, 'shape', ()))}",
+            "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back",
+        )
+        if torch.allclose(result, expected, atol=1e-9, rtol=1e-9):
+            return float((result - expected).abs().max())
+        hint = "subtract the mean of the last axis, divide by sqrt(biased variance + eps), then scale and shift"
+        plain = by_hand(x, eps)
+        if torch.allclose(result, by_hand(x, eps, unbiased=True), atol=1e-9, rtol=1e-9) or (
+            kwargs and torch.allclose(result, by_hand(x, eps, unbiased=True) * kwargs["weight"] + kwargs["bias"], atol=1e-9, rtol=1e-9)
+        ):
+            hint = "the variance is unbiased (divides by n - 1); LayerNorm uses the biased one (n): var(unbiased=False)"
+        elif torch.allclose(result, by_hand(x, eps, axis=0), atol=1e-9, rtol=1e-9):
+            hint = "normalised over the wrong axis: LayerNorm averages over the features of each token, the last axis"
+        elif eps and torch.allclose(result, by_hand(x, eps, eps_outside=True), atol=1e-9, rtol=1e-9):
+            hint = "eps goes inside the square root: sqrt(variance + eps), not sqrt(variance) + eps"
+        elif kwargs and torch.allclose(result, plain, atol=1e-9, rtol=1e-9):
+            hint = "weight and bias were ignored: return normalised * weight + bias"
+        elif kwargs and torch.allclose(result, plain * kwargs["bias"] + kwargs["weight"], atol=1e-9, rtol=1e-9):
+            hint = "weight and bias are swapped: the weight multiplies, the bias adds"
+        return contract_close(prop, label, result, expected, hint, atol=1e-9, rtol=1e-9)
+
+    error = judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0")
+    error = max(error, judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+    weight = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    bias = torch.tensor([0.0, -1.0, 2.0, 0.25, 1.0], dtype=torch.float64)
+    affine = {"weight": weight, "bias": bias}
+    error = max(error, judge(
+        "weight scales and bias shifts each feature", 1e-5, affine, by_hand(x, 1e-5) * weight + bias,
+        case + ", eps=1e-5, weight and bias of length 5",
+    ))
+
+    # The library agrees, and gradients flow through the hand-written version.
+    xg = x.clone().requires_grad_()
+    ours = call_under_contract("gradients match F.layer_norm", case, layer_norm, xg, weight, bias, eps=1e-5)
+    theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
+    library_error = contract_close(
+        "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
+        "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
+    )
+    contract_assert(
+        ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
+        "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
+    )
+    probe = torch.randn(3, 5, dtype=torch.float64, generator=gen)
+    grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
+    xl = x.clone().requires_grad_()
+    grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
+    contract_close(
+        "gradients match F.layer_norm", case, grad_ours, grad_lib,
+        "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
+    )
+
+    # A constant token has zero variance: eps keeps the result finite (and zero).
+    flat = torch.full((2, 4), 7.0, dtype=torch.float64)
+    constant = call_under_contract("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", layer_norm, flat, eps=1e-5)
+    contract_close(
+        "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
+        "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
+    )
+    return {"max_error": max(error, library_error)}
+# builder:end sha256=7a50ca474c735291752016e1051447e6c5dccdcced553277bb85652c73114b75
+check_exercise("Exercise 7", check_layer_norm_contract, layer_norm, globals())
+
+# %%
+x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
+mean_ln = x_ln.mean()
+variance_ln = ((x_ln - mean_ln) ** 2).mean()
+print(f"x = {x_ln.tolist()}: mean {float(mean_ln)}, biased variance {float(variance_ln)}, "
+      f"unbiased {float(x_ln.var(unbiased=True)):.2f}, normalised {[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
+REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
+REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
+REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
+REFERENCE.check("layer_norm.normalized", F.layer_norm(x_ln, (4,), eps=0.0), atol=1e-12)
+
+
+class FeedForward(nn.Module):
+    """The position-wise feed-forward network: d_model -> d_ff -> GELU -> d_model, applied to each token alone."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1))
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        """(..., d_model) -> (..., d_model); tokens never mix here."""
+        return self.down(F.gelu(self.up(x)))
+
+
+class DecoderBlock(nn.Module):
+    """A pre-norm decoder block: x + MHA(LN(x)), then + FFN(LN(·))."""
+
+    def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(require_int("d_model", d_model, minimum=1))
+        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff)
+
+    def forward(self, x):
+        """(B, T, d_model) -> (B, T, d_model)."""
+        x = x + self.attention(self.norm1(x))  # tokens exchange information
+        return x + self.ffn(self.norm2(x))     # each token thinks on its own
+
+
+torch.manual_seed(SEED)
+block = DecoderBlock(32, 4, 64)
+block_input = torch.randn(2, 5, 32)
+block_output = block(block_input)
+assert block_output.shape == block_input.shape and torch.isfinite(block_output).all()
+assert torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6), \
+    "nn.LayerNorm inside the block must equal the hand-written layer_norm"
+ffn_alone = block.ffn(block_input)
+assert torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6), "the FFN must treat each token alone"
+print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
+      f"{sum(p.numel() for p in block.parameters()):,} parameters")
+
+
+# %% [markdown]
+# **How many parameters is that?** Count only the weight matrices (no biases, no norms) of the
+# original transformer's layers: attention has four $d \times d$ projections, $4 d^2$; the FFN
+# has two $d \times d_{ff}$ matrices, $2 d\, d_{ff}$. An encoder layer has one attention and one FFN;
+# a decoder layer has self-attention, cross-attention and an FFN. For the **base** model ($d = 512$,
+# $d_{ff} = 2048$, 8 heads of width 64): attention $4 \cdot 512^2 = 1{,}048{,}576$, FFN
+# $2 \cdot 512 \cdot 2048 = 2{,}097{,}152$, an encoder layer $3{,}145{,}728$, a decoder layer
+# $4{,}194{,}304$, and the FFN holds two thirds of an encoder layer. The cell also counts the **big**
+# model ($d = 1024$, $d_{ff} = 4096$, 16 heads), which has four times as many per layer.
+
+# %%
+@dataclass(frozen=True)
+class ParameterFloor:
+    """Weight counts of the original transformer's sublayers, without biases or norms."""
+
+    mha_weights: int
+    ffn_weights: int
+    encoder_layer: int
+    decoder_layer: int
+    ffn_share_encoder: float
+
+
+def transformer_parameter_floor(d_model, d_ff):
+    """Weights of Q/K/V/O (4·d²), of the FFN (2·d·d_ff), and of an encoder and a decoder layer built from them."""
+    d_model = require_int("d_model", d_model, minimum=1)
+    d_ff = require_int("d_ff", d_ff, minimum=1)
+    mha, ffn = 4 * d_model * d_model, 2 * d_model * d_ff
+    return ParameterFloor(mha_weights=mha, ffn_weights=ffn, encoder_layer=mha + ffn,
+                          decoder_layer=2 * mha + ffn, ffn_share_encoder=ffn / (mha + ffn))
+
+
+base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
+big = transformer_parameter_floor(1024, 4096)
+print(f"base: {base}")
+print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_layer:,} ({big.encoder_layer // base.encoder_layer}x base)")
+for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
+    REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
+assert big.encoder_layer == 4 * base.encoder_layer
+# Our own attention module agrees with the 4·d² count.
+assert sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights
+
+
+def plot_decoder_block(language="en"):
+    """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
+    ax.set_xlim(0, 7.2)
+    ax.set_ylim(0, 9.2)
+    ax.axis("off")
+    steps = [
+        (0.6, localized(language, "x  (B, T, d)", "x  (B, T, d)"), Palette.PAPER),
+        (2.0, "LayerNorm", Palette.YELLOW),
+        (3.3, localized(language, "multi-head attention\n(tokens mix, causal)", "многоголовое внимание\n(токены смешиваются)"), Palette.BLUE),
+        (4.6, "⊕", "white"),
+        (5.8, "LayerNorm", Palette.YELLOW),
+        (7.0, localized(language, "feed-forward\n(each token alone)", "полносвязная сеть\n(каждый токен отдельно)"), Palette.ORANGE),
+        (8.4, "⊕  →  y", "white"),
+    ]
+    for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
+        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED})
+    for y, text, color in steps:
+        ax.text(3, y, text, ha="center", va="center", fontsize=10,
+                bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
+    for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
+        ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
+        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2})
+    ax.text(6.05, 2.4, localized(language, "residual\npaths", "остаточные\nсвязи"), color=Palette.GREEN, fontsize=10)
+    ax.set_title(localized(language, "A pre-norm decoder block", "Блок декодера с pre-norm"))
+    return fig
+
+
+show_figure(
+    plot_decoder_block(language=LANGUAGE),
+    "Read from bottom to top. The input is normalised, passed through attention (where tokens exchange information) "
+    "and added back to itself at the first ⊕; the result is normalised again, passed through the feed-forward network "
+    "(each token on its own) and added back at the second ⊕. The green residual paths carry the input around each "
+    "sublayer unchanged, so each sublayer only learns a correction.",
+)
+
+
+# %% [markdown]
+# ## 11 · Does the mask hold? A deterministic future-leakage probe
+#
+# **The idea.** A causal model must give exactly the same outputs at positions $0..p$ whatever
+# comes after $p$. The cleanest test changes only the *last* token and compares everything before
+# it. To make the result exact rather than statistical, build a probe whose only path between tokens
+# is attention, and whose attention is simple enough to solve by hand: fixed embeddings, zero query
+# and key projections (so every allowed key gets the same weight) and identity value and output
+# projections. The same probe without the mask must leak, or the test proves nothing.
+#
+# $$y_p = x_p + \frac{1}{p + 1} \sum_{j=0}^{p} x_j \;\; \text{(causal)}, \qquad y_p = x_p + \frac{1}{n} \sum_{j=0}^{n-1} x_j \;\; \text{(no mask)}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $x_j$ | the fixed embedding of the token at position $j$, of width 8 | row $t$ of the table is $(8t, \dots, 8t + 7) / 10$ |
+# | $y_p$ | the probe's output at position $p$: residual plus attention | |
+# | $n$ | the sequence length | $5$ |
+# | $\frac{1}{p + 1}$ | equal weights over the $p + 1$ allowed keys (all scores are 0) | |
+#
+# **By hand.** Change the last token from 5 to 9. Its embedding moves by $(9 - 5) \cdot 8 / 10 = 3.2$
+# in every coordinate. With the causal mask, positions 0 to 3 never read it: their outputs move by
+# exactly 0. Without the mask, every position averages all 5 tokens, so positions 0 to 3 move by
+# $3.2 / 5 = 0.64$.
+
+# %%
+class CausalityProbe(nn.Module):
+    """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
+
+    def __init__(self, *, causal, vocab_size=11, width=8):
+        super().__init__()
+        self.embedding = nn.Embedding(require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2))
+        self.attention = MultiHeadSelfAttention(width, 2, causal=causal)
+        with torch.no_grad():
+            self.embedding.weight.copy_(torch.arange(vocab_size * width, dtype=torch.float32).view(vocab_size, width) / 10)
+            self.attention.q_proj.weight.zero_()   # all scores 0: equal weights on every allowed key
+            self.attention.k_proj.weight.zero_()
+            self.attention.v_proj.weight.copy_(torch.eye(width))
+            self.attention.out_proj.weight.copy_(torch.eye(width))
+
+    def forward(self, token_ids):
+        """(B, T) token ids -> (B, T, width) hidden states."""
+        hidden = self.embedding(token_ids)
+        return hidden + self.attention(hidden)
+
+
+n_probe = REFERENCE.value("leakage_probe.tokens")
+original_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_from")]])  # 1 2 3 4 5
+changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_to")]])     # 1 2 3 4 9
+probe_shift = {}
+with torch.no_grad():
+    for name, causal in (("causal", True), ("no mask", False)):
+        probe = CausalityProbe(causal=causal).eval()
+        probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
+for name, shift in probe_shift.items():
+    print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
+assert float(probe_shift["causal"][:4].max()) <= 1e-7, "the causal mask leaks: earlier positions saw the last token"
+assert float(probe_shift["no mask"][:4].min()) > 0.1, "without a mask the probe must leak, or it tests nothing"
+for shift in probe_shift["no mask"][:4].tolist():
+    REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
+
+
+def plot_leakage(shifts, language="en"):
+    """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.0, 3.2))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    positions = np.arange(len(next(iter(shifts.values()))))
+    for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
+                                                   (localized(language, "no mask", "без маски"), Palette.RED))):
+        values = list(shifts.values())[0 if offset < 0 else 1]
+        ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
+    ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
+    ax.set_xticks(positions)
+    ax.set_xlabel(localized(language, "position (the last token was changed)", "позиция (изменён последний токен)"))
+    ax.set_ylabel(localized(language, "largest change of the output", "наибольшее изменение выхода"))
+    ax.set_title(localized(language, "Changing the future", "Меняем будущее"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
+    "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
+    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero: nothing there can see the future. "
+    "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
+)
+
+# %% [markdown]
+# ## 12 · A tiny language model: train it, then let it write
+#
+# **The idea.** Stack the pieces: token embeddings plus learned position embeddings, one pre-norm
+# decoder block, a final LayerNorm, and an output layer that turns each position's vector into one
+# **logit** per vocabulary entry. The output layer reuses the embedding matrix (weight tying), so
+# a token's embedding also scores how likely it is to come next. Train it to predict the next
+# token of the periodic sequence $0, 1, 2, 3, 4, 5, 0, 1, \dots$, then let it continue $0, 1, 2$ on
+# its own, greedily taking the most likely token each time.
+#
+# The training signal is the **next-token negative log-likelihood** (NLL): how surprised the model
+# is by the token that really came next, averaged over every position of every window. It is what
+# `F.cross_entropy` computes from logits.
+#
+# $$\text{NLL} = -\log p_\theta(x_{t+1} \mid x_{\le t}) = -\log \frac{e^{z_{y}}}{\sum_{v=1}^{V} e^{z_v}}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $x_{\le t}$ | the tokens up to position $t$, all the model may read | |
+# | $z$ | the logits the model outputs at position $t$, one per vocabulary entry | $(1.2, 0.3, -0.4, 2.0)$ |
+# | $y$ | the id of the token that really comes next | $3$ |
+# | $V$ | the vocabulary size | $4$ in the example, $6$ for the model |
+# | $p_\theta$ | the model's probabilities, the softmax of the logits | |
+#
+# **By hand.** For the logits $(1.2, 0.3, -0.4, 2.0)$ the softmax is $(0.2608, 0.1060, 0.0527,
+# 0.5805)$. The true next token is 3, so the NLL is $-\ln 0.5805 = 0.5439$ nats. A model that knows
+# nothing spreads its bets evenly over 6 tokens and pays $\ln 6 \approx 1.79$ nats per token: that is
+# where training should start, and a model that has learnt the period should end near 0.
+
+# %%
+nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.float64)
+nll_target = REFERENCE.value("next_token_nll.target")
+nll_probabilities = softmax(nll_logits)
+nll = float(-torch.log(nll_probabilities[nll_target]))
+print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL of token {nll_target}: {nll:.4f} nats; "
+      f"uniform over 6 tokens: {math.log(6):.2f}")
+REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
+REFERENCE.check("next_token_nll.nll", nll, atol=1e-12)
+assert math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12), \
+    "F.cross_entropy is the same NLL, computed from logits"
+
+
+# %%
+class TinyLM(nn.Module):
+    """A one-block causal language model with learned positions and tied input/output embeddings."""
+
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32):
+        super().__init__()
+        self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+        self.max_length = require_int("max_length", max_length, minimum=1)
+        self.token_embedding = nn.Embedding(self.vocab_size, d_model)
+        self.position_embedding = nn.Embedding(self.max_length, d_model)
+        self.block = DecoderBlock(d_model, n_heads, d_ff)
+        self.final_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, self.vocab_size, bias=False)
+        self.head.weight = self.token_embedding.weight  # tied: one matrix embeds tokens and scores them
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=0.02)  # small logits at the start: loss near ln(vocab_size)
+
+    def forward(self, token_ids):
+        """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
+        if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long or token_ids.ndim != 2:
+            raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+        if token_ids.shape[1] > self.max_length:
+            raise ValueError(f"sequence of length {token_ids.shape[1]} exceeds max_length={self.max_length}; crop the context")
+        if int(token_ids.min()) < 0 or int(token_ids.max()) >= self.vocab_size:
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size - 1}], got {int(token_ids.min())}..{int(token_ids.max())}")
+        positions = torch.arange(token_ids.shape[1])
+        hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
+        return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
+
+    @torch.no_grad()
+    def generate(self, token_ids, new_tokens):
+        """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
+        new_tokens = require_int("new_tokens", new_tokens, minimum=0)
+        was_training = self.training
+        self.eval()
+        try:
+            for _ in range(new_tokens):
+                logits = self(token_ids[:, -self.max_length:])[:, -1]                   # (B, V) at the last position
+                token_ids = torch.cat((token_ids, logits.argmax(-1, keepdim=True)), dim=1)
+        finally:
+            self.train(was_training)
+        return token_ids
+
+
+# %% [markdown]
+# **The optimiser.** The recipe trains with AdamW ([Loshchilov and Hutter, 2019](https://arxiv.org/abs/1711.05101)).
+# Each weight keeps a running mean of its gradients (momentum) and of their squares (its own scale),
+# and steps by their ratio, so every weight moves by about the learning rate whatever the size of
+# its gradient. Weight decay, when it is on, shrinks the weights directly ("decoupled" from the
+# gradient); the recipe turns it off. It fits in a dozen lines, written out below with the same
+# update as `torch.optim.AdamW` (the course's tests compare the two step by step).
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1)\, g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\, g^2, \qquad \theta \leftarrow \theta\, (1 - \eta \lambda) - \eta\, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon}$$
+#
+# | Symbol | Meaning | In the recipe |
+# |---|---|---|
+# | $g$ | the gradient of the loss with respect to one weight $\theta$ | |
+# | $m$, $v$ | running means of $g$ and of $g^2$, both starting at 0 | |
+# | $\beta_1$, $\beta_2$ | how slowly those means forget | $0.9$, $0.999$ |
+# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 121$ |
+# | $\eta$ | the learning rate | $0.03$ |
+# | $\lambda$ | the weight decay | $0$ |
+# | $\epsilon$ | keeps the division finite | $10^{-8}$ |
+#
+# **By hand**, the first step: $m = 0.1\, g$ and $v = 0.001\, g^2$, so the corrected means are $g$
+# and $g^2$ and the step is $\eta\, g / (|g| + \epsilon)$: every weight with a gradient moves by
+# $\eta = 0.03$, up or down. The cell checks exactly that after the first step.
+
+# %%
+class AdamW:
+    """AdamW written out: running means of g and g², bias-corrected, plus decoupled weight decay."""
+
+    def __init__(self, parameters, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        self.parameters = [p for p in parameters if p.requires_grad]
+        self.lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
+        self.betas = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
+        self.eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
+        self.weight_decay = require_real("weight_decay", weight_decay, minimum=0.0)
+        self.steps = 0
+        self.means = [torch.zeros_like(p) for p in self.parameters]    # m
+        self.squares = [torch.zeros_like(p) for p in self.parameters]  # v
+
+    def zero_grad(self):
+        """Forget the gradients of the last step."""
+        for p in self.parameters:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        """One AdamW update of every parameter that has a gradient."""
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1, correction2 = 1 - beta1 ** self.steps, 1 - beta2 ** self.steps
+        for p, m, v in zip(self.parameters, self.means, self.squares):
+            if p.grad is None:
+                continue
+            p.mul_(1 - self.lr * self.weight_decay)                       # decoupled weight decay
+            m.lerp_(p.grad, 1 - beta1)                                    # m <- b1 m + (1 - b1) g
+            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)       # v <- b2 v + (1 - b2) g^2
+            denominator = (v.sqrt() / math.sqrt(correction2)).add_(self.eps)
+            p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+
+
+recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
+          ("seed", "vocab_size", "learning_rate", "period", "training_repeats", "context", "steps", "new_tokens")}
+torch.manual_seed(recipe["seed"])
+model = TinyLM(vocab_size=recipe["vocab_size"])
+optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
+stream = torch.tensor(recipe["period"] * recipe["training_repeats"])  # (120,) the period, repeated
+width = recipe["context"]
+inputs = torch.stack([stream[i:i + width] for i in range(len(stream) - width)])          # (108, 12)
+targets = torch.stack([stream[i + 1:i + width + 1] for i in range(len(stream) - width)])  # (108, 12), shifted by one
+losses = []
+for step in range(recipe["steps"]):
+    loss = F.cross_entropy(model(inputs).reshape(-1, model.vocab_size), targets.reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    if step == 0:
+        before = [p.detach().clone() for p in optimizer.parameters]
+    optimizer.step()
+    if step == 0:  # the first AdamW step moves every weight that has a gradient by lr, up or down
+        moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(optimizer.parameters, before)])
+        pushed = torch.cat([p.grad.abs().flatten() > 1e-4 for p in optimizer.parameters])  # |g| >> eps
+        assert torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4)
+    losses.append(loss.item())
+with torch.no_grad():
+    train_accuracy = float((model(inputs).argmax(-1) == targets).float().mean())
+prompt = torch.tensor([[0, 1, 2]])
+generated = model.generate(prompt, recipe["new_tokens"])[0]
+expected_stream = torch.tensor([recipe["period"][i % len(recipe["period"])] for i in range(len(generated))])
+continuation_accuracy = float((generated[3:] == expected_stream[3:]).float().mean())
+print(f"{len(inputs)} windows of {width} tokens, {recipe['steps']} full-batch AdamW steps at lr {recipe['learning_rate']}")
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.5f} nats/token; training accuracy {train_accuracy:.3f}")
+print(f"generated: {generated.tolist()}; continuation accuracy {continuation_accuracy:.3f}")
+assert abs(losses[0] - math.log(6)) < 0.05, "an untrained model should start near ln 6 nats per token"
+assert losses[-1] < REFERENCE.value("tiny_lm.loss_threshold"), "training did not bring the loss under the reference threshold"
+assert train_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")
+assert continuation_accuracy >= REFERENCE.value("tiny_lm.continuation_accuracy_threshold"), "the model did not continue the period"
+assert losses[-1] < losses[0] / 50
+first_pass = next(step for step, value in enumerate(losses) if value < REFERENCE.value("tiny_lm.loss_threshold"))
+print(f"the loss first drops below the threshold at step {first_pass} of {recipe['steps']}")
+assert first_pass < recipe["steps"] // 2, "the caption below says the threshold is crossed long before the last step"
+
+
+def plot_loss(losses, threshold, language="en"):
+    """The training loss per step on a log scale, with the pass threshold and the uniform-guess level."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.6, 3.4))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "training loss", "функция потерь"))
+    ax.axhline(math.log(6), color=Palette.MUTED, ls=":", lw=1.2, label=localized(language, "uniform guess, ln 6", "равномерная догадка, ln 6"))
+    ax.axhline(threshold, color=Palette.RED, ls="--", lw=1.2, label=localized(language, f"pass threshold {threshold}", f"порог {threshold}"))
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set_xlabel(localized(language, "optimisation step", "шаг оптимизации"))
+    ax.set_ylabel(localized(language, "NLL, nats per token", "NLL, нат на токен"))
+    ax.set_title(localized(language, "A tiny model learns a period", "Маленькая модель учит период"))
+    ax.legend(loc="upper right")
+    return fig
+
+
+show_figure(
+    plot_loss(losses, REFERENCE.value("tiny_lm.loss_threshold"), language=LANGUAGE),
+    "The loss after each optimisation step, on a log scale. It starts at the dotted line, ln 6, the price of guessing "
+    "uniformly among 6 tokens; it falls by orders of magnitude as the model learns that each token determines the next, "
+    "and crosses the dashed pass threshold long before the last step. On a log scale, a straight descent means the loss "
+    "keeps shrinking by a constant factor per step.",
+)
+
+
+# %% [markdown]
+# ## 13 · From logits to tokens: temperature, top-k, top-p and greedy decoding
+#
+# **The idea.** The model hands over one logit per vocabulary entry; a **decoding policy** decides
+# which token comes next. *Greedy* decoding takes the most likely one, which is what TinyLM just
+# did. *Sampling* draws at random from a distribution shaped by three knobs. The **temperature**
+# $T$ divides the logits before the softmax: below 1 it sharpens the distribution, above 1 it
+# flattens it. **Top-k** keeps only the $k$ most likely tokens. **Top-p** (nucleus sampling) keeps
+# the smallest set of most likely tokens whose probability reaches $p$, *including* the token that
+# crosses the threshold. After filtering, the survivors are renormalised to sum to 1. This notebook
+# applies them in that order: temperature, then top-k, then top-p measured on what top-k kept.
+# Generation stops when the model emits the end-of-sequence token (EOS), which is kept in the
+# output, or when the length limit is reached.
+#
+# $$p_i(T) = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}}, \qquad \text{top-}p\text{ keeps } \{\pi_1, \dots, \pi_m\}, \quad m = \min\left\{ m : \sum_{r=1}^{m} p_{\pi_r} \ge p \right\}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $z_i$ | the logit of token $i$ | $(3, 2, 1, 0)$ |
+# | $T$ | the temperature, $T > 0$ | $1$ or $2$ |
+# | $\pi_1, \pi_2, \dots$ | token ids sorted from most to least likely (ties: lower id first) | $0, 1, 2, 3$ |
+# | $k$ | how many tokens top-k keeps | $2$ |
+# | $p$ | the probability mass top-p must reach | $0.9$ |
+# | $m$ | how many tokens top-p keeps | $3$ |
+#
+# **By hand**, for the logits $(3, 2, 1, 0)$:
+#
+# - $T = 1$: $(0.644, 0.237, 0.087, 0.032)$. $T = 2$ halves the gaps: $(0.455, 0.276, 0.167, 0.102)$.
+# - top-k with $k = 2$ keeps tokens 0 and 1 and renormalises $0.644$ and $0.237$ by their sum $0.881$:
+#   $(0.731, 0.269, 0, 0)$.
+# - top-p with $p = 0.9$: the running mass is $0.644$, then $0.881$ (still short of $0.9$), then
+#   $0.968$. Token 2 crosses the threshold, so it stays: $m = 3$, giving $(0.665, 0.245, 0.090, 0)$.
+
+# %% tags=["exercise"]
+# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
+# rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
+# those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
+# crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
+# for every other. Subtract the largest logit before exp() and add with math.fsum.
+def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
+    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
+        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
+    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
+    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+    if top_k is not None:
+        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
+    if top_p is not None:
+        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    ### BEGIN SOLUTION
+    largest = max(logits)
+    weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
+    ranked = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
+    kept = ranked if top_k is None else ranked[:top_k]
+    if top_p is not None:
+        mass = math.fsum(weights[i] for i in kept)
+        prefix, running = [], 0.0
+        for i in kept:
+            prefix.append(i)                # the token that crosses the threshold stays
+            running += weights[i] / mass
+            if running >= top_p:
+                break
+        kept = prefix
+    total = math.fsum(weights[i] for i in kept)
+    chosen = set(kept)
+    return [weights[i] / total if i in chosen else 0.0 for i in range(len(logits))]
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_token_distribution_contract
+def check_token_distribution_contract(token_distribution):
+    """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
+
+    The policy: divide the logits by the temperature, keep the top_k largest (ties: lower id first),
+    then keep the shortest prefix of those whose renormalised mass reaches top_p (the token that
+    crosses the threshold stays), and renormalise. Returns the largest error.
+    """
+    import math
+
+    def policy(logits, temperature=1.0, top_k=None, top_p=None, *, drop_crossing=False):
+        top = max(logits)
+        weights = [math.exp((z - top) / temperature) for z in logits]
+        ranked = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
+        kept = ranked if top_k is None else ranked[:top_k]
+        if top_p is not None and top_p < 1:
+            mass = math.fsum(weights[i] for i in kept)
+            prefix, running = [], 0.0
+            for i in kept:
+                if drop_crossing and running + weights[i] / mass >= top_p and prefix:
+                    break
+                prefix.append(i)
+                running += weights[i] / mass
+                if running >= top_p:
+                    break
+            kept = prefix
+        total = math.fsum(weights[i] for i in kept)
+        return [weights[i] / total if i in kept else 0.0 for i in range(len(logits))]
+
+    worst = [0.0]
+
+    def judge(prop, logits, hint, *, variants=(), **kwargs):
+        case = f"token_distribution({logits}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
+        result = call_under_contract(prop, case, token_distribution, logits, **kwargs)
+        try:
+            got = [float(p) for p in result]
+        except (TypeError, ValueError):
+            raise ContractViolation(prop, case, "a sequence of probabilities", repr(result), "return a list of floats, one per token") from None
+        want = policy(logits, **kwargs)
+        contract_assert(
+            len(got) == len(want), prop + ": one probability per token", case, f"{len(want)} entries", f"{len(got)} entries",
+            "return a probability for every token id, with 0.0 for the ones a filter removed",
+        )
+        contract_assert(
+            all(math.isfinite(p) and p >= 0 for p in got), prop + ": finite, non-negative probabilities", case,
+            "finite values >= 0", f"{got}", "subtract the largest logit before exp() so large logits cannot overflow",
+        )
+        contract_assert(
+            abs(math.fsum(got) - 1.0) <= 1e-9, prop + ": probabilities sum to 1", case, "sum 1", f"sum {math.fsum(got)!r}",
+            "renormalise over the kept tokens after filtering; a temperature applied after the softmax also breaks the sum",
+        )
+        error = max(abs(a - b) for a, b in zip(got, want))
+        if error > 1e-9:
+            for variant, explanation in variants:
+                alternative = variant()
+                if max(abs(a - b) for a, b in zip(got, alternative)) <= 1e-9:
+                    hint = explanation
+                    break
+            raise ContractViolation(prop, case, [round(p, 6) for p in want], [round(p, 6) for p in got], hint)
+        worst[0] = max(worst[0], error)
+
+    z = [3.0, 2.0, 1.0, 0.0]
+    softmax_hint = "softmax(logits): exp(z - max z) / sum"
+    judge("temperature 1 is the plain softmax", z, softmax_hint)
+    judge(
+        "temperature divides the logits before the softmax", z,
+        "divide the logits by the temperature, then take the softmax",
+        temperature=2.0, variants=((lambda: policy(z), "the temperature was ignored or applied to the probabilities after the softmax"),
+                                   (lambda: policy([2 * v for v in z]), "the logits were multiplied by the temperature instead of divided")),
+    )
+    judge("a temperature below 1 sharpens", z, "divide the logits by the temperature, then take the softmax", temperature=0.5)
+    judge(
+        "top_k keeps exactly the k most likely tokens", z, "sort by logit (largest first), keep the first k, renormalise",
+        top_k=2, variants=((lambda: policy(z, top_k=3), "off by one: top_k=2 kept three tokens"),
+                           (lambda: policy(z, top_k=1), "off by one: top_k=2 kept one token")),
+    )
+    judge(
+        "top_k picks the largest logits, wherever they sit", [0.0, 3.0, 1.0, 2.0],
+        "rank tokens by logit, not by position in the vector", top_k=2,
+        variants=((lambda: policy([0.0, 3.0]) + [0.0, 0.0], "the first k ids were kept instead of the k largest logits"),),
+    )
+    judge(
+        "top_p keeps the token that crosses the threshold", z,
+        "keep adding tokens (most likely first) until the kept mass reaches top_p; the token that reaches it stays",
+        top_p=0.9, variants=((lambda: policy(z, top_p=0.9, drop_crossing=True), "the token that crosses the threshold was dropped: "
+                              "stop after adding the token whose cumulative mass reaches top_p, not before it"),),
+    )
+    judge("top_p = 1 keeps every token", z, "top_p=1 is no filter at all", top_p=1.0)
+    judge("ties in top_p go to the lower token id", [0.0, 0.0, 0.0, 0.0],
+          "sort by (-logit, id) so equal logits keep their order; with mass 0.25 each, top_p=0.5 keeps ids 0 and 1", top_p=0.5)
+    judge("ties in top_k go to the lower token id", [0.0, 0.0], "a stable sort keeps id 0 before id 1", top_k=1)
+    judge(
+        "temperature, then top_k, then top_p measured on the kept mass", z,
+        "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors",
+        temperature=2.0, top_k=3, top_p=0.8,
+        variants=((lambda: policy(z, 1.0, 3, 0.8), "the temperature was applied after the filters (or not at all)"),
+                  (lambda: policy(z, 2.0, 4, 0.8), "top_p was measured on the mass of all tokens, not of the top_k survivors")),
+    )
+    judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
+    return {"max_error": worst[0]}
+# builder:end sha256=f65c633ed28422724afef30ef12ff566400d09ae5b1dab9158573a718d17236f
+check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
+
+# %%
+SAMPLING_LOGITS = REFERENCE.value("sampling.logits")  # (3, 2, 1, 0)
+policies = {
+    "T = 1": token_distribution(SAMPLING_LOGITS),
+    "T = 2": token_distribution(SAMPLING_LOGITS, temperature=2.0),
+    "T = 1, top-k = 2": token_distribution(SAMPLING_LOGITS, top_k=2),
+    "T = 1, top-p = 0.9": token_distribution(SAMPLING_LOGITS, top_p=0.9),
+}
+for name, probabilities in policies.items():
+    print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
+running_mass = list(itertools.accumulate(policies["T = 1"]))
+print(f"running mass of the T = 1 distribution, most likely first: {[round(m, 3) for m in running_mass]}")
+assert [round(m, 3) for m in running_mass[:3]] == [0.644, 0.881, 0.968], "the top-p worked example above quotes these"
+z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
+assert torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)
+assert torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15)
+for name, count in (("T = 1, top-k = 2", 2), ("T = 1, top-p = 0.9", 3)):
+    truncated = torch.zeros(4, dtype=torch.float64)
+    truncated[:count] = torch.softmax(z[:count], 0)
+    assert torch.allclose(torch.tensor(policies[name], dtype=torch.float64), truncated, atol=1e-15), name
+assert [round(p, 3) for p in policies["T = 1, top-p = 0.9"]] == [0.665, 0.245, 0.09, 0.0]
+for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_k_2", "T = 1, top-k = 2"),
+                  ("top_p_09", "T = 1, top-p = 0.9")):
+    REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
+REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
+assert token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]
+assert token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]
+
+# Sampling from the top-p distribution: the observed frequencies approach the probabilities.
+nucleus = policies["T = 1, top-p = 0.9"]
+draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
+frequencies = [draws.count(i) / len(draws) for i in range(4)]
+gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
+print(f"20,000 draws from top-p = 0.9: frequencies {[round(f, 3) for f in frequencies]}, largest gap {gap:.4f}")
+assert gap < 0.015 and frequencies[3] == 0.0, "sampling must follow the distribution and never pick a filtered token"
+
+
+def plot_policies(policies, logits, language="en"):
+    """Grouped bars: the probability of each token under each decoding policy."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
+    tokens = np.arange(len(logits))
+    colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE)
+    width = 0.2
+    for index, ((name, probabilities), color) in enumerate(zip(policies.items(), colors)):
+        ax.bar(tokens + (index - 1.5) * width, probabilities, width, label=name, color=color)
+    ax.set_xticks(tokens, [f"{localized(language, 'token', 'токен')} {i}\n(z = {z:g})" for i, z in zip(tokens, logits)])
+    ax.set_ylim(0, 0.85)
+    ax.set_ylabel(localized(language, "probability after renormalising", "вероятность после нормировки"))
+    ax.set_title(localized(language, "One logit vector, four distributions", "Одни логиты, четыре распределения"))
+    ax.legend(ncol=2, loc="upper right")
+    return fig
+
+
+show_figure(
+    plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
+    "Each group of bars is one token, each colour one decoding policy. Temperature 2 (orange) moves probability from "
+    "token 0 to the others but removes nothing. Top-k = 2 (green) and top-p = 0.9 (purple) set some tokens to exactly "
+    "zero and give their probability to the survivors; top-p keeps token 2 because it is the one that crosses 0.9.",
+)
+
+
+# %% tags=["exercise"]
+# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
+# likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
+# or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
+# Return (tokens, reason). If the score vectors run out first, raise ValueError.
+def greedy_trace(prepared_logits, eos_id, max_new_tokens):
+    """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
+    eos_id = require_int("eos_id", eos_id, minimum=0)
+    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
+    steps = [list(scores) for scores in prepared_logits]
+    for scores in steps:
+        if eos_id >= len(scores):
+            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    ### BEGIN SOLUTION
+    tokens = []
+    for scores in steps:
+        probabilities = token_distribution(scores)  # greedy is the temperature -> 0 limit of sampling
+        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
+        if tokens[-1] == eos_id:
+            return tokens, "eos"
+        if len(tokens) == max_new_tokens:
+            return tokens, "length_limit"
+    raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_greedy_trace_contract
+def check_greedy_trace_contract(greedy_trace):
+    """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
+
+    Greedy decoding takes the most likely token (ties: lower id) at each step and stops right after
+    emitting ``eos_id`` (reason 'eos', EOS included) or after ``max_new_tokens`` tokens (reason
+    'length_limit'); EOS wins when both happen at once. A trace that ends first is a ValueError.
+    """
+    cases = (
+        ("EOS stops the trace and is kept", ([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0], [3.0, 0.0, 0.0, 0.0]], 3, 3), ([0, 3], "eos"),
+         "append the token first, then stop if it is eos_id; the EOS token belongs to the output"),
+        ("the length limit stops the trace", ([[3.0, 2.0, 1.0, 0.0]] * 5, 3, 3), ([0, 0, 0], "length_limit"),
+         "stop as soon as max_new_tokens tokens have been generated, even if more logits are available"),
+        ("EOS on the last allowed step reports 'eos'", ([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], 3, 2), ([0, 3], "eos"),
+         "check for EOS before checking the length limit"),
+        ("a single step", ([[0.0, 5.0, 1.0]], 0, 1), ([1], "length_limit"), "one step emits one token"),
+        ("greedy ties go to the lower token id", ([[1.0, 1.0, 0.0]], 2, 1), ([0], "length_limit"),
+         "take the first index of the maximum (max over range with a key, or argmax)"),
+        ("greedy takes the largest logit, not the first", ([[0.0, 1.0, 7.0, 2.0], [9.0, 0.0, 0.0, 0.0]], 3, 2), ([2, 0], "length_limit"),
+         "argmax over the whole score vector of each step"),
+    )
+    for prop, (logits, eos_id, limit), (want_tokens, want_reason), hint in cases:
+        case = f"greedy_trace({logits}, eos_id={eos_id}, max_new_tokens={limit})"
+        result = call_under_contract(prop, case, greedy_trace, logits, eos_id, limit)
+        try:
+            tokens, reason = result
+            tokens = [int(t) for t in tokens]
+        except (TypeError, ValueError):
+            raise ContractViolation(prop, case, "(tokens, reason)", repr(result), "return a pair: the list of token ids and 'eos' or 'length_limit'") from None
+        contract_assert(
+            (tokens, reason) == (want_tokens, want_reason), prop, case, f"({want_tokens}, {want_reason!r})", f"({tokens}, {reason!r})", hint,
+        )
+    short = "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)"
+    try:
+        outcome = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 2, 3, 3)
+    except ValueError:
+        outcome = None
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    contract_assert(
+        outcome is None, "a trace that ends before any stop condition raises ValueError", short, "ValueError",
+        repr(outcome), "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit",
+    )
+    return {"cases": len(cases) + 1}
+# builder:end sha256=76bd47afbaa2548ef2bf0db5692a5e22e683732b8fb8b9e7dfc2d7e99ea36453
+check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
+
+# %%
+eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
+limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
+print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
+assert eos_trace == ([0, 3], "eos") and limit_trace == ([0, 0, 0], "length_limit")
+# TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time.
+with torch.no_grad():
+    steps = [model(generated[None, : 3 + i])[0, -1].tolist() for i in range(recipe["new_tokens"])]
+model_trace = greedy_trace(steps, eos_id=5, max_new_tokens=recipe["new_tokens"])
+print(f"TinyLM's logits through greedy_trace with token 5 as EOS: {model_trace}")
+assert model_trace == ([3, 4, 5], "eos"), "greedy_trace must agree with TinyLM.generate up to the first 5"
+
+# %% [markdown]
+# ## 14 · Bad inputs fail loudly
+#
+# **The idea.** A function that quietly returns NaN, broadcasts a wrongly shaped mask or reads the
+# wrong token id on bad input hides a bug until it is expensive. Every public function of this
+# notebook checks its arguments and raises a `TypeError` (wrong kind of value) or `ValueError`
+# (right kind, wrong value) whose message names the argument and what is allowed. The table below
+# runs each function on inputs it must refuse; `expect_raises` fails the cell if a function accepts
+# one, raises the wrong error, or says something that does not mention the problem.
+
+# %%
+torch.manual_seed(SEED)
+small_mha = MultiHeadSelfAttention(8, 2)
+q3 = torch.zeros(3, 2)
+NEGATIVE_TESTS = [
+    # (error, function, positional arguments, keyword arguments, a phrase the message must contain)
+    (TypeError, softmax, ([1.0, 2.0],), {}, "torch.Tensor"),
+    (ValueError, softmax, (torch.tensor([1.0, float("nan")]),), {}, "finite"),
+    (ValueError, attention_cost, (0, 64), {}, "n_tokens"),
+    (TypeError, attention_cost, (1000.0, 64), {}, "integer"),
+    (ValueError, kv_cache_bytes_per_token, (32, 0, 128), {}, "n_kv_heads"),
+    (ValueError, sinusoidal_encoding, (5, 7), {}, "even"),
+    (ValueError, sinusoidal_encoding, (0, 4), {}, "length"),
+    (ValueError, sinusoidal_encoding, (5, 4), {"base": 1.0}, "base"),
+    (TypeError, sinusoidal_encoding, (5, 4), {"dtype": torch.int64}, "dtype"),
+    (TypeError, sinusoidal_encoding, (True, 4), {}, "integer"),
+    (ValueError, causal_allowed, (1, 5), {"query_offset": -1}, "query_offset"),
+    (ValueError, causal_allowed, (2, 5), {"query_offset": 4}, "t_k"),
+    (TypeError, causal_allowed, (2.0, 5), {}, "integer"),
+    (ValueError, scaled_dot_product_attention, (torch.zeros(3, 3), q3, q3), {}, "d_k"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, torch.zeros(4, 2)), {}, "T_k"),
+    (TypeError, scaled_dot_product_attention, (q3, q3, q3, torch.ones(3, 3)), {}, "bool"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, q3, torch.ones(2, 3, dtype=torch.bool)), {}, "broadcast"),
+    (ValueError, scaled_dot_product_attention, (torch.zeros(2, 3, 2), q3, torch.zeros(3, 3, 2)), {}, "broadcast"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, q3), {"empty_row": "nan"}, "empty_row"),
+    (ValueError, scaled_dot_product_attention, (torch.full((3, 2), float("inf")), q3, q3), {}, "finite"),
+    (TypeError, scaled_dot_product_attention, (torch.zeros(3, 2, dtype=torch.long), q3, q3), {}, "floating"),
+    (ValueError, split_heads, (torch.zeros(2, 3, 10), 4), {}, "evenly"),
+    (ValueError, split_heads, (torch.zeros(2, 3, 8), 0), {}, "n_heads"),
+    (ValueError, merge_heads, (torch.zeros(3, 4),), {}, "dimensions"),
+    (ValueError, repeat_kv_heads, (torch.zeros(1, 2, 3, 4), 0), {}, "group"),
+    (ValueError, MultiHeadSelfAttention, (30, 8), {}, "evenly"),
+    (ValueError, MultiHeadSelfAttention, (64, 8, 3), {}, "multiple"),
+    (TypeError, MultiHeadSelfAttention, (64, 8), {"causal": "yes"}, "causal"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape"),
+    (ValueError, small_mha, (torch.zeros(3, 8),), {}, "dimensions"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 4, dtype=torch.bool)}, "token_valid"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 3)}, "bool"),
+    (ValueError, layer_norm, (torch.zeros(2, 4),), {"weight": torch.ones(3)}, "weight"),
+    (ValueError, layer_norm, (torch.zeros(2, 4),), {"eps": -1.0}, "eps"),
+    (TypeError, layer_norm, (torch.zeros(2, 4, dtype=torch.long),), {}, "floating"),
+    (ValueError, FeedForward, (8, 0), {}, "d_ff"),
+    (ValueError, DecoderBlock, (10, 4, 16), {}, "evenly"),
+    (ValueError, transformer_parameter_floor, (0, 2048), {}, "d_model"),
+    (TypeError, softmax_jacobian, ([0.5, 0.5],), {}, "torch.Tensor"),
+    (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
+    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
+    (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
+    (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
+    (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "weight_decay": -0.1}, "weight_decay"),
+    (TypeError, model, (torch.zeros(1, 3),), {}, "torch.long"),
+    (ValueError, model, (torch.tensor([[0, 99]]),), {}, "token ids"),
+    (ValueError, model, (torch.zeros(1, 40, dtype=torch.long),), {}, "max_length"),
+    (ValueError, model.generate, (prompt, -1), {}, "new_tokens"),
+    (ValueError, token_distribution, ([],), {}, "non-empty"),
+    (ValueError, token_distribution, ("abc",), {}, "non-empty"),
+    (ValueError, token_distribution, ([1.0, float("nan")],), {}, "finite"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"temperature": 0.0}, "temperature"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_k": 3}, "top_k"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_p": 0.0}, "top_p"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_p": 1.5}, "top_p"),
+    (TypeError, token_distribution, ([1.0, True],), {}, "real number"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], 0, 0), {}, "max_new_tokens"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], 5, 1), {}, "eos_id"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], -1, 1), {}, "eos_id"),
+]
+PLOTS = [(plot_it_weights, (IT_WORDS, [1.0, 1.0, 1.0], [0.3, 0.3, 0.4])), (plot_attention_flow, ()), (plot_positions, (pe.numpy(),)),
+         (plot_masks, ([ordinary], ["causal"])), (plot_scores_and_weights, (result.scores, result.weights)),
+         (plot_contract_errors, (measured,)), (plot_saturation, (saturation,)), (plot_head_sharing, ()),
+         (plot_cost, (lengths, quadratic, linear, WIDE)), (plot_decoder_block, ()), (plot_leakage, (probe_shift,)),
+         (plot_loss, (losses, 0.02)), (plot_policies, (policies, SAMPLING_LOGITS))]
+NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for plot, args in PLOTS]
+for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
+    expect_raises(error, function, *args, match=phrase, **kwargs)
+tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
+print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the problem, across {len(tested)} public functions and classes")
+
+# %% [markdown]
+# ## In 20 seconds
+#
+# - **Attention:** each token makes a query, a key and a value. Query-key dot products, scaled by
+#   $\sqrt{d_k}$ and softmaxed, decide how much each token listens to each other token; the output
+#   is that blend of values.
+# - **Positions:** attention alone is blind to order (it is permutation-equivariant), so position
+#   vectors are added to the tokens; sinusoids turn an offset into a rotation.
+# - **Masks:** `True` = may attend. Causal masks hide the future, which makes next-token training
+#   honest and lets generation cache past keys and values; cached queries need their absolute
+#   positions (a query offset), which PyTorch's `is_causal=True` does not give them.
+# - **Why √d_k:** dot products spread with the width; large scores saturate softmax and starve the
+#   gradient. Dividing by $\sqrt{d_k}$ keeps the spread at 1 at every width.
+# - **Heads:** many narrow heads, glued back and mixed by $W_o$. GQA and MQA share K/V heads across
+#   query heads and shrink the KV cache by the same factor.
+# - **Cost:** $n^2$ scores per head and layer; past $n = 2 d_{model}$ that term outweighs the projections.
+# - **Block and model:** pre-norm residual blocks of attention and a feed-forward net; a tiny one
+#   learns a period in 121 steps, and decoding policies (greedy, temperature, top-k, top-p) turn its
+#   logits into tokens.
+#
+# ## Self-test
+#
+# **Explain attention to a non-engineer in 30 seconds.** When the model reads a word, it asks which
+# other words in the text help it understand this one, scores each for relevance, and rebuilds its
+# idea of the word as a mix of the relevant ones. In "the animal didn't cross the street because it
+# was tired", "it" takes most of its meaning from "animal". Every word does this, in parallel, in
+# every layer.
+#
+# **Now to an ML engineer in two minutes.** Project $X$ to $Q$, $K$, $V$ with learned matrices;
+# compute $Q K^\top / \sqrt{d_k}$, an $n \times n$ matrix of scaled similarities; set blocked entries
+# (future, padding) to $-\infty$; softmax each row; multiply by $V$. Run $H$ heads on $d_{model}/H$-wide
+# slices (GQA: fewer K/V heads, each shared by a group), concatenate and project with $W_o$. Wrap it in
+# a pre-norm residual, follow it with a position-wise FFN, and stack. Compute is $O(n^2 d)$ and the
+# score memory $O(n^2)$, which is why FlashAttention tiles the computation and GQA shrinks the cache.
+#
+# **Why divide by √d_k, and what breaks without it?** For unit-variance entries the variance of
+# $q \cdot k$ is $d_k$. Unscaled, the scores spread out as heads widen, softmax tends to one-hot, its
+# Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero, and the query and key projections stop
+# learning (section 7 measured it).
+#
+# **Why is long context expensive? Name two remedies.** The score matrix is $n \times n$ per head per
+# layer, so compute grows quadratically, and the KV cache grows with every token held. FlashAttention
+# computes exact attention without storing the $n \times n$ matrix in main memory; GQA or MQA shrink the
+# cache. Others: sliding-window or sparse attention, prompt caching for stable prefixes, retrieval.
+#
+# **What does the causal mask buy, besides honest training?** Earlier outputs never depend on later
+# tokens, so the keys and values of past tokens can be computed once and cached; each new token costs
+# one row of attention, not a full recomputation. The mask for that row needs the query's absolute
+# position (section 4).
+#
+# **What does GQA give up, and for what?** A little modelling capacity, because query heads share keys
+# and values, for a KV cache several times smaller: more concurrent requests and longer contexts per GPU.
+#
+# **A fully masked row: what does PyTorch return, and what does this notebook do?** Recent PyTorch
+# (2.5 and later) returns zeros; older versions returned NaN. This notebook raises a `ValueError` by
+# default and returns zeros, with finite gradients, only when asked with `empty_row="zero"`.
+#
+# **Why does top-p keep the token that crosses the threshold?** Without it the kept mass would be
+# *below* $p$, and for a confident model with $p$ just above the top probability it would keep
+# nothing; keeping the crossing token guarantees at least $p$ of the mass and at least one token.
+#
+# ## The papers behind this module
+#
+# - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762. Scaled
+#   dot-product attention, multi-head attention, sinusoidal positions and the transformer.
+# - Ainslie et al., *GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
+#   Checkpoints* (2023): https://arxiv.org/abs/2305.13245. Grouped-query attention, and uptraining
+#   multi-head checkpoints into it.
+# - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (2019):
+#   https://arxiv.org/abs/1911.02150. Multi-query attention.
+# - Dao et al., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135. Exact attention in tiles
+#   sized for on-chip memory.
+# - Liu et al., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172. Recall by position in
+#   the context.
+# - Holtzman et al., *The Curious Case of Neural Text Degeneration* (2019):
+#   https://arxiv.org/abs/1904.09751. Nucleus (top-p) sampling.
+# - Xiong et al., *On Layer Normalization in the Transformer Architecture* (2020):
+#   https://arxiv.org/abs/2002.04745. Why pre-norm trains more stably than post-norm.
+#
+# **Further reading.** The Annotated Transformer (https://nlp.seas.harvard.edu/annotated-transformer/),
+# Jay Alammar's *The Illustrated Transformer* (https://jalammar.github.io/illustrated-transformer/),
+# Andrej Karpathy's nanoGPT (https://github.com/karpathy/nanoGPT), and the PyTorch documentation of
+# `scaled_dot_product_attention`
+# (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
+
+# %%
+checked = REFERENCE.assert_all_used()
+print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")

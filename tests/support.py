@@ -64,7 +64,7 @@ def _merged_streams(outputs: list[dict]) -> list[dict]:
 
 
 def normalized_outputs(nb: dict) -> list[list[str]]:
-    """Every cell's outputs as comparable text, with volatile parts normalized."""
+    """Every cell's outputs as comparable text, with volatile parts normalized and stdout chunks joined."""
     cells = []
     for cell in nb["cells"]:
         outputs = []

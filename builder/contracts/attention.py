@@ -1,5 +1,6 @@
 """Contract check for a scaled dot-product attention written in PyTorch."""
 
+from .module3_positions import call_under_contract
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_attention_contract"]
@@ -8,8 +9,9 @@ __all__ = ["check_attention_contract"]
 def check_attention_contract(attention):
     """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
 
-    ``attention`` returns an object with ``.output`` and ``.weights``. Returns a summary of the
-    largest errors; raises ContractViolation naming the first property that fails.
+    ``attention`` returns an object with ``.output`` and ``.weights`` (and, when it has them,
+    ``.scores`` with -inf at blocked entries and ``.empty_rows`` flags, which are judged too).
+    Returns a summary of the largest errors; raises ContractViolation naming the first property that fails.
     """
     import torch
     import torch.nn.functional as F
@@ -22,13 +24,16 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = attention(q, k, v, allowed)
+    result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
     library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
-    output_error = contract_close(
-        "output matches F.scaled_dot_product_attention", case, result.output, library,
-        "divide the scores by sqrt(d_k) (not d_k), take softmax over the key axis (the last one), "
-        "and set masked scores to -inf before the softmax",
-    )
+    hint = ("divide the scores by sqrt(d_k), take softmax over the key axis (the last one), "
+            "and set masked scores to -inf before the softmax")
+    for scale, mistake in ((1.0 / 4, "the scores were divided by d_k; divide by sqrt(d_k)"),
+                           (1.0, "the scores were not scaled; divide q @ k^T by sqrt(d_k)")):
+        wrong_scale = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
+        if torch.allclose(result.output.detach().double(), wrong_scale.detach(), atol=1e-9):
+            hint = mistake
+    output_error = contract_close("output matches F.scaled_dot_product_attention", case, result.output, library, hint)
     row_sums = result.weights.sum(-1)
     contract_close(
         "attention weights: every row sums to 1", case, row_sums, torch.ones_like(row_sums),
@@ -39,13 +44,35 @@ def check_attention_contract(attention):
         "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
         "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
     )
+    raw = (q @ k.transpose(-2, -1)).detach() / 2.0
+    if hasattr(result, "scores"):
+        contract_close(
+            "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            result.scores.detach().masked_fill(~allowed, 0.0), raw.masked_fill(~allowed, 0.0),
+            "return the scaled scores (before the softmax), not the weights or the unscaled dot products",
+        )
+        blocked = result.scores.detach().masked_select(~allowed.expand_as(result.scores))
+        contract_assert(
+            bool((blocked == float("-inf")).all()), "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            "-inf at every blocked entry", f"{blocked[blocked != float('-inf')][:3].tolist()} at blocked entries",
+            "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
+        )
     probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
-    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v))
+    detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
+    contract_assert(
+        result.output.requires_grad, "gradients flow from the output to q, k and v", case,
+        "an output that requires grad", "an output cut off from the autograd graph", detach_hint,
+    )
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v), allow_unused=True)
     theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    for name, grad in zip("qkv", ours):
+        contract_assert(
+            grad is not None, f"gradient with respect to {name} matches F.scaled_dot_product_attention", case,
+            f"a gradient for {name}", f"none: {name} does not reach the output through autograd", detach_hint,
+        )
     gradient_error = max(
         contract_close(
-            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b,
-            "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention",
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b, detach_hint,
             atol=1e-11, rtol=1e-11,
         )
         for name, a, b in zip("qkv", ours, theirs)
@@ -56,7 +83,9 @@ def check_attention_contract(attention):
     bk = torch.zeros(1, 3, 1, dtype=torch.float64)
     bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
     bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
-    batched = attention(bq, bk, bv, bm)
+    batched = call_under_contract(
+        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", attention, bq, bk, bv, bm,
+    )
     contract_close(
         "a batch axis carried only by V broadcasts with its mask",
         "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]", batched.output,
@@ -77,7 +106,9 @@ def check_attention_contract(attention):
             "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
         )
     zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    zero = attention(zq, zk, zv, empty, empty_row="zero")
+    zero = call_under_contract(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", attention, zq, zk, zv, empty, empty_row="zero",
+    )
     contract_close(
         "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
         torch.zeros_like(zero.output[..., 1, :]), "the empty row was filled with NaN or with a uniform average", atol=0, rtol=0,
@@ -93,13 +124,23 @@ def check_attention_contract(attention):
         "an empty row passes no gradient to its query", case + ", row 1 fully masked", zero_grads[0][..., 1, :],
         torch.zeros_like(zero_grads[0][..., 1, :]), "the empty row still received weights before being zeroed", atol=0, rtol=0,
     )
+    if hasattr(result, "empty_rows"):
+        flags = torch.zeros(2, 2, 3, dtype=torch.bool)
+        flags[..., 1] = True
+        contract_assert(
+            torch.equal(zero.empty_rows.expand(2, 2, 3), flags), "empty_rows flags exactly the fully masked query rows",
+            case + ", row 1 fully masked", flags[0, 0].tolist(), zero.empty_rows.tolist(),
+            "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape",
+        )
 
     # Cached decoding: the last two queries sit at absolute positions 3 and 4.
     fq, fk = torch.randn(5, 4, dtype=torch.float64, generator=gen), torch.randn(5, 4, dtype=torch.float64, generator=gen)
     fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     full = attention(fq, fk, fv, causal).output
-    incremental = attention(fq[3:], fk, fv, causal[3:]).output
+    incremental = call_under_contract(
+        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", attention, fq[3:], fk, fv, causal[3:],
+    ).output
     contract_close(
         "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",
         incremental, full[3:], "the causal mask for cached queries was built from local positions 0..1",

@@ -4,7 +4,7 @@ import math
 
 from ._math import dot, mean, softmax
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def positional_encoding(length: int = 5, d_model: int = 4, base: float = 10_000.0) -> dict:
@@ -91,14 +91,90 @@ def tiny_lm() -> dict:
     }
 
 
+def it_example() -> dict:
+    """Softmax of the pronoun example's three scores (animal, tired, street)."""
+    scores = [2.0, 1.0, 0.5]
+    return {"scores": scores, "weights": softmax(scores)}
+
+
+def masks(n: int = 5) -> dict:
+    """Allowed entries of a causal mask, and of one decode query with and without its offset."""
+    return {
+        "causal_allowed": sum(1 for q in range(n) for k in range(n) if k <= q),
+        "decode_with_offset": sum(1 for k in range(n) if k <= n - 1),
+        "decode_without_offset": sum(1 for k in range(n) if k <= 0),
+        "tokens": n,
+    }
+
+
+def attention_cost(d_model: int = 4096, n_long: int = 128_000) -> dict:
+    """Where 4·n²·d score-and-mix FLOPs meet 8·n·d² projection FLOPs, and their ratio n / 2d at a long context."""
+    return {
+        "crossover_tokens": 2 * d_model,
+        "d_model": d_model,
+        "long_context": n_long,
+        "long_context_ratio": (4 * n_long * n_long * d_model) / (8 * n_long * d_model * d_model),
+        "long_context_score_entries": n_long * n_long,
+    }
+
+
+def kv_cache() -> dict:
+    """Bytes per token of a Llama 3.1 8B-shaped KV cache: K and V, 32 layers, 8 heads of width 128, 2 bytes."""
+    layers, kv_heads, head_dim, width = 32, 8, 128, 2
+    return {
+        "bytes_per_token": 2 * layers * kv_heads * head_dim * width,
+        "bytes_per_value": width,
+        "head_dim": head_dim,
+        "kv_heads": kv_heads,
+        "layers": layers,
+    }
+
+
+def leakage_probe() -> dict:
+    """The unmasked probe's shift at early positions: the last embedding moves by (9 - 5)·8/10, averaged over 5 tokens."""
+    return {"changed_from": 5, "changed_to": 9, "tokens": 5, "unmasked_shift": (9 - 5) * 8 / 10 / 5}
+
+
+def _truncated(weights: list[float], kept: list[int]) -> list[float]:
+    """Renormalise ``weights`` over the ``kept`` ids; every other id gets 0."""
+    total = math.fsum(weights[i] for i in kept)
+    return [weights[i] / total if i in kept else 0.0 for i in range(len(weights))]
+
+
+def sampling() -> dict:
+    """Four decoding policies on the logits (3, 2, 1, 0): T = 1, T = 2, top-k = 2 and top-p = 0.9."""
+    logits = [3.0, 2.0, 1.0, 0.0]
+    plain = softmax(logits)
+    kept, running = [], []
+    for token in range(len(logits)):  # the logits are sorted, so the ranking is 0, 1, 2, 3
+        kept.append(token)
+        running.append(plain[token])
+        if math.fsum(running) >= 0.9:
+            break
+    return {
+        "logits": logits,
+        "temperature_1": plain,
+        "temperature_2": softmax([z / 2 for z in logits]),
+        "top_k_2": _truncated(plain, [0, 1]),
+        "top_p_09": _truncated(plain, kept),
+        "top_p_09_kept": len(kept),
+    }
+
+
 def generate() -> dict:
     """Every Module 3 reference value."""
     return {
         "attention": attention(),
+        "attention_cost": attention_cost(),
+        "it_example": it_example(),
+        "kv_cache": kv_cache(),
         "layer_norm": layer_norm(),
+        "leakage_probe": leakage_probe(),
+        "masks": masks(),
         "next_token_nll": next_token_nll(),
         "parameter_floor": parameter_floor(),
         "positional_encoding": positional_encoding(),
+        "sampling": sampling(),
         "scaling_experiment": scaling_experiment(),
         "schema_version": SCHEMA_VERSION,
         "tiny_lm": tiny_lm(),
