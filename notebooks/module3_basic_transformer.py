@@ -96,8 +96,8 @@ torch.set_num_threads(1)  # one thread: identical numbers on every run
 ENVIRONMENT = report_environment()
 
 
-# %%
-# Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
+# %% tags=["hide-input"]
+# @title Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -365,7 +365,8 @@ print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 #   look, English or Russian labels (set `LANGUAGE = "ru"` in the setup cell), and a caption
 #   that says how to read it.
 
-# %%
+# %% tags=["hide-input"]
+# @title The toolkit: shared helpers and contract checks, copied from the course's single source (open to read)
 # builder:begin inline require_int
 def require_int(name, value, *, minimum=None, maximum=None):
     """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""

@@ -29,7 +29,7 @@
 # with a check that stops the notebook loudly if a number is wrong.
 
 # %%
-# Setup 1 of 3: install only the allow-listed packages that are missing.
+# Setup 1 of 5: install only the allow-listed packages that are missing.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -60,7 +60,7 @@ def install_missing(modules):
 install_missing(["numpy", "torch", "matplotlib"])
 
 # %%
-# Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
+# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
 import gc
 import json
 import math
@@ -117,8 +117,8 @@ ENVIRONMENT = report_environment()
 gc.freeze()  # the objects imported so far (torch's are many) are never garbage: later collections skip them
 
 
-# %%
-# Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
+# %% tags=["hide-input"]
+# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -351,8 +351,8 @@ REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 
 
-# %%
-# Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# %% tags=["hide-input"]
+# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
 # builder:begin inline require_int
 def require_int(name, value, *, minimum=None, maximum=None):
     """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
@@ -572,8 +572,8 @@ GB = 10**9  # decimal gigabytes, as GPU memory is sold
 print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
 
-# %%
-# Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# %% tags=["hide-input"]
+# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
