@@ -48,8 +48,8 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         raise ContractViolation(
             prop,
             on_input,
-            f"{want[where]!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{got[where]!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
+            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
             hint,
         )
     return float(error.max()) if error.size else 0.0

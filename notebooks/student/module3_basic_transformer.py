@@ -507,12 +507,12 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         raise ContractViolation(
             prop,
             on_input,
-            f"{want[where]!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{got[where]!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
+            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=798db878695d73fb669c0659b6ac6948cc389b845a59209e6ef3f4d8811ffae0
+# builder:end sha256=3c23b85d66aa88825c0795f2521b2e92531891219c51591ba136d8f085cde004
 # builder:begin inline call_under_contract
 def call_under_contract(prop, on_input, function, *args, **kwargs):
     """Call the judged function; an unexpected exception becomes a ContractViolation naming ``prop``.
