@@ -399,6 +399,15 @@ def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=Fals
         raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 # builder:end sha256=931c25544e7750e55c9c269345f6bce61868a8c357e406694f1321529291e74e
+# builder:begin inline require_bool
+def require_bool(name, value):
+    """Return ``value`` when it is True or False; a flag given as 0/1, a string or an array is a TypeError."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+# builder:end sha256=de1e29865238c4938a5119b1a881796b6d76eb730a87732f2080239e486702d9
 # builder:begin inline require_choice
 def require_choice(name, value, choices):
     """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
@@ -872,6 +881,7 @@ assert (full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_07
 def softmax(scores, dim=-1):
     """Softmax along ``dim``, shifted by the largest score so that exp() cannot overflow."""
     scores = require_tensor("scores", scores, min_ndim=1)
+    dim = require_int("dim", dim, minimum=-scores.ndim, maximum=scores.ndim - 1)
     shifted = scores - scores.amax(dim=dim, keepdim=True)  # the largest entry becomes 0
     weights = shifted.exp()
     return weights / weights.sum(dim=dim, keepdim=True)
@@ -1550,14 +1560,32 @@ def check_attention_contract(attention):
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
     result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
+    contract_assert(
+        isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
+        "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
+        f"{type(result).__name__} {result!r}"[:120], "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    )
     library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
     hint = ("divide the scores by sqrt(d_k), take softmax over the key axis (the last one), "
             "and set masked scores to -inf before the softmax")
-    for scale, mistake in ((1.0 / 4, "the scores were divided by d_k; divide by sqrt(d_k)"),
-                           (1.0, "the scores were not scaled; divide q @ k^T by sqrt(d_k)")):
-        wrong_scale = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
-        if torch.allclose(result.output.detach().double(), wrong_scale.detach(), atol=1e-9):
-            hint = mistake
+    with torch.no_grad():
+        raw = q @ k.transpose(-2, -1) / 2.0  # sqrt(d_k) = 2
+        usual_mistakes = (
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0 / 4),
+             "the scores were divided by d_k; divide by sqrt(d_k)"),
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0),
+             "the scores were not scaled; divide q @ k^T by sqrt(d_k)"),
+            (torch.softmax(raw.masked_fill(~allowed, float("-inf")), dim=-2) @ v,
+             "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)"),
+            (F.scaled_dot_product_attention(q, k, v),
+             "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax"),
+            ((torch.softmax(raw, dim=-1) * allowed) @ v,
+             "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead"),
+        )
+        for wrong, mistake in usual_mistakes:
+            if result.output.shape == wrong.shape and torch.allclose(result.output.detach().double(), wrong, atol=1e-9):
+                hint = mistake
+                break
     output_error = contract_close("output matches F.scaled_dot_product_attention", case, result.output, library, hint)
     row_sums = result.weights.sum(-1)
     contract_close(
@@ -1569,7 +1597,6 @@ def check_attention_contract(attention):
         "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
         "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
     )
-    raw = (q @ k.transpose(-2, -1)).detach() / 2.0
     if hasattr(result, "scores"):
         contract_close(
             "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
@@ -1694,7 +1721,7 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=8c012e52b1d8e71cc4662312e5cc1197d77f68b3035ad91889f180f54022fbac
+# builder:end sha256=fde458b603b62dc4f87c38f680b5333677ea58be31082bfe483f6ebc7654bcd6
 check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 
 # %%
@@ -2227,6 +2254,17 @@ check_exercise("Exercise 6", check_repeat_kv_contract, repeat_kv_heads, globals(
 
 
 # %%
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
 class MultiHeadSelfAttention(nn.Module):
     """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
 
@@ -2239,10 +2277,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be True or False, got {causal!r}")
         self.d_head = self.d_model // self.n_heads
-        self.causal = causal
+        self.causal = require_bool("causal", causal)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -2254,10 +2290,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
         """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
-        x = require_tensor("x", x, ndim=3, finite=False)  # scaled_dot_product_attention checks q, k, v for NaN
-        batch, length, width = x.shape
-        if width != self.d_model:
-            raise ValueError(f"x must have shape (B, T, {self.d_model}), got {tuple(x.shape)}")
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
             if not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool or token_valid.shape != (batch, length):
@@ -2593,6 +2627,7 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         """(..., d_model) -> (..., d_model); tokens never mix here."""
+        x = _require_hidden(x, self.up.in_features, self.up.weight.dtype)
         return self.down(F.gelu(self.up(x)))
 
 
@@ -2608,6 +2643,7 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x):
         """(B, T, d_model) -> (B, T, d_model)."""
+        x = _require_hidden(x, self.attention.d_model, self.norm1.weight.dtype, ndim=3)
         x = x + self.attention(self.norm1(x))  # tokens exchange information
         return x + self.ffn(self.norm2(x))     # each token thinks on its own
 
@@ -2732,6 +2768,19 @@ show_figure(
 # $3.2 / 5 = 0.64$.
 
 # %%
+def _require_token_ids(token_ids, vocab_size, max_length=None):
+    """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
+    if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
+        raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+    if token_ids.ndim != 2 or 0 in token_ids.shape:
+        raise ValueError(f"token_ids must have shape (B, T) with B, T >= 1, got {tuple(token_ids.shape)}")
+    if max_length is not None and token_ids.shape[1] > max_length:
+        raise ValueError(f"sequence of length {token_ids.shape[1]} exceeds max_length={max_length}; crop the context")
+    if int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab_size:
+        raise ValueError(f"token ids must lie in [0, {vocab_size - 1}], got {int(token_ids.min())}..{int(token_ids.max())}")
+    return token_ids
+
+
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
@@ -2748,7 +2797,7 @@ class CausalityProbe(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, width) hidden states."""
-        hidden = self.embedding(token_ids)
+        hidden = self.embedding(_require_token_ids(token_ids, self.embedding.num_embeddings))
         return hidden + self.attention(hidden)
 
 
@@ -2844,6 +2893,7 @@ class TinyLM(nn.Module):
     def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+        d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
         self.token_embedding = nn.Embedding(self.vocab_size, d_model)
         self.position_embedding = nn.Embedding(self.max_length, d_model)
@@ -2856,12 +2906,7 @@ class TinyLM(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
-        if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long or token_ids.ndim != 2:
-            raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
-        if token_ids.shape[1] > self.max_length:
-            raise ValueError(f"sequence of length {token_ids.shape[1]} exceeds max_length={self.max_length}; crop the context")
-        if int(token_ids.min()) < 0 or int(token_ids.max()) >= self.vocab_size:
-            raise ValueError(f"token ids must lie in [0, {self.vocab_size - 1}], got {int(token_ids.min())}..{int(token_ids.max())}")
+        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
         positions = torch.arange(token_ids.shape[1])
         hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
         return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
@@ -2869,6 +2914,7 @@ class TinyLM(nn.Module):
     @torch.no_grad()
     def generate(self, token_ids, new_tokens):
         """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
+        token_ids = _require_token_ids(token_ids, self.vocab_size)  # any length: the loop crops it
         new_tokens = require_int("new_tokens", new_tokens, minimum=0)
         was_training = self.training
         self.eval()
@@ -2910,9 +2956,12 @@ class AdamW:
     """AdamW written out: running means of g and g², bias-corrected, plus decoupled weight decay."""
 
     def __init__(self, parameters, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        parameters = [require_tensor(f"parameters[{i}]", p, finite=False) for i, p in enumerate(parameters)]
         self.parameters = [p for p in parameters if p.requires_grad]
         self.lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
         self.betas = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
+        if len(self.betas) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         self.eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
         self.weight_decay = require_real("weight_decay", weight_decay, minimum=0.0)
         self.steps = 0
@@ -3301,6 +3350,13 @@ def check_greedy_trace_contract(greedy_trace):
             tokens = [int(t) for t in tokens]
         except (TypeError, ValueError):
             raise ContractViolation(prop, case, "(tokens, reason)", repr(result), "return a pair: the list of token ids and 'eos' or 'length_limit'") from None
+        for step, (token, scores) in enumerate(zip(tokens, logits)):
+            contract_assert(
+                0 <= token < len(scores) and scores[token] == max(scores), "greedy takes the largest logit at every step",
+                case, f"step {step}: a token with logit {max(scores)}",
+                f"token {token}" + (f" with logit {scores[token]}" if 0 <= token < len(scores) else ", not a token id"),
+                "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token",
+            )
         contract_assert(
             (tokens, reason) == (want_tokens, want_reason), prop, case, f"({want_tokens}, {want_reason!r})", f"({tokens}, {reason!r})", hint,
         )
@@ -3318,7 +3374,7 @@ def check_greedy_trace_contract(greedy_trace):
         repr(outcome), "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit",
     )
     return {"cases": len(cases) + 1}
-# builder:end sha256=76bd47afbaa2548ef2bf0db5692a5e22e683732b8fb8b9e7dfc2d7e99ea36453
+# builder:end sha256=4787c4345e42f7f5834bf43148ce37f96b85668cc8e29099787755608b0439cc
 check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
 
 # %%

@@ -1,5 +1,7 @@
 """Helpers shared by the test modules."""
 
+import functools
+import inspect
 import json
 import re
 import shutil
@@ -8,6 +10,46 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_SOURCES = {
+    3: ROOT / "notebooks" / "module3_basic_transformer.py",
+    5: ROOT / "notebooks" / "module5_modern_attention.py",
+}
+
+
+@functools.cache
+def notebook(module: int) -> dict:
+    """Module ``module``'s imports, functions, classes and constants, loaded once without running a cell.
+
+    Shared by every test: treat it as read-only (``mutant`` works on a copy).
+    """
+    import torch
+
+    from builder.notebook_code import definitions
+
+    torch.set_num_threads(1)
+    return definitions(NOTEBOOK_SOURCES[module])
+
+
+def contract_check(name: str):
+    """A contract check from builder/contracts, by name."""
+    from builder import contracts
+
+    return contracts.registry()[name][0]
+
+
+def mutant(nb: dict, name: str, *edits: tuple[str, str]):
+    """The notebook function ``name`` with each (old, new) source fragment replaced: a realistic student bug.
+
+    Each ``old`` must occur exactly once, so an edit of the notebook that moves the fragment fails loudly
+    instead of silently testing the unmutated function.
+    """
+    source = inspect.getsource(nb[name])
+    for old, new in edits:
+        assert source.count(old) == 1, f"{old!r} must occur exactly once in {name}"
+        source = source.replace(old, new)
+    namespace = dict(nb)
+    exec(compile(source, f"<mutant of {name}>", "exec"), namespace)
+    return namespace[name]
 
 
 def tracked_files() -> list[str]:

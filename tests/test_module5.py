@@ -1,50 +1,28 @@
-"""Module 5's own functions, loaded without running the notebook, against their contract checks.
+"""Module 5's own functions, loaded without running the notebook: exercise layout, bad inputs, references, the benchmark.
 
-Three kinds of test: every contract passes on the notebook's solution; realistic bugs, made by
-editing one line of the notebook's own source, fail the contract with a message that names the
-broken property; and property-based tests (hypothesis) compare the fast forms with their slow
-definitions on random inputs. Bad inputs must raise TypeError or ValueError naming the argument.
+The named bugs live in tests/test_bug_catalog.py and the property-based tests in tests/test_properties.py.
+Bad inputs must raise TypeError or ValueError naming the argument.
 """
 
-import inspect
 import json
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from builder import bench, contracts
-from builder.contracts.violations import ContractViolation
+from builder import bench
 from builder.notebook_code import definitions
-from tests.support import ROOT
+from tests.support import NOTEBOOK_SOURCES, ROOT, notebook
 
-SOURCE = ROOT / "notebooks" / "module5_modern_attention.py"
+SOURCE = NOTEBOOK_SOURCES[5]
 REFERENCE = json.loads((ROOT / "references" / "module5.json").read_text())
-FAST = settings(max_examples=30, deadline=None)
 
 
 @pytest.fixture(scope="module")
 def nb():
     """The notebook's imports, functions, classes and constants, without running a cell."""
-    return definitions(SOURCE)
-
-
-def contract(name):
-    """A contract check from builder/contracts, by name."""
-    return contracts.registry()[name][0]
-
-
-def mutant(nb, name, old, new):
-    """The notebook function ``name`` with one source fragment replaced: a realistic student bug."""
-    source = inspect.getsource(nb[name])
-    assert source.count(old) == 1, f"{old!r} must occur exactly once in {name}"
-    namespace = dict(nb)
-    exec(compile(source.replace(old, new), f"<mutant of {name}>", "exec"), namespace)
-    return namespace[name]
+    return notebook(5)
 
 
 EXERCISES = [
@@ -61,12 +39,6 @@ EXERCISES = [
 ]
 
 
-@pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize(("function", "check"), EXERCISES, ids=[f for f, _ in EXERCISES])
-def test_the_solution_passes_its_contract(nb, function, check):
-    assert isinstance(contract(check)(nb[function]), dict)
-
-
 def test_every_exercise_cell_is_followed_by_its_contract_cell():
     cells = re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.MULTILINE)
     exercises = [i for i, cell in enumerate(cells) if cell.startswith(' tags=["exercise"]')]
@@ -78,191 +50,6 @@ def test_every_exercise_cell_is_followed_by_its_contract_cell():
         function = re.search(r"^def (\w+)\(", body, flags=re.MULTILINE).group(1)
         check = dict(EXERCISES)[function]
         assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals())'
-
-
-BUGS = [
-    ("make_mask", "recent = query - key < window", "recent = query - key <= window",
-     "check_additive_mask_contract", "window keeps exactly"),
-    ("make_mask", "allowed = key <= query", "allowed = key < query",
-     "check_additive_mask_contract", "reads its own key"),
-    ("sdpa", "* dtype.type(1.0 / math.sqrt(Q.shape[-1]))", "* dtype.type(1.0 / Q.shape[-1])",
-     "check_sink_attention_contract", "sqrt(d_k)"),
-    ("sdpa", "denominator = denominator + np.exp(sink - top)", "exp_scores = exp_scores + np.exp(sink - top)",
-     "check_sink_attention_contract", "sink is an extra logit"),
-    ("sdpa", "weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)",
-     "weights = exp_scores / denominator", "check_sink_attention_contract", "empty_row='zero'"),
-    ("repeat_kv_heads", "return np.repeat(x, group, axis=-3)", "return np.concatenate([x] * group, axis=-3)",
-     "check_kv_repeat_contract", "repeat, not tile"),
-    ("kv_cache_bytes", "else min(context, window)", "else window",
-     "check_kv_cache_contract", "min(context, window)"),
-    ("kv_cache_bytes", "return 2 * kept", "return kept",
-     "check_kv_cache_contract", "key and a value"),
-    ("online_softmax_dot", "l = alpha * l + float(weights.sum())", "l = l + float(weights.sum())",
-     "check_online_softmax_contract", "running 'l'"),
-    ("online_softmax_dot", "m, l, n = -math.inf, 0.0, 0.0", "m, l, n = 0.0, 0.0, 0.0",
-     "check_online_softmax_contract", "alpha"),
-    ("tiled_attention", "acc *= alpha[:, None]", "pass",
-     "check_tiled_attention_contract", "any tile size"),
-    ("tiled_attention", "first, last = query_start + q0, query_start + q1 - 1", "first, last = q0, q1 - 1",
-     "check_tiled_attention_contract", "query_start places"),
-    ("tiled_attention", "blocked |= key_pos <= query_pos - window", "blocked |= key_pos < query_pos - window",
-     "check_tiled_attention_contract", "window=w keeps the last w keys"),
-    ("tiled_attention", "safe = np.where(m_new == -np.inf, 0.0, m_new)", "safe = m_new",
-     "check_tiled_attention_contract", "without NaN"),
-    ("tiled_attention", "np.divide(acc, l[:, None], out=acc, where=filled[:, None])", "acc /= l[:, None]",
-     "check_tiled_attention_contract", "empty_row='zero'"),
-    ("rolling_window_decode", "held = min(t + 1, window)", "held = min(t + 1, window + 1)",
-     "check_rolling_buffer_contract", "never holds more than"),
-    ("linear_attention_recurrent", "outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()",
-     "check_linear_attention_contract", "62 / 15"),
-    ("parallel_scan", "a, b = a_prev * a, a * b_prev + b", "a = a_prev * a\n        b = a * b_prev + b",
-     "check_parallel_scan_contract", "loop"),
-    ("mla_absorbed_attention", "(q_latent @ latent.T + q_rope @ k_rope.T)", "(q_latent @ latent.T)",
-     "check_latent_absorption_contract", "RoPE branch"),
-    ("mla_absorbed_attention", "math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])", "math.sqrt(q_nope.shape[-1])",
-     "check_latent_absorption_contract", "sqrt(d_nope + d_rope)"),
-]
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the bugs divide 0 by 0 on purpose
-@pytest.mark.parametrize(("function", "old", "new", "check", "named"), BUGS, ids=[f"{b[0]}:{b[4]}" for b in BUGS])
-def test_a_realistic_bug_fails_its_contract_by_name(nb, function, old, new, check, named):
-    with pytest.raises(ContractViolation) as caught:
-        contract(check)(mutant(nb, function, old, new))
-    message = str(caught.value)
-    assert named in message, message
-    for part in ("contract property", "on input:", "expected:", "actual:", "usual cause:"):
-        assert part in message
-
-
-def test_a_tiled_attention_that_builds_the_dense_matrix_fails_the_memory_property(nb):
-    def dense_inside(Q, K, V, mask=None, **options):
-        n_q, n_k = np.shape(Q)[0], np.shape(K)[0]
-        start = options.get("query_start", 0)
-        distance = (start + np.arange(n_q))[:, None] - np.arange(n_k)[None, :]
-        allowed = distance >= 0 if options.get("causal") else np.ones((n_q, n_k), dtype=bool)
-        if options.get("window") is not None:
-            allowed &= distance < options["window"]
-        full = np.where(allowed, 0.0, -np.inf) + (0.0 if mask is None else mask)
-        return nb["sdpa"](Q, K, V, full, sink=options.get("sink"), empty_row=options.get("empty_row", "error"))
-
-    with pytest.raises(ContractViolation, match="never holds a T_q x T_k score matrix"):
-        contract("check_tiled_attention_contract")(dense_inside)
-
-
-# ---- property-based tests: fast forms against their definitions ----
-
-
-@FAST
-@given(
-    n_q=st.integers(1, 20), extra_keys=st.integers(0, 12), d=st.integers(1, 6), tile=st.integers(1, 9),
-    causal=st.booleans(), window=st.one_of(st.none(), st.integers(1, 8)), sink=st.one_of(st.none(), st.floats(-3, 3)),
-    seed=st.integers(0, 2**16),
-)
-def test_tiled_attention_equals_dense_attention(nb, n_q, extra_keys, d, tile, causal, window, sink, seed):
-    rng = np.random.default_rng(seed)
-    n_k = n_q + extra_keys
-    Q, K, V = rng.standard_normal((n_q, d)), rng.standard_normal((n_k, d)), rng.standard_normal((n_k, 3))
-    window = window if causal else None
-    start = extra_keys if causal else 0  # the queries are the last n_q tokens: a cached prefix
-    distance = (start + np.arange(n_q))[:, None] - np.arange(n_k)[None, :]
-    allowed = (distance >= 0) if causal else np.ones((n_q, n_k), dtype=bool)
-    if window is not None:
-        allowed &= distance < window
-    dense = nb["sdpa"](Q, K, V, nb["additive_mask"](allowed), sink=sink)
-    tiled = nb["tiled_attention"](Q, K, V, tile_size=tile, causal=causal, window=window, query_start=start, sink=sink)
-    np.testing.assert_allclose(tiled, dense, atol=1e-12, rtol=1e-12)
-
-
-@FAST
-@given(n=st.integers(1, 30), window=st.integers(1, 12), seed=st.integers(0, 2**16))
-def test_rolling_buffer_equals_windowed_attention(nb, n, window, seed):
-    rng = np.random.default_rng(seed)
-    Q, K, V = (rng.standard_normal((n, 4)) for _ in range(3))
-    outputs, largest = nb["rolling_window_decode"](Q, K, V, window)
-    assert largest == min(n, window)
-    np.testing.assert_allclose(outputs, nb["sdpa"](Q, K, V, nb["make_mask"](n, window)), atol=1e-12)
-
-
-@FAST
-@given(n=st.integers(1, 40), window=st.integers(1, 40), n_sink=st.integers(0, 5))
-def test_mask_pair_count_matches_its_formula(nb, n, window, n_sink):
-    n_sink = min(n_sink, n)
-    allowed = np.isfinite(nb["make_mask"](n, window, n_sink))
-    sinks_outside_window = sum(max(0, min(n_sink, i - window + 1)) for i in range(n))
-    assert allowed.sum() == sum(min(i + 1, window) for i in range(n)) + sinks_outside_window
-    assert not np.triu(allowed, 1).any()
-
-
-@FAST
-@given(a=st.lists(st.floats(-1.5, 1.5), min_size=1, max_size=70), seed=st.integers(0, 2**16))
-def test_parallel_scan_equals_the_loop(nb, a, seed):
-    b = np.random.default_rng(seed).standard_normal(len(a))
-    h, loop = 0.0, []
-    for a_t, b_t in zip(a, b):
-        h = a_t * h + b_t
-        loop.append(h)
-    states, rounds = nb["parallel_scan"](a, b)
-    np.testing.assert_allclose(states, loop, atol=1e-9, rtol=1e-9)
-    assert rounds == (math.ceil(math.log2(len(a))) if len(a) > 1 else 0)
-
-
-@FAST
-@given(n=st.integers(1, 25), d_k=st.integers(1, 5), d_v=st.integers(1, 4), seed=st.integers(0, 2**16))
-def test_linear_attention_running_sum_equals_quadratic_form(nb, n, d_k, d_v, seed):
-    rng = np.random.default_rng(seed)
-    Q, K, V = rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)), rng.standard_normal((n, d_v))
-    out, S, z = nb["linear_attention_recurrent"](Q, K, V)
-    np.testing.assert_allclose(out, nb["linear_attention_quadratic"](Q, K, V), atol=1e-10)
-    assert S.shape == (d_k, d_v) and z.shape == (d_k,)
-
-
-@FAST
-@given(logits=st.lists(st.floats(-50, 50), min_size=1, max_size=30), cuts=st.lists(st.integers(1, 29), max_size=6))
-def test_online_softmax_equals_direct_softmax_for_any_tiling(nb, logits, cuts):
-    values = np.linspace(-1.0, 1.0, len(logits))
-    edges = sorted({c for c in cuts if c < len(logits)})
-    tiles = np.split(np.array(logits), edges)
-    out, trace = nb["online_softmax_dot"](tiles, np.split(values, edges))
-    weights = np.exp(np.array(logits) - max(logits))
-    assert len(trace) == len(tiles)
-    assert math.isclose(out, weights @ values / weights.sum(), rel_tol=1e-9, abs_tol=1e-12)
-
-
-@FAST
-@given(context=st.integers(1, 10**7), windows=st.lists(st.one_of(st.none(), st.integers(1, 5000)), min_size=1, max_size=8))
-def test_kv_cache_bytes_is_exact_and_grows_only_with_full_layers(nb, context, windows):
-    size = nb["kv_cache_bytes"](context, windows, 8, 64)
-    assert isinstance(size, int)
-    assert size == 2 * 8 * 64 * 2 * sum(context if w is None else min(context, w) for w in windows)
-    assert nb["kv_cache_bytes"](context + 5000, windows, 8, 64) - nb["kv_cache_bytes"](context + 4999, windows, 8, 64) == (
-        2048 * windows.count(None)
-    )
-
-
-@FAST
-@given(n_kv=st.integers(1, 4), group=st.integers(1, 4), seed=st.integers(0, 2**16))
-def test_gqa_equals_mha_with_copied_heads(nb, n_kv, group, seed):
-    rng = np.random.default_rng(seed)
-    H = n_kv * group
-    Q, K, V = rng.standard_normal((H, 5, 3)), rng.standard_normal((n_kv, 5, 3)), rng.standard_normal((n_kv, 5, 2))
-    copied_K = np.stack([K[h // group] for h in range(H)])
-    copied_V = np.stack([V[h // group] for h in range(H)])
-    mask = nb["make_mask"](5)
-    np.testing.assert_allclose(nb["gqa_attention"](Q, K, V, mask), nb["sdpa"](Q, copied_K, copied_V, mask), atol=1e-12)
-
-
-@FAST
-@given(seed=st.integers(0, 2**16), t_q=st.integers(1, 5), extra=st.integers(0, 5))
-def test_absorbed_latent_attention_equals_expanded(nb, seed, t_q, extra):
-    rng = np.random.default_rng(seed)
-    H, T_k, d_c, d_nope, d_rope, d_v, d_model = 3, t_q + extra, 4, 5, 2, 3, 6
-    args = (rng.standard_normal((H, t_q, d_nope)), rng.standard_normal((H, t_q, d_rope)), rng.standard_normal((T_k, d_c)),
-            rng.standard_normal((T_k, d_rope)), rng.standard_normal((H, d_c, d_nope)), rng.standard_normal((H, d_c, d_v)),
-            rng.standard_normal((H, d_v, d_model)))
-    allowed = np.arange(T_k)[None, :] <= (extra + np.arange(t_q))[:, None]
-    mask = nb["additive_mask"](allowed)
-    np.testing.assert_allclose(nb["mla_absorbed_attention"](*args, mask), nb["mla_expanded_attention"](*args, mask), atol=1e-10)
 
 
 # ---- bad inputs ----
@@ -358,5 +145,5 @@ def test_bench_is_a_cli_subcommand():
 
 
 def test_source_loads_without_running_cells():
-    nb = definitions(Path(SOURCE), ("tiled_attention", "sdpa", "make_mask"))
+    nb = definitions(SOURCE, ("tiled_attention", "sdpa", "make_mask"))
     assert set(nb) == {"tiled_attention", "sdpa", "make_mask"}

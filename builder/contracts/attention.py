@@ -25,14 +25,32 @@ def check_attention_contract(attention):
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
     result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
+    contract_assert(
+        isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
+        "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
+        f"{type(result).__name__} {result!r}"[:120], "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    )
     library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
     hint = ("divide the scores by sqrt(d_k), take softmax over the key axis (the last one), "
             "and set masked scores to -inf before the softmax")
-    for scale, mistake in ((1.0 / 4, "the scores were divided by d_k; divide by sqrt(d_k)"),
-                           (1.0, "the scores were not scaled; divide q @ k^T by sqrt(d_k)")):
-        wrong_scale = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
-        if torch.allclose(result.output.detach().double(), wrong_scale.detach(), atol=1e-9):
-            hint = mistake
+    with torch.no_grad():
+        raw = q @ k.transpose(-2, -1) / 2.0  # sqrt(d_k) = 2
+        usual_mistakes = (
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0 / 4),
+             "the scores were divided by d_k; divide by sqrt(d_k)"),
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0),
+             "the scores were not scaled; divide q @ k^T by sqrt(d_k)"),
+            (torch.softmax(raw.masked_fill(~allowed, float("-inf")), dim=-2) @ v,
+             "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)"),
+            (F.scaled_dot_product_attention(q, k, v),
+             "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax"),
+            ((torch.softmax(raw, dim=-1) * allowed) @ v,
+             "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead"),
+        )
+        for wrong, mistake in usual_mistakes:
+            if result.output.shape == wrong.shape and torch.allclose(result.output.detach().double(), wrong, atol=1e-9):
+                hint = mistake
+                break
     output_error = contract_close("output matches F.scaled_dot_product_attention", case, result.output, library, hint)
     row_sums = result.weights.sum(-1)
     contract_close(
@@ -44,7 +62,6 @@ def check_attention_contract(attention):
         "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
         "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
     )
-    raw = (q @ k.transpose(-2, -1)).detach() / 2.0
     if hasattr(result, "scores"):
         contract_close(
             "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,

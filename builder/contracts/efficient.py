@@ -31,10 +31,12 @@ def check_linear_attention_contract(linear_attention_recurrent):
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
         "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise",
     )
-    contract_close(
-        "the third output is 62 / 15", case, [np.ravel(out)[2]], [62.0 / 15.0],
-        "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average",
-    )
+    third = np.ravel(out)[2]
+    if np.isclose(third, 26.0 / 9.0, rtol=1e-12, atol=0):  # the sums of tokens 0 and 1 only
+        hint = "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself"
+    else:
+        hint = "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average"
+    contract_close("the third output is 62 / 15", case, [third], [62.0 / 15.0], hint)
     gen = np.random.default_rng(404)
     worst = 0.0
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
@@ -140,6 +142,9 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     hint = ("score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per "
             "head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width")
     got = contract_call(prop, zero_case, hint, mla_absorbed_attention, q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
+    narrow = expanded(q_nope * math.sqrt((dn + dr) / dn), no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
+    if np.shape(got) == narrow.shape and np.allclose(got, narrow, rtol=1e-9, atol=1e-12):
+        hint = "the scores were scaled by sqrt(d_nope); a key is d_nope + d_rope wide, so scale by sqrt(d_nope + d_rope)"
     contract_close(prop, zero_case, got, expanded(q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask), hint)
     prop = "the RoPE branch q_rope . k_rope is added to the latent scores"
     hint = ("latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, "

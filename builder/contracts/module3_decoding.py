@@ -135,6 +135,13 @@ def check_greedy_trace_contract(greedy_trace):
             tokens = [int(t) for t in tokens]
         except (TypeError, ValueError):
             raise ContractViolation(prop, case, "(tokens, reason)", repr(result), "return a pair: the list of token ids and 'eos' or 'length_limit'") from None
+        for step, (token, scores) in enumerate(zip(tokens, logits)):
+            contract_assert(
+                0 <= token < len(scores) and scores[token] == max(scores), "greedy takes the largest logit at every step",
+                case, f"step {step}: a token with logit {max(scores)}",
+                f"token {token}" + (f" with logit {scores[token]}" if 0 <= token < len(scores) else ", not a token id"),
+                "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token",
+            )
         contract_assert(
             (tokens, reason) == (want_tokens, want_reason), prop, case, f"({want_tokens}, {want_reason!r})", f"({tokens}, {reason!r})", hint,
         )

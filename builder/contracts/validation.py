@@ -4,7 +4,7 @@ Each function here is inlined verbatim into the notebooks, so each imports what 
 inside its own body and refers to nothing else but builtins and other inlined names.
 """
 
-__all__ = ["require_int", "require_real", "require_choice", "require_array", "require_tensor", "expect_raises"]
+__all__ = ["require_int", "require_real", "require_bool", "require_choice", "require_array", "require_tensor", "expect_raises"]
 
 
 def require_int(name, value, *, minimum=None, maximum=None):
@@ -37,6 +37,15 @@ def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=Fals
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
+
+
+def require_bool(name, value):
+    """Return ``value`` when it is True or False; a flag given as 0/1, a string or an array is a TypeError."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
 
 
 def require_choice(name, value, choices):

@@ -385,6 +385,15 @@ def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=Fals
         raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 # builder:end sha256=931c25544e7750e55c9c269345f6bce61868a8c357e406694f1321529291e74e
+# builder:begin inline require_bool
+def require_bool(name, value):
+    """Return ``value`` when it is True or False; a flag given as 0/1, a string or an array is a TypeError."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+# builder:end sha256=de1e29865238c4938a5119b1a881796b6d76eb730a87732f2080239e486702d9
 # builder:begin inline require_choice
 def require_choice(name, value, choices):
     """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
@@ -1218,10 +1227,12 @@ def check_linear_attention_contract(linear_attention_recurrent):
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
         "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise",
     )
-    contract_close(
-        "the third output is 62 / 15", case, [np.ravel(out)[2]], [62.0 / 15.0],
-        "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average",
-    )
+    third = np.ravel(out)[2]
+    if np.isclose(third, 26.0 / 9.0, rtol=1e-12, atol=0):  # the sums of tokens 0 and 1 only
+        hint = "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself"
+    else:
+        hint = "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average"
+    contract_close("the third output is 62 / 15", case, [third], [62.0 / 15.0], hint)
     gen = np.random.default_rng(404)
     worst = 0.0
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
@@ -1242,7 +1253,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     hint = "build the sums as you go; the totals over all tokens let every query see the future"
     contract_close(prop, case, contract_call(prop, case, hint, linear_attention_recurrent, Q, K, changed)[0][:-1], out[:-1], hint)
     return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
-# builder:end sha256=9e727cc2d549112a784f757446de3a8b56ab4cbef6dd3e264b1736a85448e7b4
+# builder:end sha256=14485b9118c6307b7ef23ce7a6ffce5d2cbeedfd842367acc89a60c565122218
 # builder:begin inline check_parallel_scan_contract
 def check_parallel_scan_contract(parallel_scan):
     """Judge ``parallel_scan(a, b) -> (states, rounds)`` for h_t = a_t h_(t-1) + b_t with h_0 = 0.
@@ -1327,6 +1338,9 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     hint = ("score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per "
             "head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width")
     got = contract_call(prop, zero_case, hint, mla_absorbed_attention, q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
+    narrow = expanded(q_nope * math.sqrt((dn + dr) / dn), no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask)
+    if np.shape(got) == narrow.shape and np.allclose(got, narrow, rtol=1e-9, atol=1e-12):
+        hint = "the scores were scaled by sqrt(d_nope); a key is d_nope + d_rope wide, so scale by sqrt(d_nope + d_rope)"
     contract_close(prop, zero_case, got, expanded(q_nope, no_rope[0], latent, no_rope[1], W_uk, W_uv, W_o, mask), hint)
     prop = "the RoPE branch q_rope . k_rope is added to the latent scores"
     hint = ("latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, "
@@ -1346,7 +1360,7 @@ def check_latent_absorption_contract(mla_absorbed_attention):
             "returned normally", "keep the shape checks at the top of the function",
         )
     return {"max_error": error, "rope_branch": "PASS"}
-# builder:end sha256=d837a2f9021b3a651a0cb82b26259368ea1988d18cddb0c50b78ab32257b013a
+# builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
 print("10 contract checks loaded")
 
 # %% [markdown]
@@ -1733,6 +1747,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     """
     Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
     require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
     if Q.shape[-1] != K.shape[-1]:
         raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
     if K.shape[-2] != V.shape[-2]:
@@ -1801,6 +1816,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     """
     Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
     require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
     if Q.shape[-1] != K.shape[-1]:
         raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
     if K.shape[-2] != V.shape[-2]:
@@ -2038,12 +2054,23 @@ def torch_sdpa_explicit(q, k, v, allowed=None):
     """Softmax attention in plain tensor operations; allowed is boolean (True = may attend), empty rows give 0."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_tensor(name, t, min_ndim=2)
-    if allowed is not None and allowed.dtype != torch.bool:
-        raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {allowed.dtype}")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if allowed is not None and (not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool):
+        raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"need q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy on first use
+        shape = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])) + (q.shape[-2], k.shape[-2])
+        if allowed is not None and np.broadcast_shapes(tuple(allowed.shape), shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and allowed "
+                         f"{tuple(getattr(allowed, 'shape', ()))} do not broadcast to one score shape") from None
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).expand(shape)  # (..., T_q, T_k), v's batch axes included
     if allowed is None:
         return torch.softmax(scores, dim=-1) @ v
-    allowed = allowed.expand(scores.shape)
+    allowed = allowed.expand(shape)
     has_key = allowed.any(dim=-1, keepdim=True)  # (..., T_q, 1)
     scores = scores.masked_fill(~allowed, -math.inf).masked_fill(~has_key, 0.0)  # an empty row softmaxes a row of zeros...
     weights = torch.softmax(scores, dim=-1) * has_key  # ...and is then zeroed, so no NaN reaches the gradient
@@ -2494,6 +2521,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
     require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
     if window is not None:
         window = require_int("window", window, minimum=1)
         if not causal:
@@ -2584,6 +2612,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
     require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
     if window is not None:
         window = require_int("window", window, minimum=1)
         if not causal:
@@ -2666,6 +2695,11 @@ print("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and o
 # %%
 def block_kinds(allowed, tile):
     """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
+    allowed, tile = np.asarray(allowed), require_int("tile", tile, minimum=1)
+    if allowed.dtype != bool:
+        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
+    if allowed.ndim != 2 or 0 in allowed.shape:
+        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
     rows, cols = -(-allowed.shape[0] // tile), -(-allowed.shape[1] // tile)
     kinds = np.zeros((rows, cols), dtype=int)
     for b in range(rows):
@@ -3072,6 +3106,7 @@ def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, 
         require_int(name, value, minimum=1)
     if index_dim > dim or top_k > length:
         raise ValueError(f"need index_dim <= dim and top_k <= length; got {index_dim} > {dim} or {top_k} > {length}")
+    noise = require_real("noise", noise, minimum=0.0)
     gen = np.random.default_rng(seed)
     keys, values = gen.standard_normal((trials, length, dim)), gen.standard_normal((trials, length, 6))
     target = gen.integers(length, size=trials)
@@ -3151,7 +3186,7 @@ print("Sparse patterns and the shortlist: PASS")
 # %%
 def feature_map(x):
     """phi(x) = elu(x) + 1, entry by entry: x + 1 above zero, e^x at or below it; always positive."""
-    x = np.asarray(x, dtype=float)
+    x = require_array("x", x).astype(float)
     return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # the minimum keeps exp finite on the unused branch
 
 
@@ -3363,12 +3398,12 @@ print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 # %%
 def softplus(x):
     """log(1 + e^x), computed without overflow; always positive, so a step size never goes negative."""
-    return np.logaddexp(0.0, np.asarray(x, dtype=float))
+    return np.logaddexp(0.0, require_array("x", x).astype(float))
 
 
 def discretize(delta, a=-1.0, b=1.0):
     """Keep and write factors of a step size delta (zero-order hold): (e^(delta a), (e^(delta a) - 1) / a * b)."""
-    delta = np.asarray(delta, dtype=float)
+    delta = require_array("delta", delta).astype(float)
     if np.any(delta <= 0) or require_real("a", a) >= 0:
         raise ValueError("need positive step sizes and a negative decay rate a (the state must fade)")
     keep = np.exp(delta * a)
@@ -3378,7 +3413,11 @@ def discretize(delta, a=-1.0, b=1.0):
 def selective_ssm(x, delta, a=-1.0, b=1.0, c=1.0):
     """One-channel selective SSM: each step has its own keep and write factors from its own step size."""
     x = require_array("x", x, ndim=1).astype(float)
-    keep, write = discretize(require_array("delta", delta, ndim=1), a, b)
+    delta = require_array("delta", delta, ndim=1)
+    if delta.shape != x.shape:
+        raise ValueError(f"need one step size per input; got {delta.size} step sizes for {x.size} inputs")
+    keep, write = discretize(delta, a, b)
+    c = require_real("c", c)
     h, y = 0.0, np.empty_like(x)
     for t in range(len(x)):
         h = keep[t] * h + write[t] * x[t]
@@ -3781,7 +3820,11 @@ def quantize(x, bits, shared_axis):
 
 def dequantize(codes, scale):
     """Numbers back from their codes and scales."""
-    return codes * scale
+    codes, scale = require_array("codes", codes), require_array("scale", scale)
+    try:
+        return codes * scale
+    except ValueError:
+        raise ValueError(f"scale of shape {scale.shape} does not broadcast against codes of shape {codes.shape}") from None
 
 
 def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16):

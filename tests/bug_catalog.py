@@ -1,0 +1,362 @@
+"""A catalog of named, realistic student bugs in the Module 3 and Module 5 exercises.
+
+Each entry is one mistake a student plausibly makes while writing an exercise function, the
+contract check (from ``builder/contracts``) that must catch it, and the property the resulting
+ContractViolation must name. Most bugs are *mutants*: the notebook's own solution with one source
+fragment edited, so the bug sits in otherwise correct code. The few that need a different structure
+are written by hand. ``tests/test_bug_catalog.py`` runs every entry.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tests.support import mutant, notebook
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One realistic mistake, how to build it, and how its contract must report it."""
+
+    id: str
+    module: int  # 3 or 5
+    target: str  # the notebook function the mistake is made in
+    mistake: str  # what the student did, in one sentence
+    contract: str  # the contract check in builder/contracts that must catch it
+    property: str  # text that ContractViolation.property must contain
+    edits: tuple[tuple[str, str], ...] = ()  # (old, new) source edits of the notebook's own function ...
+    written: Callable[[dict], Callable] | None = None  # ... or a hand-written implementation, from the notebook's namespace
+    hint: str = ""  # text the violation's "usual cause" must contain, where the contract can tell the mistake
+
+    def __post_init__(self):
+        if bool(self.edits) == (self.written is not None):
+            raise ValueError(f"{self.id}: give either source edits or a hand-written implementation, not both or neither")
+
+    def build(self):
+        """The buggy implementation, ready to hand to its contract."""
+        nb = notebook(self.module)
+        return mutant(nb, self.target, *self.edits) if self.edits else self.written(nb)
+
+
+def edit(old, new):
+    """One source edit: replace ``old`` (which must occur exactly once) by ``new``."""
+    return ((old, new),)
+
+
+# ---- hand-written implementations, for mistakes that change the shape of the code -----------------------
+
+
+def _attention(bug):
+    """A complete attention written from scratch with one mistake (Module 3, scaled_dot_product_attention)."""
+
+    def build(nb):
+        math, np, torch, result = nb["math"], nb["np"], nb["torch"], nb["AttentionResult"]
+
+        def attention(q, k, v, allowed=None, *, empty_row="error"):
+            shapes = (q.shape[:-2], k.shape[:-2]) if bug == "batch-from-qk" else (q.shape[:-2], k.shape[:-2], v.shape[:-2])
+            batch = np.broadcast_shapes(*(tuple(s) for s in shapes))
+            q, k = (t.expand(*batch, *t.shape[-2:]) for t in (q, k))
+            if bug != "batch-from-qk":
+                v = v.expand(*batch, *v.shape[-2:])
+            shape = (*batch, q.shape[-2], k.shape[-2])
+            allowed = torch.ones(shape, dtype=torch.bool) if allowed is None else torch.broadcast_to(allowed, shape)
+            empty = ~allowed.any(-1)
+            if empty_row == "error" and bool(empty.any()) and bug != "no-empty-error":
+                raise ValueError("fully masked row")
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
+            top = scores.amax(-1, keepdim=True).masked_fill(empty[..., None], 0.0)
+            exps = torch.exp(scores - top)
+            weights = exps / exps.sum(-1, keepdim=True).masked_fill(empty[..., None], 1.0)
+            if bug == "uniform-empty-rows":
+                weights = torch.where(empty[..., None], torch.full_like(weights, 1.0 / weights.shape[-1]), weights)
+            output = weights @ v
+            if bug == "position-leak":
+                output = output + 1e-3 * torch.arange(output.shape[-2], dtype=output.dtype)[:, None]
+            return result(output, weights, scores, empty)
+
+        return attention
+
+    return build
+
+
+def _dense_tiled_attention(nb):
+    """A 'tiled' attention that builds the whole T_q x T_k score matrix and calls dense attention."""
+    np, sdpa = nb["np"], nb["sdpa"]
+
+    def tiled_attention(Q, K, V, mask=None, **options):
+        n_q, n_k = np.shape(Q)[0], np.shape(K)[0]
+        start = options.get("query_start", 0)
+        distance = (start + np.arange(n_q))[:, None] - np.arange(n_k)[None, :]
+        allowed = distance >= 0 if options.get("causal") else np.ones((n_q, n_k), dtype=bool)
+        if options.get("window") is not None:
+            allowed &= distance < options["window"]
+        full = np.where(allowed, 0.0, -np.inf) + (0.0 if mask is None else mask)
+        return sdpa(Q, K, V, full, sink=options.get("sink"), empty_row=options.get("empty_row", "error"))
+
+    return tiled_attention
+
+
+# ---- Module 3 ----------------------------------------------------------------------------------------------
+
+PE, CAUSAL, ATTENTION = "check_positional_encoding_contract", "check_causal_mask_contract", "check_attention_contract"
+SPLIT, MERGE, REPEAT = "check_split_heads_contract", "check_merge_heads_contract", "check_repeat_kv_contract"
+LAYER_NORM, SAMPLING, GREEDY = "check_layer_norm_contract", "check_token_distribution_contract", "check_greedy_trace_contract"
+MATCHES_SDPA = "output matches F.scaled_dot_product_attention"
+
+STACK = "torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)"
+CAUSAL_RETURN = "return key_position <= query_position"
+QUERY_POSITION = "query_offset + torch.arange(t_q)[:, None]"
+SCALE = "/ math.sqrt(q.shape[-1])"
+MASK_FILL = 'scores = scores.masked_fill(~allowed, float("-inf"))'
+SAFE_TOP = "top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)"
+SOFTMAX_LINES = """    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
+    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
+    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
+    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
+"""
+MERGE_RETURN = "return x.transpose(-3, -2).flatten(-2)"
+MEAN = "mean = x.mean(dim=-1, keepdim=True)"
+VARIANCE = "variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)"
+SQRT = "torch.sqrt(variance + eps)"
+EXP = "math.exp((z - largest) / temperature)"
+TOP_P_LOOP = """            prefix.append(i)                # the token that crosses the threshold stays
+            running += weights[i] / mass
+            if running >= top_p:
+                break
+"""
+GREEDY_STEP = """        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
+        if tokens[-1] == eos_id:
+            return tokens, "eos"
+"""
+GREEDY_STOPS = """        if tokens[-1] == eos_id:
+            return tokens, "eos"
+        if len(tokens) == max_new_tokens:
+            return tokens, "length_limit"
+"""
+
+MODULE3 = [
+    # Exercise 1: sinusoidal_encoding
+    Bug("pe-sin-cos-swapped", 3, "sinusoidal_encoding", "puts the cosine on the even columns and the sine on the odd ones",
+        PE, "position 0 is (0, 1, 0, 1, ...)", edit(STACK, "torch.stack((torch.cos(angle), torch.sin(angle)), dim=-1)"), hint="swapped"),
+    Bug("pe-exponent-per-pair", 3, "sinusoidal_encoding", "uses base^(-i/d) for pair i, counting pairs instead of coordinates",
+        PE, "table equals sin/cos", edit("torch.arange(0, d_model, 2, dtype=dtype)", "torch.arange(d_model // 2, dtype=dtype)"),
+        hint="exponent counts coordinates"),
+    Bug("pe-not-interleaved", 3, "sinusoidal_encoding", "concatenates all sines and then all cosines instead of interleaving them",
+        PE, "position 0", edit(STACK, "torch.cat((torch.sin(angle), torch.cos(angle)), dim=-1)"), hint="interleave"),
+    Bug("pe-positions-from-1", 3, "sinusoidal_encoding", "numbers the positions from 1",
+        PE, "position 0", edit("torch.arange(length, dtype=dtype)", "torch.arange(1, length + 1, dtype=dtype)")),
+    Bug("pe-transposed", 3, "sinusoidal_encoding", "returns the (d_model, length) transpose of the table",
+        PE, "shape is (length, d_model)", edit("return table.reshape(length, d_model)", "return table.reshape(length, d_model).T")),
+    Bug("pe-ignores-base", 3, "sinusoidal_encoding", "hard-codes 10000 instead of using the base argument",
+        PE, "the base argument sets the frequencies", edit("base ** (", "10_000.0 ** (")),
+    # Exercise 2: causal_allowed
+    Bug("causal-mask-off-by-one", 3, "causal_allowed", "uses key < query, so a token cannot read its own key",
+        CAUSAL, "never the future", edit(CAUSAL_RETURN, "return key_position < query_position"), hint="its own key"),
+    Bug("causal-mask-one-ahead", 3, "causal_allowed", "shifts the diagonal one step into the future",
+        CAUSAL, "never the future", edit(QUERY_POSITION, "query_offset + 1 + torch.arange(t_q)[:, None]"), hint="off by one"),
+    Bug("query-offset-ignored", 3, "causal_allowed", "builds the triangle from local query positions, ignoring query_offset",
+        CAUSAL, "absolute positions", edit(QUERY_POSITION, "torch.arange(t_q)[:, None]"), hint="query_offset was ignored"),
+    Bug("causal-mask-inverted", 3, "causal_allowed", "returns True where attention is blocked",
+        CAUSAL, "never the future", edit(CAUSAL_RETURN, "return key_position > query_position"), hint="inverted"),
+    Bug("causal-mask-float", 3, "causal_allowed", "returns a 0/1 float mask instead of a bool one",
+        CAUSAL, "a bool tensor", edit(CAUSAL_RETURN, "return (key_position <= query_position).float()")),
+    # Exercise 3: scaled_dot_product_attention
+    Bug("attention-scale-dk", 3, "scaled_dot_product_attention", "divides the scores by d_k instead of sqrt(d_k)",
+        ATTENTION, MATCHES_SDPA, edit(SCALE, "/ q.shape[-1]"), hint="divided by d_k"),
+    Bug("attention-no-scale", 3, "scaled_dot_product_attention", "does not scale the scores at all",
+        ATTENTION, MATCHES_SDPA, edit(SCALE, ""), hint="not scaled"),
+    Bug("softmax-wrong-axis", 3, "scaled_dot_product_attention", "normalises the softmax over the query axis (dim=-2)",
+        ATTENTION, MATCHES_SDPA,
+        (("scores.amax(dim=-1, keepdim=True)", "scores.amax(dim=-2, keepdim=True)"), ("exps.sum(dim=-1, keepdim=True)", "exps.sum(dim=-2, keepdim=True)")),
+        hint="query axis"),
+    Bug("attention-mask-ignored", 3, "scaled_dot_product_attention", "never applies the mask to the scores",
+        ATTENTION, MATCHES_SDPA, edit(MASK_FILL, "pass"), hint="mask was ignored"),
+    Bug("attention-mask-after-softmax", 3, "scaled_dot_product_attention", "zeroes blocked weights after the softmax instead of masking the scores",
+        ATTENTION, MATCHES_SDPA, ((MASK_FILL, "pass"), ("output = weights @ v", "output = weights.masked_fill(~allowed, 0.0) @ v")),
+        hint="after the softmax"),
+    Bug("attention-large-negative-mask", 3, "scaled_dot_product_attention", "fills blocked scores with -1e9 instead of -inf",
+        ATTENTION, "-inf where the mask blocks", edit('float("-inf")', "-1e9")),
+    Bug("attention-detached-weights", 3, "scaled_dot_product_attention", "detaches the weights, so no gradient reaches q and k",
+        ATTENTION, "gradient with respect to", edit("output = weights @ v", "output = weights.detach() @ v")),
+    Bug("nan-on-fully-masked-row", 3, "scaled_dot_product_attention", "takes the row max without the safe 0 for empty rows: -inf - -inf = NaN",
+        ATTENTION, "empty_row='zero' gives a zero output row", edit(SAFE_TOP, "top = scores.amax(dim=-1, keepdim=True)"), hint="NaN"),
+    Bug("attention-plain-softmax-nan-rows", 3, "scaled_dot_product_attention", "uses torch.softmax, which returns NaN on a fully masked row",
+        ATTENTION, "empty_row='zero' gives a zero output row", edit(SOFTMAX_LINES, "    weights = torch.softmax(scores, dim=-1)\n")),
+    Bug("attention-uniform-empty-rows", 3, "scaled_dot_product_attention", "gives fully masked rows uniform weights instead of zeros",
+        ATTENTION, "empty_row='zero' gives a zero output row", written=_attention("uniform-empty-rows")),
+    Bug("attention-no-empty-row-error", 3, "scaled_dot_product_attention", "returns normally on a fully masked row by default",
+        ATTENTION, "raises ValueError by default", written=_attention("no-empty-error")),
+    Bug("attention-batch-from-qk", 3, "scaled_dot_product_attention", "takes the batch shape from q and k only, forgetting v's batch axes",
+        ATTENTION, "a batch axis carried only by V", written=_attention("batch-from-qk")),
+    Bug("attention-position-leak", 3, "scaled_dot_product_attention", "adds a term that depends on the query's position",
+        ATTENTION, MATCHES_SDPA, written=_attention("position-leak")),
+    # Exercise 4: split_heads
+    Bug("split-heads-reshape-without-transpose", 3, "split_heads", "reshapes (B, T, H*d) straight to (B, H, T, d), mixing tokens",
+        SPLIT, "head h of token t", edit("return heads.transpose(-3, -2)", "return x.reshape(*x.shape[:-2], n_heads, x.shape[-2], -1)"),
+        hint="reshape to (B, T, H, d) first"),
+    Bug("split-heads-wrong-transpose", 3, "split_heads", "transposes the last two axes instead of tokens and heads",
+        SPLIT, "shape (B, T, H*d) -> (B, H, T, d)", edit("heads.transpose(-3, -2)", "heads.transpose(-2, -1)")),
+    # Exercise 5: merge_heads
+    Bug("heads-merged-wrong-transpose", 3, "merge_heads", "transposes tokens and features instead of heads and tokens before flattening",
+        MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-2, -1).reshape(*x.shape[:-3], x.shape[-2], -1)"),
+        hint="the wrong axes were transposed"),
+    Bug("heads-merged-without-transpose", 3, "merge_heads", "reshapes (B, H, T, d) straight to (B, T, H*d)",
+        MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.reshape(*x.shape[:-3], x.shape[-2], -1)"),
+        hint="without moving the head axis back"),
+    Bug("heads-merged-with-view", 3, "merge_heads", "calls view on the non-contiguous transpose",
+        MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-3, -2).view(*x.shape[:-3], x.shape[-2], -1)"),
+        hint="raised on a valid input"),
+    # Exercise 6: repeat_kv_heads
+    Bug("gqa-tile-not-repeat", 3, "repeat_kv_heads", "tiles the K/V heads (0, 1, 0, 1) instead of repeating each in place (0, 0, 1, 1)",
+        REPEAT, "h // group", edit("x.repeat_interleave(group, dim=-3)", "x.repeat(*([1] * (x.ndim - 3)), group, 1, 1)"),
+        hint="repeat_interleave, not repeat"),
+    Bug("gqa-repeat-token-axis", 3, "repeat_kv_heads", "repeats along the token axis instead of the head axis",
+        REPEAT, "shape", edit("x.repeat_interleave(group, dim=-3)", "x.repeat_interleave(group, dim=-2)")),
+    # Exercise 7: layer_norm
+    Bug("layernorm-unbiased-variance", 3, "layer_norm", "uses x.var(), whose default is the unbiased (n - 1) estimator",
+        LAYER_NORM, "biased variance", edit(VARIANCE, "variance = x.var(dim=-1, keepdim=True)"), hint="unbiased (divides by n - 1)"),
+    Bug("layernorm-wrong-axis", 3, "layer_norm", "normalises over the batch axis instead of the features",
+        LAYER_NORM, "biased variance", ((MEAN, "mean = x.mean(dim=0, keepdim=True)"), (VARIANCE, VARIANCE.replace("dim=-1", "dim=0"))),
+        hint="wrong axis"),
+    Bug("layernorm-eps-outside-sqrt", 3, "layer_norm", "adds eps after the square root",
+        LAYER_NORM, "eps sits inside the square root", edit(SQRT, "(torch.sqrt(variance) + eps)"), hint="eps goes inside the square root"),
+    Bug("layernorm-no-eps", 3, "layer_norm", "forgets eps",
+        LAYER_NORM, "eps sits inside", edit(SQRT, "torch.sqrt(variance)")),
+    Bug("layernorm-ignores-affine", 3, "layer_norm", "never applies weight and bias",
+        LAYER_NORM, "weight scales and bias shifts",
+        (("normalized = normalized * weight", "pass"), ("normalized = normalized + bias", "pass")), hint="ignored"),
+    Bug("layernorm-affine-swapped", 3, "layer_norm", "multiplies by the bias and adds the weight",
+        LAYER_NORM, "weight scales",
+        (("normalized = normalized * weight", "normalized = normalized * bias"), ("normalized = normalized + bias", "normalized = normalized + weight")),
+        hint="swapped"),
+    Bug("layernorm-detached-statistics", 3, "layer_norm", "detaches the mean, so its gradient is lost",
+        LAYER_NORM, "gradients match F.layer_norm", edit(MEAN, MEAN + ".detach()")),
+    # Exercise 8: token_distribution
+    Bug("temperature-after-softmax", 3, "token_distribution", "divides the probabilities by the temperature after the softmax",
+        SAMPLING, "temperature divides the logits",
+        ((EXP, "math.exp(z - largest)"), ("weights[i] / total if i in chosen", "weights[i] / total / temperature if i in chosen"))),
+    Bug("temperature-multiplies", 3, "token_distribution", "multiplies the logits by the temperature",
+        SAMPLING, "temperature divides the logits", edit(EXP, "math.exp((z - largest) * temperature)"),
+        hint="multiplied by the temperature"),
+    Bug("top-k-off-by-one", 3, "token_distribution", "keeps top_k + 1 tokens",
+        SAMPLING, "top_k keeps exactly the k", edit("ranked[:top_k]", "ranked[:top_k + 1]"), hint="off by one"),
+    Bug("top-k-first-ids", 3, "token_distribution", "keeps the first k token ids instead of the k largest logits",
+        SAMPLING, "wherever they sit", edit("ranked[:top_k]", "list(range(top_k))"), hint="first k ids"),
+    Bug("top-p-drops-crossing-token", 3, "token_distribution", "stops before adding the token whose mass crosses top_p",
+        SAMPLING, "keeps the token that crosses",
+        edit(TOP_P_LOOP, "            running += weights[i] / mass\n            if running >= top_p and prefix:\n"
+                         "                break\n            prefix.append(i)\n"), hint="was dropped"),
+    Bug("top-p-ignored", 3, "token_distribution", "never applies the top_p filter",
+        SAMPLING, "keeps the token that crosses", edit("if top_p is not None:\n        mass", "if False:\n        mass")),
+    Bug("sampling-ties-to-higher-id", 3, "token_distribution", "breaks ties between equal logits toward the higher token id",
+        SAMPLING, "ties", edit("(-logits[i], i)", "(-logits[i], -i)")),
+    Bug("sampling-no-max-shift", 3, "token_distribution", "exponentiates the raw logits, which overflows at 1000",
+        SAMPLING, "large logits do not overflow", edit(EXP, "math.exp(z / temperature)")),
+    Bug("top-p-on-full-mass", 3, "token_distribution", "measures top_p on the mass of all tokens instead of the top_k survivors",
+        SAMPLING, "then top_p measured on the kept mass", edit("mass = math.fsum(weights[i] for i in kept)", "mass = math.fsum(weights)")),
+    # Exercise 9: greedy_trace
+    Bug("greedy-drops-eos", 3, "greedy_trace", "stops at EOS without appending it",
+        GREEDY, "EOS stops the trace and is kept",
+        edit(GREEDY_STEP, "        best = max(range(len(probabilities)), key=probabilities.__getitem__)\n"
+                          "        if best == eos_id:\n            return tokens, \"eos\"\n        tokens.append(best)\n")),
+    Bug("greedy-one-token-too-many", 3, "greedy_trace", "stops after max_new_tokens + 1 tokens",
+        GREEDY, "the length limit stops the trace", edit("if len(tokens) == max_new_tokens:", "if len(tokens) > max_new_tokens:")),
+    Bug("greedy-limit-before-eos", 3, "greedy_trace", "checks the length limit before EOS",
+        GREEDY, "EOS on the last allowed step",
+        edit(GREEDY_STOPS, "        if len(tokens) == max_new_tokens:\n            return tokens, \"length_limit\"\n"
+                           "        if tokens[-1] == eos_id:\n            return tokens, \"eos\"\n")),
+    Bug("greedy-ties-to-last", 3, "greedy_trace", "breaks ties toward the higher token id",
+        GREEDY, "ties go to the lower token id", edit("key=probabilities.__getitem__", "key=lambda i: (probabilities[i], i)")),
+    Bug("greedy-ascending-sort", 3, "greedy_trace", "takes the first entry of an ascending sort: the least likely token",
+        GREEDY, "greedy takes the largest logit at every step", edit("key=probabilities.__getitem__", "key=lambda i: -probabilities[i]"), hint="argmin"),
+    Bug("greedy-silent-end", 3, "greedy_trace", "returns 'length_limit' when the prepared logits run out",
+        GREEDY, "raises ValueError",
+        edit('raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")',
+             'return tokens, "length_limit"')),
+]
+
+# ---- Module 5 ----------------------------------------------------------------------------------------------
+
+MASK, SINK, KV_REPEAT, KV_CACHE = "check_additive_mask_contract", "check_sink_attention_contract", "check_kv_repeat_contract", "check_kv_cache_contract"
+ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention_contract", "check_rolling_buffer_contract"
+LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
+
+ROLLING_BUFFER = "keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))"
+LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
+        z += k  # and remember how much weight went in
+        outputs[i] = q @ S / (q @ z)
+"""
+
+MODULE5 = [
+    # Exercise 1: make_mask
+    Bug("window-off-by-one", 5, "make_mask", "keeps query - key <= window: window + 1 keys",
+        MASK, "the window keeps exactly", edit("recent = query - key < window", "recent = query - key <= window"), hint="off by one"),
+    Bug("additive-mask-strict-causal", 5, "make_mask", "uses key < query, so a query cannot read its own key",
+        MASK, "reads its own key", edit("allowed = key <= query", "allowed = key < query")),
+    # Exercise 2: sdpa with a sink
+    Bug("sdpa-scale-dk", 5, "sdpa", "scales the scores by 1/d_k instead of 1/sqrt(d_k)",
+        SINK, "softmax(Q K^T / sqrt(d_k)) V", edit("* dtype.type(1.0 / math.sqrt(Q.shape[-1]))", "* dtype.type(1.0 / Q.shape[-1])"),
+        hint="sqrt(d_k)"),
+    Bug("sdpa-softmax-wrong-axis", 5, "sdpa", "sums the exponentials over the query axis",
+        SINK, "softmax(Q K^T / sqrt(d_k)) V", edit("denominator = exp_scores.sum(axis=-1, keepdims=True)", "denominator = exp_scores.sum(axis=-2, keepdims=True)"),
+        hint="key axis"),
+    Bug("sink-in-numerator", 5, "sdpa", "adds the sink's exp to every token's numerator instead of only to the denominator",
+        SINK, "sink is an extra logit", edit("denominator = denominator + np.exp(sink - top)", "exp_scores = exp_scores + np.exp(sink - top)")),
+    Bug("sdpa-nan-on-fully-masked-row", 5, "sdpa", "divides by a zero denominator on a fully masked row",
+        SINK, "empty_row='zero'",
+        edit("weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)", "weights = exp_scores / denominator"),
+        hint="NaN"),
+    # Exercise 3: repeat_kv_heads
+    Bug("kv-repeat-tiles", 5, "repeat_kv_heads", "tiles the KV heads with np.concatenate([x] * group) instead of repeating them",
+        KV_REPEAT, "repeat, not tile", edit("return np.repeat(x, group, axis=-3)", "return np.concatenate([x] * group, axis=-3)")),
+    # Exercise 4: kv_cache_bytes
+    Bug("kv-cache-window-not-clamped", 5, "kv_cache_bytes", "counts a full window even when the context is shorter",
+        KV_CACHE, "min(context, window)", edit("else min(context, window)", "else window")),
+    Bug("kv-cache-keys-only", 5, "kv_cache_bytes", "forgets the values: counts one vector per token instead of two",
+        KV_CACHE, "key and a value", edit("return 2 * kept", "return kept")),
+    # Exercise 5: online_softmax_dot
+    Bug("online-softmax-no-alpha", 5, "online_softmax_dot", "adds each tile without the alpha rescale of the running sums",
+        ONLINE, "running 'l'", (("l = alpha * l + ", "l = l + "), ("n = alpha * n + ", "n = n + ")), hint="without the alpha rescale"),
+    Bug("online-softmax-sum-not-rescaled", 5, "online_softmax_dot", "rescales the numerator but not the running sum",
+        ONLINE, "running 'l'", edit("l = alpha * l + ", "l = l + ")),
+    Bug("online-softmax-max-starts-at-zero", 5, "online_softmax_dot", "starts the running max at 0 instead of -inf",
+        ONLINE, "alpha", edit("m, l, n = -math.inf, 0.0, 0.0", "m, l, n = 0.0, 0.0, 0.0")),
+    # Exercise 6: tiled_attention
+    Bug("tiled-no-alpha-rescale", 5, "tiled_attention", "forgets to rescale the accumulator when a tile raises the row max",
+        TILED, "any tile size", edit("acc *= alpha[:, None]", "pass"), hint="alpha"),
+    Bug("tiled-query-offset-ignored", 5, "tiled_attention", "compares keys with local query indices, ignoring query_start",
+        TILED, "query_start places", edit("first, last = query_start + q0, query_start + q1 - 1", "first, last = q0, q1 - 1"),
+        hint="query offset ignored"),
+    Bug("tiled-window-off-by-one", 5, "tiled_attention", "blocks only keys with query - key > window: window + 1 keys",
+        TILED, "window=w keeps the last w keys", edit("blocked |= key_pos <= query_pos - window", "blocked |= key_pos < query_pos - window"),
+        hint="off by one"),
+    Bug("tiled-nan-from-empty-tile", 5, "tiled_attention", "subtracts a running max of -inf on a tile with no allowed key",
+        TILED, "without NaN", edit("safe = np.where(m_new == -np.inf, 0.0, m_new)", "safe = m_new")),
+    Bug("tiled-nan-on-fully-masked-row", 5, "tiled_attention", "divides the accumulator by a zero running sum on an empty row",
+        TILED, "empty_row='zero'", edit("np.divide(acc, l[:, None], out=acc, where=filled[:, None])", "acc /= l[:, None]")),
+    Bug("tiled-builds-dense-scores", 5, "tiled_attention", "builds the full T_q x T_k score matrix and calls dense attention",
+        TILED, "never holds a T_q x T_k score matrix", written=_dense_tiled_attention),
+    # Exercise 7: rolling_window_decode
+    Bug("rolling-buffer-keeps-w-plus-1", 5, "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
+        ROLLING, "never holds more than",
+        ((ROLLING_BUFFER, "keys, values = np.zeros((window + 1, d_k)), np.zeros((window + 1, d_v))"),
+         ("slot = t % window", "slot = t % (window + 1)"), ("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
+        hint="window + 1"),
+    Bug("rolling-buffer-miscounts-held", 5, "rolling_window_decode", "reports one slot more than the buffer holds",
+        ROLLING, "never holds more than", edit("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
+    # Exercise 8: linear_attention_recurrent
+    Bug("linear-attention-no-normaliser", 5, "linear_attention_recurrent", "divides by the sum of the query features instead of q . z",
+        LINEAR, "62 / 15", edit("outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()")),
+    Bug("linear-attention-reads-before-update", 5, "linear_attention_recurrent", "reads S and z before adding token i, so a token never sees itself",
+        LINEAR, "62 / 15", edit(LINEAR_STEP, "        outputs[i] = q @ S / (q @ z)\n        S += np.outer(k, v)\n        z += k\n")),
+    # Exercise 9: parallel_scan
+    Bug("parallel-scan-uses-updated-a", 5, "parallel_scan", "updates a before computing b, so b uses the new a",
+        SCAN, "loop", edit("a, b = a_prev * a, a * b_prev + b", "a = a_prev * a\n        b = a * b_prev + b")),
+    # Exercise 10: mla_absorbed_attention
+    Bug("latent-absorption-forgets-rope", 5, "mla_absorbed_attention", "scores only the latent part and drops q_rope . k_rope",
+        LATENT, "RoPE branch", edit("(q_latent @ latent.T + q_rope @ k_rope.T)", "(q_latent @ latent.T)")),
+    Bug("latent-absorption-scale-without-rope", 5, "mla_absorbed_attention", "scales by sqrt(d_nope), forgetting the RoPE width",
+        LATENT, "absorbed attention equals expanded attention", edit("math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])", "math.sqrt(q_nope.shape[-1])"),
+        hint="sqrt(d_nope + d_rope)"),
+]
+
+CATALOG = MODULE3 + MODULE5
