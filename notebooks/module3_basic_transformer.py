@@ -488,7 +488,13 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=np.float64)
 
-    got, want = as_array(actual), as_array(expected)
+    want = as_array(expected)
+    try:
+        got = as_array(actual)
+    except (TypeError, ValueError, AttributeError, RuntimeError):
+        raise ContractViolation(
+            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+        ) from None
     if got.shape != want.shape:
         raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
     with np.errstate(invalid="ignore"):
@@ -506,7 +512,7 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=3c23b85d66aa88825c0795f2521b2e92531891219c51591ba136d8f085cde004
+# builder:end sha256=9ea8ce2c3ff640a5d2c25c99c4a35bf9045ee0209b1fee9a135b93ad6af78901
 # builder:begin inline call_under_contract
 def call_under_contract(prop, on_input, function, *args, **kwargs):
     """Call the judged function; an unexpected exception becomes a ContractViolation naming ``prop``.
@@ -3407,6 +3413,7 @@ NEGATIVE_TESTS = [
     # (error, function, positional arguments, keyword arguments, a phrase the message must contain)
     (TypeError, softmax, ([1.0, 2.0],), {}, "torch.Tensor"),
     (ValueError, softmax, (torch.tensor([1.0, float("nan")]),), {}, "finite"),
+    (ValueError, softmax, (torch.zeros(2, 3),), {"dim": 2}, "dim"),
     (ValueError, attention_cost, (0, 64), {}, "n_tokens"),
     (TypeError, attention_cost, (1000.0, 64), {}, "integer"),
     (ValueError, kv_cache_bytes_per_token, (32, 0, 128), {}, "n_kv_heads"),
@@ -3437,25 +3444,34 @@ NEGATIVE_TESTS = [
     (ValueError, small_mha, (torch.zeros(3, 8),), {}, "dimensions"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 4, dtype=torch.bool)}, "token_valid"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 3)}, "bool"),
+    (TypeError, small_mha, (torch.zeros(1, 3, 8, dtype=torch.float64),), {}, "dtype"),
     (ValueError, layer_norm, (torch.zeros(2, 4),), {"weight": torch.ones(3)}, "weight"),
     (ValueError, layer_norm, (torch.zeros(2, 4),), {"eps": -1.0}, "eps"),
     (TypeError, layer_norm, (torch.zeros(2, 4, dtype=torch.long),), {}, "floating"),
     (ValueError, FeedForward, (8, 0), {}, "d_ff"),
+    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
     (ValueError, DecoderBlock, (10, 4, 16), {}, "evenly"),
+    (ValueError, DecoderBlock(8, 2, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
     (ValueError, transformer_parameter_floor, (0, 2048), {}, "d_model"),
     (TypeError, softmax_jacobian, ([0.5, 0.5],), {}, "torch.Tensor"),
     (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
+    (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
     (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
+    (ValueError, TinyLM, (), {"d_model": 0}, "d_model"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "weight_decay": -0.1}, "weight_decay"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9,)}, "pair"),
+    (TypeError, AdamW, ([1.0],), {"lr": 0.1}, "parameters[0]"),
     (TypeError, model, (torch.zeros(1, 3),), {}, "torch.long"),
     (ValueError, model, (torch.tensor([[0, 99]]),), {}, "token ids"),
     (ValueError, model, (torch.zeros(1, 40, dtype=torch.long),), {}, "max_length"),
+    (ValueError, model, (torch.zeros(1, 0, dtype=torch.long),), {}, "shape"),
     (ValueError, model.generate, (prompt, -1), {}, "new_tokens"),
+    (ValueError, model.generate, (prompt[0], 1), {}, "shape"),
     (ValueError, token_distribution, ([],), {}, "non-empty"),
     (ValueError, token_distribution, ("abc",), {}, "non-empty"),
     (ValueError, token_distribution, ([1.0, float("nan")],), {}, "finite"),

@@ -600,7 +600,13 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=np.float64)
 
-    got, want = as_array(actual), as_array(expected)
+    want = as_array(expected)
+    try:
+        got = as_array(actual)
+    except (TypeError, ValueError, AttributeError, RuntimeError):
+        raise ContractViolation(
+            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+        ) from None
     if got.shape != want.shape:
         raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
     with np.errstate(invalid="ignore"):
@@ -618,7 +624,7 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=3c23b85d66aa88825c0795f2521b2e92531891219c51591ba136d8f085cde004
+# builder:end sha256=9ea8ce2c3ff640a5d2c25c99c4a35bf9045ee0209b1fee9a135b93ad6af78901
 # builder:begin inline contract_call
 def contract_call(prop, on_input, hint, function, *args, **kwargs):
     """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
@@ -634,6 +640,16 @@ def contract_call(prop, on_input, hint, function, *args, **kwargs):
             prop, on_input, "a result (the input is valid)", f"{type(exc).__name__}: {exc}", hint
         ) from exc
 # builder:end sha256=77ce5847788864189f01cccf3c30cf734ec2a8d060af1324cd37495053d7cba1
+# builder:begin inline contract_parts
+def contract_parts(prop, on_input, result, names):
+    """Split ``result`` into the parts called ``names``; a result of another form fails ``prop`` by name."""
+    if isinstance(result, (tuple, list)) and len(result) == len(names):
+        return tuple(result)
+    expected = "(" + ", ".join(names) + ")"
+    raise ContractViolation(
+        prop, on_input, f"a tuple {expected}", f"{type(result).__name__} {result!r}"[:160], f"return {expected} together, as one tuple",
+    )
+# builder:end sha256=43f723e39abebfdc7192c1ffd81b27dc8df5334c90a5c8539afb486f6800d40a
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
@@ -747,11 +763,19 @@ def check_sink_attention_contract(sdpa):
     causal = np.where(np.tri(T, dtype=bool), 0.0, -np.inf)
     case = "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64"
 
+    def run_with_weights(prop, case, hint, *args, **kwargs):
+        out, weights = contract_parts(prop, case, run(prop, case, hint, *args, return_weights=True, **kwargs), ("output", "weights"))
+        contract_assert(
+            np.shape(weights) == (H, T, T), "return_weights=True also returns the token weights [..., T_q, T_k]", case,
+            f"shape {(H, T, T)}", f"shape {np.shape(weights)}", "return (output, weights), the weights without the sink's column",
+        )
+        return out, np.asarray(weights, dtype=float)
+
     prop = "output equals softmax(Q K^T / sqrt(d_k)) V"
     hint = "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)"
-    out, weights = run(prop, case + ", no mask", hint, Q, K, V, return_weights=True)
+    out, weights = run_with_weights(prop, case + ", no mask", hint, Q, K, V)
     error = contract_close(prop, case + ", no mask", out, reference(Q, K, V)[0], hint)
-    sums = np.asarray(weights).sum(axis=-1)
+    sums = weights.sum(axis=-1)
     contract_close(
         "without a sink every row of weights sums to 1", case + ", no mask", sums, np.ones_like(sums),
         "the softmax was normalised over the query axis instead of the key axis",
@@ -767,12 +791,12 @@ def check_sink_attention_contract(sdpa):
     prop, sink_case = "a sink is an extra logit whose value vector is zero", case + ", causal, sink=1.3"
     hint = ("the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score "
             "(which softmax ignores), gives a different output")
-    out, weights = run(prop, sink_case, hint, Q, K, V, causal, sink=sink, return_weights=True)
+    out, weights = run_with_weights(prop, sink_case, hint, Q, K, V, causal, sink=sink)
     want, want_w = reference(Q, K, V, causal, sink)
     sink_error = contract_close(prop, sink_case, out, want, hint)
     contract_close(
         "with a sink the token weights sum to 1 minus the sink's share", sink_case,
-        np.asarray(weights).sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
+        weights.sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
     )
     per_head = np.array([-2.0, 3.0]).reshape(H, 1, 1)
     judge(
@@ -805,6 +829,7 @@ def check_sink_attention_contract(sdpa):
     prop, empty_case = "empty_row='zero' gives an exact zero row", case + ", row 2 fully masked"
     hint = "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0"
     zero = np.asarray(run(prop, empty_case, hint, Q, K, V, empty, empty_row="zero"))
+    contract_assert(np.shape(zero) == (H, T, dv), prop, empty_case, f"shape {(H, T, dv)}", f"shape {np.shape(zero)}", hint)
     contract_close(prop, empty_case, zero[:, 2], np.zeros((H, dv)), hint, atol=0, rtol=0)
     keep = [0, 1, 3, 4]
     contract_close(
@@ -813,13 +838,11 @@ def check_sink_attention_contract(sdpa):
     )
     prop, only_case = "with a sink, a fully masked row sends all its mass to the sink (output 0)", case + ", every key blocked, sink=1.3"
     hint = "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value"
-    only_sink, only_sink_w = run(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink, return_weights=True)
-    contract_close(
-        prop, only_case, np.concatenate([np.ravel(only_sink), np.ravel(only_sink_w)]), np.zeros(H * T * (dv + T)), hint,
-        atol=0, rtol=0,
-    )
+    only_sink, only_sink_w = run_with_weights(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink)
+    contract_close(prop, only_case, only_sink, np.zeros((H, T, dv)), hint, atol=0, rtol=0)
+    contract_close(prop, only_case, only_sink_w, np.zeros((H, T, T)), hint, atol=0, rtol=0)
     return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}
-# builder:end sha256=9a53f37e833c4cf99a64958ec36261e4e38e2ff6f1e754badde33a46462ab8e5
+# builder:end sha256=8b5d6f28b08c5f3dfa5f3bbe88eca887cb25391886b1a4de9b9fd49ca165f335
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
     """Judge ``repeat_kv_heads(x, n_query_heads)``: KV heads on axis -3 repeated so query head h reads h // group.
@@ -928,13 +951,13 @@ def check_online_softmax_contract(online_softmax_dot):
         return math.fsum(w * v for w, v in zip(e, values)) / math.fsum(e)
 
     def run(prop, case, hint, *args):
-        return contract_call(prop, case, hint, online_softmax_dot, *args)
+        return contract_parts(prop, case, contract_call(prop, case, hint, online_softmax_dot, *args), ("output", "trace"))
 
     case = "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]"
     output, trace = run("valid tiles give (output, trace)", case, "return the output and the list of per-tile dicts",
                         [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
     contract_assert(
-        len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
+        isinstance(trace, (list, tuple)) and len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
         "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
     )
     e = math.exp
@@ -981,7 +1004,7 @@ def check_online_softmax_contract(online_softmax_dot):
     got, _ = run(prop, case, hint, [[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
     contract_close(prop, case, [got], [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
     return {"trace": "PASS", "random_tilings": 5, "extreme_logits": "PASS"}
-# builder:end sha256=1fb3e9be7d0e76574ab53afae7ceb9f1e45e676b9b5f11fc82dcfc96d27898cc
+# builder:end sha256=83b8a79e74288e05e77208d1107118be27a96c9eb59fb1cdd25aa42592eb5d28
 # builder:begin inline check_tiled_attention_contract
 def check_tiled_attention_contract(tiled_attention):
     """Judge ``tiled_attention(Q, K, V, mask=None, *, tile_size, sink, empty_row, causal, window, query_start)``.
@@ -1152,6 +1175,7 @@ def check_rolling_buffer_contract(rolling_window_decode):
     slots; ``largest`` is the most keys the buffer ever held. Returns a summary.
     """
     import math
+    import numbers
 
     import numpy as np
 
@@ -1168,12 +1192,12 @@ def check_rolling_buffer_contract(rolling_window_decode):
     worst = 0.0
     for window in (1, 3, 4, 11, 20):
         case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window}"
-        outputs, largest = contract_call(
-            "any window of at least 1 is accepted", case, "a window longer than the sequence simply never fills",
-            rolling_window_decode, Q, K, V, window,
-        )
+        prop = "any window of at least 1 is accepted"
+        outputs, largest = contract_parts(prop, case, contract_call(
+            prop, case, "a window longer than the sequence simply never fills", rolling_window_decode, Q, K, V, window,
+        ), ("outputs", "largest"))
         contract_assert(
-            largest == min(n, window), "the buffer never holds more than `window` keys", case,
+            isinstance(largest, numbers.Integral) and largest == min(n, window), "the buffer never holds more than `window` keys", case,
             f"largest buffer {min(n, window)}", f"largest buffer {largest}",
             "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after",
         )
@@ -1182,9 +1206,10 @@ def check_rolling_buffer_contract(rolling_window_decode):
             "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
         ))
     prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
-    contract_close(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1)[0], V, hint)
+    outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
+    contract_close(prop, "window=1", outputs, V, hint)
     return {"max_error": worst, "largest_buffer": "PASS"}
-# builder:end sha256=f54b8f08cf3321caf0e83f8d54c3eca985c8f2c65e29ec3a57b0a9e09f9193e3
+# builder:end sha256=63f9a4acb2bba74241ca29a40119220bd9e806b5737e0f90ae818ab7816f07e2
 # builder:begin inline check_linear_attention_contract
 def check_linear_attention_contract(linear_attention_recurrent):
     """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
@@ -1201,17 +1226,34 @@ def check_linear_attention_contract(linear_attention_recurrent):
         weights = np.tril(phi(Q) @ phi(K).T)
         return (weights / weights.sum(axis=1, keepdims=True)) @ V
 
+    def run(case, Q, K, V):
+        """(outputs, S, z) of the judged function, each of the shape it must have."""
+        prop = "valid inputs give (outputs, S, z)"
+        out, S, z = contract_parts(prop, case, contract_call(
+            prop, case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V,
+        ), ("outputs", "S", "z"))
+        (n, dk), dv = Q.shape, V.shape[1]
+        contract_assert(
+            np.shape(out) == (n, dv), "one output row per token: outputs [n, d_v]", case, f"shape {(n, dv)}", f"shape {np.shape(out)}",
+            "write outputs[i] for every token i",
+        )
+        contract_assert(
+            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
+            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
+        )
+        return np.asarray(out, dtype=float), S, z
+
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
     case = "keys (1,0), (0,1), (1,1); values 2, 4, 6; third query (1,0)"
-    out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Qw, Kw, Vw)
+    out, S, z = run(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
         "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise",
     )
-    third = np.ravel(out)[2]
+    third = out[2, 0]
     if np.isclose(third, 26.0 / 9.0, rtol=1e-12, atol=0):  # the sums of tokens 0 and 1 only
         hint = "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself"
     else:
@@ -1222,22 +1264,18 @@ def check_linear_attention_contract(linear_attention_recurrent):
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
         Q, K, V = gen.standard_normal((n, dk)), gen.standard_normal((n, dk)), gen.standard_normal((n, dv))
         case = f"random Q, K [{n}, {dk}], V [{n}, {dv}]"
-        out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V)
+        out, S, z = run(case, Q, K, V)
         worst = max(worst, contract_close(
             "the running sum equals the quadratic causal form", case, out, quadratic(Q, K, V),
             "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens",
         ))
-        contract_assert(
-            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
-            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
-        )
     changed = V.copy()
     changed[-1] += 10.0
     prop, case = "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed"
     hint = "build the sums as you go; the totals over all tokens let every query see the future"
-    contract_close(prop, case, contract_call(prop, case, hint, linear_attention_recurrent, Q, K, changed)[0][:-1], out[:-1], hint)
+    contract_close(prop, case, run(case, Q, K, changed)[0][:-1], out[:-1], hint)
     return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
-# builder:end sha256=14485b9118c6307b7ef23ce7a6ffce5d2cbeedfd842367acc89a60c565122218
+# builder:end sha256=3e8efe93b6e92720d2d8efb4a861475c73fbf1498944f721b08d19c223cf0584
 # builder:begin inline check_parallel_scan_contract
 def check_parallel_scan_contract(parallel_scan):
     """Judge ``parallel_scan(a, b) -> (states, rounds)`` for h_t = a_t h_(t-1) + b_t with h_0 = 0.
@@ -1245,6 +1283,7 @@ def check_parallel_scan_contract(parallel_scan):
     States must equal the sequential loop, in ceil(log2 T) rounds of merges. Returns a summary.
     """
     import math
+    import numbers
 
     import numpy as np
 
@@ -1256,10 +1295,17 @@ def check_parallel_scan_contract(parallel_scan):
         return np.array(states)
 
     case = "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)"
-    states, rounds = contract_call(
-        "valid steps give (states, rounds)", case, "return the states and the number of rounds",
-        parallel_scan, [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0],
-    )
+    def run(case, a, b):
+        prop = "valid steps give (states, rounds)"
+        result = contract_call(prop, case, "return the states and the number of rounds", parallel_scan, a, b)
+        states, rounds = contract_parts(prop, case, result, ("states", "rounds"))
+        contract_assert(
+            isinstance(rounds, numbers.Integral), "rounds is a whole number", case, "an int", f"{type(rounds).__name__} {rounds!r}",
+            "count the rounds with an int counter",
+        )
+        return states, rounds
+
+    states, rounds = run(case, [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0])
     contract_close(
         "the states equal the loop 1, 0.5, 0.25, 2.125", case, states, [1.0, 0.5, 0.25, 2.125],
         "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides",
@@ -1271,7 +1317,7 @@ def check_parallel_scan_contract(parallel_scan):
         a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
         a_copy, b_copy = a.copy(), b.copy()
         case = f"{T} random steps"
-        states, rounds = contract_call("valid steps give (states, rounds)", case, "return the states and the number of rounds", parallel_scan, a, b)
+        states, rounds = run(case, a, b)
         worst = max(worst, contract_close(
             "every state equals the sequential loop", case, states, loop(a, b),
             "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r",
@@ -1286,7 +1332,7 @@ def check_parallel_scan_contract(parallel_scan):
             "a and b as passed in", "they were modified in place", "work on copies (np.array(a, dtype=float))",
         )
     return {"max_error": worst, "rounds": "PASS"}
-# builder:end sha256=8e13c9965e0e2af83b3cd98d83765912eb0085941d2ae7fe9a52284d2aeb20f0
+# builder:end sha256=ff03ed6926554e05f0dec16c860f61d032383477e9a8520b499307826a3124fb
 # builder:begin inline check_latent_absorption_contract
 def check_latent_absorption_contract(mla_absorbed_attention):
     """Judge ``mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None)``.
@@ -1816,6 +1862,7 @@ expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
 expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
 expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
 expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
+expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
 
 
 # %%
@@ -2008,6 +2055,7 @@ for name, a, b in zip("qkv", grads_explicit, grads_api):
     assert torch.isfinite(a).all(), f"non-finite gradient for {name}"
 print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
+expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 
 # is_causal=True aligns the triangle top-left: one decoding query (token 4 of 5) would see key 0 only.
 q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
@@ -2511,6 +2559,7 @@ expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="cau
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
+expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
 print("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow: PASS")
 
 
@@ -2553,6 +2602,8 @@ def plot_block_kinds(panels, language="en"):
 
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
+expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
+expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
     print(f"16 x 16 blocks, {name:14s}: {int((kinds > 0).sum()):3d} of {kinds.size} computed, {int((kinds == 1).sum())} of them masked")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
@@ -2947,6 +2998,7 @@ assert all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r
 assert shortlists[3.0]["output_error"] < shortlists[1.0]["output_error"]
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
+expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
 print("Sparse patterns and the shortlist: PASS")
 
 
@@ -3045,6 +3097,7 @@ print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(f
       f"state {S200.shape} + {z200.shape} at any length")
 assert np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
+expect_raises(TypeError, feature_map, None, match="x")
 
 # Softmax against linear weights on the same 10 decisive queries (twice the usual size) and keys.
 Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
@@ -3231,6 +3284,8 @@ REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
+expect_raises(ValueError, selective_ssm, RECALL_VALUES, deltas[:3], match="one step size per input")
+expect_raises(TypeError, softplus, None, match="x")
 
 
 def plot_selective_recall(values, selective, fixed, language="en"):
@@ -3599,6 +3654,7 @@ print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 assert quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
+expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 
 
 def quantized_attention_error(bits, key_axis, outlier_channels=4, outlier_scale=10.0, n=64, d=64, seed=SEED):

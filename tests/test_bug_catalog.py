@@ -9,7 +9,9 @@ mutation and not because the contract always fails.
 import re
 import warnings
 
+import numpy as np
 import pytest
+import torch
 
 from builder.contracts.violations import ContractViolation
 from tests.bug_catalog import CATALOG
@@ -72,3 +74,27 @@ TARGETS = sorted({(bug.module, bug.target, bug.contract) for bug in CATALOG})
 def test_the_unmutated_function_passes_the_same_contract(module, target, contract):
     summary = contract_check(contract)(notebook(module)[target])
     assert isinstance(summary, dict) and summary
+
+
+CONTRACTS = sorted({bug.contract for bug in CATALOG})
+GARBAGE = {
+    "None": None, "zero": 0, "nan": float("nan"), "string": "abc", "empty dict": {}, "list": [0.0], "array": np.zeros(3),
+    "tensor": torch.zeros(3), "pair of None": (None, None), "triple of None": (None, None, None), "pair of arrays": (np.zeros(3), np.zeros(3)),
+    "triple of arrays": (np.zeros(3),) * 3, "pair of strings": ("a", "b"), "pair of empty lists": ([], []),
+}
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_a_contract_fails_by_name_whatever_a_wrong_implementation_returns(contract):
+    """A contract never crashes on what it judges: any result of the wrong form is a ContractViolation with a full message."""
+
+    def raising(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    for label, value in [*GARBAGE.items(), ("raises RuntimeError", None)]:
+        implementation = raising if label == "raises RuntimeError" else (lambda *args, value=value, **kwargs: value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            with pytest.raises(ContractViolation) as caught:
+                contract_check(contract)(implementation)
+        assert all(part in str(caught.value) for part in MESSAGE_PARTS), f"{label}: {caught.value}"

@@ -1,6 +1,6 @@
 """Contract checks for the efficient designs: linear attention, the parallel scan and latent (MLA) absorption."""
 
-from .calls import contract_call
+from .calls import contract_call, contract_parts
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"]
@@ -21,17 +21,34 @@ def check_linear_attention_contract(linear_attention_recurrent):
         weights = np.tril(phi(Q) @ phi(K).T)
         return (weights / weights.sum(axis=1, keepdims=True)) @ V
 
+    def run(case, Q, K, V):
+        """(outputs, S, z) of the judged function, each of the shape it must have."""
+        prop = "valid inputs give (outputs, S, z)"
+        out, S, z = contract_parts(prop, case, contract_call(
+            prop, case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V,
+        ), ("outputs", "S", "z"))
+        (n, dk), dv = Q.shape, V.shape[1]
+        contract_assert(
+            np.shape(out) == (n, dv), "one output row per token: outputs [n, d_v]", case, f"shape {(n, dv)}", f"shape {np.shape(out)}",
+            "write outputs[i] for every token i",
+        )
+        contract_assert(
+            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
+            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
+        )
+        return np.asarray(out, dtype=float), S, z
+
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
     case = "keys (1,0), (0,1), (1,1); values 2, 4, 6; third query (1,0)"
-    out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Qw, Kw, Vw)
+    out, S, z = run(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
         "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise",
     )
-    third = np.ravel(out)[2]
+    third = out[2, 0]
     if np.isclose(third, 26.0 / 9.0, rtol=1e-12, atol=0):  # the sums of tokens 0 and 1 only
         hint = "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself"
     else:
@@ -42,20 +59,16 @@ def check_linear_attention_contract(linear_attention_recurrent):
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
         Q, K, V = gen.standard_normal((n, dk)), gen.standard_normal((n, dk)), gen.standard_normal((n, dv))
         case = f"random Q, K [{n}, {dk}], V [{n}, {dv}]"
-        out, S, z = contract_call("valid inputs give (outputs, S, z)", case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V)
+        out, S, z = run(case, Q, K, V)
         worst = max(worst, contract_close(
             "the running sum equals the quadratic causal form", case, out, quadratic(Q, K, V),
             "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens",
         ))
-        contract_assert(
-            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
-            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
-        )
     changed = V.copy()
     changed[-1] += 10.0
     prop, case = "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed"
     hint = "build the sums as you go; the totals over all tokens let every query see the future"
-    contract_close(prop, case, contract_call(prop, case, hint, linear_attention_recurrent, Q, K, changed)[0][:-1], out[:-1], hint)
+    contract_close(prop, case, run(case, Q, K, changed)[0][:-1], out[:-1], hint)
     return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
 
 
@@ -65,6 +78,7 @@ def check_parallel_scan_contract(parallel_scan):
     States must equal the sequential loop, in ceil(log2 T) rounds of merges. Returns a summary.
     """
     import math
+    import numbers
 
     import numpy as np
 
@@ -76,10 +90,17 @@ def check_parallel_scan_contract(parallel_scan):
         return np.array(states)
 
     case = "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)"
-    states, rounds = contract_call(
-        "valid steps give (states, rounds)", case, "return the states and the number of rounds",
-        parallel_scan, [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0],
-    )
+    def run(case, a, b):
+        prop = "valid steps give (states, rounds)"
+        result = contract_call(prop, case, "return the states and the number of rounds", parallel_scan, a, b)
+        states, rounds = contract_parts(prop, case, result, ("states", "rounds"))
+        contract_assert(
+            isinstance(rounds, numbers.Integral), "rounds is a whole number", case, "an int", f"{type(rounds).__name__} {rounds!r}",
+            "count the rounds with an int counter",
+        )
+        return states, rounds
+
+    states, rounds = run(case, [0.5, 0.5, 0.5, 0.5], [1.0, 0.0, 0.0, 2.0])
     contract_close(
         "the states equal the loop 1, 0.5, 0.25, 2.125", case, states, [1.0, 0.5, 0.25, 2.125],
         "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides",
@@ -91,7 +112,7 @@ def check_parallel_scan_contract(parallel_scan):
         a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
         a_copy, b_copy = a.copy(), b.copy()
         case = f"{T} random steps"
-        states, rounds = contract_call("valid steps give (states, rounds)", case, "return the states and the number of rounds", parallel_scan, a, b)
+        states, rounds = run(case, a, b)
         worst = max(worst, contract_close(
             "every state equals the sequential loop", case, states, loop(a, b),
             "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r",

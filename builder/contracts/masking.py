@@ -1,6 +1,6 @@
 """Contract checks for Module 5's additive masks and for softmax attention with a sink logit."""
 
-from .calls import contract_call
+from .calls import contract_call, contract_parts
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_additive_mask_contract", "check_sink_attention_contract"]
@@ -118,11 +118,19 @@ def check_sink_attention_contract(sdpa):
     causal = np.where(np.tri(T, dtype=bool), 0.0, -np.inf)
     case = "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64"
 
+    def run_with_weights(prop, case, hint, *args, **kwargs):
+        out, weights = contract_parts(prop, case, run(prop, case, hint, *args, return_weights=True, **kwargs), ("output", "weights"))
+        contract_assert(
+            np.shape(weights) == (H, T, T), "return_weights=True also returns the token weights [..., T_q, T_k]", case,
+            f"shape {(H, T, T)}", f"shape {np.shape(weights)}", "return (output, weights), the weights without the sink's column",
+        )
+        return out, np.asarray(weights, dtype=float)
+
     prop = "output equals softmax(Q K^T / sqrt(d_k)) V"
     hint = "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)"
-    out, weights = run(prop, case + ", no mask", hint, Q, K, V, return_weights=True)
+    out, weights = run_with_weights(prop, case + ", no mask", hint, Q, K, V)
     error = contract_close(prop, case + ", no mask", out, reference(Q, K, V)[0], hint)
-    sums = np.asarray(weights).sum(axis=-1)
+    sums = weights.sum(axis=-1)
     contract_close(
         "without a sink every row of weights sums to 1", case + ", no mask", sums, np.ones_like(sums),
         "the softmax was normalised over the query axis instead of the key axis",
@@ -138,12 +146,12 @@ def check_sink_attention_contract(sdpa):
     prop, sink_case = "a sink is an extra logit whose value vector is zero", case + ", causal, sink=1.3"
     hint = ("the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score "
             "(which softmax ignores), gives a different output")
-    out, weights = run(prop, sink_case, hint, Q, K, V, causal, sink=sink, return_weights=True)
+    out, weights = run_with_weights(prop, sink_case, hint, Q, K, V, causal, sink=sink)
     want, want_w = reference(Q, K, V, causal, sink)
     sink_error = contract_close(prop, sink_case, out, want, hint)
     contract_close(
         "with a sink the token weights sum to 1 minus the sink's share", sink_case,
-        np.asarray(weights).sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
+        weights.sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
     )
     per_head = np.array([-2.0, 3.0]).reshape(H, 1, 1)
     judge(
@@ -176,6 +184,7 @@ def check_sink_attention_contract(sdpa):
     prop, empty_case = "empty_row='zero' gives an exact zero row", case + ", row 2 fully masked"
     hint = "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0"
     zero = np.asarray(run(prop, empty_case, hint, Q, K, V, empty, empty_row="zero"))
+    contract_assert(np.shape(zero) == (H, T, dv), prop, empty_case, f"shape {(H, T, dv)}", f"shape {np.shape(zero)}", hint)
     contract_close(prop, empty_case, zero[:, 2], np.zeros((H, dv)), hint, atol=0, rtol=0)
     keep = [0, 1, 3, 4]
     contract_close(
@@ -184,9 +193,7 @@ def check_sink_attention_contract(sdpa):
     )
     prop, only_case = "with a sink, a fully masked row sends all its mass to the sink (output 0)", case + ", every key blocked, sink=1.3"
     hint = "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value"
-    only_sink, only_sink_w = run(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink, return_weights=True)
-    contract_close(
-        prop, only_case, np.concatenate([np.ravel(only_sink), np.ravel(only_sink_w)]), np.zeros(H * T * (dv + T)), hint,
-        atol=0, rtol=0,
-    )
+    only_sink, only_sink_w = run_with_weights(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink)
+    contract_close(prop, only_case, only_sink, np.zeros((H, T, dv)), hint, atol=0, rtol=0)
+    contract_close(prop, only_case, only_sink_w, np.zeros((H, T, T)), hint, atol=0, rtol=0)
     return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}

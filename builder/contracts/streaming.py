@@ -1,6 +1,6 @@
 """Contract checks for exact streaming attention: the online softmax and tiled (FlashAttention-style) attention."""
 
-from .calls import contract_call
+from .calls import contract_call, contract_parts
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_online_softmax_contract", "check_tiled_attention_contract"]
@@ -22,13 +22,13 @@ def check_online_softmax_contract(online_softmax_dot):
         return math.fsum(w * v for w, v in zip(e, values)) / math.fsum(e)
 
     def run(prop, case, hint, *args):
-        return contract_call(prop, case, hint, online_softmax_dot, *args)
+        return contract_parts(prop, case, contract_call(prop, case, hint, online_softmax_dot, *args), ("output", "trace"))
 
     case = "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]"
     output, trace = run("valid tiles give (output, trace)", case, "return the output and the list of per-tile dicts",
                         [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
     contract_assert(
-        len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
+        isinstance(trace, (list, tuple)) and len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
         "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
     )
     e = math.exp

@@ -35,7 +35,13 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=np.float64)
 
-    got, want = as_array(actual), as_array(expected)
+    want = as_array(expected)
+    try:
+        got = as_array(actual)
+    except (TypeError, ValueError, AttributeError, RuntimeError):
+        raise ContractViolation(
+            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+        ) from None
     if got.shape != want.shape:
         raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
     with np.errstate(invalid="ignore"):
