@@ -96,7 +96,8 @@ SEED = 4
 LANGUAGE = "en"  # figure labels: "en" or "ru"
 torch.manual_seed(SEED)
 torch.set_num_threads(1)  # one thread: identical numbers on every run
-torch.use_deterministic_algorithms(True)
+# No torch.use_deterministic_algorithms(True): on one CPU thread every op here is already deterministic,
+# and that switch would import the compiler stack (about a second of start-up).
 ENVIRONMENT = report_environment()
 gc.freeze()  # the objects imported so far (torch's are many) are never garbage: later collections skip them
 
