@@ -3115,20 +3115,16 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     ### BEGIN SOLUTION
     largest = max(logits)
     weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
-    ranked = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
-    kept = ranked if top_k is None else ranked[:top_k]
+    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))  # most likely first, ties to the lower id
+    if top_k is not None:
+        order = order[:top_k]
     if top_p is not None:
-        mass = math.fsum(weights[i] for i in kept)
-        prefix, running = [], 0.0
-        for i in kept:
-            prefix.append(i)                # the token that crosses the threshold stays
-            running += weights[i] / mass
-            if running >= top_p:
-                break
-        kept = prefix
-    total = math.fsum(weights[i] for i in kept)
-    chosen = set(kept)
-    return [weights[i] / total if i in chosen else 0.0 for i in range(len(logits))]
+        mass = math.fsum(weights[i] for i in order)
+        reached = list(itertools.accumulate(weights[i] / mass for i in order))  # share of the first j + 1 tokens
+        crossing = next((j for j, share in enumerate(reached) if share >= top_p), len(order) - 1)
+        order = order[:crossing + 1]  # the token that crosses the threshold stays
+    total = math.fsum(weights[i] for i in order)
+    return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]
     ### END SOLUTION
 
 
@@ -3141,26 +3137,20 @@ def check_token_distribution_contract(token_distribution):
     then keep the shortest prefix of those whose renormalised mass reaches top_p (the token that
     crosses the threshold stays), and renormalise. Returns the largest error.
     """
+    import itertools
     import math
 
     def policy(logits, temperature=1.0, top_k=None, top_p=None, *, drop_crossing=False):
         top = max(logits)
         weights = [math.exp((z - top) / temperature) for z in logits]
-        ranked = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
-        kept = ranked if top_k is None else ranked[:top_k]
+        order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))[:top_k]  # top_k=None keeps all
         if top_p is not None and top_p < 1:
-            mass = math.fsum(weights[i] for i in kept)
-            prefix, running = [], 0.0
-            for i in kept:
-                if drop_crossing and running + weights[i] / mass >= top_p and prefix:
-                    break
-                prefix.append(i)
-                running += weights[i] / mass
-                if running >= top_p:
-                    break
-            kept = prefix
-        total = math.fsum(weights[i] for i in kept)
-        return [weights[i] / total if i in kept else 0.0 for i in range(len(logits))]
+            mass = math.fsum(weights[i] for i in order)
+            shares = list(itertools.accumulate(weights[i] / mass for i in order))
+            crossing = next((j for j, share in enumerate(shares) if share >= top_p), len(order) - 1)
+            order = order[: crossing if drop_crossing and crossing > 0 else crossing + 1]
+        total = math.fsum(weights[i] for i in order)
+        return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]
 
     worst = [0.0]
 
@@ -3233,7 +3223,7 @@ def check_token_distribution_contract(token_distribution):
     )
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}
-# builder:end sha256=f65c633ed28422724afef30ef12ff566400d09ae5b1dab9158573a718d17236f
+# builder:end sha256=8e78cf7836034bf475c067c434bc8ebac3c554865b06e83a7e603d43aaae9d2e
 check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
 
 # %%

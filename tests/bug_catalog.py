@@ -118,11 +118,6 @@ MEAN = "mean = x.mean(dim=-1, keepdim=True)"
 VARIANCE = "variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)"
 SQRT = "torch.sqrt(variance + eps)"
 EXP = "math.exp((z - largest) / temperature)"
-TOP_P_LOOP = """            prefix.append(i)                # the token that crosses the threshold stays
-            running += weights[i] / mass
-            if running >= top_p:
-                break
-"""
 GREEDY_STEP = """        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
         if tokens[-1] == eos_id:
             return tokens, "eos"
@@ -132,7 +127,6 @@ GREEDY_STOPS = """        if tokens[-1] == eos_id:
         if len(tokens) == max_new_tokens:
             return tokens, "length_limit"
 """
-
 MODULE3 = [
     # Exercise 1: sinusoidal_encoding
     Bug("pe-sin-cos-swapped", 3, "sinusoidal_encoding", "puts the cosine on the even columns and the sine on the odd ones",
@@ -233,18 +227,17 @@ MODULE3 = [
     # Exercise 8: token_distribution
     Bug("temperature-after-softmax", 3, "token_distribution", "divides the probabilities by the temperature after the softmax",
         SAMPLING, "temperature divides the logits",
-        ((EXP, "math.exp(z - largest)"), ("weights[i] / total if i in chosen", "weights[i] / total / temperature if i in chosen"))),
+        ((EXP, "math.exp(z - largest)"), ("weights[i] / total if i in order", "weights[i] / total / temperature if i in order"))),
     Bug("temperature-multiplies", 3, "token_distribution", "multiplies the logits by the temperature",
         SAMPLING, "temperature divides the logits", edit(EXP, "math.exp((z - largest) * temperature)"),
         hint="multiplied by the temperature"),
     Bug("top-k-off-by-one", 3, "token_distribution", "keeps top_k + 1 tokens",
-        SAMPLING, "top_k keeps exactly the k", edit("ranked[:top_k]", "ranked[:top_k + 1]"), hint="off by one"),
+        SAMPLING, "top_k keeps exactly the k", edit("order[:top_k]", "order[:top_k + 1]"), hint="off by one"),
     Bug("top-k-first-ids", 3, "token_distribution", "keeps the first k token ids instead of the k largest logits",
-        SAMPLING, "wherever they sit", edit("ranked[:top_k]", "list(range(top_k))"), hint="first k ids"),
+        SAMPLING, "wherever they sit", edit("order[:top_k]", "list(range(top_k))"), hint="first k ids"),
     Bug("top-p-drops-crossing-token", 3, "token_distribution", "stops before adding the token whose mass crosses top_p",
         SAMPLING, "keeps the token that crosses",
-        edit(TOP_P_LOOP, "            running += weights[i] / mass\n            if running >= top_p and prefix:\n"
-                         "                break\n            prefix.append(i)\n"), hint="was dropped"),
+        edit("order = order[:crossing + 1]", "order = order[:crossing] or order[:1]"), hint="was dropped"),
     Bug("top-p-ignored", 3, "token_distribution", "never applies the top_p filter",
         SAMPLING, "keeps the token that crosses", edit("if top_p is not None:\n        mass", "if False:\n        mass")),
     Bug("sampling-ties-to-higher-id", 3, "token_distribution", "breaks ties between equal logits toward the higher token id",
@@ -252,7 +245,7 @@ MODULE3 = [
     Bug("sampling-no-max-shift", 3, "token_distribution", "exponentiates the raw logits, which overflows at 1000",
         SAMPLING, "large logits do not overflow", edit(EXP, "math.exp(z / temperature)")),
     Bug("top-p-on-full-mass", 3, "token_distribution", "measures top_p on the mass of all tokens instead of the top_k survivors",
-        SAMPLING, "then top_p measured on the kept mass", edit("mass = math.fsum(weights[i] for i in kept)", "mass = math.fsum(weights)")),
+        SAMPLING, "then top_p measured on the kept mass", edit("mass = math.fsum(weights[i] for i in order)", "mass = math.fsum(weights)")),
     # Exercise 9: greedy_trace
     Bug("greedy-drops-eos", 3, "greedy_trace", "stops at EOS without appending it",
         GREEDY, "EOS stops the trace and is kept",

@@ -13,26 +13,20 @@ def check_token_distribution_contract(token_distribution):
     then keep the shortest prefix of those whose renormalised mass reaches top_p (the token that
     crosses the threshold stays), and renormalise. Returns the largest error.
     """
+    import itertools
     import math
 
     def policy(logits, temperature=1.0, top_k=None, top_p=None, *, drop_crossing=False):
         top = max(logits)
         weights = [math.exp((z - top) / temperature) for z in logits]
-        ranked = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
-        kept = ranked if top_k is None else ranked[:top_k]
+        order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))[:top_k]  # top_k=None keeps all
         if top_p is not None and top_p < 1:
-            mass = math.fsum(weights[i] for i in kept)
-            prefix, running = [], 0.0
-            for i in kept:
-                if drop_crossing and running + weights[i] / mass >= top_p and prefix:
-                    break
-                prefix.append(i)
-                running += weights[i] / mass
-                if running >= top_p:
-                    break
-            kept = prefix
-        total = math.fsum(weights[i] for i in kept)
-        return [weights[i] / total if i in kept else 0.0 for i in range(len(logits))]
+            mass = math.fsum(weights[i] for i in order)
+            shares = list(itertools.accumulate(weights[i] / mass for i in order))
+            crossing = next((j for j, share in enumerate(shares) if share >= top_p), len(order) - 1)
+            order = order[: crossing if drop_crossing and crossing > 0 else crossing + 1]
+        total = math.fsum(weights[i] for i in order)
+        return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]
 
     worst = [0.0]
 
