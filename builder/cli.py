@@ -185,7 +185,11 @@ def cmd_bench(course, args) -> int:
     """Run one benchmark from builder/bench.py; fail when a result is over its budget."""
     from . import bench
 
-    results = getattr(bench, BENCHES[args.what])(course, args.names, repeats=args.repeats)
+    try:
+        results = getattr(bench, BENCHES[args.what])(course, args.names, repeats=args.repeats)
+    except ValueError as exc:  # bad names or repeats: say what is allowed
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK if all(bench.within_budget(r) for r in results) else EXIT_FAILED
 
 

@@ -227,3 +227,10 @@ def test_hand_written_adamw_matches_torch_optim(nb):
             optimizer.step()
     for a, b in zip(ours_model.parameters(), theirs_model.parameters()):
         assert torch.allclose(a, b, atol=1e-5), "the hand-written AdamW drifted from torch.optim.AdamW"
+
+
+def test_bench_with_bad_arguments_is_a_usage_error(capsys):
+    assert cli.main(["bench", "speed", "--repeats", "0"]) == cli.EXIT_USAGE
+    assert cli.main(["bench", "tiled", "module3"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "repeats must be at least 1" in err and "takes no notebook names" in err
