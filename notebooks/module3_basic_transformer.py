@@ -513,22 +513,21 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         )
     return float(error.max()) if error.size else 0.0
 # builder:end sha256=9ea8ce2c3ff640a5d2c25c99c4a35bf9045ee0209b1fee9a135b93ad6af78901
-# builder:begin inline call_under_contract
-def call_under_contract(prop, on_input, function, *args, **kwargs):
-    """Call the judged function; an unexpected exception becomes a ContractViolation naming ``prop``.
+# builder:begin inline contract_call
+def contract_call(prop, on_input, hint, function, *args, **kwargs):
+    """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
 
-    NotImplementedError passes through untouched, so an exercise stub is still recognised as one.
+    NotImplementedError (an exercise stub) and ContractViolation pass through unchanged.
     """
     try:
         return function(*args, **kwargs)
-    except NotImplementedError:
+    except (NotImplementedError, ContractViolation):
         raise
     except Exception as exc:
         raise ContractViolation(
-            prop, on_input, "a result", f"{type(exc).__name__}: {exc}",
-            "the function raised on a valid input; the traceback above this message shows where",
+            prop, on_input, "a result (the input is valid)", f"{type(exc).__name__}: {exc}", hint
         ) from exc
-# builder:end sha256=6366e61c49479fc431b0ba0fe8340ea357f51ccb0e89a2ee9b43e4fcc63e54ba
+# builder:end sha256=77ce5847788864189f01cccf3c30cf734ec2a8d060af1324cd37495053d7cba1
 # builder:begin inline check_exercise
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check and print the verdict.
@@ -1162,7 +1161,7 @@ def check_positional_encoding_contract(sinusoidal_encoding):
 
     def judge(length, d_model, base, prop, case):
         extra = {} if base == 10_000.0 else {"base": base}
-        result = call_under_contract(prop, case, sinusoidal_encoding, length, d_model, **extra)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, length, d_model, **extra)
         contract_assert(
             isinstance(result, torch.Tensor), prop, case, "a torch.Tensor", type(result).__name__,
             "return the table as a tensor (torch.empty / torch.stack), not a list or an array",
@@ -1189,7 +1188,7 @@ def check_positional_encoding_contract(sinusoidal_encoding):
         return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
 
     zero_case = "sinusoidal_encoding(1, 6)"
-    row = call_under_contract("position 0 is (0, 1, 0, 1, ...)", zero_case, sinusoidal_encoding, 1, 6)
+    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
     if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
         values = [round(float(x), 6) for x in row[0]]
         if values == [1.0, 0.0] * 3:
@@ -1206,7 +1205,7 @@ def check_positional_encoding_contract(sinusoidal_encoding):
         5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
     ))
     return {"table_max_error": error}
-# builder:end sha256=0dc4de5b186255a089ab90f9297c14c7c9c0709ffa7817d462b02c37f5cd5e73
+# builder:end sha256=02914ea84877685895ebb7f2a3e502473ed341393bdf4e1a12802996ee0786cb
 check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_encoding, globals())
 
 # %%
@@ -1333,7 +1332,7 @@ def check_causal_mask_contract(causal_allowed):
 
     def judge(t_q, t_k, offset, prop):
         case = f"causal_allowed({t_q}, {t_k}, query_offset={offset})"
-        mask = call_under_contract(prop, case, causal_allowed, t_q, t_k, query_offset=offset)
+        mask = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
         contract_assert(
             isinstance(mask, torch.Tensor) and mask.dtype == torch.bool, prop + ": a bool tensor", case,
             "a torch.Tensor of dtype torch.bool", f"{type(mask).__name__} {getattr(mask, 'dtype', '')}",
@@ -1370,14 +1369,14 @@ def check_causal_mask_contract(causal_allowed):
         offset = t_k - t_q
         full = expected(t_k, t_k, 0)
         case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = call_under_contract("decoding in steps gives the rows of the full mask", case, causal_allowed, t_q, t_k, query_offset=offset)
+        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
         contract_assert(
             torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
             f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
             "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
         )
     return {"cases": 8}
-# builder:end sha256=7efd5cdf8f76aa2f2705ae9972665aced8a7a1da62073d743885d873afb351ef
+# builder:end sha256=4385ba2f91ef1dbebb5c3041b831a8f37985ed57eb3d34df947cd7820ff4c512
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 # %%
@@ -1565,7 +1564,7 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
+    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
     contract_assert(
         isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
         "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
@@ -1641,8 +1640,8 @@ def check_attention_contract(attention):
     bk = torch.zeros(1, 3, 1, dtype=torch.float64)
     bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
     bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
-    batched = call_under_contract(
-        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", attention, bq, bk, bv, bm,
+    batched = contract_call(
+        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", "the function raised on a valid input; the traceback above this message shows where", attention, bq, bk, bv, bm,
     )
     contract_close(
         "a batch axis carried only by V broadcasts with its mask",
@@ -1664,8 +1663,8 @@ def check_attention_contract(attention):
             "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
         )
     zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    zero = call_under_contract(
-        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", attention, zq, zk, zv, empty, empty_row="zero",
+    zero = contract_call(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", "the function raised on a valid input; the traceback above this message shows where", attention, zq, zk, zv, empty, empty_row="zero",
     )
     contract_close(
         "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
@@ -1696,8 +1695,8 @@ def check_attention_contract(attention):
     fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     full = attention(fq, fk, fv, causal).output
-    incremental = call_under_contract(
-        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", attention, fq[3:], fk, fv, causal[3:],
+    incremental = contract_call(
+        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", "the function raised on a valid input; the traceback above this message shows where", attention, fq[3:], fk, fv, causal[3:],
     ).output
     contract_close(
         "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",
@@ -1727,7 +1726,7 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=fde458b603b62dc4f87c38f680b5333677ea58be31082bfe483f6ebc7654bcd6
+# builder:end sha256=a54cb5e7ab7a7eefcb6a2e8d328898c6c7194d68fecb631f7ee2e4c3859253c0
 check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 
 # %%
@@ -2133,7 +2132,7 @@ def check_split_heads_contract(split_heads):
     x = torch.arange(batch * tokens * heads * width, dtype=torch.float64).reshape(batch, tokens, heads * width)
     case = f"x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}"
     prop = "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token"
-    result = call_under_contract(prop, case, split_heads, x, heads)
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", split_heads, x, heads)
     contract_assert(
         isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, heads, tokens, width),
         "shape (B, T, H*d) -> (B, H, T, d)", case, f"shape {(batch, heads, tokens, width)}",
@@ -2153,13 +2152,13 @@ def check_split_heads_contract(split_heads):
                     raise ContractViolation(prop, case + f"; batch {b}, head {h}, token {t}", want.tolist(), got.tolist(), hint)
     three = torch.zeros(7, 6, dtype=torch.float64)
     case3 = "x of shape (7, 6) with no batch axis, n_heads=3"
-    single = call_under_contract("leading axes are kept as they are", case3, split_heads, three, 3)
+    single = contract_call("leading axes are kept as they are", case3, "the function raised on a valid input; the traceback above this message shows where", split_heads, three, 3)
     contract_assert(
         tuple(single.shape) == (3, 7, 2), "leading axes are kept as they are", case3, "shape (3, 7, 2)",
         f"shape {tuple(single.shape)}", "index the axes from the end (-1, -2) so any number of leading axes works",
     )
     return {"cases": 2}
-# builder:end sha256=d5817fc690f9e4605e5b82260ed9a33bc80046e11284571381befccebbb21880
+# builder:end sha256=f59f0c21ea7eb4aca2160a33894f98f30c9ac94ca2f48eeecd1b0eb670f07097
 check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
 
 
@@ -2189,7 +2188,7 @@ def check_merge_heads_contract(merge_heads):
     split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
     case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
     prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
-    result = call_under_contract(prop, case, merge_heads, split)
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", merge_heads, split)
     contract_assert(
         isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, tokens, heads * width),
         "shape (B, H, T, d) -> (B, T, H*d)", case, f"shape {(batch, tokens, heads * width)}",
@@ -2205,7 +2204,7 @@ def check_merge_heads_contract(merge_heads):
         where = (result != flat).nonzero()[0].tolist()
         raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
     return {"cases": 1}
-# builder:end sha256=f36f5dbed172fbb57926dfb0e075a49430d4b30073f26909374ca557aad6548e
+# builder:end sha256=42030e7b3423cc7bf88659e5b5936a292adc12df0bbf6046552883ea3910b764
 check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
 
 
@@ -2223,40 +2222,51 @@ def repeat_kv_heads(x, group):
 
 
 # %%
-# builder:begin inline check_repeat_kv_contract
-def check_repeat_kv_contract(repeat_kv_heads):
-    """Judge ``repeat_kv_heads(x, group)``: (..., H_kv, T, d) -> (..., H_kv*group, T, d), query head h reading K/V head h // group."""
+# builder:begin inline check_kv_repeat_contract
+def check_kv_repeat_contract(repeat_kv_heads):
+    """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
+
+    Query head h must read K/V head h // group. Inputs are float64 tensors; the result may be a
+    tensor or an array. Returns a summary; raises ContractViolation naming the first property that fails.
+    """
+    import numpy as np
     import torch
 
-    kv_heads, group = 3, 2
-    x = torch.arange(2 * kv_heads * 4 * 2, dtype=torch.float64).reshape(2, kv_heads, 4, 2)
-    case = f"x of shape (2, {kv_heads}, 4, 2), group={group}"
-    prop = "query head h reads K/V head h // group (each K/V head repeated group times in a row)"
-    result = call_under_contract(prop, case, repeat_kv_heads, x, group)
-    contract_assert(
-        isinstance(result, torch.Tensor) and tuple(result.shape) == (2, kv_heads * group, 4, 2),
-        "shape (B, H_kv, T, d) -> (B, H_kv*group, T, d)", case, f"shape {(2, kv_heads * group, 4, 2)}",
-        f"shape {tuple(getattr(result, 'shape', ()))}", "repeat along the head axis (-3), not the token or feature axis",
-    )
-    for h in range(kv_heads * group):
-        if not torch.equal(result[:, h], x[:, h // group]):
-            tiled = all(torch.equal(result[:, i], x[:, i % kv_heads]) for i in range(kv_heads * group))
-            hint = (
-                "the K/V heads were tiled (0, 1, 2, 0, 1, 2); GQA repeats each one in place (0, 0, 1, 1, 2, 2): "
-                "use repeat_interleave, not repeat"
-                if tiled else "head h of the result must be a copy of head h // group of the input"
-            )
-            source = next((i for i in range(kv_heads) if torch.equal(result[:, h], x[:, i])), None)
-            raise ContractViolation(prop, case + f"; query head {h}", f"a copy of K/V head {h // group}",
-                                    f"a copy of K/V head {source}" if source is not None else "no K/V head", hint)
-    same = call_under_contract("group=1 is plain multi-head attention", "group=1", repeat_kv_heads, x, 1)
-    contract_assert(
-        torch.equal(same, x), "group=1 is plain multi-head attention", "x of shape (2, 3, 4, 2), group=1",
-        "x unchanged", f"shape {tuple(same.shape)}", "with one query head per K/V head nothing is repeated",
-    )
-    return {"cases": 2}
-# builder:end sha256=6df23c9cbbc72a84eab89ac525a674558ddf0fe2b5d148ea8f2bc71f12ef93f6
-check_exercise("Exercise 6", check_repeat_kv_contract, repeat_kv_heads, globals())
+    mapping = "query head h reads K/V head h // group (repeat, not tile)"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    gen = torch.Generator().manual_seed(707)
+    for shape, group in (((3, 4, 2), 2), ((2, 2, 5, 3), 4), ((1, 4, 2), 5), ((4, 3, 2), 1)):
+        # Head k sits near 10 k, so every head is recognisable in the output.
+        x = torch.randn(shape, dtype=torch.float64, generator=gen) + 10.0 * torch.arange(shape[-3], dtype=torch.float64)[:, None, None]
+        case = f"x of shape {shape} (K/V heads on axis -3), group={group}"
+        out = np.asarray(contract_call(mapping, case, raised, repeat_kv_heads, x, group))
+        kv_heads, reference = shape[-3], x.numpy()
+        want_shape = shape[:-3] + (kv_heads * group,) + shape[-2:]
+        contract_assert(
+            out.shape == want_shape, "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)", case,
+            f"shape {want_shape}", f"shape {out.shape}", "repeat along axis -3 (the head axis), not along tokens or features",
+        )
+        for h in range(kv_heads * group):
+            if not np.array_equal(out[..., h, :, :], reference[..., h // group, :, :]):
+                read = [k for k in range(kv_heads) if np.array_equal(out[..., h, :, :], reference[..., k, :, :])]
+                raise ContractViolation(
+                    mapping, case, f"query head {h} -> K/V head {h // group}",
+                    f"query head {h} -> K/V head {read[0] if read else 'none (values changed)'}",
+                    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share "
+                    "a K/V head, so use np.repeat / torch.repeat_interleave",
+                )
+    for bad in (0, -2, 1.5, True):
+        try:
+            repeat_kv_heads(torch.zeros(3, 4, 2, dtype=torch.float64), bad)
+        except (TypeError, ValueError):
+            continue
+        raise ContractViolation(
+            "a group that is not a positive integer is rejected", f"x of shape (3, 4, 2), group={bad!r}",
+            "TypeError or ValueError", "returned normally", "keep the argument checks at the top of the function",
+        )
+    return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
+# builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
+check_exercise("Exercise 6", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 
 # %%
@@ -2545,7 +2555,7 @@ def check_layer_norm_contract(layer_norm):
         return (t - mean) / scale
 
     def judge(prop, eps, kwargs, expected, label):
-        result = call_under_contract(prop, label, layer_norm, x, eps=eps, **kwargs)
+        result = contract_call(prop, label, "the function raised on a valid input; the traceback above this message shows where", layer_norm, x, eps=eps, **kwargs)
         contract_assert(
             isinstance(result, torch.Tensor) and result.shape == x.shape, prop + ": same shape as x", label,
             f"shape {tuple(x.shape)}", f"shape {tuple(getattr(result, 'shape', ()))}",
@@ -2581,7 +2591,7 @@ def check_layer_norm_contract(layer_norm):
 
     # The library agrees, and gradients flow through the hand-written version.
     xg = x.clone().requires_grad_()
-    ours = call_under_contract("gradients match F.layer_norm", case, layer_norm, xg, weight, bias, eps=1e-5)
+    ours = contract_call("gradients match F.layer_norm", case, "the function raised on a valid input; the traceback above this message shows where", layer_norm, xg, weight, bias, eps=1e-5)
     theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
     library_error = contract_close(
         "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
@@ -2602,13 +2612,13 @@ def check_layer_norm_contract(layer_norm):
 
     # A constant token has zero variance: eps keeps the result finite (and zero).
     flat = torch.full((2, 4), 7.0, dtype=torch.float64)
-    constant = call_under_contract("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", layer_norm, flat, eps=1e-5)
+    constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", "the function raised on a valid input; the traceback above this message shows where", layer_norm, flat, eps=1e-5)
     contract_close(
         "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
         "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
     )
     return {"max_error": max(error, library_error)}
-# builder:end sha256=7a50ca474c735291752016e1051447e6c5dccdcced553277bb85652c73114b75
+# builder:end sha256=2461815a4d61136c1c3d2a67f0bf95536491bbb7061588396b6295e067c10a72
 check_exercise("Exercise 7", check_layer_norm_contract, layer_norm, globals())
 
 # %%
@@ -3156,7 +3166,7 @@ def check_token_distribution_contract(token_distribution):
 
     def judge(prop, logits, hint, *, variants=(), **kwargs):
         case = f"token_distribution({logits}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
-        result = call_under_contract(prop, case, token_distribution, logits, **kwargs)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", token_distribution, logits, **kwargs)
         try:
             got = [float(p) for p in result]
         except (TypeError, ValueError):
@@ -3223,7 +3233,7 @@ def check_token_distribution_contract(token_distribution):
     )
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}
-# builder:end sha256=8e78cf7836034bf475c067c434bc8ebac3c554865b06e83a7e603d43aaae9d2e
+# builder:end sha256=306d60b0b7671b35dee64527db542d4a8d0f7580d7656ae59db47b73805bee8a
 check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
 
 # %%
@@ -3340,7 +3350,7 @@ def check_greedy_trace_contract(greedy_trace):
     )
     for prop, (logits, eos_id, limit), (want_tokens, want_reason), hint in cases:
         case = f"greedy_trace({logits}, eos_id={eos_id}, max_new_tokens={limit})"
-        result = call_under_contract(prop, case, greedy_trace, logits, eos_id, limit)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", greedy_trace, logits, eos_id, limit)
         try:
             tokens, reason = result
             tokens = [int(t) for t in tokens]
@@ -3370,7 +3380,7 @@ def check_greedy_trace_contract(greedy_trace):
         repr(outcome), "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit",
     )
     return {"cases": len(cases) + 1}
-# builder:end sha256=4787c4345e42f7f5834bf43148ce37f96b85668cc8e29099787755608b0439cc
+# builder:end sha256=b2a637fafc4f3b900ec7ed6befeeb2bc7c2760d88d324a4f300230510cbbf13b
 check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
 
 # %%

@@ -98,7 +98,7 @@ def _dense_tiled_attention(nb):
 # ---- Module 3 ----------------------------------------------------------------------------------------------
 
 PE, CAUSAL, ATTENTION = "check_positional_encoding_contract", "check_causal_mask_contract", "check_attention_contract"
-SPLIT, MERGE, REPEAT = "check_split_heads_contract", "check_merge_heads_contract", "check_repeat_kv_contract"
+SPLIT, MERGE, REPEAT = "check_split_heads_contract", "check_merge_heads_contract", "check_kv_repeat_contract"
 LAYER_NORM, SAMPLING, GREEDY = "check_layer_norm_contract", "check_token_distribution_contract", "check_greedy_trace_contract"
 MATCHES_SDPA = "output matches F.scaled_dot_product_attention"
 
@@ -202,7 +202,7 @@ MODULE3 = [
     # Exercise 6: repeat_kv_heads
     Bug("gqa-tile-not-repeat", 3, "repeat_kv_heads", "tiles the K/V heads (0, 1, 0, 1) instead of repeating each in place (0, 0, 1, 1)",
         REPEAT, "h // group", edit("x.repeat_interleave(group, dim=-3)", "x.repeat(*([1] * (x.ndim - 3)), group, 1, 1)"),
-        hint="repeat_interleave, not repeat"),
+        hint="use np.repeat / torch.repeat_interleave"),
     Bug("gqa-repeat-token-axis", 3, "repeat_kv_heads", "repeats along the token axis instead of the head axis",
         REPEAT, "shape", edit("x.repeat_interleave(group, dim=-3)", "x.repeat_interleave(group, dim=-2)")),
     # Exercise 7: layer_norm

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from builder import cli
-from builder.contracts import attention, module3_decoding, module3_heads, module3_norms, module3_positions
+from builder.contracts import attention, gqa, module3_decoding, module3_heads, module3_norms, module3_positions
 from builder.contracts.violations import ContractViolation
 from tests.support import ROOT, notebook
 
@@ -28,7 +28,7 @@ CONTRACTS = [
     attention.check_attention_contract,
     module3_heads.check_split_heads_contract,
     module3_heads.check_merge_heads_contract,
-    module3_heads.check_repeat_kv_contract,
+    gqa.check_kv_repeat_contract,
     module3_norms.check_layer_norm_contract,
     module3_decoding.check_token_distribution_contract,
     module3_decoding.check_greedy_trace_contract,

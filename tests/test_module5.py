@@ -65,7 +65,7 @@ BAD_INPUTS = [
     ("sdpa", (np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))), {"sink": np.zeros(5)}, ValueError, "sink"),
     ("sdpa", (np.full((2, 3), np.nan), np.ones((2, 3)), np.ones((2, 3))), {}, ValueError, "finite"),
     ("sdpa", (np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))), {"mask": np.full((2, 2), -np.inf)}, ValueError, "no allowed key"),
-    ("repeat_kv_heads", (np.ones((3, 2, 2)), 4), {}, ValueError, "multiple"),
+    ("repeat_kv_heads", (np.ones((3, 2, 2)), 0), {}, ValueError, "group must be at least 1"),
     ("repeat_kv_heads", (np.ones((2, 2)), 4), {}, ValueError, "dimensions"),
     ("kv_cache_bytes", (10, [None, -1], 8, 64), {}, ValueError, "layer_windows[1]"),
     ("kv_cache_bytes", (10, [None], 8, "64"), {}, TypeError, "head_dim"),

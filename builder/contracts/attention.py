@@ -1,6 +1,6 @@
 """Contract check for a scaled dot-product attention written in PyTorch."""
 
-from .module3_positions import call_under_contract
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_attention_contract"]
@@ -24,7 +24,7 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = call_under_contract("output matches F.scaled_dot_product_attention", case, attention, q, k, v, allowed)
+    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
     contract_assert(
         isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
         "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
@@ -100,8 +100,8 @@ def check_attention_contract(attention):
     bk = torch.zeros(1, 3, 1, dtype=torch.float64)
     bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
     bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
-    batched = call_under_contract(
-        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", attention, bq, bk, bv, bm,
+    batched = contract_call(
+        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", "the function raised on a valid input; the traceback above this message shows where", attention, bq, bk, bv, bm,
     )
     contract_close(
         "a batch axis carried only by V broadcasts with its mask",
@@ -123,8 +123,8 @@ def check_attention_contract(attention):
             "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
         )
     zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    zero = call_under_contract(
-        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", attention, zq, zk, zv, empty, empty_row="zero",
+    zero = contract_call(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", "the function raised on a valid input; the traceback above this message shows where", attention, zq, zk, zv, empty, empty_row="zero",
     )
     contract_close(
         "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
@@ -155,8 +155,8 @@ def check_attention_contract(attention):
     fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     full = attention(fq, fk, fv, causal).output
-    incremental = call_under_contract(
-        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", attention, fq[3:], fk, fv, causal[3:],
+    incremental = contract_call(
+        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", "the function raised on a valid input; the traceback above this message shows where", attention, fq[3:], fk, fv, causal[3:],
     ).output
     contract_close(
         "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",

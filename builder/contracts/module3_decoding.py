@@ -1,6 +1,6 @@
 """Module 3 contracts for turning logits into tokens: sampling policies and a greedy trace."""
 
-from .module3_positions import call_under_contract
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert
 
 __all__ = ["check_token_distribution_contract", "check_greedy_trace_contract"]
@@ -32,7 +32,7 @@ def check_token_distribution_contract(token_distribution):
 
     def judge(prop, logits, hint, *, variants=(), **kwargs):
         case = f"token_distribution({logits}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
-        result = call_under_contract(prop, case, token_distribution, logits, **kwargs)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", token_distribution, logits, **kwargs)
         try:
             got = [float(p) for p in result]
         except (TypeError, ValueError):
@@ -123,7 +123,7 @@ def check_greedy_trace_contract(greedy_trace):
     )
     for prop, (logits, eos_id, limit), (want_tokens, want_reason), hint in cases:
         case = f"greedy_trace({logits}, eos_id={eos_id}, max_new_tokens={limit})"
-        result = call_under_contract(prop, case, greedy_trace, logits, eos_id, limit)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", greedy_trace, logits, eos_id, limit)
         try:
             tokens, reason = result
             tokens = [int(t) for t in tokens]

@@ -1,9 +1,9 @@
 """Module 3 contracts for head geometry: split a width into heads, merge them back, share K/V heads (GQA)."""
 
-from .module3_positions import call_under_contract
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert
 
-__all__ = ["check_split_heads_contract", "check_merge_heads_contract", "check_repeat_kv_contract"]
+__all__ = ["check_split_heads_contract", "check_merge_heads_contract"]
 
 
 def check_split_heads_contract(split_heads):
@@ -14,7 +14,7 @@ def check_split_heads_contract(split_heads):
     x = torch.arange(batch * tokens * heads * width, dtype=torch.float64).reshape(batch, tokens, heads * width)
     case = f"x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}"
     prop = "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token"
-    result = call_under_contract(prop, case, split_heads, x, heads)
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", split_heads, x, heads)
     contract_assert(
         isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, heads, tokens, width),
         "shape (B, T, H*d) -> (B, H, T, d)", case, f"shape {(batch, heads, tokens, width)}",
@@ -34,7 +34,7 @@ def check_split_heads_contract(split_heads):
                     raise ContractViolation(prop, case + f"; batch {b}, head {h}, token {t}", want.tolist(), got.tolist(), hint)
     three = torch.zeros(7, 6, dtype=torch.float64)
     case3 = "x of shape (7, 6) with no batch axis, n_heads=3"
-    single = call_under_contract("leading axes are kept as they are", case3, split_heads, three, 3)
+    single = contract_call("leading axes are kept as they are", case3, "the function raised on a valid input; the traceback above this message shows where", split_heads, three, 3)
     contract_assert(
         tuple(single.shape) == (3, 7, 2), "leading axes are kept as they are", case3, "shape (3, 7, 2)",
         f"shape {tuple(single.shape)}", "index the axes from the end (-1, -2) so any number of leading axes works",
@@ -54,7 +54,7 @@ def check_merge_heads_contract(merge_heads):
     split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
     case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
     prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
-    result = call_under_contract(prop, case, merge_heads, split)
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", merge_heads, split)
     contract_assert(
         isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, tokens, heads * width),
         "shape (B, H, T, d) -> (B, T, H*d)", case, f"shape {(batch, tokens, heads * width)}",
@@ -70,36 +70,3 @@ def check_merge_heads_contract(merge_heads):
         where = (result != flat).nonzero()[0].tolist()
         raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
     return {"cases": 1}
-
-
-def check_repeat_kv_contract(repeat_kv_heads):
-    """Judge ``repeat_kv_heads(x, group)``: (..., H_kv, T, d) -> (..., H_kv*group, T, d), query head h reading K/V head h // group."""
-    import torch
-
-    kv_heads, group = 3, 2
-    x = torch.arange(2 * kv_heads * 4 * 2, dtype=torch.float64).reshape(2, kv_heads, 4, 2)
-    case = f"x of shape (2, {kv_heads}, 4, 2), group={group}"
-    prop = "query head h reads K/V head h // group (each K/V head repeated group times in a row)"
-    result = call_under_contract(prop, case, repeat_kv_heads, x, group)
-    contract_assert(
-        isinstance(result, torch.Tensor) and tuple(result.shape) == (2, kv_heads * group, 4, 2),
-        "shape (B, H_kv, T, d) -> (B, H_kv*group, T, d)", case, f"shape {(2, kv_heads * group, 4, 2)}",
-        f"shape {tuple(getattr(result, 'shape', ()))}", "repeat along the head axis (-3), not the token or feature axis",
-    )
-    for h in range(kv_heads * group):
-        if not torch.equal(result[:, h], x[:, h // group]):
-            tiled = all(torch.equal(result[:, i], x[:, i % kv_heads]) for i in range(kv_heads * group))
-            hint = (
-                "the K/V heads were tiled (0, 1, 2, 0, 1, 2); GQA repeats each one in place (0, 0, 1, 1, 2, 2): "
-                "use repeat_interleave, not repeat"
-                if tiled else "head h of the result must be a copy of head h // group of the input"
-            )
-            source = next((i for i in range(kv_heads) if torch.equal(result[:, h], x[:, i])), None)
-            raise ContractViolation(prop, case + f"; query head {h}", f"a copy of K/V head {h // group}",
-                                    f"a copy of K/V head {source}" if source is not None else "no K/V head", hint)
-    same = call_under_contract("group=1 is plain multi-head attention", "group=1", repeat_kv_heads, x, 1)
-    contract_assert(
-        torch.equal(same, x), "group=1 is plain multi-head attention", "x of shape (2, 3, 4, 2), group=1",
-        "x unchanged", f"shape {tuple(same.shape)}", "with one query head per K/V head nothing is repeated",
-    )
-    return {"cases": 2}

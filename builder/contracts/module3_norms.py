@@ -1,6 +1,6 @@
 """Module 3 contract for LayerNorm written by hand."""
 
-from .module3_positions import call_under_contract
+from .calls import contract_call
 from .violations import contract_assert, contract_close
 
 __all__ = ["check_layer_norm_contract"]
@@ -28,7 +28,7 @@ def check_layer_norm_contract(layer_norm):
         return (t - mean) / scale
 
     def judge(prop, eps, kwargs, expected, label):
-        result = call_under_contract(prop, label, layer_norm, x, eps=eps, **kwargs)
+        result = contract_call(prop, label, "the function raised on a valid input; the traceback above this message shows where", layer_norm, x, eps=eps, **kwargs)
         contract_assert(
             isinstance(result, torch.Tensor) and result.shape == x.shape, prop + ": same shape as x", label,
             f"shape {tuple(x.shape)}", f"shape {tuple(getattr(result, 'shape', ()))}",
@@ -64,7 +64,7 @@ def check_layer_norm_contract(layer_norm):
 
     # The library agrees, and gradients flow through the hand-written version.
     xg = x.clone().requires_grad_()
-    ours = call_under_contract("gradients match F.layer_norm", case, layer_norm, xg, weight, bias, eps=1e-5)
+    ours = contract_call("gradients match F.layer_norm", case, "the function raised on a valid input; the traceback above this message shows where", layer_norm, xg, weight, bias, eps=1e-5)
     theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
     library_error = contract_close(
         "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
@@ -85,7 +85,7 @@ def check_layer_norm_contract(layer_norm):
 
     # A constant token has zero variance: eps keeps the result finite (and zero).
     flat = torch.full((2, 4), 7.0, dtype=torch.float64)
-    constant = call_under_contract("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", layer_norm, flat, eps=1e-5)
+    constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", "the function raised on a valid input; the traceback above this message shows where", layer_norm, flat, eps=1e-5)
     contract_close(
         "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
         "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,

@@ -1,24 +1,9 @@
 """Module 3 contracts for where tokens sit: the sinusoidal position table and the causal mask."""
 
+from .calls import contract_call
 from .violations import ContractViolation, contract_assert, contract_close
 
-__all__ = ["call_under_contract", "check_positional_encoding_contract", "check_causal_mask_contract"]
-
-
-def call_under_contract(prop, on_input, function, *args, **kwargs):
-    """Call the judged function; an unexpected exception becomes a ContractViolation naming ``prop``.
-
-    NotImplementedError passes through untouched, so an exercise stub is still recognised as one.
-    """
-    try:
-        return function(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise ContractViolation(
-            prop, on_input, "a result", f"{type(exc).__name__}: {exc}",
-            "the function raised on a valid input; the traceback above this message shows where",
-        ) from exc
+__all__ = ["check_positional_encoding_contract", "check_causal_mask_contract"]
 
 
 def check_positional_encoding_contract(sinusoidal_encoding):
@@ -48,7 +33,7 @@ def check_positional_encoding_contract(sinusoidal_encoding):
 
     def judge(length, d_model, base, prop, case):
         extra = {} if base == 10_000.0 else {"base": base}
-        result = call_under_contract(prop, case, sinusoidal_encoding, length, d_model, **extra)
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, length, d_model, **extra)
         contract_assert(
             isinstance(result, torch.Tensor), prop, case, "a torch.Tensor", type(result).__name__,
             "return the table as a tensor (torch.empty / torch.stack), not a list or an array",
@@ -75,7 +60,7 @@ def check_positional_encoding_contract(sinusoidal_encoding):
         return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
 
     zero_case = "sinusoidal_encoding(1, 6)"
-    row = call_under_contract("position 0 is (0, 1, 0, 1, ...)", zero_case, sinusoidal_encoding, 1, 6)
+    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
     if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
         values = [round(float(x), 6) for x in row[0]]
         if values == [1.0, 0.0] * 3:
@@ -106,7 +91,7 @@ def check_causal_mask_contract(causal_allowed):
 
     def judge(t_q, t_k, offset, prop):
         case = f"causal_allowed({t_q}, {t_k}, query_offset={offset})"
-        mask = call_under_contract(prop, case, causal_allowed, t_q, t_k, query_offset=offset)
+        mask = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
         contract_assert(
             isinstance(mask, torch.Tensor) and mask.dtype == torch.bool, prop + ": a bool tensor", case,
             "a torch.Tensor of dtype torch.bool", f"{type(mask).__name__} {getattr(mask, 'dtype', '')}",
@@ -143,7 +128,7 @@ def check_causal_mask_contract(causal_allowed):
         offset = t_k - t_q
         full = expected(t_k, t_k, 0)
         case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = call_under_contract("decoding in steps gives the rows of the full mask", case, causal_allowed, t_q, t_k, query_offset=offset)
+        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
         contract_assert(
             torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
             f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",

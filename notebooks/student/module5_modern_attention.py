@@ -862,47 +862,48 @@ def check_sink_attention_contract(sdpa):
 # builder:end sha256=8b5d6f28b08c5f3dfa5f3bbe88eca887cb25391886b1a4de9b9fd49ca165f335
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
-    """Judge ``repeat_kv_heads(x, n_query_heads)``: KV heads on axis -3 repeated so query head h reads h // group.
+    """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
 
-    Returns a summary; raises ContractViolation naming the first property that fails.
+    Query head h must read K/V head h // group. Inputs are float64 tensors; the result may be a
+    tensor or an array. Returns a summary; raises ContractViolation naming the first property that fails.
     """
     import numpy as np
+    import torch
 
-    gen = np.random.default_rng(707)
-    for shape, n_query in (((3, 4, 2), 6), ((2, 2, 5, 3), 8), ((1, 4, 2), 5), ((4, 3, 2), 4)):
-        x = gen.standard_normal(shape) + 10.0 * np.arange(shape[-3]).reshape(-1, 1, 1)  # head k sits near 10 k
-        case = f"x of shape {shape} (KV heads on axis -3), n_query_heads={n_query}"
-        out = np.asarray(contract_call(
-            "a head count that is a multiple of the KV heads is accepted", case,
-            "only counts that are not positive multiples of the KV heads are invalid", repeat_kv_heads, x, n_query,
-        ))
-        want_shape = shape[:-3] + (n_query,) + shape[-2:]
+    mapping = "query head h reads K/V head h // group (repeat, not tile)"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    gen = torch.Generator().manual_seed(707)
+    for shape, group in (((3, 4, 2), 2), ((2, 2, 5, 3), 4), ((1, 4, 2), 5), ((4, 3, 2), 1)):
+        # Head k sits near 10 k, so every head is recognisable in the output.
+        x = torch.randn(shape, dtype=torch.float64, generator=gen) + 10.0 * torch.arange(shape[-3], dtype=torch.float64)[:, None, None]
+        case = f"x of shape {shape} (K/V heads on axis -3), group={group}"
+        out = np.asarray(contract_call(mapping, case, raised, repeat_kv_heads, x, group))
+        kv_heads, reference = shape[-3], x.numpy()
+        want_shape = shape[:-3] + (kv_heads * group,) + shape[-2:]
         contract_assert(
-            out.shape == want_shape, "the output has one head per query head on axis -3", case,
+            out.shape == want_shape, "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)", case,
             f"shape {want_shape}", f"shape {out.shape}", "repeat along axis -3 (the head axis), not along tokens or features",
         )
-        group = n_query // shape[-3]
-        for h in range(n_query):
-            if not np.array_equal(out[..., h, :, :], x[..., h // group, :, :]):
-                read = [k for k in range(shape[-3]) if np.array_equal(out[..., h, :, :], x[..., k, :, :])]
+        for h in range(kv_heads * group):
+            if not np.array_equal(out[..., h, :, :], reference[..., h // group, :, :]):
+                read = [k for k in range(kv_heads) if np.array_equal(out[..., h, :, :], reference[..., k, :, :])]
                 raise ContractViolation(
-                    "query head h reads KV head h // group (repeat, not tile)", case,
-                    f"query head {h} -> KV head {h // group}",
-                    f"query head {h} -> KV head {read[0] if read else 'none (values changed)'}",
+                    mapping, case, f"query head {h} -> K/V head {h // group}",
+                    f"query head {h} -> K/V head {read[0] if read else 'none (values changed)'}",
                     "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share "
-                    "a KV head, so use np.repeat / torch.repeat_interleave",
+                    "a K/V head, so use np.repeat / torch.repeat_interleave",
                 )
-    for bad in (((3, 4, 2), 7), ((3, 4, 2), 0), ((4, 2), 4)):
+    for bad in (0, -2, 1.5, True):
         try:
-            repeat_kv_heads(np.zeros(bad[0]), bad[1])
+            repeat_kv_heads(torch.zeros(3, 4, 2, dtype=torch.float64), bad)
         except (TypeError, ValueError):
             continue
         raise ContractViolation(
-            "a head count that is not a positive multiple of the KV heads is rejected", f"x of shape {bad[0]}, n_query_heads={bad[1]}",
+            "a group that is not a positive integer is rejected", f"x of shape (3, 4, 2), group={bad!r}",
             "TypeError or ValueError", "returned normally", "keep the argument checks at the top of the function",
         )
-    return {"mapping": "PASS", "mqa": "PASS", "identity": "PASS"}
-# builder:end sha256=1a6c5d126c4dd0def339023dd2140854a4b87f6417f7b14ffc5cc08e8adbd045
+    return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
+# builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
 # builder:begin inline check_kv_cache_contract
 def check_kv_cache_contract(kv_cache_bytes):
     """Judge ``kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2)``.
@@ -2000,15 +2001,12 @@ print("Sink attention and empty rows: PASS")
 # %% tags=["hide-input"]
 # @title Reference solution of Exercise 3 (a spoiler: it stands in only if you skip the exercise)
 # Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
-# return an array with n_query_heads heads on that axis where query head h gets KV head
-# h // (n_query_heads // n_kv_heads): consecutive query heads share a KV head.
-def repeat_kv_heads(x, n_query_heads):
-    """KV heads on axis -3 repeated so that query head h reads KV head h // (n_query_heads // n_kv_heads)."""
+# return an array with group times as many heads on that axis, where query head h gets KV head
+# h // group: consecutive query heads share a KV head.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
     x = require_array("x", x, min_ndim=3)
-    n_query_heads = require_int("n_query_heads", n_query_heads, minimum=1)
-    if n_query_heads % x.shape[-3]:
-        raise ValueError(f"n_query_heads ({n_query_heads}) must be a multiple of the {x.shape[-3]} KV heads on axis -3")
-    group = n_query_heads // x.shape[-3]
+    group = require_int("group", group, minimum=1)
     return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads
 
 
@@ -2017,16 +2015,14 @@ REFERENCE_SOLUTIONS["Exercise 3"] = {"repeat_kv_heads": repeat_kv_heads}
 
 # %% tags=["exercise"]
 # Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
-# return an array with n_query_heads heads on that axis where query head h gets KV head
-# h // (n_query_heads // n_kv_heads): consecutive query heads share a KV head.
-def repeat_kv_heads(x, n_query_heads):
-    """KV heads on axis -3 repeated so that query head h reads KV head h // (n_query_heads // n_kv_heads)."""
+# return an array with group times as many heads on that axis, where query head h gets KV head
+# h // group: consecutive query heads share a KV head.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
     x = require_array("x", x, min_ndim=3)
-    n_query_heads = require_int("n_query_heads", n_query_heads, minimum=1)
-    if n_query_heads % x.shape[-3]:
-        raise ValueError(f"n_query_heads ({n_query_heads}) must be a multiple of the {x.shape[-3]} KV heads on axis -3")
+    group = require_int("group", group, minimum=1)
     # Your code here.
-    raise NotImplementedError('Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3; return an array with n_query_heads heads on that axis where query head h gets KV head h // (n_query_heads // n_kv_heads): consecutive query heads share a KV head.')
+    raise NotImplementedError('Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3; return an array with group times as many heads on that axis, where query head h gets KV head h // group: consecutive query heads share a KV head.')
 
 
 # %%
@@ -2036,8 +2032,11 @@ check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals(
 # %%
 def gqa_attention(Q, K, V, mask=None, **options):
     """Grouped-query attention: Q [..., H, T_q, d_k] against K, V [..., H_kv, T_k, d]; options go to sdpa."""
-    Q = require_array("Q", Q, min_ndim=3)
-    return sdpa(Q, repeat_kv_heads(K, Q.shape[-3]), repeat_kv_heads(V, Q.shape[-3]), mask, **options)
+    Q, K, V = (require_array(name, a, min_ndim=3) for name, a in (("Q", Q), ("K", K), ("V", V)))
+    if K.shape[-3] != V.shape[-3] or Q.shape[-3] % K.shape[-3]:
+        raise ValueError(f"the {Q.shape[-3]} query heads must be a multiple of the KV heads, which K {K.shape} and V {V.shape} must share")
+    group = Q.shape[-3] // K.shape[-3]
+    return sdpa(Q, repeat_kv_heads(K, group), repeat_kv_heads(V, group), mask, **options)
 
 
 H, H_KV, T, D = 8, 2, 12, 16
@@ -2053,7 +2052,8 @@ assert np.allclose(grouped, as_mha, atol=1e-12)
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
 print(f"GQA vs tile-instead-of-repeat: max |difference| {np.abs(grouped - tiled_heads).max():.2f} (must be large)")
 assert tiled_heads.shape == grouped.shape and not np.allclose(grouped, tiled_heads, atol=1e-3)
-expect_raises(ValueError, repeat_kv_heads, Kh, 7, match="multiple")
+expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
+expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
 
 
