@@ -69,12 +69,17 @@ def timings(nb: nbformat.NotebookNode) -> list[CellTiming]:
     ]
 
 
+def error_outputs(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNode]]:
+    """(cell index, error output) for every error an executed notebook holds."""
+    return [
+        (i, out) for i, cell in enumerate(nb.cells) for out in cell.get("outputs", []) if out.get("output_type") == "error"
+    ]
+
+
 def failed_cell(nb: nbformat.NotebookNode) -> int | None:
     """Index of the first cell with an error output."""
-    for i, cell in enumerate(nb.cells):
-        if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
-            return i
-    return None
+    found = error_outputs(nb)
+    return found[0][0] if found else None
 
 
 def kernel_config(socket_dir: str) -> Config:

@@ -125,23 +125,23 @@ def first_changed_line(old: str, new: str) -> int:
     return min(len(old.splitlines()), len(new.splitlines())) + 1
 
 
-def source_findings(course: Course, nb: Notebook, path: Path, **kwargs) -> list[Finding]:
+def source_findings(course: Course, nb: Notebook, path: Path) -> list[Finding]:
     """Hand edits and stale regions in one percent source."""
     text = path.read_text(encoding="utf-8")
     label = relative(course, path)
     found = regions.parse(text, label)
+    edited = regions.hand_edited(found)
     findings = [
         Finding(
             path, r.begin_line,
             f"region '{r.key}' was edited by hand: its text no longer matches the sha256 on line {r.end_line}. "
             f"Move the change to its source ({_source_hint(r)}), then run `{FIX_COMMAND} --force`",
         )
-        for r in regions.hand_edited(found)
+        for r in edited
     ]
-    expected = expected_source(course, nb, text, path, **kwargs)
-    edited = {r.begin_line for r in regions.hand_edited(found)}
+    expected = expected_source(course, nb, text, path)
     for old, new in zip(found, regions.parse(expected, label)):
-        if old.body != new.body and old.begin_line not in edited:
+        if old.body != new.body and old not in edited:
             findings.append(Finding(
                 path, old.begin_line,
                 f"region '{old.key}' is stale: {_source_hint(old)} changed since the last build; run `{FIX_COMMAND}`",
@@ -181,7 +181,7 @@ def pair_findings(course: Course, source: Path, ipynb: Path) -> list[Finding]:
     )]
 
 
-def build_one(course: Course, nb: Notebook, path: Path, ipynb: Path, *, force: bool = False, **kwargs) -> list[Path]:
+def build_one(course: Course, nb: Notebook, path: Path, ipynb: Path, *, force: bool = False) -> list[Path]:
     """Refresh one source's regions and its paired .ipynb; return the files that changed."""
     text = path.read_text(encoding="utf-8")
     edited = regions.hand_edited(regions.parse(text, relative(course, path)))
@@ -189,7 +189,7 @@ def build_one(course: Course, nb: Notebook, path: Path, ipynb: Path, *, force: b
         where = ", ".join(f"{relative(course, path)}({r.begin_line}) '{r.key}'" for r in edited)
         raise HandEditError(f"refusing to overwrite hand-edited region(s): {where}. Move the edit to its source, then rerun with --force")
     changed = []
-    new_text = expected_source(course, nb, text, path, **kwargs)
+    new_text = expected_source(course, nb, text, path)
     if new_text != text:
         path.write_text(new_text, encoding="utf-8")
         changed.append(path)

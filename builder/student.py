@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from . import pairing
+from . import execute, pairing
 
 TAG = "exercise"
 HIDDEN_TAG = "hide-input"
@@ -169,9 +169,7 @@ def shipped_run_problems(executed: nbformat.NotebookNode, labels: list[str]) -> 
     It must fail exactly once per exercise, in that exercise's check cell, with the stub's
     NotImplementedError, and nowhere else.
     """
-    found = [
-        (i, out) for i, cell in enumerate(executed.cells) for out in cell.get("outputs", []) if out.get("output_type") == "error"
-    ]
+    found = execute.error_outputs(executed)
     problems = [f"cell {i}: {out.ename}: {out.evalue[:300]}" for i, out in found if out.ename != "NotImplementedError"]
     raised = [out.evalue.split(":")[0] for _, out in found if out.ename == "NotImplementedError"]
     if raised != labels:
