@@ -27,6 +27,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
 from . import __version__, execute
+from .notebooks import reference_sha
 from .config import Course, Notebook
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -376,8 +377,6 @@ def source_commit(root: Path) -> str:
 
 def provenance(course: Course, nb: Notebook) -> Provenance:
     """The header facts of one course notebook."""
-    from .notebooks import reference_sha
-
     return Provenance(nb.title, source_commit(course.root), __version__, f"references/{nb.reference}.json", reference_sha(nb))
 
 
