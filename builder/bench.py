@@ -18,6 +18,7 @@ import nbformat
 
 from . import execute
 from .config import ROOT
+from .grade.bench import grade  # noqa: F401  (`bench grade`: time per submission of a batch of 20)
 from .notebook_code import definitions
 
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"

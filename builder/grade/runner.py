@@ -1,0 +1,148 @@
+"""The grading process of one module: run the solution edition once, fork a judge at every exercise.
+
+``python -m builder.grade.runner JOB.json VERDICTS.json`` reads the course source and the exercise
+cells of each submission from JOB, executes the source's cells in order in this process, and at
+each exercise forks one child per submission. The child runs in a new empty folder, defines the
+reference cell and the student's definitions, runs the check cell and sends its verdict back
+through a pipe; the parent kills it after ``timeout`` seconds. The parent then goes on with the
+reference solution, so later exercises are judged on the references of the earlier ones.
+"""
+
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import types
+from pathlib import Path
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded() -> None:
+    """One BLAS/OpenMP thread before anything loads them: forked children never inherit a thread pool."""
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = "1"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _child(read_end: int, write_end: int, folder: str, task) -> None:
+    """In the forked child: run ``task()`` in ``folder`` with no terminal, write its verdict, and exit."""
+    os.close(read_end)
+    try:
+        os.setsid()  # its own process group, so a timeout kills whatever it started too
+        os.chdir(folder)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        result = task()
+    except BaseException as exc:  # SystemExit or KeyboardInterrupt from a student's code, too
+        result = {"passed": False, "output": f"ERROR: the check stopped with {type(exc).__name__}: {exc}"}
+    with os.fdopen(write_end, "wb") as pipe:
+        pipe.write(json.dumps(result).encode())
+    os._exit(0)
+
+
+def _collect(pid: int, read_end: int, deadline: float) -> tuple[bytes, bool]:
+    """Read the child's verdict until it closes the pipe or the deadline passes; (bytes, timed out)."""
+    chunks = []
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                _kill(pid)
+                return b"", True
+            chunk = pipe.read(65536)
+            if not chunk:
+                return b"".join(chunks), False
+            chunks.append(chunk)
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL the child's process group (it calls setsid first thing), or the child alone if it has none yet."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def isolated(task, timeout: float, label: str) -> dict:
+    """Run ``task()`` in a forked child in an empty temporary folder, under a time limit."""
+    folder = tempfile.mkdtemp(prefix="grade-")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(read_end, write_end, folder, task)
+    os.close(write_end)
+    try:
+        payload, timed_out = _collect(pid, read_end, start + timeout)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        shutil.rmtree(folder, ignore_errors=True)
+    seconds = time.monotonic() - start
+    if timed_out:
+        return {"passed": False, "output": f"TIMED OUT after {timeout:g} s: the check of {label} did not finish "
+                "(an infinite loop, or code far too slow).", "seconds": seconds}
+    if not payload:
+        how = f"signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status) else f"exit code {os.waitstatus_to_exitcode(status)}"
+        return {"passed": False, "output": f"ERROR: the process checking {label} ended ({how}) before it gave a verdict.", "seconds": seconds}
+    return dict(json.loads(payload), seconds=seconds)
+
+
+def grade_module(source_text: str, submissions: dict[str, dict[str, str]], timeout: float) -> dict:
+    """Verdicts {submission id: {label: verdict}} from one run of the course source."""
+    from .. import pairing, student
+    from .judge import judge
+
+    nb = pairing.read_source(source_text)
+    found = {e.index: e for e in student.exercises(nb)}
+    main = types.ModuleType("__main__")  # the cells run as a script would: in a fresh __main__
+    sys.modules["__main__"] = main
+    namespace = main.__dict__
+    verdicts: dict[str, dict[str, dict]] = {key: {} for key in submissions}
+    code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    for index in code_cells:
+        cell = nb.cells[index]
+        exercise = found.get(index)
+        if exercise:
+            check = nb.cells[next(i for i in code_cells if i > index)].source
+            _threads_are_one(namespace)
+            for key, cells in submissions.items():
+                def task(cells=cells):
+                    return judge(namespace, exercise.label, exercise.names, cell.source, check, cells.get(exercise.label))
+                verdicts[key][exercise.label] = isolated(task, timeout, exercise.label)
+        exec(compile(cell.source, f"<course cell {index}>", "exec"), namespace)
+    return verdicts
+
+
+def _threads_are_one(namespace: dict) -> None:
+    """Fork is safe only without thread pools: keep torch on one thread, as the notebooks ask."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def main(argv: list[str]) -> int:
+    """Read the job, grade, write the verdicts; a failing course cell is reported, not raised."""
+    job_path, out_path = (Path(a) for a in argv)
+    job = json.loads(job_path.read_text(encoding="utf-8"))
+    start = time.perf_counter()
+    try:
+        result = {"verdicts": grade_module(job["source_text"], job["submissions"], job["timeout"]), "error": None}
+    except Exception:  # the course notebook itself failed: every submission of this module gets the reason
+        result = {"verdicts": {}, "error": "the course notebook failed while grading:\n" + traceback.format_exc(limit=-3)}
+    result["seconds"] = time.perf_counter() - start
+    out_path.write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    single_threaded()
+    sys.exit(main(sys.argv[1:]))
