@@ -61,7 +61,7 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = Fa
 def bundle(course, target: Path, module: str | None = None) -> Path:
     """Write the autograder zip for the current course; with ``module``, other modules' notebooks are refused."""
     if module:
-        course.select([module])  # an unknown name is a ConfigError that lists the known ones
+        module = course.select([module])[0].name  # an unknown name is a ConfigError that lists the known ones
     run = RUN.format(module=f" --module {module}" if module else "")
     partial = target.with_name(target.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:

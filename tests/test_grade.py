@@ -1,0 +1,327 @@
+"""``python -m builder grade``: submissions scored by the course's contracts, results.json, grades.csv, Gradescope.
+
+Fast tests work on parts: reading submissions, points, the results format, the judge on a toy
+course, the bundle's files. The slow tier forks and runs processes: six kinds of submission per
+module graded through the command line, and the bundle's ``run_autograder`` in a simulated
+``/autograder``.
+"""
+
+import csv
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+from builder import cli
+from builder.config import ConfigError
+from builder.grade import batch, gradescope, judge, report, runner, submission, variants
+from tests.support import ROOT
+
+SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text(encoding="utf-8"))
+TIMEOUT = 10  # seconds per exercise in the slow tests: far above any check, and the cost of the infinite loop
+
+
+def validate(result: dict) -> None:
+    """Fail unless ``result`` follows Gradescope's results.json format."""
+    jsonschema.Draft202012Validator(SCHEMA).validate(result)
+
+
+def write(nb, path: Path) -> Path:
+    """Write a notebook and return its path."""
+    nbformat.write(nb, path)
+    return path
+
+
+# ---- reading submissions ------------------------------------------------------------------------------------
+
+
+def test_files_that_are_not_notebooks_get_a_reason(tmp_path, course):
+    book = course.notebooks[0]
+    text = book.student_ipynb.read_text(encoding="utf-8")
+    files = {"words.ipynb": "hello", "truncated.ipynb": text[: len(text) // 2], "list.ipynb": "[1, 2]", "binary.ipynb": b"\xff\xfe\x00"}
+    for name, content in files.items():
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        found = submission.read(path, course)
+        assert found.module is None and found.error.startswith("not a readable notebook"), (name, found.error)
+
+
+def test_the_module_is_recognised_from_the_notebook_header(course):
+    for book in course.notebooks:
+        for path in (book.ipynb, book.student_ipynb):
+            found = submission.read(path, course)
+            assert (found.module, found.error) == (book.name, None)
+
+
+def test_a_notebook_of_another_module_is_refused_and_an_unknown_one_needs_module(tmp_path, course):
+    first, second = course.notebooks[0], course.notebooks[1]
+    refused = submission.read(second.student_ipynb, course, module=first.name)
+    assert refused.module is None and f"belongs to {second.name}, not to {first.name}" in refused.error
+    bare = write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("my homework")]), tmp_path / "bare.ipynb")
+    assert "cannot tell which module" in submission.read(bare, course).error
+    assert submission.read(bare, course, module=first.name).module == first.name
+
+
+def test_exercise_cells_are_found_by_their_header_and_reference_cells_are_not(course):
+    from builder import pairing, student
+
+    for book in course.notebooks:
+        shipped = variants.shipped(book)
+        source = student.exercises(pairing.read_source(book.source.read_text(encoding="utf-8")))
+        cells = submission.exercise_cells(shipped)
+        assert list(cells) == [e.label for e in source]
+        assert all("NotImplementedError" in code for code in cells.values())
+
+
+# ---- points, results.json, grades.csv -----------------------------------------------------------------------
+
+
+def pyproject(tmp_path: Path, points: str) -> Path:
+    """A course config whose first notebook has the given ``points = ...`` line."""
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.course]\n[[tool.course.notebooks]]\nname = "m"\n{points}\n', encoding="utf-8")
+    return tmp_path
+
+
+def test_points_default_to_one_and_come_from_the_course_config(tmp_path):
+    labels = ["Exercise 1", "Exercise 2", "Exercise 3"]
+    assert report.points(pyproject(tmp_path, ""), "m", labels) == dict.fromkeys(labels, 1.0)
+    assert report.points(pyproject(tmp_path, 'points = { "Exercise 2" = 2.5 }'), "m", labels)["Exercise 2"] == 2.5
+    for bad, says in [('points = { "Exercise 9" = 1 }', "Exercise 9"), ('points = { "Exercise 1" = -1 }', ">= 0"),
+                      ('points = { "Exercise 1" = true }', ">= 0"), ("points = 3", "must be a table")]:
+        with pytest.raises(ConfigError, match=says):
+            report.points(pyproject(tmp_path, bad), "m", labels)
+
+
+class Ex:
+    """A stand-in for builder.student.Exercise."""
+
+    def __init__(self, n):
+        self.label, self.names = f"Exercise {n}", (f"f{n}",)
+
+
+def test_results_follow_gradescope_format_and_the_schema_can_fail():
+    exercises = [Ex(1), Ex(2)]
+    verdicts = {"Exercise 1": {"passed": True, "output": "PASS"}, "Exercise 2": {"passed": False, "output": "FAIL: ..."}}
+    result = report.results("Module X", exercises, {"Exercise 1": 1.0, "Exercise 2": 2.0}, verdicts, 3.4)
+    validate(result)
+    validate(report.failed("not a readable notebook"))
+    assert result["score"] == 1.0 and result["execution_time"] == 3
+    assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in result["tests"]] == [
+        ("Exercise 1: f1", 1.0, 1.0, "passed"), ("Exercise 2: f2", 0.0, 2.0, "failed")]
+    for broken in ({"name": "Part 1"}, {"visibility": "public"}, {"score": "1"}):
+        bad = json.loads(report.dumps(result))
+        bad["tests"][0].update(broken)
+        with pytest.raises(jsonschema.ValidationError):
+            validate(bad)
+
+
+def test_grades_csv_has_a_column_per_exercise_the_total_and_error_rows():
+    ok = report.results("M", [Ex(1), Ex(2)], {"Exercise 1": 1.0, "Exercise 2": 1.0},
+                        {"Exercise 1": {"passed": True, "output": ""}, "Exercise 2": {"passed": False, "output": ""}}, 1)
+    text = report.grades_csv([("alice", "m", ok), ("bob", "", report.failed("not a readable notebook"))])
+    assert text.splitlines() == ["submission,module,Exercise 1,Exercise 2,total,max,error", "alice,m,1,0,1,2,",
+                                 "bob,,,,,,not a readable notebook"]
+
+
+# ---- the judge, on a toy course ------------------------------------------------------------------------------
+
+TOY_COURSE = '''
+class ContractViolation(AssertionError):
+    pass
+
+def check_exercise(label, contract, implementation, namespace):
+    raise RuntimeError("the grader must replace check_exercise")
+
+def double_contract(f):
+    if f(2) != 4:
+        raise ContractViolation("contract property 'doubles' failed: f(2) != 4")
+'''
+REFERENCE = "# Exercise 1: double x.\ndef double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n"
+CHECK = 'check_exercise("Exercise 1", double_contract, double, globals())'
+
+
+def toy(source):
+    """The judge's verdict on ``source`` as the student's Exercise 1 cell of the toy course."""
+    namespace = {}
+    exec(TOY_COURSE, namespace)
+    return judge.judge(namespace, "Exercise 1", ("double",), REFERENCE, CHECK, source)
+
+
+@pytest.mark.parametrize("source, passed, says", [
+    ("# Exercise 1: double x.\ndef double(x):\n    return x + x\n", True, "PASS"),
+    ("def double(x):\n    return x\n", False, "FAIL: `double` breaks its contract.\ncontract property 'doubles'"),
+    ("def double(x):\n    raise NotImplementedError('Exercise 1: double x.')\n", False, "NOT DONE: `double` still raises"),
+    ("def double(x):\n    return 2 *\n", False, "ERROR: your Exercise 1 cell does not compile: SyntaxError at line 2"),
+    ("def double(x):\n    return x / 0\n", False, "ZeroDivisionError: division by zero\n  at line 2 of your Exercise 1 cell, in double"),
+    ("def twice(x):\n    return 2 * x\n", False, "MISSING: your Exercise 1 cell does not define `double`"),
+    (None, False, "MISSING: the submission has no code cell starting with '# Exercise 1:'"),
+    ("def double(x):\n    return x\n\ndef double_contract(f):\n    return None\n", False, "Ignored: your cell redefines `double_contract`"),
+    ("def double(x):\n    return x\n\ndouble_contract = print\nwhile True:\n    pass\n", False, "FAIL"),  # only definitions run
+    ("def double(x):\n    return 2 * helper(x) // 2\n\ndef helper(x):\n    return 2 * x\n", True, "PASS"),  # new helpers are kept
+])
+def test_the_judge_scores_only_the_students_definitions(source, passed, says):
+    result = toy(source)
+    assert result["passed"] is passed and says in result["output"], result["output"]
+
+
+def test_feedback_has_no_memory_addresses():
+    result = toy("def double(x):\n    return object()\n")
+    assert " at 0x" not in judge.verdict(False, f"{object()!r}")["output"] and not result["passed"]
+
+
+# ---- the bundle's files --------------------------------------------------------------------------------------
+
+
+def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproducible(tmp_path, course):
+    first = gradescope.bundle(course, tmp_path / "a.zip")
+    second = gradescope.bundle(course, tmp_path / "b.zip", module="module5")
+    with zipfile.ZipFile(first) as archive:
+        names = archive.namelist()
+        modes = {i.filename: stat.S_IMODE(i.external_attr >> 16) for i in archive.infolist()}
+        run = archive.read("run_autograder").decode()
+    assert {"setup.sh", "run_autograder", "pyproject.toml", "builder/grade/runner.py", "references/module3.json"} <= set(names)
+    assert {f"notebooks/{b.name}.py" for b in course.notebooks} <= set(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".ipynb")]
+    assert modes["setup.sh"] == modes["run_autograder"] == 0o755
+    assert "grade --gradescope-root" in run and "--module" not in run
+    assert "--module module5_modern_attention" in zipfile.ZipFile(second).read("run_autograder").decode()
+    assert first.read_bytes() == gradescope.bundle(course, tmp_path / "c.zip").read_bytes()
+    for script in ("setup.sh", "run_autograder"):
+        (tmp_path / script).write_bytes(zipfile.ZipFile(first).read(script))
+        subprocess.run(["bash", "-n", str(tmp_path / script)], check=True)
+    assert "download.pytorch.org/whl/cpu" in zipfile.ZipFile(first).read("setup.sh").decode()
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["grade"], 2), (["grade", "x.ipynb"], 2), (["grade", "--gradescope-bundle", "b.zip", "x.ipynb"], 2),
+    (["grade", "x.ipynb", "--out", "o", "--timeout", "0"], 2), (["grade", "x.ipynb", "--out", "o", "--module", "module9"], 3),
+])
+def test_usage_errors_write_nothing(tmp_path, argv, code, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--root", str(ROOT), *argv]) == code
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- slow: processes ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_isolated_check_runs_in_an_empty_folder_and_is_killed_at_its_time_limit():
+    seen = runner.isolated(lambda: {"passed": True, "output": json.dumps([os.getcwd(), os.listdir(".")])}, 30, "Exercise 1")
+    folder, listing = json.loads(seen["output"])
+    assert listing == [] and folder != os.getcwd() and not os.path.exists(folder)
+
+    def forever():
+        while True:
+            pass
+
+    assert runner.isolated(forever, 1, "Exercise 1")["output"].startswith("TIMED OUT after 1 s")
+    assert "SystemExit" in runner.isolated(lambda: sys.exit(3), 30, "Exercise 1")["output"]
+    assert "ended (exit code 7)" in runner.isolated(lambda: os._exit(7), 30, "Exercise 1")["output"]
+
+
+KINDS = ("solution", "shipped", "wrong", "loop", "wrong_check_pass", "tampered", "not_a_notebook")
+
+
+@pytest.fixture(scope="session")
+def graded_kinds(tmp_path_factory, course):
+    """Grade each module's seven kinds of submission once, in one batch per module, through the CLI."""
+    done = {}
+
+    def grade(book):
+        if book.name not in done:
+            folder = tmp_path_factory.mktemp(book.reference)
+            solved = variants.solved(book)
+            labels = variants.labels(solved)
+            middle = labels[len(labels) // 2]  # later exercises run on its reference
+            tampered = variants.broken(solved, middle)
+            for cell in tampered.cells:  # every check cell, helper, setup cell and embedded reference: gone
+                if cell.cell_type == "code" and not cell.source.startswith("# Exercise"):
+                    cell.source = "pass"
+            paths = [
+                folder / "solution.ipynb", write(variants.shipped(book), folder / "shipped.ipynb"),
+                write(variants.broken(solved, middle), folder / "wrong.ipynb"),
+                write(variants.broken(solved, middle, variants.LOOP), folder / "loop.ipynb"),
+                write(variants.broken(solved, middle, check="pass"), folder / "wrong_check_pass.ipynb"),
+                write(tampered, folder / "tampered.ipynb"), folder / "not_a_notebook.ipynb",
+            ]
+            paths[0].write_bytes(book.ipynb.read_bytes())
+            paths[-1].write_text("this is my essay, not a notebook\n", encoding="utf-8")
+            out = folder / "out"
+            code = cli.main(["--root", str(ROOT), "grade", *map(str, paths), "--out", str(out), "--timeout", str(TIMEOUT)])
+            results = {k: json.loads((out / k / "results.json").read_text(encoding="utf-8")) for k in KINDS}
+            done[book.name] = {"code": code, "results": results, "middle": middle, "labels": labels, "out": out,
+                               "paths": dict(zip(KINDS, paths))}
+        return done[book.name]
+
+    return grade
+
+
+@pytest.fixture(params=["module3", "module5"])
+def kinds(request, graded_kinds, course):
+    return graded_kinds(course.select([request.param])[0])
+
+
+def scores(result):
+    return {t["name"].split(":")[0]: t["score"] for t in result["tests"]}
+
+
+@pytest.mark.slow
+def test_six_kinds_of_submission_score_as_stated(kinds):
+    results, middle, labels = kinds["results"], kinds["middle"], kinds["labels"]
+    full = dict.fromkeys(labels, 1.0)
+    assert scores(results["solution"]) == full
+    assert scores(results["shipped"]) == dict.fromkeys(labels, 0.0)
+    assert all(t["output"].startswith("NOT DONE") for t in results["shipped"]["tests"])
+    for kind in ("wrong", "loop", "wrong_check_pass", "tampered"):
+        assert scores(results[kind]) == dict(full, **{middle: 0.0}), kind
+    assert [t["output"] for t in results["wrong"]["tests"] if t["score"] == 0][0].startswith("FAIL")
+    assert "contract property" in results["wrong"]["tests"][labels.index(middle)]["output"]
+    assert results["loop"]["tests"][labels.index(middle)]["output"].startswith(f"TIMED OUT after {TIMEOUT} s")
+    assert results["not_a_notebook"]["tests"] == [] and "not a readable notebook" in results["not_a_notebook"]["output"]
+    assert kinds["code"] == 1  # one submission could not be graded; all the others were
+
+
+@pytest.mark.slow
+def test_every_results_json_validates_and_grades_csv_has_a_row_each(kinds):
+    for result in kinds["results"].values():
+        validate(result)
+    with open(kinds["out"] / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["submission", "module", *kinds["labels"], "total", "max", "error"]
+    by_name = {row[0]: row for row in rows[1:]}
+    assert list(by_name) == list(KINDS)
+    assert by_name["not_a_notebook"][-1].startswith("not a readable notebook (NotJSONError: Notebook does not appear to be JSON")
+    assert by_name["not_a_notebook"][1:-1] == [""] * (len(kinds["labels"]) + 3)
+    n = len(kinds["labels"])
+    assert by_name["wrong"][-3:] == [f"{n - 1}", f"{n}", ""]
+
+
+@pytest.mark.slow
+def test_run_autograder_grades_a_submission_where_gradescope_places_it(tmp_path, course, graded_kinds):
+    book = course.select(["module5"])[0]
+    kinds = graded_kinds(book)
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(gradescope.bundle(course, tmp_path / "autograder.zip", module=book.name)) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir()
+    (root / "submission" / "homework 5.ipynb").write_bytes(kinds["paths"]["wrong"].read_bytes())
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, PYTHONPATH="")
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=600, capture_output=True)
+    result = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    validate(result)
+    expected = dict(kinds["results"]["wrong"])
+    assert dict(result, execution_time=0) == dict(expected, execution_time=0)  # deterministic: same bytes but the time
+
+    (root / "submission" / "second.ipynb").write_bytes(kinds["paths"]["solution"].read_bytes())
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=600, capture_output=True)
+    again = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert again["tests"] == [] and "submit exactly one .ipynb notebook; found 2" in again["output"]
