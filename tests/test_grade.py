@@ -166,6 +166,8 @@ def toy(source):
     ("def double(x):\n    return x\n\ndef double_contract(f):\n    return None\n", False, "Ignored: your cell redefines `double_contract`"),
     ("def double(x):\n    return x\n\ndouble_contract = print\nwhile True:\n    pass\n", False, "FAIL"),  # only definitions run
     ("def double(x):\n    return 2 * helper(x) // 2\n\ndef helper(x):\n    return 2 * x\n", True, "PASS"),  # new helpers are kept
+    ("import operator as op\nfrom math import *\n\ndef double(x):\n    return op.mul(2, x)\n", True, "PASS"),  # and new imports
+    ("from operator import mul as double_contract\n\ndef double(x):\n    return x\n", False, "FAIL"),  # not over course names
 ])
 def test_the_judge_scores_only_the_students_definitions(source, passed, says):
     result = toy(source)

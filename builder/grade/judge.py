@@ -26,6 +26,13 @@ def defined(tree: ast.Module) -> list[ast.stmt]:
     return [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
+def bound_by_import(node: ast.stmt) -> list[str] | None:
+    """The names an import statement binds; None for anything else and for ``import *`` (names unknown)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)) and all(a.name != "*" for a in node.names):
+        return [a.asname or a.name.split(".")[0] for a in node.names]
+    return None
+
+
 def where_in_cell(exc: BaseException, filename: str) -> str:
     """' (line L of your Exercise N cell, in f)' for the innermost frame in the student's code, or ''."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
@@ -33,7 +40,11 @@ def where_in_cell(exc: BaseException, filename: str) -> str:
 
 
 def apply_student(namespace: dict, label: str, names: tuple[str, ...], reference: str, source: str | None) -> tuple[dict | None, list[str]]:
-    """Define the student's functions and classes over the reference; (a failing verdict or None, notes)."""
+    """Define the student's functions and classes over the reference; (a failing verdict or None, notes).
+
+    Top-level imports that bind new names are kept too; one that would rebind a course name is left
+    out (the course has imported it already). Nothing else at the top level of the cell runs.
+    """
     shown = ", ".join(f"`{n}`" for n in names)
     if source is None:
         return verdict(False, f"MISSING: the submission has no code cell starting with '# {label}:', so {shown} was not graded."), []
@@ -43,13 +54,16 @@ def apply_student(namespace: dict, label: str, names: tuple[str, ...], reference
     except SyntaxError as exc:
         return verdict(False, f"ERROR: your {label} cell does not compile: SyntaxError at line {exc.lineno}: {exc.msg}"), []
     allowed = {node.name for node in defined(ast.parse(reference))}
-    keep, notes = [], []
+    imports = [node for node in tree.body if (bound_by_import(node) or [None])[0] is not None]
+    keep = [node for node in imports if not any(n in namespace and n not in allowed for n in bound_by_import(node))]
+    notes = []
     for node in defined(tree):
         if node.name in namespace and node.name not in allowed:
             notes.append(f"Ignored: your cell redefines `{node.name}`, which comes from the course; the course's version was used.")
         else:
             keep.append(node)
-    missing = [n for n in names if n not in {node.name for node in keep}]
+    keep.sort(key=lambda node: node.lineno)
+    missing = [n for n in names if n not in {getattr(node, 'name', None) for node in keep}]
     if missing:
         return verdict(False, f"MISSING: your {label} cell does not define {', '.join(f'`{n}`' for n in missing)}."), notes
     try:

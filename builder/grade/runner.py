@@ -113,7 +113,7 @@ def grade_module(source_text: str, submissions: dict[str, dict[str, str]], timeo
         exercise = found.get(index)
         if exercise:
             check = nb.cells[next(i for i in code_cells if i > index)].source
-            _threads_are_one(namespace)
+            _threads_are_one()
             for key, cells in submissions.items():
                 def task(cells=cells):
                     return judge(namespace, exercise.label, exercise.names, cell.source, check, cells.get(exercise.label))
@@ -122,7 +122,7 @@ def grade_module(source_text: str, submissions: dict[str, dict[str, str]], timeo
     return verdicts
 
 
-def _threads_are_one(namespace: dict) -> None:
+def _threads_are_one() -> None:
     """Fork is safe only without thread pools: keep torch on one thread, as the notebooks ask."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != 1:
