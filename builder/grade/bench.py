@@ -37,6 +37,8 @@ def timed(course, paths: list[Path]) -> float:
 
 def grade(course, names: list[str], repeats: int = 1) -> list[dict]:
     """For each notebook: one submission alone, then a batch of 20; the ratio of their costs per submission."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     rows = []
     for book in course.select(names):
         with tempfile.TemporaryDirectory(prefix="grade-bench-") as tmp:
