@@ -152,6 +152,27 @@ def guide(found: list[Exercise]) -> str:
     )
 
 
+def solution_sources(source_text: str) -> dict[str, str]:
+    """Each exercise's solution-edition cell, without the solution markers, by label."""
+    nb = pairing.read_source(source_text)
+    return {e.label: without_markers(nb.cells[e.index].source) for e in exercises(nb)}
+
+
+def solutions_code(source_text: str) -> str:
+    """Python that embeds every exercise's solution-edition cell as ``REFERENCE_SOURCES[label]``."""
+    lines = [
+        "# The solution edition of every exercise cell: show_reference(label) prints one, and",
+        "# check_exercise runs it in place of an exercise that failed its check.",
+        "REFERENCE_SOURCES = {",
+    ]
+    for label, text in solution_sources(source_text).items():
+        if any(line.startswith("# %%") for line in text.splitlines()):
+            raise ExerciseError(f"{label}: a line starting with '# %%' cannot be embedded in a percent-format cell")
+        raw = "'''" not in text and not text.endswith("\\") and "\r" not in text  # a raw string keeps it readable
+        lines.append(f'    "{label}": ' + (f"r'''{text}'''" if raw else repr(text)) + ",")
+    return "\n".join(lines + ["}"]) + "\n"
+
+
 def reinsert_solutions(student: str, source_text: str) -> str:
     """The student edition with every stub replaced again by the source's solution, cell by cell."""
     source_nb = pairing.read_source(source_text)

@@ -167,8 +167,6 @@ MODULE3 = [
     Bug("attention-mask-after-softmax", 3, "scaled_dot_product_attention", "zeroes blocked weights after the softmax instead of masking the scores",
         ATTENTION, MATCHES_SDPA, ((MASK_FILL, "pass"), ("output = weights @ v", "output = weights.masked_fill(~allowed, 0.0) @ v")),
         hint="after the softmax"),
-    Bug("attention-large-negative-mask", 3, "scaled_dot_product_attention", "fills blocked scores with -1e9 instead of -inf",
-        ATTENTION, "-inf where the mask blocks", edit('float("-inf")', "-1e9")),
     Bug("attention-detached-weights", 3, "scaled_dot_product_attention", "detaches the weights, so no gradient reaches q and k",
         ATTENTION, "gradient with respect to", edit("output = weights @ v", "output = weights.detach() @ v")),
     Bug("nan-on-fully-masked-row", 3, "scaled_dot_product_attention", "takes the row max without the safe 0 for empty rows: -inf - -inf = NaN",
@@ -353,3 +351,31 @@ MODULE5 = [
 ]
 
 CATALOG = MODULE3 + MODULE5
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A correct solution written another way: its contract must pass it, because it behaves the same."""
+
+    id: str
+    module: int
+    target: str
+    contract: str
+    edits: tuple[tuple[str, str], ...]
+
+    def build(self):
+        """The rewritten implementation, ready to hand to its contract."""
+        return mutant(notebook(self.module), self.target, *self.edits)
+
+
+# The contracts judge behaviour, not spelling: each of these must pass.
+SPELLINGS = (
+    # -1e9 instead of -inf: every row with an allowed key gets the same weights (exp underflows to exactly 0),
+    # and empty rows follow the stated policy either way.
+    Spelling("attention-large-negative-fill", 3, "scaled_dot_product_attention", ATTENTION, edit('float("-inf")', "-1e9")),
+    Spelling("attention-torch-softmax-on-safe-rows", 3, "scaled_dot_product_attention", ATTENTION, edit(
+        SOFTMAX_LINES,
+        "    weights = torch.softmax(scores.masked_fill(empty_rows[..., None], 0.0), dim=-1)"
+        ".masked_fill(empty_rows[..., None], 0.0)\n",
+    )),
+)
