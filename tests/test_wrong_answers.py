@@ -4,10 +4,12 @@ Every exercise is found by the notebooks' own convention (a cell tagged ``exerci
 ``check_exercise`` cell), so a new exercise gets a test of its own. Its wrong version is the first
 bug of ``tests/bug_catalog.py`` for that exercise whose edits fall inside the solution block; an
 exercise without one fails here, by name. ``-m wrong_answer`` runs every exercise; the slow tier
-runs a seeded sample of three per module (``COURSE_SAMPLE_SEED`` picks it, default: today's date).
+runs a seeded sample of three per module, each with a seeded choice among its fitting bugs
+(``COURSE_SAMPLE_SEED`` picks both, default: today's date).
 """
 
 import ast
+import copy
 import datetime
 import os
 import random
@@ -41,9 +43,13 @@ class Judged:
         return f"module{self.module}-{self.label.replace(' ', '')}-{self.target}"
 
 
-def judged_exercises(module: int) -> list[Judged]:
-    """Every exercise of a module's source, with its check cell, contract and function."""
-    nb = pairing.read_source(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
+def source_notebook(module: int) -> nbformat.NotebookNode:
+    """A fresh parse of a module's percent source."""
+    return pairing.read_source(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
+
+
+def judged_exercises(module: int, nb: nbformat.NotebookNode) -> list[Judged]:
+    """Every exercise of a module's parsed source, with its check cell, contract and function."""
     found = []
     for exercise in student.exercises(nb):
         check = next(i for i in range(exercise.index + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
@@ -69,23 +75,26 @@ def inside_solutions(source: str, edits) -> str | None:
     return "\n".join(lines)
 
 
-def wrong_version(exercise: Judged, source: str):
-    """(catalog bug, mutated exercise cell) for the first catalogued bug that fits inside the solution block."""
+def wrong_version(exercise: Judged, source: str, rng: random.Random | None = None):
+    """(catalog bug, mutated exercise cell): the first catalogued bug that fits inside the solution block, or a random one."""
+    fitting = []
     for bug in CATALOG:
         if (bug.module, bug.contract, bug.target) == (exercise.module, exercise.contract, exercise.target) and bug.edits:
             mutated = inside_solutions(source, bug.edits)
             if mutated is not None and mutated != source:
-                return bug, mutated
-    pytest.fail(
-        f"Module {exercise.module} {exercise.label} ({exercise.target}, judged by {exercise.contract}) has no bug in "
-        f"tests/bug_catalog.py whose edits fall inside its solution block; add a realistic one"
-    )
+                fitting.append((bug, mutated))
+    if not fitting:
+        pytest.fail(
+            f"Module {exercise.module} {exercise.label} ({exercise.target}, judged by {exercise.contract}) has no bug in "
+            f"tests/bug_catalog.py whose edits fall inside its solution block; add a realistic one"
+        )
+    return fitting[0] if rng is None else rng.choice(fitting)
 
 
-def run_with_wrong_answer(exercise: Judged, tmp_path):
+def run_with_wrong_answer(exercise: Judged, tmp_path, rng=None):
     """Execute the solution notebook with ``exercise`` made wrong, every cell run; return (bug, executed notebook)."""
-    nb = pairing.read_source(NOTEBOOK_SOURCES[exercise.module].read_text(encoding="utf-8"))
-    bug, nb.cells[exercise.cell].source = wrong_version(exercise, nb.cells[exercise.cell].source)
+    nb = copy.deepcopy(PARSED[exercise.module])  # the notebook the exercises were collected from
+    bug, nb.cells[exercise.cell].source = wrong_version(exercise, nb.cells[exercise.cell].source, rng)
     ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
     ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
     result = execute.run(ipynb, tmp_path / "executed", allow_errors=True)
@@ -99,8 +108,8 @@ def printed(nb) -> str:
     )
 
 
-def assert_one_named_failure(exercise: Judged, tmp_path):
-    bug, executed = run_with_wrong_answer(exercise, tmp_path)
+def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
+    bug, executed = run_with_wrong_answer(exercise, tmp_path, rng)
     errors = execute.error_outputs(executed)
     where = [f"cell {i}: {out.ename}: {out.evalue.splitlines()[0][:200] if out.evalue else ''}" for i, out in errors]
     assert len(errors) == 1, f"{exercise} with bug {bug.id}: expected exactly one error cell, got {len(errors)}:\n" + "\n".join(where)
@@ -116,7 +125,8 @@ def assert_one_named_failure(exercise: Judged, tmp_path):
     assert f"{exercise.label}: {exercise.target} failed '" in summary, summary
 
 
-ALL = [exercise for module in (3, 5) for exercise in judged_exercises(module)]
+PARSED = {module: source_notebook(module) for module in (3, 5)}
+ALL = [exercise for module in (3, 5) for exercise in judged_exercises(module, PARSED[module])]
 SEED = int(os.environ.get("COURSE_SAMPLE_SEED", datetime.date.today().toordinal()))
 SAMPLE = [e for module in (3, 5) for e in random.Random(f"{SEED}-{module}").sample([e for e in ALL if e.module == module], 3)]
 
@@ -130,13 +140,12 @@ def test_every_wrong_exercise_costs_exactly_its_own_check_cell(exercise, tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise", SAMPLE, ids=lambda e: f"seed{SEED}-{e}")
 def test_a_seeded_sample_of_wrong_exercises_costs_one_cell_each(exercise, tmp_path):
-    assert_one_named_failure(exercise, tmp_path)
+    assert_one_named_failure(exercise, tmp_path, random.Random(f"{SEED}-{exercise}"))
 
 
 @pytest.mark.parametrize("exercise", ALL, ids=str)
 def test_every_exercise_has_a_catalogued_bug_inside_its_solution_block(exercise):
-    nb = pairing.read_source(NOTEBOOK_SOURCES[exercise.module].read_text(encoding="utf-8"))
-    wrong_version(exercise, nb.cells[exercise.cell].source)
+    wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
 
 
 @pytest.mark.parametrize("module", (3, 5))

@@ -681,6 +681,114 @@ def exercise_summary(namespace):
         for label in standing_in:
             print(f"  {label}: {outcomes[label]}")
 # builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
+# builder:begin inline LANGUAGES
+LANGUAGES = ("en", "ru")
+# builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
+# builder:begin inline Palette
+class Palette:
+    """The course colours, one name per role, shared by every figure."""
+
+    BLUE = "#5E81AC"
+    GREEN = "#A3BE8C"
+    ORANGE = "#D08770"
+    RED = "#BF616A"
+    PURPLE = "#8F6BA8"
+    YELLOW = "#EBCB8B"
+    INK = "#2E3440"
+    MUTED = "#4C566A"
+    GREY = "#9AA5B8"
+    BORDER = "#D8DEE9"
+    PAPER = "#ECEFF4"
+# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
+# builder:begin inline apply_plot_style
+def apply_plot_style():
+    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
+    import matplotlib
+
+    matplotlib.rcParams.update({
+        "font.family": "DejaVu Sans",
+        "font.size": 11,
+        "text.color": Palette.INK,
+        "axes.labelcolor": Palette.INK,
+        "axes.titlecolor": Palette.INK,
+        "axes.titlesize": 13,
+        "axes.titleweight": "bold",
+        "axes.titlelocation": "left",
+        "axes.labelsize": 11,
+        "axes.edgecolor": Palette.BORDER,
+        "axes.linewidth": 0.8,
+        "axes.grid": True,
+        "axes.axisbelow": True,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
+        "grid.color": Palette.BORDER,
+        "grid.linewidth": 0.6,
+        "xtick.color": Palette.MUTED,
+        "ytick.color": Palette.MUTED,
+        "legend.frameon": False,
+        "legend.fontsize": 10,
+        "figure.facecolor": "white",
+        "figure.dpi": 90,
+        "savefig.dpi": 90,
+        "savefig.facecolor": "white",
+        "svg.hashsalt": "course",
+    })
+# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
+# builder:begin inline localized
+def localized(language, en, ru):
+    """Pick the English or the Russian text of a label."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    return en if language == "en" else ru
+# builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline show_figure
+def show_figure(fig, caption):
+    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
+
+    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("every figure needs a caption that says how to read it")
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+    except ImportError:
+        kernel = None
+    if kernel is not None:
+        from IPython.display import Image, Markdown, display
+
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
+        display(Markdown(f"*{caption}*"))
+    plt.close(fig)
+# builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
+
+apply_plot_style()
+
+
+def plain_log_axis(axis):
+    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
+    def label(value, _position):
+        if value <= 0:
+            return ""
+        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
+
+    axis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
+
+
+REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
+print("toolkit ready: argument checks, contract checks and the course figure style")
+
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
 # builder:begin solutions
 # The solution edition of every exercise cell: show_reference(label) prints one, and
 # check_exercise runs it in place of an exercise that failed its check.
@@ -857,112 +965,6 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
 # builder:end sha256=10104e0913566929cb966b845e24a22f94dc242e7cd032c10255d6f927ce13b3
-# builder:begin inline LANGUAGES
-LANGUAGES = ("en", "ru")
-# builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
-# builder:begin inline Palette
-class Palette:
-    """The course colours, one name per role, shared by every figure."""
-
-    BLUE = "#5E81AC"
-    GREEN = "#A3BE8C"
-    ORANGE = "#D08770"
-    RED = "#BF616A"
-    PURPLE = "#8F6BA8"
-    YELLOW = "#EBCB8B"
-    INK = "#2E3440"
-    MUTED = "#4C566A"
-    GREY = "#9AA5B8"
-    BORDER = "#D8DEE9"
-    PAPER = "#ECEFF4"
-# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
-# builder:begin inline apply_plot_style
-def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
-    import matplotlib
-
-    matplotlib.rcParams.update({
-        "font.family": "DejaVu Sans",
-        "font.size": 11,
-        "text.color": Palette.INK,
-        "axes.labelcolor": Palette.INK,
-        "axes.titlecolor": Palette.INK,
-        "axes.titlesize": 13,
-        "axes.titleweight": "bold",
-        "axes.titlelocation": "left",
-        "axes.labelsize": 11,
-        "axes.edgecolor": Palette.BORDER,
-        "axes.linewidth": 0.8,
-        "axes.grid": True,
-        "axes.axisbelow": True,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
-        "grid.color": Palette.BORDER,
-        "grid.linewidth": 0.6,
-        "xtick.color": Palette.MUTED,
-        "ytick.color": Palette.MUTED,
-        "legend.frameon": False,
-        "legend.fontsize": 10,
-        "figure.facecolor": "white",
-        "figure.dpi": 90,
-        "savefig.dpi": 90,
-        "savefig.facecolor": "white",
-        "svg.hashsalt": "course",
-    })
-# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
-# builder:begin inline localized
-def localized(language, en, ru):
-    """Pick the English or the Russian text of a label."""
-    if language not in LANGUAGES:
-        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
-    return en if language == "en" else ru
-# builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
-# builder:begin inline show_figure
-def show_figure(fig, caption):
-    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
-
-    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
-    """
-    import io
-
-    import matplotlib.pyplot as plt
-
-    if not isinstance(caption, str) or not caption.strip():
-        raise ValueError("every figure needs a caption that says how to read it")
-    try:
-        from IPython import get_ipython
-
-        kernel = getattr(get_ipython(), "kernel", None)
-    except ImportError:
-        kernel = None
-    if kernel is not None:
-        from IPython.display import Image, Markdown, display
-
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
-        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
-        display(Markdown(f"*{caption}*"))
-    plt.close(fig)
-# builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
-
-apply_plot_style()
-
-
-def plain_log_axis(axis):
-    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
-    def label(value, _position):
-        if value <= 0:
-            return ""
-        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
-
-    axis.set_minor_locator(matplotlib.ticker.NullLocator())
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
-
-
-REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
-print("toolkit ready: argument checks, contract checks and the course figure style")
-
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners

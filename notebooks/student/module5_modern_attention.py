@@ -781,299 +781,6 @@ def exercise_summary(namespace):
         for label in standing_in:
             print(f"  {label}: {outcomes[label]}")
 # builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
-# builder:begin solutions
-# The solution edition of every exercise cell: show_reference(label) prints one, and
-# check_exercise runs it in place of an exercise that failed its check.
-REFERENCE_SOURCES = {
-    "Exercise 1": r'''# Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may
-# read key j and -inf where it may not: never a future key; with a window, only keys with
-# i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).
-def make_mask(n, window=None, n_sink=0):
-    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
-    n = require_int("n", n, minimum=1)
-    if window is not None:
-        window = require_int("window", window, minimum=1)
-    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
-    if n_sink and window is None:
-        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
-    query = np.arange(n)[:, None]  # (n, 1): rows are queries
-    key = np.arange(n)[None, :]  # (1, n): columns are keys
-    allowed = key <= query  # causal: never the future
-    if window is not None:
-        recent = query - key < window  # the query's own key is one of the window's w keys
-        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
-        allowed &= recent | sinks
-    return np.where(allowed, 0.0, -np.inf)''',
-    "Exercise 2": r'''# Exercise 2: Write softmax attention with a sink. Scale Q K^T by 1/sqrt(d_k) and add the mask.
-# The sink (already broadcast to [..., T_q, 1]) joins each row's softmax as an extra logit whose
-# value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no
-# allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".
-# Reject a finite score that overflows: raise FloatingPointError mentioning "mask bias" when
-# adding a finite mask entry makes a finite score infinite.
-def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
-    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
-
-    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
-    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
-    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
-    """
-    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    return_weights = require_bool("return_weights", return_weights)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
-    try:
-        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-        np.broadcast_shapes(batch, V.shape[:-2])
-    except ValueError:
-        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
-    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
-    if mask is not None:
-        mask = _as_additive(mask, shape, dtype)
-    if sink is not None:
-        sink = require_array("sink", sink).astype(dtype, copy=False)
-        try:
-            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
-        except ValueError:
-            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
-        if not np.isfinite(scores).all():
-            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
-        if mask is not None:
-            biased = scores + mask
-            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
-                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
-            scores = biased
-    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
-    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
-    if sink is not None:
-        top = np.maximum(top, sink)  # the sink competes inside the same softmax
-    elif empty_row == "error" and not has_key.all():
-        first = np.argwhere(~has_key[..., 0])[0].tolist()
-        raise ValueError(
-            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
-            "fix the mask, or pass empty_row='zero' to return zeros for them"
-        )
-    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
-    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
-    denominator = exp_scores.sum(axis=-1, keepdims=True)
-    if sink is not None:
-        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
-    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
-    output = weights @ V  # (..., T_q, d_v)
-    return (output, weights) if return_weights else output''',
-    "Exercise 3": r'''# Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
-# return an array with group times as many heads on that axis, where query head h gets KV head
-# h // group: consecutive query heads share a KV head.
-def repeat_kv_heads(x, group):
-    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
-    x = require_array("x", x, min_ndim=3)
-    group = require_int("group", group, minimum=1)
-    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
-    "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
-# full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
-# recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an
-# exact int number of bytes.
-def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
-    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
-    context = require_int("context", context, minimum=1)
-    windows = list(layer_windows)
-    if not windows:
-        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
-    for layer, window in enumerate(windows):
-        if window is not None:
-            require_int(f"layer_windows[{layer}]", window, minimum=1)
-    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
-        require_int(name, value, minimum=1)
-    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
-    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token''',
-    "Exercise 5": r'''# Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start
-# at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator n as in
-# the formula, and append {"m": m, "alpha": alpha, "l": l, "n": n} to the trace. Return (n / l, trace).
-def online_softmax_dot(logit_tiles, value_tiles):
-    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
-    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
-        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
-    tiles = []
-    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
-        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
-        if logits.shape != values.shape:
-            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
-        tiles.append((logits.astype(float), values.astype(float)))
-    m, l, n = -math.inf, 0.0, 0.0
-    trace = []
-    for logits, values in tiles:
-        m_new = max(m, float(logits.max()))
-        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
-        weights = np.exp(logits - m_new)
-        l = alpha * l + float(weights.sum())
-        n = alpha * n + float(weights @ values)
-        m = m_new
-        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
-    return n / l, trace''',
-    "Exercise 6": r'''# Exercise 6: Write exact attention over (query block, key block) pairs. For each query block keep
-# per-row m (start -inf, or the sink), l (start 0, or 1 with a sink) and an accumulator A (zeros).
-# Visit only the key blocks that can hold an allowed key (causal: none after the block's last
-# query position; window: none before its first position - window + 1). For each block: scores
-# times 1/sqrt(d_k); add the given mask slice (raise FloatingPointError mentioning "mask bias" if a
-# finite bias overflows a finite score); block the pairs the causal/window test forbids, using the
-# absolute query position query_start + i; then the online update. Finally output A / l, with
-# the empty-row policy for rows whose l stayed 0. Never build a T_q x T_k array.
-def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
-    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
-
-    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
-    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
-    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
-    """
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    causal = require_bool("causal", causal)
-    if window is not None:
-        window = require_int("window", window, minimum=1)
-        if not causal:
-            raise ValueError("window counts keys back from the query, so it needs causal=True")
-    query_start = require_int("query_start", query_start, minimum=0)
-    if query_start and not causal:
-        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
-    if sink is not None:
-        sink = require_real("sink", sink)
-    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-    if mask is not None:
-        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
-    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
-    scale = 1.0 / math.sqrt(d_k)
-    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
-    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
-    out = np.empty((n_q, d_v), dtype=dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for q0 in range(0, n_q, tile_size):
-            q1 = min(q0 + tile_size, n_q)
-            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
-            k_lo, k_hi = 0, n_k
-            if causal:
-                k_hi = min(n_k, last + 1)  # later keys are in every row's future
-                if window is not None:
-                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
-            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
-            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
-            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
-            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
-                k1 = min(k0 + tile_size, n_k)
-                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
-                s *= scale
-                if maybe_overflow and not np.isfinite(s).all():
-                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
-                if mask is not None:
-                    bias = mask[q0:q1, k0:k1]
-                    s += bias
-                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
-                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
-                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
-                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
-                    blocked = key_pos > query_pos  # the future
-                    if window is not None:
-                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
-                    s[blocked] = -np.inf
-                m_new = np.maximum(m, s.max(axis=1))
-                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
-                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
-                s -= safe[:, None]
-                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
-                l = alpha * l + s.sum(axis=1)
-                acc *= alpha[:, None]
-                acc += s @ V[k0:k1]
-                m = m_new
-            filled = l > 0
-            if empty_row == "error" and not filled.all():
-                raise ValueError(
-                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
-                )
-            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
-            out[q0:q1] = acc
-    return out''',
-    "Exercise 7": r'''# Exercise 7: Decode token by token with a rolling buffer of `window` slots. Token t first
-# overwrites slot t % window with its key and value (the slot of token t - window, which just left
-# the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
-# (T, d_v) outputs and the largest number of keys the buffer ever held.
-def rolling_window_decode(Q, K, V, window):
-    """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
-    window = require_int("window", window, minimum=1)
-    (n, d_k), d_v = Q.shape, V.shape[1]
-    keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))  # all the memory there is
-    outputs, largest = np.empty((n, d_v)), 0
-    for t in range(n):
-        slot = t % window  # the oldest token, t - window, leaves exactly now
-        keys[slot], values[slot] = K[t], V[t]
-        held = min(t + 1, window)  # slots filled so far
-        largest = max(largest, held)
-        scores = keys[:held] @ Q[t] / math.sqrt(d_k)  # (held,): slot order does not matter to a softmax
-        weights = np.exp(scores - scores.max())
-        outputs[t] = weights @ values[:held] / weights.sum()
-    return outputs, largest''',
-    "Exercise 8": r'''# Exercise 8: Write linear attention as a recurrence. Keep S (d_k, d_v) and z (d_k,), both zero at
-# the start. For each token i: add phi(k_i) v_i^T to S and phi(k_i) to z, then output
-# phi(q_i)^T S / phi(q_i)^T z. Use feature_map for phi. Return (outputs, S, z).
-def linear_attention_recurrent(Q, K, V):
-    """Causal linear attention from two running sums; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
-    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
-    outputs = np.empty((Q.shape[0], V.shape[1]))
-    for i, (q, k, v) in enumerate(zip(feature_map(Q), feature_map(K), V)):
-        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
-        z += k  # and remember how much weight went in
-        outputs[i] = q @ S / (q @ z)
-    return outputs, S, z''',
-    "Exercise 9": r'''# Exercise 9: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
-# In each round, every position merges with the position `shift` places earlier (before the start,
-# use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
-# Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
-def parallel_scan(a, b):
-    """Every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) in ceil(log2 T) rounds of merges; returns (states, rounds)."""
-    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
-    a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
-    shift, rounds = 1, 0
-    while shift < len(a):
-        a_prev = np.concatenate([np.ones(shift), a[:-shift]])  # before the start: the do-nothing step (1, 0)
-        b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
-        a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
-        shift, rounds = 2 * shift, rounds + 1
-    return b, rounds''',
-    "Exercise 10": r'''# Exercise 10: Attend on the latent cache without expanding it. Move each head's query into latent
-# space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
-# by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
-# latents with those weights, then apply W_uv @ W_o per head and sum the heads. Never form latent @ W_uk.
-def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
-    """Latent attention with W_uk absorbed into the query and W_uv into the output: no key or value is rebuilt.
-
-    Same arguments and result as mla_expanded_attention.
-    """
-    q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
-    q_latent = q_nope @ np.swapaxes(W_uk, 1, 2)  # (H, T_q, d_c): each query moved into latent space
-    scale = 1.0 / math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])  # the full key width: no-position + RoPE parts
-    scores = (q_latent @ latent.T + q_rope @ k_rope.T) * scale + mask  # (H, T_q, T_k): position only via RoPE
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights /= weights.sum(axis=-1, keepdims=True)
-    mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
-    return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
-}
-# builder:end sha256=2046481e4a33940b07290250b61a3d1e5c05b847b581b76dbe286fa22f84f517
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
@@ -1817,6 +1524,302 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     return {"max_error": error, "rope_branch": "PASS"}
 # builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
 print("10 contract checks loaded")
+
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# builder:begin solutions
+# The solution edition of every exercise cell: show_reference(label) prints one, and
+# check_exercise runs it in place of an exercise that failed its check.
+REFERENCE_SOURCES = {
+    "Exercise 1": r'''# Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may
+# read key j and -inf where it may not: never a future key; with a window, only keys with
+# i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).
+def make_mask(n, window=None, n_sink=0):
+    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
+    n = require_int("n", n, minimum=1)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
+    if n_sink and window is None:
+        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    query = np.arange(n)[:, None]  # (n, 1): rows are queries
+    key = np.arange(n)[None, :]  # (1, n): columns are keys
+    allowed = key <= query  # causal: never the future
+    if window is not None:
+        recent = query - key < window  # the query's own key is one of the window's w keys
+        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
+        allowed &= recent | sinks
+    return np.where(allowed, 0.0, -np.inf)''',
+    "Exercise 2": r'''# Exercise 2: Write softmax attention with a sink. Scale Q K^T by 1/sqrt(d_k) and add the mask.
+# The sink (already broadcast to [..., T_q, 1]) joins each row's softmax as an extra logit whose
+# value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no
+# allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".
+# Reject a finite score that overflows: raise FloatingPointError mentioning "mask bias" when
+# adding a finite mask entry makes a finite score infinite.
+def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
+    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
+
+    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
+    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
+    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
+    """
+    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
+    try:
+        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        np.broadcast_shapes(batch, V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    if mask is not None:
+        mask = _as_additive(mask, shape, dtype)
+    if sink is not None:
+        sink = require_array("sink", sink).astype(dtype, copy=False)
+        try:
+            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
+        except ValueError:
+            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+        if not np.isfinite(scores).all():
+            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+        if mask is not None:
+            biased = scores + mask
+            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
+                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+            scores = biased
+    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
+    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
+    if sink is not None:
+        top = np.maximum(top, sink)  # the sink competes inside the same softmax
+    elif empty_row == "error" and not has_key.all():
+        first = np.argwhere(~has_key[..., 0])[0].tolist()
+        raise ValueError(
+            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
+            "fix the mask, or pass empty_row='zero' to return zeros for them"
+        )
+    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
+    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
+    denominator = exp_scores.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
+    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
+    output = weights @ V  # (..., T_q, d_v)
+    return (output, weights) if return_weights else output''',
+    "Exercise 3": r'''# Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
+# return an array with group times as many heads on that axis, where query head h gets KV head
+# h // group: consecutive query heads share a KV head.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
+    x = require_array("x", x, min_ndim=3)
+    group = require_int("group", group, minimum=1)
+    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
+    "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
+# full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
+# recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an
+# exact int number of bytes.
+def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
+    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
+    context = require_int("context", context, minimum=1)
+    windows = list(layer_windows)
+    if not windows:
+        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
+    for layer, window in enumerate(windows):
+        if window is not None:
+            require_int(f"layer_windows[{layer}]", window, minimum=1)
+    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
+    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token''',
+    "Exercise 5": r'''# Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start
+# at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator n as in
+# the formula, and append {"m": m, "alpha": alpha, "l": l, "n": n} to the trace. Return (n / l, trace).
+def online_softmax_dot(logit_tiles, value_tiles):
+    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
+        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
+    tiles = []
+    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
+        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
+        if logits.shape != values.shape:
+            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
+        tiles.append((logits.astype(float), values.astype(float)))
+    m, l, n = -math.inf, 0.0, 0.0
+    trace = []
+    for logits, values in tiles:
+        m_new = max(m, float(logits.max()))
+        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
+        weights = np.exp(logits - m_new)
+        l = alpha * l + float(weights.sum())
+        n = alpha * n + float(weights @ values)
+        m = m_new
+        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
+    return n / l, trace''',
+    "Exercise 6": r'''# Exercise 6: Write exact attention over (query block, key block) pairs. For each query block keep
+# per-row m (start -inf, or the sink), l (start 0, or 1 with a sink) and an accumulator A (zeros).
+# Visit only the key blocks that can hold an allowed key (causal: none after the block's last
+# query position; window: none before its first position - window + 1). For each block: scores
+# times 1/sqrt(d_k); add the given mask slice (raise FloatingPointError mentioning "mask bias" if a
+# finite bias overflows a finite score); block the pairs the causal/window test forbids, using the
+# absolute query position query_start + i; then the online update. Finally output A / l, with
+# the empty-row policy for rows whose l stayed 0. Never build a T_q x T_k array.
+def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
+    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
+
+    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
+    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
+    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
+    """
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+        if not causal:
+            raise ValueError("window counts keys back from the query, so it needs causal=True")
+    query_start = require_int("query_start", query_start, minimum=0)
+    if query_start and not causal:
+        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
+    if sink is not None:
+        sink = require_real("sink", sink)
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    if mask is not None:
+        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    scale = 1.0 / math.sqrt(d_k)
+    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
+    out = np.empty((n_q, d_v), dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for q0 in range(0, n_q, tile_size):
+            q1 = min(q0 + tile_size, n_q)
+            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
+            k_lo, k_hi = 0, n_k
+            if causal:
+                k_hi = min(n_k, last + 1)  # later keys are in every row's future
+                if window is not None:
+                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
+            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
+            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
+            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
+            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
+                k1 = min(k0 + tile_size, n_k)
+                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
+                s *= scale
+                if maybe_overflow and not np.isfinite(s).all():
+                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+                if mask is not None:
+                    bias = mask[q0:q1, k0:k1]
+                    s += bias
+                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
+                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
+                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
+                    blocked = key_pos > query_pos  # the future
+                    if window is not None:
+                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
+                    s[blocked] = -np.inf
+                m_new = np.maximum(m, s.max(axis=1))
+                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
+                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
+                s -= safe[:, None]
+                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
+                l = alpha * l + s.sum(axis=1)
+                acc *= alpha[:, None]
+                acc += s @ V[k0:k1]
+                m = m_new
+            filled = l > 0
+            if empty_row == "error" and not filled.all():
+                raise ValueError(
+                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
+                )
+            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
+            out[q0:q1] = acc
+    return out''',
+    "Exercise 7": r'''# Exercise 7: Decode token by token with a rolling buffer of `window` slots. Token t first
+# overwrites slot t % window with its key and value (the slot of token t - window, which just left
+# the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
+# (T, d_v) outputs and the largest number of keys the buffer ever held.
+def rolling_window_decode(Q, K, V, window):
+    """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
+    window = require_int("window", window, minimum=1)
+    (n, d_k), d_v = Q.shape, V.shape[1]
+    keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))  # all the memory there is
+    outputs, largest = np.empty((n, d_v)), 0
+    for t in range(n):
+        slot = t % window  # the oldest token, t - window, leaves exactly now
+        keys[slot], values[slot] = K[t], V[t]
+        held = min(t + 1, window)  # slots filled so far
+        largest = max(largest, held)
+        scores = keys[:held] @ Q[t] / math.sqrt(d_k)  # (held,): slot order does not matter to a softmax
+        weights = np.exp(scores - scores.max())
+        outputs[t] = weights @ values[:held] / weights.sum()
+    return outputs, largest''',
+    "Exercise 8": r'''# Exercise 8: Write linear attention as a recurrence. Keep S (d_k, d_v) and z (d_k,), both zero at
+# the start. For each token i: add phi(k_i) v_i^T to S and phi(k_i) to z, then output
+# phi(q_i)^T S / phi(q_i)^T z. Use feature_map for phi. Return (outputs, S, z).
+def linear_attention_recurrent(Q, K, V):
+    """Causal linear attention from two running sums; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+    outputs = np.empty((Q.shape[0], V.shape[1]))
+    for i, (q, k, v) in enumerate(zip(feature_map(Q), feature_map(K), V)):
+        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
+        z += k  # and remember how much weight went in
+        outputs[i] = q @ S / (q @ z)
+    return outputs, S, z''',
+    "Exercise 9": r'''# Exercise 9: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
+# In each round, every position merges with the position `shift` places earlier (before the start,
+# use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
+# Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
+def parallel_scan(a, b):
+    """Every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) in ceil(log2 T) rounds of merges; returns (states, rounds)."""
+    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
+    shift, rounds = 1, 0
+    while shift < len(a):
+        a_prev = np.concatenate([np.ones(shift), a[:-shift]])  # before the start: the do-nothing step (1, 0)
+        b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
+        a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
+        shift, rounds = 2 * shift, rounds + 1
+    return b, rounds''',
+    "Exercise 10": r'''# Exercise 10: Attend on the latent cache without expanding it. Move each head's query into latent
+# space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
+# by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
+# latents with those weights, then apply W_uv @ W_o per head and sum the heads. Never form latent @ W_uk.
+def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
+    """Latent attention with W_uk absorbed into the query and W_uv into the output: no key or value is rebuilt.
+
+    Same arguments and result as mla_expanded_attention.
+    """
+    q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
+    q_latent = q_nope @ np.swapaxes(W_uk, 1, 2)  # (H, T_q, d_c): each query moved into latent space
+    scale = 1.0 / math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])  # the full key width: no-position + RoPE parts
+    scores = (q_latent @ latent.T + q_rope @ k_rope.T) * scale + mask  # (H, T_q, T_k): position only via RoPE
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
+    return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
+}
+# builder:end sha256=2046481e4a33940b07290250b61a3d1e5c05b847b581b76dbe286fa22f84f517
 
 # %% [markdown]
 # # Part 1 · The practitioner's guide
