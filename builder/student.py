@@ -146,9 +146,12 @@ def guide(found: list[Exercise]) -> str:
         "replace the line `# Your code here.` and the `raise` under it with your code. The cell right "
         "after each exercise runs its contract check and tells you which property passes and which "
         "fails, on what input, with the expected and actual values.\n\n"
-        "If you skip an exercise, its check cell stops *Run all* with `NotImplementedError`, and the "
-        "hidden reference solution (the collapsed cell above each exercise) takes over, so you can "
-        "run the later cells one by one and come back later.\n\n" + listing
+        "If you skip an exercise, or your answer fails its check, the check cell stops *Run all* (with "
+        "`NotImplementedError` for a stub) and the hidden reference solution (the collapsed cell above "
+        "each exercise) takes over: choose *Runtime → Run after* on that cell in Colab, or *Run → Run "
+        "Selected Cell and All Below* on the next one in JupyterLab, and the rest runs. "
+        "`show_reference(\"Exercise 1\")` prints a solution; the last cell lists the exercises that "
+        "used the reference.\n\n" + listing
     )
 
 
