@@ -70,6 +70,8 @@ def renderer(course: Course, nb: Notebook, ipynb_path: Path, title: str):
             if region.arg != nb.reference:
                 raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
             return reference_code(course, nb, region.arg)
+        if region.kind == "solutions":
+            return student.solutions_code(nb.source.read_text(encoding="utf-8"))
         return regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
 
     return render
@@ -162,6 +164,8 @@ def _source_hint(region: regions.Region) -> str:
         return f"builder/contracts ({region.arg})"
     if region.kind == "reference":
         return f"references/{region.arg}.json"
+    if region.kind == "solutions":
+        return "the exercise cells of the notebook source"
     return "pyproject.toml [tool.course] and the reference checksum"
 
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-KINDS = ("header", "inline", "reference")
+KINDS = ("header", "inline", "reference", "solutions")
 
 _BEGIN = re.compile(
     r"^#\s*(?P<html><!--)?\s*builder:begin\b(?P<rest>.*?)\s*(?(html)-->)\s*$"

@@ -146,10 +146,34 @@ def guide(found: list[Exercise]) -> str:
         "replace the line `# Your code here.` and the `raise` under it with your code. The cell right "
         "after each exercise runs its contract check and tells you which property passes and which "
         "fails, on what input, with the expected and actual values.\n\n"
-        "If you skip an exercise, its check cell stops *Run all* with `NotImplementedError`, and the "
-        "hidden reference solution (the collapsed cell above each exercise) takes over, so you can "
-        "run the later cells one by one and come back later.\n\n" + listing
+        "If you skip an exercise, or your answer fails its check, the check cell stops *Run all* (with "
+        "`NotImplementedError` for a stub) and the hidden reference solution (the collapsed cell above "
+        "each exercise) takes over: choose *Runtime → Run after* on that cell in Colab, or *Run → Run "
+        "Selected Cell and All Below* on the next one in JupyterLab, and the rest runs. "
+        "`show_reference(\"Exercise 1\")` prints a solution; the last cell lists the exercises that "
+        "used the reference.\n\n" + listing
     )
+
+
+def solution_sources(source_text: str) -> dict[str, str]:
+    """Each exercise's solution-edition cell, without the solution markers, by label."""
+    nb = pairing.read_source(source_text)
+    return {e.label: without_markers(nb.cells[e.index].source) for e in exercises(nb)}
+
+
+def solutions_code(source_text: str) -> str:
+    """Python that embeds every exercise's solution-edition cell as ``REFERENCE_SOURCES[label]``."""
+    lines = [
+        "# The solution edition of every exercise cell: show_reference(label) prints one, and",
+        "# check_exercise runs it in place of an exercise that failed its check.",
+        "REFERENCE_SOURCES = {",
+    ]
+    for label, text in solution_sources(source_text).items():
+        if any(line.startswith("# %%") for line in text.splitlines()):
+            raise ExerciseError(f"{label}: a line starting with '# %%' cannot be embedded in a percent-format cell")
+        raw = "'''" not in text and not text.endswith("\\") and "\r" not in text  # a raw string keeps it readable
+        lines.append(f'    "{label}": ' + (f"r'''{text}'''" if raw else repr(text)) + ",")
+    return "\n".join(lines + ["}"]) + "\n"
 
 
 def reinsert_solutions(student: str, source_text: str) -> str:

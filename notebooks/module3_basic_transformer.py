@@ -8,9 +8,18 @@
 # <!-- builder:end sha256=98b0925052ab97a1f1d72e8a32238f40416d2b21df25e9a4b9cc20770df53a10 -->
 
 # %% [markdown]
-# **How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough. The first
+# **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
+#
+# **When a check stops the notebook.** After every exercise a check cell judges your function. If
+# it fails, that cell shows which property broke, on what input, the expected and actual values and
+# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
+# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
+# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
+# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
+# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
+# still runs on the reference.
 
 # %%
 # Setup 1 of 3: install only the allow-listed packages that are missing.
@@ -528,30 +537,135 @@ def contract_call(prop, on_input, hint, function, *args, **kwargs):
             prop, on_input, "a result (the input is valid)", f"{type(exc).__name__}: {exc}", hint
         ) from exc
 # builder:end sha256=77ce5847788864189f01cccf3c30cf734ec2a8d060af1324cd37495053d7cba1
+# builder:begin inline CheckFailed
+class CheckFailed(AssertionError):
+    """A notebook check that does not hold: what should hold, and the value found against the one required."""
+# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+# builder:begin inline expect
+def expect(claim, actual, relation=None, expected=None):
+    """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
+
+    ``claim`` says in words what should hold. Unlike ``assert``, this check survives ``python -O``,
+    and its message shows both values.
+    """
+    import operator
+
+    relations = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b, "is": operator.is_, "is not": operator.is_not,
+    }
+    if relation is not None and relation not in relations:
+        raise ValueError(f"relation must be one of {', '.join(relations)} or None, got {relation!r}")
+    holds = bool(actual) if relation is None else bool(relations[relation](actual, expected))
+    if not holds:
+
+        def shown(value):
+            text = repr(value)
+            return text if len(text) <= 300 else text[:300] + " ..."
+
+        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline use_reference
+def use_reference(label, namespace, reason):
+    """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
+    source = namespace.get("REFERENCE_SOURCES", {}).get(label)
+    if filed is not None:
+        namespace.update(filed)
+        names = list(filed)
+    elif source is not None:
+        before = dict(namespace)
+        exec(compile(source, f"<reference solution of {label}>", "exec"), namespace)
+        names = [n for n, v in namespace.items() if n not in before or before[n] is not v]
+    else:
+        return False
+    for name in names:
+        try:
+            namespace[name].__reference_solution__ = label
+        except (AttributeError, TypeError):
+            pass  # a constant: nothing to mark
+    namespace.setdefault("EXERCISE_OUTCOMES", {})[label] = reason
+    return True
+# builder:end sha256=8d7d7c227f56926364ff119f2e8111c25907d058e85d22896fbdd4197288324b
+# builder:begin inline exercises_on_reference
+def exercises_on_reference(namespace):
+    """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
+# builder:end sha256=086e8658ed0bbccad0b8eb87adb997572b132bf9be92d417c3e8e141abdb1ac4
 # builder:begin inline check_exercise
 def check_exercise(label, contract, implementation, namespace):
-    """Judge one exercise with its contract check and print the verdict.
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
 
-    When the exercise is still a stub (it raises NotImplementedError) and the student edition
-    holds a reference solution for ``label`` in ``REFERENCE_SOLUTIONS``, the reference takes the
-    stub's place in ``namespace`` so that later cells keep working, and the NotImplementedError
-    is raised again with that news.
+    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
+    module docstring) and the failure is raised again, naming the property, the input, expected
+    against actual and the usual cause, plus how to go on.
     """
     name = getattr(implementation, "__name__", repr(implementation))
+    outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    if getattr(implementation, "__reference_solution__", None) == label:
+        summary = contract(implementation)
+        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        return summary
+    go_on = (
+        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
+        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+    )
     try:
         summary = contract(implementation)
     except NotImplementedError:
-        reference = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
-        if reference is None:
+        if not use_reference(label, namespace, f"{name} is still a stub"):
             raise
-        namespace.update(reference)
-        raise NotImplementedError(
-            f"{label}: {name} is still a stub. Later cells now use the reference solution so you can "
-            f"keep going; come back, replace the stub, and rerun this cell."
-        ) from None
+        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
+    except ContractViolation as failure:
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
+            failure.args = (f"{failure.args[0]}\n{go_on}",)
+        raise
+    except Exception as error:
+        prop = "the contract check runs to the end on this implementation"
+        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+            raise
+        raise ContractViolation(
+            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above shows the line of {name} that raised. {go_on}",
+        ) from error
+    outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=a447f9ef66cef8f106dabec5f5ae2b664f1bd67cff9f4d09f6c68b0dbbf9811d
+# builder:end sha256=343ff030a0468d396ed96d7ad6c17335bc09930160e0c5f6011237bff9f943b3
+# builder:begin inline show_reference
+def show_reference(label, namespace=None):
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    sources = (globals() if namespace is None else namespace).get("REFERENCE_SOURCES", {})
+    if label not in sources:
+        raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
+    print(sources[label])
+# builder:end sha256=7e22989e43823feb8b048fbaa8345a81c707b656cd4d38dc15ee30406c764393
+# builder:begin inline report_section
+def report_section(section, namespace):
+    """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    standing_in = exercises_on_reference(namespace)
+    if not standing_in:
+        print(f"{section}: PASS")
+        return
+    print(
+        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
+        f"not a pass of your own code yet"
+    )
+# builder:end sha256=58668148371401b33789b05be0a7f60a230efa07f9878870dbe210e915c03a3e
+# builder:begin inline exercise_summary
+def exercise_summary(namespace):
+    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    outcomes = namespace.get("EXERCISE_OUTCOMES", {})
+    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
+    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
+    standing_in = exercises_on_reference(namespace)
+    if standing_in:
+        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
+        for label in standing_in:
+            print(f"  {label}: {outcomes[label]}")
+# builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
 # builder:begin inline LANGUAGES
 LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
@@ -658,6 +772,184 @@ def plain_log_axis(axis):
 REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# builder:begin solutions
+# The solution edition of every exercise cell: show_reference(label) prints one, and
+# check_exercise runs it in place of an exercise that failed its check.
+REFERENCE_SOURCES = {
+    "Exercise 1": r'''# Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
+# position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
+# same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
+    """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
+    length = require_int("length", length, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=2)
+    base = require_real("base", base, minimum=1.0, strict_minimum=True)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
+    frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
+    angle = position * frequency                                                  # (L, d/2)
+    table = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)             # (L, d/2, 2)
+    return table.reshape(length, d_model)                                         # (L, d): sin, cos, sin, cos, ...''',
+    "Exercise 2": r'''# Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
+# position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
+# tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+def causal_allowed(t_q, t_k, *, query_offset=0):
+    """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
+    t_q = require_int("t_q", t_q, minimum=1)
+    t_k = require_int("t_k", t_k, minimum=1)
+    query_offset = require_int("query_offset", query_offset, minimum=0)
+    if query_offset + t_q > t_k:
+        raise ValueError(
+            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
+            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
+        )
+    query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
+    key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
+    return key_position <= query_position                       # (t_q, t_k)''',
+    "Exercise 3": r'''# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
+# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
+# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
+# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf),
+# and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
+        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
+    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
+    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
+    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
+    if allowed is None:
+        allowed = torch.ones(shape, dtype=torch.bool)
+    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    else:
+        try:
+            allowed = torch.broadcast_to(allowed, shape)
+        except RuntimeError:
+            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
+    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
+    if empty_row == "error" and bool(empty_rows.any()):
+        where = empty_rows.nonzero()[:4].tolist()
+        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
+                         "fix the mask, or pass empty_row='zero' for padding queries")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
+    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
+    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
+    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
+    output = weights @ v                                                   # (..., T_q, d_v)
+    return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
+    "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
+# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
+# that token. Index axes from the end so any leading axes (batch, ...) pass through.
+def split_heads(x, n_heads):
+    """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
+    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
+    n_heads = require_int("n_heads", n_heads, minimum=1)
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
+    return heads.transpose(-3, -2)                               # (..., H, T, d)''',
+    "Exercise 5": r'''# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
+# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
+# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)''',
+    "Exercise 6": r'''# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
+# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
+# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
+    "Exercise 7": r'''# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
+# of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
+# they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
+    x = require_tensor("x", x, min_ndim=1)
+    eps = require_real("eps", eps, minimum=0.0)
+    for name, parameter in (("weight", weight), ("bias", bias)):
+        if parameter is not None:
+            require_tensor(name, parameter, ndim=1)
+            if parameter.shape[0] != x.shape[-1]:
+                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
+    normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
+    if weight is not None:
+        normalized = normalized * weight
+    if bias is not None:
+        normalized = normalized + bias
+    return normalized''',
+    "Exercise 8": r'''# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
+# rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
+# those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
+# crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
+# for every other. Subtract the largest logit before exp() and add with math.fsum.
+def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
+    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
+        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
+    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
+    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+    if top_k is not None:
+        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
+    if top_p is not None:
+        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    largest = max(logits)
+    weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
+    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))  # most likely first, ties to the lower id
+    if top_k is not None:
+        order = order[:top_k]
+    if top_p is not None:
+        mass = math.fsum(weights[i] for i in order)
+        reached = list(itertools.accumulate(weights[i] / mass for i in order))  # share of the first j + 1 tokens
+        crossing = next((j for j, share in enumerate(reached) if share >= top_p), len(order) - 1)
+        order = order[:crossing + 1]  # the token that crosses the threshold stays
+    total = math.fsum(weights[i] for i in order)
+    return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]''',
+    "Exercise 9": r'''# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
+# likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
+# or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
+# Return (tokens, reason). If the score vectors run out first, raise ValueError.
+def greedy_trace(prepared_logits, eos_id, max_new_tokens):
+    """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
+    eos_id = require_int("eos_id", eos_id, minimum=0)
+    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
+    steps = [list(scores) for scores in prepared_logits]
+    for scores in steps:
+        if eos_id >= len(scores):
+            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    tokens = []
+    for scores in steps:
+        probabilities = token_distribution(scores)  # greedy is the temperature -> 0 limit of sampling
+        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
+        if tokens[-1] == eos_id:
+            return tokens, "eos"
+        if len(tokens) == max_new_tokens:
+            return tokens, "length_limit"
+    raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
+}
+# builder:end sha256=10104e0913566929cb966b845e24a22f94dc242e7cd032c10255d6f927ce13b3
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -705,7 +997,7 @@ crossover = 2 * WIDE
 REFERENCE.check("attention_cost.crossover_tokens", crossover)
 REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
 at_crossover = attention_cost(crossover, WIDE)
-assert at_crossover["quadratic_flops"] == at_crossover["linear_flops"], "the n² part should equal the projections at n = 2·d_model"
+expect("the n² part should equal the projections at n = 2·d_model", at_crossover["quadratic_flops"], "==", at_crossover["linear_flops"])
 ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
 REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
 print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
@@ -733,12 +1025,15 @@ mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
 print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
 
 # The prose below quotes these numbers; stop here if any of them moved.
-assert [attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)] == [1_000_000, 4_000_000]
-assert attention_cost(128_000, WIDE)["score_entries"] == 16_384_000_000 and crossover == 8_192
-assert (round(ratios[8_000], 2), round(ratios[128_000], 1)) == (0.98, 15.6)
-assert per_token == 131_072 and round(conversation_gb, 1) == 4.2 and fits == 15
-assert (round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)
-assert (full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_072)
+expect('[attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)] == [1_000_000, 4_000_000]', [attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)], "==", [1_000_000, 4_000_000])
+expect('attention_cost(128_000, WIDE)["score_entries"] == 16_384_000_000', attention_cost(128_000, WIDE)["score_entries"], "==", 16_384_000_000)
+expect("crossover == 8_192", crossover, "==", 8_192)
+expect("(round(ratios[8_000], 2), round(ratios[128_000], 1)) == (0.98, 15.6)", (round(ratios[8_000], 2), round(ratios[128_000], 1)), "==", (0.98, 15.6))
+expect("per_token == 131_072", per_token, "==", 131_072)
+expect("round(conversation_gb, 1) == 4.2", round(conversation_gb, 1), "==", 4.2)
+expect("fits == 15", fits, "==", 15)
+expect("(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)", (round(all_heads_gb), round(gqa_gb, 1)), "==", (67, 16.8))
+expect("(full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_072)", (full_price, round(cached_price, 2), mistral_reach), "==", (0.5, 0.05, 131_072))
 
 
 # %% [markdown]
@@ -901,12 +1196,13 @@ for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_
 print(f"plain division would give animal {2.0 / 3.5:.2f}")
 
 # The numbers above, as the prose states them.
-assert [round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65] and round(float(it_exps.sum()), 2) == 11.76
-assert [round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]
+expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
+expect("round(float(it_exps.sum()), 2) == 11.76", round(float(it_exps.sum()), 2), "==", 11.76)
+expect("[round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]", [round(x, 2) for x in it_weights.tolist()], "==", [0.63, 0.23, 0.14])
 REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
-assert torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15), "adding a constant must not change softmax"
-assert torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all(), "the max shift must prevent overflow"
-assert torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)
+expect("adding a constant must not change softmax", torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15))
+expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all())
+expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)", torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15))
 
 
 def plot_it_weights(words, scores, weights, language="en"):
@@ -1022,14 +1318,16 @@ out = weights @ V                          # (5, 3)
 print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
        "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
 
-assert float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0
-assert raw.tolist() == [4.0, 2.0, 1.0] and scaled.tolist() == [2.0, 1.0, 0.5]
-assert torch.equal(shares, it_weights), "the library search must reproduce section 1's shares"
-assert [round(b, 2) for b in blend.tolist()] == [1.40, 0.37]
-assert out.shape == (5, 3) and torch.allclose(weights.sum(-1), torch.ones(5))
+expect("float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0", float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])), "==", 4.0)
+expect("raw.tolist() == [4.0, 2.0, 1.0]", raw.tolist(), "==", [4.0, 2.0, 1.0])
+expect("scaled.tolist() == [2.0, 1.0, 0.5]", scaled.tolist(), "==", [2.0, 1.0, 0.5])
+expect("the library search must reproduce section 1's shares", torch.equal(shares, it_weights))
+expect("[round(b, 2) for b in blend.tolist()] == [1.40, 0.37]", [round(b, 2) for b in blend.tolist()], "==", [1.40, 0.37])
+expect("out.shape == (5, 3)", out.shape, "==", (5, 3))
+expect("torch.allclose(weights.sum(-1), torch.ones(5))", torch.allclose(weights.sum(-1), torch.ones(5)))
 # Each output row is its own query's blend: the matrix form equals a loop over queries.
 rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
-assert torch.allclose(rows, out, atol=1e-5), "the matrix formula must equal one softmax per query"
+expect("the matrix formula must equal one softmax per query", torch.allclose(rows, out, atol=1e-5))
 
 
 def plot_attention_flow(language="en"):
@@ -1214,7 +1512,7 @@ small_table = sinusoidal_encoding(pe_length, pe_width)
 print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
-assert small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]
+expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
 
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
@@ -1223,7 +1521,7 @@ for pair in range(4):
     theta = offset / 10_000.0 ** (2 * pair / 8)
     rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
     moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
-    assert torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12), f"pair {pair}: offset is not a rotation"
+    expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
 print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixed angle: verified for all 4 pairs")
 
 
@@ -1393,7 +1691,7 @@ print(f"allowed entries: causal {int(ordinary.sum())}, decode without offset {in
 REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
-assert torch.equal(cached_decode, ordinary[4:]), "the cached query's row must be the last row of the full mask"
+expect("the cached query's row must be the last row of the full mask", torch.equal(cached_decode, ordinary[4:]))
 
 # PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
 gen = torch.Generator().manual_seed(SEED)
@@ -1402,8 +1700,8 @@ top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
 print(f"is_causal=True with 1 query and 5 keys equals: only key 0 -> "
       f"{torch.allclose(top_left, v5[:, :1])}; the offset mask -> "
       f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
-assert torch.allclose(top_left, v5[:, :1]), "is_causal=True should read only the first key here (top-left alignment)"
-assert torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)
+expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
+expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
 
 
 def plot_masks(masks, titles, language="en"):
@@ -1503,6 +1801,8 @@ class AttentionResult:
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf),
+# and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -1550,7 +1850,10 @@ def check_attention_contract(attention):
     """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
 
     ``attention`` returns an object with ``.output`` and ``.weights`` (and, when it has them,
-    ``.scores`` with -inf at blocked entries and ``.empty_rows`` flags, which are judged too).
+    ``.scores``, judged at allowed entries only, and ``.empty_rows`` flags, which are judged too).
+    Blocked keys must get weight exactly 0; how their scores are filled (-inf, -1e9) is not judged.
+    Empty-row policy: a query row with no allowed key raises ValueError by default, and with
+    ``empty_row='zero'`` its weights and output are exactly 0 (never NaN).
     Returns a summary of the largest errors; raises ContractViolation naming the first property that fails.
     """
     import torch
@@ -1603,16 +1906,12 @@ def check_attention_contract(attention):
         "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
     )
     if hasattr(result, "scores"):
+        # Blocked entries are not judged: -inf or any fill low enough that their weight is exactly 0
+        # (checked above) behaves the same.
         contract_close(
-            "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            "scores are q.k / sqrt(d_k) at every allowed entry", case,
             result.scores.detach().masked_fill(~allowed, 0.0), raw.masked_fill(~allowed, 0.0),
             "return the scaled scores (before the softmax), not the weights or the unscaled dot products",
-        )
-        blocked = result.scores.detach().masked_select(~allowed.expand_as(result.scores))
-        contract_assert(
-            bool((blocked == float("-inf")).all()), "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
-            "-inf at every blocked entry", f"{blocked[blocked != float('-inf')][:3].tolist()} at blocked entries",
-            "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
         )
     probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
     detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
@@ -1726,32 +2025,33 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=a54cb5e7ab7a7eefcb6a2e8d328898c6c7194d68fecb631f7ee2e4c3859253c0
+# builder:end sha256=c756c85aaa7a917a305a6dcce8b399223c298b2c7f06282cbc111e651022ff59
 check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 
 # %%
 Q_ref, K_ref, V_ref = (torch.tensor(REFERENCE.value(f"attention.{name}"), dtype=torch.float64) for name in "qkv")
 allowed_ref = torch.tensor(REFERENCE.value("attention.allowed"))
-assert torch.equal(allowed_ref, causal_allowed(3, 3)), "the reference example is the causal mask"
+expect("the reference example is the causal mask", torch.equal(allowed_ref, causal_allowed(3, 3)))
 result = scaled_dot_product_attention(Q_ref, K_ref, V_ref, allowed_ref)
 print("scores:\n", result.scores.numpy().round(4))
 print("weights:\n", result.weights.numpy().round(4))
 print("output:\n", result.output.numpy().round(4))
-REFERENCE.check("attention.scores", result.scores, atol=1e-12)
+REFERENCE.check("attention.scores", result.scores.masked_fill(~allowed_ref, float("-inf")), atol=1e-12)  # blocked: -inf, whatever the fill
 REFERENCE.check("attention.weights", result.weights, atol=1e-12)
 REFERENCE.check("attention.output", result.output, atol=1e-12)
 library = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=allowed_ref)
-assert torch.allclose(result.output, library, atol=1e-12), "our attention must agree with PyTorch's"
+expect("our attention must agree with PyTorch's", torch.allclose(result.output, library, atol=1e-12))
 
 # The empty-row policy: an error by default, zeros on request, never NaN.
 empty = allowed_ref.clone()
 empty[1] = False
 message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
 zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
-assert zeroed.empty_rows.tolist() == [False, True, False]
-assert torch.all(zeroed.weights[1] == 0) and torch.all(zeroed.output[1] == 0)
-assert torch.isfinite(zeroed.weights).all()
-assert torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]), "other rows must not change"
+expect("zeroed.empty_rows.tolist() == [False, True, False]", zeroed.empty_rows.tolist(), "==", [False, True, False])
+expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
+expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
+expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
+expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
 print(f"default policy: ValueError ({message[:46]}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
@@ -1852,8 +2152,10 @@ top_left_rows = scaled_dot_product_attention(tq[3:], tk, tv, causal_allowed(2, 5
 measured["cached_rows_error"] = float((cached - full[3:]).abs().max())
 measured["wrong_cache_mask_max_error"] = float((top_left_rows - full[3:]).abs().max())
 print({key: f"{value:.1e}" for key, value in measured.items()})
-assert measured["output_max_error"] < 1e-12 and measured["gradient_max_error"] < 1e-11
-assert measured["cached_rows_error"] < 1e-12 and measured["wrong_cache_mask_max_error"] > 1e-3
+expect('measured["output_max_error"] < 1e-12', measured["output_max_error"], "<", 1e-12)
+expect('measured["gradient_max_error"] < 1e-11', measured["gradient_max_error"], "<", 1e-11)
+expect('measured["cached_rows_error"] < 1e-12', measured["cached_rows_error"], "<", 1e-12)
+expect('measured["wrong_cache_mask_max_error"] > 1e-3', measured["wrong_cache_mask_max_error"], ">", 1e-3)
 
 # Permutation equivariance, and a batch axis that only V has.
 order = torch.tensor([2, 0, 4, 1, 3])
@@ -1861,7 +2163,7 @@ plain = scaled_dot_product_attention(tq, tk, tv).output
 shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
 permutation_error = float((shuffled - plain[order]).abs().max())
 print(f"permuted inputs give permuted outputs: max difference {permutation_error:.1e}")
-assert permutation_error < 1e-12
+expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
 
 # One query and one key broadcast against a batch of two value sets, each with its own mask.
 only_v = scaled_dot_product_attention(
@@ -1869,7 +2171,7 @@ only_v = scaled_dot_product_attention(
     torch.tensor([[[True, False, False], [False, True, False]], [[False, False, True], [True, True, False]]]),
 )
 print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
-assert only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]
+expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
 
 def plot_contract_errors(summary, language="en"):
@@ -1945,11 +2247,12 @@ exact = torch.tensor(sums, dtype=torch.float64)
 print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, "
       f"variance {float(exact.var(unbiased=False)):.0f}, scaled {float((exact / 2).var(unbiased=False)):.0f}; "
       f"sqrt(128) = {math.sqrt(128):.1f}")
-assert [sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]
-assert float(exact.var(unbiased=False)) == 4.0 and float((exact / 2).var(unbiased=False)) == 1.0
+expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
+expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
+expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
 print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
-assert float(spread[0]) > 0.99999
+expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
 d_k = REFERENCE.value("scaling_experiment.d_k")
@@ -1963,7 +2266,7 @@ scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
 print(f"d_k = {d_k}, {samples:,} pairs: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
 for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
     target = REFERENCE.value(f"scaling_experiment.{name}")
-    assert abs(measured / target - 1.0) < tolerance, f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}"
+    expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
 del q_mc, k_mc, dots
 
 
@@ -2001,9 +2304,9 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
 
 p_check = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
 autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p_check.log())
-assert torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15), "diag(p) − p pᵀ must be softmax's Jacobian"
-assert math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)
-assert float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()) == 0.0, "a one-hot softmax passes no gradient"
+expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
+expect("math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)", math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12))
+expect("a one-hot softmax passes no gradient", float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()), "==", 0.0)
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
@@ -2018,9 +2321,9 @@ scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
 print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}, gradient {shrink_512:.1f}x smaller than scaled; "
       f"at 1024: {by_key[1024, False]['max_weight']:.2f} and {shrink_1024:.1f}x; scaled top weight stays in "
       f"[{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
-assert (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)
-assert (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)
-assert (round(min(scaled_tops), 2), round(max(scaled_tops), 2)) == (0.23, 0.25), "scaled attention must not saturate"
+expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
+expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
+expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
 
 
 def plot_saturation(rows, language="en"):
@@ -2333,8 +2636,10 @@ for name, layer in layers.items():
     print(f"{name}: {layer.n_kv_heads} K/V heads, output {tuple(y.shape)}, weights {tuple(w.shape)}, "
           f"K+V weights {layer.kv_parameter_count():,}")
 kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
-assert kv_counts == [8192, 2048, 1024] and kv_counts[0] // kv_counts[1] == 4 and kv_counts[0] // kv_counts[2] == 8
-assert 32 // 8 == 4, "Llama 3.1 8B: 32 query heads over 8 K/V heads"
+expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
+expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
+expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
+expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
 
 # GQA is exactly MHA whose K/V projections repeat each shared head for its group.
 gqa = layers["GQA"]
@@ -2347,7 +2652,7 @@ with torch.no_grad():
         getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
     gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
 print(f"GQA against MHA with repeated K/V heads: max difference {gqa_error:.1e}")
-assert gqa_error < 1e-6
+expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
 
 # And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
 if ENVIRONMENT["torch_has_enable_gqa"]:
@@ -2357,7 +2662,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
         theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
     print(f"against F.scaled_dot_product_attention(enable_gqa=True): max difference {float((ours - theirs).abs().max()):.1e}")
-    assert torch.allclose(ours, theirs, atol=1e-12)
+    expect("torch.allclose(ours, theirs, atol=1e-12)", torch.allclose(ours, theirs, atol=1e-12))
 else:
     print("torch < 2.5 has no enable_gqa; the comparison with PyTorch's GQA path is skipped")
 
@@ -2367,11 +2672,14 @@ mha = MultiHeadSelfAttention(32, 4)
 x_pad = torch.randn(2, 5, 32)
 token_valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
 y_pad, w_pad = mha(x_pad, token_valid=token_valid, empty_row="zero", return_weights=True)
-assert y_pad.shape == (2, 5, 32) and w_pad.shape == (2, 4, 5, 5)
-assert torch.all(w_pad[1, :, 3:] == 0) and torch.all(y_pad[1, 3:] == 0), "padding queries must give zero rows"
-assert torch.all(w_pad[1, :, :, 3:] == 0), "no query may read a padding key"
-assert torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3)) and torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))
-assert torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6), "padding must not change the real tokens' outputs"
+expect("y_pad.shape == (2, 5, 32)", y_pad.shape, "==", (2, 5, 32))
+expect("w_pad.shape == (2, 4, 5, 5)", w_pad.shape, "==", (2, 4, 5, 5))
+expect("padding queries must give zero rows", torch.all(w_pad[1, :, 3:] == 0))
+expect("padding queries must give zero rows", torch.all(y_pad[1, 3:] == 0))
+expect("no query may read a padding key", torch.all(w_pad[1, :, :, 3:] == 0))
+expect("torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3))", torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3)))
+expect("torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))", torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5)))
+expect("padding must not change the real tokens' outputs", torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6))
 expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
 print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
 
@@ -2441,10 +2749,10 @@ linear = np.array([c["linear_flops"] for c in costs], dtype=float)
 cross_at = 2 * WIDE
 print(f"crossover at n = 2·d_model = {cross_at:,}; ratio at 128,000 tokens: "
       f"{attention_cost(128_000, WIDE)['quadratic_flops'] / attention_cost(128_000, WIDE)['linear_flops']:.1f}")
-assert all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at), "below 2·d the projections must dominate"
-assert all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at), "above 2·d the n² term must dominate"
+expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
+expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
 doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
-assert doubled == 4.0, "doubling the context must quadruple the n² term"
+expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 
 
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
@@ -2668,11 +2976,11 @@ torch.manual_seed(SEED)
 block = DecoderBlock(32, 4, 64)
 block_input = torch.randn(2, 5, 32)
 block_output = block(block_input)
-assert block_output.shape == block_input.shape and torch.isfinite(block_output).all()
-assert torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6), \
-    "nn.LayerNorm inside the block must equal the hand-written layer_norm"
+expect("block_output.shape == block_input.shape", block_output.shape, "==", block_input.shape)
+expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
+expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
 ffn_alone = block.ffn(block_input)
-assert torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6), "the FFN must treat each token alone"
+expect("the FFN must treat each token alone", torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6))
 print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
       f"{sum(p.numel() for p in block.parameters()):,} parameters")
 
@@ -2714,9 +3022,9 @@ print(f"base: {base}")
 print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_layer:,} ({big.encoder_layer // base.encoder_layer}x base)")
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
-assert big.encoder_layer == 4 * base.encoder_layer
+expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
 # Our own attention module agrees with the 4·d² count.
-assert sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights
+expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights", sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()), "==", base.mha_weights)
 
 
 def plot_decoder_block(language="en"):
@@ -2827,8 +3135,8 @@ with torch.no_grad():
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
     print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
-assert float(probe_shift["causal"][:4].max()) <= 1e-7, "the causal mask leaks: earlier positions saw the last token"
-assert float(probe_shift["no mask"][:4].min()) > 0.1, "without a mask the probe must leak, or it tests nothing"
+expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
+expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
@@ -2898,8 +3206,7 @@ print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL o
       f"uniform over 6 tokens: {math.log(6):.2f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
 REFERENCE.check("next_token_nll.nll", nll, atol=1e-12)
-assert math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12), \
-    "F.cross_entropy is the same NLL, computed from logits"
+expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12))
 
 
 # %%
@@ -3025,7 +3332,7 @@ for step in range(recipe["steps"]):
     if step == 0:  # the first AdamW step moves every weight that has a gradient by lr, up or down
         moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(optimizer.parameters, before)])
         pushed = torch.cat([p.grad.abs().flatten() > 1e-4 for p in optimizer.parameters])  # |g| >> eps
-        assert torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4)
+        expect('torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4)', torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4))
     losses.append(loss.item())
 with torch.no_grad():
     train_accuracy = float((model(inputs).argmax(-1) == targets).float().mean())
@@ -3036,14 +3343,14 @@ continuation_accuracy = float((generated[3:] == expected_stream[3:]).float().mea
 print(f"{len(inputs)} windows of {width} tokens, {recipe['steps']} full-batch AdamW steps at lr {recipe['learning_rate']}")
 print(f"loss {losses[0]:.3f} -> {losses[-1]:.5f} nats/token; training accuracy {train_accuracy:.3f}")
 print(f"generated: {generated.tolist()}; continuation accuracy {continuation_accuracy:.3f}")
-assert abs(losses[0] - math.log(6)) < 0.05, "an untrained model should start near ln 6 nats per token"
-assert losses[-1] < REFERENCE.value("tiny_lm.loss_threshold"), "training did not bring the loss under the reference threshold"
-assert train_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")
-assert continuation_accuracy >= REFERENCE.value("tiny_lm.continuation_accuracy_threshold"), "the model did not continue the period"
-assert losses[-1] < losses[0] / 50
+expect("an untrained model should start near ln 6 nats per token", abs(losses[0] - math.log(6)), "<", 0.05)
+expect("training did not bring the loss under the reference threshold", losses[-1], "<", REFERENCE.value("tiny_lm.loss_threshold"))
+expect('train_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")', train_accuracy, ">=", REFERENCE.value("tiny_lm.accuracy_threshold"))
+expect("the model did not continue the period", continuation_accuracy, ">=", REFERENCE.value("tiny_lm.continuation_accuracy_threshold"))
+expect("losses[-1] < losses[0] / 50", losses[-1], "<", losses[0] / 50)
 first_pass = next(step for step, value in enumerate(losses) if value < REFERENCE.value("tiny_lm.loss_threshold"))
 print(f"the loss first drops below the threshold at step {first_pass} of {recipe['steps']}")
-assert first_pass < recipe["steps"] // 2, "the caption below says the threshold is crossed long before the last step"
+expect("the caption below says the threshold is crossed long before the last step", first_pass, "<", recipe["steps"] // 2)
 
 
 def plot_loss(losses, threshold, language="en"):
@@ -3248,21 +3555,21 @@ for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
 running_mass = list(itertools.accumulate(policies["T = 1"]))
 print(f"running mass of the T = 1 distribution, most likely first: {[round(m, 3) for m in running_mass]}")
-assert [round(m, 3) for m in running_mass[:3]] == [0.644, 0.881, 0.968], "the top-p worked example above quotes these"
+expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
-assert torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)
-assert torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15)
+expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
+expect('torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15))
 for name, count in (("T = 1, top-k = 2", 2), ("T = 1, top-p = 0.9", 3)):
     truncated = torch.zeros(4, dtype=torch.float64)
     truncated[:count] = torch.softmax(z[:count], 0)
-    assert torch.allclose(torch.tensor(policies[name], dtype=torch.float64), truncated, atol=1e-15), name
-assert [round(p, 3) for p in policies["T = 1, top-p = 0.9"]] == [0.665, 0.245, 0.09, 0.0]
+    expect(name, torch.allclose(torch.tensor(policies[name], dtype=torch.float64), truncated, atol=1e-15))
+expect('[round(p, 3) for p in policies["T = 1, top-p = 0.9"]] == [0.665, 0.245, 0.09, 0.0]', [round(p, 3) for p in policies["T = 1, top-p = 0.9"]], "==", [0.665, 0.245, 0.09, 0.0])
 for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_k_2", "T = 1, top-k = 2"),
                   ("top_p_09", "T = 1, top-p = 0.9")):
     REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
 REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
-assert token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]
-assert token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]
+expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
+expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
 
 # Sampling from the top-p distribution: the observed frequencies approach the probabilities.
 nucleus = policies["T = 1, top-p = 0.9"]
@@ -3270,7 +3577,8 @@ draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
 frequencies = [draws.count(i) / len(draws) for i in range(4)]
 gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
 print(f"20,000 draws from top-p = 0.9: frequencies {[round(f, 3) for f in frequencies]}, largest gap {gap:.4f}")
-assert gap < 0.015 and frequencies[3] == 0.0, "sampling must follow the distribution and never pick a filtered token"
+expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
+expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
 
 
 def plot_policies(policies, logits, language="en"):
@@ -3387,13 +3695,14 @@ check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals(
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
 limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
 print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
-assert eos_trace == ([0, 3], "eos") and limit_trace == ([0, 0, 0], "length_limit")
+expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
+expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
 # TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time.
 with torch.no_grad():
     steps = [model(generated[None, : 3 + i])[0, -1].tolist() for i in range(recipe["new_tokens"])]
 model_trace = greedy_trace(steps, eos_id=5, max_new_tokens=recipe["new_tokens"])
 print(f"TinyLM's logits through greedy_trace with token 5 as EOS: {model_trace}")
-assert model_trace == ([3, 4, 5], "eos"), "greedy_trace must agree with TinyLM.generate up to the first 5"
+expect("greedy_trace must agree with TinyLM.generate up to the first 5", model_trace, "==", ([3, 4, 5], "eos"))
 
 # %% [markdown]
 # ## 14 · Bad inputs fail loudly
@@ -3583,3 +3892,5 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 # %%
 checked = REFERENCE.assert_all_used()
 print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")
+exercise_summary(globals())
+report_section("Module 3", globals())

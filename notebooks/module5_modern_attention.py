@@ -8,9 +8,18 @@
 # <!-- builder:end sha256=2c68fe7ea2e7c700a56768a748f16c89b4476a00b9a1cab2e22cc5a1f4988fbb -->
 
 # %% [markdown]
-# **How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough. The first
+# **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
+#
+# **When a check stops the notebook.** After every exercise a check cell judges your function. If
+# it fails, that cell shows which property broke, on what input, the expected and actual values and
+# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
+# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
+# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
+# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
+# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
+# still runs on the reference.
 
 # %%
 # Setup 1 of 5: install only the allow-listed packages that are missing.
@@ -534,30 +543,6 @@ def show_figure(fig, caption):
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
 # builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
-# builder:begin inline check_exercise
-def check_exercise(label, contract, implementation, namespace):
-    """Judge one exercise with its contract check and print the verdict.
-
-    When the exercise is still a stub (it raises NotImplementedError) and the student edition
-    holds a reference solution for ``label`` in ``REFERENCE_SOLUTIONS``, the reference takes the
-    stub's place in ``namespace`` so that later cells keep working, and the NotImplementedError
-    is raised again with that news.
-    """
-    name = getattr(implementation, "__name__", repr(implementation))
-    try:
-        summary = contract(implementation)
-    except NotImplementedError:
-        reference = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
-        if reference is None:
-            raise
-        namespace.update(reference)
-        raise NotImplementedError(
-            f"{label}: {name} is still a stub. Later cells now use the reference solution so you can "
-            f"keep going; come back, replace the stub, and rerun this cell."
-        ) from None
-    print(f"{label}: PASS, every contract property of {name} holds")
-    return summary
-# builder:end sha256=a447f9ef66cef8f106dabec5f5ae2b664f1bd67cff9f4d09f6c68b0dbbf9811d
 
 apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)
@@ -651,6 +636,135 @@ def contract_parts(prop, on_input, result, names):
         prop, on_input, f"a tuple {expected}", f"{type(result).__name__} {result!r}"[:160], f"return {expected} together, as one tuple",
     )
 # builder:end sha256=43f723e39abebfdc7192c1ffd81b27dc8df5334c90a5c8539afb486f6800d40a
+# builder:begin inline CheckFailed
+class CheckFailed(AssertionError):
+    """A notebook check that does not hold: what should hold, and the value found against the one required."""
+# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+# builder:begin inline expect
+def expect(claim, actual, relation=None, expected=None):
+    """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
+
+    ``claim`` says in words what should hold. Unlike ``assert``, this check survives ``python -O``,
+    and its message shows both values.
+    """
+    import operator
+
+    relations = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b, "is": operator.is_, "is not": operator.is_not,
+    }
+    if relation is not None and relation not in relations:
+        raise ValueError(f"relation must be one of {', '.join(relations)} or None, got {relation!r}")
+    holds = bool(actual) if relation is None else bool(relations[relation](actual, expected))
+    if not holds:
+
+        def shown(value):
+            text = repr(value)
+            return text if len(text) <= 300 else text[:300] + " ..."
+
+        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline use_reference
+def use_reference(label, namespace, reason):
+    """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
+    source = namespace.get("REFERENCE_SOURCES", {}).get(label)
+    if filed is not None:
+        namespace.update(filed)
+        names = list(filed)
+    elif source is not None:
+        before = dict(namespace)
+        exec(compile(source, f"<reference solution of {label}>", "exec"), namespace)
+        names = [n for n, v in namespace.items() if n not in before or before[n] is not v]
+    else:
+        return False
+    for name in names:
+        try:
+            namespace[name].__reference_solution__ = label
+        except (AttributeError, TypeError):
+            pass  # a constant: nothing to mark
+    namespace.setdefault("EXERCISE_OUTCOMES", {})[label] = reason
+    return True
+# builder:end sha256=8d7d7c227f56926364ff119f2e8111c25907d058e85d22896fbdd4197288324b
+# builder:begin inline exercises_on_reference
+def exercises_on_reference(namespace):
+    """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
+# builder:end sha256=086e8658ed0bbccad0b8eb87adb997572b132bf9be92d417c3e8e141abdb1ac4
+# builder:begin inline check_exercise
+def check_exercise(label, contract, implementation, namespace):
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
+
+    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
+    module docstring) and the failure is raised again, naming the property, the input, expected
+    against actual and the usual cause, plus how to go on.
+    """
+    name = getattr(implementation, "__name__", repr(implementation))
+    outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    if getattr(implementation, "__reference_solution__", None) == label:
+        summary = contract(implementation)
+        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        return summary
+    go_on = (
+        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
+        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+    )
+    try:
+        summary = contract(implementation)
+    except NotImplementedError:
+        if not use_reference(label, namespace, f"{name} is still a stub"):
+            raise
+        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
+    except ContractViolation as failure:
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
+            failure.args = (f"{failure.args[0]}\n{go_on}",)
+        raise
+    except Exception as error:
+        prop = "the contract check runs to the end on this implementation"
+        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+            raise
+        raise ContractViolation(
+            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above shows the line of {name} that raised. {go_on}",
+        ) from error
+    outcomes[label] = "passed"
+    print(f"{label}: PASS, every contract property of {name} holds")
+    return summary
+# builder:end sha256=343ff030a0468d396ed96d7ad6c17335bc09930160e0c5f6011237bff9f943b3
+# builder:begin inline show_reference
+def show_reference(label, namespace=None):
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    sources = (globals() if namespace is None else namespace).get("REFERENCE_SOURCES", {})
+    if label not in sources:
+        raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
+    print(sources[label])
+# builder:end sha256=7e22989e43823feb8b048fbaa8345a81c707b656cd4d38dc15ee30406c764393
+# builder:begin inline report_section
+def report_section(section, namespace):
+    """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    standing_in = exercises_on_reference(namespace)
+    if not standing_in:
+        print(f"{section}: PASS")
+        return
+    print(
+        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
+        f"not a pass of your own code yet"
+    )
+# builder:end sha256=58668148371401b33789b05be0a7f60a230efa07f9878870dbe210e915c03a3e
+# builder:begin inline exercise_summary
+def exercise_summary(namespace):
+    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    outcomes = namespace.get("EXERCISE_OUTCOMES", {})
+    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
+    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
+    standing_in = exercises_on_reference(namespace)
+    if standing_in:
+        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
+        for label in standing_in:
+            print(f"  {label}: {outcomes[label]}")
+# builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
@@ -1395,6 +1509,302 @@ def check_latent_absorption_contract(mla_absorbed_attention):
 # builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
 print("10 contract checks loaded")
 
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# builder:begin solutions
+# The solution edition of every exercise cell: show_reference(label) prints one, and
+# check_exercise runs it in place of an exercise that failed its check.
+REFERENCE_SOURCES = {
+    "Exercise 1": r'''# Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may
+# read key j and -inf where it may not: never a future key; with a window, only keys with
+# i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).
+def make_mask(n, window=None, n_sink=0):
+    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
+    n = require_int("n", n, minimum=1)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
+    if n_sink and window is None:
+        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    query = np.arange(n)[:, None]  # (n, 1): rows are queries
+    key = np.arange(n)[None, :]  # (1, n): columns are keys
+    allowed = key <= query  # causal: never the future
+    if window is not None:
+        recent = query - key < window  # the query's own key is one of the window's w keys
+        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
+        allowed &= recent | sinks
+    return np.where(allowed, 0.0, -np.inf)''',
+    "Exercise 2": r'''# Exercise 2: Write softmax attention with a sink. Scale Q K^T by 1/sqrt(d_k) and add the mask.
+# The sink (already broadcast to [..., T_q, 1]) joins each row's softmax as an extra logit whose
+# value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no
+# allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".
+# Reject a finite score that overflows: raise FloatingPointError mentioning "mask bias" when
+# adding a finite mask entry makes a finite score infinite.
+def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
+    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
+
+    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
+    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
+    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
+    """
+    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
+    try:
+        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        np.broadcast_shapes(batch, V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    if mask is not None:
+        mask = _as_additive(mask, shape, dtype)
+    if sink is not None:
+        sink = require_array("sink", sink).astype(dtype, copy=False)
+        try:
+            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
+        except ValueError:
+            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+        if not np.isfinite(scores).all():
+            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+        if mask is not None:
+            biased = scores + mask
+            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
+                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+            scores = biased
+    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
+    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
+    if sink is not None:
+        top = np.maximum(top, sink)  # the sink competes inside the same softmax
+    elif empty_row == "error" and not has_key.all():
+        first = np.argwhere(~has_key[..., 0])[0].tolist()
+        raise ValueError(
+            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
+            "fix the mask, or pass empty_row='zero' to return zeros for them"
+        )
+    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
+    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
+    denominator = exp_scores.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
+    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
+    output = weights @ V  # (..., T_q, d_v)
+    return (output, weights) if return_weights else output''',
+    "Exercise 3": r'''# Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
+# return an array with group times as many heads on that axis, where query head h gets KV head
+# h // group: consecutive query heads share a KV head.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
+    x = require_array("x", x, min_ndim=3)
+    group = require_int("group", group, minimum=1)
+    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
+    "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
+# full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
+# recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an
+# exact int number of bytes.
+def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
+    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
+    context = require_int("context", context, minimum=1)
+    windows = list(layer_windows)
+    if not windows:
+        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
+    for layer, window in enumerate(windows):
+        if window is not None:
+            require_int(f"layer_windows[{layer}]", window, minimum=1)
+    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
+    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token''',
+    "Exercise 5": r'''# Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start
+# at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator n as in
+# the formula, and append {"m": m, "alpha": alpha, "l": l, "n": n} to the trace. Return (n / l, trace).
+def online_softmax_dot(logit_tiles, value_tiles):
+    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
+        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
+    tiles = []
+    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
+        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
+        if logits.shape != values.shape:
+            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
+        tiles.append((logits.astype(float), values.astype(float)))
+    m, l, n = -math.inf, 0.0, 0.0
+    trace = []
+    for logits, values in tiles:
+        m_new = max(m, float(logits.max()))
+        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
+        weights = np.exp(logits - m_new)
+        l = alpha * l + float(weights.sum())
+        n = alpha * n + float(weights @ values)
+        m = m_new
+        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
+    return n / l, trace''',
+    "Exercise 6": r'''# Exercise 6: Write exact attention over (query block, key block) pairs. For each query block keep
+# per-row m (start -inf, or the sink), l (start 0, or 1 with a sink) and an accumulator A (zeros).
+# Visit only the key blocks that can hold an allowed key (causal: none after the block's last
+# query position; window: none before its first position - window + 1). For each block: scores
+# times 1/sqrt(d_k); add the given mask slice (raise FloatingPointError mentioning "mask bias" if a
+# finite bias overflows a finite score); block the pairs the causal/window test forbids, using the
+# absolute query position query_start + i; then the online update. Finally output A / l, with
+# the empty-row policy for rows whose l stayed 0. Never build a T_q x T_k array.
+def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
+    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
+
+    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
+    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
+    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
+    """
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+        if not causal:
+            raise ValueError("window counts keys back from the query, so it needs causal=True")
+    query_start = require_int("query_start", query_start, minimum=0)
+    if query_start and not causal:
+        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
+    if sink is not None:
+        sink = require_real("sink", sink)
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    if mask is not None:
+        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    scale = 1.0 / math.sqrt(d_k)
+    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
+    out = np.empty((n_q, d_v), dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for q0 in range(0, n_q, tile_size):
+            q1 = min(q0 + tile_size, n_q)
+            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
+            k_lo, k_hi = 0, n_k
+            if causal:
+                k_hi = min(n_k, last + 1)  # later keys are in every row's future
+                if window is not None:
+                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
+            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
+            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
+            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
+            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
+                k1 = min(k0 + tile_size, n_k)
+                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
+                s *= scale
+                if maybe_overflow and not np.isfinite(s).all():
+                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+                if mask is not None:
+                    bias = mask[q0:q1, k0:k1]
+                    s += bias
+                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
+                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
+                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
+                    blocked = key_pos > query_pos  # the future
+                    if window is not None:
+                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
+                    s[blocked] = -np.inf
+                m_new = np.maximum(m, s.max(axis=1))
+                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
+                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
+                s -= safe[:, None]
+                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
+                l = alpha * l + s.sum(axis=1)
+                acc *= alpha[:, None]
+                acc += s @ V[k0:k1]
+                m = m_new
+            filled = l > 0
+            if empty_row == "error" and not filled.all():
+                raise ValueError(
+                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
+                )
+            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
+            out[q0:q1] = acc
+    return out''',
+    "Exercise 7": r'''# Exercise 7: Decode token by token with a rolling buffer of `window` slots. Token t first
+# overwrites slot t % window with its key and value (the slot of token t - window, which just left
+# the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
+# (T, d_v) outputs and the largest number of keys the buffer ever held.
+def rolling_window_decode(Q, K, V, window):
+    """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
+    window = require_int("window", window, minimum=1)
+    (n, d_k), d_v = Q.shape, V.shape[1]
+    keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))  # all the memory there is
+    outputs, largest = np.empty((n, d_v)), 0
+    for t in range(n):
+        slot = t % window  # the oldest token, t - window, leaves exactly now
+        keys[slot], values[slot] = K[t], V[t]
+        held = min(t + 1, window)  # slots filled so far
+        largest = max(largest, held)
+        scores = keys[:held] @ Q[t] / math.sqrt(d_k)  # (held,): slot order does not matter to a softmax
+        weights = np.exp(scores - scores.max())
+        outputs[t] = weights @ values[:held] / weights.sum()
+    return outputs, largest''',
+    "Exercise 8": r'''# Exercise 8: Write linear attention as a recurrence. Keep S (d_k, d_v) and z (d_k,), both zero at
+# the start. For each token i: add phi(k_i) v_i^T to S and phi(k_i) to z, then output
+# phi(q_i)^T S / phi(q_i)^T z. Use feature_map for phi. Return (outputs, S, z).
+def linear_attention_recurrent(Q, K, V):
+    """Causal linear attention from two running sums; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+    outputs = np.empty((Q.shape[0], V.shape[1]))
+    for i, (q, k, v) in enumerate(zip(feature_map(Q), feature_map(K), V)):
+        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
+        z += k  # and remember how much weight went in
+        outputs[i] = q @ S / (q @ z)
+    return outputs, S, z''',
+    "Exercise 9": r'''# Exercise 9: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
+# In each round, every position merges with the position `shift` places earlier (before the start,
+# use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
+# Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
+def parallel_scan(a, b):
+    """Every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) in ceil(log2 T) rounds of merges; returns (states, rounds)."""
+    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
+    shift, rounds = 1, 0
+    while shift < len(a):
+        a_prev = np.concatenate([np.ones(shift), a[:-shift]])  # before the start: the do-nothing step (1, 0)
+        b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
+        a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
+        shift, rounds = 2 * shift, rounds + 1
+    return b, rounds''',
+    "Exercise 10": r'''# Exercise 10: Attend on the latent cache without expanding it. Move each head's query into latent
+# space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
+# by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
+# latents with those weights, then apply W_uv @ W_o per head and sum the heads. Never form latent @ W_uk.
+def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
+    """Latent attention with W_uk absorbed into the query and W_uv into the output: no key or value is rebuilt.
+
+    Same arguments and result as mla_expanded_attention.
+    """
+    q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
+    q_latent = q_nope @ np.swapaxes(W_uk, 1, 2)  # (H, T_q, d_c): each query moved into latent space
+    scale = 1.0 / math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])  # the full key width: no-position + RoPE parts
+    scores = (q_latent @ latent.T + q_rope @ k_rope.T) * scale + mask  # (H, T_q, T_k): position only via RoPE
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
+    return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
+}
+# builder:end sha256=2046481e4a33940b07290250b61a3d1e5c05b847b581b76dbe286fa22f84f517
+
 # %% [markdown]
 # # Part 1 · The practitioner's guide
 #
@@ -1491,8 +1901,10 @@ guide = {
 }
 for label, value in guide.items():
     print(f"{label:58s} {value:,.2f}")
-assert round(guide["cache at 128k tokens (GB)"], 1) == 17.2 and round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15
-assert round(guide["latent saving (x)"]) == 57 and round(guide["4-bit cache saving (x)"], 1) == 3.9
+expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
+expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
+expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
+expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
 REFERENCE.check("running_example.bytes_per_token", per_token)
 REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens)"])
 
@@ -1588,8 +2000,9 @@ show_figure(
 REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
 REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
 REFERENCE.check("two_bills.cache_bytes", [b["cache_bytes"] for b in bills])
-assert bills[1]["cache_bytes"] == 2**34 and bills[2]["cache_bytes"] > 80 * GB
-print("The two bills: PASS")
+expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
+expect('bills[2]["cache_bytes"] > 80 * GB', bills[2]["cache_bytes"], ">", 80 * GB)
+report_section("The two bills", globals())
 
 
 # %% [markdown]
@@ -1655,9 +2068,12 @@ MASK_N = 24
 mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
 for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
     print(f"{name:20s} allowed pairs: {int((m == 0).sum()):4d}   row 23 reads keys {np.flatnonzero(m[23] == 0).tolist()}")
-assert (mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2
-assert np.isneginf(mask_window[23, 15]) and mask_window[23, 16] == 0
-assert mask_sinks[23, 0] == 0 and mask_sinks[23, 1] == 0 and np.isneginf(mask_sinks[23, 2])
+expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
+expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
+expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
+expect("mask_sinks[23, 0] == 0", mask_sinks[23, 0], "==", 0)
+expect("mask_sinks[23, 1] == 0", mask_sinks[23, 1], "==", 0)
+expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
@@ -1688,7 +2104,7 @@ show_figure(
     "lower triangle; the window keeps a diagonal band eight cells wide; sinks add the first two columns back to "
     "every row below them. No panel has a dark cell above the diagonal.",
 )
-print("Masks: PASS")
+report_section("Masks", globals())
 
 
 # %% [markdown]
@@ -1818,17 +2234,20 @@ check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
 rng = np.random.default_rng(SEED)
 Q24, K24, V24 = (rng.standard_normal((MASK_N, 16)) for _ in range(3))
 out, weights = sdpa(Q24, K24, V24, mask_causal, return_weights=True)
-assert out.shape == (MASK_N, 16) and np.allclose(weights.sum(-1), 1.0)
+expect("out.shape == (MASK_N, 16)", out.shape, "==", (MASK_N, 16))
+expect("np.allclose(weights.sum(-1), 1.0)", np.allclose(weights.sum(-1), 1.0))
 for m in (mask_window, mask_sinks):
-    assert np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0)
+    expect("np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0)", np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0))
 
 # Empty rows: the default refuses, "zero" returns an exact zero row and leaves the others alone.
 holey = mask_causal.copy()
 holey[5] = -np.inf
 print("default policy:", expect_raises(ValueError, sdpa, Q24, K24, V24, holey, match="empty_row='zero'")[:60], "...")
 zero_out, zero_w = sdpa(Q24, K24, V24, holey, empty_row="zero", return_weights=True)
-assert np.all(zero_out[5] == 0) and np.all(zero_w[5] == 0) and np.isfinite(zero_out).all()
-assert np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))
+expect("np.all(zero_out[5] == 0)", np.all(zero_out[5] == 0))
+expect("np.all(zero_w[5] == 0)", np.all(zero_w[5] == 0))
+expect("np.isfinite(zero_out).all()", np.isfinite(zero_out).all())
+expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))", np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0)))
 
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
@@ -1839,7 +2258,7 @@ REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
 flat = np.zeros((1, 128, 4))
 _, flat_w = sdpa(np.zeros((1, 1, 4)), flat, np.ones((1, 128, 2)), sink=5.0, return_weights=True)
-assert abs((1 - flat_w.sum()) - shares[5.0]) < 1e-12
+expect("abs((1 - flat_w.sum()) - shares[5.0]) < 1e-12", abs((1 - flat_w.sum()) - shares[5.0]), "<", 1e-12)
 
 sink_logit = 1.3
 out_sink, w_sink = sdpa(Q24, K24, V24, mask_causal, sink=sink_logit, return_weights=True)
@@ -1848,17 +2267,19 @@ extended_w = np.exp(extended - extended.max(1, keepdims=True))
 extended_w /= extended_w.sum(1, keepdims=True)
 column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
 print(f"sink vs extra zero-value column: max |difference| {np.abs(out_sink - column_out).max():.1e}")
-assert np.allclose(out_sink, column_out, atol=1e-12) and np.all(w_sink.sum(-1) < 1)
-assert np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)
-assert not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink)  # shifting tokens alone is not a no-op
+expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
+expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
+expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
+expect("not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink)", not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink))  # shifting tokens alone is not a no-op
 
 # A row with no visible token sends all its mass to the sink: output 0, no error even by default.
 only_sink, only_sink_w = sdpa(Q24, K24, V24, np.full((MASK_N, MASK_N), -np.inf), sink=sink_logit, return_weights=True)
-assert np.all(only_sink == 0) and np.all(only_sink_w == 0)
+expect("np.all(only_sink == 0)", np.all(only_sink == 0))
+expect("np.all(only_sink_w == 0)", np.all(only_sink_w == 0))
 
 # Per-head sinks broadcast as (H, 1, 1); a boolean mask is refused rather than read as 0/1 biases.
 heads_out = sdpa(np.stack([Q24, Q24]), K24, V24, mask_causal, sink=np.array([-1.0, 4.0]).reshape(2, 1, 1))
-assert not np.allclose(heads_out[0], heads_out[1])
+expect("not np.allclose(heads_out[0], heads_out[1])", not np.allclose(heads_out[0], heads_out[1]))
 expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
 expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
 expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
@@ -1892,7 +2313,7 @@ show_figure(
     "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
     "abstains.",
 )
-print("Sink attention and empty rows: PASS")
+report_section("Sink attention and empty rows", globals())
 
 
 # %% [markdown]
@@ -1954,11 +2375,12 @@ grouped = gqa_attention(Qh, Kh, Vh, causal12)
 # The invariant: GQA equals MHA whose KV heads were copied group by group.
 as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
 print(f"GQA vs MHA with copied heads: max |difference| {np.abs(grouped - as_mha).max():.1e}")
-assert np.allclose(grouped, as_mha, atol=1e-12)
+expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
 # The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
 print(f"GQA vs tile-instead-of-repeat: max |difference| {np.abs(grouped - tiled_heads).max():.2f} (must be large)")
-assert tiled_heads.shape == grouped.shape and not np.allclose(grouped, tiled_heads, atol=1e-3)
+expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
+expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
@@ -2055,7 +2477,7 @@ grads_explicit = torch.autograd.grad((explicit[..., rows, :] * probe[..., rows, 
 grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
 for name, a, b in zip("qkv", grads_explicit, grads_api):
     torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
-    assert torch.isfinite(a).all(), f"non-finite gradient for {name}"
+    expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
 print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
@@ -2065,7 +2487,7 @@ q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
 top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
 torch.testing.assert_close(top_left, v_all[..., :1, :])  # the whole weight on key 0
 bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
-assert not torch.allclose(top_left, bottom_right)
+expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
 print("is_causal=True with 1 query and 5 keys reads key 0 only: decode needs an explicit mask or an offset")
 
 if ENVIRONMENT["torch_has_enable_gqa"]:
@@ -2077,10 +2499,10 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
     torch.testing.assert_close(api_gqa[0], torch.from_numpy(grouped), rtol=1e-10, atol=1e-12)
     for a, b in zip(torch.autograd.grad(api_gqa.square().sum(), (qg, kg, vg)), torch.autograd.grad(explicit_gqa.square().sum(), (qg, kg, vg))):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
-    print("enable_gqa=True equals repeat_interleave + explicit attention, outputs and gradients: PASS")
+    report_section("enable_gqa=True equals repeat_interleave + explicit attention, outputs and gradients", globals())
 else:
     print(f"SKIP: torch {torch.__version__} has no enable_gqa (added in 2.5); repeat_kv_heads above is the portable path")
-print("GQA: PASS")
+report_section("GQA", globals())
 
 # %% [markdown]
 # ## 5. Reading a model card: the KV-cache calculator
@@ -2117,7 +2539,7 @@ GPT_OSS_CONFIG_SHA256 = "063aaa98e012cac330d58d18471700f0b0eb90bb15c58fb227809d4
 verify_sha256(GPT_OSS_CONFIG_JSON, GPT_OSS_CONFIG_SHA256, "the embedded gpt-oss-120b config")
 gpt_oss = json.loads(GPT_OSS_CONFIG_JSON)
 print({key: gpt_oss[key] for key in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window")})
-assert (gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["num_key_value_heads"], gpt_oss["head_dim"], gpt_oss["sliding_window"]) == (36, 64, 8, 64, 128)
+expect('(gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["num_key_value_heads"], gpt_oss["head_dim"], gpt_oss["sliding_window"]) == (36, 64, 8, 64, 128)', (gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["num_key_value_heads"], gpt_oss["head_dim"], gpt_oss["sliding_window"]), "==", (36, 64, 8, 64, 128))
 
 
 # %% tags=["exercise"]
@@ -2171,7 +2593,7 @@ hybrid = {
 }
 for key, value in hybrid.items():
     REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
-assert hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]
+expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
 print(f"gpt-oss-120b at {context:,} tokens: full layers {hybrid['full_bytes'] / GIB:.2f} GiB + windowed layers "
       f"{hybrid['sliding_bytes'] / MIB:.1f} MiB = {hybrid['hybrid_total_bytes'] / GIB:.4f} GiB; all-full would be "
       f"{hybrid['all_full_bytes'] / GIB:.2f} GiB (x{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
@@ -2262,7 +2684,7 @@ show_figure(
     "sharing KV heads (MHA to GQA to MQA), windowing half the layers, or caching a latent. The two DeepSeek-V3 "
     "twins differ only by the counting convention.",
 )
-assert growing_hybrid == 36 * KIB
+expect("growing_hybrid == 36 * KIB", growing_hybrid, "==", 36 * KIB)
 print("KV-cache calculator: every frozen Module 5 number reproduced")
 
 
@@ -2339,7 +2761,7 @@ REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.n2", online_trace[1]["n"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
 direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
-assert abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12
+expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
 expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
 
@@ -2347,7 +2769,7 @@ expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile
 row_logits, row_values = rng.normal(0.0, 2.0, 48), rng.normal(0.0, 1.0, 48)
 _, long_trace = online_softmax_dot(np.split(row_logits, 12), np.split(row_values, 12))
 exact_row = np.exp(row_logits - row_logits.max()) @ row_values / np.exp(row_logits - row_logits.max()).sum()
-assert abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row) < 1e-12
+expect('abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row), "<", 1e-12)
 
 
 def plot_online_softmax(trace, exact, language="en"):
@@ -2375,7 +2797,7 @@ show_figure(
     "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
     "exactly, not approximately.",
 )
-print("Online softmax: PASS")
+report_section("Online softmax", globals())
 
 
 # %% [markdown]
@@ -2512,23 +2934,24 @@ Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
 for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
     print(f"{name:20s} tiled (tile 7) vs dense: max |difference| {error:.1e}")
-    assert error < 1e-12
-assert np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12
-assert np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12
+    expect("error < 1e-12", error, "<", 1e-12)
+expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max(), "<", 1e-12)
+expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max(), "<", 1e-12)
 
 # Empty rows and empty tiles: the zero policy matches dense; a lone allowed key in the last tile is found.
 nothing = np.full((n40, n40), -np.inf)
-assert np.all(tiled_attention(Q40, K40, V40, nothing, tile_size=7, empty_row="zero") == 0)
-assert np.all(sdpa(Q40, K40, V40, nothing, empty_row="zero") == 0)
+expect('np.all(tiled_attention(Q40, K40, V40, nothing, tile_size=7, empty_row="zero") == 0)', np.all(tiled_attention(Q40, K40, V40, nothing, tile_size=7, empty_row="zero") == 0))
+expect('np.all(sdpa(Q40, K40, V40, nothing, empty_row="zero") == 0)', np.all(sdpa(Q40, K40, V40, nothing, empty_row="zero") == 0))
 last_only = np.full((1, 9), -np.inf)
 last_only[0, -1] = 0.0
-assert np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_size=2), V40[8:9], atol=1e-12)
+expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_size=2), V40[8:9], atol=1e-12)", np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_size=2), V40[8:9], atol=1e-12))
 
 # Float16 inputs are computed, and returned, in float32 by both implementations.
 Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
 dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
 print(f"float16 inputs: dtypes {dense16.dtype} / {tiled16.dtype}, max |difference| {np.abs(dense16 - tiled16).max():.1e}")
-assert dense16.dtype == tiled16.dtype == np.float32 and np.allclose(dense16, tiled16, atol=2e-6)
+expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
+expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
 
 # A huge but finite bias that overflows a finite score is rejected by both, never read as "blocked".
 f32_max = float(np.finfo(np.float32).max)
@@ -2554,16 +2977,16 @@ for window in (None, 3):
     for prefix, count in ((0, 9), (5, 1), (4, 3)):
         end = prefix + count
         streamed = tiled_attention(Qp[prefix:end], Kp[:end], Vp[:end], causal=True, window=window, query_start=prefix, tile_size=2)
-        assert np.abs(streamed - complete[prefix:end]).max() < 1e-12, (window, prefix, count)
+        expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
 print(f"decode with local positions vs correct: max |difference| {np.abs(local_positions - complete[5:6]).max():.2f} (must be large)")
-assert not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))
+expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
 expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
-print("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow: PASS")
+report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
 
 
 # %%
@@ -2618,7 +3041,7 @@ show_figure(
     "Grey blocks are never computed, yellow ones straddle the mask boundary and are masked inside, blue ones are "
     "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
 )
-print("Tiled attention: PASS")
+report_section("Tiled attention", globals())
 
 
 # %% [markdown]
@@ -2691,7 +3114,9 @@ for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
 print(f"from n = 512 to 1024: dense peak x{dense_growth:.1f}, tiled peak x{tiled_growth:.1f}")
-assert dense_growth > 3.5 and tiled_growth < 2.2 and memory["dense"][-1] > 10 * memory["tiled"][-1]
+expect("dense_growth > 3.5", dense_growth, ">", 3.5)
+expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
+expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
 
 
 # %%
@@ -2721,7 +3146,7 @@ show_figure(
     "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
     "The gap between red and green widens with every doubling.",
 )
-print("Memory and speed of tiled attention: PASS")
+report_section("Memory and speed of tiled attention", globals())
 
 
 # %% [markdown]
@@ -2790,7 +3215,7 @@ print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} pairs, full causal {pair
 field = receptive_field(8, 3, 3)
 print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; token 0: {bool(field[7, 0])}; reach {reach(3, 3)}")
 wide = receptive_field(64, 4, 5)
-assert all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))  # the formula matches the matrix product
+expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
@@ -2864,7 +3289,8 @@ Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
 print(f"50 tokens with a 4-slot buffer: largest buffer {largest}, max |difference| from masked attention {np.abs(streamed - masked).max():.1e}")
-assert largest == 4 and np.allclose(streamed, masked, atol=1e-12)
+expect("largest == 4", largest, "==", 4)
+expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
 # StreamingLLM keeps sinks + a window. An evicted token is gone: changing it changes nothing downstream.
 needle = V50.copy()
@@ -2874,10 +3300,10 @@ late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
 print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late).max():.1f} when token 20 changed; "
       f"with full attention: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
-assert np.array_equal(late, late_with_needle)
+expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
-print("Sliding window, reach and rolling buffer: PASS")
+report_section("Sliding window, reach and rolling buffer", globals())
 
 
 # %% [markdown]
@@ -2940,7 +3366,7 @@ print(f"4,096 tokens: full causal {full_4096:,} pairs, window 64 {window_4096:,}
 REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
-assert pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))
+expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))', pairs_computed(patterns["window 4"]), "==", pairs_computed(make_mask(16, 4)))
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 show_figure(
@@ -2997,12 +3423,12 @@ print(f"{'query sharpness':>16} " + " ".join(f"{key:>20}" for key in shortlists[
 for sharpness, result in shortlists.items():
     print(f"{sharpness:>16.0f} " + " ".join(f"{value:>20.3f}" for value in result.values()))
 REFERENCE.check("sparse.shortlist_score_ratio", shortlists[1.0]["score_ratio"])
-assert all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values())
-assert shortlists[3.0]["output_error"] < shortlists[1.0]["output_error"]
+expect('all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values())', all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values()))
+expect('shortlists[3.0]["output_error"] < shortlists[1.0]["output_error"]', shortlists[3.0]["output_error"], "<", shortlists[1.0]["output_error"])
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
-print("Sparse patterns and the shortlist: PASS")
+report_section("Sparse patterns and the shortlist", globals())
 
 
 # %% [markdown]
@@ -3098,7 +3524,7 @@ Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; "
       f"state {S200.shape} + {z200.shape} at any length")
-assert np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)
+expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
 
@@ -3108,7 +3534,9 @@ _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
 lin10 = linear_attention_weights(Q10, K10)
 peak_soft, peak_lin = soft10[5:].max(1).mean(), lin10[5:].max(1).mean()
 print(f"largest weight in the last five rows, averaged: softmax {peak_soft:.2f}, linear {peak_lin:.2f}")
-assert np.allclose(soft10.sum(1), 1) and np.allclose(lin10.sum(1), 1) and peak_soft > peak_lin
+expect("np.allclose(soft10.sum(1), 1)", np.allclose(soft10.sum(1), 1))
+expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
+expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 
 def plot_softmax_vs_linear(soft, lin, language="en"):
@@ -3133,7 +3561,7 @@ show_figure(
     "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
     "five rows, averaged: the bluntness is the price of a fixed-size state.",
 )
-print("Linear attention: PASS")
+report_section("Linear attention", globals())
 
 
 # %% [markdown]
@@ -3189,7 +3617,7 @@ print("loop:", ssm_recurrent(tea, 0.5, 1, 1).tolist(), " kernel:", ssm_kernel(0.
 REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1, 1))
 REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1, 1, 4))
 x300 = rng.standard_normal(300)
-assert np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)
+expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
 expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 
@@ -3374,7 +3802,7 @@ print(f"tea steps: states {states.tolist()} in {rounds} rounds")
 keep, write = discretize(deltas)
 scanned, _ = parallel_scan(keep, write * np.array(RECALL_VALUES))
 print(f"the recall task through the scan: max |difference| from the loop {np.abs(scanned - selective).max():.1e}")
-assert np.allclose(scanned, selective, atol=1e-12)
+expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
 print(f"1,024 steps: {rounds_1024} rounds")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
@@ -3425,9 +3853,9 @@ hybrid_rows = {
 for key, value in hybrid_rows.items():
     print(f"{key:28s} {value:>16,} bytes = {value / GB:8.4f} GB")
     REFERENCE.check(f"hybrid.{key}", value)
-assert hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]
+expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
-print("State-space models, the scan and the hybrid cache: PASS")
+report_section("State-space models, the scan and the hybrid cache", globals())
 
 # %% [markdown]
 # ## 13. Latent attention (MLA): cache the ingredients, never cook the dish
@@ -3539,11 +3967,11 @@ decode_mask = additive_mask(np.arange(Tk)[None, :] <= (Tk - Tq + np.arange(Tq))[
 expanded_out, absorbed_out = mla_expanded_attention(*mla_args, decode_mask), mla_absorbed_attention(*mla_args, decode_mask)
 print(f"expanded vs absorbed: max |difference| {np.abs(expanded_out - absorbed_out).max():.1e}; cached numbers per token "
       f"{d_c + d_rope} instead of {Hm * (d_nope + d_rope + d_v)}")
-assert np.allclose(expanded_out, absorbed_out, atol=1e-12)
+expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expanded_out, absorbed_out, atol=1e-12))
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
 print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope - expanded_out).max():.2f} (must be large)")
-assert not np.allclose(without_rope, expanded_out, atol=1e-3)
+expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 
@@ -3569,8 +3997,8 @@ q_small, c_small = np.array([1.0, 0.5]), np.array([0.2, -0.4, 0.7])
 m_pos, n_pos = 0.3, 1.1  # positions as angles (one RoPE frequency)
 rotated_score = (rotation(m_pos) @ q_small) @ (rotation(n_pos) @ W_small @ c_small)
 effective_query = W_small.T @ rotation(n_pos - m_pos).T @ q_small
-assert abs(rotated_score - effective_query @ c_small) < 1e-12
-assert not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small)  # another key position, another query
+expect("abs(rotated_score - effective_query @ c_small) < 1e-12", abs(rotated_score - effective_query @ c_small), "<", 1e-12)
+expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small))  # another key position, another query
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
 print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effective, axis=0).round(2).tolist()}")
@@ -3596,7 +4024,7 @@ show_figure(
     "key moves, so a rotated latent would need a new absorbed query for every cached token. MLA keeps the latent "
     "unrotated (its absorbed query is a flat line) and puts position into a separate 64-number key.",
 )
-print("Latent attention: PASS")
+report_section("Latent attention", globals())
 
 
 # %% [markdown]
@@ -3655,7 +4083,7 @@ REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
 print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:,} at 16: x{per_token / bytes_4bit:.2f} smaller")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
-assert quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token
+expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 
@@ -3679,7 +4107,7 @@ errors = {
 print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
 for name, row in errors.items():
     print(f"{name:34s} " + " ".join(f"{100 * e:>9.1f}%" for e in row))
-assert all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"]))
+expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"])))
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (-1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[-1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
 
@@ -3710,7 +4138,7 @@ show_figure(
     "four large channels, still one scale per token, so the small channels are crushed. Green: the same keys with one "
     "scale per channel (KIVI), which removes most of that damage at every bit width shown.",
 )
-print("Quantized KV cache: PASS")
+report_section("Quantized KV cache", globals())
 
 
 # %% [markdown]
@@ -3799,8 +4227,8 @@ show_figure(
     "only shifts them down. The sliding window bends flat once 4,096 tokens are cached, and the state-space stack is "
     "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
 )
-assert at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]
-print("Every design at a glance: PASS")
+expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
+report_section("Every design at a glance", globals())
 
 # %% [markdown]
 # | Design | What it cuts | What it gives up |
@@ -3893,4 +4321,6 @@ print("Every design at a glance: PASS")
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")
 checked = REFERENCE.assert_all_used()
-print(f"{checked} reference values of {REFERENCE_SOURCE} were used or checked, none left unused. Module 5: PASS")
+print(f"{checked} reference values of {REFERENCE_SOURCE} were used or checked, none left unused.")
+exercise_summary(globals())
+report_section("Module 5", globals())

@@ -167,8 +167,6 @@ MODULE3 = [
     Bug("attention-mask-after-softmax", 3, "scaled_dot_product_attention", "zeroes blocked weights after the softmax instead of masking the scores",
         ATTENTION, MATCHES_SDPA, ((MASK_FILL, "pass"), ("output = weights @ v", "output = weights.masked_fill(~allowed, 0.0) @ v")),
         hint="after the softmax"),
-    Bug("attention-large-negative-mask", 3, "scaled_dot_product_attention", "fills blocked scores with -1e9 instead of -inf",
-        ATTENTION, "-inf where the mask blocks", edit('float("-inf")', "-1e9")),
     Bug("attention-detached-weights", 3, "scaled_dot_product_attention", "detaches the weights, so no gradient reaches q and k",
         ATTENTION, "gradient with respect to", edit("output = weights @ v", "output = weights.detach() @ v")),
     Bug("nan-on-fully-masked-row", 3, "scaled_dot_product_attention", "takes the row max without the safe 0 for empty rows: -inf - -inf = NaN",
@@ -205,6 +203,11 @@ MODULE3 = [
         hint="use np.repeat / torch.repeat_interleave"),
     Bug("gqa-repeat-token-axis", 3, "repeat_kv_heads", "repeats along the token axis instead of the head axis",
         REPEAT, "shape", edit("x.repeat_interleave(group, dim=-3)", "x.repeat_interleave(group, dim=-2)")),
+    # Runnable mistakes that used to crash cells far below the exercise (issue 11's table).
+    Bug("attention-row-max-without-keepdim", 3, "scaled_dot_product_attention", "drops keepdim=True from the row max, so it no longer broadcasts",
+        ATTENTION, MATCHES_SDPA, edit("top = scores.amax(dim=-1, keepdim=True)", "top = scores.amax(dim=-1, keepdim=False)")),
+    Bug("split-heads-constant-head-width", 3, "split_heads", "hard-codes the head width of the running example instead of d_model // n_heads",
+        SPLIT, "head h of token t", edit("x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))", "x.unflatten(-1, (n_heads, 8))")),
     # Exercise 7: layer_norm
     Bug("layernorm-unbiased-variance", 3, "layer_norm", "uses x.var(), whose default is the unbiased (n - 1) estimator",
         LAYER_NORM, "biased variance", edit(VARIANCE, "variance = x.var(dim=-1, keepdim=True)"), hint="unbiased (divides by n - 1)"),
@@ -283,6 +286,8 @@ MODULE5 = [
     # Exercise 1: make_mask
     Bug("window-off-by-one", 5, "make_mask", "keeps query - key <= window: window + 1 keys",
         MASK, "the window keeps exactly", edit("recent = query - key < window", "recent = query - key <= window"), hint="off by one"),
+    Bug("window-hard-coded", 5, "make_mask", "hard-codes the window of the worked example (8) instead of using the argument",
+        MASK, "the window keeps exactly", edit("recent = query - key < window", "recent = query - key < 8")),
     Bug("additive-mask-strict-causal", 5, "make_mask", "uses key < query, so a query cannot read its own key",
         MASK, "reads its own key", edit("allowed = key <= query", "allowed = key < query")),
     # Exercise 2: sdpa with a sink
@@ -301,6 +306,8 @@ MODULE5 = [
     # Exercise 3: repeat_kv_heads
     Bug("kv-repeat-tiles", 5, "repeat_kv_heads", "tiles the KV heads with np.concatenate([x] * group) instead of repeating them",
         KV_REPEAT, "repeat, not tile", edit("return np.repeat(x, group, axis=-3)", "return np.concatenate([x] * group, axis=-3)")),
+    Bug("kv-repeat-wrong-axis", 5, "repeat_kv_heads", "repeats along the token axis (-2) instead of the head axis (-3)",
+        KV_REPEAT, "-> (..., H_kv*group, T, d)", edit("np.repeat(x, group, axis=-3)", "np.repeat(x, group, axis=-2)")),
     # Exercise 4: kv_cache_bytes
     Bug("kv-cache-window-not-clamped", 5, "kv_cache_bytes", "counts a full window even when the context is shorter",
         KV_CACHE, "min(context, window)", edit("else min(context, window)", "else window")),
@@ -313,6 +320,8 @@ MODULE5 = [
         ONLINE, "running 'l'", edit("l = alpha * l + ", "l = l + ")),
     Bug("online-softmax-max-starts-at-zero", 5, "online_softmax_dot", "starts the running max at 0 instead of -inf",
         ONLINE, "alpha", edit("m, l, n = -math.inf, 0.0, 0.0", "m, l, n = 0.0, 0.0, 0.0")),
+    Bug("online-softmax-alpha-inverted", 5, "online_softmax_dot", "writes alpha = exp(m_new - m), the inverse rescale",
+        ONLINE, "running 'alpha'", edit("alpha = math.exp(m - m_new)", "alpha = math.exp(m_new - m)")),
     # Exercise 6: tiled_attention
     Bug("tiled-no-alpha-rescale", 5, "tiled_attention", "forgets to rescale the accumulator when a tile raises the row max",
         TILED, "any tile size", edit("acc *= alpha[:, None]", "pass"), hint="alpha"),
@@ -353,3 +362,31 @@ MODULE5 = [
 ]
 
 CATALOG = MODULE3 + MODULE5
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A correct solution written another way: its contract must pass it, because it behaves the same."""
+
+    id: str
+    module: int
+    target: str
+    contract: str
+    edits: tuple[tuple[str, str], ...]
+
+    def build(self):
+        """The rewritten implementation, ready to hand to its contract."""
+        return mutant(notebook(self.module), self.target, *self.edits)
+
+
+# The contracts judge behaviour, not spelling: each of these must pass.
+SPELLINGS = (
+    # -1e9 instead of -inf: every row with an allowed key gets the same weights (exp underflows to exactly 0),
+    # and empty rows follow the stated policy either way.
+    Spelling("attention-large-negative-fill", 3, "scaled_dot_product_attention", ATTENTION, edit('float("-inf")', "-1e9")),
+    Spelling("attention-torch-softmax-on-safe-rows", 3, "scaled_dot_product_attention", ATTENTION, edit(
+        SOFTMAX_LINES,
+        "    weights = torch.softmax(scores.masked_fill(empty_rows[..., None], 0.0), dim=-1)"
+        ".masked_fill(empty_rows[..., None], 0.0)\n",
+    )),
+)

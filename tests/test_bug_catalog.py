@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from builder.contracts.violations import ContractViolation
-from tests.bug_catalog import CATALOG
+from tests.bug_catalog import CATALOG, SPELLINGS
 from tests.support import NOTEBOOK_SOURCES, contract_check, notebook
 
 MESSAGE_PARTS = ("on input:", "expected:", "actual:", "usual cause:")
@@ -98,3 +98,10 @@ def test_a_contract_fails_by_name_whatever_a_wrong_implementation_returns(contra
             with pytest.raises(ContractViolation) as caught:
                 contract_check(contract)(implementation)
         assert all(part in str(caught.value) for part in MESSAGE_PARTS), f"{label}: {caught.value}"
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=[s.id for s in SPELLINGS])
+def test_a_correct_solution_written_another_way_passes(spelling):
+    summary = contract_check(spelling.contract)(spelling.build())
+    assert isinstance(summary, dict) and summary

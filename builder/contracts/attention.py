@@ -10,7 +10,10 @@ def check_attention_contract(attention):
     """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
 
     ``attention`` returns an object with ``.output`` and ``.weights`` (and, when it has them,
-    ``.scores`` with -inf at blocked entries and ``.empty_rows`` flags, which are judged too).
+    ``.scores``, judged at allowed entries only, and ``.empty_rows`` flags, which are judged too).
+    Blocked keys must get weight exactly 0; how their scores are filled (-inf, -1e9) is not judged.
+    Empty-row policy: a query row with no allowed key raises ValueError by default, and with
+    ``empty_row='zero'`` its weights and output are exactly 0 (never NaN).
     Returns a summary of the largest errors; raises ContractViolation naming the first property that fails.
     """
     import torch
@@ -63,16 +66,12 @@ def check_attention_contract(attention):
         "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
     )
     if hasattr(result, "scores"):
+        # Blocked entries are not judged: -inf or any fill low enough that their weight is exactly 0
+        # (checked above) behaves the same.
         contract_close(
-            "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
+            "scores are q.k / sqrt(d_k) at every allowed entry", case,
             result.scores.detach().masked_fill(~allowed, 0.0), raw.masked_fill(~allowed, 0.0),
             "return the scaled scores (before the softmax), not the weights or the unscaled dot products",
-        )
-        blocked = result.scores.detach().masked_select(~allowed.expand_as(result.scores))
-        contract_assert(
-            bool((blocked == float("-inf")).all()), "scores are q.k / sqrt(d_k), with -inf where the mask blocks", case,
-            "-inf at every blocked entry", f"{blocked[blocked != float('-inf')][:3].tolist()} at blocked entries",
-            "fill blocked scores with float('-inf') (masked_fill), not with a large negative number or 0",
         )
     probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
     detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"

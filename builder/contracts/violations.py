@@ -1,6 +1,6 @@
-"""How a contract check fails: one exception that names the property, the input, both values and a hint."""
+"""How a check fails: a contract property with its input, both values and a hint, or a notebook check with both values."""
 
-__all__ = ["ContractViolation", "contract_assert", "contract_close"]
+__all__ = ["ContractViolation", "contract_assert", "contract_close", "CheckFailed", "expect"]
 
 
 class ContractViolation(AssertionError):
@@ -59,3 +59,32 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             hint,
         )
     return float(error.max()) if error.size else 0.0
+
+
+class CheckFailed(AssertionError):
+    """A notebook check that does not hold: what should hold, and the value found against the one required."""
+
+
+def expect(claim, actual, relation=None, expected=None):
+    """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
+
+    ``claim`` says in words what should hold. Unlike ``assert``, this check survives ``python -O``,
+    and its message shows both values.
+    """
+    import operator
+
+    relations = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b, "is": operator.is_, "is not": operator.is_not,
+    }
+    if relation is not None and relation not in relations:
+        raise ValueError(f"relation must be one of {', '.join(relations)} or None, got {relation!r}")
+    holds = bool(actual) if relation is None else bool(relations[relation](actual, expected))
+    if not holds:
+
+        def shown(value):
+            text = repr(value)
+            return text if len(text) <= 300 else text[:300] + " ..."
+
+        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")

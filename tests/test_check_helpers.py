@@ -1,0 +1,138 @@
+"""The notebook-runtime helpers: expect, check_exercise's fallback, show_reference and the honest summaries."""
+
+import pytest
+
+from builder.contracts.exercises import check_exercise, exercise_summary, exercises_on_reference, report_section, show_reference, use_reference
+from builder.contracts.violations import CheckFailed, ContractViolation, expect
+
+REFERENCE = '''# Exercise 1: return twice the input.
+def double(x):
+    """Twice x."""
+    return 2 * x
+'''
+
+
+def contract(f):
+    """A toy contract: double(3) must be 6."""
+    got = f(3)
+    if got != 6:
+        raise ContractViolation("double(3) is 6", "x=3", "6", repr(got), "multiply by 2, do not add 2")
+    return {"checked": 1}
+
+
+def wrong(x):
+    return x + 2
+
+
+def stub(x):
+    raise NotImplementedError("Exercise 1: return twice the input.")
+
+
+def crashes(x):
+    raise KeyError("oops")
+
+
+def namespace(implementation):
+    return {"double": implementation, "REFERENCE_SOURCES": {"Exercise 1": REFERENCE}, "__builtins__": __builtins__}
+
+
+def test_expect_shows_the_claim_and_both_values():
+    expect("two plus two", 2 + 2, "==", 4)
+    expect("a true thing", [1])
+    with pytest.raises(CheckFailed) as caught:
+        expect("the loss fell under the threshold", 0.7, "<", 0.5)
+    assert str(caught.value).splitlines() == ["check failed: the loss fell under the threshold", "  expected: < 0.5", "  actual:   0.7"]
+    with pytest.raises(CheckFailed, match="expected: a true value"):
+        expect("finite", False)
+    with pytest.raises(ValueError, match="relation must be one of"):
+        expect("nonsense", 1, "~", 1)
+
+
+def test_expect_is_not_an_assert_so_python_dash_o_keeps_it():
+    import subprocess
+    import sys
+
+    code = "from builder.contracts.violations import expect\nexpect('one is two', 1, '==', 2)"
+    assert subprocess.run([sys.executable, "-O", "-c", code], capture_output=True).returncode == 1
+
+
+def test_a_wrong_answer_raises_its_violation_and_the_reference_takes_over(capsys):
+    ns = namespace(wrong)
+    with pytest.raises(ContractViolation) as caught:
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    message = str(caught.value)
+    assert message.startswith("contract property 'double(3) is 6' failed") and "usual cause: multiply by 2" in message
+    assert "Runtime → Run after" in message and "Run Selected Cell and All Below" in message and 'show_reference(\'Exercise 1\')' in message
+    assert ns["double"](21) == 42 and ns["double"].__reference_solution__ == "Exercise 1"
+    assert exercises_on_reference(ns) == ["Exercise 1"] and "failed 'double(3) is 6'" in ns["EXERCISE_OUTCOMES"]["Exercise 1"]
+    assert "PASS" not in capsys.readouterr().out
+
+
+def test_rerunning_the_check_on_the_reference_prints_no_pass(capsys):
+    ns = namespace(wrong)
+    with pytest.raises(ContractViolation):
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    check_exercise("Exercise 1", contract, ns["double"], ns)
+    out = capsys.readouterr().out
+    assert "PASS" not in out and "reference solution of double is in place, not yours" in out
+
+
+def test_a_fixed_answer_passes_and_leaves_the_reference_list(capsys):
+    ns = namespace(wrong)
+    with pytest.raises(ContractViolation):
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+
+    def double(x):
+        return x * 2
+
+    ns["double"] = double
+    check_exercise("Exercise 1", contract, ns["double"], ns)
+    assert "Exercise 1: PASS" in capsys.readouterr().out and exercises_on_reference(ns) == []
+
+
+def test_a_stub_and_an_unexpected_error_fall_back_too():
+    ns = namespace(stub)
+    with pytest.raises(NotImplementedError, match="Exercise 1: stub is still a stub"):
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    assert ns["double"](1) == 2
+    ns = namespace(crashes)
+    with pytest.raises(ContractViolation, match="the contract check runs to the end") as caught:
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    assert isinstance(caught.value.__cause__, KeyError) and ns["double"](1) == 2
+
+
+def test_without_a_reference_the_failure_is_raised_unchanged():
+    ns = {"double": wrong}
+    with pytest.raises(ContractViolation) as caught:
+        check_exercise("Exercise 1", contract, wrong, ns)
+    assert "Run after" not in str(caught.value) and ns["double"] is wrong
+    assert use_reference("Exercise 1", ns, "why") is False
+
+
+def test_filed_reference_solutions_win_over_embedded_sources():
+    def filed(x):
+        return 2 * x
+
+    ns = dict(namespace(wrong), REFERENCE_SOLUTIONS={"Exercise 1": {"double": filed}})
+    assert use_reference("Exercise 1", ns, "a stub") and ns["double"] is filed
+
+
+def test_show_reference_prints_the_solution_edition(capsys):
+    show_reference("Exercise 1", namespace(wrong))
+    assert capsys.readouterr().out == REFERENCE + "\n"
+    with pytest.raises(ValueError, match="the labels are Exercise 1"):
+        show_reference("Exercise 9", namespace(wrong))
+
+
+def test_banners_and_summary_claim_a_pass_only_for_the_students_own_code(capsys):
+    ns = namespace(wrong)
+    report_section("Doubling", ns)
+    assert capsys.readouterr().out == "Doubling: PASS\n"
+    with pytest.raises(ContractViolation):
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    capsys.readouterr()
+    report_section("Doubling", ns)
+    exercise_summary(ns)
+    out = capsys.readouterr().out
+    assert "PASS" not in out and "standing in for Exercise 1" in out
+    assert "Exercises that used the reference solution" in out and "Exercise 1: wrong failed 'double(3) is 6'" in out

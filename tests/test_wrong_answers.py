@@ -1,0 +1,171 @@
+"""A wrong answer costs one cell: its check cell fails naming the property, and the rest of the notebook runs.
+
+Every exercise is found by the notebooks' own convention (a cell tagged ``exercise`` followed by its
+``check_exercise`` cell), so a new exercise gets a test of its own. Its wrong version is the first
+bug of ``tests/bug_catalog.py`` for that exercise whose edits fall inside the solution block; an
+exercise without one fails here, by name. ``-m wrong_answer`` runs every exercise; the slow tier
+runs a seeded sample of three per module, each with a seeded choice among its fitting bugs
+(``COURSE_SAMPLE_SEED`` picks both, default: today's date).
+"""
+
+import ast
+import copy
+import datetime
+import os
+import random
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import nbformat
+import pytest
+
+from builder import execute, pairing, student
+from tests.bug_catalog import CATALOG
+from tests.support import NOTEBOOK_SOURCES
+
+CHECK_CALL = re.compile(r'check_exercise\("(?P<label>Exercise \d+)", (?P<contract>\w+), (?P<target>\w+), globals\(\)\)')
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One exercise of a notebook source: where it sits, what judges it, and the cell that does."""
+
+    module: int
+    label: str
+    cell: int
+    check_cell: int
+    contract: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"module{self.module}-{self.label.replace(' ', '')}-{self.target}"
+
+
+def source_notebook(module: int) -> nbformat.NotebookNode:
+    """A fresh parse of a module's percent source."""
+    return pairing.read_source(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
+
+
+def judged_exercises(module: int, nb: nbformat.NotebookNode) -> list[Judged]:
+    """Every exercise of a module's parsed source, with its check cell, contract and function."""
+    found = []
+    for exercise in student.exercises(nb):
+        check = next(i for i in range(exercise.index + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
+        call = CHECK_CALL.search(nb.cells[check].source)
+        if call is None or call["label"] != exercise.label:
+            raise AssertionError(f"Module {module} {exercise.label}: its check cell does not call check_exercise as the convention says")
+        found.append(Judged(module, exercise.label, exercise.index, check, call["contract"], call["target"]))
+    return found
+
+
+def inside_solutions(source: str, edits) -> str | None:
+    """``source`` with every (old, new) edit made inside its solution blocks, or None when one does not fit there."""
+    lines = source.splitlines()
+    blocks = student._solution_blocks(source, "exercise")
+    texts = ["\n".join(lines[b:e + 1]) for b, e in blocks]
+    for old, new in edits:
+        hits = [i for i, text in enumerate(texts) if old in text]
+        if len(hits) != 1 or texts[hits[0]].count(old) != 1:
+            return None
+        texts[hits[0]] = texts[hits[0]].replace(old, new)
+    for (b, e), text in reversed(list(zip(blocks, texts))):
+        lines[b:e + 1] = text.splitlines()
+    return "\n".join(lines)
+
+
+def wrong_version(exercise: Judged, source: str, rng: random.Random | None = None):
+    """(catalog bug, mutated exercise cell): the first catalogued bug that fits inside the solution block, or a random one."""
+    fitting = []
+    for bug in CATALOG:
+        if (bug.module, bug.contract, bug.target) == (exercise.module, exercise.contract, exercise.target) and bug.edits:
+            mutated = inside_solutions(source, bug.edits)
+            if mutated is not None and mutated != source:
+                fitting.append((bug, mutated))
+    if not fitting:
+        pytest.fail(
+            f"Module {exercise.module} {exercise.label} ({exercise.target}, judged by {exercise.contract}) has no bug in "
+            f"tests/bug_catalog.py whose edits fall inside its solution block; add a realistic one"
+        )
+    return fitting[0] if rng is None else rng.choice(fitting)
+
+
+def run_with_wrong_answer(exercise: Judged, tmp_path, rng=None):
+    """Execute the solution notebook with ``exercise`` made wrong, every cell run; return (bug, executed notebook)."""
+    nb = copy.deepcopy(PARSED[exercise.module])  # the notebook the exercises were collected from
+    bug, nb.cells[exercise.cell].source = wrong_version(exercise, nb.cells[exercise.cell].source, rng)
+    ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
+    ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
+    result = execute.run(ipynb, tmp_path / "executed", allow_errors=True)
+    return bug, nbformat.read(result.executed, as_version=4)
+
+
+def printed(nb) -> str:
+    """Everything the executed notebook printed to stdout."""
+    return "".join(
+        "".join(out.get("text", "")) for cell in nb.cells for out in cell.get("outputs", []) if out.get("name") == "stdout"
+    )
+
+
+def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
+    bug, executed = run_with_wrong_answer(exercise, tmp_path, rng)
+    errors = execute.error_outputs(executed)
+    where = [f"cell {i}: {out.ename}: {out.evalue.splitlines()[0][:200] if out.evalue else ''}" for i, out in errors]
+    assert len(errors) == 1, f"{exercise} with bug {bug.id}: expected exactly one error cell, got {len(errors)}:\n" + "\n".join(where)
+    [(cell, error)] = errors
+    assert cell == exercise.check_cell, f"{exercise} with bug {bug.id}: the error is in cell {cell}, not its check cell {exercise.check_cell}"
+    assert error.ename == "ContractViolation" and "contract property '" in error.evalue, f"{exercise}: {where}"
+    assert bug.property in error.evalue.splitlines()[0], f"{exercise} with bug {bug.id}: expected {bug.property!r}: {where}"
+    assert "Runtime → Run after" in error.evalue, "the failure says how to go on"
+    out = printed(executed)
+    assert f"{exercise.label}: PASS" not in out, f"{exercise}: a PASS line for the exercise whose check failed"
+    assert not re.search(r"^Module \d: PASS$", out, flags=re.MULTILINE), "the final summary claims a pass"
+    summary = out[out.index("Exercises that used the reference solution"):]
+    assert f"{exercise.label}: {exercise.target} failed '" in summary, summary
+
+
+PARSED = {module: source_notebook(module) for module in (3, 5)}
+ALL = [exercise for module in (3, 5) for exercise in judged_exercises(module, PARSED[module])]
+SEED = int(os.environ.get("COURSE_SAMPLE_SEED", datetime.date.today().toordinal()))
+SAMPLE = [e for module in (3, 5) for e in random.Random(f"{SEED}-{module}").sample([e for e in ALL if e.module == module], 3)]
+
+
+@pytest.mark.wrong_answer
+@pytest.mark.parametrize("exercise", ALL, ids=str)
+def test_every_wrong_exercise_costs_exactly_its_own_check_cell(exercise, tmp_path):
+    assert_one_named_failure(exercise, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise", SAMPLE, ids=lambda e: f"seed{SEED}-{e}")
+def test_a_seeded_sample_of_wrong_exercises_costs_one_cell_each(exercise, tmp_path):
+    assert_one_named_failure(exercise, tmp_path, random.Random(f"{SEED}-{exercise}"))
+
+
+@pytest.mark.parametrize("exercise", ALL, ids=str)
+def test_every_exercise_has_a_catalogued_bug_inside_its_solution_block(exercise):
+    wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
+
+
+@pytest.mark.parametrize("module", (3, 5))
+def test_no_notebook_source_holds_an_assert_statement(module):
+    tree = ast.parse(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
+    lines = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    assert not lines, f"{NOTEBOOK_SOURCES[module].name}: assert statements vanish under python -O; use expect(...) on lines {lines}"
+
+
+def script_exit_codes(path, cwd):
+    """The exit codes of ``python path`` and ``python -O path``."""
+    return [subprocess.run([sys.executable, *flags, str(path)], cwd=cwd, capture_output=True, text=True).returncode for flags in ([], ["-O"])]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", (3, 5))
+def test_python_dash_o_keeps_every_check(module, tmp_path):
+    source = NOTEBOOK_SOURCES[module].read_text(encoding="utf-8")
+    assert script_exit_codes(NOTEBOOK_SOURCES[module], tmp_path) == [0, 0]
+    broken = tmp_path / f"broken_{NOTEBOOK_SOURCES[module].name}"
+    first = next(line for line in source.splitlines() if line.startswith("expect(") and '"==", ' in line)
+    broken.write_text(source.replace(first, first.replace('"==", ', '"!=", '), 1), encoding="utf-8")
+    assert script_exit_codes(broken, tmp_path) == [1, 1], f"breaking {first!r} must fail with and without -O"
