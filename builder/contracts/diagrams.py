@@ -55,8 +55,10 @@ def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shi
 
 def draw_taxonomy(language="en"):
     """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
+    from functools import partial
+
     fig, ax = diagram_canvas(8.6, 3.7)
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     diagram_box(ax, 4.3, 3.3, 6.4, 0.5, t("Long context is expensive: compute grows with n², memory with n",
                                           "Длинный контекст дорог: вычисления растут как n², память как n"), Palette.RED, solid=True, size=10)
     columns = (
@@ -87,10 +89,11 @@ def draw_taxonomy(language="en"):
 
 def draw_kv_trip(bytes_per_token, layers, language="en"):
     """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
+    from functools import partial
     from matplotlib.patches import Rectangle
 
     fig, ax = diagram_canvas(8.6, 3.0)
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     slots = ("₁", "₂", "₃", "…", "ₙ₋₁", "ₙ")  # subscripts as characters: no mathtext to parse
     xs = [0.75 + 0.8 * i for i in range(len(slots))]
     ax.add_artist(Rectangle(
@@ -124,12 +127,13 @@ def draw_window_relay(allowed, fields, language="en"):
 
     ``allowed`` is the boolean [n, n] mask of one layer, ``fields[k]`` the boolean receptive field after k layers.
     """
+    from functools import partial
     import numpy as np
     from matplotlib.collections import LineCollection
     from matplotlib.patches import Circle
     from matplotlib.path import Path
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     allowed = np.asarray(allowed, dtype=bool)
     n, layers = len(allowed), len(fields) - 1
     fig, ax = diagram_canvas(8.6, 3.5)
@@ -185,7 +189,9 @@ def draw_window_relay(allowed, fields, language="en"):
 
 def draw_rolling_buffer(window, token, language="en"):
     """The rolling buffer of ``window`` slots before and after ``token`` arrives: it lands in slot token mod window."""
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     fig, ax = diagram_canvas(8.6, 2.9)
     first, slot = token - window + 1, token % window
     for j in range(token + 1):
@@ -218,10 +224,11 @@ def draw_rolling_buffer(window, token, language="en"):
 
 def draw_global_tokens(allowed, global_tokens, language="en"):
     """Tokens on a line: arcs above link global tokens to everyone, arcs below are the local window's pairs."""
+    from functools import partial
     import numpy as np
     from matplotlib.collections import LineCollection
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     allowed = np.asarray(allowed, dtype=bool)
     n = len(allowed)
     fig, ax = diagram_canvas(8.6, 3.0)
@@ -253,7 +260,9 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
 
     ``expanded`` is what full keys and values of all ``heads`` would cost per token and layer, in numbers.
     """
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     fig, ax = diagram_canvas(8.6, 3.4)
     diagram_box(ax, 0.85, 2.75, 1.4, 0.55, t("token x\n(d_model)", "токен x\n(d_model)"), Palette.BLUE)
     diagram_box(ax, 3.45, 2.75, 2.3, 0.62, t(f"cache: latent c ({latent})\n+ RoPE key ρ ({rope}) = {latent + rope}",
@@ -283,7 +292,9 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
 
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     steps, rounds = len(levels[0]), len(levels) - 1
     fig, ax = diagram_canvas(8.6, 0.95 * rounds + 1.25)
     xs = [2.3 + 1.75 * i for i in range(steps)]
@@ -310,9 +321,10 @@ def draw_layer_stacks(stacks, language="en"):
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
+    from functools import partial
     from matplotlib.patches import Rectangle
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)

@@ -1456,8 +1456,10 @@ def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shi
 # builder:begin inline draw_taxonomy
 def draw_taxonomy(language="en"):
     """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
+    from functools import partial
+
     fig, ax = diagram_canvas(8.6, 3.7)
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     diagram_box(ax, 4.3, 3.3, 6.4, 0.5, t("Long context is expensive: compute grows with n², memory with n",
                                           "Длинный контекст дорог: вычисления растут как n², память как n"), Palette.RED, solid=True, size=10)
     columns = (
@@ -1484,14 +1486,15 @@ def draw_taxonomy(language="en"):
     diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
     diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
     return fig
-# builder:end sha256=83e57baff8f7dc23fde0e38db9f2d2f5f1d195d73d08986b5742164dce0e8b3a
+# builder:end sha256=7ad920a66171b5cfd922b780f84d5540b3cc7f43f38472ccd6d6dd10a9f65651
 # builder:begin inline draw_kv_trip
 def draw_kv_trip(bytes_per_token, layers, language="en"):
     """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
+    from functools import partial
     from matplotlib.patches import Rectangle
 
     fig, ax = diagram_canvas(8.6, 3.0)
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     slots = ("₁", "₂", "₃", "…", "ₙ₋₁", "ₙ")  # subscripts as characters: no mathtext to parse
     xs = [0.75 + 0.8 * i for i in range(len(slots))]
     ax.add_artist(Rectangle(
@@ -1518,19 +1521,20 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
                          f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
             fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
     return fig
-# builder:end sha256=3519efd7b6cfd5745111f44d460158ef6e8676973c34211d497563daa1ddcf48
+# builder:end sha256=d4169be965e293463993fe96b3105fb01141febcf21a11d883fa5853a99deb1f
 # builder:begin inline draw_window_relay
 def draw_window_relay(allowed, fields, language="en"):
     """Left: the window mask as a grid of ticks; right: how stacked windowed layers relay the last token's inputs.
 
     ``allowed`` is the boolean [n, n] mask of one layer, ``fields[k]`` the boolean receptive field after k layers.
     """
+    from functools import partial
     import numpy as np
     from matplotlib.collections import LineCollection
     from matplotlib.patches import Circle
     from matplotlib.path import Path
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     allowed = np.asarray(allowed, dtype=bool)
     n, layers = len(allowed), len(fields) - 1
     fig, ax = diagram_canvas(8.6, 3.5)
@@ -1582,11 +1586,13 @@ def draw_window_relay(allowed, fields, language="en"):
     ax.text(x0 - 0.9, 3.33, t(f"{layers} layers: token {last} hears token {last - chain[-1]}, {chain[-1]} back",
                               f"{layers} слоя: токен {last} слышит токен {last - chain[-1]}, на {chain[-1]} назад"), fontsize=10, weight="bold", va="center")
     return fig
-# builder:end sha256=2c242635ade2805c2db066157ecb203336121e5802d0e148a7f6a05b93d43b5a
+# builder:end sha256=b4a3e99c75da99889e34f1691d7ff77ff0f8541e78d2ff3235285d3de49f1ef4
 # builder:begin inline draw_rolling_buffer
 def draw_rolling_buffer(window, token, language="en"):
     """The rolling buffer of ``window`` slots before and after ``token`` arrives: it lands in slot token mod window."""
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     fig, ax = diagram_canvas(8.6, 2.9)
     first, slot = token - window + 1, token % window
     for j in range(token + 1):
@@ -1615,14 +1621,15 @@ def draw_rolling_buffer(window, token, language="en"):
                                f"токен {token} читает слоты с токенами {', '.join(str(j) for j in range(first, token + 1))}"),
             va="center", fontsize=8.5, color=Palette.MUTED)
     return fig
-# builder:end sha256=31ffdbaac49b4c84f32e3feecdb02103ec9c7596d42f7d2028706368b3f4972b
+# builder:end sha256=ca9ba769a841f6f2ac7493fa8ec7647f07403bf57eea17b6e50e4ab4ab1eea63
 # builder:begin inline draw_global_tokens
 def draw_global_tokens(allowed, global_tokens, language="en"):
     """Tokens on a line: arcs above link global tokens to everyone, arcs below are the local window's pairs."""
+    from functools import partial
     import numpy as np
     from matplotlib.collections import LineCollection
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     allowed = np.asarray(allowed, dtype=bool)
     n = len(allowed)
     fig, ax = diagram_canvas(8.6, 3.0)
@@ -1647,14 +1654,16 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     ax.text(0.1, 0.12, t("arcs below: each token reads its recent neighbours (the window)", "дуги снизу: каждый токен читает недавних соседей (окно)"),
             va="center", fontsize=8.5, color=Palette.BLUE)
     return fig
-# builder:end sha256=7449105111838db4c77689d73acd24b78424893dc8246b1db5ce8ecd05205162
+# builder:end sha256=a2a0fd16942f472be8d42ec15769e99f3bc49feedecee83463a9de564fef9d35
 # builder:begin inline draw_mla_flow
 def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     """MLA's absorbed data flow: cache the latent and a RoPE key; the query moves into latent space, no key is built.
 
     ``expanded`` is what full keys and values of all ``heads`` would cost per token and layer, in numbers.
     """
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     fig, ax = diagram_canvas(8.6, 3.4)
     diagram_box(ax, 0.85, 2.75, 1.4, 0.55, t("token x\n(d_model)", "токен x\n(d_model)"), Palette.BLUE)
     diagram_box(ax, 3.45, 2.75, 2.3, 0.62, t(f"cache: latent c ({latent})\n+ RoPE key ρ ({rope}) = {latent + rope}",
@@ -1680,11 +1689,13 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
             va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
     return fig
-# builder:end sha256=60712dc2e20af22fb950da74bf56c27ec23c26733b21676a104c9eb6c0e127eb
+# builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     steps, rounds = len(levels[0]), len(levels) - 1
     fig, ax = diagram_canvas(8.6, 0.95 * rounds + 1.25)
     xs = [2.3 + 1.75 * i for i in range(steps)]
@@ -1704,16 +1715,17 @@ def draw_scan_tree(levels, language="en"):
     ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each b is the state h_t", "последний раунд: каждое b есть состояние h_t"), ha="right", va="center",
             fontsize=8.5, color=Palette.MUTED)
     return fig
-# builder:end sha256=2326837e141e2ea1d5b29c592e0877604dd9db7bada29e93a9d63c7d8ce5e1c1
+# builder:end sha256=c28224086f7a1213c9c0d23583766e07d521120524e43c6af75cae7ba410b33d
 # builder:begin inline draw_layer_stacks
 def draw_layer_stacks(stacks, language="en"):
     """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
+    from functools import partial
     from matplotlib.patches import Rectangle
 
-    t = lambda en, ru: localized(language, en, ru)  # noqa: E731
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)
@@ -1737,7 +1749,7 @@ def draw_layer_stacks(stacks, language="en"):
     ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
             fontsize=8, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=23dd70beda481780bc6ae405059169112c4acc4c65c43c5efaae8acddb256e6f
+# builder:end sha256=440a065f3f12a1049b7b9dc34133199b8d0fbdf20a5054c59ae569deefee8599
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
