@@ -3842,7 +3842,7 @@ print("State-space models, the scan and the hybrid cache: PASS")
 # %%
 jamba_kinds = ["attention" if layer % 8 == 4 else "ssm" for layer in range(32)]  # Jamba-v0.1: attn_layer_offset 4, period 8
 assert jamba_kinds.count("attention") == 4 and context == 131_072
-stacks = [
+layer_stacks = [
     (localized(LANGUAGE, "Running example, all attention", "Пример, только внимание"), ["attention"] * 32,
      hybrid_rows["all_attention_bytes_128k"]),
     (localized(LANGUAGE, "Hybrid, 1 attention layer in 8", "Гибрид, 1 слой внимания из 8"), jamba_kinds, hybrid_rows["hybrid_4_of_32_bytes_128k"]),
@@ -3850,12 +3850,13 @@ stacks = [
 ]
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
-                       for name, kinds, size in stacks], language=LANGUAGE),
+                       for name, kinds, size in layer_stacks], language=LANGUAGE),
     "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers keep a KV "
-    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state (128 KiB here) at any "
-    "length. The note under each name is the stack's cache at 128k tokens: keeping 4 of 32 layers as attention, at "
+    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state "
+    f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
+    "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
     f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "
-    f"config, cuts {stacks[0][2] / GB:.2f} GB to {stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
+    f"config, cuts {layer_stacks[0][2] / GB:.2f} GB to {layer_stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
     "full layers, so only half of its layers grow.",
 )
 
