@@ -538,11 +538,12 @@ def show_figure(fig, caption):
         from IPython.display import Image, Markdown, display
 
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
+        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
         display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
+# builder:end sha256=a443c527f3c9c6e85450dcbf2a2edbf1a390cfd17b237a2c7d68259acf918125
 
 apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)
@@ -1805,6 +1806,346 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
 }
 # builder:end sha256=2046481e4a33940b07290250b61a3d1e5c05b847b581b76dbe286fa22f84f517
 
+# %% tags=["hide-input"]
+# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# builder:begin inline diagram_canvas
+def diagram_canvas(width, height):
+    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    return fig, ax
+# builder:end sha256=1e5d8c1fb57edbe184e0ad975f34bc49c216082397722160f7ebb45372c202ff
+# builder:begin inline diagram_box
+def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
+    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_artist(FancyBboxPatch(
+        (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0,rounding_size=0.06",
+        facecolor=color if solid else to_rgba(color, 0.16), edgecolor=color, linewidth=1.1,
+        linestyle=(0, (3, 2)) if dashed else "-",
+    ))
+    ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
+            color="white" if solid else Palette.INK, linespacing=1.15)
+# builder:end sha256=462eebad07fd1b97e53292c8a8afc464971b2e0bea380c5aae8e625779ad384c
+# builder:begin inline diagram_arrow
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+    """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
+    ax.annotate("", xy=end, xytext=start, arrowprops={
+        "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
+        "mutation_scale": 9, "linestyle": (0, (3, 2)) if dashed else "-",
+    })
+    if text:
+        x = start[0] + at * (end[0] - start[0]) + shift[0]
+        y = start[1] + at * (end[1] - start[1]) + shift[1]
+        ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, linespacing=1.1)
+# builder:end sha256=a206997d895bd1bf582a4f22b891a2a8a13cc92744751d9187d21b48aedfbc95
+# builder:begin inline draw_taxonomy
+def draw_taxonomy(language="en"):
+    """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
+    from functools import partial
+
+    fig, ax = diagram_canvas(8.6, 3.7)
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    diagram_box(ax, 4.3, 3.3, 6.4, 0.5, t("Long context is expensive: compute grows with n², memory with n",
+                                          "Длинный контекст дорог: вычисления растут как n², память как n"), Palette.RED, solid=True, size=10)
+    columns = (
+        (1.45, Palette.BLUE, t("Look at fewer tokens", "Читать меньше токенов"),
+         (t("sparse: local + global,\nstrided, a learned shortlist", "разреженное: локальное +\nглобальное, с шагом, отбор"),
+          t("sliding window", "скользящее окно"))),
+        (4.3, Palette.GREEN, t("Keep a fixed-size summary", "Хранить сводку\nфиксированного размера"),
+         (t("linear attention", "линейное внимание"), t("state-space models\n(Mamba)", "модели пространства\nсостояний (Mamba)"))),
+        (7.15, Palette.ORANGE, t("Store the past compactly", "Хранить прошлое компактно"),
+         (t("GQA / MQA: fewer KV heads", "GQA / MQA: меньше KV-голов"), t("latent KV (MLA)", "латентный KV (MLA)"),
+          t("quantized KV: fewer bits", "квантованный KV: меньше бит"))),
+    )
+    leaf_y = (1.85, 1.2, 0.55)
+    for x, color, title, leaves in columns:
+        diagram_arrow(ax, (x + (4.3 - x) * 0.55, 3.05), (x, 2.72))
+        diagram_box(ax, x, 2.48, 2.6, 0.46, title, color, size=9.5, weight="bold")
+        spine = x - 1.18
+        ax.plot([spine, spine], [2.25, leaf_y[len(leaves) - 1]], color=color, linewidth=1.1)
+        for y, leaf in zip(leaf_y, leaves):
+            diagram_arrow(ax, (spine, y), (x - 1.0, y), color=color)
+            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=8.5)
+    diagram_box(ax, 2.9, 0.38, 2.2, 0.5, t("hybrids: a few attention\nlayers among SSM layers", "гибриды: немного слоёв\nвнимания среди SSM"),
+                Palette.PURPLE, size=8.5)
+    diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
+    diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
+    return fig
+# builder:end sha256=7ad920a66171b5cfd922b780f84d5540b3cc7f43f38472ccd6d6dd10a9f65651
+# builder:begin inline draw_kv_trip
+def draw_kv_trip(bytes_per_token, layers, language="en"):
+    """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
+    from functools import partial
+    from matplotlib.patches import Rectangle
+
+    fig, ax = diagram_canvas(8.6, 3.0)
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    slots = ("₁", "₂", "₃", "…", "ₙ₋₁", "ₙ")  # subscripts as characters: no mathtext to parse
+    xs = [0.75 + 0.8 * i for i in range(len(slots))]
+    ax.add_artist(Rectangle(
+        (0.2, 0.55), 5.1, 1.35, facecolor=Palette.PAPER, edgecolor=Palette.BORDER, linewidth=1))
+    ax.text(0.3, 1.75, t("KV cache of one layer", "KV-кэш одного слоя"), fontsize=9, weight="bold", va="center")
+    for i, (x, label) in enumerate(zip(xs, slots)):
+        new = i == len(slots) - 1
+        for y, row in ((1.36, "k"), (0.86, "v")):
+            text = label if label == "…" else row + label
+            diagram_box(ax, x, y, 0.62, 0.36, text, Palette.ORANGE if new else Palette.BLUE, solid=new, size=10)
+    diagram_box(ax, xs[-1], 2.62, 1.5, 0.42, t("new token n", "новый токен n"), Palette.ORANGE, solid=True)
+    diagram_arrow(ax, (xs[-1], 2.41), (xs[-1], 1.56), color=Palette.ORANGE,
+                  text=t("its key and value\nare appended", "его ключ и значение\nдописываются"), at=0.45, shift=(-1.0, 0))
+    diagram_box(ax, 7.45, 2.62, 1.3, 0.42, t("its query q", "его запрос q"), Palette.ORANGE)
+    diagram_arrow(ax, (xs[-1] + 0.75, 2.62), (6.8, 2.62), color=Palette.ORANGE)
+    diagram_box(ax, 7.45, 1.35, 2.0, 0.8, t("scores q·k for all\nn keys, softmax,\nmix the n values",
+                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (7.45, 2.41), (7.45, 1.75), color=Palette.ORANGE)
+    diagram_arrow(ax, (5.3, 1.2), (6.45, 1.2), color=Palette.BLUE, text=t("reads all n", "читает все n"), shift=(0, 0.14))
+    diagram_box(ax, 7.45, 0.35, 2.0, 0.4, t("output for token n", "выход для токена n"), Palette.BLUE, solid=True)
+    diagram_arrow(ax, (7.45, 0.95), (7.45, 0.55), color=Palette.BLUE)
+    kib = bytes_per_token / 1024
+    ax.text(0.2, 0.28, t(f"one key + one value per KV head, in each of {layers} layers:\n{kib:,.0f} KiB per token, kept while the conversation lasts",
+                         f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
+            fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
+    return fig
+# builder:end sha256=d4169be965e293463993fe96b3105fb01141febcf21a11d883fa5853a99deb1f
+# builder:begin inline draw_window_relay
+def draw_window_relay(allowed, fields, language="en"):
+    """Left: the window mask as a grid of ticks; right: how stacked windowed layers relay the last token's inputs.
+
+    ``allowed`` is the boolean [n, n] mask of one layer, ``fields[k]`` the boolean receptive field after k layers.
+    """
+    from functools import partial
+    import numpy as np
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import Circle
+    from matplotlib.path import Path
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    allowed = np.asarray(allowed, dtype=bool)
+    n, layers = len(allowed), len(fields) - 1
+    fig, ax = diagram_canvas(8.6, 3.5)
+    cell, left, top = 0.3, 0.95, 2.75
+    rows, cols = np.nonzero(allowed)
+    tick = [(-0.5, 0.05), (-0.15, -0.35), (0.5, 0.45)]  # a check mark as a marker path: one artist for every cell
+    ax.scatter(left + cols * cell, top - rows * cell, s=60, marker=Path(tick, [Path.MOVETO, Path.LINETO, Path.LINETO]),
+               facecolors="none", edgecolors=Palette.BLUE, linewidths=1.6)
+    rows, cols = np.nonzero(~allowed)
+    ax.scatter(left + cols * cell, top - rows * cell, s=4, color=Palette.GREY, linewidths=0)
+    for i in range(n):
+        ax.text(left - 0.22, top - i * cell, str(i), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(left + i * cell, top + 0.27, str(i), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
+    ax.text(left - 0.22, top + 0.27, t("q \\ k", "з \\ к"), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+    counts = [int(c) for c in allowed.sum(axis=1)]
+    growing = [c for c in counts if c < counts[-1]]
+    total = " + ".join([str(c) for c in growing] + [f"{counts[-1]} × {len(counts) - len(growing)}"])
+    ax.text(0.1, 3.33, t(f"One layer, w = {counts[-1]}: {sum(counts)} scores, not {n * (n + 1) // 2}",
+                         f"Один слой, w = {counts[-1]}: оценок {sum(counts)}, а не {n * (n + 1) // 2}"), fontsize=10, weight="bold", va="center")
+    ax.text(0.1, top - n * cell + 0.02, t(f"rows: queries i, columns: keys j; {total} = {sum(counts)}",
+                                          f"строки: запросы i, столбцы: ключи j; {total} = {sum(counts)}"),
+            va="center", fontsize=8.5, color=Palette.MUTED)
+    # The relay: token n - 1 at the top, the inputs it can hear at each level below.
+    last, x0, dx, ys = n - 1, 5.0, 0.47, [0.45 + 0.78 * k for k in range(layers + 1)]
+    names = [t("input", "вход")] + [t(f"layer {k}", f"слой {k}") for k in range(1, layers + 1)]
+    chain = [last - int(np.argmax(fields[k][last])) for k in range(layers + 1)]  # how far back each level reaches
+    edges, heard = [], [np.asarray(fields[layers - level][last], dtype=bool) for level in range(layers + 1)]
+    for level in range(1, layers + 1):
+        for i in np.flatnonzero(heard[level]):
+            edges += [((x0 + j * dx, ys[level - 1]), (x0 + i * dx, ys[level])) for j in np.flatnonzero(allowed[i]) if heard[level - 1][j]]
+    ax.add_collection(LineCollection(edges, colors=Palette.BORDER, linewidths=0.9, zorder=1))
+    for level, y in enumerate(ys):
+        ax.text(x0 - 0.3, y, names[level], ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        target = last - chain[layers - level]  # the furthest token this level relays
+        for j in range(n):
+            on_path, near = j == target, bool(heard[level][j])
+            color = Palette.BLUE if near else (Palette.RED if level == 0 else Palette.BORDER)
+            ax.add_artist(Circle((x0 + j * dx, y), 0.15, zorder=2, linewidth=1.1, edgecolor=color,
+                                facecolor=color if on_path else ("#E4EAF3" if near else "white")))
+            if on_path or level == 0:  # the input row numbers every column; above it only the relay is numbered
+                ax.text(x0 + j * dx, y, str(j), ha="center", va="center", fontsize=8, zorder=3, color="white" if on_path else Palette.INK)
+    for level in range(layers):
+        a, b = last - chain[layers - level], last - chain[layers - level - 1]
+        diagram_arrow(ax, (x0 + a * dx + 0.08, ys[level] + 0.14), (x0 + b * dx - 0.08, ys[level + 1] - 0.14), color=Palette.BLUE, width=1.6)
+    out = [j for j in range(n) if not heard[0][j]]
+    if out:
+        ax.text(x0 + out[-1] * dx, ys[0] - 0.31, t("out of reach", "вне охвата"), ha="left" if out[-1] == 0 else "center",
+                va="center", fontsize=8, color=Palette.RED)
+    ax.text(x0 - 0.9, 3.33, t(f"{layers} layers: token {last} hears token {last - chain[-1]}, {chain[-1]} back",
+                              f"{layers} слоя: токен {last} слышит токен {last - chain[-1]}, на {chain[-1]} назад"), fontsize=10, weight="bold", va="center")
+    return fig
+# builder:end sha256=b4a3e99c75da99889e34f1691d7ff77ff0f8541e78d2ff3235285d3de49f1ef4
+# builder:begin inline draw_rolling_buffer
+def draw_rolling_buffer(window, token, language="en"):
+    """The rolling buffer of ``window`` slots before and after ``token`` arrives: it lands in slot token mod window."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.9)
+    first, slot = token - window + 1, token % window
+    for j in range(token + 1):
+        x = 1.35 + 0.64 * j
+        kept, evicted = j >= first, j == first - 1
+        diagram_box(ax, x, 2.2, 0.52, 0.4, str(j), Palette.ORANGE if j == token else (Palette.BLUE if kept else (Palette.RED if evicted else Palette.GREY)),
+                    solid=j == token, dashed=evicted)
+    ax.text(0.15, 2.2, t("tokens", "токены"), va="center", fontsize=9, color=Palette.MUTED)
+    ax.plot([1.35 + 0.64 * first - 0.28, 1.35 + 0.64 * token + 0.28], [2.55, 2.55], color=Palette.BLUE, linewidth=2)
+    ax.text(1.35 + 0.64 * (first + token) / 2, 2.72, t(f"window: the last {window} tokens", f"окно: последние {window} токена"),
+            ha="center", va="center", fontsize=8.5, color=Palette.BLUE)
+    ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=8.5, color=Palette.RED)
+    for start, upto, title in ((0.9, token - 1, t(f"buffer after token {token - 1}", f"буфер после токена {token - 1}")),
+                               (5.2, token, t(f"buffer after token {token}", f"буфер после токена {token}"))):
+        ax.text(start - 0.3, 1.35, title, va="center", fontsize=9, weight="bold")
+        for s in range(window):
+            held = max(j for j in range(upto + 1) if j % window == s)  # the newest token that went to slot s
+            changed = s == slot
+            color = (Palette.ORANGE if upto == token else Palette.RED) if changed else Palette.BLUE
+            diagram_box(ax, start + 0.7 * s, 0.85, 0.58, 0.42, str(held), color, solid=changed and upto == token, dashed=changed and upto < token)
+            ax.text(start + 0.7 * s, 0.45, t(f"slot {s}", f"слот {s}"), ha="center", va="center", fontsize=8, color=Palette.MUTED)
+    diagram_arrow(ax, (0.9 + 0.7 * window - 0.2, 0.85), (5.2 - 0.4, 0.85), color=Palette.ORANGE,
+                  text=t(f"slot = {token} mod {window} = {slot}:\noverwrite token {token - window}", f"слот = {token} mod {window} = {slot}:\nзаменить токен {token - window}"),
+                  shift=(0, 0.27), size=8)
+    ax.text(5.2 - 0.3, 0.15, t(f"token {token} reads slots holding {', '.join(str(j) for j in range(first, token + 1))}",
+                               f"токен {token} читает слоты с токенами {', '.join(str(j) for j in range(first, token + 1))}"),
+            va="center", fontsize=8.5, color=Palette.MUTED)
+    return fig
+# builder:end sha256=ca9ba769a841f6f2ac7493fa8ec7647f07403bf57eea17b6e50e4ab4ab1eea63
+# builder:begin inline draw_global_tokens
+def draw_global_tokens(allowed, global_tokens, language="en"):
+    """Tokens on a line: arcs above link global tokens to everyone, arcs below are the local window's pairs."""
+    from functools import partial
+    import numpy as np
+    from matplotlib.collections import LineCollection
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    allowed = np.asarray(allowed, dtype=bool)
+    n = len(allowed)
+    fig, ax = diagram_canvas(8.6, 3.0)
+    dx, x0, y0 = 0.5, 0.55, 1.35
+    theta = np.linspace(0, np.pi, 24)
+    arcs = {True: [], False: []}
+    for i, j in zip(*np.nonzero(np.tril(allowed, -1))):  # every allowed pair except a token with itself
+        is_global = i in global_tokens or j in global_tokens
+        half, height = (i - j) * dx / 2, (0.2 + 0.065 * (i - j)) * (1 if is_global else -1)
+        xs = x0 + j * dx + half * (1 - np.cos(theta))
+        arcs[is_global].append(np.column_stack([xs, y0 + (0.2 if is_global else -0.2) + height * np.sin(theta)]))
+    ax.add_collection(LineCollection(arcs[True], colors=Palette.ORANGE, linewidths=1.1))
+    ax.add_collection(LineCollection(arcs[False], colors=Palette.BLUE, linewidths=0.9, alpha=0.8))
+    for j in range(n):
+        glob = j in global_tokens
+        diagram_box(ax, x0 + j * dx, y0, 0.36, 0.36, str(j), Palette.ORANGE if glob else Palette.BLUE, solid=glob, size=8.5)
+    pairs, full = int(allowed.sum()), n * (n + 1) // 2
+    ax.text(0.1, 2.8, t(f"Window + global token: {pairs} pairs, not {full}", f"Окно + глобальный токен: {pairs} пар, а не {full}"),
+            fontsize=10.5, weight="bold", va="center")
+    ax.text(0.1, 0.32, t("arcs above: every later token reads the global token 0", "дуги сверху: каждый следующий токен читает глобальный токен 0"),
+            va="center", fontsize=8.5, color=Palette.ORANGE)
+    ax.text(0.1, 0.12, t("arcs below: each token reads its recent neighbours (the window)", "дуги снизу: каждый токен читает недавних соседей (окно)"),
+            va="center", fontsize=8.5, color=Palette.BLUE)
+    return fig
+# builder:end sha256=a2a0fd16942f472be8d42ec15769e99f3bc49feedecee83463a9de564fef9d35
+# builder:begin inline draw_mla_flow
+def draw_mla_flow(latent, rope, heads, expanded, language="en"):
+    """MLA's absorbed data flow: cache the latent and a RoPE key; the query moves into latent space, no key is built.
+
+    ``expanded`` is what full keys and values of all ``heads`` would cost per token and layer, in numbers.
+    """
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 3.4)
+    diagram_box(ax, 0.85, 2.75, 1.4, 0.55, t("token x\n(d_model)", "токен x\n(d_model)"), Palette.BLUE)
+    diagram_box(ax, 3.45, 2.75, 2.3, 0.62, t(f"cache: latent c ({latent})\n+ RoPE key ρ ({rope}) = {latent + rope}",
+                                           f"кэш: латент c ({latent})\n+ RoPE-ключ ρ ({rope}) = {latent + rope}"), Palette.ORANGE, solid=True, size=9)
+    diagram_arrow(ax, (1.55, 2.75), (2.3, 2.75), text="W_down", shift=(0, 0.16))
+    diagram_box(ax, 6.9, 2.75, 2.6, 0.62, t(f"keys and values of all\n{heads} heads: never built",
+                                          f"ключи и значения всех\n{heads} голов: не строятся"), Palette.GREY, dashed=True, size=8.5)
+    diagram_arrow(ax, (4.6, 2.75), (5.6, 2.75), color=Palette.GREY, dashed=True, text="W_uk, W_uv", shift=(0, 0.16))
+    diagram_box(ax, 0.85, 1.35, 1.4, 0.55, t("query q\nof head h", "запрос q\nголовы h"), Palette.BLUE)
+    diagram_box(ax, 3.45, 1.35, 2.3, 0.62, t(f"q W_ukᵀ: the query\nin latent space ({latent})", f"q W_ukᵀ: запрос\nв латентном пространстве ({latent})"),
+                Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
+    diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
+                  shift=(1.0, 0), size=8)
+    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
+                Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
+    diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
+                  at=0.62, shift=(0.75, 0.08), size=8)
+    diagram_box(ax, 6.9, 0.3, 2.6, 0.45, t("× W_uv W_o: output", "× W_uv W_o: выход"), Palette.BLUE, solid=True)
+    diagram_arrow(ax, (6.9, 1.04), (6.9, 0.53), color=Palette.BLUE)
+    ax.text(0.15, 0.3, t(f"cached per token and layer: {latent + rope} numbers,\nnot {expanded:,} for full keys and values",
+                         f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
+            va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
+    return fig
+# builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
+# builder:begin inline draw_scan_tree
+def draw_scan_tree(levels, language="en"):
+    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    steps, rounds = len(levels[0]), len(levels) - 1
+    fig, ax = diagram_canvas(8.6, 0.95 * rounds + 1.25)
+    xs = [2.3 + 1.75 * i for i in range(steps)]
+    ys = [0.95 * (rounds - r) + 0.45 for r in range(rounds + 1)]
+    for i, x in enumerate(xs):
+        ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
+    for r, y in enumerate(ys):
+        label = t("the steps (a, b)", "шаги (a, b)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
+        ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
+        for i, (a, b) in enumerate(levels[r]):
+            final = r == rounds
+            diagram_box(ax, xs[i], y, 1.3, 0.4, f"({a:g}, {b:g})", Palette.GREEN if final else Palette.BLUE, size=9, weight="bold" if final else "normal")
+            if r:
+                diagram_arrow(ax, (xs[i], ys[r - 1] - 0.2), (xs[i], y + 0.2))
+                if i >= 2 ** (r - 1):
+                    diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
+    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each b is the state h_t", "последний раунд: каждое b есть состояние h_t"), ha="right", va="center",
+            fontsize=8.5, color=Palette.MUTED)
+    return fig
+# builder:end sha256=c28224086f7a1213c9c0d23583766e07d521120524e43c6af75cae7ba410b33d
+# builder:begin inline draw_layer_stacks
+def draw_layer_stacks(stacks, language="en"):
+    """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
+
+    Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
+    """
+    from functools import partial
+    from matplotlib.patches import Rectangle
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
+    height = 0.72 * len(stacks) + 0.95
+    fig, ax = diagram_canvas(8.6, height)
+    legend = ((colors["attention"], t("attention: cache grows with n", "внимание: кэш растёт с n")),
+              (colors["window"], t("window: at most w tokens", "окно: не больше w токенов")),
+              (colors["ssm"], t("SSM: fixed state", "SSM: фиксированное состояние")))
+    for k, (color, text) in enumerate(legend):
+        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22, color=color))
+        ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=8.5)
+    longest = max(len(kinds) for _, _, kinds in stacks)
+    width = min(0.2, 5.4 / longest)
+    for row, (name, note, kinds) in enumerate(stacks):
+        y = height - 0.95 - 0.72 * row
+        ax.text(0.15, y + 0.12, name, va="center", fontsize=9, weight="bold")
+        ax.text(0.15, y - 0.13, note, va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.broken_barh([(3.0 + layer * width, width * 0.82) for layer in range(len(kinds))], (y - 0.2, 0.4),
+                       facecolors=[colors[kind] for kind in kinds], linewidth=0)
+    ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
+                arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=8, color=Palette.MUTED, va="center")
+    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
+            fontsize=8, color=Palette.MUTED, va="center")
+    return fig
+# builder:end sha256=440a065f3f12a1049b7b9dc34133199b8d0fbdf20a5054c59ae569deefee8599
+
+print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
+
 # %% [markdown]
 # # Part 1 · The practitioner's guide
 #
@@ -1908,6 +2249,15 @@ expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit ca
 REFERENCE.check("running_example.bytes_per_token", per_token)
 REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens)"])
 
+# %%
+show_figure(
+    draw_taxonomy(language=LANGUAGE),
+    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against "
+    "it, and the dashed boxes under it are the designs this module builds. Blue reads fewer tokens, green replaces "
+    "the growing cache by a fixed-size state, orange keeps every token but in fewer bytes. The purple box is where "
+    "two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+)
+
 
 # %% [markdown]
 # # Part 2 · How it works, from scratch
@@ -2004,12 +2354,21 @@ expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
 expect('bills[2]["cache_bytes"] > 80 * GB', bills[2]["cache_bytes"], ">", 80 * GB)
 report_section("The two bills", globals())
 
-
 # %% [markdown]
 # The compute bill is paid once per prompt, at prefill, and exact tiling (sections 6 to 8) makes
 # it faster and smaller in memory without changing its size. The memory bill is paid for as
 # long as a conversation is open and decides how many users one GPU serves; that is why most of
 # the designs below attack the cache.
+
+# %%
+show_figure(
+    draw_kv_trip(per_token, L8B, language=LANGUAGE),
+    "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
+    "slot of the cache (orange); its query goes right, is scored against all n keys, and the softmax weights mix "
+    "all n values into token n's output. The blue slots are read, never recomputed: that is the compute the cache "
+    "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
+)
+
 
 # %% [markdown]
 # ## 2. Masks: causal, a window, and sinks
@@ -3225,6 +3584,18 @@ print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 expect_raises(ValueError, receptive_field, 8, 3, -1, match="layers")
 
+# %%
+relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand example: n = 8, w = 3, after 0 to 3 layers
+assert np.array_equal(relay_fields[3], field)
+show_figure(
+    draw_window_relay(np.isfinite(make_mask(8, 3)), relay_fields, language=LANGUAGE),
+    "Left: one layer's window for 8 tokens with w = 3, a row per query i and a column per key j; a tick is a score "
+    "that is computed. No row holds more than 3 ticks, so 21 scores replace the causal triangle's 36. Right: the "
+    "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
+    "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
+    "Token 0 (red) is out of reach until a fourth layer.",
+)
+
 
 # %%
 def plot_receptive_field(n, window, layers, language="en"):
@@ -3305,6 +3676,15 @@ expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="s
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
 report_section("Sliding window, reach and rolling buffer", globals())
 
+# %%
+show_figure(
+    draw_rolling_buffer(largest, 10, language=LANGUAGE),
+    "Top: the token stream. The blue bar is the window once token 10 (orange) has arrived; token 6 (red, dashed) "
+    "has just left it. Bottom: the same 4-slot buffer before and after. Token 10 goes to slot 10 mod 4 = 2, which "
+    "held token 6, so no other slot moves. The slots end up out of time order (8, 9, 10, 7), which a softmax does "
+    "not mind, and the memory stays at 4 slots however long the stream runs.",
+)
+
 
 # %% [markdown]
 # ## 10. Sparse patterns, and a learned shortlist
@@ -3375,6 +3755,16 @@ show_figure(
     "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
     "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
     "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
+)
+
+# %%
+show_figure(
+    draw_global_tokens(global_local_allowed(16, 4), (0,), language=LANGUAGE),
+    "Tokens 0 to 15 sit on a line, and each arc is one pair that gets a score (a token also reads itself, not "
+    "drawn). Blue arcs below are the window of 4: each token reads its three predecessors. Orange arcs above join "
+    "the global token 0 to every later token, so any token reads the first one in one hop. In this causal form "
+    "token 0 reads only itself and acts as a hub, as a sink does; in an encoder such as Longformer it also reads "
+    "everyone, so any two tokens are at most two hops apart.",
 )
 
 
@@ -3809,6 +4199,25 @@ REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 
 
+# %%
+def _merged_step(a, b, first, last):
+    """Steps first..last composed into one (a, b): the product of their a's and the state they leave from h = 0."""
+    return float(np.prod(a[first:last + 1])), float(parallel_scan(a[first:last + 1], b[first:last + 1])[0][-1])
+
+
+tea_a, tea_b = [0.5] * 4, [1.0, 0.0, 0.0, 2.0]
+tea_rounds = parallel_scan(tea_a, tea_b)[1]
+scan_levels = [[_merged_step(tea_a, tea_b, max(0, t - 2**r + 1), t) for t in range(4)] for r in range(tea_rounds + 1)]
+assert np.allclose([b for _, b in scan_levels[-1]], states)  # the last round holds every state of the loop
+show_figure(
+    draw_scan_tree(scan_levels, language=LANGUAGE),
+    "Each column is one time step, each box a step (a, b) that means h becomes a·h + b. One row down is one round: "
+    "every box merges with the box shift places to its left (blue diagonal), and a box with nothing that far left "
+    "passes straight down. After log2(4) = 2 rounds the b parts of the bottom row are every state of the loop: "
+    "1, 0.5, 0.25, 2.125. The merges in one row are independent, so a GPU does each row at once.",
+)
+
+
 # %% [markdown]
 # ### The hybrid cache: a few suitcases among many backpacks
 #
@@ -3856,6 +4265,27 @@ for key, value in hybrid_rows.items():
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 report_section("State-space models, the scan and the hybrid cache", globals())
+
+# %%
+jamba_kinds = ["attention" if layer % 8 == 4 else "ssm" for layer in range(32)]  # Jamba-v0.1: attn_layer_offset 4, period 8
+assert jamba_kinds.count("attention") == 4 and context == 131_072
+layer_stacks = [
+    (localized(LANGUAGE, "Running example, all attention", "Пример, только внимание"), ["attention"] * 32,
+     hybrid_rows["all_attention_bytes_128k"]),
+    (localized(LANGUAGE, "Hybrid, 1 attention layer in 8", "Гибрид, 1 слой внимания из 8"), jamba_kinds, hybrid_rows["hybrid_4_of_32_bytes_128k"]),
+    ("gpt-oss-120b", ["attention" if w is None else "window" for w in hybrid_windows], hybrid["hybrid_total_bytes"]),
+]
+show_figure(
+    draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
+                       for name, kinds, size in layer_stacks], language=LANGUAGE),
+    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers keep a KV "
+    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state "
+    f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
+    "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
+    f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "
+    f"config, cuts {layer_stacks[0][2] / GB:.2f} GB to {layer_stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
+    "full layers, so only half of its layers grow.",
+)
 
 # %% [markdown]
 # ## 13. Latent attention (MLA): cache the ingredients, never cook the dish
@@ -3974,6 +4404,20 @@ print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope 
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
+
+# %%
+mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_rank, qk_rope_head_dim, attention heads
+assert mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]) == latent_bytes  # the section 5 numbers
+show_figure(
+    draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
+    f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
+    f"with one shared {mla_widths['rope']}-number RoPE key: {mla_widths['latent'] + mla_widths['rope']} numbers per "
+    "token and layer. The dashed box is what plain multi-head attention would "
+    "cache and absorbed MLA never builds. Bottom row: how a query reads the cache. W_uk is folded into the query, "
+    "which is scored against every cached c (its RoPE part against the RoPE key); the weights mix the same c's, "
+    "and W_uv W_o turns the mix into the output. All heads read one shared cache: decoding is multi-query attention "
+    f"over {mla_widths['latent'] + mla_widths['rope']}-wide latents.",
+)
 
 
 # %% [markdown]

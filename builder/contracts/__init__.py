@@ -8,6 +8,7 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 from . import (
     attention,
     calls,
+    diagrams,
     efficient,
     environment,
     exercises,
@@ -32,6 +33,7 @@ MODULES = (
     violations,
     reference,
     style,
+    diagrams,
     module3_positions,
     attention,
     module3_heads,

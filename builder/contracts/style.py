@@ -84,7 +84,8 @@ def show_figure(fig, caption):
         from IPython.display import Image, Markdown, display
 
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
+        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
         display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)

@@ -764,11 +764,12 @@ def show_figure(fig, caption):
         from IPython.display import Image, Markdown, display
 
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
+        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
         display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=6668a0d22303bdf7b7a031bb62ab1a0e73d1fcf962e02e3a02fd670a746cbfa3
+# builder:end sha256=a443c527f3c9c6e85450dcbf2a2edbf1a390cfd17b237a2c7d68259acf918125
 
 apply_plot_style()
 
