@@ -3586,7 +3586,7 @@ expect_raises(ValueError, receptive_field, 8, 3, -1, match="layers")
 
 # %%
 relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand example: n = 8, w = 3, after 0 to 3 layers
-assert np.array_equal(relay_fields[3], field)
+expect("the relay figure's third-layer field equals the receptive field computed above", np.array_equal(relay_fields[3], field))
 show_figure(
     draw_window_relay(np.isfinite(make_mask(8, 3)), relay_fields, language=LANGUAGE),
     "Left: one layer's window for 8 tokens with w = 3, a row per query i and a column per key j; a tick is a score "
@@ -4208,7 +4208,7 @@ def _merged_step(a, b, first, last):
 tea_a, tea_b = [0.5] * 4, [1.0, 0.0, 0.0, 2.0]
 tea_rounds = parallel_scan(tea_a, tea_b)[1]
 scan_levels = [[_merged_step(tea_a, tea_b, max(0, t - 2**r + 1), t) for t in range(4)] for r in range(tea_rounds + 1)]
-assert np.allclose([b for _, b in scan_levels[-1]], states)  # the last round holds every state of the loop
+expect("the last round of the scan tree holds every state of the loop", np.allclose([b for _, b in scan_levels[-1]], states))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
     "Each column is one time step, each box a step (a, b) that means h becomes a·h + b. One row down is one round: "
@@ -4268,7 +4268,8 @@ report_section("State-space models, the scan and the hybrid cache", globals())
 
 # %%
 jamba_kinds = ["attention" if layer % 8 == 4 else "ssm" for layer in range(32)]  # Jamba-v0.1: attn_layer_offset 4, period 8
-assert jamba_kinds.count("attention") == 4 and context == 131_072
+expect("Jamba's drawn stack has 4 attention layers", jamba_kinds.count("attention"), "==", 4)
+expect("the context drawn is 131,072 tokens", context, "==", 131_072)
 layer_stacks = [
     (localized(LANGUAGE, "Running example, all attention", "Пример, только внимание"), ["attention"] * 32,
      hybrid_rows["all_attention_bytes_128k"]),
@@ -4407,7 +4408,7 @@ expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -
 
 # %%
 mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_rank, qk_rope_head_dim, attention heads
-assert mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]) == latent_bytes  # the section 5 numbers
+expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
     f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
