@@ -31,11 +31,6 @@ def relative(course: Course, path: Path) -> str:
     return path.resolve().relative_to(course.root.resolve()).as_posix()
 
 
-def reference_sha(nb: Notebook) -> str:
-    """SHA-256 of the committed reference file's bytes."""
-    return hashlib.sha256(nb.reference_path.read_bytes()).hexdigest()
-
-
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
     """Title, Open-in-Colab badge and provenance line of a notebook's first cell."""
     url = course.colab_url(relative(course, ipynb_path))
@@ -43,7 +38,7 @@ def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) 
         f"# {title}\n\n"
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n\n"
         f"*Provenance: course builder {__version__}; reference `references/{nb.reference}.json`, "
-        f"SHA-256 `{reference_sha(nb)}`.*\n"
+        f"SHA-256 `{nb.reference_sha256}`.*\n"
     )
 
 
