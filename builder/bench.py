@@ -2,12 +2,16 @@
 
 - ``python -m builder bench speed [NAMES]``: each notebook's nbclient run against the floor of
   starting a kernel and importing numpy, torch and matplotlib.
+- ``python -m builder bench check``: ``python -m builder check`` in a fresh interpreter against the
+  floor of importing nbformat and jupytext in one; wall and CPU time, medians of interleaved runs.
 - ``python -m builder bench tiled``: Module 5's tiled (streaming) attention against the same
   notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +24,8 @@ from .notebook_code import definitions
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
 SPEED_LIMIT = 3.0  # a notebook may take at most this many floors
 
+CHECK_LIMIT = 3.0  # `check` may take at most this many floors of importing nbformat and jupytext
+CHECK_FLOOR_CODE = "import nbformat, jupytext"
 TILED_NOTEBOOK = "module5"  # the reference key of the notebook that defines tiled_attention
 
 # The targets of the tiled-attention issue, at d = 64 and causal.
@@ -194,5 +200,39 @@ def within_budget(result: dict) -> bool:
     return result["ok"]
 
 
+def timed_run(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one command; RuntimeError when it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise NotebookFailed(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def check(course, names: list[str], repeats: int = 5) -> list[dict]:
+    """``check`` against the floor of importing nbformat and jupytext, each in a fresh interpreter, interleaved."""
+    if names:
+        raise ValueError("bench check times `python -m builder check` over every notebook; it takes no notebook names")
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    floor_cmd = [sys.executable, "-c", CHECK_FLOOR_CODE]
+    check_cmd = [sys.executable, "-m", "builder", "--root", str(course.root), "check"]
+    floors, checks = [], []
+    for _ in range(repeats):
+        floors.append(timed_run(floor_cmd, course.root))
+        checks.append(timed_run(check_cmd, course.root))
+    wall = statistics.median(c[0] for c in checks) / statistics.median(f[0] for f in floors)
+    cpu = statistics.median(c[1] for c in checks) / statistics.median(f[1] for f in floors)
+    ok = wall <= CHECK_LIMIT
+    print(f"check: floor (import nbformat, jupytext) {statistics.median(f[0] for f in floors):.2f} s wall / "
+          f"{statistics.median(f[1] for f in floors):.2f} s CPU; check {statistics.median(c[0] for c in checks):.2f} s wall / "
+          f"{statistics.median(c[1] for c in checks):.2f} s CPU; ratio {wall:.2f} wall, {cpu:.2f} CPU "
+          f"({'within' if ok else 'OVER'} the {CHECK_LIMIT:g}x budget; median of {repeats})")
+    return [{"name": "check", "wall_ratio": wall, "cpu_ratio": cpu, "ok": ok}]
+
+
 # `bench WHAT` calls BENCHES[WHAT](course, names, repeats=...); add a benchmark with one entry here.
-BENCHES = {"speed": speed, "tiled": tiled}
+BENCHES = {"check": check, "speed": speed, "tiled": tiled}

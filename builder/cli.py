@@ -33,7 +33,11 @@ def _positive_int(text: str) -> int:
 
 def build_options(p):
     _names(p)
-    p.add_argument("--force", action="store_true", help="overwrite regions that were edited by hand")
+    p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
+
+
+def adopt_options(p):
+    _names(p, "notebook names or reference keys whose .ipynb edits to keep (default: all)")
 
 
 def check_options(p):
@@ -59,7 +63,7 @@ def html_options(p):
 
 def all_options(p):
     html_options(p)
-    p.add_argument("--force", action="store_true", help="overwrite regions that were edited by hand")
+    p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
     p.add_argument("--student", action="store_true", help="also run each student edition while executing")
 
 
@@ -83,7 +87,7 @@ def colab_options(p):
 def bench_options(p):
     from .bench import BENCHES
 
-    p.add_argument("what", choices=sorted(BENCHES), help="speed: each notebook against the floor of a kernel start and its imports; "
+    p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
                    "tiled: Module 5's tiled attention against dense, time and memory")
     _names(p, "notebook names or reference keys (speed only; default: all)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default: 3)")
@@ -93,6 +97,7 @@ def bench_options(p):
 COMMANDS = {
     "build": (build_options, commands.build),
     "check": (check_options, commands.check),
+    "adopt": (adopt_options, commands.adopt),
     "execute": (execute_options, commands.execute),
     "refs": (refs_options, commands.references),
     "html": (html_options, commands.html),
@@ -165,13 +170,18 @@ def report(exc: Exception) -> int:
 
 def exit_code(exc: Exception) -> int:
     """The exit code of an error a command raised: MALFORMED for bad input, HAND_EDIT for a refusal, else INTERNAL."""
+    from .editions import HandEditError, IpynbEditError
+    from .files import CannotWrite, MalformedFile
     from .inline import InlineError
-    from .notebooks import HandEditError
     from .regions import RegionError
     from .student import ExerciseError
 
     if isinstance(exc, HandEditError):
         return exits.HAND_EDIT
-    if isinstance(exc, (RegionError, InlineError, ConfigError, ExerciseError)):
+    if isinstance(exc, IpynbEditError):
+        return exits.IPYNB_EDIT
+    if isinstance(exc, (CannotWrite, OSError)):
+        return exits.FAILED
+    if isinstance(exc, (RegionError, InlineError, ConfigError, ExerciseError, MalformedFile)):
         return exits.MALFORMED
     return exits.INTERNAL

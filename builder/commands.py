@@ -4,41 +4,60 @@ Heavy libraries (nbclient, nbconvert, bs4, playwright) are imported inside the c
 so ``build`` and ``check`` start fast.
 """
 
+import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from . import exits, notebooks, refs
+from . import editions, exits, files, refs
 
 
 def build(course, args) -> int:
-    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook."""
-    for nb in course.select(getattr(args, "names", None)):
-        changed = notebooks.build_one(course, nb, nb.source, nb.ipynb, force=getattr(args, "force", False))
-        for path in changed + notebooks.build_student(course, nb):
-            print(f"wrote {notebooks.relative(course, path)}")
+    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
+    results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
+    if not getattr(args, "force", False):
+        editions.refuse_lost_edits(course, results)
+    for path in files.write_all({path: text for result in results for path, text in result.expected.items()}):
+        print(f"wrote {course.shown(path)}")
     print("build: up to date")
     return exits.OK
 
 
 def check(course, args) -> int:
     """Write nothing; fail on stale or hand-edited regions, unpaired notebooks, or references that do not reproduce."""
-    findings: list[object] = []
     chosen = course.select(getattr(args, "names", None))
+    findings: list[object] = []
     for nb in chosen:
-        findings += notebooks.source_findings(course, nb, nb.source)
-        findings += notebooks.pair_findings(course, nb.source, nb.ipynb)
-        findings += notebooks.student_findings(course, nb)
+        result = editions.editions(course, nb)
+        findings += result.findings + editions.pair_findings(course, result)
     findings += reference_problems(chosen)
     for finding in findings:
         print(finding)
         if getattr(finding, "diff", ""):
             print(finding.diff)
     if findings:
-        print(f"check: {len(findings)} problem(s); `python -m builder build` fixes stale regions and pairs", file=sys.stderr)
+        print(f"check: {len(findings)} problem(s); the messages above say which command fixes each", file=sys.stderr)
         return exits.FAILED
     print(f"check: {len(chosen)} notebooks, their student editions, regions, pairs and references are in sync")
     return exits.OK
+
+
+def adopt(course, args) -> int:
+    """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse when the .py changed too."""
+    for nb in course.select(args.names):
+        result = editions.editions(course, nb)
+        committed = files.read_text(nb.ipynb, course.shown(nb.ipynb), what="notebook")
+        if committed == result.expected[nb.ipynb] or not editions.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
+            print(f"adopt: {course.shown(nb.ipynb)} holds no edit of its own")
+            continue
+        conflicts = editions.adopt_conflicts(nb.ipynb, committed, result.expected[nb.ipynb])
+        if conflicts:
+            print(f"error: both {course.shown(nb.ipynb)} and {course.shown(nb.source)} changed since the last build, so adopting "
+                  "would lose work in the .py: " + "; ".join(conflicts) + ". Copy the .ipynb edits into the .py by hand", file=sys.stderr)
+            return exits.IPYNB_EDIT
+        files.write_all({nb.source: editions.adopted_source(course, nb)})
+        print(f"adopt: copied the edits of {course.shown(nb.ipynb)} into {course.shown(nb.source)}")
+    return build(course, argparse.Namespace(names=args.names, force=False))
 
 
 def reference_problems(chosen) -> list[refs.Problem]:
@@ -51,7 +70,7 @@ def references(course, args) -> int:
     if args.update:
         for nb in course.notebooks:
             changed = refs.update(nb.reference_path, nb.reference)
-            print(f"{'wrote' if changed else 'unchanged'} {notebooks.relative(course, nb.reference_path)}")
+            print(f"{'wrote' if changed else 'unchanged'} {course.shown(nb.reference_path)}")
         print("now run `python -m builder build` so the notebooks embed the new references")
         return exits.OK
     problems = reference_problems(course.notebooks)
@@ -73,6 +92,8 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
     from . import execute as runner
 
     out = getattr(args, "out", None) or out or course.executed_dir
+    if chosen:
+        files.require_writable(out, "--out")
     runs = {}
     for nb in chosen:
         result = runner.run(nb.ipynb, out, timeout=args.timeout, kernel_name=kernel_name)
@@ -86,15 +107,13 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
 
 def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
     """Run a student edition as shipped and with its solutions re-inserted; True when both behave."""
-    import nbformat
-
     from . import execute as runner
     from . import pairing, student
 
     source = nb.source.read_text(encoding="utf-8")
     labels = [e.label for e in student.exercises(pairing.read_source(source))]
     shipped = runner.run(nb.student_ipynb, out, timeout=timeout, kernel_name=kernel_name, allow_errors=True)
-    problems = student.shipped_run_problems(nbformat.read(shipped.executed, as_version=4), labels)
+    problems = student.shipped_run_problems(shipped.errors, labels)
     verdict = "; ".join(problems) or f"stops only at its {len(labels)} exercise stubs (NotImplementedError)"
     print(f"{nb.name} student edition as shipped ({shipped.seconds:.1f} s): {verdict}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,6 +145,7 @@ def html(course, args, *, execute_first: bool = True) -> int:
     executed_dir = getattr(args, "out", None) or course.executed_dir
     out_dir = getattr(args, "handouts", None) or course.handouts_dir
     variants = ("reading",) if args.no_input_only else ("full",) if args.full_only else handout.VARIANTS
+    files.require_writable(out_dir, "--handouts")
     status, chosen = exits.OK, []
     for nb in course.select(args.names):
         problems = handout.math_problems(nbformat.read(nb.ipynb, as_version=4), nb.name)

@@ -1,6 +1,7 @@
 """Course configuration, read from the ``[tool.course]`` table of ``pyproject.toml``."""
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,17 +113,24 @@ class Course:
 
 
 def load_course(root: Path = ROOT) -> Course:
-    """Read ``[tool.course]`` from ``root/pyproject.toml``."""
+    """Read ``[tool.course]`` from ``root/pyproject.toml``; ConfigError names ``pyproject.toml(line)``."""
     pyproject = root / "pyproject.toml"
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"]
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{pyproject}(1): cannot read it ({exc.strerror or exc}); is {root} a course checkout? Pass --root") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        found = re.search(r"at line (\d+)", str(exc))
+        raise ConfigError(f"{pyproject}({found.group(1) if found else 1}): not valid TOML: {exc}") from None
+    try:
+        table = data["tool"]["course"]
         notebooks = tuple(
             Notebook(root, entry["name"], entry["reference"], entry["title"])
             for entry in table["notebooks"]
         )
         repository, branch = table["repository"], table["branch"]
-    except (OSError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{pyproject}: [tool.course] needs repository, branch and notebooks ({exc})") from exc
-    if not repository.startswith("https://github.com/"):
-        raise ConfigError(f"{pyproject}: [tool.course] repository must be a https://github.com/OWNER/REPO URL")
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"{pyproject}(1): [tool.course] needs repository, branch and notebooks, each with name, reference and title (missing {exc})") from None
+    if not isinstance(repository, str) or not repository.startswith("https://github.com/"):
+        raise ConfigError(f"{pyproject}(1): [tool.course] repository must be a https://github.com/OWNER/REPO URL")
     return Course(root, repository, branch, notebooks)

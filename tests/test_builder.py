@@ -70,7 +70,8 @@ def test_an_ipynb_edited_in_jupyter_is_out_of_sync(repo_copy):
     path.write_text(json.dumps(nb, indent=1) + "\n")
     result = run_builder(repo_copy, "check")
     assert result.returncode == 1
-    assert "module3_basic_transformer.ipynb(" in result.stdout and "out of sync" in result.stdout
+    assert "module3_basic_transformer.ipynb(" in result.stdout and "edited in Jupyter or Colab" in result.stdout
+    assert "python -m builder adopt module3_basic_transformer" in result.stdout
 
 
 @pytest.mark.parametrize(
