@@ -78,6 +78,7 @@ def colab_options(p):
 
     _names(p)
     _timing(p)
+    p.add_argument("--out", type=Path, help="folder for the executed copies (default: dist/colab)")
     p.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment (default: .colab-venv)")
     p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
     p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
@@ -115,7 +116,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--root", type=Path, default=None, help="repository root (default: the checkout holding the current folder)")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (options, body) in COMMANDS.items():
-        text = body.__doc__.strip()
+        text = (body.__doc__ or name).strip()
         options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(),
                                formatter_class=argparse.RawDescriptionHelpFormatter))
     return top

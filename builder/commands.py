@@ -133,7 +133,7 @@ def colab(course, args) -> int:
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
     versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
     print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
-    return execute(course, args, kernel_name=pinned.use_kernel(venv), out=course.colab_dir, student_too=True)
+    return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True)
 
 
 def html(course, args, *, execute_first: bool = True) -> int:

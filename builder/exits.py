@@ -10,7 +10,7 @@ INTERNAL = 70  # a bug in the builder (EX_SOFTWARE); the message asks for a repo
 
 MEANINGS = {
     OK: "success",
-    FAILED: "a check found problems, a notebook failed or ran over budget, or a benchmark missed its target",
+    FAILED: "a check found problems, a notebook failed or ran over budget, a benchmark missed its target, or a folder is not writable",
     USAGE: "bad command line (unknown command, flag or notebook name, or a bad value)",
     MALFORMED: "a source, reference file or pyproject.toml [tool.course] that cannot be read or rendered",
     HAND_EDIT: "build refused to overwrite a region edited by hand (rerun with --force after moving the edit)",

@@ -107,28 +107,12 @@ def normalize_text(text: str) -> str:
     return text
 
 
-def _merged_streams(outputs: list[dict]) -> list[dict]:
-    """Join consecutive chunks of the same stream: the kernel splits printed text wherever a flush lands."""
-    merged: list[dict] = []
-    for out in outputs:
-        text = out.get("text", "")
-        text = "".join(text) if isinstance(text, list) else text
-        last = merged[-1] if merged else None
-        if out.get("output_type") == "stream" and last and last.get("output_type") == "stream" and last["name"] == out["name"]:
-            last["text"] += text
-        elif out.get("output_type") == "stream":
-            merged.append({"output_type": "stream", "name": out["name"], "text": text})
-        else:
-            merged.append(out)
-    return merged
-
-
 def normalized_outputs(nb: dict) -> list[list[str]]:
-    """Every cell's outputs as comparable text, with volatile parts normalized and stdout chunks joined."""
+    """Every cell's outputs as comparable text, with volatile parts normalized (run with ``coalesce_streams=True``)."""
     cells = []
     for cell in nb["cells"]:
         outputs = []
-        for out in _merged_streams(cell.get("outputs", [])):
+        for out in cell.get("outputs", []):
             payload = {k: v for k, v in out.items() if k not in ("execution_count", "metadata")}
             if "text" in payload:  # normalize line by line, before JSON escapes the newlines
                 payload["text"] = normalize_text(payload["text"])

@@ -366,11 +366,6 @@ def test_builder_html_names_the_broken_formula_before_executing(repo_copy):
     assert not (repo_copy / "dist" / "handouts").exists()
 
 
-def test_export_is_deterministic():
-    nb = fake_executed([new_markdown_cell(ATTENTION), new_code_cell("show()", outputs=figure_outputs())])
-    assert render(nb)[0] == render(nb)[0]
-
-
 def test_source_commit_outside_git(tmp_path):
     assert handout.source_commit(tmp_path) == "unknown"
 
