@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, commands, exits
-from .config import ROOT, ConfigError, UnknownNotebook, load_course
+from .config import ROOT, load_course
 
 # Kept for code written against the old names; new code uses builder.exits.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = exits.OK, exits.FAILED, exits.USAGE, exits.MALFORMED, exits.HAND_EDIT
@@ -145,9 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
         return COMMANDS[args.command][1](course, args)
-    except UnknownNotebook as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exits.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -170,19 +167,7 @@ def report(exc: Exception) -> int:
 
 
 def exit_code(exc: Exception) -> int:
-    """The exit code of an error a command raised: MALFORMED for bad input, HAND_EDIT for a refusal, else INTERNAL."""
-    from .editions import HandEditError, IpynbEditError
-    from .files import CannotWrite, MalformedFile
-    from .inline import InlineError
-    from .regions import RegionError
-    from .student import ExerciseError
-
-    if isinstance(exc, HandEditError):
-        return exits.HAND_EDIT
-    if isinstance(exc, IpynbEditError):
-        return exits.IPYNB_EDIT
-    if isinstance(exc, (CannotWrite, OSError)):
+    """The exit code an error carries (``exit_code`` on the builder's own errors), FAILED for an OS error, else INTERNAL."""
+    if isinstance(exc, OSError) and not hasattr(exc, "exit_code"):
         return exits.FAILED
-    if isinstance(exc, (RegionError, InlineError, ConfigError, ExerciseError, MalformedFile)):
-        return exits.MALFORMED
-    return exits.INTERNAL
+    return getattr(exc, "exit_code", exits.INTERNAL)

@@ -6,6 +6,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import exits
+
 ROOT = Path(__file__).resolve().parent.parent
 FIX_COMMAND = "python -m builder build"
 REFS_UPDATE_COMMAND = "python -m builder refs --update"
@@ -14,9 +16,13 @@ REFS_UPDATE_COMMAND = "python -m builder refs --update"
 class ConfigError(ValueError):
     """The course configuration in pyproject.toml is missing or malformed."""
 
+    exit_code = exits.MALFORMED
+
 
 class UnknownNotebook(LookupError):
     """A notebook name on the command line that the course does not have (a usage error)."""
+
+    exit_code = exits.USAGE
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, canonical, files, inline, pairing, regions, student
+from . import __version__, canonical, exits, files, inline, pairing, regions, student
 from .config import FIX_COMMAND, Course, Notebook
 
 ADOPT_COMMAND = "python -m builder adopt"
@@ -34,9 +34,13 @@ class Finding:
 class HandEditError(RuntimeError):
     """``build`` refuses to overwrite a region that was edited by hand."""
 
+    exit_code = exits.HAND_EDIT
+
 
 class IpynbEditError(RuntimeError):
     """``build`` refuses to overwrite cells that were edited in a .ipynb (Jupyter, Colab) and not in its .py."""
+
+    exit_code = exits.IPYNB_EDIT
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,13 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import exits
+
 
 class MalformedFile(ValueError):
     """A file the builder cannot read as its input: missing, not UTF-8, CRLF line endings; the message names ``file(line)``."""
+
+    exit_code = exits.MALFORMED
 
 
 def read_text(path: Path, shown: str, *, what: str = "source") -> str:
@@ -40,12 +44,21 @@ def read_if_exists(path: Path) -> str | None:
 class CannotWrite(RuntimeError):
     """A folder the command must write to that cannot be written (a read-only checkout, a file in the way)."""
 
+    exit_code = exits.FAILED
+
 
 def require_writable(folder: Path, option: str) -> None:
-    """Make ``folder`` if missing and prove a file can be created in it; CannotWrite names it and the option that moves it."""
+    """Prove a file could be created in ``folder`` (or in the nearest folder above it that exists), creating nothing.
+
+    CannotWrite names the folder and the option that moves it.
+    """
+    existing = Path(folder).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
+        if not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is a file")
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as exc:
         raise CannotWrite(f"cannot write to {folder} ({exc.strerror or exc}); nothing was run. Choose another folder with {option}") from None

@@ -12,11 +12,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from . import contracts
+from . import contracts, exits
 
 
 class InlineError(ValueError):
     """A name that cannot be inlined: unknown, or with a source the builder cannot isolate."""
+
+    exit_code = exits.MALFORMED
 
 
 def registry(root: Path | None = None) -> dict[str, tuple[object, str]]:

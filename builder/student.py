@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from . import pairing
+from . import exits, pairing
 
 TAG = "exercise"
 HIDDEN_TAG = pairing.COLLAPSED_TAG
@@ -29,6 +29,8 @@ _LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
 
 class ExerciseError(ValueError):
     """An exercise cell that breaks the convention; the message names the cell."""
+
+    exit_code = exits.MALFORMED
 
 
 @dataclass(frozen=True)
