@@ -114,8 +114,9 @@ def normalized_outputs(nb: dict) -> list[list[str]]:
         outputs = []
         for out in cell.get("outputs", []):
             payload = {k: v for k, v in out.items() if k not in ("execution_count", "metadata")}
-            if "text" in payload:  # normalize line by line, before JSON escapes the newlines
-                payload["text"] = normalize_text(payload["text"])
+            if "text" in payload:  # normalize line by line, before JSON escapes the newlines (a saved .ipynb holds a list)
+                text = payload["text"]
+                payload["text"] = normalize_text("".join(text) if isinstance(text, list) else text)
             outputs.append(normalize_text(json.dumps(payload, sort_keys=True)))
         cells.append(outputs)
     return cells
