@@ -35,6 +35,7 @@ class RunResult:
     error: str | None = None
     failed_cell: int | None = None
     executed: Path | None = None
+    errors: list[tuple[int, nbformat.NotebookNode]] = field(default_factory=list)
 
     def slowest(self, count: int = 3) -> list[CellTiming]:
         """The ``count`` slowest code cells, slowest first."""
@@ -91,11 +92,14 @@ def kernel_config(socket_dir: str) -> Config:
 
 
 def run(
-    ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3", allow_errors: bool = False
+    ipynb: Path, out_dir: Path | None = None, *, timeout: int = 600, kernel_name: str = "python3", allow_errors: bool = False,
+    coalesce_streams: bool = False,
 ) -> RunResult:
     """Execute a copy of ``ipynb`` alone in an empty temporary folder; optionally keep the executed copy.
 
     With ``allow_errors`` every cell runs even after one fails; the errors stay in the outputs.
+    With ``coalesce_streams`` nbclient joins each cell's stdout (and stderr) chunks into one output,
+    so two runs compare equal however the kernel happened to flush.
     """
     with tempfile.TemporaryDirectory(prefix="course-run-") as tmp, tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         lone = Path(tmp) / ipynb.name
@@ -103,7 +107,7 @@ def run(
         nb = nbformat.read(lone, as_version=4)
         client = NotebookClient(
             nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": tmp}},
-            record_timing=True, config=kernel_config(sockets), allow_errors=allow_errors,
+            record_timing=True, config=kernel_config(sockets), allow_errors=allow_errors, coalesce_streams=coalesce_streams,
         )
         start = time.perf_counter()
         error = None
@@ -111,7 +115,7 @@ def run(
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             error = str(exc)
-        result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb))
+        result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb), errors=error_outputs(nb))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         result.executed = out_dir / ipynb.name

@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import exits
+
 KINDS = ("header", "inline", "reference", "solutions")
 
 _BEGIN = re.compile(
@@ -32,6 +34,8 @@ _SHA = re.compile(r"^sha256=(?P<digest>[0-9a-f]{64})$")
 
 class RegionError(ValueError):
     """A region is malformed; the message names ``file(line)``."""
+
+    exit_code = exits.MALFORMED
 
     def __init__(self, path: str, line: int, message: str):
         super().__init__(f"{path}({line}): {message}")

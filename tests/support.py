@@ -1,7 +1,9 @@
 """Helpers shared by the test modules."""
 
+import contextlib
 import functools
 import inspect
+import io
 import json
 import re
 import shutil
@@ -71,7 +73,23 @@ def copy_repo(target: Path) -> Path:
 
 
 def run_builder(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m builder ARGS`` inside ``root``, so it imports that copy's builder package."""
+    """``python -m builder --root ROOT ARGS`` in this process (the builder reads that copy's sources and contracts).
+
+    Returns what a subprocess run would: the exit code and the captured stdout and stderr.
+    """
+    from builder import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(["python", "-m", "builder", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_builder_process(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m builder ARGS`` in a fresh interpreter inside ``root``, importing that copy's builder package.
+
+    Only for tests that change builder/ itself or need a real process (an entry point, a hook).
+    """
     return subprocess.run([sys.executable, "-m", "builder", *args], cwd=root, capture_output=True, text=True)
 
 
@@ -89,31 +107,16 @@ def normalize_text(text: str) -> str:
     return text
 
 
-def _merged_streams(outputs: list[dict]) -> list[dict]:
-    """Join consecutive chunks of the same stream: the kernel splits printed text wherever a flush lands."""
-    merged: list[dict] = []
-    for out in outputs:
-        text = out.get("text", "")
-        text = "".join(text) if isinstance(text, list) else text
-        last = merged[-1] if merged else None
-        if out.get("output_type") == "stream" and last and last.get("output_type") == "stream" and last["name"] == out["name"]:
-            last["text"] += text
-        elif out.get("output_type") == "stream":
-            merged.append({"output_type": "stream", "name": out["name"], "text": text})
-        else:
-            merged.append(out)
-    return merged
-
-
 def normalized_outputs(nb: dict) -> list[list[str]]:
-    """Every cell's outputs as comparable text, with volatile parts normalized and stdout chunks joined."""
+    """Every cell's outputs as comparable text, with volatile parts normalized (run with ``coalesce_streams=True``)."""
     cells = []
     for cell in nb["cells"]:
         outputs = []
-        for out in _merged_streams(cell.get("outputs", [])):
+        for out in cell.get("outputs", []):
             payload = {k: v for k, v in out.items() if k not in ("execution_count", "metadata")}
-            if "text" in payload:  # normalize line by line, before JSON escapes the newlines
-                payload["text"] = normalize_text(payload["text"])
+            if "text" in payload:  # normalize line by line, before JSON escapes the newlines (a saved .ipynb holds a list)
+                text = payload["text"]
+                payload["text"] = normalize_text("".join(text) if isinstance(text, list) else text)
             outputs.append(normalize_text(json.dumps(payload, sort_keys=True)))
         cells.append(outputs)
     return cells

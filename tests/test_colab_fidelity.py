@@ -41,6 +41,7 @@ def test_colab_links_point_to_notebooks_in_this_repository(course):
         assert target.endswith(".ipynb") and (ROOT / target).is_file(), where
 
 
+@pytest.mark.slow
 def test_a_breached_budget_fails_and_names_the_slowest_cells(tmp_path, capsys):
     assert cli.main(["execute", "module3", "--budget", "0.01", "--out", str(tmp_path)]) == cli.EXIT_FAILED
     out = capsys.readouterr().out

@@ -136,14 +136,6 @@ def test_tiled_benchmark_measures_exact_ratios():
     assert "time ratio at n=512" in report and "memory ratio" not in report.splitlines()[-1]
 
 
-def test_bench_is_a_cli_subcommand():
-    from builder.cli import parse_args
-
-    assert parse_args(["bench", "tiled"]).what == "tiled"
-    with pytest.raises(SystemExit):
-        parse_args(["bench", "everything"])
-
-
 def test_source_loads_without_running_cells():
     nb = definitions(SOURCE, ("tiled_attention", "sdpa", "make_mask"))
     assert set(nb) == {"tiled_attention", "sdpa", "make_mask"}

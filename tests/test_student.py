@@ -92,3 +92,9 @@ def test_reinserted_solutions_restore_the_source_cells():
 def test_broken_exercises_are_named(broken, words):
     with pytest.raises(student.ExerciseError, match=words.replace("(", r"\(").replace(")", r"\)")):
         student.student_text(broken)
+
+
+def test_each_module_has_at_least_six_exercises(course):
+    """Only parses the sources, so it sits in the default tier."""
+    for nb in course.notebooks:
+        assert len(student.exercises(pairing.read_source(nb.source.read_text()))) >= 6, nb.name

@@ -9,9 +9,8 @@ from . import batch, gradescope
 DEFAULT_TIMEOUT = 60  # seconds per exercise check
 
 
-def add_parser(sub) -> None:
-    """Register ``grade`` on the builder's subcommands."""
-    grade = sub.add_parser("grade", help="score submitted notebooks with the course's contract checks (results.json, grades.csv), or write a Gradescope autograder")
+def options(grade) -> None:
+    """The flags of ``grade``."""
     grade.add_argument("submissions", nargs="*", type=Path, help="submitted notebooks (.ipynb)")
     grade.add_argument("--out", type=Path, help="folder for <submission>/results.json and grades.csv")
     grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"time limit of each exercise's check, in seconds (default {DEFAULT_TIMEOUT})")
@@ -21,7 +20,10 @@ def add_parser(sub) -> None:
 
 
 def command(course, args) -> int:
-    """Grade the submissions, or write the bundle; 1 when a submission could not be graded, 2 on bad usage."""
+    """Score submitted notebooks with the course's contract checks (results.json, grades.csv), or write a Gradescope autograder.
+
+    Exit 1 when a submission could not be graded (the others are graded all the same), 2 on bad usage.
+    """
     module = course.select([args.module])[0].name if args.module else None
     if args.timeout <= 0:
         return _usage(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
