@@ -204,7 +204,7 @@ def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproduci
 
 @pytest.mark.parametrize("argv, code", [
     (["grade"], 2), (["grade", "x.ipynb"], 2), (["grade", "--gradescope-bundle", "b.zip", "x.ipynb"], 2),
-    (["grade", "x.ipynb", "--out", "o", "--timeout", "0"], 2), (["grade", "x.ipynb", "--out", "o", "--module", "module9"], 3),
+    (["grade", "x.ipynb", "--out", "o", "--timeout", "0"], 2), (["grade", "x.ipynb", "--out", "o", "--module", "module9"], 2),
 ])
 def test_usage_errors_write_nothing(tmp_path, argv, code, monkeypatch):
     monkeypatch.chdir(tmp_path)
