@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module5_modern_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5.json`, SHA-256 `54c2e1384bfcba2250ab318e9cb5e0e762949444fdab169a52cab6133e172935`.*
-# <!-- builder:end sha256=2e3f50a41493e122d8b33d31a13f19c1600e34607f89922c7c8499ae8cbd60b8 -->
+# *Provenance: course builder 0.1.0; reference `references/module5.json`, SHA-256 `ea396b433720543a96a2fd3eac71ae73ac029bcde6621667ed463078e7cb1ba4`.*
+# <!-- builder:end sha256=99c1f3539234b7459bc420929ec7c1fc8b9d6dc2622af8df352375e28c7322b6 -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
@@ -81,7 +81,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 # builder:begin inline report_environment
 def report_environment():
@@ -231,7 +230,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module5
 REFERENCE_SOURCE = "references/module5.json"
-REFERENCE_SHA256 = "54c2e1384bfcba2250ab318e9cb5e0e762949444fdab169a52cab6133e172935"
+REFERENCE_SHA256 = "ea396b433720543a96a2fd3eac71ae73ac029bcde6621667ed463078e7cb1ba4"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "designs_at_1m_bytes": [549755813888, 137438953472, 38654705664, 35433480192, 17183539200, 536870912, 4194304],
@@ -299,7 +298,7 @@ REFERENCE_JSON = r"""{
   "running_example": {
     "bytes_per_token": 131072
   },
-  "schema_version": 3,
+  "schema_version": 4,
   "score_matrix": {
     "n_4096_fp32_bytes": 67108864,
     "n_8192_fp32_bytes": 268435456,
@@ -340,13 +339,13 @@ REFERENCE_JSON = r"""{
     "cache_bytes_4096": 536870912,
     "causal_pairs_8": 36,
     "hops_100k": 25,
-    "mistral_v0_1_reach": 131040,
+    "mistral_v0_1_reach": 131072,
     "pairs_8_3": 21,
     "reach_3_3": 6
   }
 }
 """
-# builder:end sha256=a02a55dd7858fa48a9d8ac98df16be18c3c54cd84da19abe74f8ffe07bdeaab4
+# builder:end sha256=cddd91e1804ce8f0b6cdd4c230b5f2755c71662fd17d8441920c817c1507b63a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -579,6 +578,14 @@ apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)
 KIB, MIB, GIB = 2**10, 2**20, 2**30  # binary units: KiB, MiB, GiB
 GB = 10**9  # decimal gigabytes, as GPU memory is sold
+
+
+def check_stated(what, computed, stated, digits):
+    """Stop when a number the prose states differs from the cell's value rounded to ``digits`` places."""
+    if round(computed, digits) != stated:
+        raise ValueError(f"the text states {what} = {stated}, but the cell computes {computed!r} ({round(computed, digits)} at {digits} places); fix the text or the code")
+    return computed
+
 print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
 
@@ -1464,10 +1471,15 @@ print("10 contract checks loaded")
 #
 # **What breaks.**
 #
-# - *The fact was outside the window.* With Mistral 7B v0.1's 32 layers of a 4,096-token window,
-#   a token can feel one 131,040 positions back, but only by relay through many hops; a fact
-#   100,000 tokens back needs at least 25 of them. Expect no exact quote from beyond the window.
-#   (Later Mistral 7B versions dropped the window.)
+# - *The fact was outside the window.* Mistral 7B v0.1 has 32 layers with a window of
+#   $W$ = 4,096, in its paper's convention: position $i$ reads positions $i - W$ to $i$, so
+#   4,097 keys counting itself, and each layer relays information 4,096 positions further. A
+#   token can therefore feel one 131,072 = 32 × 4,096 positions back, but only by relay through
+#   many hops; a fact 100,000 tokens back needs at least 25 of them. Expect no exact quote from
+#   beyond the window. And 100,000 tokens lies far beyond the 8K context v0.1 was trained on, so
+#   the reach is what the wiring allows, not what the model learned to use. (Later Mistral 7B
+#   versions dropped the window; gpt-oss counts its 128-token window the other way, with the
+#   current token among the 128.)
 # - *A plain window drops the first tokens and the model falls apart.* Trained models park
 #   attention mass on the first tokens (attention sinks); keep them when you evict.
 # - *Evicted means gone.* Sinks plus a window stream fluently but cannot recall a token that
@@ -1484,8 +1496,9 @@ print("10 contract checks loaded")
 # DeepSeek-V2, a KV cache 93.3% smaller and 5.76x the maximum generation throughput of
 # **DeepSeek 67B**, its dense predecessor (95 layers, 8 KV heads), not of an MHA twin, with V2's
 # cache also stored at about 6 bits per number ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), section 3.2.3);
-# Jamba, a 256K-token context, of which up to 140K tokens fit on one 80 GB GPU
-# ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)).
+# Jamba, a 256K-token context ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)), of which
+# up to 140K tokens fit on one 80 GB GPU, a figure from the
+# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1), not the paper's abstract.
 
 # %%
 # Every number in the guide above, computed from its definition (each section below rederives them).
@@ -1502,15 +1515,15 @@ guide = {
     "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
     "latent saving (x)": 2 * 128 * 128 / (512 + 64),
     "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
-    "Mistral 7B v0.1 reach (tokens)": 32 * (4_096 - 1),
-    "hops to reach 100,000 tokens back": math.ceil(100_000 / (4_096 - 1)),
+    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
+    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
 }
 for label, value in guide.items():
     print(f"{label:58s} {value:,.2f}")
 assert round(guide["cache at 128k tokens (GB)"], 1) == 17.2 and round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15
 assert round(guide["latent saving (x)"]) == 57 and round(guide["4-bit cache saving (x)"], 1) == 3.9
 REFERENCE.check("running_example.bytes_per_token", per_token)
-REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens)"])
+REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"])
 
 
 # %% [markdown]
@@ -1622,20 +1635,22 @@ print("The two bills: PASS")
 # so a blocked key gets weight $e^{-\infty} = 0$ exactly. A finite entry is a *bias* (ALiBi and
 # relative-position schemes use them). Three masks matter here: *causal* (never the future), a
 # *sliding window* (only the last $w$ tokens, the query's own included), and a window with
-# *sinks*: StreamingLLM keeps the first $s$ tokens visible forever, because trained models park
-# a lot of attention on them and fall apart when they vanish.
+# *sinks*: StreamingLLM keeps the first $n_{\text{sink}}$ tokens visible forever, because trained
+# models park a lot of attention on them and fall apart when they vanish. Section 3 meets the
+# other kind of sink, gpt-oss's learned logit: both exist because a softmax row must sum to 1,
+# so a head with nothing useful to read must still put its mass somewhere.
 #
-# $$M_{ij} = 0 \;\text{ if }\; j \le i \;\text{ and }\; \left(i - j < w \;\text{ or }\; j < s\right), \qquad M_{ij} = -\infty \;\text{ otherwise}$$
+# $$M_{ij} = 0 \;\text{ if }\; j \le i \;\text{ and }\; \left(i - j < w \;\text{ or }\; j < n_{\text{sink}}\right), \qquad M_{ij} = -\infty \;\text{ otherwise}$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $i$, $j$ | query position (row) and key position (column) | row 23 |
 # | $i - j$ | how far back key $j$ is; negative means the future | |
 # | $w$ | window: how many recent keys a query reads, itself included | 8 |
-# | $s$ | number of sink keys at the start that stay visible | 2 |
+# | $n_{\text{sink}}$ | number of sink keys at the start that stay visible (`n_sink`) | 2 |
 # | $M_{ij}$ | the additive mask entry | 0 or $-\infty$ |
 #
-# **By hand.** With $n = 24$, $w = 8$, $s = 2$, query 23 reads keys 16 to 23 (eight of them,
+# **By hand.** With $n = 24$, $w = 8$, $n_{\text{sink}} = 2$, query 23 reads keys 16 to 23 (eight of them,
 # because $23 - 16 = 7 < 8$) plus the sinks 0 and 1; key 15 is blocked ($23 - 15 = 8$). A full
 # causal mask allows $24 \cdot 25 / 2 = 300$ pairs.
 
@@ -2186,21 +2201,25 @@ print("GQA: PASS")
 # 36 layers, 64 query heads, 8 KV heads of width 64, and a 128-token window on the even-numbered
 # layers (0, 2, 4, ...), the window counting the current token; the odd layers are full.
 #
-# $$\text{bytes}(n) = 2 \cdot H_{kv} \cdot d_h \cdot b \cdot \sum_{\ell=1}^{L} \min\left(n, w_\ell\right), \qquad w_\ell = \infty \text{ for a full layer}$$
+# $$\text{bytes}(n) = 2 \cdot H_{kv} \cdot d_h \cdot b \cdot \sum_{\kappa=1}^{L} \min\left(n, w_\kappa\right), \qquad w_\kappa = \infty \text{ for a full layer}$$
 #
 # | Symbol | Meaning | gpt-oss-120b |
 # |---|---|---|
 # | $n$ | context length | 131,072 |
 # | $L$ | layers | 36 |
-# | $w_\ell$ | window of layer $\ell$ | 128 on even layers, $\infty$ on odd |
-# | $\min(n, w_\ell)$ | tokens layer $\ell$ keeps | 128 or 131,072 |
+# | $\kappa$, $w_\kappa$ | layer index, and the window of layer $\kappa$ | 128 on even layers, $\infty$ on odd |
+# | $\min(n, w_\kappa)$ | tokens layer $\kappa$ keeps | 128 or 131,072 |
 # | $H_{kv}$, $d_h$, $b$ | KV heads, head width, bytes per number | 8, 64, 2 |
 #
 # **By hand.** One layer costs $2 \cdot 8 \cdot 64 \cdot 2 = 2{,}048$ bytes per kept token. If all
 # 36 layers were full, a token would cost $36 \cdot 2{,}048 = 73{,}728$ bytes (72 KiB) and 128k
 # tokens 9.0 GiB. In the real hybrid, the 18 full layers hold $18 \cdot 131{,}072 \cdot 2{,}048$
 # bytes = 4.5 GiB and the 18 windowed layers only $18 \cdot 128 \cdot 2{,}048$ bytes = 4.5 MiB,
-# so the windows halve the cache. The variants the card did *not* choose: MHA (64 KV heads) would
+# so the windows halve the cache. Per token of context, only the 18 full layers grow:
+# $18 \cdot 2{,}048 = 36{,}864$ bytes, **36 KiB per token** for gpt-oss-120b; gpt-oss-20b has 24 layers
+# (12 full, 12 windowed) and grows by **24 KiB per token**. (Units: KiB and GiB are binary,
+# $2^{10}$ and $2^{30}$ bytes, used for sizes per token; GB is decimal, $10^9$ bytes, as GPU memory is
+# sold. 4.5 GiB is 4.83 GB.) The variants the card did *not* choose: MHA (64 KV heads) would
 # cost 576 KiB per token, MQA (1 KV head) 9 KiB.
 
 # %%
@@ -2293,6 +2312,9 @@ print(f"gpt-oss-120b at {context:,} tokens: full layers {hybrid['full_bytes'] / 
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
 print(f"gpt-oss-20b: its growing part costs {kv_bytes_per_token(12, 8, 64) / KIB:.0f} KiB per token")
 REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
+check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
+check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
+check_stated("the full layers of gpt-oss-120b at 128k (GB)", hybrid["full_bytes"] / GB, 4.83, 2)
 
 # Two more cards: Llama-3.3-70B (80 layers, 8 KV heads of 128) and Qwen2.5-7B (28 layers, 4 KV heads of 128).
 cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
@@ -2385,14 +2407,21 @@ print("KV-cache calculator: every frozen Module 5 number reproduced")
 # ## 6. The online softmax: one pass, exact
 #
 # **Idea.** A softmax seems to need the whole row before it can weigh anything: the maximum
-# (for stability) and the sum (for normalising). The online softmax ([Milakov and Gimelshein, 2018](https://arxiv.org/abs/1805.02867))
-# reads the row in tiles and keeps three running numbers: the largest logit so far $m$, the sum
-# of $e^{x - m}$ so far $\ell$, and the weighted numerator $n$. When a new tile raises the maximum,
+# (for stability) and the sum (for normalising). The online softmax reads the row in tiles and
+# keeps running numbers. [Milakov and Gimelshein (2018)](https://arxiv.org/abs/1805.02867) keep
+# two, the largest logit so far $m$ and the sum of $e^{x - m}$ so far $\ell$, in one pass, and
+# weigh the values in a second pass. Folding the weighted values into the same pass, as a third
+# running number, the numerator $u$, is due to [Rabe and Staats (2021)](https://arxiv.org/abs/2112.05682)
+# and FlashAttention; that one-pass form is what this section builds. When a new tile raises the maximum,
 # everything accumulated so far was measured against the old, smaller $m$; multiplying it by
 # $\alpha = e^{m_{\text{old}} - m_{\text{new}}}$ re-expresses it against the new one. Nothing is
-# approximated: the final $n / \ell$ is the softmax average to the last bit of rounding.
+# approximated: the final $u / \ell$ is the softmax average to the last bit of rounding.
 #
-# $$m_t = \max\left(m_{t-1}, \max_{j \in t} x_j\right), \quad \alpha_t = e^{m_{t-1} - m_t}, \quad \ell_t = \alpha_t \ell_{t-1} + \sum_{j \in t} e^{x_j - m_t}, \quad n_t = \alpha_t n_{t-1} + \sum_{j \in t} e^{x_j - m_t} v_j$$
+# $$m_t = \max\left(m_{t-1}, \max_{j \in t} x_j\right), \qquad \alpha_t = e^{m_{t-1} - m_t}$$
+#
+# $$\ell_t = \alpha_t \ell_{t-1} + \sum_{j \in t} e^{x_j - m_t}$$
+#
+# $$u_t = \alpha_t u_{t-1} + \sum_{j \in t} e^{x_j - m_t} v_j$$
 #
 # | Symbol | Meaning | Example after tile 2 |
 # |---|---|---|
@@ -2400,13 +2429,13 @@ print("KV-cache calculator: every frozen Module 5 number reproduced")
 # | $x_j$, $v_j$ | a logit and its value | tile 2: (3, 0.5) and (3, 4) |
 # | $m_t$ | running maximum ($m_0 = -\infty$) | 3 |
 # | $\alpha_t$ | rescale factor for what was accumulated before tile $t$ ($\alpha_1 = 0$) | $e^{2 - 3} = 0.3679$ |
-# | $\ell_t$, $n_t$ | running sum and running numerator | 1.5853, 3.9669 |
-# | $n_T / \ell_T$ | the output after the last tile | 2.5023 |
+# | $\ell_t$, $u_t$ | running sum and running numerator (`l` and `n` in the code) | 1.5853, 3.9669 |
+# | $u_T / \ell_T$ | the output after the last tile $T$ | 2.5023 |
 #
 # **By hand.** Logits $(2, 1 \mid 3, 0.5)$ with values $(1, 2 \mid 3, 4)$. Tile 1: $m = 2$,
-# $\ell = e^0 + e^{-1} = 1.3679$, $n = 1 + 2e^{-1} = 1.7358$. Tile 2 raises $m$ to 3, so
+# $\ell = e^0 + e^{-1} = 1.3679$, $u = 1 + 2e^{-1} = 1.7358$. Tile 2 raises $m$ to 3, so
 # $\alpha = e^{-1} = 0.3679$: $\ell = 0.3679 \cdot 1.3679 + e^0 + e^{-2.5} = 1.5853$ and
-# $n = 0.3679 \cdot 1.7358 + 3 + 4e^{-2.5} = 3.9669$. Output $3.9669 / 1.5853 = 2.5023$, the
+# $u = 0.3679 \cdot 1.7358 + 3 + 4e^{-2.5} = 3.9669$. Output $3.9669 / 1.5853 = 2.5023$, the
 # same as the softmax of all four logits at once. Forget $\alpha$ and tile 1's terms are
 # $e$ times too heavy.
 
@@ -2519,17 +2548,26 @@ print("Online softmax: PASS")
 # **Idea.** Apply the online softmax to whole blocks. Cut the queries into blocks of $B$ rows
 # and the keys into blocks of $B$ columns. For one query block, walk over the key blocks; each
 # step computes a small $B \times B$ score tile, updates every row's $m$, $\ell$ and output
-# accumulator $A$, and throws the tile away. The $n \times n$ matrix never exists
+# accumulator $O$, and throws the tile away. The $n \times n$ matrix never exists
 # ([FlashAttention, Dao et al., 2022](https://arxiv.org/abs/2205.14135), which reports training 15% faster
 # than the MLPerf BERT-large record, 3x faster on GPT-2 at 1K tokens and 2.4x on Long Range Arena;
 # FlashAttention-2 is about 2x faster again, [Dao, 2023](https://arxiv.org/abs/2307.08691)). Masks come for free
 # in the block structure: with a causal mask, key blocks entirely in a query block's future are
 # never computed; with a window, neither are key blocks entirely behind it. Only the blocks that
 # straddle a mask boundary need the mask itself. Cached decoding adds one detail: when the
-# queries are the last $T_q$ of $T_k$ tokens, query $i$ sits at absolute position
-# $\text{query\_start} + i$, and the causal and window tests must use that position.
+# queries are the last $T_q$ of $T_k$ tokens, query $i$ sits at absolute position $p_0 + i$,
+# where $p_0$ is the position of the first new query (the argument `query_start`), and the
+# causal and window tests must use that position.
 #
-# $$S = \frac{Q_b K_c^\top}{\sqrt{d_k}} + M_{bc}, \quad m' = \max\left(m, \operatorname{rowmax} S\right), \quad \alpha = e^{m - m'}, \quad P = e^{S - m'}, \quad \ell' = \alpha \ell + \operatorname{rowsum} P, \quad A' = \alpha A + P V_c$$
+# The loop order is **FlashAttention-2's**: query blocks outside, key blocks inside, so each
+# query block's $m$, $\ell$ and $O$ stay local and the division by $\ell$ happens **once**, after
+# the last key block, instead of rescaling the output at every step as FlashAttention-1 did.
+#
+# $$S = \frac{Q_b K_c^\top}{\sqrt{d_k}} + M_{bc}, \qquad m' = \max\left(m, \operatorname{rowmax} S\right)$$
+#
+# $$\alpha = e^{m - m'}, \qquad P = e^{S - m'}$$
+#
+# $$\ell' = \alpha \ell + \operatorname{rowsum} P, \qquad O' = \alpha O + P V_c$$
 #
 # | Symbol | Meaning | Shape |
 # |---|---|---|
@@ -2537,7 +2575,8 @@ print("Online softmax: PASS")
 # | $K_c$, $V_c$ | key and value block $c$ | $B \times d_k$, $B \times d_v$ |
 # | $M_{bc}$ | the mask restricted to the block (causal, window, or a given additive mask) | $B \times B$ |
 # | $m$, $\ell$ | per-row running max and sum | $B$ |
-# | $A$ | per-row output accumulator; the output is $A / \ell$ after the last block | $B \times d_v$ |
+# | $O$ | per-row output accumulator (`acc` in the code); the output is $O / \ell$ after the last block | $B \times d_v$ |
+# | $p_0$ | absolute position of the first query (`query_start`); 0 for a prompt, the cache length when decoding | scalar |
 # | $\alpha$, $P$ | per-row rescale and the tile's unnormalised weights | $B$, $B \times B$ |
 #
 # **By hand.** With $n = 2048$ and $B = 128$ there are $16 \times 16 = 256$ block pairs. A causal
@@ -2918,9 +2957,16 @@ print("Memory and speed of tiled attention: PASS")
 # costs $n \cdot w$ scores instead of $n^2 / 2$, and at generation time it needs only the last
 # $w$ keys and values: a *rolling buffer* of $w$ slots where token $t$ overwrites slot
 # $t \bmod w$, the slot of token $t - w$, which has just left the window. Mistral 7B **v0.1**
-# used a 4,096-token window over 32 layers with such a buffer ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825));
+# used a window of $W$ = 4,096 over 32 layers with such a buffer ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825));
 # later Mistral 7B versions dropped the window. StreamingLLM's sinks fit the same buffer: keep
-# $s$ extra slots for the first tokens ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)).
+# $n_{\text{sink}}$ extra slots for the first tokens ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)).
+# StreamingLLM also *re-indexes* positions inside the cache: RoPE is applied by cache slot, not
+# by original position, so the distances the model sees never exceed the cache size.
+#
+# **Two conventions for "a window of 4,096".** This notebook's $w$ counts the query's own key,
+# as gpt-oss does (its 128-token window is 128 keys, the current one included). Mistral's paper
+# and code let position $i$ read $i - W$ to $i$: $W + 1$ keys. So Mistral's $W = 4{,}096$ is
+# $w = 4{,}097$ here, and both give the same reach, $L\,(w - 1) = L \cdot W$.
 #
 # $$\text{pairs} = \sum_{i=0}^{n-1} \min(i + 1, w), \qquad \text{reach} = L\,(w - 1), \qquad \text{slot}(t) = t \bmod w$$
 #
@@ -2935,8 +2981,9 @@ print("Memory and speed of tiled attention: PASS")
 # **By hand.** Eight tokens with $w = 3$ score $1 + 2 + 3 \cdot 6 = 21$ pairs instead of
 # $8 \cdot 9 / 2 = 36$. Token 7 reads token 5 in layer 3, which read token 3 in layer 2, which read
 # token 1 in layer 1: a reach of $3 \cdot 2 = 6$; token 0 would need a fourth layer. Mistral 7B
-# v0.1 reaches $32 \cdot 4{,}095 = 131{,}040$ tokens, but a fact 100,000 tokens back must be relayed
-# through at least $\lceil 100{,}000 / 4{,}095 \rceil = 25$ hops. With $w = 4$, token 10 lands in
+# v0.1 ($w = 4{,}097$ in our convention) reaches $32 \cdot 4{,}096 = 131{,}072$ tokens, as its paper
+# says, but a fact 100,000 tokens back must be relayed through at least
+# $\lceil 100{,}000 / 4{,}096 \rceil = 25$ hops, and lies beyond the 8K tokens v0.1 was trained on. With $w = 4$, token 10 lands in
 # slot 2, where token 6 sat. On the running example a 4,096-token buffer holds
 # $4{,}096 \cdot 131{,}072$ bytes = 0.54 GB at any length, 32 times less than the full cache at 128k.
 
@@ -2970,7 +3017,8 @@ assert all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
-REFERENCE.check("window.hops_100k", math.ceil(100_000 / (4_096 - 1)))
+REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
+REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
 print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
@@ -3079,8 +3127,8 @@ print("Sliding window, reach and rolling buffer: PASS")
 # **Idea.** A window keeps only local pairs. Sparse patterns add a few long-distance ones, so
 # that any two tokens are a hop or two apart. A *global* token reads and is read by everyone
 # (Longformer, [Beltagy et al., 2020](https://arxiv.org/abs/2004.05150); BigBird adds random links,
-# [Zaheer et al., 2020](https://arxiv.org/abs/2007.14062)); a *strided* pattern reads the last $s$
-# tokens plus every $s$-th one before them (the Sparse Transformer, [Child et al., 2019](https://arxiv.org/abs/1904.10509)).
+# [Zaheer et al., 2020](https://arxiv.org/abs/2007.14062)); a *strided* pattern reads the last $r$
+# tokens plus every $r$-th one before them (the Sparse Transformer, [Child et al., 2019](https://arxiv.org/abs/1904.10509)).
 # A fixed pattern only saves time if whole blocks of the score matrix are skipped, exactly as in
 # section 8; a pattern scattered token by token costs a full pass anyway. A newer idea lets the
 # model *choose* its sparse keys per query: DeepSeek-V3.2-Exp's "lightning indexer" scores every
@@ -3088,13 +3136,13 @@ print("Sliding window, reach and rolling buffer: PASS")
 # attention reads only the top 2,048 ([config](https://github.com/deepseek-ai/DeepSeek-V3.2-Exp)).
 # The indexer's key is one more thing cached per token.
 #
-# $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < s \;\text{ or }\; (i - j) \bmod s = 0\right)$$
+# $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < r \;\text{ or }\; (i - j) \bmod r = 0\right)$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $i - j$ | how far back key $j$ is | for $i = 13$: 0 to 13 |
-# | $s$ | stride: the local width and the jump between long-range keys | 4 |
-# | $(i - j) \bmod s = 0$ | key $j$ is a whole number of strides back | $8 \bmod 4 = 0$ |
+# | $r$ | stride: the local width and the jump between long-range keys | 4 |
+# | $(i - j) \bmod r = 0$ | key $j$ is a whole number of strides back | $8 \bmod 4 = 0$ |
 #
 # **By hand.** With 16 tokens: full causal attention scores 136 pairs; a window of 4 scores
 # $1 + 2 + 3 + 4 \cdot 13 = 58$; making token 0 global adds one pair to each of the 12 rows past
@@ -3192,6 +3240,12 @@ for sharpness, result in shortlists.items():
 REFERENCE.check("sparse.shortlist_score_ratio", shortlists[1.0]["score_ratio"])
 assert all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values())
 assert shortlists[3.0]["output_error"] < shortlists[1.0]["output_error"]
+# The numbers the text below quotes, checked here so that a change in the experiment cannot leave stale prose.
+check_stated("the shortlist's recall", shortlists[1.0]["recall"], 0.875, 3)
+check_stated("the diffuse head's kept mass (%)", 100 * shortlists[1.0]["kept_mass"], 22, 0)
+check_stated("the diffuse head's output change", shortlists[1.0]["output_error"], 4.2, 1)
+check_stated("the confident head's kept mass (%)", 100 * shortlists[3.0]["kept_mass"], 84, 0)
+check_stated("the confident head's output change", shortlists[3.0]["output_error"], 0.23, 2)
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -3216,22 +3270,24 @@ print("Sparse patterns and the shortlist: PASS")
 # $q$ times a part that depends only on $k$. Replace it with $\phi(q) \cdot \phi(k)$ for a positive
 # feature map $\phi$ and it can: then $(\phi(Q)\phi(K)^\top)V = \phi(Q)\,(\phi(K)^\top V)$, and the
 # right side never builds the $n \times n$ matrix. Causally, the small matrix $\phi(K)^\top V$
-# becomes a running sum $S$ updated once per token, like the state of a recurrent network
+# becomes a running sum $R$ (the state) updated once per token, like the state of a recurrent network
 # ([Katharopoulos et al., 2020](https://arxiv.org/abs/2006.16236)). The price: the state has a fixed
 # size, and $\phi(q) \cdot \phi(k)$ never stretches score gaps the way $e^x$ does, so the weights
 # are blunter.
 #
-# $$o_i = \frac{\phi(q_i)^\top S_i}{\phi(q_i)^\top z_i}, \qquad S_i = S_{i-1} + \phi(k_i)\, v_i^\top, \qquad z_i = z_{i-1} + \phi(k_i), \qquad \phi(x) = \operatorname{elu}(x) + 1$$
+# $$R_i = R_{i-1} + \phi(k_i)\, v_i^\top, \qquad z_i = z_{i-1} + \phi(k_i)$$
+#
+# $$o_i = \frac{\phi(q_i)^\top R_i}{\phi(q_i)^\top z_i}, \qquad \phi(x) = \operatorname{elu}(x) + 1$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $\phi$ | feature map, per entry: $x + 1$ for $x > 0$, $e^x$ otherwise (always positive) | $\phi(1, 0) = (2, 1)$ |
-# | $S_i$ | running sum of outer products $\phi(k_j) v_j^\top$, $d_k \times d_v$ | (20, 22) |
+# | $R_i$ | the state: running sum of outer products $\phi(k_j) v_j^\top$, $d_k \times d_v$ (`S` in the code) | (20, 22) |
 # | $z_i$ | running sum of $\phi(k_j)$, for the normaliser | (5, 5) |
 # | $o_i$ | output of token $i$ | $62/15$ |
 #
 # **By hand.** Keys $(1,0), (0,1), (1,1)$, values 2, 4, 6, third query $(1,0)$. Features of the
-# keys: $(2,1), (1,2), (2,2)$. $S = 2 \cdot (2,1) + 4 \cdot (1,2) + 6 \cdot (2,2) = (20, 22)$,
+# keys: $(2,1), (1,2), (2,2)$. $R = 2 \cdot (2,1) + 4 \cdot (1,2) + 6 \cdot (2,2) = (20, 22)$,
 # $z = (5, 5)$, $\phi(q) = (2, 1)$: $o_3 = (40 + 22)/(10 + 5) = 62/15 = 4.133$. The slow way gives
 # the weights $5, 4, 6$ and the same $62/15$. Unscaled softmax on the same numbers weighs the keys
 # $e, 1, e$ and gives exactly 4: linear attention is a *different* attention, not a faster copy.
@@ -3361,11 +3417,21 @@ print("Linear attention: PASS")
 # |---|---|---|
 # | $x_t$, $y_t$ | input and output at step $t$ (one channel) | $x = (1, 0, 0, 2)$ |
 # | $h_t$ | state after step $t$, with $h_0 = 0$ | 1, 0.5, 0.25, 2.125 |
-# | $A$, $B$, $C$ | keep factor, write factor, read factor | 0.5, 1, 1 |
+# | $A$, $B$, $C$ | keep factor, write factor, read factor (fixed for every token; Mamba writes the discrete keep factor $\bar A$, next subsection) | 0.5, 1, 1 |
 # | $C A^k B$ | the kernel: how much an input $k$ steps old still counts | 1, 0.5, 0.25, 0.125 |
 #
 # **By hand.** With $A = 0.5$ and inputs $(1, 0, 0, 2)$ the loop gives $1, 0.5, 0.25$ and
 # $0.5 \cdot 0.25 + 2 = 2.125$. The convolution: $y_4 = 1 \cdot 2 + 0.5 \cdot 0 + 0.25 \cdot 0 + 0.125 \cdot 1 = 2.125$.
+#
+# **From linear attention to SSMs.** Give section 11's state a decay, $R_i = \lambda\, R_{i-1} + \phi(k_i)\, v_i^\top$,
+# and it *is* an SSM: the keep factor $A = \lambda$, the write $B\,x_t$ is the outer product
+# $\phi(k_i)\, v_i^\top$ and the read $C$ is $\phi(q_i)$. Let the decay depend on the token,
+# $\lambda_i$, and let the write and read vectors come from the token too, and you have a
+# selective SSM. Mamba-2 ([Dao and Gu, 2024](https://arxiv.org/abs/2405.21060)) makes this exact: with
+# one scalar decay per head and step, its SSM equals a masked linear attention whose mask holds
+# the products of the decays ("state-space duality"), so it can be trained with matrix
+# multiplications. Gated DeltaNet, in Qwen3-Next (section 15), is in the same family: a decayed
+# state with a delta-rule write.
 
 # %%
 def ssm_recurrent(x, A, B, C):
@@ -3431,17 +3497,27 @@ print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 # **Idea.** A fixed SSM treats every token alike, so it must either write a lot (and forget fast)
 # or write a little (and never absorb the important token). Mamba ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752))
 # computes a step size $\Delta_t$ from each token: a large step overwrites the state with this
-# token, a tiny step leaves the state alone. *Discretisation* turns the step into this token's
-# keep and write factors.
+# token, a tiny step leaves the state alone. $B$ and $C$ are **also computed from the token**,
+# $B_t = W_B u_t$ and $C_t = W_C u_t$, so a token decides what it writes and what the output reads;
+# only the decay rate $A$ is a fixed (learned) parameter. *Discretisation* turns the step into
+# this token's keep and write factors. The example below keeps $B_t = B$ and $C_t = C$ fixed to
+# isolate what $\Delta_t$ does.
 #
-# $$\Delta_t = \operatorname{softplus}(w\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t a}, \qquad \bar{B}_t = \frac{e^{\Delta_t a} - 1}{a}\, b, \qquad h_t = \bar{A}_t\, h_{t-1} + \bar{B}_t\, x_t$$
+# **Zero-order hold in one line.** The continuous state obeys $h'(\tau) = A\,h(\tau) + B\,x$; hold
+# the input constant over a step of length $\Delta$ and solve:
+# $h(\tau + \Delta) = e^{\Delta A}\,h(\tau) + \frac{e^{\Delta A} - 1}{A}\,B\,x$, which is $\bar A$ and $\bar B$ below.
+#
+# $$\Delta_t = \operatorname{softplus}(w\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t A}$$
+#
+# $$\bar{B}_t = \frac{e^{\Delta_t A} - 1}{A}\, B_t, \qquad h_t = \bar{A}_t\, h_{t-1} + \bar{B}_t\, x_t, \qquad y_t = C_t\, h_t$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $u_t$ | what the model sees about token $t$; here a marker, 1 for the important token | 1 or 0 |
 # | $w$, $\beta$ | learned weight and offset (set by hand here) | 10, $-5$ |
 # | $\operatorname{softplus}(x)$ | $\log(1 + e^x)$: a smooth, always positive ramp | softplus(5) = 5.007 |
-# | $a$, $b$ | negative decay rate, write strength | $-1$, 1 |
+# | $A$ | the continuous decay rate, negative (`a` in the code) | $-1$ |
+# | $B_t$, $C_t$ | write and read factors, computed from the token in Mamba; fixed here (`b`, `c`) | 1, 1 |
 # | $\bar{A}_t$, $\bar{B}_t$ | this token's keep and write factors | 0.0067 and 0.9933 when marked |
 #
 # **By hand.** The marked 7 gets $\Delta = \operatorname{softplus}(5) = 5.007$, so
@@ -3531,24 +3607,24 @@ show_figure(
 # ### Training a selective SSM in parallel: the scan
 #
 # **Idea.** With $\bar{A}_t$ changing every step there is no single kernel, so no convolution.
-# But the steps compose: "multiply by $a_1$, add $b_1$", then "multiply by $a_2$, add $b_2$", is itself
+# But the steps compose: "multiply by $\lambda_1$, add $\mu_1$", then "multiply by $\lambda_2$, add $\mu_2$", is itself
 # one step of the same form. Merging neighbours, then neighbours two apart, then four apart,
 # computes every state in $\lceil \log_2 T \rceil$ rounds of independent merges, a parallel
-# scan (Mamba runs it in fast on-chip memory). The state of each position is the $b$ of its
-# merged step.
+# scan (Mamba runs it in fast on-chip memory). The state of each position is the $\mu$ of its
+# merged step. (For a selective SSM, $\lambda_t = \bar A_t$ and $\mu_t = \bar B_t x_t$.)
 #
-# $$(a_1, b_1) \circ (a_2, b_2) = \left(a_1 a_2,\; a_2 b_1 + b_2\right), \qquad \text{rounds} = \lceil \log_2 T \rceil$$
+# $$(\lambda_1, \mu_1) \circ (\lambda_2, \mu_2) = \left(\lambda_1 \lambda_2,\; \lambda_2 \mu_1 + \mu_2\right), \qquad \text{rounds} = \lceil \log_2 T \rceil$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
-# | $(a, b)$ | one step: $h \mapsto a h + b$ | $(0.5, 1)$ |
+# | $(\lambda, \mu)$ | one step: $h \mapsto \lambda h + \mu$ (`a` and `b` in the code) | $(0.5, 1)$ |
 # | $\circ$ | "first this step, then that one" | |
-# | $a_2 b_1 + b_2$ | the first step's addition, faded by the second, plus the second's own | $0.5 \cdot 1 + 0 = 0.5$ |
+# | $\lambda_2 \mu_1 + \mu_2$ | the first step's addition, faded by the second, plus the second's own | $0.5 \cdot 1 + 0 = 0.5$ |
 # | $\lceil \log_2 T \rceil$ | rounds: how often $T$ can be halved, rounded up | 10 for $T = 1{,}024$ |
 #
 # **By hand.** The tea steps $(0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)$. Round 1 merges each with its
 # left neighbour: $(0.5, 1), (0.25, 0.5), (0.25, 0), (0.25, 2)$. Round 2 merges each with the
-# result two places left: $(0.25, 0.5) \circ (0.25, 2) = (0.0625, 2.125)$. The $b$ parts are
+# result two places left: $(0.25, 0.5) \circ (0.25, 2) = (0.0625, 2.125)$. The $\mu$ parts are
 # $1, 0.5, 0.25, 2.125$: every state of the loop, in $\log_2 4 = 2$ rounds.
 
 # %% tags=["hide-input"]
@@ -3612,7 +3688,8 @@ expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per
 # million. An attention layer carries a suitcase that grows with every token. Hybrids such as
 # Jamba put one attention layer among every eight ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)):
 # the attention layers keep exact lookup, the SSM layers keep memory flat. (Jamba supports a
-# 256K-token context; up to 140K tokens of it fit on a single 80 GB GPU.)
+# 256K-token context; up to 140K tokens of it fit on a single 80 GB GPU, according to the
+# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1).)
 #
 # $$\text{bytes} = L_{\text{att}} \cdot n \cdot 2\,H_{kv}\,d_h\,b \;+\; \left(L - L_{\text{att}}\right) \cdot D \cdot N \cdot b$$
 #
@@ -3623,7 +3700,11 @@ expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per
 # | $D$, $N$ | SSM channels, state numbers per channel | 4,096, 16 |
 #
 # **By hand.** One SSM layer holds $4{,}096 \cdot 16 \cdot 2 = 131{,}072$ bytes (128 KiB) at any
-# length; one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
+# length, *assuming* $D = 4{,}096$ channels (the model width) at 16 bits and nothing else. Real
+# Mamba layers expand to $d_{\text{inner}} = 2d = 8{,}192$ channels, add a convolution state of
+# $d_{\text{inner}} \cdot (4 - 1)$ numbers (kernel width 4), and often keep both in fp32: that is
+# $(8{,}192 \cdot 16 + 8{,}192 \cdot 3) \cdot 4 = 622{,}592$ bytes per layer, 4.75 times more, and
+# still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
 # attention and 28 SSM layers the 128k cache drops from 17.2 GB to about 2.15 GB, one eighth.
 
 # %%
@@ -3650,6 +3731,12 @@ for key, value in hybrid_rows.items():
     print(f"{key:28s} {value:>16,} bytes = {value / GB:8.4f} GB")
     REFERENCE.check(f"hybrid.{key}", value)
 assert hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]
+# The same layer under Mamba's real shapes: d_inner = 2 d channels, a width-4 convolution state, fp32.
+mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4 - 1, 4)
+print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_bytes']:,} bytes; "
+      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 3, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+check_stated("the Mamba-shaped SSM layer in bytes", mamba_real_layer, 622_592, 0)
+check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 4.75, 2)
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 print("State-space models, the scan and the hybrid cache: PASS")
 
@@ -3667,7 +3754,18 @@ print("State-space models, the scan and the hybrid cache: PASS")
 # So MLA carries position in a separate small RoPE key, shared by all heads and cached next to
 # the latent: 512 + 64 numbers per token per layer in DeepSeek-V2 and V3.
 #
-# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; r_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}, \qquad o_i = \sum_h \left(\sum_j p_{ij}^{(h)} c_j\right) W_h^{UV} W_h^{O}$$
+# Seen from the cache, **absorbed MLA decoding is multi-query attention over 576-wide latents**:
+# every one of the 128 query heads scores the same cached vector $(c_j, \rho_j)$, 512 + 64 = 576
+# numbers, and reads back the same 512-wide $c_j$ as its value. That is why MLA kernels look like
+# MQA kernels with an unusually wide head. The score scale is $1/\sqrt{d_{\text{nope}} + d_{\text{rope}}} = 1/\sqrt{192}$;
+# when DeepSeek-V3 runs past its original context with YaRN it also multiplies the scale by
+# $\text{mscale}^2$, where $\text{mscale} = 0.1 \ln(\text{factor}) + 1$
+# ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); with its YaRN factor of 40
+# that is about 1.37, so the scale grows by about 1.87.
+#
+# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; r_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
+#
+# $$o_i = \sum_h \left(\sum_j p_{ij}^{(h)} c_j\right) W_h^{UV} W_h^{O}$$
 #
 # | Symbol | Meaning | DeepSeek-V3 |
 # |---|---|---|
@@ -3676,7 +3774,7 @@ print("State-space models, the scan and the hybrid cache: PASS")
 # | $q_i^{(h)}$, $r_i^{(h)}$ | head $h$'s query without position, and its rotated RoPE part | 128 and 64 |
 # | $W_h^{UK}$, $W_h^{UV}$ | head $h$'s up-projections from the latent to key and value | $512 \times 128$ each |
 # | $W_h^{O}$ | head $h$'s slice of the output projection | $128 \times d_{\text{model}}$ |
-# | $p_{ij}^{(h)}$ | softmax of $s_{ij}^{(h)}$ over $j$ | |
+# | $s_{ij}^{(h)}$, $p_{ij}^{(h)}$ | head $h$'s score of key $j$ for query $i$, and its softmax over $j$ | |
 #
 # **By hand.** A token $x = (1, 0, 2, 1)$ with a down-projection that adds coordinates 1+3 and
 # 2+4 gives the latent $c = (3, 1)$: 2 numbers cached instead of 8 (two heads of width 2, key and
@@ -3685,6 +3783,14 @@ print("State-space models, the scan and the hybrid cache: PASS")
 # $(1, 3) \cdot (3, 1) = 6$ without ever building $k$.
 
 # %%
+# DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
+yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
+mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
+print(f"MLA scale 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; with YaRN x mscale^2 = {mscale:.3f}^2 = {mscale ** 2:.3f}")
+check_stated("mscale", mscale, 1.37, 2)
+check_stated("mscale squared", mscale**2, 1.87, 2)
+check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
+
 x_token = np.array([1.0, 0.0, 2.0, 1.0])
 W_down = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (d_model, d_c)
 W_up_k = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])  # (d_c, heads x d_head)
@@ -3844,23 +3950,25 @@ print("Latent attention: PASS")
 # ## 14. Quantized KV cache: fewer bits, and where to put the scales
 #
 # **Idea.** Store each cached number as a small signed integer code plus a shared scale: with
-# $b$ bits the codes run from $-(2^{b-1} - 1)$ to $2^{b-1} - 1$, and a group of numbers shares
+# $\nu$ bits the codes run from $-(2^{\nu-1} - 1)$ to $2^{\nu-1} - 1$, and a group of numbers shares
 # one 16-bit scale, its largest magnitude divided by the top code. Which numbers share a scale
 # matters. Keys tend to have a few *channels* that are large for every token; with one scale per
 # token, those channels set the scale and the small channels round to zero. KIVI
 # ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)) therefore quantizes keys per channel and
 # values per token, and reaches 2 bits.
 #
-# $$\text{code} = \operatorname{round}\left(\frac{x}{s}\right), \qquad s = \frac{\max |x_{\text{group}}|}{2^{b-1} - 1}, \qquad \text{bytes per token} = 2\,L\,H_{kv} \left(d_h \cdot \frac{b}{8} + \frac{16}{8}\right)$$
+# $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
+#
+# $$\text{bytes per token} = 2\,L\,H_{kv} \left(d_h \cdot \frac{\nu}{8} + \frac{16}{8}\right)$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
-# | $b$ | bits per code | 4: codes $-7 \dots 7$ |
-# | $s$ | the group's scale (16-bit) | $0.7 / 7 = 0.1$ |
+# | $\nu$ | bits per code | 4: codes $-7 \dots 7$ |
+# | $\gamma$ | the group's scale (16-bit) | $0.7 / 7 = 0.1$ |
 # | group | the numbers sharing one scale: one token's vector, or one channel over tokens | |
 # | $2\,L\,H_{kv}$ | head vectors one token stores | $2 \cdot 32 \cdot 8 = 512$ |
 #
-# **By hand.** The key $(0.7, -0.3, 0.2, 0.04)$ at 4 bits: $s = 0.1$, codes $(7, -3, 2, 0)$,
+# **By hand.** The key $(0.7, -0.3, 0.2, 0.04)$ at 4 bits: $\gamma = 0.1$, codes $(7, -3, 2, 0)$,
 # read back as $(0.7, -0.3, 0.2, 0)$: the small 0.04 is lost. On the running example a token costs
 # $512 \cdot (128 \cdot 0.5 + 2) = 33{,}792$ bytes instead of 131,072: 3.9 times less.
 
@@ -3921,6 +4029,12 @@ print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
 for name, row in errors.items():
     print(f"{name:34s} " + " ".join(f"{100 * e:>9.1f}%" for e in row))
 assert all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"]))
+# The percentages the text after the figure quotes, checked here.
+if not errors["plain keys, per token"][0] < 0.01:
+    raise ValueError(f"the text says an 8-bit cache moves the output by under 1%; the cell computes {100 * errors['plain keys, per token'][0]:.2f}%")
+check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1], 13, 0)
+check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
+check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (-1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[-1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
 
@@ -4049,7 +4163,7 @@ print("Every design at a glance: PASS")
 # | Tiled exact attention (FlashAttention) | score-matrix memory, to a tile; skipped blocks' work | nothing: the outputs are exact |
 # | Grouped-query / multi-query heads | the cache, by the group size | a little modelling capacity |
 # | Sliding window (+ rolling buffer) | compute to $n \cdot w$, cache to $w$ tokens | direct access beyond the window; distant facts arrive relayed and weakened |
-# | Sinks + window (StreamingLLM) | the cache, to $s + w$ tokens, with stable streaming | any token evicted from the window is gone |
+# | Sinks + window (StreamingLLM) | the cache, to $n_{\text{sink}} + w$ tokens, with stable streaming | any token evicted from the window is gone |
 # | Sparse patterns, learned shortlists | compute, when whole blocks are skipped | pairs outside the pattern; mass outside the shortlist |
 # | Linear attention | compute to $n \cdot d^2$, cache to a fixed state | sharp, exact recall |
 # | State-space models (Mamba) | the same | the same, softened by selectivity |
