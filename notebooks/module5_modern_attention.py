@@ -2957,10 +2957,142 @@ print("Memory and speed of tiled attention: PASS")
 # **Speed.** The table's last column compares best-of-3 wall times: the tiled version computes
 # about half the blocks (causal), in cache-sized pieces, so on a CPU it beats the dense NumPy
 # attention despite its Python loop. Wall times differ between runs and machines, so the
-# notebook prints only that verdict. The repository's benchmark, `python -m builder bench tiled`,
-# prints the ratios for $n$ = 512 to 4,096 and checks them against the targets: tiled time no
-# more than dense at 512, 1,024 and 2,048; tiled peak memory at most 1/40 of dense at 2,048; and
-# tiled memory at 4,096 at most 2.2 times its memory at 2,048 (dense grows about 4 times).
+# notebook prints only that verdict; the measurement in the next subsection prints ratios.
+#
+# ### What NumPy cannot show: FlashAttention is about the memory hierarchy
+#
+# **Idea.** A GPU has two memories that matter here. **HBM**, the large off-chip memory: an
+# NVIDIA H100 SXM has 80 GB of HBM3 at 3.35 TB/s. **SRAM**, the small on-chip memory next to the
+# arithmetic units: 228 KB of shared memory per streaming multiprocessor, 132 of them, about 30 MB
+# in all ([NVIDIA H100 datasheet](https://www.nvidia.com/en-us/data-center/h100/) and
+# [Hopper architecture](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
+# NVIDIA does not publish the SRAM bandwidth; the FlashAttention paper estimates about 19 TB/s on
+# an A100, an order of magnitude above its 1.5 to 2.0 TB/s of HBM. Plain attention writes the
+# $N \times N$ scores to HBM, reads them back for the softmax, writes the weights, reads them for
+# $PV$: it is limited by HBM traffic, not by arithmetic. FlashAttention's contribution is to count
+# that traffic (its *IO complexity*) and cut it, not to do fewer multiplications.
+#
+# $$\text{standard: } \Theta\!\left(N d + N^2\right) \text{ HBM accesses}, \qquad \text{FlashAttention: } \Theta\!\left(\frac{N^2 d^2}{M}\right)$$
+#
+# $$B_c = \left\lceil \frac{M}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right)$$
+#
+# | Symbol | Meaning | H100, 16-bit |
+# |---|---|---|
+# | $N$, $d$ | sequence length, head width | 8,192, 128 |
+# | $M$ | SRAM size in numbers | 228 KB / 2 bytes = 116,736 |
+# | $B_c$, $B_r$ | key and query block sizes that let $Q_b$, $K_c$, $V_c$ and $O$ fit in $M$ | 228, 128 |
+#
+# **By hand.** $N^2 d^2 / M = N^2 \cdot 16{,}384 / 116{,}736 \approx 0.14\,N^2$: about 7 times fewer
+# HBM accesses than the $N^2$ of the score matrix alone, and the advantage grows with $M$ and
+# shrinks with $d$. (The Θ hides constants; the cell computes only the leading terms.)
+#
+# Three more ideas finish the story. **Recomputation**: the backward pass needs the attention
+# weights, but FlashAttention stores only each row's log-sum-exp, $m + \log \ell$ (one number per
+# query), and recomputes the score tiles from $Q$, $K$ and that number, trading cheap
+# arithmetic for expensive HBM traffic. **FlashAttention-2** ([Dao, 2023](https://arxiv.org/abs/2307.08691))
+# puts the query blocks in the outer loop, so each block's $m$, $\ell$ and $O$ stay on chip and the
+# division by $\ell$ happens once at the end, exactly the loop order of section 7 and about 2x
+# faster than FlashAttention. **FlashAttention-3** ([Shah et al., 2024](https://arxiv.org/abs/2407.08608))
+# targets Hopper GPUs (H100), overlapping data movement and matrix multiplication asynchronously
+# and adding FP8, for 1.5 to 2.0 times FlashAttention-2's speed; the line continues with kernels
+# for each newer GPU generation, and PyTorch picks among such backends for you (below).
+
+# %%
+def attention_hbm_accesses(n, d, sram_numbers):
+    """Leading-order HBM accesses, in numbers: standard attention N d + N^2, FlashAttention N^2 d^2 / M."""
+    n, d, sram_numbers = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("sram_numbers", sram_numbers)))
+    return {"standard": n * d + n * n, "flash": n * n * d * d / sram_numbers, "inputs": 4 * n * d}
+
+
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
+block_r = min(block_c, 128)
+io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
+print(f"M = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}")
+print(f"N = 8,192: standard {io_8k['standard']:.3g} accesses, FlashAttention {io_8k['flash']:.3g}: x{io_8k['standard'] / io_8k['flash']:.1f} fewer")
+check_stated("B_c", block_c, 228, 0)
+check_stated("the FlashAttention factor N^2 d^2 / M over N^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
+check_stated("the saving at N = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+
+
+def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
+    """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against N."""
+    rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
+    fig, ax = plt.subplots(figsize=(6.2, 2.8))
+    ax.loglog(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+              label=localized(language, "standard: N d + N²", "стандартное: N d + N²"))
+    ax.loglog(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+              label=localized(language, "FlashAttention: N² d² / M", "FlashAttention: N² d² / M"))
+    ax.loglog(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
+              label=localized(language, "reading Q, K, V and writing O once: 4 N d", "прочитать Q, K, V и записать O: 4 N d"))
+    ax.set_xlabel(localized(language, "sequence length N", "длина последовательности N"))
+    ax.set_ylabel(localized(language, "HBM accesses (numbers)", "обращения к HBM (чисел)"))
+    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
+    ax.legend(fontsize=8, loc="upper left")
+    fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_hbm_accesses([1024, 2048, 4096, 8192, 16384, 32768], 128, H100_SRAM_NUMBERS, language=LANGUAGE),
+    "Both axes are logarithmic: each step right doubles N, each gridline up multiplies the count by 10. Red is "
+    "standard attention, dominated by the N² scores it writes to HBM and reads back; blue is FlashAttention's "
+    "N² d² / M, a parallel line about 7 times lower for d = 128 on an H100; the dotted grey line is the unavoidable "
+    "traffic of reading the inputs and writing the output once. Both attention lines keep the slope 2: tiling "
+    "cuts the constant, and only a larger SRAM cuts it further.",
+)
+
+
+# %% [markdown]
+# **Measured here: where the time goes on a CPU.** The next cell times the notebook's NumPy
+# `tiled_attention` against PyTorch's own `F.scaled_dot_product_attention` on the same causal
+# input in float64, once per CPU backend selected with `torch.nn.attention.sdpa_kernel` (torch 2.3
+# and later; on a CPU there are a *math* kernel and a *flash* kernel), and against the two causal
+# matrix products alone, $QK^\top$ and $PV$, which no exact method can avoid. It runs by itself in
+# Colab and takes about a second. Read the last column as "how many times slower the NumPy
+# tiles are". Expect PyTorch's kernels to win by a small factor, and the two matrix products to
+# be only a fraction of the total: at this size most of the time goes to exponentials, masking
+# and per-tile bookkeeping, which a compiled kernel fuses into one pass and NumPy cannot.
+
+# %%
+def time_attention_backends(n=512, d=64, tile_size=128, repeats=3, seed=SEED):
+    """Best-of-`repeats` seconds of NumPy tiled attention, torch SDPA per CPU backend, and two causal matmuls."""
+    gen = np.random.default_rng(seed)
+    Q, K, V = (gen.standard_normal((n, d)) for _ in range(3))
+    q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
+    half = np.tri(n, dtype=bool)
+
+    def two_causal_matmuls():
+        scores = Q @ K.T  # (n, n): the first unavoidable product
+        np.multiply(scores, half, out=scores)  # stand-in for the mask and softmax, which cost little here
+        return scores @ V  # (n, d): the second
+
+    times = {"NumPy tiled_attention": best_seconds(tiled_attention, Q, K, V, tile_size=tile_size, causal=True, repeats=repeats),
+             "two causal matmuls (NumPy)": best_seconds(two_causal_matmuls, repeats=repeats),
+             "torch SDPA, default choice": best_seconds(F.scaled_dot_product_attention, q, k, v, is_causal=True, repeats=repeats)}
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
+    except ImportError:
+        print(f"torch {torch.__version__} has no torch.nn.attention.sdpa_kernel; timing the default choice only")
+        return times
+    for name in ("MATH", "FLASH_ATTENTION"):
+        try:
+            with sdpa_kernel(getattr(SDPBackend, name)):
+                times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(F.scaled_dot_product_attention, q, k, v, is_causal=True, repeats=repeats)
+        except RuntimeError as exc:  # a backend that cannot run this input says so
+            print(f"the {name.lower()} kernel is not available here: {str(exc).splitlines()[0]}")
+    return times
+
+
+backend_times = time_attention_backends()
+tiled_seconds = backend_times["NumPy tiled_attention"]
+for name, seconds in backend_times.items():
+    print(f"{name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")
+if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
+    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
+print("The memory hierarchy and the backend timings: PASS")
+
 
 # %% [markdown]
 # ## 9. Sliding windows: reach through depth, and a cache that stops growing
@@ -4032,12 +4164,12 @@ print("Quantized KV cache: PASS")
 # bits) or bends it flat (a window, a fixed state, mostly-SSM hybrids). A line that grows in
 # proportion to $n$ keeps every token exactly; a flat line has given something up.
 #
-# $$\text{cache}(n) = \underbrace{\beta \cdot n}_{\text{grows with } n} + \underbrace{\gamma}_{\text{fixed}}$$
+# $$\text{cache}(n) = \underbrace{c_{\text{tok}} \cdot n}_{\text{grows with } n} + \underbrace{c_{\text{fix}}}_{\text{fixed}}$$
 #
 # | Symbol | Meaning | Example (running shape) |
 # |---|---|---|
-# | $\beta$ | bytes per token of the layers that keep every token | 128 KiB for GQA-8, 16 KiB for the hybrid |
-# | $\gamma$ | bytes that do not depend on $n$: windows once full, SSM states | 0.54 GB for a 4k window |
+# | $c_{\text{tok}}$ | bytes per token of the layers that keep every token | 128 KiB for GQA-8, 16 KiB for the hybrid |
+# | $c_{\text{fix}}$ | bytes that do not depend on $n$: windows once full, SSM states | 0.54 GB for a 4k window |
 #
 # **By hand.** At 1M tokens: MHA with 32 KV heads needs $4 \cdot 137.4 = 550$ GB, GQA 137 GB, GQA at
 # 4 bits 35 GB, the latent cache 38.7 GB, the hybrid 17.2 GB, the 4k window 0.54 GB, the SSM stack
@@ -4078,9 +4210,12 @@ def plot_memory_vs_context(language="en"):
           "hybrid, 1 attention layer in 8": "гибрид, 1 слой внимания из 8", "sliding window 4,096": "окно 4096",
           "state-space, 32 layers": "SSM, 32 слоя"}
     colors = (Palette.RED, Palette.BLUE, Palette.PURPLE, Palette.ORANGE, Palette.YELLOW, Palette.GREEN, Palette.MUTED)
+    # The latent and 4-bit lines nearly coincide, and the window equals GQA below 4k: styles keep them apart.
+    styles = ("-", "-", "-", (0, (2, 2)), "-", (0, (6, 3)), "-")
+    widths = (2, 4.5, 2, 2.4, 2, 2, 2)
     fig, ax = plt.subplots(figsize=(7.0, 3.5))
-    for (name, values), color in zip(curves.items(), colors):
-        ax.loglog(contexts, values, color=color, linewidth=2, label=localized(language, name, ru[name]))
+    for (name, values), color, style, width in zip(curves.items(), colors, styles, widths):
+        ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, label=localized(language, name, ru[name]))
     ax.axhline(80, color=Palette.GREY, linestyle="--", linewidth=1)
     ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
     ticks = [2**10, 2**13, 2**17, 2**20]
@@ -4100,11 +4235,13 @@ show_figure(
     plot_memory_vs_context(language=LANGUAGE),
     "Both axes are logarithmic; the dashed line is one 80 GB GPU. Lines that rise with the same slope grow in "
     "proportion to the context and keep every token: compression (fewer heads, a latent, 4 bits, a mostly-SSM hybrid) "
-    "only shifts them down. The sliding window bends flat once 4,096 tokens are cached, and the state-space stack is "
+    "only shifts them down. The thick blue GQA line runs under the dashed green window line up to 4,096 tokens, where "
+    "the window bends flat; the dotted 4-bit line runs just under the latent line. The state-space stack is "
     "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
 )
 assert at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]
 print("Every design at a glance: PASS")
+
 
 # %% [markdown]
 # | Design | What it cuts | What it gives up |
@@ -4119,7 +4256,159 @@ print("Every design at a glance: PASS")
 # | Hybrid SSM + attention | most of the cache | a little of both |
 # | Latent KV (MLA) | the cache, about 57x under DeepSeek-V2's convention (71x against real key widths) | extra matrix work; position needs a separate RoPE key |
 # | Quantized KV | the cache, by about 16 / bits | precision; keys need per-channel scales |
+
+# %% [markdown]
+# ### The state of the art, late 2026: four designs and their caches
 #
+# Each design below is sized from its public configuration, with the same rule as section 5:
+# growing bytes per token (the layers that keep every token, or a fixed fraction of them) plus a
+# fixed part (windows once full, recurrent states). All at 16 bits per number, the convention of
+# this module; the released checkpoints often store parts of the cache in FP8 or lower.
+#
+# - **DeepSeek-V4** replaces MLA with a hybrid of three attention types, one per layer
+#   ([transformers `deepseek_v4` docs](https://huggingface.co/docs/transformers/main/model_doc/deepseek_v4), added May 2026;
+#   configuration defaults in `configuration_deepseek_v4.py`, documented against DeepSeek-V4-Flash: 43 layers, one shared
+#   key-value head of width 512 with K = V, a 128-token window, compression rates 4 and 128, indexer keys of width 128, 1M context).
+#   Every layer reads a sliding window of the last 128 tokens. *Compressed sparse attention* (CSA) layers also pool every
+#   4 tokens into one compressed entry and let a lightning indexer (as in V3.2, section 10) pick the top 512 entries;
+#   *heavily compressed attention* (HCA) layers pool every 128 tokens and read them all. Each head also has a learned
+#   sink logit, as in gpt-oss. The layer schedule we use, 2 window-only layers then CSA and HCA alternating
+#   (21 CSA, 20 HCA), is the `compress_ratios` list `[0, 0, 4, 128, 4, ...]` that inference engines read from the
+#   Flash checkpoint's config; we could not open that `config.json` itself from here, so treat the schedule as
+#   reported, not verified. A CSA layer then grows by $(512 + 128) / 4 = 160$ numbers per token, an HCA layer by
+#   $512 / 128 = 4$.
+# - **Qwen3-Next** (80B-A3B, [model card](https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct) and `config.json`:
+#   48 layers, `full_attention_interval` 4) stacks 3 Gated DeltaNet layers per gated attention layer. Only the
+#   12 attention layers (2 KV heads of width 256) grow; each DeltaNet layer keeps a fixed state of 32 value heads,
+#   each a $128 \times 128$ matrix, plus a short convolution state. Its successors (Qwen3.5) keep the 3:1 layout.
+# - **Gemma 3** ([Gemma Team, 2025](https://arxiv.org/abs/2503.19786); 27B config: 62 layers, 16 KV heads of width
+#   128, `sliding_window` 1,024, `sliding_window_pattern` 6) interleaves 5 local layers with a 1,024-token window per
+#   global layer: 52 local and 10 global layers, and only the 10 global layers grow.
+# - **PyTorch** now expresses these masks as *functions*. FlexAttention (`torch.nn.attention.flex_attention`, torch
+#   2.5 and later) takes a `mask_mod(b, h, q_idx, kv_idx)` that returns whether a query may read a key, and a
+#   `score_mod` that edits a score (a bias, a soft cap); `create_block_mask` turns the function into exactly the
+#   block-skipping table of section 7, and a compiled kernel skips the empty blocks. For plain causal or padded
+#   attention, `F.scaled_dot_product_attention` also has a cuDNN backend (`SDPBackend.CUDNN_ATTENTION`), which PyTorch
+#   prefers on recent NVIDIA GPUs ([SDPA docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
+
+# %%
+def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
+    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
+    context = require_int("context", context, minimum=1)
+    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
+            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
+
+
+# (growing numbers per token, fixed numbers), each from the configuration quoted in the text above.
+V4_CSA, V4_HCA, V4_LAYERS, V4_WIDTH, V4_INDEX, V4_WINDOW = 21, 20, 43, 512, 128, 128
+QWEN_ATTENTION, QWEN_DELTA = 12, 36
+SOTA_DESIGNS = {
+    "DeepSeek-V4-Flash (CSA + HCA + window)": (V4_CSA * (V4_WIDTH + V4_INDEX) / 4 + V4_HCA * V4_WIDTH / 128, V4_LAYERS * V4_WINDOW * V4_WIDTH),
+    "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)": (QWEN_ATTENTION * 2 * 2 * 256, QWEN_DELTA * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3)),
+    "Gemma 3 27B (5 local : 1 global)": (10 * 2 * 16 * 128, 52 * 1024 * 2 * 16 * 128),
+    "DeepSeek-V3 (MLA), for comparison": (61 * (512 + 64), 0),
+    "gpt-oss-120b (alternating 128 window)": (18 * 2 * 8 * 64, 18 * 128 * 2 * 8 * 64),
+    "Llama-3.3-70B (GQA), for comparison": (80 * 2 * 8 * 128, 0),
+}
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}")
+for name, (growing, fixed) in SOTA_DESIGNS.items():
+    total = layered_cache_bytes(2**20, growing, fixed)
+    print(f"{name:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {total / GB:>10.1f} GB")
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * SOTA_DESIGNS["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 6_880, 0)
+check_stated("Qwen3-Next growing KiB per token", 2 * SOTA_DESIGNS["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
+check_stated("Gemma 3 27B growing KiB per token", 2 * SOTA_DESIGNS["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
+check_stated("Gemma 3 27B fixed window cache (GB)", 2 * SOTA_DESIGNS["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
+check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / SOTA_DESIGNS["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 10.2, 1)
+REFERENCE.check("mla.bytes_per_token", 2 * SOTA_DESIGNS["DeepSeek-V3 (MLA), for comparison"][0])
+check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * SOTA_DESIGNS["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
+check_stated("DeepSeek-V3 growing KiB per token", 2 * SOTA_DESIGNS["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
+expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
+
+# FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
+def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
+    """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
+    return (kv_idx <= q_idx) & ((q_idx - kv_idx < window) | (kv_idx < n_sink))
+
+
+as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MASK_N)[None, :])
+if not np.array_equal(as_function, np.isfinite(mask_sinks)):
+    raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
+print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
+
+
+# %% [markdown]
+# Per token of context, DeepSeek-V4-Flash grows by about 6.7 KiB: ten times less than DeepSeek-V3's latent cache
+# (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
+# token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
+# the four keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+#
+# ### Into practice: the caches you will meet
+#
+# | What this module built | Hugging Face `transformers` | vLLM |
+# |---|---|---|
+# | A full-attention cache that grows (section 1) | `DynamicCache`, the default: tensors grow by concatenation | paged blocks, below |
+# | A preallocated cache of a fixed maximum length | `StaticCache`: fixed shapes, so `torch.compile` can capture the decode step | preallocated block pool |
+# | A rolling window (section 9) | sliding layers inside `DynamicCache` / `StaticCache` (the older `SlidingWindowCache`), used by Mistral v0.1 and Gemma's local layers | sliding-window block freeing |
+# | A hybrid of window and full layers (gpt-oss, Gemma 3) | one cache with a layer type per layer (the older `HybridCache`) | per-layer-type block groups |
+# | KIVI-style quantization (section 14) | `QuantizedCache` (`nbits`, `axis_key`, `axis_value`), whose `residual_length` (128 by default) is KIVI's window of recent tokens kept in full precision | FP8 KV cache (`kv_cache_dtype`) |
+# | SSM or DeltaNet states (section 12) | model-specific caches that hold convolution and recurrent states | state blocks for hybrid models |
+#
+# (Class names from the [transformers KV cache guide](https://huggingface.co/docs/transformers/main/kv_cache).)
+# **vLLM's paged attention** ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) stores the cache in fixed-size
+# blocks, like pages of virtual memory. Each sequence has a *block table*: logical block $i$ of the sequence
+# lives in physical block `table[i]` of one shared pool. A sequence wastes at most one partly filled block, and
+# sequences that share a prompt can point at the same physical blocks. The cell below builds a toy pool.
+
+# %%
+class ToyBlockPool:
+    """A toy of vLLM's paged KV cache: physical blocks of `block_size` token slots and one block table per sequence."""
+
+    def __init__(self, n_blocks, block_size):
+        self.block_size = require_int("block_size", block_size, minimum=1)
+        self.free = list(range(require_int("n_blocks", n_blocks, minimum=1)))[::-1]  # pop() hands out block 0 first
+        self.tables, self.lengths = {}, {}
+
+    def append(self, sequence, n_tokens=1):
+        """Reserve slots for `n_tokens` more tokens of `sequence`, taking a new physical block only when one fills."""
+        table = self.tables.setdefault(sequence, [])
+        for _ in range(require_int("n_tokens", n_tokens, minimum=1)):
+            length = self.lengths.get(sequence, 0)
+            if length % self.block_size == 0:  # the last block is full (or there is none yet)
+                if not self.free:
+                    raise MemoryError(f"no free block left for sequence {sequence!r}; free a finished sequence first")
+                table.append(self.free.pop())
+            self.lengths[sequence] = length + 1
+
+    def slot(self, sequence, position):
+        """Physical (block, offset) where token `position` of `sequence` is stored."""
+        position = require_int("position", position, minimum=0, maximum=self.lengths[sequence] - 1)
+        return self.tables[sequence][position // self.block_size], position % self.block_size
+
+    def release(self, sequence):
+        """Return a finished sequence's blocks to the pool."""
+        self.free.extend(reversed(self.tables.pop(sequence)))
+        self.lengths.pop(sequence)
+
+
+pool = ToyBlockPool(n_blocks=8, block_size=4)
+pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
+pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
+pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
+print(f"block tables: {pool.tables}; lengths {pool.lengths}; free blocks {sorted(pool.free)}")
+print(f"token 8 of A lives at (block, offset) {pool.slot('A', 8)}; token 2 of B at {pool.slot('B', 2)}")
+if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
+    raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
+wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
+if not wasted < len(pool.tables) * pool.block_size:
+    raise ValueError(f"each sequence may waste at most one partly filled block; {wasted} slots are unused")
+pool.release("B")
+pool.append("C", 4)
+if pool.tables["C"] != [2]:
+    raise ValueError(f"a released block must be reused: C should get B's block 2, got {pool.tables['C']}")
+expect_raises(MemoryError, ToyBlockPool(1, 2).append, "D", 3, match="no free block")
+print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
+
+# %% [markdown]
 # ## In 20 seconds
 #
 # - Long context sends two bills: scores grow with $n^2$ (compute), the KV cache with $n$ (memory,
@@ -4137,44 +4426,102 @@ print("Every design at a glance: PASS")
 #
 # ## Self-test
 #
-# 1. **Why does doubling the context quadruple the score work but only double the cache?**
-#    *Answer.* Every query is scored against every key, an $n \times n$ table; the cache stores one
-#    key and one value per token, a list that grows by one entry per token.
-# 2. **gpt-oss-120b has 36 layers, 8 KV heads of width 64, and a 128-token window on half its
-#    layers. What does a 128k-token conversation cache, and why is it not 9 GiB?**
-#    *Answer.* About 4.5 GiB: only the 18 full layers grow (2,048 bytes per layer per token); the 18
-#    windowed layers hold 128 tokens each, 4.5 MiB in all.
-# 3. **Where does a gpt-oss sink logit go, and what does it do to a row?**
-#    *Answer.* Into the softmax's denominator, one per query head, with a zero value vector. It
-#    takes a share of the probability (for example 53.69% against 128 keys scoring 0 when the sink is
-#    5), shrinking every token's weight by the same factor; with no visible token the output is 0.
-# 4. **Your GQA code has the right shapes but wrong outputs. What is the likely bug?**
-#    *Answer.* The KV heads were tiled (kv0, kv1, kv0, kv1) instead of repeated (kv0, kv0, kv1, kv1),
-#    so query heads read another group's keys and values.
-# 5. **Why is tiled attention exact and not an approximation?**
-#    *Answer.* The online softmax carries the running max and sum, and rescales everything
-#    accumulated so far by $\alpha = e^{m_{\text{old}} - m_{\text{new}}}$ whenever the max grows, so
-#    after the last block $A / \ell$ is the softmax average itself.
-# 6. **Decoding token 5 with a cache of tokens 0 to 4, you pass `is_causal=True` to
-#    `F.scaled_dot_product_attention` with one query. What goes wrong?**
-#    *Answer.* PyTorch aligns the causal triangle top-left, so the one query is treated as position
-#    0 and sees only key 0. Pass an explicit mask, or (here) the query's absolute position
-#    (`query_start`).
-# 7. **Can a model with a 4,096-token window in all 32 layers be influenced by a token 100,000
-#    positions back?**
-#    *Answer.* Yes in principle (the reach is 131,040), but only by relay through at least 25 hops,
-#    so it arrives weakened; exact lookup works only inside the window.
-# 8. **Why can linear attention run as a recurrence and softmax attention cannot?**
-#    *Answer.* $\phi(q) \cdot \phi(k)$ splits into a query part and a key part, so the key-value
-#    parts can be summed ahead of time into a fixed state; $e^{q \cdot k}$ does not split.
-# 9. **How does MLA save memory without changing the outputs, and why does it need a RoPE key?**
-#    *Answer.* Keys and values are a cached latent times fixed up-projections, which fold into the
-#    query and the output projection. A position-dependent rotation cannot be folded into a fixed
-#    matrix, so position travels in a separate small key shared by the heads.
-# 10. **Why quantize keys per channel?**
-#     *Answer.* A few key channels are large for every token; with one scale per token they set the
-#     scale and the small channels round to zero. One scale per channel isolates them.
+# Try each question before you open its answer. The numeric ones are recomputed by the cell below.
 #
+# 1. **Why does doubling the context quadruple the score work but only double the cache?**
+#
+#    <details><summary>Answer</summary>Every query is scored against every key, an n × n table; the cache stores one key and one value per token, a list that grows by one entry per token.</details>
+#
+# 2. **gpt-oss-120b has 36 layers, 8 KV heads of width 64, and a 128-token window on half its layers. What does a 128k-token conversation cache, and why is it not 9 GiB?**
+#
+#    <details><summary>Answer</summary>About 4.5 GiB: only the 18 full layers grow (2,048 bytes per layer per token, 36 KiB per token in all); the 18 windowed layers hold 128 tokens each, 4.5 MiB in all.</details>
+#
+# 3. **Where does a gpt-oss sink logit go, and what does it do to a row? How is it related to StreamingLLM's sink tokens?**
+#
+#    <details><summary>Answer</summary>Into the softmax's denominator, one per query head, with a zero value vector. It takes a share of the probability (53.69% against 128 keys scoring 0 when the sink is 5), shrinking every token's weight by the same factor. StreamingLLM's first tokens play the same role in a model trained without such a logit: both give a row somewhere to put mass it does not want to spend.</details>
+#
+# 4. **Your GQA code has the right shapes but wrong outputs. What is the likely bug?**
+#
+#    <details><summary>Answer</summary>The KV heads were tiled (kv0, kv1, kv0, kv1) instead of repeated (kv0, kv0, kv1, kv1), so query heads read another group's keys and values.</details>
+#
+# 5. **Why is tiled attention exact and not an approximation, and why does it matter most on a GPU?**
+#
+#    <details><summary>Answer</summary>The online softmax carries the running max and sum, and rescales everything accumulated so far by α = exp(m_old − m_new) whenever the max grows, so after the last block O / ℓ is the softmax average itself. On a GPU it keeps the score tiles in on-chip SRAM, so the n × n matrix never travels to HBM.</details>
+#
+# 6. **Decoding token 5 with a cache of tokens 0 to 4, you pass is_causal=True to F.scaled_dot_product_attention with one query. What goes wrong?**
+#
+#    <details><summary>Answer</summary>PyTorch aligns the causal triangle top-left, so the one query is treated as position 0 and sees only key 0. Pass an explicit mask, or (here) the query's absolute position (query_start).</details>
+#
+# 7. **Can Mistral 7B v0.1 (a window of 4,096 in all 32 layers) be influenced by a token 100,000 positions back?**
+#
+#    <details><summary>Answer</summary>In principle: its reach is 32 × 4,096 = 131,072 under its convention (position i reads i − 4,096 … i), but only by relay through at least 25 hops, and 100,000 tokens is far beyond the 8K it was trained on. Exact lookup works only inside the window.</details>
+#
+# 8. **What do global tokens add to a sliding window, and when does a sparse pattern actually save time?**
+#
+#    <details><summary>Answer</summary>A global token reads and is read by every position, so any two tokens are at most two hops apart. The pattern saves time only when whole blocks of the score matrix are skipped; a pattern scattered token by token still costs a full pass.</details>
+#
+# 9. **Why can linear attention run as a recurrence and softmax attention cannot?**
+#
+#    <details><summary>Answer</summary>φ(q) · φ(k) splits into a query part and a key part, so the key-value parts can be summed ahead of time into a fixed state; exp(q · k) does not split.</details>
+#
+# 10. **What makes an SSM selective, and what does a large step size Δ do?**
+#
+#    <details><summary>Answer</summary>Δ, B and C are computed from each token, so each token decides how much to forget, what to write and what to read. A large Δ makes the keep factor exp(Δ A) tiny and the write factor near 1: the state is overwritten by this token; a tiny Δ leaves the state alone.</details>
+#
+# 11. **Without a fixed kernel there is no convolution. How does a selective SSM still train in parallel?**
+#
+#    <details><summary>Answer</summary>Each step is h ↦ λ h + μ, and two such steps compose into one of the same form. Merging neighbours, then pairs two apart, then four apart, gives every state in ⌈log₂ T⌉ rounds: 10 rounds for 1,024 tokens.</details>
+#
+# 12. **Why do hybrids such as Jamba or Qwen3-Next keep a few attention layers?**
+#
+#    <details><summary>Answer</summary>The SSM or linear-attention layers keep memory flat but cannot copy an arbitrary far-away token exactly; a few attention layers keep exact lookup, and they alone set the growing part of the cache.</details>
+#
+# 13. **How does MLA save memory without changing the outputs, and why does it need a RoPE key?**
+#
+#    <details><summary>Answer</summary>Keys and values are a cached latent times fixed up-projections, which fold into the query and the output projection; decoding is then MQA over 576-wide latents. A position-dependent rotation cannot be folded into a fixed matrix, so position travels in a separate small key shared by the heads.</details>
+#
+# 14. **Why quantize keys per channel?**
+#
+#    <details><summary>Answer</summary>A few key channels are large for every token; with one scale per token they set the scale and the small channels round to zero. One scale per channel isolates them.</details>
+#
+# **Numeric questions.**
+#
+# 15. **How many bytes per token does Llama-3.3-70B's 16-bit KV cache cost (80 layers, 8 KV heads of width 128)?**
+#
+#    <details><summary>Answer</summary>327,680 bytes, 320 KiB</details>
+#
+# 16. **With n = 2,048 and tiles of 128, how many score tiles does causal tiled attention compute?**
+#
+#    <details><summary>Answer</summary>136 of 256</details>
+#
+# 17. **A 32-layer running example keeps attention in 4 layers and SSMs (4,096 × 16, 16-bit) in 28. What does it cache at 131,072 tokens?**
+#
+#    <details><summary>Answer</summary>2,151,153,664 bytes, about 2.15 GB</details>
+#
+# 18. **What does the running example (32 layers, 8 KV heads of 128) cost per token at 4 bits with one 16-bit scale per head vector?**
+#
+#    <details><summary>Answer</summary>33,792 bytes, 3.9 times less than 131,072</details>
+#
+# 19. **How many KiB per token does Gemma 3 27B's cache grow by (10 global layers of 62, 16 KV heads of width 128, 16-bit)?**
+#
+#    <details><summary>Answer</summary>80 KiB</details>
+
+# %%
+# The numeric self-test answers, recomputed: a wrong answer in the text above stops here.
+self_test_answers = {
+    "Llama-3.3-70B bytes per token": (kv_bytes_per_token(80, 8, 128), 327_680),
+    "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
+    "hybrid 4 + 28 at 131,072 tokens (bytes)": (hybrid_cache_bytes(131_072), 2_151_153_664),
+    "running example at 4 bits (bytes per token)": (quantized_kv_bytes_per_token(32, 8, 128, 4), 33_792),
+    "Gemma 3 27B growing KiB per token": (kv_bytes_per_token(10, 16, 128) // KIB, 80),
+}
+for question, (computed, stated) in self_test_answers.items():
+    print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
+    if computed != stated:
+        raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
+print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
+
+# %% [markdown]
 # ## The papers behind this module
 #
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (the base model: 8 heads of width 64)
