@@ -1521,6 +1521,41 @@ def check_latent_absorption_contract(mla_absorbed_attention):
 print("10 contract checks loaded")
 
 # %% [markdown]
+# ## Notation and words used in this module
+#
+# One symbol, one meaning, from here to the end. Code names are in `code font` where they differ.
+#
+# | Symbol | Meaning | Symbol | Meaning |
+# |---|---|---|---|
+# | $n$ | context length in tokens | $T_q$, $T_k$ | queries and keys in one call |
+# | $i$, $j$ | query position, key position | $p_0$ | absolute position of the first query (`query_start`) |
+# | $L$ | layers | $\kappa$ | a layer's index |
+# | $H$, $H_{kv}$ | query heads, key-value heads per layer | $G$ | query heads per KV head, $H / H_{kv}$ |
+# | $d_k$, $d_v$, $d_h$, $d$ | key, value and head widths ($d$ when they are equal) | $b$ | bytes per stored number |
+# | $w$ | window, in keys, the query's own included | $W$ | Mistral's window, the query's own excluded: $w = W + 1$ |
+# | $n_{\text{sink}}$ | sink tokens kept at the start (StreamingLLM) | $\sigma_h$ | gpt-oss's learned sink logit of query head $h$ |
+# | $s_{ij}$, $p_{ij}$ | a score and its softmax weight | $M_{ij}$ | additive mask entry: 0, a bias, or $-\infty$ |
+# | $m$, $\ell$, $u$ | online softmax: running max, sum, numerator | $\alpha$ | rescale factor $e^{m_{\text{old}} - m_{\text{new}}}$ |
+# | $\tau$ | tile size (`tile_size`) | $S$, $P$, $O$ | a score tile, its weights, the output accumulator |
+# | $M_{\text{sram}}$ | on-chip memory, in numbers | $B_r$, $B_c$ | FlashAttention's query and key block sizes |
+# | $r$ | stride of a strided sparse pattern | $\phi$ | linear attention's feature map |
+# | $R_i$, $z_i$ | linear attention's state and normaliser | $\lambda$ | a decay factor per step |
+# | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $A$, $B$, $C$ | SSM keep (decay), write and read factors |
+# | $\Delta_t$ | Mamba's step size for token $t$ | $\bar A_t$, $\bar B_t$ | discretised keep and write factors |
+# | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ | $D$, $N$ | SSM channels, state numbers per channel |
+# | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\nu$, $\gamma$ | quantization bits and scale |
+#
+# **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
+# pays the compute bill. *Decode*: generating one token at a time, each new query reading the
+# cache; it pays the memory bill. *RoPE* (rotary position embedding): position enters attention
+# by rotating each query and key by an angle proportional to its position, so a score depends
+# on the distance $i - j$ (Module 3). *KIVI* ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)):
+# a KV-cache quantization method that gives keys one scale per channel and values one per token,
+# and keeps the most recent tokens in full precision (section 14). *Sink*: two things with one
+# reason, StreamingLLM's first tokens (section 2) and gpt-oss's extra logit (section 3); a softmax
+# row sums to 1, so a head with nothing to read must park its mass somewhere.
+
+# %% [markdown]
 # # Part 1 · The practitioner's guide
 #
 # **The whole module in one sentence.** A long context sends two bills, one for *compute*
@@ -1591,7 +1626,7 @@ print("10 contract checks loaded")
 # - *A sparse pattern that saves no time.* Skipped pairs only save work when whole blocks of the
 #   score matrix are skipped; section 8 measures what skipping buys.
 # - *A quantized cache that changes answers.* Keys carry a few large channels; one scale per
-#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI).
+#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI, section 14).
 #
 # **The gains reported in the papers** (each from the paper's abstract): Mamba, 5x the
 # *generation* throughput of a same-size Transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752));
@@ -2468,7 +2503,12 @@ def plot_bytes_per_token(rows, title, language="en"):
     labels, values = zip(*rows)
     fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
     y = np.arange(len(rows))[::-1]
-    ax.barh(y, values, color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW] * 3)
+    families = {"gpt-oss": Palette.BLUE, "DeepSeek": Palette.PURPLE, "Llama": Palette.ORANGE, "Qwen": Palette.GREEN}
+    family = [next((f for f in families if label.startswith(f)), None) for label in labels]
+    ax.barh(y, values, color=[families.get(f, Palette.GREY) for f in family])
+    shown = [f for f in families if f in family]
+    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=8, loc="lower right",
+              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
         ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
@@ -2497,7 +2537,7 @@ card_rows = [
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
     "Each bar is the KV cache one extra token costs across all layers, on a log axis where each gridline is ten "
-    "times the last. Bars from the same model (gpt-oss-120b, DeepSeek-V3) show what its design choice saved: "
+    "times the last; the colour says which model a bar belongs to. Bars of one colour (gpt-oss-120b, DeepSeek-V3) show what its design choice saved: "
     "sharing KV heads (MHA to GQA to MQA), windowing half the layers, or caching a latent. The two DeepSeek-V3 "
     "twins differ only by the counting convention.",
 )
@@ -2647,9 +2687,9 @@ print("Online softmax: PASS")
 # %% [markdown]
 # ## 7. Tiled streaming attention: FlashAttention's idea in NumPy
 #
-# **Idea.** Apply the online softmax to whole blocks. Cut the queries into blocks of $B$ rows
-# and the keys into blocks of $B$ columns. For one query block, walk over the key blocks; each
-# step computes a small $B \times B$ score tile, updates every row's $m$, $\ell$ and output
+# **Idea.** Apply the online softmax to whole blocks. Cut the queries into blocks of $\tau$ rows
+# and the keys into blocks of $\tau$ columns. For one query block, walk over the key blocks; each
+# step computes a small $\tau \times \tau$ score tile, updates every row's $m$, $\ell$ and output
 # accumulator $O$, and throws the tile away. The $n \times n$ matrix never exists
 # ([FlashAttention, Dao et al., 2022](https://arxiv.org/abs/2205.14135), which reports training 15% faster
 # than the MLPerf BERT-large record, 3x faster on GPT-2 at 1K tokens and 2.4x on Long Range Arena;
@@ -2673,20 +2713,20 @@ print("Online softmax: PASS")
 #
 # | Symbol | Meaning | Shape |
 # |---|---|---|
-# | $Q_b$ | query block $b$ | $B \times d_k$ |
-# | $K_c$, $V_c$ | key and value block $c$ | $B \times d_k$, $B \times d_v$ |
-# | $M_{bc}$ | the mask restricted to the block (causal, window, or a given additive mask) | $B \times B$ |
-# | $m$, $\ell$ | per-row running max and sum | $B$ |
-# | $O$ | per-row output accumulator (`acc` in the code); the output is $O / \ell$ after the last block | $B \times d_v$ |
+# | $Q_b$ | query block $b$ | $\tau \times d_k$ |
+# | $K_c$, $V_c$ | key and value block $c$ | $\tau \times d_k$, $\tau \times d_v$ |
+# | $M_{bc}$ | the mask restricted to the block (causal, window, or a given additive mask) | $\tau \times \tau$ |
+# | $m$, $\ell$ | per-row running max and sum | $\tau$ |
+# | $O$ | per-row output accumulator (`acc` in the code); the output is $O / \ell$ after the last block | $\tau \times d_v$ |
 # | $p_0$ | absolute position of the first query (`query_start`); 0 for a prompt, the cache length when decoding | scalar |
-# | $\alpha$, $P$ | per-row rescale and the tile's unnormalised weights | $B$, $B \times B$ |
+# | $\alpha$, $P$ | per-row rescale and the tile's unnormalised weights | $\tau$, $\tau \times \tau$ |
 #
-# **By hand.** With $n = 2048$ and $B = 128$ there are $16 \times 16 = 256$ block pairs. A causal
+# **By hand.** With $n = 2048$ and $\tau = 128$ there are $16 \times 16 = 256$ block pairs. A causal
 # mask needs only those on or below the diagonal: $16 \cdot 17 / 2 = 136$, of which the 16 on the
 # diagonal need masking. A window of 256 leaves at most 3 key blocks per query block: 1 for the
 # first query block, 2 for the second, 3 for each of the other 14, so 45 in all. Each tile holds
 # $128^2$ numbers, 64 KiB in float32, against 16 MiB for the full float32 matrix. (The block
-# grid depends only on $n / B$ and $w / B$, so the code below draws it for $n = 1024$, $B = 64$,
+# grid depends only on $n / \tau$ and $w / \tau$, so the code below draws it for $n = 1024$, $\tau = 64$,
 # $w = 128$, the same $16 \times 16$ grid at a quarter of the cost.)
 
 # %% [markdown]
@@ -3115,12 +3155,12 @@ print("Tiled attention: PASS")
 # same in kind and larger: the tiles live in fast on-chip memory, and reads of main memory
 # dominate.)
 #
-# $$\text{dense scores} = n^2 \cdot b, \qquad \text{one tile} = B^2 \cdot b, \qquad \frac{\text{dense}}{\text{tile}} = \left(\frac{n}{B}\right)^2$$
+# $$\text{dense scores} = n^2 \cdot b, \qquad \text{one tile} = \tau^2 \cdot b, \qquad \frac{\text{dense}}{\text{tile}} = \left(\frac{n}{\tau}\right)^2$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $n$ | sequence length | 4,096 or 8,192 |
-# | $B$ | tile size | 128 |
+# | $\tau$ | tile size (`tile_size`) | 128 |
 # | $b$ | bytes per score | 4 (float32) |
 #
 # **By hand.** In float32 one $4096 \times 4096$ score matrix is $2^{12} \cdot 2^{12} \cdot 4 = 64$ MiB
@@ -3222,22 +3262,22 @@ print("Memory and speed of tiled attention: PASS")
 # [Hopper architecture](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
 # NVIDIA does not publish the SRAM bandwidth; the FlashAttention paper estimates about 19 TB/s on
 # an A100, an order of magnitude above its 1.5 to 2.0 TB/s of HBM. Plain attention writes the
-# $N \times N$ scores to HBM, reads them back for the softmax, writes the weights, reads them for
+# $n \times n$ scores to HBM, reads them back for the softmax, writes the weights, reads them for
 # $PV$: it is limited by HBM traffic, not by arithmetic. FlashAttention's contribution is to count
 # that traffic (its *IO complexity*) and cut it, not to do fewer multiplications.
 #
-# $$\text{standard: } \Theta\!\left(N d + N^2\right) \text{ HBM accesses}, \qquad \text{FlashAttention: } \Theta\!\left(\frac{N^2 d^2}{M}\right)$$
+# $$\text{standard: } \Theta\!\left(n d + n^2\right) \text{ HBM accesses}, \qquad \text{FlashAttention: } \Theta\!\left(\frac{n^2 d^2}{M_{\text{sram}}}\right)$$
 #
-# $$B_c = \left\lceil \frac{M}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right)$$
+# $$B_c = \left\lceil \frac{M_{\text{sram}}}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right)$$
 #
 # | Symbol | Meaning | H100, 16-bit |
 # |---|---|---|
-# | $N$, $d$ | sequence length, head width | 8,192, 128 |
-# | $M$ | SRAM size in numbers | 228 KB / 2 bytes = 116,736 |
-# | $B_c$, $B_r$ | key and query block sizes that let $Q_b$, $K_c$, $V_c$ and $O$ fit in $M$ | 228, 128 |
+# | $n$, $d$ | sequence length, head width | 8,192, 128 |
+# | $M_{\text{sram}}$ | SRAM size in numbers (not a mask) | 228 KB / 2 bytes = 116,736 |
+# | $B_c$, $B_r$ | FlashAttention's key and query block sizes (section 7's $\tau$), chosen so that $Q_b$, $K_c$, $V_c$ and $O$ fit in $M_{\text{sram}}$ | 228, 128 |
 #
-# **By hand.** $N^2 d^2 / M = N^2 \cdot 16{,}384 / 116{,}736 \approx 0.14\,N^2$: about 7 times fewer
-# HBM accesses than the $N^2$ of the score matrix alone, and the advantage grows with $M$ and
+# **By hand.** $n^2 d^2 / M_{\text{sram}} = n^2 \cdot 16{,}384 / 116{,}736 \approx 0.14\,n^2$: about 7 times fewer
+# HBM accesses than the $n^2$ of the score matrix alone, and the advantage grows with $M_{\text{sram}}$ and
 # shrinks with $d$. (The Θ hides constants; the cell computes only the leading terms.)
 #
 # Three more ideas finish the story. **Recomputation**: the backward pass needs the attention
@@ -3253,7 +3293,7 @@ print("Memory and speed of tiled attention: PASS")
 
 # %%
 def attention_hbm_accesses(n, d, sram_numbers):
-    """Leading-order HBM accesses, in numbers: standard attention N d + N^2, FlashAttention N^2 d^2 / M."""
+    """Leading-order HBM accesses, in numbers: standard attention n d + n^2, FlashAttention n^2 d^2 / M."""
     n, d, sram_numbers = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("sram_numbers", sram_numbers)))
     return {"standard": n * d + n * n, "flash": n * n * d * d / sram_numbers, "inputs": 4 * n * d}
 
@@ -3262,25 +3302,25 @@ H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit nu
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print(f"M = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}")
-print(f"N = 8,192: standard {io_8k['standard']:.3g} accesses, FlashAttention {io_8k['flash']:.3g}: x{io_8k['standard'] / io_8k['flash']:.1f} fewer")
+print(f"M_sram = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}")
+print(f"n = 8,192: standard {io_8k['standard']:.3g} accesses, FlashAttention {io_8k['flash']:.3g}: x{io_8k['standard'] / io_8k['flash']:.1f} fewer")
 check_stated("B_c", block_c, 228, 0)
-check_stated("the FlashAttention factor N^2 d^2 / M over N^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
-check_stated("the saving at N = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
+check_stated("the FlashAttention factor n^2 d^2 / M_sram over n^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
+check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
 expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
 
 
 def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
-    """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against N."""
+    """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against n."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
     ax.loglog(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
-              label=localized(language, "standard: N d + N²", "стандартное: N d + N²"))
+              label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
     ax.loglog(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
-              label=localized(language, "FlashAttention: N² d² / M", "FlashAttention: N² d² / M"))
+              label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
     ax.loglog(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
-              label=localized(language, "reading Q, K, V and writing O once: 4 N d", "прочитать Q, K, V и записать O: 4 N d"))
-    ax.set_xlabel(localized(language, "sequence length N", "длина последовательности N"))
+              label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
+    ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "HBM accesses (numbers)", "обращения к HBM (чисел)"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=8, loc="upper left")
@@ -3290,9 +3330,9 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
 
 show_figure(
     plot_hbm_accesses([1024, 2048, 4096, 8192, 16384, 32768], 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Both axes are logarithmic: each step right doubles N, each gridline up multiplies the count by 10. Red is "
-    "standard attention, dominated by the N² scores it writes to HBM and reads back; blue is FlashAttention's "
-    "N² d² / M, a parallel line about 7 times lower for d = 128 on an H100; the dotted grey line is the unavoidable "
+    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
+    "standard attention, dominated by the n² scores it writes to HBM and reads back; blue is FlashAttention's "
+    "n² d² / M, a parallel line about 7 times lower for d = 128 on an H100; the dotted grey line is the unavoidable "
     "traffic of reading the inputs and writing the output once. Both attention lines keep the slope 2: tiling "
     "cuts the constant, and only a larger SRAM cuts it further.",
 )
@@ -3780,20 +3820,22 @@ def plot_softmax_vs_linear(soft, lin, language="en"):
     fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
     for ax, weights, title in ((axes[0], soft, localized(language, "softmax", "softmax")),
                                (axes[1], lin, localized(language, "linear, φ = elu + 1", "линейное, φ = elu + 1"))):
-        ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+        image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
         ax.set_title(f"{title}\n" + localized(language, "top weight", "макс. вес") + f" {weights[5:].max(1).mean():.2f}", fontsize=10)
         ax.set_xlabel(localized(language, "key", "ключ"))
         ax.set_xticks(range(0, len(weights), 3)), ax.set_yticks(range(0, len(weights), 3))
         ax.grid(False)
     axes[0].set_ylabel(localized(language, "query", "запрос"))
-    fig.subplots_adjust(wspace=0.25, left=0.1, right=0.99, bottom=0.15, top=0.85)
+    fig.subplots_adjust(wspace=0.25, left=0.1, right=0.86, bottom=0.15, top=0.85)
+    bar = fig.colorbar(image, cax=fig.add_axes([0.89, 0.15, 0.025, 0.7]))
+    bar.set_label(localized(language, "attention weight", "вес внимания"))
     return fig
 
 
 show_figure(
     plot_softmax_vs_linear(soft10, lin10, language=LANGUAGE),
     "Both heatmaps use the same 10 queries and keys; rows are queries, columns keys, darker is more weight (0 to 1), "
-    "and every row sums to 1 inside its causal triangle. Softmax (left) concentrates each late row on a favourite "
+    "as the colour bar shows, and every row sums to 1 inside its causal triangle. Softmax (left) concentrates each late row on a favourite "
     "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
     "five rows, averaged: the bluntness is the price of a fixed-size state.",
 )
@@ -4325,23 +4367,28 @@ print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effe
 
 def plot_rope_obstruction(distances, effective, language="en"):
     """Entries of the absorbed query W^T R(n - m)^T q against the query-key distance: no single fixed vector."""
-    fig, ax = plt.subplots(figsize=(5.8, 2.7))
-    for entry, color in zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN)):
-        ax.plot(distances, entry, "o-", color=color, markersize=3)
+    fig, ax = plt.subplots(figsize=(6.6, 2.8))
+    for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
+        ax.plot(distances, entry, "o-", color=color, markersize=3,
+                label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
+        ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
+                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_xlabel(localized(language, "rotation angle of n - m (radians)", "угол поворота n - m (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
-    fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
+    fig.subplots_adjust(left=0.11, right=0.62, bottom=0.18, top=0.88)
     return fig
 
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each line is one entry of the absorbed query W^T R(n - m)^T q, which would have to be fixed for the absorption "
-    "trick to work; the x-axis is the rotation between the query's and the key's positions. The entries swing as the "
-    "key moves, so a rotated latent would need a new absorbed query for every cached token. MLA keeps the latent "
-    "unrotated (its absorbed query is a flat line) and puts position into a separate 64-number key.",
+    "Each solid line is one entry of the absorbed query W^T R(n - m)^T q, which would have to be fixed for the "
+    "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
+    "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
+    "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
+    "while position travels in a separate 64-number key.",
 )
 print("Latent attention: PASS")
 
@@ -4555,7 +4602,7 @@ show_figure(
     "Both axes are logarithmic; the dashed line is one 80 GB GPU. Lines that rise with the same slope grow in "
     "proportion to the context and keep every token: compression (fewer heads, a latent, 4 bits, a mostly-SSM hybrid) "
     "only shifts them down. The thick blue GQA line runs under the dashed green window line up to 4,096 tokens, where "
-    "the window bends flat; the dotted 4-bit line runs just under the latent line. The state-space stack is "
+    "the window bends flat; the short-dashed 4-bit line runs just under the latent line. The state-space stack is "
     "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
 )
 assert at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]
