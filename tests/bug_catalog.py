@@ -95,6 +95,16 @@ def _dense_tiled_attention(nb):
     return tiled_attention
 
 
+def _dense_plain_tiled_attention(nb):
+    """A 'plain tiled' attention that builds the whole T_q x T_k score matrix and calls dense attention."""
+    sdpa = nb["sdpa"]
+
+    def tiled_attention_plain(Q, K, V, *, tile_size=128):
+        return sdpa(Q, K, V)
+
+    return tiled_attention_plain
+
+
 # ---- Module 3 ----------------------------------------------------------------------------------------------
 
 PE, CAUSAL, ATTENTION = "check_positional_encoding_contract", "check_causal_mask_contract", "check_attention_contract"
@@ -274,6 +284,7 @@ MODULE3 = [
 
 MASK, SINK, KV_REPEAT, KV_CACHE = "check_additive_mask_contract", "check_sink_attention_contract", "check_kv_repeat_contract", "check_kv_cache_contract"
 ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention_contract", "check_rolling_buffer_contract"
+PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 
 ROLLING_BUFFER = "keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))"
@@ -322,7 +333,23 @@ MODULE5 = [
         ONLINE, "alpha", edit("m, l, n = -math.inf, 0.0, 0.0", "m, l, n = 0.0, 0.0, 0.0")),
     Bug("online-softmax-alpha-inverted", 5, "online_softmax_dot", "writes alpha = exp(m_new - m), the inverse rescale",
         ONLINE, "running 'alpha'", edit("alpha = math.exp(m - m_new)", "alpha = math.exp(m_new - m)")),
-    # Exercise 6: tiled_attention
+    # Exercise 6: tiled_attention_plain
+    Bug("plain-tiles-no-alpha-rescale", 5, "tiled_attention_plain", "adds each key tile without rescaling the old accumulator",
+        PLAIN_TILES, "plain tiled output equals dense", edit("acc = alpha[:, None] * acc + p @ V[k0:k0 + tile_size]", "acc = acc + p @ V[k0:k0 + tile_size]"),
+        hint="alpha"),
+    Bug("plain-tiles-no-max-subtraction", 5, "tiled_attention_plain", "exponentiates raw scores, which overflow for large logits",
+        PLAIN_TILES, "large logits stay finite",
+        (("alpha = np.exp(m - m_new)", "alpha = np.ones(len(Q_b))"), ("p = np.exp(s - m_new[:, None])", "p = np.exp(s)")), hint="running max"),
+    Bug("plain-tiles-builds-dense-scores", 5, "tiled_attention_plain", "builds the full T_q x T_k score matrix and calls dense attention",
+        PLAIN_TILES, "never holds a T_q x T_k score matrix", written=_dense_plain_tiled_attention),
+    # Exercise 7: causal_tiled_attention
+    Bug("causal-tiles-visits-future-tiles", 5, "causal_tiled_attention", "computes every key tile, even those entirely in the future",
+        CAUSAL_TILES, "only the key tiles on or below", edit("range(0, min(n_k, q1), tile_size)", "range(0, n_k, tile_size)")),
+    Bug("causal-tiles-diagonal-unmasked", 5, "causal_tiled_attention", "skips the future tiles but forgets to mask inside the diagonal tile",
+        CAUSAL_TILES, "causal tiled output equals dense causal", edit("if k1 - 1 > q0:", "if False:"), hint="diagonal"),
+    Bug("causal-tiles-skips-diagonal-tile", 5, "causal_tiled_attention", "stops before the diagonal tile (k0 < q0 instead of k0 <= q1 - 1)",
+        CAUSAL_TILES, "causal tiled output equals dense causal", edit("range(0, min(n_k, q1), tile_size)", "range(0, min(n_k, q0), tile_size)")),
+    # Exercise 8: tiled_attention
     Bug("tiled-no-alpha-rescale", 5, "tiled_attention", "forgets to rescale the accumulator when a tile raises the row max",
         TILED, "any tile size", edit("acc *= alpha[:, None]", "pass"), hint="alpha"),
     Bug("tiled-query-offset-ignored", 5, "tiled_attention", "compares keys with local query indices, ignoring query_start",
@@ -337,7 +364,7 @@ MODULE5 = [
         TILED, "empty_row='zero'", edit("np.divide(acc, l[:, None], out=acc, where=filled[:, None])", "acc /= l[:, None]")),
     Bug("tiled-builds-dense-scores", 5, "tiled_attention", "builds the full T_q x T_k score matrix and calls dense attention",
         TILED, "never holds a T_q x T_k score matrix", written=_dense_tiled_attention),
-    # Exercise 7: rolling_window_decode
+    # Exercise 9: rolling_window_decode
     Bug("rolling-buffer-keeps-w-plus-1", 5, "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
         ROLLING, "never holds more than",
         ((ROLLING_BUFFER, "keys, values = np.zeros((window + 1, d_k)), np.zeros((window + 1, d_v))"),
@@ -345,15 +372,15 @@ MODULE5 = [
         hint="window + 1"),
     Bug("rolling-buffer-miscounts-held", 5, "rolling_window_decode", "reports one slot more than the buffer holds",
         ROLLING, "never holds more than", edit("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
-    # Exercise 8: linear_attention_recurrent
+    # Exercise 10: linear_attention_recurrent
     Bug("linear-attention-no-normaliser", 5, "linear_attention_recurrent", "divides by the sum of the query features instead of q . z",
         LINEAR, "62 / 15", edit("outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()")),
     Bug("linear-attention-reads-before-update", 5, "linear_attention_recurrent", "reads S and z before adding token i, so a token never sees itself",
         LINEAR, "62 / 15", edit(LINEAR_STEP, "        outputs[i] = q @ S / (q @ z)\n        S += np.outer(k, v)\n        z += k\n")),
-    # Exercise 9: parallel_scan
+    # Exercise 11: parallel_scan
     Bug("parallel-scan-uses-updated-a", 5, "parallel_scan", "updates a before computing b, so b uses the new a",
         SCAN, "loop", edit("a, b = a_prev * a, a * b_prev + b", "a = a_prev * a\n        b = a * b_prev + b")),
-    # Exercise 10: mla_absorbed_attention
+    # Exercise 12: mla_absorbed_attention
     Bug("latent-absorption-forgets-rope", 5, "mla_absorbed_attention", "scores only the latent part and drops q_rope . k_rope",
         LATENT, "RoPE branch", edit("(q_latent @ latent.T + q_rope @ k_rope.T)", "(q_latent @ latent.T)")),
     Bug("latent-absorption-scale-without-rope", 5, "mla_absorbed_attention", "scales by sqrt(d_nope), forgetting the RoPE width",

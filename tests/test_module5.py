@@ -31,6 +31,8 @@ EXERCISES = [
     ("repeat_kv_heads", "check_kv_repeat_contract"),
     ("kv_cache_bytes", "check_kv_cache_contract"),
     ("online_softmax_dot", "check_online_softmax_contract"),
+    ("tiled_attention_plain", "check_plain_tiled_contract"),
+    ("causal_tiled_attention", "check_causal_tiled_contract"),
     ("tiled_attention", "check_tiled_attention_contract"),
     ("rolling_window_decode", "check_rolling_buffer_contract"),
     ("linear_attention_recurrent", "check_linear_attention_contract"),

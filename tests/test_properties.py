@@ -464,13 +464,20 @@ VALID_CALLS = {
         "quantized_kv_bytes_per_token": lambda: ((2, 2, 4, 4), {"scale_bits": 16}),
         "quantized_attention_error": lambda: ((4, -1), {"outlier_channels": 2, "outlier_scale": 10.0, "n": 8, "d": 8, "seed": 0}),
         "cache_bytes_by_design": lambda: ((16,), {}),
+        "tiled_attention_plain": lambda: ((a(5, 3), a(4, 3), a(4, 2)), {"tile_size": 2}),
+        "causal_tiled_attention": lambda: ((a(5, 3), a(5, 3), a(5, 2)), {"tile_size": 2}),
+        "attention_hbm_accesses": lambda: ((1024, 64, 4096), {}),
+        "layered_cache_bytes": lambda: ((16, 2.5, 8), {"bytes_per_value": 2}),
+        "ToyBlockPool": lambda: ((lambda n_blocks, block_size, n_tokens: m5()["ToyBlockPool"](n_blocks, block_size).append("A", n_tokens), 4, 2, 3), {}),
     },
 }
 
 # Public names with no bad-input test here, and why.
 NOT_FUZZED = {
     3: {"AttentionResult": "a record of tensors", "ParameterFloor": "a record of counts", "plain_log_axis": "formats a plot axis"},
-    5: {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given"},
+    5: {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given",
+        "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ",
+        "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays"},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
 
