@@ -41,7 +41,7 @@ def install_missing(modules):
     return missing
 # builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
 
-install_missing(["numpy", "torch", "matplotlib"])
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
 
 # %%
 # Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
@@ -2392,7 +2392,8 @@ print("Online softmax: PASS")
 # never computed; with a window, neither are key blocks entirely behind it. Only the blocks that
 # straddle a mask boundary need the mask itself. Cached decoding adds one detail: when the
 # queries are the last $T_q$ of $T_k$ tokens, query $i$ sits at absolute position
-# $\text{query\_start} + i$, and the causal and window tests must use that position.
+# $T_k - T_q + i$ (`query_start + i` in the code), and the causal and window tests must
+# use that position.
 #
 # $$S = \frac{Q_b K_c^\top}{\sqrt{d_k}} + M_{bc}, \quad m' = \max\left(m, \operatorname{rowmax} S\right), \quad \alpha = e^{m - m'}, \quad P = e^{S - m'}, \quad \ell' = \alpha \ell + \operatorname{rowsum} P, \quad A' = \alpha A + P V_c$$
 #
