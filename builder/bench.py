@@ -2,34 +2,41 @@
 
 - ``python -m builder bench speed [NAMES]``: each notebook's nbclient run against the floor of
   starting a kernel and importing numpy, torch and matplotlib.
+- ``python -m builder bench check``: ``python -m builder check`` in a fresh interpreter against the
+  floor of importing nbformat and jupytext in one; wall and CPU time, medians of interleaved runs.
 - ``python -m builder bench tiled``: Module 5's tiled (streaming) attention against the same
   notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-import nbformat
-
-from . import execute
-from .config import ROOT
+from .config import ROOT, load_course
 from .notebook_code import definitions
 
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
 SPEED_LIMIT = 3.0  # a notebook may take at most this many floors
 
-MODULE5 = ROOT / "notebooks" / "module5_modern_attention.py"
+CHECK_LIMIT = 3.0  # `check` may take at most this many floors of importing nbformat and jupytext
+CHECK_FLOOR_CODE = "import nbformat, jupytext"
+TILED_NOTEBOOK = "module5"  # the reference key of the notebook that defines tiled_attention
 
 # The targets of the tiled-attention issue, at d = 64 and causal.
 TIME_TARGET = 1.0  # tiled / dense wall time at every length in TIME_LENGTHS
 TIME_LENGTHS = (512, 1024, 2048)
 MEMORY_TARGET = 1 / 40  # tiled / dense peak memory at n = 2048
 GROWTH_TARGET = 2.2  # tiled peak at 4096 over tiled peak at 2048
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook under benchmark stopped with an error (exit 1, not a usage error)."""
 
 
 def single_threaded_blas() -> bool:
@@ -65,7 +72,7 @@ def tiled_ratios(
     tile_size: int = 128,
     repeats: int = 7,
     seed: int = 0,
-    source: Path = MODULE5,
+    source: Path | None = None,
 ) -> list[dict]:
     """For each length: dense and tiled seconds and peak bytes, and their ratios (causal attention).
 
@@ -76,6 +83,9 @@ def tiled_ratios(
     single_threaded_blas()
     import numpy as np
 
+    if source is None:
+        (notebook,) = load_course(ROOT).select([TILED_NOTEBOOK])
+        source = notebook.source
     nb = definitions(source, ("sdpa", "make_mask", "tiled_attention"))
     sdpa, make_mask, tiled = nb["sdpa"], nb["make_mask"], nb["tiled_attention"]
     rng = np.random.default_rng(seed)
@@ -125,6 +135,9 @@ def tiled_report(rows: list[dict]) -> tuple[str, bool]:
 
 def floor_seconds(*, kernel_name: str = "python3", timeout: int = 600) -> float:
     """Wall time of a run, exactly as ``execute.run`` does it, of one cell importing numpy, torch and pyplot."""
+    import nbformat
+
+    from . import execute
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CODE)])
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "Python 3", "language": "python"}
     with tempfile.TemporaryDirectory(prefix="course-floor-") as tmp:
@@ -140,8 +153,10 @@ def notebook_ratio(course, name: str, repeats: int = 1) -> dict:
     """Measure the floor and one notebook in the same process, ``repeats`` times each, interleaved.
 
     Prints floor, notebook time, their ratio (medians) and the three slowest cells of the
-    fastest notebook run; returns the same numbers. Fails (ValueError) when the notebook fails.
+    fastest notebook run; returns the same numbers. NotebookFailed when the notebook fails.
     """
+    from . import execute
+
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     (nb,) = course.select([name])
@@ -150,7 +165,7 @@ def notebook_ratio(course, name: str, repeats: int = 1) -> dict:
         floors.append(floor_seconds())
         result = execute.run(nb.ipynb)
         if result.error:
-            raise ValueError(f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}")
+            raise NotebookFailed(f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}")
         runs.append(result)
     floor = statistics.median(floors)
     seconds = statistics.median(r.seconds for r in runs)
@@ -174,7 +189,8 @@ def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
     """``tiled_ratios`` on Module 5's source, printed as a table with a verdict per target."""
     if names:
         raise ValueError("bench tiled measures Module 5's tiled_attention; it takes no notebook names")
-    report, ok = tiled_report(tiled_ratios(repeats=repeats, source=course.root / "notebooks" / "module5_modern_attention.py"))
+    (notebook,) = course.select([TILED_NOTEBOOK])
+    report, ok = tiled_report(tiled_ratios(repeats=repeats, source=notebook.source))
     print(report)
     return [{"name": "tiled_attention", "ok": ok}]
 
@@ -182,3 +198,41 @@ def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
 def within_budget(result: dict) -> bool:
     """True when a benchmark result meets its targets."""
     return result["ok"]
+
+
+def timed_run(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one command; RuntimeError when it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise NotebookFailed(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def check(course, names: list[str], repeats: int = 5) -> list[dict]:
+    """``check`` against the floor of importing nbformat and jupytext, each in a fresh interpreter, interleaved."""
+    if names:
+        raise ValueError("bench check times `python -m builder check` over every notebook; it takes no notebook names")
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    floor_cmd = [sys.executable, "-c", CHECK_FLOOR_CODE]
+    check_cmd = [sys.executable, "-m", "builder", "--root", str(course.root), "check"]
+    floors, checks = [], []
+    for _ in range(repeats):
+        floors.append(timed_run(floor_cmd, course.root))
+        checks.append(timed_run(check_cmd, course.root))
+    wall = statistics.median(c[0] for c in checks) / statistics.median(f[0] for f in floors)
+    cpu = statistics.median(c[1] for c in checks) / statistics.median(f[1] for f in floors)
+    ok = wall <= CHECK_LIMIT
+    print(f"check: floor (import nbformat, jupytext) {statistics.median(f[0] for f in floors):.2f} s wall / "
+          f"{statistics.median(f[1] for f in floors):.2f} s CPU; check {statistics.median(c[0] for c in checks):.2f} s wall / "
+          f"{statistics.median(c[1] for c in checks):.2f} s CPU; ratio {wall:.2f} wall, {cpu:.2f} CPU "
+          f"({'within' if ok else 'OVER'} the {CHECK_LIMIT:g}x budget; median of {repeats})")
+    return [{"name": "check", "wall_ratio": wall, "cpu_ratio": cpu, "ok": ok}]
+
+
+# `bench WHAT` calls BENCHES[WHAT](course, names, repeats=...); add a benchmark with one entry here.
+BENCHES = {"check": check, "speed": speed, "tiled": tiled}

@@ -1,200 +1,187 @@
-"""``python -m builder <command>``: build, check, execute and export the course notebooks."""
+"""python -m builder COMMAND: build, check, execute and export the course notebooks.
+
+Add a command with a parser function below and one row in COMMANDS; its body lives in commands.py.
+"""
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
-import nbformat
+from . import __version__, commands, exits
+from .config import ROOT, ConfigError, UnknownNotebook, load_course
 
-from . import __version__, colab, execute, html, notebooks, pairing, refs, regions, student
-from .config import ROOT, ConfigError, load_course
-from .inline import InlineError
+# Kept for code written against the old names; new code uses builder.exits.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = exits.OK, exits.FAILED, exits.USAGE, exits.MALFORMED, exits.HAND_EDIT
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = 0, 1, 2, 3, 4
+
+def _names(parser: argparse.ArgumentParser, what: str = "notebook names or reference keys (default: all)") -> None:
+    parser.add_argument("names", nargs="*", help=what)
+
+
+def _timing(parser: argparse.ArgumentParser) -> None:
+    """--budget and --timeout, for the commands that execute notebooks."""
+    parser.add_argument("--budget", type=float, help="fail when a notebook takes longer than this many seconds")
+    parser.add_argument("--timeout", type=_positive_int, default=600, help="per-cell timeout in seconds (default: 600)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
+    return value
+
+
+def build_options(p):
+    _names(p)
+    p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
+
+
+def adopt_options(p):
+    _names(p, "notebook names or reference keys whose .ipynb edits to keep (default: all)")
+
+
+def check_options(p):
+    _names(p)
+
+
+def execute_options(p):
+    _names(p)
+    _timing(p)
+    p.add_argument("--out", type=Path, help="folder for executed copies (default: dist/executed)")
+    p.add_argument("--student", action="store_true", help="also run each student edition, as shipped and with its solutions re-inserted")
+
+
+def html_options(p):
+    _names(p)
+    _timing(p)
+    p.add_argument("--out", type=Path, help="folder for executed copies (default: dist/executed)")
+    p.add_argument("--handouts", type=Path, help="folder for the handouts (default: dist/handouts)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--no-input-only", action="store_true", help="write only the reading handouts, without code inputs")
+    which.add_argument("--full-only", action="store_true", help="write only the full handouts, with code")
+
+
+def all_options(p):
+    html_options(p)
+    p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
+    p.add_argument("--student", action="store_true", help="also run each student edition while executing")
+
+
+def refs_options(p):
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="prove the committed bytes reproduce exactly")
+    mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
+
+
+def colab_options(p):
+    from .colab import DEFAULT_TORCH
+
+    _names(p)
+    _timing(p)
+    p.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment (default: .colab-venv)")
+    p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
+    p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
+    p.add_argument("--torch-index", help="package index for torch, e.g. https://download.pytorch.org/whl/cpu")
+
+
+def bench_options(p):
+    from .bench import BENCHES
+
+    p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
+                   "tiled: Module 5's tiled attention against dense, time and memory")
+    _names(p, "notebook names or reference keys (speed only; default: all)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default: 3)")
+
+
+# name: (parser function, command body). The body's docstring is the command's help and description.
+COMMANDS = {
+    "build": (build_options, commands.build),
+    "check": (check_options, commands.check),
+    "adopt": (adopt_options, commands.adopt),
+    "execute": (execute_options, commands.execute),
+    "refs": (refs_options, commands.references),
+    "html": (html_options, commands.html),
+    "all": (all_options, commands.everything),
+    "colab": (colab_options, commands.colab),
+    "bench": (bench_options, commands.bench),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per job, each with only the flags it uses."""
+    top = argparse.ArgumentParser(prog="python -m builder", description=__doc__.splitlines()[0],
+                                  epilog=exits.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"course builder {__version__}")
+    top.add_argument("--root", type=Path, default=None, help="repository root (default: the checkout holding the current folder)")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (options, body) in COMMANDS.items():
+        text = body.__doc__.strip()
+        options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(),
+                               formatter_class=argparse.RawDescriptionHelpFormatter))
+    return top
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line: one subcommand per job."""
-    parser = argparse.ArgumentParser(prog="python -m builder", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"course builder {__version__}")
-    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    build = sub.add_parser("build", help="refresh inlined regions and embedded references, then re-pair the .ipynb")
-    build.add_argument("--force", action="store_true", help="overwrite regions that were edited by hand")
-    sub.add_parser("check", help="write nothing; fail on stale or hand-edited regions, unpaired notebooks, or references that do not reproduce")
-    run = sub.add_parser("execute", help="run notebooks alone in an empty folder through nbclient")
-    _execution_options(run)
-    ref = sub.add_parser("refs", help="recompute the reference metrics")
-    mode = ref.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--check", action="store_true", help="prove the committed bytes reproduce exactly")
-    mode.add_argument("--update", action="store_true", help="rewrite the reference files on purpose")
-    handouts = sub.add_parser("html", help="execute notebooks and export offline HTML handouts to dist/handouts")
-    _execution_options(handouts)
-    html.add_options(handouts)
-    everything = sub.add_parser("all", help="build, check, execute and export the HTML handouts")
-    _execution_options(everything)
-    pinned = sub.add_parser("colab", help="execute notebooks in a venv pinned to Colab's stack (ipykernel 6.17.1, IPython 7.34.0, numpy 2.0)")
-    _execution_options(pinned)
-    pinned.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment")
-    pinned.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12)")
-    pinned.add_argument("--torch", default=colab.DEFAULT_TORCH, help="torch requirement (CPU build)")
-    pinned.add_argument("--torch-index", help="package index for torch, e.g. https://download.pytorch.org/whl/cpu")
-    bench = sub.add_parser("bench", help="benchmarks reported as ratios: `speed` (notebook vs floor), `tiled` (Module 5)")
-    bench.add_argument("what", choices=sorted(BENCHES), help="which benchmark to run")
-    bench.add_argument("names", nargs="*", help="notebook names or reference keys (speed only; default: all)")
-    bench.add_argument("--repeats", type=int, default=3, help="runs of each measurement (speed: medians, tiled: the fastest)")
-    return parser.parse_args(argv)
+    """Parsed arguments; argparse exits 2 on a usage error."""
+    return parser().parse_args(argv)
 
 
-def _execution_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by the commands that execute notebooks."""
-    parser.add_argument("names", nargs="*", help="notebook names or reference keys (default: all)")
-    parser.add_argument("--budget", type=float, help="fail when a notebook takes longer than this many seconds")
-    parser.add_argument("--timeout", type=int, default=600, help="per-cell timeout in seconds")
-    parser.add_argument("--out", type=Path, help="folder for executed copies (default: dist/executed)")
-    parser.add_argument("--student", action="store_true", help="also run each student edition, as shipped and with its solutions re-inserted")
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` whose pyproject.toml has a [tool.course] table; else this package's checkout."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "[tool.course]" in candidate.read_text(encoding="utf-8", errors="replace"):
+            return folder
+    return ROOT
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one builder command and return its exit code."""
-    args = parse_args(argv)
+    """Run one builder command and return its exit code; no traceback escapes."""
     try:
-        course = load_course(args.root)
-        return COMMANDS[args.command](course, args)
-    except (regions.RegionError, InlineError, ConfigError, student.ExerciseError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_MALFORMED
-    except notebooks.HandEditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_HAND_EDIT
-
-
-def cmd_build(course, args) -> int:
-    """Rewrite every region and paired notebook that is out of date."""
-    for nb in course.notebooks:
-        changed = notebooks.build_one(course, nb, nb.source, nb.ipynb, force=getattr(args, "force", False))
-        for path in changed + notebooks.build_student(course, nb):
-            print(f"wrote {notebooks.relative(course, path)}")
-    print("build: up to date")
-    return EXIT_OK
-
-
-def cmd_check(course, args) -> int:
-    """Report every drift without writing anything."""
-    findings: list[object] = []
-    for nb in course.notebooks:
-        findings += notebooks.source_findings(course, nb, nb.source)
-        findings += notebooks.pair_findings(course, nb.source, nb.ipynb)
-        findings += notebooks.student_findings(course, nb)
-    findings += reference_problems(course)
-    for finding in findings:
-        print(finding)
-        if getattr(finding, "diff", ""):
-            print(finding.diff)
-    if findings:
-        print(f"check: {len(findings)} problem(s); `python -m builder build` fixes stale regions and pairs", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"check: {len(course.notebooks)} notebooks, their student editions, regions, pairs and references are in sync")
-    return EXIT_OK
-
-
-def reference_problems(course) -> list[refs.Problem]:
-    """Problems with the committed reference files of every notebook."""
-    return [p for nb in course.notebooks for p in refs.check(nb.reference_path, nb.reference)]
-
-
-def cmd_refs(course, args) -> int:
-    """Check or rewrite the reference files."""
-    if args.update:
-        for nb in course.notebooks:
-            changed = refs.update(nb.reference_path, nb.reference)
-            print(f"{'wrote' if changed else 'unchanged'} {notebooks.relative(course, nb.reference_path)}")
-        print("now run `python -m builder build` so the notebooks embed the new references")
-        return EXIT_OK
-    problems = reference_problems(course)
-    for problem in problems:
-        print(problem)
-    if not problems:
-        print(f"refs: {len(course.notebooks)} reference files reproduce byte for byte")
-    return EXIT_FAILED if problems else EXIT_OK
-
-
-def cmd_execute(course, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> int:
-    """Execute the chosen notebooks and report their times; fail on an error or a breached budget."""
-    out = args.out or out or course.root / "dist" / "executed"
-    status = EXIT_OK
-    for nb in course.select(args.names):
-        result = execute.run(nb.ipynb, out, timeout=args.timeout, kernel_name=kernel_name)
-        print(execute.report(result, args.budget), flush=True)
-        over = args.budget is not None and result.seconds > args.budget
-        failed = bool(result.error) or over
-        if student_too or getattr(args, "student", False):
-            failed |= not run_student_editions(nb, out / "student", args.timeout, kernel_name)
-        status = EXIT_FAILED if failed else status
-    return status
-
-
-def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
-    """Run a student edition as shipped and with its solutions re-inserted; True when both behave."""
-    source = nb.source.read_text(encoding="utf-8")
-    labels = [e.label for e in student.exercises(pairing.read_source(source))]
-    shipped = execute.run(nb.student_ipynb, out, timeout=timeout, kernel_name=kernel_name, allow_errors=True)
-    problems = student.shipped_run_problems(nbformat.read(shipped.executed, as_version=4), labels)
-    verdict = "; ".join(problems) or f"stops only at its {len(labels)} exercise stubs (NotImplementedError)"
-    print(f"{nb.name} student edition as shipped ({shipped.seconds:.1f} s): {verdict}", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        solved = Path(tmp) / f"{nb.name}.ipynb"
-        solved.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"), source)))
-        result = execute.run(solved, timeout=timeout, kernel_name=kernel_name)
-    print(f"{nb.name} student edition with solutions re-inserted ({result.seconds:.1f} s): {'FAILED' if result.error else 'passes'}", flush=True)
-    if result.error:
-        print(result.error)
-    return not problems and not result.error
-
-
-def cmd_colab(course, args) -> int:
-    """Create the Colab-pinned environment if needed, then execute the notebooks with its kernel."""
-    venv = args.venv if args.venv.is_absolute() else course.root / args.venv
-    versions = colab.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
-    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
-    return cmd_execute(course, args, kernel_name=colab.use_kernel(venv), out=course.root / "dist" / "colab", student_too=True)
-
-
-def cmd_html(course, args) -> int:
-    """Execute the chosen notebooks and write their full and reading handouts."""
-    return html.command(course, args, execute_first=True)
-
-
-def cmd_html_from_executed(course, args) -> int:
-    """Write the handouts from the copies that ``execute`` just left in its output folder."""
-    return html.command(course, args, execute_first=False)
-
-
-def cmd_all(course, args) -> int:
-    """The main job: build, check, execute, then export the handouts."""
-    for step in (cmd_build, cmd_check, cmd_execute, cmd_html_from_executed):
-        code = step(course, args)
-        if code != EXIT_OK:
-            return code
-    return EXIT_OK
-
-
-def cmd_bench(course, args) -> int:
-    """Run one benchmark from builder/bench.py; fail when a result is over its budget."""
-    from . import bench
-
+        args = parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse already explained
+        return exc.code if isinstance(exc.code, int) else exits.USAGE
     try:
-        results = getattr(bench, BENCHES[args.what])(course, args.names, repeats=args.repeats)
-    except ValueError as exc:  # bad names or repeats: say what is allowed
+        course = load_course((args.root or find_root(Path.cwd())).resolve())
+        return COMMANDS[args.command][1](course, args)
+    except UnknownNotebook as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK if all(bench.within_budget(r) for r in results) else EXIT_FAILED
+        return exits.USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a message, never a traceback
+        return report(exc)
 
 
-# `bench WHAT` runs builder.bench.<function>(course, names, repeats=...); add a benchmark with one line here.
-BENCHES = {"speed": "speed", "tiled": "tiled"}
+def report(exc: Exception) -> int:
+    """Print one builder error and return its exit code."""
+    code = exit_code(exc)
+    if code == exits.INTERNAL:
+        where = exc.__traceback__
+        while where and where.tb_next:
+            where = where.tb_next
+        at = f" at {where.tb_frame.f_code.co_filename}:{where.tb_lineno}" if where else ""
+        print(f"internal error: {type(exc).__name__}: {exc}{at}; please report it", file=sys.stderr)
+    else:
+        print(f"error: {exc}", file=sys.stderr)
+    return code
 
-COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all, "colab": cmd_colab,
-            "html": cmd_html, "bench": cmd_bench}
+
+def exit_code(exc: Exception) -> int:
+    """The exit code of an error a command raised: MALFORMED for bad input, HAND_EDIT for a refusal, else INTERNAL."""
+    from .editions import HandEditError, IpynbEditError
+    from .files import CannotWrite, MalformedFile
+    from .inline import InlineError
+    from .regions import RegionError
+    from .student import ExerciseError
+
+    if isinstance(exc, HandEditError):
+        return exits.HAND_EDIT
+    if isinstance(exc, IpynbEditError):
+        return exits.IPYNB_EDIT
+    if isinstance(exc, (CannotWrite, OSError)):
+        return exits.FAILED
+    if isinstance(exc, (RegionError, InlineError, ConfigError, ExerciseError, MalformedFile)):
+        return exits.MALFORMED
+    return exits.INTERNAL

@@ -1,5 +1,7 @@
 """Course configuration, read from the ``[tool.course]`` table of ``pyproject.toml``."""
 
+import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,10 @@ REFS_UPDATE_COMMAND = "python -m builder refs --update"
 
 class ConfigError(ValueError):
     """The course configuration in pyproject.toml is missing or malformed."""
+
+
+class UnknownNotebook(LookupError):
+    """A notebook name on the command line that the course does not have (a usage error)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,11 @@ class Notebook:
         """The frozen reference metrics this notebook embeds."""
         return self.root / "references" / f"{self.reference}.json"
 
+    @property
+    def reference_sha256(self) -> str:
+        """SHA-256 of the committed reference file's bytes, as the notebook header and handout state it."""
+        return hashlib.sha256(self.reference_path.read_bytes()).hexdigest()
+
 
 @dataclass(frozen=True)
 class Course:
@@ -61,6 +72,26 @@ class Course:
     repository: str
     branch: str
     notebooks: tuple[Notebook, ...]
+
+    @property
+    def executed_dir(self) -> Path:
+        """Where ``execute`` leaves the executed copies."""
+        return self.root / "dist" / "executed"
+
+    @property
+    def handouts_dir(self) -> Path:
+        """Where ``html`` writes the handouts."""
+        return self.root / "dist" / "handouts"
+
+    @property
+    def colab_dir(self) -> Path:
+        """Where ``colab`` leaves the copies executed on the Colab-pinned kernel."""
+        return self.root / "dist" / "colab"
+
+    def shown(self, path: Path) -> str:
+        """``path`` relative to the repository root when it lies inside it, for reports."""
+        path = Path(path)
+        return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else str(path)
 
     def colab_url(self, relative_path: str) -> str:
         """Open-in-Colab URL for a notebook path relative to the repository root."""
@@ -76,23 +107,30 @@ class Course:
             match = [nb for nb in self.notebooks if name in (nb.name, nb.reference)]
             if not match:
                 known = ", ".join(nb.name for nb in self.notebooks)
-                raise ConfigError(f"unknown notebook {name!r}; choose from: {known}")
+                raise UnknownNotebook(f"unknown notebook {name!r}; choose from: {known}")
             chosen.extend(match)
         return chosen
 
 
 def load_course(root: Path = ROOT) -> Course:
-    """Read ``[tool.course]`` from ``root/pyproject.toml``."""
+    """Read ``[tool.course]`` from ``root/pyproject.toml``; ConfigError names ``pyproject.toml(line)``."""
     pyproject = root / "pyproject.toml"
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"]
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{pyproject}(1): cannot read it ({exc.strerror or exc}); is {root} a course checkout? Pass --root") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        found = re.search(r"at line (\d+)", str(exc))
+        raise ConfigError(f"{pyproject}({found.group(1) if found else 1}): not valid TOML: {exc}") from None
+    try:
+        table = data["tool"]["course"]
         notebooks = tuple(
             Notebook(root, entry["name"], entry["reference"], entry["title"])
             for entry in table["notebooks"]
         )
         repository, branch = table["repository"], table["branch"]
-    except (OSError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{pyproject}: [tool.course] needs repository, branch and notebooks ({exc})") from exc
-    if not repository.startswith("https://github.com/"):
-        raise ConfigError(f"{pyproject}: [tool.course] repository must be a https://github.com/OWNER/REPO URL")
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"{pyproject}(1): [tool.course] needs repository, branch and notebooks, each with name, reference and title (missing {exc})") from None
+    if not isinstance(repository, str) or not repository.startswith("https://github.com/"):
+        raise ConfigError(f"{pyproject}(1): [tool.course] repository must be a https://github.com/OWNER/REPO URL")
     return Course(root, repository, branch, notebooks)

@@ -35,6 +35,7 @@ class RunResult:
     error: str | None = None
     failed_cell: int | None = None
     executed: Path | None = None
+    errors: list[tuple[int, nbformat.NotebookNode]] = field(default_factory=list)
 
     def slowest(self, count: int = 3) -> list[CellTiming]:
         """The ``count`` slowest code cells, slowest first."""
@@ -111,7 +112,7 @@ def run(
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             error = str(exc)
-        result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb))
+        result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb), errors=error_outputs(nb))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         result.executed = out_dir / ipynb.name

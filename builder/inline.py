@@ -2,21 +2,62 @@
 
 import ast
 import builtins
+import functools
+import hashlib
 import importlib
+import importlib.util
 import inspect
 import symtable
+import sys
 import textwrap
+from pathlib import Path
 
-from .contracts import registry
+from . import contracts
 
 
 class InlineError(ValueError):
     """A name that cannot be inlined: unknown, or with a source the builder cannot isolate."""
 
 
-def source_of(name: str) -> str:
+def registry(root: Path | None = None) -> dict[str, tuple[object, str]]:
+    """Every inlinable name of the checkout at ``root``: its own builder/contracts, never those of another copy.
+
+    Without ``root``, or when ``root`` has no builder/contracts, the contracts of this builder package.
+    """
+    return _registry(*_contracts_folder(root))
+
+
+def _contracts_folder(root: Path | None) -> tuple[Path, tuple]:
+    """The contracts folder to use for ``root`` and a stamp of its files (names, mtimes, sizes)."""
+    own = Path(contracts.__file__).resolve().parent
+    folder = (root / "builder" / "contracts").resolve() if root is not None else own
+    if not (folder / "__init__.py").is_file():
+        folder = own
+    return folder, tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(folder.glob("*.py")))
+
+
+@functools.cache
+def _registry(folder: Path, stamp: tuple) -> dict[str, tuple[object, str]]:
+    """The registry of one contracts folder as it stands (``stamp``); another copy is imported under a name of its own."""
+    if folder == Path(contracts.__file__).resolve().parent:
+        return contracts.registry()
+    name = f"_course_contracts_{hashlib.sha256(repr((str(folder), stamp)).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.registry()
+
+
+def source_of(name: str, root: Path | None = None) -> str:
     """The exact source of one inlinable name: a def, a class, or a module-level assignment."""
-    known = registry()
+    return _source_of(name, *_contracts_folder(root))
+
+
+@functools.cache
+def _source_of(name: str, folder: Path, stamp: tuple) -> str:
+    """``source_of`` for one contracts folder as it stands."""
+    known = _registry(folder, stamp)
     if name not in known:
         raise InlineError(f"unknown function {name!r}; inlinable names: {', '.join(sorted(known))}")
     obj, module_name = known[name]
@@ -57,10 +98,10 @@ def free_names(source: str) -> set[str]:
     return {n for n in found - defined if not hasattr(builtins, n)}
 
 
-def dependencies(name: str) -> set[str]:
+def dependencies(name: str, root: Path | None = None) -> set[str]:
     """Other inlinable names that ``name``'s source uses; each needs its own region first."""
-    known = registry()
-    needed = free_names(source_of(name))
+    known = registry(root)
+    needed = free_names(source_of(name, root))
     unknown = needed - set(known)
     if unknown:
         raise InlineError(f"{name} reads {sorted(unknown)}, which nothing inlines; import them inside the function body")

@@ -1,36 +1,68 @@
-"""The jupytext pair: the .ipynb is a pure function of the percent-format .py source."""
+"""The jupytext pair: the .ipynb is a pure function of the percent-format .py source.
 
+The metadata filters are jupytext's own configuration, the ``[tool.jupytext]`` table of the
+course's pyproject.toml, read by ``jupytext.config``.
+"""
+
+import copy
+import functools
 import hashlib
+from pathlib import Path
 
 import jupytext
 import nbformat
+from jupytext.config import load_jupytext_configuration_file
+from jupytext.metadata_filter import filter_metadata
 
-FILTERS = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
+from .config import ROOT
+
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 # Cells with this tag open collapsed: in Colab as a titled form, in Jupyter with the input hidden.
 COLLAPSED_TAG = "hide-input"
 
 
-def read_source(py_text: str) -> nbformat.NotebookNode:
-    """Parse a percent-format source into a notebook with only tags kept in cell metadata."""
-    nb = jupytext.reads(py_text, fmt="py:percent")
+@functools.cache
+def filters(root: Path = ROOT) -> dict[str, str]:
+    """``[tool.jupytext]``'s metadata filters and pairing formats, as jupytext itself reads them from ``root``."""
+    config = load_jupytext_configuration_file(str(root / "pyproject.toml"))
+    if config is None:
+        raise ValueError(f"{root / 'pyproject.toml'} has no [tool.jupytext] table; it sets the pairing and its metadata filters")
+    formats = config.formats if isinstance(config.formats, str) else ";".join(config.formats)
+    return {"notebook_metadata_filter": config.notebook_metadata_filter, "cell_metadata_filter": config.cell_metadata_filter,
+            "formats": formats}
+
+
+def cell_id(cell_type: str, source: str) -> str:
+    """The content-derived id the builder gives a cell: a cell edited in Jupyter keeps its id, so the two disagree."""
+    return hashlib.sha256(f"{cell_type}\n{source}".encode()).hexdigest()[:8]
+
+
+def read_source(py_text: str, root: Path = ROOT) -> nbformat.NotebookNode:
+    """Parse a percent-format source into a notebook whose cell metadata passes the configured filter."""
+    return filtered(jupytext.reads(py_text, fmt="py:percent"), root)
+
+
+def filtered(nb: nbformat.NotebookNode, root: Path = ROOT) -> nbformat.NotebookNode:
+    """``nb`` with each cell's metadata cut down by the configured cell metadata filter (in place)."""
+    keep = filters(root)["cell_metadata_filter"]
     for cell in nb.cells:
-        tags = cell.metadata.get("tags")
-        cell.metadata = nbformat.NotebookNode({"tags": list(tags)} if tags else {})
+        cell.metadata = nbformat.NotebookNode(filter_metadata(dict(cell.metadata), keep, "-all"))
     return nb
 
 
-def to_ipynb(py_text: str) -> str:
-    """The exact .ipynb text paired with ``py_text``: no outputs, content-derived cell ids."""
-    nb = read_source(py_text)
+def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
+    """The exact .ipynb text of a parsed source (left unchanged): no outputs, content-derived cell ids."""
+    nb = copy.deepcopy(nb)
+    config = filters(root)
     nb.metadata = nbformat.NotebookNode({
-        "jupytext": dict(FILTERS, formats="ipynb,py:percent"),
+        "jupytext": {"cell_metadata_filter": config["cell_metadata_filter"], "formats": config["formats"],
+                     "notebook_metadata_filter": config["notebook_metadata_filter"]},
         "kernelspec": KERNELSPEC,
         "language_info": {"name": "python"},
     })
     seen: dict[str, int] = {}
     for cell in nb.cells:
-        base = hashlib.sha256(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:8]
+        base = cell_id(cell.cell_type, cell.source)
         seen[base] = seen.get(base, 0) + 1
         cell["id"] = base if seen[base] == 1 else f"{base}-{seen[base]}"
         if cell.cell_type == "code":
@@ -42,12 +74,19 @@ def to_ipynb(py_text: str) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def write_percent(nb: nbformat.NotebookNode) -> str:
-    """A notebook in jupytext's percent format, with only cell tags kept as metadata."""
-    nb.metadata = nbformat.NotebookNode({"jupytext": dict(FILTERS)})
+def to_ipynb(py_text: str, root: Path = ROOT) -> str:
+    """The exact .ipynb text paired with ``py_text``."""
+    return ipynb_text(read_source(py_text, root), root)
+
+
+def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
+    """A notebook (left unchanged) in jupytext's percent format, with the configured metadata filters."""
+    nb = copy.copy(nb)
+    config = filters(root)
+    nb.metadata = nbformat.NotebookNode({"jupytext": {k: config[k] for k in ("notebook_metadata_filter", "cell_metadata_filter")}})
     return jupytext.writes(nb, fmt="py:percent")
 
 
-def to_percent(py_text: str) -> str:
+def to_percent(py_text: str, root: Path = ROOT) -> str:
     """``py_text`` as jupytext itself would write it; a source in canonical form is unchanged."""
-    return write_percent(read_source(py_text))
+    return write_percent(read_source(py_text, root), root)

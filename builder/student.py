@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import nbformat
 
-from . import execute, pairing
+from . import pairing
 
 TAG = "exercise"
-HIDDEN_TAG = "hide-input"
+HIDDEN_TAG = pairing.COLLAPSED_TAG
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
 
@@ -124,7 +124,11 @@ def reference_cell(source: str, exercise: Exercise, first: bool) -> nbformat.Not
 
 def student_text(source_text: str) -> str:
     """The percent-format student edition of a percent-format source (regions not yet rendered)."""
-    nb = pairing.read_source(source_text)
+    return pairing.write_percent(student_notebook(pairing.read_source(source_text)))
+
+
+def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student edition of a parsed source (left unchanged): stubs, hidden solutions and the guide after the first cell."""
     found = exercises(nb)
     by_index = {e.index: e for e in found}
     cells = []
@@ -134,8 +138,9 @@ def student_text(source_text: str) -> str:
             cells.append(reference_cell(cell.source, exercise, first=exercise is found[0]))
             cell = nbformat.NotebookNode(dict(cell, source=stubbed(cell.source, exercise)))
         cells.append(cell)
-    nb.cells = cells[:1] + [nbformat.v4.new_markdown_cell(guide(found))] + cells[1:]
-    return pairing.write_percent(nb)
+    edition = nbformat.NotebookNode(dict(nb))
+    edition.cells = cells[:1] + [nbformat.v4.new_markdown_cell(guide(found))] + cells[1:]
+    return edition
 
 
 def guide(found: list[Exercise]) -> str:
@@ -163,13 +168,12 @@ def reinsert_solutions(student: str, source_text: str) -> str:
     return pairing.write_percent(nb)
 
 
-def shipped_run_problems(executed: nbformat.NotebookNode, labels: list[str]) -> list[str]:
-    """What is wrong with a run of the shipped student edition (every cell run, errors kept).
+def shipped_run_problems(found: list[tuple[int, dict]], labels: list[str]) -> list[str]:
+    """What is wrong with a run of the shipped student edition, from its (cell index, error output) pairs.
 
     It must fail exactly once per exercise, in that exercise's check cell, with the stub's
-    NotImplementedError, and nowhere else.
+    NotImplementedError, and nowhere else. ``execute.RunResult.errors`` holds the pairs.
     """
-    found = execute.error_outputs(executed)
     problems = [f"cell {i}: {out.ename}: {out.evalue[:300]}" for i, out in found if out.ename != "NotImplementedError"]
     raised = [out.evalue.split(":")[0] for _, out in found if out.ename == "NotImplementedError"]
     if raised != labels:

@@ -1,7 +1,9 @@
 """Helpers shared by the test modules."""
 
+import contextlib
 import functools
 import inspect
+import io
 import json
 import re
 import shutil
@@ -71,7 +73,23 @@ def copy_repo(target: Path) -> Path:
 
 
 def run_builder(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m builder ARGS`` inside ``root``, so it imports that copy's builder package."""
+    """``python -m builder --root ROOT ARGS`` in this process (the builder reads that copy's sources and contracts).
+
+    Returns what a subprocess run would: the exit code and the captured stdout and stderr.
+    """
+    from builder import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(["python", "-m", "builder", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_builder_process(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m builder ARGS`` in a fresh interpreter inside ``root``, importing that copy's builder package.
+
+    Only for tests that change builder/ itself or need a real process (an entry point, a hook).
+    """
     return subprocess.run([sys.executable, "-m", "builder", *args], cwd=root, capture_output=True, text=True)
 
 

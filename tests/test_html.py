@@ -20,7 +20,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from builder import cli, execute, html, inline
+from builder import cli, execute, handout, inline
 from builder.config import load_course
 from tests.support import run_builder
 
@@ -30,7 +30,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-PROVENANCE = html.Provenance("Fixture · Attention in one page", "0123abcd", "9.9.9", "references/fixture.json", "f" * 64)
+PROVENANCE = handout.Provenance("Fixture · Attention in one page", "0123abcd", "9.9.9", "references/fixture.json", "f" * 64)
 ONE_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 BADGE = (
     "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -133,7 +133,7 @@ def figure_outputs(caption: str | None = "*How to read it.*", alt: str | None = 
 
 
 def render(nb, variant="full") -> tuple[str, BeautifulSoup]:
-    page, _, _ = html.render(nb, "fixture", PROVENANCE, variant=variant)
+    page, _, _ = handout.render(nb, "fixture", PROVENANCE, variant=variant)
     return page, BeautifulSoup(page, "html.parser")
 
 
@@ -162,20 +162,20 @@ def test_inline_and_display_math_become_mathml():
 def test_latex_commands_of_the_course_convert():
     for latex in [r"\frac{QK^\top}{\sqrt{d_k}}", r"\sum_{j=1}^{n} e^{z_j}", r"\text{softmax}", r"\operatorname{LN}(x)",
                   r"\mathbb{R}^{d}", r"\left( x \right)", r"a \cdot b \le c \in S \times T", r"\alpha\beta\gamma\theta\mu\sigma"]:
-        mathml = html.latex_to_mathml(latex, display=False)
+        mathml = handout.latex_to_mathml(latex, display=False)
         assert mathml.startswith("<math") and "\\" not in re.sub(r"<[^>]*>", "", mathml), latex
 
 
 def test_function_names_get_tex_spacing():
-    log = html.latex_to_mathml(r"\log p", display=False)
+    log = handout.latex_to_mathml(r"\log p", display=False)
     assert "<mi>log</mi><mspace" in log
-    call = html.latex_to_mathml(r"\operatorname{softmax}(z)", display=False)
+    call = handout.latex_to_mathml(r"\operatorname{softmax}(z)", display=False)
     assert 'lspace="0em" rspace="0em">softmax</mo>' in call
 
 
 def test_unknown_command_fails_naming_notebook_cell_and_expression():
     nb = fake_executed([new_markdown_cell("# Fine"), new_markdown_cell("All good: $x$."), new_markdown_cell(r"Broken: $\foo{x} + 1$ here.")])
-    with pytest.raises(html.HandoutError) as caught:
+    with pytest.raises(handout.HandoutError) as caught:
         render(nb)
     message = str(caught.value)
     assert "fixture: cell 2" in message
@@ -185,25 +185,25 @@ def test_unknown_command_fails_naming_notebook_cell_and_expression():
 
 def test_malformed_latex_fails_too():
     nb = fake_executed([new_markdown_cell(r"Unbalanced $\frac{1}{$ and $$\sqrt{$$")])
-    with pytest.raises(html.HandoutError, match=r"cell 0.*\\frac\{1\}\{"):
+    with pytest.raises(handout.HandoutError, match=r"cell 0.*\\frac\{1\}\{"):
         render(nb)
 
 
 def test_latex_left_as_text_fails_naming_the_cell():
     stray = fake_executed([new_markdown_cell("fine"), new_markdown_cell("It costs 5$ per run.")])
-    with pytest.raises(html.HandoutError, match=r"fixture: cell 1 \(markdown cell\): raw LaTeX outside math.*costs 5\$ per run"):
+    with pytest.raises(handout.HandoutError, match=r"fixture: cell 1 \(markdown cell\): raw LaTeX outside math.*costs 5\$ per run"):
         render(stray)
     bare = fake_executed([new_markdown_cell(r"The weight is \frac{1}{\sqrt{d_k}} here.")])
-    with pytest.raises(html.HandoutError, match=r"fixture: cell 0 \(markdown cell\): raw LaTeX outside math.*\\frac\{1\}"):
+    with pytest.raises(handout.HandoutError, match=r"fixture: cell 0 \(markdown cell\): raw LaTeX outside math.*\\frac\{1\}"):
         render(bare)
 
 
 def test_math_in_captions_and_removed_cells_is_checked():
     caption = new_code_cell("show()", outputs=figure_outputs(caption=r"*Read $\bar{x}$ as $\nope$.*", alt="Read it."))
-    with pytest.raises(html.HandoutError, match=r"cell 0 \(output 1\).*\\nope"):
+    with pytest.raises(handout.HandoutError, match=r"cell 0 \(output 1\).*\\nope"):
         render(fake_executed([caption]))
     removed = new_markdown_cell(r"$\nope$", metadata={"tags": ["remove-cell"]})
-    with pytest.raises(html.HandoutError, match=r"cell 1.*\\nope"):
+    with pytest.raises(handout.HandoutError, match=r"cell 1.*\\nope"):
         render(fake_executed([new_markdown_cell("ok"), removed]))
 
 
@@ -267,7 +267,7 @@ def test_alt_text_falls_back_to_the_markdown_caption():
 
 def test_figure_without_caption_fails_naming_the_cell():
     nb = fake_executed([new_markdown_cell("x"), new_code_cell("plt.show()", outputs=figure_outputs(caption=None, alt=None))])
-    with pytest.raises(html.HandoutError, match=r"fixture: cell 1: figure \(output 0\) has no caption.*show_figure"):
+    with pytest.raises(handout.HandoutError, match=r"fixture: cell 1: figure \(output 0\) has no caption.*show_figure"):
         render(nb)
 
 
@@ -281,18 +281,18 @@ def test_colab_badge_becomes_a_text_link():
 
 def test_network_image_outside_a_link_fails():
     nb = fake_executed([new_markdown_cell("![diagram](https://example.org/diagram.png)")])
-    with pytest.raises(html.HandoutError, match=r"cell 0.*https://example.org/diagram.png.*lives on the network"):
+    with pytest.raises(handout.HandoutError, match=r"cell 0.*https://example.org/diagram.png.*lives on the network"):
         render(nb)
 
 
 def test_relative_image_is_embedded_or_fails_naming_the_cell(tmp_path):
     (tmp_path / "dot.png").write_bytes(base64.b64decode(ONE_PIXEL_PNG))
     nb = fake_executed([new_markdown_cell("![a dot](dot.png)")])
-    page, _, _ = html.render(nb, "fixture", PROVENANCE, path=tmp_path)
+    page, _, _ = handout.render(nb, "fixture", PROVENANCE, path=tmp_path)
     assert '<img alt="a dot" src="data:image/png;base64,' in page
     missing = fake_executed([new_markdown_cell("x"), new_markdown_cell("![gone](figures/gone.svg)")])
-    with pytest.raises(html.HandoutError, match=r"fixture: cell 1: image 'figures/gone.svg' was not found"):
-        html.render(missing, "fixture", PROVENANCE, path=tmp_path)
+    with pytest.raises(handout.HandoutError, match=r"fixture: cell 1: image 'figures/gone.svg' was not found"):
+        handout.render(missing, "fixture", PROVENANCE, path=tmp_path)
 
 
 def test_no_script_and_no_network_resources():
@@ -312,7 +312,7 @@ def test_no_script_and_no_network_resources():
     for style in soup.find_all("style"):
         assert "@import" not in style.get_text() and not re.search(r"url\(\s*['\"]?(https?:)?//", style.get_text())
     assert not re.search(r"""(src|href)=["'](https?:)?//[^"']*\.(css|js|woff2?|ttf|otf)\b""", page)
-    assert html.audit(soup) == []
+    assert handout.audit(soup) == []
 
 
 def test_audit_catches_network_resources():
@@ -320,7 +320,7 @@ def test_audit_catches_network_resources():
         '<html><head><link rel="stylesheet" href="https://x/y.css"><style>@import url(https://x/f.css);'
         ' @font-face { src: url(https://x/f.woff2); }</style></head><body><img src="https://x/i.png">'
         '<script>1</script></body></html>', "html.parser")
-    problems = "\n".join(html.audit(soup))
+    problems = "\n".join(handout.audit(soup))
     for expected in ("<link>", "<script>", "<img src=", "url(https://x/f.woff2)", "@import"):
         assert expected in problems
 
@@ -349,7 +349,7 @@ def test_course_notebooks_math_converts():
     course = load_course()
     for nb in course.notebooks:
         for path in (nb.ipynb, getattr(nb, "student_ipynb", nb.ipynb)):
-            assert html.math_problems(nbformat.read(path, as_version=4), path.name) == []
+            assert handout.math_problems(nbformat.read(path, as_version=4), path.name) == []
 
 
 def test_builder_html_names_the_broken_formula_before_executing(repo_copy):
@@ -372,7 +372,7 @@ def test_export_is_deterministic():
 
 
 def test_source_commit_outside_git(tmp_path):
-    assert html.source_commit(tmp_path) == "unknown"
+    assert handout.source_commit(tmp_path) == "unknown"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,14 +380,14 @@ def test_source_commit_outside_git(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def fixture_handouts(tmp_path_factory) -> dict[str, html.Handout]:
+def fixture_handouts(tmp_path_factory) -> dict[str, handout.Handout]:
     """The fixture notebook executed by a real kernel and exported in both variants."""
     folder = tmp_path_factory.mktemp("fixture")
     source = folder / "fixture_handout.ipynb"
     nbformat.write(fixture_notebook(), source)
     result = execute.run(source, folder / "executed")
     assert result.error is None, result.error
-    written = html.export(result.executed, folder / "handouts", "fixture_handout", PROVENANCE)
+    written = handout.export(result.executed, folder / "handouts", "fixture_handout", PROVENANCE)
     return {h.variant: h for h in written}
 
 
@@ -405,11 +405,11 @@ def course_handouts(tmp_path_factory) -> tuple[list[Path], str]:
 @pytest.mark.slow
 def test_fixture_handouts_hold_every_formula_and_figure(fixture_handouts):
     expected = len(FIXTURE_MATH) + len(FIXTURE_CAPTION_MATH) + FIXTURE_TOC_MATH
-    for variant, handout in fixture_handouts.items():
-        soup = BeautifulSoup(handout.path.read_text(encoding="utf-8"), "html.parser")
-        assert handout.math == expected == len(soup.find_all("math")), variant
-        assert handout.figures == 1 and len(soup.find_all("img")) == 1
-        assert soup.find("img")["alt"] == html.alt_text(FIGURE_CAPTION)
+    for variant, page in fixture_handouts.items():
+        soup = BeautifulSoup(page.path.read_text(encoding="utf-8"), "html.parser")
+        assert page.math == expected == len(soup.find_all("math")), variant
+        assert page.figures == 1 and len(soup.find_all("img")) == 1
+        assert soup.find("img")["alt"] == handout.alt_text(FIGURE_CAPTION)
         text = soup.get_text()
         assert "REMOVED-CELL-OUTPUT" not in text and "REMOVED-MARKDOWN" not in text
         assert "HIDDEN_INPUT_MARKER" not in text and "output of a hidden input" in text
@@ -421,7 +421,7 @@ def test_fixture_handouts_hold_every_formula_and_figure(fixture_handouts):
 def test_fixture_math_matches_the_source(fixture_handouts):
     nb = nbformat.read(fixture_handouts["full"].path.parent.parent / "executed" / "fixture_handout.ipynb", as_version=4)
     kept = nbformat.v4.new_notebook(cells=[c for c in nb.cells if "remove-cell" not in c.metadata.get("tags", [])])
-    assert sorted(e.strip() for e in html.math_expressions(kept)) == sorted(e.strip() for e in FIXTURE_MATH + FIXTURE_CAPTION_MATH)
+    assert sorted(e.strip() for e in handout.math_expressions(kept)) == sorted(e.strip() for e in FIXTURE_MATH + FIXTURE_CAPTION_MATH)
 
 
 @pytest.mark.slow

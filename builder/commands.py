@@ -1,0 +1,196 @@
+"""The body of each ``python -m builder`` command: ``(course, args) -> exit code``.
+
+Heavy libraries (nbclient, nbconvert, bs4, playwright) are imported inside the commands that use them,
+so ``build`` and ``check`` start fast.
+"""
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from . import editions, exits, files, refs
+
+
+def build(course, args) -> int:
+    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
+    results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
+    if not getattr(args, "force", False):
+        editions.refuse_lost_edits(course, results)
+    for path in files.write_all({path: text for result in results for path, text in result.expected.items()}):
+        print(f"wrote {course.shown(path)}")
+    print("build: up to date")
+    return exits.OK
+
+
+def check(course, args) -> int:
+    """Write nothing; fail on stale or hand-edited regions, unpaired notebooks, or references that do not reproduce."""
+    chosen = course.select(getattr(args, "names", None))
+    findings: list[object] = []
+    for nb in chosen:
+        result = editions.editions(course, nb)
+        findings += result.findings + editions.pair_findings(course, result)
+    findings += reference_problems(chosen)
+    for finding in findings:
+        print(finding)
+        if getattr(finding, "diff", ""):
+            print(finding.diff)
+    if findings:
+        print(f"check: {len(findings)} problem(s); the messages above say which command fixes each", file=sys.stderr)
+        return exits.FAILED
+    print(f"check: {len(chosen)} notebooks, their student editions, regions, pairs and references are in sync")
+    return exits.OK
+
+
+def adopt(course, args) -> int:
+    """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse when the .py changed too."""
+    for nb in course.select(args.names):
+        result = editions.editions(course, nb)
+        committed = files.read_text(nb.ipynb, course.shown(nb.ipynb), what="notebook")
+        if committed == result.expected[nb.ipynb] or not editions.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
+            print(f"adopt: {course.shown(nb.ipynb)} holds no edit of its own")
+            continue
+        conflicts = editions.adopt_conflicts(nb.ipynb, committed, result.expected[nb.ipynb])
+        if conflicts:
+            print(f"error: both {course.shown(nb.ipynb)} and {course.shown(nb.source)} changed since the last build, so adopting "
+                  "would lose work in the .py: " + "; ".join(conflicts) + ". Copy the .ipynb edits into the .py by hand", file=sys.stderr)
+            return exits.IPYNB_EDIT
+        files.write_all({nb.source: editions.adopted_source(course, nb)})
+        print(f"adopt: copied the edits of {course.shown(nb.ipynb)} into {course.shown(nb.source)}")
+    return build(course, argparse.Namespace(names=args.names, force=False))
+
+
+def reference_problems(chosen) -> list[refs.Problem]:
+    """Problems with the committed reference files of the chosen notebooks."""
+    return [p for nb in chosen for p in refs.check(nb.reference_path, nb.reference)]
+
+
+def references(course, args) -> int:
+    """Recompute the reference metrics: prove the committed bytes reproduce, or rewrite them on purpose."""
+    if args.update:
+        for nb in course.notebooks:
+            changed = refs.update(nb.reference_path, nb.reference)
+            print(f"{'wrote' if changed else 'unchanged'} {course.shown(nb.reference_path)}")
+        print("now run `python -m builder build` so the notebooks embed the new references")
+        return exits.OK
+    problems = reference_problems(course.notebooks)
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"refs: {len(course.notebooks)} reference files reproduce byte for byte")
+    return exits.FAILED if problems else exits.OK
+
+
+def execute(course, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> int:
+    """Run each notebook alone in an empty folder through nbclient; report times, fail on an error or a breached budget."""
+    runs = run_notebooks(course, course.select(args.names), args, kernel_name=kernel_name, out=out, student_too=student_too)
+    return exits.OK if all(ok for _, ok in runs.values()) else exits.FAILED
+
+
+def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> dict:
+    """Execute ``chosen`` into the output folder and report each; map each name to (its RunResult, passed with budget)."""
+    from . import execute as runner
+
+    out = getattr(args, "out", None) or out or course.executed_dir
+    if chosen:
+        files.require_writable(out, "--out")
+    runs = {}
+    for nb in chosen:
+        result = runner.run(nb.ipynb, out, timeout=args.timeout, kernel_name=kernel_name)
+        print(runner.report(result, args.budget), flush=True)
+        ok = not result.error and (args.budget is None or result.seconds <= args.budget)
+        if student_too or getattr(args, "student", False):
+            ok &= run_student_editions(nb, out / "student", args.timeout, kernel_name)
+        runs[nb.name] = (result, ok)
+    return runs
+
+
+def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
+    """Run a student edition as shipped and with its solutions re-inserted; True when both behave."""
+    from . import execute as runner
+    from . import pairing, student
+
+    source = nb.source.read_text(encoding="utf-8")
+    labels = [e.label for e in student.exercises(pairing.read_source(source))]
+    shipped = runner.run(nb.student_ipynb, out, timeout=timeout, kernel_name=kernel_name, allow_errors=True)
+    problems = student.shipped_run_problems(shipped.errors, labels)
+    verdict = "; ".join(problems) or f"stops only at its {len(labels)} exercise stubs (NotImplementedError)"
+    print(f"{nb.name} student edition as shipped ({shipped.seconds:.1f} s): {verdict}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        solved = Path(tmp) / f"{nb.name}.ipynb"
+        solved.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"), source)))
+        result = runner.run(solved, timeout=timeout, kernel_name=kernel_name)
+    print(f"{nb.name} student edition with solutions re-inserted ({result.seconds:.1f} s): {'FAILED' if result.error else 'passes'}", flush=True)
+    if result.error:
+        print(result.error)
+    return not problems and not result.error
+
+
+def colab(course, args) -> int:
+    """Execute every notebook, both editions, on a kernel in a venv pinned to Colab's stack (created when missing)."""
+    from . import colab as pinned
+
+    venv = args.venv if args.venv.is_absolute() else course.root / args.venv
+    versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
+    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+    return execute(course, args, kernel_name=pinned.use_kernel(venv), out=course.colab_dir, student_too=True)
+
+
+def html(course, args, *, execute_first: bool = True) -> int:
+    """Execute the chosen notebooks (as execute does) and export their offline HTML handouts to dist/handouts."""
+    import nbformat
+
+    from . import handout
+
+    executed_dir = getattr(args, "out", None) or course.executed_dir
+    out_dir = getattr(args, "handouts", None) or course.handouts_dir
+    variants = ("reading",) if args.no_input_only else ("full",) if args.full_only else handout.VARIANTS
+    files.require_writable(out_dir, "--handouts")
+    status, chosen = exits.OK, []
+    for nb in course.select(args.names):
+        problems = handout.math_problems(nbformat.read(nb.ipynb, as_version=4), nb.name)
+        if problems:  # fail before spending a kernel run on it
+            print(f"error: {len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems), file=sys.stderr)
+            status = exits.FAILED
+        else:
+            chosen.append(nb)
+    unexecuted = [nb for nb in chosen if execute_first or not (executed_dir / nb.ipynb.name).exists()]
+    runs = run_notebooks(course, unexecuted, args, out=executed_dir)
+    for nb in chosen:
+        result, ok = runs.get(nb.name, (None, True))
+        status = status if ok else exits.FAILED
+        if result is not None and result.error:
+            print(f"html: {nb.name} failed to execute; no handout written", file=sys.stderr)
+            continue
+        try:
+            prov = handout.provenance(course, nb)
+            for page in handout.export(executed_dir / nb.ipynb.name, out_dir, nb.name, prov, variants, images_from=nb.ipynb.parent):
+                print(f"wrote {course.shown(page.path)}: {page.summary()}", flush=True)
+        except handout.HandoutError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = exits.FAILED
+    return status
+
+
+def everything(course, args) -> int:
+    """Build, check, execute, then export the HTML handouts of the chosen notebooks (all by default)."""
+    for step in (build, check, execute):
+        code = step(course, args)
+        if code != exits.OK:
+            return code
+    return html(course, args, execute_first=False)
+
+
+def bench(course, args) -> int:
+    """Benchmarks reported as ratios within one run; fail when a result misses its target."""
+    from . import bench as benchmarks
+
+    try:
+        results = benchmarks.BENCHES[args.what](course, args.names, repeats=args.repeats)
+    except benchmarks.NotebookFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exits.FAILED
+    except ValueError as exc:  # bad names or repeats: say what is allowed
+        print(f"error: {exc}", file=sys.stderr)
+        return exits.USAGE
+    return exits.OK if all(benchmarks.within_budget(r) for r in results) else exits.FAILED

@@ -1,0 +1,147 @@
+"""nbconvert's HTML exporter turned handout writer: one executed notebook in, a full and a reading page out."""
+
+import base64
+import copy
+import html
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from jinja2 import pass_context
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
+
+from .errors import HandoutError
+from .figures import attach_captions
+from .mathml import markdown_to_html, math_problems
+from .page import Provenance, finish_page, strip_active_content
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATE_NAME = "handout"
+VARIANTS = ("full", "reading")
+SUFFIX = {"full": ".html", "reading": ".reading.html"}
+REMOVE_CELL_TAGS = ("remove-cell",)
+REMOVE_INPUT_TAGS = ("remove-input",)
+REMOVE_OUTPUT_TAGS = ("remove-output",)
+
+
+class HandoutExporter(HTMLExporter):
+    """nbconvert's HTML exporter with the handout template, MathML math and captioned figures."""
+
+    def __init__(self, notebook: str, **kwargs):
+        super().__init__(
+            template_name=TEMPLATE_NAME,
+            extra_template_basedirs=[str(TEMPLATES)],
+            exclude_input_prompt=True,
+            exclude_output_prompt=True,
+            embed_images=True,
+            **kwargs,
+        )
+        self.notebook = notebook
+        self.register_preprocessor(TagRemovePreprocessor(
+            remove_cell_tags=set(REMOVE_CELL_TAGS),
+            remove_input_tags=set(REMOVE_INPUT_TAGS),
+            remove_all_outputs_tags=set(REMOVE_OUTPUT_TAGS),
+        ), enabled=True)
+        self.register_preprocessor(CSSHTMLHeaderPreprocessor(style="default"), enabled=True)
+
+    @pass_context
+    def markdown2html(self, context, source):
+        """Markdown to HTML with MathML math; the cell index names the culprit when math fails."""
+        cell = context.get("cell", {})
+        index = cell.get("metadata", {}).get("handout_index", "?")
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        where = f"{self.notebook}: cell {index}"
+        return markdown_to_html(source, where, attachments=cell.get("attachments", {}), embed_images=True, path=path)[0]
+
+    def figure(self, output, mime: str) -> str:
+        """One figure output as ``<figure>``: the embedded image, its alt text and its caption."""
+        data = output["data"][mime]
+        if mime == "image/svg+xml":
+            data = base64.b64encode(data.encode("utf-8")).decode("ascii")
+        payload = "".join(data.split())
+        meta = output.get("metadata", {})
+        alt = meta.get(mime, {}).get("alt", "")
+        note = meta.get("handout", {})
+        caption = ""
+        if note.get("caption"):
+            caption = f"<figcaption>{markdown_to_html(note['caption'], note['where'])[0]}</figcaption>"
+        return (
+            f'<figure class="handout-figure jp-OutputArea-output">'
+            f'<img src="data:{mime};base64,{payload}" alt="{html.escape(alt, quote=True)}">{caption}</figure>'
+        )
+
+    def default_filters(self):
+        """The exporter's filters plus the handout's own."""
+        yield from super().default_filters()
+        yield ("markdown2html", self.markdown2html)
+        yield ("handout_figure", self.figure)
+        yield ("handout_html", strip_active_content)
+
+
+
+@dataclass(frozen=True)
+class Handout:
+    """One written handout and what the report says about it."""
+
+    name: str
+    variant: str
+    path: Path
+    size: int
+    math: int
+    figures: int
+    seconds: float
+
+    def summary(self) -> str:
+        """Size, formulas, figures and export time, for the command's report."""
+        return f"{self.size / 1024:.1f} KiB, {self.math} <math>, {self.figures} figure(s), exported in {self.seconds:.2f} s"
+
+    def __str__(self) -> str:
+        return f"{self.path.name}: {self.summary()}"
+
+
+def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: str = "full", path: Path | None = None) -> tuple[str, int, int]:
+    """The handout HTML of an executed notebook: (html, number of <math> elements, number of figures).
+
+    ``path`` is the folder that relative image links in Markdown are read from.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    nb = copy.deepcopy(nb)
+    problems = math_problems(nb, name)
+    if problems:
+        raise HandoutError(f"{len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems))
+    for index, cell in enumerate(nb.cells):
+        cell.setdefault("metadata", {})["handout_index"] = index
+    attach_captions(nb, name)
+    exporter = HandoutExporter(name, exclude_input=(variant == "reading"))
+    resources = {
+        "metadata": {"name": name, "path": str(path or ".")},
+        "handout": {
+            "title": prov.title,
+            "commit": prov.commit,
+            "version": prov.version,
+            "reference": prov.reference,
+            "reference_sha256": prov.reference_sha256,
+            "variant": variant,
+        },
+    }
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    return finish_page(body, name)
+
+
+def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants: tuple[str, ...] = VARIANTS,
+           *, images_from: Path | None = None) -> list[Handout]:
+    """Write the handouts of one executed notebook into ``out_dir``; relative images are read from ``images_from``."""
+    nb = nbformat.read(executed, as_version=4)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for variant in variants:
+        start = time.perf_counter()
+        page, math, figures = render(nb, name, prov, variant=variant, path=images_from or executed.parent)
+        target = out_dir / f"{name}{SUFFIX[variant]}"
+        target.write_text(page, encoding="utf-8")
+        seconds = time.perf_counter() - start
+        written.append(Handout(name, variant, target, target.stat().st_size, math, figures, seconds))
+    return written
