@@ -21,11 +21,52 @@ _XMLNS = re.compile(r'\s+xmlns="[^"]*"')
 
 
 def latex_to_mathml(latex: str, *, display: bool) -> str:
-    """MathML for one LaTeX expression; MathError when latex2mathml fails or leaves a command as text."""
-    mathml, problem = convert(latex.strip(), display)
-    if problem:
-        raise MathError(problem)
-    return mathml
+    """MathML for one LaTeX expression; MathError when latex2mathml fails or leaves a command as text.
+
+    A display formula that lists equations apart with ``\\quad`` becomes one ``<mrow>`` per
+    equation in a ``<math class="wrap-points">``: on screen it is one line (it scrolls when wide),
+    in print the stylesheet lets the equations wrap onto the next line instead of being clipped.
+    """
+    pieces = split_at_quads(latex.strip()) if display else []
+    if len(pieces) < 2:
+        mathml, problem = convert(latex.strip(), display)
+        if problem:
+            raise MathError(problem)
+        return mathml
+    rows = []
+    for piece in pieces:
+        mathml, problem = convert(piece, True)
+        if problem:
+            raise MathError(problem)
+        rows.append(f"<mrow>{_inner(mathml)}</mrow>")
+    return '<math display="block" class="wrap-points"><mrow>' + '<mspace width="1em"></mspace>'.join(rows) + "</mrow></math>"
+
+
+_QUAD = re.compile(r"\\q?quad(?![A-Za-z])|\\left(?![A-Za-z])|\\right(?![A-Za-z])|[{}]")
+
+
+def split_at_quads(latex: str) -> list[str]:
+    """The parts of ``latex`` between top-level ``\\quad``/``\\qquad`` (outside braces and ``\\left...\\right``)."""
+    pieces, depth, start = [], 0, 0
+    for match in _QUAD.finditer(latex):
+        token = match.group()
+        if token in ("{", "\\left"):
+            depth += 1
+        elif token in ("}", "\\right"):
+            depth -= 1
+        elif depth == 0:
+            pieces.append(latex[start:match.start()])
+            start = match.end()
+    pieces.append(latex[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def _inner(mathml: str) -> str:
+    """The content of a ``<math>`` element, without its outer ``<math>`` and ``<mrow>``."""
+    inner = re.sub(r"^<math[^>]*>|</math>$", "", mathml)
+    if inner.startswith("<mrow>") and inner.endswith("</mrow>") and inner.count("<mrow>") == 1:
+        inner = inner[len("<mrow>"):-len("</mrow>")]
+    return inner
 
 
 @functools.cache

@@ -65,7 +65,7 @@ def install_missing(modules):
     return missing
 # builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
 
-install_missing(["numpy", "torch", "matplotlib"])
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
 
 # %%
 # Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
@@ -1100,8 +1100,8 @@ expect("(full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_0
 #   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
 #   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
 #   and 16.8 GB with the 8 it has.
-# - *Money.* APIs bill per input token. At an illustrative \$5 per million input tokens, a
-#   100,000-token prompt costs \$0.50 each time it is sent and \$0.05 when all of it is a cache
+# - *Money.* APIs bill per input token. At an illustrative USD 5 per million input tokens, a
+#   100,000-token prompt costs USD 0.50 each time it is sent and USD 0.05 when all of it is a cache
 #   read at 0.1×.
 # - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
 #   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, about

@@ -68,7 +68,7 @@ def install_missing(modules):
     return missing
 # builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
 
-install_missing(["numpy", "torch", "matplotlib"])
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
 
 # %%
 # Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
