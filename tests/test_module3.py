@@ -201,7 +201,8 @@ def test_every_plot_draws_in_english_and_russian(nb):
         "plot_cost": (lengths, lengths ** 2, lengths * 1e3, 4096),
         "plot_decoder_block": (),
         "plot_leakage": ({"causal": np.zeros(5), "no mask": np.ones(5)},),
-        "plot_loss": ([1.8, 0.5, 0.01], 0.02),
+        "plot_ablation": ([2.1, 0.5, 0.01], [2.1, 2.1, 2.08], 8),
+        "plot_copy_attention": (np.full((2, 3, 3), 1 / 3), [4, 1, 4]),
         "plot_policies": ({"T = 1": [0.7, 0.3], "T = 2": [0.6, 0.4], "k": [1.0, 0.0], "p": [1.0, 0.0]}, [1.0, 0.0]),
     }
     assert set(cases) == {name for name in nb if name.startswith("plot_")}, "a new plot function needs a case here"
