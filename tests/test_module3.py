@@ -197,6 +197,7 @@ def test_every_plot_draws_in_english_and_russian(nb):
         "plot_scores_and_weights": (np.array([[0.7, -np.inf], [0.0, 0.7]]), np.array([[1.0, 0.0], [0.33, 0.67]])),
         "plot_contract_errors": ({"output_max_error": 0.0, "gradient_max_error": 1e-16, "wrong_cache_mask_max_error": 0.5},),
         "plot_saturation": (nb["saturation_experiment"]((2, 8), trials=5),),
+        "plot_query_gradients": (nb["query_gradient_experiment"]((2, 8), trials=5), (2, 8)),
         "plot_head_sharing": (),
         "plot_cost": (lengths, lengths ** 2, lengths * 1e3, 4096),
         "plot_decoder_block": (),

@@ -1888,7 +1888,9 @@ show_figure(
 # the weight on one key, right or wrong. Worse, softmax then stops responding to its input. Its
 # derivative (the Jacobian, the signal training sends back to the queries and keys) is
 # $\operatorname{diag}(p) - p p^\top$, and when one share is 1 and the rest are 0 every entry of
-# that matrix is 0. The queries and keys stop learning: softmax is *saturated*.
+# that matrix is 0: softmax is *saturated*, and the gradient that would teach the queries and keys
+# has to pass through that zero. The cell measures the Jacobian, and then the gradient that actually
+# reaches each query.
 #
 # $$\operatorname{Var}(q \cdot k) = d_k \quad \Longrightarrow \quad \operatorname{Var}\left(\frac{q \cdot k}{\sqrt{d_k}}\right) = 1$$
 #
@@ -2010,7 +2012,7 @@ def plot_saturation(rows, language="en"):
     for ax, title, ylabel in (
         (left, localized(language, "Softmax saturates", "Softmax насыщается"),
          localized(language, "mean largest weight", "средний наибольший вес")),
-        (right, localized(language, "The gradient fades", "Градиент угасает"),
+        (right, localized(language, "The softmax Jacobian shrinks", "Якобиан softmax сжимается"),
          localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
     ):
         ax.set_xscale("log", base=2)
@@ -2027,18 +2029,107 @@ def plot_saturation(rows, language="en"):
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
-    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian, the gradient signal that reaches "
-    "the scores. Unscaled scores (red) climb towards one-hot and their gradient fades as the head widens; scaled scores "
-    "(blue) stay flat at every width. That flatness is the reason for the √d_k.",
+    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
+    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
+    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
+    "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
 )
 
 
 # %% [markdown]
 # **What the numbers say.** Unscaled, the largest weight climbs from 0.31 at width 2 to 0.94 at
-# width 512 and 0.97 at 1,024, while the gradient signal shrinks to a 3.7th of the scaled one at
-# 512 and a 7.4th at 1,024. Scaled, the largest weight stays between 0.23 and 0.25 at every width.
-# In one sentence: dot products grow with the width, large scores saturate softmax and starve its
-# gradient, and dividing by $\sqrt{d_k}$ keeps the scores where softmax is smooth and trainable.
+# width 512 and 0.97 at 1,024, while the Jacobian, the sensitivity $\partial p / \partial s$ of the
+# shares to the scores, shrinks to a 3.7th of the scaled one at 512 and a 7.4th at 1,024. Scaled,
+# the largest weight stays between 0.23 and 0.25 at every width. At widths 2 to 8 the red curve sits
+# *above* the blue one on the right: unscaled scores of variance 2 to 8 are spread just enough for
+# softmax to respond most, while scaled scores of variance 1 over 16 keys give nearly uniform
+# shares, whose Jacobian is small too. The Jacobian is largest in between, neither uniform nor one-hot.
+#
+# **What the queries actually receive.** The Jacobian is only one factor of the gradient. Training
+# needs $\partial L / \partial q$, the gradient that reaches each query through the scores, the
+# shares and the values. The next cell measures it directly: 400 queries per width, each against
+# 16 random keys and values, with the loss $L = \langle \text{output}, r \rangle$ for a random
+# direction $r$ (any loss reaches the output this way), scaled and unscaled.
+
+# %%
+def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+    """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1)
+    gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    norms = {}
+    for width in widths:
+        q, direction = (torch.randn(trials, 1, width, generator=gen, dtype=torch.float64) for _ in range(2))  # (trials, 1, d)
+        k, v = (torch.randn(trials, n_keys, width, generator=gen, dtype=torch.float64) for _ in range(2))     # (trials, n, d)
+        for scaled in (False, True):
+            query = q.clone().requires_grad_()
+            scores = query @ k.transpose(-2, -1) / (math.sqrt(width) if scaled else 1.0)  # (trials, 1, n)
+            loss = (torch.softmax(scores, dim=-1) @ v * direction).sum()
+            (gradient,) = torch.autograd.grad(loss, query)
+            norms[width, scaled] = gradient[:, 0].norm(dim=-1)                           # (trials,) one norm per query
+    return norms
+
+
+query_gradients = query_gradient_experiment(WIDTHS)
+almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
+for width in WIDTHS:
+    unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
+    almost_none[width] = float((unscaled < 0.01 * scaled_norms.median()).double().mean())
+median_ratio_512 = float(query_gradients[512, True].median() / query_gradients[512, False].median())
+largest_512 = (float(query_gradients[512, False].max()), float(query_gradients[512, True].max()))
+print(" d_k | median |dL/dq| unscaled, scaled | unscaled queries under 1% of the scaled median")
+for width in WIDTHS:
+    print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
+          f"{almost_none[width]:.2f}")
+print(f"at d_k = 512: the median unscaled query gets {median_ratio_512:.0f}x less gradient than a scaled one, "
+      f"{almost_none[512]:.0%} get almost none, and the largest gets {largest_512[0]:.0f} against {largest_512[1]:.0f} scaled")
+if not (round(median_ratio_512, -1) == 60 and round(almost_none[512], 1) == 0.5 and round(largest_512[0] / largest_512[1], -1) == 50):
+    raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is about 60x smaller (measured "
+                         f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
+                         f"a few get far more than any scaled query (largest {largest_512[0]:.0f} against {largest_512[1]:.0f})")
+if not max(almost_none[w] for w in WIDTHS if w <= 4) == 0.0:
+    raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 4]}")
+
+
+def plot_query_gradients(norms, widths, language="en"):
+    """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+        rows = np.array([np.asarray(norms[w, scaled], dtype=float) for w in widths])  # (widths, trials)
+        low, mid, high = (np.quantile(rows, level, axis=1) for level in (0.1, 0.5, 0.9))
+        ax.fill_between(widths, low, high, color=color, alpha=0.18, lw=0)
+        ax.plot(widths, mid, "o-", color=color, ms=4, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_axis(axis)
+    ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+    ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
+    ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
+    "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
+    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
+    f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
+    "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
+    "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
+)
+
+
+# %% [markdown]
+# In one sentence: dot products grow with the width, large scores saturate softmax, and then the
+# gradient reaching the queries is not simply smaller but uneven: at $d_k = 512$ the median query
+# gets about 60 times less than with the scaling and about half get almost none (under 1% of the
+# scaled median), while a few get updates some 50 times larger than any scaled query. Dividing by $\sqrt{d_k}$ keeps every query where softmax is smooth and trainable.
 
 # %% [markdown]
 # ## 8 · Many heads: multi-head, grouped-query and multi-query attention
@@ -3845,6 +3936,7 @@ NEGATIVE_TESTS = [
     (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
+    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1}, "n_keys"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
     (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
@@ -3876,7 +3968,7 @@ NEGATIVE_TESTS = [
 ]
 PLOTS = [(plot_it_weights, (IT_WORDS, [1.0, 1.0, 1.0], [0.3, 0.3, 0.4])), (plot_attention_flow, ()), (plot_positions, (pe.numpy(),)),
          (plot_masks, ([ordinary], ["causal"])), (plot_scores_and_weights, (result.scores, result.weights)),
-         (plot_contract_errors, (measured,)), (plot_saturation, (saturation,)), (plot_head_sharing, ()),
+         (plot_contract_errors, (measured,)), (plot_saturation, (saturation,)), (plot_query_gradients, (query_gradients, WIDTHS)), (plot_head_sharing, ()),
          (plot_cost, (lengths, quadratic, linear, WIDE)), (plot_decoder_block, ()), (plot_leakage, (probe_shift,)),
          (plot_ablation, (losses, ablated_losses, 8)), (plot_copy_attention, (copy_weights, generated[:-1].tolist())), (plot_policies, (policies, SAMPLING_LOGITS))]
 NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for plot, args in PLOTS]
@@ -3922,8 +4014,9 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #
 # **Why divide by √d_k, and what breaks without it?** For unit-variance entries the variance of
 # $q \cdot k$ is $d_k$. Unscaled, the scores spread out as heads widen, softmax tends to one-hot, its
-# Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero, and the query and key projections stop
-# learning (section 7 measured it).
+# Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero. Section 7 measured $\partial L / \partial q$
+# directly: at $d_k = 512$ the median query gets about 60 times less gradient and about half get
+# almost none, while a few get huge ones. Training becomes erratic, not just slow.
 #
 # **Why is long context expensive? Name two remedies.** The score matrix is $n \times n$ per head per
 # layer, so compute grows quadratically, and the KV cache grows with every token held. FlashAttention
