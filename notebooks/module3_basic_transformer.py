@@ -3800,46 +3800,177 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #
 # ## Self-test
 #
-# **Explain attention to a non-engineer in 30 seconds.** When the model reads a word, it asks which
+# Answer each question aloud or on paper first, then open its answer.
+#
+# **Explain attention to a non-engineer in 30 seconds.**
+#
+# <details><summary>Answer</summary>
+#
+# When the model reads a word, it asks which
 # other words in the text help it understand this one, scores each for relevance, and rebuilds its
 # idea of the word as a mix of the relevant ones. In "the animal didn't cross the street because it
 # was tired", "it" takes most of its meaning from "animal". Every word does this, in parallel, in
 # every layer.
 #
-# **Now to an ML engineer in two minutes.** Project $X$ to $Q$, $K$, $V$ with learned matrices;
+# </details>
+#
+# **Now to an ML engineer in two minutes.**
+#
+# <details><summary>Answer</summary>
+#
+# Project $X$ to $Q$, $K$, $V$ with learned matrices;
 # compute $Q K^\top / \sqrt{d_k}$, an $n \times n$ matrix of scaled similarities; set blocked entries
 # (future, padding) to $-\infty$; softmax each row; multiply by $V$. Run $H$ heads on $d_{model}/H$-wide
 # slices (GQA: fewer K/V heads, each shared by a group), concatenate and project with $W_o$. Wrap it in
 # a pre-norm residual, follow it with a position-wise FFN, and stack. Compute is $O(n^2 d)$ and the
 # score memory $O(n^2)$, which is why FlashAttention tiles the computation and GQA shrinks the cache.
 #
-# **Why divide by √d_k, and what breaks without it?** For unit-variance entries the variance of
+# </details>
+#
+# **Why divide by √d_k, and what breaks without it?**
+#
+# <details><summary>Answer</summary>
+#
+# For unit-variance entries the variance of
 # $q \cdot k$ is $d_k$. Unscaled, the scores spread out as heads widen, softmax tends to one-hot, its
 # Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero. Section 7 measured $\partial L / \partial q$
 # directly: at $d_k = 512$ the median query gets about 60 times less gradient and about half get
 # almost none, while a few get huge ones. Training becomes erratic, not just slow.
 #
-# **Why is long context expensive? Name two remedies.** The score matrix is $n \times n$ per head per
+# </details>
+#
+# **Why is long context expensive? Name two remedies.**
+#
+# <details><summary>Answer</summary>
+#
+# The score matrix is $n \times n$ per head per
 # layer, so compute grows quadratically, and the KV cache grows with every token held. FlashAttention
 # computes exact attention without storing the $n \times n$ matrix in main memory; GQA or MQA shrink the
 # cache. Others: sliding-window or sparse attention, prompt caching for stable prefixes, retrieval.
 #
-# **What does the causal mask buy, besides honest training?** Earlier outputs never depend on later
+# </details>
+#
+# **What does the causal mask buy, besides honest training?**
+#
+# <details><summary>Answer</summary>
+#
+# Earlier outputs never depend on later
 # tokens, so the keys and values of past tokens can be computed once and cached; each new token costs
 # one row of attention, not a full recomputation. The mask for that row needs the query's absolute
 # position (section 4).
 #
-# **What does GQA give up, and for what?** A little modelling capacity, because query heads share keys
+# </details>
+#
+# **What does GQA give up, and for what?**
+#
+# <details><summary>Answer</summary>
+#
+# A little modelling capacity, because query heads share keys
 # and values, for a KV cache several times smaller: more concurrent requests and longer contexts per GPU.
 #
-# **A fully masked row: what does PyTorch return, and what does this notebook do?** Recent PyTorch
+# </details>
+#
+# **A fully masked row: what does PyTorch return, and what does this notebook do?**
+#
+# <details><summary>Answer</summary>
+#
+# Recent PyTorch
 # (2.5 and later) returns zeros; older versions returned NaN. This notebook raises a `ValueError` by
 # default and returns zeros, with finite gradients, only when asked with `empty_row="zero"`.
 #
-# **Why does top-p keep the token that crosses the threshold?** Without it the kept mass would be
-# *below* $p$, and for a confident model with $p$ just above the top probability it would keep
-# nothing; keeping the crossing token guarantees at least $p$ of the mass and at least one token.
+# </details>
 #
+# **Why does top-p keep the token that crosses the threshold?**
+#
+# <details><summary>Answer</summary>
+#
+# Without it the kept mass would be
+# *below* $p$. Worse, when the top token alone already reaches $p$, the crossing token *is* the top
+# token, and dropping it would keep nothing at all. Keeping the crossing token guarantees at least
+# $p$ of the mass and at least one token (the cell after the numeric questions checks both cases).
+#
+#
+# </details>
+
+# %% [markdown]
+# ### Self-test with numbers
+#
+# Work each one out by hand; the cell below computes every answer and stops if one of them is wrong.
+#
+# 1. **Qwen2.5-7B** has 28 layers and 4 K/V heads of width 128, cached in 16 bits. How many bytes does
+#    one token add to its KV cache?
+#
+#    <details><summary>Answer</summary>
+#
+#    $2 \cdot 28 \cdot 4 \cdot 128 \cdot 2 = 57{,}344$ bytes, 56 KiB: keys and values, every layer, every K/V head.
+#
+#    </details>
+#
+# 2. Four keys score $(1, 1, 1, 1 + \ln 3)$. What weight does the last key get?
+#
+#    <details><summary>Answer</summary>
+#
+#    $e^{\ln 3} = 3$ times each of the others, so $3 / (1 + 1 + 1 + 3) = 0.5$; the others get $1/6$ each.
+#
+#    </details>
+#
+# 3. A causal mask over 8 tokens: how many (query, key) pairs are allowed?
+#
+#    <details><summary>Answer</summary>
+#
+#    $1 + 2 + \dots + 8 = 36$ of the 64.
+#
+#    </details>
+#
+# 4. With $d_k = 256$ and unit-variance entries, what is the standard deviation of an unscaled score
+#    $q \cdot k$, and of a scaled one?
+#
+#    <details><summary>Answer</summary>
+#
+#    $\sqrt{256} = 16$ unscaled, $16 / \sqrt{256} = 1$ scaled.
+#
+#    </details>
+#
+# 5. Logits $(3, 2, 1, 0)$ and top-p with $p = 0.5$: which tokens survive, and what would a rule that
+#    drops the crossing token keep?
+#
+#    <details><summary>Answer</summary>
+#
+#    The top token alone has $0.644 \ge 0.5$, so it is the crossing token: top-p keeps only token 0,
+#    with probability 1. Dropping the crossing token would keep nothing.
+#
+#    </details>
+
+# %%
+answers = {
+    "Qwen2.5-7B bytes per token": kv_cache_bytes_per_token(28, 4, 128, 2),
+    "weight of the last key": float(softmax(torch.tensor([1.0, 1.0, 1.0, 1.0 + math.log(3)], dtype=torch.float64))[-1]),
+    "causal pairs over 8 tokens": int(causal_allowed(8, 8).sum()),
+    "score std at d_k = 256, unscaled and scaled": (math.sqrt(256), math.sqrt(256) / math.sqrt(256)),
+    "top-p 0.5 on (3, 2, 1, 0)": token_distribution([3.0, 2.0, 1.0, 0.0], top_p=0.5),
+}
+stated = {
+    "Qwen2.5-7B bytes per token": 57_344,
+    "weight of the last key": 0.5,
+    "causal pairs over 8 tokens": 36,
+    "score std at d_k = 256, unscaled and scaled": (16.0, 1.0),
+    "top-p 0.5 on (3, 2, 1, 0)": [1.0, 0.0, 0.0, 0.0],
+}
+for question, answer in answers.items():
+    close = (math.isclose(answer, stated[question], rel_tol=1e-12) if isinstance(answer, float)
+             else answer == stated[question])
+    if not close:
+        raise AssertionError(f"self-test '{question}': the answer above says {stated[question]!r}, the cell computes {answer!r}")
+    print(f"{question}: {answer}")
+# Dropping the crossing token would leave nothing when the top token alone reaches p.
+plain = token_distribution([3.0, 2.0, 1.0, 0.0])
+running = list(itertools.accumulate(plain))
+crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
+if crossing != 0:
+    raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
+print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops the crossing token would keep {crossing} tokens")
+
+# %% [markdown]
 # ## The papers behind this module
 #
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762. Scaled
