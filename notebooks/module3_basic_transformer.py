@@ -1275,14 +1275,14 @@ assert torch.equal(cached_decode, ordinary[4:]), "the cached query's row must be
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print(f"is_causal=True with 1 query and 5 keys equals: only key 0 -> "
-      f"{torch.allclose(top_left, v5[:, :1])}; the offset mask -> "
+print(f"is_causal=True with 1 query and 5 keys reads only key 0: {torch.allclose(top_left, v5[:, :1])}; "
+      f"it matches the correct offset mask (all 5 keys): "
       f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
 assert torch.allclose(top_left, v5[:, :1]), "is_causal=True should read only the first key here (top-left alignment)"
 assert torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)
 
 
-def plot_masks(masks, titles, language="en"):
+def plot_masks(masks, titles, language="en", *, row_starts=None):
     """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
@@ -1291,18 +1291,19 @@ def plot_masks(masks, titles, language="en"):
     fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
 
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
-    for ax, mask, title in zip(axes.flat, masks, titles):
+    row_starts = [0] * len(masks) if row_starts is None else list(row_starts)  # the absolute position of each panel's row 0
+    for ax, mask, title, start in zip(axes.flat, masks, titles, row_starts):
         mask = np.asarray(mask, dtype=bool)
         ax.pcolormesh(mask, cmap=ListedColormap([Palette.PAPER, Palette.GREEN]), vmin=0, vmax=1, edgecolors="white", linewidth=1.5)
         ax.set_aspect("equal")
         ax.invert_yaxis()  # query 0 on top, like a matrix
         ax.set_title(title, fontsize=11)
         ax.set_xticks(np.arange(mask.shape[1]) + 0.5, range(mask.shape[1]))
-        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(mask.shape[0]))
+        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(start, start + mask.shape[0]))
         ax.tick_params(length=0)
         ax.grid(False)
     fig.supxlabel(localized(language, "key position", "позиция ключа"), fontsize=10)
-    fig.supylabel(localized(language, "query row", "строка запроса"), fontsize=10)
+    fig.supylabel(localized(language, "query position", "позиция запроса"), fontsize=10)
     fig.suptitle(localized(language, "green = may attend, grey = set to −∞ before the softmax",
                            "зелёный = можно смотреть, серый = −∞ до softmax"), fontweight="bold", x=0.02, ha="left")
     return fig
@@ -1316,7 +1317,8 @@ mask_titles = {
            "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
 }
 show_figure(
-    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE),
+    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
+               row_starts=[0, 0, 0, 0, 3, 3]),
     "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
     "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
     "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
@@ -1670,7 +1672,7 @@ def plot_scores_and_weights(scores, weights, language="en"):
 
 show_figure(
     plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
-    "Left, the scaled scores of the 3-token example; blank cells are blocked (−∞) by the causal mask. Right, the "
+    "Left, the scaled scores of the 3-token example; the cells marked −∞ are blocked by the causal mask. Right, the "
     "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
     "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
 )
@@ -2897,13 +2899,15 @@ def plot_decoder_block(language="en"):
         (8.4, "⊕  →  y", "white"),
     ]
     for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
-        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED})
+        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
+                    zorder=4)  # above the boxes, so no arrow hides behind one
     for y, text, color in steps:
         ax.text(3, y, text, ha="center", va="center", fontsize=10,
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
     for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
         ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
-        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2})
+        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2},
+                    zorder=4)
     ax.text(6.05, 2.4, localized(language, "residual\npaths", "остаточные\nсвязи"), color=Palette.GREEN, fontsize=10)
     ax.set_title(localized(language, "A pre-norm decoder block", "Блок декодера с pre-norm"))
     return fig
@@ -3003,6 +3007,9 @@ def plot_leakage(shifts, language="en"):
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
         values = list(shifts.values())[0 if offset < 0 else 1]
         ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
+        for x, value in zip(positions + offset, np.asarray(values, dtype=float)):
+            if value == 0:  # a zero bar has no height: say so
+                ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
     ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
     ax.set_xticks(positions)
     ax.set_xlabel(localized(language, "position (the last token was changed)", "позиция (изменён последний токен)"))
@@ -3015,7 +3022,7 @@ def plot_leakage(shifts, language="en"):
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
-    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero: nothing there can see the future. "
+    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
     "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
 )
 
