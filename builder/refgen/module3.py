@@ -81,10 +81,10 @@ def tiny_lm() -> dict:
         "ablated_accuracy_ceiling": 0.25,  # chance is 1 / vocab_size = 0.125
         "ablated_loss_floor": 0.9 * math.log(vocab_size),  # a model that cannot look back stays near ln V
         "accuracy_threshold": 0.98,
-        "batch": 64,
+        "batch": 32,
         "d_ff": 48,
         "d_model": 24,
-        "eval_sequences": 512,
+        "eval_sequences": 256,
         "learning_rate": 0.03,
         "loss_threshold": 0.05,
         "n_heads": 2,

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e488cf97e57674b10ade6ae0cfc8c52920f9c2415448c734dd2bc182d8d62114`.*
-# <!-- builder:end sha256=1b33f4e969137c753bbdf4c7e0de88e22fe03002364327042ff0791aebe241d1 -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `4eb6ae1b3bd6758de0914faeac35b6a30513b8af0175f4eeddf4bb95c9721f56`.*
+# <!-- builder:end sha256=8fca177c98dc637b5ddba63d26c548ac6e490bd7b6ffba0d049e9b94d7d4326e -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
@@ -16,8 +16,8 @@
 # - **Exercise 2:** `causal_allowed`
 # - **Exercise 3:** `scaled_dot_product_attention`
 # - **Exercise 4:** `split_heads`
-# - **Exercise 5:** `merge_heads`
-# - **Exercise 6:** `repeat_kv_heads`
+# - **Exercise 5:** `merge_heads`, `repeat_kv_heads`
+# - **Exercise 6:** `_require_hidden`, `MultiHeadSelfAttention`
 # - **Exercise 7:** `layer_norm`
 # - **Exercise 8:** `token_distribution`
 # - **Exercise 9:** `greedy_trace`
@@ -224,7 +224,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "e488cf97e57674b10ade6ae0cfc8c52920f9c2415448c734dd2bc182d8d62114"
+REFERENCE_SHA256 = "4eb6ae1b3bd6758de0914faeac35b6a30513b8af0175f4eeddf4bb95c9721f56"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -351,10 +351,10 @@ REFERENCE_JSON = r"""{
     "ablated_accuracy_ceiling": 0.25,
     "ablated_loss_floor": 1.8714973875118521,
     "accuracy_threshold": 0.98,
-    "batch": 64,
+    "batch": 32,
     "d_ff": 48,
     "d_model": 24,
-    "eval_sequences": 512,
+    "eval_sequences": 256,
     "learning_rate": 0.03,
     "loss_threshold": 0.05,
     "n_heads": 2,
@@ -365,7 +365,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=f9263ec1eecd113e0acce26c7af91917cae1cfd0124db24da449d0a179562cb8
+# builder:end sha256=4a03e9f27ae9e9866194803957eeb870bf474857b56579af37d76c6a9114f128
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1827,14 +1827,14 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     from matplotlib.patches import Rectangle
 
     fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
-    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.28)  # fixed margins: a layout engine would draw everything twice
+    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
         for c, temperature in enumerate(temperatures):
             ax = axes[r][c]
             ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
             ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
-            ax.set_xticks(range(len(tokens)), tokens, rotation=60, ha="right", fontsize=8)
-            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=8)
+            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=8)  # labels once per column
+            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=8)                          # and once per row
             ax.tick_params(length=0)
             ax.grid(False)
             mask_name = localized(language, "causal mask", "причинная маска") if causal else localized(language, "no mask", "без маски")
@@ -1882,8 +1882,9 @@ show_figure(
 # sum and leaves it unchanged; reordering the queries reorders the output rows. This is why
 # positions must be added to the tokens (section 3): attention alone cannot see order.
 #
-# The cell below repeats the checks in the open, on fresh random inputs, and draws each measured
-# error against the bound the contract allows.
+# The cell below repeats the checks in the open, on fresh random inputs, and prints each measured
+# error in units of float64's rounding step: a few units mean the same number computed in another
+# order, while a wrong mask is off by some $10^{15}$ units.
 
 # %%
 # Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
@@ -1928,39 +1929,22 @@ print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
 assert only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]
 
 
-def plot_contract_errors(summary, language="en"):
-    """Bars of the largest errors measured against PyTorch and for a wrong cache mask, each against its bound."""
-    require_choice("language", language, LANGUAGES)
-    apply_plot_style()
-    labels = [localized(language, "output vs PyTorch", "выход vs PyTorch"),
-              localized(language, "gradients vs PyTorch", "градиенты vs PyTorch"),
-              localized(language, "top-left mask\nfor cached queries", "маска без сдвига\nдля кэша")]
-    values = [summary["output_max_error"], summary["gradient_max_error"], summary["wrong_cache_mask_max_error"]]
-    limits = [1e-12, 1e-11, 1e-3]
-    colors = [Palette.GREEN, Palette.GREEN, Palette.RED]
-    fig, ax = plt.subplots(figsize=(7.2, 3.4))
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    shown = [max(v, 1e-17) for v in values]  # an exact 0 cannot sit on a log axis
-    ax.bar(range(3), shown, color=colors, width=0.55)
-    for x, (limit, value) in enumerate(zip(limits, values)):
-        ax.hlines(limit, x - 0.38, x + 0.38, color=Palette.INK, ls="--", lw=1.2)
-        ax.text(x, max(value, 1e-17) * 3, f"{value:.1e}", ha="center", fontsize=9)
-    ax.set_yscale("log")
-    plain_log_axis(ax.yaxis)
-    ax.set_ylim(1e-18, 10)
-    ax.set_xticks(range(3), labels)
-    ax.set_ylabel(localized(language, "largest |difference|", "наибольшее |расхождение|"))
-    ax.set_title(localized(language, "Our attention against PyTorch", "Наше внимание против PyTorch"))
-    return fig
-
-
-show_figure(
-    plot_contract_errors(measured, language=LANGUAGE),
-    "Each bar is the largest difference measured in the cell above, on a log scale; the dashed line over it is the bound. "
-    "Green bars must stay below their line: our outputs and gradients match PyTorch to about float64 rounding. "
-    "The red bar must stay above its line: a mask built from local positions must visibly change cached outputs, "
-    "otherwise the cached-query test could not tell right from wrong.",
-)
+# How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
+EPSILON = float(torch.finfo(torch.float64).eps)
+print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   verdict")
+for key, label, bound, must_be_small in (
+    ("output_max_error", "our output against PyTorch's", 1e-12, True),
+    ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
+    ("cached_rows_error", "cached queries 3, 4 against the full run", 1e-12, True),
+    ("wrong_cache_mask_max_error", "a top-left mask against the full run", 1e-3, False),
+):
+    value = measured[key]
+    verdict = ("rounding only" if value <= bound else "TOO LARGE") if must_be_small else ("a real difference" if value > bound else "TOO SMALL")
+    print(f"{label:<42} {value:>20.2e} {value / EPSILON:>12.3g}   {verdict}")
+    if verdict in ("TOO LARGE", "TOO SMALL"):
+        raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
+print("Read the last column: a few epsilons is the same number computed in another order; "
+      f"the wrong mask is off by about {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} epsilons, a different answer.")
 
 # %% [markdown]
 # ## 7 · Why divide by √d_k?
@@ -2341,27 +2325,48 @@ check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
 
 # %% tags=["hide-input"]
 # @title Reference solution of Exercise 5 (a spoiler: it stands in only if you skip the exercise)
-# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
-# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
 
 
-REFERENCE_SOLUTIONS["Exercise 5"] = {"merge_heads": merge_heads}
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
+
+
+REFERENCE_SOLUTIONS["Exercise 5"] = {"merge_heads": merge_heads, "repeat_kv_heads": repeat_kv_heads}
 
 
 # %% tags=["exercise"]
-# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
-# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     # Your code here.
-    raise NotImplementedError("Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head) with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.")
+    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    # Your code here.
+    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
 
 
 # %%
@@ -2395,37 +2400,6 @@ def check_merge_heads_contract(merge_heads):
         raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
     return {"cases": 1}
 # builder:end sha256=42030e7b3423cc7bf88659e5b5936a292adc12df0bbf6046552883ea3910b764
-check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
-
-
-# %% tags=["hide-input"]
-# @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
-# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
-# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
-# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
-
-
-REFERENCE_SOLUTIONS["Exercise 6"] = {"repeat_kv_heads": repeat_kv_heads}
-
-
-# %% tags=["exercise"]
-# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
-# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
-# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    # Your code here.
-    raise NotImplementedError('Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).')
-
-
-# %%
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
     """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
@@ -2470,10 +2444,19 @@ def check_kv_repeat_contract(repeat_kv_heads):
         )
     return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
 # builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
-check_exercise("Exercise 6", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
+check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
+# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
 def _require_hidden(x, d_model, dtype, *, ndim=None):
     """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
     x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
@@ -2512,10 +2495,11 @@ class MultiHeadSelfAttention(nn.Module):
         """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
         x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
         batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
-            if not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool or token_valid.shape != (batch, length):
-                raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
             allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
         if self.causal:
             allowed = allowed & causal_allowed(length, length)
@@ -2527,6 +2511,157 @@ class MultiHeadSelfAttention(nn.Module):
         output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
         return (output, result.weights) if return_weights else output
 
+
+REFERENCE_SOLUTIONS["Exercise 6"] = {"_require_hidden": _require_hidden, "MultiHeadSelfAttention": MultiHeadSelfAttention}
+
+
+# %% tags=["exercise"]
+# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = require_bool("causal", causal)
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        # Your code here.
+        raise NotImplementedError("Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask (padding from token_valid for keys and for queries; the causal triangle when self.causal), project x to queries, keys and values, split them into heads, let each group of query heads share its K/V head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply out_proj. The check requires: the output equals an independent multi-head attention built from the layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.")
+
+
+# %%
+# builder:begin inline check_multi_head_attention_contract
+def check_multi_head_attention_contract(attention_class):
+    """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
+
+    ``forward(x, *, token_valid=None, empty_row='error', return_weights=False)`` must project x to
+    queries, keys and values, split them into heads (K/V heads shared by consecutive query heads),
+    attend with the causal and padding masks, merge the heads and apply the output projection.
+    The reference here is built independently from the layer's own weights and PyTorch's attention.
+    Returns the largest error; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    d_model, n_heads, n_kv, batch, length = 8, 4, 2, 2, 5
+    gen = torch.Generator().manual_seed(2024)
+    case = f"attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    layer = contract_call("the layer builds", case, raised, attention_class, d_model, n_heads, n_kv, causal=True).double()
+    weights = {}
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            module = getattr(layer, name, None)
+            contract_assert(
+                isinstance(getattr(module, "weight", None), torch.Tensor), "the layer keeps q_proj, k_proj, v_proj and out_proj",
+                case, f"a linear layer {name}", f"{type(module).__name__}", "keep the four projections built in __init__",
+            )
+            module.weight.copy_(torch.randn(module.weight.shape, dtype=torch.float64, generator=gen))
+            weights[name] = module.weight.detach().clone()
+    x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
+    d_head, group = d_model // n_heads, n_heads // n_kv
+
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+        def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
+            return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
+
+        q = heads(x @ weights["q_proj"].T, n_heads)
+        k, v = (heads(x @ weights[name].T, n_kv) for name in ("k_proj", "v_proj"))
+        share = (lambda t: t.repeat(1, group, 1, 1)) if tile else (lambda t: t.repeat_interleave(group, dim=1))
+        allowed = torch.ones(x.shape[0], 1, x.shape[1], x.shape[1], dtype=torch.bool)
+        if causal:
+            allowed = allowed & torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]
+        out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
+        if token_valid is not None:
+            out = out * token_valid[:, None, :, None]  # padded queries: zero rows
+        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        return merged @ weights["out_proj"].T if out_proj else merged
+
+    prop = "the output equals an independent multi-head attention built from the layer's weights"
+    with torch.no_grad():
+        got = contract_call(prop, case, raised, layer, x)
+        contract_assert(
+            isinstance(got, torch.Tensor) and tuple(got.shape) == (batch, length, d_model), "output shape (B, T, d_model)", case,
+            f"shape {(batch, length, d_model)}", f"shape {tuple(getattr(got, 'shape', ()))}",
+            "merge the heads back to (B, T, H*d) and apply out_proj",
+        )
+        want = reference(x)
+        hint = "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj"
+        for variant, explanation in (
+            (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
+            (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
+            (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+        ):
+            if torch.allclose(got, variant, atol=1e-9):
+                hint = explanation
+                break
+        error = contract_close(prop, case, got, want, hint, atol=1e-9, rtol=1e-9)
+
+        returned = contract_call("return_weights=True returns (output, weights)", case + ", return_weights=True", raised,
+                                 layer, x, return_weights=True)
+        contract_assert(
+            isinstance(returned, tuple) and len(returned) == 2 and tuple(getattr(returned[1], "shape", ())) == (batch, n_heads, length, length),
+            "return_weights=True returns (output, weights)", case + ", return_weights=True",
+            f"a pair whose weights have shape {(batch, n_heads, length, length)}", f"{type(returned).__name__}",
+            "return (output, result.weights) when return_weights is set: one weight matrix per query head",
+        )
+        contract_close("return_weights=True returns (output, weights)", case + ", return_weights=True", returned[0], want, hint,
+                       atol=1e-9, rtol=1e-9)
+
+        token_valid = torch.tensor([[True] * length, [True, True, True, False, False]])
+        padded_case = case + ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'"
+        padded = contract_call("padding keys are never read and padded queries give zero rows", padded_case, raised,
+                               layer, x, token_valid=token_valid, empty_row="zero")
+        contract_close(
+            "padding keys are never read and padded queries give zero rows", padded_case, padded,
+            reference(x, token_valid=token_valid),  # out_proj has no bias, so a zero row stays zero
+            "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through",
+            atol=1e-9, rtol=1e-9,
+        )
+    return {"max_error": error}
+# builder:end sha256=312ec518a12065e792da50fa637ba49ef40da3f7b96342e837cac51d1eb62364
+check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 # %%
 torch.manual_seed(SEED)
@@ -4142,7 +4277,7 @@ NEGATIVE_TESTS = [
 PLOTS = [(plot_it_weights, (IT_WORDS, [1.0, 1.0, 1.0], [0.3, 0.3, 0.4])), (plot_attention_flow, ()), (plot_positions, (pe.numpy(),)),
          (plot_masks, ([ordinary], ["causal"])), (plot_scores_and_weights, (result.scores, result.weights)),
          (plot_sentence_attention, (sentence_weights, SENTENCE, TEMPERATURES, it)),
-         (plot_contract_errors, (measured,)), (plot_saturation, (saturation,)), (plot_query_gradients, (query_gradients, WIDTHS)), (plot_head_sharing, ()), (plot_split_merge, ()),
+         (plot_saturation, (saturation,)), (plot_query_gradients, (query_gradients, WIDTHS)), (plot_head_sharing, ()), (plot_split_merge, ()),
          (plot_cost, (lengths, quadratic, linear, WIDE)), (plot_decoder_block, ()), (plot_leakage, (probe_shift,)),
          (plot_ablation, (losses, ablated_losses, 8)), (plot_copy_attention, (copy_weights, generated[:-1].tolist())), (plot_policies, (policies, SAMPLING_LOGITS))]
 NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for plot, args in PLOTS]
