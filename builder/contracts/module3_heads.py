@@ -88,7 +88,12 @@ def check_multi_head_attention_contract(attention_class):
     gen = torch.Generator().manual_seed(2024)
     case = f"attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})"
     raised = "the function raised on a valid input; the traceback above this message shows where"
-    layer = contract_call("the layer builds", case, raised, attention_class, d_model, n_heads, n_kv, causal=True).double()
+    layer = contract_call("the layer builds", case, raised, attention_class, d_model, n_heads, n_kv, causal=True)
+    contract_assert(
+        isinstance(layer, torch.nn.Module), "the layer builds", case, "an nn.Module instance",
+        f"{type(layer).__name__} {layer!r}"[:120], "the exercise is the class MultiHeadSelfAttention; keep its __init__",
+    )
+    layer = layer.double()
     weights = {}
     with torch.no_grad():
         for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
