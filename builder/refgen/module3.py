@@ -90,7 +90,7 @@ def tiny_lm() -> dict:
         "n_heads": 2,
         "seed": 18,
         "segment_length": 6,
-        "steps": 60,
+        "steps": 45,
         "vocab_size": vocab_size,
     }
 

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `4eb6ae1b3bd6758de0914faeac35b6a30513b8af0175f4eeddf4bb95c9721f56`.*
-# <!-- builder:end sha256=8fca177c98dc637b5ddba63d26c548ac6e490bd7b6ffba0d049e9b94d7d4326e -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
+# <!-- builder:end sha256=7c6a60faa90c8b6ffba513b387cdc27d27a1cc7fd8bfa3227f9154f35af15d04 -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
@@ -224,7 +224,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "4eb6ae1b3bd6758de0914faeac35b6a30513b8af0175f4eeddf4bb95c9721f56"
+REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -360,12 +360,12 @@ REFERENCE_JSON = r"""{
     "n_heads": 2,
     "seed": 18,
     "segment_length": 6,
-    "steps": 60,
+    "steps": 45,
     "vocab_size": 8
   }
 }
 """
-# builder:end sha256=4a03e9f27ae9e9866194803957eeb870bf474857b56579af37d76c6a9114f128
+# builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1010,6 +1010,8 @@ show_figure(
 # Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
 # position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
 # same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
     length = require_int("length", length, minimum=1)
@@ -1034,6 +1036,8 @@ REFERENCE_SOLUTIONS["Exercise 1"] = {"sinusoidal_encoding": sinusoidal_encoding}
 # Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
 # position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
 # same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
     length = require_int("length", length, minimum=1)
@@ -1044,7 +1048,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     # Your code here.
-    raise NotImplementedError('Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.')
+    raise NotImplementedError('Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the same angle. Work with whole tensors (an outer product of positions and frequencies), not loops. The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos with interleaved pairs for several sizes; and the base argument sets the frequencies.')
 
 
 # %%
@@ -1217,6 +1221,8 @@ show_figure(
 # Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
 # position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
 # tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
     t_q = require_int("t_q", t_q, minimum=1)
@@ -1239,6 +1245,8 @@ REFERENCE_SOLUTIONS["Exercise 2"] = {"causal_allowed": causal_allowed}
 # Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
 # position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
 # tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
     t_q = require_int("t_q", t_q, minimum=1)
@@ -1250,7 +1258,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
     # Your code here.
-    raise NotImplementedError('Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.')
+    raise NotImplementedError('Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops. The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future; cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.')
 
 
 # %%
@@ -1441,6 +1449,9 @@ class AttentionResult:
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 and -inf scores; a V-only batch axis broadcasts; empty rows raise by default
+# and give zeros with finite gradients on request; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -1488,6 +1499,9 @@ REFERENCE_SOLUTIONS["Exercise 3"] = {"scaled_dot_product_attention": scaled_dot_
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 and -inf scores; a V-only batch axis broadcasts; empty rows raise by default
+# and give zeros with finite gradients on request; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -1518,7 +1532,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
                          "fix the mask, or pass empty_row='zero' for padding queries")
     # Your code here.
-    raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values.")
+    raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values. The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1; blocked keys get exactly 0 and -inf scores; a V-only batch axis broadcasts; empty rows raise by default and give zeros with finite gradients on request; permuting tokens permutes outputs.")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 
@@ -2256,6 +2270,8 @@ show_figure(
 # Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
 # that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -2273,6 +2289,8 @@ REFERENCE_SOLUTIONS["Exercise 4"] = {"split_heads": split_heads}
 # Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
 # that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -2280,7 +2298,7 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     # Your code here.
-    raise NotImplementedError('Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token. Index axes from the end so any leading axes (batch, ...) pass through.')
+    raise NotImplementedError('Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token. Index axes from the end so any leading axes (batch, ...) pass through. The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any number of leading axes passes through.')
 
 
 # %%
@@ -3114,6 +3132,8 @@ show_figure(
 # Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
     x = require_tensor("x", x, min_ndim=1)
@@ -3140,6 +3160,8 @@ REFERENCE_SOLUTIONS["Exercise 7"] = {"layer_norm": layer_norm}
 # Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
     x = require_tensor("x", x, min_ndim=1)
@@ -3150,7 +3172,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
     # Your code here.
-    raise NotImplementedError("Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.")
+    raise NotImplementedError("Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x. The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.")
 
 
 # %%
@@ -3608,7 +3630,7 @@ class TinyLM(nn.Module):
 # | $g$ | the gradient of the loss with respect to one weight $\theta$ | |
 # | $m$, $v$ | running means of $g$ and of $g^2$, both starting at 0 | |
 # | $\beta_1$, $\beta_2$ | how slowly those means forget | $0.9$, $0.999$ |
-# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 60$ |
+# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 45$ |
 # | $\eta$ | the learning rate | $0.03$ |
 # | $\lambda$ | the weight decay | $0$ |
 # | $\epsilon$ | keeps the division finite | $10^{-8}$ |
@@ -3857,6 +3879,9 @@ show_figure(
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
 # for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
     if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
@@ -3890,6 +3915,9 @@ REFERENCE_SOLUTIONS["Exercise 8"] = {"token_distribution": token_distribution}
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
 # for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
     if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
@@ -3901,7 +3929,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     if top_p is not None:
         top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
     # Your code here.
-    raise NotImplementedError('Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum.')
+    raise NotImplementedError('Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum. The check requires: one finite probability per token summing to 1; the temperature divides the logits; top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in that order; large logits do not overflow.')
 
 
 # %%
@@ -4072,6 +4100,8 @@ show_figure(
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
     eos_id = require_int("eos_id", eos_id, minimum=0)
@@ -4099,6 +4129,8 @@ REFERENCE_SOLUTIONS["Exercise 9"] = {"greedy_trace": greedy_trace}
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
     eos_id = require_int("eos_id", eos_id, minimum=0)
@@ -4108,7 +4140,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
         if eos_id >= len(scores):
             raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
     # Your code here.
-    raise NotImplementedError("Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError.")
+    raise NotImplementedError("Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError. The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last allowed step; a trace that runs out of logits raises ValueError.")
 
 
 # %%
@@ -4308,7 +4340,7 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #   query heads and shrink the KV cache by the same factor.
 # - **Cost:** $n^2$ scores per head and layer; past $n = 2 d_{model}$ that term outweighs the projections.
 # - **Block and model:** pre-norm residual blocks of attention and a feed-forward net; a tiny one
-#   learns to copy a random segment in 60 steps, and fails at chance with its attention switched off;
+#   learns to copy a random segment in 45 steps, and fails at chance with its attention switched off;
 #   decoding policies (greedy, temperature, top-k, top-p) turn its logits into tokens.
 #
 # ## Self-test
