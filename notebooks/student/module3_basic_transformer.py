@@ -2782,7 +2782,7 @@ def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
     from matplotlib.patches import Rectangle
 
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
-    fig, ax = plt.subplots(figsize=(11.0, 3.6))
+    fig, ax = plt.subplots(figsize=(11.0, 2.7))
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)  # fixed margins: a layout engine would draw everything twice
     ax.set_aspect("equal")
     ax.axis("off")
@@ -2797,32 +2797,35 @@ def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
         return x0 + columns * cell
 
     top = n_tokens * cell + 0.4
+    gap = 1.7  # room for an arrow and its label between two grids
+
+    def arrow(x0, x1, label):
+        """A labelled arrow from x0 to x1 at the grids' mid-height."""
+        y = top - n_tokens * cell / 2
+        ax.annotate("", xy=(x1 - 0.1, y), xytext=(x0 + 0.1, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.3})
+        ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
     x = 0.0
     right = grid(x, top, width, lambda j: j // d_head)
     ax.text(x, top + 0.25, localized(language, f"X W_q: (T, H·d) = ({n_tokens}, {width})", f"X W_q: (T, H·d) = ({n_tokens}, {width})"), fontsize=9)
     steps = (localized(language, "split_heads", "split_heads"), localized(language, "attention\nper head", "внимание\nв каждой голове"),
              localized(language, "merge_heads", "merge_heads"), "× W_o")
-    x = right + 1.3
-    ax.annotate(steps[0], xy=(x - 0.15, top - n_tokens * cell / 2), xytext=(right + 0.15, top - n_tokens * cell / 2),
-                ha="left", va="bottom", fontsize=9, arrowprops={"arrowstyle": "-|>", "color": Palette.INK})
+    x = right + gap
+    arrow(right, x, steps[0])
     heads_left = x
     for h in range(n_heads):  # (H, T, d): one small grid per head
         x = grid(x, top, d_head, lambda j, h=h: h) + 0.25
     ax.text(heads_left, top + 0.25, localized(language, f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})", f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"), fontsize=9)
-    mid = x + 1.3
-    ax.annotate(steps[1], xy=(mid - 0.15, top - n_tokens * cell / 2), xytext=(x, top - n_tokens * cell / 2), ha="left", va="bottom",
-                fontsize=9, arrowprops={"arrowstyle": "-|>", "color": Palette.INK})
+    mid = x + gap
+    arrow(x, mid, steps[1])
     x = mid
     for h in range(n_heads):
         x = grid(x, top, d_head, lambda j, h=h: h, alpha=0.55) + 0.25
-    merged_left = x + 1.3
-    ax.annotate(steps[2], xy=(merged_left - 0.15, top - n_tokens * cell / 2), xytext=(x, top - n_tokens * cell / 2), ha="left",
-                va="bottom", fontsize=9, arrowprops={"arrowstyle": "-|>", "color": Palette.INK})
+    merged_left = x + gap
+    arrow(x, merged_left, steps[2])
     right = grid(merged_left, top, width, lambda j: j // d_head, alpha=0.55)
     ax.text(merged_left, top + 0.25, localized(language, f"(T, H·d) = ({n_tokens}, {width})", f"(T, H·d) = ({n_tokens}, {width})"), fontsize=9)
-    out_left = right + 1.0
-    ax.annotate(steps[3], xy=(out_left - 0.15, top - n_tokens * cell / 2), xytext=(right + 0.1, top - n_tokens * cell / 2), ha="left",
-                va="bottom", fontsize=9, arrowprops={"arrowstyle": "-|>", "color": Palette.INK})
+    out_left = right + gap
+    arrow(right, out_left, steps[3])
     grid(out_left, top, width, lambda j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
     ax.text(out_left, top + 0.25, localized(language, "output (T, d_model)", "выход (T, d_model)"), fontsize=9)
     ax.set_xlim(-0.2, out_left + width * cell + 0.2)
