@@ -105,10 +105,33 @@ def _dense_plain_tiled_attention(nb):
     return tiled_attention_plain
 
 
+def _class_mutant(name, *edits):
+    """A notebook class rebuilt from its source text with (old, new) edits: inspect.getsource cannot see these classes."""
+
+    def build(nb):
+        import ast
+
+        from tests.support import NOTEBOOK_SOURCES
+
+        text = NOTEBOOK_SOURCES[3].read_text(encoding="utf-8")
+        node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name)
+        source = ast.get_source_segment(text, node)
+        for old, new in edits:
+            if source.count(old) != 1:
+                raise AssertionError(f"{old!r} must occur exactly once in {name}")
+            source = source.replace(old, new)
+        namespace = dict(nb)
+        exec(compile(source, f"<mutant of {name}>", "exec"), namespace)
+        return namespace[name]
+
+    return build
+
+
 # ---- Module 3 ----------------------------------------------------------------------------------------------
 
 PE, CAUSAL, ATTENTION = "check_positional_encoding_contract", "check_causal_mask_contract", "check_attention_contract"
 SPLIT, MERGE, REPEAT = "check_split_heads_contract", "check_merge_heads_contract", "check_kv_repeat_contract"
+MHA, MHA_MATCHES = "check_multi_head_attention_contract", "the output equals an independent multi-head attention"
 LAYER_NORM, SAMPLING, GREEDY = "check_layer_norm_contract", "check_token_distribution_contract", "check_greedy_trace_contract"
 MATCHES_SDPA = "output matches F.scaled_dot_product_attention"
 
@@ -197,7 +220,7 @@ MODULE3 = [
         hint="reshape to (B, T, H, d) first"),
     Bug("split-heads-wrong-transpose", 3, "split_heads", "transposes the last two axes instead of tokens and heads",
         SPLIT, "shape (B, T, H*d) -> (B, H, T, d)", edit("heads.transpose(-3, -2)", "heads.transpose(-2, -1)")),
-    # Exercise 5: merge_heads
+    # Exercise 5: merge_heads (with repeat_kv_heads)
     Bug("heads-merged-wrong-transpose", 3, "merge_heads", "transposes tokens and features instead of heads and tokens before flattening",
         MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-2, -1).reshape(*x.shape[:-3], x.shape[-2], -1)"),
         hint="the wrong axes were transposed"),
@@ -207,7 +230,7 @@ MODULE3 = [
     Bug("heads-merged-with-view", 3, "merge_heads", "calls view on the non-contiguous transpose",
         MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-3, -2).view(*x.shape[:-3], x.shape[-2], -1)"),
         hint="raised on a valid input"),
-    # Exercise 6: repeat_kv_heads
+    # Exercise 5: repeat_kv_heads
     Bug("gqa-tile-not-repeat", 3, "repeat_kv_heads", "tiles the K/V heads (0, 1, 0, 1) instead of repeating each in place (0, 0, 1, 1)",
         REPEAT, "h // group", edit("x.repeat_interleave(group, dim=-3)", "x.repeat(*([1] * (x.ndim - 3)), group, 1, 1)"),
         hint="use np.repeat / torch.repeat_interleave"),
@@ -218,6 +241,23 @@ MODULE3 = [
         ATTENTION, MATCHES_SDPA, edit("top = scores.amax(dim=-1, keepdim=True)", "top = scores.amax(dim=-1, keepdim=False)")),
     Bug("split-heads-constant-head-width", 3, "split_heads", "hard-codes the head width of the running example instead of d_model // n_heads",
         SPLIT, "head h of token t", edit("x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))", "x.unflatten(-1, (n_heads, 8))")),
+    # Exercise 6: MultiHeadSelfAttention.forward
+    Bug("mha-forward-ignores-causal", 3, "MultiHeadSelfAttention", "builds the padding mask but forgets the causal triangle",
+        MHA, MHA_MATCHES, written=_class_mutant("MultiHeadSelfAttention", ("allowed = allowed & causal_allowed(length, length)", "allowed = allowed")),
+        hint="causal mask was not applied"),
+    Bug("mha-forward-tiles-kv", 3, "MultiHeadSelfAttention", "shares K/V heads by tiling them (kv0, kv1, kv0, kv1) instead of repeating each",
+        MHA, MHA_MATCHES, written=_class_mutant(
+        "MultiHeadSelfAttention", ("k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)", "k = split_heads(self.k_proj(x), self.n_kv_heads).repeat(1, group, 1, 1)"),
+         ("v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)", "v = split_heads(self.v_proj(x), self.n_kv_heads).repeat(1, group, 1, 1)")),
+        hint="tiled"),
+    Bug("mha-forward-skips-out-proj", 3, "MultiHeadSelfAttention", "returns the merged heads without the output projection",
+        MHA, MHA_MATCHES, written=_class_mutant(
+            "MultiHeadSelfAttention", ("output = self.out_proj(merge_heads(result.output).to(x.dtype))", "output = merge_heads(result.output).to(x.dtype)")),
+        hint="without the output projection"),
+    Bug("mha-forward-padding-keys-only", 3, "MultiHeadSelfAttention", "masks padding keys but lets padded queries attend",
+        MHA, "padded queries give zero rows",
+        written=_class_mutant("MultiHeadSelfAttention", ("allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]",
+                                                         "allowed = allowed & token_valid[:, None, None, :]"))),
     # Exercise 7: layer_norm
     Bug("layernorm-unbiased-variance", 3, "layer_norm", "uses x.var(), whose default is the unbiased (n - 1) estimator",
         LAYER_NORM, "biased variance", edit(VARIANCE, "variance = x.var(dim=-1, keepdim=True)"), hint="unbiased (divides by n - 1)"),

@@ -4,7 +4,7 @@ import math
 
 from ._math import dot, mean, softmax
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def positional_encoding(length: int = 5, d_model: int = 4, base: float = 10_000.0) -> dict:
@@ -75,19 +75,23 @@ def scaling_experiment(d_k: int = 64) -> dict:
 
 
 def tiny_lm() -> dict:
-    """Training recipe and pass thresholds of the one-block language model."""
+    """Recipe and pass thresholds of the one-block model on the repeated-segment (copy) task, with and without attention."""
+    vocab_size = 8
     return {
-        "accuracy_threshold": 0.99,
-        "context": 12,
-        "continuation_accuracy_threshold": 0.95,
+        "ablated_accuracy_ceiling": 0.25,  # chance is 1 / vocab_size = 0.125
+        "ablated_loss_floor": 0.9 * math.log(vocab_size),  # a model that cannot look back stays near ln V
+        "accuracy_threshold": 0.98,
+        "batch": 32,
+        "d_ff": 48,
+        "d_model": 24,
+        "eval_sequences": 256,
         "learning_rate": 0.03,
-        "loss_threshold": 0.02,
-        "new_tokens": 15,
-        "period": [0, 1, 2, 3, 4, 5],
+        "loss_threshold": 0.05,
+        "n_heads": 2,
         "seed": 18,
-        "steps": 121,
-        "training_repeats": 20,
-        "vocab_size": 6,
+        "segment_length": 6,
+        "steps": 45,
+        "vocab_size": vocab_size,
     }
 
 
@@ -107,14 +111,34 @@ def masks(n: int = 5) -> dict:
     }
 
 
-def attention_cost(d_model: int = 4096, n_long: int = 128_000) -> dict:
-    """Where 4·n²·d score-and-mix FLOPs meet 8·n·d² projection FLOPs, and their ratio n / 2d at a long context."""
+def attention_cost(d_model: int = 4096, n_long: int = 128_000, q_heads: int = 32, kv_heads: int = 8) -> dict:
+    """Where the 4·n²·d score-and-mix FLOPs meet the projections, under four stated conventions.
+
+    The headline convention counts four d × d projections (2·4·n·d² FLOPs), no FFN, and the full
+    n × n square. Grouped K/V projections (d × d·kv/q each), a 4d FFN, or a causal kernel that skips
+    the upper triangle each move the crossover; every count is exact integer arithmetic.
+    """
+    from fractions import Fraction
+
+    def crossover(projection_macs_per_d2: Fraction, quadratic_share: Fraction = Fraction(1)) -> int:
+        # quadratic_share · 4 n² d = 2 · projection_macs · n d²  =>  n = 2 · projection_macs · d / (4 · share)
+        n = 2 * projection_macs_per_d2 * d_model / (4 * quadratic_share)
+        if n.denominator != 1:
+            raise ValueError(f"the crossover {n} is not a whole number of tokens")
+        return int(n)
+
+    grouped = 2 + 2 * Fraction(kv_heads, q_heads)  # W_q and W_o are d × d; W_k and W_v are d × (d · kv / q)
     return {
-        "crossover_tokens": 2 * d_model,
+        "crossover_causal_tokens": crossover(Fraction(4), Fraction(1, 2)),
+        "crossover_grouped_kv_tokens": crossover(grouped),
+        "crossover_tokens": crossover(Fraction(4)),
+        "crossover_with_ffn_tokens": crossover(Fraction(4) + 2 * 4),  # plus a d -> 4d -> d FFN: 8 d² multiply-adds
         "d_model": d_model,
+        "kv_heads": kv_heads,
         "long_context": n_long,
         "long_context_ratio": (4 * n_long * n_long * d_model) / (8 * n_long * d_model * d_model),
         "long_context_score_entries": n_long * n_long,
+        "q_heads": q_heads,
     }
 
 

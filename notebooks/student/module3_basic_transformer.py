@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83`.*
-# <!-- builder:end sha256=596b706cd89195885645ddef55f1cbaac9434e7be1583eb4922596b17385b3c6 -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
+# <!-- builder:end sha256=7c6a60faa90c8b6ffba513b387cdc27d27a1cc7fd8bfa3227f9154f35af15d04 -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
@@ -16,8 +16,8 @@
 # - **Exercise 2:** `causal_allowed`
 # - **Exercise 3:** `scaled_dot_product_attention`
 # - **Exercise 4:** `split_heads`
-# - **Exercise 5:** `merge_heads`
-# - **Exercise 6:** `repeat_kv_heads`
+# - **Exercise 5:** `merge_heads`, `repeat_kv_heads`
+# - **Exercise 6:** `_require_hidden`, `MultiHeadSelfAttention`
 # - **Exercise 7:** `layer_norm`
 # - **Exercise 8:** `token_distribution`
 # - **Exercise 9:** `greedy_trace`
@@ -233,7 +233,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "bcbbecccfbf3858edaf3374bbbe969c134a6180641ad5f4fa5eaba9138e12d83"
+REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -273,11 +273,16 @@ REFERENCE_JSON = r"""{
     ]
   },
   "attention_cost": {
+    "crossover_causal_tokens": 16384,
+    "crossover_grouped_kv_tokens": 5120,
     "crossover_tokens": 8192,
+    "crossover_with_ffn_tokens": 24576,
     "d_model": 4096,
+    "kv_heads": 8,
     "long_context": 128000,
     "long_context_ratio": 15.625,
-    "long_context_score_entries": 16384000000
+    "long_context_score_entries": 16384000000,
+    "q_heads": 32
   },
   "it_example": {
     "scores": [2.0, 1.0, 0.5],
@@ -350,23 +355,26 @@ REFERENCE_JSON = r"""{
     "seed": 18,
     "unscaled_variance_target": 64.0
   },
-  "schema_version": 2,
+  "schema_version": 3,
   "tiny_lm": {
-    "accuracy_threshold": 0.99,
-    "context": 12,
-    "continuation_accuracy_threshold": 0.95,
+    "ablated_accuracy_ceiling": 0.25,
+    "ablated_loss_floor": 1.8714973875118521,
+    "accuracy_threshold": 0.98,
+    "batch": 32,
+    "d_ff": 48,
+    "d_model": 24,
+    "eval_sequences": 256,
     "learning_rate": 0.03,
-    "loss_threshold": 0.02,
-    "new_tokens": 15,
-    "period": [0, 1, 2, 3, 4, 5],
+    "loss_threshold": 0.05,
+    "n_heads": 2,
     "seed": 18,
-    "steps": 121,
-    "training_repeats": 20,
-    "vocab_size": 6
+    "segment_length": 6,
+    "steps": 45,
+    "vocab_size": 8
   }
 }
 """
-# builder:end sha256=fdeeff8962dc2d11ce718af1edf09e4f07e9a25fc1d8c10f32f11e39ff5c7d44
+# builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -785,7 +793,7 @@ def plain_log_axis(axis):
     axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
 
 
-REFERENCE.check("schema_version", 2)  # the layout of references/module3.json this notebook was written for
+REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
 # %% tags=["hide-input", "remove-cell"]
@@ -797,6 +805,8 @@ REFERENCE_SOURCES = {
     "Exercise 1": r'''# Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
 # position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
 # same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
     length = require_int("length", length, minimum=1)
@@ -814,6 +824,8 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     "Exercise 2": r'''# Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
 # position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
 # tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
     t_q = require_int("t_q", t_q, minimum=1)
@@ -831,8 +843,10 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
-# The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf),
-# and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
+# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
+# gradients; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -873,6 +887,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
 # that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -881,24 +897,88 @@ def split_heads(x, n_heads):
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
     return heads.transpose(-3, -2)                               # (..., H, T, d)''',
-    "Exercise 5": r'''# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
-# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+    "Exercise 5": r'''# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
-    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)''',
-    "Exercise 6": r'''# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
-# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
-# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+
+
 def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
+    "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = require_bool("causal", causal)
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
+        if self.causal:
+            allowed = allowed & causal_allowed(length, length)
+        group = self.n_heads // self.n_kv_heads
+        q = split_heads(self.q_proj(x), self.n_heads)                                  # (B, H, T, d)
+        k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
+        output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
+        return (output, result.weights) if return_weights else output''',
     "Exercise 7": r'''# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
     x = require_tensor("x", x, min_ndim=1)
@@ -921,6 +1001,9 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
 # for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
     if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
@@ -947,6 +1030,8 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
     eos_id = require_int("eos_id", eos_id, minimum=0)
@@ -965,7 +1050,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=10104e0913566929cb966b845e24a22f94dc242e7cd032c10255d6f927ce13b3
+# builder:end sha256=9acb666783d562cd5d3d32a355ae232db73d0674cd6d59b25ea1ba7ece17bf89
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -975,175 +1060,40 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 # them. Because the comparison covers all pairs of tokens, attention sets a model's context
 # limit, the price of a long prompt, and how much GPU memory a conversation occupies.
 #
-# **When you need to know this.** Nobody switches attention on; every transformer runs it in
-# every layer. It becomes your problem on the day a decision depends on its cost: picking a
-# model by its context window or by the key/value heads listed on its model card, choosing
-# between one enormous prompt and retrieving the three relevant pages, sizing a GPU for a model
-# you serve, or explaining why a long chat pauses before its first output token. The telltale
-# sign is latency and cost that grow with the length of the *conversation*, not of the *answer*.
+# **When you need to know this.** When a decision depends on its cost: picking a model by its
+# context window or by the K/V heads on its model card, choosing between one enormous prompt and
+# retrieval, sizing a GPU, or explaining why a long chat pauses before its first output token.
+# The telltale sign is latency and cost that grow with the length of the *conversation*, not of
+# the *answer*.
 #
-# The next cell computes every number this guide quotes.
-
-# %%
-def attention_cost(n_tokens, d_model):
-    """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
-    n = require_int("n_tokens", n_tokens, minimum=1)
-    d = require_int("d_model", d_model, minimum=1)
-    return {
-        "score_entries": n * n,                # one n × n score matrix per head and layer
-        "quadratic_flops": 2 * 2 * n * n * d,  # Q·Kᵀ and weights·V: n·n·d multiply-adds each, 2 FLOPs apiece
-        "linear_flops": 2 * 4 * n * d * d,     # X·W_q, X·W_k, X·W_v and the output map: n·d·d multiply-adds each
-    }
-
-
-def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
-    """Bytes one token leaves in the KV cache: a key and a value in every layer and every K/V head."""
-    n_layers = require_int("n_layers", n_layers, minimum=1)
-    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1)
-    head_dim = require_int("head_dim", head_dim, minimum=1)
-    bytes_per_value = require_int("bytes_per_value", bytes_per_value, minimum=1)
-    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
-
-
-WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
-LONG = REFERENCE.value("attention_cost.long_context")
-for n in (1_000, 2_000, LONG):
-    print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
-crossover = 2 * WIDE
-REFERENCE.check("attention_cost.crossover_tokens", crossover)
-REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
-at_crossover = attention_cost(crossover, WIDE)
-expect("the n² part should equal the projections at n = 2·d_model", at_crossover["quadratic_flops"], "==", at_crossover["linear_flops"])
-ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
-REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
-print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
-      f"and {ratios[128_000]:.1f} at 128,000")
-
-# Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
-per_token = kv_cache_bytes_per_token(
-    n_layers=REFERENCE.value("kv_cache.layers"), n_kv_heads=REFERENCE.value("kv_cache.kv_heads"),
-    head_dim=REFERENCE.value("kv_cache.head_dim"), bytes_per_value=REFERENCE.value("kv_cache.bytes_per_value"),
-)
-REFERENCE.check("kv_cache.bytes_per_token", per_token)
-conversation_gb = per_token * 32_000 / 1e9
-fits = int((80 - 16) // conversation_gb)
-all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
-gqa_gb = per_token * 128_000 / 1e9
-print(f"KV cache: {per_token:,} bytes per token; a 32,000-token conversation holds {conversation_gb:.1f} GB; "
-      f"{fits} of them fit next to 16 GB of weights on an 80 GB GPU")
-print(f"one 128,000-token request: {all_heads_gb:.0f} GB with 32 K/V heads, {gqa_gb:.1f} GB with 8")
-
-price_per_million = 5.0  # an illustrative price in dollars per million input tokens
-full_price = 100_000 * price_per_million / 1e6
-cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
-print(f"a 100,000-token prompt at ${price_per_million:.0f}/M: ${full_price:.2f} each time, ${cached_price:.2f} as a cache read")
-mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
-print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
-
-# The prose below quotes these numbers; stop here if any of them moved.
-expect('[attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)] == [1_000_000, 4_000_000]', [attention_cost(n, WIDE)["score_entries"] for n in (1_000, 2_000)], "==", [1_000_000, 4_000_000])
-expect('attention_cost(128_000, WIDE)["score_entries"] == 16_384_000_000', attention_cost(128_000, WIDE)["score_entries"], "==", 16_384_000_000)
-expect("crossover == 8_192", crossover, "==", 8_192)
-expect("(round(ratios[8_000], 2), round(ratios[128_000], 1)) == (0.98, 15.6)", (round(ratios[8_000], 2), round(ratios[128_000], 1)), "==", (0.98, 15.6))
-expect("per_token == 131_072", per_token, "==", 131_072)
-expect("round(conversation_gb, 1) == 4.2", round(conversation_gb, 1), "==", 4.2)
-expect("fits == 15", fits, "==", 15)
-expect("(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)", (round(all_heads_gb), round(gqa_gb, 1)), "==", (67, 16.8))
-expect("(full_price, round(cached_price, 2), mistral_reach) == (0.5, 0.05, 131_072)", (full_price, round(cached_price, 2), mistral_reach), "==", (0.5, 0.05, 131_072))
-
-
-# %% [markdown]
-# **Your options**, from the cheapest to the most committed. Some you choose in the prompt or
-# the API call; the rest you choose by picking a model or a serving stack.
+# **Four facts to carry away**, each computed later in this notebook:
 #
-# | Option | What it does | What you gain | What it costs | Where you choose it |
-# |---|---|---|---|---|
-# | Short prompt plus retrieval | Puts only the relevant passages in the context | Cost that stays flat as the corpus grows | An index to maintain, and retrieval that can miss | Your own code |
-# | Prompt caching | Reuses the keys and values of a prefix that repeats across calls | Cache reads billed at 0.1× the input price, and a faster first token ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | The prefix must match byte for byte; a cache write costs 1.25× (same page) | The API or the serving engine |
-# | A long context window | Sends the whole document or history at once | Nothing to retrieve; exact cross-references across all of it | Quadratic compute, a cache that grows with every token, weaker recall in the middle | The model you pick |
-# | A GQA or MQA model | Lets several query heads share one key/value head | A KV cache smaller by the ratio of query heads to K/V heads (4× for Llama 3.1 8B, computed in section 8) | A little modelling capacity, decided by the model's authors | The model card: `num_key_value_heads` |
-# | FlashAttention kernels | Computes exactly the same attention in tiles that stay in fast on-chip memory | No n × n matrix in GPU main memory; the paper reports 3× faster GPT-2 training at 1K context and 15% over the MLPerf 1.1 BERT-large record ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | A supported GPU | The serving stack (PyTorch, vLLM, ...) |
-# | Sliding-window attention | Lets each layer look back a fixed number of tokens | A per-layer cache of fixed size and linear cost | Exact lookup beyond the window is gone; information hops layer by layer | The architecture, e.g. Mistral 7B **v0.1** with a 4,096-token window ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); v0.2 and v0.3 dropped it ([v0.2 model card](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
-# | A paged KV cache | Stores each request's cache in small blocks instead of one reserved strip | 2-4× the throughput of FasterTransformer and Orca at the same latency ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | An engine that supports it | vLLM and most engines since |
-# | A linear-time architecture | Replaces attention by a recurrence with a fixed-size state | No n² term, a cache that does not grow; Mamba reports 5× the generation throughput of a transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Different recall behaviour, fewer mature models | The architecture (state-space models) |
+# - Reading a prompt costs work that grows with the *square* of its length: double the prompt and
+#   the score step does four times the work (section 9).
+# - Every live conversation holds a **KV cache** that grows by a fixed number of bytes per token:
+#   131,072 for Llama 3.1 8B (section 9, *Attention in practice*).
+# - Models that share **K/V heads** (GQA, section 8) shrink that cache: 4× for Llama 3.1 8B.
+# - Long prompts are read unevenly: facts in the middle are recalled worst (section 9, *Attention in practice*).
 #
-# **How to choose.** Start from what you control.
+# **Words you will meet**, with where each is built:
 #
-# - *A hosted API:* you control the prompt. Put the stable part first (system prompt, tool
-#   definitions, reference documents) and keep it identical from call to call so that it
-#   caches; put what changes last. Count tokens before sending: input beyond the window is
-#   rejected, and input plus the answer's budget beyond it cuts the answer short.
-# - *Long context or retrieval:* long context for one document the model must read exactly (a
-#   contract, a code base); retrieval when the corpus outgrows any prompt or the relevant part
-#   is small. Many production systems do both: retrieve, then hand over a generous window.
-# - *An open model to host:* read `num_attention_heads`, `num_key_value_heads` and
-#   `max_position_embeddings` in its `config.json`. The cache per token scales with the K/V
-#   heads, and that number, more than the parameter count, decides how many conversations a GPU
-#   carries.
-# - *Serving it:* use an engine with FlashAttention and a paged cache, not a loop of your own.
-# - *Training or fine-tuning:* keep the library's score scaling and causal mask exactly as they
-#   are; section 7 measures what goes wrong without the scaling.
-# - *Always:* measure quality against context length on your own task, with the key fact at the
-#   start, in the middle and at the end of the prompt. A longer advertised window does not mean
-#   the model uses its middle well.
-#
-# **What it costs**, in four currencies (the numbers come from the cell above):
-#
-# - *Compute.* The score-and-mix step is quadratic in the number of tokens and is paid in full
-#   when a prompt is first read: that is the wait before the first output token. A 1,000-token
-#   prompt builds 1,000,000 scores per head per layer, 2,000 tokens build 4,000,000 and 128,000
-#   tokens about 16.4 billion: doubling the context quadruples this part. For a 4,096-wide model
-#   the quadratic part matches the linear projections at 8,192 tokens and is 15.6 times larger at
-#   128,000. Below a few thousand tokens the linear parts dominate and you can ignore it.
-# - *Memory.* Every live conversation keeps the keys and values of all its tokens. With the shape
-#   of Llama 3.1 8B (32 layers, 8 K/V heads of width 128, 16-bit numbers) that is 131,072 bytes
-#   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
-#   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
-#   and 16.8 GB with the 8 it has.
-# - *Money.* APIs bill per input token. At an illustrative USD 5 per million input tokens, a
-#   100,000-token prompt costs USD 0.50 each time it is sent and USD 0.05 when all of it is a cache
-#   read at 0.1×.
-# - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
-#   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, about
-#   53% when it came tenth, and 56.1% with no documents at all: worse in the middle than blind.
-#
-# **What breaks.**
-#
-# - *The answer sits in the middle.* Accuracy drops for facts in the middle of a long prompt. Put
-#   the most important material first or last, and keep prompts as short as the task allows.
-# - *The cache never hits.* A timestamp or request id near the top of the prompt changes the
-#   prefix on every call, so every call pays full price. If the usage report shows zero cache
-#   reads across identical requests, something volatile sits before the stable part.
-# - *Out of memory at long context.* On long requests it is the KV cache, not the weights, that
-#   overflows the GPU. Prefer a GQA model, cap the context you accept, or use an engine that pages
-#   the cache.
-# - *The prompt does not fit.* Input beyond the window is an error; input plus the output budget
-#   beyond it ends the answer early. Count first, and leave room for the answer.
-# - *Training stalls on unscaled scores.* Without the division by the square root of the head
-#   width, softmax collapses onto one token and passes back almost no gradient. Section 7
-#   measures how much at widths from 2 to 1,024.
-#
-# **In the wild.** The *base* model of the original transformer ran 8 heads of width 64 on
-# 512-wide vectors; the *big* one ran 16 heads on 1,024-wide vectors with a 4,096-wide
-# feed-forward layer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), Table 3).
-# Model configs on Hugging Face list `num_attention_heads`, `num_key_value_heads` and
-# `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
-# 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
-# Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
-# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K").
-# The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
-# 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
-# ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
-# `F.scaled_dot_product_attention` picks a FlashAttention, a memory-efficient or a plain math
-# kernel by itself ([docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
-# and vLLM's paged cache was motivated by earlier engines that used only 20.4%-38.2% of their
-# KV-cache memory for actual token states ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
+# | Term | Meaning | Built in |
+# |---|---|---|
+# | token | a piece of text (a word or part of one) that the model reads as one vector | section 1 |
+# | context window | the most tokens a model accepts at once, prompt plus answer | section 9 |
+# | query, key, value | the three vectors each token makes: what it looks for, what it offers, what it hands over | section 2 |
+# | head | one independent attention of width $d_k$ (also written $d_{head}$: the same number) | section 8 |
+# | K/V heads | the key/value heads that query heads read; fewer than query heads in GQA and MQA | section 8 |
+# | KV cache | the keys and values of past tokens, kept so each new token costs one row of attention | sections 4 and 8 |
+# | FLOPs | floating-point operations; one multiply-add counts as 2 | section 9 |
+# | prefix | the start of a prompt; a prefix that repeats byte for byte can be cached | section 9 |
+# | nats | the unit of a loss measured with the natural logarithm; 1 nat ≈ 1.44 bits | section 12 |
 #
 # **Go deeper.** Level 2 builds attention from a handful of numbers: softmax on a pronoun's
 # scores; queries, keys and values; positions; masks; the full formula, checked against
 # PyTorch; the √d_k scaling measured across widths; many heads sharing keys and values; the n²
-# curve; the rest of a decoder block; and a tiny language model you train and sample from. If
-# you only needed to choose a model or shape a prompt, you can stop here.
+# curve, followed by the options, costs and failure modes a practitioner weighs; the rest of a
+# decoder block; and a tiny language model that must use attention to solve its task.
 
 # %% [markdown]
 # ## Level 2 · How attention works, from scratch
@@ -1379,6 +1329,9 @@ def plot_attention_flow(language="en"):
         ax.annotate("", xy=boxes[end][:2], xytext=boxes[start][:2],  # centre to centre, clipped at the two boxes
                     arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "lw": 1.2, "shrinkA": 3, "shrinkB": 3,
                                 "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
+    for y, name in ((2.62, "W_q"), (2.07, "W_k"), (1.33, "W_v")):  # the learned part: one matrix per role
+        ax.text(1.92, y, f"× {name}", ha="center", va="center", fontsize=9, color=Palette.INK, fontweight="bold",
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": Palette.YELLOW, "edgecolor": "none"})
     ax.text(6.6, 3.5, localized(language, "Q and K decide how much", "Q и K решают, сколько"), color=Palette.BLUE,
             ha="center", fontweight="bold")
     ax.text(6.6, 0.2, localized(language, "V carries what", "V несёт что"), color=Palette.ORANGE, ha="center", fontweight="bold")
@@ -1388,7 +1341,8 @@ def plot_attention_flow(language="en"):
 
 show_figure(
     plot_attention_flow(language=LANGUAGE),
-    "Follow the arrows from left to right. The token vectors split three ways. Queries and keys (blue) meet in the "
+    "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
+    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue) meet in the "
     "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
     "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
 )
@@ -1429,6 +1383,8 @@ show_figure(
 # Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
 # position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
 # same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
     length = require_int("length", length, minimum=1)
@@ -1453,6 +1409,8 @@ REFERENCE_SOLUTIONS["Exercise 1"] = {"sinusoidal_encoding": sinusoidal_encoding}
 # Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
 # position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
 # same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
     length = require_int("length", length, minimum=1)
@@ -1463,7 +1421,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     # Your code here.
-    raise NotImplementedError('Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.')
+    raise NotImplementedError('Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the same angle. Work with whole tensors (an outer product of positions and frequencies), not loops. The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos with interleaved pairs for several sizes; and the base argument sets the frequencies.')
 
 
 # %%
@@ -1636,6 +1594,8 @@ show_figure(
 # Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
 # position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
 # tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
     t_q = require_int("t_q", t_q, minimum=1)
@@ -1658,6 +1618,8 @@ REFERENCE_SOLUTIONS["Exercise 2"] = {"causal_allowed": causal_allowed}
 # Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
 # position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
 # tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
     t_q = require_int("t_q", t_q, minimum=1)
@@ -1669,7 +1631,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
     # Your code here.
-    raise NotImplementedError('Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.')
+    raise NotImplementedError('Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops. The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future; cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.')
 
 
 # %%
@@ -1753,14 +1715,14 @@ expect("the cached query's row must be the last row of the full mask", torch.equ
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print(f"is_causal=True with 1 query and 5 keys equals: only key 0 -> "
-      f"{torch.allclose(top_left, v5[:, :1])}; the offset mask -> "
+print(f"is_causal=True with 1 query and 5 keys reads only key 0: {torch.allclose(top_left, v5[:, :1])}; "
+      f"it matches the correct offset mask (all 5 keys): "
       f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
 expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
 expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
 
 
-def plot_masks(masks, titles, language="en"):
+def plot_masks(masks, titles, language="en", *, row_starts=None):
     """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
@@ -1769,18 +1731,19 @@ def plot_masks(masks, titles, language="en"):
     fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
 
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
-    for ax, mask, title in zip(axes.flat, masks, titles):
+    row_starts = [0] * len(masks) if row_starts is None else list(row_starts)  # the absolute position of each panel's row 0
+    for ax, mask, title, start in zip(axes.flat, masks, titles, row_starts):
         mask = np.asarray(mask, dtype=bool)
         ax.pcolormesh(mask, cmap=ListedColormap([Palette.PAPER, Palette.GREEN]), vmin=0, vmax=1, edgecolors="white", linewidth=1.5)
         ax.set_aspect("equal")
         ax.invert_yaxis()  # query 0 on top, like a matrix
         ax.set_title(title, fontsize=11)
         ax.set_xticks(np.arange(mask.shape[1]) + 0.5, range(mask.shape[1]))
-        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(mask.shape[0]))
+        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(start, start + mask.shape[0]))
         ax.tick_params(length=0)
         ax.grid(False)
     fig.supxlabel(localized(language, "key position", "позиция ключа"), fontsize=10)
-    fig.supylabel(localized(language, "query row", "строка запроса"), fontsize=10)
+    fig.supylabel(localized(language, "query position", "позиция запроса"), fontsize=10)
     fig.suptitle(localized(language, "green = may attend, grey = set to −∞ before the softmax",
                            "зелёный = можно смотреть, серый = −∞ до softmax"), fontweight="bold", x=0.02, ha="left")
     return fig
@@ -1794,7 +1757,8 @@ mask_titles = {
            "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
 }
 show_figure(
-    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE),
+    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
+               row_starts=[0, 0, 0, 0, 3, 3]),
     "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
     "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
     "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
@@ -1858,8 +1822,10 @@ class AttentionResult:
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
-# The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf),
-# and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
+# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
+# gradients; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -1907,8 +1873,10 @@ REFERENCE_SOLUTIONS["Exercise 3"] = {"scaled_dot_product_attention": scaled_dot_
 # policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
 # scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
 # stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
-# The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf),
-# and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
+# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
+# gradients; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -1939,7 +1907,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
                          "fix the mask, or pass empty_row='zero' for padding queries")
     # Your code here.
-    raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values. The check judges behaviour: blocked keys must weigh exactly 0 (a -1e9 fill passes as well as -inf), and a row with no allowed key raises ValueError, or with empty_row='zero' gives zero weights and output.")
+    raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values. The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1; blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts; empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite gradients; permuting tokens permutes outputs.")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 
@@ -2193,9 +2161,87 @@ def plot_scores_and_weights(scores, weights, language="en"):
 
 show_figure(
     plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
-    "Left, the scaled scores of the 3-token example; blank cells are blocked (−∞) by the causal mask. Right, the "
+    "Left, the scaled scores of the 3-token example; the cells marked −∞ are blocked by the causal mask. Right, the "
     "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
     "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
+)
+
+# %% [markdown]
+# **The whole sentence.** The same formula on all ten words of *"The animal didn't cross the street
+# because it was tired"*, with hand-picked 4-wide queries and keys (the lesson's worked example) so
+# the pattern means something: the query of "it" scores "animal" 2.0, "tired" 1.0 and "street" 0.5
+# after the $\sqrt{4}$, exactly section 1's scores. Two switches change the picture. The **causal
+# mask** hides every later word: "tired" comes after "it", so its weight drops to exactly 0 and
+# "animal" takes a larger share. The **temperature** $T$ divides the scores before the softmax
+# (section 13 uses it for sampling): below 1 each row sharpens towards one word, above 1 it flattens
+# towards an even spread.
+
+# %%
+SENTENCE = ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "tired")
+SENTENCE_QUERIES = [[0, 2, 2, 2], [0, -1, 0, -3], [0, 0, 3, 0], [2, 0, 0, 2], [3, -1, -1, 1],
+                    [0, -1, 3, 0], [0, 0, -3, 0], [1, 1, 1, 1], [0, 3, 0, -1], [1, 2, 0, 1]]
+SENTENCE_KEYS = [[0, 0, 0, -1], [1, 1, 1, 1], [0, 0, -1, 0], [0, -1, 2, 0], [0, 0, 0, -1],
+                 [1, 0, 0, 0], [-1, 0, 0, 0], [0, 1, 0, -1], [0, -1, 0, 0], [1, 1, 0, 0]]
+TEMPERATURES = (0.5, 1.0, 2.0)
+q_sentence, k_sentence = (torch.tensor(rows, dtype=torch.float64) for rows in (SENTENCE_QUERIES, SENTENCE_KEYS))
+sentence_weights = {}  # (causal, temperature) -> (10, 10) weights
+for causal in (False, True):
+    for temperature in TEMPERATURES:
+        mask = causal_allowed(len(SENTENCE), len(SENTENCE)) if causal else None
+        # Dividing q by T divides every score by T: softmax(q kᵀ / (√d_k · T)).
+        sentence_weights[causal, temperature] = scaled_dot_product_attention(q_sentence / temperature, k_sentence, k_sentence, mask).weights
+it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
+it_row = {key: weights[it] for key, weights in sentence_weights.items()}
+it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
+print(f"'it' scores animal, tired, street: {it_scores_here.tolist()}")
+for (causal, temperature), row in it_row.items():
+    print(f"mask {'on ' if causal else 'off'} T = {temperature}: 'it' gives animal {float(row[animal]):.3f}, "
+          f"tired {float(row[tired]):.3f}, street {float(row[street]):.3f}; its largest weight {float(row.max()):.3f}")
+if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
+    raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
+if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
+    raise AssertionError(f"with the mask on, 'tired' must get exactly 0 and 'animal' more: tired {float(it_row[True, 1.0][tired])}, "
+                         f"animal {float(it_row[False, 1.0][animal]):.3f} -> {float(it_row[True, 1.0][animal]):.3f}")
+peaks = [float(sentence_weights[False, t].amax(-1).mean()) for t in TEMPERATURES]
+if not peaks[0] > peaks[1] > peaks[2]:
+    raise AssertionError(f"a lower temperature must sharpen every row on average: mean largest weight per T {dict(zip(TEMPERATURES, peaks))}")
+if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtype=torch.float64)):
+    raise AssertionError("with the causal mask every weight above the diagonal must be exactly 0")
+
+
+def plot_sentence_attention(weights, tokens, temperatures, highlight, language="en"):
+    """Small multiples of a sentence's attention weights: mask off and on (rows) by temperature (columns)."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    from matplotlib.patches import Rectangle
+
+    fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
+    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
+    for r, causal in enumerate((False, True)):
+        for c, temperature in enumerate(temperatures):
+            ax = axes[r][c]
+            ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
+            ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
+            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=8)  # labels once per column
+            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=8)                          # and once per row
+            ax.tick_params(length=0)
+            ax.grid(False)
+            mask_name = localized(language, "causal mask", "причинная маска") if causal else localized(language, "no mask", "без маски")
+            ax.set_title(f"{mask_name}, T = {temperature:g}", fontsize=11)
+    fig.supylabel(localized(language, "query: the word doing the looking", "запрос: слово, которое смотрит"), fontsize=10)
+    fig.suptitle(localized(language, "One sentence, two switches: the mask and the temperature",
+                           "Одно предложение, два переключателя: маска и температура"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+show_figure(
+    plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
+    "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
+    "cells carry more of the row's budget of 1. The orange box is the row of \"it\". Top row, no mask: \"it\" spreads its "
+    f"weight over the whole sentence, {float(it_row[False, 1.0][animal]):.2f} on \"animal\" at T = 1. Bottom row, causal "
+    f"mask: everything right of the diagonal is exactly 0, \"tired\" drops out of the row of \"it\" and \"animal\" rises "
+    f"to {float(it_row[True, 1.0][animal]):.2f}. Left to right, the temperature grows from 0.5 to 2: rows turn from "
+    "nearly one-hot into a wash.",
 )
 
 # %% [markdown]
@@ -2225,8 +2271,9 @@ show_figure(
 # sum and leaves it unchanged; reordering the queries reorders the output rows. This is why
 # positions must be added to the tokens (section 3): attention alone cannot see order.
 #
-# The cell below repeats the checks in the open, on fresh random inputs, and draws each measured
-# error against the bound the contract allows.
+# The cell below repeats the checks in the open, on fresh random inputs, and prints each measured
+# error in units of float64's rounding step: a few units mean the same number computed in another
+# order, while a wrong mask is off by some $10^{15}$ units.
 
 # %%
 # Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
@@ -2273,39 +2320,22 @@ print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
 expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
 
-def plot_contract_errors(summary, language="en"):
-    """Bars of the largest errors measured against PyTorch and for a wrong cache mask, each against its bound."""
-    require_choice("language", language, LANGUAGES)
-    apply_plot_style()
-    labels = [localized(language, "output vs PyTorch", "выход vs PyTorch"),
-              localized(language, "gradients vs PyTorch", "градиенты vs PyTorch"),
-              localized(language, "top-left mask\nfor cached queries", "маска без сдвига\nдля кэша")]
-    values = [summary["output_max_error"], summary["gradient_max_error"], summary["wrong_cache_mask_max_error"]]
-    limits = [1e-12, 1e-11, 1e-3]
-    colors = [Palette.GREEN, Palette.GREEN, Palette.RED]
-    fig, ax = plt.subplots(figsize=(7.2, 3.4))
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    shown = [max(v, 1e-17) for v in values]  # an exact 0 cannot sit on a log axis
-    ax.bar(range(3), shown, color=colors, width=0.55)
-    for x, (limit, value) in enumerate(zip(limits, values)):
-        ax.hlines(limit, x - 0.38, x + 0.38, color=Palette.INK, ls="--", lw=1.2)
-        ax.text(x, max(value, 1e-17) * 3, f"{value:.1e}", ha="center", fontsize=9)
-    ax.set_yscale("log")
-    plain_log_axis(ax.yaxis)
-    ax.set_ylim(1e-18, 10)
-    ax.set_xticks(range(3), labels)
-    ax.set_ylabel(localized(language, "largest |difference|", "наибольшее |расхождение|"))
-    ax.set_title(localized(language, "Our attention against PyTorch", "Наше внимание против PyTorch"))
-    return fig
-
-
-show_figure(
-    plot_contract_errors(measured, language=LANGUAGE),
-    "Each bar is the largest difference measured in the cell above, on a log scale; the dashed line over it is the bound. "
-    "Green bars must stay below their line: our outputs and gradients match PyTorch to about float64 rounding. "
-    "The red bar must stay above its line: a mask built from local positions must visibly change cached outputs, "
-    "otherwise the cached-query test could not tell right from wrong.",
-)
+# How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
+EPSILON = float(torch.finfo(torch.float64).eps)
+print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   verdict")
+for key, label, bound, must_be_small in (
+    ("output_max_error", "our output against PyTorch's", 1e-12, True),
+    ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
+    ("cached_rows_error", "cached queries 3, 4 against the full run", 1e-12, True),
+    ("wrong_cache_mask_max_error", "a top-left mask against the full run", 1e-3, False),
+):
+    value = measured[key]
+    verdict = ("rounding only" if value <= bound else "TOO LARGE") if must_be_small else ("a real difference" if value > bound else "TOO SMALL")
+    print(f"{label:<42} {value:>20.2e} {value / EPSILON:>12.3g}   {verdict}")
+    if verdict in ("TOO LARGE", "TOO SMALL"):
+        raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
+print("Read the last column: a few epsilons is the same number computed in another order; "
+      f"the wrong mask is off by about {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} epsilons, a different answer.")
 
 # %% [markdown]
 # ## 7 · Why divide by √d_k?
@@ -2317,7 +2347,9 @@ show_figure(
 # the weight on one key, right or wrong. Worse, softmax then stops responding to its input. Its
 # derivative (the Jacobian, the signal training sends back to the queries and keys) is
 # $\operatorname{diag}(p) - p p^\top$, and when one share is 1 and the rest are 0 every entry of
-# that matrix is 0. The queries and keys stop learning: softmax is *saturated*.
+# that matrix is 0: softmax is *saturated*, and the gradient that would teach the queries and keys
+# has to pass through that zero. The cell measures the Jacobian, and then the gradient that actually
+# reaches each query.
 #
 # $$\operatorname{Var}(q \cdot k) = d_k \quad \Longrightarrow \quad \operatorname{Var}\left(\frac{q \cdot k}{\sqrt{d_k}}\right) = 1$$
 #
@@ -2440,7 +2472,7 @@ def plot_saturation(rows, language="en"):
     for ax, title, ylabel in (
         (left, localized(language, "Softmax saturates", "Softmax насыщается"),
          localized(language, "mean largest weight", "средний наибольший вес")),
-        (right, localized(language, "The gradient fades", "Градиент угасает"),
+        (right, localized(language, "The softmax Jacobian shrinks", "Якобиан softmax сжимается"),
          localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
     ):
         ax.set_xscale("log", base=2)
@@ -2457,18 +2489,121 @@ def plot_saturation(rows, language="en"):
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
-    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian, the gradient signal that reaches "
-    "the scores. Unscaled scores (red) climb towards one-hot and their gradient fades as the head widens; scaled scores "
-    "(blue) stay flat at every width. That flatness is the reason for the √d_k.",
+    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
+    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
+    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
+    "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
 )
 
 
 # %% [markdown]
 # **What the numbers say.** Unscaled, the largest weight climbs from 0.31 at width 2 to 0.94 at
-# width 512 and 0.97 at 1,024, while the gradient signal shrinks to a 3.7th of the scaled one at
-# 512 and a 7.4th at 1,024. Scaled, the largest weight stays between 0.23 and 0.25 at every width.
-# In one sentence: dot products grow with the width, large scores saturate softmax and starve its
-# gradient, and dividing by $\sqrt{d_k}$ keeps the scores where softmax is smooth and trainable.
+# width 512 and 0.97 at 1,024, while the Jacobian, the sensitivity $\partial p / \partial s$ of the
+# shares to the scores, shrinks to a 3.7th of the scaled one at 512 and a 7.4th at 1,024. Scaled,
+# the largest weight stays between 0.23 and 0.25 at every width. At widths 2 to 8 the red curve sits
+# *above* the blue one on the right: unscaled scores of variance 2 to 8 are spread just enough for
+# softmax to respond most, while scaled scores of variance 1 over 16 keys give nearly uniform
+# shares, whose Jacobian is small too. The Jacobian is largest in between, neither uniform nor one-hot.
+#
+# **What the queries actually receive.** The Jacobian is only one factor of the gradient. Training
+# needs $\partial L / \partial q$, the gradient that reaches each query through the scores, the
+# shares and the values. The next cell measures it directly: 400 queries per width, each against
+# 16 random keys and values, with the loss $L = \langle \text{output}, r \rangle$ for a random
+# direction $r$ (any loss reaches the output this way), scaled and unscaled.
+
+# %%
+def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+    """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1)
+    gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    norms = {}
+    for width in widths:
+        # Drawn in float32 (faster to generate), computed in float64.
+        q = torch.randn(trials, width, generator=gen).double()              # (trials, d)
+        k = torch.randn(trials, n_keys, width, generator=gen).double()      # (trials, n, d)
+        direction = torch.randn(trials, width, generator=gen).double()      # (trials, d): r
+        # L = sum_j p_j (v_j · r). Given r, each v_j · r is N(0, |r|²) and independent, so draw u_j = v_j · r directly.
+        u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # (trials, n)
+        for scaled in (False, True):
+            c = math.sqrt(width) if scaled else 1.0
+            p = torch.softmax((k @ q[:, :, None])[..., 0] / c, dim=-1)          # (trials, n) shares
+            d_scores = p * (u - (p * u).sum(-1, keepdim=True))                  # ∂L/∂s = (diag(p) − p pᵀ) u
+            gradient = (d_scores[:, None, :] @ k)[:, 0] / c                     # (trials, d) ∂L/∂q = Σ_j ∂L/∂s_j k_j / c
+            norms[width, scaled] = gradient.norm(dim=-1)                        # (trials,) one norm per query
+    return norms
+
+
+# The closed-form gradient is what autograd computes: check it on a small case.
+check_q = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED), requires_grad=True)
+check_k, check_u = torch.randn(3, 4, 5, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+check_p = torch.softmax((check_k @ check_q[:, :, None])[..., 0] / math.sqrt(5), dim=-1)
+(autograd_q,) = torch.autograd.grad((check_p * check_u).sum(), check_q)
+closed_form = ((check_p * (check_u - (check_p * check_u).sum(-1, keepdim=True)))[:, None, :] @ check_k)[:, 0] / math.sqrt(5)
+if not torch.allclose(autograd_q, closed_form, atol=1e-12):
+    raise AssertionError(f"the closed-form ∂L/∂q disagrees with autograd by {float((autograd_q - closed_form).abs().max()):.3g}")
+
+query_gradients = query_gradient_experiment(WIDTHS)
+almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
+for width in WIDTHS:
+    unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
+    almost_none[width] = float((unscaled < 0.01 * scaled_norms.median()).double().mean())
+median_ratio_512 = float(query_gradients[512, True].median() / query_gradients[512, False].median())
+largest_512 = (float(query_gradients[512, False].max()), float(query_gradients[512, True].max()))
+print(" d_k | median |dL/dq| unscaled, scaled | unscaled queries under 1% of the scaled median")
+for width in WIDTHS:
+    print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
+          f"{almost_none[width]:.2f}")
+print(f"at d_k = 512: the median unscaled query gets {median_ratio_512:.0f}x less gradient than a scaled one, "
+      f"{almost_none[512]:.0%} get almost none, and the largest gets {largest_512[0]:.0f} against {largest_512[1]:.0f} scaled")
+if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
+    raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
+                         f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
+                         f"a few get far more than any scaled query (largest {largest_512[0]:.0f} against {largest_512[1]:.0f})")
+if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
+    raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 8]}")
+
+
+def plot_query_gradients(norms, widths, language="en"):
+    """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+        rows = np.array([np.asarray(norms[w, scaled], dtype=float) for w in widths])  # (widths, trials)
+        low, mid, high = (np.quantile(rows, level, axis=1) for level in (0.1, 0.5, 0.9))
+        ax.fill_between(widths, low, high, color=color, alpha=0.18, lw=0)
+        ax.plot(widths, mid, "o-", color=color, ms=4, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_axis(axis)
+    ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+    ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
+    ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
+    "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
+    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
+    f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
+    "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
+    "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
+)
+
+
+# %% [markdown]
+# In one sentence: dot products grow with the width, large scores saturate softmax, and then the
+# gradient reaching the queries is not simply smaller but uneven: at $d_k = 512$ the median query
+# gets tens of times less than with the scaling (the cell prints the factor; it moves between about
+# 40 and 100 with the random draw) and about half get almost none (under 1% of the scaled median),
+# while a few get updates tens of times larger than any scaled query. Dividing by $\sqrt{d_k}$ keeps every query where softmax is smooth and trainable.
 
 # %% [markdown]
 # ## 8 · Many heads: multi-head, grouped-query and multi-query attention
@@ -2513,6 +2648,8 @@ show_figure(
 # Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
 # that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -2530,6 +2667,8 @@ REFERENCE_SOLUTIONS["Exercise 4"] = {"split_heads": split_heads}
 # Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
 # that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -2537,7 +2676,7 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     # Your code here.
-    raise NotImplementedError('Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token. Index axes from the end so any leading axes (batch, ...) pass through.')
+    raise NotImplementedError('Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token. Index axes from the end so any leading axes (batch, ...) pass through. The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any number of leading axes passes through.')
 
 
 # %%
@@ -2582,27 +2721,48 @@ check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
 
 # %% tags=["hide-input"]
 # @title Reference solution of Exercise 5 (a spoiler: it stands in only if you skip the exercise)
-# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
-# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
 
 
-REFERENCE_SOLUTIONS["Exercise 5"] = {"merge_heads": merge_heads}
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
+
+
+REFERENCE_SOLUTIONS["Exercise 5"] = {"merge_heads": merge_heads, "repeat_kv_heads": repeat_kv_heads}
 
 
 # %% tags=["exercise"]
-# Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head)
-# with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the
-# transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.
+# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     # Your code here.
-    raise NotImplementedError("Exercise 5: Merge the heads back. x has shape (..., n_heads, T, d_head); return (..., T, n_heads * d_head) with head 0's features first, then head 1's, and so on: the exact inverse of split_heads. After the transpose the tensor is no longer contiguous in memory, so use reshape or flatten, not view.")
+    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    # Your code here.
+    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
 
 
 # %%
@@ -2636,37 +2796,6 @@ def check_merge_heads_contract(merge_heads):
         raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
     return {"cases": 1}
 # builder:end sha256=42030e7b3423cc7bf88659e5b5936a292adc12df0bbf6046552883ea3910b764
-check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
-
-
-# %% tags=["hide-input"]
-# @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
-# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
-# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
-# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
-
-
-REFERENCE_SOLUTIONS["Exercise 6"] = {"repeat_kv_heads": repeat_kv_heads}
-
-
-# %% tags=["exercise"]
-# Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return
-# (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated
-# `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    # Your code here.
-    raise NotImplementedError('Exercise 6: Share K/V heads for grouped-query attention. x has shape (..., H_kv, T, d); return (..., H_kv * group, T, d) in which query head h reads K/V head h // group: each K/V head is repeated `group` times in a row (0, 0, 1, 1, ...), not tiled (0, 1, 0, 1, ...).')
-
-
-# %%
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
     """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
@@ -2711,10 +2840,19 @@ def check_kv_repeat_contract(repeat_kv_heads):
         )
     return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
 # builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
-check_exercise("Exercise 6", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
+check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
+# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
 def _require_hidden(x, d_model, dtype, *, ndim=None):
     """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
     x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
@@ -2753,10 +2891,11 @@ class MultiHeadSelfAttention(nn.Module):
         """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
         x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
         batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
-            if not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool or token_valid.shape != (batch, length):
-                raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
             allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
         if self.causal:
             allowed = allowed & causal_allowed(length, length)
@@ -2768,6 +2907,162 @@ class MultiHeadSelfAttention(nn.Module):
         output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
         return (output, result.weights) if return_weights else output
 
+
+REFERENCE_SOLUTIONS["Exercise 6"] = {"_require_hidden": _require_hidden, "MultiHeadSelfAttention": MultiHeadSelfAttention}
+
+
+# %% tags=["exercise"]
+# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = require_bool("causal", causal)
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        # Your code here.
+        raise NotImplementedError("Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask (padding from token_valid for keys and for queries; the causal triangle when self.causal), project x to queries, keys and values, split them into heads, let each group of query heads share its K/V head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply out_proj. The check requires: the output equals an independent multi-head attention built from the layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.")
+
+
+# %%
+# builder:begin inline check_multi_head_attention_contract
+def check_multi_head_attention_contract(attention_class):
+    """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
+
+    ``forward(x, *, token_valid=None, empty_row='error', return_weights=False)`` must project x to
+    queries, keys and values, split them into heads (K/V heads shared by consecutive query heads),
+    attend with the causal and padding masks, merge the heads and apply the output projection.
+    The reference here is built independently from the layer's own weights and PyTorch's attention.
+    Returns the largest error; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    d_model, n_heads, n_kv, batch, length = 8, 4, 2, 2, 5
+    gen = torch.Generator().manual_seed(2024)
+    case = f"attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    layer = contract_call("the layer builds", case, raised, attention_class, d_model, n_heads, n_kv, causal=True)
+    contract_assert(
+        isinstance(layer, torch.nn.Module), "the layer builds", case, "an nn.Module instance",
+        f"{type(layer).__name__} {layer!r}"[:120], "the exercise is the class MultiHeadSelfAttention; keep its __init__",
+    )
+    layer = layer.double()
+    weights = {}
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            module = getattr(layer, name, None)
+            contract_assert(
+                isinstance(getattr(module, "weight", None), torch.Tensor), "the layer keeps q_proj, k_proj, v_proj and out_proj",
+                case, f"a linear layer {name}", f"{type(module).__name__}", "keep the four projections built in __init__",
+            )
+            module.weight.copy_(torch.randn(module.weight.shape, dtype=torch.float64, generator=gen))
+            weights[name] = module.weight.detach().clone()
+    x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
+    d_head, group = d_model // n_heads, n_heads // n_kv
+
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+        def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
+            return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
+
+        q = heads(x @ weights["q_proj"].T, n_heads)
+        k, v = (heads(x @ weights[name].T, n_kv) for name in ("k_proj", "v_proj"))
+        share = (lambda t: t.repeat(1, group, 1, 1)) if tile else (lambda t: t.repeat_interleave(group, dim=1))
+        allowed = torch.ones(x.shape[0], 1, x.shape[1], x.shape[1], dtype=torch.bool)
+        if causal:
+            allowed = allowed & torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]
+        out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
+        if token_valid is not None:
+            out = out * token_valid[:, None, :, None]  # padded queries: zero rows
+        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        return merged @ weights["out_proj"].T if out_proj else merged
+
+    prop = "the output equals an independent multi-head attention built from the layer's weights"
+    with torch.no_grad():
+        got = contract_call(prop, case, raised, layer, x)
+        contract_assert(
+            isinstance(got, torch.Tensor) and tuple(got.shape) == (batch, length, d_model), "output shape (B, T, d_model)", case,
+            f"shape {(batch, length, d_model)}", f"shape {tuple(getattr(got, 'shape', ()))}",
+            "merge the heads back to (B, T, H*d) and apply out_proj",
+        )
+        want = reference(x)
+        hint = "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj"
+        for variant, explanation in (
+            (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
+            (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
+            (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+        ):
+            if torch.allclose(got, variant, atol=1e-9):
+                hint = explanation
+                break
+        error = contract_close(prop, case, got, want, hint, atol=1e-9, rtol=1e-9)
+
+        returned = contract_call("return_weights=True returns (output, weights)", case + ", return_weights=True", raised,
+                                 layer, x, return_weights=True)
+        contract_assert(
+            isinstance(returned, tuple) and len(returned) == 2 and tuple(getattr(returned[1], "shape", ())) == (batch, n_heads, length, length),
+            "return_weights=True returns (output, weights)", case + ", return_weights=True",
+            f"a pair whose weights have shape {(batch, n_heads, length, length)}", f"{type(returned).__name__}",
+            "return (output, result.weights) when return_weights is set: one weight matrix per query head",
+        )
+        contract_close("return_weights=True returns (output, weights)", case + ", return_weights=True", returned[0], want, hint,
+                       atol=1e-9, rtol=1e-9)
+
+        token_valid = torch.tensor([[True] * length, [True, True, True, False, False]])
+        padded_case = case + ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'"
+        padded = contract_call("padding keys are never read and padded queries give zero rows", padded_case, raised,
+                               layer, x, token_valid=token_valid, empty_row="zero")
+        contract_close(
+            "padding keys are never read and padded queries give zero rows", padded_case, padded,
+            reference(x, token_valid=token_valid),  # out_proj has no bias, so a zero row stays zero
+            "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through",
+            atol=1e-9, rtol=1e-9,
+        )
+    return {"max_error": error}
+# builder:end sha256=2af1a4cc65b3609a2c0fd04d6cca61074f207b6084a9edc8b3d7d1f880843012
+check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 # %%
 torch.manual_seed(SEED)
@@ -2859,6 +3154,79 @@ show_figure(
     "8, GQA lets each group of 4 consecutive query heads share one (2 in all), MQA shares a single one among all 8.",
 )
 
+
+def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
+    """Boxes of the multi-head data path: one wide projection, split into heads, attended, merged, mixed by W_o."""
+    require_choice("language", language, LANGUAGES)
+    n_tokens = require_int("n_tokens", n_tokens, minimum=1, maximum=8)
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
+    d_head = require_int("d_head", d_head, minimum=1, maximum=4)
+    apply_plot_style()
+    from matplotlib.patches import Rectangle
+
+    colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
+    fig, ax = plt.subplots(figsize=(11.0, 2.7))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    ax.set_aspect("equal")
+    ax.axis("off")
+    cell, width = 0.5, n_heads * d_head
+
+    def grid(x0, y0, columns, head_of_column, alpha=0.85):
+        """A tokens × columns grid whose column j is coloured by head_of_column(j); returns its right edge."""
+        for t in range(n_tokens):
+            for j in range(columns):
+                ax.add_patch(Rectangle((x0 + j * cell, y0 - (t + 1) * cell), cell, cell, facecolor=colors[head_of_column(j) % 6],
+                                       edgecolor="white", lw=1, alpha=alpha))
+        return x0 + columns * cell
+
+    top = n_tokens * cell + 0.4
+    gap = 1.7  # room for an arrow and its label between two grids
+
+    def arrow(x0, x1, label):
+        """A labelled arrow from x0 to x1 at the grids' mid-height."""
+        y = top - n_tokens * cell / 2
+        ax.annotate("", xy=(x1 - 0.1, y), xytext=(x0 + 0.1, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.3})
+        ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
+    x = 0.0
+    right = grid(x, top, width, lambda j: j // d_head)
+    ax.text(x, top + 0.25, localized(language, f"X W_q: (T, H·d) = ({n_tokens}, {width})", f"X W_q: (T, H·d) = ({n_tokens}, {width})"), fontsize=9)
+    steps = (localized(language, "split_heads", "split_heads"), localized(language, "attention\nper head", "внимание\nв каждой голове"),
+             localized(language, "merge_heads", "merge_heads"), "× W_o")
+    x = right + gap
+    arrow(right, x, steps[0])
+    heads_left = x
+    for h in range(n_heads):  # (H, T, d): one small grid per head
+        x = grid(x, top, d_head, lambda j, h=h: h) + 0.25
+    ax.text(heads_left, top + 0.25, localized(language, f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})", f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"), fontsize=9)
+    mid = x + gap
+    arrow(x, mid, steps[1])
+    x = mid
+    for h in range(n_heads):
+        x = grid(x, top, d_head, lambda j, h=h: h, alpha=0.55) + 0.25
+    merged_left = x + gap
+    arrow(x, merged_left, steps[2])
+    right = grid(merged_left, top, width, lambda j: j // d_head, alpha=0.55)
+    ax.text(merged_left, top + 0.25, localized(language, f"(T, H·d) = ({n_tokens}, {width})", f"(T, H·d) = ({n_tokens}, {width})"), fontsize=9)
+    out_left = right + gap
+    arrow(right, out_left, steps[3])
+    grid(out_left, top, width, lambda j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
+    ax.text(out_left, top + 0.25, localized(language, "output (T, d_model)", "выход (T, d_model)"), fontsize=9)
+    ax.set_xlim(-0.2, out_left + width * cell + 0.2)
+    ax.set_ylim(-0.2, top + 0.6)
+    ax.set_title(localized(language, "Multi-head attention: split, attend, merge, mix", "Многоголовое внимание: разделить, внимать, склеить, смешать"))
+    return fig
+
+
+show_figure(
+    plot_split_merge(language=LANGUAGE),
+    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns a "
+    "feature. One wide projection makes every head's queries at once; split_heads cuts the features into H slabs of "
+    "width d_head (= d_k) and stacks them as a batch of heads; each head runs its own attention over the same tokens; "
+    "merge_heads lays the outputs side by side again, head 0 first; and W_o mixes all heads into every output feature "
+    "(drawn in one faded colour), back to the model's width.",
+)
+
+
 # %% [markdown]
 # ## 9 · What attention costs: the n² term
 #
@@ -2879,9 +3247,100 @@ show_figure(
 # | the factor 2 | one multiply-add counts as 2 floating-point operations | |
 #
 # **By hand.** The ratio $n / 2d$ is 1 at $n = 2d$: for $d = 4096$ the crossover sits at 8,192
-# tokens. At 128,000 tokens the ratio is $128000 / 8192 \approx 15.6$. These counts leave out the
-# softmax, the feed-forward layer and all constant factors of real kernels; they show the shape of
-# the curve, not a wall-clock time.
+# tokens. At 128,000 tokens the ratio is $128000 / 8192 \approx 15.6$. **The convention matters**:
+# these counts take four $d \times d$ projections, no feed-forward layer, and the full $n \times n$
+# square. Llama 3.1 8B (32 query heads, 8 K/V heads) has $W_k$ and $W_v$ of width $d/4$, so its
+# projections cost $2.5 d^2$ multiply-adds per token and the crossover moves to $n = 1.25 d = 5{,}120$.
+# Add a feed-forward layer of width $4d$ ($8 d^2$ more) and the whole layer crosses at $n = 6d =
+# 24{,}576$. A causal kernel computes only the allowed half of the square, which doubles the
+# crossover (16,384 in the first convention). The next cell computes all four. None of these counts
+# include the softmax or the constant factors of real kernels; they show the shape of the curve, not
+# a wall-clock time.
+
+# %%
+def attention_cost(n_tokens, d_model):
+    """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
+    n = require_int("n_tokens", n_tokens, minimum=1)
+    d = require_int("d_model", d_model, minimum=1)
+    return {
+        "score_entries": n * n,                # one n × n score matrix per head and layer
+        "quadratic_flops": 2 * 2 * n * n * d,  # Q·Kᵀ and weights·V: n·n·d multiply-adds each, 2 FLOPs apiece
+        "linear_flops": 2 * 4 * n * d * d,     # X·W_q, X·W_k, X·W_v and the output map: n·d·d multiply-adds each
+    }
+
+
+def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
+    """Bytes one token leaves in the KV cache: a key and a value in every layer and every K/V head."""
+    n_layers = require_int("n_layers", n_layers, minimum=1)
+    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1)
+    head_dim = require_int("head_dim", head_dim, minimum=1)
+    bytes_per_value = require_int("bytes_per_value", bytes_per_value, minimum=1)
+    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
+
+
+WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
+LONG = REFERENCE.value("attention_cost.long_context")
+for n in (1_000, 2_000, LONG):
+    print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
+crossover = 2 * WIDE
+REFERENCE.check("attention_cost.crossover_tokens", crossover)
+REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
+at_crossover = attention_cost(crossover, WIDE)
+expect('the n² part should equal the projections at n = 2·d_model', at_crossover['quadratic_flops'], "==", at_crossover['linear_flops'])
+ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
+REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
+
+# The same crossover under other conventions. Llama 3.1 8B: W_q and W_o are d x d, W_k and W_v d x d/4 (8 of 32 heads).
+q_heads, kv_heads_llama = REFERENCE.value("attention_cost.q_heads"), REFERENCE.value("attention_cost.kv_heads")
+grouped_projection_flops = lambda n: 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
+ffn_flops = lambda n: 2 * n * 2 * WIDE * 4 * WIDE  # d -> 4d -> d: two d x 4d matrices
+conventions = {
+    "crossover_grouped_kv_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - grouped_projection_flops(n),
+    "crossover_with_ffn_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - attention_cost(n, WIDE)["linear_flops"] - ffn_flops(n),
+    "crossover_causal_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] // 2 - attention_cost(n, WIDE)["linear_flops"],
+}
+for key, difference in conventions.items():
+    n_cross = next(n for n in range(1, 100_000) if difference(n) >= 0)  # the first length at which the n² side catches up
+    if difference(n_cross) != 0:
+        raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
+    REFERENCE.check(f"attention_cost.{key}", n_cross)
+    print(f"{key}: {n_cross:,} tokens")
+print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
+      f"and {ratios[128_000]:.1f} at 128,000")
+
+# Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
+per_token = kv_cache_bytes_per_token(
+    n_layers=REFERENCE.value("kv_cache.layers"), n_kv_heads=REFERENCE.value("kv_cache.kv_heads"),
+    head_dim=REFERENCE.value("kv_cache.head_dim"), bytes_per_value=REFERENCE.value("kv_cache.bytes_per_value"),
+)
+REFERENCE.check("kv_cache.bytes_per_token", per_token)
+conversation_gb = per_token * 32_000 / 1e9
+fits = int((80 - 16) // conversation_gb)
+all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
+gqa_gb = per_token * 128_000 / 1e9
+print(f"KV cache: {per_token:,} bytes per token; a 32,000-token conversation holds {conversation_gb:.1f} GB; "
+      f"{fits} of them fit next to 16 GB of weights on an 80 GB GPU")
+print(f"one 128,000-token request: {all_heads_gb:.0f} GB with 32 K/V heads, {gqa_gb:.1f} GB with 8")
+
+price_per_million = 5.0  # an illustrative price in USD per million input tokens
+full_price = 100_000 * price_per_million / 1e6
+cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
+write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
+print(f"a 100,000-token prompt at USD {price_per_million:.0f}/M: USD {full_price:.2f} each time, USD {cached_price:.2f} "
+      f"as a cache read, USD {write_price:.3f} as a 5-minute cache write")
+mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
+print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
+
+# The prose below quotes these numbers; stop here if any of them moved.
+expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
+expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
+expect('crossover == 8192', crossover, "==", 8192)
+expect('(round(ratios[8000], 2), round(ratios[128000], 1)) == (0.98, 15.6)', (round(ratios[8000], 2), round(ratios[128000], 1)), "==", (0.98, 15.6))
+expect('per_token == 131072', per_token, "==", 131072)
+expect('round(conversation_gb, 1) == 4.2', round(conversation_gb, 1), "==", 4.2)
+expect('fits == 15', fits, "==", 15)
+expect('(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)', (round(all_heads_gb), round(gqa_gb, 1)), "==", (67, 16.8))
+expect('(full_price, round(cached_price, 2), write_price, mistral_reach) == (0.5, 0.05, 0.625, 131072)', (full_price, round(cached_price, 2), write_price, mistral_reach), "==", (0.5, 0.05, 0.625, 131072))
 
 # %%
 lengths = np.unique(np.logspace(2, 6, 41).astype(int))
@@ -2926,6 +3385,107 @@ show_figure(
 
 
 # %% [markdown]
+# ### Attention in practice: options, costs and failures
+#
+# The cell before the figure computed every number below.
+#
+# **Your options**, from the cheapest to the most committed. Some you choose in the prompt or
+# the API call; the rest you choose by picking a model or a serving stack.
+#
+# | Option | What it does | What you gain | What it costs | Where you choose it |
+# |---|---|---|---|---|
+# | Short prompt plus retrieval | Puts only the relevant passages in the context | Cost that stays flat as the corpus grows | An index to maintain, and retrieval that can miss | Your own code |
+# | Prompt caching | Reuses the keys and values of a prefix that repeats across calls | Cache reads billed at 0.1× the input price, and a faster first token ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | The prefix must match byte for byte; a cache write costs 1.25× the input price for the 5-minute lifetime and 2× for the 1-hour one (same page) | The API or the serving engine |
+# | A long context window | Sends the whole document or history at once | Nothing to retrieve; exact cross-references across all of it | Quadratic compute, a cache that grows with every token, weaker recall in the middle | The model you pick |
+# | A GQA or MQA model | Lets several query heads share one key/value head | A KV cache smaller by the ratio of query heads to K/V heads (4× for Llama 3.1 8B, computed in section 8) | A little modelling capacity, decided by the model's authors | The model card: `num_key_value_heads` |
+# | FlashAttention kernels | Computes exactly the same attention in tiles that stay in fast on-chip memory | No n × n matrix in GPU main memory; the paper reports 3× faster GPT-2 training at 1K context and 15% over the MLPerf 1.1 BERT-large record ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | A supported GPU | The serving stack (PyTorch, vLLM, ...) |
+# | Sliding-window attention | Lets each layer look back a fixed number of tokens | A per-layer cache of fixed size and linear cost | Exact lookup beyond the window is gone; information hops layer by layer | The architecture, e.g. Mistral 7B **v0.1** with a 4,096-token window ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); v0.2 and v0.3 dropped it ([v0.2 model card](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
+# | A paged KV cache | Stores each request's cache in small blocks instead of one reserved strip | 2-4× the throughput of FasterTransformer and Orca at the same latency ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | An engine that supports it | vLLM and most engines since |
+# | A linear-time architecture | Replaces attention by a recurrence with a fixed-size state | No n² term, a cache that does not grow; Mamba reports 5× the generation throughput of a transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Different recall behaviour, fewer mature models | The architecture (state-space models) |
+#
+# **How to choose.** Start from what you control.
+#
+# - *A hosted API:* you control the prompt. Put the stable part first (system prompt, tool
+#   definitions, reference documents) and keep it identical from call to call so that it
+#   caches; put what changes last. Count tokens before sending: input beyond the window is
+#   rejected, and input plus the answer's budget beyond it cuts the answer short.
+# - *Long context or retrieval:* long context for one document the model must read exactly (a
+#   contract, a code base); retrieval when the corpus outgrows any prompt or the relevant part
+#   is small. Many production systems do both: retrieve, then hand over a generous window.
+# - *An open model to host:* read `num_attention_heads`, `num_key_value_heads` and
+#   `max_position_embeddings` in its `config.json`. The cache per token scales with the K/V
+#   heads, and that number, more than the parameter count, decides how many conversations a GPU
+#   carries.
+# - *Serving it:* use an engine with FlashAttention and a paged cache, not a loop of your own.
+# - *Training or fine-tuning:* keep the library's score scaling and causal mask exactly as they
+#   are; section 7 measures what goes wrong without the scaling.
+# - *Always:* measure quality against context length on your own task, with the key fact at the
+#   start, in the middle and at the end of the prompt. A longer advertised window does not mean
+#   the model uses its middle well.
+#
+# **What it costs**, in four currencies (the numbers come from the cell above):
+#
+# - *Compute.* The score-and-mix step is quadratic in the number of tokens and is paid in full
+#   when a prompt is first read: that is the wait before the first output token. A 1,000-token
+#   prompt builds 1,000,000 scores per head per layer, 2,000 tokens build 4,000,000 and 128,000
+#   tokens about 16.4 billion: doubling the context quadruples this part. For a 4,096-wide model
+#   with four 4,096 × 4,096 projections, no FFN and the full square, the quadratic part matches the
+#   projections at 8,192 tokens and is 15.6 times larger at 128,000. Llama 3.1 8B's grouped K/V
+#   projections are smaller, so its attention layer crosses already at 5,120; counting a 4d-wide
+#   feed-forward layer too (the original transformer's shape), four d × d projections and the FFN
+#   cross at 24,576; a causal kernel that skips the blocked half doubles each of these. Below a few thousand tokens the linear parts
+#   dominate and you can ignore the n² term.
+# - *Memory.* Every live conversation keeps the keys and values of all its tokens. With the shape
+#   of Llama 3.1 8B (32 layers, 8 K/V heads of width 128, 16-bit numbers) that is 131,072 bytes
+#   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
+#   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
+#   and 16.8 GB with the 8 it has.
+# - *Money.* APIs bill per input token. At an illustrative USD 5 per million input tokens, a
+#   100,000-token prompt costs USD 0.50 each time it is sent, USD 0.05 when all of it is a cache
+#   read at 0.1×, and USD 0.625 the first time, when it is written to a 5-minute cache at 1.25×.
+# - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
+#   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, 53.8%
+#   when it came tenth (the paper's Table 6), and 56.1% with no documents at all (Table 1): worse in
+#   the middle than blind.
+#
+# **What breaks.**
+#
+# - *The answer sits in the middle.* Accuracy drops for facts in the middle of a long prompt. Put
+#   the most important material first or last, and keep prompts as short as the task allows.
+# - *The cache never hits.* A timestamp or request id near the top of the prompt changes the
+#   prefix on every call, so every call pays full price. If the usage report shows zero cache
+#   reads across identical requests, something volatile sits before the stable part.
+# - *Out of memory at long context.* On long requests it is the KV cache, not the weights, that
+#   overflows the GPU. Prefer a GQA model, cap the context you accept, or use an engine that pages
+#   the cache.
+# - *The prompt does not fit.* Input beyond the window is an error; input plus the output budget
+#   beyond it ends the answer early. Count first, and leave room for the answer.
+# - *Training stalls on unscaled scores.* Without the division by the square root of the head
+#   width, softmax collapses onto one token and passes back almost no gradient. Section 7
+#   measures how much at widths from 2 to 1,024.
+#
+# **In the wild.** The *base* model of the original transformer ran 8 heads of width 64 on
+# 512-wide vectors; the *big* one ran 16 heads on 1,024-wide vectors with a 4,096-wide
+# feed-forward layer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), Table 3).
+# Model configs on Hugging Face list `num_attention_heads`, `num_key_value_heads` and
+# `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
+# 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
+# Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
+# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K").
+# The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
+# 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
+# ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
+# `F.scaled_dot_product_attention` picks a kernel by itself: FlashAttention, memory-efficient, a
+# plain math one, and on NVIDIA GPUs a cuDNN one ([`SDPBackend`](https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.SDPBackend.html));
+# which it prefers depends on the release and the GPU (cuDNN wins on Hopper-class GPUs, which
+# recent releases and libraries favour; see [pytorch#138907](https://github.com/pytorch/pytorch/issues/138907)).
+# Its `scale=` argument is keyword-only and exists from torch 2.1
+# ([docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
+# which is why this notebook installs `torch>=2.1`;
+# and vLLM's paged cache was motivated by earlier engines that used only 20.4%-38.2% of their
+# KV-cache memory for actual token states ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
+
+# %% [markdown]
 # ## 10 · The rest of the block: feed-forward, LayerNorm, residuals
 #
 # **The idea.** Attention moves information *between* tokens. A decoder block adds three things
@@ -2961,6 +3521,8 @@ show_figure(
 # Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
     x = require_tensor("x", x, min_ndim=1)
@@ -2987,6 +3549,8 @@ REFERENCE_SOLUTIONS["Exercise 7"] = {"layer_norm": layer_norm}
 # Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
     x = require_tensor("x", x, min_ndim=1)
@@ -2997,7 +3561,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
     # Your code here.
-    raise NotImplementedError("Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.")
+    raise NotImplementedError("Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x. The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.")
 
 
 # %%
@@ -3119,8 +3683,9 @@ class FeedForward(nn.Module):
 class DecoderBlock(nn.Module):
     """A pre-norm decoder block: x + MHA(LN(x)), then + FFN(LN(·))."""
 
-    def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None):
+    def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None, *, use_attention=True):
         super().__init__()
+        self.use_attention = require_bool("use_attention", use_attention)  # False: the ablation of section 12
         self.norm1 = nn.LayerNorm(require_int("d_model", d_model, minimum=1))
         self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)
         self.norm2 = nn.LayerNorm(d_model)
@@ -3129,8 +3694,9 @@ class DecoderBlock(nn.Module):
     def forward(self, x):
         """(B, T, d_model) -> (B, T, d_model)."""
         x = _require_hidden(x, self.attention.d_model, self.norm1.weight.dtype, ndim=3)
-        x = x + self.attention(self.norm1(x))  # tokens exchange information
-        return x + self.ffn(self.norm2(x))     # each token thinks on its own
+        if self.use_attention:
+            x = x + self.attention(self.norm1(x))  # tokens exchange information
+        return x + self.ffn(self.norm2(x))         # each token thinks on its own
 
 
 torch.manual_seed(SEED)
@@ -3207,13 +3773,15 @@ def plot_decoder_block(language="en"):
         (8.4, "⊕  →  y", "white"),
     ]
     for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
-        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED})
+        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
+                    zorder=4)  # above the boxes, so no arrow hides behind one
     for y, text, color in steps:
         ax.text(3, y, text, ha="center", va="center", fontsize=10,
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
     for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
         ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
-        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2})
+        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2},
+                    zorder=4)
     ax.text(6.05, 2.4, localized(language, "residual\npaths", "остаточные\nсвязи"), color=Palette.GREEN, fontsize=10)
     ax.set_title(localized(language, "A pre-norm decoder block", "Блок декодера с pre-norm"))
     return fig
@@ -3313,6 +3881,9 @@ def plot_leakage(shifts, language="en"):
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
         values = list(shifts.values())[0 if offset < 0 else 1]
         ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
+        for x, value in zip(positions + offset, np.asarray(values, dtype=float)):
+            if value == 0:  # a zero bar has no height: say so
+                ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
     ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
     ax.set_xticks(positions)
     ax.set_xlabel(localized(language, "position (the last token was changed)", "позиция (изменён последний токен)"))
@@ -3325,7 +3896,7 @@ def plot_leakage(shifts, language="en"):
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
-    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero: nothing there can see the future. "
+    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
     "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
 )
 
@@ -3335,9 +3906,17 @@ show_figure(
 # **The idea.** Stack the pieces: token embeddings plus learned position embeddings, one pre-norm
 # decoder block, a final LayerNorm, and an output layer that turns each position's vector into one
 # **logit** per vocabulary entry. The output layer reuses the embedding matrix (weight tying), so
-# a token's embedding also scores how likely it is to come next. Train it to predict the next
-# token of the periodic sequence $0, 1, 2, 3, 4, 5, 0, 1, \dots$, then let it continue $0, 1, 2$ on
-# its own, greedily taking the most likely token each time.
+# a token's embedding also scores how likely it is to come next.
+#
+# **A task that needs attention.** Each training sequence is a random segment of 6 tokens (from a
+# vocabulary of 8) followed by the same segment again: `3 7 0 0 5 2 | 3 7 0 0 5 2`. The first half
+# is unpredictable, so the loss counts only the second half. There, the next token is the one that
+# stood 6 places earlier, and the only way to fetch it is to *look back*: the position-wise
+# feed-forward network sees one token at a time and cannot. This is the copy task the Annotated
+# Transformer starts from, and the repeated random segment on which induction heads were found
+# ([Olsson et al., 2022](https://arxiv.org/abs/2209.11895)). To prove that attention does the work,
+# the same model is trained a second time with its attention sublayer switched off
+# (`use_attention=False`, an *ablation*): it should stay at chance.
 #
 # The training signal is the **next-token negative log-likelihood** (NLL): how surprised the model
 # is by the token that really came next, averaged over every position of every window. It is what
@@ -3354,17 +3933,21 @@ show_figure(
 # | $p_\theta$ | the model's probabilities, the softmax of the logits | |
 #
 # **By hand.** For the logits $(1.2, 0.3, -0.4, 2.0)$ the softmax is $(0.2608, 0.1060, 0.0527,
-# 0.5805)$. The true next token is 3, so the NLL is $-\ln 0.5805 = 0.5439$ nats. A model that knows
-# nothing spreads its bets evenly over 6 tokens and pays $\ln 6 \approx 1.79$ nats per token: that is
-# where training should start, and a model that has learnt the period should end near 0.
+# 0.5805)$. The true next token is 3, so the NLL is $-\ln 0.5805 = 0.5439$ **nats** (a loss measured
+# with the natural logarithm is in nats; 1 nat is $1 / \ln 2 \approx 1.44$ bits). A model that knows
+# nothing spreads its bets evenly over 8 tokens and pays $\ln 8 \approx 2.08$ nats per token: that is
+# where training starts, and where a model that cannot look back must stay. A model that copies
+# the segment should end near 0.
 
 # %%
 nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.float64)
 nll_target = REFERENCE.value("next_token_nll.target")
 nll_probabilities = softmax(nll_logits)
 nll = float(-torch.log(nll_probabilities[nll_target]))
-print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL of token {nll_target}: {nll:.4f} nats; "
-      f"uniform over 6 tokens: {math.log(6):.2f}")
+print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL of token {nll_target}: {nll:.4f} nats "
+      f"= {nll / math.log(2):.3f} bits; uniform over 8 tokens: {math.log(8):.2f} nats")
+if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
+    raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
 REFERENCE.check("next_token_nll.nll", nll, atol=1e-12)
 expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12))
@@ -3374,14 +3957,14 @@ expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll
 class TinyLM(nn.Module):
     """A one-block causal language model with learned positions and tied input/output embeddings."""
 
-    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32):
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
         self.token_embedding = nn.Embedding(self.vocab_size, d_model)
         self.position_embedding = nn.Embedding(self.max_length, d_model)
-        self.block = DecoderBlock(d_model, n_heads, d_ff)
+        self.block = DecoderBlock(d_model, n_heads, d_ff, use_attention=use_attention)
         self.final_norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, self.vocab_size, bias=False)
         self.head.weight = self.token_embedding.weight  # tied: one matrix embeds tokens and scores them
@@ -3394,6 +3977,13 @@ class TinyLM(nn.Module):
         positions = torch.arange(token_ids.shape[1])
         hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
         return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
+
+    @torch.no_grad()
+    def attention_weights(self, token_ids):
+        """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
+        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
+        hidden = self.token_embedding(token_ids) + self.position_embedding(torch.arange(token_ids.shape[1]))
+        return self.block.attention(self.block.norm1(hidden), return_weights=True)[1]
 
     @torch.no_grad()
     def generate(self, token_ids, new_tokens):
@@ -3414,8 +4004,10 @@ class TinyLM(nn.Module):
 # %% [markdown]
 # **The optimiser.** The recipe trains with AdamW ([Loshchilov and Hutter, 2019](https://arxiv.org/abs/1711.05101)).
 # Each weight keeps a running mean of its gradients (momentum) and of their squares (its own scale),
-# and steps by their ratio, so every weight moves by about the learning rate whatever the size of
-# its gradient. Weight decay, when it is on, shrinks the weights directly ("decoupled" from the
+# and steps by their ratio, so the size of a step is set by the learning rate, not by the size of
+# the gradient. At the first step that is exact, every weight moves by the learning rate; later the
+# ratio of the running means is at most about 1 and shrinks where the gradients keep changing sign
+# (the cell measures both). Weight decay, when it is on, shrinks the weights directly ("decoupled" from the
 # gradient); the recipe turns it off. It fits in a dozen lines, written out below with the same
 # update as `torch.optim.AdamW` (the course's tests compare the two step by step).
 #
@@ -3426,14 +4018,15 @@ class TinyLM(nn.Module):
 # | $g$ | the gradient of the loss with respect to one weight $\theta$ | |
 # | $m$, $v$ | running means of $g$ and of $g^2$, both starting at 0 | |
 # | $\beta_1$, $\beta_2$ | how slowly those means forget | $0.9$, $0.999$ |
-# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 121$ |
+# | $t$ | the step number; dividing by $1 - \beta^t$ undoes the start at 0 | $1, \dots, 45$ |
 # | $\eta$ | the learning rate | $0.03$ |
 # | $\lambda$ | the weight decay | $0$ |
 # | $\epsilon$ | keeps the division finite | $10^{-8}$ |
 #
 # **By hand**, the first step: $m = 0.1\, g$ and $v = 0.001\, g^2$, so the corrected means are $g$
 # and $g^2$ and the step is $\eta\, g / (|g| + \epsilon)$: every weight with a gradient moves by
-# $\eta = 0.03$, up or down. The cell checks exactly that after the first step.
+# $\eta = 0.03$, up or down. The cell checks exactly that after the first step, and measures how
+# far the weights move at the last one.
 
 # %%
 class AdamW:
@@ -3474,70 +4067,163 @@ class AdamW:
 
 
 recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
-          ("seed", "vocab_size", "learning_rate", "period", "training_repeats", "context", "steps", "new_tokens")}
-torch.manual_seed(recipe["seed"])
-model = TinyLM(vocab_size=recipe["vocab_size"])
-optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
-stream = torch.tensor(recipe["period"] * recipe["training_repeats"])  # (120,) the period, repeated
-width = recipe["context"]
-inputs = torch.stack([stream[i:i + width] for i in range(len(stream) - width)])          # (108, 12)
-targets = torch.stack([stream[i + 1:i + width + 1] for i in range(len(stream) - width)])  # (108, 12), shifted by one
-losses = []
-for step in range(recipe["steps"]):
-    loss = F.cross_entropy(model(inputs).reshape(-1, model.vocab_size), targets.reshape(-1))
-    optimizer.zero_grad()
-    loss.backward()
-    if step == 0:
-        before = [p.detach().clone() for p in optimizer.parameters]
-    optimizer.step()
-    if step == 0:  # the first AdamW step moves every weight that has a gradient by lr, up or down
-        moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(optimizer.parameters, before)])
-        pushed = torch.cat([p.grad.abs().flatten() > 1e-4 for p in optimizer.parameters])  # |g| >> eps
-        expect('torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4)', torch.allclose(moved[pushed], torch.full_like(moved[pushed], recipe["learning_rate"]), atol=1e-4))
-    losses.append(loss.item())
+          ("seed", "vocab_size", "segment_length", "batch", "steps", "learning_rate", "d_model", "n_heads", "d_ff", "eval_sequences")}
+segment_length = recipe["segment_length"]
+task = {"segment_length": segment_length, "vocab_size": recipe["vocab_size"]}
+
+
+def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
+    """Random segments written twice, as (inputs, targets) of shape (n, 2·segment − 1), targets shifted by one."""
+    n_sequences = require_int("n_sequences", n_sequences, minimum=1)
+    segment_length = require_int("segment_length", segment_length, minimum=1)
+    vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+    segment = torch.randint(0, vocab_size, (n_sequences, segment_length), generator=generator)  # (n, S)
+    sequence = torch.cat((segment, segment), dim=1)                                              # (n, 2S)
+    return sequence[:, :-1], sequence[:, 1:]
+
+
+def copy_loss_and_accuracy(model, inputs, targets, segment_length):
+    """Mean NLL (nats) and accuracy of the next token over the repeated half only."""
+    repeat = slice(segment_length - 1, None)  # the positions whose next token is a repeat: the only ones scored
+    logits = model(inputs)[:, repeat]                                          # (n, S, V)
+    wanted = targets[:, repeat]                                                # (n, S)
+    loss = F.cross_entropy(logits.reshape(-1, model.vocab_size), wanted.reshape(-1))
+    return loss, float((logits.argmax(-1) == wanted).float().mean())
+
+
+def train_copy_model(*, use_attention):
+    """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step sizes."""
+    torch.manual_seed(recipe["seed"])
+    model = TinyLM(vocab_size=recipe["vocab_size"], d_model=recipe["d_model"], n_heads=recipe["n_heads"],
+                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
+    optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
+    data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
+    losses, step_sizes = [], []
+    for step in range(recipe["steps"]):
+        loss, _ = copy_loss_and_accuracy(model, *copy_task_batch(recipe["batch"], data, **task), segment_length)
+        optimizer.zero_grad()
+        loss.backward()
+        measured = [p for p in optimizer.parameters if p.grad is not None]  # the ablated attention has no gradient
+        if step in (0, recipe["steps"] - 1):
+            before = [p.detach().clone() for p in measured]
+        optimizer.step()
+        if step in (0, recipe["steps"] - 1):  # how far each weight moved, where |g| >> eps
+            moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)])
+            step_sizes.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
+        losses.append(loss.item())
+    return model, losses, step_sizes
+
+
+model, losses, step_sizes = train_copy_model(use_attention=True)
+ablated, ablated_losses, _ = train_copy_model(use_attention=False)
+held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_seed(recipe["seed"] + 1), **task)  # unseen segments
 with torch.no_grad():
-    train_accuracy = float((model(inputs).argmax(-1) == targets).float().mean())
-prompt = torch.tensor([[0, 1, 2]])
-generated = model.generate(prompt, recipe["new_tokens"])[0]
-expected_stream = torch.tensor([recipe["period"][i % len(recipe["period"])] for i in range(len(generated))])
-continuation_accuracy = float((generated[3:] == expected_stream[3:]).float().mean())
-print(f"{len(inputs)} windows of {width} tokens, {recipe['steps']} full-batch AdamW steps at lr {recipe['learning_rate']}")
-print(f"loss {losses[0]:.3f} -> {losses[-1]:.5f} nats/token; training accuracy {train_accuracy:.3f}")
-print(f"generated: {generated.tolist()}; continuation accuracy {continuation_accuracy:.3f}")
-expect("an untrained model should start near ln 6 nats per token", abs(losses[0] - math.log(6)), "<", 0.05)
-expect("training did not bring the loss under the reference threshold", losses[-1], "<", REFERENCE.value("tiny_lm.loss_threshold"))
-expect('train_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")', train_accuracy, ">=", REFERENCE.value("tiny_lm.accuracy_threshold"))
-expect("the model did not continue the period", continuation_accuracy, ">=", REFERENCE.value("tiny_lm.continuation_accuracy_threshold"))
-expect("losses[-1] < losses[0] / 50", losses[-1], "<", losses[0] / 50)
+    full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
+    ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
+print(f"{recipe['steps']} AdamW steps on fresh batches of {recipe['batch']} sequences, lr {recipe['learning_rate']}; "
+      f"scored on {recipe['eval_sequences']} unseen sequences, repeated half only")
+print(f"with attention:    loss {losses[0]:.3f} -> {full_loss:.4f} nats/token, accuracy {full_accuracy:.3f}")
+print(f"attention ablated: loss {ablated_losses[0]:.3f} -> {ablated_loss:.4f} nats/token, accuracy {ablated_accuracy:.3f} "
+      f"(chance: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, accuracy {1 / recipe['vocab_size']:.3f})")
+first_step, last_step = step_sizes[0], step_sizes[-1]
+print(f"AdamW step sizes: first step all {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; "
+      f"last step median {float(last_step.median()):.4f}, largest {float(last_step.max()):.4f}")
+
+# The ablation check: the full model copies, the same model without attention cannot.
+if abs(losses[0] - math.log(recipe["vocab_size"])) > 0.05:
+    raise AssertionError(f"an untrained model should start near ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, got {losses[0]:.3f}")
+if not (full_loss < REFERENCE.value("tiny_lm.loss_threshold") and full_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")):
+    raise AssertionError(f"the full model did not learn to copy: loss {full_loss:.4f} (must be < {REFERENCE.value('tiny_lm.loss_threshold')}), "
+                         f"accuracy {full_accuracy:.3f} (must be >= {REFERENCE.value('tiny_lm.accuracy_threshold')})")
+if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated_accuracy < REFERENCE.value("tiny_lm.ablated_accuracy_ceiling")):
+    raise AssertionError(f"without attention the task should be impossible, yet loss {ablated_loss:.4f} (floor "
+                         f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
+                         f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
+loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
+print(f"ablation gaps: {loss_gap:.2f} nats per token, {accuracy_gap:.3f} accuracy")
+if not (loss_gap > 1.5 and accuracy_gap > 0.7):
+    raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
+                         f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
+if not torch.allclose(first_step, torch.full_like(first_step, recipe["learning_rate"]), atol=1e-4):
+    raise AssertionError(f"the first AdamW step must move every weight with a gradient by lr = {recipe['learning_rate']}, "
+                         f"moved {float(first_step.min()):.5f}..{float(first_step.max()):.5f}")
+if not float(last_step.median()) < recipe["learning_rate"] / 2:
+    raise AssertionError(f"the prose says later steps are smaller than lr; last-step median {float(last_step.median()):.4f}")
 first_pass = next(step for step, value in enumerate(losses) if value < REFERENCE.value("tiny_lm.loss_threshold"))
-print(f"the loss first drops below the threshold at step {first_pass} of {recipe['steps']}")
-expect("the caption below says the threshold is crossed long before the last step", first_pass, "<", recipe["steps"] // 2)
+print(f"the training loss first drops below {REFERENCE.value('tiny_lm.loss_threshold')} at step {first_pass} of {recipe['steps']}")
+if not first_pass < recipe["steps"]:
+    raise AssertionError("the caption below says the threshold is crossed before the last step")
+
+# Let it write: give it one unseen segment and let it continue greedily.
+prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
+generated = model.generate(prompt, segment_length)[0]                    # (2S,)
+continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
+print(f"prompt {prompt[0].tolist()} -> continuation {generated[segment_length:].tolist()} (accuracy {continuation_accuracy:.3f})")
+if continuation_accuracy != 1.0:
+    raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
 
 
-def plot_loss(losses, threshold, language="en"):
-    """The training loss per step on a log scale, with the pass threshold and the uniform-guess level."""
+def plot_ablation(losses, ablated_losses, vocab_size, language="en"):
+    """Training loss per step of the full model and of the same model with attention switched off."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.6, 3.4))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "training loss", "функция потерь"))
-    ax.axhline(math.log(6), color=Palette.MUTED, ls=":", lw=1.2, label=localized(language, "uniform guess, ln 6", "равномерная догадка, ln 6"))
-    ax.axhline(threshold, color=Palette.RED, ls="--", lw=1.2, label=localized(language, f"pass threshold {threshold}", f"порог {threshold}"))
+    ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "with attention", "с вниманием"))
+    ax.plot(np.arange(len(ablated_losses)), ablated_losses, color=Palette.RED, lw=1.8,
+            label=localized(language, "attention switched off", "внимание выключено"))
+    ax.axhline(math.log(vocab_size), color=Palette.MUTED, ls=":", lw=1.2,
+               label=localized(language, f"chance, ln {vocab_size}", f"случайная догадка, ln {vocab_size}"))
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     ax.set_xlabel(localized(language, "optimisation step", "шаг оптимизации"))
-    ax.set_ylabel(localized(language, "NLL, nats per token", "NLL, нат на токен"))
-    ax.set_title(localized(language, "A tiny model learns a period", "Маленькая модель учит период"))
-    ax.legend(loc="upper right")
+    ax.set_ylabel(localized(language, "NLL on the repeat, nats per token", "NLL на повторе, нат на токен"))
+    ax.set_title(localized(language, "Copying needs attention", "Копирование требует внимания"))
+    ax.legend(loc="lower left")
+    return fig
+
+
+def plot_copy_attention(weights, tokens, language="en"):
+    """One heatmap per head of a trained model's attention weights on one sequence: queries down, keys across."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    weights = np.asarray(weights, dtype=float)  # (H, T, T)
+    fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
+    for head, ax in enumerate(axes[0]):
+        ax.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
+        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.set_yticks(range(len(tokens)), [f"{i} ({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.tick_params(length=0)
+        ax.grid(False)
+        ax.set_title(localized(language, f"head {head}", f"голова {head}"), fontsize=11)
+        ax.set_xlabel(localized(language, "key position (token)", "позиция ключа (токен)"))
+    axes[0][0].set_ylabel(localized(language, "query position (token)", "позиция запроса (токен)"))
     return fig
 
 
 show_figure(
-    plot_loss(losses, REFERENCE.value("tiny_lm.loss_threshold"), language=LANGUAGE),
-    "The loss after each optimisation step, on a log scale. It starts at the dotted line, ln 6, the price of guessing "
-    "uniformly among 6 tokens; it falls by orders of magnitude as the model learns that each token determines the next, "
-    "and crosses the dashed pass threshold long before the last step. On a log scale, a straight descent means the loss "
-    "keeps shrinking by a constant factor per step.",
+    plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE),
+    f"Training loss on the repeated half, per step, on a log scale. Both runs start at the dotted line, ln "
+    f"{recipe['vocab_size']}, the price of guessing. The full model (blue) falls by orders of magnitude: it has learnt to "
+    f"look back {segment_length} places. The same model with its attention switched off (red) sees one token at a time and "
+    f"stays at chance: on unseen sequences it scores {ablated_loss:.2f} nats and {ablated_accuracy:.0%} accuracy "
+    f"against {full_loss:.3f} nats and {full_accuracy:.1%} with attention.",
+)
+copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
+look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
+expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
+print(f"repeat queries at positions {list(range(segment_length - 1, 2 * segment_length - 1))} read keys {look_back.tolist()} most")
+if not torch.equal(look_back, expected_keys):
+    raise AssertionError(f"the caption says query p reads key p - {segment_length - 1}; the heads read {look_back.tolist()} "
+                         f"instead of {expected_keys.tolist()}")
+show_figure(
+    plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
+    f"Where the trained model looks, on an unseen segment and the copy it wrote. Rows are queries, columns keys, each "
+    f"labelled with its position and, in brackets, its token; dark cells carry the weight, and the upper triangle is empty because of the "
+    f"causal mask. From position {segment_length - 1} on, the dark diagonal sits {segment_length - 1} columns left of the main one: the "
+    f"query at position p reads the key at p − {segment_length - 1}, the token that followed this token's first occurrence, which "
+    f"is exactly the next token to write. The first {segment_length - 1} rows have nothing to copy and spread their weight.",
 )
 
 
@@ -3581,6 +4267,9 @@ show_figure(
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
 # for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
     if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
@@ -3614,6 +4303,9 @@ REFERENCE_SOLUTIONS["Exercise 8"] = {"token_distribution": token_distribution}
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
 # for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
     if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
@@ -3625,7 +4317,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     if top_p is not None:
         top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
     # Your code here.
-    raise NotImplementedError('Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum.')
+    raise NotImplementedError('Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum. The check requires: one finite probability per token summing to 1; the temperature divides the logits; top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in that order; large logits do not overflow.')
 
 
 # %%
@@ -3797,6 +4489,8 @@ show_figure(
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
     eos_id = require_int("eos_id", eos_id, minimum=0)
@@ -3824,6 +4518,8 @@ REFERENCE_SOLUTIONS["Exercise 9"] = {"greedy_trace": greedy_trace}
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
     eos_id = require_int("eos_id", eos_id, minimum=0)
@@ -3833,7 +4529,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
         if eos_id >= len(scores):
             raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
     # Your code here.
-    raise NotImplementedError("Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError.")
+    raise NotImplementedError("Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError. The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last allowed step; a trace that runs out of logits raises ValueError.")
 
 
 # %%
@@ -3899,12 +4595,18 @@ limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=
 print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
-# TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time.
+# TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time. Call the
+# last token of its copy "EOS": the trace must stop at its first appearance in the copy.
 with torch.no_grad():
-    steps = [model(generated[None, : 3 + i])[0, -1].tolist() for i in range(recipe["new_tokens"])]
-model_trace = greedy_trace(steps, eos_id=5, max_new_tokens=recipe["new_tokens"])
-print(f"TinyLM's logits through greedy_trace with token 5 as EOS: {model_trace}")
-expect("greedy_trace must agree with TinyLM.generate up to the first 5", model_trace, "==", ([3, 4, 5], "eos"))
+    steps = [model(generated[None, : segment_length + i])[0, -1].tolist() for i in range(segment_length)]
+stop_token = int(generated[-1])
+model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
+expected_trace = generated[segment_length:].tolist()
+expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
+print(f"TinyLM's logits through greedy_trace with token {stop_token} as EOS: {model_trace}")
+if model_trace != (expected_trace, "eos"):
+    raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
+                         f"got {model_trace}, expected {(expected_trace, 'eos')}")
 
 # %% [markdown]
 # ## 14 · Bad inputs fail loudly
@@ -3948,6 +4650,7 @@ NEGATIVE_TESTS = [
     (ValueError, split_heads, (torch.zeros(2, 3, 8), 0), {}, "n_heads"),
     (ValueError, merge_heads, (torch.zeros(3, 4),), {}, "dimensions"),
     (ValueError, repeat_kv_heads, (torch.zeros(1, 2, 3, 4), 0), {}, "group"),
+    (ValueError, plot_split_merge, (), {"n_heads": 9}, "n_heads"),
     (ValueError, MultiHeadSelfAttention, (30, 8), {}, "evenly"),
     (ValueError, MultiHeadSelfAttention, (64, 8, 3), {}, "multiple"),
     (TypeError, MultiHeadSelfAttention, (64, 8), {"causal": "yes"}, "causal"),
@@ -3968,10 +4671,13 @@ NEGATIVE_TESTS = [
     (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
+    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1}, "n_keys"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
     (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
     (ValueError, TinyLM, (), {"d_model": 0}, "d_model"),
+    (TypeError, TinyLM, (), {"use_attention": 1}, "use_attention"),
+    (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "weight_decay": -0.1}, "weight_decay"),
@@ -3997,9 +4703,10 @@ NEGATIVE_TESTS = [
 ]
 PLOTS = [(plot_it_weights, (IT_WORDS, [1.0, 1.0, 1.0], [0.3, 0.3, 0.4])), (plot_attention_flow, ()), (plot_positions, (pe.numpy(),)),
          (plot_masks, ([ordinary], ["causal"])), (plot_scores_and_weights, (result.scores, result.weights)),
-         (plot_contract_errors, (measured,)), (plot_saturation, (saturation,)), (plot_head_sharing, ()),
+         (plot_sentence_attention, (sentence_weights, SENTENCE, TEMPERATURES, it)),
+         (plot_saturation, (saturation,)), (plot_query_gradients, (query_gradients, WIDTHS)), (plot_head_sharing, ()), (plot_split_merge, ()),
          (plot_cost, (lengths, quadratic, linear, WIDE)), (plot_decoder_block, ()), (plot_leakage, (probe_shift,)),
-         (plot_loss, (losses, 0.02)), (plot_policies, (policies, SAMPLING_LOGITS))]
+         (plot_ablation, (losses, ablated_losses, 8)), (plot_copy_attention, (copy_weights, generated[:-1].tolist())), (plot_policies, (policies, SAMPLING_LOGITS))]
 NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for plot, args in PLOTS]
 for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
@@ -4023,50 +4730,182 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #   query heads and shrink the KV cache by the same factor.
 # - **Cost:** $n^2$ scores per head and layer; past $n = 2 d_{model}$ that term outweighs the projections.
 # - **Block and model:** pre-norm residual blocks of attention and a feed-forward net; a tiny one
-#   learns a period in 121 steps, and decoding policies (greedy, temperature, top-k, top-p) turn its
-#   logits into tokens.
+#   learns to copy a random segment in 45 steps, and fails at chance with its attention switched off;
+#   decoding policies (greedy, temperature, top-k, top-p) turn its logits into tokens.
 #
 # ## Self-test
 #
-# **Explain attention to a non-engineer in 30 seconds.** When the model reads a word, it asks which
+# Answer each question aloud or on paper first, then open its answer.
+#
+# **Explain attention to a non-engineer in 30 seconds.**
+#
+# <details><summary>Answer</summary>
+#
+# When the model reads a word, it asks which
 # other words in the text help it understand this one, scores each for relevance, and rebuilds its
 # idea of the word as a mix of the relevant ones. In "the animal didn't cross the street because it
 # was tired", "it" takes most of its meaning from "animal". Every word does this, in parallel, in
 # every layer.
 #
-# **Now to an ML engineer in two minutes.** Project $X$ to $Q$, $K$, $V$ with learned matrices;
+# </details>
+#
+# **Now to an ML engineer in two minutes.**
+#
+# <details><summary>Answer</summary>
+#
+# Project $X$ to $Q$, $K$, $V$ with learned matrices;
 # compute $Q K^\top / \sqrt{d_k}$, an $n \times n$ matrix of scaled similarities; set blocked entries
 # (future, padding) to $-\infty$; softmax each row; multiply by $V$. Run $H$ heads on $d_{model}/H$-wide
 # slices (GQA: fewer K/V heads, each shared by a group), concatenate and project with $W_o$. Wrap it in
 # a pre-norm residual, follow it with a position-wise FFN, and stack. Compute is $O(n^2 d)$ and the
 # score memory $O(n^2)$, which is why FlashAttention tiles the computation and GQA shrinks the cache.
 #
-# **Why divide by √d_k, and what breaks without it?** For unit-variance entries the variance of
-# $q \cdot k$ is $d_k$. Unscaled, the scores spread out as heads widen, softmax tends to one-hot, its
-# Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero, and the query and key projections stop
-# learning (section 7 measured it).
+# </details>
 #
-# **Why is long context expensive? Name two remedies.** The score matrix is $n \times n$ per head per
+# **Why divide by √d_k, and what breaks without it?**
+#
+# <details><summary>Answer</summary>
+#
+# For unit-variance entries the variance of
+# $q \cdot k$ is $d_k$. Unscaled, the scores spread out as heads widen, softmax tends to one-hot, its
+# Jacobian $\operatorname{diag}(p) - p p^\top$ tends to zero. Section 7 measured $\partial L / \partial q$
+# directly: at $d_k = 512$ the median query gets tens of times less gradient and about half get
+# almost none, while a few get huge ones. Training becomes erratic, not just slow.
+#
+# </details>
+#
+# **Why is long context expensive? Name two remedies.**
+#
+# <details><summary>Answer</summary>
+#
+# The score matrix is $n \times n$ per head per
 # layer, so compute grows quadratically, and the KV cache grows with every token held. FlashAttention
 # computes exact attention without storing the $n \times n$ matrix in main memory; GQA or MQA shrink the
 # cache. Others: sliding-window or sparse attention, prompt caching for stable prefixes, retrieval.
 #
-# **What does the causal mask buy, besides honest training?** Earlier outputs never depend on later
+# </details>
+#
+# **What does the causal mask buy, besides honest training?**
+#
+# <details><summary>Answer</summary>
+#
+# Earlier outputs never depend on later
 # tokens, so the keys and values of past tokens can be computed once and cached; each new token costs
 # one row of attention, not a full recomputation. The mask for that row needs the query's absolute
 # position (section 4).
 #
-# **What does GQA give up, and for what?** A little modelling capacity, because query heads share keys
+# </details>
+#
+# **What does GQA give up, and for what?**
+#
+# <details><summary>Answer</summary>
+#
+# A little modelling capacity, because query heads share keys
 # and values, for a KV cache several times smaller: more concurrent requests and longer contexts per GPU.
 #
-# **A fully masked row: what does PyTorch return, and what does this notebook do?** Recent PyTorch
+# </details>
+#
+# **A fully masked row: what does PyTorch return, and what does this notebook do?**
+#
+# <details><summary>Answer</summary>
+#
+# Recent PyTorch
 # (2.5 and later) returns zeros; older versions returned NaN. This notebook raises a `ValueError` by
 # default and returns zeros, with finite gradients, only when asked with `empty_row="zero"`.
 #
-# **Why does top-p keep the token that crosses the threshold?** Without it the kept mass would be
-# *below* $p$, and for a confident model with $p$ just above the top probability it would keep
-# nothing; keeping the crossing token guarantees at least $p$ of the mass and at least one token.
+# </details>
 #
+# **Why does top-p keep the token that crosses the threshold?**
+#
+# <details><summary>Answer</summary>
+#
+# Without it the kept mass would be
+# *below* $p$. Worse, when the top token alone already reaches $p$, the crossing token *is* the top
+# token, and dropping it would keep nothing at all. Keeping the crossing token guarantees at least
+# $p$ of the mass and at least one token (the cell after the numeric questions checks both cases).
+#
+#
+# </details>
+
+# %% [markdown]
+# ### Self-test with numbers
+#
+# Work each one out by hand; the cell below computes every answer and stops if one of them is wrong.
+#
+# 1. **Qwen2.5-7B** has 28 layers and 4 K/V heads of width 128, cached in 16 bits. How many bytes does
+#    one token add to its KV cache?
+#
+#    <details><summary>Answer</summary>
+#
+#    $2 \cdot 28 \cdot 4 \cdot 128 \cdot 2 = 57{,}344$ bytes, 56 KiB: keys and values, every layer, every K/V head.
+#
+#    </details>
+#
+# 2. Four keys score $(1, 1, 1, 1 + \ln 3)$. What weight does the last key get?
+#
+#    <details><summary>Answer</summary>
+#
+#    $e^{\ln 3} = 3$ times each of the others, so $3 / (1 + 1 + 1 + 3) = 0.5$; the others get $1/6$ each.
+#
+#    </details>
+#
+# 3. A causal mask over 8 tokens: how many (query, key) pairs are allowed?
+#
+#    <details><summary>Answer</summary>
+#
+#    $1 + 2 + \dots + 8 = 36$ of the 64.
+#
+#    </details>
+#
+# 4. With $d_k = 256$ and unit-variance entries, what is the standard deviation of an unscaled score
+#    $q \cdot k$, and of a scaled one?
+#
+#    <details><summary>Answer</summary>
+#
+#    $\sqrt{256} = 16$ unscaled, $16 / \sqrt{256} = 1$ scaled.
+#
+#    </details>
+#
+# 5. Logits $(3, 2, 1, 0)$ and top-p with $p = 0.5$: which tokens survive, and what would a rule that
+#    drops the crossing token keep?
+#
+#    <details><summary>Answer</summary>
+#
+#    The top token alone has $0.644 \ge 0.5$, so it is the crossing token: top-p keeps only token 0,
+#    with probability 1. Dropping the crossing token would keep nothing.
+#
+#    </details>
+
+# %%
+answers = {
+    "Qwen2.5-7B bytes per token": kv_cache_bytes_per_token(28, 4, 128, 2),
+    "weight of the last key": float(softmax(torch.tensor([1.0, 1.0, 1.0, 1.0 + math.log(3)], dtype=torch.float64))[-1]),
+    "causal pairs over 8 tokens": int(causal_allowed(8, 8).sum()),
+    "score std at d_k = 256, unscaled and scaled": (math.sqrt(256), math.sqrt(256) / math.sqrt(256)),
+    "top-p 0.5 on (3, 2, 1, 0)": token_distribution([3.0, 2.0, 1.0, 0.0], top_p=0.5),
+}
+stated = {
+    "Qwen2.5-7B bytes per token": 57_344,
+    "weight of the last key": 0.5,
+    "causal pairs over 8 tokens": 36,
+    "score std at d_k = 256, unscaled and scaled": (16.0, 1.0),
+    "top-p 0.5 on (3, 2, 1, 0)": [1.0, 0.0, 0.0, 0.0],
+}
+for question, answer in answers.items():
+    close = (math.isclose(answer, stated[question], rel_tol=1e-12) if isinstance(answer, float)
+             else answer == stated[question])
+    if not close:
+        raise AssertionError(f"self-test '{question}': the answer above says {stated[question]!r}, the cell computes {answer!r}")
+    print(f"{question}: {answer}")
+# Dropping the crossing token would leave nothing when the top token alone reaches p.
+plain = token_distribution([3.0, 2.0, 1.0, 0.0])
+running = list(itertools.accumulate(plain))
+crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
+if crossing != 0:
+    raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
+print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops the crossing token would keep {crossing} tokens")
+
+# %% [markdown]
 # ## The papers behind this module
 #
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762. Scaled
