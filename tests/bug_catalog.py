@@ -31,6 +31,11 @@ class Bug:
         if bool(self.edits) == (self.written is not None):
             raise ValueError(f"{self.id}: give either source edits or a hand-written implementation, not both or neither")
 
+    @property
+    def source_edits(self) -> tuple[tuple[str, str], ...]:
+        """The (old, new) edits of the notebook source that make this bug, when it is made by edits."""
+        return self.edits or getattr(self.written, "edits", ())
+
     def build(self):
         """The buggy implementation, ready to hand to its contract."""
         nb = notebook(self.module)
@@ -124,6 +129,7 @@ def _class_mutant(name, *edits):
         exec(compile(source, f"<mutant of {name}>", "exec"), namespace)
         return namespace[name]
 
+    build.edits = edits  # the same edits, for tests that make them in the notebook source itself
     return build
 
 

@@ -79,8 +79,8 @@ def wrong_version(exercise: Judged, source: str, rng: random.Random | None = Non
     """(catalog bug, mutated exercise cell): the first catalogued bug that fits inside the solution block, or a random one."""
     fitting = []
     for bug in CATALOG:
-        if (bug.module, bug.contract, bug.target) == (exercise.module, exercise.contract, exercise.target) and bug.edits:
-            mutated = inside_solutions(source, bug.edits)
+        if (bug.module, bug.contract, bug.target) == (exercise.module, exercise.contract, exercise.target) and bug.source_edits:
+            mutated = inside_solutions(source, bug.source_edits)
             if mutated is not None and mutated != source:
                 fitting.append((bug, mutated))
     if not fitting:
