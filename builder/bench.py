@@ -179,6 +179,18 @@ def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
     return [{"name": "tiled_attention", "ok": ok}]
 
 
+def mutants(course, names: list[str], repeats: int = 1, sample: int = 60, seed: int = 0) -> list[dict]:
+    """``python -m builder mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents."""
+    from . import mutants as mutation
+
+    results = []
+    for nb in course.select(names):
+        score = mutation.score_notebook(course, nb, size=sample, seed=seed)
+        print(mutation.report(score, nb.source.relative_to(course.root).as_posix()), flush=True)
+        results.append({"name": nb.name, "score": score.ratio, "ok": score.ratio >= mutation.TARGET})
+    return results
+
+
 def within_budget(result: dict) -> bool:
     """True when a benchmark result meets its targets."""
     return result["ok"]

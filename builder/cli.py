@@ -10,6 +10,7 @@ import nbformat
 from . import __version__, colab, execute, html, notebooks, pairing, refs, regions, student
 from .config import ROOT, ConfigError, load_course
 from .inline import InlineError
+from . import mutants
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = 0, 1, 2, 3, 4
 
@@ -45,6 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bench.add_argument("what", choices=sorted(BENCHES), help="which benchmark to run")
     bench.add_argument("names", nargs="*", help="notebook names or reference keys (speed only; default: all)")
     bench.add_argument("--repeats", type=int, default=3, help="runs of each measurement (speed: medians, tiled: the fastest)")
+    mutants.add_parser(sub)
     return parser.parse_args(argv)
 
 
@@ -194,7 +196,7 @@ def cmd_bench(course, args) -> int:
 
 
 # `bench WHAT` runs builder.bench.<function>(course, names, repeats=...); add a benchmark with one line here.
-BENCHES = {"speed": "speed", "tiled": "tiled"}
+BENCHES = {"speed": "speed", "tiled": "tiled", "mutants": "mutants"}
 
 COMMANDS = {"build": cmd_build, "check": cmd_check, "execute": cmd_execute, "refs": cmd_refs, "all": cmd_all, "colab": cmd_colab,
-            "html": cmd_html, "bench": cmd_bench}
+            "html": cmd_html, "bench": cmd_bench, "mutants": mutants.command}
