@@ -138,12 +138,14 @@ def _unparse_with(node: ast.AST, edit) -> str:
 
 
 def _set_attr(attr: str, value):
+    """An edit that sets one attribute of the cloned node."""
     def edit(clone):
         setattr(clone, attr, value)
     return edit
 
 
 def compare_sites(node: ast.Compare) -> list[Site]:
+    """Each comparison operator flipped to its neighbour (``<`` to ``<=``, ``==`` to ``!=``, ``is`` to ``is not``)."""
     sites = []
     for i, op in enumerate(node.ops):
         swap = COMPARE_SWAPS.get(type(op))
@@ -155,22 +157,26 @@ def compare_sites(node: ast.Compare) -> list[Site]:
 
 
 def binop_sites(node: ast.AST) -> list[Site]:
+    """The arithmetic operator swapped (``+``/``-``, ``*``/``/``, ``**`` to ``*``, ``@`` to ``*``)."""
     swap = BINOP_SWAPS.get(type(node.op))
     return [Site(node, "arithmetic", _unparse_with(node, _set_attr("op", swap())))] if swap else []
 
 
 def unary_sites(node: ast.UnaryOp) -> list[Site]:
+    """A dropped minus sign or ``not``."""
     if isinstance(node.op, (ast.USub, ast.Not)):
         return [Site(node, "arithmetic" if isinstance(node.op, ast.USub) else "logic", f"({ast.unparse(node.operand)})")]
     return []
 
 
 def boolop_sites(node: ast.BoolOp) -> list[Site]:
+    """``and`` and ``or`` swapped."""
     other = ast.Or if isinstance(node.op, ast.And) else ast.And
     return [Site(node, "logic", _unparse_with(node, _set_attr("op", other())))]
 
 
 def _constant_values(value) -> list:
+    """The replacements of a numeric constant: a flipped bool, an int one up and one down, a float doubled and halved."""
     if isinstance(value, bool):
         return [not value]
     if isinstance(value, int):
@@ -181,6 +187,7 @@ def _constant_values(value) -> list:
 
 
 def constant_sites(node: ast.Constant, category: str) -> list[Site]:
+    """One site per replacement of a numeric constant."""
     return [Site(node, category, repr(v) if v >= 0 or isinstance(v, bool) else f"({v!r})") for v in _constant_values(node.value)]
 
 
@@ -204,6 +211,7 @@ def call_sites(node: ast.Call) -> list[Site]:
 
 
 def _constant_category(parents: dict[int, ast.AST], node: ast.Constant) -> str:
+    """``axis`` or ``keepdims`` when the constant is one, else ``constant``."""
     parent = parents.get(id(node))
     if isinstance(parent, ast.UnaryOp):
         parent = parents.get(id(parent))
@@ -269,6 +277,7 @@ def segment(lines: list[bytes], node: ast.AST) -> str:
 
 
 def _short(text: str, limit: int = 90) -> str:
+    """One line of at most ``limit`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -284,12 +293,30 @@ def context_of(node: ast.AST, parents: dict[int, ast.AST], lines: list[bytes]) -
     return context
 
 
+def _parameter_with_default(node: ast.AST, parents: dict[int, ast.AST]) -> str | None:
+    """The parameter name when ``node`` is a default value in a signature (``n_heads=4``), else None."""
+    arguments = parents.get(id(node))
+    if not isinstance(arguments, ast.arguments):
+        return None
+    positional = arguments.posonlyargs + arguments.args
+    for arg, default in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+        if default is node:
+            return arg.arg
+    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if default is node:
+            return arg.arg
+    return None
+
+
 def describe(lines: list[bytes], site: Site, parents: dict[int, ast.AST]) -> tuple[str, str]:
     """(original, mutated) text of a site, in its recognisable one-line context."""
     node = site.node
     replacement = site.replacement
     if isinstance(node, ast.expr) and replacement.startswith("(") and replacement.endswith(")"):
         replacement = replacement[1:-1]
+    default_of = _parameter_with_default(node, parents)
+    if default_of:
+        return _short(f"{default_of}={segment(lines, node)}"), _short(f"{default_of}={replacement}")
     context = context_of(node, parents, lines)
     if context is node or node.lineno != node.end_lineno:
         return _short(segment(lines, node)), _short(replacement)
@@ -405,6 +432,7 @@ class Score:
     seconds: float
 
     def counts(self) -> dict[str, int]:
+        """Mutants run, killed, timed out, survived, and how many are listed as equivalent."""
         c = Counter(o.verdict for o in self.outcomes)
         equiv = [o for o in self.outcomes if o.mutant.key in self.equivalent]
         return {"run": len(self.outcomes), "killed": c["killed"], "timeout": c["timeout"], "survived": c["survived"],
@@ -412,6 +440,7 @@ class Score:
 
     @property
     def survivors(self) -> list[Outcome]:
+        """Survivors that are not listed as equivalent: the bugs the checks miss."""
         return [o for o in self.outcomes if o.verdict == "survived" and o.mutant.key not in self.equivalent]
 
     @property
@@ -423,6 +452,7 @@ class Score:
 
     @property
     def raw_ratio(self) -> float:
+        """Killed share of every mutant run, the equivalent ones included."""
         c = self.counts()
         return (c["killed"] + c["timeout"]) / c["run"] if c["run"] else 1.0
 

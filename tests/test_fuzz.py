@@ -43,6 +43,7 @@ TINY = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def tiny_report(tmp_path_factory):
+    """The fuzz report of a tiny notebook with one function per kind of finding."""
     path = tmp_path_factory.mktemp("fuzz") / "tiny.py"
     path.write_text(TINY)
     return fuzz.fuzz(fuzz.run_notebook(path), "tiny")

@@ -2,7 +2,6 @@
 
 import re
 import tomllib
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -42,6 +41,7 @@ LINE = re.compile(r"^    \S+\.py\(\d+\): \S+: `.+` -> `.+`( #\d+)?  \[[a-z ]+\]$
 
 
 def generated(text: str = SOURCE, skip=("plot_*",)):
+    """The mutants of the tiny source."""
     return mutants.generate("tiny", text, "tiny.py", list(skip))
 
 
@@ -81,14 +81,14 @@ def test_a_wrong_mutant_is_killed_and_the_report_names_survivors(tmp_path):
     pairs = generated()
     by_key = {m.key: (m, s) for m, s in pairs}
     bad = by_key["lower: `np.tril(np.ones((n, n), dtype=bool))` -> `np.triu(np.ones((n, n), dtype=bool))`"]
-    survivor = by_key["normalise: `1e-6` -> `2e-06`"]  # eps is too small for the check to notice
+    survivor = by_key["normalise: `eps=1e-6` -> `eps=2e-06`"]  # eps is too small for the check to notice
     outcomes = mutants.run_mutants([bad, survivor], "tiny.py", timeout=60, jobs=2)
     assert outcomes[0].verdict == "killed" and outcomes[1].verdict == "survived"
     score = mutants.Score("tiny", outcomes, {}, len(pairs), 0.1, 1.0)
     text = mutants.report(score, "tiny.py")
     assert "score 50.0% of the non-equivalent mutants (50.0% counting the equivalent ones)" in text
     assert [line for line in text.splitlines() if LINE.match(line)] == [
-        f"    tiny.py({survivor[0].line}): normalise: `1e-6` -> `2e-06`  [constant]"]
+        f"    tiny.py({survivor[0].line}): normalise: `eps=1e-6` -> `eps=2e-06`  [constant]"]
     listed = mutants.Score("tiny", outcomes, {survivor[0].key: "eps below the check's tolerance"}, len(pairs), 0.1, 1.0)
     assert listed.ratio == 1.0 and listed.raw_ratio == 0.5 and not listed.survivors
 
