@@ -196,6 +196,18 @@ def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
     return [{"name": "tiled_attention", "ok": ok}]
 
 
+def mutants(course, names: list[str], repeats: int = 1, sample: int = 60, seed: int = 0) -> list[dict]:
+    """``python -m builder mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents."""
+    from . import mutants as mutation
+
+    results = []
+    for nb in course.select(names):
+        score = mutation.score_notebook(course, nb, size=sample, seed=seed)
+        print(mutation.report(score, nb.source.relative_to(course.root).as_posix()), flush=True)
+        results.append({"name": nb.name, "score": score.ratio, "ok": score.ratio >= mutation.TARGET})
+    return results
+
+
 def within_budget(result: dict) -> bool:
     """True when a benchmark result meets its targets."""
     return result["ok"]
@@ -236,4 +248,4 @@ def check(course, names: list[str], repeats: int = 5) -> list[dict]:
 
 
 # `bench WHAT` calls BENCHES[WHAT](course, names, repeats=...); add a benchmark with one entry here.
-BENCHES = {"check": check, "speed": speed, "tiled": tiled, "grade": grade}
+BENCHES = {"check": check, "speed": speed, "tiled": tiled, "grade": grade, "mutants": mutants}

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import __version__, commands, exits
 from .config import ROOT, load_course
 from .grade import cli as grade
+from . import mutants
 
 # Kept for code written against the old names; new code uses builder.exits.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = exits.OK, exits.FAILED, exits.USAGE, exits.MALFORMED, exits.HAND_EDIT
@@ -90,7 +91,7 @@ def bench_options(p):
     from .bench import BENCHES
 
     p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
-                   "tiled: Module 5's tiled attention against dense, time and memory; grade: time per submission of a batch of 20")
+                   "tiled: Module 5's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
     _names(p, "notebook names or reference keys (speed only; default: all)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default: 3)")
 
@@ -107,6 +108,7 @@ COMMANDS = {
     "colab": (colab_options, commands.colab),
     "bench": (bench_options, commands.bench),
     "grade": (grade.options, grade.command),
+    "mutants": (mutants.options, mutants.command),
 }
 
 
