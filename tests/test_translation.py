@@ -157,3 +157,7 @@ def test_real_sources_cut_into_units_with_unique_contexts(course):
         assert len(contexts) == len(set(contexts)) and len(found) > 50, nb.name
         text, _ = render(nb.source.read_text(encoding="utf-8"), polib.POFile(), "ru", fallback=True)
         assert 'LANGUAGE = "ru"' in text
+
+
+def test_inline_formula_may_wrap_a_line_and_ordinals_carry_their_number():
+    assert invariants("so $a +\nb$ holds at a 3.7th of it") == {("math", "$a +\nb$"): 1, ("number", "3.7"): 1}

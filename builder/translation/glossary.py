@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import polib
 
 from .catalog import Finding
+from .units import NOT_PROSE
 
 EXEMPT_FLAG = "glossary-exempt"
 
@@ -56,7 +57,7 @@ def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Find
             continue
         text = entry.msgstr.lower()
         for term in terms:
-            if term.pattern.search(entry.msgid) and not any(stem in text for stem in term.stems):
+            if term.pattern.search(NOT_PROSE.sub(" ", entry.msgid)) and not any(stem in text for stem in term.stems):
                 found.append(Finding(path, entry.linenum, "glossary", entry.msgctxt or "",
                                      f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)"))
     return found

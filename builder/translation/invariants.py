@@ -5,10 +5,11 @@ from collections import Counter
 
 _CODE = re.compile(r"`[^`\n]+`")
 _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.DOTALL)
-_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<!\\)\$")
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$")
 _URL = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
+# An ordinal suffix is not part of the number: "a 3.7th" and "в 3.7 раза" carry the same 3.7.
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*(?:e[-+]?\d+)?)(?:st|nd|rd|th)?(?!\w)")
 
 # Extraction order matters: a code span may hold a dollar, a formula may hold digits.
 _SPANS = (("code", _CODE), ("math", _DISPLAY_MATH), ("math", _INLINE_MATH), ("link", _URL), ("tag", _TAG))
@@ -23,7 +24,7 @@ def invariants(text: str) -> Counter:
             found[(kind, match.group(1) if kind == "link" else match.group(0))] += 1
         rest = pattern.sub(" ", rest)
     for match in _NUMBER.finditer(rest):
-        found[("number", match.group(0))] += 1
+        found[("number", match.group(1))] += 1
     return found
 
 

@@ -11,7 +11,7 @@ EXERCISE_TAG = "exercise"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _EXERCISE = re.compile(r"^#\s*(Exercise \d+):")
 _LETTER = re.compile(r"[^\W\d_]")
-_NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
+NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
 REGION_MARK = "builder:begin"
 
 
@@ -46,7 +46,7 @@ def blocks(markdown: str) -> list[str]:
 
 def is_prose(block: str) -> bool:
     """True when a block holds words to translate, not only math, code, links or tags."""
-    return bool(_LETTER.search(_NOT_PROSE.sub(" ", block))) and not block.lstrip().startswith("```")
+    return bool(_LETTER.search(NOT_PROSE.sub(" ", block))) and not block.lstrip().startswith("```")
 
 
 def translatable(cell: nbformat.NotebookNode) -> bool:
