@@ -1,0 +1,63 @@
+"""The course glossary: one rendering per term, and a check that every translation keeps to it."""
+
+import re
+from dataclasses import dataclass
+
+import polib
+
+from .catalog import Finding
+from .units import NOT_PROSE
+
+EXEMPT_FLAG = "glossary-exempt"
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary term: the English pattern, its one rendering, and the stems an inflected form keeps."""
+
+    english: str
+    rendering: str
+    stems: tuple[str, ...]
+
+    @property
+    def pattern(self) -> re.Pattern:
+        """The English term as a whole word, singular or plural, any case."""
+        return re.compile(rf"(?<![\w-]){re.escape(self.english)}(?:s|es)?(?![\w-])", re.IGNORECASE)
+
+
+def load_terms(glossary: polib.POFile) -> list[Term]:
+    """Terms from a glossary PO file: msgid the term, msgstr the rendering, ``stems:`` in a comment."""
+    terms = []
+    for entry in glossary:
+        if entry.obsolete or not entry.msgstr:
+            continue
+        stems = re.search(r"stems:\s*(.+)", entry.comment or "")
+        words = tuple(s.strip().lower() for s in stems.group(1).split(",")) if stems else (entry.msgstr.lower(),)
+        terms.append(Term(entry.msgid, entry.msgstr, words))
+    return terms
+
+
+def duplicates(glossary: polib.POFile, path: str) -> list[Finding]:
+    """Glossary entries that give one English term two renderings."""
+    seen: dict[str, str] = {}
+    found = []
+    for entry in glossary:
+        key = entry.msgid.lower()
+        if key in seen and seen[key] != entry.msgstr:
+            found.append(Finding(path, entry.linenum, "glossary", entry.msgid, f"rendered both {seen[key]!r} and {entry.msgstr!r}"))
+        seen.setdefault(key, entry.msgstr)
+    return found
+
+
+def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Finding]:
+    """Translated entries whose English uses a term that the translation renders otherwise."""
+    found = []
+    for entry in catalog:
+        if entry.obsolete or not entry.msgstr or EXEMPT_FLAG in entry.flags:
+            continue
+        text = entry.msgstr.lower()
+        for term in terms:
+            if term.pattern.search(NOT_PROSE.sub(" ", entry.msgid)) and not any(stem in text for stem in term.stems):
+                found.append(Finding(path, entry.linenum, "glossary", entry.msgctxt or "",
+                                     f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)"))
+    return found

@@ -1,0 +1,55 @@
+"""Write a translated edition: the English percent source with its prose taken from a catalog."""
+
+import re
+
+import polib
+
+from ..pairing import read_source, write_percent
+from .catalog import translations
+from .units import EXERCISE_TAG, blocks, exercise_instructions, is_prose, translatable, units
+
+_LANGUAGE_LINE = re.compile(r'^LANGUAGE = "en"(?P<rest>.*)$', re.MULTILINE)
+
+
+class StaleTranslationError(ValueError):
+    """A translated edition was asked for while some of its units are stale or missing."""
+
+
+def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool = False) -> tuple[str, list[str]]:
+    """The translated percent source, and the contexts that fell back to English.
+
+    Refuses (``StaleTranslationError``) when a unit is stale or missing, unless ``fallback`` is set,
+    in which case those units stay in English and their contexts are returned.
+    """
+    found = units(py_text)
+    chosen = translations(catalog, found)
+    english = [found[i].context for i, (_, current) in chosen.items() if not current]
+    if english and not fallback:
+        shown = "; ".join(english[:5]) + (f"; and {len(english) - 5} more" if len(english) > 5 else "")
+        raise StaleTranslationError(
+            f"{len(english)} unit(s) have no current {language} translation ({shown}); translate them, "
+            "or build with the English fallback")
+    texts = iter(chosen[i][0] if chosen[i][1] else found[i].text for i in range(len(found)))
+    nb = read_source(py_text)
+    for cell in nb.cells:
+        if translatable(cell):
+            cell.source = "\n\n".join(next(texts) if is_prose(b) else b for b in blocks(cell.source))
+        elif cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
+            cell.source = _translate_exercise(cell.source, next(texts))
+    return _switch_language(write_percent(nb), language), english
+
+
+def _translate_exercise(source: str, instructions: str) -> str:
+    """An exercise cell with its leading comment block replaced; the 'Exercise N:' label stays."""
+    label, _, count = exercise_instructions(source)
+    first, *rest = instructions.split("\n")
+    comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
+    return "\n".join(comment + source.split("\n")[count:])
+
+
+def _switch_language(py_text: str, language: str) -> str:
+    """Set the notebook's figure language; the source must have exactly one ``LANGUAGE = "en"`` line."""
+    hits = _LANGUAGE_LINE.findall(py_text)
+    if len(hits) != 1:
+        raise ValueError(f'a translated edition needs exactly one line `LANGUAGE = "en"` in the source, found {len(hits)}')
+    return _LANGUAGE_LINE.sub(lambda m: f'LANGUAGE = "{language}"{m.group("rest")}', py_text)

@@ -1,0 +1,104 @@
+"""Translatable units of a percent-format notebook source: markdown paragraphs and exercise instructions."""
+
+import re
+from dataclasses import dataclass
+
+import nbformat
+
+from ..pairing import read_source
+
+EXERCISE_TAG = "exercise"
+_HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+_EXERCISE = re.compile(r"^#\s*(Exercise \d+):")
+_LETTER = re.compile(r"[^\W\d_]")
+NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
+REGION_MARK = "builder:begin"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of English text to translate: where it sits (its context) and its text."""
+
+    context: str
+    text: str
+    cell: int
+
+
+def blocks(markdown: str) -> list[str]:
+    """Split markdown into blocks at blank lines, keeping fenced code and $$ math whole."""
+    out, current, fenced, in_math = [], [], False, False
+    for line in markdown.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+        if stripped.count("$$") % 2:
+            in_math = not in_math
+        if not stripped and not fenced and not in_math:
+            if current:
+                out.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+def is_prose(block: str) -> bool:
+    """True when a block holds words to translate, not only math, code, links or tags."""
+    return bool(_LETTER.search(NOT_PROSE.sub(" ", block))) and not block.lstrip().startswith("```")
+
+
+def translatable(cell: nbformat.NotebookNode) -> bool:
+    """Markdown cells are translated, except generated regions (the header with its badge)."""
+    return cell.cell_type == "markdown" and REGION_MARK not in cell.source
+
+
+def exercise_instructions(source: str) -> tuple[str, str, int] | None:
+    """An exercise cell's label, its instructions without comment marks, and their line count."""
+    lines = source.split("\n")
+    label = _EXERCISE.match(lines[0]) if lines else None
+    if not label:
+        return None
+    comments = [lines[0][label.end():].strip()]
+    for line in lines[1:]:
+        if not line.startswith("#") or line.startswith("# %%"):
+            break
+        comments.append(line[1:].removeprefix(" "))
+    return label.group(1), "\n".join(comments), len(comments)
+
+
+def units(py_text: str) -> list[Unit]:
+    """Every translatable unit of a percent source, in order, with heading-path contexts."""
+    found, path, ordinal, seen = [], [], 0, set()
+    for index, cell in enumerate(read_source(py_text).cells):
+        if translatable(cell):
+            for block in blocks(cell.source):
+                heading = _HEADING.match(block.split("\n")[0])
+                if heading:
+                    level = len(heading.group(1))
+                    path = [p for p in path if p[0] < level] + [(level, heading.group(2))]
+                    ordinal = 0
+                if is_prose(block):
+                    found.append(Unit(_unique(f"{_path_text(path)} ¶{ordinal}", seen), block, index))
+                ordinal += 1
+        elif cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []):
+            instructions = exercise_instructions(cell.source)
+            if instructions:
+                found.append(Unit(_unique(instructions[0], seen), instructions[1], index))
+    return found
+
+
+def _path_text(path: list[tuple[int, str]]) -> str:
+    """A heading path as one line: 'Module 3 › 4. Masks'."""
+    return " › ".join(title for _, title in path) or "(before the first heading)"
+
+
+def _unique(context: str, seen: set[str]) -> str:
+    """``context``, or with a ' (2)', ' (3)' ... suffix when a repeated heading path already used it."""
+    candidate, n = context, 1
+    while candidate in seen:
+        n += 1
+        candidate = f"{context} ({n})"
+    seen.add(candidate)
+    return candidate

@@ -1,0 +1,163 @@
+"""Translation catalogs: units, msgmerge-style merging, the four drift findings, rendering, glossary."""
+
+import polib
+import pytest
+
+from builder.translation import catalog as po
+from builder.translation import glossary
+from builder.translation.invariants import changed, invariants
+from builder.translation.render import StaleTranslationError, render
+from builder.translation.units import blocks, units
+
+SOURCE = '''# %% [markdown]
+# <!-- builder:begin header -->
+# # Module 9 · Toy
+# <!-- builder:end sha256=0000 -->
+
+# %% [markdown]
+# ## 1. Masks
+#
+# A mask hides 3 of the 4 keys, so $p_i = 0$ there.
+#
+# $$
+# z = x
+# $$
+#
+# ```python
+# print("not prose")
+# ```
+
+# %%
+LANGUAGE = "en"  # figure labels
+
+# %% tags=["exercise"]
+# Exercise 1: return the causal mask of size `n`.
+# Row i allows keys 0 ... i.
+def mask(n):
+    ### BEGIN SOLUTION
+    return n
+    ### END SOLUTION
+'''
+
+
+def translated(entries: dict[str, str]) -> polib.POFile:
+    """A catalog merged from SOURCE with the given context -> translation pairs filled in."""
+    merged = po.merge(polib.POFile(), units(SOURCE), "toy.py")
+    for entry in merged:
+        entry.msgstr = entries.get(entry.msgctxt, "")
+    return merged
+
+
+RU = {
+    "1. Masks ¶0": "## 1. Маски",
+    "1. Masks ¶1": "Маска скрывает 3 из 4 ключей, поэтому там $p_i = 0$.",
+    "Exercise 1": "верните каузальную маску размера `n`.\nСтрока i разрешает ключи 0 ... i.",
+}
+
+
+def test_units_are_prose_paragraphs_and_exercise_instructions():
+    found = units(SOURCE)
+    assert [u.context for u in found] == ["1. Masks ¶0", "1. Masks ¶1", "Exercise 1"]
+    assert found[2].text == "return the causal mask of size `n`.\nRow i allows keys 0 ... i."
+
+
+def test_blocks_keep_fenced_code_and_display_math_whole():
+    text = "a\n\n```\nx\n\ny\n```\n\n$$\nz\n\nw\n$$"
+    assert blocks(text) == ["a", "```\nx\n\ny\n```", "$$\nz\n\nw\n$$"]
+
+
+def test_invariants_separate_numbers_math_code_and_links():
+    found = invariants("Keep 4,096 keys, `window=128`, $W+1$ and [docs](https://x.org/a).")
+    assert found == {("number", "4,096"): 1, ("code", "`window=128`"): 1, ("math", "$W+1$"): 1, ("link", "https://x.org/a"): 1}
+
+
+def test_numbers_changed_is_a_finding():
+    assert changed("window of 4,096", "окно в 4 096") != []
+    assert changed("window of 4,096", "окно в 4,096") == []
+    bad = translated({**RU, "1. Masks ¶1": "Маска скрывает 2 из 4 ключей, поэтому там $p_i = 0$."})
+    kinds = [(f.kind, f.context) for f in po.findings(bad, units(SOURCE), "toy.po")]
+    assert kinds == [("numbers", "1. Masks ¶1"), ("numbers", "1. Masks ¶1")]
+
+
+def test_missing_translation_is_a_finding():
+    found = po.findings(translated({k: v for k, v in RU.items() if k != "Exercise 1"}), units(SOURCE), "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("missing", "Exercise 1")]
+
+
+def test_stale_translation_is_marked_fuzzy_with_the_english_diff(tmp_path):
+    catalog = translated(RU)
+    changed_source = SOURCE.replace("hides 3 of the 4 keys", "hides 2 of the 4 keys")
+    found = po.findings(catalog, units(changed_source), "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("stale", "1. Masks ¶1")]
+    assert "-A mask hides 3 of the 4 keys" in found[0].diff and "+A mask hides 2 of the 4 keys" in found[0].diff
+    merged = po.merge(catalog, units(changed_source), "toy.py")
+    entry = next(e for e in merged if e.msgctxt == "1. Masks ¶1")
+    assert "fuzzy" in entry.flags and entry.previous_msgid.startswith("A mask hides 3")
+    path = tmp_path / "toy.po"
+    path.write_text(po.dumps(merged, "ru", "toy.py"), encoding="utf-8")
+    again = po.findings(po.load(path), units(changed_source), str(path))
+    assert [(f.kind, f.line > 0) for f in again] == [("stale", True)]
+    assert str(again[0]).startswith(f"{path}({again[0].line}): stale: [1. Masks ¶1]")
+
+
+def test_orphan_translation_is_a_finding_and_merge_keeps_it_obsolete():
+    catalog = translated(RU)
+    shorter = SOURCE.replace("# A mask hides 3 of the 4 keys, so $p_i = 0$ there.\n#\n", "")
+    found = po.findings(catalog, units(shorter), "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("orphan", "1. Masks ¶1")]
+    merged = po.merge(catalog, units(shorter), "toy.py")
+    assert [e.msgctxt for e in merged if e.obsolete] == ["1. Masks ¶1"]
+
+
+def test_moved_paragraph_keeps_its_translation():
+    catalog = translated(RU)
+    moved = SOURCE.replace("## 1. Masks", "## 1. Masks\n#\n# New first paragraph.")
+    found = po.findings(catalog, units(moved), "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("missing", "1. Masks ¶1")]
+
+
+def test_render_translates_prose_and_switches_the_figure_language():
+    text, english = render(SOURCE, translated(RU), "ru")
+    assert english == []
+    assert "# Маска скрывает 3 из 4 ключей" in text and "A mask hides" not in text
+    assert 'LANGUAGE = "ru"  # figure labels' in text
+    assert "# Exercise 1: верните каузальную маску размера `n`.\n# Строка i разрешает ключи 0 ... i.\ndef mask(n):" in text
+    assert "<!-- builder:begin header -->" in text and 'print("not prose")' in text
+
+
+def test_render_refuses_stale_units_unless_told_to_fall_back():
+    catalog = translated(RU)
+    changed_source = SOURCE.replace("hides 3 of", "hides 2 of")
+    with pytest.raises(StaleTranslationError, match="1. Masks ¶1"):
+        render(changed_source, catalog, "ru")
+    text, english = render(changed_source, catalog, "ru", fallback=True)
+    assert english == ["1. Masks ¶1"] and "A mask hides 2 of the 4 keys" in text
+
+
+def test_render_needs_one_language_line():
+    with pytest.raises(ValueError, match='LANGUAGE = "en"'):
+        render(SOURCE.replace('LANGUAGE = "en"', 'LANG = "en"'), translated(RU), "ru")
+
+
+def test_glossary_flags_a_term_rendered_two_ways():
+    terms = polib.POFile()
+    terms.append(polib.POEntry(msgid="mask", msgstr="маска", comment="stems: маск"))
+    catalog = translated({**RU, "1. Masks ¶1": "Фильтр скрывает 3 из 4 ключей, поэтому там $p_i = 0$."})
+    found = glossary.violations(catalog, glossary.load_terms(terms), "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("glossary", "1. Masks ¶1")]
+    assert glossary.violations(translated(RU), glossary.load_terms(terms), "toy.po") == []
+    terms.append(polib.POEntry(msgid="mask", msgstr="фильтр"))
+    assert [f.detail for f in glossary.duplicates(terms, "g.po")] == ["rendered both 'маска' and 'фильтр'"]
+
+
+def test_real_sources_cut_into_units_with_unique_contexts(course):
+    for nb in course.notebooks:
+        found = units(nb.source.read_text(encoding="utf-8"))
+        contexts = [u.context for u in found]
+        assert len(contexts) == len(set(contexts)) and len(found) > 50, nb.name
+        text, _ = render(nb.source.read_text(encoding="utf-8"), polib.POFile(), "ru", fallback=True)
+        assert 'LANGUAGE = "ru"' in text
+
+
+def test_inline_formula_may_wrap_a_line_and_ordinals_carry_their_number():
+    assert invariants("so $a +\nb$ holds at a 3.7th of it") == {("math", "$a +\nb$"): 1, ("number", "3.7"): 1}
