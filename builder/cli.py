@@ -36,6 +36,12 @@ def _positive_int(text: str) -> int:
 def build_options(p):
     _names(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
+    p.add_argument("--english-fallback", action="store_true", help="write translated editions even where a unit has no current translation, keeping its English")
+
+
+def translations_options(p):
+    _names(p)
+    p.add_argument("--update", action="store_true", help="merge each catalog with its English source (as msgmerge does) and write it")
 
 
 def adopt_options(p):
@@ -103,6 +109,7 @@ COMMANDS = {
     "adopt": (adopt_options, commands.adopt),
     "execute": (execute_options, commands.execute),
     "refs": (refs_options, commands.references),
+    "translations": (translations_options, commands.translations),
     "html": (html_options, commands.html),
     "all": (all_options, commands.everything),
     "colab": (colab_options, commands.colab),

@@ -17,6 +17,8 @@ def build(course, args) -> int:
     results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
     if not getattr(args, "force", False):
         editions.refuse_lost_edits(course, results)
+    for note in editions.refuse_fallbacks(course, results, getattr(args, "english_fallback", False)):
+        print(f"build: English fallback in {note}")
     for path in files.write_all({path: text for result in results for path, text in result.expected.items()}):
         print(f"wrote {course.shown(path)}")
     print("build: up to date")
@@ -83,7 +85,7 @@ def references(course, args) -> int:
 
 def execute(course, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> int:
     """Run each notebook alone in an empty folder through nbclient; report times, fail on an error or a breached budget."""
-    runs = run_notebooks(course, course.select(args.names), args, kernel_name=kernel_name, out=out, student_too=student_too)
+    runs = run_notebooks(course, course.select_editions(args.names), args, kernel_name=kernel_name, out=out, student_too=student_too)
     return exits.OK if all(ok for _, ok in runs.values()) else exits.FAILED
 
 
@@ -96,13 +98,18 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
         files.require_writable(out, "--out")
     runs = {}
     for nb in chosen:
-        result = runner.run(nb.ipynb, out, timeout=args.timeout, kernel_name=kernel_name)
+        result = runner.run(nb.ipynb, edition_dir(out, nb), timeout=args.timeout, kernel_name=kernel_name)
         print(runner.report(result, args.budget), flush=True)
         ok = not result.error and (args.budget is None or result.seconds <= args.budget)
         if student_too or getattr(args, "student", False):
-            ok &= run_student_editions(nb, out / "student", args.timeout, kernel_name)
-        runs[nb.name] = (result, ok)
+            ok &= run_student_editions(nb, edition_dir(out, nb) / "student", args.timeout, kernel_name)
+        runs[nb.edition] = (result, ok)
     return runs
+
+
+def edition_dir(out: Path, nb) -> Path:
+    """Where one edition's executed copy goes: ``out`` for English, ``out/<language>`` for a translation."""
+    return out if nb.language == "en" else out / nb.language
 
 
 def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
@@ -147,29 +154,60 @@ def html(course, args, *, execute_first: bool = True) -> int:
     variants = ("reading",) if args.no_input_only else ("full",) if args.full_only else handout.VARIANTS
     files.require_writable(out_dir, "--handouts")
     status, chosen = exits.OK, []
-    for nb in course.select(args.names):
-        problems = handout.math_problems(nbformat.read(nb.ipynb, as_version=4), nb.name)
+    for nb in course.select_editions(args.names):
+        problems = handout.math_problems(nbformat.read(nb.ipynb, as_version=4), nb.edition)
         if problems:  # fail before spending a kernel run on it
             print(f"error: {len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems), file=sys.stderr)
             status = exits.FAILED
         else:
             chosen.append(nb)
-    unexecuted = [nb for nb in chosen if execute_first or not (executed_dir / nb.ipynb.name).exists()]
+    unexecuted = [nb for nb in chosen if execute_first or not (edition_dir(executed_dir, nb) / nb.ipynb.name).exists()]
     runs = run_notebooks(course, unexecuted, args, out=executed_dir)
     for nb in chosen:
-        result, ok = runs.get(nb.name, (None, True))
+        result, ok = runs.get(nb.edition, (None, True))
         status = status if ok else exits.FAILED
         if result is not None and result.error:
-            print(f"html: {nb.name} failed to execute; no handout written", file=sys.stderr)
+            print(f"html: {nb.edition} failed to execute; no handout written", file=sys.stderr)
             continue
         try:
             prov = handout.provenance(course, nb)
-            for page in handout.export(executed_dir / nb.ipynb.name, out_dir, nb.name, prov, variants, images_from=nb.ipynb.parent):
+            for page in handout.export(edition_dir(executed_dir, nb) / nb.ipynb.name, out_dir, nb.edition, prov, variants, images_from=nb.ipynb.parent):
                 print(f"wrote {course.shown(page.path)}: {page.summary()}", flush=True)
         except handout.HandoutError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = exits.FAILED
     return status
+
+
+def translations(course, args) -> int:
+    """Report each translation catalog's drift from its English source; with --update, merge the catalogs as msgmerge does.
+
+    --update keeps every translation: changed English marks its entry fuzzy with the old English kept,
+    new English gets an empty entry, and entries whose English is gone become obsolete.
+    """
+    from .translation import catalog as po
+    from .translation.units import units
+
+    if not course.languages:
+        print("translations: [tool.course] translations lists no language", file=sys.stderr)
+        return exits.USAGE
+    problems, outputs = 0, {}
+    for nb in course.select(args.names):
+        result = editions.editions(course, nb)
+        found = units(result.expected[nb.source], course.root)
+        for edition in result.translations:
+            catalog = po.load(edition.catalog)
+            if args.update:
+                merged = po.merge(catalog, found, course.shown(nb.source))
+                outputs[edition.catalog] = po.dumps(merged, edition.language, course.shown(nb.source))
+                catalog = merged
+            drift = po.findings(catalog, found, course.shown(edition.catalog))
+            translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
+            print(f"{course.shown(edition.catalog)}: {translated} of {len(found)} units translated, {len(drift)} finding(s)")
+            problems += len(drift)
+    for path in files.write_all(outputs):
+        print(f"wrote {course.shown(path)}")
+    return exits.OK if args.update or not problems else exits.FAILED
 
 
 def everything(course, args) -> int:

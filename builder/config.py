@@ -3,7 +3,7 @@
 import hashlib
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import exits
@@ -19,6 +19,10 @@ class ConfigError(ValueError):
     exit_code = exits.MALFORMED
 
 
+# The student edition's title suffix, per language.
+STUDENT_EDITION = {"en": "Student edition", "ru": "версия для студента"}
+
+
 class UnknownNotebook(LookupError):
     """A notebook name on the command line that the course does not have (a usage error)."""
 
@@ -27,37 +31,66 @@ class UnknownNotebook(LookupError):
 
 @dataclass(frozen=True)
 class Notebook:
-    """One course notebook: its paired files, its reference file and its title."""
+    """One course notebook in one language: its paired files, its reference file and its title.
+
+    The English notebook (``language == "en"``) is the source instructors edit; a translated one is
+    generated from it and a catalog, and lives under ``notebooks/<language>/``.
+    """
 
     root: Path
     name: str
     reference: str
     title: str
+    language: str = "en"
+    titles: tuple[tuple[str, str], ...] = ()  # (language, title) of each translation
+
+    @property
+    def folder(self) -> Path:
+        """Where this edition's files live: notebooks/, or notebooks/<language>/ for a translation."""
+        base = self.root / "notebooks"
+        return base if self.language == "en" else base / self.language
+
+    @property
+    def edition(self) -> str:
+        """A name unique across languages: the notebook name, with ``.<language>`` for a translation."""
+        return self.name if self.language == "en" else f"{self.name}.{self.language}"
 
     @property
     def source(self) -> Path:
-        """The jupytext percent source, the file instructors edit."""
-        return self.root / "notebooks" / f"{self.name}.py"
+        """The jupytext percent source: the file instructors edit (generated for a translation)."""
+        return self.folder / f"{self.name}.py"
 
     @property
     def ipynb(self) -> Path:
         """The paired notebook that Colab opens."""
-        return self.root / "notebooks" / f"{self.name}.ipynb"
+        return self.folder / f"{self.name}.ipynb"
 
     @property
     def student_source(self) -> Path:
         """The student edition's percent source, generated from ``source``."""
-        return self.root / "notebooks" / "student" / f"{self.name}.py"
+        return self.folder / "student" / f"{self.name}.py"
 
     @property
     def student_ipynb(self) -> Path:
         """The student edition Colab opens: exercises as stubs."""
-        return self.root / "notebooks" / "student" / f"{self.name}.ipynb"
+        return self.folder / "student" / f"{self.name}.ipynb"
 
     @property
     def student_title(self) -> str:
         """Title of the student edition."""
-        return f"{self.title} · Student edition"
+        return f"{self.title} · {STUDENT_EDITION[self.language]}"
+
+    @property
+    def catalog(self) -> Path:
+        """The gettext catalog of a translation: translations/<language>/<name>.po."""
+        return self.root / "translations" / self.language / f"{self.name}.po"
+
+    def translated(self, language: str) -> "Notebook":
+        """This notebook's edition in ``language``, with its title from the course config."""
+        title = dict(self.titles).get(language)
+        if title is None:
+            raise ConfigError(f"{self.root / 'pyproject.toml'}(1): notebook {self.name} needs titles.{language} for its {language} edition")
+        return replace(self, language=language, title=title)
 
     @property
     def reference_path(self) -> Path:
@@ -78,6 +111,17 @@ class Course:
     repository: str
     branch: str
     notebooks: tuple[Notebook, ...]
+    languages: tuple[str, ...] = ()  # the translations built beside the English notebooks
+
+    @property
+    def translations(self) -> list[Notebook]:
+        """Every translated edition of every notebook, in course order."""
+        return [nb.translated(lang) for nb in self.notebooks for lang in self.languages]
+
+    def select_editions(self, names: list[str] | None) -> list[Notebook]:
+        """The chosen notebooks (as ``select``) followed by their translated editions: what the run commands run."""
+        chosen = self.select(names)
+        return chosen + [nb.translated(lang) for nb in chosen for lang in self.languages]
 
     @property
     def executed_dir(self) -> Path:
@@ -131,12 +175,16 @@ def load_course(root: Path = ROOT) -> Course:
     try:
         table = data["tool"]["course"]
         notebooks = tuple(
-            Notebook(root, entry["name"], entry["reference"], entry["title"])
+            Notebook(root, entry["name"], entry["reference"], entry["title"], titles=tuple(sorted(entry.get("titles", {}).items())))
             for entry in table["notebooks"]
         )
+        languages = tuple(table.get("translations", ()))
         repository, branch = table["repository"], table["branch"]
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{pyproject}(1): [tool.course] needs repository, branch and notebooks, each with name, reference and title (missing {exc})") from None
     if not isinstance(repository, str) or not repository.startswith("https://github.com/"):
         raise ConfigError(f"{pyproject}(1): [tool.course] repository must be a https://github.com/OWNER/REPO URL")
-    return Course(root, repository, branch, notebooks)
+    unknown = [lang for lang in languages if lang not in STUDENT_EDITION or lang == "en"]
+    if unknown:
+        raise ConfigError(f"{pyproject}(1): [tool.course] translations {unknown} are not supported; known: {sorted(set(STUDENT_EDITION) - {'en'})}")
+    return Course(root, repository, branch, notebooks, languages)

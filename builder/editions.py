@@ -31,6 +31,12 @@ class Finding:
         return f"{self.path}({self.line}): {self.message}"
 
 
+class StaleTranslation(RuntimeError):
+    """A build would write a translated edition that still holds English (missing or stale catalog entries)."""
+
+    exit_code = exits.FAILED
+
+
 class HandEditError(RuntimeError):
     """``build`` refuses to overwrite a region that was edited by hand."""
 
@@ -65,6 +71,8 @@ class Editions:
     expected: dict[Path, str] = field(default_factory=dict)  # every output, solution .py first
     findings: list[Finding] = field(default_factory=list)  # problems in the source: hand-edited or stale regions, form
     hand_edited: list[regions.Region] = field(default_factory=list)
+    translations: list[Notebook] = field(default_factory=list)  # the translated editions derived here
+    fallbacks: dict[str, list[str]] = field(default_factory=dict)  # edition -> contexts still in English
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
@@ -166,13 +174,67 @@ def editions(course: Course, nb: Notebook) -> Editions:
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
     result.findings = source_findings(course, result, found, fresh, label)
+    for language in course.languages:
+        translate(course, nb.translated(language), solution_py, result)
     return result
+
+
+def translate(course: Course, edition: Notebook, solution_py: str, result: Editions) -> None:
+    """Add one translated edition's four outputs and its catalog's drift to ``result``.
+
+    Units without a current translation stay in English here; ``build`` refuses to write them unless told
+    to fall back (``refuse_fallbacks``), and ``check`` reports each one as a catalog finding.
+    """
+    from .translation import catalog as po
+    from .translation import glossary
+    from .translation.render import render as render_translation
+    from .translation.units import units
+
+    shown = course.shown(edition.catalog)
+    try:
+        catalog = po.load(edition.catalog)
+        terms = glossary.load_terms(po.load(edition.catalog.parent / "glossary.po"))
+    except po.CatalogError as exc:
+        raise files.MalformedFile(str(exc)) from None
+    found = units(solution_py, course.root)
+    drift = po.findings(catalog, found, shown) + glossary.violations(catalog, terms, shown)
+    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff) for f in drift]
+    text, english = render_translation(solution_py, catalog, edition.language, fallback=True, root=course.root)
+    result.translations.append(edition)
+    result.fallbacks[edition.edition] = english
+    parsed = pairing.read_source(text, course.root)
+    swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
+    py = pairing.write_percent(parsed, course.root)
+    result.expected[edition.source] = py
+    result.expected[edition.ipynb] = pairing.ipynb_text(pairing.read_source(py, course.root), course.root)
+    student_nb = student.student_notebook(copy.deepcopy(parsed))
+    swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
+    result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
+    result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+
+
+def refuse_fallbacks(course: Course, results: list[Editions], allowed: bool) -> list[str]:
+    """Raise before anything is written when a translated edition would keep English text; with ``allowed``, say which."""
+    stale = [(edition, contexts) for r in results for edition, contexts in r.fallbacks.items() if contexts]
+    notes = [f"{edition}: {len(contexts)} unit(s) left in English: {'; '.join(contexts[:3])}{' ...' if len(contexts) > 3 else ''}"
+             for edition, contexts in stale]
+    if stale and not allowed:
+        raise StaleTranslation("refusing to write translated editions with untranslated or stale units (" + " | ".join(notes)
+                               + "). Translate them in translations/ (`python -m builder translations --update` marks them), "
+                               "or build with --english-fallback")
+    return notes
 
 
 def student_header(course: Course, nb: Notebook, edition) -> None:
     """Give the student edition (parsed) its own header region: its title and its Colab link, with a fresh digest."""
-    solution = regions.as_markdown(header_markdown(course, nb, nb.ipynb, nb.title))
-    own = regions.as_markdown(header_markdown(course, nb, nb.student_ipynb, nb.student_title))
+    swap_header(course, nb, edition, nb.student_ipynb, nb.student_title)
+
+
+def swap_header(course: Course, nb: Notebook, edition, ipynb_path: Path, title: str, *, after: tuple[Path, str] | None = None) -> None:
+    """Replace the header region that ``nb``'s solution edition has (or, with ``after``, that one) by one for ``ipynb_path``."""
+    before_path, before_title = after or (nb.ipynb, nb.title)
+    solution = regions.as_markdown(header_markdown(course, nb, before_path, before_title))
+    own = regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
     swaps = [(_uncommented(solution), _uncommented(own)), (regions.digest(solution), regions.digest(own))]
     for cell in edition.cells:
         if "builder:begin header" in cell.source:
@@ -302,7 +364,7 @@ def refuse_lost_edits(course: Course, results: list[Editions]) -> None:
                             "Move the edit to its source, then rerun with --force")
     lost = []
     for result in results:
-        for path in (result.nb.ipynb, result.nb.student_ipynb):
+        for path in [result.nb.ipynb, result.nb.student_ipynb] + [p for t in result.translations for p in (t.ipynb, t.student_ipynb)]:
             committed = files.read_if_exists(path)
             if committed is not None and committed != result.expected[path]:
                 lost += ipynb_edits(path, committed, result.expected[path])

@@ -13,15 +13,15 @@ from builder.config import load_course
 from tests.support import ROOT, normalized_outputs
 
 pytestmark = pytest.mark.slow
-NOTEBOOKS = load_course(ROOT).notebooks
-IDS = [nb.name for nb in NOTEBOOKS]
+NOTEBOOKS = load_course(ROOT).notebooks + tuple(load_course(ROOT).translations)  # English, then each translation
+IDS = [nb.edition for nb in NOTEBOOKS]
 
 
 @pytest.fixture(scope="session")
 def executed(tmp_path_factory):
     """Each notebook executed once per session, shared by the tests below."""
     out = tmp_path_factory.mktemp("executed")
-    return {nb.name: execute.run(nb.ipynb, out, coalesce_streams=True) for nb in NOTEBOOKS}
+    return {nb.edition: execute.run(nb.ipynb, out / nb.language, coalesce_streams=True) for nb in NOTEBOOKS}
 
 
 def reference_cell(nb_json: dict) -> int:
@@ -31,8 +31,8 @@ def reference_cell(nb_json: dict) -> int:
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
 def test_notebook_runs_alone_with_no_error(executed, nb):
-    result = executed[nb.name]
-    assert result.error is None, f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}"
+    result = executed[nb.edition]
+    assert result.error is None, f"{nb.edition} failed at cell {result.failed_cell}:\n{result.error}"
     cells = json.loads(result.executed.read_text())["cells"]
     errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors == []
@@ -41,7 +41,7 @@ def test_notebook_runs_alone_with_no_error(executed, nb):
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
 def test_every_reference_value_is_checked(executed, nb):
-    cells = nbformat.read(executed[nb.name].executed, as_version=4).cells
+    cells = nbformat.read(executed[nb.edition].executed, as_version=4).cells
     text = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
     assert "assert_all_used" in "".join(c.source for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
     assert re.search(r"\d+ reference values", text), "the final check must print how many reference values it verified"
@@ -80,7 +80,7 @@ def test_source_runs_as_a_plain_script(tmp_path, nb):
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
 def test_two_runs_give_identical_outputs(executed, tmp_path, nb):
-    first = json.loads(executed[nb.name].executed.read_text())
+    first = json.loads(executed[nb.edition].executed.read_text())
     second = json.loads(execute.run(nb.ipynb, tmp_path, coalesce_streams=True).executed.read_text())
     assert normalized_outputs(first) == normalized_outputs(second)
 

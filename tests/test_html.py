@@ -423,7 +423,7 @@ def test_fixture_math_matches_the_source(fixture_handouts):
 def test_builder_html_writes_full_and_reading_handouts(course_handouts):
     paths, report = course_handouts
     course = load_course()
-    expected = sorted(f"{nb.name}{suffix}" for nb in course.notebooks for suffix in (".html", ".reading.html"))
+    expected = sorted(f"{nb.edition}{suffix}" for nb in course.select_editions(None) for suffix in (".html", ".reading.html"))
     assert [p.name for p in paths] == expected
     assert report.count("wrote ") == len(expected) and "<math>" in report
 

@@ -102,9 +102,9 @@ def test_handouts_print_inside_the_a4_column(browser, course_handouts):  # noqa:
 @pytest.mark.slow
 def test_full_handouts_start_with_the_lesson(browser, course_handouts, course):  # noqa: F811
     paths, _ = course_handouts
-    for nb in course.notebooks:
+    for nb in course.select_editions(None):
         lesson = first_lesson_heading(nbformat.read(nb.ipynb, as_version=4))
-        full = next(p for p in paths if p.name == f"{nb.name}.html")
+        full = next(p for p in paths if p.name == f"{nb.edition}.html")
         seen = print_layout(browser, full, lesson)
         print(f"{full.name}: {seen['pages']} pages, '{lesson}' on page {seen['lesson_page']}")
         assert seen["lesson_page"] <= MAX_PAGES_BEFORE_LESSON, (full.name, lesson, seen["lesson_page"])

@@ -1,9 +1,11 @@
 """Write a translated edition: the English percent source with its prose taken from a catalog."""
 
 import re
+from pathlib import Path
 
 import polib
 
+from ..config import ROOT
 from ..pairing import read_source, write_percent
 from .catalog import translations
 from .units import EXERCISE_TAG, blocks, exercise_instructions, is_prose, translatable, units
@@ -15,13 +17,13 @@ class StaleTranslationError(ValueError):
     """A translated edition was asked for while some of its units are stale or missing."""
 
 
-def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool = False) -> tuple[str, list[str]]:
+def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool = False, root: Path = ROOT) -> tuple[str, list[str]]:
     """The translated percent source, and the contexts that fell back to English.
 
     Refuses (``StaleTranslationError``) when a unit is stale or missing, unless ``fallback`` is set,
     in which case those units stay in English and their contexts are returned.
     """
-    found = units(py_text)
+    found = units(py_text, root)
     chosen = translations(catalog, found)
     english = [found[i].context for i, (_, current) in chosen.items() if not current]
     if english and not fallback:
@@ -30,13 +32,13 @@ def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool
             f"{len(english)} unit(s) have no current {language} translation ({shown}); translate them, "
             "or build with the English fallback")
     texts = iter(chosen[i][0] if chosen[i][1] else found[i].text for i in range(len(found)))
-    nb = read_source(py_text)
+    nb = read_source(py_text, root)
     for cell in nb.cells:
         if translatable(cell):
             cell.source = "\n\n".join(next(texts) if is_prose(b) else b for b in blocks(cell.source))
         elif cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
             cell.source = _translate_exercise(cell.source, next(texts))
-    return _switch_language(write_percent(nb), language), english
+    return _switch_language(write_percent(nb, root), language), english
 
 
 def _translate_exercise(source: str, instructions: str) -> str:

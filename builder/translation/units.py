@@ -1,10 +1,12 @@
 """Translatable units of a percent-format notebook source: markdown paragraphs and exercise instructions."""
 
 import re
+from pathlib import Path
 from dataclasses import dataclass
 
 import nbformat
 
+from ..config import ROOT
 from ..pairing import read_source
 
 EXERCISE_TAG = "exercise"
@@ -68,10 +70,10 @@ def exercise_instructions(source: str) -> tuple[str, str, int] | None:
     return label.group(1), "\n".join(comments), len(comments)
 
 
-def units(py_text: str) -> list[Unit]:
+def units(py_text: str, root: Path = ROOT) -> list[Unit]:
     """Every translatable unit of a percent source, in order, with heading-path contexts."""
     found, path, ordinal, seen = [], [], 0, set()
-    for index, cell in enumerate(read_source(py_text).cells):
+    for index, cell in enumerate(read_source(py_text, root).cells):
         if translatable(cell):
             for block in blocks(cell.source):
                 heading = _HEADING.match(block.split("\n")[0])

@@ -1,0 +1,4709 @@
+# %% [markdown]
+# <!-- builder:begin header -->
+# # Модуль 3 · Базовый трансформер
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module3_basic_transformer.ipynb)
+#
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
+# <!-- builder:end sha256=1da092b60d07788f488025e12010d0ee67703d6237d4a6639d18e8204468e244 -->
+
+# %% [markdown]
+# **Как запускать этот ноутбук.** Выберите *Runtime → Run all* (в JupyterLab: *Run → Run All Cells*). Хватит
+# среды выполнения с CPU. Первая ячейка с кодом устанавливает только то, чего не хватает, а в Colab
+# не хватает ничего. Каждый раздел заканчивается проверкой, которая громко останавливает ноутбук,
+# если какое-то число неверно.
+#
+# **Когда проверка останавливает ноутбук.** После каждого упражнения ячейка проверки оценивает вашу
+# функцию. Если проверка не пройдена, ячейка показывает, какое свойство нарушено, на каком входе,
+# ожидаемое и фактическое значения и обычную причину ошибки, и *Run all* останавливается на ней.
+# Дальше ноутбук использует эталонное решение этого упражнения, так что можно продолжать: в Colab
+# щёлкните по упавшей ячейке и выберите *Runtime → Run after*; в JupyterLab выделите ячейку под ней
+# и выберите *Run → Run Selected Cell and All Below* (в классическом Notebook: *Cell → Run All Below*).
+# `show_reference("Exercise 3")` печатает решение упражнения. Исправьте свою ячейку, запустите её и её
+# проверку ещё раз; последняя ячейка перечисляет все упражнения, которые всё ещё работают на эталонном
+# решении.
+
+# %%
+# Setup 1 of 3: install only the allow-listed packages that are missing.
+# builder:begin inline ALLOWED_PACKAGES
+# import name -> the pip arguments that install it; nothing outside this list is ever installed.
+ALLOWED_PACKAGES = {
+    "numpy": ["numpy>=1.26"],
+    "matplotlib": ["matplotlib>=3.8"],
+    "torch": ["torch>=2.1", "--index-url", "https://download.pytorch.org/whl/cpu"],
+}
+# builder:end sha256=af425060cccb602349f42ada708a396063ea0836be5d4dd0071ab9e26b56d887
+# builder:begin inline install_missing
+def install_missing(modules):
+    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    unknown = [m for m in modules if m not in ALLOWED_PACKAGES]
+    if unknown:
+        raise ValueError(f"not on the install allow-list: {unknown}; allowed: {sorted(ALLOWED_PACKAGES)}")
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    for module in missing:
+        print(f"Installing {module} ...", flush=True)
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *ALLOWED_PACKAGES[module]])
+    if not missing:
+        print("All required packages are already installed.")
+    return missing
+# builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
+
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
+
+# %%
+# Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
+import itertools
+import math
+import random
+import sys
+from dataclasses import dataclass
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # `python notebooks/module3_basic_transformer.py` draws off-screen
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# builder:begin inline report_environment
+def report_environment():
+    """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
+    import platform
+    import sys
+
+    import matplotlib
+    import numpy
+    import torch
+
+    in_colab = "google.colab" in sys.modules
+    print(
+        f"Python {platform.python_version()} | numpy {numpy.__version__} | torch {torch.__version__} | "
+        f"matplotlib {matplotlib.__version__} | running in Colab: {'yes' if in_colab else 'no'}"
+    )
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    has_gqa = (major, minor) >= (2, 5)
+    if not has_gqa:
+        print(
+            f"WARNING: torch {torch.__version__} is older than 2.5, so F.scaled_dot_product_attention has no "
+            "enable_gqa argument. The cells that use it will say so and skip that path; everything else runs."
+        )
+    return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
+# builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
+
+SEED = 18
+LANGUAGE = "ru"  # figure labels: "en" or "ru"
+torch.manual_seed(SEED)
+torch.set_num_threads(1)  # one thread: identical numbers on every run
+# No torch.use_deterministic_algorithms(True): every op here runs on CPU kernels that are already deterministic,
+# and in recent torch that call imports the compiler stack (torch._inductor), about a second of start-up.
+ENVIRONMENT = report_environment()
+
+
+# %% tags=["hide-input"]
+# @title Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
+# builder:begin inline ReferenceChecksumError
+class ReferenceChecksumError(RuntimeError):
+    """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
+# builder:end sha256=c5941bb6213edba37de15ac12fdb8f89fe15e5cbd1716b40dc2c448b150ab662
+# builder:begin inline verify_sha256
+def verify_sha256(text, expected_sha256, what):
+    """Stop with both digests and the fixing command when ``text`` does not hash to ``expected_sha256``."""
+    import hashlib
+
+    actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if actual != expected_sha256:
+        raise ReferenceChecksumError(
+            f"SHA-256 checksum mismatch for {what}: the embedded text was changed after it was built.\n"
+            f"  expected sha256: {expected_sha256}\n"
+            f"  actual sha256:   {actual}\n"
+            "Nothing below this cell can be trusted. Restore the embedded text with "
+            "`python -m builder build` (or download the notebook again)."
+        )
+    return actual
+# builder:end sha256=df2f8fe5995106711c976ee14f763ec5c0e3bbd6affb437bf52d8a7c90a8f39d
+# builder:begin inline Reference
+class Reference:
+    """Frozen reference values that remember which ones this notebook has used or checked."""
+
+    def __init__(self, data, source):
+        self._data = data
+        self.source = source
+        self._used = set()
+
+    def _lookup(self, path):
+        node = self._data
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(f"{self.source} has no value at {path!r}")
+            node = node[part]
+        return node
+
+    def value(self, path):
+        """The leaf value at a dotted ``path`` such as ``"tiny_lm.seed"``, marked as used."""
+        node = self._lookup(path)
+        if isinstance(node, dict):
+            raise TypeError(f"{path!r} is a group of values; ask for one of: {', '.join(sorted(node))}")
+        self._used.add(path)
+        return node
+
+    def check(self, path, actual, *, atol=0.0, rtol=0.0):
+        """Compare ``actual`` (number, nested list, array or tensor) with the value at ``path``.
+
+        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``.
+        """
+        import math
+
+        expected = self.value(path)
+        if hasattr(actual, "detach"):
+            actual = actual.detach().cpu().tolist()
+        elif hasattr(actual, "tolist"):
+            actual = actual.tolist()
+
+        def walk(exp, act, where):
+            if isinstance(exp, list):
+                if not isinstance(act, list) or len(act) != len(exp):
+                    raise AssertionError(f"{self.source}:{path}{where}: expected a list of {len(exp)} entries, got {act!r}")
+                for i, (e, a) in enumerate(zip(exp, act)):
+                    walk(e, a, f"{where}[{i}]")
+            elif exp is None:
+                if not (act is None or act == -math.inf):
+                    raise AssertionError(f"{self.source}:{path}{where}: expected a masked entry (null / -inf), got {act!r}")
+            elif isinstance(exp, bool) or isinstance(exp, str):
+                if act != exp:
+                    raise AssertionError(f"{self.source}:{path}{where}: expected {exp!r}, got {act!r}")
+            elif not math.isclose(act, exp, rel_tol=rtol, abs_tol=atol) and act != exp:
+                raise AssertionError(
+                    f"{self.source}:{path}{where}: expected {exp!r}, got {act!r} "
+                    f"(|difference| {abs(act - exp):.3g} exceeds atol={atol}, rtol={rtol})"
+                )
+
+        walk(expected, actual, "")
+        return expected
+
+    def unused(self):
+        """Dotted paths of leaf values that no cell has asked for yet."""
+        leaves = []
+
+        def walk(node, prefix):
+            for key, child in node.items():
+                path = f"{prefix}.{key}" if prefix else key
+                if isinstance(child, dict):
+                    walk(child, path)
+                else:
+                    leaves.append(path)
+
+        walk(self._data, "")
+        return [p for p in leaves if p not in self._used]
+
+    def assert_all_used(self):
+        """Fail loudly when any reference value was never used or checked by a cell."""
+        missing = self.unused()
+        if missing:
+            raise AssertionError(f"{len(missing)} value(s) of {self.source} were never checked: {', '.join(missing)}")
+        return len(self._used)
+# builder:end sha256=a75a019675d94719513f71c9000c39b76d3d0f64a8ed47ea725d02f46502a00a
+# builder:begin inline load_reference
+def load_reference(json_text, expected_sha256, source):
+    """Verify the embedded JSON against its SHA-256, then wrap it as a ``Reference``."""
+    import json
+
+    verify_sha256(json_text, expected_sha256, f"the embedded {source}")
+    return Reference(json.loads(json_text), source)
+# builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
+# builder:begin reference module3
+REFERENCE_SOURCE = "references/module3.json"
+REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
+REFERENCE_JSON = r"""{
+  "attention": {
+    "allowed": [
+      [true, false, false],
+      [true, true, false],
+      [true, true, true]
+    ],
+    "k": [
+      [1.0, 0.0],
+      [0.0, 1.0],
+      [1.0, 1.0]
+    ],
+    "output": [
+      [1.0, 0.0],
+      [0.3302384506733431, 1.3395230986533138],
+      [1.7587246087113846, 1.0]
+    ],
+    "q": [
+      [1.0, 0.0],
+      [0.0, 1.0],
+      [1.0, 1.0]
+    ],
+    "scores": [
+      [0.7071067811865475, null, null],
+      [0.0, 0.7071067811865475, null],
+      [0.7071067811865475, 0.7071067811865475, 1.414213562373095]
+    ],
+    "v": [
+      [1.0, 0.0],
+      [0.0, 2.0],
+      [3.0, 1.0]
+    ],
+    "weights": [
+      [1.0, 0.0, 0.0],
+      [0.3302384506733431, 0.6697615493266569, 0.0],
+      [0.2482550782577231, 0.2482550782577231, 0.5034898434845538]
+    ]
+  },
+  "attention_cost": {
+    "crossover_causal_tokens": 16384,
+    "crossover_grouped_kv_tokens": 5120,
+    "crossover_tokens": 8192,
+    "crossover_with_ffn_tokens": 24576,
+    "d_model": 4096,
+    "kv_heads": 8,
+    "long_context": 128000,
+    "long_context_ratio": 15.625,
+    "long_context_score_entries": 16384000000,
+    "q_heads": 32
+  },
+  "it_example": {
+    "scores": [2.0, 1.0, 0.5],
+    "weights": [0.6285317192117624, 0.23122389762214907, 0.14024438316608848]
+  },
+  "kv_cache": {
+    "bytes_per_token": 131072,
+    "bytes_per_value": 2,
+    "head_dim": 128,
+    "kv_heads": 8,
+    "layers": 32
+  },
+  "layer_norm": {
+    "input": [1.0, 2.0, 3.0, 4.0],
+    "mean": 2.5,
+    "normalized": [-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738],
+    "variance": 1.25
+  },
+  "leakage_probe": {
+    "changed_from": 5,
+    "changed_to": 9,
+    "tokens": 5,
+    "unmasked_shift": 0.64
+  },
+  "masks": {
+    "causal_allowed": 15,
+    "decode_with_offset": 5,
+    "decode_without_offset": 1,
+    "tokens": 5
+  },
+  "next_token_nll": {
+    "logits": [1.2, 0.3, -0.4, 2.0],
+    "nll": 0.5439104980979277,
+    "probabilities": [0.2608237210556189, 0.10604301152185992, 0.05265940109153875, 0.5804738663309824],
+    "target": 3
+  },
+  "parameter_floor": {
+    "d_ff": 2048,
+    "d_model": 512,
+    "decoder_layer": 4194304,
+    "encoder_layer": 3145728,
+    "ffn_share_encoder": 0.6666666666666666,
+    "ffn_weights": 2097152,
+    "mha_weights": 1048576
+  },
+  "positional_encoding": {
+    "d_model": 4,
+    "length": 5,
+    "table": [
+      [0.0, 1.0, 0.0, 1.0],
+      [0.8414709848078965, 0.5403023058681398, 0.009999833334166664, 0.9999500004166653],
+      [0.9092974268256817, -0.4161468365471424, 0.01999866669333308, 0.9998000066665778],
+      [0.1411200080598672, -0.9899924966004454, 0.02999550020249566, 0.9995500337489875],
+      [-0.7568024953079282, -0.6536436208636119, 0.03998933418663416, 0.9992001066609779]
+    ]
+  },
+  "sampling": {
+    "logits": [3.0, 2.0, 1.0, 0.0],
+    "temperature_1": [0.6439142598879724, 0.23688281808991013, 0.08714431874203257, 0.03205860328008499],
+    "temperature_2": [0.45505423392341127, 0.27600434470659363, 0.16740509727844333, 0.1015363240915518],
+    "top_k_2": [0.7310585786300049, 0.2689414213699951, 0.0, 0.0],
+    "top_p_09": [0.6652409557748219, 0.24472847105479764, 0.09003057317038046, 0.0],
+    "top_p_09_kept": 3
+  },
+  "scaling_experiment": {
+    "d_k": 64,
+    "relative_tolerance": 0.08,
+    "samples": 50000,
+    "scaled_variance_target": 1.0,
+    "seed": 18,
+    "unscaled_variance_target": 64.0
+  },
+  "schema_version": 3,
+  "tiny_lm": {
+    "ablated_accuracy_ceiling": 0.25,
+    "ablated_loss_floor": 1.8714973875118521,
+    "accuracy_threshold": 0.98,
+    "batch": 32,
+    "d_ff": 48,
+    "d_model": 24,
+    "eval_sequences": 256,
+    "learning_rate": 0.03,
+    "loss_threshold": 0.05,
+    "n_heads": 2,
+    "seed": 18,
+    "segment_length": 6,
+    "steps": 45,
+    "vocab_size": 8
+  }
+}
+"""
+# builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
+
+REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
+print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+
+
+# %% [markdown]
+# ## Инструменты: проверка аргументов, проверка контрактов и единый стиль рисунков
+#
+# В следующей ячейке собраны небольшие вспомогательные функции, общие для всех ноутбуков курса. Они
+# скопированы из единого источника курса, чтобы этот ноутбук работал сам по себе:
+#
+# - `require_int`, `require_real`, `require_choice`, `require_tensor` проверяют аргументы каждой
+#   публичной функции. Некорректный ввод останавливает работу с `TypeError` или `ValueError`, где сказано,
+#   что не так и что допустимо, и никогда — молчаливым NaN или broadcasting, которого вы не просили.
+# - `expect_raises` вызывает функцию на некорректном вводе и сообщает об ошибке, если та не бросает нужное исключение.
+# - `ContractViolation`, `contract_assert` и `contract_close` сообщают о нарушенном свойстве вашего кода:
+#   какое свойство, на каком вводе, что ожидалось и что получилось, и какова обычная причина.
+#   `check_exercise` запускает такой контракт после каждого упражнения.
+# - `Palette`, `apply_plot_style`, `localized` и `show_figure` придают всем рисункам единый вид, дают
+#   подписи на английском или русском (задайте `LANGUAGE = "ru"` в ячейке настройки) и пояснение под рисунком,
+#   которое объясняет, как его читать.
+
+# %% tags=["hide-input"]
+# @title The toolkit: shared helpers and contract checks, copied from the course's single source (open to read)
+# builder:begin inline require_int
+def require_int(name, value, *, minimum=None, maximum=None):
+    """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=e0bc19079e13df7e9c6b5371010cff7e9d324f0f4873672158afde1615404e9e
+# builder:begin inline require_real
+def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=False):
+    """Return ``value`` as a finite float; reject bools, NaN, infinities and out-of-range values."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        relation = "greater than" if strict_minimum else "at least"
+        raise ValueError(f"{name} must be {relation} {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=931c25544e7750e55c9c269345f6bce61868a8c357e406694f1321529291e74e
+# builder:begin inline require_bool
+def require_bool(name, value):
+    """Return ``value`` when it is True or False; a flag given as 0/1, a string or an array is a TypeError."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+# builder:end sha256=de1e29865238c4938a5119b1a881796b6d76eb730a87732f2080239e486702d9
+# builder:begin inline require_choice
+def require_choice(name, value, choices):
+    """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+# builder:end sha256=1931013db9ba92dd045fd521ca44508a4609b827fff8402dede07b5a0ecc5f23
+# builder:begin inline require_tensor
+def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
+    """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    if min_ndim is not None and value.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(value.shape)}")
+    if any(size == 0 for size in value.shape):
+        raise ValueError(f"{name} must not have an empty axis, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
+    if finite and floating and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return value
+# builder:end sha256=c2c1c717773909b236aa0fc018e953adc9b6df840ee7b53c3364098a782759e1
+# builder:begin inline expect_raises
+def expect_raises(expected, function, *args, match=None, **kwargs):
+    """Call ``function`` on bad input and return the message of the error it must raise.
+
+    Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
+    message that does not mention ``match``.
+    """
+    label = getattr(function, "__name__", repr(function))
+    names = expected.__name__ if isinstance(expected, type) else " or ".join(e.__name__ for e in expected)
+    try:
+        function(*args, **kwargs)
+    except expected as exc:
+        message = str(exc)
+        if match is not None and match not in message:
+            raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
+        return message
+    except Exception as exc:
+        raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{label} should raise {names} on this input, but returned normally")
+# builder:end sha256=a5d1f439e9dcfa9452861dcd8355d8b3325eab10038af490f0717956e7d547c7
+# builder:begin inline ContractViolation
+class ContractViolation(AssertionError):
+    """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
+
+    def __init__(self, prop, on_input, expected, actual, hint):
+        self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
+        super().__init__(
+            f"contract property '{prop}' failed\n"
+            f"  on input:    {on_input}\n"
+            f"  expected:    {expected}\n"
+            f"  actual:      {actual}\n"
+            f"  usual cause: {hint}"
+        )
+# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+# builder:begin inline contract_assert
+def contract_assert(condition, prop, on_input, expected, actual, hint):
+    """Raise ContractViolation when ``condition`` is false."""
+    if not condition:
+        raise ContractViolation(prop, on_input, expected, actual, hint)
+# builder:end sha256=53166c43c208d4eb797cd3700488b6cdd32444ce08d55a7defd09bd00fc03ad8
+# builder:begin inline contract_close
+def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1e-12):
+    """Require two arrays or tensors to agree entry by entry; return the largest absolute error.
+
+    NaN never agrees with anything, so a hidden NaN fails here instead of passing silently.
+    """
+    import numpy as np
+
+    def as_array(x):
+        if hasattr(x, "detach"):
+            x = x.detach().cpu().double().numpy()
+        return np.asarray(x, dtype=np.float64)
+
+    want = as_array(expected)
+    try:
+        got = as_array(actual)
+    except (TypeError, ValueError, AttributeError, RuntimeError):
+        raise ContractViolation(
+            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+        ) from None
+    if got.shape != want.shape:
+        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - want)
+        agree = (got == want) | (error <= atol + rtol * np.abs(want))
+    if not agree.all():
+        where = tuple(int(i) for i in np.argwhere(~agree)[0])
+        finite_errors = error[~agree][np.isfinite(error[~agree])]
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        raise ContractViolation(
+            prop,
+            on_input,
+            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
+            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            hint,
+        )
+    return float(error.max()) if error.size else 0.0
+# builder:end sha256=9ea8ce2c3ff640a5d2c25c99c4a35bf9045ee0209b1fee9a135b93ad6af78901
+# builder:begin inline contract_call
+def contract_call(prop, on_input, hint, function, *args, **kwargs):
+    """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
+
+    NotImplementedError (an exercise stub) and ContractViolation pass through unchanged.
+    """
+    try:
+        return function(*args, **kwargs)
+    except (NotImplementedError, ContractViolation):
+        raise
+    except Exception as exc:
+        raise ContractViolation(
+            prop, on_input, "a result (the input is valid)", f"{type(exc).__name__}: {exc}", hint
+        ) from exc
+# builder:end sha256=77ce5847788864189f01cccf3c30cf734ec2a8d060af1324cd37495053d7cba1
+# builder:begin inline CheckFailed
+class CheckFailed(AssertionError):
+    """A notebook check that does not hold: what should hold, and the value found against the one required."""
+# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+# builder:begin inline expect
+def expect(claim, actual, relation=None, expected=None):
+    """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
+
+    ``claim`` says in words what should hold. Unlike ``assert``, this check survives ``python -O``,
+    and its message shows both values.
+    """
+    import operator
+
+    relations = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b, "is": operator.is_, "is not": operator.is_not,
+    }
+    if relation is not None and relation not in relations:
+        raise ValueError(f"relation must be one of {', '.join(relations)} or None, got {relation!r}")
+    holds = bool(actual) if relation is None else bool(relations[relation](actual, expected))
+    if not holds:
+
+        def shown(value):
+            text = repr(value)
+            return text if len(text) <= 300 else text[:300] + " ..."
+
+        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline use_reference
+def use_reference(label, namespace, reason):
+    """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
+    source = namespace.get("REFERENCE_SOURCES", {}).get(label)
+    if filed is not None:
+        namespace.update(filed)
+        names = list(filed)
+    elif source is not None:
+        before = dict(namespace)
+        exec(compile(source, f"<reference solution of {label}>", "exec"), namespace)
+        names = [n for n, v in namespace.items() if n not in before or before[n] is not v]
+    else:
+        return False
+    for name in names:
+        try:
+            namespace[name].__reference_solution__ = label
+        except (AttributeError, TypeError):
+            pass  # a constant: nothing to mark
+    namespace.setdefault("EXERCISE_OUTCOMES", {})[label] = reason
+    return True
+# builder:end sha256=8d7d7c227f56926364ff119f2e8111c25907d058e85d22896fbdd4197288324b
+# builder:begin inline exercises_on_reference
+def exercises_on_reference(namespace):
+    """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
+# builder:end sha256=086e8658ed0bbccad0b8eb87adb997572b132bf9be92d417c3e8e141abdb1ac4
+# builder:begin inline check_exercise
+def check_exercise(label, contract, implementation, namespace):
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
+
+    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
+    module docstring) and the failure is raised again, naming the property, the input, expected
+    against actual and the usual cause, plus how to go on.
+    """
+    name = getattr(implementation, "__name__", repr(implementation))
+    outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    if getattr(implementation, "__reference_solution__", None) == label:
+        summary = contract(implementation)
+        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        return summary
+    go_on = (
+        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
+        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+    )
+    try:
+        summary = contract(implementation)
+    except NotImplementedError:
+        if not use_reference(label, namespace, f"{name} is still a stub"):
+            raise
+        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
+    except ContractViolation as failure:
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
+            failure.args = (f"{failure.args[0]}\n{go_on}",)
+        raise
+    except Exception as error:
+        prop = "the contract check runs to the end on this implementation"
+        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+            raise
+        raise ContractViolation(
+            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above shows the line of {name} that raised. {go_on}",
+        ) from error
+    outcomes[label] = "passed"
+    print(f"{label}: PASS, every contract property of {name} holds")
+    return summary
+# builder:end sha256=343ff030a0468d396ed96d7ad6c17335bc09930160e0c5f6011237bff9f943b3
+# builder:begin inline show_reference
+def show_reference(label, namespace=None):
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    sources = (globals() if namespace is None else namespace).get("REFERENCE_SOURCES", {})
+    if label not in sources:
+        raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
+    print(sources[label])
+# builder:end sha256=7e22989e43823feb8b048fbaa8345a81c707b656cd4d38dc15ee30406c764393
+# builder:begin inline report_section
+def report_section(section, namespace):
+    """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    standing_in = exercises_on_reference(namespace)
+    if not standing_in:
+        print(f"{section}: PASS")
+        return
+    print(
+        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
+        f"not a pass of your own code yet"
+    )
+# builder:end sha256=58668148371401b33789b05be0a7f60a230efa07f9878870dbe210e915c03a3e
+# builder:begin inline exercise_summary
+def exercise_summary(namespace):
+    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    outcomes = namespace.get("EXERCISE_OUTCOMES", {})
+    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
+    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
+    standing_in = exercises_on_reference(namespace)
+    if standing_in:
+        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
+        for label in standing_in:
+            print(f"  {label}: {outcomes[label]}")
+# builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
+# builder:begin inline LANGUAGES
+LANGUAGES = ("en", "ru")
+# builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
+# builder:begin inline Palette
+class Palette:
+    """The course colours, one name per role, shared by every figure."""
+
+    BLUE = "#5E81AC"
+    GREEN = "#A3BE8C"
+    ORANGE = "#D08770"
+    RED = "#BF616A"
+    PURPLE = "#8F6BA8"
+    YELLOW = "#EBCB8B"
+    INK = "#2E3440"
+    MUTED = "#4C566A"
+    GREY = "#9AA5B8"
+    BORDER = "#D8DEE9"
+    PAPER = "#ECEFF4"
+# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
+# builder:begin inline apply_plot_style
+def apply_plot_style():
+    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
+    import matplotlib
+
+    matplotlib.rcParams.update({
+        "font.family": "DejaVu Sans",
+        "font.size": 11,
+        "text.color": Palette.INK,
+        "axes.labelcolor": Palette.INK,
+        "axes.titlecolor": Palette.INK,
+        "axes.titlesize": 13,
+        "axes.titleweight": "bold",
+        "axes.titlelocation": "left",
+        "axes.labelsize": 11,
+        "axes.edgecolor": Palette.BORDER,
+        "axes.linewidth": 0.8,
+        "axes.grid": True,
+        "axes.axisbelow": True,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
+        "grid.color": Palette.BORDER,
+        "grid.linewidth": 0.6,
+        "xtick.color": Palette.MUTED,
+        "ytick.color": Palette.MUTED,
+        "legend.frameon": False,
+        "legend.fontsize": 10,
+        "figure.facecolor": "white",
+        "figure.dpi": 90,
+        "savefig.dpi": 90,
+        "savefig.facecolor": "white",
+        "svg.hashsalt": "course",
+    })
+# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
+# builder:begin inline localized
+def localized(language, en, ru):
+    """Pick the English or the Russian text of a label."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    return en if language == "en" else ru
+# builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline show_figure
+def show_figure(fig, caption):
+    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
+
+    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("every figure needs a caption that says how to read it")
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+    except ImportError:
+        kernel = None
+    if kernel is not None:
+        from IPython.display import Image, Markdown, display
+
+        buffer = io.BytesIO()
+        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
+        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
+        display(Markdown(f"*{caption}*"))
+    plt.close(fig)
+# builder:end sha256=a443c527f3c9c6e85450dcbf2a2edbf1a390cfd17b237a2c7d68259acf918125
+
+apply_plot_style()
+
+
+def plain_log_axis(axis):
+    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
+    def label(value, _position):
+        if value <= 0:
+            return ""
+        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
+
+    axis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
+
+
+REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
+print("toolkit ready: argument checks, contract checks and the course figure style")
+
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# builder:begin solutions
+# The solution edition of every exercise cell: show_reference(label) prints one, and
+# check_exercise runs it in place of an exercise that failed its check.
+REFERENCE_SOURCES = {
+    "Exercise 1": r'''# Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
+# position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
+# same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
+# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
+# with interleaved pairs for several sizes; and the base argument sets the frequencies.
+def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
+    """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
+    length = require_int("length", length, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=2)
+    base = require_real("base", base, minimum=1.0, strict_minimum=True)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
+    frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
+    angle = position * frequency                                                  # (L, d/2)
+    table = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)             # (L, d/2, 2)
+    return table.reshape(length, d_model)                                         # (L, d): sin, cos, sin, cos, ...''',
+    "Exercise 2": r'''# Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
+# position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
+# tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
+# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
+# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
+def causal_allowed(t_q, t_k, *, query_offset=0):
+    """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
+    t_q = require_int("t_q", t_q, minimum=1)
+    t_k = require_int("t_k", t_k, minimum=1)
+    query_offset = require_int("query_offset", query_offset, minimum=0)
+    if query_offset + t_q > t_k:
+        raise ValueError(
+            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
+            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
+        )
+    query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
+    key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
+    return key_position <= query_position                       # (t_q, t_k)''',
+    "Exercise 3": r'''# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
+# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
+# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
+# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
+# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
+# gradients; permuting tokens permutes outputs.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
+        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
+    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
+    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
+    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
+    if allowed is None:
+        allowed = torch.ones(shape, dtype=torch.bool)
+    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    else:
+        try:
+            allowed = torch.broadcast_to(allowed, shape)
+        except RuntimeError:
+            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
+    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
+    if empty_row == "error" and bool(empty_rows.any()):
+        where = empty_rows.nonzero()[:4].tolist()
+        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
+                         "fix the mask, or pass empty_row='zero' for padding queries")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
+    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
+    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
+    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
+    output = weights @ v                                                   # (..., T_q, d_v)
+    return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
+    "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
+# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
+# that token. Index axes from the end so any leading axes (batch, ...) pass through.
+# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
+# number of leading axes passes through.
+def split_heads(x, n_heads):
+    """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
+    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
+    n_heads = require_int("n_heads", n_heads, minimum=1)
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
+    return heads.transpose(-3, -2)                               # (..., H, T, d)''',
+    "Exercise 5": r'''# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
+# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
+# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
+# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
+# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
+# group that is not a positive integer raises TypeError or ValueError.
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
+    "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
+# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
+# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
+# out_proj. The check requires: the output equals an independent multi-head attention built from the
+# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
+# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = require_bool("causal", causal)
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
+        if self.causal:
+            allowed = allowed & causal_allowed(length, length)
+        group = self.n_heads // self.n_kv_heads
+        q = split_heads(self.q_proj(x), self.n_heads)                                  # (B, H, T, d)
+        k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
+        output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
+        return (output, result.weights) if return_weights else output''',
+    "Exercise 7": r'''# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
+# of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
+# they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
+# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
+# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
+    x = require_tensor("x", x, min_ndim=1)
+    eps = require_real("eps", eps, minimum=0.0)
+    for name, parameter in (("weight", weight), ("bias", bias)):
+        if parameter is not None:
+            require_tensor(name, parameter, ndim=1)
+            if parameter.shape[0] != x.shape[-1]:
+                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
+    normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
+    if weight is not None:
+        normalized = normalized * weight
+    if bias is not None:
+        normalized = normalized + bias
+    return normalized''',
+    "Exercise 8": r'''# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
+# rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
+# those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
+# crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
+# for every other. Subtract the largest logit before exp() and add with math.fsum.
+# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
+# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
+# that order; large logits do not overflow.
+def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
+    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
+        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
+    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
+    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+    if top_k is not None:
+        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
+    if top_p is not None:
+        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    largest = max(logits)
+    weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
+    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))  # most likely first, ties to the lower id
+    if top_k is not None:
+        order = order[:top_k]
+    if top_p is not None:
+        mass = math.fsum(weights[i] for i in order)
+        reached = list(itertools.accumulate(weights[i] / mass for i in order))  # share of the first j + 1 tokens
+        crossing = next((j for j, share in enumerate(reached) if share >= top_p), len(order) - 1)
+        order = order[:crossing + 1]  # the token that crosses the threshold stays
+    total = math.fsum(weights[i] for i in order)
+    return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]''',
+    "Exercise 9": r'''# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
+# likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
+# or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
+# Return (tokens, reason). If the score vectors run out first, raise ValueError.
+# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
+# allowed step; a trace that runs out of logits raises ValueError.
+def greedy_trace(prepared_logits, eos_id, max_new_tokens):
+    """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
+    eos_id = require_int("eos_id", eos_id, minimum=0)
+    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
+    steps = [list(scores) for scores in prepared_logits]
+    for scores in steps:
+        if eos_id >= len(scores):
+            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    tokens = []
+    for scores in steps:
+        probabilities = token_distribution(scores)  # greedy is the temperature -> 0 limit of sampling
+        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
+        if tokens[-1] == eos_id:
+            return tokens, "eos"
+        if len(tokens) == max_new_tokens:
+            return tokens, "length_limit"
+    raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
+}
+# builder:end sha256=9acb666783d562cd5d3d32a355ae232db73d0674cd6d59b25ea1ba7ece17bf89
+
+# %% [markdown]
+# ## Уровень 1 · Внимание для практиков
+#
+# **В одном предложении.** Внимание — это шаг, на котором каждый токен входа сравнивает себя со всеми
+# остальными токенами, решает, какие из них для него важны, и пересобирает себя как взвешенную смесь
+# этих токенов. Поскольку сравниваются все пары токенов, именно внимание определяет предельную длину
+# контекста модели, цену длинного промпта и то, сколько памяти GPU занимает один диалог.
+#
+# **Когда это нужно знать.** Когда решение упирается в стоимость: выбрать модель по её контекстному окну
+# или по числу K/V-голов в карточке модели, выбрать между одним огромным промптом и поиском по базе
+# (retrieval), подобрать GPU или объяснить, почему длинный чат задумывается перед первым токеном ответа.
+# Характерный признак — задержка и стоимость, которые растут с длиной *диалога*, а не *ответа*.
+#
+# **Четыре факта, которые стоит запомнить**; каждый из них мы посчитаем дальше в этом ноутбуке:
+#
+# - Чтение промпта требует работы, растущей как *квадрат* его длины: удвойте промпт, и шаг вычисления
+#   оценок сделает вчетверо больше работы (раздел 9).
+# - Каждый активный диалог держит **KV-кэш**, который растёт на фиксированное число байт на токен:
+#   131,072 для Llama 3.1 8B (раздел 9, *Внимание на практике*).
+# - Модели, в которых запросы делят **K/V-головы** (GQA, раздел 8), уменьшают этот кэш: в 4 раза для Llama 3.1 8B.
+# - Длинные промпты читаются неравномерно: факты из середины вспоминаются хуже всего (раздел 9, *Внимание на практике*).
+#
+# **Термины, которые встретятся**, и где строится каждый из них:
+#
+# | Термин | Смысл | Где строится |
+# |---|---|---|
+# | токен | кусок текста (слово или часть слова), который модель читает как один вектор | раздел 1 |
+# | контекстное окно | наибольшее число токенов, которое модель принимает за раз, промпт вместе с ответом | раздел 9 |
+# | запрос, ключ, значение | три вектора, которые строит каждый токен: что он ищет, что он предлагает, что он передаёт | раздел 2 |
+# | голова | одно независимое внимание ширины $d_k$ (пишут также $d_{head}$: это то же число) | раздел 8 |
+# | K/V-головы | головы ключей и значений, из которых читают головы запросов; в GQA и MQA их меньше, чем голов запросов | раздел 8 |
+# | KV-кэш | ключи и значения прошлых токенов, сохранённые, чтобы каждый новый токен стоил одну строку внимания | разделы 4 и 8 |
+# | FLOPs | операции с плавающей точкой; одно умножение со сложением считается за 2 | раздел 9 |
+# | префикс | начало промпта; префикс, повторяющийся байт в байт, можно закэшировать | раздел 9 |
+# | наты | единица измерения функции потерь, вычисленной с натуральным логарифмом; 1 нат ≈ 1.44 бита | раздел 12 |
+#
+# **Глубже.** Уровень 2 строит внимание из горстки чисел: softmax на оценках местоимения; запросы, ключи
+# и значения; позиции; маски; полная формула, сверенная с PyTorch; масштабирование на √d_k, измеренное
+# на разных ширинах; много голов, которые делят ключи и значения; кривая n², а за ней варианты, затраты и
+# типичные отказы, которые взвешивает практик; остальная часть блока декодера; и крошечная языковая
+# модель, которой для решения своей задачи приходится пользоваться вниманием.
+
+# %% [markdown]
+# ## Уровень 2 · Как устроено внимание, с нуля
+#
+# Представьте совещание, на котором кто-то говорит: «Он опять сломался, можешь починить?». Чтобы понять,
+# кто такой «он», вы оглядываетесь: на ноутбук на столе, на коллегу, который только что вошёл, на
+# маркерную доску. Большая часть вашего внимания достаётся ноутбуку, немного — всему остальному, и «он»
+# начинает означать в основном *ноутбук*. Внимание в трансформере — это такой взгляд по сторонам, который
+# каждое слово бросает на каждое другое слово, в каждом слое. Тот же механизм позволяет слову «лук»
+# означать оружие рядом со словом «стрелы» и овощ рядом со словом «суп»: слово одно и то же, а то, к чему
+# оно прислушивается, разное.
+#
+# Каждый раздел ниже идёт по одной схеме: идея, формула с таблицей обозначений, числа, посчитанные
+# вручную, код, рисунок с подписью, объясняющей, как его читать, и проверка, которая останавливает
+# ноутбук, если что-то не так. Ячейки с кодом, помеченные как **exercises**, предлагают вам самим написать
+# одну из ключевых функций; ячейка с контрактом после каждого упражнения оценивает вашу версию и называет
+# свойство, которое нарушено.
+#
+# ## 1 · К чему относится «it»? Softmax вручную
+#
+# **Идея.** В предложении *"The animal didn't cross the street because it was tired"* («Животное не
+# перешло улицу, потому что оно устало») слово «it» сравнивает себя с другими словами и получает по одной
+# **оценке** релевантности на каждое слово (откуда берутся оценки, покажет раздел 2). Чтобы числа были
+# небольшими, возьмём трёх кандидатов: у «animal» оценка 2.0, у «tired» 1.0, у «street» 0.5. Вниманию
+# нужны *доли*: положительные и в сумме равные 1. Функция, которая превращает оценки в такие доли, — это
+# **softmax**:
+#
+# $$\operatorname{softmax}(z)_i = \frac{e^{z_i}}{\sum_{j=1}^{n} e^{z_j}}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $z$ | входные оценки, по одной на каждое слово-кандидат | $(2.0, 1.0, 0.5)$ |
+# | $n$ | сколько всего оценок | $3$ |
+# | $i$ | кандидат, чью долю мы вычисляем | $i = 1$ — это «animal» |
+# | $e^{x}$ | экспонента, где $e \approx 2.718$; положительна при любом $x$ | $e^{2.0} \approx 7.39$ |
+# | $\sum_{j=1}^{n}$ | сумма слагаемых по $j = 1, \dots, n$ | $e^{2.0} + e^{1.0} + e^{0.5}$ |
+# | $\operatorname{softmax}(z)_i$ | доля внимания, которую получает кандидат $i$ | $0.63$ |
+#
+# **Вручную.** Возводим в экспоненту: $e^{2.0} = 7.39$, $e^{1.0} = 2.72$, $e^{0.5} = 1.65$. Складываем:
+# $11.76$. Делим каждое на сумму: animal $7.39 / 11.76 = 0.63$, tired $0.23$, street $0.14$.
+# Новый смысл «it» на 63% состоит из «animal». Никто не сообщал модели правил грамматики — всё сделали оценки.
+#
+# Почему экспонента, а не просто деление каждой оценки на сумму оценок? Три причины видны прямо по
+# числам: экспонента положительна даже для отрицательных оценок, поэтому ни одна доля не бывает
+# отрицательной; бо́льшая оценка всегда даёт бо́льшую долю; а прибавление 1 к оценке умножает её вес на
+# $e \approx 2.72$, так что лучший кандидат заметно вырывается вперёд. Простое деление дало бы «animal»
+# всего $2.0 / 3.5 = 0.57$, а на отрицательных оценках и вовсе не работает. Для кода важно ещё одно
+# свойство: прибавление одной и той же константы ко всем оценкам ничего не меняет, потому что числитель
+# и знаменатель умножаются на один и тот же множитель. Поэтому вычитание наибольшей оценки перед
+# возведением в экспоненту сохраняет результат и не даёт $e^{1000}$ переполниться.
+
+# %%
+def softmax(scores, dim=-1):
+    """Softmax along ``dim``, shifted by the largest score so that exp() cannot overflow."""
+    scores = require_tensor("scores", scores, min_ndim=1)
+    dim = require_int("dim", dim, minimum=-scores.ndim, maximum=scores.ndim - 1)
+    shifted = scores - scores.amax(dim=dim, keepdim=True)  # the largest entry becomes 0
+    weights = shifted.exp()
+    return weights / weights.sum(dim=dim, keepdim=True)
+
+
+IT_WORDS = ("animal", "tired", "street")
+it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float64)
+it_exps = it_scores.exp()
+it_weights = softmax(it_scores)
+for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
+    print(f"{word:>6}: score {score:.1f}   e^score {e:5.2f}   share {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
+print(f"plain division would give animal {2.0 / 3.5:.2f}")
+
+# The numbers above, as the prose states them.
+expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
+expect("round(float(it_exps.sum()), 2) == 11.76", round(float(it_exps.sum()), 2), "==", 11.76)
+expect("[round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]", [round(x, 2) for x in it_weights.tolist()], "==", [0.63, 0.23, 0.14])
+REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
+expect("adding a constant must not change softmax", torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15))
+expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all())
+expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)", torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15))
+
+
+def plot_it_weights(words, scores, weights, language="en"):
+    """Bars of each word's share of the raw scores next to its softmax weight."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    fig, ax = plt.subplots(figsize=(6.4, 3.3))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    x = np.arange(len(words))
+    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY,
+           label=localized(language, "score / sum of scores", "оценка / сумма оценок"))
+    ax.bar(x + 0.2, weights, 0.4, color=Palette.BLUE, label=localized(language, "softmax weight", "вес softmax"))
+    for xi, w in zip(x, weights):
+        ax.text(xi + 0.2, w + 0.015, f"{w:.2f}", ha="center", color=Palette.INK)
+    ax.set_xticks(x, words)
+    ax.set_ylim(0, 0.75)
+    ax.set_ylabel(localized(language, "share", "доля"))
+    ax.set_title(localized(language, 'What "it" attends to', 'На что смотрит «it»'))
+    ax.legend(loc="upper right")
+    return fig
+
+
+show_figure(
+    plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
+    "For each candidate word, the grey bar is its share of the raw scores and the blue bar its softmax weight. "
+    "Animal scores only twice as much as tired yet gets almost three times the attention: "
+    "exponentiating stretches the gaps, so attention commits to the best match while keeping a little of the rest.",
+)
+
+# %% [markdown]
+# ## 2 · Запросы, ключи и значения: поиск в библиотеке
+#
+# **Идея.** Каждый токен превращает свой вектор в три новых вектора, умножая его на три обучаемые
+# матрицы:
+#
+# - **запрос** (query) — то, что ищет этот токен («it» ищет существительное, которое может устать);
+# - **ключ** (key) — то, что этот токен предлагает остальным («animal» предлагает: существительное, живое);
+# - **значение** (value) — то, что этот токен передаёт, когда его выбирают.
+#
+# Представьте библиотеку. Запрос — это то, что вы набираете в строке поиска, ключи — карточки каталога, а
+# значения — книги на полках. Поиск возвращает не одну книгу, а *смесь* книг, взвешенную по тому,
+# насколько хорошо каждая карточка совпала с набранным.
+#
+# Оценка одного токена для другого — это **скалярное произведение** его запроса на ключ другого токена:
+#
+# $$q \cdot k = \sum_{m=1}^{d_k} q_m k_m$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $q$, $k$ | запрос и ключ, каждый — список из $d_k$ чисел | $(1, 2)$ и $(3, 0.5)$ |
+# | $d_k$ | их длина, ширина головы | $2$ |
+# | $q_m$, $k_m$ | их $m$-е элементы | $q_1 = 1$, $k_1 = 3$ |
+#
+# **Вручную.** $(1, 2) \cdot (3, 0.5) = 1 \cdot 3 + 2 \cdot 0.5 = 4$. Векторы, смотрящие в одну сторону,
+# дают большие положительные оценки, перпендикулярные векторы дают 0, противоположные — отрицательные
+# оценки; именно поэтому скалярное произведение годится как мера релевантности.
+#
+# Соберём запросы всех токенов в матрицу $Q$, по одному в строке, и так же — $K$ и $V$. Все оценки сразу,
+# отмасштабированные, превращённые в доли и использованные для смешивания значений, и дают всё внимание
+# целиком:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+#
+# | Обозначение | Смысл | Форма |
+# |---|---|---|
+# | $n$ | число токенов | |
+# | $d_k$, $d_v$ | ширина каждого запроса и ключа; ширина каждого значения | |
+# | $Q$, $K$ | запросы всех токенов, ключи всех токенов, по одному в строке | $n \times d_k$ |
+# | $V$ | значения всех токенов, по одному в строке | $n \times d_v$ |
+# | $K^\top$ | транспонированная $K$: каждый ключ становится столбцом | $d_k \times n$ |
+# | $Q K^\top$ | элемент $(i, j)$ — скалярное произведение запроса $i$ на ключ $j$: все оценки сразу | $n \times n$ |
+# | $\sqrt{d_k}$ | делит оценки, чтобы их разброс не рос с шириной (раздел 7) | число |
+# | $\operatorname{softmax}(\cdot)$ | применяется к каждой строке, так что доли каждого запроса в сумме дают 1 | $n \times n$ |
+# | $(\cdot) V$ | каждая строка выхода — смесь строк значений, взвешенная долями | $n \times d_v$ |
+#
+# **Вручную, целиком.** Возьмём $d_k = 4$. Пусть запрос «it» равен $(2, 0, 1, 1)$, а ключи animal, tired
+# и street — $(1, 1, 1, 1)$, $(1, 0, 0, 0)$ и $(0, 1, 1, 0)$. Скалярные произведения равны $4$, $2$ и $1$;
+# деление на $\sqrt{4} = 2$ даёт в точности оценки из раздела 1, $(2.0, 1.0, 0.5)$, а значит, и доли
+# $(0.63, 0.23, 0.14)$. При значениях $(2, 0)$, $(0, 1)$ и $(1, 1)$ новое «it» равно
+# $0.63 \cdot (2, 0) + 0.23 \cdot (0, 1) + 0.14 \cdot (1, 1) = (1.40, 0.37)$.
+#
+# **Формы** для одной последовательности из $n$ токенов ширины $d_{model}$; именно здесь прячется
+# большинство ошибок:
+#
+# | Тензор | Форма | Смысл |
+# |---|---|---|
+# | $X$ | $(n, d_{model})$ | входные векторы токенов |
+# | $W_q$, $W_k$ | $(d_{model}, d_k)$ | обучаемые проекции в запросы и ключи |
+# | $W_v$ | $(d_{model}, d_v)$ | обучаемая проекция в значения |
+# | $Q$, $K$ | $(n, d_k)$ | запросы, ключи |
+# | $V$ | $(n, d_v)$ | значения |
+# | $Q K^\top$, веса | $(n, n)$ | каждый токен против каждого токена, отсюда $n^2$; каждая строка весов в сумме даёт 1 |
+# | выход | $(n, d_v)$ | по одному вектору с учётом контекста на каждый токен |
+
+# %%
+q_it = torch.tensor([2.0, 0.0, 1.0, 1.0], dtype=torch.float64)
+keys = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]], dtype=torch.float64)
+values = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+raw = keys @ q_it                          # (3,) one dot product per key
+scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
+shares = softmax(scaled)
+blend = shares @ values                    # (2,) the new vector of "it"
+print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
+print(f"raw scores {raw.tolist()} -> scaled {scaled.tolist()} -> shares {[round(s, 2) for s in shares.tolist()]}")
+print(f"new 'it' = {[round(b, 2) for b in blend.tolist()]}")
+
+# The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
+gen = torch.Generator().manual_seed(SEED)
+X = torch.randn(5, 8, generator=gen)
+W_q, W_k, W_v = (torch.randn(8, width, generator=gen) for width in (4, 4, 3))
+Q, K, V = X @ W_q, X @ W_k, X @ W_v        # (5, 4), (5, 4), (5, 3)
+weights = softmax(Q @ K.T / math.sqrt(4))  # (5, 5), rows sum to 1
+out = weights @ V                          # (5, 3)
+print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
+       "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
+
+expect("float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0", float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])), "==", 4.0)
+expect("raw.tolist() == [4.0, 2.0, 1.0]", raw.tolist(), "==", [4.0, 2.0, 1.0])
+expect("scaled.tolist() == [2.0, 1.0, 0.5]", scaled.tolist(), "==", [2.0, 1.0, 0.5])
+expect("the library search must reproduce section 1's shares", torch.equal(shares, it_weights))
+expect("[round(b, 2) for b in blend.tolist()] == [1.40, 0.37]", [round(b, 2) for b in blend.tolist()], "==", [1.40, 0.37])
+expect("out.shape == (5, 3)", out.shape, "==", (5, 3))
+expect("torch.allclose(weights.sum(-1), torch.ones(5))", torch.allclose(weights.sum(-1), torch.ones(5)))
+# Each output row is its own query's blend: the matrix form equals a loop over queries.
+rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
+expect("the matrix formula must equal one softmax per query", torch.allclose(rows, out, atol=1e-5))
+
+
+def plot_attention_flow(language="en"):
+    """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(9.6, 3.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
+    ax.set_xlim(0, 12.4)
+    ax.set_ylim(0, 3.8)
+    ax.axis("off")
+    boxes = {
+        "x": (0.9, 1.9, localized(language, "token\nvectors X", "векторы\nтокенов X"), Palette.PAPER),
+        "q": (2.9, 3.1, localized(language, "queries Q", "запросы Q"), Palette.BLUE),
+        "k": (2.9, 1.9, localized(language, "keys K", "ключи K"), Palette.BLUE),
+        "v": (2.9, 0.6, localized(language, "values V", "значения V"), Palette.ORANGE),
+        "s": (5.0, 2.5, localized(language, "scores\nQ Kᵀ", "оценки\nQ Kᵀ"), Palette.PAPER),
+        "c": (6.75, 2.5, localized(language, "÷ √d_k", "÷ √d_k"), Palette.PAPER),
+        "m": (8.35, 2.5, localized(language, "mask:\nblocked → −∞", "маска:\nзапрет → −∞"), Palette.PAPER),
+        "p": (10.2, 2.5, localized(language, "softmax\nper row", "softmax\nпо строкам"), Palette.PAPER),
+        "w": (10.2, 0.6, localized(language, "weights · V", "веса · V"), Palette.PAPER),
+        "o": (11.85, 1.55, localized(language, "output", "выход"), Palette.GREEN),
+    }
+    drawn = {
+        key: ax.text(x, y, text, ha="center", va="center", fontsize=10,
+                     bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
+        for key, (x, y, text, color) in boxes.items()
+    }
+    arrows = [("x", "q"), ("x", "k"), ("x", "v"), ("q", "s"), ("k", "s"), ("s", "c"), ("c", "m"), ("m", "p"),
+              ("p", "w"), ("v", "w"), ("w", "o")]
+    for start, end in arrows:
+        a, b = drawn[start], drawn[end]
+        ax.annotate("", xy=boxes[end][:2], xytext=boxes[start][:2],  # centre to centre, clipped at the two boxes
+                    arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "lw": 1.2, "shrinkA": 3, "shrinkB": 3,
+                                "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
+    for y, name in ((2.62, "W_q"), (2.07, "W_k"), (1.33, "W_v")):  # the learned part: one matrix per role
+        ax.text(1.92, y, f"× {name}", ha="center", va="center", fontsize=9, color=Palette.INK, fontweight="bold",
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": Palette.YELLOW, "edgecolor": "none"})
+    ax.text(6.6, 3.5, localized(language, "Q and K decide how much", "Q и K решают, сколько"), color=Palette.BLUE,
+            ha="center", fontweight="bold")
+    ax.text(6.6, 0.2, localized(language, "V carries what", "V несёт что"), color=Palette.ORANGE, ha="center", fontweight="bold")
+    ax.set_title(localized(language, "Attention, box by box", "Внимание по шагам"))
+    return fig
+
+
+show_figure(
+    plot_attention_flow(language=LANGUAGE),
+    "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
+    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue) meet in the "
+    "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
+    "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
+)
+
+
+# %% [markdown]
+# ## 3 · Где стоит каждый токен? Синусоидальные позиции
+#
+# **Идея.** Само по себе внимание не чувствует порядка. Перемешайте токены — и выходы перемешаются
+# точно так же (раздел 6 доказывает это на нашем же коде): «собака кусает человека» и «человек
+# кусает собаку» выглядели бы одинаково. Исходный трансформер решает это, *прибавляя* к эмбеддингу
+# каждого токена вектор позиции перед первым слоем. Каждая пара координат этого вектора — стрелка часов,
+# которая с ростом позиции вращается со своей скоростью: быстрые стрелки различают соседей, медленные —
+# далёкие друг от друга позиции, а вместе они дают каждой позиции свой узнаваемый рисунок.
+#
+# $$PE_{p,\,2i} = \sin\left(\frac{p}{b^{2i/d}}\right), \qquad PE_{p,\,2i+1} = \cos\left(\frac{p}{b^{2i/d}}\right)$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $p$ | позиция токена, считая с 0 | $0, 1, \dots, 4$ |
+# | $d$ | ширина модели, чётная, чтобы координаты шли парами (синус, косинус) | $4$ |
+# | $i$ | номер пары: координаты $2i$ (синус) и $2i+1$ (косинус) | $0$ или $1$ |
+# | $b$ | основание, задающее самую медленную скорость | $10000$ |
+# | $b^{2i/d}$ | сколько позиций уходит на один радиан поворота пары $i$; растёт с $i$ | $1$ и $100$ |
+#
+# **Вручную**, для $d = 4$: пара 0 поворачивается на один радиан за позицию, а пара 1 — на
+# $10000^{-2/4} = 0.01$ радиана за позицию. Позиция 0 — это $(\sin 0, \cos 0, \sin 0, \cos 0) =
+# (0, 1, 0, 1)$. Позиция 1 — это $(\sin 1, \cos 1, \sin 0.01, \cos 0.01) = (0.8415, 0.5403, 0.0100,
+# 0.99995)$. Первая пара уже сильно повернулась, вторая почти не сдвинулась.
+#
+# Полезное следствие: сдвиг всех позиций на $k$ поворачивает каждую пару (синус, косинус) на один и тот же
+# угол, какой бы ни была позиция. Фиксированный сдвиг — это фиксированный поворот, то есть линейное
+# отображение, которое слой может выучить один раз и применять везде.
+
+# %% tags=["exercise"]
+# Exercise 1: постройте таблицу синусоидальных позиций. Верните тензор (length, d_model), строка p которого
+# кодирует позицию p: в столбце 2i стоит sin(p / base**(2i / d_model)), в столбце 2i+1 — косинус того
+# же угла. Работайте с целыми тензорами (внешнее произведение позиций и частот), без циклов.
+# Проверка требует: форма (length, d_model); позиция 0 равна (0, 1, 0, 1, ...); таблица совпадает с sin/cos
+# с чередующимися парами для нескольких размеров; аргумент base задаёт частоты.
+def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
+    """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
+    length = require_int("length", length, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=2)
+    base = require_real("base", base, minimum=1.0, strict_minimum=True)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    ### BEGIN SOLUTION
+    position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
+    frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
+    angle = position * frequency                                                  # (L, d/2)
+    table = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)             # (L, d/2, 2)
+    return table.reshape(length, d_model)                                         # (L, d): sin, cos, sin, cos, ...
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_positional_encoding_contract
+def check_positional_encoding_contract(sinusoidal_encoding):
+    """Judge ``sinusoidal_encoding(length, d_model, *, base=10000.0)`` against a table worked out with ``math``.
+
+    Returns the largest error; raises ContractViolation naming the first property that fails and,
+    when the table matches a well-known mistake, which mistake.
+    """
+    import math
+
+    import torch
+
+    def table(length, d_model, base, *, swap=False, concatenated=False, per_pair=False, first=0):
+        """The sinusoidal table, or one of its usual wrong variants."""
+        rows = []
+        for position in range(first, first + length):
+            sines, cosines = [], []
+            for pair in range(d_model // 2):
+                exponent = pair / d_model if per_pair else 2 * pair / d_model
+                angle = position / base ** exponent
+                sines.append(math.sin(angle))
+                cosines.append(math.cos(angle))
+            if swap:
+                sines, cosines = cosines, sines
+            rows.append(sines + cosines if concatenated else [x for pair in zip(sines, cosines) for x in pair])
+        return torch.tensor(rows, dtype=torch.float64)
+
+    def judge(length, d_model, base, prop, case):
+        extra = {} if base == 10_000.0 else {"base": base}
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, length, d_model, **extra)
+        contract_assert(
+            isinstance(result, torch.Tensor), prop, case, "a torch.Tensor", type(result).__name__,
+            "return the table as a tensor (torch.empty / torch.stack), not a list or an array",
+        )
+        contract_assert(
+            tuple(result.shape) == (length, d_model), prop + ": shape is (length, d_model)", case,
+            f"shape {(length, d_model)}", f"shape {tuple(result.shape)}",
+            "positions go down the rows and coordinates across the columns; a transposed table has them swapped",
+        )
+        expected = table(length, d_model, base)
+        if torch.allclose(result.double(), expected, atol=1e-6, rtol=0):
+            return float((result.double() - expected).abs().max())
+        mistakes = (
+            (dict(swap=True), "sine and cosine are swapped: sine goes on the even coordinates 0, 2, ... and cosine on the odd ones"),
+            (dict(concatenated=True), "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"),
+            (dict(per_pair=True), "pair i has frequency base^(-2i/d_model): the exponent counts coordinates (2i), not pairs (i)"),
+            (dict(first=1), "positions start at 0, so row 0 is (0, 1, 0, 1, ...)"),
+        )
+        hint = "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1"
+        for variant, explanation in mistakes:
+            if torch.allclose(result.double(), table(length, d_model, base, **variant), atol=1e-6, rtol=0):
+                hint = explanation
+                break
+        return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
+
+    zero_case = "sinusoidal_encoding(1, 6)"
+    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
+    if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
+        values = [round(float(x), 6) for x in row[0]]
+        if values == [1.0, 0.0] * 3:
+            hint = "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones"
+        elif values == [0.0] * 3 + [1.0] * 3:
+            hint = "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"
+        else:
+            hint = "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones"
+        contract_close(
+            "position 0 is (0, 1, 0, 1, ...)", zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0,
+        )
+    error = judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)")
+    error = max(error, judge(
+        5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
+    ))
+    return {"table_max_error": error}
+# builder:end sha256=02914ea84877685895ebb7f2a3e502473ed341393bdf4e1a12802996ee0786cb
+check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_encoding, globals())
+
+# %%
+pe_length, pe_width = REFERENCE.value("positional_encoding.length"), REFERENCE.value("positional_encoding.d_model")
+small_table = sinusoidal_encoding(pe_length, pe_width)
+print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
+print(small_table.numpy().round(5))
+REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
+expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+
+# A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
+pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
+offset = 7
+for pair in range(4):
+    theta = offset / 10_000.0 ** (2 * pair / 8)
+    rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
+    moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
+    expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
+print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixed angle: verified for all 4 pairs")
+
+
+def plot_positions(table, language="en"):
+    """Two fast and two slow coordinates of a sinusoidal table against position."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    table = np.asarray(table)
+    fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), sharex=True)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
+    titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
+              localized(language, "Slow coordinates (pair 2)", "Медленные координаты (пара 2)"))
+    for ax, columns, title in zip(axes, ((0, 1), (4, 5)), titles):
+        for column, color, style in zip(columns, (Palette.BLUE, Palette.ORANGE), ("-", "--")):
+            name = "sin" if column % 2 == 0 else "cos"
+            ax.plot(np.arange(len(table)), table[:, column], color=color, ls=style, lw=1.8,
+                    label=f"{localized(language, 'coordinate', 'координата')} {column} ({name})")
+        ax.set_title(title, fontsize=11)
+        ax.set_ylim(-1.15, 1.15)
+        ax.set_ylabel("PE")
+        ax.legend(ncol=2, loc="lower right", bbox_to_anchor=(1.0, 0.98), fontsize=9)  # above the panel, right of its title
+    axes[-1].set_xlabel(localized(language, "position p (from 0)", "позиция p (с нуля)"))
+    axes[-1].set_xlim(0, len(table) - 1)
+    fig.suptitle(localized(language, f"Sinusoidal positions, width d = {table.shape[1]}",
+                           f"Синусоидальные позиции, ширина d = {table.shape[1]}"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+show_figure(
+    plot_positions(pe.numpy(), language=LANGUAGE),
+    "Each curve is one coordinate of the position vector, read from left (position 0) to right (position 80). "
+    "The top pair turns one radian per position, so it separates neighbours but repeats every 2π ≈ 6.3 positions; "
+    "the bottom pair turns 100 times slower and changes little between neighbours, but tells position 10 from position 70.",
+)
+
+
+# %% [markdown]
+# ## 4 · Кому на кого можно смотреть: маски
+#
+# **Идея.** Маска — это булева таблица, в которой одна строка на каждый запрос и один столбец на каждый
+# ключ. `True` означает *можно смотреть*; каждой оценке с `False` перед softmax присваивается $-\infty$,
+# так что её вес получается ровно 0. (Таково соглашение PyTorch для булевой `attn_mask`. Осторожно:
+# `key_padding_mask` в `nn.MultiheadAttention` использует противоположное, `True` = игнорировать.) Четыре
+# маски покрывают почти все случаи:
+#
+# - **паддинг** (padding): последовательности в батче дополняются до одной длины; ни один запрос не должен читать
+#   ключ-заполнитель;
+# - **каузальная**: декодер предсказывает следующий токен, поэтому позиция $p$ может читать позиции $0..p$ и
+#   никогда — будущее, иначе она могла бы просто списать ответ;
+# - **каузальная со сдвигом запросов**: при генерации ключи и значения предыдущих токенов хранятся в кэше,
+#   а запросы строятся только для новых токенов. Эти запросы стоят на *абсолютных* позициях $o, o+1, \dots$,
+#   а не на $0, 1, \dots$, поэтому треугольник нужно сдвинуть на $o$;
+# - **перекрёстное внимание** (cross-attention): запросы одной последовательности (декодера) читают ключи
+#   другой (энкодера); между ними нет никакого «будущего», поэтому маскируется только паддинг энкодера.
+#
+# $$\text{allowed}_{r,j} = \left[\, j \le o + r \,\right]$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $r$ | строка: $r$-й переданный запрос, считая с 0 | $0$ |
+# | $j$ | столбец: ключ на абсолютной позиции $j$ | $0, \dots, 4$ |
+# | $o$ | сдвиг запросов: сколько предыдущих токенов уже лежит в кэше | $4$ |
+# | $o + r$ | абсолютная позиция запроса $r$ | $4$ |
+# | $[\,\cdot\,]$ | 1 (разрешено), если условие выполнено, иначе 0 (запрещено) | |
+#
+# **Вручную.** При 5 токенах и без сдвига строка $p$ разрешает $p + 1$ ключей, так что в треугольнике
+# $1 + 2 + 3 + 4 + 5 = 15$ разрешённых элементов. Теперь декодируем пятый токен с кэшем: один запрос
+# против 5 ключей. С правильным сдвигом $o = 4$ он может читать все 5 ключей. Забудьте про сдвиг — и он
+# будет считаться позицией 0: прочитает 1 ключ и не увидит собственного прошлого.
+#
+# `is_causal=True` в PyTorch совершает за вас ровно эту ошибку, когда запросов меньше, чем ключей: он
+# выравнивает треугольник по левому верхнему углу. Для декодирования с кэшем передавайте маску явно (или
+# сдвиг, как ниже). Ячейка после упражнения это показывает.
+
+# %% tags=["exercise"]
+# Exercise 2: постройте каузальную маску для t_q запросов и t_k ключей. Строка запроса r стоит на абсолютной
+# позиции query_offset + r и может читать ключ j ровно тогда, когда j <= query_offset + r. Верните
+# булев тензор формы (t_q, t_k), True там, где внимание разрешено. Сравнивайте сетки позиций, без циклов.
+# Проверка требует: булев тензор формы (t_q, t_k); токен видит себя и прошлое, но никогда не будущее;
+# запросы из кэша сохраняют абсолютные позиции; пошаговое декодирование даёт строки полной маски.
+def causal_allowed(t_q, t_k, *, query_offset=0):
+    """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
+    t_q = require_int("t_q", t_q, minimum=1)
+    t_k = require_int("t_k", t_k, minimum=1)
+    query_offset = require_int("query_offset", query_offset, minimum=0)
+    if query_offset + t_q > t_k:
+        raise ValueError(
+            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
+            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
+        )
+    ### BEGIN SOLUTION
+    query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
+    key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
+    return key_position <= query_position                       # (t_q, t_k)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_causal_mask_contract
+def check_causal_mask_contract(causal_allowed):
+    """Judge ``causal_allowed(t_q, t_k, *, query_offset=0)``: True where a query may read a key.
+
+    Returns the number of cases checked; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+
+    def expected(t_q, t_k, offset):
+        return torch.tensor([[key <= offset + query for key in range(t_k)] for query in range(t_q)], dtype=torch.bool)
+
+    def judge(t_q, t_k, offset, prop):
+        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset})"
+        mask = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+        contract_assert(
+            isinstance(mask, torch.Tensor) and mask.dtype == torch.bool, prop + ": a bool tensor", case,
+            "a torch.Tensor of dtype torch.bool", f"{type(mask).__name__} {getattr(mask, 'dtype', '')}",
+            "compare positions (key <= query) to get booleans; do not return 0/1 floats or -inf scores",
+        )
+        contract_assert(
+            tuple(mask.shape) == (t_q, t_k), prop + ": shape is (t_q, t_k)", case, f"shape {(t_q, t_k)}",
+            f"shape {tuple(mask.shape)}", "queries go down the rows and keys across the columns",
+        )
+        want = expected(t_q, t_k, offset)
+        if torch.equal(mask, want):
+            return
+        if torch.equal(mask, ~want):
+            hint = "the mask is inverted: True must mean 'may attend' (PyTorch's convention for bool attn_mask)"
+        elif torch.equal(mask, expected(t_q, t_k, offset - 1)):
+            hint = "off by one: a query may read its own key (key <= query), not only strictly earlier ones"
+        elif torch.equal(mask, expected(t_q, t_k, offset + 1)):
+            hint = "off by one: the query one step ahead of this one is still in the future (use key <= query)"
+        elif offset and torch.equal(mask, expected(t_q, t_k, 0)):
+            hint = "query_offset was ignored: row r is the query at absolute position query_offset + r"
+        else:
+            hint = "allowed[r, j] = (j <= query_offset + r)"
+        bad = (mask != want).nonzero()[0].tolist()
+        raise ContractViolation(
+            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+        )
+
+    judge(4, 4, 0, "a token sees itself and the past, never the future")
+    judge(1, 1, 0, "a single token sees itself")
+    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
+    judge(1, 5, 4, "the newest token of a cached decode sees every key")
+    judge(3, 7, 2, "a block of queries in the middle of a sequence")
+    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+        offset = t_k - t_q
+        full = expected(t_k, t_k, 0)
+        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+        contract_assert(
+            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+        )
+    return {"cases": 8}
+# builder:end sha256=4385ba2f91ef1dbebb5c3041b831a8f37985ed57eb3d34df947cd7820ff4c512
+check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
+
+# %%
+n_mask = REFERENCE.value("masks.tokens")
+ordinary = causal_allowed(n_mask, n_mask)
+local_decode_wrong = causal_allowed(1, n_mask)                          # the newest query, treated as position 0
+cached_decode = causal_allowed(1, n_mask, query_offset=n_mask - 1)  # the newest query at its true position 4
+key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 padding
+padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
+combined = ordinary & padding
+cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
+print(f"allowed entries: causal {int(ordinary.sum())}, decode without offset {int(local_decode_wrong.sum())}, "
+      f"decode with offset {int(cached_decode.sum())}")
+REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
+REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
+REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
+expect("the cached query's row must be the last row of the full mask", torch.equal(cached_decode, ordinary[4:]))
+
+# PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
+gen = torch.Generator().manual_seed(SEED)
+q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
+top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
+print(f"is_causal=True with 1 query and 5 keys reads only key 0: {torch.allclose(top_left, v5[:, :1])}; "
+      f"it matches the correct offset mask (all 5 keys): "
+      f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
+expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
+expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
+
+
+def plot_masks(masks, titles, language="en", *, row_starts=None):
+    """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    from matplotlib.colors import ListedColormap
+
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
+
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
+    row_starts = [0] * len(masks) if row_starts is None else list(row_starts)  # the absolute position of each panel's row 0
+    for ax, mask, title, start in zip(axes.flat, masks, titles, row_starts):
+        mask = np.asarray(mask, dtype=bool)
+        ax.pcolormesh(mask, cmap=ListedColormap([Palette.PAPER, Palette.GREEN]), vmin=0, vmax=1, edgecolors="white", linewidth=1.5)
+        ax.set_aspect("equal")
+        ax.invert_yaxis()  # query 0 on top, like a matrix
+        ax.set_title(title, fontsize=11)
+        ax.set_xticks(np.arange(mask.shape[1]) + 0.5, range(mask.shape[1]))
+        ax.set_yticks(np.arange(mask.shape[0]) + 0.5, range(start, start + mask.shape[0]))
+        ax.tick_params(length=0)
+        ax.grid(False)
+    fig.supxlabel(localized(language, "key position", "позиция ключа"), fontsize=10)
+    fig.supylabel(localized(language, "query position", "позиция запроса"), fontsize=10)
+    fig.suptitle(localized(language, "green = may attend, grey = set to −∞ before the softmax",
+                           "зелёный = можно смотреть, серый = −∞ до softmax"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+decode_pair = causal_allowed(2, 5, query_offset=3)
+mask_titles = {
+    "en": ("Padding keys hidden", "Future hidden (causal)", "Both at once", "Cross-attention",
+           "queries at 3, 4 (offset 3)", "is_causal=True, same shape"),
+    "ru": ("PAD-ключи скрыты", "Будущее скрыто", "Оба ограничения", "Cross-attention",
+           "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
+}
+show_figure(
+    plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
+               row_starts=[0, 0, 0, 0, 3, 3]),
+    "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
+    "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
+    "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
+    "(middle), while PyTorch's is_causal=True for the same shape aligns it top-left and hides most of the past (right).",
+)
+
+
+# %% [markdown]
+# ## 5 · Внимание на масштабированном скалярном произведении, с нуля
+#
+# **Идея.** Соберём разделы 1–4 вместе: вычислим оценки каждого запроса против каждого ключа, отмасштабируем
+# их, заблокируем то, что запрещает маска, превратим каждую строку в доли и смешаем значения. Наша версия
+# возвращает всё, что вычислила (выход, веса, отмасштабированные оценки и флаг для каждой пустой строки),
+# чтобы можно было заглянуть внутрь.
+#
+# Один случай требует решения. У строки запроса, все ключи которой *заблокированы* (например, у запроса
+# паддинга), нет распределения, которое можно было бы взять: её softmax равнялся бы $0/0$. В этом ноутбуке
+# политика явная: `empty_row="error"` (по умолчанию) бросает `ValueError` с номерами таких строк, а
+# `empty_row="zero"` возвращает для них нулевые веса и нулевой выход с конечными градиентами. PyTorch
+# решает иначе и молча: начиная с torch 2.5, `F.scaled_dot_product_attention` возвращает нули для
+# полностью замаскированной строки на CPU и CUDA; torch 2.4 и более старые версии возвращали NaN, и
+# эталонный код на Python в
+# [его документации](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+# по-прежнему так делает. Ячейка после упражнения показывает, как ведёт себя установленная у вас версия torch.
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V, \qquad M_{r,j} = 0 \text{ if allowed, } -\infty \text{ if blocked}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $Q$, $K$, $V$ | запросы, ключи, значения, по одной строке на токен | $3 \times 2$ каждая |
+# | $d_k$ | ширина запроса и ключа | $2$, так что $\sqrt{d_k} \approx 1.414$ |
+# | $M$ | маска в виде чисел: 0 там, где разрешено, $-\infty$ там, где запрещено | каузальная |
+# | $e^{-\infty} = 0$ | почему заблокированный ключ получает ровно нулевой вес | |
+#
+# **Вручную.** Три токена, каузальная маска: $Q = K = \begin{pmatrix} 1 & 0 \\ 0 & 1 \\ 1 & 1 \end{pmatrix}$,
+# $V = \begin{pmatrix} 1 & 0 \\ 0 & 2 \\ 3 & 1 \end{pmatrix}$.
+#
+# - Строка 0 может читать только ключ 0: оценка $1/\sqrt{2} = 0.7071$, вес 1, выход $v_0 = (1, 0)$.
+# - Строка 1 читает ключи 0 и 1 с оценками $(0, 0.7071)$. Веса равны $1 / (1 + e^{0.7071}) =
+#   0.3302$ и $0.6698$, так что выход равен $0.3302 \cdot (1, 0) + 0.6698 \cdot (0, 2) = (0.3302, 1.3395)$.
+# - Строка 2 читает все три ключа, оценки $(0.7071, 0.7071, 1.4142)$, веса $(0.2483, 0.2483, 0.5035)$,
+#   выход $(0.2483 + 3 \cdot 0.5035,\; 2 \cdot 0.2483 + 0.5035) = (1.7587, 1.0000)$.
+#
+# Код повторяет эти шаги один за другим. Он считает в float64, если хотя бы один вход имеет тип float64
+# (иначе в float32), распространяет (broadcasting) q, k и v по их ведущим осям (батч, голова), включая ось,
+# которая есть только у `v`, и перед возведением в экспоненту вычитает из каждой строки её наибольшую
+# разрешённую оценку.
+
+# %%
+@dataclass(frozen=True)
+class AttentionResult:
+    """Everything one attention call computed: output (..., T_q, d_v), weights and scores (..., T_q, T_k), empty rows (..., T_q)."""
+
+    output: torch.Tensor
+    weights: torch.Tensor
+    scores: torch.Tensor
+    empty_rows: torch.Tensor
+
+
+# %% tags=["exercise"]
+# Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже
+# сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки
+# q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который
+# остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения.
+# Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки
+# в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf);
+# ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с
+# empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
+        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
+    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
+    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
+    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
+    if allowed is None:
+        allowed = torch.ones(shape, dtype=torch.bool)
+    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    else:
+        try:
+            allowed = torch.broadcast_to(allowed, shape)
+        except RuntimeError:
+            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
+    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
+    if empty_row == "error" and bool(empty_rows.any()):
+        where = empty_rows.nonzero()[:4].tolist()
+        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
+                         "fix the mask, or pass empty_row='zero' for padding queries")
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
+    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
+    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
+    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
+    output = weights @ v                                                   # (..., T_q, d_v)
+    ### END SOLUTION
+    return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
+
+
+# %%
+# builder:begin inline check_attention_contract
+def check_attention_contract(attention):
+    """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
+
+    ``attention`` returns an object with ``.output`` and ``.weights`` (and, when it has them,
+    ``.scores``, judged at allowed entries only, and ``.empty_rows`` flags, which are judged too).
+    Blocked keys must get weight exactly 0; how their scores are filled (-inf, -1e9) is not judged.
+    Empty-row policy: a query row with no allowed key raises ValueError by default, and with
+    ``empty_row='zero'`` its weights and output are exactly 0 (never NaN).
+    Returns a summary of the largest errors; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(303)
+    q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    v = torch.randn(2, 2, 5, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    # Three cached-decode queries at absolute positions 2, 3, 4 over five keys.
+    allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
+    case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
+
+    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    contract_assert(
+        isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
+        "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
+        f"{type(result).__name__} {result!r}"[:120], "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    )
+    library = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)
+    hint = ("divide the scores by sqrt(d_k), take softmax over the key axis (the last one), "
+            "and set masked scores to -inf before the softmax")
+    with torch.no_grad():
+        raw = q @ k.transpose(-2, -1) / 2.0  # sqrt(d_k) = 2
+        usual_mistakes = (
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0 / 4),
+             "the scores were divided by d_k; divide by sqrt(d_k)"),
+            (F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=1.0),
+             "the scores were not scaled; divide q @ k^T by sqrt(d_k)"),
+            (torch.softmax(raw.masked_fill(~allowed, float("-inf")), dim=-2) @ v,
+             "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)"),
+            (F.scaled_dot_product_attention(q, k, v),
+             "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax"),
+            ((torch.softmax(raw, dim=-1) * allowed) @ v,
+             "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead"),
+        )
+        for wrong, mistake in usual_mistakes:
+            if result.output.shape == wrong.shape and torch.allclose(result.output.detach().double(), wrong, atol=1e-9):
+                hint = mistake
+                break
+    output_error = contract_close("output matches F.scaled_dot_product_attention", case, result.output, library, hint)
+    row_sums = result.weights.sum(-1)
+    contract_close(
+        "attention weights: every row sums to 1", case, row_sums, torch.ones_like(row_sums),
+        "softmax normalised over the query axis instead of the key axis", atol=1e-12, rtol=0,
+    )
+    masked_mass = result.weights.masked_select(~allowed.expand_as(result.weights))
+    contract_close(
+        "attention weights: masked keys get exactly 0", case, masked_mass, torch.zeros_like(masked_mass),
+        "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'", atol=0, rtol=0,
+    )
+    if hasattr(result, "scores"):
+        # Blocked entries are not judged: -inf or any fill low enough that their weight is exactly 0
+        # (checked above) behaves the same.
+        contract_close(
+            "scores are q.k / sqrt(d_k) at every allowed entry", case,
+            result.scores.detach().masked_fill(~allowed, 0.0), raw.masked_fill(~allowed, 0.0),
+            "return the scaled scores (before the softmax), not the weights or the unscaled dot products",
+        )
+    probe = torch.randn(result.output.shape, dtype=torch.float64, generator=gen)
+    detach_hint = "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention"
+    contract_assert(
+        result.output.requires_grad, "gradients flow from the output to q, k and v", case,
+        "an output that requires grad", "an output cut off from the autograd graph", detach_hint,
+    )
+    ours = torch.autograd.grad((result.output * probe).sum(), (q, k, v), allow_unused=True)
+    theirs = torch.autograd.grad((library * probe).sum(), (q, k, v))
+    for name, grad in zip("qkv", ours):
+        contract_assert(
+            grad is not None, f"gradient with respect to {name} matches F.scaled_dot_product_attention", case,
+            f"a gradient for {name}", f"none: {name} does not reach the output through autograd", detach_hint,
+        )
+    gradient_error = max(
+        contract_close(
+            f"gradient with respect to {name} matches F.scaled_dot_product_attention", case, a, b, detach_hint,
+            atol=1e-11, rtol=1e-11,
+        )
+        for name, a, b in zip("qkv", ours, theirs)
+    )
+
+    # A batch axis that only V has: the mask varies along it, queries and keys broadcast.
+    bq = torch.zeros(1, 2, 1, dtype=torch.float64)
+    bk = torch.zeros(1, 3, 1, dtype=torch.float64)
+    bv = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]], dtype=torch.float64)
+    bm = torch.tensor([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]], dtype=torch.bool)
+    batched = contract_call(
+        "a batch axis carried only by V broadcasts with its mask", "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]", "the function raised on a valid input; the traceback above this message shows where", attention, bq, bk, bv, bm,
+    )
+    contract_close(
+        "a batch axis carried only by V broadcasts with its mask",
+        "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]", batched.output,
+        torch.tensor([[[1.0], [2.0]], [[6.0], [4.5]]], dtype=torch.float64),
+        "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape",
+    )
+
+    # An empty row is rejected by default and zeroed, with finite gradients, on request.
+    empty = allowed.clone()
+    empty[1] = False
+    try:
+        attention(q.detach(), k.detach(), v.detach(), empty)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", case + ", row 1 fully masked",
+            "ValueError", "returned normally", "softmax over an all -inf row gives NaN; detect empty rows before it",
+        )
+    zq, zk, zv = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    zero = contract_call(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", "the function raised on a valid input; the traceback above this message shows where", attention, zq, zk, zv, empty, empty_row="zero",
+    )
+    contract_close(
+        "empty_row='zero' gives a zero output row", case + ", row 1 fully masked", zero.output[..., 1, :],
+        torch.zeros_like(zero.output[..., 1, :]), "the empty row was filled with NaN or with a uniform average", atol=0, rtol=0,
+    )
+    zero_grads = torch.autograd.grad(zero.output.square().sum(), (zq, zk, zv))
+    for name, grad in zip("qkv", zero_grads):
+        contract_assert(
+            bool(torch.isfinite(grad).all()), f"gradients stay finite with an empty row (d{name})",
+            case + ", row 1 fully masked, empty_row='zero'", "finite gradients", "NaN or infinity in the gradient",
+            "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows",
+        )
+    contract_close(
+        "an empty row passes no gradient to its query", case + ", row 1 fully masked", zero_grads[0][..., 1, :],
+        torch.zeros_like(zero_grads[0][..., 1, :]), "the empty row still received weights before being zeroed", atol=0, rtol=0,
+    )
+    if hasattr(result, "empty_rows"):
+        flags = torch.zeros(2, 2, 3, dtype=torch.bool)
+        flags[..., 1] = True
+        contract_assert(
+            torch.equal(zero.empty_rows.expand(2, 2, 3), flags), "empty_rows flags exactly the fully masked query rows",
+            case + ", row 1 fully masked", flags[0, 0].tolist(), zero.empty_rows.tolist(),
+            "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape",
+        )
+
+    # Cached decoding: the last two queries sit at absolute positions 3 and 4.
+    fq, fk = torch.randn(5, 4, dtype=torch.float64, generator=gen), torch.randn(5, 4, dtype=torch.float64, generator=gen)
+    fv = torch.randn(5, 2, dtype=torch.float64, generator=gen)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    full = attention(fq, fk, fv, causal).output
+    incremental = contract_call(
+        "cached queries keep their absolute positions", "queries 3..4 against 5 keys", "the function raised on a valid input; the traceback above this message shows where", attention, fq[3:], fk, fv, causal[3:],
+    ).output
+    contract_close(
+        "cached queries keep their absolute positions", "5 tokens, queries 3..4 against all 5 cached keys",
+        incremental, full[3:], "the causal mask for cached queries was built from local positions 0..1",
+    )
+    wrong = attention(fq[3:], fk, fv, torch.ones(2, 5, dtype=torch.bool).tril()).output
+    wrong_error = float((wrong - full[3:]).abs().max())
+    contract_assert(
+        wrong_error > 1e-3, "a local-position mask changes cached outputs", "5 tokens, queries 3..4 with a top-left triangle",
+        "a visible difference (> 1e-3)", f"max difference {wrong_error:.3g}",
+        "the implementation ignored the mask it was given",
+    )
+
+    # Without a mask, permuting the tokens permutes the outputs.
+    perm = torch.tensor([2, 0, 4, 1, 3])
+    original = attention(fq, fk, fv).output
+    contract_close(
+        "permutation equivariance without a mask", "5 tokens permuted by [2, 0, 4, 1, 3]",
+        attention(fq[perm], fk[perm], fv[perm]).output, original[perm],
+        "position information leaked into the attention itself (a hidden mask or positional term)",
+    )
+    return {
+        "output_max_error": output_error,
+        "gradient_max_error": gradient_error,
+        "wrong_cache_mask_max_error": wrong_error,
+        "batch_broadcast": "PASS",
+        "empty_rows": "PASS",
+        "permutation": "PASS",
+    }
+# builder:end sha256=c756c85aaa7a917a305a6dcce8b399223c298b2c7f06282cbc111e651022ff59
+check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
+
+# %%
+Q_ref, K_ref, V_ref = (torch.tensor(REFERENCE.value(f"attention.{name}"), dtype=torch.float64) for name in "qkv")
+allowed_ref = torch.tensor(REFERENCE.value("attention.allowed"))
+expect("the reference example is the causal mask", torch.equal(allowed_ref, causal_allowed(3, 3)))
+result = scaled_dot_product_attention(Q_ref, K_ref, V_ref, allowed_ref)
+print("scores:\n", result.scores.numpy().round(4))
+print("weights:\n", result.weights.numpy().round(4))
+print("output:\n", result.output.numpy().round(4))
+REFERENCE.check("attention.scores", result.scores.masked_fill(~allowed_ref, float("-inf")), atol=1e-12)  # blocked: -inf, whatever the fill
+REFERENCE.check("attention.weights", result.weights, atol=1e-12)
+REFERENCE.check("attention.output", result.output, atol=1e-12)
+library = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=allowed_ref)
+expect("our attention must agree with PyTorch's", torch.allclose(result.output, library, atol=1e-12))
+
+# The empty-row policy: an error by default, zeros on request, never NaN.
+empty = allowed_ref.clone()
+empty[1] = False
+message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
+zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
+expect("zeroed.empty_rows.tolist() == [False, True, False]", zeroed.empty_rows.tolist(), "==", [False, True, False])
+expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
+expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
+expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
+expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
+print(f"default policy: ValueError ({message[:46]}...)")
+torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
+if bool(torch.isnan(torch_row).any()):
+    torch_says = "NaN"
+elif bool((torch_row == 0).all()):
+    torch_says = "zeros"
+else:
+    torch_says = f"{torch_row.tolist()}"
+print(f"torch {torch.__version__.split('+')[0]} returns {torch_says} for the fully masked row; "
+      f"ours returns zeros only when asked (empty_row='zero')")
+
+
+def plot_scores_and_weights(scores, weights, language="en"):
+    """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
+    shown = np.where(np.isfinite(scores), scores, np.nan)
+    panels = ((shown, localized(language, "scaled scores q·k/√d_k", "оценки q·k/√d_k"), "Oranges"),
+              (weights, localized(language, "weights after softmax", "веса после softmax"), "Blues"))
+    for ax, (data, title, cmap), raw_values in zip(axes, panels, (scores, weights)):
+        top = max(1.0, float(np.nanmax(data)))
+        ax.imshow(data, cmap=cmap, vmin=0, vmax=top)
+        for (i, j), value in np.ndenumerate(raw_values):
+            if not np.isfinite(value):
+                ax.text(j, i, "−∞", ha="center", va="center", fontsize=10, color=Palette.MUTED)
+            else:  # white on the darkest cells, ink elsewhere
+                ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=10,
+                        color="white" if value > 0.6 * top else Palette.INK)
+        ax.set_title(title, fontsize=11)
+        ax.set_xticks(range(data.shape[1]))
+        ax.set_yticks(range(data.shape[0]))
+        ax.set_xlabel(localized(language, "key", "ключ"))
+        ax.set_ylabel(localized(language, "query", "запрос"))
+        ax.grid(False)
+    return fig
+
+
+show_figure(
+    plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
+    "Left, the scaled scores of the 3-token example; the cells marked −∞ are blocked by the causal mask. Right, the "
+    "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
+    "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
+)
+
+# %% [markdown]
+# **Всё предложение целиком.** Та же формула на всех десяти словах *"The animal didn't cross the street
+# because it was tired"*, с подобранными вручную запросами и ключами ширины 4 (разобранный пример урока),
+# чтобы картина что-то значила: запрос «it» после деления на $\sqrt{4}$ даёт «animal» оценку 2.0, «tired» —
+# 1.0 и «street» — 0.5, ровно как в разделе 1. Картину меняют два переключателя. **Каузальная маска**
+# скрывает каждое следующее слово: «tired» стоит после «it», поэтому его вес падает ровно до 0, а «animal»
+# получает большую долю. **Температура** $T$ делит оценки перед softmax (раздел 13 использует её при
+# сэмплировании): ниже 1 каждая строка заостряется к одному слову, выше 1 — выравнивается к равномерному
+# распределению.
+
+# %%
+SENTENCE = ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "tired")
+SENTENCE_QUERIES = [[0, 2, 2, 2], [0, -1, 0, -3], [0, 0, 3, 0], [2, 0, 0, 2], [3, -1, -1, 1],
+                    [0, -1, 3, 0], [0, 0, -3, 0], [1, 1, 1, 1], [0, 3, 0, -1], [1, 2, 0, 1]]
+SENTENCE_KEYS = [[0, 0, 0, -1], [1, 1, 1, 1], [0, 0, -1, 0], [0, -1, 2, 0], [0, 0, 0, -1],
+                 [1, 0, 0, 0], [-1, 0, 0, 0], [0, 1, 0, -1], [0, -1, 0, 0], [1, 1, 0, 0]]
+TEMPERATURES = (0.5, 1.0, 2.0)
+q_sentence, k_sentence = (torch.tensor(rows, dtype=torch.float64) for rows in (SENTENCE_QUERIES, SENTENCE_KEYS))
+sentence_weights = {}  # (causal, temperature) -> (10, 10) weights
+for causal in (False, True):
+    for temperature in TEMPERATURES:
+        mask = causal_allowed(len(SENTENCE), len(SENTENCE)) if causal else None
+        # Dividing q by T divides every score by T: softmax(q kᵀ / (√d_k · T)).
+        sentence_weights[causal, temperature] = scaled_dot_product_attention(q_sentence / temperature, k_sentence, k_sentence, mask).weights
+it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
+it_row = {key: weights[it] for key, weights in sentence_weights.items()}
+it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
+print(f"'it' scores animal, tired, street: {it_scores_here.tolist()}")
+for (causal, temperature), row in it_row.items():
+    print(f"mask {'on ' if causal else 'off'} T = {temperature}: 'it' gives animal {float(row[animal]):.3f}, "
+          f"tired {float(row[tired]):.3f}, street {float(row[street]):.3f}; its largest weight {float(row.max()):.3f}")
+if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
+    raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
+if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
+    raise AssertionError(f"with the mask on, 'tired' must get exactly 0 and 'animal' more: tired {float(it_row[True, 1.0][tired])}, "
+                         f"animal {float(it_row[False, 1.0][animal]):.3f} -> {float(it_row[True, 1.0][animal]):.3f}")
+peaks = [float(sentence_weights[False, t].amax(-1).mean()) for t in TEMPERATURES]
+if not peaks[0] > peaks[1] > peaks[2]:
+    raise AssertionError(f"a lower temperature must sharpen every row on average: mean largest weight per T {dict(zip(TEMPERATURES, peaks))}")
+if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtype=torch.float64)):
+    raise AssertionError("with the causal mask every weight above the diagonal must be exactly 0")
+
+
+def plot_sentence_attention(weights, tokens, temperatures, highlight, language="en"):
+    """Small multiples of a sentence's attention weights: mask off and on (rows) by temperature (columns)."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    from matplotlib.patches import Rectangle
+
+    fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
+    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
+    for r, causal in enumerate((False, True)):
+        for c, temperature in enumerate(temperatures):
+            ax = axes[r][c]
+            ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
+            ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
+            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=8)  # labels once per column
+            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=8)                          # and once per row
+            ax.tick_params(length=0)
+            ax.grid(False)
+            mask_name = localized(language, "causal mask", "причинная маска") if causal else localized(language, "no mask", "без маски")
+            ax.set_title(f"{mask_name}, T = {temperature:g}", fontsize=11)
+    fig.supylabel(localized(language, "query: the word doing the looking", "запрос: слово, которое смотрит"), fontsize=10)
+    fig.suptitle(localized(language, "One sentence, two switches: the mask and the temperature",
+                           "Одно предложение, два переключателя: маска и температура"), fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+show_figure(
+    plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
+    "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
+    "cells carry more of the row's budget of 1. The orange box is the row of \"it\". Top row, no mask: \"it\" spreads its "
+    f"weight over the whole sentence, {float(it_row[False, 1.0][animal]):.2f} on \"animal\" at T = 1. Bottom row, causal "
+    f"mask: everything right of the diagonal is exactly 0, \"tired\" drops out of the row of \"it\" and \"animal\" rises "
+    f"to {float(it_row[True, 1.0][animal]):.2f}. Left to right, the temperature grows from 0.5 to 2: rows turn from "
+    "nearly one-hot into a wash.",
+)
+
+# %% [markdown]
+# ## 6 · Сверяемся с PyTorch
+#
+# **Идея.** Совпадение с PyTorch на одном примере мало что доказывает; контракт формулирует *свойства*,
+# которыми обязано обладать любое корректное внимание, и проверяет каждое на входах, подобранных так,
+# чтобы выявить типичные ошибки. `check_attention_contract`, который оценивал упражнение 3, проверяет
+# пять таких свойств:
+#
+# | Свойство | Что сравнивается | Какую ошибку ловит |
+# |---|---|---|
+# | выходы и градиенты | наша реализация против `F.scaled_dot_product_attention` во float64, для батча × голов = 2 × 2 с каузальной маской для запросов при работе с кэшем; а также градиенты по q, k и v | масштабирование на $d_k$ вместо $\sqrt{d_k}$, softmax не по той оси, маскирование после softmax, `detach()` |
+# | ось батча, которая есть только у V | q и k с батчем 1 против v и маски с батчем 2 | форма батча, взятая только из q и k |
+# | градиенты на нулевых строках | при `empty_row="zero"` все градиенты остаются конечными, а пустой запрос не получает никакого | $e^{-\infty - (-\infty)} = $ NaN при обратном проходе |
+# | геометрия запросов при работе с кэшем | запросы 3 и 4 отдельно против всех 5 ключей, со строками 3 и 4 каузальной маски, совпадают с двумя последними строками полного прогона; маска, выровненная по левому верхнему углу, — нет | построение маски декодирования по локальным позициям |
+# | эквивариантность относительно перестановок | без маски перестановка токенов переставляет выходы точно так же | скрытая позиционная добавка внутри внимания |
+#
+# $$\operatorname{Attention}(P Q, P K, P V) = P \operatorname{Attention}(Q, K, V)$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $P$ | матрица перестановки: она переупорядочивает строки (токены) | порядок $[2, 0, 4, 1, 3]$ |
+# | $PQ$, $PK$, $PV$ | те же токены, поданные в новом порядке | 5 токенов ширины 4 |
+#
+# **Вручную.** Смесь из раздела 2 не зависит от порядка: это взвешенная *сумма*, а сумме безразлично, в
+# каком порядке идут слагаемые. Если переупорядочить ключи и значения согласованно, слагаемые каждой суммы
+# переставятся, а сама сумма не изменится; если переупорядочить запросы, переставятся строки выхода. Вот
+# почему к токенам нужно добавлять позиции (раздел 3): само по себе внимание порядка не видит.
+#
+# Ячейка ниже повторяет проверки в открытую, на свежих случайных входах, и печатает каждую измеренную
+# ошибку в единицах шага округления float64: несколько единиц означают то же самое число, посчитанное в
+# другом порядке, а неверная маска ошибается примерно на $10^{15}$ единиц.
+
+# %%
+# Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
+gen = torch.Generator().manual_seed(SEED)
+q, k, v = (torch.randn(2, 2, n, d, dtype=torch.float64, generator=gen, requires_grad=True) for n, d in ((3, 4), (5, 4), (5, 6)))
+allowed = causal_allowed(3, 5, query_offset=2)
+ours = scaled_dot_product_attention(q, k, v, allowed).output
+theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+probe = torch.randn(ours.shape, dtype=torch.float64, generator=gen)  # a random direction to differentiate along
+grads_ours = torch.autograd.grad((ours * probe).sum(), (q, k, v))
+grads_theirs = torch.autograd.grad((theirs * probe).sum(), (q, k, v))
+measured = {
+    "output_max_error": float((ours - theirs).detach().abs().max()),
+    "gradient_max_error": max(float((a - b).abs().max()) for a, b in zip(grads_ours, grads_theirs)),
+}
+
+# Cached-query geometry: queries 3 and 4 alone, with rows 3 and 4 of the causal mask, against a top-left mask.
+tq, tk, tv = (torch.randn(5, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+full = scaled_dot_product_attention(tq, tk, tv, causal_allowed(5, 5)).output
+cached = scaled_dot_product_attention(tq[3:], tk, tv, causal_allowed(2, 5, query_offset=3)).output
+top_left_rows = scaled_dot_product_attention(tq[3:], tk, tv, causal_allowed(2, 5)).output
+measured["cached_rows_error"] = float((cached - full[3:]).abs().max())
+measured["wrong_cache_mask_max_error"] = float((top_left_rows - full[3:]).abs().max())
+print({key: f"{value:.1e}" for key, value in measured.items()})
+expect('measured["output_max_error"] < 1e-12', measured["output_max_error"], "<", 1e-12)
+expect('measured["gradient_max_error"] < 1e-11', measured["gradient_max_error"], "<", 1e-11)
+expect('measured["cached_rows_error"] < 1e-12', measured["cached_rows_error"], "<", 1e-12)
+expect('measured["wrong_cache_mask_max_error"] > 1e-3', measured["wrong_cache_mask_max_error"], ">", 1e-3)
+
+# Permutation equivariance, and a batch axis that only V has.
+order = torch.tensor([2, 0, 4, 1, 3])
+plain = scaled_dot_product_attention(tq, tk, tv).output
+shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
+permutation_error = float((shuffled - plain[order]).abs().max())
+print(f"permuted inputs give permuted outputs: max difference {permutation_error:.1e}")
+expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
+
+# One query and one key broadcast against a batch of two value sets, each with its own mask.
+only_v = scaled_dot_product_attention(
+    torch.zeros(1, 2, 1), torch.zeros(1, 3, 1), torch.arange(1.0, 7.0).reshape(2, 3, 1),
+    torch.tensor([[[True, False, False], [False, True, False]], [[False, False, True], [True, True, False]]]),
+)
+print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
+expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
+
+
+# How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
+EPSILON = float(torch.finfo(torch.float64).eps)
+print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   verdict")
+for key, label, bound, must_be_small in (
+    ("output_max_error", "our output against PyTorch's", 1e-12, True),
+    ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
+    ("cached_rows_error", "cached queries 3, 4 against the full run", 1e-12, True),
+    ("wrong_cache_mask_max_error", "a top-left mask against the full run", 1e-3, False),
+):
+    value = measured[key]
+    verdict = ("rounding only" if value <= bound else "TOO LARGE") if must_be_small else ("a real difference" if value > bound else "TOO SMALL")
+    print(f"{label:<42} {value:>20.2e} {value / EPSILON:>12.3g}   {verdict}")
+    if verdict in ("TOO LARGE", "TOO SMALL"):
+        raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
+print("Read the last column: a few epsilons is the same number computed in another order; "
+      f"the wrong mask is off by about {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} epsilons, a different answer.")
+
+# %% [markdown]
+# ## 7 · Зачем делить на √d_k?
+#
+# **Идея.** Бросьте один кубик — результат окажется между 1 и 6. Сложите сотню кубиков — и сумма уйдёт от
+# своего среднего гораздо дальше, на десятки в любую сторону. Скалярное произведение и есть такая сумма:
+# по одному небольшому произведению на координату. Чем шире голова, тем больше слагаемых и тем сильнее
+# размах оценок. Большой размах — плохая новость для softmax: оценки вроде $(16, 3, -9)$ отдают практически
+# весь вес одному ключу, прав он или нет. Хуже того, softmax тогда перестаёт реагировать на свой вход. Его
+# производная (якобиан — сигнал, который обучение посылает обратно к запросам и ключам) равна
+# $\operatorname{diag}(p) - p p^\top$, и когда одна доля равна 1, а остальные 0, каждый элемент этой
+# матрицы равен 0: softmax *насыщен*, и градиенту, который должен учить запросы и ключи, приходится
+# проходить через этот ноль. Ячейка измеряет якобиан, а затем градиент, который на самом деле доходит до
+# каждого запроса.
+#
+# $$\operatorname{Var}(q \cdot k) = d_k \quad \Longrightarrow \quad \operatorname{Var}\left(\frac{q \cdot k}{\sqrt{d_k}}\right) = 1$$
+#
+# | Обозначение | Смысл |
+# |---|---|
+# | $\operatorname{Var}(x)$ | дисперсия: средний квадрат отклонения $x$ от среднего; корень из неё, стандартное отклонение, — типичный размах колебаний |
+# | $q \cdot k$ | «сырая» оценка, для $q$ и $k$ с независимыми элементами со средним 0 и дисперсией 1 |
+# | $d_k$ | число складываемых произведений: дисперсия каждого равна 1, а дисперсии независимых слагаемых складываются |
+# | $\sqrt{d_k}$ | деление на $c$ делит дисперсию на $c^2$; здесь $c^2 = d_k$ |
+# | $\operatorname{diag}(p) - p p^\top$ | якобиан softmax в точке долей $p$: элемент $(i, j)$ показывает, как меняется доля $i$, когда меняется оценка $j$ |
+#
+# **Вручную.** Возьмём $d_k = 4$ и элементы $\pm 1$. Каждое из четырёх произведений равно $+1$ или $-1$, и
+# 16 равновероятных наборов знаков дают суммы $-4, -2, 0, 2, 4$ с частотами $1, 4, 6, 4, 1$.
+# Их дисперсия равна $(16 + 4 \cdot 4 + 0 + 4 \cdot 4 + 16) / 16 = 4 = d_k$. Деление каждой суммы на
+# $\sqrt{4} = 2$ делит дисперсию на 4, до 1. При $d_k = 128$ «сырое» стандартное отклонение равно
+# $\sqrt{128} \approx 11.3$: типичная сырая оценка — около $\pm 11$, типичная отмасштабированная — около $\pm 1$.
+#
+# Ячейка проверяет это тремя способами: точно, перебирая все 16 наборов; методом Монте-Карло, с эталонным
+# зерном генератора и допуском; и измеряя само насыщение на ширинах от 2 до 1,024 (16 ключей, 400 случайных
+# запросов на каждую ширину), с масштабированием и без него.
+
+# %%
+# 1) Exactly: every sign pattern of four ±1 products.
+sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
+exact = torch.tensor(sums, dtype=torch.float64)
+print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, "
+      f"variance {float(exact.var(unbiased=False)):.0f}, scaled {float((exact / 2).var(unbiased=False)):.0f}; "
+      f"sqrt(128) = {math.sqrt(128):.1f}")
+expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
+expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
+expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
+spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
+print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
+expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
+
+# 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
+d_k = REFERENCE.value("scaling_experiment.d_k")
+samples = REFERENCE.value("scaling_experiment.samples")
+tolerance = REFERENCE.value("scaling_experiment.relative_tolerance")
+gen = torch.Generator().manual_seed(REFERENCE.value("scaling_experiment.seed"))
+q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k, generator=gen)
+dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
+unscaled_variance = float(dots.var(unbiased=False))
+scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
+print(f"d_k = {d_k}, {samples:,} pairs: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
+for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
+    target = REFERENCE.value(f"scaling_experiment.{name}")
+    expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
+del q_mc, k_mc, dots
+
+
+# 3) Saturation across widths.
+def softmax_jacobian(p):
+    """The softmax Jacobian at shares p (..., n): diag(p) − p pᵀ, shape (..., n, n)."""
+    p = require_tensor("p", p, min_ndim=1)
+    return torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
+
+
+def jacobian_norm(p):
+    """Frobenius norm of diag(p) − p pᵀ without building it: sqrt(Σp² − 2Σp³ + (Σp²)²)."""
+    p = require_tensor("p", p, min_ndim=1)
+    square, cube = (p ** 2).sum(-1), (p ** 3).sum(-1)
+    return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
+
+
+def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+    """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1)
+    gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    rows = []
+    for width in widths:
+        q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
+        k = torch.randn(trials, n_keys, width, generator=gen)  # (trials, n_keys, d)
+        raw = (q @ k.transpose(-2, -1))[:, 0].double()         # (trials, n_keys)
+        for scaled in (False, True):
+            p = torch.softmax(raw / math.sqrt(width) if scaled else raw, dim=-1)
+            rows.append({"d_k": width, "scaled": scaled, "max_weight": float(p.amax(-1).mean()),
+                         "jacobian_norm": float(jacobian_norm(p).mean())})
+    return rows
+
+
+p_check = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p_check.log())
+expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
+expect("math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)", math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12))
+expect("a one-hot softmax passes no gradient", float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()), "==", 0.0)
+
+WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+saturation = saturation_experiment(WIDTHS)
+by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
+print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
+for width in WIDTHS:
+    u, s = by_key[width, False], by_key[width, True]
+    print(f"{width:>4} | {u['max_weight']:>19.3f}  {u['jacobian_norm']:.3f} | {s['max_weight']:>17.3f}  {s['jacobian_norm']:.3f}")
+shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
+shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
+scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
+print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}, gradient {shrink_512:.1f}x smaller than scaled; "
+      f"at 1024: {by_key[1024, False]['max_weight']:.2f} and {shrink_1024:.1f}x; scaled top weight stays in "
+      f"[{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
+expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
+expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
+
+
+def plot_saturation(rows, language="en"):
+    """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.15, top=0.9, wspace=0.25)  # fixed margins: a layout engine would draw everything twice
+    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+        chosen = [r for r in rows if r["scaled"] == scaled]
+        widths = [r["d_k"] for r in chosen]
+        left.plot(widths, [r["max_weight"] for r in chosen], "o-", color=color, label=label, ms=4)
+        right.plot(widths, [r["jacobian_norm"] for r in chosen], "o-", color=color, label=label, ms=4)
+    for ax, title, ylabel in (
+        (left, localized(language, "Softmax saturates", "Softmax насыщается"),
+         localized(language, "mean largest weight", "средний наибольший вес")),
+        (right, localized(language, "The softmax Jacobian shrinks", "Якобиан softmax сжимается"),
+         localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
+    ):
+        ax.set_xscale("log", base=2)
+        plain_log_axis(ax.xaxis)
+        ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=12)
+    left.set_ylim(0, 1.02)
+    right.set_ylim(0, 0.35)
+    left.legend(loc="center right")
+    return fig
+
+
+show_figure(
+    plot_saturation(saturation, language=LANGUAGE),
+    "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
+    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
+    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
+    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
+    "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
+)
+
+
+# %% [markdown]
+# **Что говорят числа.** Без масштабирования наибольший вес растёт с 0.31 при ширине 2 до 0.94 при ширине
+# 512 и 0.97 при 1,024, а якобиан — чувствительность долей к оценкам $\partial p / \partial s$ —
+# оказывается в 3.7 раза меньше, чем с масштабированием, при 512 и в 7.4 раза меньше при 1,024. С
+# масштабированием наибольший вес на любой ширине остаётся между 0.23 и 0.25. На ширинах от 2 до 8 красная
+# кривая на правом графике лежит *выше* синей: неотмасштабированные оценки с дисперсией от 2 до 8 разбросаны
+# как раз настолько, чтобы softmax реагировал сильнее всего, а отмасштабированные оценки с дисперсией 1 на 16
+# ключах дают почти равномерные доли, у которых якобиан тоже мал. Якобиан максимален посередине: когда доли
+# ни равномерны, ни сосредоточены в одной точке (one-hot).
+#
+# **Что на самом деле получают запросы.** Якобиан — лишь один множитель градиента. Обучению нужен
+# $\partial L / \partial q$ — градиент, который доходит до каждого запроса через оценки, доли и значения.
+# Следующая ячейка измеряет его напрямую: 400 запросов на каждую ширину, каждый против 16 случайных ключей и
+# значений, с функцией потерь $L = \langle \text{output}, r \rangle$ для случайного направления $r$ (любая
+# функция потерь доходит до выхода именно так), с масштабированием и без.
+
+# %%
+def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+    """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1)
+    gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    norms = {}
+    for width in widths:
+        # Drawn in float32 (faster to generate), computed in float64.
+        q = torch.randn(trials, width, generator=gen).double()              # (trials, d)
+        k = torch.randn(trials, n_keys, width, generator=gen).double()      # (trials, n, d)
+        direction = torch.randn(trials, width, generator=gen).double()      # (trials, d): r
+        # L = sum_j p_j (v_j · r). Given r, each v_j · r is N(0, |r|²) and independent, so draw u_j = v_j · r directly.
+        u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # (trials, n)
+        for scaled in (False, True):
+            c = math.sqrt(width) if scaled else 1.0
+            p = torch.softmax((k @ q[:, :, None])[..., 0] / c, dim=-1)          # (trials, n) shares
+            d_scores = p * (u - (p * u).sum(-1, keepdim=True))                  # ∂L/∂s = (diag(p) − p pᵀ) u
+            gradient = (d_scores[:, None, :] @ k)[:, 0] / c                     # (trials, d) ∂L/∂q = Σ_j ∂L/∂s_j k_j / c
+            norms[width, scaled] = gradient.norm(dim=-1)                        # (trials,) one norm per query
+    return norms
+
+
+# The closed-form gradient is what autograd computes: check it on a small case.
+check_q = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED), requires_grad=True)
+check_k, check_u = torch.randn(3, 4, 5, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+check_p = torch.softmax((check_k @ check_q[:, :, None])[..., 0] / math.sqrt(5), dim=-1)
+(autograd_q,) = torch.autograd.grad((check_p * check_u).sum(), check_q)
+closed_form = ((check_p * (check_u - (check_p * check_u).sum(-1, keepdim=True)))[:, None, :] @ check_k)[:, 0] / math.sqrt(5)
+if not torch.allclose(autograd_q, closed_form, atol=1e-12):
+    raise AssertionError(f"the closed-form ∂L/∂q disagrees with autograd by {float((autograd_q - closed_form).abs().max()):.3g}")
+
+query_gradients = query_gradient_experiment(WIDTHS)
+almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
+for width in WIDTHS:
+    unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
+    almost_none[width] = float((unscaled < 0.01 * scaled_norms.median()).double().mean())
+median_ratio_512 = float(query_gradients[512, True].median() / query_gradients[512, False].median())
+largest_512 = (float(query_gradients[512, False].max()), float(query_gradients[512, True].max()))
+print(" d_k | median |dL/dq| unscaled, scaled | unscaled queries under 1% of the scaled median")
+for width in WIDTHS:
+    print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
+          f"{almost_none[width]:.2f}")
+print(f"at d_k = 512: the median unscaled query gets {median_ratio_512:.0f}x less gradient than a scaled one, "
+      f"{almost_none[512]:.0%} get almost none, and the largest gets {largest_512[0]:.0f} against {largest_512[1]:.0f} scaled")
+if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
+    raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
+                         f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
+                         f"a few get far more than any scaled query (largest {largest_512[0]:.0f} against {largest_512[1]:.0f})")
+if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
+    raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 8]}")
+
+
+def plot_query_gradients(norms, widths, language="en"):
+    """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+        rows = np.array([np.asarray(norms[w, scaled], dtype=float) for w in widths])  # (widths, trials)
+        low, mid, high = (np.quantile(rows, level, axis=1) for level in (0.1, 0.5, 0.9))
+        ax.fill_between(widths, low, high, color=color, alpha=0.18, lw=0)
+        ax.plot(widths, mid, "o-", color=color, ms=4, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_axis(axis)
+    ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+    ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
+    ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
+    "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
+    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
+    f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
+    "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
+    "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
+)
+
+
+# %% [markdown]
+# Коротко: скалярные произведения растут с шириной, большие оценки насыщают softmax, и тогда градиент,
+# доходящий до запросов, не просто становится меньше, а распределяется неравномерно: при $d_k = 512$
+# медианный запрос получает в десятки раз меньше, чем с масштабированием (ячейка печатает этот множитель; в
+# зависимости от случайной выборки он гуляет примерно между 40 и 100), около половины запросов не получают
+# почти ничего (меньше 1% от медианы с масштабированием), а немногие получают обновления в десятки раз
+# больше, чем любой запрос с масштабированием. Деление на $\sqrt{d_k}$ держит каждый запрос в области, где
+# softmax гладок и обучаем.
+
+# %% [markdown]
+# ## 8 · Много голов: многоголовое внимание, внимание с группировкой запросов и внимание с одной K/V-головой
+#
+# **Идея.** Одно внимание с запросами шириной во всю модель может вычислить за слой только один вид
+# смешивания. Вместо этого разобьём ширину на $H$ узких **голов**, у каждой из которых свои проекции и своё
+# внимание. Общий объём работы остаётся примерно тем же, а каждая голова может специализироваться: одна
+# следит за предыдущим токеном, другая связывает местоимение с его существительным. Выходы голов затем
+# склеиваются бок о бок и смешиваются одной выходной матрицей $W_o$, так что выход блока снова имеет
+# ширину модели и блоки можно ставить друг на друга.
+#
+# При генерации ключи и значения каждой головы кэшируются для каждого токена, поэтому кэш растёт с числом
+# K/V-голов. **Внимание с группировкой запросов (GQA)** позволяет группе голов запросов делить одну
+# K/V-голову; **внимание с одной K/V-головой (multi-query attention, MQA)** — крайний случай, когда одна
+# K/V-голова общая для всех. Головы запросов по-прежнему задают свои собственные вопросы; они лишь читают
+# из общего набора ключей и значений.
+#
+# $$\text{head}_h = \operatorname{Attention}\left(X W_q^{(h)},\; X W_k^{(g(h))},\; X W_v^{(g(h))}\right), \qquad g(h) = \left\lfloor \frac{h}{H / H_{kv}} \right\rfloor$$
+#
+# $$\operatorname{MHA}(X) = \left[\text{head}_0, \dots, \text{head}_{H-1}\right] W_o$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $H$ | число голов запросов | $8$ |
+# | $H_{kv}$ | число K/V-голов: $H$ для MHA, меньше для GQA, 1 для MQA; должно делить $H$ | $8$, $2$, $1$ |
+# | $d_{head}$ | ширина каждой головы, $d_{model} / H$ | $64 / 8 = 8$ |
+# | $W_q^{(h)}$, $W_k^{(g)}$, $W_v^{(g)}$ | проекции головы запросов $h$ и K/V-головы $g$, каждая размера $d_{model} \times d_{head}$ | $64 \times 8$ |
+# | $g(h)$ | K/V-голова, из которой читает голова запросов $h$; соседние головы запросов делят одну | $g(5) = \lfloor 5 / 4 \rfloor = 1$ при $H_{kv} = 2$ |
+# | $[\cdot, \dots, \cdot]$ | конкатенация по признакам | ширина $8 \cdot 8 = 64$ |
+# | $W_o$ | выходная проекция, которая смешивает головы | $64 \times 64$ |
+#
+# **Вручную.** При $d_{model} = 64$ и $H = 8$ головах ширины 8 проекции ключей и значений содержат
+# $2 \cdot 64 \cdot (8 \cdot H_{kv})$ весов: 8,192 для MHA ($H_{kv} = 8$), 2,048 для GQA с 2 K/V-головами,
+# 1,024 для MQA. Кэш на токен уменьшается во столько же раз: в 4 и 8 раз. В Llama 3.1 8B на 32 головы
+# запросов приходится 8 K/V-голов: кэш в 4 раза меньше, чем при полном многоголовом внимании.
+#
+# Именно на изменениях формы (reshape) многоголовый код и ломается, поэтому они вынесены в упражнения.
+# Держите в голове порядок осей `(batch, heads, tokens, width)`: именно его ожидает
+# `scaled_dot_product_attention`, и головы для него — просто ещё одна ось батча.
+
+# %% tags=["exercise"]
+# Exercise 4: разбейте ось признаков на головы. x имеет форму (..., T, n_heads * d_head); верните
+# (..., n_heads, T, d_head), где голова h токена t содержит признаки h*d_head .. (h+1)*d_head - 1
+# этого токена. Индексируйте оси с конца, чтобы любые ведущие оси (батч, ...) проходили насквозь.
+# Проверка требует: форма (..., H, T, d); голова h токена t содержит ровно свой блок признаков; любое
+# число ведущих осей проходит насквозь.
+def split_heads(x, n_heads):
+    """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
+    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
+    n_heads = require_int("n_heads", n_heads, minimum=1)
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    ### BEGIN SOLUTION
+    heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
+    return heads.transpose(-3, -2)                               # (..., H, T, d)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_split_heads_contract
+def check_split_heads_contract(split_heads):
+    """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
+    import torch
+
+    batch, tokens, heads, width = 2, 3, 4, 5
+    x = torch.arange(batch * tokens * heads * width, dtype=torch.float64).reshape(batch, tokens, heads * width)
+    case = f"x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}"
+    prop = "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token"
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", split_heads, x, heads)
+    contract_assert(
+        isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, heads, tokens, width),
+        "shape (B, T, H*d) -> (B, H, T, d)", case, f"shape {(batch, heads, tokens, width)}",
+        f"shape {tuple(getattr(result, 'shape', ()))}",
+        "split the last axis into (H, d), then move the head axis in front of the token axis",
+    )
+    for b in range(batch):
+        for h in range(heads):
+            for t in range(tokens):
+                want = x[b, t, h * width:(h + 1) * width]
+                got = result[b, h, t]
+                if not torch.equal(got, want):
+                    if torch.equal(result, x.reshape(batch, heads, tokens, width)):
+                        hint = "reshaping straight to (B, H, T, d) mixes tokens; reshape to (B, T, H, d) first, then transpose(1, 2)"
+                    else:
+                        hint = "view the last axis as (H, d_head) (head-major), then swap the token and head axes"
+                    raise ContractViolation(prop, case + f"; batch {b}, head {h}, token {t}", want.tolist(), got.tolist(), hint)
+    three = torch.zeros(7, 6, dtype=torch.float64)
+    case3 = "x of shape (7, 6) with no batch axis, n_heads=3"
+    single = contract_call("leading axes are kept as they are", case3, "the function raised on a valid input; the traceback above this message shows where", split_heads, three, 3)
+    contract_assert(
+        tuple(single.shape) == (3, 7, 2), "leading axes are kept as they are", case3, "shape (3, 7, 2)",
+        f"shape {tuple(single.shape)}", "index the axes from the end (-1, -2) so any number of leading axes works",
+    )
+    return {"cases": 2}
+# builder:end sha256=f59f0c21ea7eb4aca2160a33894f98f30c9ac94ca2f48eeecd1b0eb670f07097
+check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 5: Два однострочных перехода между раскладками голов. merge_heads принимает (..., n_heads, T, d_head) и
+# возвращает (..., T, n_heads * d_head), сначала признаки головы 0: в точности обратное к split_heads.
+# repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h
+# читает K/V-голову h // group. Проверки требуют: слияние непрерывного (contiguous) выхода внимания в точности
+# отменяет split_heads; голова запросов h видит K/V-голову h // group для нескольких форм и размеров групп;
+# а group, не являющийся положительным целым, вызывает TypeError или ValueError.
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    ### BEGIN SOLUTION
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+    ### END SOLUTION
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    ### BEGIN SOLUTION
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_merge_heads_contract
+def check_merge_heads_contract(merge_heads):
+    """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
+
+    The input is contiguous, like an attention output, so its transpose is not: ``view`` fails there.
+    """
+    import torch
+
+    batch, heads, tokens, width = 2, 3, 4, 5
+    flat = torch.randn(batch, tokens, heads * width, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    split = flat.reshape(batch, tokens, heads, width).transpose(1, 2).contiguous()  # (B, H, T, d), like an attention output
+    case = f"heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()"
+    prop = "merging undoes the split: token t gets head 0's features, then head 1's, ..."
+    result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", merge_heads, split)
+    contract_assert(
+        isinstance(result, torch.Tensor) and tuple(result.shape) == (batch, tokens, heads * width),
+        "shape (B, H, T, d) -> (B, T, H*d)", case, f"shape {(batch, tokens, heads * width)}",
+        f"shape {tuple(getattr(result, 'shape', ()))}", "move the head axis behind the token axis, then flatten the last two axes",
+    )
+    if not torch.equal(result, flat):
+        if torch.equal(result, split.reshape(batch, tokens, heads * width)):
+            hint = "the heads were merged without moving the head axis back: transpose(-3, -2) before flattening"
+        elif torch.equal(result, split.transpose(-2, -1).reshape(batch, tokens, heads * width)):
+            hint = "the wrong axes were transposed: swap heads and tokens (-3, -2), not tokens and features"
+        else:
+            hint = "transpose(-3, -2) gives (..., T, H, d); then flatten(-2) or reshape(..., T, H*d)"
+        where = (result != flat).nonzero()[0].tolist()
+        raise ContractViolation(prop, case, f"{float(flat[tuple(where)])} at {tuple(where)}", f"{float(result[tuple(where)])}", hint)
+    return {"cases": 1}
+# builder:end sha256=42030e7b3423cc7bf88659e5b5936a292adc12df0bbf6046552883ea3910b764
+# builder:begin inline check_kv_repeat_contract
+def check_kv_repeat_contract(repeat_kv_heads):
+    """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
+
+    Query head h must read K/V head h // group. Inputs are float64 tensors; the result may be a
+    tensor or an array. Returns a summary; raises ContractViolation naming the first property that fails.
+    """
+    import numpy as np
+    import torch
+
+    mapping = "query head h reads K/V head h // group (repeat, not tile)"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    gen = torch.Generator().manual_seed(707)
+    for shape, group in (((3, 4, 2), 2), ((2, 2, 5, 3), 4), ((1, 4, 2), 5), ((4, 3, 2), 1)):
+        # Head k sits near 10 k, so every head is recognisable in the output.
+        x = torch.randn(shape, dtype=torch.float64, generator=gen) + 10.0 * torch.arange(shape[-3], dtype=torch.float64)[:, None, None]
+        case = f"x of shape {shape} (K/V heads on axis -3), group={group}"
+        out = np.asarray(contract_call(mapping, case, raised, repeat_kv_heads, x, group))
+        kv_heads, reference = shape[-3], x.numpy()
+        want_shape = shape[:-3] + (kv_heads * group,) + shape[-2:]
+        contract_assert(
+            out.shape == want_shape, "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)", case,
+            f"shape {want_shape}", f"shape {out.shape}", "repeat along axis -3 (the head axis), not along tokens or features",
+        )
+        for h in range(kv_heads * group):
+            if not np.array_equal(out[..., h, :, :], reference[..., h // group, :, :]):
+                read = [k for k in range(kv_heads) if np.array_equal(out[..., h, :, :], reference[..., k, :, :])]
+                raise ContractViolation(
+                    mapping, case, f"query head {h} -> K/V head {h // group}",
+                    f"query head {h} -> K/V head {read[0] if read else 'none (values changed)'}",
+                    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share "
+                    "a K/V head, so use np.repeat / torch.repeat_interleave",
+                )
+    for bad in (0, -2, 1.5, True):
+        try:
+            repeat_kv_heads(torch.zeros(3, 4, 2, dtype=torch.float64), bad)
+        except (TypeError, ValueError):
+            continue
+        raise ContractViolation(
+            "a group that is not a positive integer is rejected", f"x of shape (3, 4, 2), group={bad!r}",
+            "TypeError or ValueError", "returned normally", "keep the argument checks at the top of the function",
+        )
+    return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
+# builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
+check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
+check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 6: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску
+# (паддинг из token_valid для ключей и для запросов; каузальный треугольник, если self.causal), спроецируйте
+# x в запросы, ключи и значения, разбейте их на головы, дайте каждой группе голов запросов делить свою
+# K/V-голову, запустите scaled_dot_product_attention, передав empty_row дальше, слейте головы и
+# примените out_proj. Проверка требует: выход равен независимому многоголовому вниманию, построенному из собственных
+# весов слоя (float64, 4 головы запросов на 2 K/V-головы, каузальное); return_weights=True возвращает
+# (output, веса формы (B, H, T, T)); ключи паддинга никогда не читаются, а запросы паддинга дают нулевые строки.
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
+        super().__init__()
+        self.d_model = require_int("d_model", d_model, minimum=1)
+        self.n_heads = require_int("n_heads", n_heads, minimum=1)
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_head = self.d_model // self.n_heads
+        self.causal = require_bool("causal", causal)
+        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
+        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
+
+    def kv_parameter_count(self):
+        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
+        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
+
+    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
+        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
+        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        batch, length, _ = x.shape
+        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                        or token_valid.shape != (batch, length)):
+            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        ### BEGIN SOLUTION
+        allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
+        if self.causal:
+            allowed = allowed & causal_allowed(length, length)
+        group = self.n_heads // self.n_kv_heads
+        q = split_heads(self.q_proj(x), self.n_heads)                                  # (B, H, T, d)
+        k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
+        result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
+        output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
+        return (output, result.weights) if return_weights else output
+        ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_multi_head_attention_contract
+def check_multi_head_attention_contract(attention_class):
+    """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
+
+    ``forward(x, *, token_valid=None, empty_row='error', return_weights=False)`` must project x to
+    queries, keys and values, split them into heads (K/V heads shared by consecutive query heads),
+    attend with the causal and padding masks, merge the heads and apply the output projection.
+    The reference here is built independently from the layer's own weights and PyTorch's attention.
+    Returns the largest error; raises ContractViolation naming the first property that fails.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    d_model, n_heads, n_kv, batch, length = 8, 4, 2, 2, 5
+    gen = torch.Generator().manual_seed(2024)
+    case = f"attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    layer = contract_call("the layer builds", case, raised, attention_class, d_model, n_heads, n_kv, causal=True)
+    contract_assert(
+        isinstance(layer, torch.nn.Module), "the layer builds", case, "an nn.Module instance",
+        f"{type(layer).__name__} {layer!r}"[:120], "the exercise is the class MultiHeadSelfAttention; keep its __init__",
+    )
+    layer = layer.double()
+    weights = {}
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            module = getattr(layer, name, None)
+            contract_assert(
+                isinstance(getattr(module, "weight", None), torch.Tensor), "the layer keeps q_proj, k_proj, v_proj and out_proj",
+                case, f"a linear layer {name}", f"{type(module).__name__}", "keep the four projections built in __init__",
+            )
+            module.weight.copy_(torch.randn(module.weight.shape, dtype=torch.float64, generator=gen))
+            weights[name] = module.weight.detach().clone()
+    x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
+    d_head, group = d_model // n_heads, n_heads // n_kv
+
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+        def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
+            return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
+
+        q = heads(x @ weights["q_proj"].T, n_heads)
+        k, v = (heads(x @ weights[name].T, n_kv) for name in ("k_proj", "v_proj"))
+        share = (lambda t: t.repeat(1, group, 1, 1)) if tile else (lambda t: t.repeat_interleave(group, dim=1))
+        allowed = torch.ones(x.shape[0], 1, x.shape[1], x.shape[1], dtype=torch.bool)
+        if causal:
+            allowed = allowed & torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        if token_valid is not None:
+            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]
+        out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
+        if token_valid is not None:
+            out = out * token_valid[:, None, :, None]  # padded queries: zero rows
+        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        return merged @ weights["out_proj"].T if out_proj else merged
+
+    prop = "the output equals an independent multi-head attention built from the layer's weights"
+    with torch.no_grad():
+        got = contract_call(prop, case, raised, layer, x)
+        contract_assert(
+            isinstance(got, torch.Tensor) and tuple(got.shape) == (batch, length, d_model), "output shape (B, T, d_model)", case,
+            f"shape {(batch, length, d_model)}", f"shape {tuple(getattr(got, 'shape', ()))}",
+            "merge the heads back to (B, T, H*d) and apply out_proj",
+        )
+        want = reference(x)
+        hint = "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj"
+        for variant, explanation in (
+            (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
+            (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
+            (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+        ):
+            if torch.allclose(got, variant, atol=1e-9):
+                hint = explanation
+                break
+        error = contract_close(prop, case, got, want, hint, atol=1e-9, rtol=1e-9)
+
+        returned = contract_call("return_weights=True returns (output, weights)", case + ", return_weights=True", raised,
+                                 layer, x, return_weights=True)
+        contract_assert(
+            isinstance(returned, tuple) and len(returned) == 2 and tuple(getattr(returned[1], "shape", ())) == (batch, n_heads, length, length),
+            "return_weights=True returns (output, weights)", case + ", return_weights=True",
+            f"a pair whose weights have shape {(batch, n_heads, length, length)}", f"{type(returned).__name__}",
+            "return (output, result.weights) when return_weights is set: one weight matrix per query head",
+        )
+        contract_close("return_weights=True returns (output, weights)", case + ", return_weights=True", returned[0], want, hint,
+                       atol=1e-9, rtol=1e-9)
+
+        token_valid = torch.tensor([[True] * length, [True, True, True, False, False]])
+        padded_case = case + ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'"
+        padded = contract_call("padding keys are never read and padded queries give zero rows", padded_case, raised,
+                               layer, x, token_valid=token_valid, empty_row="zero")
+        contract_close(
+            "padding keys are never read and padded queries give zero rows", padded_case, padded,
+            reference(x, token_valid=token_valid),  # out_proj has no bias, so a zero row stays zero
+            "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through",
+            atol=1e-9, rtol=1e-9,
+        )
+    return {"max_error": error}
+# builder:end sha256=2af1a4cc65b3609a2c0fd04d6cca61074f207b6084a9edc8b3d7d1f880843012
+check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
+
+# %%
+torch.manual_seed(SEED)
+x_heads = torch.randn(2, 6, 64)
+layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
+for name, layer in layers.items():
+    y, w = layer(x_heads, return_weights=True)
+    print(f"{name}: {layer.n_kv_heads} K/V heads, output {tuple(y.shape)}, weights {tuple(w.shape)}, "
+          f"K+V weights {layer.kv_parameter_count():,}")
+kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
+expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
+expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
+expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
+expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
+
+# GQA is exactly MHA whose K/V projections repeat each shared head for its group.
+gqa = layers["GQA"]
+twin = MultiHeadSelfAttention(64, 8, 8)
+with torch.no_grad():
+    twin.q_proj.weight.copy_(gqa.q_proj.weight)
+    twin.out_proj.weight.copy_(gqa.out_proj.weight)
+    for name in ("k_proj", "v_proj"):
+        shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
+        getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
+    gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
+print(f"GQA against MHA with repeated K/V heads: max difference {gqa_error:.1e}")
+expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
+
+# And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
+if ENVIRONMENT["torch_has_enable_gqa"]:
+    with torch.no_grad():
+        q = split_heads(gqa.q_proj(x_heads), 8).double()
+        k, v = (split_heads(proj(x_heads), 2).double() for proj in (gqa.k_proj, gqa.v_proj))
+        ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
+        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
+    print(f"against F.scaled_dot_product_attention(enable_gqa=True): max difference {float((ours - theirs).abs().max()):.1e}")
+    expect("torch.allclose(ours, theirs, atol=1e-12)", torch.allclose(ours, theirs, atol=1e-12))
+else:
+    print("torch < 2.5 has no enable_gqa; the comparison with PyTorch's GQA path is skipped")
+
+# Padding: padded queries read nothing (zero rows on request); real queries never read padding keys.
+torch.manual_seed(SEED)
+mha = MultiHeadSelfAttention(32, 4)
+x_pad = torch.randn(2, 5, 32)
+token_valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
+y_pad, w_pad = mha(x_pad, token_valid=token_valid, empty_row="zero", return_weights=True)
+expect("y_pad.shape == (2, 5, 32)", y_pad.shape, "==", (2, 5, 32))
+expect("w_pad.shape == (2, 4, 5, 5)", w_pad.shape, "==", (2, 4, 5, 5))
+expect("padding queries must give zero rows", torch.all(w_pad[1, :, 3:] == 0))
+expect("padding queries must give zero rows", torch.all(y_pad[1, 3:] == 0))
+expect("no query may read a padding key", torch.all(w_pad[1, :, :, 3:] == 0))
+expect("torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3))", torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3)))
+expect("torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))", torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5)))
+expect("padding must not change the real tokens' outputs", torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6))
+expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
+print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
+
+
+def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
+    """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
+    names = {n_heads: "MHA", 1: "MQA"}
+    for ax, n_kv in zip(axes, kv_options):
+        group = n_heads // n_kv
+        query_x = np.arange(n_heads)
+        kv_x = np.array([g * group + (group - 1) / 2 for g in range(n_kv)])
+        for h in range(n_heads):
+            ax.plot([query_x[h], kv_x[h // group]], [1.0, 0.0], color=Palette.GREY, lw=1.2, zorder=1)
+        ax.scatter(query_x, np.ones(n_heads), s=170, marker="s", color=Palette.BLUE, zorder=2)
+        ax.scatter(kv_x, np.zeros(n_kv), s=260, marker="s", color=Palette.ORANGE, zorder=2)
+        ax.set_ylim(-0.45, 1.45)
+        ax.set_xlim(-0.8, n_heads - 0.2)
+        ax.axis("off")
+        label = names.get(n_kv, "GQA")
+        ax.set_title(f"{label}: {n_heads} Q, {n_kv} K/V", fontsize=11)
+        ax.text(-0.7, 1.28, localized(language, "query heads", "головы запросов"), fontsize=9, color=Palette.BLUE)
+        ax.text(-0.7, -0.38, localized(language, f"K/V heads cached: {n_kv}", f"K/V голов в кэше: {n_kv}"),
+                fontsize=9, color=Palette.ORANGE)
+    return fig
+
+
+show_figure(
+    plot_head_sharing(language=LANGUAGE),
+    "Blue squares are query heads, orange squares are the key/value heads they read; each line is one query head "
+    "reading one K/V head. Count the orange squares: that is what the KV cache stores per token and layer. MHA keeps "
+    "8, GQA lets each group of 4 consecutive query heads share one (2 in all), MQA shares a single one among all 8.",
+)
+
+
+def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
+    """Boxes of the multi-head data path: one wide projection, split into heads, attended, merged, mixed by W_o."""
+    require_choice("language", language, LANGUAGES)
+    n_tokens = require_int("n_tokens", n_tokens, minimum=1, maximum=8)
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
+    d_head = require_int("d_head", d_head, minimum=1, maximum=4)
+    apply_plot_style()
+    from matplotlib.patches import Rectangle
+
+    colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
+    fig, ax = plt.subplots(figsize=(11.0, 2.7))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    ax.set_aspect("equal")
+    ax.axis("off")
+    cell, width = 0.5, n_heads * d_head
+
+    def grid(x0, y0, columns, head_of_column, alpha=0.85):
+        """A tokens × columns grid whose column j is coloured by head_of_column(j); returns its right edge."""
+        for t in range(n_tokens):
+            for j in range(columns):
+                ax.add_patch(Rectangle((x0 + j * cell, y0 - (t + 1) * cell), cell, cell, facecolor=colors[head_of_column(j) % 6],
+                                       edgecolor="white", lw=1, alpha=alpha))
+        return x0 + columns * cell
+
+    top = n_tokens * cell + 0.4
+    gap = 1.7  # room for an arrow and its label between two grids
+
+    def arrow(x0, x1, label):
+        """A labelled arrow from x0 to x1 at the grids' mid-height."""
+        y = top - n_tokens * cell / 2
+        ax.annotate("", xy=(x1 - 0.1, y), xytext=(x0 + 0.1, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.3})
+        ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
+    x = 0.0
+    right = grid(x, top, width, lambda j: j // d_head)
+    ax.text(x, top + 0.25, localized(language, f"X W_q: (T, H·d) = ({n_tokens}, {width})", f"X W_q: (T, H·d) = ({n_tokens}, {width})"), fontsize=9)
+    steps = (localized(language, "split_heads", "split_heads"), localized(language, "attention\nper head", "внимание\nв каждой голове"),
+             localized(language, "merge_heads", "merge_heads"), "× W_o")
+    x = right + gap
+    arrow(right, x, steps[0])
+    heads_left = x
+    for h in range(n_heads):  # (H, T, d): one small grid per head
+        x = grid(x, top, d_head, lambda j, h=h: h) + 0.25
+    ax.text(heads_left, top + 0.25, localized(language, f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})", f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"), fontsize=9)
+    mid = x + gap
+    arrow(x, mid, steps[1])
+    x = mid
+    for h in range(n_heads):
+        x = grid(x, top, d_head, lambda j, h=h: h, alpha=0.55) + 0.25
+    merged_left = x + gap
+    arrow(x, merged_left, steps[2])
+    right = grid(merged_left, top, width, lambda j: j // d_head, alpha=0.55)
+    ax.text(merged_left, top + 0.25, localized(language, f"(T, H·d) = ({n_tokens}, {width})", f"(T, H·d) = ({n_tokens}, {width})"), fontsize=9)
+    out_left = right + gap
+    arrow(right, out_left, steps[3])
+    grid(out_left, top, width, lambda j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
+    ax.text(out_left, top + 0.25, localized(language, "output (T, d_model)", "выход (T, d_model)"), fontsize=9)
+    ax.set_xlim(-0.2, out_left + width * cell + 0.2)
+    ax.set_ylim(-0.2, top + 0.6)
+    ax.set_title(localized(language, "Multi-head attention: split, attend, merge, mix", "Многоголовое внимание: разделить, внимать, склеить, смешать"))
+    return fig
+
+
+show_figure(
+    plot_split_merge(language=LANGUAGE),
+    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns a "
+    "feature. One wide projection makes every head's queries at once; split_heads cuts the features into H slabs of "
+    "width d_head (= d_k) and stacks them as a batch of heads; each head runs its own attention over the same tokens; "
+    "merge_heads lays the outputs side by side again, head 0 first; and W_o mixes all heads into every output feature "
+    "(drawn in one faded colour), back to the model's width.",
+)
+
+
+# %% [markdown]
+# ## 9 · Во что обходится внимание: член n²
+#
+# **Идея.** Каждая голова каждого слоя строит матрицу оценок $n \times n$, поэтому работа по вычислению
+# оценок и смешиванию растёт как *квадрат* длины контекста. Проекции в запросы, ключи, значения и обратно
+# растут по $n$ лишь линейно, зато квадратично по ширине. На коротких промптах доминируют проекции; после
+# точки пересечения верх берёт член $n^2$, и там каждое удвоение контекста стоит вчетверо дороже.
+#
+# $$\text{FLOPs}_{\text{scores+mix}} = 2 \cdot 2\, n^2 d, \qquad \text{FLOPs}_{\text{projections}} = 2 \cdot 4\, n\, d^2, \qquad \frac{\text{FLOPs}_{\text{scores+mix}}}{\text{FLOPs}_{\text{projections}}} = \frac{n}{2d}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $n$ | длина контекста в токенах | от $10^2$ до $10^6$ |
+# | $d$ | ширина модели $d_{model}$ (все головы вместе) | $4096$ |
+# | $2 n^2 d$ | умножения со сложением в $Q K^\top$ ($n^2 d$) и в умножении весов на $V$ ($n^2 d$) | |
+# | $4 n d^2$ | умножения со сложением в четырёх проекциях $W_q, W_k, W_v, W_o$ | |
+# | множитель 2 | одно умножение со сложением считается за 2 операции с плавающей точкой | |
+#
+# **Вручную.** Отношение $n / 2d$ равно 1 при $n = 2d$: для $d = 4096$ точка пересечения приходится
+# на 8,192 токена. При 128,000 токенов отношение равно $128000 / 8192 \approx 15.6$. **Важно, что именно
+# считать**: здесь учтены четыре проекции $d \times d$, нет слоя FFN и берётся весь квадрат $n \times n$.
+# У Llama 3.1 8B (32 головы запросов, 8 K/V-голов) матрицы $W_k$ и $W_v$ имеют ширину $d/4$, поэтому её
+# проекции обходятся в $2.5 d^2$ умножений со сложением на токен, и точка пересечения сдвигается к
+# $n = 1.25 d = 5{,}120$. Добавьте слой FFN ширины $4d$ (ещё $8 d^2$) — и для всего слоя пересечение
+# наступает при $n = 6d =
+# 24{,}576$. Каузальное ядро вычисляет только разрешённую половину квадрата, и точка пересечения
+# удваивается (16,384 при первом способе подсчёта). Следующая ячейка вычисляет все четыре варианта. Ни
+# один из этих подсчётов не учитывает softmax и постоянные множители реальных ядер: они показывают форму
+# кривой, а не время выполнения.
+
+# %%
+def attention_cost(n_tokens, d_model):
+    """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
+    n = require_int("n_tokens", n_tokens, minimum=1)
+    d = require_int("d_model", d_model, minimum=1)
+    return {
+        "score_entries": n * n,                # one n × n score matrix per head and layer
+        "quadratic_flops": 2 * 2 * n * n * d,  # Q·Kᵀ and weights·V: n·n·d multiply-adds each, 2 FLOPs apiece
+        "linear_flops": 2 * 4 * n * d * d,     # X·W_q, X·W_k, X·W_v and the output map: n·d·d multiply-adds each
+    }
+
+
+def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
+    """Bytes one token leaves in the KV cache: a key and a value in every layer and every K/V head."""
+    n_layers = require_int("n_layers", n_layers, minimum=1)
+    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1)
+    head_dim = require_int("head_dim", head_dim, minimum=1)
+    bytes_per_value = require_int("bytes_per_value", bytes_per_value, minimum=1)
+    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
+
+
+WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
+LONG = REFERENCE.value("attention_cost.long_context")
+for n in (1_000, 2_000, LONG):
+    print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
+crossover = 2 * WIDE
+REFERENCE.check("attention_cost.crossover_tokens", crossover)
+REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
+at_crossover = attention_cost(crossover, WIDE)
+expect('the n² part should equal the projections at n = 2·d_model', at_crossover['quadratic_flops'], "==", at_crossover['linear_flops'])
+ratios = {n: attention_cost(n, WIDE)["quadratic_flops"] / attention_cost(n, WIDE)["linear_flops"] for n in (8_000, LONG)}
+REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
+
+# The same crossover under other conventions. Llama 3.1 8B: W_q and W_o are d x d, W_k and W_v d x d/4 (8 of 32 heads).
+q_heads, kv_heads_llama = REFERENCE.value("attention_cost.q_heads"), REFERENCE.value("attention_cost.kv_heads")
+grouped_projection_flops = lambda n: 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
+ffn_flops = lambda n: 2 * n * 2 * WIDE * 4 * WIDE  # d -> 4d -> d: two d x 4d matrices
+conventions = {
+    "crossover_grouped_kv_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - grouped_projection_flops(n),
+    "crossover_with_ffn_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - attention_cost(n, WIDE)["linear_flops"] - ffn_flops(n),
+    "crossover_causal_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] // 2 - attention_cost(n, WIDE)["linear_flops"],
+}
+for key, difference in conventions.items():
+    n_cross = next(n for n in range(1, 100_000) if difference(n) >= 0)  # the first length at which the n² side catches up
+    if difference(n_cross) != 0:
+        raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
+    REFERENCE.check(f"attention_cost.{key}", n_cross)
+    print(f"{key}: {n_cross:,} tokens")
+print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
+      f"and {ratios[128_000]:.1f} at 128,000")
+
+# Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
+per_token = kv_cache_bytes_per_token(
+    n_layers=REFERENCE.value("kv_cache.layers"), n_kv_heads=REFERENCE.value("kv_cache.kv_heads"),
+    head_dim=REFERENCE.value("kv_cache.head_dim"), bytes_per_value=REFERENCE.value("kv_cache.bytes_per_value"),
+)
+REFERENCE.check("kv_cache.bytes_per_token", per_token)
+conversation_gb = per_token * 32_000 / 1e9
+fits = int((80 - 16) // conversation_gb)
+all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
+gqa_gb = per_token * 128_000 / 1e9
+print(f"KV cache: {per_token:,} bytes per token; a 32,000-token conversation holds {conversation_gb:.1f} GB; "
+      f"{fits} of them fit next to 16 GB of weights on an 80 GB GPU")
+print(f"one 128,000-token request: {all_heads_gb:.0f} GB with 32 K/V heads, {gqa_gb:.1f} GB with 8")
+
+price_per_million = 5.0  # an illustrative price in USD per million input tokens
+full_price = 100_000 * price_per_million / 1e6
+cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
+write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
+print(f"a 100,000-token prompt at USD {price_per_million:.0f}/M: USD {full_price:.2f} each time, USD {cached_price:.2f} "
+      f"as a cache read, USD {write_price:.3f} as a 5-minute cache write")
+mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
+print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
+
+# The prose below quotes these numbers; stop here if any of them moved.
+expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
+expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
+expect('crossover == 8192', crossover, "==", 8192)
+expect('(round(ratios[8000], 2), round(ratios[128000], 1)) == (0.98, 15.6)', (round(ratios[8000], 2), round(ratios[128000], 1)), "==", (0.98, 15.6))
+expect('per_token == 131072', per_token, "==", 131072)
+expect('round(conversation_gb, 1) == 4.2', round(conversation_gb, 1), "==", 4.2)
+expect('fits == 15', fits, "==", 15)
+expect('(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)', (round(all_heads_gb), round(gqa_gb, 1)), "==", (67, 16.8))
+expect('(full_price, round(cached_price, 2), write_price, mistral_reach) == (0.5, 0.05, 0.625, 131072)', (full_price, round(cached_price, 2), write_price, mistral_reach), "==", (0.5, 0.05, 0.625, 131072))
+
+# %%
+lengths = np.unique(np.logspace(2, 6, 41).astype(int))
+costs = [attention_cost(int(n), WIDE) for n in lengths]
+quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
+linear = np.array([c["linear_flops"] for c in costs], dtype=float)
+cross_at = 2 * WIDE
+print(f"crossover at n = 2·d_model = {cross_at:,}; ratio at 128,000 tokens: "
+      f"{attention_cost(128_000, WIDE)['quadratic_flops'] / attention_cost(128_000, WIDE)['linear_flops']:.1f}")
+expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
+expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
+doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
+expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
+
+
+def plot_cost(lengths, quadratic, linear, d_model, language="en"):
+    """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.4, 3.8))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
+    ax.loglog(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
+    ax.loglog(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_axis(axis)
+    ax.axvline(2 * d_model, color=Palette.MUTED, ls="--", lw=1)
+    ax.text(2 * d_model * 1.2, quadratic.min() * 3, localized(language, f"crossover\nn = 2·d = {2 * d_model:,}",
+                                                                f"пересечение\nn = 2·d = {2 * d_model:,}"), color=Palette.MUTED)
+    ax.set_xlabel(localized(language, "context length n (tokens)", "длина контекста n (токены)"))
+    ax.set_ylabel(localized(language, "FLOPs per layer", "FLOP на слой"))
+    ax.set_title(localized(language, f"Why long context is expensive (d = {d_model:,})", f"Почему длинный контекст дорог (d = {d_model:,})"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
+    "Both axes are logarithmic, so a power law is a straight line and a steeper line grows faster. The projections "
+    "(blue) have slope 1, the score-and-mix step (red) slope 2. Left of the dashed line at n = 2·d the projections "
+    "cost more; right of it the n² term dominates and pulls away, four times the work for every doubling of the context.",
+)
+
+
+# %% [markdown]
+# ### Внимание на практике: варианты, затраты и сбои
+#
+# Все числа ниже вычислила ячейка перед рисунком.
+#
+# **Ваши варианты** — от самого дешёвого до самого обязывающего. Одни выбираются в промпте или в вызове
+# API; остальные — выбором модели или стека для инференса (serving stack).
+#
+# | Вариант | Что он делает | Что вы выигрываете | Чего это стоит | Где это выбирается |
+# |---|---|---|---|---|
+# | Короткий промпт плюс поиск (retrieval) | Помещает в контекст только релевантные фрагменты | Стоимость, которая не растёт вместе с корпусом | Индекс, который нужно поддерживать, и поиск, который может промахнуться | Ваш собственный код |
+# | Кэширование промпта | Повторно использует ключи и значения префикса, который повторяется от вызова к вызову | Чтение из кэша стоит 0.1× от цены входа, а первый токен приходит быстрее ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | Префикс должен совпадать байт в байт; запись в кэш стоит 1.25× от цены входа при времени жизни 5 минут и 2× при времени жизни 1 час (та же страница) | API или движок инференса |
+# | Длинное контекстное окно | Отправляет весь документ или всю историю сразу | Ничего не нужно искать; точные перекрёстные ссылки по всему тексту | Квадратичные вычисления, кэш, растущий с каждым токеном, и худшее вспоминание середины | Выбранная вами модель |
+# | Модель с GQA или MQA | Позволяет нескольким головам запросов делить одну голову ключей и значений | KV-кэш меньше во столько раз, во сколько голов запросов больше, чем K/V-голов (4× для Llama 3.1 8B, посчитано в разделе 8) | Немного выразительной способности модели; решение принимают её авторы | Карточка модели: `num_key_value_heads` |
+# | Ядра FlashAttention | Вычисляют в точности то же внимание по тайлам, которые остаются в быстрой памяти на кристалле | Никакой матрицы n × n в основной памяти GPU; статья сообщает о 3× более быстром обучении GPT-2 при контексте 1K и о результате на 15% лучше рекорда MLPerf 1.1 для BERT-large ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | Поддерживаемый GPU | Стек инференса (PyTorch, vLLM, ...) |
+# | Внимание со скользящим окном | Позволяет каждому слою смотреть назад лишь на фиксированное число токенов | Кэш фиксированного размера в каждом слое и линейная стоимость | Точный поиск за пределами окна пропадает; информация передаётся от слоя к слою скачками | Архитектура, например Mistral 7B **v0.1** с окном в 4,096 токенов ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); в v0.2 и v0.3 от него отказались ([карточка модели v0.2](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
+# | Страничный (paged) KV-кэш | Хранит кэш каждого запроса небольшими блоками, а не одной заранее зарезервированной полосой | Пропускная способность в 2-4× выше, чем у FasterTransformer и Orca, при той же задержке ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | Движок, который это поддерживает | vLLM, а с тех пор и большинство движков |
+# | Архитектура с линейным временем | Заменяет внимание рекуррентностью с состоянием фиксированного размера | Нет члена n², кэш не растёт; авторы Mamba сообщают о пропускной способности генерации в 5× выше, чем у трансформера ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Иное поведение при вспоминании, меньше зрелых моделей | Архитектура (модели пространства состояний) |
+#
+# **Как выбирать.** Начните с того, что находится под вашим контролем.
+#
+# - *API у провайдера:* вы управляете промптом. Ставьте стабильную часть в начало (системный промпт,
+#   описания инструментов, справочные документы) и держите её неизменной от вызова к вызову, чтобы она
+#   кэшировалась; то, что меняется, ставьте в конец. Считайте токены до отправки: вход, не помещающийся
+#   в окно, отклоняется, а если в окно не помещаются вход вместе с бюджетом ответа, ответ обрывается.
+# - *Длинный контекст или поиск:* длинный контекст — для одного документа, который модель должна прочитать
+#   точно (контракт, кодовая база); поиск — когда корпус перерастает любой промпт или релевантная часть
+#   мала. Многие промышленные системы делают и то и другое: сначала ищут, потом отдают модели щедрое окно.
+# - *Открытая модель на своих серверах:* посмотрите `num_attention_heads`, `num_key_value_heads` и
+#   `max_position_embeddings` в её `config.json`. Кэш на токен пропорционален числу K/V-голов, и именно
+#   это число в большей степени, чем число параметров, определяет, сколько диалогов выдержит один GPU.
+# - *Инференс:* используйте движок с FlashAttention и страничным кэшем, а не собственный цикл.
+# - *Обучение или дообучение:* оставьте масштабирование оценок и каузальную маску библиотеки в точности
+#   такими, как есть; раздел 7 измеряет, что ломается без масштабирования.
+# - *Всегда:* измеряйте качество в зависимости от длины контекста на своей задаче, помещая ключевой факт
+#   в начало, в середину и в конец промпта. Больший заявленный размер окна не означает, что модель хорошо
+#   использует его середину.
+#
+# **Чего это стоит** — в четырёх валютах (числа взяты из ячейки выше):
+#
+# - *Вычисления.* Шаг вычисления оценок и смешивания квадратичен по числу токенов и оплачивается
+#   полностью, когда промпт читается впервые: это и есть ожидание перед первым токеном ответа. Промпт из
+#   1,000 токенов строит 1,000,000 оценок на голову на слой, из 2,000 токенов — 4,000,000, а из 128,000
+#   токенов — около 16.4 миллиарда: удвоение контекста учетверяет эту часть. Для модели ширины 4,096 с
+#   четырьмя проекциями 4,096 × 4,096, без FFN и с полным квадратом квадратичная часть сравнивается с
+#   проекциями на 8,192 токенах и в 15.6 раза больше их на 128,000. Сгруппированные K/V-проекции
+#   Llama 3.1 8B меньше, поэтому её слой внимания пересекает этот порог уже на 5,120; если учесть ещё и
+#   слой FFN ширины 4d (форма исходного трансформера), то четыре проекции d × d вместе с FFN пересекаются
+#   с квадратичной частью на 24,576; каузальное ядро, пропускающее заблокированную половину, удваивает
+#   каждое из этих значений. Ниже нескольких тысяч токенов доминируют линейные части, и членом n² можно
+#   пренебречь.
+# - *Память.* Каждый активный диалог хранит ключи и значения всех своих токенов. При форме Llama 3.1 8B
+#   (32 слоя, 8 K/V-голов ширины 128, 16-битные числа) это 131,072 байта на токен, или 4.2 ГБ на диалог
+#   из 32,000 токенов, так что GPU на 80 ГБ, в котором 16 ГБ занимают веса, вмещает 15 таких диалогов.
+#   Одному запросу на 128,000 токенов понадобилось бы 67 ГБ при 32 K/V-головах и 16.8 ГБ при тех 8, что у
+#   модели есть на самом деле.
+# - *Деньги.* API берут плату за каждый входной токен. При условной цене USD 5 за миллион входных токенов
+#   промпт из 100,000 токенов стоит USD 0.50 при каждой отправке, USD 0.05, если весь он читается из кэша
+#   по 0.1×, и USD 0.625 в первый раз, когда он записывается в 5-минутный кэш по 1.25×.
+# - *Вспоминание.* В работе *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172))
+#   GPT-3.5-Turbo правильно ответила на 75.8% вопросов, когда полезный документ стоял первым из 20, на
+#   53.8%, когда он стоял десятым (таблица 6 статьи), и на 56.1% вообще без документов (таблица 1): в
+#   середине хуже, чем вслепую.
+#
+# **Что ломается.**
+#
+# - *Ответ находится в середине.* Точность падает для фактов из середины длинного промпта. Ставьте самое
+#   важное в начало или в конец и делайте промпты настолько короткими, насколько позволяет задача.
+# - *Кэш никогда не срабатывает.* Метка времени или идентификатор запроса в начале промпта меняет префикс
+#   при каждом вызове, поэтому каждый вызов оплачивается по полной цене. Если отчёт об использовании
+#   показывает ноль чтений из кэша для одинаковых запросов, значит, перед стабильной частью стоит что-то
+#   изменчивое.
+# - *Нехватка памяти на длинном контексте.* На длинных запросах GPU переполняют не веса, а KV-кэш.
+#   Выбирайте модель с GQA, ограничьте принимаемый контекст или используйте движок со страничным кэшем.
+# - *Промпт не помещается.* Вход, не помещающийся в окно, — это ошибка; если же в окно не помещаются вход
+#   вместе с бюджетом вывода, ответ обрывается раньше времени. Сначала посчитайте и оставьте место для
+#   ответа.
+# - *Обучение застревает на немасштабированных оценках.* Без деления на квадратный корень из ширины
+#   головы softmax схлопывается на один токен и почти не пропускает градиент обратно. Раздел 7 измеряет,
+#   насколько сильно, на ширинах от 2 до 1,024.
+#
+# **В реальных системах.** *Базовая* (base) модель исходного трансформера использовала 8 голов ширины 64
+# на векторах ширины 512; *большая* (big) — 16 голов на векторах ширины 1,024 со слоем FFN ширины 4,096
+# ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), таблица 3).
+# Конфигурации моделей на Hugging Face указывают `num_attention_heads`, `num_key_value_heads` и
+# `max_position_embeddings`: в Llama 3.1 8B на 32 головы запросов приходится 8 K/V-голов, и модель
+# принимает 128K токенов ([её конфигурация](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
+# Mistral 7B v0.1 использует то же соотношение 32 к 8 плюс окно в 4,096 токенов, охват которого через все
+# 32 слоя составляет 131,072 токена (ячейка выше; в статье это округлено до «approximately 131K», то есть
+# «примерно 131K»). Авторы статьи о GQA *дообучили* (uptraining) существующие многоголовые чекпойнты
+# (T5-XXL) в модели с группировкой запросов, потратив 5% исходного вычислительного бюджета предобучения;
+# эти 5% — не стоимость обучения GQA с нуля ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)).
+# `F.scaled_dot_product_attention` в PyTorch сам выбирает ядро: FlashAttention, экономное по памяти
+# (memory-efficient), простое математическое, а на GPU NVIDIA — ещё и ядро cuDNN ([`SDPBackend`](https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.SDPBackend.html));
+# какое из них он предпочтёт, зависит от версии и от GPU (на GPU класса Hopper побеждает cuDNN, и свежие
+# версии и библиотеки отдают ему предпочтение; см. [pytorch#138907](https://github.com/pytorch/pytorch/issues/138907)).
+# Его аргумент `scale=` передаётся только по имени (keyword-only) и появился в torch 2.1
+# ([документация](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
+# поэтому этот ноутбук устанавливает `torch>=2.1`;
+# а страничный кэш vLLM придумали потому, что прежние движки использовали под реальные состояния токенов
+# лишь 20.4%-38.2% своей памяти KV-кэша ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
+
+# %% [markdown]
+# ## 10 · Остальная часть блока: сеть прямого распространения, LayerNorm, остаточные связи
+#
+# **Идея.** Внимание переносит информацию *между* токенами. Блок декодера добавляет вокруг него ещё три
+# вещи. **Сеть прямого распространения** (feed-forward network, FFN) затем обрабатывает каждый токен по
+# отдельности: расширить, применить нелинейность, снова сузить. **Остаточные связи** (residual connections)
+# прибавляют выход каждого подслоя к его входу, так что блоку достаточно выучить лишь *поправку*, а у
+# градиентов появляется прямой путь через глубокие стеки. **LayerNorm** перед тем, как подслой прочтёт
+# признаки токена, приводит их к среднему 0 и дисперсии 1, чтобы масштаб ни одного токена не уходил
+# вразнос. Исходный трансформер нормализовал *после* каждой остаточной суммы (post-norm); GPT-2 и
+# большинство последующих моделей нормализуют *вход* каждого подслоя (pre-norm), и в глубоких стеках
+# такие модели обучаются стабильнее ([Xiong et al., 2020](https://arxiv.org/abs/2002.04745)).
+# Наш блок — pre-norm.
+#
+# $$\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta, \qquad \mu = \frac{1}{d} \sum_{m=1}^{d} x_m, \qquad \sigma^2 = \frac{1}{d} \sum_{m=1}^{d} (x_m - \mu)^2$$
+#
+# $$h = x + \operatorname{MHA}(\operatorname{LN}_1(x)), \qquad y = h + \operatorname{FFN}(\operatorname{LN}_2(h)), \qquad \operatorname{FFN}(z) = W_2 \operatorname{GELU}(W_1 z + b_1) + b_2$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $x$ | вектор признаков одного токена, ширины $d$ | $(1, 2, 3, 4)$ |
+# | $\mu$, $\sigma^2$ | среднее и **смещённая** дисперсия его признаков (делим на $d$, а не на $d - 1$) | $2.5$, $1.25$ |
+# | $\epsilon$ | малая константа, которая не даёт делению уйти в бесконечность, если все признаки токена одинаковы | $10^{-5}$; $0$ в примере |
+# | $\gamma$, $\beta$ | обучаемые масштаб и сдвиг для каждого признака, инициализированные значениями 1 и 0 | $1$, $0$ |
+# | $\odot$ | поэлементное произведение | |
+# | $W_1$, $W_2$ | расширяющая ($d \to d_{ff}$) и сужающая ($d_{ff} \to d$) матрицы FFN | |
+# | GELU | гладкий аналог ReLU: $z \, \Phi(z)$, где $\Phi$ — функция распределения стандартного нормального закона | |
+#
+# **Вручную.** Для $x = (1, 2, 3, 4)$: $\mu = 2.5$; квадраты отклонений равны $2.25, 0.25, 0.25,
+# 2.25$, поэтому $\sigma^2 = 5 / 4 = 1.25$ (несмещённая оценка дала бы $5/3 \approx 1.67$ — частая
+# ошибка). При $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
+
+# %% tags=["exercise"]
+# Exercise 7: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
+# из его смещённой дисперсии плюс eps (делите на d, а не на d - 1), затем умножьте на weight и
+# прибавьте bias, если они заданы. Сохраняйте дифференцируемость: никаких .item(), NumPy и изменений x на месте.
+# Проверка требует: среднее 0 и смещённая дисперсия 1 в каждой строке; eps под корнем; weight масштабирует,
+# bias сдвигает; выходы и градиенты совпадают с F.layer_norm; постоянный токен переходит в нули.
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
+    x = require_tensor("x", x, min_ndim=1)
+    eps = require_real("eps", eps, minimum=0.0)
+    for name, parameter in (("weight", weight), ("bias", bias)):
+        if parameter is not None:
+            require_tensor(name, parameter, ndim=1)
+            if parameter.shape[0] != x.shape[-1]:
+                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    ### BEGIN SOLUTION
+    mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
+    normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
+    if weight is not None:
+        normalized = normalized * weight
+    if bias is not None:
+        normalized = normalized + bias
+    return normalized
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_layer_norm_contract
+def check_layer_norm_contract(layer_norm):
+    """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
+
+    Returns the largest error against ``F.layer_norm``; raises ContractViolation naming the first
+    property that fails and, where it can tell, which usual mistake it is.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(11)
+    # Rows with very different means and spreads, so every wrong axis or estimator shows.
+    x = torch.randn(3, 5, dtype=torch.float64, generator=gen) * torch.tensor([[0.1], [1.0], [4.0]], dtype=torch.float64)
+    x = x + torch.tensor([[3.0], [-1.0], [0.5]], dtype=torch.float64)
+    case = "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4"
+
+    def by_hand(t, eps, *, unbiased=False, eps_outside=False, axis=-1):
+        mean = t.mean(axis, keepdim=True)
+        variance = t.var(axis, keepdim=True, unbiased=unbiased)
+        scale = variance.sqrt() + eps if eps_outside else (variance + eps).sqrt()
+        return (t - mean) / scale
+
+    def judge(prop, eps, kwargs, expected, label):
+        result = contract_call(prop, label, "the function raised on a valid input; the traceback above this message shows where", layer_norm, x, eps=eps, **kwargs)
+        contract_assert(
+            isinstance(result, torch.Tensor) and result.shape == x.shape, prop + ": same shape as x", label,
+            f"shape {tuple(x.shape)}", f"shape {tuple(getattr(result, 'shape', ()))}",
+            "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back",
+        )
+        if torch.allclose(result, expected, atol=1e-9, rtol=1e-9):
+            return float((result - expected).abs().max())
+        hint = "subtract the mean of the last axis, divide by sqrt(biased variance + eps), then scale and shift"
+        plain = by_hand(x, eps)
+        if torch.allclose(result, by_hand(x, eps, unbiased=True), atol=1e-9, rtol=1e-9) or (
+            kwargs and torch.allclose(result, by_hand(x, eps, unbiased=True) * kwargs["weight"] + kwargs["bias"], atol=1e-9, rtol=1e-9)
+        ):
+            hint = "the variance is unbiased (divides by n - 1); LayerNorm uses the biased one (n): var(unbiased=False)"
+        elif torch.allclose(result, by_hand(x, eps, axis=0), atol=1e-9, rtol=1e-9):
+            hint = "normalised over the wrong axis: LayerNorm averages over the features of each token, the last axis"
+        elif eps and torch.allclose(result, by_hand(x, eps, eps_outside=True), atol=1e-9, rtol=1e-9):
+            hint = "eps goes inside the square root: sqrt(variance + eps), not sqrt(variance) + eps"
+        elif kwargs and torch.allclose(result, plain, atol=1e-9, rtol=1e-9):
+            hint = "weight and bias were ignored: return normalised * weight + bias"
+        elif kwargs and torch.allclose(result, plain * kwargs["bias"] + kwargs["weight"], atol=1e-9, rtol=1e-9):
+            hint = "weight and bias are swapped: the weight multiplies, the bias adds"
+        return contract_close(prop, label, result, expected, hint, atol=1e-9, rtol=1e-9)
+
+    error = judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0")
+    error = max(error, judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+    weight = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    bias = torch.tensor([0.0, -1.0, 2.0, 0.25, 1.0], dtype=torch.float64)
+    affine = {"weight": weight, "bias": bias}
+    error = max(error, judge(
+        "weight scales and bias shifts each feature", 1e-5, affine, by_hand(x, 1e-5) * weight + bias,
+        case + ", eps=1e-5, weight and bias of length 5",
+    ))
+
+    # The library agrees, and gradients flow through the hand-written version.
+    xg = x.clone().requires_grad_()
+    ours = contract_call("gradients match F.layer_norm", case, "the function raised on a valid input; the traceback above this message shows where", layer_norm, xg, weight, bias, eps=1e-5)
+    theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
+    library_error = contract_close(
+        "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
+        "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
+    )
+    contract_assert(
+        ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
+        "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
+    )
+    probe = torch.randn(3, 5, dtype=torch.float64, generator=gen)
+    grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
+    xl = x.clone().requires_grad_()
+    grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
+    contract_close(
+        "gradients match F.layer_norm", case, grad_ours, grad_lib,
+        "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
+    )
+
+    # A constant token has zero variance: eps keeps the result finite (and zero).
+    flat = torch.full((2, 4), 7.0, dtype=torch.float64)
+    constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", "the function raised on a valid input; the traceback above this message shows where", layer_norm, flat, eps=1e-5)
+    contract_close(
+        "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
+        "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
+    )
+    return {"max_error": max(error, library_error)}
+# builder:end sha256=2461815a4d61136c1c3d2a67f0bf95536491bbb7061588396b6295e067c10a72
+check_exercise("Exercise 7", check_layer_norm_contract, layer_norm, globals())
+
+# %%
+x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
+mean_ln = x_ln.mean()
+variance_ln = ((x_ln - mean_ln) ** 2).mean()
+print(f"x = {x_ln.tolist()}: mean {float(mean_ln)}, biased variance {float(variance_ln)}, "
+      f"unbiased {float(x_ln.var(unbiased=True)):.2f}, normalised {[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
+REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
+REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
+REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
+REFERENCE.check("layer_norm.normalized", F.layer_norm(x_ln, (4,), eps=0.0), atol=1e-12)
+
+
+class FeedForward(nn.Module):
+    """The position-wise feed-forward network: d_model -> d_ff -> GELU -> d_model, applied to each token alone."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1))
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        """(..., d_model) -> (..., d_model); tokens never mix here."""
+        x = _require_hidden(x, self.up.in_features, self.up.weight.dtype)
+        return self.down(F.gelu(self.up(x)))
+
+
+class DecoderBlock(nn.Module):
+    """A pre-norm decoder block: x + MHA(LN(x)), then + FFN(LN(·))."""
+
+    def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None, *, use_attention=True):
+        super().__init__()
+        self.use_attention = require_bool("use_attention", use_attention)  # False: the ablation of section 12
+        self.norm1 = nn.LayerNorm(require_int("d_model", d_model, minimum=1))
+        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff)
+
+    def forward(self, x):
+        """(B, T, d_model) -> (B, T, d_model)."""
+        x = _require_hidden(x, self.attention.d_model, self.norm1.weight.dtype, ndim=3)
+        if self.use_attention:
+            x = x + self.attention(self.norm1(x))  # tokens exchange information
+        return x + self.ffn(self.norm2(x))         # each token thinks on its own
+
+
+torch.manual_seed(SEED)
+block = DecoderBlock(32, 4, 64)
+block_input = torch.randn(2, 5, 32)
+block_output = block(block_input)
+expect("block_output.shape == block_input.shape", block_output.shape, "==", block_input.shape)
+expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
+expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
+ffn_alone = block.ffn(block_input)
+expect("the FFN must treat each token alone", torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6))
+print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
+      f"{sum(p.numel() for p in block.parameters()):,} parameters")
+
+
+# %% [markdown]
+# **Сколько это параметров?** Посчитаем только матрицы весов (без смещений и без нормализаций) в слоях
+# исходного трансформера: у внимания четыре проекции $d \times d$, то есть $4 d^2$; у FFN две матрицы
+# $d \times d_{ff}$, то есть $2 d\, d_{ff}$. В слое энкодера одно внимание и одна FFN; в слое декодера —
+# самовнимание, перекрёстное внимание (cross-attention) и FFN. Для **базовой** (base) модели ($d = 512$,
+# $d_{ff} = 2048$, 8 голов ширины 64): внимание $4 \cdot 512^2 = 1{,}048{,}576$, FFN
+# $2 \cdot 512 \cdot 2048 = 2{,}097{,}152$, слой энкодера $3{,}145{,}728$, слой декодера
+# $4{,}194{,}304$, и на FFN приходится две трети слоя энкодера. Ячейка считает и **большую** (big)
+# модель ($d = 1024$, $d_{ff} = 4096$, 16 голов), у которой параметров на слой в четыре раза больше.
+
+# %%
+@dataclass(frozen=True)
+class ParameterFloor:
+    """Weight counts of the original transformer's sublayers, without biases or norms."""
+
+    mha_weights: int
+    ffn_weights: int
+    encoder_layer: int
+    decoder_layer: int
+    ffn_share_encoder: float
+
+
+def transformer_parameter_floor(d_model, d_ff):
+    """Weights of Q/K/V/O (4·d²), of the FFN (2·d·d_ff), and of an encoder and a decoder layer built from them."""
+    d_model = require_int("d_model", d_model, minimum=1)
+    d_ff = require_int("d_ff", d_ff, minimum=1)
+    mha, ffn = 4 * d_model * d_model, 2 * d_model * d_ff
+    return ParameterFloor(mha_weights=mha, ffn_weights=ffn, encoder_layer=mha + ffn,
+                          decoder_layer=2 * mha + ffn, ffn_share_encoder=ffn / (mha + ffn))
+
+
+base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
+big = transformer_parameter_floor(1024, 4096)
+print(f"base: {base}")
+print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_layer:,} ({big.encoder_layer // base.encoder_layer}x base)")
+for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
+    REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
+expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
+# Our own attention module agrees with the 4·d² count.
+expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights", sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()), "==", base.mha_weights)
+
+
+def plot_decoder_block(language="en"):
+    """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
+    ax.set_xlim(0, 7.2)
+    ax.set_ylim(0, 9.2)
+    ax.axis("off")
+    steps = [
+        (0.6, localized(language, "x  (B, T, d)", "x  (B, T, d)"), Palette.PAPER),
+        (2.0, "LayerNorm", Palette.YELLOW),
+        (3.3, localized(language, "multi-head attention\n(tokens mix, causal)", "многоголовое внимание\n(токены смешиваются)"), Palette.BLUE),
+        (4.6, "⊕", "white"),
+        (5.8, "LayerNorm", Palette.YELLOW),
+        (7.0, localized(language, "feed-forward\n(each token alone)", "полносвязная сеть\n(каждый токен отдельно)"), Palette.ORANGE),
+        (8.4, "⊕  →  y", "white"),
+    ]
+    for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
+        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
+                    zorder=4)  # above the boxes, so no arrow hides behind one
+    for y, text, color in steps:
+        ax.text(3, y, text, ha="center", va="center", fontsize=10,
+                bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
+    for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
+        ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
+        ax.annotate("", xy=(3.5, target), xytext=(lane, target), arrowprops={"arrowstyle": "-|>", "color": Palette.GREEN, "lw": 2},
+                    zorder=4)
+    ax.text(6.05, 2.4, localized(language, "residual\npaths", "остаточные\nсвязи"), color=Palette.GREEN, fontsize=10)
+    ax.set_title(localized(language, "A pre-norm decoder block", "Блок декодера с pre-norm"))
+    return fig
+
+
+show_figure(
+    plot_decoder_block(language=LANGUAGE),
+    "Read from bottom to top. The input is normalised, passed through attention (where tokens exchange information) "
+    "and added back to itself at the first ⊕; the result is normalised again, passed through the feed-forward network "
+    "(each token on its own) and added back at the second ⊕. The green residual paths carry the input around each "
+    "sublayer unchanged, so each sublayer only learns a correction.",
+)
+
+
+# %% [markdown]
+# ## 11 · Держит ли маска? Детерминированная проверка на утечку из будущего
+#
+# **Идея.** Каузальная модель должна давать в позициях $0..p$ в точности одни и те же выходы, что бы ни
+# стояло после $p$. Самый чистый тест меняет только *последний* токен и сравнивает всё, что стоит перед
+# ним. Чтобы результат был точным, а не статистическим, построим зонд (probe), в котором единственный
+# путь между токенами — внимание, а само внимание настолько простое, что его можно посчитать вручную:
+# фиксированные эмбеддинги, нулевые проекции запросов и ключей (так что каждый разрешённый ключ получает
+# одинаковый вес) и тождественные проекции значений и выхода. Тот же зонд без маски обязан давать
+# утечку — иначе тест ничего не доказывает.
+#
+# $$y_p = x_p + \frac{1}{p + 1} \sum_{j=0}^{p} x_j \;\; \text{(causal)}, \qquad y_p = x_p + \frac{1}{n} \sum_{j=0}^{n-1} x_j \;\; \text{(no mask)}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $x_j$ | фиксированный эмбеддинг токена в позиции $j$, ширины 8 | строка $t$ таблицы равна $(8t, \dots, 8t + 7) / 10$ |
+# | $y_p$ | выход зонда в позиции $p$: остаточная связь плюс внимание | |
+# | $n$ | длина последовательности | $5$ |
+# | $\frac{1}{p + 1}$ | равные веса для $p + 1$ разрешённых ключей (все оценки равны 0) | |
+#
+# **Вручную.** Заменим последний токен с 5 на 9. Его эмбеддинг сдвигается на $(9 - 5) \cdot 8 / 10 = 3.2$
+# по каждой координате. С каузальной маской позиции от 0 до 3 его никогда не читают: их выходы
+# сдвигаются ровно на 0. Без маски каждая позиция усредняет все 5 токенов, поэтому позиции от 0 до 3
+# сдвигаются на $3.2 / 5 = 0.64$.
+
+# %%
+def _require_token_ids(token_ids, vocab_size, max_length=None):
+    """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
+    if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
+        raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+    if token_ids.ndim != 2 or 0 in token_ids.shape:
+        raise ValueError(f"token_ids must have shape (B, T) with B, T >= 1, got {tuple(token_ids.shape)}")
+    if max_length is not None and token_ids.shape[1] > max_length:
+        raise ValueError(f"sequence of length {token_ids.shape[1]} exceeds max_length={max_length}; crop the context")
+    if int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab_size:
+        raise ValueError(f"token ids must lie in [0, {vocab_size - 1}], got {int(token_ids.min())}..{int(token_ids.max())}")
+    return token_ids
+
+
+class CausalityProbe(nn.Module):
+    """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
+
+    def __init__(self, *, causal, vocab_size=11, width=8):
+        super().__init__()
+        self.embedding = nn.Embedding(require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2))
+        self.attention = MultiHeadSelfAttention(width, 2, causal=causal)
+        with torch.no_grad():
+            self.embedding.weight.copy_(torch.arange(vocab_size * width, dtype=torch.float32).view(vocab_size, width) / 10)
+            self.attention.q_proj.weight.zero_()   # all scores 0: equal weights on every allowed key
+            self.attention.k_proj.weight.zero_()
+            self.attention.v_proj.weight.copy_(torch.eye(width))
+            self.attention.out_proj.weight.copy_(torch.eye(width))
+
+    def forward(self, token_ids):
+        """(B, T) token ids -> (B, T, width) hidden states."""
+        hidden = self.embedding(_require_token_ids(token_ids, self.embedding.num_embeddings))
+        return hidden + self.attention(hidden)
+
+
+n_probe = REFERENCE.value("leakage_probe.tokens")
+original_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_from")]])  # 1 2 3 4 5
+changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_probe.changed_to")]])     # 1 2 3 4 9
+probe_shift = {}
+with torch.no_grad():
+    for name, causal in (("causal", True), ("no mask", False)):
+        probe = CausalityProbe(causal=causal).eval()
+        probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
+for name, shift in probe_shift.items():
+    print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
+expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
+expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
+for shift in probe_shift["no mask"][:4].tolist():
+    REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
+
+
+def plot_leakage(shifts, language="en"):
+    """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.0, 3.2))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    positions = np.arange(len(next(iter(shifts.values()))))
+    for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
+                                                   (localized(language, "no mask", "без маски"), Palette.RED))):
+        values = list(shifts.values())[0 if offset < 0 else 1]
+        ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
+        for x, value in zip(positions + offset, np.asarray(values, dtype=float)):
+            if value == 0:  # a zero bar has no height: say so
+                ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
+    ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
+    ax.set_xticks(positions)
+    ax.set_xlabel(localized(language, "position (the last token was changed)", "позиция (изменён последний токен)"))
+    ax.set_ylabel(localized(language, "largest change of the output", "наибольшее изменение выхода"))
+    ax.set_title(localized(language, "Changing the future", "Меняем будущее"))
+    ax.legend(loc="upper left")
+    return fig
+
+
+show_figure(
+    plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
+    "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
+    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
+    "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
+)
+
+# %% [markdown]
+# ## 12 · Крошечная языковая модель: обучим её, а потом дадим ей писать
+#
+# **Идея.** Соберём части вместе: эмбеддинги токенов плюс обучаемые эмбеддинги позиций, один pre-norm
+# блок декодера, финальный LayerNorm и выходной слой, который превращает вектор каждой позиции в один
+# **логит** на каждый элемент словаря. Выходной слой повторно использует матрицу эмбеддингов
+# (связывание весов, weight tying), так что эмбеддинг токена заодно оценивает, насколько вероятно, что
+# этот токен окажется следующим.
+#
+# **Задача, которой нужно внимание.** Каждая обучающая последовательность — это случайный отрезок из 6
+# токенов (из словаря размером 8), за которым снова идёт тот же отрезок: `3 7 0 0 5 2 | 3 7 0 0 5 2`.
+# Первая половина непредсказуема, поэтому функция потерь учитывает только вторую. Там следующий токен —
+# тот, что стоял на 6 позиций раньше, и единственный способ его достать — *посмотреть назад*: сеть
+# прямого распространения, применяемая к каждой позиции отдельно, видит по одному токену за раз и на это
+# не способна. Это та самая задача копирования, с которой начинается Annotated Transformer, и тот самый
+# повторённый случайный отрезок, на котором были обнаружены индукционные головы (induction heads)
+# ([Olsson et al., 2022](https://arxiv.org/abs/2209.11895)). Чтобы доказать, что работу делает внимание,
+# ту же модель обучают второй раз с выключенным подслоем внимания (`use_attention=False`, *абляция*):
+# она должна остаться на уровне случайного угадывания.
+#
+# Обучающий сигнал — **отрицательное логарифмическое правдоподобие следующего токена** (negative
+# log-likelihood, NLL): насколько модель удивлена токеном, который на самом деле шёл следующим, в среднем
+# по всем позициям всех окон. Именно это вычисляет из логитов `F.cross_entropy`.
+#
+# $$\text{NLL} = -\log p_\theta(x_{t+1} \mid x_{\le t}) = -\log \frac{e^{z_{y}}}{\sum_{v=1}^{V} e^{z_v}}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $x_{\le t}$ | токены до позиции $t$ включительно — всё, что модели можно прочитать | |
+# | $z$ | логиты, которые модель выдаёт в позиции $t$, по одному на элемент словаря | $(1.2, 0.3, -0.4, 2.0)$ |
+# | $y$ | id токена, который на самом деле идёт следующим | $3$ |
+# | $V$ | размер словаря | $4$ в примере, $6$ для модели |
+# | $p_\theta$ | вероятности модели, softmax от логитов | |
+#
+# **Вручную.** Для логитов $(1.2, 0.3, -0.4, 2.0)$ softmax равен $(0.2608, 0.1060, 0.0527,
+# 0.5805)$. Истинный следующий токен — 3, поэтому NLL равно $-\ln 0.5805 = 0.5439$ **ната** (функция
+# потерь, вычисленная с натуральным логарифмом, измеряется в натах; 1 нат равен $1 / \ln 2 \approx 1.44$
+# бита). Модель, которая ничего не знает, распределяет ставки поровну между 8 токенами и платит
+# $\ln 8 \approx 2.08$ ната на токен: с этого начинается обучение, и здесь же обречена остаться модель,
+# которая не может смотреть назад. Модель, копирующая отрезок, должна в итоге прийти почти к 0.
+
+# %%
+nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.float64)
+nll_target = REFERENCE.value("next_token_nll.target")
+nll_probabilities = softmax(nll_logits)
+nll = float(-torch.log(nll_probabilities[nll_target]))
+print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL of token {nll_target}: {nll:.4f} nats "
+      f"= {nll / math.log(2):.3f} bits; uniform over 8 tokens: {math.log(8):.2f} nats")
+if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
+    raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
+REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
+REFERENCE.check("next_token_nll.nll", nll, atol=1e-12)
+expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12))
+
+
+# %%
+class TinyLM(nn.Module):
+    """A one-block causal language model with learned positions and tied input/output embeddings."""
+
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
+        super().__init__()
+        self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+        d_model = require_int("d_model", d_model, minimum=1)
+        self.max_length = require_int("max_length", max_length, minimum=1)
+        self.token_embedding = nn.Embedding(self.vocab_size, d_model)
+        self.position_embedding = nn.Embedding(self.max_length, d_model)
+        self.block = DecoderBlock(d_model, n_heads, d_ff, use_attention=use_attention)
+        self.final_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, self.vocab_size, bias=False)
+        self.head.weight = self.token_embedding.weight  # tied: one matrix embeds tokens and scores them
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=0.02)  # small logits at the start: loss near ln(vocab_size)
+
+    def forward(self, token_ids):
+        """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
+        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
+        positions = torch.arange(token_ids.shape[1])
+        hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
+        return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
+
+    @torch.no_grad()
+    def attention_weights(self, token_ids):
+        """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
+        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
+        hidden = self.token_embedding(token_ids) + self.position_embedding(torch.arange(token_ids.shape[1]))
+        return self.block.attention(self.block.norm1(hidden), return_weights=True)[1]
+
+    @torch.no_grad()
+    def generate(self, token_ids, new_tokens):
+        """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
+        token_ids = _require_token_ids(token_ids, self.vocab_size)  # any length: the loop crops it
+        new_tokens = require_int("new_tokens", new_tokens, minimum=0)
+        was_training = self.training
+        self.eval()
+        try:
+            for _ in range(new_tokens):
+                logits = self(token_ids[:, -self.max_length:])[:, -1]                   # (B, V) at the last position
+                token_ids = torch.cat((token_ids, logits.argmax(-1, keepdim=True)), dim=1)
+        finally:
+            self.train(was_training)
+        return token_ids
+
+
+# %% [markdown]
+# **Оптимизатор.** Рецепт обучает модель с помощью AdamW ([Loshchilov and Hutter, 2019](https://arxiv.org/abs/1711.05101)).
+# Каждый вес хранит скользящее среднее своих градиентов (импульс, momentum) и их квадратов (собственный
+# масштаб) и делает шаг по их отношению, так что размер шага задаётся скоростью обучения, а не величиной
+# градиента. На первом шаге это выполняется точно: каждый вес сдвигается на величину скорости обучения;
+# позже отношение скользящих средних не больше примерно 1 и уменьшается там, где градиенты всё время
+# меняют знак (ячейка измеряет и то и другое). Затухание весов (weight decay), когда оно включено,
+# уменьшает веса напрямую, «отвязанно» (decoupled) от градиента; рецепт его выключает. Всё это умещается
+# в дюжину строк; ниже они выписаны с тем же обновлением, что и в `torch.optim.AdamW` (тесты курса
+# сравнивают их шаг за шагом).
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1)\, g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\, g^2, \qquad \theta \leftarrow \theta\, (1 - \eta \lambda) - \eta\, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon}$$
+#
+# | Символ | Смысл | В рецепте |
+# |---|---|---|
+# | $g$ | градиент функции потерь по одному весу $\theta$ | |
+# | $m$, $v$ | скользящие средние $g$ и $g^2$, оба начинаются с 0 | |
+# | $\beta_1$, $\beta_2$ | насколько медленно эти средние забывают | $0.9$, $0.999$ |
+# | $t$ | номер шага; деление на $1 - \beta^t$ исправляет старт с 0 | $1, \dots, 45$ |
+# | $\eta$ | скорость обучения | $0.03$ |
+# | $\lambda$ | затухание весов (weight decay) | $0$ |
+# | $\epsilon$ | сохраняет деление конечным | $10^{-8}$ |
+#
+# **Вручную**, первый шаг: $m = 0.1\, g$ и $v = 0.001\, g^2$, поэтому скорректированные средние равны $g$
+# и $g^2$, а шаг равен $\eta\, g / (|g| + \epsilon)$: каждый вес с ненулевым градиентом сдвигается на
+# $\eta = 0.03$ вверх или вниз. Ячейка проверяет ровно это после первого шага и измеряет, насколько
+# далеко сдвигаются веса на последнем.
+
+# %%
+class AdamW:
+    """AdamW written out: running means of g and g², bias-corrected, plus decoupled weight decay."""
+
+    def __init__(self, parameters, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        parameters = [require_tensor(f"parameters[{i}]", p, finite=False) for i, p in enumerate(parameters)]
+        self.parameters = [p for p in parameters if p.requires_grad]
+        self.lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
+        self.betas = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
+        if len(self.betas) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        self.eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
+        self.weight_decay = require_real("weight_decay", weight_decay, minimum=0.0)
+        self.steps = 0
+        self.means = [torch.zeros_like(p) for p in self.parameters]    # m
+        self.squares = [torch.zeros_like(p) for p in self.parameters]  # v
+
+    def zero_grad(self):
+        """Forget the gradients of the last step."""
+        for p in self.parameters:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        """One AdamW update of every parameter that has a gradient."""
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1, correction2 = 1 - beta1 ** self.steps, 1 - beta2 ** self.steps
+        for p, m, v in zip(self.parameters, self.means, self.squares):
+            if p.grad is None:
+                continue
+            p.mul_(1 - self.lr * self.weight_decay)                       # decoupled weight decay
+            m.lerp_(p.grad, 1 - beta1)                                    # m <- b1 m + (1 - b1) g
+            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)       # v <- b2 v + (1 - b2) g^2
+            denominator = (v.sqrt() / math.sqrt(correction2)).add_(self.eps)
+            p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
+
+
+recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
+          ("seed", "vocab_size", "segment_length", "batch", "steps", "learning_rate", "d_model", "n_heads", "d_ff", "eval_sequences")}
+segment_length = recipe["segment_length"]
+task = {"segment_length": segment_length, "vocab_size": recipe["vocab_size"]}
+
+
+def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
+    """Random segments written twice, as (inputs, targets) of shape (n, 2·segment − 1), targets shifted by one."""
+    n_sequences = require_int("n_sequences", n_sequences, minimum=1)
+    segment_length = require_int("segment_length", segment_length, minimum=1)
+    vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+    segment = torch.randint(0, vocab_size, (n_sequences, segment_length), generator=generator)  # (n, S)
+    sequence = torch.cat((segment, segment), dim=1)                                              # (n, 2S)
+    return sequence[:, :-1], sequence[:, 1:]
+
+
+def copy_loss_and_accuracy(model, inputs, targets, segment_length):
+    """Mean NLL (nats) and accuracy of the next token over the repeated half only."""
+    repeat = slice(segment_length - 1, None)  # the positions whose next token is a repeat: the only ones scored
+    logits = model(inputs)[:, repeat]                                          # (n, S, V)
+    wanted = targets[:, repeat]                                                # (n, S)
+    loss = F.cross_entropy(logits.reshape(-1, model.vocab_size), wanted.reshape(-1))
+    return loss, float((logits.argmax(-1) == wanted).float().mean())
+
+
+def train_copy_model(*, use_attention):
+    """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step sizes."""
+    torch.manual_seed(recipe["seed"])
+    model = TinyLM(vocab_size=recipe["vocab_size"], d_model=recipe["d_model"], n_heads=recipe["n_heads"],
+                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
+    optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
+    data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
+    losses, step_sizes = [], []
+    for step in range(recipe["steps"]):
+        loss, _ = copy_loss_and_accuracy(model, *copy_task_batch(recipe["batch"], data, **task), segment_length)
+        optimizer.zero_grad()
+        loss.backward()
+        measured = [p for p in optimizer.parameters if p.grad is not None]  # the ablated attention has no gradient
+        if step in (0, recipe["steps"] - 1):
+            before = [p.detach().clone() for p in measured]
+        optimizer.step()
+        if step in (0, recipe["steps"] - 1):  # how far each weight moved, where |g| >> eps
+            moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)])
+            step_sizes.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
+        losses.append(loss.item())
+    return model, losses, step_sizes
+
+
+model, losses, step_sizes = train_copy_model(use_attention=True)
+ablated, ablated_losses, _ = train_copy_model(use_attention=False)
+held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_seed(recipe["seed"] + 1), **task)  # unseen segments
+with torch.no_grad():
+    full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
+    ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
+print(f"{recipe['steps']} AdamW steps on fresh batches of {recipe['batch']} sequences, lr {recipe['learning_rate']}; "
+      f"scored on {recipe['eval_sequences']} unseen sequences, repeated half only")
+print(f"with attention:    loss {losses[0]:.3f} -> {full_loss:.4f} nats/token, accuracy {full_accuracy:.3f}")
+print(f"attention ablated: loss {ablated_losses[0]:.3f} -> {ablated_loss:.4f} nats/token, accuracy {ablated_accuracy:.3f} "
+      f"(chance: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, accuracy {1 / recipe['vocab_size']:.3f})")
+first_step, last_step = step_sizes[0], step_sizes[-1]
+print(f"AdamW step sizes: first step all {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; "
+      f"last step median {float(last_step.median()):.4f}, largest {float(last_step.max()):.4f}")
+
+# The ablation check: the full model copies, the same model without attention cannot.
+if abs(losses[0] - math.log(recipe["vocab_size"])) > 0.05:
+    raise AssertionError(f"an untrained model should start near ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, got {losses[0]:.3f}")
+if not (full_loss < REFERENCE.value("tiny_lm.loss_threshold") and full_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")):
+    raise AssertionError(f"the full model did not learn to copy: loss {full_loss:.4f} (must be < {REFERENCE.value('tiny_lm.loss_threshold')}), "
+                         f"accuracy {full_accuracy:.3f} (must be >= {REFERENCE.value('tiny_lm.accuracy_threshold')})")
+if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated_accuracy < REFERENCE.value("tiny_lm.ablated_accuracy_ceiling")):
+    raise AssertionError(f"without attention the task should be impossible, yet loss {ablated_loss:.4f} (floor "
+                         f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
+                         f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
+loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
+print(f"ablation gaps: {loss_gap:.2f} nats per token, {accuracy_gap:.3f} accuracy")
+if not (loss_gap > 1.5 and accuracy_gap > 0.7):
+    raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
+                         f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
+if not torch.allclose(first_step, torch.full_like(first_step, recipe["learning_rate"]), atol=1e-4):
+    raise AssertionError(f"the first AdamW step must move every weight with a gradient by lr = {recipe['learning_rate']}, "
+                         f"moved {float(first_step.min()):.5f}..{float(first_step.max()):.5f}")
+if not float(last_step.median()) < recipe["learning_rate"] / 2:
+    raise AssertionError(f"the prose says later steps are smaller than lr; last-step median {float(last_step.median()):.4f}")
+first_pass = next(step for step, value in enumerate(losses) if value < REFERENCE.value("tiny_lm.loss_threshold"))
+print(f"the training loss first drops below {REFERENCE.value('tiny_lm.loss_threshold')} at step {first_pass} of {recipe['steps']}")
+if not first_pass < recipe["steps"]:
+    raise AssertionError("the caption below says the threshold is crossed before the last step")
+
+# Let it write: give it one unseen segment and let it continue greedily.
+prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
+generated = model.generate(prompt, segment_length)[0]                    # (2S,)
+continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
+print(f"prompt {prompt[0].tolist()} -> continuation {generated[segment_length:].tolist()} (accuracy {continuation_accuracy:.3f})")
+if continuation_accuracy != 1.0:
+    raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
+
+
+def plot_ablation(losses, ablated_losses, vocab_size, language="en"):
+    """Training loss per step of the full model and of the same model with attention switched off."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(7.6, 3.4))
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "with attention", "с вниманием"))
+    ax.plot(np.arange(len(ablated_losses)), ablated_losses, color=Palette.RED, lw=1.8,
+            label=localized(language, "attention switched off", "внимание выключено"))
+    ax.axhline(math.log(vocab_size), color=Palette.MUTED, ls=":", lw=1.2,
+               label=localized(language, f"chance, ln {vocab_size}", f"случайная догадка, ln {vocab_size}"))
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set_xlabel(localized(language, "optimisation step", "шаг оптимизации"))
+    ax.set_ylabel(localized(language, "NLL on the repeat, nats per token", "NLL на повторе, нат на токен"))
+    ax.set_title(localized(language, "Copying needs attention", "Копирование требует внимания"))
+    ax.legend(loc="lower left")
+    return fig
+
+
+def plot_copy_attention(weights, tokens, language="en"):
+    """One heatmap per head of a trained model's attention weights on one sequence: queries down, keys across."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    weights = np.asarray(weights, dtype=float)  # (H, T, T)
+    fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
+    for head, ax in enumerate(axes[0]):
+        ax.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
+        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.set_yticks(range(len(tokens)), [f"{i} ({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.tick_params(length=0)
+        ax.grid(False)
+        ax.set_title(localized(language, f"head {head}", f"голова {head}"), fontsize=11)
+        ax.set_xlabel(localized(language, "key position (token)", "позиция ключа (токен)"))
+    axes[0][0].set_ylabel(localized(language, "query position (token)", "позиция запроса (токен)"))
+    return fig
+
+
+show_figure(
+    plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE),
+    f"Training loss on the repeated half, per step, on a log scale. Both runs start at the dotted line, ln "
+    f"{recipe['vocab_size']}, the price of guessing. The full model (blue) falls by orders of magnitude: it has learnt to "
+    f"look back {segment_length} places. The same model with its attention switched off (red) sees one token at a time and "
+    f"stays at chance: on unseen sequences it scores {ablated_loss:.2f} nats and {ablated_accuracy:.0%} accuracy "
+    f"against {full_loss:.3f} nats and {full_accuracy:.1%} with attention.",
+)
+copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
+look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
+expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
+print(f"repeat queries at positions {list(range(segment_length - 1, 2 * segment_length - 1))} read keys {look_back.tolist()} most")
+if not torch.equal(look_back, expected_keys):
+    raise AssertionError(f"the caption says query p reads key p - {segment_length - 1}; the heads read {look_back.tolist()} "
+                         f"instead of {expected_keys.tolist()}")
+show_figure(
+    plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
+    f"Where the trained model looks, on an unseen segment and the copy it wrote. Rows are queries, columns keys, each "
+    f"labelled with its position and, in brackets, its token; dark cells carry the weight, and the upper triangle is empty because of the "
+    f"causal mask. From position {segment_length - 1} on, the dark diagonal sits {segment_length - 1} columns left of the main one: the "
+    f"query at position p reads the key at p − {segment_length - 1}, the token that followed this token's first occurrence, which "
+    f"is exactly the next token to write. The first {segment_length - 1} rows have nothing to copy and spread their weight.",
+)
+
+
+# %% [markdown]
+# ## 13 · От логитов к токенам: температура, top-k, top-p и жадное декодирование
+#
+# **Идея.** Модель выдаёт по одному логиту на каждый элемент словаря; **стратегия декодирования** решает,
+# какой токен будет следующим. *Жадное* декодирование берёт самый вероятный — именно так только что
+# поступила TinyLM. *Сэмплирование* выбирает токен случайно из распределения, форму которого задают три
+# ручки. **Температура** $T$ делит логиты перед softmax: ниже 1 она делает распределение острее, выше 1 —
+# сглаживает его. **Top-k** оставляет только $k$ самых вероятных токенов. **Top-p** (nucleus sampling,
+# ядерное сэмплирование) оставляет наименьшее множество самых вероятных токенов, чья суммарная
+# вероятность достигает $p$, *включая* токен, на котором порог пересекается. После фильтрации
+# вероятности оставшихся перенормируются, чтобы в сумме давать 1. Этот ноутбук применяет их в таком
+# порядке: температура, затем top-k, затем top-p, отсчитываемый по тому, что оставил top-k. Генерация
+# останавливается, когда модель выдаёт токен конца последовательности (EOS), который остаётся в выходе,
+# или когда достигнут предел длины.
+#
+# $$p_i(T) = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}}, \qquad \text{top-}p\text{ keeps } \{\pi_1, \dots, \pi_m\}, \quad m = \min\left\{ m : \sum_{r=1}^{m} p_{\pi_r} \ge p \right\}$$
+#
+# | Обозначение | Смысл | В примере |
+# |---|---|---|
+# | $z_i$ | логит токена $i$ | $(3, 2, 1, 0)$ |
+# | $T$ | температура, $T > 0$ | $1$ или $2$ |
+# | $\pi_1, \pi_2, \dots$ | id токенов, упорядоченные от самого вероятного к наименее вероятному (при равенстве первым идёт меньший id) | $0, 1, 2, 3$ |
+# | $k$ | сколько токенов оставляет top-k | $2$ |
+# | $p$ | вероятностная масса, которую должен набрать top-p | $0.9$ |
+# | $m$ | сколько токенов оставляет top-p | $3$ |
+#
+# **Вручную**, для логитов $(3, 2, 1, 0)$:
+#
+# - $T = 1$: $(0.644, 0.237, 0.087, 0.032)$. $T = 2$ вдвое уменьшает разрывы: $(0.455, 0.276, 0.167, 0.102)$.
+# - top-k с $k = 2$ оставляет токены 0 и 1 и перенормирует $0.644$ и $0.237$ на их сумму $0.881$:
+#   $(0.731, 0.269, 0, 0)$.
+# - top-p с $p = 0.9$: накопленная масса равна $0.644$, затем $0.881$ (всё ещё не дотягивает до $0.9$),
+#   затем $0.968$. Порог пересекается на токене 2, поэтому он остаётся: $m = 3$, что даёт
+#   $(0.665, 0.245, 0.090, 0)$.
+
+# %% tags=["exercise"]
+# Exercise 8: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
+# упорядочьте токены по логиту, от большего к меньшему, при равенстве — меньший id первым; оставьте
+# top_k лучших (все, если None); из них оставьте кратчайший префикс, перенормированная масса которого
+# достигает top_p, включая токен, который её пересекает (все, если None); верните список с
+# перенормированной вероятностью каждого оставленного токена и 0.0 для всех остальных. Вычитайте
+# наибольший логит перед exp() и складывайте через math.fsum.
+# Проверка требует: по одной конечной вероятности на токен, в сумме 1; температура делит логиты;
+# top_k и top_p оставляют нужные токены (пересекающий остаётся, при равенстве — меньший id); фильтры
+# применяются в этом порядке; большие логиты не переполняются.
+def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
+    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
+        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
+    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
+    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+    if top_k is not None:
+        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
+    if top_p is not None:
+        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    ### BEGIN SOLUTION
+    largest = max(logits)
+    weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
+    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))  # most likely first, ties to the lower id
+    if top_k is not None:
+        order = order[:top_k]
+    if top_p is not None:
+        mass = math.fsum(weights[i] for i in order)
+        reached = list(itertools.accumulate(weights[i] / mass for i in order))  # share of the first j + 1 tokens
+        crossing = next((j for j, share in enumerate(reached) if share >= top_p), len(order) - 1)
+        order = order[:crossing + 1]  # the token that crosses the threshold stays
+    total = math.fsum(weights[i] for i in order)
+    return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_token_distribution_contract
+def check_token_distribution_contract(token_distribution):
+    """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
+
+    The policy: divide the logits by the temperature, keep the top_k largest (ties: lower id first),
+    then keep the shortest prefix of those whose renormalised mass reaches top_p (the token that
+    crosses the threshold stays), and renormalise. Returns the largest error.
+    """
+    import itertools
+    import math
+
+    def policy(logits, temperature=1.0, top_k=None, top_p=None, *, drop_crossing=False):
+        top = max(logits)
+        weights = [math.exp((z - top) / temperature) for z in logits]
+        order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))[:top_k]  # top_k=None keeps all
+        if top_p is not None and top_p < 1:
+            mass = math.fsum(weights[i] for i in order)
+            shares = list(itertools.accumulate(weights[i] / mass for i in order))
+            crossing = next((j for j, share in enumerate(shares) if share >= top_p), len(order) - 1)
+            order = order[: crossing if drop_crossing and crossing > 0 else crossing + 1]
+        total = math.fsum(weights[i] for i in order)
+        return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]
+
+    worst = [0.0]
+
+    def judge(prop, logits, hint, *, variants=(), **kwargs):
+        case = f"token_distribution({logits}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", token_distribution, logits, **kwargs)
+        try:
+            got = [float(p) for p in result]
+        except (TypeError, ValueError):
+            raise ContractViolation(prop, case, "a sequence of probabilities", repr(result), "return a list of floats, one per token") from None
+        want = policy(logits, **kwargs)
+        contract_assert(
+            len(got) == len(want), prop + ": one probability per token", case, f"{len(want)} entries", f"{len(got)} entries",
+            "return a probability for every token id, with 0.0 for the ones a filter removed",
+        )
+        contract_assert(
+            all(math.isfinite(p) and p >= 0 for p in got), prop + ": finite, non-negative probabilities", case,
+            "finite values >= 0", f"{got}", "subtract the largest logit before exp() so large logits cannot overflow",
+        )
+        contract_assert(
+            abs(math.fsum(got) - 1.0) <= 1e-9, prop + ": probabilities sum to 1", case, "sum 1", f"sum {math.fsum(got)!r}",
+            "renormalise over the kept tokens after filtering; a temperature applied after the softmax also breaks the sum",
+        )
+        error = max(abs(a - b) for a, b in zip(got, want))
+        if error > 1e-9:
+            for variant, explanation in variants:
+                alternative = variant()
+                if max(abs(a - b) for a, b in zip(got, alternative)) <= 1e-9:
+                    hint = explanation
+                    break
+            raise ContractViolation(prop, case, [round(p, 6) for p in want], [round(p, 6) for p in got], hint)
+        worst[0] = max(worst[0], error)
+
+    z = [3.0, 2.0, 1.0, 0.0]
+    softmax_hint = "softmax(logits): exp(z - max z) / sum"
+    judge("temperature 1 is the plain softmax", z, softmax_hint)
+    judge(
+        "temperature divides the logits before the softmax", z,
+        "divide the logits by the temperature, then take the softmax",
+        temperature=2.0, variants=((lambda: policy(z), "the temperature was ignored or applied to the probabilities after the softmax"),
+                                   (lambda: policy([2 * v for v in z]), "the logits were multiplied by the temperature instead of divided")),
+    )
+    judge("a temperature below 1 sharpens", z, "divide the logits by the temperature, then take the softmax", temperature=0.5)
+    judge(
+        "top_k keeps exactly the k most likely tokens", z, "sort by logit (largest first), keep the first k, renormalise",
+        top_k=2, variants=((lambda: policy(z, top_k=3), "off by one: top_k=2 kept three tokens"),
+                           (lambda: policy(z, top_k=1), "off by one: top_k=2 kept one token")),
+    )
+    judge(
+        "top_k picks the largest logits, wherever they sit", [0.0, 3.0, 1.0, 2.0],
+        "rank tokens by logit, not by position in the vector", top_k=2,
+        variants=((lambda: policy([0.0, 3.0]) + [0.0, 0.0], "the first k ids were kept instead of the k largest logits"),),
+    )
+    judge(
+        "top_p keeps the token that crosses the threshold", z,
+        "keep adding tokens (most likely first) until the kept mass reaches top_p; the token that reaches it stays",
+        top_p=0.9, variants=((lambda: policy(z, top_p=0.9, drop_crossing=True), "the token that crosses the threshold was dropped: "
+                              "stop after adding the token whose cumulative mass reaches top_p, not before it"),),
+    )
+    judge("top_p = 1 keeps every token", z, "top_p=1 is no filter at all", top_p=1.0)
+    judge("ties in top_p go to the lower token id", [0.0, 0.0, 0.0, 0.0],
+          "sort by (-logit, id) so equal logits keep their order; with mass 0.25 each, top_p=0.5 keeps ids 0 and 1", top_p=0.5)
+    judge("ties in top_k go to the lower token id", [0.0, 0.0], "a stable sort keeps id 0 before id 1", top_k=1)
+    judge(
+        "temperature, then top_k, then top_p measured on the kept mass", z,
+        "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors",
+        temperature=2.0, top_k=3, top_p=0.8,
+        variants=((lambda: policy(z, 1.0, 3, 0.8), "the temperature was applied after the filters (or not at all)"),
+                  (lambda: policy(z, 2.0, 4, 0.8), "top_p was measured on the mass of all tokens, not of the top_k survivors")),
+    )
+    judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
+    return {"max_error": worst[0]}
+# builder:end sha256=306d60b0b7671b35dee64527db542d4a8d0f7580d7656ae59db47b73805bee8a
+check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
+
+# %%
+SAMPLING_LOGITS = REFERENCE.value("sampling.logits")  # (3, 2, 1, 0)
+policies = {
+    "T = 1": token_distribution(SAMPLING_LOGITS),
+    "T = 2": token_distribution(SAMPLING_LOGITS, temperature=2.0),
+    "T = 1, top-k = 2": token_distribution(SAMPLING_LOGITS, top_k=2),
+    "T = 1, top-p = 0.9": token_distribution(SAMPLING_LOGITS, top_p=0.9),
+}
+for name, probabilities in policies.items():
+    print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
+running_mass = list(itertools.accumulate(policies["T = 1"]))
+print(f"running mass of the T = 1 distribution, most likely first: {[round(m, 3) for m in running_mass]}")
+expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
+z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
+expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
+expect('torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 2"], dtype=torch.float64), torch.softmax(z / 2, 0), atol=1e-15))
+for name, count in (("T = 1, top-k = 2", 2), ("T = 1, top-p = 0.9", 3)):
+    truncated = torch.zeros(4, dtype=torch.float64)
+    truncated[:count] = torch.softmax(z[:count], 0)
+    expect(name, torch.allclose(torch.tensor(policies[name], dtype=torch.float64), truncated, atol=1e-15))
+expect('[round(p, 3) for p in policies["T = 1, top-p = 0.9"]] == [0.665, 0.245, 0.09, 0.0]', [round(p, 3) for p in policies["T = 1, top-p = 0.9"]], "==", [0.665, 0.245, 0.09, 0.0])
+for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_k_2", "T = 1, top-k = 2"),
+                  ("top_p_09", "T = 1, top-p = 0.9")):
+    REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
+REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
+expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
+expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
+
+# Sampling from the top-p distribution: the observed frequencies approach the probabilities.
+nucleus = policies["T = 1, top-p = 0.9"]
+draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
+frequencies = [draws.count(i) / len(draws) for i in range(4)]
+gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
+print(f"20,000 draws from top-p = 0.9: frequencies {[round(f, 3) for f in frequencies]}, largest gap {gap:.4f}")
+expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
+expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
+
+
+def plot_policies(policies, logits, language="en"):
+    """Grouped bars: the probability of each token under each decoding policy."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
+    tokens = np.arange(len(logits))
+    colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE)
+    width = 0.2
+    for index, ((name, probabilities), color) in enumerate(zip(policies.items(), colors)):
+        ax.bar(tokens + (index - 1.5) * width, probabilities, width, label=name, color=color)
+    ax.set_xticks(tokens, [f"{localized(language, 'token', 'токен')} {i}\n(z = {z:g})" for i, z in zip(tokens, logits)])
+    ax.set_ylim(0, 0.85)
+    ax.set_ylabel(localized(language, "probability after renormalising", "вероятность после нормировки"))
+    ax.set_title(localized(language, "One logit vector, four distributions", "Одни логиты, четыре распределения"))
+    ax.legend(ncol=2, loc="upper right")
+    return fig
+
+
+show_figure(
+    plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
+    "Each group of bars is one token, each colour one decoding policy. Temperature 2 (orange) moves probability from "
+    "token 0 to the others but removes nothing. Top-k = 2 (green) and top-p = 0.9 (purple) set some tokens to exactly "
+    "zero and give their probability to the survivors; top-p keeps token 2 because it is the one that crosses 0.9.",
+)
+
+
+# %% tags=["exercise"]
+# Exercise 9: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый
+# вероятный токен (при равенстве — меньший id); остановитесь сразу после EOS с причиной 'eos' (EOS
+# остаётся в выходе) или когда выдано max_new_tokens токенов, с причиной 'length_limit' (если оба
+# случаются одновременно, побеждает EOS). Верните (tokens, reason). Если векторы оценок закончились
+# раньше, вызовите ValueError.
+# Проверка требует: EOS останавливает трассу и сохраняется; ограничение длины её останавливает; EOS
+# побеждает на последнем разрешённом шаге; трасса, которой не хватило логитов, вызывает ValueError.
+def greedy_trace(prepared_logits, eos_id, max_new_tokens):
+    """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
+    eos_id = require_int("eos_id", eos_id, minimum=0)
+    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
+    steps = [list(scores) for scores in prepared_logits]
+    for scores in steps:
+        if eos_id >= len(scores):
+            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    ### BEGIN SOLUTION
+    tokens = []
+    for scores in steps:
+        probabilities = token_distribution(scores)  # greedy is the temperature -> 0 limit of sampling
+        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
+        if tokens[-1] == eos_id:
+            return tokens, "eos"
+        if len(tokens) == max_new_tokens:
+            return tokens, "length_limit"
+    raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")
+    ### END SOLUTION
+
+
+# %%
+# builder:begin inline check_greedy_trace_contract
+def check_greedy_trace_contract(greedy_trace):
+    """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
+
+    Greedy decoding takes the most likely token (ties: lower id) at each step and stops right after
+    emitting ``eos_id`` (reason 'eos', EOS included) or after ``max_new_tokens`` tokens (reason
+    'length_limit'); EOS wins when both happen at once. A trace that ends first is a ValueError.
+    """
+    cases = (
+        ("EOS stops the trace and is kept", ([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0], [3.0, 0.0, 0.0, 0.0]], 3, 3), ([0, 3], "eos"),
+         "append the token first, then stop if it is eos_id; the EOS token belongs to the output"),
+        ("the length limit stops the trace", ([[3.0, 2.0, 1.0, 0.0]] * 5, 3, 3), ([0, 0, 0], "length_limit"),
+         "stop as soon as max_new_tokens tokens have been generated, even if more logits are available"),
+        ("EOS on the last allowed step reports 'eos'", ([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], 3, 2), ([0, 3], "eos"),
+         "check for EOS before checking the length limit"),
+        ("a single step", ([[0.0, 5.0, 1.0]], 0, 1), ([1], "length_limit"), "one step emits one token"),
+        ("greedy ties go to the lower token id", ([[1.0, 1.0, 0.0]], 2, 1), ([0], "length_limit"),
+         "take the first index of the maximum (max over range with a key, or argmax)"),
+        ("greedy takes the largest logit, not the first", ([[0.0, 1.0, 7.0, 2.0], [9.0, 0.0, 0.0, 0.0]], 3, 2), ([2, 0], "length_limit"),
+         "argmax over the whole score vector of each step"),
+    )
+    for prop, (logits, eos_id, limit), (want_tokens, want_reason), hint in cases:
+        case = f"greedy_trace({logits}, eos_id={eos_id}, max_new_tokens={limit})"
+        result = contract_call(prop, case, "the function raised on a valid input; the traceback above this message shows where", greedy_trace, logits, eos_id, limit)
+        try:
+            tokens, reason = result
+            tokens = [int(t) for t in tokens]
+        except (TypeError, ValueError):
+            raise ContractViolation(prop, case, "(tokens, reason)", repr(result), "return a pair: the list of token ids and 'eos' or 'length_limit'") from None
+        for step, (token, scores) in enumerate(zip(tokens, logits)):
+            contract_assert(
+                0 <= token < len(scores) and scores[token] == max(scores), "greedy takes the largest logit at every step",
+                case, f"step {step}: a token with logit {max(scores)}",
+                f"token {token}" + (f" with logit {scores[token]}" if 0 <= token < len(scores) else ", not a token id"),
+                "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token",
+            )
+        contract_assert(
+            (tokens, reason) == (want_tokens, want_reason), prop, case, f"({want_tokens}, {want_reason!r})", f"({tokens}, {reason!r})", hint,
+        )
+    short = "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)"
+    try:
+        outcome = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 2, 3, 3)
+    except ValueError:
+        outcome = None
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    contract_assert(
+        outcome is None, "a trace that ends before any stop condition raises ValueError", short, "ValueError",
+        repr(outcome), "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit",
+    )
+    return {"cases": len(cases) + 1}
+# builder:end sha256=b2a637fafc4f3b900ec7ed6befeeb2bc7c2760d88d324a4f300230510cbbf13b
+check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
+
+# %%
+eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
+limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
+print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
+expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
+expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
+# TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time. Call the
+# last token of its copy "EOS": the trace must stop at its first appearance in the copy.
+with torch.no_grad():
+    steps = [model(generated[None, : segment_length + i])[0, -1].tolist() for i in range(segment_length)]
+stop_token = int(generated[-1])
+model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
+expected_trace = generated[segment_length:].tolist()
+expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
+print(f"TinyLM's logits through greedy_trace with token {stop_token} as EOS: {model_trace}")
+if model_trace != (expected_trace, "eos"):
+    raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
+                         f"got {model_trace}, expected {(expected_trace, 'eos')}")
+
+# %% [markdown]
+# ## 14 · На некорректном вводе — громкая ошибка
+#
+# **Идея.** Функция, которая на некорректном вводе молча возвращает NaN, растягивает (broadcasting) маску
+# неверной формы или читает не тот id токена, прячет ошибку до тех пор, пока та не обойдётся дорого.
+# Каждая публичная функция этого ноутбука проверяет свои аргументы и бросает `TypeError` (значение не
+# того типа) или `ValueError` (тип правильный, значение неправильное) с сообщением, в котором названы
+# аргумент и то, что допустимо. Таблица ниже запускает каждую функцию на вводе, который та обязана
+# отвергнуть; `expect_raises` проваливает ячейку, если функция такой ввод принимает, бросает не ту
+# ошибку или пишет сообщение, в котором проблема не упомянута.
+
+# %%
+torch.manual_seed(SEED)
+small_mha = MultiHeadSelfAttention(8, 2)
+q3 = torch.zeros(3, 2)
+NEGATIVE_TESTS = [
+    # (error, function, positional arguments, keyword arguments, a phrase the message must contain)
+    (TypeError, softmax, ([1.0, 2.0],), {}, "torch.Tensor"),
+    (ValueError, softmax, (torch.tensor([1.0, float("nan")]),), {}, "finite"),
+    (ValueError, softmax, (torch.zeros(2, 3),), {"dim": 2}, "dim"),
+    (ValueError, attention_cost, (0, 64), {}, "n_tokens"),
+    (TypeError, attention_cost, (1000.0, 64), {}, "integer"),
+    (ValueError, kv_cache_bytes_per_token, (32, 0, 128), {}, "n_kv_heads"),
+    (ValueError, sinusoidal_encoding, (5, 7), {}, "even"),
+    (ValueError, sinusoidal_encoding, (0, 4), {}, "length"),
+    (ValueError, sinusoidal_encoding, (5, 4), {"base": 1.0}, "base"),
+    (TypeError, sinusoidal_encoding, (5, 4), {"dtype": torch.int64}, "dtype"),
+    (TypeError, sinusoidal_encoding, (True, 4), {}, "integer"),
+    (ValueError, causal_allowed, (1, 5), {"query_offset": -1}, "query_offset"),
+    (ValueError, causal_allowed, (2, 5), {"query_offset": 4}, "t_k"),
+    (TypeError, causal_allowed, (2.0, 5), {}, "integer"),
+    (ValueError, scaled_dot_product_attention, (torch.zeros(3, 3), q3, q3), {}, "d_k"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, torch.zeros(4, 2)), {}, "T_k"),
+    (TypeError, scaled_dot_product_attention, (q3, q3, q3, torch.ones(3, 3)), {}, "bool"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, q3, torch.ones(2, 3, dtype=torch.bool)), {}, "broadcast"),
+    (ValueError, scaled_dot_product_attention, (torch.zeros(2, 3, 2), q3, torch.zeros(3, 3, 2)), {}, "broadcast"),
+    (ValueError, scaled_dot_product_attention, (q3, q3, q3), {"empty_row": "nan"}, "empty_row"),
+    (ValueError, scaled_dot_product_attention, (torch.full((3, 2), float("inf")), q3, q3), {}, "finite"),
+    (TypeError, scaled_dot_product_attention, (torch.zeros(3, 2, dtype=torch.long), q3, q3), {}, "floating"),
+    (ValueError, split_heads, (torch.zeros(2, 3, 10), 4), {}, "evenly"),
+    (ValueError, split_heads, (torch.zeros(2, 3, 8), 0), {}, "n_heads"),
+    (ValueError, merge_heads, (torch.zeros(3, 4),), {}, "dimensions"),
+    (ValueError, repeat_kv_heads, (torch.zeros(1, 2, 3, 4), 0), {}, "group"),
+    (ValueError, plot_split_merge, (), {"n_heads": 9}, "n_heads"),
+    (ValueError, MultiHeadSelfAttention, (30, 8), {}, "evenly"),
+    (ValueError, MultiHeadSelfAttention, (64, 8, 3), {}, "multiple"),
+    (TypeError, MultiHeadSelfAttention, (64, 8), {"causal": "yes"}, "causal"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape"),
+    (ValueError, small_mha, (torch.zeros(3, 8),), {}, "dimensions"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 4, dtype=torch.bool)}, "token_valid"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 3)}, "bool"),
+    (TypeError, small_mha, (torch.zeros(1, 3, 8, dtype=torch.float64),), {}, "dtype"),
+    (ValueError, layer_norm, (torch.zeros(2, 4),), {"weight": torch.ones(3)}, "weight"),
+    (ValueError, layer_norm, (torch.zeros(2, 4),), {"eps": -1.0}, "eps"),
+    (TypeError, layer_norm, (torch.zeros(2, 4, dtype=torch.long),), {}, "floating"),
+    (ValueError, FeedForward, (8, 0), {}, "d_ff"),
+    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
+    (ValueError, DecoderBlock, (10, 4, 16), {}, "evenly"),
+    (ValueError, DecoderBlock(8, 2, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
+    (ValueError, transformer_parameter_floor, (0, 2048), {}, "d_model"),
+    (TypeError, softmax_jacobian, ([0.5, 0.5],), {}, "torch.Tensor"),
+    (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
+    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
+    (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
+    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1}, "n_keys"),
+    (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
+    (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
+    (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
+    (ValueError, TinyLM, (), {"d_model": 0}, "d_model"),
+    (TypeError, TinyLM, (), {"use_attention": 1}, "use_attention"),
+    (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "weight_decay": -0.1}, "weight_decay"),
+    (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9,)}, "pair"),
+    (TypeError, AdamW, ([1.0],), {"lr": 0.1}, "parameters[0]"),
+    (TypeError, model, (torch.zeros(1, 3),), {}, "torch.long"),
+    (ValueError, model, (torch.tensor([[0, 99]]),), {}, "token ids"),
+    (ValueError, model, (torch.zeros(1, 40, dtype=torch.long),), {}, "max_length"),
+    (ValueError, model, (torch.zeros(1, 0, dtype=torch.long),), {}, "shape"),
+    (ValueError, model.generate, (prompt, -1), {}, "new_tokens"),
+    (ValueError, model.generate, (prompt[0], 1), {}, "shape"),
+    (ValueError, token_distribution, ([],), {}, "non-empty"),
+    (ValueError, token_distribution, ("abc",), {}, "non-empty"),
+    (ValueError, token_distribution, ([1.0, float("nan")],), {}, "finite"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"temperature": 0.0}, "temperature"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_k": 3}, "top_k"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_p": 0.0}, "top_p"),
+    (ValueError, token_distribution, ([1.0, 2.0],), {"top_p": 1.5}, "top_p"),
+    (TypeError, token_distribution, ([1.0, True],), {}, "real number"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], 0, 0), {}, "max_new_tokens"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], 5, 1), {}, "eos_id"),
+    (ValueError, greedy_trace, ([[1.0, 2.0]], -1, 1), {}, "eos_id"),
+]
+PLOTS = [(plot_it_weights, (IT_WORDS, [1.0, 1.0, 1.0], [0.3, 0.3, 0.4])), (plot_attention_flow, ()), (plot_positions, (pe.numpy(),)),
+         (plot_masks, ([ordinary], ["causal"])), (plot_scores_and_weights, (result.scores, result.weights)),
+         (plot_sentence_attention, (sentence_weights, SENTENCE, TEMPERATURES, it)),
+         (plot_saturation, (saturation,)), (plot_query_gradients, (query_gradients, WIDTHS)), (plot_head_sharing, ()), (plot_split_merge, ()),
+         (plot_cost, (lengths, quadratic, linear, WIDE)), (plot_decoder_block, ()), (plot_leakage, (probe_shift,)),
+         (plot_ablation, (losses, ablated_losses, 8)), (plot_copy_attention, (copy_weights, generated[:-1].tolist())), (plot_policies, (policies, SAMPLING_LOGITS))]
+NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for plot, args in PLOTS]
+for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
+    expect_raises(error, function, *args, match=phrase, **kwargs)
+tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
+print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the problem, across {len(tested)} public functions and classes")
+
+# %% [markdown]
+# ## За 20 секунд
+#
+# - **Внимание:** каждый токен строит запрос, ключ и значение. Скалярные произведения запросов и
+#   ключей, масштабированные на $\sqrt{d_k}$ и пропущенные через softmax, решают, насколько каждый
+#   токен слушает каждый другой; выход — эта смесь значений.
+# - **Позиции:** само по себе внимание не видит порядка (оно перестановочно-эквивариантно), поэтому
+#   к токенам прибавляют векторы позиций; синусоиды превращают сдвиг в поворот.
+# - **Маски:** `True` = можно смотреть. Каузальные маски прячут будущее: это делает обучение на
+#   следующем токене честным и позволяет при генерации хранить прошлые ключи и значения в кэше; запросам
+#   из кэша нужны их абсолютные позиции (сдвиг запросов), которых `is_causal=True` в PyTorch им не даёт.
+# - **Зачем √d_k:** разброс скалярных произведений растёт с шириной; большие оценки насыщают softmax и
+#   лишают модель градиента. Деление на $\sqrt{d_k}$ держит разброс равным 1 при любой ширине.
+# - **Головы:** много узких голов, склеенных обратно и перемешанных матрицей $W_o$. GQA и MQA делят
+#   K/V-головы между головами запросов и во столько же раз уменьшают KV-кэш.
+# - **Стоимость:** $n^2$ оценок на голову и слой; после $n = 2 d_{model}$ этот член перевешивает проекции.
+# - **Блок и модель:** pre-norm блоки с остаточными связями из внимания и сети прямого распространения;
+#   крошечная модель за 45 шагов учится копировать случайный отрезок и остаётся на уровне случайного
+#   угадывания, если выключить внимание; политики декодирования (жадная, температура, top-k, top-p)
+#   превращают её логиты в токены.
+#
+# ## Самопроверка
+#
+# Сначала ответьте на каждый вопрос вслух или на бумаге, а потом откройте ответ.
+#
+# **Объясните внимание неинженеру за 30 секунд.**
+#
+# <details><summary>Ответ</summary>
+#
+# Когда модель читает слово, она спрашивает себя, какие ещё
+# слова текста помогают понять это слово, оценивает каждое по релевантности и пересобирает своё
+# представление о слове как смесь релевантных слов. В предложении "the animal didn't cross the street
+# because it was tired" слово «it» берёт большую часть своего смысла от «animal». Так поступает каждое
+# слово, параллельно со всеми, в каждом слое.
+#
+# </details>
+#
+# **Теперь — ML-инженеру за две минуты.**
+#
+# <details><summary>Ответ</summary>
+#
+# Спроецируйте $X$ в $Q$, $K$, $V$ обучаемыми матрицами;
+# вычислите $Q K^\top / \sqrt{d_k}$ — матрицу $n \times n$ масштабированных сходств; запрещённым элементам
+# (будущее, паддинг) присвойте $-\infty$; примените softmax к каждой строке; умножьте на $V$. Запустите $H$
+# голов на срезах ширины $d_{model}/H$ (GQA: меньше K/V-голов, каждая общая для своей группы),
+# конкатенируйте и спроецируйте матрицей $W_o$. Оберните это в pre-norm остаточную связь, поставьте после
+# неё FFN, применяемую к каждой позиции отдельно, и ставьте такие блоки друг на друга. Вычисления
+# занимают $O(n^2 d)$, память под оценки — $O(n^2)$, поэтому FlashAttention разбивает вычисление на
+# тайлы, а GQA уменьшает кэш.
+#
+# </details>
+#
+# **Зачем делить на √d_k и что ломается без этого?**
+#
+# <details><summary>Ответ</summary>
+#
+# Для элементов с единичной дисперсией дисперсия
+# $q \cdot k$ равна $d_k$. Без масштабирования оценки расползаются по мере расширения голов, softmax
+# стремится к one-hot, а его якобиан $\operatorname{diag}(p) - p p^\top$ — к нулю. Раздел 7 измерил
+# $\partial L / \partial q$ напрямую: при $d_k = 512$ медианный запрос получает градиент в десятки раз
+# меньше, около половины запросов не получают почти ничего, а немногие получают огромный. Обучение
+# становится неустойчивым, а не просто медленным.
+#
+# </details>
+#
+# **Почему длинный контекст стоит дорого? Назовите два средства.**
+#
+# <details><summary>Ответ</summary>
+#
+# Матрица оценок имеет размер $n \times n$ на каждую голову
+# каждого слоя, поэтому вычисления растут квадратично, а KV-кэш растёт с каждым удерживаемым токеном.
+# FlashAttention вычисляет точное внимание, не храня матрицу $n \times n$ в основной памяти; GQA или MQA
+# уменьшают кэш. Другие средства: внимание со скользящим окном или разреженное внимание, кэширование
+# промпта для стабильных префиксов, поиск (retrieval).
+#
+# </details>
+#
+# **Что даёт каузальная маска, кроме честного обучения?**
+#
+# <details><summary>Ответ</summary>
+#
+# Ранние выходы никогда не зависят от более поздних
+# токенов, поэтому ключи и значения прошлых токенов можно вычислить один раз и закэшировать; каждый новый
+# токен стоит одну строку внимания, а не полный пересчёт. Маске для этой строки нужна абсолютная позиция
+# запроса (раздел 4).
+#
+# </details>
+#
+# **От чего отказывается GQA и ради чего?**
+#
+# <details><summary>Ответ</summary>
+#
+# От небольшой доли выразительной способности модели, потому что головы
+# запросов делят ключи и значения, — ради KV-кэша, который в несколько раз меньше: больше одновременных
+# запросов и более длинные контексты на один GPU.
+#
+# </details>
+#
+# **Полностью замаскированная строка: что возвращает PyTorch и что делает этот ноутбук?**
+#
+# <details><summary>Ответ</summary>
+#
+# Свежие версии PyTorch
+# (2.5 и новее) возвращают нули; более старые возвращали NaN. Этот ноутбук по умолчанию бросает
+# `ValueError`, а нули с конечными градиентами возвращает, только если об этом попросить через
+# `empty_row="zero"`.
+#
+# </details>
+#
+# **Почему top-p оставляет токен, на котором пересекается порог?**
+#
+# <details><summary>Ответ</summary>
+#
+# Без него оставленная масса была бы *меньше* $p$. Хуже
+# того, когда самый вероятный токен в одиночку уже набирает $p$, порог пересекается *именно* на нём, и
+# если его отбросить, не осталось бы вообще ничего. Сохранение токена, на котором пересекается порог,
+# гарантирует не меньше $p$ массы и хотя бы один токен (ячейка после числовых вопросов проверяет оба
+# случая).
+#
+# </details>
+
+# %% [markdown]
+# ### Самопроверка с числами
+#
+# Решите каждую задачу вручную; ячейка ниже вычисляет все ответы и останавливается, если хотя бы один из них неверен.
+#
+# 1. У **Qwen2.5-7B** 28 слоёв и 4 K/V-головы ширины 128, которые кэшируются в 16 битах. Сколько байт
+#    добавляет один токен в её KV-кэш?
+#
+#    <details><summary>Ответ</summary>
+#
+#    $2 \cdot 28 \cdot 4 \cdot 128 \cdot 2 = 57{,}344$ байта, то есть 56 KiB: ключи и значения, в каждом слое, для каждой K/V-головы.
+#
+#    </details>
+#
+# 2. Четыре ключа получают оценки $(1, 1, 1, 1 + \ln 3)$. Какой вес достаётся последнему ключу?
+#
+#    <details><summary>Ответ</summary>
+#
+#    В $e^{\ln 3} = 3$ раза больше, чем каждому из остальных, поэтому $3 / (1 + 1 + 1 + 3) = 0.5$; остальные получают по $1/6$.
+#
+#    </details>
+#
+# 3. Каузальная маска на 8 токенах: сколько пар (запрос, ключ) разрешено?
+#
+#    <details><summary>Ответ</summary>
+#
+#    $1 + 2 + \dots + 8 = 36$ из 64.
+#
+#    </details>
+#
+# 4. Каково при $d_k = 256$ и элементах с единичной дисперсией стандартное отклонение немасштабированной
+#    оценки $q \cdot k$, а каково — масштабированной?
+#
+#    <details><summary>Ответ</summary>
+#
+#    $\sqrt{256} = 16$ без масштабирования, $16 / \sqrt{256} = 1$ с масштабированием.
+#
+#    </details>
+#
+# 5. Логиты $(3, 2, 1, 0)$ и top-p с $p = 0.5$: какие токены выживут и что оставило бы правило, которое
+#    отбрасывает токен, пересекающий порог?
+#
+#    <details><summary>Ответ</summary>
+#
+#    У самого вероятного токена в одиночку $0.644 \ge 0.5$, так что порог пересекается на нём: top-p
+#    оставляет только токен 0 с вероятностью 1. Правило, отбрасывающее этот токен, не оставило бы ничего.
+#
+#    </details>
+
+# %%
+answers = {
+    "Qwen2.5-7B bytes per token": kv_cache_bytes_per_token(28, 4, 128, 2),
+    "weight of the last key": float(softmax(torch.tensor([1.0, 1.0, 1.0, 1.0 + math.log(3)], dtype=torch.float64))[-1]),
+    "causal pairs over 8 tokens": int(causal_allowed(8, 8).sum()),
+    "score std at d_k = 256, unscaled and scaled": (math.sqrt(256), math.sqrt(256) / math.sqrt(256)),
+    "top-p 0.5 on (3, 2, 1, 0)": token_distribution([3.0, 2.0, 1.0, 0.0], top_p=0.5),
+}
+stated = {
+    "Qwen2.5-7B bytes per token": 57_344,
+    "weight of the last key": 0.5,
+    "causal pairs over 8 tokens": 36,
+    "score std at d_k = 256, unscaled and scaled": (16.0, 1.0),
+    "top-p 0.5 on (3, 2, 1, 0)": [1.0, 0.0, 0.0, 0.0],
+}
+for question, answer in answers.items():
+    close = (math.isclose(answer, stated[question], rel_tol=1e-12) if isinstance(answer, float)
+             else answer == stated[question])
+    if not close:
+        raise AssertionError(f"self-test '{question}': the answer above says {stated[question]!r}, the cell computes {answer!r}")
+    print(f"{question}: {answer}")
+# Dropping the crossing token would leave nothing when the top token alone reaches p.
+plain = token_distribution([3.0, 2.0, 1.0, 0.0])
+running = list(itertools.accumulate(plain))
+crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
+if crossing != 0:
+    raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
+print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops the crossing token would keep {crossing} tokens")
+
+# %% [markdown]
+# ## Статьи, на которых основан этот модуль
+#
+# - Vaswani et al., *Attention Is All You Need* (2017; «Внимание — всё, что вам нужно»):
+#   https://arxiv.org/abs/1706.03762. Внимание на масштабированном скалярном произведении, многоголовое
+#   внимание, синусоидальные позиции и сам трансформер.
+# - Ainslie et al., *GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
+#   Checkpoints* (2023; «GQA: обучение обобщённых трансформеров с общими K/V-головами из многоголовых
+#   чекпойнтов»): https://arxiv.org/abs/2305.13245. Внимание с группировкой запросов и дообучение
+#   (uptraining) многоголовых чекпойнтов в такие модели.
+# - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (2019; «Быстрое декодирование
+#   трансформера: достаточно одной головы записи»):
+#   https://arxiv.org/abs/1911.02150. Внимание с одной K/V-головой (multi-query attention).
+# - Dao et al., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135. Точное внимание по тайлам,
+#   размер которых подобран под быструю память на кристалле.
+# - Liu et al., *Lost in the Middle* (2023; «Потерянные в середине»): https://arxiv.org/abs/2307.03172.
+#   Как вспоминание фактов зависит от их позиции в контексте.
+# - Holtzman et al., *The Curious Case of Neural Text Degeneration* (2019; «Любопытный случай
+#   вырождения нейросетевого текста»):
+#   https://arxiv.org/abs/1904.09751. Ядерное (top-p) сэмплирование.
+# - Xiong et al., *On Layer Normalization in the Transformer Architecture* (2020; «О нормализации слоя
+#   в архитектуре трансформера»):
+#   https://arxiv.org/abs/2002.04745. Почему pre-norm обучается стабильнее, чем post-norm.
+#
+# **Для дальнейшего чтения.** The Annotated Transformer — построчно прокомментированная реализация
+# исходной статьи, шаг за шагом переложенной в код (https://nlp.seas.harvard.edu/annotated-transformer/);
+# *The Illustrated Transformer* Джея Аламмара — наглядное объяснение архитектуры в картинках
+# (https://jalammar.github.io/illustrated-transformer/);
+# nanoGPT Андрея Карпатого — компактная и легко читаемая реализация обучения моделей GPT
+# (https://github.com/karpathy/nanoGPT); и документация PyTorch по функции
+# `scaled_dot_product_attention`, где подробно описаны её аргументы, маски и поведение
+# (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
+
+# %%
+checked = REFERENCE.assert_all_used()
+print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")
+exercise_summary(globals())
+report_section("Module 3", globals())
