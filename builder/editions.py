@@ -175,11 +175,11 @@ def editions(course: Course, nb: Notebook) -> Editions:
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
     result.findings = source_findings(course, result, found, fresh, label)
     for language in course.languages:
-        translate(course, nb.translated(language), solution_py, result)
+        translate(course, nb.translated(language), parsed, result)
     return result
 
 
-def translate(course: Course, edition: Notebook, solution_py: str, result: Editions) -> None:
+def translate(course: Course, edition: Notebook, english, result: Editions) -> None:
     """Add one translated edition's four outputs and its catalog's drift to ``result``.
 
     Units without a current translation stay in English here; ``build`` refuses to write them unless told
@@ -187,7 +187,7 @@ def translate(course: Course, edition: Notebook, solution_py: str, result: Editi
     """
     from .translation import catalog as po
     from .translation import glossary
-    from .translation.render import render as render_translation
+    from .translation.render import render_notebook
     from .translation.units import units
 
     shown = course.shown(edition.catalog)
@@ -196,17 +196,15 @@ def translate(course: Course, edition: Notebook, solution_py: str, result: Editi
         terms = glossary.load_terms(po.load(edition.catalog.parent / "glossary.po"))
     except po.CatalogError as exc:
         raise files.MalformedFile(str(exc)) from None
-    found = units(solution_py, course.root)
+    found = units(english, course.root)
     drift = po.findings(catalog, found, shown) + glossary.violations(catalog, terms, shown)
     result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff) for f in drift]
-    text, english = render_translation(solution_py, catalog, edition.language, fallback=True, root=course.root)
+    parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     result.translations.append(edition)
-    result.fallbacks[edition.edition] = english
-    parsed = pairing.read_source(text, course.root)
+    result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
-    py = pairing.write_percent(parsed, course.root)
-    result.expected[edition.source] = py
-    result.expected[edition.ipynb] = pairing.ipynb_text(pairing.read_source(py, course.root), course.root)
+    result.expected[edition.source] = pairing.write_percent(parsed, course.root)
+    result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
     student_nb = student.student_notebook(copy.deepcopy(parsed))
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)

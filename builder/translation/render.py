@@ -1,8 +1,10 @@
 """Write a translated edition: the English percent source with its prose taken from a catalog."""
 
+import copy
 import re
 from pathlib import Path
 
+import nbformat
 import polib
 
 from ..config import ROOT
@@ -18,12 +20,19 @@ class StaleTranslationError(ValueError):
 
 
 def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool = False, root: Path = ROOT) -> tuple[str, list[str]]:
-    """The translated percent source, and the contexts that fell back to English.
+    """The translated percent source, and the contexts that fell back to English (see ``render_notebook``)."""
+    nb, english = render_notebook(read_source(py_text, root), catalog, language, fallback=fallback)
+    return write_percent(nb, root), english
+
+
+def render_notebook(nb: nbformat.NotebookNode, catalog: polib.POFile, language: str, *, fallback: bool = False):
+    """A translated copy of a parsed English source, and the contexts that fell back to English.
 
     Refuses (``StaleTranslationError``) when a unit is stale or missing, unless ``fallback`` is set,
     in which case those units stay in English and their contexts are returned.
     """
-    found = units(py_text, root)
+    nb = copy.deepcopy(nb)
+    found = units(nb)
     chosen = translations(catalog, found)
     english = [found[i].context for i, (_, current) in chosen.items() if not current]
     if english and not fallback:
@@ -32,13 +41,18 @@ def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool
             f"{len(english)} unit(s) have no current {language} translation ({shown}); translate them, "
             "or build with the English fallback")
     texts = iter(chosen[i][0] if chosen[i][1] else found[i].text for i in range(len(found)))
-    nb = read_source(py_text, root)
+    switched = 0
     for cell in nb.cells:
         if translatable(cell):
             cell.source = "\n\n".join(next(texts) if is_prose(b) else b for b in blocks(cell.source))
-        elif cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
-            cell.source = _translate_exercise(cell.source, next(texts))
-    return _switch_language(write_percent(nb, root), language), english
+        elif cell.cell_type == "code":
+            if EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
+                cell.source = _translate_exercise(cell.source, next(texts))
+            cell.source, n = _LANGUAGE_LINE.subn(lambda m: f'LANGUAGE = "{language}"{m.group("rest")}', cell.source)
+            switched += n
+    if switched != 1:
+        raise ValueError(f'a translated edition needs exactly one line `LANGUAGE = "en"` in the source, found {switched}')
+    return nb, english
 
 
 def _translate_exercise(source: str, instructions: str) -> str:
@@ -47,11 +61,3 @@ def _translate_exercise(source: str, instructions: str) -> str:
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])
-
-
-def _switch_language(py_text: str, language: str) -> str:
-    """Set the notebook's figure language; the source must have exactly one ``LANGUAGE = "en"`` line."""
-    hits = _LANGUAGE_LINE.findall(py_text)
-    if len(hits) != 1:
-        raise ValueError(f'a translated edition needs exactly one line `LANGUAGE = "en"` in the source, found {len(hits)}')
-    return _LANGUAGE_LINE.sub(lambda m: f'LANGUAGE = "{language}"{m.group("rest")}', py_text)

@@ -70,10 +70,10 @@ def exercise_instructions(source: str) -> tuple[str, str, int] | None:
     return label.group(1), "\n".join(comments), len(comments)
 
 
-def units(py_text: str, root: Path = ROOT) -> list[Unit]:
-    """Every translatable unit of a percent source, in order, with heading-path contexts."""
+def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit]:
+    """Every translatable unit of a percent source (text, or already parsed), in order, with heading-path contexts."""
     found, path, ordinal, seen = [], [], 0, set()
-    for index, cell in enumerate(read_source(py_text, root).cells):
+    for index, cell in enumerate((read_source(source, root) if isinstance(source, str) else source).cells):
         if translatable(cell):
             for block in blocks(cell.source):
                 heading = _HEADING.match(block.split("\n")[0])
