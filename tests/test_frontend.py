@@ -30,7 +30,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from builder import html
+from builder import handout
 from builder.config import load_course
 
 pytestmark = pytest.mark.frontend
@@ -235,7 +235,7 @@ def browser():
 def expected_formulas(nb: nbformat.NotebookNode) -> dict[int, int]:
     """Per Markdown cell, how many formulas the course's Markdown parser (the handouts') finds."""
     return {
-        index: len(html.markdown_to_html(cell.source, f"cell {index}", strict=False)[1].expressions)
+        index: len(handout.markdown_to_html(cell.source, f"cell {index}", strict=False)[1].expressions)
         for index, cell in enumerate(nb.cells)
         if cell.cell_type == "markdown"
     }
