@@ -59,7 +59,8 @@ def adopt(course, args) -> int:
             return exits.IPYNB_EDIT
         files.write_all({nb.source: editions.adopted_source(course, nb)})
         print(f"adopt: copied the edits of {course.shown(nb.ipynb)} into {course.shown(nb.source)}")
-    return build(course, argparse.Namespace(names=args.names, force=False))
+    # An adopted English edit leaves its translations stale; they keep the English until translated (check lists them).
+    return build(course, argparse.Namespace(names=args.names, force=False, english_fallback=True))
 
 
 def reference_problems(chosen) -> list[refs.Problem]:
