@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from builder import cli
-from builder.contracts import attention, gqa, module3_decoding, module3_heads, module3_norms, module3_positions
+from builder.contracts import attention, gqa, decoding, heads, norms, positions
 from builder.contracts.violations import ContractViolation
 from tests.support import ROOT, notebook
 
@@ -23,16 +23,16 @@ def nb():
 # --- Contract checks: what the bug catalog (tests/test_bug_catalog.py) does not cover ---------------------
 
 CONTRACTS = [
-    module3_positions.check_positional_encoding_contract,
-    module3_positions.check_causal_mask_contract,
+    positions.check_positional_encoding_contract,
+    positions.check_causal_mask_contract,
     attention.check_attention_contract,
-    module3_heads.check_split_heads_contract,
-    module3_heads.check_merge_heads_contract,
-    module3_heads.check_multi_head_attention_contract,
+    heads.check_split_heads_contract,
+    heads.check_merge_heads_contract,
+    heads.check_multi_head_attention_contract,
     gqa.check_kv_repeat_contract,
-    module3_norms.check_layer_norm_contract,
-    module3_decoding.check_token_distribution_contract,
-    module3_decoding.check_greedy_trace_contract,
+    norms.check_layer_norm_contract,
+    decoding.check_token_distribution_contract,
+    decoding.check_greedy_trace_contract,
 ]
 
 
@@ -56,7 +56,7 @@ def test_a_crash_on_valid_input_becomes_a_named_violation():
         raise IndexError("index 4 is out of bounds")
 
     with pytest.raises(ContractViolation) as caught:
-        module3_decoding.check_greedy_trace_contract(crashes)
+        decoding.check_greedy_trace_contract(crashes)
     assert "IndexError" in str(caught.value) and "raised on a valid input" in str(caught.value)
 
 
