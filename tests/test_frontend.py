@@ -32,14 +32,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from builder import handout
 from builder.config import load_course
+from tests.test_html import browser  # noqa: F401  (the shared Chromium fixture)
 
 pytestmark = pytest.mark.frontend
 
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 START_TIMEOUT_S = 90
 RUN_TIMEOUT_S = 600
 
@@ -219,17 +215,6 @@ def _has_jupyterlab() -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's Chromium, driven by Playwright; never a downloaded browser."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent; `apt-get install -y chromium` (done by .ci/run) provides it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 def expected_formulas(nb: nbformat.NotebookNode) -> dict[int, int]:
