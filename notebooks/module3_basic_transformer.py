@@ -3272,7 +3272,9 @@ show_figure(
 # `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
 # 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
 # Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
-# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K").
+# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K"). That
+# figure follows Mistral's convention, in which position i reads positions i − 4,096 … i, so each
+# layer relays information 4,096 positions back; Module 5 sets it beside gpt-oss's convention.
 # The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
 # 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
 # ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
