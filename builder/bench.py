@@ -150,7 +150,7 @@ def floor_seconds(*, kernel_name: str = "python3", timeout: int = 600) -> float:
     return result.seconds
 
 
-def notebook_ratio(course, name: str, repeats: int = 1) -> dict:
+def notebook_ratio(course, nb, repeats: int = 1) -> dict:
     """Measure the floor and one notebook in the same process, ``repeats`` times each, interleaved.
 
     Prints floor, notebook time, their ratio (medians) and the three slowest cells of the
@@ -160,30 +160,29 @@ def notebook_ratio(course, name: str, repeats: int = 1) -> dict:
 
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    (nb,) = course.select([name])
     floors, runs = [], []
     for _ in range(repeats):
         floors.append(floor_seconds())
         result = execute.run(nb.ipynb)
         if result.error:
-            raise NotebookFailed(f"{nb.name} failed at cell {result.failed_cell}:\n{result.error}")
+            raise NotebookFailed(f"{nb.edition} failed at cell {result.failed_cell}:\n{result.error}")
         runs.append(result)
     floor = statistics.median(floors)
     seconds = statistics.median(r.seconds for r in runs)
     best = min(runs, key=lambda r: r.seconds)
     ratio = seconds / floor
     verdict = "within" if ratio <= SPEED_LIMIT else "OVER"
-    print(f"{nb.name}: floor {floor:.2f} s, notebook {seconds:.2f} s, ratio {ratio:.2f} "
+    print(f"{nb.edition}: floor {floor:.2f} s, notebook {seconds:.2f} s, ratio {ratio:.2f} "
           f"({verdict} the {SPEED_LIMIT:g}x budget; median of {repeats})")
     for cell in best.slowest(3):
         print(f"  slow: {cell}")
-    return {"name": nb.name, "floor": floor, "notebook": seconds, "ratio": ratio, "ok": ratio <= SPEED_LIMIT,
+    return {"name": nb.edition, "floor": floor, "notebook": seconds, "ratio": ratio, "ok": ratio <= SPEED_LIMIT,
             "slowest": [(c.index, c.seconds, c.first_line) for c in best.slowest(3)]}
 
 
 def speed(course, names: list[str], repeats: int = 1) -> list[dict]:
     """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty)."""
-    return [notebook_ratio(course, nb.name, repeats=repeats) for nb in course.select(names)]
+    return [notebook_ratio(course, nb, repeats=repeats) for nb in course.select_editions(names)]
 
 
 def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:

@@ -176,7 +176,8 @@ def test_notebook_ratio_rejects_zero_repeats():
     from builder.config import load_course
 
     with pytest.raises(ValueError, match="repeats"):
-        bench.notebook_ratio(load_course(ROOT), "module3", repeats=0)
+        course = load_course(ROOT)
+        bench.notebook_ratio(course, course.notebooks[0], repeats=0)
 
 
 def test_every_plot_draws_in_english_and_russian(nb):
