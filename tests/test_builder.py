@@ -41,6 +41,7 @@ def test_hand_edit_inside_a_region_fails_check_naming_file_and_region(repo_copy)
     assert re.search(r"notebooks/module3_basic_transformer\.py\(\d+\): region 'inline install_missing' was edited by hand", result.stdout)
 
 
+@pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_build_refuses_to_overwrite_a_hand_edit_unless_forced(repo_copy):
     path = repo_copy / M3
     edited = path.read_text().replace("    return missing\n", "    return missing or []\n", 1)
@@ -52,6 +53,7 @@ def test_build_refuses_to_overwrite_a_hand_edit_unless_forced(repo_copy):
     assert run_builder(repo_copy, "check").returncode == 0
 
 
+@pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_changing_the_shared_function_makes_the_region_stale(repo_copy):
     source = repo_copy / "builder/contracts/environment.py"
     source.write_text(source.read_text().replace("All required packages are already installed.", "Nothing to install."))

@@ -34,6 +34,7 @@ def edit_markdown_in_jupyter(path, new_text, *, keep_ids=True):
     return index
 
 
+@pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 @pytest.mark.parametrize("keep_ids", [True, False], ids=["jupyter", "colab"])
 def test_an_edit_made_only_in_the_ipynb_is_refused_with_its_cell_then_adopted(repo_copy, keep_ids):
     ipynb = repo_copy / f"{M3}.ipynb"

@@ -29,6 +29,7 @@ def test_every_ci_job_uploads_what_it_produces():
             assert uploads and all(s.get("if") == "always()" for s in uploads), f"{path.name}: job {name} uploads nothing"
 
 
+@pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_the_pre_commit_hook_entry_passes_on_this_checkout():
     config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
     hook = next(h for repo in config["repos"] for h in repo["hooks"] if h["id"] == "builder-check")
@@ -38,6 +39,7 @@ def test_the_pre_commit_hook_entry_passes_on_this_checkout():
     assert result.returncode == 0 and "in sync" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_check_imports_no_export_execution_or_browser_library():
     probe = ("import sys; from builder import cli; code = cli.main(['check']); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbconvert', 'bs4', 'playwright', 'nbclient', 'latex2mathml'})); "
