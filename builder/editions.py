@@ -107,7 +107,7 @@ def reference_code(course: Course, nb: Notebook, name: str) -> str:
     )
 
 
-def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str):
+def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str, source_text: str):
     """The function that writes each region of one notebook source; RegionError names the region on failure."""
 
     def render(region: regions.Region) -> str:
@@ -119,7 +119,7 @@ def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: 
                     raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
                 return reference_code(course, nb, region.arg)
             if region.kind == "solutions":
-                return student.solutions_code(nb.source.read_text(encoding="utf-8"))
+                return student.solutions_code(source_text)  # the text already read, not a second read
             return regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
         except files.MalformedFile:
             raise
@@ -161,7 +161,7 @@ def editions(course: Course, nb: Notebook) -> Editions:
         fresh[region.key] = body = render(region)
         return body
 
-    render = renderer(course, nb, label, nb.ipynb, nb.title)
+    render = renderer(course, nb, label, nb.ipynb, nb.title, text)
     rendered = regions.render(text, solution_region, label)
     parsed = pairing.read_source(rendered, course.root)  # the one parse of the source
     solution_py = pairing.write_percent(parsed, course.root)
