@@ -11,6 +11,9 @@ def verify_sha256(text, expected_sha256, what):
     """Stop with both digests and the fixing command when ``text`` does not hash to ``expected_sha256``."""
     import hashlib
 
+    for label, given in (("text", text), ("expected_sha256", expected_sha256), ("what", what)):
+        if not isinstance(given, str):
+            raise TypeError(f"verify_sha256: {label} must be a str, got {type(given).__name__}")
     actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if actual != expected_sha256:
         raise ReferenceChecksumError(
@@ -27,15 +30,20 @@ class Reference:
     """Frozen reference values that remember which ones this notebook has used or checked."""
 
     def __init__(self, data, source):
+        if not isinstance(data, dict) or not isinstance(source, str):
+            raise TypeError(f"Reference needs a dict of values and a str naming their file, got {type(data).__name__} and {type(source).__name__}")
         self._data = data
         self.source = source
         self._used = set()
 
     def _lookup(self, path):
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"a reference path must be a non-empty dotted str such as 'tiny_lm.seed', got {path!r}")
         node = self._data
         for part in path.split("."):
             if not isinstance(node, dict) or part not in node:
-                raise KeyError(f"{self.source} has no value at {path!r}")
+                known = ", ".join(sorted(node)) if isinstance(node, dict) else "none (a leaf value)"
+                raise ValueError(f"{self.source} has no value at {path!r}; at {part!r} the keys are: {known}")
             node = node[part]
         return node
 

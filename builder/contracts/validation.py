@@ -4,7 +4,14 @@ Each function here is inlined verbatim into the notebooks, so each imports what 
 inside its own body and refers to nothing else but builtins and other inlined names.
 """
 
-__all__ = ["require_int", "require_real", "require_bool", "require_choice", "require_array", "require_tensor", "expect_raises"]
+__all__ = [
+    "ALLOCATION_BUDGET_BYTES", "require_int", "require_real", "require_bool", "require_choice", "require_budget",
+    "require_array", "require_tensor", "require_finite_result", "expect_raises",
+]
+
+# The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
+# a size that would need more is refused, before anything is allocated, by require_budget.
+ALLOCATION_BUDGET_BYTES = 1 << 30
 
 
 def require_int(name, value, *, minimum=None, maximum=None):
@@ -56,12 +63,36 @@ def require_choice(name, value, choices):
     return value
 
 
+def require_budget(what, shape, *, itemsize=8):
+    """Return the bytes an array of ``shape`` with ``itemsize``-byte entries takes; refuse more than ALLOCATION_BUDGET_BYTES."""
+    count = 1
+    for size in shape:
+        count *= int(size)
+    needed = count * int(itemsize)
+    if needed > ALLOCATION_BUDGET_BYTES:
+        raise ValueError(
+            f"{what} of shape {tuple(int(s) for s in shape)} would take {needed:,} bytes ({needed / 2**30:.3g} GiB), "
+            f"over the budget of {ALLOCATION_BUDGET_BYTES:,} bytes (ALLOCATION_BUDGET_BYTES); choose smaller sizes"
+        )
+    return needed
+
+
 def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
-    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries."""
+    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
+
+    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
+    """
+    import sys
+
     import numpy as np
 
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+        value = value.detach().numpy()
     array = np.asarray(value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
@@ -82,6 +113,8 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
 
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if value.device.type != "cpu" or value.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense tensor on the CPU, where this notebook computes; got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
     if ndim is not None and value.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
     if min_ndim is not None and value.ndim < min_ndim:
@@ -92,6 +125,16 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
         raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
     if finite and floating and not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return value
+
+
+def require_finite_result(what, value, cause):
+    """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
+    import numpy as np
+
+    entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
+    if not np.isfinite(entries).all():
+        raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
     return value
 
 

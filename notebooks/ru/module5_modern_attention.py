@@ -123,6 +123,9 @@ def verify_sha256(text, expected_sha256, what):
     """Stop with both digests and the fixing command when ``text`` does not hash to ``expected_sha256``."""
     import hashlib
 
+    for label, given in (("text", text), ("expected_sha256", expected_sha256), ("what", what)):
+        if not isinstance(given, str):
+            raise TypeError(f"verify_sha256: {label} must be a str, got {type(given).__name__}")
     actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if actual != expected_sha256:
         raise ReferenceChecksumError(
@@ -133,21 +136,26 @@ def verify_sha256(text, expected_sha256, what):
             "`python -m builder build` (or download the notebook again)."
         )
     return actual
-# builder:end sha256=df2f8fe5995106711c976ee14f763ec5c0e3bbd6affb437bf52d8a7c90a8f39d
+# builder:end sha256=1542a30bcbe33fa1007c12f3f737cfa3c74e1e74218ba2a93b024d183590da19
 # builder:begin inline Reference
 class Reference:
     """Frozen reference values that remember which ones this notebook has used or checked."""
 
     def __init__(self, data, source):
+        if not isinstance(data, dict) or not isinstance(source, str):
+            raise TypeError(f"Reference needs a dict of values and a str naming their file, got {type(data).__name__} and {type(source).__name__}")
         self._data = data
         self.source = source
         self._used = set()
 
     def _lookup(self, path):
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"a reference path must be a non-empty dotted str such as 'tiny_lm.seed', got {path!r}")
         node = self._data
         for part in path.split("."):
             if not isinstance(node, dict) or part not in node:
-                raise KeyError(f"{self.source} has no value at {path!r}")
+                known = ", ".join(sorted(node)) if isinstance(node, dict) else "none (a leaf value)"
+                raise ValueError(f"{self.source} has no value at {path!r}; at {part!r} the keys are: {known}")
             node = node[part]
         return node
 
@@ -214,7 +222,7 @@ class Reference:
         if missing:
             raise AssertionError(f"{len(missing)} value(s) of {self.source} were never checked: {', '.join(missing)}")
         return len(self._used)
-# builder:end sha256=a75a019675d94719513f71c9000c39b76d3d0f64a8ed47ea725d02f46502a00a
+# builder:end sha256=f936f6026312c3cf0533ad6549164a131ffcaeedf5c045b64cf86526bb4ff9c5
 # builder:begin inline load_reference
 def load_reference(json_text, expected_sha256, source):
     """Verify the embedded JSON against its SHA-256, then wrap it as a ``Reference``."""
@@ -345,9 +353,27 @@ REFERENCE_JSON = r"""{
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 
-
 # %% tags=["hide-input"]
 # @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# builder:begin inline ALLOCATION_BUDGET_BYTES
+# The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
+# a size that would need more is refused, before anything is allocated, by require_budget.
+ALLOCATION_BUDGET_BYTES = 1 << 30
+# builder:end sha256=b6a7f404a1b2c9b8056091086c1c556eb0263bab650cbde30c0e1a1ff37df62d
+# builder:begin inline require_budget
+def require_budget(what, shape, *, itemsize=8):
+    """Return the bytes an array of ``shape`` with ``itemsize``-byte entries takes; refuse more than ALLOCATION_BUDGET_BYTES."""
+    count = 1
+    for size in shape:
+        count *= int(size)
+    needed = count * int(itemsize)
+    if needed > ALLOCATION_BUDGET_BYTES:
+        raise ValueError(
+            f"{what} of shape {tuple(int(s) for s in shape)} would take {needed:,} bytes ({needed / 2**30:.3g} GiB), "
+            f"over the budget of {ALLOCATION_BUDGET_BYTES:,} bytes (ALLOCATION_BUDGET_BYTES); choose smaller sizes"
+        )
+    return needed
+# builder:end sha256=95763127d2ac87d998cc927c232f9df3749d8d5735e8dea396ddf5fc606b6601
 # builder:begin inline require_int
 def require_int(name, value, *, minimum=None, maximum=None):
     """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
@@ -399,11 +425,21 @@ def require_choice(name, value, choices):
 # builder:end sha256=1931013db9ba92dd045fd521ca44508a4609b827fff8402dede07b5a0ecc5f23
 # builder:begin inline require_array
 def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
-    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries."""
+    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
+
+    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
+    """
+    import sys
+
     import numpy as np
 
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+        value = value.detach().numpy()
     array = np.asarray(value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
@@ -416,7 +452,7 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
     if finite and not np.isfinite(array).all():
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return array
-# builder:end sha256=52df8a3e12ab947bc2ce8c6ab254e433cd311bc4ee39e80a3a656ef55b487fbc
+# builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
 # builder:begin inline require_tensor
 def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
     """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
@@ -424,6 +460,8 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
 
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if value.device.type != "cpu" or value.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense tensor on the CPU, where this notebook computes; got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
     if ndim is not None and value.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
     if min_ndim is not None and value.ndim < min_ndim:
@@ -435,7 +473,17 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
     if finite and floating and not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return value
-# builder:end sha256=c2c1c717773909b236aa0fc018e953adc9b6df840ee7b53c3364098a782759e1
+# builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
+# builder:begin inline require_finite_result
+def require_finite_result(what, value, cause):
+    """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
+    import numpy as np
+
+    entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
+    if not np.isfinite(entries).all():
+        raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
+    return value
+# builder:end sha256=697bd03f3de44af901b6e931cbb40bf4c66c2017cb5d8f60e34f6fba3c876b01
 # builder:begin inline expect_raises
 def expect_raises(expected, function, *args, match=None, **kwargs):
     """Call ``function`` on bad input and return the message of the error it must raise.

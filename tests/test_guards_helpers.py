@@ -1,0 +1,73 @@
+"""The shared argument guards of issue 12: the allocation budget, tensors that require grad or live elsewhere, helper error types."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from builder.contracts.reference import Reference, load_reference, verify_sha256
+from builder.contracts.validation import (
+    ALLOCATION_BUDGET_BYTES,
+    require_array,
+    require_budget,
+    require_finite_result,
+    require_tensor,
+)
+
+
+def test_budget_refuses_before_allocating_and_names_size_bytes_and_limit():
+    side = 1 << 16  # a 65,536 x 65,536 float64 mask: 32 GiB
+    with pytest.raises(ValueError) as caught:
+        require_budget("the mask", (side, side))
+    message = str(caught.value)
+    assert "(65536, 65536)" in message and f"{side * side * 8:,} bytes" in message and f"{ALLOCATION_BUDGET_BYTES:,}" in message
+
+
+def test_budget_boundary_is_the_budget_itself():
+    assert require_budget("x", (ALLOCATION_BUDGET_BYTES // 8,)) == ALLOCATION_BUDGET_BYTES
+    with pytest.raises(ValueError):
+        require_budget("x", (ALLOCATION_BUDGET_BYTES // 8 + 1,))
+    assert require_budget("x", (ALLOCATION_BUDGET_BYTES,), itemsize=1) == ALLOCATION_BUDGET_BYTES
+
+
+def test_require_array_detaches_a_tensor_that_requires_grad():
+    q = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    array = require_array("Q", q, ndim=2)
+    assert isinstance(array, np.ndarray) and array.shape == (2, 3)
+
+
+@pytest.mark.parametrize("make", [lambda: torch.ones(2, 3, device="meta"), lambda: torch.ones(2, 3).to_sparse()], ids=["meta device", "sparse layout"])
+def test_tensor_guards_refuse_other_devices_and_layouts_with_a_type_error(make):
+    with pytest.raises(TypeError, match="cpu"):
+        require_tensor("x", make())
+    with pytest.raises(TypeError, match="cpu"):
+        require_array("x", make())
+
+
+def test_finite_result_guard_raises_floating_point_error_naming_the_cause():
+    assert require_finite_result("scan", np.ones(3), "unused") is not None
+    with pytest.raises(FloatingPointError, match="products over 1e308"):
+        require_finite_result("scan", np.array([1.0, np.inf]), "products over 1e308")
+    with pytest.raises(FloatingPointError):
+        require_finite_result("scan", torch.tensor([float("nan")]), "a NaN")
+
+
+def test_helper_errors_are_type_or_value_errors():
+    text = json.dumps({"a": {"b": 1}})
+    with pytest.raises(TypeError, match="text must be a str"):
+        verify_sha256(None, "0" * 64, "references/x.json")
+    with pytest.raises(TypeError):
+        load_reference(3, "0" * 64, "x")
+    with pytest.raises(TypeError, match="dict"):
+        Reference(None, "x")
+    import hashlib
+
+    reference = load_reference(text, hashlib.sha256(text.encode()).hexdigest(), "references/x.json")
+    with pytest.raises(ValueError, match="keys are: a"):
+        reference.value("nope")
+    with pytest.raises(ValueError, match="keys are: b"):
+        reference.check("a.c", 1)
+    with pytest.raises(TypeError):
+        reference.value(None)
+    assert reference.value("a.b") == 1
