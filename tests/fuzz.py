@@ -54,8 +54,40 @@ VERDICTS = {"*": ("ContractViolation", "CheckFailed"), "expect_raises": ("Assert
             "verify_sha256": ("ReferenceChecksumError",), "load_reference": ("ReferenceChecksumError",)}
 # A function named like a check (check_*, ...) fails with AssertionError by design: that is its verdict too.
 CHECK_PREFIXES = ("check_", "expect", "contract_")
-# Baseline calls for public functions that the notebook never calls itself: name -> (args, kwargs).
-BASELINES: dict[str, tuple[tuple, dict]] = {}
+
+
+def _double(x):
+    """A toy exercise solution for the check_exercise baseline: twice x."""
+    return 2 * x
+
+
+def _double_contract(implementation):
+    """A toy contract for the check_exercise baseline: implementation(3) must be 6."""
+    if implementation(3) != 6:
+        raise AssertionError("double(3) is 6")
+    return {"checked": 1}
+
+
+def _exercise_namespace() -> dict:
+    """A small notebook namespace: one exercise's reference source and two outcomes."""
+    return {"REFERENCE_SOURCES": {"Exercise 1": "def double(x):\n    return 2 * x\n"},
+            "EXERCISE_OUTCOMES": {"Exercise 1": "passed", "Exercise 2": "double is still a stub"}}
+
+
+# Baseline calls for public functions that the notebook never calls with copyable arguments (a namespace is
+# the notebook's globals(), which cannot be copied): name -> (args, kwargs).
+BASELINES: dict[str, tuple[tuple, dict]] = {
+    "require_budget": (("a mask", (64, 64)), {}),
+    "require_finite_result": (("a scan", [1.0, 2.0], "products beyond 1e308"), {}),
+    "require_namespace": ((_exercise_namespace(), "Exercise 1"), {}),
+    "ContractViolation": (("double(3) is 6", "x=3", "6", "5", "multiply by 2, do not add 2"), {}),
+    "use_reference": (("Exercise 1", _exercise_namespace(), "a test stands in"), {}),
+    "exercises_on_reference": ((_exercise_namespace(),), {}),
+    "check_exercise": (("Exercise 1", _double_contract, _double, _exercise_namespace()), {}),
+    "show_reference": (("Exercise 1", _exercise_namespace()), {}),
+    "report_section": (("Section 1", _exercise_namespace()), {}),
+    "exercise_summary": ((_exercise_namespace(),), {}),
+}
 
 
 class CallTimeout(BaseException):

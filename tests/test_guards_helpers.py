@@ -71,3 +71,21 @@ def test_helper_errors_are_type_or_value_errors():
     with pytest.raises(TypeError):
         reference.value(None)
     assert reference.value("a.b") == 1
+
+
+def test_exercise_helpers_refuse_a_namespace_that_is_not_globals():
+    from builder.contracts.exercises import check_exercise, exercise_summary, report_section, use_reference
+
+    for call in (lambda: use_reference("Exercise 1", None, "r"), lambda: report_section("S", None),
+                 lambda: exercise_summary([]), lambda: check_exercise(1, len, len, {})):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_contract_close_refuses_a_meta_tensor_as_a_type_error_or_violation():
+    from builder.contracts.violations import ContractViolation, contract_close
+
+    with pytest.raises(TypeError, match="expected value"):
+        contract_close("p", "x", torch.ones(2), torch.ones(2, device="meta"), "hint")
+    with pytest.raises(ContractViolation):
+        contract_close("p", "x", torch.ones(2, device="meta"), torch.ones(2), "hint")

@@ -18,11 +18,21 @@ which every edition embeds).
 
 from .violations import ContractViolation
 
-__all__ = ["use_reference", "exercises_on_reference", "check_exercise", "show_reference", "report_section", "exercise_summary"]
+__all__ = ["require_namespace", "use_reference", "exercises_on_reference", "check_exercise", "show_reference", "report_section", "exercise_summary"]
+
+
+def require_namespace(namespace, label="Exercise"):
+    """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
+    if not isinstance(namespace, dict):
+        raise TypeError(f"namespace must be the notebook's globals() dict, got {type(namespace).__name__}; pass globals()")
+    if not isinstance(label, str):
+        raise TypeError(f"an exercise label must be a str such as 'Exercise 3', got {type(label).__name__} {label!r}")
+    return namespace
 
 
 def use_reference(label, namespace, reason):
     """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    require_namespace(namespace, label)
     filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
     source = namespace.get("REFERENCE_SOURCES", {}).get(label)
     if filed is not None:
@@ -45,6 +55,7 @@ def use_reference(label, namespace, reason):
 
 def exercises_on_reference(namespace):
     """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    require_namespace(namespace)
     return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
 
 
@@ -55,6 +66,9 @@ def check_exercise(label, contract, implementation, namespace):
     module docstring) and the failure is raised again, naming the property, the input, expected
     against actual and the usual cause, plus how to go on.
     """
+    require_namespace(namespace, label)
+    if not callable(contract):
+        raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
     if getattr(implementation, "__reference_solution__", None) == label:
@@ -91,7 +105,7 @@ def check_exercise(label, contract, implementation, namespace):
 
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
-    sources = (globals() if namespace is None else namespace).get("REFERENCE_SOURCES", {})
+    sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
     print(sources[label])
@@ -99,6 +113,7 @@ def show_reference(label, namespace=None):
 
 def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     if not standing_in:
         print(f"{section}: PASS")
@@ -111,6 +126,7 @@ def report_section(section, namespace):
 
 def exercise_summary(namespace):
     """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
     print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")

@@ -64,6 +64,8 @@ class Reference:
 
         expected = self.value(path)
         if hasattr(actual, "detach"):
+            if getattr(actual, "is_meta", False):
+                raise TypeError(f"{self.source}:{path}: a meta tensor holds no values to compare; compute on the CPU")
             actual = actual.detach().cpu().tolist()
         elif hasattr(actual, "tolist"):
             actual = actual.tolist()

@@ -35,10 +35,14 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=np.float64)
 
-    want = as_array(expected)
+    unreadable = (TypeError, ValueError, AttributeError, RuntimeError, NotImplementedError)  # NotImplementedError: a meta tensor
+    try:
+        want = as_array(expected)
+    except unreadable:
+        raise TypeError(f"contract_close: the expected value must be numbers on the CPU, got {type(expected).__name__}") from None
     try:
         got = as_array(actual)
-    except (TypeError, ValueError, AttributeError, RuntimeError):
+    except unreadable:
         raise ContractViolation(
             prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None

@@ -192,6 +192,8 @@ class Reference:
 
         expected = self.value(path)
         if hasattr(actual, "detach"):
+            if getattr(actual, "is_meta", False):
+                raise TypeError(f"{self.source}:{path}: a meta tensor holds no values to compare; compute on the CPU")
             actual = actual.detach().cpu().tolist()
         elif hasattr(actual, "tolist"):
             actual = actual.tolist()
@@ -238,7 +240,7 @@ class Reference:
         if missing:
             raise AssertionError(f"{len(missing)} value(s) of {self.source} were never checked: {', '.join(missing)}")
         return len(self._used)
-# builder:end sha256=f936f6026312c3cf0533ad6549164a131ffcaeedf5c045b64cf86526bb4ff9c5
+# builder:end sha256=b7d4788bc7439ad04138391d04861c975e332388ea4cac668c7a807017e98e8b
 # builder:begin inline load_reference
 def load_reference(json_text, expected_sha256, source):
     """Verify the embedded JSON against its SHA-256, then wrap it as a ``Reference``."""
@@ -660,10 +662,14 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=np.float64)
 
-    want = as_array(expected)
+    unreadable = (TypeError, ValueError, AttributeError, RuntimeError, NotImplementedError)  # NotImplementedError: a meta tensor
+    try:
+        want = as_array(expected)
+    except unreadable:
+        raise TypeError(f"contract_close: the expected value must be numbers on the CPU, got {type(expected).__name__}") from None
     try:
         got = as_array(actual)
-    except (TypeError, ValueError, AttributeError, RuntimeError):
+    except unreadable:
         raise ContractViolation(
             prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None
@@ -684,7 +690,7 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=9ea8ce2c3ff640a5d2c25c99c4a35bf9045ee0209b1fee9a135b93ad6af78901
+# builder:end sha256=3122610b60e801573fc1a9e96e08bad19392cc0b9946adbc463592a0e99bd8d8
 # builder:begin inline contract_call
 def contract_call(prop, on_input, hint, function, *args, **kwargs):
     """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
@@ -739,9 +745,19 @@ def expect(claim, actual, relation=None, expected=None):
         want = "a true value" if relation is None else f"{relation} {shown(expected)}"
         raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
 # builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline require_namespace
+def require_namespace(namespace, label="Exercise"):
+    """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
+    if not isinstance(namespace, dict):
+        raise TypeError(f"namespace must be the notebook's globals() dict, got {type(namespace).__name__}; pass globals()")
+    if not isinstance(label, str):
+        raise TypeError(f"an exercise label must be a str such as 'Exercise 3', got {type(label).__name__} {label!r}")
+    return namespace
+# builder:end sha256=d36def9074e7be6460c42564f32e0e92c04e4362adb0889123dee3ed2b4886df
 # builder:begin inline use_reference
 def use_reference(label, namespace, reason):
     """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    require_namespace(namespace, label)
     filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
     source = namespace.get("REFERENCE_SOURCES", {}).get(label)
     if filed is not None:
@@ -760,12 +776,13 @@ def use_reference(label, namespace, reason):
             pass  # a constant: nothing to mark
     namespace.setdefault("EXERCISE_OUTCOMES", {})[label] = reason
     return True
-# builder:end sha256=8d7d7c227f56926364ff119f2e8111c25907d058e85d22896fbdd4197288324b
+# builder:end sha256=c81b0d768806aefbb1c97ab691bfabcd9003eab88460afe582c39a932a2894e0
 # builder:begin inline exercises_on_reference
 def exercises_on_reference(namespace):
     """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    require_namespace(namespace)
     return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
-# builder:end sha256=086e8658ed0bbccad0b8eb87adb997572b132bf9be92d417c3e8e141abdb1ac4
+# builder:end sha256=e8a18204ae78c060481ec8f39c5e5b1a235c5b997471ae54dbdc788414407c25
 # builder:begin inline check_exercise
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check; print PASS only when the student's own code passes.
@@ -774,6 +791,9 @@ def check_exercise(label, contract, implementation, namespace):
     module docstring) and the failure is raised again, naming the property, the input, expected
     against actual and the usual cause, plus how to go on.
     """
+    require_namespace(namespace, label)
+    if not callable(contract):
+        raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
     if getattr(implementation, "__reference_solution__", None) == label:
@@ -806,18 +826,19 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=343ff030a0468d396ed96d7ad6c17335bc09930160e0c5f6011237bff9f943b3
+# builder:end sha256=274f2d17325f992355ae07f8ce0503b9e3c8608d4ec1f7592767fff330395094
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
-    sources = (globals() if namespace is None else namespace).get("REFERENCE_SOURCES", {})
+    sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
     print(sources[label])
-# builder:end sha256=7e22989e43823feb8b048fbaa8345a81c707b656cd4d38dc15ee30406c764393
+# builder:end sha256=bd3b6bb9461a1927a76482d1e9f349de89a2e7be63700c2026c4a0cde5377b5e
 # builder:begin inline report_section
 def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     if not standing_in:
         print(f"{section}: PASS")
@@ -826,10 +847,11 @@ def report_section(section, namespace):
         f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
         f"not a pass of your own code yet"
     )
-# builder:end sha256=58668148371401b33789b05be0a7f60a230efa07f9878870dbe210e915c03a3e
+# builder:end sha256=9de37c4a7cafd814b04be9549713436e722e907503bb8ebac2f7f23c3821471b
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
     """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
     print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
@@ -838,7 +860,7 @@ def exercise_summary(namespace):
         print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
         for label in standing_in:
             print(f"  {label}: {outcomes[label]}")
-# builder:end sha256=10721eda0d9c2f821401ce20f716b2b63edff8eba3babde80cfc99008d897229
+# builder:end sha256=abacfb248fb5b7c0305d77237c71d2aabc8263870f0422d7a8359ed50c17a249
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
