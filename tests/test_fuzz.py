@@ -1,8 +1,8 @@
 """The property-based fuzz of tests/fuzz.py: its machinery (default tier) and its verdict on the notebooks (``-m fuzz``).
 
 ``python -m pytest -m fuzz -s`` prints each notebook's findings report; ``python -m tests.fuzz`` does the same
-without pytest. The notebooks are not yet guarded against every bad input (issue 12), so the ``fuzz`` tests are
-deselected by default (pyproject addopts) until they are.
+without pytest. The ``fuzz`` tests take minutes (every public function, thousands of calls), so the default tier
+deselects them and ``.ci/run``'s full tier runs them.
 """
 
 import textwrap
