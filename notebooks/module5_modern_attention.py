@@ -453,6 +453,26 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return array
 # builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
+# builder:begin inline require_mask
+def require_mask(name, value, *, ndim=2):
+    """Return ``value`` as a boolean NumPy mask of rank ``ndim``: True/False entries, or the numbers 0 and 1."""
+    import sys
+
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a boolean mask, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.to(torch.uint8) if value.dtype == torch.bool else value
+    else:
+        value = np.asarray(value)
+        value = value.astype(np.uint8) if value.dtype == np.bool_ else value
+    array = require_array(name, value, ndim=ndim)
+    if not np.isin(array, (0, 1)).all():
+        raise ValueError(f"{name} must hold only True/False (or 0/1), got other values such as {array[~np.isin(array, (0, 1))].flat[0]!r}")
+    return array.astype(bool)
+# builder:end sha256=64b3ced83e248700b70c2699b0f699d63abd4e8dffe91e0fc6441b5b7dd47c2c
 # builder:begin inline require_tensor
 def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
     """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
@@ -2164,8 +2184,14 @@ def draw_window_relay(allowed, fields, language="en"):
     from matplotlib.path import Path
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
-    allowed = np.asarray(allowed, dtype=bool)
-    n, layers = len(allowed), len(fields) - 1
+    allowed = require_mask("allowed", allowed)
+    n = require_int("the mask's side", allowed.shape[0], minimum=2, maximum=10)  # the relay row holds at most 10 tokens
+    if allowed.shape != (n, n) or not isinstance(fields, (list, tuple)) or not fields:
+        raise ValueError(f"draw_window_relay needs a square mask and a non-empty list of fields, got a mask of shape {allowed.shape}")
+    fields = [require_mask(f"fields[{k}]", field) for k, field in enumerate(fields)]
+    if any(field.shape != (n, n) for field in fields):
+        raise ValueError(f"every field must have the mask's shape {(n, n)}, got {[f.shape for f in fields]}")
+    layers = len(fields) - 1
     fig, ax = diagram_canvas(8.6, 3.5)
     cell, left, top = 0.3, 0.95, 2.75
     rows, cols = np.nonzero(allowed)
@@ -2215,13 +2241,15 @@ def draw_window_relay(allowed, fields, language="en"):
     ax.text(x0 - 0.9, 3.33, t(f"{layers} layers: token {last} hears token {last - chain[-1]}, {chain[-1]} back",
                               f"{layers} слоя: токен {last} слышит токен {last - chain[-1]}, на {chain[-1]} назад"), fontsize=10, weight="bold", va="center")
     return fig
-# builder:end sha256=b4a3e99c75da99889e34f1691d7ff77ff0f8541e78d2ff3235285d3de49f1ef4
+# builder:end sha256=d9aacae9ab58c06e552c1ac5e24137ffbfcdcdf0a83696bf7719544fd960076f
 # builder:begin inline draw_rolling_buffer
 def draw_rolling_buffer(window, token, language="en"):
     """The rolling buffer of ``window`` slots before and after ``token`` arrives: it lands in slot token mod window."""
     from functools import partial
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    window = require_int("window", window, minimum=1, maximum=5)  # the two buffers hold at most 5 slots each
+    token = require_int("token", token, minimum=window, maximum=11)  # a token row of 12, one of them evicted
     fig, ax = diagram_canvas(8.6, 2.9)
     first, slot = token - window + 1, token % window
     for j in range(token + 1):
@@ -2250,7 +2278,7 @@ def draw_rolling_buffer(window, token, language="en"):
                                f"токен {token} читает слоты с токенами {', '.join(str(j) for j in range(first, token + 1))}"),
             va="center", fontsize=8.5, color=Palette.MUTED)
     return fig
-# builder:end sha256=ca9ba769a841f6f2ac7493fa8ec7647f07403bf57eea17b6e50e4ab4ab1eea63
+# builder:end sha256=17db989db1eb5e8eb0ca2ce0e50cc7619cc2b47d1dc22c0cda86b7d893fb786e
 # builder:begin inline draw_global_tokens
 def draw_global_tokens(allowed, global_tokens, language="en"):
     """Tokens on a line: arcs above link global tokens to everyone, arcs below are the local window's pairs."""
@@ -2259,8 +2287,11 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     from matplotlib.collections import LineCollection
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
-    allowed = np.asarray(allowed, dtype=bool)
-    n = len(allowed)
+    allowed = require_mask("allowed", allowed)
+    n = require_int("the mask's side", allowed.shape[0], minimum=1, maximum=16)  # 16 tokens fill the row
+    if allowed.shape != (n, n):
+        raise ValueError(f"allowed must be a square mask, got shape {allowed.shape}")
+    global_tokens = [require_int("a global token", j, minimum=0, maximum=n - 1) for j in global_tokens]
     fig, ax = diagram_canvas(8.6, 3.0)
     dx, x0, y0 = 0.5, 0.55, 1.35
     theta = np.linspace(0, np.pi, 24)
@@ -2283,7 +2314,7 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     ax.text(0.1, 0.12, t("arcs below: each token reads its recent neighbours (the window)", "дуги снизу: каждый токен читает недавних соседей (окно)"),
             va="center", fontsize=8.5, color=Palette.BLUE)
     return fig
-# builder:end sha256=a2a0fd16942f472be8d42ec15769e99f3bc49feedecee83463a9de564fef9d35
+# builder:end sha256=643b6bcc4af8ef6910560c98f9eb0e535ae280849476a41646f9af23d152a077
 # builder:begin inline draw_mla_flow
 def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     """MLA's absorbed data flow: cache the latent and a RoPE key; the query moves into latent space, no key is built.

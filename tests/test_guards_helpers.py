@@ -89,3 +89,24 @@ def test_contract_close_refuses_a_meta_tensor_as_a_type_error_or_violation():
         contract_close("p", "x", torch.ones(2), torch.ones(2, device="meta"), "hint")
     with pytest.raises(ContractViolation):
         contract_close("p", "x", torch.ones(2, device="meta"), torch.ones(2), "hint")
+
+
+def test_require_mask_takes_booleans_or_zero_one_and_refuses_other_numbers():
+    from builder.contracts.validation import require_mask
+
+    assert require_mask("m", [[True, False]]).dtype == bool
+    assert require_mask("m", torch.tensor([[1, 0]])).tolist() == [[True, False]]
+    with pytest.raises(ValueError, match="True/False"):
+        require_mask("m", np.array([[0.5, 1.0]]))
+    with pytest.raises(ValueError):
+        require_mask("m", np.array([[np.nan, 1.0]]))
+
+
+def test_diagrams_refuse_sizes_they_cannot_draw_instead_of_hanging_or_indexing_past_the_end():
+    from builder.contracts import diagrams
+
+    for call in (lambda: diagrams.draw_rolling_buffer(0, 5), lambda: diagrams.draw_rolling_buffer(3, 2**17),
+                 lambda: diagrams.draw_window_relay(np.ones((0, 0), bool), []),
+                 lambda: diagrams.draw_global_tokens(np.tril(np.ones((4, 4), bool)), (7,))):
+        with pytest.raises(ValueError):
+            call()

@@ -7,6 +7,7 @@ sits two inches from the left edge in every language.
 """
 
 from .style import Palette, localized
+from .validation import require_int, require_mask
 
 __all__ = [
     "diagram_canvas", "diagram_box", "diagram_arrow",
@@ -134,8 +135,14 @@ def draw_window_relay(allowed, fields, language="en"):
     from matplotlib.path import Path
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
-    allowed = np.asarray(allowed, dtype=bool)
-    n, layers = len(allowed), len(fields) - 1
+    allowed = require_mask("allowed", allowed)
+    n = require_int("the mask's side", allowed.shape[0], minimum=2, maximum=10)  # the relay row holds at most 10 tokens
+    if allowed.shape != (n, n) or not isinstance(fields, (list, tuple)) or not fields:
+        raise ValueError(f"draw_window_relay needs a square mask and a non-empty list of fields, got a mask of shape {allowed.shape}")
+    fields = [require_mask(f"fields[{k}]", field) for k, field in enumerate(fields)]
+    if any(field.shape != (n, n) for field in fields):
+        raise ValueError(f"every field must have the mask's shape {(n, n)}, got {[f.shape for f in fields]}")
+    layers = len(fields) - 1
     fig, ax = diagram_canvas(8.6, 3.5)
     cell, left, top = 0.3, 0.95, 2.75
     rows, cols = np.nonzero(allowed)
@@ -192,6 +199,8 @@ def draw_rolling_buffer(window, token, language="en"):
     from functools import partial
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    window = require_int("window", window, minimum=1, maximum=5)  # the two buffers hold at most 5 slots each
+    token = require_int("token", token, minimum=window, maximum=11)  # a token row of 12, one of them evicted
     fig, ax = diagram_canvas(8.6, 2.9)
     first, slot = token - window + 1, token % window
     for j in range(token + 1):
@@ -229,8 +238,11 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     from matplotlib.collections import LineCollection
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
-    allowed = np.asarray(allowed, dtype=bool)
-    n = len(allowed)
+    allowed = require_mask("allowed", allowed)
+    n = require_int("the mask's side", allowed.shape[0], minimum=1, maximum=16)  # 16 tokens fill the row
+    if allowed.shape != (n, n):
+        raise ValueError(f"allowed must be a square mask, got shape {allowed.shape}")
+    global_tokens = [require_int("a global token", j, minimum=0, maximum=n - 1) for j in global_tokens]
     fig, ax = diagram_canvas(8.6, 3.0)
     dx, x0, y0 = 0.5, 0.55, 1.35
     theta = np.linspace(0, np.pi, 24)

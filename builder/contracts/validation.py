@@ -6,7 +6,7 @@ inside its own body and refers to nothing else but builtins and other inlined na
 
 __all__ = [
     "ALLOCATION_BUDGET_BYTES", "require_int", "require_real", "require_bool", "require_choice", "require_budget",
-    "require_array", "require_tensor", "require_finite_result", "expect_raises",
+    "require_array", "require_mask", "require_tensor", "require_finite_result", "expect_raises",
 ]
 
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
@@ -105,6 +105,26 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
     if finite and not np.isfinite(array).all():
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return array
+
+
+def require_mask(name, value, *, ndim=2):
+    """Return ``value`` as a boolean NumPy mask of rank ``ndim``: True/False entries, or the numbers 0 and 1."""
+    import sys
+
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a boolean mask, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.to(torch.uint8) if value.dtype == torch.bool else value
+    else:
+        value = np.asarray(value)
+        value = value.astype(np.uint8) if value.dtype == np.bool_ else value
+    array = require_array(name, value, ndim=ndim)
+    if not np.isin(array, (0, 1)).all():
+        raise ValueError(f"{name} must hold only True/False (or 0/1), got other values such as {array[~np.isin(array, (0, 1))].flat[0]!r}")
+    return array.astype(bool)
 
 
 def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
