@@ -4075,7 +4075,7 @@ for sign in (1.0, -1.0):
         expect_raises(FloatingPointError, attention, q_big, np.full((2, 1), sign * q_big[0, 0]), np.ones((2, 1), np.float32),
                       np.array([[sign * 0.75 * f32_max, 0.0]], np.float32), match="mask bias")
 # One score that overflows among finite ones is refused; a bound that could overflow with scores that do not is computed.
-Q_over, K_over = np.array([[1.0, 1.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308], [1.0, 1.0]])
+Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308], [1.0, 1.0]])
 expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
 expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
 
