@@ -640,10 +640,18 @@ GB = 10**9  # decimal gigabytes, as GPU memory is sold
 
 def check_stated(what, computed, stated, digits):
     """Stop when a number the prose states differs from the cell's value rounded to ``digits`` places."""
+    if not isinstance(what, str):
+        raise TypeError(f"what names the stated number and must be a string, got {type(what).__name__}")
+    computed, stated = require_real("computed", computed), require_real("stated", stated)
+    digits = require_int("digits", digits, minimum=0)
     if round(computed, digits) != stated:
         raise ValueError(f"the text states {what} = {stated}, but the cell computes {computed!r} ({round(computed, digits)} at {digits} places); fix the text or the code")
     return computed
 
+
+expect_raises(ValueError, check_stated, "pi to two places", math.pi, 3.15, 2, match="states pi to two places = 3.15")
+expect_raises(ValueError, check_stated, "pi", math.pi, 3.0, -1, match="digits")
+check_stated("pi rounded to 0 places", math.pi, 3, 0)  # digits = 0 is the smallest allowed
 print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
 
@@ -1742,6 +1750,7 @@ def make_mask(n, window=None, n_sink=0):
     n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
     if n_sink and window is None:
         raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
     query = np.arange(n)[:, None]  # (n, 1): rows are queries
     key = np.arange(n)[None, :]  # (1, n): columns are keys
     allowed = key <= query  # causal: never the future
@@ -1778,6 +1787,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
     shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
     if mask is not None:
         mask = _as_additive(mask, shape, dtype)
     if sink is not None:
@@ -1820,6 +1830,7 @@ def repeat_kv_heads(x, group):
     """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
     x = require_array("x", x, min_ndim=3)
     group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
     return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
     "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
 # full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
@@ -1872,8 +1883,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     out = np.empty((n_q, d_v))
     for q0 in range(0, n_q, tile_size):
@@ -1901,8 +1911,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     out, tiles = np.empty((n_q, d_v)), 0
     for q0 in range(0, n_q, tile_size):
@@ -1957,8 +1966,8 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
         mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     scale = 1.0 / math.sqrt(d_k)
-    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
-    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
+    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
     out = np.empty((n_q, d_v), dtype=dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         for q0 in range(0, n_q, tile_size):
@@ -2078,7 +2087,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
     return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
 }
-# builder:end sha256=0baa7cb2c60b3905943d5a3aba1575d904b59319a9de4f519a5192e8e5c7fcb4
+# builder:end sha256=a8bdc88a1883b34e70e090a7f1d1321fd94c9925d9fa1cbb229733ab68b7b45b
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -2641,11 +2650,15 @@ for bill in bills:
 print(f"8k -> 1M: tokens x{CONTEXTS[2] // CONTEXTS[0]}, pairs x{bills[2]['pairs'] // bills[0]['pairs']:,}, cache x{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
+expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
+expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
 
 # %%
 def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
+    gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
     labels = [f"{b['n'] // 1024:,}k" if b["n"] < 2**20 else f"{b['n'] // 2**20}M" for b in bills]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 2.9))
     left.bar(labels, [b["pairs"] for b in bills], color=Palette.RED)
@@ -2736,6 +2749,7 @@ def make_mask(n, window=None, n_sink=0):
     n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
     if n_sink and window is None:
         raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
     query = np.arange(n)[:, None]  # (n, 1): rows are queries
     key = np.arange(n)[None, :]  # (1, n): columns are keys
     allowed = key <= query  # causal: never the future
@@ -2762,6 +2776,7 @@ def make_mask(n, window=None, n_sink=0):
     n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
     if n_sink and window is None:
         raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
     # Your code here.
     raise NotImplementedError('Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may read key j and -inf where it may not: never a future key; with a window, only keys with i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).')
 
@@ -2783,6 +2798,9 @@ expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
+expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
+expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
+expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
 
 
 # %%
@@ -2841,9 +2859,16 @@ report_section("Masks", globals())
 # same factor.
 
 # %%
+def _as_numpy(name, value):
+    """``value`` as a NumPy array of any dtype; a dense CPU tensor is detached first, any other tensor refused."""
+    if isinstance(value, torch.Tensor):
+        value = require_tensor(name, value, floating=False).detach().numpy()  # TypeError on another device or layout
+    return np.asarray(value)
+
+
 def additive_mask(allowed):
     """Turn a boolean mask (True = may read) into an additive one (0.0 / -inf)."""
-    allowed = np.asarray(allowed)
+    allowed = _as_numpy("allowed", allowed)
     if allowed.dtype != bool:
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     return np.where(allowed, 0.0, -np.inf)
@@ -2851,7 +2876,7 @@ def additive_mask(allowed):
 
 def _as_additive(mask, shape, dtype):
     """Validate an additive mask (finite biases and -inf) and broadcast it to ``shape``."""
-    mask = np.asarray(mask)
+    mask = _as_numpy("mask", mask)
     if mask.dtype == bool:
         raise TypeError("mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)")
     if mask.dtype.kind not in "iuf":
@@ -2895,6 +2920,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
     shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
     if mask is not None:
         mask = _as_additive(mask, shape, dtype)
     if sink is not None:
@@ -2964,6 +2990,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
     shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
     if mask is not None:
         mask = _as_additive(mask, shape, dtype)
     if sink is not None:
@@ -3030,17 +3057,42 @@ expect("np.all(only_sink_w == 0)", np.all(only_sink_w == 0))
 # Per-head sinks broadcast as (H, 1, 1); a boolean mask is refused rather than read as 0/1 biases.
 heads_out = sdpa(np.stack([Q24, Q24]), K24, V24, mask_causal, sink=np.array([-1.0, 4.0]).reshape(2, 1, 1))
 expect("not np.allclose(heads_out[0], heads_out[1])", not np.allclose(heads_out[0], heads_out[1]))
+per_head_sink = np.array([-1.0, 4.0]).reshape(2, 1, 1)
+expect("the head axis may come from K alone: per-head sinks broadcast the same way", np.abs(sdpa(Q24, np.stack([K24, K24]), V24, mask_causal, sink=per_head_sink) - heads_out).max(), "<", 1e-12)
+expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
 expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
 expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
 expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
 expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
 expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
 expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
+for name, args in (("Q", (Q24[0], K24, V24)), ("K", (Q24, K24[0], V24)), ("V", (Q24, K24, V24[0]))):
+    expect_raises(ValueError, sdpa, *args, match=f"{name} must have at least 2 dimensions")
+for bad in (np.nan, np.inf):
+    bad_mask = mask_causal.copy()
+    bad_mask[3, 1] = bad  # one entry is enough
+    expect_raises(ValueError, sdpa, Q24, K24, V24, bad_mask, match="not NaN or +inf")
+two_holes = mask_causal.copy()
+two_holes[[2, 5]] = -np.inf
+expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
+expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
+expect("a Q and a mask that require grad (as torch makes them) are detached and read as arrays",
+       np.array_equal(sdpa(torch.tensor(Q24, requires_grad=True), K24, V24, torch.tensor(mask_causal, requires_grad=True)), out))
+
+# A wide score range, worked by hand (d_k = 1): rows [-1000, 1000, 40] and [200, -200, -8]. Shifting each row by
+# its own max gives weights (0, 1, 0) and (1, 0, 0) to the last bit; the min overflows e^2000, one shared max
+# underflows row 1 to 0 / 0.
+Q_wide, K_wide, V_wide = np.array([[40.0], [-8.0]]), np.array([[-25.0], [25.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (2, 1) exactly", sdpa(Q_wide, K_wide, V_wide).tolist(), "==", [[2.0], [1.0]])
+expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
+expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
 
 
 # %%
 def plot_sink_share(n_keys, logits, language="en"):
     """The sink's share of a row against its logit, for n_keys keys that all score 0."""
+    n_keys = require_int("n_keys", n_keys, minimum=1)
+    logits = [require_real("logit", logit, minimum=-2, maximum=8) for logit in logits]  # dots on the drawn range
     grid = np.linspace(-2, 8, 121)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
     ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
@@ -3099,6 +3151,7 @@ def repeat_kv_heads(x, group):
     """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
     x = require_array("x", x, min_ndim=3)
     group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
     return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads
 
 
@@ -3113,6 +3166,7 @@ def repeat_kv_heads(x, group):
     """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
     x = require_array("x", x, min_ndim=3)
     group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
     # Your code here.
     raise NotImplementedError('Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3; return an array with group times as many heads on that axis, where query head h gets KV head h // group: consecutive query heads share a KV head.')
 
@@ -3148,11 +3202,19 @@ expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(group
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
+expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
+expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
+expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
+expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
 
 
 # %%
 def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     """Which KV head each query head reads, with repeat (correct) and tile (wrong)."""
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=64)  # a figure, not a model: 64 dots fit a row
+    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1, maximum=n_heads)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv_heads})")
     group = n_heads // n_kv_heads
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 2.4))
     colors = [Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE]
@@ -3199,6 +3261,8 @@ def torch_sdpa_explicit(q, k, v, allowed=None):
         raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     if allowed is not None and (not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool):
         raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    if allowed is not None:
+        require_tensor("allowed", allowed, floating=False)  # a dense CPU tensor, like q, k and v
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"need q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy on first use
@@ -3208,6 +3272,7 @@ def torch_sdpa_explicit(q, k, v, allowed=None):
     except ValueError:
         raise ValueError(f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and allowed "
                          f"{tuple(getattr(allowed, 'shape', ()))} do not broadcast to one score shape") from None
+    require_budget("the score matrix", shape, itemsize=q.element_size())
     scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).expand(shape)  # (..., T_q, T_k), v's batch axes included
     if allowed is None:
         return torch.softmax(scores, dim=-1) @ v
@@ -3245,6 +3310,17 @@ for name, a, b in zip("qkv", grads_explicit, grads_api):
 print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
+expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
+expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
+# One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
+q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
+torch.testing.assert_close(torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
+rows_allowed = allowed[None].expand(3, 5, 5).clone()
+rows_allowed[:, 0, 0] = True  # no empty row, so the library's answer is the reference on any torch
+for batched in range(3):
+    parts = [t.expand(3, *t.shape) if i == batched else t for i, t in enumerate((q2, k2, v2))]  # (3, 5, d) or (5, d)
+    torch.testing.assert_close(torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
 
 # is_causal=True aligns the triangle top-left: one decoding query (token 4 of 5) would see key 0 only.
 q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
@@ -3404,6 +3480,11 @@ for name, (card_layers, card_kv, card_dim) in cards.items():
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
+expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
+expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
+# By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
+expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1), "==", 18)
+expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
 
 
 # %% [markdown]
@@ -3436,11 +3517,14 @@ REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-1
 REFERENCE.check("mla.expanded_192_bytes_per_token", expanded_192)
 REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-15)
 expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
+expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
 
 
 # %%
 def plot_bytes_per_token(rows, title, language="en"):
     """Horizontal bars of cache bytes per token (log axis), one per design, labelled in KiB."""
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
     labels, values = zip(*rows)
     fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
     y = np.arange(len(rows))[::-1]
@@ -3599,6 +3683,7 @@ expect('abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 def plot_online_softmax(trace, exact, language="en"):
     """The running estimate n / l after each tile, against the exact softmax average; rescaled tiles marked."""
+    exact = require_real("exact", exact)
     tiles = np.arange(1, len(trace) + 1)
     estimate = [state["n"] / state["l"] for state in trace]
     rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
@@ -3676,6 +3761,13 @@ report_section("Online softmax", globals())
 # left out, and the one diagonal tile per block that needs a mask), then **offsets and windows**
 # (queries that sit after a cached prefix, and windows that skip tiles on the left too).
 
+# %%
+def _refuse_overflow(Q, K, V):
+    """Refuse Q, K, V whose scores (|q . k| <= d_k max|q| max|k|) or values could pass 2^500 and overflow the sums."""
+    if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or float(np.abs(V).max()) > 2.0**500:
+        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+
+
 # %% tags=["hide-input"]
 # @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
 # Exercise 6: Plain tiles. For each block of tile_size queries keep per-row m (start -inf),
@@ -3688,8 +3780,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     out = np.empty((n_q, d_v))
     for q0 in range(0, n_q, tile_size):
@@ -3723,8 +3814,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     # Your code here.
     raise NotImplementedError('Exercise 6: Plain tiles. For each block of tile_size queries keep per-row m (start -inf), l (start 0) and an accumulator O (zeros, d_v wide). For each block of tile_size keys: compute the score tile Q_b K_c^T / sqrt(d_k), then the online update of the formula above. After the last key block, return O / l for every query block. Never build a T_q x T_k array.')
 
@@ -3745,8 +3835,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     out, tiles = np.empty((n_q, d_v)), 0
     for q0 in range(0, n_q, tile_size):
@@ -3783,8 +3872,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
     if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    if float(np.abs(Q).max()) * float(np.abs(K).max()) * Q.shape[1] > 1e150 or float(np.abs(V).max()) > 1e150:
-        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+    _refuse_overflow(Q, K, V)
     # Your code here.
     raise NotImplementedError('Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. For the query block [q0, q1) visit only key tiles that start at k0 <= q1 - 1 (later ones are entirely in the future); inside a tile that straddles the diagonal, set the scores of keys after the query to -inf before the max. Return (output, tiles_computed), the number of score tiles you computed.')
 
@@ -3800,6 +3888,32 @@ print(f"plain tiles vs dense: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; 
       f"{np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; {causal_tiles} of {(64 // 16) ** 2} tiles computed")
 if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
+expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
+expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
+for kernel in (tiled_attention_plain, causal_tiled_attention):
+    expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
+    expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
+    expect_raises(ValueError, kernel, Qt, Kt[:, :4], Vt, match="need Q")
+    expect_raises(ValueError, kernel, Qt, Kt, Vt[:10], match="need Q")
+
+# Scores spanning thousands (entries 40 x N(0, 1)): every row needs its own running max, rescaled whenever it grows.
+gen_wide = np.random.default_rng(12)
+Q_spread, K_spread, V_spread = 40 * gen_wide.standard_normal((8, 2)), 40 * gen_wide.standard_normal((8, 2)), gen_wide.standard_normal((8, 3))
+spread = Q_spread @ K_spread.T / math.sqrt(2)
+expect("the test scores span more than [-1000, 1000], and each row more than 709 (e^709 is float64's limit)",
+       (spread.min() < -1000 < 1000 < spread.max(), bool((np.ptp(spread, axis=1) > 709).all())), "==", (True, True))
+for tile in (1, 2, 3, 8):
+    spread_causal, spread_tiles = causal_tiled_attention(Q_spread, K_spread, V_spread, tile_size=tile)
+    expect(f"plain tiles of {tile} on wide scores equal dense", np.abs(tiled_attention_plain(Q_spread, K_spread, V_spread, tile_size=tile) - sdpa(Q_spread, K_spread, V_spread)).max(), "<", 1e-12)
+    expect(f"causal tiles of {tile} on wide scores equal dense", np.abs(spread_causal - sdpa(Q_spread, K_spread, V_spread, make_mask(8))).max(), "<", 1e-12)
+    expect(f"tiles of {tile}: the causal grid computes b (b + 1) / 2 of b x b tiles", spread_tiles, "==", -(-8 // tile) * (-(-8 // tile) + 1) // 2)
+
+# The overflow guard at its boundary (d_k = 1, powers of two): scores and values up to 2^500 are streamed, beyond refused.
+Q_edge, V_edge = np.array([[2.0**250], [1.0]]), np.array([[2.0**500], [1.0]])
+for kernel in (tiled_attention_plain, lambda *a, **k: causal_tiled_attention(*a, **k)[0]):
+    expect("a score of exactly 2^500 is streamed: both rows put all weight on value 2^500", kernel(Q_edge, Q_edge, V_edge, tile_size=1).tolist(), "==", [[2.0**500]] * 2)
+    expect_raises(ValueError, kernel, Q_edge, 2 * Q_edge, V_edge, match="rescale")
+    expect_raises(ValueError, kernel, Q_edge, Q_edge, 2 * V_edge, match="rescale")
 
 
 # %% tags=["hide-input"]
@@ -3838,8 +3952,8 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
         mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     scale = 1.0 / math.sqrt(d_k)
-    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
-    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
+    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
     out = np.empty((n_q, d_v), dtype=dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         for q0 in range(0, n_q, tile_size):
@@ -3927,8 +4041,8 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
         mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     scale = 1.0 / math.sqrt(d_k)
-    # |q . k| <= d_k max|q| max|k|: when that bound is far from overflow, no tile needs the finiteness check.
-    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) * scale < float(np.finfo(dtype).max) / 4
+    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
     out = np.empty((n_q, d_v), dtype=dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         for q0 in range(0, n_q, tile_size):
@@ -4010,6 +4124,13 @@ for sign in (1.0, -1.0):
     for attention in (sdpa, tiled_attention):
         expect_raises(FloatingPointError, attention, q_big, sign * q_big, np.ones((1, 1), np.float32),
                       np.array([[sign * 0.75 * f32_max]], np.float32), match="mask bias")
+        # ... also when only one of the row's biases overflows its score.
+        expect_raises(FloatingPointError, attention, q_big, np.full((2, 1), sign * q_big[0, 0]), np.ones((2, 1), np.float32),
+                      np.array([[sign * 0.75 * f32_max, 0.0]], np.float32), match="mask bias")
+# One score that overflows among finite ones is refused; a bound that could overflow with scores that do not is computed.
+Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308], [1.0, 1.0]])
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
+expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
 
 # %% [markdown]
 # **Cached prefixes and chunked decoding.** During generation the first tokens' keys and values
@@ -4036,13 +4157,47 @@ expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=T
 expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
 expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
+expect("tiled_attention's default tile is the tau = 128 of the text", tiled_attention.__kwdefaults__["tile_size"], "==", 128)
+expect("window=1 with tiles of 1: each query reads only its own key, so the output is V", np.abs(tiled_attention(Qp, Kp, Vp, tile_size=1, causal=True, window=1) - Vp).max(), "<", 1e-12)
+expect("tiles of 1 with an additive mask equal dense", np.abs(tiled_attention(Qp, Kp, Vp, make_mask(9, 3), tile_size=1) - sdpa(Qp, Kp, Vp, make_mask(9, 3))).max(), "<", 1e-12)
+holey40 = make_mask(n40)
+holey40[5] = -np.inf
+expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
+
+# Tiles that causality or the window rule out are never read. Keys planted in every skipped tile would overflow any
+# score (dense attention refuses them), yet the stream returns the dense answer computed without them.
+plant_rng = np.random.default_rng(7)
+Q_plant, K_plant, V_plant = np.ones((2, 4)), plant_rng.normal(size=(12, 4)), plant_rng.normal(size=(12, 3))
+for tile in (1, 2, 3, 4):
+    for window, start in ((3, 6), (4, 5), (5, 7), (2, 8)):
+        lo = max(0, start - window + 1)
+        lo -= lo % tile  # the first key tile the block reads
+        hi = min(12, lo + -(-(start + 2 - lo) // tile) * tile)  # the end of the tile holding the last query's key
+        planted = K_plant.copy()
+        planted[:lo], planted[hi:] = 1e308, 1e308
+        streamed = tiled_attention(Q_plant, planted, V_plant, tile_size=tile, causal=True, window=window, query_start=start)
+        dense_rows = sdpa(Q_plant, K_plant, V_plant, make_mask(12, window)[start:start + 2])
+        expect(f"tiles of {tile}, window {window}, queries {start}, {start + 1}: skipped tiles are never read", np.abs(streamed - dense_rows).max(), "<", 1e-12)
+
+# A query block holds tile_size rows: beyond its output the stream keeps a few tiles, never a T_q x tile strip.
+Q_long = np.random.default_rng(8).normal(size=(512, 4))
+tracemalloc.start()
+try:
+    tiled_attention(Q_long, Q_long, Q_long, tile_size=16, causal=True)
+    stream_peak = tracemalloc.get_traced_memory()[1]
+finally:
+    tracemalloc.stop()
+expect("tiled_attention's peak memory < its output + 16 tiles of 16 x 16", stream_peak, "<", Q_long.nbytes + 16 * 16 * 16 * 8)
 report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
 
 
 # %%
 def block_kinds(allowed, tile):
     """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
-    allowed, tile = np.asarray(allowed), require_int("tile", tile, minimum=1)
+    allowed, tile = _as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
     if allowed.dtype != bool:
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     if allowed.ndim != 2 or 0 in allowed.shape:
@@ -4080,6 +4235,14 @@ blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 1
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
+expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
+# By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
+# [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
+expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
+expect("block_kinds(np.tri(3, dtype=bool), 1)", block_kinds(np.tri(3, dtype=bool), 1).tolist(), "==", [[2, 0, 0], [2, 2, 0], [2, 2, 2]])
+expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5), dtype=bool), 2).tolist(), "==", [[2, 2, 2]])
+expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
     print(f"16 x 16 blocks, {name:14s}: {int((kinds > 0).sum()):3d} of {kinds.size} computed, {int((kinds == 1).sum())} of them masked")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
