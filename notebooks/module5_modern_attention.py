@@ -2000,7 +2000,8 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
     "Exercise 9": r'''# Exercise 9: Decode token by token with a rolling buffer of `window` slots. Token t first
 # overwrites slot t % window with its key and value (the slot of token t - window, which just left
 # the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
-# (T, d_v) outputs and the largest number of keys the buffer ever held.
+# (T, d_v) outputs and the largest number of keys the buffer ever held. A window longer than the
+# T tokens is valid and never fills: allocate at most T slots.
 def rolling_window_decode(Q, K, V, window):
     """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
@@ -2008,7 +2009,8 @@ def rolling_window_decode(Q, K, V, window):
         raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
     window = require_int("window", window, minimum=1)
     (n, d_k), d_v = Q.shape, V.shape[1]
-    keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))  # all the memory there is
+    slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
+    keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))  # all the memory there is
     outputs, largest = np.empty((n, d_v)), 0
     for t in range(n):
         slot = t % window  # the oldest token, t - window, leaves exactly now
@@ -2050,7 +2052,7 @@ def parallel_scan(a, b):
         b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
         a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
         shift, rounds = 2 * shift, rounds + 1
-    return b, rounds''',
+    return require_finite_result("the scan's states", b, "the states or the products of a grow past float64's largest number (about 1.8e308)"), rounds''',
     "Exercise 12": r'''# Exercise 12: Attend on the latent cache without expanding it. Move each head's query into latent
 # space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
 # by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
@@ -2069,7 +2071,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
     return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
 }
-# builder:end sha256=a8bdc88a1883b34e70e090a7f1d1321fd94c9925d9fa1cbb229733ab68b7b45b
+# builder:end sha256=22bb8680d32611d8a6f1a3b60b79757517891ac4eb230e775a39ee899b086465
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -4025,6 +4027,8 @@ report_section("Tiled attention", globals())
 # %%
 def peak_traced_bytes(function, *args, **kwargs):
     """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
     tracemalloc.start()
     try:
         function(*args, **kwargs)
@@ -4035,7 +4039,9 @@ def peak_traced_bytes(function, *args, **kwargs):
 
 def best_seconds(function, *args, repeats=3, **kwargs):
     """The fastest of ``repeats`` wall-clock runs of ``function`` (time.perf_counter)."""
-    repeats = require_int("repeats", repeats, minimum=1)
+    repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
     best = math.inf
     for _ in range(repeats):
         start = time.perf_counter()
@@ -4071,6 +4077,23 @@ print(f"from n = 512 to 1024: dense peak x{dense_growth:.1f}, tiled peak x{tiled
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
+# The two measuring tools, on functions whose answer is known: a 1 MiB buffer, and a run that is slow only once.
+expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
+timed_runs = []
+
+
+def slow_first_run():
+    """Sleep 20 ms on the first call only: its best time must be far below 20 ms."""
+    timed_runs.append(None)
+    time.sleep(0.02 if len(timed_runs) == 1 else 0.0)
+
+
+expect("best_seconds keeps the fastest of its runs", best_seconds(slow_first_run), "<", 0.01)
+expect("best_seconds runs the function 3 times by default", len(timed_runs), "==", 3)
+expect("best_seconds with repeats=1 runs it once", (best_seconds(slow_first_run, repeats=1), len(timed_runs))[1], "==", 4)
+expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
+expect_raises(ValueError, best_seconds, slow_first_run, repeats=0, match="repeats")
+expect_raises(ValueError, best_seconds, slow_first_run, repeats=101, match="repeats")
 
 
 # %%
@@ -4164,6 +4187,8 @@ check_stated("B_c", block_c, 228, 0)
 check_stated("the FlashAttention factor n^2 d^2 / M_sram over n^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
 expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+expect("4 tokens, d = 2, M = 8 by hand: n d + n² = 24, n² d² / M = 8, 4 n d = 32", attention_hbm_accesses(4, 2, 8), "==", {"standard": 24, "flash": 8.0, "inputs": 32})
+expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 2, "flash": 1.0, "inputs": 4})
 
 
 def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
@@ -4193,7 +4218,6 @@ show_figure(
     "cuts the constant, and only a larger SRAM cuts it further.",
 )
 
-
 # %% [markdown]
 # **Measured here: where the time goes on a CPU.** The next cell times the notebook's NumPy
 # `tiled_attention` against PyTorch's own `F.scaled_dot_product_attention` on the same causal
@@ -4206,10 +4230,15 @@ show_figure(
 # and per-tile bookkeeping, which a compiled kernel fuses into one pass and NumPy cannot.
 
 # %%
-def time_attention_backends(n=512, d=64, tile_size=128, repeats=3, seed=SEED):
+TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
+
+
+def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     """Best-of-`repeats` seconds of NumPy tiled attention, torch SDPA per CPU backend, and two causal matmuls."""
-    gen = np.random.default_rng(seed)
-    Q, K, V = (gen.standard_normal((n, d)) for _ in range(3))
+    n, d = require_int("n", n, minimum=1, maximum=TIMING_MAX_N), require_int("d", d, minimum=1)
+    shape = (3, n, d)  # Q, K and V
+    require_budget("Q, K and V", shape)
+    Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
     q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
     half = np.tri(n, dtype=bool)
 
@@ -4218,9 +4247,17 @@ def time_attention_backends(n=512, d=64, tile_size=128, repeats=3, seed=SEED):
         np.multiply(scores, half, out=scores)  # stand-in for the mask and softmax, which cost little here
         return scores @ V  # (n, d): the second
 
-    times = {"NumPy tiled_attention": best_seconds(tiled_attention, Q, K, V, tile_size=tile_size, causal=True, repeats=repeats),
+    def tiled():
+        return tiled_attention(Q, K, V, tile_size=tile_size, causal=True)
+
+    def torch_sdpa():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    if not np.allclose(tiled(), torch_sdpa().numpy().reshape(n, d)):  # the timings compare the same computation
+        raise ValueError("NumPy tiled attention and torch SDPA disagree on the timed input; both must be causal")
+    times = {"NumPy tiled_attention": best_seconds(tiled, repeats=repeats),
              "two causal matmuls (NumPy)": best_seconds(two_causal_matmuls, repeats=repeats),
-             "torch SDPA, default choice": best_seconds(F.scaled_dot_product_attention, q, k, v, is_causal=True, repeats=repeats)}
+             "torch SDPA, default choice": best_seconds(torch_sdpa, repeats=repeats)}
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
@@ -4229,13 +4266,18 @@ def time_attention_backends(n=512, d=64, tile_size=128, repeats=3, seed=SEED):
     for name in ("MATH", "FLASH_ATTENTION"):
         try:
             with sdpa_kernel(getattr(SDPBackend, name)):
-                times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(F.scaled_dot_product_attention, q, k, v, is_causal=True, repeats=repeats)
+                times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
         except RuntimeError as exc:  # a backend that cannot run this input says so
             print(f"the {name.lower()} kernel is not available here: {str(exc).splitlines()[0]}")
     return times
 
 
-backend_times = time_attention_backends()
+backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
+expect("the smallest timing, one token of width 1, runs", len(time_attention_backends(n=1, d=1, tile_size=1, repeats=1, seed=0)), ">=", 3)
+expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
+expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
+expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
+expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
 tiled_seconds = backend_times["NumPy tiled_attention"]
 for name, seconds in backend_times.items():
     print(f"time: {name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
@@ -4286,18 +4328,30 @@ print("The memory hierarchy and the backend timings: PASS")
 # %%
 def pairs_computed(mask):
     """How many query-key scores an additive or boolean mask allows."""
-    mask = np.asarray(mask)
-    return int(mask.sum()) if mask.dtype == bool else int(np.isfinite(mask).sum())
+    if isinstance(mask, np.ndarray) and mask.dtype == bool:
+        return int(mask.sum())
+    mask = require_array("mask", mask, min_ndim=2, finite=False)
+    if np.isnan(mask).any() or np.isposinf(mask).any():
+        raise ValueError("an additive mask holds 0 (or a finite bias) where a score is computed and -inf where not; found NaN or +inf")
+    return int(np.isfinite(mask).sum())
+
+
+RECEPTIVE_FIELD_MAX_N = 512  # a teaching matrix product: n^3 work per layer
 
 
 def receptive_field(n, window, layers):
     """Boolean [n, n]: True where input token j can influence output i after `layers` windowed layers."""
+    n = require_int("n", n, maximum=RECEPTIVE_FIELD_MAX_N)  # n^3 work per layer; make_mask checks the rest
+    window = require_int("window", window)  # a window is needed here: None would mean full causal attention
     layers = require_int("layers", layers, minimum=0)
-    step = np.isfinite(make_mask(n, window)).astype(np.int64)  # one layer's "reads" relation
-    heard = np.eye(n, dtype=np.int64)  # before any layer, each token knows only itself
+    step = np.isfinite(make_mask(n, window)).astype(np.float32)  # one layer's "reads" relation
+    heard = np.eye(n, dtype=bool)  # before any layer, each token knows only itself
     for _ in range(layers):
-        heard = np.minimum(step @ heard, 1)  # follow one more layer of edges
-    return heard.astype(bool)
+        wider = (step @ heard.astype(np.float32)) > 0  # follow one more layer of edges (counts stay exact in float32)
+        if np.array_equal(wider, heard):
+            break  # nothing new was reached, so no further layer reaches anything new
+        heard = wider
+    return heard
 
 
 def reach(window, layers):
@@ -4311,6 +4365,10 @@ print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; t
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
+expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
+for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
+    expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
+expect_raises(ValueError, pairs_computed, np.zeros(3), match="dimensions")
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
@@ -4319,6 +4377,13 @@ window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
 print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 expect_raises(ValueError, receptive_field, 8, 3, -1, match="layers")
+expect("no layer at all: each token hears only itself", np.array_equal(receptive_field(5, 2, 0), np.eye(5, dtype=bool)))
+expect("the largest field allowed, 512 tokens, one layer of w = 2: 512 + 511 pairs", int(receptive_field(RECEPTIVE_FIELD_MAX_N, 2, 1).sum()), "==", 1023)
+expect_raises(ValueError, receptive_field, RECEPTIVE_FIELD_MAX_N + 1, 2, 1, match="n must be at most")
+expect_raises(TypeError, receptive_field, 8, None, 1, match="window")
+expect("reach(3, 0) == 0 and reach(1, 3) == 0: no layer, or a window of the token alone, reaches nothing", (reach(3, 0), reach(1, 3)), "==", (0, 0))
+expect_raises(ValueError, reach, 3, -1, match="layers")
+expect_raises(ValueError, reach, 0, 3, match="window")
 
 # %%
 relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand example: n = 8, w = 3, after 0 to 3 layers
@@ -4365,7 +4430,8 @@ show_figure(
 # Exercise 9: Decode token by token with a rolling buffer of `window` slots. Token t first
 # overwrites slot t % window with its key and value (the slot of token t - window, which just left
 # the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
-# (T, d_v) outputs and the largest number of keys the buffer ever held.
+# (T, d_v) outputs and the largest number of keys the buffer ever held. A window longer than the
+# T tokens is valid and never fills: allocate at most T slots.
 def rolling_window_decode(Q, K, V, window):
     """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
@@ -4374,7 +4440,8 @@ def rolling_window_decode(Q, K, V, window):
     window = require_int("window", window, minimum=1)
     ### BEGIN SOLUTION
     (n, d_k), d_v = Q.shape, V.shape[1]
-    keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))  # all the memory there is
+    slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
+    keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))  # all the memory there is
     outputs, largest = np.empty((n, d_v)), 0
     for t in range(n):
         slot = t % window  # the oldest token, t - window, leaves exactly now
@@ -4410,6 +4477,12 @@ print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
+endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
+expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_largest), "==", (True, 50))
+# Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
+Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
+expect("scores of +-1000 decode to the masked softmax, with no overflow", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
 report_section("Sliding window, reach and rolling buffer", globals())
 
 # %%
@@ -4454,6 +4527,8 @@ show_figure(
 # %%
 def global_local_allowed(n, window, global_tokens=(0,)):
     """Boolean [n, n]: a causal window plus global tokens that every later token reads and that read every earlier one."""
+    require_budget("the [n, n] mask", (require_int("n", n),) * 2)  # make_mask checks n's range
+    window = require_int("window", window)  # None would mean full causal attention, which makes global tokens moot
     allowed = np.isfinite(make_mask(n, window))
     tokens = [require_int("global token", g, minimum=0, maximum=n - 1) for g in global_tokens]
     allowed[:, tokens] = True  # everyone reads the global tokens ...
@@ -4464,6 +4539,7 @@ def global_local_allowed(n, window, global_tokens=(0,)):
 def strided_allowed(n, stride):
     """Boolean [n, n]: the last `stride` keys plus every stride-th key before them (causal)."""
     n, stride = require_int("n", n, minimum=1), require_int("stride", stride, minimum=1)
+    require_budget("the [n, n] distances", (n, n))
     back = np.arange(n)[:, None] - np.arange(n)[None, :]  # how far back key j is from query i
     return (back >= 0) & ((back < stride) | (back % stride == 0))
 
@@ -4485,6 +4561,12 @@ REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=
 expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))', pairs_computed(patterns["window 4"]), "==", pairs_computed(make_mask(16, 4)))
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
+expect_raises(ValueError, strided_allowed, 0, 4, match="n")
+expect("stride 1 reads every earlier key: the full causal triangle", np.array_equal(strided_allowed(5, 1), np.tri(5, dtype=bool)))
+expect("one token with stride 1 reads itself", strided_allowed(1, 1).tolist(), "==", [[True]])
+expect_raises(ValueError, global_local_allowed, 16, 4, (-1,), match="global token")
+expect_raises(TypeError, global_local_allowed, 16, None, match="window")
+expect("the last token, 15, may be global: it reads all 16 keys", int(global_local_allowed(16, 4, (15,))[15].sum()), "==", 16)
 show_figure(
     plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
         "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
@@ -4503,8 +4585,10 @@ show_figure(
     "everyone, so any two tokens are at most two hops apart.",
 )
 
-
 # %%
+SHORTLIST_MAX_NUMBERS = 2**23  # key numbers one experiment may draw: four times the 32 x 2,048 x 32 below
+
+
 def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, sharpness=1.0, noise=0.05, seed=4):
     """Retrieve a target key with a cheap low-dimensional shortlist, then full attention over the shortlist only.
 
@@ -4518,14 +4602,20 @@ def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, 
     if index_dim > dim or top_k > length:
         raise ValueError(f"need index_dim <= dim and top_k <= length; got {index_dim} > {dim} or {top_k} > {length}")
     noise = require_real("noise", noise, minimum=0.0)
-    gen = np.random.default_rng(seed)
-    keys, values = gen.standard_normal((trials, length, dim)), gen.standard_normal((trials, length, 6))
+    require_int("trials x length x dim", trials * length * dim, maximum=SHORTLIST_MAX_NUMBERS)  # a second, not minutes; and far under the budget
+    value_dim = 6  # width of the values the heads mix
+    gen = np.random.default_rng(require_int("seed", seed, minimum=0))
+    keys, values = gen.standard_normal((trials, length, dim)), gen.standard_normal((trials, length, value_dim))
     target = gen.integers(length, size=trials)
     queries = keys[np.arange(trials), target] + noise * gen.standard_normal((trials, dim))  # a query that looks for one key
-    queries *= require_real("sharpness", sharpness, minimum=0.0, strict_minimum=True)
-    index_scores = np.einsum("tld,td->tl", keys[..., :index_dim], queries[:, :index_dim])  # the cheap indexer
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below, by name
+        queries *= require_real("sharpness", sharpness, minimum=0.0, strict_minimum=True)
+        index_scores = np.einsum("tld,td->tl", keys[..., :index_dim], queries[:, :index_dim])  # the cheap indexer
+        scores = np.einsum("tld,td->tl", keys, queries) / math.sqrt(dim)  # full scores, for the comparison only
+    cause = f"sharpness {sharpness:g} and noise {noise:g} make the query so large that q . k overflows float64"
+    require_finite_result("the indexer's scores", index_scores, cause)
+    require_finite_result("the full scores", scores, cause)
     shortlist = np.argpartition(index_scores, -top_k, axis=1)[:, -top_k:]  # (trials, top_k)
-    scores = np.einsum("tld,td->tl", keys, queries) / math.sqrt(dim)  # full scores, for the comparison only
     full_p = np.exp(scores - scores.max(1, keepdims=True))
     full_p /= full_p.sum(1, keepdims=True)
     short_scores = np.take_along_axis(scores, shortlist, axis=1)
@@ -4544,7 +4634,7 @@ def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, 
     }
 
 
-shortlists = {sharpness: shortlist_experiment(sharpness=sharpness) for sharpness in (1.0, 3.0)}
+shortlists = {1.0: shortlist_experiment(), 3.0: shortlist_experiment(sharpness=3.0)}  # the default head, and a confident one
 print(f"{'query sharpness':>16} " + " ".join(f"{key:>20}" for key in shortlists[1.0]))
 for sharpness, result in shortlists.items():
     print(f"{sharpness:>16.0f} " + " ".join(f"{value:>20.3f}" for value in result.values()))
@@ -4560,6 +4650,25 @@ check_stated("the confident head's output change", shortlists[3.0]["output_error
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
+expect_raises(ValueError, shortlist_experiment, trials=0, match="trials")
+expect_raises(ValueError, shortlist_experiment, seed=-1, match="seed")
+expect_raises(ValueError, shortlist_experiment, length=2**17, match="trials x length x dim")  # 32 x 131,072 x 32 keys
+expect_raises(ValueError, shortlist_experiment, trials=1158, match="trials x length x dim")
+expect_raises(FloatingPointError, shortlist_experiment, sharpness=1e308, match="sharpness")
+# The seeded experiment, number for number: any change to how it scores, selects or normalises shows here.
+recorded_shortlists = {
+    1.0: {"recall": 0.875, "retrieval_shortlist": 0.875, "retrieval_full": 1.0, "kept_mass": 0.2230617864748129, "output_error": 4.175855440815641, "score_ratio": 0.28125},
+    3.0: {"recall": 0.875, "retrieval_shortlist": 0.875, "retrieval_full": 1.0, "kept_mass": 0.8439402910135299, "output_error": 0.22746902220219112, "score_ratio": 0.28125},
+}
+for sharpness, result in shortlists.items():
+    contract_close("the seeded shortlist experiment reproduces its recorded results", f"sharpness={sharpness}", list(result.values()),
+                   list(recorded_shortlists[sharpness].values()), "the experiment's code changed; rerun it and update the prose", rtol=1e-9)
+# A head so confident that its scores span thousands, with the shortlist as wide as the sequence
+# (top_k = length, index_dim = dim, both allowed): every mass is kept and nothing overflows.
+confident = shortlist_experiment(trials=1, length=8, dim=4, index_dim=4, top_k=8, sharpness=1000.0, seed=0)
+contract_close("scores in the thousands: each softmax is shifted by its row's max, so all mass is kept and the output is exact",
+               "one trial, sharpness=1000, top_k = length = 8", [confident["kept_mass"], confident["output_error"], confident["recall"]], [1.0, 0.0, 1.0],
+               "shift each softmax by its row's max (not the min, not the sum), over the keys axis")
 report_section("Sparse patterns and the shortlist", globals())
 
 
@@ -4613,13 +4722,19 @@ def feature_map(x):
 def linear_attention_weights(Q, K):
     """The causal [n, n] weights linear attention implies: phi(q_i) . phi(k_j), each row divided by its sum."""
     Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
+    if Q.shape != K.shape:
+        raise ValueError(f"causal weights need Q and K of the same shape [n, d_k], one row per token; got {Q.shape} and {K.shape}")
+    require_budget("the [n, n] weights", (len(Q), len(Q)))
     weights = np.tril(feature_map(Q) @ feature_map(K).T)  # (n, n), the future zeroed
     return weights / weights.sum(axis=1, keepdims=True)
 
 
 def linear_attention_quadratic(Q, K, V):
     """Linear attention the slow way: all n x n weights, then a weighted sum of the values."""
-    return linear_attention_weights(Q, K) @ require_array("V", V, ndim=2)
+    V = require_array("V", V, ndim=2)
+    if len(V) != len(require_array("Q", Q, ndim=2)):
+        raise ValueError(f"need one value row per token: Q has {len(Q)} rows, V has {len(V)}")
+    return linear_attention_weights(Q, K) @ V
 
 
 # %% tags=["exercise"]
@@ -4661,6 +4776,10 @@ print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(f
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
+contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
+               [math.exp(-1), math.exp(-0.5), 1.0, 1.5, 3.0], "elu(x) + 1: x + 1 above zero, e^x at or below it")
+expect_raises(ValueError, linear_attention_weights, Qw[:2], Kw, match="same shape")  # 2 query rows, 3 key rows: not a causal n x n
+expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one value row per token")
 
 # Softmax against linear weights on the same 10 decisive queries (twice the usual size) and keys.
 Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
@@ -4675,6 +4794,9 @@ expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 def plot_softmax_vs_linear(soft, lin, language="en"):
     """Two heatmaps of causal attention weights on the same queries and keys: softmax and linear."""
+    soft, lin = require_array("soft", soft, ndim=2), require_array("lin", lin, ndim=2)
+    if soft.shape != lin.shape or soft.shape[0] != soft.shape[1] or len(soft) < 6:
+        raise ValueError(f"need two square weight matrices of one shape with at least 6 rows (the title reads rows 5 on); got {soft.shape} and {lin.shape}")
     fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
     for ax, weights, title in ((axes[0], soft, localized(language, "softmax", "softmax")),
                                (axes[1], lin, localized(language, "linear, φ = elu + 1", "линейное, φ = elu + 1"))):
@@ -4742,26 +4864,39 @@ def ssm_recurrent(x, A, B, C):
     for t, x_t in enumerate(x):
         h = A * h + B * x_t
         y[t] = C * h
-    return y
+    return require_finite_result("the SSM's outputs", y, f"the state grows without bound (|A| = {abs(A):g}) or the inputs are too large for float64")
 
 
 def ssm_kernel(A, B, C, length):
     """The convolution kernel C A^k B for k = 0 .. length - 1: how much an input k steps old still counts."""
     length = require_int("length", length, minimum=1)
-    return require_real("C", C) * require_real("A", A) ** np.arange(length) * require_real("B", B)
+    require_budget("the kernel", (length,))
+    A = require_real("A", A)
+    with np.errstate(over="ignore"):
+        powers = A ** np.arange(length, dtype=float)  # A^k, k = 0 .. length - 1
+    require_finite_result("the powers A^k", powers, f"|A| = {abs(A):g} > 1 is an unstable decay: A^k overflows before k = {length - 1}; use |A| <= 1 or a shorter length")
+    return require_real("C", C) * powers * require_real("B", B)
 
 
 def ssm_convolution(x, A, B, C):
     """The same outputs as ssm_recurrent, as one convolution with the kernel (how a fixed SSM trains)."""
     x = require_array("x", x, ndim=1).astype(float)
-    return np.convolve(x, ssm_kernel(A, B, C, len(x)))[: len(x)]  # y_t = sum_k kernel_k x_(t-k)
+    y = np.convolve(x, ssm_kernel(A, B, C, len(x)))[: len(x)]  # y_t = sum_k kernel_k x_(t-k)
+    return require_finite_result("the convolution's outputs", y, "the inputs times the kernel overflow float64")
 
 
 tea = (1.0, 0.0, 0.0, 2.0)
-print("loop:", ssm_recurrent(tea, 0.5, 1, 1).tolist(), " kernel:", ssm_kernel(0.5, 1, 1, 4).tolist(),
-      " convolution:", ssm_convolution(tea, 0.5, 1, 1).tolist())
-REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1, 1))
-REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1, 1, 4))
+print("loop:", ssm_recurrent(tea, 0.5, 1.0, 1.0).tolist(), " kernel:", ssm_kernel(0.5, 1.0, 1.0, 4).tolist(),
+      " convolution:", ssm_convolution(tea, 0.5, 1.0, 1.0).tolist())
+REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1.0, 1.0))
+REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1.0, 1.0, 4))
+contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
+               [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
+contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
+               ssm_recurrent(tea, 0.5, 2.0, 3.0), [6.0, 3.0, 1.5, 12.75], "h_t = A h_(t-1) + B x_t from h_0 = 0, then y_t = C h_t")
+expect("a kernel of length 1 is C B alone", ssm_kernel(0.5, 2.0, 3.0, 1).tolist(), "==", [6.0])
+expect_raises(ValueError, ssm_kernel, 0.5, 1.0, 1.0, 0, match="length")
+expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstable")
 x300 = rng.standard_normal(300)
 expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
 expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
@@ -4769,10 +4904,13 @@ expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 def plot_ssm_kernels(decays, steps, language="en"):
     """The kernel C A^k B (B = C = 1) against the age k of an input, one curve per keep factor A."""
+    kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
+    if not 1 <= len(kernels) <= 3:
+        raise ValueError(f"draw one to three keep factors (three colours), got {len(kernels)}")
     k = np.arange(steps)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    for A, color in zip(decays, (Palette.RED, Palette.ORANGE, Palette.BLUE)):
-        ax.plot(k, ssm_kernel(A, 1, 1, steps), color=color, label=f"A = {A}")
+    for A, kernel, color in zip(decays, kernels, (Palette.RED, Palette.ORANGE, Palette.BLUE)):
+        ax.plot(k, kernel, color=color, label=f"A = {A}")
     ax.set_xlabel(localized(language, "steps since the input arrived (k)", "шагов с момента входа (k)"))
     ax.set_ylabel(localized(language, "weight C·A^k·B", "вес C·A^k·B"))
     ax.set_title(localized(language, "How fast a fixed SSM forgets", "Как быстро забывает фиксированная SSM"))
@@ -4837,7 +4975,8 @@ def discretize(delta, a=-1.0, b=1.0):
     if np.any(delta <= 0) or require_real("a", a) >= 0:
         raise ValueError("need positive step sizes and a negative decay rate a (the state must fade)")
     keep = np.exp(delta * a)
-    return keep, (keep - 1.0) / a * require_real("b", b)
+    write = (keep - 1.0) / a * require_real("b", b)
+    return keep, require_finite_result("the write factor", write, f"(e^(delta a) - 1) / a * b overflows float64 for a = {a:g}, b = {b:g}")
 
 
 def selective_ssm(x, delta, a=-1.0, b=1.0, c=1.0):
@@ -4871,12 +5010,23 @@ REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
+expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
+expect_raises(ValueError, discretize, [1.0, 0.0], match="positive")  # one bad step among good ones is enough
+contract_close("delta = ln 2 / 2 with a = -2, b = 3 keeps e^(-ln 2) = 0.5 and writes (0.5 - 1) / -2 * 3 = 0.75",
+               "discretize(log(2) / 2, a=-2, b=3)", discretize(math.log(2) / 2, a=-2.0, b=3.0), [0.5, 0.75],
+               "keep = e^(delta a), write = (keep - 1) / a * b")
 expect_raises(ValueError, selective_ssm, RECALL_VALUES, deltas[:3], match="one step size per input")
 expect_raises(TypeError, softplus, None, match="x")
 
 
 def plot_selective_recall(values, selective, fixed, language="en"):
     """Inputs as bars; the selective state and fixed-step states as lines, position by position."""
+    values, selective = require_array("values", values, ndim=1), require_array("selective", selective, ndim=1)
+    if not isinstance(fixed, dict) or not 1 <= len(fixed) <= 2:
+        raise TypeError(f"fixed must be a dict of one or two {{step size: states}}, got {type(fixed).__name__}")
+    fixed = {require_real("step size", delta): require_array("fixed states", states, ndim=1) for delta, states in fixed.items()}
+    if any(len(states) != len(values) for states in [selective, *fixed.values()]):
+        raise ValueError(f"every line needs one state per input ({len(values)})")
     t = np.arange(len(values))
     fig, ax = plt.subplots(figsize=(6.4, 2.9))
     ax.bar(t, values, color=Palette.BORDER, label=localized(language, "input (marked 7 at position 2)", "вход (отмеченная 7 на позиции 2)"))
@@ -4945,7 +5095,7 @@ def parallel_scan(a, b):
         b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
         a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
         shift, rounds = 2 * shift, rounds + 1
-    return b, rounds
+    return require_finite_result("the scan's states", b, "the states or the products of a grow past float64's largest number (about 1.8e308)"), rounds
     ### END SOLUTION
 
 
@@ -4963,6 +5113,8 @@ _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
 print(f"1,024 steps: {rounds_1024} rounds")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
+with np.errstate(over="ignore", invalid="ignore"):
+    expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
 
 
 # %%
@@ -4975,6 +5127,8 @@ tea_a, tea_b = [0.5] * 4, [1.0, 0.0, 0.0, 2.0]
 tea_rounds = parallel_scan(tea_a, tea_b)[1]
 scan_levels = [[_merged_step(tea_a, tea_b, max(0, t - 2**r + 1), t) for t in range(4)] for r in range(tea_rounds + 1)]
 expect("the last round of the scan tree holds every state of the loop", np.allclose([b for _, b in scan_levels[-1]], states))
+expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.25, 2)", scan_levels[1], "==", [(0.5, 1.0), (0.25, 0.5), (0.25, 0.0), (0.25, 2.0)])
+expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
     "Each column is one time step, each box a step (a, b) that means h becomes a·h + b. One row down is one round: "
@@ -5018,6 +5172,7 @@ def ssm_state_bytes(channels, state_size, bytes_per_value=2):
 
 def hybrid_cache_bytes(context, layers=32, attention_layers=4, kv_heads=8, head_dim=128, channels=4096, state_size=16, bytes_per_value=2):
     """A hybrid stack: attention layers keep a growing KV cache, the other layers a fixed SSM state."""
+    context = require_int("context", context, minimum=1)
     attention_layers = require_int("attention_layers", attention_layers, minimum=0, maximum=require_int("layers", layers, minimum=1))
     attention = kv_cache_bytes(context, [None] * attention_layers, kv_heads, head_dim, bytes_per_value) if attention_layers else 0
     return attention + (layers - attention_layers) * ssm_state_bytes(channels, state_size, bytes_per_value)
@@ -5041,6 +5196,16 @@ print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_b
 check_stated("the Mamba-shaped SSM layer in bytes", mamba_real_layer, 622_592, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 4.75, 2)
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
+expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
+expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
+expect_raises(TypeError, hybrid_cache_bytes, "abc", match="context")
+expect_raises(ValueError, hybrid_cache_bytes, 0, attention_layers=0, match="context")
+# By hand, at one byte per number: 3 tokens x (K + V) x 1 head x width 1 in the attention layer, plus a 1 x 1 state.
+expect("one attention and one SSM layer of size 1, 3 tokens: 6 + 1 bytes", hybrid_cache_bytes(3, layers=2, attention_layers=1, kv_heads=1, head_dim=1, channels=1, state_size=1, bytes_per_value=1), "==", 7)
+expect("a single SSM layer of one number at one byte holds 1 byte", hybrid_cache_bytes(1, layers=1, attention_layers=0, channels=1, state_size=1, bytes_per_value=1), "==", 1)
+expect("ssm_state_bytes(3, 5, 7) == 105 and ssm_state_bytes(1, 1, 1) == 1", (ssm_state_bytes(3, 5, 7), ssm_state_bytes(1, 1, 1)), "==", (105, 1))
+for argument in ("channels", "state_size", "bytes_per_value"):
+    expect_raises(ValueError, ssm_state_bytes, **{"channels": 1, "state_size": 1, "bytes_per_value": 1, argument: 0}, match=argument)
 report_section("State-space models, the scan and the hybrid cache", globals())
 
 # %%
@@ -5141,6 +5306,8 @@ def _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask):
     for name, array in (("q_rope", q_rope), ("k_rope", k_rope), ("W_uk", W_uk), ("W_uv", W_uv), ("W_o", W_o)):
         if array.shape != expected[name]:
             raise ValueError(f"{name} must have shape {expected[name]} to match q_nope {q_nope.shape} and latent {latent.shape}; got {array.shape}")
+    if hasattr(mask, "detach"):  # a tensor mask, perhaps one that requires grad
+        mask = require_tensor("mask", mask, ndim=2, finite=False).detach().numpy()
     mask = np.zeros((T_q, T_k)) if mask is None else _as_additive(mask, (T_q, T_k), np.float64)
     if not np.isfinite(mask).any(axis=1).all():
         raise ValueError("every query needs at least one cached token it may read; a mask row is fully blocked")
@@ -5201,6 +5368,18 @@ print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope 
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
+first_row_blocked = decode_mask.copy()
+first_row_blocked[0] = -np.inf  # the other two rows still read something
+expect_raises(ValueError, mla_expanded_attention, *mla_args, first_row_blocked, match="fully blocked")
+expect("a mask given as a tensor, even one that requires grad, is read like the array", np.allclose(
+    mla_expanded_attention(*mla_args, torch.tensor(decode_mask, requires_grad=True)), expanded_out, atol=1e-12))
+expect("without a mask every query reads all 9 cached tokens, expanded and absorbed alike",
+       np.allclose(mla_expanded_attention(*mla_args), mla_absorbed_attention(*mla_args), atol=1e-12))
+# Queries 300 times larger: scores span thousands, and differ by thousands between heads and rows, so a
+# softmax shifted by anything but each row's own max overflows or underflows to NaN.
+loud_args = (300 * mla_args[0], 300 * mla_args[1]) + mla_args[2:]
+expect("with scores in the thousands, absorbed MLA still equals the expanded form",
+       np.allclose(mla_absorbed_attention(*loud_args, decode_mask), mla_expanded_attention(*loud_args, decode_mask), atol=1e-9))
 
 # %%
 mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_rank, qk_rope_head_dim, attention heads
@@ -5230,6 +5409,7 @@ show_figure(
 # %%
 def rotation(angle):
     """The 2 x 2 rotation by `angle` radians."""
+    angle = require_real("angle", angle)
     return np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
 
 
@@ -5238,6 +5418,8 @@ q_small, c_small = np.array([1.0, 0.5]), np.array([0.2, -0.4, 0.7])
 m_pos, n_pos = 0.3, 1.1  # positions as angles (one RoPE frequency)
 rotated_score = (rotation(m_pos) @ q_small) @ (rotation(n_pos) @ W_small @ c_small)
 effective_query = W_small.T @ rotation(n_pos - m_pos).T @ q_small
+contract_close("a quarter turn sends (1, 0) to (0, 1) and (0, 1) to (-1, 0)", "rotation(pi / 2)", rotation(math.pi / 2), [[0.0, -1.0], [1.0, 0.0]],
+               "rows (cos, -sin) and (sin, cos)", atol=1e-15)
 expect("abs(rotated_score - effective_query @ c_small) < 1e-12", abs(rotated_score - effective_query @ c_small), "<", 1e-12)
 expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small))  # another key position, another query
 distances = np.arange(0, 13) * 0.5
@@ -5247,6 +5429,9 @@ print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effe
 
 def plot_rope_obstruction(distances, effective, language="en"):
     """Entries of the absorbed query W^T R(n - m)^T q against the query-key distance: no single fixed vector."""
+    distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
+    if len(effective) != len(distances) or effective.shape[1] > 3:
+        raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
     fig, ax = plt.subplots(figsize=(6.6, 2.8))
     for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
@@ -5303,6 +5488,7 @@ report_section("Latent attention", globals())
 def quantize(x, bits, shared_axis):
     """Symmetric integer codes of x with one scale per group: the numbers along `shared_axis` share a scale."""
     x = require_array("x", x, min_ndim=1).astype(float)
+    shared_axis = require_int("shared_axis", shared_axis, minimum=-x.ndim, maximum=x.ndim - 1)
     top = 2 ** (require_int("bits", bits, minimum=2, maximum=16) - 1) - 1  # largest code: 7 for 4 bits
     scale = np.abs(x).max(axis=shared_axis, keepdims=True) / top
     scale = np.where(scale > 0, scale, 1.0)  # an all-zero group keeps code 0 with any scale
@@ -5312,10 +5498,10 @@ def quantize(x, bits, shared_axis):
 def dequantize(codes, scale):
     """Numbers back from their codes and scales."""
     codes, scale = require_array("codes", codes), require_array("scale", scale)
-    try:
-        return codes * scale
-    except ValueError:
-        raise ValueError(f"scale of shape {scale.shape} does not broadcast against codes of shape {codes.shape}") from None
+    if scale.ndim != codes.ndim or any(s not in (1, c) for s, c in zip(scale.shape, codes.shape)):
+        raise ValueError(f"scale of shape {scale.shape} does not broadcast against codes of shape {codes.shape}: "
+                         "it needs the codes' rank, with 1 along each shared axis (as quantize returns it)")
+    return codes * scale
 
 
 def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16):
@@ -5334,22 +5520,52 @@ REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
+expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
+expect_raises(ValueError, dequantize, np.ones((3, 1), dtype=int), np.ones((3, 4)), match="broadcast")  # so would this, the other way
+expect_raises(ValueError, quantize, 0.5, 4, shared_axis=-1, match="at least 1")
+expect_raises(ValueError, quantize, [1.0], 17, shared_axis=-1, match="bits")
+expect_raises(ValueError, quantize, [1.0], 4, shared_axis=1, match="shared_axis")
+expect("16-bit codes run up to 2**15 - 1 = 32,767", int(quantize([1.0, -0.5], 16, shared_axis=-1)[0][0]), "==", 32_767)
+# Two tokens, one scale each: an all-zero token keeps code 0 and scale 1; (0.7, -0.2) at 4 bits has scale 0.1.
+two_codes, two_scales = quantize(np.array([[0.0, 0.0], [0.7, -0.2]]), 4, shared_axis=-1)
+expect("per-token codes of [[0, 0], [0.7, -0.2]] at 4 bits", two_codes.tolist(), "==", [[0, 0], [7, -2]])
+contract_close("per-token scales: 1 for the zero token, 0.7 / 7 = 0.1 for the other", "quantize([[0, 0], [0.7, -0.2]], 4, -1)",
+               two_scales, [[1.0], [0.1]], "scale = max |x| over the shared axis / (2**(bits - 1) - 1); keepdims, so it broadcasts")
+contract_close("dequantize multiplies codes by their scales", "dequantize([[7, -2]], [[0.1]])", dequantize(np.array([[7, -2]]), np.array([[0.1]])),
+               [[0.7, -0.2]], "numbers = codes * scale")
+expect("a one-bit-per-number cache with a 7-bit scale: 2 x (1 + 7) / 8 = 2 bytes per token, a whole number",
+       repr(quantized_kv_bytes_per_token(1, 1, 1, 1, scale_bits=7)), "==", "2")
+expect_raises(ValueError, quantized_kv_bytes_per_token, 0, 8, 128, 4, match="layers")
+expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bits=-1, match="scale_bits")
+
+
+QUANTIZATION_MAX_SIZE = 1024  # tokens or channels of the toy experiment: it should take well under a second
 
 
 def quantized_attention_error(bits, key_axis, outlier_channels=4, outlier_scale=10.0, n=64, d=64, seed=SEED):
-    """Relative change of causal attention's output when K (scales shared along key_axis) and V (per token) are quantized."""
-    gen = np.random.default_rng(seed)
-    Q, K, V = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, d))
+    """Relative change of causal attention's output when K (scales shared along key_axis) and V (per token) are quantized.
+
+    key_axis 0 shares a key scale over the tokens (one per channel, KIVI); 1 over the channels (one per token).
+    """
+    key_axis = require_int("key_axis", key_axis, minimum=0, maximum=1)
+    n = require_int("n", n, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
+    d = require_int("d", d, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
+    outlier_channels = require_int("outlier_channels", outlier_channels, minimum=0, maximum=d)
+    outlier_scale = require_real("outlier_scale", outlier_scale, minimum=0.0, strict_minimum=True)
+    shape = (3, n, d)  # Q, K and V
+    require_budget("Q, K and V", shape)
+    require_budget("the causal [n, n] scores", (n, n))
+    Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
     K[:, :outlier_channels] *= outlier_scale  # a few channels large for every token, as in trained models' keys
     exact = sdpa(Q, K, V, make_mask(n))
-    K_hat, V_hat = dequantize(*quantize(K, bits, key_axis)), dequantize(*quantize(V, bits, -1))
+    K_hat, V_hat = dequantize(*quantize(K, bits, key_axis)), dequantize(*quantize(V, bits, 1))  # values: one scale per token
     return float(np.linalg.norm(sdpa(Q, K_hat, V_hat, make_mask(n)) - exact) / np.linalg.norm(exact))
 
 
 BITS = (8, 4, 3)
 errors = {
-    "plain keys, per token": [quantized_attention_error(b, -1, outlier_channels=0) for b in BITS],
-    "outlier keys, per token": [quantized_attention_error(b, -1) for b in BITS],
+    "plain keys, per token": [quantized_attention_error(b, 1, outlier_channels=0) for b in BITS],
+    "outlier keys, per token": [quantized_attention_error(b, 1) for b in BITS],
     "outlier keys, per channel (KIVI)": [quantized_attention_error(b, 0) for b in BITS],
 }
 print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
@@ -5362,12 +5578,42 @@ if not errors["plain keys, per token"][0] < 0.01:
 check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1], 13, 0)
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI)"][1], 18.5, 1)
-two_bit = {axis: quantized_attention_error(2, axis) for axis in (-1, 0)}
-print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[-1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
+print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+# The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
+# per token) moves them in the third significant digit or more, far beyond rounding noise.
+recorded_errors = {
+    "plain keys, per token": [0.006997730464425515, 0.12701113913285317, 0.31315881886830216],
+    "outlier keys, per token": [0.022619063658610706, 0.42627961135316217, 0.5574698911252105],
+    "outlier keys, per channel (KIVI)": [0.010029181070176358, 0.18535189679710118, 0.4029487946822543],
+    "2-bit, keys per token and per channel": [0.9441506785324393, 1.0253019826236158],
+}
+for (name, row), recorded in zip(list(errors.items()) + [("2-bit, keys per token and per channel", [two_bit[1], two_bit[0]])], recorded_errors.values()):
+    contract_close("the seeded quantization errors reproduce their recorded values", name, row, recorded,
+                   "keys share a scale along key_axis, values one scale per token (axis 1); check quantize's axis and rounding", rtol=1e-9)
+expect_raises(ValueError, quantized_attention_error, 4, -1, match="key_axis")  # -1 would silently mean "per token"
+expect_raises(ValueError, quantized_attention_error, 4, 2, match="key_axis")
+expect_raises(ValueError, quantized_attention_error, 4, 0, outlier_channels=65, match="outlier_channels")
+expect_raises(ValueError, quantized_attention_error, 4, 0, outlier_channels=-1, match="outlier_channels")
+expect_raises(ValueError, quantized_attention_error, 4, 0, outlier_scale=0.0, match="outlier_scale")
+expect_raises(ValueError, quantized_attention_error, 4, 0, n=0, match="n must be at least 1")
+expect_raises(ValueError, quantized_attention_error, 4, 0, d=0, match="d must be at least 1")
+expect_raises(ValueError, quantized_attention_error, 4, 0, d=QUANTIZATION_MAX_SIZE + 1, match="d must be at most")
+expect_raises(ValueError, quantized_attention_error, 4, 0, n=QUANTIZATION_MAX_SIZE + 1, match="n must be at most")
+expect_raises(ValueError, quantized_attention_error, 4, 0, seed=-1, match="seed")
+# One token of one channel: its softmax weight is 1 whatever the key, and a lone value is exact at any bit width.
+expect("one token, one channel, shrunk outliers, seed 0: no error at all", quantized_attention_error(4, 0, outlier_channels=1, outlier_scale=0.5, n=1, d=1, seed=0), "<=", 1e-15)
 
 
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
+    bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
+    names = ("plain keys, per token", "outlier keys, per token", "outlier keys, per channel (KIVI)")
+    if not isinstance(errors, dict) or tuple(errors) != names:
+        raise ValueError(f"errors must be a dict with the rows {', '.join(names)}, in that order")
+    errors = {name: require_array(name, row, ndim=1) for name, row in errors.items()}
+    if any(len(row) != len(bits) or (row <= 0).any() for row in errors.values()):
+        raise ValueError(f"each row needs one positive error per bit width ({len(bits)}): the axis is logarithmic")
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
     x, width = np.arange(len(bits)), 0.26
     labels = {"plain keys, per token": localized(language, "plain keys, per token", "обычные ключи, по токенам"),
@@ -5441,6 +5687,8 @@ at_1m = cache_bytes_by_design(2**20)
 for name, value in at_1m.items():
     print(f"{name:32s} {value / GB:10.3f} GB at 1,048,576 tokens")
 REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
+expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
+expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
 print(f"growing part per token: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} KiB, hybrid {kv_bytes_per_token(4, 8, 128) / KIB:.0f} KiB")
 
 
@@ -5569,10 +5817,23 @@ REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA), for 
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
 check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
+expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
+expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
+expect_raises(ValueError, layered_cache_bytes, 1, 1.0, -1, match="fixed_numbers")
+expect_raises(ValueError, layered_cache_bytes, 1, 1.0, 0, bytes_per_value=0, match="bytes_per_value")
 
 # FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
 def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
     """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
+    window, n_sink = require_int("window", window, minimum=1), require_int("n_sink", n_sink, minimum=0)
+    q_idx, kv_idx = require_array("q_idx", q_idx), require_array("kv_idx", kv_idx)
+    if q_idx.dtype.kind not in "iu" or kv_idx.dtype.kind not in "iu":
+        raise TypeError(f"q_idx and kv_idx are token positions and must be integers; got dtypes {q_idx.dtype} and {kv_idx.dtype}")
+    try:
+        grid = np.broadcast_shapes(q_idx.shape, kv_idx.shape)
+    except ValueError:
+        raise ValueError(f"q_idx of shape {q_idx.shape} and kv_idx of shape {kv_idx.shape} do not broadcast to one grid") from None
+    require_budget("the mask's grid", grid)  # a few boolean grids of this shape
     return (kv_idx <= q_idx) & ((q_idx - kv_idx < window) | (kv_idx < n_sink))
 
 
@@ -5580,6 +5841,12 @@ as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MA
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
 print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
+expect_raises(TypeError, sliding_window_with_sinks, np.arange(4)[:, None], np.arange(4.0)[None, :], match="integers")  # one float grid is enough
+expect_raises(ValueError, sliding_window_with_sinks, np.arange(4), np.arange(3), match="broadcast")
+expect_raises(ValueError, sliding_window_with_sinks, 3, 1, window=0, match="window")
+expect_raises(ValueError, sliding_window_with_sinks, 3, 1, n_sink=-1, match="n_sink")
+expect("window 1 and no sinks: a query reads only itself", sliding_window_with_sinks(np.arange(3)[:, None], np.arange(3)[None, :], window=1, n_sink=0).tolist(),
+       "==", np.eye(3, dtype=bool).tolist())
 
 
 # %% [markdown]
@@ -5611,28 +5878,53 @@ class ToyBlockPool:
 
     def __init__(self, n_blocks, block_size):
         self.block_size = require_int("block_size", block_size, minimum=1)
-        self.free = list(range(require_int("n_blocks", n_blocks, minimum=1)))[::-1]  # pop() hands out block 0 first
+        self.n_blocks = require_int("n_blocks", n_blocks, minimum=1)  # no list of them is built: a pool may be huge
+        self.returned, self.fresh = [], 0  # released blocks (reused first), and how many blocks were ever handed out
         self.tables, self.lengths = {}, {}
+
+    @property
+    def free(self):
+        """The free physical blocks, listed on demand: released ones, then the never used."""
+        return self.returned + list(range(self.fresh, self.n_blocks))
+
+    def _take(self):
+        """A free physical block: the last one released, else the lowest never used."""
+        if self.returned:
+            return self.returned.pop()
+        self.fresh += 1
+        return self.fresh - 1
+
+    def _known(self, sequence):
+        """Refuse a sequence name this pool has never seen."""
+        if sequence not in self.tables:
+            raise ValueError(f"no sequence named {sequence!r} in the pool; the sequences are {sorted(self.tables)}")
+        return sequence
 
     def append(self, sequence, n_tokens=1):
         """Reserve slots for `n_tokens` more tokens of `sequence`, taking a new physical block only when one fills."""
+        if not isinstance(sequence, str):
+            raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+        n_tokens = require_int("n_tokens", n_tokens, minimum=1)
+        length = self.lengths.get(sequence, 0)
+        needed = -(-(length + n_tokens) // self.block_size) - len(self.tables.get(sequence, []))  # new blocks, ceiling division
+        available = len(self.returned) + self.n_blocks - self.fresh
+        if needed > available:
+            raise ValueError(f"sequence {sequence!r} needs {needed} new blocks for {n_tokens} tokens, {available} are free; free a finished sequence first")
         table = self.tables.setdefault(sequence, [])
-        for _ in range(require_int("n_tokens", n_tokens, minimum=1)):
+        for _ in range(n_tokens):
             length = self.lengths.get(sequence, 0)
             if length % self.block_size == 0:  # the last block is full (or there is none yet)
-                if not self.free:
-                    raise ValueError(f"no free block left for sequence {sequence!r}; free a finished sequence first")
-                table.append(self.free.pop())
+                table.append(self._take())  # there is one: checked above
             self.lengths[sequence] = length + 1
 
     def slot(self, sequence, position):
         """Physical (block, offset) where token `position` of `sequence` is stored."""
-        position = require_int("position", position, minimum=0, maximum=self.lengths[sequence] - 1)
+        position = require_int("position", position, minimum=0, maximum=self.lengths[self._known(sequence)] - 1)
         return self.tables[sequence][position // self.block_size], position % self.block_size
 
     def release(self, sequence):
         """Return a finished sequence's blocks to the pool."""
-        self.free.extend(reversed(self.tables.pop(sequence)))
+        self.returned.extend(reversed(self.tables.pop(self._known(sequence))))  # its first block is reused first
         self.lengths.pop(sequence)
 
 
@@ -5651,7 +5943,26 @@ pool.release("B")
 pool.append("C", 4)
 if pool.tables["C"] != [2]:
     raise ValueError(f"a released block must be reused: C should get B's block 2, got {pool.tables['C']}")
-expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="no free block")
+expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
+expect("a sequence may fill the pool exactly: 2 blocks of 2 hold 4 tokens", (ToyBlockPool(2, 2).append("D", 4), "accepted")[1], "==", "accepted")
+small_pool = ToyBlockPool(2, 1)
+small_pool.append("E")  # one token by default
+expect("append adds one token by default, and a 1-slot block holds it", (small_pool.lengths, small_pool.tables, small_pool.slot("E", 0)), "==", ({"E": 1}, {"E": [0]}, (0, 0)))
+expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
+expect_raises(ValueError, small_pool.slot, "E", -1, match="position")
+expect_raises(ValueError, small_pool.append, "E", 0, match="n_tokens")
+expect_raises(ValueError, small_pool.slot, "F", 0, match="no sequence")
+expect_raises(ValueError, pool.slot, "A", 9, match="position")  # A holds tokens 0 to 8
+expect_raises(ValueError, ToyBlockPool, 0, 2, match="n_blocks")
+expect_raises(ValueError, ToyBlockPool, 2, 0, match="block_size")
+grow = ToyBlockPool(2, 2)
+grow.append("G")
+grow.append("G", 3)  # 4 tokens fill both blocks: the first block's free slot counts
+expect("a sequence grows into its partly filled block first", (grow.tables, grow.free), "==", ({"G": [0, 1]}, []))
+expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 are free")  # the pool is full
+huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
+huge_pool.append("H", 20)
+expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
 print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
 
 # %% [markdown]

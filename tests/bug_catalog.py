@@ -333,7 +333,7 @@ ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 
-ROLLING_BUFFER = "keys, values = np.zeros((window, d_k)), np.zeros((window, d_v))"
+ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
 LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
         z += k  # and remember how much weight went in
         outputs[i] = q @ S / (q @ z)
@@ -413,7 +413,7 @@ MODULE5 = [
     # Exercise 9: rolling_window_decode
     Bug("rolling-buffer-keeps-w-plus-1", 5, "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
         ROLLING, "never holds more than",
-        ((ROLLING_BUFFER, "keys, values = np.zeros((window + 1, d_k)), np.zeros((window + 1, d_v))"),
+        ((ROLLING_BUFFER, "keys, values = np.zeros((slots + 1, d_k)), np.zeros((slots + 1, d_v))"),
          ("slot = t % window", "slot = t % (window + 1)"), ("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
         hint="window + 1"),
     Bug("rolling-buffer-miscounts-held", 5, "rolling_window_decode", "reports one slot more than the buffer holds",
