@@ -480,6 +480,36 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return value
 # builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
+# builder:begin inline require_array
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
+
+    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
+    """
+    import sys
+
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+        value = value.detach().numpy()
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if min_ndim is not None and array.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {array.shape}")
+    if 0 in array.shape:
+        raise ValueError(f"{name} must not have an empty axis, got shape {array.shape}")
+    if finite and not np.isfinite(array).all():
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return array
+# builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
 # builder:begin inline require_finite_result
 def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
@@ -839,6 +869,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
     frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
     angle = position * frequency                                                  # (L, d/2)
@@ -859,6 +890,8 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
     query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
     key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
     return key_position <= query_position                       # (t_q, t_k)''',
@@ -889,6 +922,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         allowed = torch.ones(shape, dtype=torch.bool)
     elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
+        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
     else:
         try:
             allowed = torch.broadcast_to(allowed, shape)
@@ -906,6 +941,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
+    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
+    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
     "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
@@ -936,6 +973,7 @@ def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
     "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
 # (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
@@ -969,6 +1007,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
         self.d_head = self.d_model // self.n_heads
         self.causal = require_bool("causal", causal)
+        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -985,6 +1025,10 @@ class MultiHeadSelfAttention(nn.Module):
         if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
                                         or token_valid.shape != (batch, length)):
             raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        if token_valid is not None:
+            require_tensor("token_valid", token_valid, floating=False)
+        return_weights = require_bool("return_weights", return_weights)
+        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
             allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
@@ -1011,6 +1055,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             require_tensor(name, parameter, ndim=1)
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
     variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
     normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
@@ -1073,7 +1119,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=9acb666783d562cd5d3d32a355ae232db73d0674cd6d59b25ea1ba7ece17bf89
+# builder:end sha256=85b7e4107f37bb0c2d7beb6032d77650a3bb32a8562352331ff269fd3ae6d2c6
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -1191,6 +1237,16 @@ expect("[round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]", [roun
 REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
 expect("adding a constant must not change softmax", torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15))
 expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all())
+# Scores spanning [-1000, 1000]: a shift by the smallest score would overflow exp(2000) to inf and give NaN.
+expect("softmax over scores spanning [-1000, 1000] must be (0, 0, 1)", softmax(torch.tensor([-1000.0, 0.0, 1000.0], dtype=torch.float64)).tolist(), "==", [0.0, 0.0, 1.0])
+# dim: any axis from -ndim to ndim - 1, each normalising its own axis; a scalar has no axis to normalise.
+grid = torch.tensor([[0.0, math.log(3.0)], [0.0, 0.0]], dtype=torch.float64)
+by_rows, by_columns = torch.tensor([[0.25, 0.75], [0.5, 0.5]]).double(), torch.tensor([[0.5, 0.75], [0.5, 0.25]]).double()
+for axis, wanted in ((None, by_rows), (1, by_rows), (-1, by_rows), (0, by_columns), (-2, by_columns)):
+    got = softmax(grid) if axis is None else softmax(grid, dim=axis)
+    expect(f"softmax(grid{'' if axis is None else f', dim={axis}'}) must normalise the {'rows' if wanted is by_rows else 'columns'}", torch.allclose(got, wanted, atol=1e-15))
+expect_raises(ValueError, softmax, grid, dim=-3, match="dim")
+expect_raises(ValueError, softmax, torch.tensor(1.0), match="dimensions")
 expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)", torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15))
 
 
@@ -1416,6 +1472,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     ### BEGIN SOLUTION
     position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
     frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
@@ -1524,7 +1581,9 @@ def plot_positions(table, language="en"):
     """Two fast and two slow coordinates of a sinusoidal table against position."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    table = np.asarray(table)
+    table = require_array("table", table, ndim=2)
+    if table.shape[1] < 6 or table.shape[0] < 2 or table.shape[0] > 10_000:
+        raise ValueError(f"table must have 2 to 10,000 positions and at least 6 columns (pairs 0 and 2 are drawn), got shape {table.shape}")
     fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), sharex=True)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
     titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
@@ -1606,6 +1665,8 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
     ### BEGIN SOLUTION
     query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
     key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
@@ -1823,6 +1884,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         allowed = torch.ones(shape, dtype=torch.bool)
     elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
+        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
     else:
         try:
             allowed = torch.broadcast_to(allowed, shape)
@@ -1842,6 +1905,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
     ### END SOLUTION
+    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
+    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 
@@ -2069,7 +2134,12 @@ def plot_scores_and_weights(scores, weights, language="en"):
     """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    scores = require_array("scores", scores, ndim=2, finite=False)  # blocked scores are -inf
+    weights = require_array("weights", weights, ndim=2)
+    if scores.shape != weights.shape or max(scores.shape) > 12:
+        raise ValueError(f"scores and weights must share one shape of at most 12 x 12 (each cell is labelled), got {scores.shape} and {weights.shape}")
+    if np.isnan(scores).any():
+        raise ValueError("scores must not contain NaN; blocked scores are -inf")
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     shown = np.where(np.isfinite(scores), scores, np.nan)
@@ -2149,6 +2219,11 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     apply_plot_style()
     from matplotlib.patches import Rectangle
 
+    temperatures = list(temperatures)
+    missing = [(causal, t) for causal in (False, True) for t in temperatures if (causal, t) not in weights]
+    if missing or not 1 <= len(temperatures) <= 4:
+        raise ValueError(f"weights must hold a (causal, temperature) entry for 1 to 4 temperatures; missing {missing[:4]}")
+    highlight = require_int("highlight", highlight, minimum=0, maximum=len(tokens) - 1)
     fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
     fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
@@ -2336,15 +2411,24 @@ del q_mc, k_mc, dots
 
 
 # 3) Saturation across widths.
+def _require_shares(p):
+    """p as a floating tensor (..., n) of softmax shares: every entry in [0, 1]."""
+    p = require_tensor("p", p, min_ndim=1)
+    if bool((p < 0).any()) or bool((p > 1).any()):
+        raise ValueError(f"p must hold softmax shares in [0, 1], got entries from {float(p.min()):.3g} to {float(p.max()):.3g}")
+    return p
+
+
 def softmax_jacobian(p):
     """The softmax Jacobian at shares p (..., n): diag(p) − p pᵀ, shape (..., n, n)."""
-    p = require_tensor("p", p, min_ndim=1)
+    p = _require_shares(p)
+    require_budget("the Jacobian", (*p.shape, p.shape[-1]), itemsize=p.element_size())
     return torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
 
 
 def jacobian_norm(p):
     """Frobenius norm of diag(p) − p pᵀ without building it: sqrt(Σp² − 2Σp³ + (Σp²)²)."""
-    p = require_tensor("p", p, min_ndim=1)
+    p = _require_shares(p)
     square, cube = (p ** 2).sum(-1), (p ** 3).sum(-1)
     return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
 
@@ -2355,6 +2439,7 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths, default=1)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
     for width in widths:
         q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
@@ -2372,6 +2457,18 @@ autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z
 expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
 expect("math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)", math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12))
 expect("a one-hot softmax passes no gradient", float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()), "==", 0.0)
+expect("jacobian_norm of a one-hot softmax is 0", float(jacobian_norm(torch.tensor([0.0, 1.0], dtype=torch.float64))), "==", 0.0)
+# By hand, p = (1/2, 1/2): diag(p) − p pᵀ = [[1/4, −1/4], [−1/4, 1/4]], Frobenius norm sqrt(4/16) = 1/2.
+expect("jacobian_norm((1/2, 1/2)) == 0.5 by hand", float(jacobian_norm(torch.tensor([0.5, 0.5], dtype=torch.float64))), "==", 0.5)
+expect("softmax_jacobian((1/2, 1/2)) by hand", softmax_jacobian(torch.tensor([0.5, 0.5])).tolist(), "==", [[0.25, -0.25], [-0.25, 0.25]])
+# Batched shares (2, 3): one Jacobian and one norm per row, the same as row by row.
+p_rows = torch.stack([p_check, torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)])
+expect("softmax_jacobian keeps the batch axis", torch.equal(softmax_jacobian(p_rows)[1], softmax_jacobian(p_rows[1])))
+expect("jacobian_norm gives one norm per row", torch.allclose(jacobian_norm(p_rows), softmax_jacobian(p_rows).flatten(-2).norm(dim=-1), atol=1e-15))
+# Shares lie in [0, 1]; 0 and 1 themselves are shares (the one-hot above), anything outside is refused.
+for outside in ([-0.5, 0.5], [1.5, 0.0]):
+    expect_raises(ValueError, jacobian_norm, torch.tensor(outside), match="[0, 1]")
+    expect_raises(ValueError, softmax_jacobian, torch.tensor(outside), match="[0, 1]")
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
@@ -2452,6 +2549,7 @@ def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths, default=1)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
     norms = {}
     for width in widths:
         # Drawn in float32 (faster to generate), computed in float64.
@@ -2503,6 +2601,10 @@ def plot_query_gradients(norms, widths, language="en"):
     """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
+    widths = list(widths)
+    missing = [(w, scaled) for w in widths for scaled in (False, True) if (w, scaled) not in norms]
+    if missing or not widths:
+        raise ValueError(f"norms must hold a (width, scaled) entry for every width; missing {missing[:4]}")
     fig, ax = plt.subplots(figsize=(7.6, 3.6))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
     for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
@@ -2654,6 +2756,7 @@ def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     ### BEGIN SOLUTION
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
     ### END SOLUTION
@@ -2771,6 +2874,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
         self.d_head = self.d_model // self.n_heads
         self.causal = require_bool("causal", causal)
+        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -2787,6 +2892,10 @@ class MultiHeadSelfAttention(nn.Module):
         if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
                                         or token_valid.shape != (batch, length)):
             raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        if token_valid is not None:
+            require_tensor("token_valid", token_valid, floating=False)
+        return_weights = require_bool("return_weights", return_weights)
+        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         ### BEGIN SOLUTION
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
@@ -2963,8 +3072,13 @@ print("padding: zero rows for padded queries, weights sum to 1 for real ones, re
 def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=16)  # one square per head: more would not fit
+    kv_options = [require_int("n_kv_heads", n_kv, minimum=1, maximum=n_heads) for n_kv in kv_options]
+    if not 1 <= len(kv_options) <= 4 or any(n_heads % n_kv for n_kv in kv_options):
+        raise ValueError(f"kv_options must be 1 to 4 divisors of n_heads={n_heads}, got {kv_options}")
     apply_plot_style()
-    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0))
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0), squeeze=False)
+    axes = axes[0]
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
     names = {n_heads: "MHA", 1: "MQA"}
     for ax, n_kv in zip(axes, kv_options):
@@ -3131,8 +3245,20 @@ REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
 
 # The same crossover under other conventions. Llama 3.1 8B: W_q and W_o are d x d, W_k and W_v d x d/4 (8 of 32 heads).
 q_heads, kv_heads_llama = REFERENCE.value("attention_cost.q_heads"), REFERENCE.value("attention_cost.kv_heads")
-grouped_projection_flops = lambda n: 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
-ffn_flops = lambda n: 2 * n * 2 * WIDE * 4 * WIDE  # d -> 4d -> d: two d x 4d matrices
+
+
+def grouped_projection_flops(n):
+    """FLOPs of Llama 3.1 8B's four projections over n tokens: W_q and W_o are d x d, W_k and W_v d x d·H_kv/H."""
+    n = require_int("n", n, minimum=1)
+    return 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
+
+
+def ffn_flops(n):
+    """FLOPs of the feed-forward network over n tokens: d -> 4d -> d, two d x 4d matrices."""
+    n = require_int("n", n, minimum=1)
+    return 2 * n * 2 * WIDE * 4 * WIDE
+
+
 conventions = {
     "crossover_grouped_kv_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - grouped_projection_flops(n),
     "crossover_with_ffn_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - attention_cost(n, WIDE)["linear_flops"] - ffn_flops(n),
@@ -3198,6 +3324,13 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
+    lengths, quadratic, linear = (require_array(name, values, ndim=1) for name, values in
+                                  (("lengths", lengths), ("quadratic", quadratic), ("linear", linear)))
+    if not lengths.shape == quadratic.shape == linear.shape or len(lengths) > 10_000:
+        raise ValueError(f"lengths, quadratic and linear must be one curve of at most 10,000 points, got {lengths.shape}, {quadratic.shape}, {linear.shape}")
+    if (lengths <= 0).any() or (quadratic <= 0).any() or (linear <= 0).any():
+        raise ValueError("lengths and FLOPs must be positive: both axes are logarithmic")
+    d_model = require_int("d_model", d_model, minimum=1)
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.4, 3.8))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
@@ -3372,6 +3505,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             require_tensor(name, parameter, ndim=1)
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     ### BEGIN SOLUTION
     mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
     variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
@@ -3491,7 +3626,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model, d_ff):
         super().__init__()
-        self.up = nn.Linear(require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1))
+        d_model, d_ff = require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1)
+        require_budget("the feed-forward weights", (2, d_model, d_ff), itemsize=torch.get_default_dtype().itemsize)
+        self.up = nn.Linear(d_model, d_ff)
         self.down = nn.Linear(d_ff, d_model)
 
     def forward(self, x):
@@ -3506,10 +3643,10 @@ class DecoderBlock(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None, *, use_attention=True):
         super().__init__()
         self.use_attention = require_bool("use_attention", use_attention)  # False: the ablation of section 12
-        self.norm1 = nn.LayerNorm(require_int("d_model", d_model, minimum=1))
-        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)  # checks d_model and the heads
         self.ffn = FeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
 
     def forward(self, x):
         """(B, T, d_model) -> (B, T, d_model)."""
@@ -3645,6 +3782,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
     """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
     if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
         raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+    require_tensor("token_ids", token_ids, floating=False)  # on the CPU, dense
     if token_ids.ndim != 2 or 0 in token_ids.shape:
         raise ValueError(f"token_ids must have shape (B, T) with B, T >= 1, got {tuple(token_ids.shape)}")
     if max_length is not None and token_ids.shape[1] > max_length:
@@ -3659,8 +3797,10 @@ class CausalityProbe(nn.Module):
 
     def __init__(self, *, causal, vocab_size=11, width=8):
         super().__init__()
-        self.embedding = nn.Embedding(require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2))
+        vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
+        require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
         self.attention = MultiHeadSelfAttention(width, 2, causal=causal)
+        self.embedding = nn.Embedding(vocab_size, width)
         with torch.no_grad():
             self.embedding.weight.copy_(torch.arange(vocab_size * width, dtype=torch.float32).view(vocab_size, width) / 10)
             self.attention.q_proj.weight.zero_()   # all scores 0: equal weights on every allowed key
@@ -3696,12 +3836,17 @@ def plot_leakage(shifts, language="en"):
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.0, 3.2))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    positions = np.arange(len(next(iter(shifts.values()))))
+    if not isinstance(shifts, dict) or len(shifts) != 2:
+        raise TypeError(f"shifts must be a dict of two curves (causal, then no mask), got {type(shifts).__name__}")
+    curves = [require_array(f"shifts[{name!r}]", values, ndim=1) for name, values in shifts.items()]
+    if curves[0].shape != curves[1].shape or len(curves[0]) > 64:
+        raise ValueError(f"the two curves must have one value per position, at most 64, got shapes {curves[0].shape} and {curves[1].shape}")
+    positions = np.arange(len(curves[0]))
     for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
-        values = list(shifts.values())[0 if offset < 0 else 1]
-        ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
-        for x, value in zip(positions + offset, np.asarray(values, dtype=float)):
+        values = curves[0 if offset < 0 else 1]
+        ax.bar(positions + offset, values, 0.4, color=color, label=name)
+        for x, value in zip(positions + offset, values):
             if value == 0:  # a zero bar has no height: say so
                 ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
     ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
@@ -3782,6 +3927,7 @@ class TinyLM(nn.Module):
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
+        require_budget("the token and position embeddings", (self.vocab_size + self.max_length, d_model), itemsize=torch.get_default_dtype().itemsize)
         self.token_embedding = nn.Embedding(self.vocab_size, d_model)
         self.position_embedding = nn.Embedding(self.max_length, d_model)
         self.block = DecoderBlock(d_model, n_heads, d_ff, use_attention=use_attention)
@@ -3897,6 +4043,7 @@ def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
     n_sequences = require_int("n_sequences", n_sequences, minimum=1)
     segment_length = require_int("segment_length", segment_length, minimum=1)
     vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+    require_budget("the copy-task sequences", (n_sequences, 2 * segment_length), itemsize=8)
     segment = torch.randint(0, vocab_size, (n_sequences, segment_length), generator=generator)  # (n, S)
     sequence = torch.cat((segment, segment), dim=1)                                              # (n, 2S)
     return sequence[:, :-1], sequence[:, 1:]
@@ -3904,6 +4051,13 @@ def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
 
 def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     """Mean NLL (nats) and accuracy of the next token over the repeated half only."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    inputs = _require_token_ids(inputs, model.vocab_size, model.max_length)
+    targets = _require_token_ids(targets, model.vocab_size)
+    if targets.shape != inputs.shape:
+        raise ValueError(f"targets must have the shape of inputs {tuple(inputs.shape)}, got {tuple(targets.shape)}")
+    segment_length = require_int("segment_length", segment_length, minimum=1, maximum=inputs.shape[1])  # a non-empty repeat
     repeat = slice(segment_length - 1, None)  # the positions whose next token is a repeat: the only ones scored
     logits = model(inputs)[:, repeat]                                          # (n, S, V)
     wanted = targets[:, repeat]                                                # (n, S)
@@ -3986,6 +4140,10 @@ if continuation_accuracy != 1.0:
 def plot_ablation(losses, ablated_losses, vocab_size, language="en"):
     """Training loss per step of the full model and of the same model with attention switched off."""
     require_choice("language", language, LANGUAGES)
+    losses, ablated_losses = require_array("losses", losses, ndim=1), require_array("ablated_losses", ablated_losses, ndim=1)
+    if max(len(losses), len(ablated_losses)) > 100_000 or (losses <= 0).any() or (ablated_losses <= 0).any():
+        raise ValueError("losses must be positive (the y-axis is logarithmic), at most 100,000 steps each")
+    vocab_size = require_int("vocab_size", vocab_size, minimum=2)
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.6, 3.4))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
@@ -4007,7 +4165,11 @@ def plot_copy_attention(weights, tokens, language="en"):
     """One heatmap per head of a trained model's attention weights on one sequence: queries down, keys across."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    weights = np.asarray(weights, dtype=float)  # (H, T, T)
+    weights = require_array("weights", weights, ndim=3)  # (H, T, T)
+    tokens = list(tokens) if isinstance(tokens, (list, tuple)) else tokens
+    if not 1 <= weights.shape[0] <= 8 or weights.shape[1] != weights.shape[2] or weights.shape[1] > 64 or not isinstance(tokens, list) or len(tokens) != weights.shape[1]:
+        raise ValueError(f"weights must be (H, T, T) with 1 to 8 heads and at most 64 tokens, and tokens a list of T labels; "
+                         f"got weights {weights.shape} and tokens {type(tokens).__name__} of length {len(tokens) if hasattr(tokens, '__len__') else '?'}")
     fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     for head, ax in enumerate(axes[0]):
@@ -4254,6 +4416,12 @@ expect("sampling must follow the distribution and never pick a filtered token", 
 def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
+    if not isinstance(policies, dict) or not 1 <= len(policies) <= 4:
+        raise TypeError(f"policies must be a dict of 1 to 4 named distributions, got {type(policies).__name__}")
+    logits = require_array("logits", logits, ndim=1)
+    rows = [require_array(f"policies[{name!r}]", probabilities, ndim=1) for name, probabilities in policies.items()]
+    if any(row.shape != logits.shape for row in rows) or len(logits) > 32:
+        raise ValueError(f"each distribution must have one probability per logit (at most 32), got {[row.shape for row in rows]} for {logits.shape}")
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(8.0, 3.8))
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
