@@ -1246,6 +1246,8 @@ for axis, wanted in ((None, by_rows), (1, by_rows), (-1, by_rows), (0, by_column
     got = softmax(grid) if axis is None else softmax(grid, dim=axis)
     expect(f"softmax(grid{'' if axis is None else f', dim={axis}'}) must normalise the {'rows' if wanted is by_rows else 'columns'}", torch.allclose(got, wanted, atol=1e-15))
 expect_raises(ValueError, softmax, grid, dim=-3, match="dim")
+# Each row is shifted by its own largest score: one global shift would underflow a row 1000 below the other to 0 / 0.
+expect("softmax shifts each row by its own maximum", softmax(torch.tensor([[0.0, 0.0], [-1000.0, -1000.0]], dtype=torch.float64)).tolist(), "==", [[0.5, 0.5], [0.5, 0.5]])
 expect_raises(ValueError, softmax, torch.tensor(1.0), match="dimensions")
 expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)", torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15))
 
@@ -1565,6 +1567,11 @@ print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+# The smallest table, one position of width 2, is (sin 0, cos 0); a base just above 1 is still a base; width 0 is not.
+expect("sinusoidal_encoding(1, 2, base=1.5).tolist() == [[0.0, 1.0]]", sinusoidal_encoding(1, 2, base=1.5).tolist(), "==", [[0.0, 1.0]])
+expect_raises(ValueError, sinusoidal_encoding, 5, 0, match="d_model must be at least 2")
+# The budget counts the table and its angles, 16 bytes an entry in float64, before anything is allocated.
+expect_raises(ValueError, sinusoidal_encoding, 2**40, 2, match=f"of shape (1099511627776, 2) would take {2**41 * 16:,} bytes")
 
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
@@ -1750,6 +1757,13 @@ REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
 expect("the cached query's row must be the last row of the full mask", torch.equal(cached_decode, ordinary[4:]))
+# Boundaries: one query over one key is allowed and sees itself; no query, or queries past the keys, are refused.
+expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(), "==", [[True]])
+expect_raises(ValueError, causal_allowed, 0, 5, match="t_q")
+expect_raises(ValueError, causal_allowed, 5, 5, query_offset=1, match="t_k")
+# Budgets before allocating: the mask takes 1 byte an entry, the key positions 8 (int64).
+expect_raises(ValueError, causal_allowed, 1, 2**40, match=f"the causal mask of shape (1, 1099511627776) would take {2**40:,} bytes")
+expect_raises(ValueError, causal_allowed, 1, 2**28, match=f"the key positions of shape (268435456,) would take {2**28 * 8:,} bytes")
 
 # PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
 gen = torch.Generator().manual_seed(SEED)
@@ -2286,6 +2300,7 @@ show_figure(
 
 # %%
 # Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
+q3 = torch.zeros(3, 2)  # a small valid query (or key, or value) block for the refusals below
 gen = torch.Generator().manual_seed(SEED)
 q, k, v = (torch.randn(2, 2, n, d, dtype=torch.float64, generator=gen, requires_grad=True) for n, d in ((3, 4), (5, 4), (5, 6)))
 allowed = causal_allowed(3, 5, query_offset=2)
@@ -2326,6 +2341,22 @@ only_v = scaled_dot_product_attention(
     torch.tensor([[[True, False, False], [False, True, False]], [[False, False, True], [True, True, False]]]),
 )
 print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
+# A batch axis on q alone, or on k alone, broadcasts the same way: each batch entry equals its own unbatched call.
+for batched in ("q", "k"):
+    parts = {"q": tq[:2], "k": tk, "v": tv}
+    parts[batched] = torch.stack([parts[batched], 2 * parts[batched]])  # (2, T, d): a batch of two
+    joint = scaled_dot_product_attention(parts["q"], parts["k"], parts["v"]).output
+    alone = [scaled_dot_product_attention(*(parts[n][b] if n == batched else parts[n] for n in "qkv")).output for b in range(2)]
+    expect(f"a batch axis on {batched} alone must broadcast", joint.shape == (2, 2, 4) and all(torch.allclose(joint[b], alone[b], atol=1e-12) for b in range(2)))
+# float32 in, float32 out; one float64 input makes the whole computation float64.
+expect("float32 attention stays float32", scaled_dot_product_attention(tq.float(), tk.float(), tv.float()).output.dtype, "==", torch.float32)
+expect("mixed dtypes compute in float64", scaled_dot_product_attention(tq.float(), tk, tv.float()).output.dtype, "==", torch.float64)
+expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(2), q3, q3, match="dimensions")
+expect_raises(TypeError, scaled_dot_product_attention, q3, q3, q3, torch.ones(3, 3, dtype=torch.bool, device="meta"), match="CPU")
+expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(6, 2), q3, q3, torch.zeros(6, 3, dtype=torch.bool),
+              match="(first ones at [[0], [1], [2], [3]]);")  # the message lists the first four empty rows
+# Scores beyond float32's range overflow to inf; the result would be NaN, so attention stops and names the cause.
+expect_raises(FloatingPointError, scaled_dot_product_attention, torch.full((1, 2), 1e20), torch.full((2, 2), 1e20), torch.ones(2, 1), match="overflowed")
 expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
 
@@ -2433,13 +2464,15 @@ def jacobian_norm(p):
     return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
 
 
-def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+def saturation_experiment(widths, *, n_keys, trials, seed=SEED):
     """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
     widths = [require_int("width", w, minimum=1) for w in widths]
+    if not widths:
+        raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
-    require_budget("the keys of the widest head", (trials, n_keys, max(widths, default=1)), itemsize=4 + 8)  # float32 draws, float64 scores
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
     for width in widths:
         q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
@@ -2466,12 +2499,15 @@ p_rows = torch.stack([p_check, torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64
 expect("softmax_jacobian keeps the batch axis", torch.equal(softmax_jacobian(p_rows)[1], softmax_jacobian(p_rows[1])))
 expect("jacobian_norm gives one norm per row", torch.allclose(jacobian_norm(p_rows), softmax_jacobian(p_rows).flatten(-2).norm(dim=-1), atol=1e-15))
 # Shares lie in [0, 1]; 0 and 1 themselves are shares (the one-hot above), anything outside is refused.
+expect_raises(ValueError, jacobian_norm, torch.tensor(0.5), match="dimensions")
+# The Jacobian is budgeted before it is built: (..., n, n) for shares (..., n); 8 rows of 32,768 shares in float32 here.
+expect_raises(ValueError, softmax_jacobian, torch.zeros(1, 2**15).expand(8, 2**15), match=f"of shape (8, 32768, 32768) would take {8 * 2**30 * 4:,} bytes")
 for outside in ([-0.5, 0.5], [1.5, 0.0]):
     expect_raises(ValueError, jacobian_norm, torch.tensor(outside), match="[0, 1]")
     expect_raises(ValueError, softmax_jacobian, torch.tensor(outside), match="[0, 1]")
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-saturation = saturation_experiment(WIDTHS)
+saturation = saturation_experiment(WIDTHS, n_keys=16, trials=400)
 by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
 print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
 for width in WIDTHS:
@@ -2486,6 +2522,31 @@ print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
+
+
+def _saturation_by_hand(widths, n_keys, trials, seed):
+    """saturation_experiment's draws, scored with the full Jacobian diag(p) − p pᵀ and elementwise dot products."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for width in widths:
+        q, k = torch.randn(trials, 1, width, generator=gen), torch.randn(trials, n_keys, width, generator=gen)
+        raw = (q * k).sum(-1).double()  # (trials, n_keys)
+        for scaled in (False, True):
+            p = torch.softmax(raw / (math.sqrt(width) if scaled else 1.0), dim=-1)
+            rows.append((width, scaled, float(p.max(-1).values.mean()), float(softmax_jacobian(p).flatten(-2).norm(dim=-1).mean())))
+    return rows
+
+
+# The smallest valid case (width 1, two keys, one trial, seed 0) and a width where √d_k matters, against the recomputation.
+for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
+    tiny = [(r["d_k"], r["scaled"], r["max_weight"], r["jacobian_norm"]) for r in saturation_experiment(tiny_args[0], n_keys=tiny_args[1], trials=tiny_args[2], seed=tiny_args[3])]
+    by_hand = _saturation_by_hand(*tiny_args)
+    expect(f"saturation_experiment{tiny_args} must match the full-Jacobian recomputation",
+           [t[:2] for t in tiny] == [b[:2] for b in by_hand] and all(math.isclose(a, b, rel_tol=1e-6) for t, h in zip(tiny, by_hand) for a, b in zip(t[2:], h[2:])))
+for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
+    expect_raises(ValueError, saturation_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
+# The budget counts the widest head: 2**40 wide, 2 keys, 1 trial, float32 draws and float64 scores (12 bytes an entry).
+expect_raises(ValueError, saturation_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 12:,} bytes")
 
 
 def plot_saturation(rows, language="en"):
@@ -2543,13 +2604,15 @@ show_figure(
 # direction $r$ (any loss reaches the output this way), scaled and unscaled.
 
 # %%
-def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
+def query_gradient_experiment(widths, *, n_keys, trials, seed=SEED):
     """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
     widths = [require_int("width", w, minimum=1) for w in widths]
+    if not widths:
+        raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
-    require_budget("the keys of the widest head", (trials, n_keys, max(widths, default=1)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
     norms = {}
     for width in widths:
         # Drawn in float32 (faster to generate), computed in float64.
@@ -2576,7 +2639,7 @@ closed_form = ((check_p * (check_u - (check_p * check_u).sum(-1, keepdim=True)))
 if not torch.allclose(autograd_q, closed_form, atol=1e-12):
     raise AssertionError(f"the closed-form ∂L/∂q disagrees with autograd by {float((autograd_q - closed_form).abs().max()):.3g}")
 
-query_gradients = query_gradient_experiment(WIDTHS)
+query_gradients = query_gradient_experiment(WIDTHS, n_keys=16, trials=400)
 almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
 for width in WIDTHS:
     unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
@@ -2593,6 +2656,32 @@ if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
                          f"a few get far more than any scaled query (largest {largest_512[0]:.0f} against {largest_512[1]:.0f})")
+
+
+def _query_gradients_by_hand(widths, n_keys, trials, seed):
+    """query_gradient_experiment's draws, with ∂L/∂q from autograd instead of the closed form."""
+    gen = torch.Generator().manual_seed(seed)
+    norms = {}
+    for width in widths:
+        q = torch.randn(trials, width, generator=gen).double().requires_grad_()
+        k = torch.randn(trials, n_keys, width, generator=gen).double()
+        direction = torch.randn(trials, width, generator=gen).double()
+        u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # u_j = v_j · r
+        for scaled in (False, True):
+            p = torch.softmax((k * q[:, None, :]).sum(-1) / (math.sqrt(width) if scaled else 1.0), dim=-1)
+            (grad,) = torch.autograd.grad((p * u).sum(), q)
+            norms[width, scaled] = grad.norm(dim=-1)
+    return norms
+
+
+for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
+    closed, auto = query_gradient_experiment(tiny_args[0], n_keys=tiny_args[1], trials=tiny_args[2], seed=tiny_args[3]), _query_gradients_by_hand(*tiny_args)
+    expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
+           sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
+for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
+    expect_raises(ValueError, query_gradient_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
+# Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
+expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 20:,} bytes")
 if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
     raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 8]}")
 
@@ -2840,6 +2929,19 @@ def check_kv_repeat_contract(repeat_kv_heads):
 check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
 check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
 
+# %%
+# The smallest shapes each move accepts, NaN passing through untouched (a reshape cannot create it), and one too small.
+nan_row = torch.tensor([[float("nan"), 1.0, 2.0, 3.0]])                     # (T=1, 4)
+expect("split_heads of one token into 2 heads", split_heads(nan_row, 2).shape, "==", (2, 1, 2))
+expect("split_heads with one head keeps the features", torch.allclose(split_heads(nan_row, 1)[0], nan_row, equal_nan=True))
+expect("merge_heads of (H, T, d) = (2, 1, 2) undoes the split", torch.allclose(merge_heads(split_heads(nan_row, 2)), nan_row, equal_nan=True))
+expect("repeat_kv_heads of (H_kv, T, d) = (2, 1, 2) by 2", repeat_kv_heads(split_heads(nan_row, 2), 2).shape, "==", (4, 1, 2))
+expect("repeat_kv_heads by 1 changes nothing", torch.allclose(repeat_kv_heads(split_heads(nan_row, 2), 1), split_heads(nan_row, 2), equal_nan=True))
+expect_raises(ValueError, split_heads, torch.zeros(4), 2, match="dimensions")
+expect_raises(ValueError, repeat_kv_heads, torch.zeros(3, 4), 2, match="dimensions")
+# The repeated copy is budgeted first: (2, 3·2**40, 4, 5) float32.
+expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match=f"of shape (2, {3 * 2**40}, 4, 5) would take {2 * 3 * 2**40 * 20 * 4:,} bytes")
+
 
 # %% tags=["exercise"]
 # Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
@@ -3025,6 +3127,15 @@ expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
 expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
 expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
 expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
+expect("a layer is causal by default: no weight above the diagonal", all(bool((layer(x_heads, return_weights=True)[1].triu(1) == 0).all()) for layer in layers.values()))
+# Boundaries: one feature and one head is a layer; zero of either, or zero K/V heads, is not.
+expect("MultiHeadSelfAttention(1, 1) has 4 weights", sum(p.numel() for p in MultiHeadSelfAttention(1, 1).parameters()), "==", 4)
+for bad_args in ((0, 1), (8, 0), (8, 2, 0)):
+    expect_raises(ValueError, MultiHeadSelfAttention, *bad_args)
+# The weights are budgeted before they exist: W_q, W_o (d x d) and W_k, W_v (H_kv·d_head x d), float32.
+expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 1, match=f"of shape ({4 * 2**31}, {2**31}) would take {4 * 2**62 * 4:,} bytes")
+# So are the scores, exponentials and weights of a call: (B, H, T, T), three float32 copies.
+expect_raises(ValueError, layers["MQA"], torch.zeros(1, 2**16, 64), match=f"of shape (1, 8, 65536, 65536) would take {8 * 2**32 * 12:,} bytes")
 
 # GQA is exactly MHA whose K/V projections repeat each shared head for its group.
 gqa = layers["GQA"]
@@ -3300,6 +3411,17 @@ print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} toke
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
 expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
 expect('crossover == 8192', crossover, "==", 8192)
+# By hand, one token of width 1: 1 score, 2·2 = 4 FLOPs of scores and mix, 2·4 = 8 of projections; a 2-byte cache entry pair.
+expect("attention_cost(1, 1) by hand", attention_cost(1, 1), "==", {"score_entries": 1, "quadratic_flops": 4, "linear_flops": 8})
+expect("kv_cache_bytes_per_token(1, 1, 1, 1) == 2: one key and one value", kv_cache_bytes_per_token(1, 1, 1, 1), "==", 2)
+for bad_args in ((1, 0), (0, 1)):
+    expect_raises(ValueError, attention_cost, *bad_args)
+for bad_args in ((0, 1, 1, 1), (1, 1, 0, 1), (1, 1, 1, 0)):
+    expect_raises(ValueError, kv_cache_bytes_per_token, *bad_args)
+expect("grouped_projection_flops(1): 2 · d · (2d + 2d · 8/32)", grouped_projection_flops(1), "==", 2 * 4096 * (2 * 4096 + 2 * 1024))
+expect("ffn_flops(1): 2 · 2 · d · 4d", ffn_flops(1), "==", 2 * 2 * 4096 * 4 * 4096)
+for flops in (grouped_projection_flops, ffn_flops):
+    expect_raises(ValueError, flops, 0, match="n must be at least 1")
 expect('(round(ratios[8000], 2), round(ratios[128000], 1)) == (0.98, 15.6)', (round(ratios[8000], 2), round(ratios[128000], 1)), "==", (0.98, 15.6))
 expect('per_token == 131072', per_token, "==", 131072)
 expect('round(conversation_gb, 1) == 4.2', round(conversation_gb, 1), "==", 4.2)
@@ -3619,6 +3741,12 @@ REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
 REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
 REFERENCE.check("layer_norm.normalized", F.layer_norm(x_ln, (4,), eps=0.0), atol=1e-12)
+# The default eps is PyTorch's, 1e-5: it shows on a token whose variance (1e-6) is smaller than eps.
+narrow = torch.tensor([0.0, 0.002], dtype=torch.float64)
+expect("layer_norm's default eps is F.layer_norm's (1e-5)", torch.allclose(layer_norm(narrow), F.layer_norm(narrow, (2,)), atol=1e-12, rtol=0))
+# eps = 0 is fine while every token varies; a constant token (the second of three here) would divide 0 by 0.
+expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [1.0, 1.0], [5.0, 7.0]]), eps=0.0, match="constant token")
+expect_raises(ValueError, layer_norm, torch.tensor(1.0), match="dimensions")
 
 
 class FeedForward(nn.Module):
@@ -3665,6 +3793,16 @@ expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
 expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
 ffn_alone = block.ffn(block_input)
 expect("the FFN must treat each token alone", torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6))
+attended = block_input + block.attention(block.norm1(block_input))
+expect("the block is x + MHA(LN(x)), then + FFN(LN(·))", torch.allclose(block_output, attended + block.ffn(block.norm2(attended)), atol=1e-6))
+changed = block_input.clone()
+changed[:, -1] += 1.0
+expect("a decoder block is causal: changing the last token leaves every earlier output alone", torch.allclose(block(changed)[:, :-1], block_output[:, :-1], atol=1e-6))
+expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
+expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
+expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
+expect_raises(ValueError, FeedForward, 0, 8, match="d_model")
+expect_raises(ValueError, FeedForward, 2**31, 2**31, match=f"of shape (2, {2**31}, {2**31}) would take {2 * 2**62 * 4:,} bytes")
 print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
       f"{sum(p.numel() for p in block.parameters()):,} parameters")
 
@@ -3707,6 +3845,8 @@ print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_la
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
+expect("transformer_parameter_floor(1, 1) by hand", transformer_parameter_floor(1, 1), "==", ParameterFloor(4, 2, 6, 10, 1 / 3))
+expect_raises(ValueError, transformer_parameter_floor, 1, 0, match="d_ff")
 # Our own attention module agrees with the 4·d² count.
 expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights", sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()), "==", base.mha_weights)
 
@@ -3795,7 +3935,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
-    def __init__(self, *, causal, vocab_size=11, width=8):
+    def __init__(self, *, causal, vocab_size, width):
         super().__init__()
         vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
         require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
@@ -3820,12 +3960,18 @@ changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_
 probe_shift = {}
 with torch.no_grad():
     for name, causal in (("causal", True), ("no mask", False)):
-        probe = CausalityProbe(causal=causal).eval()
+        probe = CausalityProbe(causal=causal, vocab_size=11, width=8).eval()
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
     print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
+with torch.no_grad():
+    first = CausalityProbe(causal=True, vocab_size=11, width=8)
+    expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
+           torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
+expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
@@ -3922,7 +4068,7 @@ expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll
 class TinyLM(nn.Module):
     """A one-block causal language model with learned positions and tied input/output embeddings."""
 
-    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
+    def __init__(self, *, vocab_size, d_model, n_heads, d_ff, max_length, use_attention):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
@@ -3965,6 +4111,24 @@ class TinyLM(nn.Module):
         finally:
             self.train(was_training)
         return token_ids
+
+
+# The smallest TinyLM (two token ids, width 1, a context of one token) is valid; its head is the token embedding, unbiased.
+TINY = {"vocab_size": 2, "d_model": 1, "n_heads": 1, "d_ff": 1, "max_length": 1, "use_attention": True}
+torch.manual_seed(SEED)
+tiny_lm = TinyLM(**TINY)
+expect("TinyLM(**TINY) gives (B, T, V) logits", tiny_lm(torch.zeros(3, 1, dtype=torch.long)).shape, "==", (3, 1, 2))
+expect("the output head is the token embedding itself, with no bias", tiny_lm.head.weight is tiny_lm.token_embedding.weight and tiny_lm.head.bias is None)
+expect("generating 0 tokens returns the prompt", tiny_lm.generate(torch.tensor([[1]]), 0).tolist(), "==", [[1]])
+expect("generate crops the context to max_length, so it can write past it", tiny_lm.generate(torch.tensor([[1]]), 3).shape, "==", (1, 4))
+# Both embeddings start small, with standard deviation 0.02, so the first logits are near 0 and the loss near ln V.
+wide_lm = TinyLM(vocab_size=256, d_model=64, n_heads=1, d_ff=1, max_length=256, use_attention=True)
+expect("the embeddings start with std 0.02", [round(float(e.weight.std()), 3) for e in (wide_lm.token_embedding, wide_lm.position_embedding)], "==", [0.02, 0.02])
+ids = torch.tensor([[0, 1, 1, 0]])
+expect("the logits are head(LN(block(token embedding + position embedding)))", torch.allclose(
+    wide_lm(ids), wide_lm.head(wide_lm.final_norm(wide_lm.block(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))))), atol=1e-6))
+expect("a sequence of exactly max_length tokens is accepted", tiny_lm(torch.zeros(1, 1, dtype=torch.long)).shape[1], "==", 1)
+expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of shape ({2**40 + 1}, 1) would take {(2**40 + 1) * 4:,} bytes")
 
 
 # %% [markdown]
@@ -4032,6 +4196,25 @@ class AdamW:
             p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
 
 
+# Three steps side by side with torch.optim.AdamW, both with their defaults (betas 0.9, 0.999, eps 1e-8, weight decay
+# 0.01) and a large lr so that the decay shows: one weight gets gradients near eps, one gets none at all (decay only).
+ours_w, theirs_w = (torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True) for _ in range(2))
+ours_opt, theirs_opt = AdamW([ours_w], lr=0.5), torch.optim.AdamW([theirs_w], lr=0.5)
+for g in ([0.3, -1.0, 1e-8, 0.0], [0.1, 2.0, -3e-8, 0.0], [-0.4, 0.5, 1e-8, 0.0]):
+    for w, opt in ((ours_w, ours_opt), (theirs_w, theirs_opt)):
+        opt.zero_grad()
+        w.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+expect("AdamW matches torch.optim.AdamW over three steps", torch.allclose(ours_w, theirs_w, atol=1e-14, rtol=0))
+# By hand: a weight with zero gradient only decays, theta <- theta (1 - lr·wd) per step: 3 · 0.995³.
+expect("weight decay shrinks a weight towards 0: 3 · (1 − 0.5 · 0.01)³", math.isclose(float(ours_w[3]), 3 * (1 - 0.5 * 0.01) ** 3, rel_tol=1e-15))
+expect("zero_grad forgets the gradients", (ours_opt.zero_grad(), ours_w.grad)[1] is None)
+for bad in ({"betas": (-0.1, 0.999)}, {"eps": 0.0}, {"betas": (0.9, 0.999, 0.5)}):
+    expect_raises(ValueError, AdamW, [ours_w], lr=0.1, **bad)
+expect("betas of 0 and a tiny lr are valid", AdamW([ours_w], lr=1e-12, betas=(0.0, 0.0), weight_decay=0.0).betas, "==", (0.0, 0.0))
+expect("non-finite weights are the model's business, not the optimizer's", len(AdamW([torch.full((2,), float("nan"), requires_grad=True)], lr=0.1).parameters), "==", 1)
+
+
 recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
           ("seed", "vocab_size", "segment_length", "batch", "steps", "learning_rate", "d_model", "n_heads", "d_ff", "eval_sequences")}
 segment_length = recipe["segment_length"]
@@ -4047,6 +4230,19 @@ def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
     segment = torch.randint(0, vocab_size, (n_sequences, segment_length), generator=generator)  # (n, S)
     sequence = torch.cat((segment, segment), dim=1)                                              # (n, 2S)
     return sequence[:, :-1], sequence[:, 1:]
+
+
+# The smallest batch: one sequence of a one-token segment over two ids. Every id in [0, vocab_size) is drawn.
+tiny_inputs, tiny_targets = copy_task_batch(1, torch.Generator().manual_seed(0), segment_length=1, vocab_size=2)
+expect("copy_task_batch(1, ..., segment_length=1): one input and one target, the same token", (tiny_inputs.shape, torch.equal(tiny_inputs, tiny_targets)), "==", ((1, 1), True))
+batch_inputs, batch_targets = copy_task_batch(64, torch.Generator().manual_seed(0), segment_length=3, vocab_size=5)
+sequences = torch.cat((batch_inputs, batch_targets[:, -1:]), dim=1)  # (64, 6): the whole written-twice sequence
+expect("copy_task_batch writes each segment twice, targets the inputs shifted by one",
+       (sequences.shape, torch.equal(sequences[:, :3], sequences[:, 3:]), torch.equal(batch_inputs[:, 1:], batch_targets[:, :-1])), "==", ((64, 6), True, True))
+expect("copy_task_batch draws every id from 0 to vocab_size - 1", sorted(sequences.unique().tolist()), "==", [0, 1, 2, 3, 4])
+for bad in ({"segment_length": 0, "vocab_size": 2}, {"segment_length": 1, "vocab_size": 1}):
+    expect_raises(ValueError, copy_task_batch, 1, torch.Generator(), **bad)
+expect_raises(ValueError, copy_task_batch, 2**40, torch.Generator(), segment_length=4, vocab_size=2, match=f"would take {2**40 * 8 * 8:,} bytes")
 
 
 def copy_loss_and_accuracy(model, inputs, targets, segment_length):
@@ -4072,7 +4268,7 @@ def train_copy_model(*, use_attention):
                    d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
     optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
-    losses, step_sizes = [], []
+    losses, step_sizes = [], {}  # step -> how far each weight with |g| >> eps moved
     for step in range(recipe["steps"]):
         loss, _ = copy_loss_and_accuracy(model, *copy_task_batch(recipe["batch"], data, **task), segment_length)
         optimizer.zero_grad()
@@ -4083,7 +4279,7 @@ def train_copy_model(*, use_attention):
         optimizer.step()
         if step in (0, recipe["steps"] - 1):  # how far each weight moved, where |g| >> eps
             moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)])
-            step_sizes.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
+            step_sizes[step] = moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])]
         losses.append(loss.item())
     return model, losses, step_sizes
 
@@ -4099,11 +4295,13 @@ print(f"{recipe['steps']} AdamW steps on fresh batches of {recipe['batch']} sequ
 print(f"with attention:    loss {losses[0]:.3f} -> {full_loss:.4f} nats/token, accuracy {full_accuracy:.3f}")
 print(f"attention ablated: loss {ablated_losses[0]:.3f} -> {ablated_loss:.4f} nats/token, accuracy {ablated_accuracy:.3f} "
       f"(chance: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, accuracy {1 / recipe['vocab_size']:.3f})")
-first_step, last_step = step_sizes[0], step_sizes[-1]
+first_step, last_step = step_sizes[0], step_sizes[recipe["steps"] - 1]
 print(f"AdamW step sizes: first step all {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; "
       f"last step median {float(last_step.median()):.4f}, largest {float(last_step.max()):.4f}")
 
 # The ablation check: the full model copies, the same model without attention cannot.
+expect("step sizes are measured at the first and the last step", sorted(step_sizes), "==", [0, recipe["steps"] - 1])
+expect("TinyLM's context holds exactly one copy-task sequence", model.max_length, "==", 2 * segment_length)
 if abs(losses[0] - math.log(recipe["vocab_size"])) > 0.05:
     raise AssertionError(f"an untrained model should start near ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, got {losses[0]:.3f}")
 if not (full_loss < REFERENCE.value("tiny_lm.loss_threshold") and full_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")):
@@ -4127,6 +4325,19 @@ first_pass = next(step for step, value in enumerate(losses) if value < REFERENCE
 print(f"the training loss first drops below {REFERENCE.value('tiny_lm.loss_threshold')} at step {first_pass} of {recipe['steps']}")
 if not first_pass < recipe["steps"]:
     raise AssertionError("the caption below says the threshold is crossed before the last step")
+
+# The score covers the repeat only: positions S − 1 .. 2S − 2, whose next tokens are the copy.
+with torch.no_grad():
+    repeat_logits = model(held_out[0])[:, segment_length - 1:]
+    by_hand_loss = float(F.cross_entropy(repeat_logits.flatten(0, 1), held_out[1][:, segment_length - 1:].flatten()))
+    by_hand_accuracy = float((repeat_logits.argmax(-1) == held_out[1][:, segment_length - 1:]).double().mean())
+expect("copy_loss_and_accuracy scores positions S − 1 .. 2S − 2", math.isclose(full_loss, by_hand_loss, rel_tol=1e-6) and math.isclose(full_accuracy, by_hand_accuracy, rel_tol=1e-6))
+with torch.no_grad():
+    whole = copy_loss_and_accuracy(model, *held_out, 2 * segment_length - 1)[1]  # the largest segment: the last position only
+expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
+expect_raises(ValueError, copy_loss_and_accuracy, model, *held_out, 2 * segment_length, match="segment_length")
+expect_raises(ValueError, copy_loss_and_accuracy, model, *held_out, 0, match="segment_length")
+expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1][:, 1:], segment_length, match="targets")
 
 # Let it write: give it one unseen segment and let it continue greedily.
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
@@ -4402,6 +4613,10 @@ for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_
 REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
 expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
 expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
+# Boundaries: a single logit is a distribution; top_p = 1 keeps everything; top_k = 0 keeps nothing and is refused.
+expect("token_distribution([2.0]) == [1.0]", token_distribution([2.0]), "==", [1.0])
+expect("top_p = 1 keeps every token, even when the running sum rounds to just below 1", token_distribution([0.0] * 10, top_p=1.0), "==", [0.1] * 10)
+expect_raises(ValueError, token_distribution, [1.0, 2.0], top_k=0, match="top_k")
 
 # Sampling from the top-p distribution: the observed frequencies approach the probabilities.
 nucleus = policies["T = 1, top-p = 0.9"]
@@ -4537,6 +4752,10 @@ limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=
 print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
+# Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
+expect("greedy_trace([[1.0, 0.0]], eos_id=0, max_new_tokens=1)", greedy_trace([[1.0, 0.0]], eos_id=0, max_new_tokens=1), "==", ([0], "eos"))
+expect("greedy_trace([[0.0, 1.0]], eos_id=0, max_new_tokens=1)", greedy_trace([[0.0, 1.0]], eos_id=0, max_new_tokens=1), "==", ([1], "length_limit"))
+expect_raises(ValueError, greedy_trace, [[1.0, 2.0]], 2, 1, match="eos_id")
 # TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time. Call the
 # last token of its copy "EOS": the trace must stop at its first appearance in the copy.
 with torch.no_grad():
@@ -4563,7 +4782,6 @@ if model_trace != (expected_trace, "eos"):
 # %%
 torch.manual_seed(SEED)
 small_mha = MultiHeadSelfAttention(8, 2)
-q3 = torch.zeros(3, 2)
 NEGATIVE_TESTS = [
     # (error, function, positional arguments, keyword arguments, a phrase the message must contain)
     (TypeError, softmax, ([1.0, 2.0],), {}, "torch.Tensor"),
@@ -4596,7 +4814,7 @@ NEGATIVE_TESTS = [
     (ValueError, MultiHeadSelfAttention, (30, 8), {}, "evenly"),
     (ValueError, MultiHeadSelfAttention, (64, 8, 3), {}, "multiple"),
     (TypeError, MultiHeadSelfAttention, (64, 8), {"causal": "yes"}, "causal"),
-    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape (B, T, 8)"),
     (ValueError, small_mha, (torch.zeros(3, 8),), {}, "dimensions"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 4, dtype=torch.bool)}, "token_valid"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 3)}, "bool"),
@@ -4605,20 +4823,24 @@ NEGATIVE_TESTS = [
     (ValueError, layer_norm, (torch.zeros(2, 4),), {"eps": -1.0}, "eps"),
     (TypeError, layer_norm, (torch.zeros(2, 4, dtype=torch.long),), {}, "floating"),
     (ValueError, FeedForward, (8, 0), {}, "d_ff"),
-    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
+    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape (..., 8)"),
+    (ValueError, FeedForward(8, 16), (torch.tensor(1.0),), {}, "dimensions"),
     (ValueError, DecoderBlock, (10, 4, 16), {}, "evenly"),
     (ValueError, DecoderBlock(8, 2, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
     (ValueError, transformer_parameter_floor, (0, 2048), {}, "d_model"),
     (TypeError, softmax_jacobian, ([0.5, 0.5],), {}, "torch.Tensor"),
     (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
-    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
-    (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
-    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1}, "n_keys"),
-    (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
-    (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
-    (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
-    (ValueError, TinyLM, (), {"d_model": 0}, "d_model"),
-    (TypeError, TinyLM, (), {"use_attention": 1}, "use_attention"),
+    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1, "trials": 4}, "n_keys"),
+    (ValueError, saturation_experiment, ((0, 8),), {"n_keys": 2, "trials": 4}, "width"),
+    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1, "trials": 4}, "n_keys"),
+    (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 11, "width": 1}, "width"),
+    (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 0, "width": 2}, "vocab_size"),
+    (ValueError, CausalityProbe(causal=True, vocab_size=11, width=8), (torch.tensor([[11]]),), {}, "token ids"),
+    (ValueError, CausalityProbe(causal=True, vocab_size=11, width=8), (torch.tensor([[0, -1]]),), {}, "token ids"),
+    (ValueError, TinyLM, (), {**TINY, "vocab_size": 1}, "vocab_size"),
+    (ValueError, TinyLM, (), {**TINY, "d_model": 0}, "d_model"),
+    (ValueError, TinyLM, (), {**TINY, "max_length": 0}, "max_length"),
+    (TypeError, TinyLM, (), {**TINY, "use_attention": 1}, "use_attention"),
     (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
