@@ -861,6 +861,12 @@ def plain_log_axis(axis):
     axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
 
 
+_axes = plt.figure().add_subplot()
+plain_log_axis(_axes.xaxis)
+_labels = [_axes.xaxis.get_major_formatter()(value, 0) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)]
+plt.close(_axes.figure)
+expect("plain_log_axis labels: plain from 0.001 up to 1e5 (excluded), powers of ten outside, nothing at 0", _labels, "==",
+       ["", "1e-12", "1e-3", "0.001", "0.5", "2", "50000", "1e5"])
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
@@ -2575,7 +2581,7 @@ def jacobian_norm(p):
     return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
 
 
-def saturation_experiment(widths, *, n_keys, trials, seed=SEED):
+def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
     widths = [require_int("width", w, minimum=1) for w in widths]
     if not widths:
@@ -2618,7 +2624,8 @@ for outside in ([-0.5, 0.5], [1.5, 0.0]):
     expect_raises(ValueError, softmax_jacobian, torch.tensor(outside), match="[0, 1]")
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-saturation = saturation_experiment(WIDTHS, n_keys=16, trials=400)
+saturation = saturation_experiment(WIDTHS)
+expect("saturation_experiment's defaults are the prose's 16 keys and 400 trials", saturation_experiment((2,)), "==", saturation_experiment((2,), n_keys=16, trials=400))
 by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
 print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
 for width in WIDTHS:
@@ -2715,7 +2722,7 @@ show_figure(
 # direction $r$ (any loss reaches the output this way), scaled and unscaled.
 
 # %%
-def query_gradient_experiment(widths, *, n_keys, trials, seed=SEED):
+def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
     widths = [require_int("width", w, minimum=1) for w in widths]
     if not widths:
@@ -2750,7 +2757,9 @@ closed_form = ((check_p * (check_u - (check_p * check_u).sum(-1, keepdim=True)))
 if not torch.allclose(autograd_q, closed_form, atol=1e-12):
     raise AssertionError(f"the closed-form ∂L/∂q disagrees with autograd by {float((autograd_q - closed_form).abs().max()):.3g}")
 
-query_gradients = query_gradient_experiment(WIDTHS, n_keys=16, trials=400)
+query_gradients = query_gradient_experiment(WIDTHS)
+expect("query_gradient_experiment's defaults are the caption's 400 queries over 16 keys",
+       torch.equal(query_gradient_experiment((2,))[2, False], query_gradient_experiment((2,), n_keys=16, trials=400)[2, False]))
 almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
 for width in WIDTHS:
     unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
@@ -4171,7 +4180,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
-    def __init__(self, *, causal, vocab_size, width):
+    def __init__(self, *, causal, vocab_size=11, width=8):
         super().__init__()
         vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
         require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
@@ -4196,7 +4205,7 @@ changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_
 probe_shift = {}
 with torch.no_grad():
     for name, causal in (("causal", True), ("no mask", False)):
-        probe = CausalityProbe(causal=causal, vocab_size=11, width=8).eval()
+        probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
     print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
@@ -4206,6 +4215,7 @@ with torch.no_grad():
     first = CausalityProbe(causal=True, vocab_size=11, width=8)
     expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
            torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+expect("the default probe reads token ids 0 to 10", CausalityProbe(causal=False)(torch.tensor([[10, 0]])).shape, "==", (1, 2, 8))
 expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
 expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
@@ -4304,7 +4314,7 @@ expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll
 class TinyLM(nn.Module):
     """A one-block causal language model with learned positions and tied input/output embeddings."""
 
-    def __init__(self, *, vocab_size, d_model, n_heads, d_ff, max_length, use_attention):
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
@@ -4349,6 +4359,10 @@ class TinyLM(nn.Module):
         return token_ids
 
 
+default_lm = TinyLM()
+expect("TinyLM() is 6 token ids, width 24, 4 heads, an FFN of 48, a context of 32, with attention",
+       (default_lm.vocab_size, default_lm.token_embedding.embedding_dim, default_lm.block.attention.n_heads, default_lm.block.ffn.up.out_features,
+        default_lm.max_length, default_lm.block.use_attention), "==", (6, 24, 4, 48, 32, True))
 # The smallest TinyLM (two token ids, width 1, a context of one token) is valid; its head is the token embedding, unbiased.
 TINY = {"vocab_size": 2, "d_model": 1, "n_heads": 1, "d_ff": 1, "max_length": 1, "use_attention": True}
 torch.manual_seed(SEED)
@@ -4363,6 +4377,8 @@ expect("the embeddings start with std 0.02", [round(float(e.weight.std()), 3) fo
 ids = torch.tensor([[0, 1, 1, 0]])
 expect("the logits are head(LN(block(token embedding + position embedding)))", torch.allclose(
     wide_lm(ids), wide_lm.head(wide_lm.final_norm(wide_lm.block(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))))), atol=1e-6))
+expect("attention_weights are the block's own attention on the embedded tokens", torch.allclose(wide_lm.attention_weights(ids),
+       wide_lm.block.attention(wide_lm.block.norm1(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))), return_weights=True)[1], atol=1e-6))
 expect("a sequence of exactly max_length tokens is accepted", tiny_lm(torch.zeros(1, 1, dtype=torch.long)).shape[1], "==", 1)
 expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of shape ({2**40 + 1}, 1) would take {(2**40 + 1) * 4:,} bytes")
 
@@ -5115,10 +5131,10 @@ NEGATIVE_TESTS = [
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1, "trials": 4}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {"n_keys": 2, "trials": 4}, "width"),
     (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1, "trials": 4}, "n_keys"),
-    (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 11, "width": 1}, "width"),
+    (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 0, "width": 2}, "vocab_size"),
-    (ValueError, CausalityProbe(causal=True, vocab_size=11, width=8), (torch.tensor([[11]]),), {}, "token ids"),
-    (ValueError, CausalityProbe(causal=True, vocab_size=11, width=8), (torch.tensor([[0, -1]]),), {}, "token ids"),
+    (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
+    (ValueError, CausalityProbe(causal=True), (torch.tensor([[0, -1]]),), {}, "token ids"),
     (ValueError, TinyLM, (), {**TINY, "vocab_size": 1}, "vocab_size"),
     (ValueError, TinyLM, (), {**TINY, "d_model": 0}, "d_model"),
     (ValueError, TinyLM, (), {**TINY, "max_length": 0}, "max_length"),
