@@ -3355,7 +3355,7 @@ expect("MultiHeadSelfAttention(1, 1) has 4 weights", sum(p.numel() for p in Mult
 for bad_args in ((0, 1), (8, 0), (8, 2, 0)):
     expect_raises(ValueError, MultiHeadSelfAttention, *bad_args)
 # The weights are budgeted before they exist: W_q, W_o (d x d) and W_k, W_v (H_kv·d_head x d), float32.
-expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 1, match=f"of shape ({4 * 2**31}, {2**31}) would take {4 * 2**62 * 4:,} bytes")
+expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 4, 2, match=f"of shape ({2 * 2**31 + 2 * 2 * 2**29}, {2**31}) would take {(2 * 2**31 + 2 * 2 * 2**29) * 2**31 * 4:,} bytes")
 # So are the scores, exponentials and weights of a call: (B, H, T, T), three float32 copies.
 expect_raises(ValueError, layers["MQA"], torch.zeros(1, 2**16, 64), match=f"of shape (1, 8, 65536, 65536) would take {8 * 2**32 * 12:,} bytes")
 
