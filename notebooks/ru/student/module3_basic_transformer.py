@@ -4389,7 +4389,7 @@ expect("generating 0 tokens returns the prompt", tiny_lm.generate(torch.tensor([
 expect("generate crops the context to max_length, so it can write past it", tiny_lm.generate(torch.tensor([[1]]), 3).shape, "==", (1, 4))
 # Both embeddings start small, with standard deviation 0.02, so the first logits are near 0 and the loss near ln V.
 wide_lm = TinyLM(vocab_size=256, d_model=64, n_heads=1, d_ff=1, max_length=256, use_attention=True)
-expect("the embeddings start with std 0.02", [round(float(e.weight.std()), 3) for e in (wide_lm.token_embedding, wide_lm.position_embedding)], "==", [0.02, 0.02])
+expect("the embeddings start with std 0.02", [round(float(e.weight.detach().std()), 3) for e in (wide_lm.token_embedding, wide_lm.position_embedding)], "==", [0.02, 0.02])
 ids = torch.tensor([[0, 1, 1, 0]])
 expect("the logits are head(LN(block(token embedding + position embedding)))", torch.allclose(
     wide_lm(ids), wide_lm.head(wide_lm.final_norm(wide_lm.block(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))))), atol=1e-6))
@@ -4476,7 +4476,7 @@ for g in ([0.3, -1.0, 1e-8, 0.0], [0.1, 2.0, -3e-8, 0.0], [-0.4, 0.5, 1e-8, 0.0]
         opt.step()
 expect("AdamW matches torch.optim.AdamW over three steps", torch.allclose(ours_w, theirs_w, atol=1e-14, rtol=0))
 # By hand: a weight with zero gradient only decays, theta <- theta (1 - lr·wd) per step: 3 · 0.995³.
-expect("weight decay shrinks a weight towards 0: 3 · (1 − 0.5 · 0.01)³", math.isclose(float(ours_w[3]), 3 * (1 - 0.5 * 0.01) ** 3, rel_tol=1e-15))
+expect("weight decay shrinks a weight towards 0: 3 · (1 − 0.5 · 0.01)³", math.isclose(float(ours_w.detach()[3]), 3 * (1 - 0.5 * 0.01) ** 3, rel_tol=1e-15))
 expect("zero_grad forgets the gradients", (ours_opt.zero_grad(), ours_w.grad)[1] is None)
 for bad in ({"betas": (-0.1, 0.999)}, {"eps": 0.0}, {"betas": (0.9, 0.999, 0.5)}):
     expect_raises(ValueError, AdamW, [ours_w], lr=0.1, **bad)
