@@ -4448,16 +4448,27 @@ class AdamW:
             p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
 
 
-# Three steps side by side with torch.optim.AdamW, both with their defaults (betas 0.9, 0.999, eps 1e-8, weight decay
-# 0.01) and a large lr so that the decay shows: one weight gets gradients near eps, one gets none at all (decay only).
-ours_w, theirs_w = (torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True) for _ in range(2))
-ours_opt, theirs_opt = AdamW([ours_w], lr=0.5), torch.optim.AdamW([theirs_w], lr=0.5)
-for g in ([0.3, -1.0, 1e-8, 0.0], [0.1, 2.0, -3e-8, 0.0], [-0.4, 0.5, 1e-8, 0.0]):
-    for w, opt in ((ours_w, ours_opt), (theirs_w, theirs_opt)):
-        opt.zero_grad()
-        w.grad = torch.tensor(g, dtype=torch.float64)
-        opt.step()
-expect("AdamW matches torch.optim.AdamW over three steps", torch.allclose(ours_w, theirs_w, atol=1e-14, rtol=0))
+def _adamw_by_hand(theta, gradients, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
+    """One weight through AdamW (Loshchilov & Hutter; PyTorch's defaults), in plain floats: decay, moments, bias correction."""
+    m = v = 0.0
+    for t, g in enumerate(gradients, start=1):
+        theta *= 1 - lr * weight_decay
+        m, v = beta1 * m + (1 - beta1) * g, beta2 * v + (1 - beta2) * g * g
+        theta -= lr * (m / (1 - beta1 ** t)) / (math.sqrt(v / (1 - beta2 ** t)) + eps)
+    return theta
+
+
+# Three steps with the defaults (betas 0.9, 0.999, eps 1e-8, weight decay 0.01) and a large lr so that the decay shows,
+# against the formulas by hand: one weight gets gradients near eps, where eps shows, and one none at all (decay only).
+ours_w = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+ours_opt = AdamW([ours_w], lr=0.5)
+steps_g = ([0.3, -1.0, 1e-8, 0.0], [0.1, 2.0, -3e-8, 0.0], [-0.4, 0.5, 1e-8, 0.0])
+for g in steps_g:
+    ours_opt.zero_grad()
+    ours_w.grad = torch.tensor(g, dtype=torch.float64)
+    ours_opt.step()
+by_hand_w = [_adamw_by_hand(theta, [g[i] for g in steps_g], lr=0.5) for i, theta in enumerate([1.0, -2.0, 0.5, 3.0])]
+expect("AdamW matches the update written out by hand over three steps", torch.allclose(ours_w.detach(), torch.tensor(by_hand_w, dtype=torch.float64), atol=1e-12, rtol=0))
 # By hand: a weight with zero gradient only decays, theta <- theta (1 - lr·wd) per step: 3 · 0.995³.
 expect("weight decay shrinks a weight towards 0: 3 · (1 − 0.5 · 0.01)³", math.isclose(float(ours_w.detach()[3]), 3 * (1 - 0.5 * 0.01) ** 3, rel_tol=1e-15))
 expect("zero_grad forgets the gradients", (ours_opt.zero_grad(), ours_w.grad)[1] is None)
