@@ -3990,7 +3990,7 @@ REFERENCE.check("layer_norm.normalized", F.layer_norm(x_ln, (4,), eps=0.0), atol
 narrow = torch.tensor([0.0, 0.002], dtype=torch.float64)
 expect("layer_norm's default eps is F.layer_norm's (1e-5)", torch.allclose(layer_norm(narrow), F.layer_norm(narrow, (2,)), atol=1e-12, rtol=0))
 # eps = 0 is fine while every token varies; a constant token (the second of three here) would divide 0 by 0.
-expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [1.0, 1.0], [5.0, 7.0]]), eps=0.0, match="constant token")
+expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [3.0, 3.0], [5.0, 7.0]]), eps=0.0, match="constant token")
 expect_raises(ValueError, layer_norm, torch.tensor(1.0), match="dimensions")
 
 
