@@ -90,6 +90,16 @@ BASELINES: dict[str, tuple[tuple, dict]] = {
 }
 
 
+def _module3_baselines() -> None:
+    """Module 3's AdamW is built from ``model.parameters()``, a generator the recorder cannot copy: a small list instead."""
+    import torch
+
+    BASELINES["AdamW"] = (([torch.zeros(3, requires_grad=True)],), {"lr": 0.1})
+
+
+_module3_baselines()
+
+
 class CallTimeout(BaseException):
     """Raised by the alarm inside a call that ran past CALL_SECONDS (a BaseException: notebook code cannot swallow it)."""
 

@@ -152,6 +152,8 @@ def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
     import numpy as np
 
+    if getattr(value, "is_meta", False):
+        raise TypeError(f"{what} is a meta tensor, which holds no values to check; compute on the CPU")
     entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
     if not np.isfinite(entries).all():
         raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")

@@ -499,16 +499,48 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return value
 # builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
+# builder:begin inline require_array
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
+
+    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
+    """
+    import sys
+
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+        value = value.detach().numpy()
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if min_ndim is not None and array.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {array.shape}")
+    if 0 in array.shape:
+        raise ValueError(f"{name} must not have an empty axis, got shape {array.shape}")
+    if finite and not np.isfinite(array).all():
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return array
+# builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
 # builder:begin inline require_finite_result
 def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
     import numpy as np
 
+    if getattr(value, "is_meta", False):
+        raise TypeError(f"{what} is a meta tensor, which holds no values to check; compute on the CPU")
     entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
     if not np.isfinite(entries).all():
         raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
     return value
-# builder:end sha256=697bd03f3de44af901b6e931cbb40bf4c66c2017cb5d8f60e34f6fba3c876b01
+# builder:end sha256=21d5536d52b8caabf9d553d0b83db0a10143225ee4c98711987ca2c613d07403
 # builder:begin inline expect_raises
 def expect_raises(expected, function, *args, match=None, **kwargs):
     """Call ``function`` on bad input and return the message of the error it must raise.
@@ -855,6 +887,12 @@ def plain_log_axis(axis):
     axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
 
 
+_axes = plt.figure().add_subplot()
+plain_log_axis(_axes.xaxis)
+_labels = [_axes.xaxis.get_major_formatter()(value, 0) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)]
+plt.close(_axes.figure)
+expect("plain_log_axis labels: plain from 0.001 up to 1e5 (excluded), powers of ten outside, nothing at 0", _labels, "==",
+       ["", "1e-12", "1e-3", "0.001", "0.5", "2", "50000", "1e5"])
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
@@ -878,6 +916,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
     frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
     angle = position * frequency                                                  # (L, d/2)
@@ -898,6 +937,8 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
     query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
     key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
     return key_position <= query_position                       # (t_q, t_k)''',
@@ -928,6 +969,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         allowed = torch.ones(shape, dtype=torch.bool)
     elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
+        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
     else:
         try:
             allowed = torch.broadcast_to(allowed, shape)
@@ -945,6 +988,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
+    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
+    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
     "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
@@ -975,6 +1020,7 @@ def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
     "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
 # (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
@@ -1008,6 +1054,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
         self.d_head = self.d_model // self.n_heads
         self.causal = require_bool("causal", causal)
+        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -1024,6 +1072,10 @@ class MultiHeadSelfAttention(nn.Module):
         if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
                                         or token_valid.shape != (batch, length)):
             raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        if token_valid is not None:
+            require_tensor("token_valid", token_valid, floating=False)
+        return_weights = require_bool("return_weights", return_weights)
+        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
             allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
@@ -1050,6 +1102,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             require_tensor(name, parameter, ndim=1)
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
     variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
     normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
@@ -1112,7 +1166,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=9acb666783d562cd5d3d32a355ae232db73d0674cd6d59b25ea1ba7ece17bf89
+# builder:end sha256=85b7e4107f37bb0c2d7beb6032d77650a3bb32a8562352331ff269fd3ae6d2c6
 
 # %% [markdown]
 # ## Уровень 1 · Внимание для практиков
@@ -1231,6 +1285,18 @@ expect("[round(x, 2) for x in it_weights.tolist()] == [0.63, 0.23, 0.14]", [roun
 REFERENCE.check("it_example.weights", it_weights, atol=1e-15)
 expect("adding a constant must not change softmax", torch.allclose(softmax(it_scores + 1000.0), it_weights, atol=1e-15))
 expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tensor([1000.0, 999.0]))).all())
+# Scores spanning [-1000, 1000]: a shift by the smallest score would overflow exp(2000) to inf and give NaN.
+expect("softmax over scores spanning [-1000, 1000] must be (0, 0, 1)", softmax(torch.tensor([-1000.0, 0.0, 1000.0], dtype=torch.float64)).tolist(), "==", [0.0, 0.0, 1.0])
+# dim: any axis from -ndim to ndim - 1, each normalising its own axis; a scalar has no axis to normalise.
+grid = torch.tensor([[0.0, math.log(3.0)], [0.0, 0.0]], dtype=torch.float64)
+by_rows, by_columns = torch.tensor([[0.25, 0.75], [0.5, 0.5]]).double(), torch.tensor([[0.5, 0.75], [0.5, 0.25]]).double()
+for axis, wanted in ((None, by_rows), (1, by_rows), (-1, by_rows), (0, by_columns), (-2, by_columns)):
+    got = softmax(grid) if axis is None else softmax(grid, dim=axis)
+    expect(f"softmax(grid{'' if axis is None else f', dim={axis}'}) must normalise the {'rows' if wanted is by_rows else 'columns'}", torch.allclose(got, wanted, atol=1e-15))
+expect_raises(ValueError, softmax, grid, dim=-3, match="dim")
+# Each row is shifted by its own largest score: one global shift would underflow a row 1000 below the other to 0 / 0.
+expect("softmax shifts each row by its own maximum", softmax(torch.tensor([[0.0, 0.0], [-1000.0, -1000.0]], dtype=torch.float64)).tolist(), "==", [[0.5, 0.5], [0.5, 0.5]])
+expect_raises(ValueError, softmax, torch.tensor(1.0), match="dimensions")
 expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15)", torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), atol=1e-15))
 
 
@@ -1458,6 +1524,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
     frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
     angle = position * frequency                                                  # (L, d/2)
@@ -1484,6 +1551,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     # Your code here.
     raise NotImplementedError('Exercise 1: постройте таблицу синусоидальных позиций. Верните тензор (length, d_model), строка p которого кодирует позицию p: в столбце 2i стоит sin(p / base**(2i / d_model)), в столбце 2i+1 — косинус того же угла. Работайте с целыми тензорами (внешнее произведение позиций и частот), без циклов. Проверка требует: форма (length, d_model); позиция 0 равна (0, 1, 0, 1, ...); таблица совпадает с sin/cos с чередующимися парами для нескольких размеров; аргумент base задаёт частоты.')
 
@@ -1571,6 +1639,11 @@ print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+# The smallest table, one position of width 2, is (sin 0, cos 0); a base just above 1 is still a base; width 0 is not.
+expect("sinusoidal_encoding(1, 2, base=1.5).tolist() == [[0.0, 1.0]]", sinusoidal_encoding(1, 2, base=1.5).tolist(), "==", [[0.0, 1.0]])
+expect_raises(ValueError, sinusoidal_encoding, 5, 0, match="d_model must be at least 2")
+# The budget counts the table and its angles, 16 bytes an entry in float64, before anything is allocated.
+expect_raises(ValueError, sinusoidal_encoding, 2**40, 2, match=f"of shape (1099511627776, 2) would take {2**41 * 16:,} bytes")
 
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
@@ -1587,7 +1660,9 @@ def plot_positions(table, language="en"):
     """Two fast and two slow coordinates of a sinusoidal table against position."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    table = np.asarray(table)
+    table = require_array("table", table, ndim=2)
+    if table.shape[1] < 6 or table.shape[0] < 2 or table.shape[0] > 10_000:
+        raise ValueError(f"table must have 2 to 10,000 positions and at least 6 columns (pairs 0 and 2 are drawn), got shape {table.shape}")
     fig, axes = plt.subplots(2, 1, figsize=(8, 4.4), sharex=True)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
     titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
@@ -1671,6 +1746,8 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
     query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
     key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
     return key_position <= query_position                       # (t_q, t_k)
@@ -1695,6 +1772,8 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
             f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
             f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
         )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
     # Your code here.
     raise NotImplementedError('Exercise 2: постройте каузальную маску для t_q запросов и t_k ключей. Строка запроса r стоит на абсолютной позиции query_offset + r и может читать ключ j ровно тогда, когда j <= query_offset + r. Верните булев тензор формы (t_q, t_k), True там, где внимание разрешено. Сравнивайте сетки позиций, без циклов. Проверка требует: булев тензор формы (t_q, t_k); токен видит себя и прошлое, но никогда не будущее; запросы из кэша сохраняют абсолютные позиции; пошаговое декодирование даёт строки полной маски.')
 
@@ -1775,6 +1854,13 @@ REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
 expect("the cached query's row must be the last row of the full mask", torch.equal(cached_decode, ordinary[4:]))
+# Boundaries: one query over one key is allowed and sees itself; no query, or queries past the keys, are refused.
+expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(), "==", [[True]])
+expect_raises(ValueError, causal_allowed, 0, 5, match="t_q")
+expect_raises(ValueError, causal_allowed, 5, 5, query_offset=1, match="t_k")
+# Budgets before allocating: the mask takes 1 byte an entry, the key positions 8 (int64).
+expect_raises(ValueError, causal_allowed, 1, 2**40, match=f"the causal mask of shape (1, 1099511627776) would take {2**40:,} bytes")
+expect_raises(ValueError, causal_allowed, 1, 2**28, match=f"the key positions of shape (268435456,) would take {2**28 * 8:,} bytes")
 
 # PyTorch's is_causal=True aligns the triangle top-left: one query over five keys reads only key 0.
 gen = torch.Generator().manual_seed(SEED)
@@ -1912,6 +1998,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         allowed = torch.ones(shape, dtype=torch.bool)
     elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
+        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
     else:
         try:
             allowed = torch.broadcast_to(allowed, shape)
@@ -1929,6 +2017,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
+    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
+    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 
@@ -1963,6 +2053,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         allowed = torch.ones(shape, dtype=torch.bool)
     elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
         raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
+        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
     else:
         try:
             allowed = torch.broadcast_to(allowed, shape)
@@ -1975,6 +2067,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
                          "fix the mask, or pass empty_row='zero' for padding queries")
     # Your code here.
     raise NotImplementedError("Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения. Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf); ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.")
+    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
+    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 
@@ -2202,7 +2296,12 @@ def plot_scores_and_weights(scores, weights, language="en"):
     """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    scores = require_array("scores", scores, ndim=2, finite=False)  # blocked scores are -inf
+    weights = require_array("weights", weights, ndim=2)
+    if scores.shape != weights.shape or max(scores.shape) > 12:
+        raise ValueError(f"scores and weights must share one shape of at most 12 x 12 (each cell is labelled), got {scores.shape} and {weights.shape}")
+    if np.isnan(scores).any():
+        raise ValueError("scores must not contain NaN; blocked scores are -inf")
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.9, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     shown = np.where(np.isfinite(scores), scores, np.nan)
@@ -2282,6 +2381,11 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     apply_plot_style()
     from matplotlib.patches import Rectangle
 
+    temperatures = list(temperatures)
+    missing = [(causal, t) for causal in (False, True) for t in temperatures if (causal, t) not in weights]
+    if missing or not 1 <= len(temperatures) <= 4:
+        raise ValueError(f"weights must hold a (causal, temperature) entry for 1 to 4 temperatures; missing {missing[:4]}")
+    highlight = require_int("highlight", highlight, minimum=0, maximum=len(tokens) - 1)
     fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
     fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
@@ -2345,6 +2449,7 @@ show_figure(
 
 # %%
 # Outputs and gradients against PyTorch: 2 batches x 2 heads, three cached queries at positions 2, 3, 4 over 5 keys.
+q3 = torch.zeros(3, 2)  # a small valid query (or key, or value) block for the refusals below
 gen = torch.Generator().manual_seed(SEED)
 q, k, v = (torch.randn(2, 2, n, d, dtype=torch.float64, generator=gen, requires_grad=True) for n, d in ((3, 4), (5, 4), (5, 6)))
 allowed = causal_allowed(3, 5, query_offset=2)
@@ -2385,6 +2490,22 @@ only_v = scaled_dot_product_attention(
     torch.tensor([[[True, False, False], [False, True, False]], [[False, False, True], [True, True, False]]]),
 )
 print("V-only batch axis, outputs:", only_v.output.squeeze(-1).tolist())
+# A batch axis on q alone, or on k alone, broadcasts the same way: each batch entry equals its own unbatched call.
+for batched in ("q", "k"):
+    parts = {"q": tq[:2], "k": tk, "v": tv}
+    parts[batched] = torch.stack([parts[batched], 2 * parts[batched]])  # (2, T, d): a batch of two
+    joint = scaled_dot_product_attention(parts["q"], parts["k"], parts["v"]).output
+    alone = [scaled_dot_product_attention(*(parts[n][b] if n == batched else parts[n] for n in "qkv")).output for b in range(2)]
+    expect(f"a batch axis on {batched} alone must broadcast", joint.shape == (2, 2, 4) and all(torch.allclose(joint[b], alone[b], atol=1e-12) for b in range(2)))
+# float32 in, float32 out; one float64 input makes the whole computation float64.
+expect("float32 attention stays float32", scaled_dot_product_attention(tq.float(), tk.float(), tv.float()).output.dtype, "==", torch.float32)
+expect("mixed dtypes compute in float64", scaled_dot_product_attention(tq.float(), tk, tv.float()).output.dtype, "==", torch.float64)
+expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(2), q3, q3, match="dimensions")
+expect_raises(TypeError, scaled_dot_product_attention, q3, q3, q3, torch.ones(3, 3, dtype=torch.bool, device="meta"), match="CPU")
+expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(6, 2), q3, q3, torch.zeros(6, 3, dtype=torch.bool),
+              match="(first ones at [[0], [1], [2], [3]]);")  # the message lists the first four empty rows
+# Scores beyond float32's range overflow to inf; the result would be NaN, so attention stops and names the cause.
+expect_raises(FloatingPointError, scaled_dot_product_attention, torch.full((1, 2), 1e20), torch.full((2, 2), 1e20), torch.ones(2, 1), match="overflowed")
 expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
 
@@ -2470,15 +2591,24 @@ del q_mc, k_mc, dots
 
 
 # 3) Saturation across widths.
+def _require_shares(p):
+    """p as a floating tensor (..., n) of softmax shares: every entry in [0, 1]."""
+    p = require_tensor("p", p, min_ndim=1)
+    if bool((p < 0).any()) or bool((p > 1).any()):
+        raise ValueError(f"p must hold softmax shares in [0, 1], got entries from {float(p.min()):.3g} to {float(p.max()):.3g}")
+    return p
+
+
 def softmax_jacobian(p):
     """The softmax Jacobian at shares p (..., n): diag(p) − p pᵀ, shape (..., n, n)."""
-    p = require_tensor("p", p, min_ndim=1)
+    p = _require_shares(p)
+    require_budget("the Jacobian", (*p.shape, p.shape[-1]), itemsize=p.element_size())
     return torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
 
 
 def jacobian_norm(p):
     """Frobenius norm of diag(p) − p pᵀ without building it: sqrt(Σp² − 2Σp³ + (Σp²)²)."""
-    p = require_tensor("p", p, min_ndim=1)
+    p = _require_shares(p)
     square, cube = (p ** 2).sum(-1), (p ** 3).sum(-1)
     return (square - 2 * cube + square ** 2).clamp_min(0.0).sqrt()
 
@@ -2486,9 +2616,12 @@ def jacobian_norm(p):
 def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
     widths = [require_int("width", w, minimum=1) for w in widths]
+    if not widths:
+        raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
     for width in widths:
         q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
@@ -2506,9 +2639,25 @@ autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z
 expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
 expect("math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12)", math.isclose(float(jacobian_norm(p_check)), float(softmax_jacobian(p_check).norm()), rel_tol=1e-12))
 expect("a one-hot softmax passes no gradient", float(softmax_jacobian(torch.tensor([1.0, 0.0, 0.0])).abs().max()), "==", 0.0)
+expect("jacobian_norm of a one-hot softmax is 0", float(jacobian_norm(torch.tensor([0.0, 1.0], dtype=torch.float64))), "==", 0.0)
+# By hand, p = (1/2, 1/2): diag(p) − p pᵀ = [[1/4, −1/4], [−1/4, 1/4]], Frobenius norm sqrt(4/16) = 1/2.
+expect("jacobian_norm((1/2, 1/2)) == 0.5 by hand", float(jacobian_norm(torch.tensor([0.5, 0.5], dtype=torch.float64))), "==", 0.5)
+expect("softmax_jacobian((1/2, 1/2)) by hand", softmax_jacobian(torch.tensor([0.5, 0.5])).tolist(), "==", [[0.25, -0.25], [-0.25, 0.25]])
+# Batched shares (2, 3): one Jacobian and one norm per row, the same as row by row.
+p_rows = torch.stack([p_check, torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)])
+expect("softmax_jacobian keeps the batch axis", torch.equal(softmax_jacobian(p_rows)[1], softmax_jacobian(p_rows[1])))
+expect("jacobian_norm gives one norm per row", torch.allclose(jacobian_norm(p_rows), softmax_jacobian(p_rows).flatten(-2).norm(dim=-1), atol=1e-15))
+# Shares lie in [0, 1]; 0 and 1 themselves are shares (the one-hot above), anything outside is refused.
+expect_raises(ValueError, jacobian_norm, torch.tensor(0.5), match="dimensions")
+# The Jacobian is budgeted before it is built: (..., n, n) for shares (..., n); 8 rows of 32,768 shares in float32 here.
+expect_raises(ValueError, softmax_jacobian, torch.zeros(1, 2**15).expand(8, 2**15), match=f"of shape (8, 32768, 32768) would take {8 * 2**30 * 4:,} bytes")
+for outside in ([-0.5, 0.5], [1.5, 0.0]):
+    expect_raises(ValueError, jacobian_norm, torch.tensor(outside), match="[0, 1]")
+    expect_raises(ValueError, softmax_jacobian, torch.tensor(outside), match="[0, 1]")
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
+expect("saturation_experiment's defaults are the prose's 16 keys and 400 trials", saturation_experiment((2,)), "==", saturation_experiment((2,), n_keys=16, trials=400))
 by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
 print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
 for width in WIDTHS:
@@ -2523,6 +2672,31 @@ print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
+
+
+def _saturation_by_hand(widths, n_keys, trials, seed):
+    """saturation_experiment's draws, scored with the full Jacobian diag(p) − p pᵀ and elementwise dot products."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for width in widths:
+        q, k = torch.randn(trials, 1, width, generator=gen), torch.randn(trials, n_keys, width, generator=gen)
+        raw = (q * k).sum(-1).double()  # (trials, n_keys)
+        for scaled in (False, True):
+            p = torch.softmax(raw / (math.sqrt(width) if scaled else 1.0), dim=-1)
+            rows.append((width, scaled, float(p.max(-1).values.mean()), float(softmax_jacobian(p).flatten(-2).norm(dim=-1).mean())))
+    return rows
+
+
+# The smallest valid case (width 1, two keys, one trial, seed 0) and a width where √d_k matters, against the recomputation.
+for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
+    tiny = [(r["d_k"], r["scaled"], r["max_weight"], r["jacobian_norm"]) for r in saturation_experiment(tiny_args[0], n_keys=tiny_args[1], trials=tiny_args[2], seed=tiny_args[3])]
+    by_hand = _saturation_by_hand(*tiny_args)
+    expect(f"saturation_experiment{tiny_args} must match the full-Jacobian recomputation",
+           [t[:2] for t in tiny] == [b[:2] for b in by_hand] and all(math.isclose(a, b, rel_tol=1e-6) for t, h in zip(tiny, by_hand) for a, b in zip(t[2:], h[2:])))
+for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
+    expect_raises(ValueError, saturation_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
+# The budget counts the widest head: 2**40 wide, 2 keys, 1 trial, float32 draws and float64 scores (12 bytes an entry).
+expect_raises(ValueError, saturation_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 12:,} bytes")
 
 
 def plot_saturation(rows, language="en"):
@@ -2584,9 +2758,12 @@ show_figure(
 def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
     widths = [require_int("width", w, minimum=1) for w in widths]
+    if not widths:
+        raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
     trials = require_int("trials", trials, minimum=1)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
     norms = {}
     for width in widths:
         # Drawn in float32 (faster to generate), computed in float64.
@@ -2614,6 +2791,8 @@ if not torch.allclose(autograd_q, closed_form, atol=1e-12):
     raise AssertionError(f"the closed-form ∂L/∂q disagrees with autograd by {float((autograd_q - closed_form).abs().max()):.3g}")
 
 query_gradients = query_gradient_experiment(WIDTHS)
+expect("query_gradient_experiment's defaults are the caption's 400 queries over 16 keys",
+       torch.equal(query_gradient_experiment((2,))[2, False], query_gradient_experiment((2,), n_keys=16, trials=400)[2, False]))
 almost_none = {}  # share of unscaled queries whose gradient is under 1% of the scaled median
 for width in WIDTHS:
     unscaled, scaled_norms = query_gradients[width, False], query_gradients[width, True]
@@ -2630,6 +2809,32 @@ if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
                          f"a few get far more than any scaled query (largest {largest_512[0]:.0f} against {largest_512[1]:.0f})")
+
+
+def _query_gradients_by_hand(widths, n_keys, trials, seed):
+    """query_gradient_experiment's draws, with ∂L/∂q from autograd instead of the closed form."""
+    gen = torch.Generator().manual_seed(seed)
+    norms = {}
+    for width in widths:
+        q = torch.randn(trials, width, generator=gen).double().requires_grad_()
+        k = torch.randn(trials, n_keys, width, generator=gen).double()
+        direction = torch.randn(trials, width, generator=gen).double()
+        u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # u_j = v_j · r
+        for scaled in (False, True):
+            p = torch.softmax((k * q[:, None, :]).sum(-1) / (math.sqrt(width) if scaled else 1.0), dim=-1)
+            (grad,) = torch.autograd.grad((p * u).sum(), q)
+            norms[width, scaled] = grad.norm(dim=-1)
+    return norms
+
+
+for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
+    closed, auto = query_gradient_experiment(tiny_args[0], n_keys=tiny_args[1], trials=tiny_args[2], seed=tiny_args[3]), _query_gradients_by_hand(*tiny_args)
+    expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
+           sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
+for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
+    expect_raises(ValueError, query_gradient_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
+# Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
+expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 20:,} bytes")
 if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
     raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 8]}")
 
@@ -2638,6 +2843,10 @@ def plot_query_gradients(norms, widths, language="en"):
     """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
+    widths = list(widths)
+    missing = [(w, scaled) for w in widths for scaled in (False, True) if (w, scaled) not in norms]
+    if missing or not widths:
+        raise ValueError(f"norms must hold a (width, scaled) entry for every width; missing {missing[:4]}")
     fig, ax = plt.subplots(figsize=(7.6, 3.6))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
     for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
@@ -2809,6 +3018,7 @@ def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
 
 
@@ -2833,6 +3043,7 @@ def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     # Your code here.
     raise NotImplementedError('Exercise 5: Два однострочных перехода между раскладками голов. merge_heads принимает (..., n_heads, T, d_head) и возвращает (..., T, n_heads * d_head), сначала признаки головы 0: в точности обратное к split_heads. repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h читает K/V-голову h // group. Проверки требуют: слияние непрерывного (contiguous) выхода внимания в точности отменяет split_heads; голова запросов h видит K/V-голову h // group для нескольких форм и размеров групп; а group, не являющийся положительным целым, вызывает TypeError или ValueError.')
 
@@ -2915,6 +3126,19 @@ def check_kv_repeat_contract(repeat_kv_heads):
 check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
 check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
 
+# %%
+# The smallest shapes each move accepts, NaN passing through untouched (a reshape cannot create it), and one too small.
+nan_row = torch.tensor([[float("nan"), 1.0, 2.0, 3.0]])                     # (T=1, 4)
+expect("split_heads of one token into 2 heads", split_heads(nan_row, 2).shape, "==", (2, 1, 2))
+expect("split_heads with one head keeps the features", torch.allclose(split_heads(nan_row, 1)[0], nan_row, equal_nan=True))
+expect("merge_heads of (H, T, d) = (2, 1, 2) undoes the split", torch.allclose(merge_heads(split_heads(nan_row, 2)), nan_row, equal_nan=True))
+expect("repeat_kv_heads of (H_kv, T, d) = (2, 1, 2) by 2", repeat_kv_heads(split_heads(nan_row, 2), 2).shape, "==", (4, 1, 2))
+expect("repeat_kv_heads by 1 changes nothing", torch.allclose(repeat_kv_heads(split_heads(nan_row, 2), 1), split_heads(nan_row, 2), equal_nan=True))
+expect_raises(ValueError, split_heads, torch.zeros(4), 2, match="dimensions")
+expect_raises(ValueError, repeat_kv_heads, torch.zeros(3, 4), 2, match="dimensions")
+# The repeated copy is budgeted first: (2, 3·2**40, 4, 5) float32.
+expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match=f"of shape (2, {3 * 2**40}, 4, 5) would take {2 * 3 * 2**40 * 20 * 4:,} bytes")
+
 
 # %% tags=["hide-input"]
 # @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
@@ -2950,6 +3174,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
         self.d_head = self.d_model // self.n_heads
         self.causal = require_bool("causal", causal)
+        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -2966,6 +3192,10 @@ class MultiHeadSelfAttention(nn.Module):
         if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
                                         or token_valid.shape != (batch, length)):
             raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        if token_valid is not None:
+            require_tensor("token_valid", token_valid, floating=False)
+        return_weights = require_bool("return_weights", return_weights)
+        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
         if token_valid is not None:
             allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
@@ -3016,6 +3246,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
         self.d_head = self.d_model // self.n_heads
         self.causal = require_bool("causal", causal)
+        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -3032,6 +3264,10 @@ class MultiHeadSelfAttention(nn.Module):
         if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
                                         or token_valid.shape != (batch, length)):
             raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+        if token_valid is not None:
+            require_tensor("token_valid", token_valid, floating=False)
+        return_weights = require_bool("return_weights", return_weights)
+        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         # Your code here.
         raise NotImplementedError('Exercise 6: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску (паддинг из token_valid для ключей и для запросов; каузальный треугольник, если self.causal), спроецируйте x в запросы, ключи и значения, разбейте их на головы, дайте каждой группе голов запросов делить свою K/V-голову, запустите scaled_dot_product_attention, передав empty_row дальше, слейте головы и примените out_proj. Проверка требует: выход равен независимому многоголовому вниманию, построенному из собственных весов слоя (float64, 4 головы запросов на 2 K/V-головы, каузальное); return_weights=True возвращает (output, веса формы (B, H, T, T)); ключи паддинга никогда не читаются, а запросы паддинга дают нулевые строки.')
 
@@ -3149,6 +3385,15 @@ expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
 expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
 expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
 expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
+expect("a layer is causal by default: no weight above the diagonal", all(bool((layer(x_heads, return_weights=True)[1].triu(1) == 0).all()) for layer in layers.values()))
+# Boundaries: one feature and one head is a layer; zero of either, or zero K/V heads, is not.
+expect("MultiHeadSelfAttention(1, 1) has 4 weights", sum(p.numel() for p in MultiHeadSelfAttention(1, 1).parameters()), "==", 4)
+for bad_args in ((0, 1), (8, 0), (8, 2, 0)):
+    expect_raises(ValueError, MultiHeadSelfAttention, *bad_args)
+# The weights are budgeted before they exist: W_q, W_o (d x d) and W_k, W_v (H_kv·d_head x d), float32.
+expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 4, 2, match=f"of shape ({2 * 2**31 + 2 * 2 * 2**29}, {2**31}) would take {(2 * 2**31 + 2 * 2 * 2**29) * 2**31 * 4:,} bytes")
+# So are the scores, exponentials and weights of a call: (B, H, T, T), three float32 copies.
+expect_raises(ValueError, layers["MQA"], torch.zeros(1, 2**16, 64), match=f"of shape (1, 8, 65536, 65536) would take {8 * 2**32 * 12:,} bytes")
 
 # GQA is exactly MHA whose K/V projections repeat each shared head for its group.
 gqa = layers["GQA"]
@@ -3196,8 +3441,13 @@ print("padding: zero rows for padded queries, weights sum to 1 for real ones, re
 def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=16)  # one square per head: more would not fit
+    kv_options = [require_int("n_kv_heads", n_kv, minimum=1, maximum=n_heads) for n_kv in kv_options]
+    if not 1 <= len(kv_options) <= 4 or any(n_heads % n_kv for n_kv in kv_options):
+        raise ValueError(f"kv_options must be 1 to 4 divisors of n_heads={n_heads}, got {kv_options}")
     apply_plot_style()
-    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0))
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0), squeeze=False)
+    axes = axes[0]
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
     names = {n_heads: "MHA", 1: "MQA"}
     for ax, n_kv in zip(axes, kv_options):
@@ -3364,8 +3614,20 @@ REFERENCE.check("attention_cost.long_context_ratio", ratios[LONG], rtol=1e-15)
 
 # The same crossover under other conventions. Llama 3.1 8B: W_q and W_o are d x d, W_k and W_v d x d/4 (8 of 32 heads).
 q_heads, kv_heads_llama = REFERENCE.value("attention_cost.q_heads"), REFERENCE.value("attention_cost.kv_heads")
-grouped_projection_flops = lambda n: 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
-ffn_flops = lambda n: 2 * n * 2 * WIDE * 4 * WIDE  # d -> 4d -> d: two d x 4d matrices
+
+
+def grouped_projection_flops(n):
+    """FLOPs of Llama 3.1 8B's four projections over n tokens: W_q and W_o are d x d, W_k and W_v d x d·H_kv/H."""
+    n = require_int("n", n, minimum=1)
+    return 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
+
+
+def ffn_flops(n):
+    """FLOPs of the feed-forward network over n tokens: d -> 4d -> d, two d x 4d matrices."""
+    n = require_int("n", n, minimum=1)
+    return 2 * n * 2 * WIDE * 4 * WIDE
+
+
 conventions = {
     "crossover_grouped_kv_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - grouped_projection_flops(n),
     "crossover_with_ffn_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - attention_cost(n, WIDE)["linear_flops"] - ffn_flops(n),
@@ -3407,6 +3669,17 @@ print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} toke
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
 expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
 expect('crossover == 8192', crossover, "==", 8192)
+# By hand, one token of width 1: 1 score, 2·2 = 4 FLOPs of scores and mix, 2·4 = 8 of projections; a 2-byte cache entry pair.
+expect("attention_cost(1, 1) by hand", attention_cost(1, 1), "==", {"score_entries": 1, "quadratic_flops": 4, "linear_flops": 8})
+expect("kv_cache_bytes_per_token(1, 1, 1, 1) == 2: one key and one value", kv_cache_bytes_per_token(1, 1, 1, 1), "==", 2)
+for bad_args in ((1, 0), (0, 1)):
+    expect_raises(ValueError, attention_cost, *bad_args)
+for bad_args in ((0, 1, 1, 1), (1, 1, 0, 1), (1, 1, 1, 0)):
+    expect_raises(ValueError, kv_cache_bytes_per_token, *bad_args)
+expect("grouped_projection_flops(1): 2 · d · (2d + 2d · 8/32)", grouped_projection_flops(1), "==", 2 * 4096 * (2 * 4096 + 2 * 1024))
+expect("ffn_flops(1): 2 · 2 · d · 4d", ffn_flops(1), "==", 2 * 2 * 4096 * 4 * 4096)
+for flops in (grouped_projection_flops, ffn_flops):
+    expect_raises(ValueError, flops, 0, match="n must be at least 1")
 expect('(round(ratios[8000], 2), round(ratios[128000], 1)) == (0.98, 15.6)', (round(ratios[8000], 2), round(ratios[128000], 1)), "==", (0.98, 15.6))
 expect('per_token == 131072', per_token, "==", 131072)
 expect('round(conversation_gb, 1) == 4.2', round(conversation_gb, 1), "==", 4.2)
@@ -3431,6 +3704,13 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
+    lengths, quadratic, linear = (require_array(name, values, ndim=1) for name, values in
+                                  (("lengths", lengths), ("quadratic", quadratic), ("linear", linear)))
+    if not lengths.shape == quadratic.shape == linear.shape or len(lengths) > 10_000:
+        raise ValueError(f"lengths, quadratic and linear must be one curve of at most 10,000 points, got {lengths.shape}, {quadratic.shape}, {linear.shape}")
+    if (lengths <= 0).any() or (quadratic <= 0).any() or (linear <= 0).any():
+        raise ValueError("lengths and FLOPs must be positive: both axes are logarithmic")
+    d_model = require_int("d_model", d_model, minimum=1)
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.4, 3.8))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
@@ -3607,6 +3887,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             require_tensor(name, parameter, ndim=1)
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
     variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
     normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
@@ -3635,6 +3917,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             require_tensor(name, parameter, ndim=1)
             if parameter.shape[0] != x.shape[-1]:
                 raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     # Your code here.
     raise NotImplementedError('Exercise 7: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень из его смещённой дисперсии плюс eps (делите на d, а не на d - 1), затем умножьте на weight и прибавьте bias, если они заданы. Сохраняйте дифференцируемость: никаких .item(), NumPy и изменений x на месте. Проверка требует: среднее 0 и смещённая дисперсия 1 в каждой строке; eps под корнем; weight масштабирует, bias сдвигает; выходы и градиенты совпадают с F.layer_norm; постоянный токен переходит в нули.')
 
@@ -3739,6 +4023,12 @@ REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
 REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
 REFERENCE.check("layer_norm.normalized", F.layer_norm(x_ln, (4,), eps=0.0), atol=1e-12)
+# The default eps is PyTorch's, 1e-5: it shows on a token whose variance (1e-6) is smaller than eps.
+narrow = torch.tensor([0.0, 0.002], dtype=torch.float64)
+expect("layer_norm's default eps is F.layer_norm's (1e-5)", torch.allclose(layer_norm(narrow), F.layer_norm(narrow, (2,)), atol=1e-12, rtol=0))
+# eps = 0 is fine while every token varies; a constant token (the second of three here) would divide 0 by 0.
+expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [3.0, 3.0], [5.0, 7.0]]), eps=0.0, match="constant token")
+expect_raises(ValueError, layer_norm, torch.tensor(1.0), match="dimensions")
 
 
 class FeedForward(nn.Module):
@@ -3746,7 +4036,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model, d_ff):
         super().__init__()
-        self.up = nn.Linear(require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1))
+        d_model, d_ff = require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1)
+        require_budget("the feed-forward weights", (2, d_model, d_ff), itemsize=torch.get_default_dtype().itemsize)
+        self.up = nn.Linear(d_model, d_ff)
         self.down = nn.Linear(d_ff, d_model)
 
     def forward(self, x):
@@ -3761,10 +4053,10 @@ class DecoderBlock(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None, *, use_attention=True):
         super().__init__()
         self.use_attention = require_bool("use_attention", use_attention)  # False: the ablation of section 12
-        self.norm1 = nn.LayerNorm(require_int("d_model", d_model, minimum=1))
-        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.attention = MultiHeadSelfAttention(d_model, n_heads, n_kv_heads, causal=True)  # checks d_model and the heads
         self.ffn = FeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
 
     def forward(self, x):
         """(B, T, d_model) -> (B, T, d_model)."""
@@ -3783,6 +4075,16 @@ expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
 expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
 ffn_alone = block.ffn(block_input)
 expect("the FFN must treat each token alone", torch.allclose(ffn_alone[:, :3], block.ffn(block_input[:, :3]), atol=1e-6))
+attended = block_input + block.attention(block.norm1(block_input))
+expect("the block is x + MHA(LN(x)), then + FFN(LN(·))", torch.allclose(block_output, attended + block.ffn(block.norm2(attended)), atol=1e-6))
+changed = block_input.clone()
+changed[:, -1] += 1.0
+expect("a decoder block is causal: changing the last token leaves every earlier output alone", torch.allclose(block(changed)[:, :-1], block_output[:, :-1], atol=1e-6))
+expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
+expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
+expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
+expect_raises(ValueError, FeedForward, 0, 8, match="d_model")
+expect_raises(ValueError, FeedForward, 2**31, 2**31, match=f"of shape (2, {2**31}, {2**31}) would take {2 * 2**62 * 4:,} bytes")
 print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
       f"{sum(p.numel() for p in block.parameters()):,} parameters")
 
@@ -3825,6 +4127,8 @@ print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_la
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
+expect("transformer_parameter_floor(1, 1) by hand", transformer_parameter_floor(1, 1), "==", ParameterFloor(4, 2, 6, 10, 1 / 3))
+expect_raises(ValueError, transformer_parameter_floor, 1, 0, match="d_ff")
 # Our own attention module agrees with the 4·d² count.
 expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == base.mha_weights", sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()), "==", base.mha_weights)
 
@@ -3901,6 +4205,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
     """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
     if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
         raise TypeError(f"token_ids must be a torch.long tensor of shape (B, T), got {getattr(token_ids, 'dtype', type(token_ids).__name__)}")
+    require_tensor("token_ids", token_ids, floating=False)  # on the CPU, dense
     if token_ids.ndim != 2 or 0 in token_ids.shape:
         raise ValueError(f"token_ids must have shape (B, T) with B, T >= 1, got {tuple(token_ids.shape)}")
     if max_length is not None and token_ids.shape[1] > max_length:
@@ -3915,8 +4220,10 @@ class CausalityProbe(nn.Module):
 
     def __init__(self, *, causal, vocab_size=11, width=8):
         super().__init__()
-        self.embedding = nn.Embedding(require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2))
+        vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
+        require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
         self.attention = MultiHeadSelfAttention(width, 2, causal=causal)
+        self.embedding = nn.Embedding(vocab_size, width)
         with torch.no_grad():
             self.embedding.weight.copy_(torch.arange(vocab_size * width, dtype=torch.float32).view(vocab_size, width) / 10)
             self.attention.q_proj.weight.zero_()   # all scores 0: equal weights on every allowed key
@@ -3936,12 +4243,19 @@ changed_ids = torch.tensor([list(range(1, n_probe)) + [REFERENCE.value("leakage_
 probe_shift = {}
 with torch.no_grad():
     for name, causal in (("causal", True), ("no mask", False)):
-        probe = CausalityProbe(causal=causal).eval()
+        probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
     print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
+with torch.no_grad():
+    first = CausalityProbe(causal=True, vocab_size=11, width=8)
+    expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
+           torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+expect("the default probe reads token ids 0 to 10", CausalityProbe(causal=False)(torch.tensor([[10, 0]])).shape, "==", (1, 2, 8))
+expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
+expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
@@ -3952,12 +4266,17 @@ def plot_leakage(shifts, language="en"):
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.0, 3.2))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    positions = np.arange(len(next(iter(shifts.values()))))
+    if not isinstance(shifts, dict) or len(shifts) != 2:
+        raise TypeError(f"shifts must be a dict of two curves (causal, then no mask), got {type(shifts).__name__}")
+    curves = [require_array(f"shifts[{name!r}]", values, ndim=1) for name, values in shifts.items()]
+    if curves[0].shape != curves[1].shape or len(curves[0]) > 64:
+        raise ValueError(f"the two curves must have one value per position, at most 64, got shapes {curves[0].shape} and {curves[1].shape}")
+    positions = np.arange(len(curves[0]))
     for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
-        values = list(shifts.values())[0 if offset < 0 else 1]
-        ax.bar(positions + offset, np.asarray(values), 0.4, color=color, label=name)
-        for x, value in zip(positions + offset, np.asarray(values, dtype=float)):
+        values = curves[0 if offset < 0 else 1]
+        ax.bar(positions + offset, values, 0.4, color=color, label=name)
+        for x, value in zip(positions + offset, values):
             if value == 0:  # a zero bar has no height: say so
                 ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
     ax.axvspan(-0.5, len(positions) - 1.5, color=Palette.PAPER, zorder=0)
@@ -4040,6 +4359,7 @@ class TinyLM(nn.Module):
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
+        require_budget("the token and position embeddings", (self.vocab_size + self.max_length, d_model), itemsize=torch.get_default_dtype().itemsize)
         self.token_embedding = nn.Embedding(self.vocab_size, d_model)
         self.position_embedding = nn.Embedding(self.max_length, d_model)
         self.block = DecoderBlock(d_model, n_heads, d_ff, use_attention=use_attention)
@@ -4077,6 +4397,30 @@ class TinyLM(nn.Module):
         finally:
             self.train(was_training)
         return token_ids
+
+
+default_lm = TinyLM()
+expect("TinyLM() is 6 token ids, width 24, 4 heads, an FFN of 48, a context of 32, with attention",
+       (default_lm.vocab_size, default_lm.token_embedding.embedding_dim, default_lm.block.attention.n_heads, default_lm.block.ffn.up.out_features,
+        default_lm.max_length, default_lm.block.use_attention), "==", (6, 24, 4, 48, 32, True))
+# The smallest TinyLM (two token ids, width 1, a context of one token) is valid; its head is the token embedding, unbiased.
+TINY = {"vocab_size": 2, "d_model": 1, "n_heads": 1, "d_ff": 1, "max_length": 1, "use_attention": True}
+torch.manual_seed(SEED)
+tiny_lm = TinyLM(**TINY)
+expect("TinyLM(**TINY) gives (B, T, V) logits", tiny_lm(torch.zeros(3, 1, dtype=torch.long)).shape, "==", (3, 1, 2))
+expect("the output head is the token embedding itself, with no bias", tiny_lm.head.weight is tiny_lm.token_embedding.weight and tiny_lm.head.bias is None)
+expect("generating 0 tokens returns the prompt", tiny_lm.generate(torch.tensor([[1]]), 0).tolist(), "==", [[1]])
+expect("generate crops the context to max_length, so it can write past it", tiny_lm.generate(torch.tensor([[1]]), 3).shape, "==", (1, 4))
+# Both embeddings start small, with standard deviation 0.02, so the first logits are near 0 and the loss near ln V.
+wide_lm = TinyLM(vocab_size=256, d_model=64, n_heads=1, d_ff=1, max_length=256, use_attention=True)
+expect("the embeddings start with std 0.02", [round(float(e.weight.detach().std()), 3) for e in (wide_lm.token_embedding, wide_lm.position_embedding)], "==", [0.02, 0.02])
+ids = torch.tensor([[0, 1, 1, 0]])
+expect("the logits are head(LN(block(token embedding + position embedding)))", torch.allclose(
+    wide_lm(ids), wide_lm.head(wide_lm.final_norm(wide_lm.block(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))))), atol=1e-6))
+expect("attention_weights are the block's own attention on the embedded tokens", torch.allclose(wide_lm.attention_weights(ids),
+       wide_lm.block.attention(wide_lm.block.norm1(wide_lm.token_embedding(ids) + wide_lm.position_embedding(torch.arange(4))), return_weights=True)[1], atol=1e-6))
+expect("a sequence of exactly max_length tokens is accepted", tiny_lm(torch.zeros(1, 1, dtype=torch.long)).shape[1], "==", 1)
+expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of shape ({2**40 + 1}, 1) would take {(2**40 + 1) * 4:,} bytes")
 
 
 # %% [markdown]
@@ -4145,6 +4489,36 @@ class AdamW:
             p.addcdiv_(m, denominator, value=-self.lr / correction1)      # theta <- theta - lr m_hat / (sqrt(v_hat) + eps)
 
 
+def _adamw_by_hand(theta, gradients, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
+    """One weight through AdamW (Loshchilov & Hutter; PyTorch's defaults), in plain floats: decay, moments, bias correction."""
+    m = v = 0.0
+    for t, g in enumerate(gradients, start=1):
+        theta *= 1 - lr * weight_decay
+        m, v = beta1 * m + (1 - beta1) * g, beta2 * v + (1 - beta2) * g * g
+        theta -= lr * (m / (1 - beta1 ** t)) / (math.sqrt(v / (1 - beta2 ** t)) + eps)
+    return theta
+
+
+# Three steps with the defaults (betas 0.9, 0.999, eps 1e-8, weight decay 0.01) and a large lr so that the decay shows,
+# against the formulas by hand: one weight gets gradients near eps, where eps shows, and one none at all (decay only).
+ours_w = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+ours_opt = AdamW([ours_w], lr=0.5)
+steps_g = ([0.3, -1.0, 1e-8, 0.0], [0.1, 2.0, -3e-8, 0.0], [-0.4, 0.5, 1e-8, 0.0])
+for g in steps_g:
+    ours_opt.zero_grad()
+    ours_w.grad = torch.tensor(g, dtype=torch.float64)
+    ours_opt.step()
+by_hand_w = [_adamw_by_hand(theta, [g[i] for g in steps_g], lr=0.5) for i, theta in enumerate([1.0, -2.0, 0.5, 3.0])]
+expect("AdamW matches the update written out by hand over three steps", torch.allclose(ours_w.detach(), torch.tensor(by_hand_w, dtype=torch.float64), atol=1e-12, rtol=0))
+# By hand: a weight with zero gradient only decays, theta <- theta (1 - lr·wd) per step: 3 · 0.995³.
+expect("weight decay shrinks a weight towards 0: 3 · (1 − 0.5 · 0.01)³", math.isclose(float(ours_w.detach()[3]), 3 * (1 - 0.5 * 0.01) ** 3, rel_tol=1e-15))
+expect("zero_grad forgets the gradients", (ours_opt.zero_grad(), ours_w.grad)[1] is None)
+for bad in ({"betas": (-0.1, 0.999)}, {"eps": 0.0}, {"betas": (0.9, 0.999, 0.5)}):
+    expect_raises(ValueError, AdamW, [ours_w], lr=0.1, **bad)
+expect("betas of 0 and a tiny lr are valid", AdamW([ours_w], lr=1e-12, betas=(0.0, 0.0), weight_decay=0.0).betas, "==", (0.0, 0.0))
+expect("non-finite weights are the model's business, not the optimizer's", len(AdamW([torch.full((2,), float("nan"), requires_grad=True)], lr=0.1).parameters), "==", 1)
+
+
 recipe = {key: REFERENCE.value(f"tiny_lm.{key}") for key in
           ("seed", "vocab_size", "segment_length", "batch", "steps", "learning_rate", "d_model", "n_heads", "d_ff", "eval_sequences")}
 segment_length = recipe["segment_length"]
@@ -4156,13 +4530,34 @@ def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
     n_sequences = require_int("n_sequences", n_sequences, minimum=1)
     segment_length = require_int("segment_length", segment_length, minimum=1)
     vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+    require_budget("the copy-task sequences", (n_sequences, 2 * segment_length), itemsize=8)
     segment = torch.randint(0, vocab_size, (n_sequences, segment_length), generator=generator)  # (n, S)
     sequence = torch.cat((segment, segment), dim=1)                                              # (n, 2S)
     return sequence[:, :-1], sequence[:, 1:]
 
 
+# The smallest batch: one sequence of a one-token segment over two ids. Every id in [0, vocab_size) is drawn.
+tiny_inputs, tiny_targets = copy_task_batch(1, torch.Generator().manual_seed(0), segment_length=1, vocab_size=2)
+expect("copy_task_batch(1, ..., segment_length=1): one input and one target, the same token", (tiny_inputs.shape, torch.equal(tiny_inputs, tiny_targets)), "==", ((1, 1), True))
+batch_inputs, batch_targets = copy_task_batch(64, torch.Generator().manual_seed(0), segment_length=3, vocab_size=5)
+sequences = torch.cat((batch_inputs, batch_targets[:, -1:]), dim=1)  # (64, 6): the whole written-twice sequence
+expect("copy_task_batch writes each segment twice, targets the inputs shifted by one",
+       (sequences.shape, torch.equal(sequences[:, :3], sequences[:, 3:]), torch.equal(batch_inputs[:, 1:], batch_targets[:, :-1])), "==", ((64, 6), True, True))
+expect("copy_task_batch draws every id from 0 to vocab_size - 1", sorted(sequences.unique().tolist()), "==", [0, 1, 2, 3, 4])
+for bad in ({"segment_length": 0, "vocab_size": 2}, {"segment_length": 1, "vocab_size": 1}):
+    expect_raises(ValueError, copy_task_batch, 1, torch.Generator(), **bad)
+expect_raises(ValueError, copy_task_batch, 2**40, torch.Generator(), segment_length=4, vocab_size=2, match=f"would take {2**40 * 8 * 8:,} bytes")
+
+
 def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     """Mean NLL (nats) and accuracy of the next token over the repeated half only."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    inputs = _require_token_ids(inputs, model.vocab_size, model.max_length)
+    targets = _require_token_ids(targets, model.vocab_size)
+    if targets.shape != inputs.shape:
+        raise ValueError(f"targets must have the shape of inputs {tuple(inputs.shape)}, got {tuple(targets.shape)}")
+    segment_length = require_int("segment_length", segment_length, minimum=1, maximum=inputs.shape[1])  # a non-empty repeat
     repeat = slice(segment_length - 1, None)  # the positions whose next token is a repeat: the only ones scored
     logits = model(inputs)[:, repeat]                                          # (n, S, V)
     wanted = targets[:, repeat]                                                # (n, S)
@@ -4177,7 +4572,7 @@ def train_copy_model(*, use_attention):
                    d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
     optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
-    losses, step_sizes = [], []
+    losses, step_sizes = [], {}  # step -> how far each weight with |g| >> eps moved
     for step in range(recipe["steps"]):
         loss, _ = copy_loss_and_accuracy(model, *copy_task_batch(recipe["batch"], data, **task), segment_length)
         optimizer.zero_grad()
@@ -4188,7 +4583,7 @@ def train_copy_model(*, use_attention):
         optimizer.step()
         if step in (0, recipe["steps"] - 1):  # how far each weight moved, where |g| >> eps
             moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)])
-            step_sizes.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
+            step_sizes[step] = moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])]
         losses.append(loss.item())
     return model, losses, step_sizes
 
@@ -4204,11 +4599,13 @@ print(f"{recipe['steps']} AdamW steps on fresh batches of {recipe['batch']} sequ
 print(f"with attention:    loss {losses[0]:.3f} -> {full_loss:.4f} nats/token, accuracy {full_accuracy:.3f}")
 print(f"attention ablated: loss {ablated_losses[0]:.3f} -> {ablated_loss:.4f} nats/token, accuracy {ablated_accuracy:.3f} "
       f"(chance: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, accuracy {1 / recipe['vocab_size']:.3f})")
-first_step, last_step = step_sizes[0], step_sizes[-1]
+first_step, last_step = step_sizes[0], step_sizes[recipe["steps"] - 1]
 print(f"AdamW step sizes: first step all {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; "
       f"last step median {float(last_step.median()):.4f}, largest {float(last_step.max()):.4f}")
 
 # The ablation check: the full model copies, the same model without attention cannot.
+expect("step sizes are measured at the first and the last step", sorted(step_sizes), "==", [0, recipe["steps"] - 1])
+expect("TinyLM's context holds exactly one copy-task sequence", model.max_length, "==", 2 * segment_length)
 if abs(losses[0] - math.log(recipe["vocab_size"])) > 0.05:
     raise AssertionError(f"an untrained model should start near ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, got {losses[0]:.3f}")
 if not (full_loss < REFERENCE.value("tiny_lm.loss_threshold") and full_accuracy >= REFERENCE.value("tiny_lm.accuracy_threshold")):
@@ -4233,6 +4630,19 @@ print(f"the training loss first drops below {REFERENCE.value('tiny_lm.loss_thres
 if not first_pass < recipe["steps"]:
     raise AssertionError("the caption below says the threshold is crossed before the last step")
 
+# The score covers the repeat only: positions S − 1 .. 2S − 2, whose next tokens are the copy.
+with torch.no_grad():
+    repeat_logits = model(held_out[0])[:, segment_length - 1:]
+    by_hand_loss = float(F.cross_entropy(repeat_logits.flatten(0, 1), held_out[1][:, segment_length - 1:].flatten()))
+    by_hand_accuracy = float((repeat_logits.argmax(-1) == held_out[1][:, segment_length - 1:]).double().mean())
+expect("copy_loss_and_accuracy scores positions S − 1 .. 2S − 2", math.isclose(full_loss, by_hand_loss, rel_tol=1e-6) and math.isclose(full_accuracy, by_hand_accuracy, rel_tol=1e-6))
+with torch.no_grad():
+    whole = copy_loss_and_accuracy(model, *held_out, 2 * segment_length - 1)[1]  # the largest segment: the last position only
+expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
+expect_raises(ValueError, copy_loss_and_accuracy, model, *held_out, 2 * segment_length, match="segment_length")
+expect_raises(ValueError, copy_loss_and_accuracy, model, *held_out, 0, match="segment_length")
+expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1][:, 1:], segment_length, match="targets")
+
 # Let it write: give it one unseen segment and let it continue greedily.
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
@@ -4245,6 +4655,10 @@ if continuation_accuracy != 1.0:
 def plot_ablation(losses, ablated_losses, vocab_size, language="en"):
     """Training loss per step of the full model and of the same model with attention switched off."""
     require_choice("language", language, LANGUAGES)
+    losses, ablated_losses = require_array("losses", losses, ndim=1), require_array("ablated_losses", ablated_losses, ndim=1)
+    if max(len(losses), len(ablated_losses)) > 100_000 or (losses <= 0).any() or (ablated_losses <= 0).any():
+        raise ValueError("losses must be positive (the y-axis is logarithmic), at most 100,000 steps each")
+    vocab_size = require_int("vocab_size", vocab_size, minimum=2)
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.6, 3.4))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
@@ -4266,7 +4680,11 @@ def plot_copy_attention(weights, tokens, language="en"):
     """One heatmap per head of a trained model's attention weights on one sequence: queries down, keys across."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    weights = np.asarray(weights, dtype=float)  # (H, T, T)
+    weights = require_array("weights", weights, ndim=3)  # (H, T, T)
+    tokens = list(tokens) if isinstance(tokens, (list, tuple)) else tokens
+    if not 1 <= weights.shape[0] <= 8 or weights.shape[1] != weights.shape[2] or weights.shape[1] > 64 or not isinstance(tokens, list) or len(tokens) != weights.shape[1]:
+        raise ValueError(f"weights must be (H, T, T) with 1 to 8 heads and at most 64 tokens, and tokens a list of T labels; "
+                         f"got weights {weights.shape} and tokens {type(tokens).__name__} of length {len(tokens) if hasattr(tokens, '__len__') else '?'}")
     fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     for head, ax in enumerate(axes[0]):
@@ -4528,6 +4946,10 @@ for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_
 REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
 expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
 expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
+# Boundaries: a single logit is a distribution; top_p = 1 keeps everything; top_k = 0 keeps nothing and is refused.
+expect("token_distribution([2.0]) == [1.0]", token_distribution([2.0]), "==", [1.0])
+expect("top_p = 1 keeps every token, even when the running sum rounds to just below 1", token_distribution([0.0] * 10, top_p=1.0), "==", [0.1] * 10)
+expect_raises(ValueError, token_distribution, [1.0, 2.0], top_k=0, match="top_k")
 
 # Sampling from the top-p distribution: the observed frequencies approach the probabilities.
 nucleus = policies["T = 1, top-p = 0.9"]
@@ -4542,6 +4964,12 @@ expect("sampling must follow the distribution and never pick a filtered token", 
 def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
+    if not isinstance(policies, dict) or not 1 <= len(policies) <= 4:
+        raise TypeError(f"policies must be a dict of 1 to 4 named distributions, got {type(policies).__name__}")
+    logits = require_array("logits", logits, ndim=1)
+    rows = [require_array(f"policies[{name!r}]", probabilities, ndim=1) for name, probabilities in policies.items()]
+    if any(row.shape != logits.shape for row in rows) or len(logits) > 32:
+        raise ValueError(f"each distribution must have one probability per logit (at most 32), got {[row.shape for row in rows]} for {logits.shape}")
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(8.0, 3.8))
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
@@ -4680,6 +5108,10 @@ limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=
 print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
+# Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
+expect("greedy_trace([[1.0, 0.0]], eos_id=0, max_new_tokens=1)", greedy_trace([[1.0, 0.0]], eos_id=0, max_new_tokens=1), "==", ([0], "eos"))
+expect("greedy_trace([[0.0, 1.0]], eos_id=0, max_new_tokens=1)", greedy_trace([[0.0, 1.0]], eos_id=0, max_new_tokens=1), "==", ([1], "length_limit"))
+expect_raises(ValueError, greedy_trace, [[1.0, 2.0]], 2, 1, match="eos_id")
 # TinyLM's greedy continuation is the same rule applied to its own logits, one step at a time. Call the
 # last token of its copy "EOS": the trace must stop at its first appearance in the copy.
 with torch.no_grad():
@@ -4707,7 +5139,6 @@ if model_trace != (expected_trace, "eos"):
 # %%
 torch.manual_seed(SEED)
 small_mha = MultiHeadSelfAttention(8, 2)
-q3 = torch.zeros(3, 2)
 NEGATIVE_TESTS = [
     # (error, function, positional arguments, keyword arguments, a phrase the message must contain)
     (TypeError, softmax, ([1.0, 2.0],), {}, "torch.Tensor"),
@@ -4740,7 +5171,7 @@ NEGATIVE_TESTS = [
     (ValueError, MultiHeadSelfAttention, (30, 8), {}, "evenly"),
     (ValueError, MultiHeadSelfAttention, (64, 8, 3), {}, "multiple"),
     (TypeError, MultiHeadSelfAttention, (64, 8), {"causal": "yes"}, "causal"),
-    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape"),
+    (ValueError, small_mha, (torch.zeros(1, 3, 6),), {}, "shape (B, T, 8)"),
     (ValueError, small_mha, (torch.zeros(3, 8),), {}, "dimensions"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 4, dtype=torch.bool)}, "token_valid"),
     (ValueError, small_mha, (torch.zeros(1, 3, 8),), {"token_valid": torch.ones(1, 3)}, "bool"),
@@ -4749,20 +5180,24 @@ NEGATIVE_TESTS = [
     (ValueError, layer_norm, (torch.zeros(2, 4),), {"eps": -1.0}, "eps"),
     (TypeError, layer_norm, (torch.zeros(2, 4, dtype=torch.long),), {}, "floating"),
     (ValueError, FeedForward, (8, 0), {}, "d_ff"),
-    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
+    (ValueError, FeedForward(8, 16), (torch.zeros(2, 3, 4),), {}, "shape (..., 8)"),
+    (ValueError, FeedForward(8, 16), (torch.tensor(1.0),), {}, "dimensions"),
     (ValueError, DecoderBlock, (10, 4, 16), {}, "evenly"),
     (ValueError, DecoderBlock(8, 2, 16), (torch.zeros(2, 3, 4),), {}, "shape"),
     (ValueError, transformer_parameter_floor, (0, 2048), {}, "d_model"),
     (TypeError, softmax_jacobian, ([0.5, 0.5],), {}, "torch.Tensor"),
     (TypeError, jacobian_norm, ((0.5, 0.5),), {}, "torch.Tensor"),
-    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1}, "n_keys"),
-    (ValueError, saturation_experiment, ((0, 8),), {}, "width"),
-    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1}, "n_keys"),
+    (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1, "trials": 4}, "n_keys"),
+    (ValueError, saturation_experiment, ((0, 8),), {"n_keys": 2, "trials": 4}, "width"),
+    (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1, "trials": 4}, "n_keys"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
+    (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 0, "width": 2}, "vocab_size"),
     (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
-    (ValueError, TinyLM, (), {"vocab_size": 1}, "vocab_size"),
-    (ValueError, TinyLM, (), {"d_model": 0}, "d_model"),
-    (TypeError, TinyLM, (), {"use_attention": 1}, "use_attention"),
+    (ValueError, CausalityProbe(causal=True), (torch.tensor([[0, -1]]),), {}, "token ids"),
+    (ValueError, TinyLM, (), {**TINY, "vocab_size": 1}, "vocab_size"),
+    (ValueError, TinyLM, (), {**TINY, "d_model": 0}, "d_model"),
+    (ValueError, TinyLM, (), {**TINY, "max_length": 0}, "max_length"),
+    (TypeError, TinyLM, (), {**TINY, "use_attention": 1}, "use_attention"),
     (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),

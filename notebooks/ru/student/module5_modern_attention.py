@@ -519,11 +519,13 @@ def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
     import numpy as np
 
+    if getattr(value, "is_meta", False):
+        raise TypeError(f"{what} is a meta tensor, which holds no values to check; compute on the CPU")
     entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
     if not np.isfinite(entries).all():
         raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
     return value
-# builder:end sha256=697bd03f3de44af901b6e931cbb40bf4c66c2017cb5d8f60e34f6fba3c876b01
+# builder:end sha256=21d5536d52b8caabf9d553d0b83db0a10143225ee4c98711987ca2c613d07403
 # builder:begin inline expect_raises
 def expect_raises(expected, function, *args, match=None, **kwargs):
     """Call ``function`` on bad input and return the message of the error it must raise.
