@@ -971,8 +971,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
-    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
-    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
+    # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
+    require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
     "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
 # (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
@@ -1149,7 +1149,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=85b7e4107f37bb0c2d7beb6032d77650a3bb32a8562352331ff269fd3ae6d2c6
+# builder:end sha256=4486d4ce11a130b9831483b8a9dce699a3824456e9f4742a55997b47ad6a63cb
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -1949,8 +1949,8 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     weights = exps / total                                                 # rows sum to 1; empty rows stay 0
     output = weights @ v                                                   # (..., T_q, d_v)
     ### END SOLUTION
-    require_finite_result("attention", weights, "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
-    require_finite_result("attention", output, "weights @ v overflowed its dtype (entries of v too large); scale the inputs down or use float64")
+    # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
+    require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
 
 

@@ -76,11 +76,12 @@ def check_rolling_buffer_contract(rolling_window_decode):
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
     worst = 0.0
-    for window in (1, 3, 4, 11, 20):
-        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window}"
+    for window in (1, 3, 4, 11, 20, 10**12):
+        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}"
         prop = "any window of at least 1 is accepted"
         outputs, largest = contract_parts(prop, case, contract_call(
-            prop, case, "a window longer than the sequence simply never fills", rolling_window_decode, Q, K, V, window,
+            prop, case, "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them",
+            rolling_window_decode, Q, K, V, window,
         ), ("outputs", "largest"))
         contract_assert(
             isinstance(largest, numbers.Integral) and largest == min(n, window), "the buffer never holds more than `window` keys", case,

@@ -1534,11 +1534,12 @@ def check_rolling_buffer_contract(rolling_window_decode):
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
     worst = 0.0
-    for window in (1, 3, 4, 11, 20):
-        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window}"
+    for window in (1, 3, 4, 11, 20, 10**12):
+        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}"
         prop = "any window of at least 1 is accepted"
         outputs, largest = contract_parts(prop, case, contract_call(
-            prop, case, "a window longer than the sequence simply never fills", rolling_window_decode, Q, K, V, window,
+            prop, case, "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them",
+            rolling_window_decode, Q, K, V, window,
         ), ("outputs", "largest"))
         contract_assert(
             isinstance(largest, numbers.Integral) and largest == min(n, window), "the buffer never holds more than `window` keys", case,
@@ -1553,7 +1554,7 @@ def check_rolling_buffer_contract(rolling_window_decode):
     outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
     contract_close(prop, "window=1", outputs, V, hint)
     return {"max_error": worst, "largest_buffer": "PASS"}
-# builder:end sha256=63f9a4acb2bba74241ca29a40119220bd9e806b5737e0f90ae818ab7816f07e2
+# builder:end sha256=c71d7c6a1eda7fe91a0c04272772b4151a5445f8b466daac797d1158279010fb
 # builder:begin inline check_linear_attention_contract
 def check_linear_attention_contract(linear_attention_recurrent):
     """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
@@ -2067,6 +2068,12 @@ def parallel_scan(a, b):
     a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
     if a.shape != b.shape:
         raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
+    with np.errstate(divide="ignore"):
+        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
+    if log_bound > np.log(np.finfo(float).max):
+        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
+                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
     shift, rounds = 1, 0
     while shift < len(a):
@@ -2074,7 +2081,7 @@ def parallel_scan(a, b):
         b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
         a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
         shift, rounds = 2 * shift, rounds + 1
-    return require_finite_result("the scan's states", b, "the states or the products of a grow past float64's largest number (about 1.8e308)"), rounds''',
+    return b, rounds''',
     "Exercise 12": r'''# Exercise 12: Attend on the latent cache without expanding it. Move each head's query into latent
 # space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
 # by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
@@ -2093,7 +2100,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
     return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
 }
-# builder:end sha256=22bb8680d32611d8a6f1a3b60b79757517891ac4eb230e775a39ee899b086465
+# builder:end sha256=717b88b3db678ad63f54441158c47e7828556f95abc97c6b3ce1f9720f166f14
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -5383,6 +5390,12 @@ def parallel_scan(a, b):
     a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
     if a.shape != b.shape:
         raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
+    with np.errstate(divide="ignore"):
+        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
+    if log_bound > np.log(np.finfo(float).max):
+        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
+                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
     shift, rounds = 1, 0
     while shift < len(a):
@@ -5390,7 +5403,7 @@ def parallel_scan(a, b):
         b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
         a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
         shift, rounds = 2 * shift, rounds + 1
-    return require_finite_result("the scan's states", b, "the states or the products of a grow past float64's largest number (about 1.8e308)"), rounds
+    return b, rounds
 
 
 REFERENCE_SOLUTIONS["Exercise 11"] = {"parallel_scan": parallel_scan}
@@ -5406,6 +5419,12 @@ def parallel_scan(a, b):
     a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
     if a.shape != b.shape:
         raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
+    with np.errstate(divide="ignore"):
+        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
+    if log_bound > np.log(np.finfo(float).max):
+        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
+                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     # Your code here.
     raise NotImplementedError('Exercise 11: Вычислите все состояния h_t = a_t h_(t-1) + b_t (h_0 = 0) параллельным сканированием. В каждом раунде каждая позиция сливается с позицией, стоящей на `shift` мест раньше (до начала используйте шаг, который ничего не делает, (1, 0)): (a_prev, b_prev), затем (a, b) дают (a_prev * a, a * b_prev + b). Удваивайте `shift` каждый раунд, пока он не достигнет T. Верните (states, rounds). Не изменяйте a и b.')
 
@@ -5426,6 +5445,8 @@ REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
+    expect_raises(FloatingPointError, parallel_scan, [1.0, 1.0], [1e308, 1e308], match="float64")  # no growing a, but h_2 = 2e308
+expect("a decaying scan of 1e307-sized inputs is not refused", float(parallel_scan([0.5, 0.5], [1e307, 1e307])[0][-1]), "==", 1.5e307)
 
 
 # %%
