@@ -5132,6 +5132,7 @@ expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
     expect_raises(FloatingPointError, parallel_scan, [1.0, 1.0], [1e308, 1e308], match="float64")  # no growing a, but h_2 = 2e308
+    expect_raises(FloatingPointError, parallel_scan, [0.1, 3.0], [1e308, 0.0], match="float64")  # h_2 = 3e308: a shrinking a_1 does not pay for a growing a_2
 expect("a decaying scan of 1e307-sized inputs is not refused", float(parallel_scan([0.5, 0.5], [1e307, 1e307])[0][-1]), "==", 1.5e307)
 
 
