@@ -482,24 +482,28 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return value
 # builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
-# builder:begin inline require_array
-def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
-    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
-
-    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
-    """
+# builder:begin inline as_numpy
+def as_numpy(name, value):
+    """``value`` as a NumPy array of any dtype: a dense CPU tensor is detached first (so one that requires grad converts too), any other tensor is a TypeError."""
     import sys
 
     import numpy as np
 
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.device.type != "cpu" or value.layout != torch.strided:
             raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
         value = value.detach().numpy()
-    array = np.asarray(value)
+    return np.asarray(value)
+# builder:end sha256=1728212782c2019bb062f13c536a4eba4fed694ac1081708fa2107bc0586d869
+# builder:begin inline require_array
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array (see ``as_numpy`` for tensors) with the required rank, no empty axis and finite entries."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    array = as_numpy(name, value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
     if ndim is not None and array.ndim != ndim:
@@ -511,7 +515,7 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
     if finite and not np.isfinite(array).all():
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return array
-# builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
+# builder:end sha256=fde8d84a5e7d270a305703d44443390dd66e599627f3dfaacfd5bffde9e43d1b
 # builder:begin inline require_finite_result
 def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""

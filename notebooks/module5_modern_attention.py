@@ -423,24 +423,28 @@ def require_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     return value
 # builder:end sha256=1931013db9ba92dd045fd521ca44508a4609b827fff8402dede07b5a0ecc5f23
-# builder:begin inline require_array
-def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
-    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
-
-    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
-    """
+# builder:begin inline as_numpy
+def as_numpy(name, value):
+    """``value`` as a NumPy array of any dtype: a dense CPU tensor is detached first (so one that requires grad converts too), any other tensor is a TypeError."""
     import sys
 
     import numpy as np
 
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.device.type != "cpu" or value.layout != torch.strided:
             raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
         value = value.detach().numpy()
-    array = np.asarray(value)
+    return np.asarray(value)
+# builder:end sha256=1728212782c2019bb062f13c536a4eba4fed694ac1081708fa2107bc0586d869
+# builder:begin inline require_array
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array (see ``as_numpy`` for tensors) with the required rank, no empty axis and finite entries."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    array = as_numpy(name, value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
     if ndim is not None and array.ndim != ndim:
@@ -452,27 +456,20 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
     if finite and not np.isfinite(array).all():
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return array
-# builder:end sha256=b01f52405bde0c8b339d5d61403e8ff410b9c8fe21deef15392a7b9c63accf70
+# builder:end sha256=fde8d84a5e7d270a305703d44443390dd66e599627f3dfaacfd5bffde9e43d1b
 # builder:begin inline require_mask
 def require_mask(name, value, *, ndim=2):
     """Return ``value`` as a boolean NumPy mask of rank ``ndim``: True/False entries, or the numbers 0 and 1."""
-    import sys
-
     import numpy as np
 
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be a boolean mask, got {type(value).__name__}")
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        value = value.to(torch.uint8) if value.dtype == torch.bool else value
-    else:
-        value = np.asarray(value)
-        value = value.astype(np.uint8) if value.dtype == np.bool_ else value
-    array = require_array(name, value, ndim=ndim)
+    value = as_numpy(name, value)
+    array = require_array(name, value.astype(np.uint8) if value.dtype == np.bool_ else value, ndim=ndim)
     if not np.isin(array, (0, 1)).all():
         raise ValueError(f"{name} must hold only True/False (or 0/1), got other values such as {array[~np.isin(array, (0, 1))].flat[0]!r}")
     return array.astype(bool)
-# builder:end sha256=64b3ced83e248700b70c2699b0f699d63abd4e8dffe91e0fc6441b5b7dd47c2c
+# builder:end sha256=7e804e1ec2a9f02336621ffa4ac4065288f7f484d498403081266eeacd18435a
 # builder:begin inline require_tensor
 def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
     """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
@@ -2832,16 +2829,9 @@ report_section("Masks", globals())
 # same factor.
 
 # %%
-def _as_numpy(name, value):
-    """``value`` as a NumPy array of any dtype; a dense CPU tensor is detached first, any other tensor refused."""
-    if isinstance(value, torch.Tensor):
-        value = require_tensor(name, value, floating=False).detach().numpy()  # TypeError on another device or layout
-    return np.asarray(value)
-
-
 def additive_mask(allowed):
     """Turn a boolean mask (True = may read) into an additive one (0.0 / -inf)."""
-    allowed = _as_numpy("allowed", allowed)
+    allowed = as_numpy("allowed", allowed)
     if allowed.dtype != bool:
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     return np.where(allowed, 0.0, -np.inf)
@@ -2849,7 +2839,7 @@ def additive_mask(allowed):
 
 def _as_additive(mask, shape, dtype):
     """Validate an additive mask (finite biases and -inf) and broadcast it to ``shape``."""
-    mask = _as_numpy("mask", mask)
+    mask = as_numpy("mask", mask)
     if mask.dtype == bool:
         raise TypeError("mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)")
     if mask.dtype.kind not in "iuf":
@@ -3949,7 +3939,7 @@ report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, floa
 # %%
 def block_kinds(allowed, tile):
     """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
-    allowed, tile = _as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
+    allowed, tile = as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
     if allowed.dtype != bool:
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     if allowed.ndim != 2 or 0 in allowed.shape:

@@ -6,7 +6,7 @@ inside its own body and refers to nothing else but builtins and other inlined na
 
 __all__ = [
     "ALLOCATION_BUDGET_BYTES", "require_int", "require_real", "require_bool", "require_choice", "require_budget",
-    "require_array", "require_mask", "require_tensor", "require_finite_result", "expect_raises",
+    "as_numpy", "require_array", "require_mask", "require_tensor", "require_finite_result", "expect_raises",
 ]
 
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
@@ -77,23 +77,27 @@ def require_budget(what, shape, *, itemsize=8):
     return needed
 
 
-def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
-    """Return ``value`` as a real NumPy array with the required rank, no empty axis and finite entries.
-
-    A CPU tensor is accepted, detached first, so a tensor that requires grad converts too.
-    """
+def as_numpy(name, value):
+    """``value`` as a NumPy array of any dtype: a dense CPU tensor is detached first (so one that requires grad converts too), any other tensor is a TypeError."""
     import sys
 
     import numpy as np
 
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.device.type != "cpu" or value.layout != torch.strided:
             raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
         value = value.detach().numpy()
-    array = np.asarray(value)
+    return np.asarray(value)
+
+
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array (see ``as_numpy`` for tensors) with the required rank, no empty axis and finite entries."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    array = as_numpy(name, value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
     if ndim is not None and array.ndim != ndim:
@@ -109,19 +113,12 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
 
 def require_mask(name, value, *, ndim=2):
     """Return ``value`` as a boolean NumPy mask of rank ``ndim``: True/False entries, or the numbers 0 and 1."""
-    import sys
-
     import numpy as np
 
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be a boolean mask, got {type(value).__name__}")
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        value = value.to(torch.uint8) if value.dtype == torch.bool else value
-    else:
-        value = np.asarray(value)
-        value = value.astype(np.uint8) if value.dtype == np.bool_ else value
-    array = require_array(name, value, ndim=ndim)
+    value = as_numpy(name, value)
+    array = require_array(name, value.astype(np.uint8) if value.dtype == np.bool_ else value, ndim=ndim)
     if not np.isin(array, (0, 1)).all():
         raise ValueError(f"{name} must hold only True/False (or 0/1), got other values such as {array[~np.isin(array, (0, 1))].flat[0]!r}")
     return array.astype(bool)
