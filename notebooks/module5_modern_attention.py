@@ -556,6 +556,7 @@ def apply_plot_style():
         "axes.titlesize": 13,
         "axes.titleweight": "bold",
         "axes.titlelocation": "left",
+        "axes.titley": 1.0,  # a fixed title height: automatic placement lays out every tick label once more per draw
         "axes.labelsize": 11,
         "axes.edgecolor": Palette.BORDER,
         "axes.linewidth": 0.8,
@@ -576,7 +577,7 @@ def apply_plot_style():
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
+# builder:end sha256=2c8036022c30edda416c5b17e860b40d03367ae96696e46fffb1f015a0635d3c
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
@@ -584,6 +585,53 @@ def localized(language, en, ru):
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
     return en if language == "en" else ru
 # builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline log_tick_label
+def log_tick_label(value, base=10):
+    """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
+    import math
+
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    power = round(math.log(value, base))
+    if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
+        return f"{value:.3g}"
+    return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+# builder:end sha256=fdd54de65ac32cc994a75969a0f3b64ad34913fac3d2e4ff7e7db6a5d01cc56a
+# builder:begin inline log_scale
+def log_scale(ax, which="x", base=10):
+    """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
+
+    Call it after plotting and setting limits. Ticks sit at whole powers of ``base``, and also at 2 and
+    5 times them when fewer than two powers are in view. Matplotlib's default (TeX-style labels, minor
+    ticks at 2 to 9) costs more to draw than the data.
+    """
+    import math
+
+    import matplotlib.ticker
+
+    if not hasattr(ax, "set_xscale") or not hasattr(ax, "xaxis"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if which not in ("x", "y", "both"):
+        raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    for name in ("x", "y") if which == "both" else (which,):
+        getattr(ax, f"set_{name}scale")("log", base=base)
+        low, high = sorted(getattr(ax, f"get_{name}lim")())
+        powers = math.floor(math.log(high, base) + 1e-9) - math.ceil(math.log(low, base) - 1e-9) + 1
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base, subs=(1.0,) if powers >= 2 else (1.0, 2.0, 5.0)))
+        axis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
+    return ax
+# builder:end sha256=4aed97d476049663a5698d51f198e8e7bc176ce5ff65702e53c3d964b3825dbb
 # builder:begin inline show_figure
 def show_figure(fig, caption):
     """Show a figure with its how-to-read caption (the caption is also the image's alt text).
@@ -754,6 +802,18 @@ def expect(claim, actual, relation=None, expected=None):
         want = "a true value" if relation is None else f"{relation} {shown(expected)}"
         raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
 # builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline expect_close
+def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
+    """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
+
+    A light stand-in for ``torch.testing.assert_close``, whose first call imports torch.distributed and sympy
+    (about a second on a Colab CPU).
+    """
+    try:
+        return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
+    except ContractViolation as failed:
+        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
+# builder:end sha256=072f3732bf59554daa61fc986e11cfc0d43f29938d1f8845a6390409f51f32e1
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
@@ -2652,7 +2712,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     labels = [f"{b['n'] // 1024:,}k" if b["n"] < 2**20 else f"{b['n'] // 2**20}M" for b in bills]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 2.9))
     left.bar(labels, [b["pairs"] for b in bills], color=Palette.RED)
-    left.set_yscale("log")
+    log_scale(left, "y")
     left.set_title(localized(language, "Compute: pairs grow with n²", "Вычисления: пары растут как n²"))
     left.set_ylabel(localized(language, "pairs per head per layer", "пар на голову и слой"))
     gigabytes = [b["cache_bytes"] / 10**9 for b in bills]
@@ -3195,20 +3255,20 @@ ours = torch.from_numpy(sdpa(q_np, k_np, v_np, additive_mask(allowed_np), empty_
 explicit = torch_sdpa_explicit(q, k, v, allowed)
 api_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 api_float = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(additive_mask(allowed_np)))
-torch.testing.assert_close(explicit, ours, rtol=1e-12, atol=1e-12)
+expect_close("explicit torch attention equals the NumPy sdpa, empty row included", explicit, ours, rtol=1e-12, atol=1e-12)
 if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zeros in the library too
-    torch.testing.assert_close(api_bool, explicit, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(api_float, explicit, rtol=1e-10, atol=1e-12)
+    expect_close("F.scaled_dot_product_attention with a boolean mask equals explicit attention", api_bool, explicit, rtol=1e-10, atol=1e-12)
+    expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
     rows = slice(None)
 else:
     print(f"SKIP: torch {torch.__version__} returns NaN on fully masked rows; comparing the other rows only")
     rows = slice(1, None)
-torch.testing.assert_close(api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
+expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
 probe = torch.from_numpy(rng.standard_normal(explicit.shape))
 grads_explicit = torch.autograd.grad((explicit[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
 grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
 for name, a, b in zip("qkv", grads_explicit, grads_api):
-    torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+    expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
     expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
 print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
@@ -3218,17 +3278,17 @@ expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype"
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
 # One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
 q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
-torch.testing.assert_close(torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
+expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
 rows_allowed = allowed[None].expand(3, 5, 5).clone()
 rows_allowed[:, 0, 0] = True  # no empty row, so the library's answer is the reference on any torch
 for batched in range(3):
     parts = [t.expand(3, *t.shape) if i == batched else t for i, t in enumerate((q2, k2, v2))]  # (3, 5, d) or (5, d)
-    torch.testing.assert_close(torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
+    expect_close(f"a batch axis on input {batched} only (q, k, v) broadcasts like the library", torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
 
 # is_causal=True aligns the triangle top-left: one decoding query (token 4 of 5) would see key 0 only.
 q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
 top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
-torch.testing.assert_close(top_left, v_all[..., :1, :])  # the whole weight on key 0
+expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
 bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
 expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
 print("is_causal=True with 1 query and 5 keys reads key 0 only: decode needs an explicit mask or an offset")
@@ -3238,10 +3298,10 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
     causal_t = torch.ones(T, T, dtype=torch.bool).tril()
     api_gqa = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=causal_t, enable_gqa=True)
     explicit_gqa = torch_sdpa_explicit(qg, kg.repeat_interleave(H // H_KV, dim=1), vg.repeat_interleave(H // H_KV, dim=1), causal_t)
-    torch.testing.assert_close(api_gqa, explicit_gqa, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(api_gqa[0], torch.from_numpy(grouped), rtol=1e-10, atol=1e-12)
+    expect_close("enable_gqa=True equals repeat_interleave plus explicit attention", api_gqa, explicit_gqa, rtol=1e-10, atol=1e-12)
+    expect_close("enable_gqa=True equals this notebook's grouped attention", api_gqa[0], torch.from_numpy(grouped), rtol=1e-10, atol=1e-12)
     for a, b in zip(torch.autograd.grad(api_gqa.square().sum(), (qg, kg, vg)), torch.autograd.grad(explicit_gqa.square().sum(), (qg, kg, vg))):
-        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+        expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
     report_section("enable_gqa=True equals repeat_interleave + explicit attention, outputs and gradients", globals())
 else:
     print(f"SKIP: torch {torch.__version__} has no enable_gqa (added in 2.5); repeat_kv_heads above is the portable path")
@@ -3419,8 +3479,8 @@ def plot_bytes_per_token(rows, title, language="en"):
         kib = localized(language, "KiB", "КиБ")
         ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=9)
-    ax.set_xscale("log")
     ax.set_xlim(min(values) / 2, max(values) * 8)
+    log_scale(ax, "x")
     ax.set_xlabel(localized(language, "KV-cache bytes per token, all layers (log scale)", "байт KV-кэша на токен, все слои (лог. шкала)"))
     ax.set_title(title)
     height = 0.32 * len(rows) + 1.0  # inches, as in figsize
@@ -4194,12 +4254,13 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against n."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
-    ax.loglog(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+    ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
               label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
-    ax.loglog(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+    ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
               label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
-    ax.loglog(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
-              label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
+    ax.plot(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
+            label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
+    log_scale(ax, "both")
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "HBM accesses (numbers)", "обращения к HBM (чисел)"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
@@ -5629,7 +5690,7 @@ def plot_quantization_errors(bits, errors, language="en"):
               "outlier keys, per channel (KIVI)": localized(language, "outlier keys, per channel (KIVI)", "ключи с выбросами, по каналам (KIVI)")}
     for k, ((name, row), color) in enumerate(zip(errors.items(), (Palette.GREY, Palette.RED, Palette.GREEN))):
         ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, label=labels[name])
-    ax.set_yscale("log")
+    log_scale(ax, "y")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%"))
     ax.set_xticks(x, [localized(language, f"{b}-bit", f"{b} бит") for b in bits])
     ax.set_ylabel(localized(language, "output error (log scale)", "ошибка выхода (лог. шкала)"))

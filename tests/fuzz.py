@@ -79,6 +79,7 @@ def _exercise_namespace() -> dict:
 BASELINES: dict[str, tuple[tuple, dict]] = {
     "require_budget": (("a mask", (64, 64)), {}),
     "require_finite_result": (("a scan", [1.0, 2.0], "products beyond 1e308"), {}),
+    "log_tick_label": ((1e6,), {}),  # called by matplotlib while drawing, never by a cell
     "require_namespace": ((_exercise_namespace(), "Exercise 1"), {}),
     "ContractViolation": (("double(3) is 6", "x=3", "6", "5", "multiply by 2, do not add 2"), {}),
     "use_reference": (("Exercise 1", _exercise_namespace(), "a test stands in"), {}),

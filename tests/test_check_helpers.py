@@ -3,7 +3,7 @@
 import pytest
 
 from builder.contracts.exercises import check_exercise, exercise_summary, exercises_on_reference, report_section, show_reference, use_reference
-from builder.contracts.violations import CheckFailed, ContractViolation, expect
+from builder.contracts.violations import CheckFailed, ContractViolation, expect, expect_close
 
 REFERENCE = '''# Exercise 1: return twice the input.
 def double(x):
@@ -46,6 +46,24 @@ def test_expect_shows_the_claim_and_both_values():
         expect("finite", False)
     with pytest.raises(ValueError, match="relation must be one of"):
         expect("nonsense", 1, "~", 1)
+
+
+def test_expect_close_names_the_claim_the_first_disagreeing_entry_and_the_tolerance():
+    import numpy as np
+    import torch
+
+    assert expect_close("identical", torch.ones(2, 3, dtype=torch.float64), np.ones((2, 3))) == 0.0
+    assert 4e-13 < expect_close("within atol", [1.0, 2.0], [1.0, 2.0 + 5e-13]) < 6e-13
+    with pytest.raises(CheckFailed) as caught:
+        expect_close("the library agrees with ours", torch.tensor([1.0, 2.0, 3.5]), [1.0, 2.0, 3.0], atol=1e-6, rtol=0)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "check failed: the library agrees with ours"
+    assert "3.0 at index (2,)" in lines[1] and "atol=1e-06" in lines[1]
+    assert "3.5" in lines[2] and "1 of 3 entries disagree" in lines[2]
+    with pytest.raises(CheckFailed, match=r"shape \(2,\)"):
+        expect_close("shapes", [1.0, 2.0, 3.0], [1.0, 2.0])
+    with pytest.raises(CheckFailed, match="not finite"):
+        expect_close("a NaN never agrees", [float("nan")], [float("nan")])
 
 
 def test_expect_is_not_an_assert_so_python_dash_o_keeps_it():

@@ -110,3 +110,39 @@ def test_diagrams_refuse_sizes_they_cannot_draw_instead_of_hanging_or_indexing_p
                  lambda: diagrams.draw_global_tokens(np.tril(np.ones((4, 4), bool)), (7,))):
         with pytest.raises(ValueError):
             call()
+
+
+def test_log_scale_draws_plain_labels_without_minor_ticks_and_refuses_what_it_cannot_scale():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    from builder.contracts.style import log_scale, log_tick_label
+
+    assert [log_tick_label(v) for v in (0.0, -1.0, 1e-12, 0.0005, 2.0, 50_000.0, 1e5)] == ["", "", "10⁻¹²", "0.0005", "2", "50000", "10⁵"]
+    assert log_tick_label(2**17, base=2) == "2¹⁷" and log_tick_label(3e7) == "3e+07"
+    fig, (wide, narrow) = plt.subplots(1, 2)
+    try:
+        wide.plot([1e2, 1e6], [1.0, 1e3])
+        log_scale(wide, "both")
+        narrow.plot([2.0, 5.0], [1.0, 2.0])
+        log_scale(narrow, "x")
+        fig.canvas.draw()
+        assert wide.get_xscale() == wide.get_yscale() == "log"
+        assert isinstance(wide.xaxis.get_minor_locator(), matplotlib.ticker.NullLocator)
+        assert {"100", "10000", "10⁶"} <= {t.get_text() for t in wide.get_xticklabels()}
+        # fewer than two powers in view: ticks at 1, 2 and 5 times them still label the axis
+        shown = [t.get_text() for t in narrow.get_xticklabels() if 2.0 <= t.get_position()[0] <= 5.0]
+        assert shown == ["2", "5"]
+    finally:
+        plt.close(fig)
+    with pytest.raises(TypeError, match="Axes"):
+        log_scale("not an axes")
+    with pytest.raises(ValueError, match="which"):
+        log_scale(wide, "z")
+    with pytest.raises(ValueError, match="base"):
+        log_scale(wide, "x", base=1)
+    with pytest.raises(TypeError, match="real number"):
+        log_tick_label("10")

@@ -1,6 +1,6 @@
 """One look for every figure in the course, English or Russian labels, and captioned display."""
 
-__all__ = ["LANGUAGES", "Palette", "apply_plot_style", "localized", "show_figure"]
+__all__ = ["LANGUAGES", "Palette", "apply_plot_style", "localized", "log_scale", "log_tick_label", "show_figure"]
 
 LANGUAGES = ("en", "ru")
 
@@ -34,6 +34,7 @@ def apply_plot_style():
         "axes.titlesize": 13,
         "axes.titleweight": "bold",
         "axes.titlelocation": "left",
+        "axes.titley": 1.0,  # a fixed title height: automatic placement lays out every tick label once more per draw
         "axes.labelsize": 11,
         "axes.edgecolor": Palette.BORDER,
         "axes.linewidth": 0.8,
@@ -61,6 +62,53 @@ def localized(language, en, ru):
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
     return en if language == "en" else ru
+
+
+def log_tick_label(value, base=10):
+    """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
+    import math
+
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    power = round(math.log(value, base))
+    if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
+        return f"{value:.3g}"
+    return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def log_scale(ax, which="x", base=10):
+    """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
+
+    Call it after plotting and setting limits. Ticks sit at whole powers of ``base``, and also at 2 and
+    5 times them when fewer than two powers are in view. Matplotlib's default (TeX-style labels, minor
+    ticks at 2 to 9) costs more to draw than the data.
+    """
+    import math
+
+    import matplotlib.ticker
+
+    if not hasattr(ax, "set_xscale") or not hasattr(ax, "xaxis"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if which not in ("x", "y", "both"):
+        raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    for name in ("x", "y") if which == "both" else (which,):
+        getattr(ax, f"set_{name}scale")("log", base=base)
+        low, high = sorted(getattr(ax, f"get_{name}lim")())
+        powers = math.floor(math.log(high, base) + 1e-9) - math.ceil(math.log(low, base) - 1e-9) + 1
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base, subs=(1.0,) if powers >= 2 else (1.0, 2.0, 5.0)))
+        axis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
+    return ax
 
 
 def show_figure(fig, caption):

@@ -1,6 +1,6 @@
 """How a check fails: a contract property with its input, both values and a hint, or a notebook check with both values."""
 
-__all__ = ["ContractViolation", "contract_assert", "contract_close", "CheckFailed", "expect"]
+__all__ = ["ContractViolation", "contract_assert", "contract_close", "CheckFailed", "expect", "expect_close"]
 
 
 class ContractViolation(AssertionError):
@@ -92,3 +92,15 @@ def expect(claim, actual, relation=None, expected=None):
 
         want = "a true value" if relation is None else f"{relation} {shown(expected)}"
         raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+
+
+def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
+    """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
+
+    A light stand-in for ``torch.testing.assert_close``, whose first call imports torch.distributed and sympy
+    (about a second on a Colab CPU).
+    """
+    try:
+        return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
+    except ContractViolation as failed:
+        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None

@@ -805,6 +805,7 @@ def apply_plot_style():
         "axes.titlesize": 13,
         "axes.titleweight": "bold",
         "axes.titlelocation": "left",
+        "axes.titley": 1.0,  # a fixed title height: automatic placement lays out every tick label once more per draw
         "axes.labelsize": 11,
         "axes.edgecolor": Palette.BORDER,
         "axes.linewidth": 0.8,
@@ -825,7 +826,7 @@ def apply_plot_style():
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=82a0b562fbc4e0f415c7324bd30a93fcd0ddd085e6ee928ef9953bda5d0f61b4
+# builder:end sha256=2c8036022c30edda416c5b17e860b40d03367ae96696e46fffb1f015a0635d3c
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
@@ -833,6 +834,53 @@ def localized(language, en, ru):
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
     return en if language == "en" else ru
 # builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline log_tick_label
+def log_tick_label(value, base=10):
+    """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
+    import math
+
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    power = round(math.log(value, base))
+    if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
+        return f"{value:.3g}"
+    return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+# builder:end sha256=fdd54de65ac32cc994a75969a0f3b64ad34913fac3d2e4ff7e7db6a5d01cc56a
+# builder:begin inline log_scale
+def log_scale(ax, which="x", base=10):
+    """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
+
+    Call it after plotting and setting limits. Ticks sit at whole powers of ``base``, and also at 2 and
+    5 times them when fewer than two powers are in view. Matplotlib's default (TeX-style labels, minor
+    ticks at 2 to 9) costs more to draw than the data.
+    """
+    import math
+
+    import matplotlib.ticker
+
+    if not hasattr(ax, "set_xscale") or not hasattr(ax, "xaxis"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if which not in ("x", "y", "both"):
+        raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
+    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
+        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    for name in ("x", "y") if which == "both" else (which,):
+        getattr(ax, f"set_{name}scale")("log", base=base)
+        low, high = sorted(getattr(ax, f"get_{name}lim")())
+        powers = math.floor(math.log(high, base) + 1e-9) - math.ceil(math.log(low, base) - 1e-9) + 1
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base, subs=(1.0,) if powers >= 2 else (1.0, 2.0, 5.0)))
+        axis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
+    return ax
+# builder:end sha256=4aed97d476049663a5698d51f198e8e7bc176ce5ff65702e53c3d964b3825dbb
 # builder:begin inline show_figure
 def show_figure(fig, caption):
     """Show a figure with its how-to-read caption (the caption is also the image's alt text).
@@ -865,23 +913,9 @@ def show_figure(fig, caption):
 apply_plot_style()
 
 
-def plain_log_axis(axis):
-    """Plain tick labels (2, 100, 1e-12) and no minor ticks on a log axis: TeX-style labels cost more to draw than the data."""
-    def label(value, _position):
-        if value <= 0:
-            return ""
-        return f"{value:g}" if 1e-3 <= value < 1e5 else f"1e{round(math.log10(value))}"
-
-    axis.set_minor_locator(matplotlib.ticker.NullLocator())
-    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
-
-
-_axes = plt.figure().add_subplot()
-plain_log_axis(_axes.xaxis)
-_labels = [_axes.xaxis.get_major_formatter()(value, 0) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)]
-plt.close(_axes.figure)
-expect("plain_log_axis labels: plain from 0.001 up to 1e5 (excluded), powers of ten outside, nothing at 0", _labels, "==",
-       ["", "1e-12", "1e-3", "0.001", "0.5", "2", "50000", "1e5"])
+expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outside, nothing at 0",
+       [log_tick_label(value) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)], "==",
+       ["", "10⁻¹²", "0.0005", "0.001", "0.5", "2", "50000", "10⁵"])
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
@@ -2610,8 +2644,7 @@ def plot_saturation(rows, language="en"):
         (right, localized(language, "The softmax Jacobian shrinks", "Якобиан softmax сжимается"),
          localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
     ):
-        ax.set_xscale("log", base=2)
-        plain_log_axis(ax.xaxis)
+        log_scale(ax, "x", base=2)
         ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=12)
@@ -2748,10 +2781,8 @@ def plot_query_gradients(norms, widths, language="en"):
         low, mid, high = (np.quantile(rows, level, axis=1) for level in (0.1, 0.5, 0.9))
         ax.fill_between(widths, low, high, color=color, alpha=0.18, lw=0)
         ax.plot(widths, mid, "o-", color=color, ms=4, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    for axis in (ax.xaxis, ax.yaxis):
-        plain_log_axis(axis)
+    log_scale(ax, "x", base=2)
+    log_scale(ax, "y")
     ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
     ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
     ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
@@ -3424,8 +3455,31 @@ conventions = {
     "crossover_with_ffn_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] - attention_cost(n, WIDE)["linear_flops"] - ffn_flops(n),
     "crossover_causal_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] // 2 - attention_cost(n, WIDE)["linear_flops"],
 }
+
+
+def first_crossing(difference, upper=100_000):
+    """The first whole length n in 1..upper with difference(n) >= 0, by bisection: difference changes sign once."""
+    if not callable(difference):
+        raise TypeError(f"difference must be a function of the length n, got {type(difference).__name__}")
+    low, high = 1, require_int("upper", upper, minimum=1)
+    if difference(high) < 0:
+        raise ValueError(f"the two sides do not meet by n = {high:,}; pass a larger upper")
+    while low < high:  # invariant: the answer lies in low..high
+        middle = (low + high) // 2
+        if difference(middle) >= 0:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+expect("a crossing exactly at upper is found", first_crossing(lambda n: n - 10, upper=10), "==", 10)
+expect_raises(ValueError, first_crossing, lambda n: n - 10, upper=9, match="do not meet")
+expect_raises(ValueError, first_crossing, lambda n: n - 100_001, match="by n = 100,000")  # the default upper
+expect_raises(ValueError, first_crossing, lambda n: n, upper=0, match="upper")
+expect("a crossing at n = 1 is found", first_crossing(lambda n: n - 1), "==", 1)
 for key, difference in conventions.items():
-    n_cross = next(n for n in range(1, 100_000) if difference(n) >= 0)  # the first length at which the n² side catches up
+    n_cross = first_crossing(difference)  # the first length at which the n² side catches up
     if difference(n_cross) != 0:
         raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
     REFERENCE.check(f"attention_cost.{key}", n_cross)
@@ -3505,10 +3559,9 @@ def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.4, 3.8))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
-    ax.loglog(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
-    ax.loglog(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
-    for axis in (ax.xaxis, ax.yaxis):
-        plain_log_axis(axis)
+    ax.plot(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
+    ax.plot(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
+    log_scale(ax, "both")
     ax.axvline(2 * d_model, color=Palette.MUTED, ls="--", lw=1)
     ax.text(2 * d_model * 1.2, quadratic.min() * 3, localized(language, f"crossover\nn = 2·d = {2 * d_model:,}",
                                                                 f"пересечение\nn = 2·d = {2 * d_model:,}"), color=Palette.MUTED)
@@ -4435,8 +4488,7 @@ def plot_ablation(losses, ablated_losses, vocab_size, language="en"):
             label=localized(language, "attention switched off", "внимание выключено"))
     ax.axhline(math.log(vocab_size), color=Palette.MUTED, ls=":", lw=1.2,
                label=localized(language, f"chance, ln {vocab_size}", f"случайная догадка, ln {vocab_size}"))
-    ax.set_yscale("log")
-    plain_log_axis(ax.yaxis)
+    log_scale(ax, "y")
     ax.set_xlabel(localized(language, "optimisation step", "шаг оптимизации"))
     ax.set_ylabel(localized(language, "NLL on the repeat, nats per token", "NLL на повторе, нат на токен"))
     ax.set_title(localized(language, "Copying needs attention", "Копирование требует внимания"))
