@@ -182,9 +182,65 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
             "slowest": [(c.index, c.seconds, c.first_line) for c in best.slowest(3)]}
 
 
-def speed(course, names: list[str], repeats: int = 1) -> list[dict]:
-    """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty)."""
+def speed(course, names: list[str], repeats: int = 1, against: str | None = None) -> list[dict]:
+    """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty); ``speed_against`` with a revision."""
+    if against is not None:
+        return speed_against(course, names, against, repeats=repeats)
     return [notebook_ratio(course, nb, repeats=repeats) for nb in course.select_editions(names)]
+
+
+def committed_text(root: Path, revision: str, path: Path) -> str:
+    """The text of ``path`` (inside the checkout at ``root``) as committed at git ``revision``; ValueError when absent."""
+    relative = path.resolve().relative_to(root.resolve()).as_posix()
+    done = subprocess.run(["git", "-C", str(root), "show", f"{revision}:{relative}"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ValueError(f"{relative} is not readable at revision {revision!r}: {done.stderr.strip() or 'git show failed'}")
+    return done.stdout
+
+
+def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> list[dict]:
+    """Each notebook now and as committed at ``revision``, in interleaved rounds with the floor.
+
+    Machine speed drifts between runs far more than a small edit changes a notebook, so each round
+    times the floor and both versions back to back (alternating which goes first) and the verdict
+    rests on per-round ratios: now over then, and now over the floor (held to SPEED_LIMIT).
+    """
+    from . import execute
+
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    editions = course.select_editions(names)
+    with tempfile.TemporaryDirectory(prefix="course-against-") as tmp:
+        then_paths = []
+        for nb in editions:  # read every old text before timing anything: a missing one fails at once
+            then_path = Path(tmp) / nb.edition / nb.ipynb.name  # one folder per edition: editions share file names
+            then_path.parent.mkdir(parents=True)
+            then_path.write_text(committed_text(course.root, revision, nb.ipynb), encoding="utf-8")
+            then_paths.append(then_path)
+        floors, times = [], {nb.edition: {"now": [], "then": []} for nb in editions}
+        for round_index in range(repeats):
+            floors.append(floor_seconds())
+            for nb, then_path in zip(editions, then_paths):
+                order = (("now", nb.ipynb), ("then", then_path))
+                for label, path in order if round_index % 2 == 0 else order[::-1]:
+                    result = execute.run(path)
+                    if result.error:
+                        raise NotebookFailed(f"{nb.edition} ({label}) failed at cell {result.failed_cell}:\n{result.error}")
+                    times[nb.edition][label].append(result.seconds)
+    results = []
+    for nb in editions:
+        now, then = times[nb.edition]["now"], times[nb.edition]["then"]
+        speedup = [a / b for a, b in zip(now, then)]
+        ratio = statistics.median(a / f for a, f in zip(now, floors))
+        verdict = "within" if ratio <= SPEED_LIMIT else "OVER"
+        print(f"{nb.edition}: now {statistics.median(now):.2f} s, at {revision} {statistics.median(then):.2f} s; "
+              f"now / then {statistics.median(speedup):.2f} (rounds: {', '.join(f'{r:.2f}' for r in speedup)}); "
+              f"now / floor {ratio:.2f} ({verdict} the {SPEED_LIMIT:g}x budget), then / floor "
+              f"{statistics.median(b / f for b, f in zip(then, floors)):.2f}; floor {statistics.median(floors):.2f} s")
+        results.append({"name": nb.edition, "floor": statistics.median(floors), "notebook": statistics.median(now),
+                        "then": statistics.median(then), "now_over_then": statistics.median(speedup), "ratio": ratio,
+                        "ok": ratio <= SPEED_LIMIT})
+    return results
 
 
 def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:

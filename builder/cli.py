@@ -100,6 +100,8 @@ def bench_options(p):
                    "tiled: Module 5's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
     _names(p, "notebook names or reference keys (speed only; default: all)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default: 3)")
+    p.add_argument("--against", metavar="REV", help="speed only: also time each notebook as committed at this git revision, "
+                   "in interleaved rounds, and report now / then per round")
 
 
 # name: (parser function, command body). The body's docstring is the command's help and description.

@@ -180,6 +180,22 @@ def test_notebook_ratio_rejects_zero_repeats():
         bench.notebook_ratio(course, course.notebooks[0], repeats=0)
 
 
+def test_committed_text_reads_a_notebook_at_a_revision_and_names_what_is_missing():
+    from builder import bench
+
+    path = ROOT / "README.md"
+    assert bench.committed_text(ROOT, "HEAD", path).splitlines()[0] == path.read_text(encoding="utf-8").splitlines()[0]
+    with pytest.raises(ValueError, match="nosuchrev"):
+        bench.committed_text(ROOT, "nosuchrev", path)
+
+
+def test_against_applies_to_the_speed_bench_only(capsys):
+    from builder import cli
+
+    assert cli.main(["bench", "tiled", "--against", "HEAD"]) == 2
+    assert "applies to `bench speed` only" in capsys.readouterr().err
+
+
 def test_every_plot_draws_in_english_and_russian(nb):
     import io
 
