@@ -1,5 +1,7 @@
 """One look for every figure in the course, English or Russian labels, and captioned display."""
 
+from .validation import require_int, require_real
+
 __all__ = ["LANGUAGES", "Palette", "apply_plot_style", "localized", "log_scale", "log_tick_label", "show_figure"]
 
 LANGUAGES = ("en", "ru")
@@ -68,12 +70,8 @@ def log_tick_label(value, base=10):
     """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
     import math
 
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
-    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
-        raise TypeError(f"value must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    base, value = require_int("base", base, minimum=2), require_real("value", value)
+    if value <= 0:
         return ""
     if 1e-3 <= value < 1e5:
         return f"{value:g}"
@@ -98,8 +96,7 @@ def log_scale(ax, which="x", base=10):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if which not in ("x", "y", "both"):
         raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    base = require_int("base", base, minimum=2)
     for name in ("x", "y") if which == "both" else (which,):
         getattr(ax, f"set_{name}scale")("log", base=base)
         low, high = sorted(getattr(ax, f"get_{name}lim")())

@@ -839,12 +839,8 @@ def log_tick_label(value, base=10):
     """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
     import math
 
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
-    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
-        raise TypeError(f"value must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    base, value = require_int("base", base, minimum=2), require_real("value", value)
+    if value <= 0:
         return ""
     if 1e-3 <= value < 1e5:
         return f"{value:g}"
@@ -852,7 +848,7 @@ def log_tick_label(value, base=10):
     if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
         return f"{value:.3g}"
     return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
-# builder:end sha256=fdd54de65ac32cc994a75969a0f3b64ad34913fac3d2e4ff7e7db6a5d01cc56a
+# builder:end sha256=9f21deeb4b95fab25a7f338b8ae0636502c1965289f1719789acd29abb374c66
 # builder:begin inline log_scale
 def log_scale(ax, which="x", base=10):
     """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
@@ -869,8 +865,7 @@ def log_scale(ax, which="x", base=10):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if which not in ("x", "y", "both"):
         raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    base = require_int("base", base, minimum=2)
     for name in ("x", "y") if which == "both" else (which,):
         getattr(ax, f"set_{name}scale")("log", base=base)
         low, high = sorted(getattr(ax, f"get_{name}lim")())
@@ -880,7 +875,7 @@ def log_scale(ax, which="x", base=10):
         axis.set_minor_locator(matplotlib.ticker.NullLocator())
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
     return ax
-# builder:end sha256=4aed97d476049663a5698d51f198e8e7bc176ce5ff65702e53c3d964b3825dbb
+# builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
 # builder:begin inline show_figure
 def show_figure(fig, caption):
     """Show a figure with its how-to-read caption (the caption is also the image's alt text).

@@ -592,12 +592,8 @@ def log_tick_label(value, base=10):
     """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
     import math
 
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
-    if isinstance(value, (bool, str)) or not hasattr(value, "__float__"):
-        raise TypeError(f"value must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    base, value = require_int("base", base, minimum=2), require_real("value", value)
+    if value <= 0:
         return ""
     if 1e-3 <= value < 1e5:
         return f"{value:g}"
@@ -605,7 +601,7 @@ def log_tick_label(value, base=10):
     if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
         return f"{value:.3g}"
     return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
-# builder:end sha256=fdd54de65ac32cc994a75969a0f3b64ad34913fac3d2e4ff7e7db6a5d01cc56a
+# builder:end sha256=9f21deeb4b95fab25a7f338b8ae0636502c1965289f1719789acd29abb374c66
 # builder:begin inline log_scale
 def log_scale(ax, which="x", base=10):
     """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
@@ -622,8 +618,7 @@ def log_scale(ax, which="x", base=10):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if which not in ("x", "y", "both"):
         raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"base must be a whole number of at least 2, got {base!r}")
+    base = require_int("base", base, minimum=2)
     for name in ("x", "y") if which == "both" else (which,):
         getattr(ax, f"set_{name}scale")("log", base=base)
         low, high = sorted(getattr(ax, f"get_{name}lim")())
@@ -633,7 +628,7 @@ def log_scale(ax, which="x", base=10):
         axis.set_minor_locator(matplotlib.ticker.NullLocator())
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
     return ax
-# builder:end sha256=4aed97d476049663a5698d51f198e8e7bc176ce5ff65702e53c3d964b3825dbb
+# builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
 # builder:begin inline show_figure
 def show_figure(fig, caption):
     """Show a figure with its how-to-read caption (the caption is also the image's alt text).
@@ -808,14 +803,14 @@ def expect(claim, actual, relation=None, expected=None):
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
 
-    A light stand-in for ``torch.testing.assert_close``, whose first call imports torch.distributed and sympy
-    (about a second on a Colab CPU).
+    A light stand-in for ``torch.testing.assert_close``, whose first call (torch 2.13) imports torch.distributed,
+    sympy and mpmath: about a second on a 2-core CPU.
     """
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
         raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
-# builder:end sha256=072f3732bf59554daa61fc986e11cfc0d43f29938d1f8845a6390409f51f32e1
+# builder:end sha256=c0a4e65bd28bfc345681b88763904e0029c4be652253e787a3bfb4a129aa03fe
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
@@ -4159,12 +4154,11 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     n = np.array(lengths, dtype=float)
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
-    ax.loglog(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.loglog(n, tiled, "o-", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
-    ax.loglog(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
+    ax.plot(n, tiled, "o-", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
-    ax.minorticks_off()
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
     ax.set_ylabel(localized(language, "peak memory, MiB", "пик памяти, МиБ"))
     ax.set_title(localized(language, "Dense grows like n², tiled like n", "Плотное растёт как n², плиточное как n"))
@@ -4254,9 +4248,9 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
     ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
-              label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
+            label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
     ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
-              label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
+            label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
     ax.plot(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
             label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
     log_scale(ax, "both")
