@@ -150,6 +150,20 @@ def floor_seconds(*, kernel_name: str = "python3", timeout: int = 600) -> float:
     return result.seconds
 
 
+def require_repeats(repeats: int) -> int:
+    """``repeats`` when a benchmark can run that many rounds; a ValueError naming it otherwise."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    return repeats
+
+
+def speed_verdict(seconds: list[float], floors: list[float]) -> tuple[list[float], float, str]:
+    """Each time over the floor of its own round, their median, and that median against SPEED_LIMIT in words."""
+    ratios = [run / floor for run, floor in zip(seconds, floors)]
+    ratio = statistics.median(ratios)
+    return ratios, ratio, f"{'within' if ratio <= SPEED_LIMIT else 'OVER'} the {SPEED_LIMIT:g}x budget"
+
+
 def notebook_ratio(course, nb, repeats: int = 1) -> dict:
     """Measure the floor and one notebook in the same process, ``repeats`` times each, interleaved.
 
@@ -159,10 +173,8 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
     """
     from . import execute
 
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
     floors, runs = [], []
-    for _ in range(repeats):
+    for _ in range(require_repeats(repeats)):
         floors.append(floor_seconds())
         result = execute.run(nb.ipynb)
         if result.error:
@@ -171,11 +183,9 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
     floor = statistics.median(floors)
     seconds = statistics.median(r.seconds for r in runs)
     best = min(runs, key=lambda r: r.seconds)
-    paired = [r.seconds / f for r, f in zip(runs, floors)]  # each run against the floor measured just before it
-    ratio = statistics.median(paired)
-    verdict = "within" if ratio <= SPEED_LIMIT else "OVER"
+    paired, ratio, verdict = speed_verdict([r.seconds for r in runs], floors)
     print(f"{nb.edition}: floor {floor:.2f} s, notebook {seconds:.2f} s, ratio {ratio:.2f} "
-          f"({verdict} the {SPEED_LIMIT:g}x budget; median of {repeats} paired runs: {', '.join(f'{r:.2f}' for r in paired)})")
+          f"({verdict}; median of {repeats} paired runs: {', '.join(f'{r:.2f}' for r in paired)})")
     for cell in best.slowest(3):
         print(f"  slow: {cell}")
     return {"name": nb.edition, "floor": floor, "notebook": seconds, "ratio": ratio, "ok": ratio <= SPEED_LIMIT,
@@ -207,8 +217,7 @@ def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> 
     """
     from . import execute
 
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    require_repeats(repeats)
     editions = course.select_editions(names)
     with tempfile.TemporaryDirectory(prefix="course-against-") as tmp:
         then_paths = []
@@ -231,12 +240,11 @@ def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> 
     for nb in editions:
         now, then = times[nb.edition]["now"], times[nb.edition]["then"]
         speedup = [a / b for a, b in zip(now, then)]
-        ratio = statistics.median(a / f for a, f in zip(now, floors))
-        verdict = "within" if ratio <= SPEED_LIMIT else "OVER"
+        _, ratio, verdict = speed_verdict(now, floors)
         print(f"{nb.edition}: now {statistics.median(now):.2f} s, at {revision} {statistics.median(then):.2f} s; "
               f"now / then {statistics.median(speedup):.2f} (rounds: {', '.join(f'{r:.2f}' for r in speedup)}); "
-              f"now / floor {ratio:.2f} ({verdict} the {SPEED_LIMIT:g}x budget), then / floor "
-              f"{statistics.median(b / f for b, f in zip(then, floors)):.2f}; floor {statistics.median(floors):.2f} s")
+              f"now / floor {ratio:.2f} ({verdict}), then / floor {speed_verdict(then, floors)[1]:.2f}; "
+              f"floor {statistics.median(floors):.2f} s")
         results.append({"name": nb.edition, "floor": statistics.median(floors), "notebook": statistics.median(now),
                         "then": statistics.median(then), "now_over_then": statistics.median(speedup), "ratio": ratio,
                         "ok": ratio <= SPEED_LIMIT})
@@ -286,8 +294,7 @@ def check(course, names: list[str], repeats: int = 5) -> list[dict]:
     """``check`` against the floor of importing nbformat and jupytext, each in a fresh interpreter, interleaved."""
     if names:
         raise ValueError("bench check times `python -m builder check` over every notebook; it takes no notebook names")
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    require_repeats(repeats)
     floor_cmd = [sys.executable, "-c", CHECK_FLOOR_CODE]
     check_cmd = [sys.executable, "-m", "builder", "--root", str(course.root), "check"]
     floors, checks = [], []

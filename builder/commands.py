@@ -225,10 +225,9 @@ def bench(course, args) -> int:
     from . import bench as benchmarks
 
     try:
-        against = getattr(args, "against", None)
-        if against is not None and args.what != "speed":
+        if args.against is not None and args.what != "speed":
             raise ValueError(f"--against compares notebook times and applies to `bench speed` only, not `bench {args.what}`")
-        extra = {"against": against} if against is not None else {}
+        extra = {"against": args.against} if args.against is not None else {}
         results = benchmarks.BENCHES[args.what](course, args.names, repeats=args.repeats, **extra)
     except benchmarks.NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -180,7 +180,7 @@ def test_notebook_ratio_rejects_zero_repeats():
         bench.notebook_ratio(course, course.notebooks[0], repeats=0)
 
 
-def test_committed_text_reads_a_notebook_at_a_revision_and_names_what_is_missing():
+def test_committed_text_reads_a_file_at_a_revision_and_names_what_is_missing():
     from builder import bench
 
     path = ROOT / "README.md"
