@@ -120,3 +120,38 @@ def normalized_outputs(nb: dict) -> list[list[str]]:
             outputs.append(normalize_text(json.dumps(payload, sort_keys=True)))
         cells.append(outputs)
     return cells
+
+
+def dependency_closure(extra: str) -> set[str]:
+    """Every distribution that ``pip install -e ".[extra]"`` brings, from pyproject.toml and the installed packages' metadata.
+
+    The names are normalized (``rfc3987-syntax``). It walks the requirements that the installed versions declare,
+    with each requirement's own extras, so it says what installing the extra into a fresh environment would
+    bring with today's versions; a requirement that is not installed here is a LookupError naming it.
+    """
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    todo = [Requirement(line) for line in project["dependencies"] + project["optional-dependencies"][extra]]
+    seen: set[tuple[str, frozenset]] = set()
+    while todo:
+        requirement = todo.pop()
+        key = (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            declared = metadata.requires(requirement.name) or []
+        except metadata.PackageNotFoundError:
+            raise LookupError(f"{requirement.name} (needed by the {extra} extra) is not installed here; "
+                              f"`pip install -e \".[{extra}]\"` installs it") from None
+        for line in declared:
+            nested = Requirement(line)
+            wanted = requirement.extras or {""}
+            if nested.marker is None or any(nested.marker.evaluate({"extra": e}) for e in wanted):
+                todo.append(nested)
+    return {name for name, _ in seen}

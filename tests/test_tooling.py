@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from builder import cli, commands, exits
+from tests import support
 from tests.support import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -112,3 +113,35 @@ def test_the_readme_setup_pulls_no_nvidia_wheels(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     names = [item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]]
     assert "torch" in names and not [n for n in names if n.startswith("nvidia")], names
+
+
+# Installed by jsonschema's format checkers (jsonschema[format-nongpl]); importing nbformat imports every one present.
+FORMAT_CHECKERS = ("rfc3987-syntax", "fqdn", "isoduration", "uri-template", "webcolors", "rfc3339-validator")
+
+
+def test_the_dev_extra_brings_no_format_checker_that_taxes_every_nbformat_import():
+    """jupyterlab -> jupyter-events -> jsonschema[format-nongpl] -> rfc3987-syntax compiles Lark grammars on `import nbformat` (~2 s).
+
+    This reads the dependency closure of `.[dev]` from pyproject.toml and the installed packages' metadata, so it holds in
+    an environment that also has the frontend extra (where the modules are installed and imported); it proves what a
+    fresh `pip install -e ".[dev]"` would bring with today's versions, not what this environment imports.
+    """
+    closure = support.dependency_closure("dev")
+    assert "nbformat" in closure and "jsonschema" in closure  # the walk reaches through the runtime dependencies
+    assert not [name for name in FORMAT_CHECKERS if name in closure], sorted(closure)
+
+
+def test_the_frontend_extra_is_where_the_format_checkers_come_from():
+    """The same walk finds rfc3987-syntax through jupyterlab, so the dev test above would see it if dev brought jupyterlab."""
+    pytest.importorskip("jupyterlab", reason="the frontend extra is not installed: `pip install -e \".[dev,frontend]\"`")
+    assert "rfc3987-syntax" in support.dependency_closure("frontend")
+
+
+def test_the_bench_check_floor_imports_no_format_checker():
+    """`bench check`'s floor is `import nbformat, jupytext` without the format checkers, even where they are installed."""
+    from builder import bench
+
+    probe = (bench.CHECK_FLOOR_CODE + "\nimport sys\nprint(sorted(name for name, module in sys.modules.items() "
+             "if module is not None and name.startswith(('rfc3987', 'fqdn', 'webcolors'))))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
