@@ -84,13 +84,16 @@ def references(course, args) -> int:
     return exits.FAILED if problems else exits.OK
 
 
-def execute(course, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> int:
+def execute(course, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False,
+            reinserted: bool = True) -> int:
     """Run each notebook alone in an empty folder through nbclient; report times, fail on an error or a breached budget."""
-    runs = run_notebooks(course, course.select_editions(args.names), args, kernel_name=kernel_name, out=out, student_too=student_too)
+    runs = run_notebooks(course, course.select_editions(args.names), args, kernel_name=kernel_name, out=out, student_too=student_too,
+                         reinserted=reinserted)
     return exits.OK if all(ok for _, ok in runs.values()) else exits.FAILED
 
 
-def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False) -> dict:
+def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Path | None = None, student_too: bool = False,
+                  reinserted: bool = True) -> dict:
     """Execute ``chosen`` into the output folder and report each; map each name to (its RunResult, passed with budget)."""
     from . import execute as runner
 
@@ -103,7 +106,7 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
         print(runner.report(result, args.budget), flush=True)
         ok = not result.error and (args.budget is None or result.seconds <= args.budget)
         if student_too or getattr(args, "student", False):
-            ok &= run_student_editions(nb, edition_dir(out, nb) / "student", args.timeout, kernel_name)
+            ok &= run_student_editions(nb, edition_dir(out, nb) / "student", args.timeout, kernel_name, reinserted=reinserted)
         runs[nb.edition] = (result, ok)
     return runs
 
@@ -113,8 +116,8 @@ def edition_dir(out: Path, nb) -> Path:
     return out if nb.language == "en" else out / nb.language
 
 
-def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
-    """Run a student edition as shipped and with its solutions re-inserted; True when both behave."""
+def run_student_editions(nb, out: Path, timeout: int, kernel_name: str, *, reinserted: bool = True) -> bool:
+    """Run a student edition as shipped and (unless ``reinserted`` is False) with its solutions re-inserted; True when both behave."""
     from . import execute as runner
     from . import pairing, student
 
@@ -124,6 +127,8 @@ def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
     problems = student.shipped_run_problems(shipped.errors, labels)
     verdict = "; ".join(problems) or f"stops only at its {len(labels)} exercise stubs (NotImplementedError)"
     print(f"{nb.name} student edition as shipped ({shipped.seconds:.1f} s): {verdict}", flush=True)
+    if not reinserted:
+        return not problems
     with tempfile.TemporaryDirectory() as tmp:
         solved = Path(tmp) / f"{nb.name}.ipynb"
         solved.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"), source)))
@@ -135,13 +140,17 @@ def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
 
 
 def colab(course, args) -> int:
-    """Execute every notebook, both editions, on a kernel in a venv pinned to Colab's stack (created when missing)."""
+    """Execute every notebook, its solution and student editions, once each on a kernel in a venv pinned to Colab's stack (created when missing).
+
+    The student edition with its solutions re-inserted runs the solution's code again, so the canary leaves it to
+    ``execute --student`` and the tests, which run it on the ordinary kernel.
+    """
     from . import colab as pinned
 
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
     versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
     print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
-    return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True)
+    return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True, reinserted=False)
 
 
 def html(course, args, *, execute_first: bool = True) -> int:

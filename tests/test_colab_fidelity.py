@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import cli, colab, execute
+from builder import cli, colab, execute, exits
 from builder.contracts import environment
 from tests.support import ROOT
 
@@ -42,8 +42,11 @@ def test_colab_links_point_to_notebooks_in_this_repository(course):
 
 
 @pytest.mark.slow
-def test_a_breached_budget_fails_and_names_the_slowest_cells(tmp_path, capsys):
-    assert cli.main(["execute", "module3", "--budget", "0.01", "--out", str(tmp_path)]) == cli.EXIT_FAILED
+def test_a_breached_budget_fails_and_names_the_slowest_cells(tmp_path, capsys, course, executions, monkeypatch):
+    """`execute --budget` on the session's runs of the first notebook (conftest's ``executions``: no run of its own)."""
+    name = course.notebooks[0].name
+    monkeypatch.setattr(execute, "run", executions.replaying([name]))
+    assert cli.main(["execute", name, "--budget", "0.01", "--out", str(tmp_path)]) == exits.FAILED
     out = capsys.readouterr().out
     assert "OVER BUDGET" in out and re.search(r"Slowest cells: cell \d+ \(\d+\.\d+ s\)", out)
 

@@ -1,4 +1,9 @@
-"""The real notebooks, each alone in an empty folder, through a real Jupyter kernel (nbclient)."""
+"""The real notebooks, each alone in an empty folder, through a real Jupyter kernel (nbclient).
+
+Each edition runs once per session (conftest's ``executions``, shared with the handout, print and budget
+tests) and once more for the determinism test; its source runs once as a plain script (``script_runs``,
+shared with the ``python -O`` test). Tests that break a notebook run only the broken copy.
+"""
 
 import json
 import re
@@ -17,21 +22,14 @@ NOTEBOOKS = load_course(ROOT).notebooks + tuple(load_course(ROOT).translations) 
 IDS = [nb.edition for nb in NOTEBOOKS]
 
 
-@pytest.fixture(scope="session")
-def executed(tmp_path_factory):
-    """Each notebook executed once per session, shared by the tests below."""
-    out = tmp_path_factory.mktemp("executed")
-    return {nb.edition: execute.run(nb.ipynb, out / nb.language, coalesce_streams=True) for nb in NOTEBOOKS}
-
-
 def reference_cell(nb_json: dict) -> int:
     """Index of the code cell that embeds and verifies the reference JSON."""
     return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin reference" in "".join(c["source"]))
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_notebook_runs_alone_with_no_error(executed, nb):
-    result = executed[nb.edition]
+def test_notebook_runs_alone_with_no_error(executions, nb):
+    result = executions[nb.edition]
     assert result.error is None, f"{nb.edition} failed at cell {result.failed_cell}:\n{result.error}"
     cells = json.loads(result.executed.read_text())["cells"]
     errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -40,8 +38,8 @@ def test_notebook_runs_alone_with_no_error(executed, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_every_reference_value_is_checked(executed, nb):
-    cells = nbformat.read(executed[nb.edition].executed, as_version=4).cells
+def test_every_reference_value_is_checked(executions, nb):
+    cells = nbformat.read(executions[nb.edition].executed, as_version=4).cells
     text = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
     assert "assert_all_used" in "".join(c.source for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
     assert re.search(r"\d+ reference values", text), "the final check must print how many reference values it verified"
@@ -69,8 +67,8 @@ def test_tampered_reference_stops_at_the_checksum_cell(tmp_path, nb, target):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_source_runs_as_a_plain_script(tmp_path, nb):
-    ok = subprocess.run([sys.executable, str(nb.source)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+def test_source_runs_as_a_plain_script(script_runs, tmp_path, nb):
+    ok = script_runs(nb.source)
     assert ok.returncode == 0, ok.stderr[-3000:]
     broken = tmp_path / nb.source.name
     broken.write_text(nb.source.read_text().replace('REFERENCE_SHA256 = "', 'REFERENCE_SHA256 = "0', 1))
@@ -79,8 +77,8 @@ def test_source_runs_as_a_plain_script(tmp_path, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_two_runs_give_identical_outputs(executed, tmp_path, nb):
-    first = json.loads(executed[nb.edition].executed.read_text())
+def test_two_runs_give_identical_outputs(executions, tmp_path, nb):
+    first = json.loads(executions[nb.edition].executed.read_text())
     second = json.loads(execute.run(nb.ipynb, tmp_path, coalesce_streams=True).executed.read_text())
     assert normalized_outputs(first) == normalized_outputs(second)
 

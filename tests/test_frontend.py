@@ -195,7 +195,7 @@ def start_lab(root: Path, home: Path) -> LabServer:
 def lab(tmp_path_factory):
     """A JupyterLab server over a temporary folder holding a copy of the solution notebooks."""
     if shutil.which("jupyter-lab") is None and not _has_jupyterlab():
-        pytest.skip("jupyterlab is not installed; `pip install -e ".[dev,frontend]"` installs it")
+        pytest.skip('jupyterlab is not installed; `pip install -e ".[dev,frontend]"` installs it')
     root = tmp_path_factory.mktemp("lab-notebooks")
     for nb in load_course().notebooks:
         shutil.copy2(nb.ipynb, root / nb.ipynb.name)

@@ -9,8 +9,6 @@ handout in headless Chromium with the network blocked.
 """
 
 import base64
-import contextlib
-import io
 import os
 import re
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from builder import cli, execute, handout, inline
+from builder import execute, handout, inline
 from builder.config import load_course
 from tests.support import run_builder
 
@@ -384,17 +382,6 @@ def fixture_handouts(tmp_path_factory) -> dict[str, handout.Handout]:
     assert result.error is None, result.error
     written = handout.export(result.executed, folder / "handouts", "fixture_handout", PROVENANCE)
     return {h.variant: h for h in written}
-
-
-@pytest.fixture(scope="module")
-def course_handouts(tmp_path_factory) -> tuple[list[Path], str]:
-    """``python -m builder html`` on the course notebooks, into a temporary folder."""
-    folder = tmp_path_factory.mktemp("course")
-    report = io.StringIO()
-    with contextlib.redirect_stdout(report):
-        code = cli.main(["html", "--out", str(folder / "executed"), "--handouts", str(folder / "handouts")])
-    assert code == 0, report.getvalue()
-    return sorted((folder / "handouts").glob("*.html")), report.getvalue()
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from builder import handout
 from builder.config import load_course
-from tests.test_html import PROVENANCE, browser, course_handouts  # noqa: F401  (fixtures)
+from tests.test_html import PROVENANCE, browser  # noqa: F401  (fixtures; course_handouts comes from conftest)
 
 PX_PER_MM = 96 / 25.4
 COLUMN_PX = round((210 - 2 * 16) * PX_PER_MM)  # A4 width less the 16 mm side margins of @page
