@@ -82,7 +82,7 @@ def refs_options(p):
 
 
 def colab_options(p):
-    from .colab import DEFAULT_TORCH
+    from .colab import DEFAULT_TORCH, TORCH_CPU_INDEX
 
     _names(p)
     _timing(p)
@@ -90,7 +90,7 @@ def colab_options(p):
     p.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment (default: .colab-venv)")
     p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
     p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
-    p.add_argument("--torch-index", help="package index for torch, e.g. https://download.pytorch.org/whl/cpu")
+    p.add_argument("--torch-index", default=TORCH_CPU_INDEX, help=f"package index for torch (default: PyTorch's CPU index, {TORCH_CPU_INDEX}; '' for PyPI)")
 
 
 def bench_options(p):

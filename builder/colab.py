@@ -6,11 +6,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import exits
+
 KERNEL_NAME = "colab-pinned"
 # What Colab's CPU runtime pins (late 2026): old ipykernel and IPython, numpy 2.0, matplotlib 3.10.
 COLAB_PINS = ("ipykernel==6.17.1", "ipython==7.34.0", "numpy==2.0.2", "matplotlib==3.10.*")
-# The nearest CPU build of torch that installs on this machine; CI passes Colab's own.
+# The nearest CPU build of torch that installs on this machine, from PyTorch's CPU index (PyPI's Linux torch is
+# the CUDA build, several GB of nvidia-* wheels); CI's colab job passes Colab's own pin.
 DEFAULT_TORCH = "torch==2.13.0"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+class SetupFailed(RuntimeError):
+    """Building the pinned environment failed (pip, venv or the kernel spec): an environment problem, exit 1."""
+
+    exit_code = exits.FAILED
 
 
 def _python(venv: Path) -> Path:
@@ -23,20 +33,29 @@ def pins_file(venv: Path) -> Path:
     return venv / "colab-pins.json"
 
 
-def create(venv: Path, *, python: str = sys.executable, torch: str = DEFAULT_TORCH, torch_index: str | None = None) -> dict:
+def install_lines(torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX) -> list[list[str]]:
+    """The arguments of each ``pip install`` that builds the environment, in order (tests/test_tooling.py resolves them)."""
+    return [["--upgrade", "pip"], [torch, *(["--index-url", torch_index] if torch_index else [])], list(COLAB_PINS)]
+
+
+def _run(command: list[str], what: str) -> None:
+    """Run one setup step; SetupFailed naming the step and pip's last words when it fails."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+        raise SetupFailed(f"colab: {what} failed (exit {done.returncode}):\n{tail}\n"
+                          "check the network and the package index, then rerun; the environment is rebuilt from scratch")
+
+
+def create(venv: Path, *, python: str = sys.executable, torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX) -> dict:
     """Create (or reuse) the pinned environment and register its kernel; return its versions."""
     wanted = {"python": python, "pins": list(COLAB_PINS), "torch": torch, "torch_index": torch_index}
     if not (pins_file(venv).exists() and json.loads(pins_file(venv).read_text()).get("wanted") == wanted):
-        subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = [str(_python(venv)), "-m", "pip", "install", "--quiet"]
-        subprocess.run([*pip, "--upgrade", "pip"], check=True)
-        subprocess.run([*pip, torch, *(["--index-url", torch_index] if torch_index else [])], check=True)
-        subprocess.run([*pip, *COLAB_PINS], check=True)
-        subprocess.run(
-            [str(_python(venv)), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
-             "--display-name", "Python 3 (Colab-pinned)"],
-            check=True, capture_output=True,
-        )
+        _run([python, "-m", "venv", "--clear", str(venv)], f"creating the virtual environment {venv}")
+        for line in install_lines(torch, torch_index):
+            _run([str(_python(venv)), "-m", "pip", "install", "--quiet", *line], f"pip install {' '.join(line)}")
+        _run([str(_python(venv)), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
+              "--display-name", "Python 3 (Colab-pinned)"], "registering the colab-pinned kernel spec")
         versions = installed_versions(venv)
         pins_file(venv).write_text(json.dumps({"wanted": wanted, "versions": versions}, indent=2) + "\n")
     return json.loads(pins_file(venv).read_text())["versions"]

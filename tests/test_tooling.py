@@ -30,6 +30,56 @@ def test_every_ci_job_uploads_what_it_produces():
             assert uploads and all(s.get("if") == "always()" for s in uploads), f"{path.name}: job {name} uploads nothing"
 
 
+def tier_expressions(text: str) -> set[str]:
+    """The ``-m EXPR`` of every ``python -m pytest`` line in ``text`` ("" for the default tier)."""
+    found = set()
+    for line in text.splitlines():
+        if "python -m pytest" in line:
+            args = shlex.split(line.split("#")[0].split("python -m pytest", 1)[1])
+            found.add(args[args.index("-m") + 1] if "-m" in args else "")
+    return found
+
+
+def test_the_workflow_readme_and_ci_run_run_the_same_tiers():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    tiers = tier_expressions(ci_run)
+    assert len(tiers) == 2 and "" in tiers, tiers
+    assert tier_expressions(readme) >= tiers and tier_expressions(workflow) == tiers
+    for text in (readme, ci_run, workflow):
+        assert "python -m builder colab" in text
+
+
+def test_the_workflow_is_hardened():
+    """Least permissions, one run per pull request, cancelled when superseded, pip cached, actions pinned by SHA."""
+    text = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    workflow = yaml.safe_load(text)
+    assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["concurrency"]["cancel-in-progress"] is True
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in triggers and triggers["push"] == {"branches": ["main"]}
+    for line in text.splitlines():
+        if "uses:" in line:
+            assert re.search(r"uses: [\w-]+/[\w-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), line
+    jobs = workflow["jobs"]
+    assert jobs["default"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    for job in jobs.values():
+        setup = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+        assert setup["with"]["cache"] == "pip"
+
+
+def test_the_workflow_installs_torch_as_ci_run_does_and_pins_colab_only_in_the_colab_job():
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    torch_line = next(line for line in ci_run.splitlines() if "pip install" in line and "torch==" in line)
+    wanted = [a for a in shlex.split(torch_line) if a != "--quiet"]
+    for name, job in yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))["jobs"].items():
+        run = "\n".join(s.get("run", "") for s in job["steps"])
+        installs = [shlex.split(line) for line in run.splitlines() if "pip install" in line and "torch" in line]
+        assert installs == [wanted], f"job {name}: {installs}"
+        assert ("--torch " in run) == (name == "colab"), f"job {name}: Colab's torch pin belongs to the colab job only"
+
+
 @pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_the_pre_commit_hook_entry_passes_on_this_checkout():
     config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
@@ -102,17 +152,61 @@ def test_all_passes_its_names_to_every_step(monkeypatch):
     assert seen == [(s, ["module5"]) for s in ("build", "check", "execute", "html")]
 
 
+def install_lines() -> list[tuple[str, list[str]]]:
+    """(where, pip install arguments) for every ``pip install`` the project runs: the README, .ci/run, the workflow, builder colab."""
+    from builder import colab
+
+    found = []
+    texts = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8"), ".ci/run": (ROOT / ".ci" / "run").read_text(encoding="utf-8")}
+    for path in WORKFLOWS:
+        for job in yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"].values():
+            texts[f"{path.name}"] = texts.get(path.name, "") + "\n".join(s.get("run", "") for s in job["steps"]) + "\n"
+    for where, text in texts.items():
+        for line in text.splitlines():
+            command = shlex.split(line.split("&&")[0].split("#")[0].strip().rstrip("\\"), posix=True) if "pip install" in line else []
+            if command[:4] == ["python", "-m", "pip", "install"]:
+                found.append((where, [a for a in command[4:] if a != "--quiet"]))
+        for line in text.replace(">\n", " ").replace("\n  ", " ").splitlines():  # `builder colab --torch X --torch-index Y`
+            if "builder colab" in line and "--torch " in line:
+                args = shlex.split(line.split("builder colab", 1)[1])
+                index = args[args.index("--torch-index") + 1] if "--torch-index" in args else colab.TORCH_CPU_INDEX
+                found.append((f"{where} (builder colab)", [args[args.index("--torch") + 1], *(["--index-url", index] if index else [])]))
+    found += [("builder colab", line) for line in colab.install_lines()]
+    unique = {}
+    for where, args in found:
+        if args and args != ["--upgrade", "pip"]:
+            unique.setdefault(tuple(args), where)
+    return [(where, list(args)) for args, where in unique.items()]
+
+
+def test_the_install_lines_cover_every_place_that_installs():
+    places = {where for where, _ in install_lines()}
+    assert {"README.md", ".ci/run", "ci.yml", "builder colab"} <= places, places
+    assert any(a[0].startswith("torch") and "https://download.pytorch.org/whl/cpu" in a for w, a in install_lines() if w == "builder colab")
+
+
 @pytest.mark.network
-def test_the_readme_setup_pulls_no_nvidia_wheels(tmp_path):
-    """Resolve the README's torch line with pip's dry run, as on a machine without torch: no nvidia-* package."""
-    line = next(l for l in (ROOT / "README.md").read_text().splitlines() if l.startswith("python -m pip install \"torch"))
+@pytest.mark.parametrize("where, args", install_lines(), ids=lambda v: v if isinstance(v, str) else " ".join(v)[:60])
+def test_every_install_line_the_project_runs_pulls_no_nvidia_wheels(tmp_path, where, args):
+    """Resolve each pip install line with pip's dry run: no nvidia-* package comes with it.
+
+    A torch line is resolved as on a machine without torch (--ignore-installed). The project's own line (-e .) runs
+    after the CPU torch line everywhere, so it is resolved against this environment, whose torch must be a CPU build.
+    """
+    import torch
+
+    project = any(a.startswith("-e") or a.startswith(".") for a in args)
+    if project:
+        assert torch.version.cuda is None, f"this environment's torch {torch.__version__} is a CUDA build"
     report = tmp_path / "report.json"
-    args = shlex.split(line)[4:]  # after "python -m pip install"
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--retries", "0",
-                             "--report", str(report), *args], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", *([] if project else ["--ignore-installed"]),
+                             "--quiet", "--retries", "0", "--report", str(report), *args],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{where}: pip install {' '.join(args)}\n{result.stderr[-3000:]}"
     names = [item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]]
-    assert "torch" in names and not [n for n in names if n.startswith("nvidia")], names
+    assert not [n for n in names if n.startswith("nvidia")], f"{where}: pip install {' '.join(args)} pulls {names}"
+    if any(a.startswith("torch") for a in args):
+        assert "torch" in names, f"{where}: {args} resolved without torch: {names}"
 
 
 # Installed by jsonschema's format checkers (jsonschema[format-nongpl]); importing nbformat imports every one present.
