@@ -10,7 +10,6 @@ import torch
 from tests.support import notebook
 
 matplotlib.use("Agg")
-pytestmark = pytest.mark.property
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import torch
 
 from tests.support import notebook
 
-pytestmark = pytest.mark.property
 
 GIB = 1 << 30
 

@@ -5,7 +5,6 @@ import pytest
 
 from tests.support import notebook
 
-pytestmark = pytest.mark.property
 
 
 @pytest.fixture(scope="module")
