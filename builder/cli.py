@@ -12,8 +12,6 @@ from .config import ROOT, load_course
 from .grade import cli as grade
 from . import mutants
 
-# Kept for code written against the old names; new code uses builder.exits.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = exits.OK, exits.FAILED, exits.USAGE, exits.MALFORMED, exits.HAND_EDIT
 
 
 def _names(parser: argparse.ArgumentParser, what: str = "notebook names or reference keys (default: all)") -> None:

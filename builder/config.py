@@ -10,7 +10,6 @@ from . import exits
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX_COMMAND = "python -m builder build"
-REFS_UPDATE_COMMAND = "python -m builder refs --update"
 
 
 class ConfigError(ValueError):

@@ -86,7 +86,3 @@ def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
     nb.metadata = nbformat.NotebookNode({"jupytext": {k: config[k] for k in ("notebook_metadata_filter", "cell_metadata_filter")}})
     return jupytext.writes(nb, fmt="py:percent")
 
-
-def to_percent(py_text: str, root: Path = ROOT) -> str:
-    """``py_text`` as jupytext itself would write it; a source in canonical form is unchanged."""
-    return write_percent(read_source(py_text, root), root)

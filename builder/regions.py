@@ -65,12 +65,6 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def begin_marker(kind: str, arg: str, markdown: bool) -> str:
-    """The begin-marker line for a region."""
-    words = f"builder:begin {kind} {arg}".rstrip()
-    return f"# <!-- {words} -->" if markdown else f"# {words}"
-
-
 def end_marker(body: str, markdown: bool) -> str:
     """The end-marker line for a region whose text is ``body``."""
     words = f"builder:end sha256={digest(body)}"

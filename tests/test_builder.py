@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from builder import cli, inline, pairing
+from builder import cli, exits, inline, pairing
 from builder.contracts import registry
 from tests.support import ROOT, run_builder
 
@@ -19,7 +19,7 @@ def snapshot(root):
 
 
 def test_check_passes_on_this_checkout(capsys):
-    assert cli.main(["check"]) == cli.EXIT_OK
+    assert cli.main(["check"]) == exits.OK
     assert "in sync" in capsys.readouterr().out
 
 
@@ -47,7 +47,7 @@ def test_build_refuses_to_overwrite_a_hand_edit_unless_forced(repo_copy):
     edited = path.read_text().replace("    return missing\n", "    return missing or []\n", 1)
     path.write_text(edited)
     refused = run_builder(repo_copy, "build")
-    assert refused.returncode == cli.EXIT_HAND_EDIT and "hand-edited" in refused.stderr
+    assert refused.returncode == exits.HAND_EDIT and "hand-edited" in refused.stderr
     assert path.read_text() == edited
     assert run_builder(repo_copy, "build", "--force").returncode == 0
     assert run_builder(repo_copy, "check").returncode == 0
@@ -96,7 +96,7 @@ def test_malformed_region_exits_3_naming_file_line_and_writes_nothing(repo_copy,
     before = snapshot(repo_copy)
     for command in ("build", "check"):
         result = run_builder(repo_copy, command)
-        assert result.returncode == cli.EXIT_MALFORMED, result.stdout + result.stderr
+        assert result.returncode == exits.MALFORMED, result.stdout + result.stderr
         assert re.search(rf"notebooks/module3_basic_transformer\.py\(\d+\): .*{re.escape(words)}", result.stderr)
     assert snapshot(repo_copy) == before
 
@@ -105,7 +105,7 @@ def test_reference_region_must_name_this_notebooks_reference(repo_copy):
     path = repo_copy / M3
     path.write_text(path.read_text().replace("# builder:begin reference module3", "# builder:begin reference module5"))
     result = run_builder(repo_copy, "check")
-    assert result.returncode == cli.EXIT_MALFORMED and "not 'module5'" in result.stderr
+    assert result.returncode == exits.MALFORMED and "not 'module5'" in result.stderr
 
 
 def test_every_inlinable_name_is_self_contained():
@@ -142,5 +142,5 @@ def test_header_has_title_colab_badge_and_provenance(course):
 
 
 def test_unknown_notebook_name_is_a_clear_error(capsys):
-    assert cli.main(["execute", "module9"]) == cli.EXIT_USAGE
+    assert cli.main(["execute", "module9"]) == exits.USAGE
     assert "unknown notebook 'module9'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ properties in tests/test_properties.py.
 import pytest
 import torch
 
-from builder import cli
+from builder import cli, exits
 from builder.contracts import attention, gqa, decoding, heads, norms, positions
 from builder.contracts.violations import ContractViolation
 from tests.support import ROOT, notebook
@@ -251,7 +251,7 @@ def test_hand_written_adamw_matches_torch_optim(nb):
 
 
 def test_bench_with_bad_arguments_is_a_usage_error(capsys):
-    assert cli.main(["bench", "speed", "--repeats", "0"]) == cli.EXIT_USAGE
-    assert cli.main(["bench", "tiled", "module3"]) == cli.EXIT_USAGE
+    assert cli.main(["bench", "speed", "--repeats", "0"]) == exits.USAGE
+    assert cli.main(["bench", "tiled", "module3"]) == exits.USAGE
     err = capsys.readouterr().err
     assert "repeats must be at least 1" in err and "takes no notebook names" in err

@@ -37,18 +37,6 @@ def load_terms(glossary: polib.POFile) -> list[Term]:
     return terms
 
 
-def duplicates(glossary: polib.POFile, path: str) -> list[Finding]:
-    """Glossary entries that give one English term two renderings."""
-    seen: dict[str, str] = {}
-    found = []
-    for entry in glossary:
-        key = entry.msgid.lower()
-        if key in seen and seen[key] != entry.msgstr:
-            found.append(Finding(path, entry.linenum, "glossary", entry.msgid, f"rendered both {seen[key]!r} and {entry.msgstr!r}"))
-        seen.setdefault(key, entry.msgstr)
-    return found
-
-
 def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Finding]:
     """Translated entries whose English uses a term that the translation renders otherwise."""
     found = []
