@@ -19,7 +19,7 @@ import tracemalloc
 from pathlib import Path
 
 from .config import ROOT, load_course
-from .grade.bench import grade  # noqa: F401  (`bench grade`: time per submission of a batch of 20)
+from .grade.bench import grade as grade_batches
 from .notebook_code import definitions
 
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
@@ -33,7 +33,7 @@ FORMAT_CHECKER_MODULES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc
 CHECK_FLOOR_CODE = ("import sys\n"  # a None entry in sys.modules makes its import fail, which jsonschema skips quietly
                     f"sys.modules.update(dict.fromkeys({FORMAT_CHECKER_MODULES!r}))\n"
                     "import nbformat, jupytext")
-TILED_NOTEBOOK = "module5"  # the reference key of the notebook that defines tiled_attention
+TILED_FUNCTION = "tiled_attention"  # `bench tiled` measures the notebook that defines it (found, not named)
 
 # The targets of the tiled-attention issue, at d = 64 and causal.
 TIME_TARGET = 1.0  # tiled / dense wall time at every length in TIME_LENGTHS
@@ -91,8 +91,7 @@ def tiled_ratios(
     import numpy as np
 
     if source is None:
-        (notebook,) = load_course(ROOT).select([TILED_NOTEBOOK])
-        source = notebook.source
+        source = defining_notebook(load_course(ROOT), TILED_FUNCTION).source
     nb = definitions(source, ("sdpa", "make_mask", "tiled_attention"))
     sdpa, make_mask, tiled = nb["sdpa"], nb["make_mask"], nb["tiled_attention"]
     rng = np.random.default_rng(seed)
@@ -198,7 +197,7 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
             "slowest": [(c.index, c.seconds, c.first_line) for c in best.slowest(3)]}
 
 
-def speed(course, names: list[str], repeats: int = 1, against: str | None = None) -> list[dict]:
+def speed(course, names: list[str], repeats: int = 3, against: str | None = None) -> list[dict]:
     """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty); ``speed_against`` with a revision."""
     if against is not None:
         return speed_against(course, names, against, repeats=repeats)
@@ -257,18 +256,38 @@ def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> 
     return results
 
 
+def defining_notebook(course, function: str):
+    """The one English notebook whose source defines ``function`` at top level; ValueError when none or several do."""
+    found = [nb for nb in course.notebooks if f"\ndef {function}(" in nb.source.read_text(encoding="utf-8")]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} notebooks define {function}(): {', '.join(nb.name for nb in found) or 'none'}; bench tiled needs exactly one")
+    return found[0]
+
+
 def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
     """``tiled_ratios`` on Module 5's source, printed as a table with a verdict per target."""
     if names:
         raise ValueError("bench tiled measures Module 5's tiled_attention; it takes no notebook names")
-    (notebook,) = course.select([TILED_NOTEBOOK])
-    report, ok = tiled_report(tiled_ratios(repeats=repeats, source=notebook.source))
+    report, ok = tiled_report(tiled_ratios(repeats=require_repeats(repeats), source=defining_notebook(course, TILED_FUNCTION).source))
     print(report)
     return [{"name": "tiled_attention", "ok": ok}]
 
 
-def mutants(course, names: list[str], repeats: int = 1, sample: int = 60, seed: int = 0) -> list[dict]:
-    """``python -m builder mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents."""
+def grade(course, names: list[str], repeats: int = 3) -> list[dict]:
+    """``bench grade``: time per submission of a batch of 20 against a batch of one; a submission that fails to grade is exit 1."""
+    require_repeats(repeats)
+    course.select(names)  # an unknown name is a usage error, raised before anything runs
+    try:
+        return grade_batches(course, names, repeats=repeats)
+    except ValueError as exc:  # a made-up submission that did not grade: a failed benchmark, not a bad command line
+        raise NotebookFailed(f"bench grade: {exc}") from None
+
+
+def mutants(course, names: list[str], sample: int = 60, seed: int = 0) -> list[dict]:
+    """``python -m builder mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents.
+
+    Each mutant runs once (its verdict is killed or not, not a time), so it takes no ``repeats``.
+    """
     from . import mutants as mutation
 
     results = []
@@ -317,5 +336,6 @@ def check(course, names: list[str], repeats: int = 5) -> list[dict]:
     return [{"name": "check", "wall_ratio": wall, "cpu_ratio": cpu, "ok": ok}]
 
 
-# `bench WHAT` calls BENCHES[WHAT](course, names, repeats=...); add a benchmark with one entry here.
+# `bench WHAT` calls BENCHES[WHAT](course, names), with repeats=N only when --repeats is given, so each keeps its own
+# default (check 5, speed 3, tiled 7, grade 3); add a benchmark with one entry here.
 BENCHES = {"check": check, "speed": speed, "tiled": tiled, "grade": grade, "mutants": mutants}

@@ -236,8 +236,11 @@ def bench(course, args) -> int:
     try:
         if args.against is not None and args.what != "speed":
             raise ValueError(f"--against compares notebook times and applies to `bench speed` only, not `bench {args.what}`")
+        if args.repeats is not None and args.what == "mutants":
+            raise ValueError("bench mutants runs each mutant once; --repeats does not apply to it")
         extra = {"against": args.against} if args.against is not None else {}
-        results = benchmarks.BENCHES[args.what](course, args.names, repeats=args.repeats, **extra)
+        extra |= {"repeats": args.repeats} if args.repeats is not None else {}
+        results = benchmarks.BENCHES[args.what](course, args.names, **extra)
     except benchmarks.NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exits.FAILED

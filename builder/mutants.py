@@ -8,10 +8,11 @@ folder, ``MPLBACKEND=Agg``); a non-zero exit kills the mutant, and so does a tim
 apart). Survivors are bugs the notebook would bless with PASS.
 
 Mutants that compute the same thing as the original are listed, each with a reason, in
-``tests/equivalent_mutants.toml``; they are keyed by notebook, function and mutation, never by
+``equivalent_mutants.toml`` (at the repository root: course data, not the tests'); they are keyed by notebook, function and mutation, never by
 line number, and the score is printed with and without them.
 """
 
+import argparse
 import ast
 import concurrent.futures
 import fnmatch
@@ -26,9 +27,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import regions
+from . import exits, regions
 
-EQUIVALENTS = Path("tests") / "equivalent_mutants.toml"
+EQUIVALENTS = Path("equivalent_mutants.toml")
 TARGET = 0.97  # issue 12: the checks catch at least 97% of the non-equivalent mutants
 
 COMPARE_SWAPS = {
@@ -355,7 +356,7 @@ class Lists:
 
 
 def load_lists(root: Path, nb_name: str) -> Lists:
-    """Read ``tests/equivalent_mutants.toml`` for one notebook; every entry must carry a reason."""
+    """Read ``equivalent_mutants.toml`` for one notebook; every entry must carry a reason."""
     path = root / EQUIVALENTS
     table = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     equivalent, skip = {}, []
@@ -373,6 +374,12 @@ def load_lists(root: Path, nb_name: str) -> Lists:
 
 
 # ---- running ------------------------------------------------------------------------------------
+
+
+class BaselineFailed(RuntimeError):
+    """The unmutated notebook does not pass as a script, so no mutant can be scored (a failed check: exit 1)."""
+
+    exit_code = exits.FAILED
 
 
 @dataclass(frozen=True)
@@ -401,6 +408,9 @@ def run_script(source: str, filename: str, timeout: float) -> tuple[str, float]:
 
 def run_mutants(pairs: list[tuple[Mutant, str]], filename: str, timeout: float, jobs: int, progress=None) -> list[Outcome]:
     """Run every mutant (``jobs`` at a time); outcomes in the order of ``pairs``."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+
     def one(pair):
         verdict, seconds = run_script(pair[1], filename, timeout)
         outcome = Outcome(pair[0], verdict, seconds)
@@ -408,7 +418,7 @@ def run_mutants(pairs: list[tuple[Mutant, str]], filename: str, timeout: float, 
             progress(outcome)
         return outcome
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, pairs))
 
 
@@ -465,7 +475,8 @@ def score_notebook(course, nb, *, size: int | None, seed: int = 0, jobs: int = 1
     pairs = select(generate(nb.name, text, str(nb.source), lists.skip), patterns)
     verdict, baseline = run_script(text, nb.source.name, timeout or 600)
     if verdict != "survived":
-        raise RuntimeError(f"{nb.name}: the unmutated notebook does not pass as a script ({verdict}); fix it first")
+        raise BaselineFailed(f"{nb.name}: the unmutated notebook does not pass as a script ({verdict}); "
+                             f"run `python {nb.source.relative_to(course.root).as_posix()}` to see which check fails, and fix it first")
     limit = timeout or max(60.0, 4 * baseline)
     start = time.perf_counter()
     outcomes = run_mutants(sample(pairs, size, seed), nb.source.name, limit, jobs, progress)
@@ -508,11 +519,19 @@ def options(p) -> None:
     p.add_argument("names", nargs="*", help="notebook names or reference keys (default: all)")
     p.add_argument("--sample", type=int, help="run a seeded random sample of this many mutants per notebook (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="mutants run at the same time (default 1)")
+    p.add_argument("--jobs", type=_at_least_one, default=1, help="mutants run at the same time (default 1)")
     p.add_argument("--timeout", type=float, help="seconds per mutant before it counts as killed by timeout (default: 4x the unmutated run, at least 60)")
     p.add_argument("--function", action="append", default=[], help="only mutants of functions matching this pattern (repeatable)")
     p.add_argument("--list", action="store_true", help="print the mutants that would run, run none")
     p.add_argument("--min-score", type=float, help="fail when a notebook's score without equivalents is below this percentage")
+
+
+def _at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def select(pairs: list, patterns: list[str]) -> list:

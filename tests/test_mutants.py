@@ -120,7 +120,6 @@ def test_every_equivalent_entry_has_a_reason_and_names_a_live_mutant(course):
 
 
 def test_an_entry_without_a_reason_is_refused(tmp_path):
-    (tmp_path / "tests").mkdir()
     (tmp_path / mutants.EQUIVALENTS).write_text('[[equivalent]]\nnotebook = "tiny"\nmutant = "f: `1` -> `2`"\nreason = ""\n')
     with pytest.raises(ValueError, match="has no reason"):
         mutants.load_lists(tmp_path, "tiny")

@@ -34,7 +34,7 @@ def tier_expressions(text: str) -> set[str]:
     """The ``-m EXPR`` of every ``python -m pytest`` line in ``text`` ("" for the default tier)."""
     found = set()
     for line in text.splitlines():
-        if "python -m pytest" in line:
+        if line.strip().removeprefix("run: ").startswith("python -m pytest"):  # a command line, not prose that names one
             args = shlex.split(line.split("#")[0].split("python -m pytest", 1)[1])
             found.add(args[args.index("-m") + 1] if "-m" in args else "")
     return found
@@ -136,7 +136,7 @@ def test_no_traceback_escapes_main(monkeypatch, capsys):
 def test_a_notebook_that_fails_under_bench_is_exit_1(monkeypatch, capsys):
     from builder import bench
 
-    def failing(course, names, repeats):
+    def failing(course, names, repeats=3):
         raise bench.NotebookFailed("module3_basic_transformer failed at cell 7")
 
     monkeypatch.setitem(bench.BENCHES, "speed", failing)
@@ -239,3 +239,49 @@ def test_the_bench_check_floor_imports_no_format_checker():
              "if module is not None and name.startswith(('rfc3987', 'fqdn', 'webcolors'))))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_bench_passes_repeats_only_when_given_and_mutants_refuses_it(monkeypatch, capsys):
+    from builder import bench
+
+    seen = []
+    monkeypatch.setitem(bench.BENCHES, "tiled", lambda course, names, **kw: seen.append(kw) or [{"ok": True}])
+    assert cli.main(["bench", "tiled"]) == exits.OK and seen == [{}]  # tiled keeps its own 7
+    assert cli.main(["bench", "tiled", "--repeats", "2"]) == exits.OK and seen[-1] == {"repeats": 2}
+    assert cli.main(["bench", "mutants", "--repeats", "2"]) == exits.USAGE
+    assert "--repeats does not apply" in capsys.readouterr().err
+
+
+def test_a_submission_that_fails_to_grade_under_bench_is_exit_1(monkeypatch, capsys):
+    from builder import bench
+
+    def failing(course, names, repeats):
+        raise ValueError("student03: not graded")
+
+    monkeypatch.setattr(bench, "grade_batches", failing)
+    assert cli.main(["bench", "grade"]) == exits.FAILED
+    assert "student03: not graded" in capsys.readouterr().err
+    assert cli.main(["bench", "grade", "--repeats", "0"]) == exits.USAGE
+
+
+def test_mutants_refuses_zero_jobs_and_a_failing_baseline_is_exit_1(monkeypatch, capsys, course):
+    from builder import mutants
+
+    assert cli.main(["mutants", "--jobs", "0"]) == exits.USAGE
+    monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed", 1.0))
+    assert cli.main(["mutants", course.notebooks[0].name, "--sample", "1"]) == exits.FAILED
+    err = capsys.readouterr().err
+    assert "does not pass as a script" in err and "internal error" not in err
+
+
+def test_a_pip_failure_in_colab_is_exit_1_naming_the_step(monkeypatch, capsys, tmp_path):
+    from builder import colab
+
+    def pip_fails(command, **kwargs):
+        failed = "pip" in command and "install" in command
+        return subprocess.CompletedProcess(command, 1 if failed else 0, "", "ERROR: No matching distribution found for torch" if failed else "")
+
+    monkeypatch.setattr(colab.subprocess, "run", pip_fails)
+    assert cli.main(["colab", "--venv", str(tmp_path / "venv")]) == exits.FAILED
+    err = capsys.readouterr().err
+    assert "colab: pip install --upgrade pip failed (exit 1)" in err and "No matching distribution" in err
