@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .config import ROOT, load_course
 from .grade.bench import grade as grade_batches
+from .grade.runner import THREAD_VARIABLES
 from .notebook_code import definitions
 
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
@@ -48,7 +49,7 @@ class NotebookFailed(RuntimeError):
 
 def single_threaded_blas() -> bool:
     """Ask for one BLAS thread, as the notebooks do; True when it can still take effect (NumPy not loaded yet)."""
-    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for variable in THREAD_VARIABLES:
         os.environ[variable] = "1"
     return "numpy" not in sys.modules
 

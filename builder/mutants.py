@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import exits, regions
+from .grade.runner import THREAD_VARIABLES
 
 EQUIVALENTS = Path("equivalent_mutants.toml")
 TARGET = 0.97  # issue 12: the checks catch at least 97% of the non-equivalent mutants
@@ -393,8 +394,7 @@ class Outcome:
 
 def run_script(source: str, filename: str, timeout: float) -> tuple[str, float]:
     """Run ``source`` as ``python <filename>`` in an empty folder; verdict and seconds."""
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", **dict.fromkeys(THREAD_VARIABLES, "1"))
     with tempfile.TemporaryDirectory(prefix="course-mutant-") as tmp:
         (Path(tmp) / filename).write_text(source, encoding="utf-8")
         start = time.perf_counter()
