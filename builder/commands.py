@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from . import editions, exits, files, refs
+from .progress import Progress
 
 
 def build(course, args) -> int:
@@ -101,13 +102,17 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
     if chosen:
         files.require_writable(out, "--out")
     runs = {}
+    progress = Progress("execute", len(chosen)) if chosen else None
     for nb in chosen:
+        progress.step(f"{nb.edition} [{nb.language}]")
         result = runner.run(nb.ipynb, edition_dir(out, nb), timeout=args.timeout, kernel_name=kernel_name)
         print(runner.report(result, args.budget), flush=True)
         ok = not result.error and (args.budget is None or result.seconds <= args.budget)
         if student_too or getattr(args, "student", False):
             ok &= run_student_editions(nb, edition_dir(out, nb) / "student", args.timeout, kernel_name, reinserted=reinserted)
         runs[nb.edition] = (result, ok)
+    if progress:
+        progress.close()
     return runs
 
 
@@ -173,7 +178,9 @@ def html(course, args, *, execute_first: bool = True) -> int:
             chosen.append(nb)
     unexecuted = [nb for nb in chosen if execute_first or not (edition_dir(executed_dir, nb) / nb.ipynb.name).exists()]
     runs = run_notebooks(course, unexecuted, args, out=executed_dir)
+    progress = Progress("html", len(chosen)) if chosen else None
     for nb in chosen:
+        progress.step(f"{nb.edition} [{nb.language}]")
         result, ok = runs.get(nb.edition, (None, True))
         status = status if ok else exits.FAILED
         if result is not None and result.error:
@@ -186,6 +193,8 @@ def html(course, args, *, execute_first: bool = True) -> int:
         except handout.HandoutError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = exits.FAILED
+    if progress:
+        progress.close()
     return status
 
 
@@ -222,10 +231,12 @@ def translations(course, args) -> int:
 
 def everything(course, args) -> int:
     """Build, check, execute, then export the HTML handouts of the chosen notebooks (all by default)."""
-    for step in (build, check, execute):
+    for number, step in enumerate((build, check, execute), start=1):
+        print(f"all: stage {number}/4, {step.__name__}", file=sys.stderr, flush=True)
         code = step(course, args)
         if code != exits.OK:
             return code
+    print("all: stage 4/4, html", file=sys.stderr, flush=True)
     return html(course, args, execute_first=False)
 
 

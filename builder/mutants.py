@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import exits, regions
 from .grade.runner import THREAD_VARIABLES
+from .progress import Progress, duration
 
 EQUIVALENTS = Path("equivalent_mutants.toml")
 TARGET = 0.97  # issue 12: the checks catch at least 97% of the non-equivalent mutants
@@ -468,8 +469,11 @@ class Score:
 
 
 def score_notebook(course, nb, *, size: int | None, seed: int = 0, jobs: int = 1, timeout: float | None = None,
-                   patterns: tuple[str, ...] = (), progress=None) -> Score:
-    """Generate, sample and run the mutants of one notebook (functions matching ``patterns``); the baseline must pass first."""
+                   patterns: tuple[str, ...] = (), progress=None, announce=None) -> Score:
+    """Generate, sample and run the mutants of one notebook (functions matching ``patterns``); the baseline must pass first.
+
+    ``announce(count, baseline_seconds)`` is called once the unmutated run is timed, before any mutant runs.
+    """
     text = nb.source.read_text(encoding="utf-8")
     lists = load_lists(course.root, nb.name)
     pairs = select(generate(nb.name, text, str(nb.source), lists.skip), patterns)
@@ -478,8 +482,11 @@ def score_notebook(course, nb, *, size: int | None, seed: int = 0, jobs: int = 1
         raise BaselineFailed(f"{nb.name}: the unmutated notebook does not pass as a script ({verdict}); "
                              f"run `python {nb.source.relative_to(course.root).as_posix()}` to see which check fails, and fix it first")
     limit = timeout or max(60.0, 4 * baseline)
+    chosen = sample(pairs, size, seed)
+    if announce:
+        announce(len(chosen), baseline)
     start = time.perf_counter()
-    outcomes = run_mutants(sample(pairs, size, seed), nb.source.name, limit, jobs, progress)
+    outcomes = run_mutants(chosen, nb.source.name, limit, jobs, progress)
     return Score(nb.name, outcomes, lists.equivalent, len(pairs), baseline, time.perf_counter() - start)
 
 
@@ -567,11 +574,21 @@ def command(course, args) -> int:
 
 
 def run_selected(course, nb, args) -> Score:
-    """``score_notebook`` with the command's options, and a character of progress per mutant on stderr."""
+    """``score_notebook`` with the command's options; on stderr, the expected duration first, then progress with an estimate."""
+    print(f"mutants: {nb.name}: timing the unmutated notebook first", file=sys.stderr, flush=True)
+    bar = []
+
+    def announce(count: int, baseline: float) -> None:
+        print(f"mutants: {nb.name}: {count} mutants, each a run of up to about {baseline:.1f} s (the unmutated run), "
+              f"{args.jobs} at a time: expect up to about {duration(count * baseline / args.jobs)}"
+              + ("" if args.sample else "; --sample N runs a seeded sample"), file=sys.stderr, flush=True)
+        bar.append(Progress(f"mutants {nb.name}", count, unit="mutant", seconds_each=baseline / args.jobs, every=10))
+
     def progress(outcome: Outcome) -> None:
-        print({"killed": ".", "timeout": "T", "survived": "S"}[outcome.verdict], end="", flush=True, file=sys.stderr)
+        bar[0].finished(f"{outcome.verdict} {outcome.mutant.function}")
 
     score = score_notebook(course, nb, size=args.sample, seed=args.seed, jobs=args.jobs, timeout=args.timeout,
-                           patterns=tuple(args.function), progress=progress)
-    print(file=sys.stderr)
+                           patterns=tuple(args.function), progress=progress, announce=announce)
+    if bar:
+        bar[0].close()
     return score
