@@ -97,7 +97,7 @@ def bench_options(p):
     from .bench import BENCHES
 
     p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
-                   "tiled: Module 5's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
+                   "tiled: the course's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
     _names(p, "notebook names or reference keys (speed only; default: all)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default: 3)")
     p.add_argument("--against", metavar="REV", help="speed only: also time each notebook as committed at this git revision, "

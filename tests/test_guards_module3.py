@@ -15,7 +15,7 @@ pytestmark = pytest.mark.property
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook(3)
+    return notebook("module3")
 
 
 def _finite_or_refused(call):
