@@ -4,7 +4,7 @@
   starting a kernel and importing numpy, torch and matplotlib.
 - ``python -m builder bench check``: ``python -m builder check`` in a fresh interpreter against the
   floor of importing nbformat and jupytext in one; wall and CPU time, medians of interleaved runs.
-- ``python -m builder bench tiled``: Module 5's tiled (streaming) attention against the same
+- ``python -m builder bench tiled``: the course's tiled (streaming) attention against the same
   notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
@@ -266,7 +266,7 @@ def defining_notebook(course, function: str):
 
 
 def tiled(course, names: list[str], repeats: int = 7) -> list[dict]:
-    """``tiled_ratios`` on Module 5's source, printed as a table with a verdict per target."""
+    """``tiled_ratios`` on the source of the notebook that defines tiled_attention, printed as a table with a verdict per target."""
     if names:
         raise ValueError("bench tiled measures Module 5's tiled_attention; it takes no notebook names")
     report, ok = tiled_report(tiled_ratios(repeats=require_repeats(repeats), source=defining_notebook(course, TILED_FUNCTION).source))

@@ -95,7 +95,7 @@ def bench_options(p):
     from .bench import BENCHES
 
     p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
-                   "tiled: Module 5's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
+                   "tiled: the course's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
     _names(p, "notebook names or reference keys (speed only; default: all)")
     p.add_argument("--repeats", type=int, help="runs of each measurement (default: check 5, speed 3, tiled 7, grade 3; mutants takes none)")
     p.add_argument("--against", metavar="REV", help="speed only: also time each notebook as committed at this git revision, "

@@ -205,7 +205,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
     result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
-    student_nb = student.student_notebook(copy.deepcopy(parsed))
+    student_nb = student.student_notebook(copy.deepcopy(parsed), edition.language)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)

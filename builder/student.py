@@ -129,8 +129,8 @@ def student_text(source_text: str) -> str:
     return pairing.write_percent(student_notebook(pairing.read_source(source_text)))
 
 
-def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student edition of a parsed source (left unchanged): stubs, hidden solutions and the guide after the first cell."""
+def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
+    """The student edition of a parsed source (left unchanged): stubs, hidden solutions and the guide, in ``language``, after the first cell."""
     found = exercises(nb)
     by_index = {e.index: e for e in found}
     cells = []
@@ -141,13 +141,29 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell = nbformat.NotebookNode(dict(cell, source=stubbed(cell.source, exercise)))
         cells.append(cell)
     edition = nbformat.NotebookNode(dict(nb))
-    edition.cells = cells[:1] + [nbformat.v4.new_markdown_cell(guide(found))] + cells[1:]
+    edition.cells = cells[:1] + [nbformat.v4.new_markdown_cell(guide(found, language))] + cells[1:]
     return edition
 
 
-def guide(found: list[Exercise]) -> str:
-    """The note at the top of a student edition: what to do and how the checks respond."""
+GUIDE_RU = (
+    "**Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; "
+    "замените строку `# Your code here.` и `raise` под ней своим кодом. Ячейка сразу после каждого "
+    "упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, "
+    "на каком входе, с ожидаемым и фактическим значениями.\n\n"
+    "Если вы пропустили упражнение или ваш ответ не прошёл проверку, ячейка проверки останавливает "
+    "*Run all* (для заготовки — с `NotImplementedError`), и дальше работает скрытое эталонное решение "
+    "(свёрнутая ячейка над каждым упражнением): в Colab выберите на этой ячейке *Runtime → Run after*, "
+    "в JupyterLab — *Run → Run Selected Cell and All Below* на следующей, и остальное выполнится. "
+    "`show_reference(\"Exercise 1\")` печатает решение; последняя ячейка перечисляет упражнения, "
+    "в которых работало эталонное решение.\n\n"
+)
+
+
+def guide(found: list[Exercise], language: str = "en") -> str:
+    """The note at the top of a student edition: what to do and how the checks respond (English, or Russian for "ru")."""
     listing = "\n".join(f"- **{e.label}:** `{'`, `'.join(e.names)}`" for e in found) or "- (none yet)"
+    if language == "ru":
+        return GUIDE_RU + listing
     return (
         "**Student edition.** The functions below are stubs that raise `NotImplementedError`; "
         "replace the line `# Your code here.` and the `raise` under it with your code. The cell right "

@@ -12,7 +12,7 @@
    NaN-free input, finish within ``CALL_SECONDS``, and allocate within ``BUDGET_BYTES`` (an address
    space limit around each call turns a bigger allocation into a finding instead of a dead machine).
 
-``python -m tests.fuzz [module3|module5]`` prints the findings report; ``pytest -m fuzz`` asserts it.
+``python -m tests.fuzz [module3|module5_1|...]`` prints the findings report; ``pytest -m fuzz`` asserts it.
 """
 
 import contextlib
@@ -35,10 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = {
-    "module3": ROOT / "notebooks" / "module3_basic_transformer.py",
-    "module5": ROOT / "notebooks" / "module5_modern_attention.py",
-}
+
+
+def _sources() -> dict:
+    """Each course notebook's English source by its reference name, read from pyproject.toml's course config."""
+    from builder.config import load_course
+
+    return {nb.reference: nb.source for nb in load_course(ROOT).notebooks}
+
+
+SOURCES = _sources()
 BUDGET_BYTES = 1 << 30  # the allocation budget of issue 12
 ADDRESS_SLACK = 1 << 29  # address space allowed above the budget before the limit bites (stacks, arenas)
 CALL_SECONDS = 10.0  # a single call that takes longer is a finding
@@ -686,20 +692,20 @@ def fuzz(nb: Notebook, name: str, progress: bool = False, only: tuple = ()) -> R
 
 @functools.cache
 def notebook_report(key: str, progress: bool = False, only: tuple = ()) -> Report:
-    """Run and fuzz one notebook (``module3`` or ``module5``), once per process."""
+    """Run and fuzz one notebook (a key of ``SOURCES``, such as ``module5_1``), once per process."""
     return fuzz(run_notebook(SOURCES[key]), key, progress, only)
 
 
 def main(argv: list[str]) -> int:
     """Print the findings report of each named notebook; 1 when a call failed a property.
 
-    ``python -m tests.fuzz [module3|module5 ...] [--only PATTERN ...] [--all]``: ``--only`` fuzzes the
+    ``python -m tests.fuzz [NOTEBOOK ...] [--only PATTERN ...] [--all]``: ``--only`` fuzzes the
     functions whose names match a pattern (``'MultiHead*'``), ``--all`` prints every finding.
     """
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=main.__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", help=f"one of {', '.join(sorted(SOURCES))} (default: both)")
+    parser.add_argument("notebooks", nargs="*", help=f"one of {', '.join(sorted(SOURCES))} (default: all)")
     parser.add_argument("--only", action="append", default=[], help="fnmatch pattern of function names (repeatable)")
     parser.add_argument("--all", action="store_true", help="print every finding, not a few per kind")
     options = parser.parse_args(argv)

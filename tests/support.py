@@ -12,15 +12,20 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_SOURCES = {
-    3: ROOT / "notebooks" / "module3_basic_transformer.py",
-    5: ROOT / "notebooks" / "module5_modern_attention.py",
-}
+
+def _notebook_sources() -> dict[str, Path]:
+    """Each course notebook's English source, keyed by its reference name, in the order pyproject.toml lists them."""
+    from builder.config import load_course
+
+    return {nb.reference: nb.source for nb in load_course(ROOT).notebooks}
+
+
+NOTEBOOK_SOURCES = _notebook_sources()  # {"module3": ..., "module5_1": ..., "module5_2": ...}
 
 
 @functools.cache
-def notebook(module: int) -> dict:
-    """Module ``module``'s imports, functions, classes and constants, loaded once without running a cell.
+def notebook(module: str) -> dict:
+    """The notebook ``module``'s (a reference name such as "module5_1") imports, functions, classes and constants, loaded once without running a cell.
 
     Shared by every test: treat it as read-only (``mutant`` works on a copy).
     """

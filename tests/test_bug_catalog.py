@@ -46,10 +46,10 @@ def test_the_catalog_is_large_unique_and_covers_every_exercise():
     assert len(CATALOG) >= 30
     assert len(set(ids)) == len(ids), sorted({i for i in ids if ids.count(i) > 1})
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", i) for i in ids), "ids are lowercase-with-dashes"
-    assert {bug.module for bug in CATALOG} == {3, 5}
-    for module in (3, 5):
+    assert {bug.module for bug in CATALOG} == set(NOTEBOOK_SOURCES)
+    for module in NOTEBOOK_SOURCES:
         exercises = exercise_contracts(module)
-        assert len(exercises) >= 6
+        assert len(exercises) >= 4
         covered = {(bug.contract, bug.target) for bug in CATALOG if bug.module == module}
         assert exercises <= covered, f"Module {module}: exercises without a catalogued bug: {sorted(exercises - covered)}"
 
@@ -70,7 +70,7 @@ TARGETS = sorted({(bug.module, bug.target, bug.contract) for bug in CATALOG})
 
 
 @pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize(("module", "target", "contract"), TARGETS, ids=[f"module{m}-{t}" for m, t, _ in TARGETS])
+@pytest.mark.parametrize(("module", "target", "contract"), TARGETS, ids=[f"{m}-{t}" for m, t, _ in TARGETS])
 def test_the_unmutated_function_passes_the_same_contract(module, target, contract):
     summary = contract_check(contract)(notebook(module)[target])
     assert isinstance(summary, dict) and summary

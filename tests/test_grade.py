@@ -22,7 +22,7 @@ import pytest
 from builder import cli
 from builder.config import ConfigError
 from builder.grade import batch, gradescope, judge, report, runner, submission, variants
-from tests.support import ROOT
+from tests.support import NOTEBOOK_SOURCES, ROOT
 
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text(encoding="utf-8"))
 TIMEOUT = 10  # seconds per exercise in the slow tests: far above any check, and the cost of the infinite loop
@@ -184,7 +184,7 @@ def test_feedback_has_no_memory_addresses():
 
 def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproducible(tmp_path, course):
     first = gradescope.bundle(course, tmp_path / "a.zip")
-    second = gradescope.bundle(course, tmp_path / "b.zip", module="module5")
+    second = gradescope.bundle(course, tmp_path / "b.zip", module="module5_1")
     with zipfile.ZipFile(first) as archive:
         names = archive.namelist()
         modes = {i.filename: stat.S_IMODE(i.external_attr >> 16) for i in archive.infolist()}
@@ -194,7 +194,7 @@ def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproduci
     assert not [n for n in names if "__pycache__" in n or n.endswith(".ipynb")]
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     assert "grade --gradescope-root" in run and "--module" not in run
-    assert "--module module5_modern_attention" in zipfile.ZipFile(second).read("run_autograder").decode()
+    assert "--module module5_1_exact_attention" in zipfile.ZipFile(second).read("run_autograder").decode()
     assert first.read_bytes() == gradescope.bundle(course, tmp_path / "c.zip").read_bytes()
     for script in ("setup.sh", "run_autograder"):
         (tmp_path / script).write_bytes(zipfile.ZipFile(first).read(script))
@@ -267,7 +267,7 @@ def graded_kinds(tmp_path_factory, course):
     return grade
 
 
-@pytest.fixture(params=["module3", "module5"])
+@pytest.fixture(params=list(NOTEBOOK_SOURCES))
 def kinds(request, graded_kinds, course):
     return graded_kinds(course.select([request.param])[0])
 
@@ -309,7 +309,7 @@ def test_every_results_json_validates_and_grades_csv_has_a_row_each(kinds):
 
 @pytest.mark.slow
 def test_run_autograder_grades_a_submission_where_gradescope_places_it(tmp_path, course, graded_kinds):
-    book = course.select(["module5"])[0]
+    book = course.select(["module5_1"])[0]
     kinds = graded_kinds(book)
     root = tmp_path / "autograder"
     with zipfile.ZipFile(gradescope.bundle(course, tmp_path / "autograder.zip", module=book.name)) as archive:

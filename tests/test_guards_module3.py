@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook(3)
+    return notebook("module3")
 
 
 def _finite_or_refused(call):

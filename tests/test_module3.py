@@ -17,7 +17,7 @@ from tests.support import ROOT, notebook
 @pytest.fixture(scope="module")
 def nb():
     """The notebook's imports, functions, classes and constants."""
-    return notebook(3)
+    return notebook("module3")
 
 
 # --- Contract checks: what the bug catalog (tests/test_bug_catalog.py) does not cover ---------------------

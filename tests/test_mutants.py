@@ -8,7 +8,7 @@ import pytest
 
 from builder import mutants
 from builder.regions import digest
-from tests.support import ROOT
+from tests.support import NOTEBOOK_SOURCES, ROOT
 
 INLINED = "def helper(x):\n    return x + 1\n"
 SOURCE = f"""import numpy as np
@@ -126,11 +126,11 @@ def test_an_entry_without_a_reason_is_refused(tmp_path):
 
 
 def test_list_prints_mutants_without_running_them(course, capsys):
-    args = SimpleNamespace(names=["module5"], list=True, function=["make_mask"], sample=3, seed=0, min_score=None)
+    args = SimpleNamespace(names=["module5_1"], list=True, function=["make_mask"], sample=3, seed=0, min_score=None)
     assert mutants.command(course, args) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4 and lines[-1].startswith("module5_modern_attention: ")
-    assert all(re.match(r"^notebooks/module5_modern_attention\.py\(\d+\): make_mask: ", line) for line in lines[:3])
+    assert len(lines) == 4 and lines[-1].startswith("module5_1_exact_attention: ")
+    assert all(re.match(r"^notebooks/module5_1_exact_attention\.py\(\d+\): make_mask: ", line) for line in lines[:3])
 
 
 @pytest.mark.slow
@@ -150,7 +150,7 @@ def test_the_real_notebook_kills_a_known_bad_mutant(course):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("key", ["module3", "module5"])
+@pytest.mark.parametrize("key", list(NOTEBOOK_SOURCES))
 def test_a_seeded_sample_of_real_mutants_is_all_killed(course, key):
     """Four sampled mutants per notebook (seed 7), run as scripts: every non-equivalent one must be killed.
 

@@ -12,7 +12,7 @@ import pytest
 from builder import exits
 from tests.support import run_builder
 
-M3, M5 = "notebooks/module3_basic_transformer", "notebooks/module5_modern_attention"
+M3, M5 = "notebooks/module3_basic_transformer", "notebooks/module5_1_exact_attention"
 
 
 def tree(root):
@@ -76,14 +76,14 @@ def test_an_ipynb_that_is_only_stale_is_rebuilt(repo_copy):
 
 
 def test_a_failing_build_writes_nothing(repo_copy):
-    """Module 3 needs a rewrite, Module 5 is malformed: nothing at all is written, Module 3's files included."""
+    """Module 3 needs a rewrite, Module 5.1 is malformed: nothing at all is written, Module 3's files included."""
     m3 = repo_copy / f"{M3}.py"
     m3.write_text(m3.read_text().replace("SEED = 18\n", "SEED = 19\n", 1))
     m5 = repo_copy / f"{M5}.py"
     m5.write_text(m5.read_text() + "\n# %%\n# builder:begin inline require_int\n")
     before = tree(repo_copy)
     result = run_builder(repo_copy, "build")
-    assert result.returncode == exits.MALFORMED and "module5_modern_attention.py(" in result.stderr, result.stderr
+    assert result.returncode == exits.MALFORMED and "module5_1_exact_attention.py(" in result.stderr, result.stderr
     assert tree(repo_copy) == before
 
 
@@ -132,7 +132,7 @@ def test_a_missing_notebook_source_is_named(repo_copy):
     (repo_copy / f"{M5}.py").unlink()
     result = run_builder(repo_copy, "check")
     assert result.returncode == exits.MALFORMED
-    assert "notebooks/module5_modern_attention.py(1): source is missing" in result.stderr
+    assert "notebooks/module5_1_exact_attention.py(1): source is missing" in result.stderr
 
 
 def test_execute_that_cannot_write_fails_before_running_anything(repo_copy):

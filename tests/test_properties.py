@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support import notebook
+from tests.support import NOTEBOOK_SOURCES, notebook
 
 pytestmark = pytest.mark.property
 
@@ -30,11 +30,15 @@ SEEDS = st.integers(0, 2**16)
 
 
 def m3():
-    return notebook(3)
+    return notebook("module3")
 
 
-def m5():
-    return notebook(5)
+def m51():
+    return notebook("module5_1")
+
+
+def m52():
+    return notebook("module5_2")
 
 
 # ---- Module 3: attention against PyTorch, GQA against MHA -------------------------------------------------
@@ -103,7 +107,7 @@ def test_gqa_module_equals_mha_with_repeated_kv_heads(n_kv, group, d_head, batch
     seed=SEEDS,
 )
 def test_tiled_attention_equals_dense_attention(n_q, extra_keys, d, tile, causal, window, sink, seed):
-    nb = m5()
+    nb = m51()
     rng = np.random.default_rng(seed)
     n_k = n_q + extra_keys
     Q, K, V = rng.standard_normal((n_q, d)), rng.standard_normal((n_k, d)), rng.standard_normal((n_k, 3))
@@ -121,7 +125,7 @@ def test_tiled_attention_equals_dense_attention(n_q, extra_keys, d, tile, causal
 @PROPERTY
 @given(n_q=st.integers(1, 12), n_k=st.integers(1, 12), tile=st.integers(1, 7), density=st.floats(0.05, 1.0), seed=SEEDS)
 def test_tiled_attention_equals_dense_attention_under_a_random_mask(n_q, n_k, tile, density, seed):
-    nb = m5()
+    nb = m51()
     rng = np.random.default_rng(seed)
     Q, K, V = rng.standard_normal((n_q, 3)), rng.standard_normal((n_k, 3)), rng.standard_normal((n_k, 2))
     mask = np.where(rng.random((n_q, n_k)) < density, rng.normal(0.0, 1.0, (n_q, n_k)), -np.inf)
@@ -132,7 +136,7 @@ def test_tiled_attention_equals_dense_attention_under_a_random_mask(n_q, n_k, ti
 @PROPERTY
 @given(n=st.integers(1, 30), window=st.integers(1, 12), seed=SEEDS)
 def test_rolling_buffer_decode_equals_masked_attention(n, window, seed):
-    nb = m5()
+    nb = m52()
     rng = np.random.default_rng(seed)
     Q, K, V = (rng.standard_normal((n, 4)) for _ in range(3))
     outputs, largest = nb["rolling_window_decode"](Q, K, V, window)
@@ -145,7 +149,7 @@ def test_rolling_buffer_decode_equals_masked_attention(n, window, seed):
 def test_online_softmax_equals_direct_softmax_for_any_tiling(logits, cuts):
     values = np.linspace(-1.0, 1.0, len(logits))
     edges = sorted({c for c in cuts if c < len(logits)})
-    out, trace = m5()["online_softmax_dot"](np.split(np.array(logits), edges), np.split(values, edges))
+    out, trace = m51()["online_softmax_dot"](np.split(np.array(logits), edges), np.split(values, edges))
     weights = np.exp(np.array(logits) - max(logits))
     assert len(trace) == len(edges) + 1
     assert math.isclose(out, weights @ values / weights.sum(), rel_tol=1e-9, abs_tol=1e-12)
@@ -155,7 +159,7 @@ def test_online_softmax_equals_direct_softmax_for_any_tiling(logits, cuts):
 @given(logits=st.lists(st.floats(-50, 50), min_size=1, max_size=30), cuts=st.lists(st.integers(1, 29), max_size=6),
        shift=st.floats(-1000, 1000))
 def test_online_softmax_is_invariant_under_a_common_shift(logits, cuts, shift):
-    online = m5()["online_softmax_dot"]
+    online = m51()["online_softmax_dot"]
     values = np.cos(np.arange(len(logits)))
     edges = sorted({c for c in cuts if c < len(logits)})
     out, trace = online(np.split(np.array(logits), edges), np.split(values, edges))
@@ -170,7 +174,7 @@ def test_online_softmax_is_invariant_under_a_common_shift(logits, cuts, shift):
 @PROPERTY
 @given(n_kv=st.integers(1, 4), group=st.integers(1, 4), t=st.integers(1, 6), seed=SEEDS)
 def test_gqa_equals_mha_with_copied_heads(n_kv, group, t, seed):
-    nb = m5()
+    nb = m51()
     rng = np.random.default_rng(seed)
     H = n_kv * group
     Q, K, V = rng.standard_normal((H, t, 3)), rng.standard_normal((n_kv, t, 3)), rng.standard_normal((n_kv, t, 2))
@@ -184,7 +188,7 @@ def test_gqa_equals_mha_with_copied_heads(n_kv, group, t, seed):
 @given(n=st.integers(1, 40), window=st.integers(1, 40), n_sink=st.integers(0, 5))
 def test_mask_pair_count_matches_its_formula(n, window, n_sink):
     n_sink = min(n_sink, n)
-    allowed = np.isfinite(m5()["make_mask"](n, window, n_sink))
+    allowed = np.isfinite(m51()["make_mask"](n, window, n_sink))
     sinks_outside_window = sum(max(0, min(n_sink, i - window + 1)) for i in range(n))
     assert allowed.sum() == sum(min(i + 1, window) for i in range(n)) + sinks_outside_window
     assert not np.triu(allowed, 1).any()
@@ -198,7 +202,7 @@ def test_parallel_scan_equals_the_loop(a, seed):
     for a_t, b_t in zip(a, b):
         h = a_t * h + b_t
         loop.append(h)
-    states, rounds = m5()["parallel_scan"](a, b)
+    states, rounds = m52()["parallel_scan"](a, b)
     np.testing.assert_allclose(states, loop, atol=1e-9, rtol=1e-9)
     assert rounds == (math.ceil(math.log2(len(a))) if len(a) > 1 else 0)
 
@@ -206,7 +210,7 @@ def test_parallel_scan_equals_the_loop(a, seed):
 @PROPERTY
 @given(n=st.integers(1, 25), d_k=st.integers(1, 5), d_v=st.integers(1, 4), seed=SEEDS)
 def test_linear_attention_running_sum_equals_quadratic_form(n, d_k, d_v, seed):
-    nb = m5()
+    nb = m52()
     rng = np.random.default_rng(seed)
     Q, K, V = rng.standard_normal((n, d_k)), rng.standard_normal((n, d_k)), rng.standard_normal((n, d_v))
     out, S, z = nb["linear_attention_recurrent"](Q, K, V)
@@ -217,7 +221,7 @@ def test_linear_attention_running_sum_equals_quadratic_form(n, d_k, d_v, seed):
 @PROPERTY
 @given(context=st.integers(1, 10**7), windows=st.lists(st.one_of(st.none(), st.integers(1, 5000)), min_size=1, max_size=8))
 def test_kv_cache_bytes_is_exact_and_grows_only_with_full_layers(context, windows):
-    size = m5()["kv_cache_bytes"]
+    size = m51()["kv_cache_bytes"]
     assert isinstance(size(context, windows, 8, 64), int)
     assert size(context, windows, 8, 64) == 2 * 8 * 64 * 2 * sum(context if w is None else min(context, w) for w in windows)
     assert size(context + 5000, windows, 8, 64) - size(context + 4999, windows, 8, 64) == 2048 * windows.count(None)
@@ -226,7 +230,7 @@ def test_kv_cache_bytes_is_exact_and_grows_only_with_full_layers(context, window
 @PROPERTY
 @given(seed=SEEDS, t_q=st.integers(1, 5), extra=st.integers(0, 5))
 def test_absorbed_latent_attention_equals_expanded(seed, t_q, extra):
-    nb = m5()
+    nb = m52()
     rng = np.random.default_rng(seed)
     H, T_k, d_c, d_nope, d_rope, d_v, d_model = 3, t_q + extra, 4, 5, 2, 3, 6
     args = (rng.standard_normal((H, t_q, d_nope)), rng.standard_normal((H, t_q, d_rope)), rng.standard_normal((T_k, d_c)),
@@ -389,7 +393,7 @@ def additive(allowed):
 
 # Each public function with one valid call (positional args, keyword args), built fresh for every example.
 VALID_CALLS = {
-    3: {
+    "module3": {
         "attention_cost": lambda: ((4, 8), {}),
         "kv_cache_bytes_per_token": lambda: ((2, 2, 4), {"bytes_per_value": 2}),
         "softmax": lambda: ((r(3, 4),), {"dim": -1}),
@@ -418,7 +422,7 @@ VALID_CALLS = {
         "token_distribution": lambda: (([2.0, 1.0, 0.5, -1.0],), {"temperature": 0.8, "top_k": 3, "top_p": 0.9}),
         "greedy_trace": lambda: (([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]], 0, 2), {}),
     },
-    5: {
+    "module5_1": {
         "kv_bytes_per_token": lambda: ((2, 2, 4), {"bytes_per_value": 2}),
         "context_cost": lambda: ((16,), {"layers": 2, "kv_heads": 2, "head_dim": 4, "bytes_per_value": 2}),
         "make_mask": lambda: ((6,), {"window": 3, "n_sink": 1}),
@@ -434,6 +438,12 @@ VALID_CALLS = {
         "tiled_attention": lambda: ((a(5, 3), a(5, 3), a(5, 2), np.zeros((5, 5))),
                                     {"tile_size": 2, "sink": None, "empty_row": "error", "causal": True, "window": 3, "query_start": 0}),
         "block_kinds": lambda: ((np.tri(5, dtype=bool), 2), {}),
+        "tiled_attention_plain": lambda: ((a(5, 3), a(4, 3), a(4, 2)), {"tile_size": 2}),
+        "causal_tiled_attention": lambda: ((a(5, 3), a(5, 3), a(5, 2)), {"tile_size": 2}),
+        "attention_hbm_accesses": lambda: ((1024, 64, 4096), {}),
+        "ToyBlockPool": lambda: ((lambda n_blocks, block_size, n_tokens: m51()["ToyBlockPool"](n_blocks, block_size).append("A", n_tokens), 4, 2, 3), {}),
+    },
+    "module5_2": {
         "pairs_computed": lambda: ((additive(np.tri(4, dtype=bool)),), {}),
         "receptive_field": lambda: ((6, 2, 2), {}),
         "reach": lambda: ((3, 2), {}),
@@ -464,17 +474,13 @@ VALID_CALLS = {
         "quantized_kv_bytes_per_token": lambda: ((2, 2, 4, 4), {"scale_bits": 16}),
         "quantized_attention_error": lambda: ((4, -1), {"outlier_channels": 2, "outlier_scale": 10.0, "n": 8, "d": 8, "seed": 0}),
         "cache_bytes_by_design": lambda: ((16,), {}),
-        "tiled_attention_plain": lambda: ((a(5, 3), a(4, 3), a(4, 2)), {"tile_size": 2}),
-        "causal_tiled_attention": lambda: ((a(5, 3), a(5, 3), a(5, 2)), {"tile_size": 2}),
-        "attention_hbm_accesses": lambda: ((1024, 64, 4096), {}),
         "layered_cache_bytes": lambda: ((16, 2.5, 8), {"bytes_per_value": 2}),
-        "ToyBlockPool": lambda: ((lambda n_blocks, block_size, n_tokens: m5()["ToyBlockPool"](n_blocks, block_size).append("A", n_tokens), 4, 2, 3), {}),
     },
 }
 
 # Public names with no bad-input test here, and why.
 NOT_FUZZED = {
-    3: {"AttentionResult": "a record of tensors", "ParameterFloor": "a record of counts",
+    "module3": {"AttentionResult": "a record of tensors", "ParameterFloor": "a record of counts",
         "first_crossing": "calls the function it is given; fuzzed by tests/fuzz.py",
         # New with the copy task and the dL/dq measurement; tests/fuzz.py finds and fuzzes them (issue 12 adds their guards).
         "copy_task_batch": "fuzzed by tests/fuzz.py", "copy_loss_and_accuracy": "fuzzed by tests/fuzz.py",
@@ -483,10 +489,14 @@ NOT_FUZZED = {
         # They read the notebook's Llama 3.1 8B widths (cell variables this definitions-only namespace lacks);
         # tests/fuzz.py fuzzes them in the run notebook.
         "grouped_projection_flops": "reads cell variables; fuzzed by tests/fuzz.py", "ffn_flops": "reads cell variables; fuzzed by tests/fuzz.py"},
-    5: {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given",
-        "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ",
-        "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
-        "slow_first_run": "a timing fixture of the best_seconds check, with no arguments"},
+    "module5_1": {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given",
+                  "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ",
+                  "slow_first_run": "a timing fixture of the best_seconds check, with no arguments"},
+    "module5_2": {"check_stated": "raises on purpose when two numbers differ",
+                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
+                  **dict.fromkeys(("kv_bytes_per_token", "context_cost", "kv_cache_bytes", "mla_bytes_per_token", "make_mask",
+                                   "additive_mask", "sdpa"),
+                                  "Module 5.1's function, reused letter for letter (tests/test_module5_1.py); fuzzed there")},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
 
@@ -503,13 +513,13 @@ def public_names(module):
     }
 
 
-@pytest.mark.parametrize("module", (3, 5))
+@pytest.mark.parametrize("module", list(NOTEBOOK_SOURCES))
 def test_every_public_function_has_a_bad_input_test(module):
     listed = {name.split(".")[0] for name in VALID_CALLS[module]} | set(NOT_FUZZED[module])
     assert public_names(module) == listed, "a new public function needs a valid call in VALID_CALLS (or a reason in NOT_FUZZED)"
 
 
-@pytest.mark.parametrize(("module", "name"), FUZZED, ids=[f"module{m}-{n}" for m, n in FUZZED])
+@pytest.mark.parametrize(("module", "name"), FUZZED, ids=[f"{m}-{n}" for m, n in FUZZED])
 @BAD_INPUT
 @given(data=st.data())
 def test_random_bad_inputs_raise_only_type_or_value_errors(module, name, data):

@@ -31,7 +31,7 @@ CHECK_CALL = re.compile(r'check_exercise\("(?P<label>Exercise \d+)", (?P<contrac
 class Judged:
     """One exercise of a notebook source: where it sits, what judges it, and the cell that does."""
 
-    module: int
+    module: str
     label: str
     cell: int
     check_cell: int
@@ -39,22 +39,22 @@ class Judged:
     target: str
 
     def __str__(self) -> str:
-        return f"module{self.module}-{self.label.replace(' ', '')}-{self.target}"
+        return f"{self.module}-{self.label.replace(' ', '')}-{self.target}"
 
 
-def source_notebook(module: int) -> nbformat.NotebookNode:
+def source_notebook(module: str) -> nbformat.NotebookNode:
     """A fresh parse of a module's percent source."""
     return pairing.read_source(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
 
 
-def judged_exercises(module: int, nb: nbformat.NotebookNode) -> list[Judged]:
+def judged_exercises(module: str, nb: nbformat.NotebookNode) -> list[Judged]:
     """Every exercise of a module's parsed source, with its check cell, contract and function."""
     found = []
     for exercise in student.exercises(nb):
         check = next(i for i in range(exercise.index + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
         call = CHECK_CALL.search(nb.cells[check].source)
         if call is None or call["label"] != exercise.label:
-            raise AssertionError(f"Module {module} {exercise.label}: its check cell does not call check_exercise as the convention says")
+            raise AssertionError(f"{module} {exercise.label}: its check cell does not call check_exercise as the convention says")
         found.append(Judged(module, exercise.label, exercise.index, check, call["contract"], call["target"]))
     return found
 
@@ -124,10 +124,10 @@ def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
     assert f"{exercise.label}: {exercise.target} failed '" in summary, summary
 
 
-PARSED = {module: source_notebook(module) for module in (3, 5)}
-ALL = [exercise for module in (3, 5) for exercise in judged_exercises(module, PARSED[module])]
+PARSED = {module: source_notebook(module) for module in NOTEBOOK_SOURCES}
+ALL = [exercise for module in NOTEBOOK_SOURCES for exercise in judged_exercises(module, PARSED[module])]
 SEED = int(os.environ.get("COURSE_SAMPLE_SEED", "0"))
-SAMPLE = [e for module in (3, 5) for e in random.Random(f"{SEED}-{module}").sample([e for e in ALL if e.module == module], 3)]
+SAMPLE = [e for module in NOTEBOOK_SOURCES for e in random.Random(f"{SEED}-{module}").sample([e for e in ALL if e.module == module], 3)]
 
 
 @pytest.mark.wrong_answer
@@ -147,7 +147,7 @@ def test_every_exercise_has_a_catalogued_bug_inside_its_solution_block(exercise)
     wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
 
 
-@pytest.mark.parametrize("module", (3, 5))
+@pytest.mark.parametrize("module", list(NOTEBOOK_SOURCES))
 def test_no_notebook_source_holds_an_assert_statement(module):
     tree = ast.parse(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8"))
     lines = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
@@ -160,7 +160,7 @@ def script_exit_codes(path, cwd):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", (3, 5))
+@pytest.mark.parametrize("module", list(NOTEBOOK_SOURCES))
 def test_python_dash_o_keeps_every_check(module, tmp_path, script_runs):
     source = NOTEBOOK_SOURCES[module].read_text(encoding="utf-8")
     # conftest's script_runs: the plain run is the one test_execution's plain-script test makes

@@ -8,9 +8,9 @@
 # <!-- builder:end sha256=a0790a03a79d17fddb525cedf8a4c3733f074b9b1dee30fdd4073906a3762159 -->
 
 # %% [markdown]
-# **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
+# **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Your code here.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.
 #
-# If you skip an exercise, or your answer fails its check, the check cell stops *Run all* (with `NotImplementedError` for a stub) and the hidden reference solution (the collapsed cell above each exercise) takes over: choose *Runtime → Run after* on that cell in Colab, or *Run → Run Selected Cell and All Below* on the next one in JupyterLab, and the rest runs. `show_reference("Exercise 1")` prints a solution; the last cell lists the exercises that used the reference.
+# Если вы пропустили упражнение или ваш ответ не прошёл проверку, ячейка проверки останавливает *Run all* (для заготовки — с `NotImplementedError`), и дальше работает скрытое эталонное решение (свёрнутая ячейка над каждым упражнением): в Colab выберите на этой ячейке *Runtime → Run after*, в JupyterLab — *Run → Run Selected Cell and All Below* на следующей, и остальное выполнится. `show_reference("Exercise 1")` печатает решение; последняя ячейка перечисляет упражнения, в которых работало эталонное решение.
 #
 # - **Exercise 1:** `sinusoidal_encoding`
 # - **Exercise 2:** `causal_allowed`

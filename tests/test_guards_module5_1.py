@@ -1,4 +1,4 @@
-"""Issue 12's guards in the first part of Module 5 (masks, sdpa, GQA, the cache calculator, the tiled kernels).
+"""Issue 12's guards in Module 5.1 (masks, sdpa, GQA, the cache calculator, the tiled kernels).
 
 Each test is one row of the issue's table: it failed before the guards and passes after.
 """
@@ -33,7 +33,7 @@ def address_space_limit(extra_bytes=2 * GIB):
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook(5)
+    return notebook("module5_1")
 
 
 def test_make_mask_131072_is_refused_by_the_budget_not_the_allocator(nb):

@@ -1,4 +1,4 @@
-"""Issue 12's table rows for the second half of Module 5: each failed on main (431f0ca) and passes now."""
+"""Issue 12's table rows for Module 5.2 (the second half of the former Module 5): each failed on main (431f0ca) and passes now."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from tests.support import notebook
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook(5)
+    return notebook("module5_2")
 
 
 def test_a_window_longer_than_the_sequence_allocates_only_for_the_data(nb):

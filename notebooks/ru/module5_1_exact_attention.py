@@ -1,0 +1,3945 @@
+# %% [markdown]
+# <!-- builder:begin header -->
+# # Модуль 5.1 · Точное внимание в масштабе
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module5_1_exact_attention.ipynb)
+#
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `28aec6333f877f1766d571f82e810337a483ebf10293530ea2cc224b743e6956`.*
+# <!-- builder:end sha256=28059880ec00f608395a812f97bfc9d4f61efb54b447c730657055fa6ca68807 -->
+
+# %% [markdown]
+# **Как запускать этот ноутбук.** Выберите *Runtime → Run all* (в JupyterLab: *Run → Run All Cells*). Хватит
+# среды выполнения с CPU. Первая ячейка с кодом устанавливает только то, чего не хватает, а в Colab
+# не хватает ничего. Каждый раздел заканчивается проверкой, которая громко останавливает ноутбук,
+# если какое-то число неверно.
+#
+# **Когда проверка останавливает ноутбук.** После каждого упражнения ячейка проверки оценивает вашу
+# функцию. Если проверка не пройдена, ячейка показывает, какое свойство нарушено, на каком входе,
+# ожидаемое и фактическое значения и обычную причину ошибки, и *Run all* останавливается на ней.
+# Дальше ноутбук использует эталонное решение этого упражнения, так что можно продолжать: в Colab
+# щёлкните по упавшей ячейке и выберите *Runtime → Run after*; в JupyterLab выделите ячейку под ней
+# и выберите *Run → Run Selected Cell and All Below* (в классическом Notebook: *Cell → Run All Below*).
+# `show_reference("Exercise 3")` печатает решение упражнения. Исправьте свою ячейку, запустите её и её
+# проверку ещё раз; последняя ячейка перечисляет все упражнения, которые всё ещё работают на эталонном
+# решении.
+
+# %%
+# Setup 1 of 5: install only the allow-listed packages that are missing.
+# builder:begin inline ALLOWED_PACKAGES
+# import name -> the pip arguments that install it; nothing outside this list is ever installed.
+ALLOWED_PACKAGES = {
+    "numpy": ["numpy>=1.26"],
+    "matplotlib": ["matplotlib>=3.8"],
+    "torch": ["torch>=2.1", "--index-url", "https://download.pytorch.org/whl/cpu"],
+}
+# builder:end sha256=af425060cccb602349f42ada708a396063ea0836be5d4dd0071ab9e26b56d887
+# builder:begin inline install_missing
+def install_missing(modules):
+    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    unknown = [m for m in modules if m not in ALLOWED_PACKAGES]
+    if unknown:
+        raise ValueError(f"not on the install allow-list: {unknown}; allowed: {sorted(ALLOWED_PACKAGES)}")
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    for module in missing:
+        print(f"Installing {module} ...", flush=True)
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *ALLOWED_PACKAGES[module]])
+    if not missing:
+        print("All required packages are already installed.")
+    return missing
+# builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
+
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
+
+# %%
+# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
+import gc
+import json
+import math
+import os
+import sys
+import time
+import tracemalloc
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # `python notebooks/module5_modern_attention.py` draws off-screen
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# builder:begin inline report_environment
+def report_environment():
+    """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
+    import platform
+    import sys
+
+    import matplotlib
+    import numpy
+    import torch
+
+    in_colab = "google.colab" in sys.modules
+    print(
+        f"Python {platform.python_version()} | numpy {numpy.__version__} | torch {torch.__version__} | "
+        f"matplotlib {matplotlib.__version__} | running in Colab: {'yes' if in_colab else 'no'}"
+    )
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    has_gqa = (major, minor) >= (2, 5)
+    if not has_gqa:
+        print(
+            f"WARNING: torch {torch.__version__} is older than 2.5, so F.scaled_dot_product_attention has no "
+            "enable_gqa argument. The cells that use it will say so and skip that path; everything else runs."
+        )
+    return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
+# builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
+
+SEED = 4
+LANGUAGE = "ru"  # figure labels: "en" or "ru"
+torch.manual_seed(SEED)
+torch.set_num_threads(1)  # one thread: identical numbers on every run
+# No torch.use_deterministic_algorithms(True): on one CPU thread every op here is already deterministic,
+# and that switch would import the compiler stack (about a second of start-up).
+ENVIRONMENT = report_environment()
+gc.freeze()  # the objects imported so far (torch's are many) are never garbage: later collections skip them
+
+
+# %% tags=["hide-input"]
+# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
+# builder:begin inline ReferenceChecksumError
+class ReferenceChecksumError(RuntimeError):
+    """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
+# builder:end sha256=c5941bb6213edba37de15ac12fdb8f89fe15e5cbd1716b40dc2c448b150ab662
+# builder:begin inline verify_sha256
+def verify_sha256(text, expected_sha256, what):
+    """Stop with both digests and the fixing command when ``text`` does not hash to ``expected_sha256``."""
+    import hashlib
+
+    for label, given in (("text", text), ("expected_sha256", expected_sha256), ("what", what)):
+        if not isinstance(given, str):
+            raise TypeError(f"verify_sha256: {label} must be a str, got {type(given).__name__}")
+    actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if actual != expected_sha256:
+        raise ReferenceChecksumError(
+            f"SHA-256 checksum mismatch for {what}: the embedded text was changed after it was built.\n"
+            f"  expected sha256: {expected_sha256}\n"
+            f"  actual sha256:   {actual}\n"
+            "Nothing below this cell can be trusted. Restore the embedded text with "
+            "`python -m builder build` (or download the notebook again)."
+        )
+    return actual
+# builder:end sha256=1542a30bcbe33fa1007c12f3f737cfa3c74e1e74218ba2a93b024d183590da19
+# builder:begin inline Reference
+class Reference:
+    """Frozen reference values that remember which ones this notebook has used or checked."""
+
+    def __init__(self, data, source):
+        if not isinstance(data, dict) or not isinstance(source, str):
+            raise TypeError(f"Reference needs a dict of values and a str naming their file, got {type(data).__name__} and {type(source).__name__}")
+        self._data = data
+        self.source = source
+        self._used = set()
+
+    def _lookup(self, path):
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"a reference path must be a non-empty dotted str such as 'tiny_lm.seed', got {path!r}")
+        node = self._data
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                known = ", ".join(sorted(node)) if isinstance(node, dict) else "none (a leaf value)"
+                raise ValueError(f"{self.source} has no value at {path!r}; at {part!r} the keys are: {known}")
+            node = node[part]
+        return node
+
+    def value(self, path):
+        """The leaf value at a dotted ``path`` such as ``"tiny_lm.seed"``, marked as used."""
+        node = self._lookup(path)
+        if isinstance(node, dict):
+            raise TypeError(f"{path!r} is a group of values; ask for one of: {', '.join(sorted(node))}")
+        self._used.add(path)
+        return node
+
+    def check(self, path, actual, *, atol=0.0, rtol=0.0):
+        """Compare ``actual`` (number, nested list, array or tensor) with the value at ``path``.
+
+        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``.
+        """
+        import math
+
+        expected = self.value(path)
+        if hasattr(actual, "detach"):
+            if getattr(actual, "is_meta", False):
+                raise TypeError(f"{self.source}:{path}: a meta tensor holds no values to compare; compute on the CPU")
+            actual = actual.detach().cpu().tolist()
+        elif hasattr(actual, "tolist"):
+            actual = actual.tolist()
+
+        def walk(exp, act, where):
+            if isinstance(exp, list):
+                if not isinstance(act, list) or len(act) != len(exp):
+                    raise AssertionError(f"{self.source}:{path}{where}: expected a list of {len(exp)} entries, got {act!r}")
+                for i, (e, a) in enumerate(zip(exp, act)):
+                    walk(e, a, f"{where}[{i}]")
+            elif exp is None:
+                if not (act is None or act == -math.inf):
+                    raise AssertionError(f"{self.source}:{path}{where}: expected a masked entry (null / -inf), got {act!r}")
+            elif isinstance(exp, bool) or isinstance(exp, str):
+                if act != exp:
+                    raise AssertionError(f"{self.source}:{path}{where}: expected {exp!r}, got {act!r}")
+            elif not math.isclose(act, exp, rel_tol=rtol, abs_tol=atol) and act != exp:
+                raise AssertionError(
+                    f"{self.source}:{path}{where}: expected {exp!r}, got {act!r} "
+                    f"(|difference| {abs(act - exp):.3g} exceeds atol={atol}, rtol={rtol})"
+                )
+
+        walk(expected, actual, "")
+        return expected
+
+    def unused(self):
+        """Dotted paths of leaf values that no cell has asked for yet."""
+        leaves = []
+
+        def walk(node, prefix):
+            for key, child in node.items():
+                path = f"{prefix}.{key}" if prefix else key
+                if isinstance(child, dict):
+                    walk(child, path)
+                else:
+                    leaves.append(path)
+
+        walk(self._data, "")
+        return [p for p in leaves if p not in self._used]
+
+    def assert_all_used(self):
+        """Fail loudly when any reference value was never used or checked by a cell."""
+        missing = self.unused()
+        if missing:
+            raise AssertionError(f"{len(missing)} value(s) of {self.source} were never checked: {', '.join(missing)}")
+        return len(self._used)
+# builder:end sha256=b7d4788bc7439ad04138391d04861c975e332388ea4cac668c7a807017e98e8b
+# builder:begin inline load_reference
+def load_reference(json_text, expected_sha256, source):
+    """Verify the embedded JSON against its SHA-256, then wrap it as a ``Reference``."""
+    import json
+
+    verify_sha256(json_text, expected_sha256, f"the embedded {source}")
+    return Reference(json.loads(json_text), source)
+# builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
+# builder:begin reference module5_1
+REFERENCE_SOURCE = "references/module5_1.json"
+REFERENCE_SHA256 = "28aec6333f877f1766d571f82e810337a483ebf10293530ea2cc224b743e6956"
+REFERENCE_JSON = r"""{
+  "context_tokens": 131072,
+  "gpt_oss_hybrid": {
+    "all_full_bytes": 9663676416,
+    "full_bytes": 4831838208,
+    "full_layers": 18,
+    "hybrid_total_bytes": 4836556800,
+    "layers": 36,
+    "per_layer_bytes_per_token": 2048,
+    "sliding_bytes": 4718592,
+    "sliding_layers": 18,
+    "window": 128
+  },
+  "kv_rows": {
+    "gpt_oss_gqa_all_full_equivalent": 73728,
+    "gpt_oss_mha_hypothetical": 589824,
+    "gpt_oss_mqa_hypothetical": 9216
+  },
+  "mla": {
+    "bytes_per_token": 70272,
+    "expanded_192_bytes_per_token": 4997120,
+    "expanded_192_ratio": 71.11111111111111,
+    "mha_equivalent_bytes_per_token": 3997696,
+    "raw_element_ratio": 56.888888888888886
+  },
+  "model_cards": {
+    "gpt_oss_20b_growing_bytes_per_token": 24576,
+    "llama_3_3_70b_bytes_per_token": 327680,
+    "llama_3_3_70b_context_bytes": 42949672960,
+    "qwen2_5_7b_bytes_per_token": 57344,
+    "qwen2_5_7b_context_bytes": 7516192768
+  },
+  "online_softmax_trace": {
+    "alpha": 0.36787944117144233,
+    "l1": 1.3678794411714423,
+    "l2": 1.5852997230319539,
+    "n1": 1.7357588823428847,
+    "n2": 3.966890002140263,
+    "output": 2.502296533903012
+  },
+  "running_example": {
+    "bytes_per_token": 131072
+  },
+  "schema_version": 4,
+  "score_matrix": {
+    "n_4096_fp32_bytes": 67108864,
+    "n_8192_fp32_bytes": 268435456,
+    "tile_128_fp32_bytes": 65536
+  },
+  "sink_share": {
+    "logit_0": 0.007751937984496124,
+    "logit_2": 0.054576465128255015,
+    "logit_5": 0.5369250855654837
+  },
+  "tiled": {
+    "blocks_causal_2048_128": 136,
+    "blocks_window_256_2048_128": 45
+  },
+  "two_bills": {
+    "cache_bytes": [1073741824, 17179869184, 137438953472],
+    "contexts": [8192, 131072, 1048576],
+    "pairs": [67108864, 17179869184, 1099511627776]
+  },
+  "window": {
+    "mistral_v0_1_reach": 131072
+  }
+}
+"""
+# builder:end sha256=6148bd0451cf165b0483e6b2d94ed00062477f27867d5286dfe1aa7204e0cce0
+
+REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
+print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+
+# %% tags=["hide-input"]
+# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# builder:begin inline ALLOCATION_BUDGET_BYTES
+# The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
+# a size that would need more is refused, before anything is allocated, by require_budget.
+ALLOCATION_BUDGET_BYTES = 1 << 30
+# builder:end sha256=b6a7f404a1b2c9b8056091086c1c556eb0263bab650cbde30c0e1a1ff37df62d
+# builder:begin inline require_budget
+def require_budget(what, shape, *, itemsize=8):
+    """Return the bytes an array of ``shape`` with ``itemsize``-byte entries takes; refuse more than ALLOCATION_BUDGET_BYTES."""
+    count = 1
+    for size in shape:
+        count *= int(size)
+    needed = count * int(itemsize)
+    if needed > ALLOCATION_BUDGET_BYTES:
+        raise ValueError(
+            f"{what} of shape {tuple(int(s) for s in shape)} would take {needed:,} bytes ({needed / 2**30:.3g} GiB), "
+            f"over the budget of {ALLOCATION_BUDGET_BYTES:,} bytes (ALLOCATION_BUDGET_BYTES); choose smaller sizes"
+        )
+    return needed
+# builder:end sha256=95763127d2ac87d998cc927c232f9df3749d8d5735e8dea396ddf5fc606b6601
+# builder:begin inline require_int
+def require_int(name, value, *, minimum=None, maximum=None):
+    """Return ``value`` as an int; reject bools, floats and anything outside [minimum, maximum]."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=e0bc19079e13df7e9c6b5371010cff7e9d324f0f4873672158afde1615404e9e
+# builder:begin inline require_real
+def require_real(name, value, *, minimum=None, maximum=None, strict_minimum=False):
+    """Return ``value`` as a finite float; reject bools, NaN, infinities and out-of-range values."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        relation = "greater than" if strict_minimum else "at least"
+        raise ValueError(f"{name} must be {relation} {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+# builder:end sha256=931c25544e7750e55c9c269345f6bce61868a8c357e406694f1321529291e74e
+# builder:begin inline require_bool
+def require_bool(name, value):
+    """Return ``value`` when it is True or False; a flag given as 0/1, a string or an array is a TypeError."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+# builder:end sha256=de1e29865238c4938a5119b1a881796b6d76eb730a87732f2080239e486702d9
+# builder:begin inline require_choice
+def require_choice(name, value, choices):
+    """Return ``value`` when it is one of ``choices``; otherwise list the allowed ones."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+# builder:end sha256=1931013db9ba92dd045fd521ca44508a4609b827fff8402dede07b5a0ecc5f23
+# builder:begin inline as_numpy
+def as_numpy(name, value):
+    """``value`` as a NumPy array of any dtype: a dense CPU tensor is detached first (so one that requires grad converts too), any other tensor is a TypeError."""
+    import sys
+
+    import numpy as np
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu" or value.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense CPU tensor or array, got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+        value = value.detach().numpy()
+    return np.asarray(value)
+# builder:end sha256=1728212782c2019bb062f13c536a4eba4fed694ac1081708fa2107bc0586d869
+# builder:begin inline require_array
+def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
+    """Return ``value`` as a real NumPy array (see ``as_numpy`` for tensors) with the required rank, no empty axis and finite entries."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    array = as_numpy(name, value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers (int or float), got dtype {array.dtype}; convert with np.asarray({name}, dtype=float)")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if min_ndim is not None and array.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {array.shape}")
+    if 0 in array.shape:
+        raise ValueError(f"{name} must not have an empty axis, got shape {array.shape}")
+    if finite and not np.isfinite(array).all():
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return array
+# builder:end sha256=fde8d84a5e7d270a305703d44443390dd66e599627f3dfaacfd5bffde9e43d1b
+# builder:begin inline require_mask
+def require_mask(name, value, *, ndim=2):
+    """Return ``value`` as a boolean NumPy mask of rank ``ndim``: True/False entries, or the numbers 0 and 1."""
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a boolean mask, got {type(value).__name__}")
+    value = as_numpy(name, value)
+    array = require_array(name, value.astype(np.uint8) if value.dtype == np.bool_ else value, ndim=ndim)
+    if not np.isin(array, (0, 1)).all():
+        raise ValueError(f"{name} must hold only True/False (or 0/1), got other values such as {array[~np.isin(array, (0, 1))].flat[0]!r}")
+    return array.astype(bool)
+# builder:end sha256=7e804e1ec2a9f02336621ffa4ac4065288f7f484d498403081266eeacd18435a
+# builder:begin inline require_tensor
+def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
+    """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}; convert with torch.as_tensor({name})")
+    if value.device.type != "cpu" or value.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense tensor on the CPU, where this notebook computes; got a {value.layout} tensor on {value.device}; use {name}.to_dense().cpu()")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    if min_ndim is not None and value.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(value.shape)}")
+    if any(size == 0 for size in value.shape):
+        raise ValueError(f"{name} must not have an empty axis, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
+    if finite and floating and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
+    return value
+# builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
+# builder:begin inline require_finite_result
+def require_finite_result(what, value, cause):
+    """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
+    import numpy as np
+
+    if getattr(value, "is_meta", False):
+        raise TypeError(f"{what} is a meta tensor, which holds no values to check; compute on the CPU")
+    entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
+    if not np.isfinite(entries).all():
+        raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
+    return value
+# builder:end sha256=21d5536d52b8caabf9d553d0b83db0a10143225ee4c98711987ca2c613d07403
+# builder:begin inline expect_raises
+def expect_raises(expected, function, *args, match=None, **kwargs):
+    """Call ``function`` on bad input and return the message of the error it must raise.
+
+    Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
+    message that does not mention ``match``.
+    """
+    label = getattr(function, "__name__", repr(function))
+    names = expected.__name__ if isinstance(expected, type) else " or ".join(e.__name__ for e in expected)
+    try:
+        function(*args, **kwargs)
+    except expected as exc:
+        message = str(exc)
+        if match is not None and match not in message:
+            raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
+        return message
+    except Exception as exc:
+        raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{label} should raise {names} on this input, but returned normally")
+# builder:end sha256=a5d1f439e9dcfa9452861dcd8355d8b3325eab10038af490f0717956e7d547c7
+# builder:begin inline LANGUAGES
+LANGUAGES = ("en", "ru")
+# builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
+# builder:begin inline Palette
+class Palette:
+    """The course colours, one name per role, shared by every figure."""
+
+    BLUE = "#5E81AC"
+    GREEN = "#A3BE8C"
+    ORANGE = "#D08770"
+    RED = "#BF616A"
+    PURPLE = "#8F6BA8"
+    YELLOW = "#EBCB8B"
+    INK = "#2E3440"
+    MUTED = "#4C566A"
+    GREY = "#9AA5B8"
+    BORDER = "#D8DEE9"
+    PAPER = "#ECEFF4"
+# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
+# builder:begin inline apply_plot_style
+def apply_plot_style():
+    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
+    import matplotlib
+
+    matplotlib.rcParams.update({
+        "font.family": "DejaVu Sans",
+        "font.size": 11,
+        "text.color": Palette.INK,
+        "axes.labelcolor": Palette.INK,
+        "axes.titlecolor": Palette.INK,
+        "axes.titlesize": 13,
+        "axes.titleweight": "bold",
+        "axes.titlelocation": "left",
+        "axes.titley": 1.0,  # a fixed title height: automatic placement lays out every tick label once more per draw
+        "axes.labelsize": 11,
+        "axes.edgecolor": Palette.BORDER,
+        "axes.linewidth": 0.8,
+        "axes.grid": True,
+        "axes.axisbelow": True,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
+        "grid.color": Palette.BORDER,
+        "grid.linewidth": 0.6,
+        "xtick.color": Palette.MUTED,
+        "ytick.color": Palette.MUTED,
+        "legend.frameon": False,
+        "legend.fontsize": 10,
+        "figure.facecolor": "white",
+        "figure.dpi": 90,
+        "savefig.dpi": 90,
+        "savefig.facecolor": "white",
+        "svg.hashsalt": "course",
+    })
+# builder:end sha256=2c8036022c30edda416c5b17e860b40d03367ae96696e46fffb1f015a0635d3c
+# builder:begin inline localized
+def localized(language, en, ru):
+    """Pick the English or the Russian text of a label."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    return en if language == "en" else ru
+# builder:end sha256=5ba33b2629b6677ddc302d4fd950a0a00da69545901ef85d69b19898e728ed93
+# builder:begin inline log_tick_label
+def log_tick_label(value, base=10):
+    """A log-axis tick label: plain from 0.001 up to 100,000 (2, 0.5, 50000), a power in superscripts outside (10⁻¹², 2¹⁷)."""
+    import math
+
+    base, value = require_int("base", base, minimum=2), require_real("value", value)
+    if value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    power = round(math.log(value, base))
+    if not math.isclose(float(base) ** power, value, rel_tol=1e-9):
+        return f"{value:.3g}"
+    return f"{base}" + str(power).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+# builder:end sha256=9f21deeb4b95fab25a7f338b8ae0636502c1965289f1719789acd29abb374c66
+# builder:begin inline log_scale
+def log_scale(ax, which="x", base=10):
+    """Put the x, y or both axes of ``ax`` on a log scale with plain tick labels and no minor ticks.
+
+    Call it after plotting and setting limits. Ticks sit at whole powers of ``base``, and also at 2 and
+    5 times them when fewer than two powers are in view. Matplotlib's default (TeX-style labels, minor
+    ticks at 2 to 9) costs more to draw than the data.
+    """
+    import math
+
+    import matplotlib.ticker
+
+    if not hasattr(ax, "set_xscale") or not hasattr(ax, "xaxis"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if which not in ("x", "y", "both"):
+        raise ValueError(f"which must be 'x', 'y' or 'both', got {which!r}")
+    base = require_int("base", base, minimum=2)
+    for name in ("x", "y") if which == "both" else (which,):
+        getattr(ax, f"set_{name}scale")("log", base=base)
+        low, high = sorted(getattr(ax, f"get_{name}lim")())
+        powers = math.floor(math.log(high, base) + 1e-9) - math.ceil(math.log(low, base) - 1e-9) + 1
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base, subs=(1.0,) if powers >= 2 else (1.0, 2.0, 5.0)))
+        axis.set_minor_locator(matplotlib.ticker.NullLocator())
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
+    return ax
+# builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
+# builder:begin inline show_figure
+def show_figure(fig, caption):
+    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
+
+    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("every figure needs a caption that says how to read it")
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+    except ImportError:
+        kernel = None
+    if kernel is not None:
+        from IPython.display import Image, Markdown, display
+
+        buffer = io.BytesIO()
+        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
+        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
+        display(Markdown(f"*{caption}*"))
+    plt.close(fig)
+# builder:end sha256=a443c527f3c9c6e85450dcbf2a2edbf1a390cfd17b237a2c7d68259acf918125
+
+apply_plot_style()
+np.set_printoptions(precision=4, suppress=True)
+KIB, MIB, GIB = 2**10, 2**20, 2**30  # binary units: KiB, MiB, GiB
+GB = 10**9  # decimal gigabytes, as GPU memory is sold
+
+
+def check_stated(what, computed, stated, digits):
+    """Stop when a number the prose states differs from the cell's value rounded to ``digits`` places."""
+    if not isinstance(what, str):
+        raise TypeError(f"what names the stated number and must be a string, got {type(what).__name__}")
+    computed, stated = require_real("computed", computed), require_real("stated", stated)
+    digits = require_int("digits", digits, minimum=0)
+    if round(computed, digits) != stated:
+        raise ValueError(f"the text states {what} = {stated}, but the cell computes {computed!r} ({round(computed, digits)} at {digits} places); fix the text or the code")
+    return computed
+
+
+expect_raises(ValueError, check_stated, "pi to two places", math.pi, 3.15, 2, match="states pi to two places = 3.15")
+expect_raises(ValueError, check_stated, "pi", math.pi, 3.0, -1, match="digits")
+check_stated("pi rounded to 0 places", math.pi, 3, 0)  # digits = 0 is the smallest allowed
+print("helpers ready; figures use the course style, labels in", LANGUAGE)
+
+
+# %% tags=["hide-input"]
+# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# builder:begin inline ContractViolation
+class ContractViolation(AssertionError):
+    """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
+
+    def __init__(self, prop, on_input, expected, actual, hint):
+        self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
+        super().__init__(
+            f"contract property '{prop}' failed\n"
+            f"  on input:    {on_input}\n"
+            f"  expected:    {expected}\n"
+            f"  actual:      {actual}\n"
+            f"  usual cause: {hint}"
+        )
+# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+# builder:begin inline contract_assert
+def contract_assert(condition, prop, on_input, expected, actual, hint):
+    """Raise ContractViolation when ``condition`` is false."""
+    if not condition:
+        raise ContractViolation(prop, on_input, expected, actual, hint)
+# builder:end sha256=53166c43c208d4eb797cd3700488b6cdd32444ce08d55a7defd09bd00fc03ad8
+# builder:begin inline contract_close
+def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1e-12):
+    """Require two arrays or tensors to agree entry by entry; return the largest absolute error.
+
+    NaN never agrees with anything, so a hidden NaN fails here instead of passing silently.
+    """
+    import numpy as np
+
+    def as_array(x):
+        if hasattr(x, "detach"):
+            x = x.detach().cpu().double().numpy()
+        return np.asarray(x, dtype=np.float64)
+
+    unreadable = (TypeError, ValueError, AttributeError, RuntimeError, NotImplementedError)  # NotImplementedError: a meta tensor
+    try:
+        want = as_array(expected)
+    except unreadable:
+        raise TypeError(f"contract_close: the expected value must be numbers on the CPU, got {type(expected).__name__}") from None
+    try:
+        got = as_array(actual)
+    except unreadable:
+        raise ContractViolation(
+            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+        ) from None
+    if got.shape != want.shape:
+        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - want)
+        agree = (got == want) | (error <= atol + rtol * np.abs(want))
+    if not agree.all():
+        where = tuple(int(i) for i in np.argwhere(~agree)[0])
+        finite_errors = error[~agree][np.isfinite(error[~agree])]
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        raise ContractViolation(
+            prop,
+            on_input,
+            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
+            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            hint,
+        )
+    return float(error.max()) if error.size else 0.0
+# builder:end sha256=3122610b60e801573fc1a9e96e08bad19392cc0b9946adbc463592a0e99bd8d8
+# builder:begin inline contract_call
+def contract_call(prop, on_input, hint, function, *args, **kwargs):
+    """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
+
+    NotImplementedError (an exercise stub) and ContractViolation pass through unchanged.
+    """
+    try:
+        return function(*args, **kwargs)
+    except (NotImplementedError, ContractViolation):
+        raise
+    except Exception as exc:
+        raise ContractViolation(
+            prop, on_input, "a result (the input is valid)", f"{type(exc).__name__}: {exc}", hint
+        ) from exc
+# builder:end sha256=77ce5847788864189f01cccf3c30cf734ec2a8d060af1324cd37495053d7cba1
+# builder:begin inline contract_parts
+def contract_parts(prop, on_input, result, names):
+    """Split ``result`` into the parts called ``names``; a result of another form fails ``prop`` by name."""
+    if isinstance(result, (tuple, list)) and len(result) == len(names):
+        return tuple(result)
+    expected = "(" + ", ".join(names) + ")"
+    raise ContractViolation(
+        prop, on_input, f"a tuple {expected}", f"{type(result).__name__} {result!r}"[:160], f"return {expected} together, as one tuple",
+    )
+# builder:end sha256=43f723e39abebfdc7192c1ffd81b27dc8df5334c90a5c8539afb486f6800d40a
+# builder:begin inline CheckFailed
+class CheckFailed(AssertionError):
+    """A notebook check that does not hold: what should hold, and the value found against the one required."""
+# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+# builder:begin inline expect
+def expect(claim, actual, relation=None, expected=None):
+    """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
+
+    ``claim`` says in words what should hold. Unlike ``assert``, this check survives ``python -O``,
+    and its message shows both values.
+    """
+    import operator
+
+    relations = {
+        "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda a, b: a in b, "not in": lambda a, b: a not in b, "is": operator.is_, "is not": operator.is_not,
+    }
+    if relation is not None and relation not in relations:
+        raise ValueError(f"relation must be one of {', '.join(relations)} or None, got {relation!r}")
+    holds = bool(actual) if relation is None else bool(relations[relation](actual, expected))
+    if not holds:
+
+        def shown(value):
+            text = repr(value)
+            return text if len(text) <= 300 else text[:300] + " ..."
+
+        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+# builder:begin inline expect_close
+def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
+    """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
+
+    A light stand-in for ``torch.testing.assert_close``, whose first call (torch 2.13) imports torch.distributed,
+    sympy and mpmath: about a second on a 2-core CPU.
+    """
+    try:
+        return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
+    except ContractViolation as failed:
+        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
+# builder:end sha256=c0a4e65bd28bfc345681b88763904e0029c4be652253e787a3bfb4a129aa03fe
+# builder:begin inline require_namespace
+def require_namespace(namespace, label="Exercise"):
+    """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
+    if not isinstance(namespace, dict):
+        raise TypeError(f"namespace must be the notebook's globals() dict, got {type(namespace).__name__}; pass globals()")
+    if not isinstance(label, str):
+        raise TypeError(f"an exercise label must be a str such as 'Exercise 3', got {type(label).__name__} {label!r}")
+    return namespace
+# builder:end sha256=d36def9074e7be6460c42564f32e0e92c04e4362adb0889123dee3ed2b4886df
+# builder:begin inline use_reference
+def use_reference(label, namespace, reason):
+    """Put the reference solution of ``label`` into ``namespace`` and record ``reason``; False when there is none."""
+    require_namespace(namespace, label)
+    filed = namespace.get("REFERENCE_SOLUTIONS", {}).get(label)
+    source = namespace.get("REFERENCE_SOURCES", {}).get(label)
+    if filed is not None:
+        namespace.update(filed)
+        names = list(filed)
+    elif source is not None:
+        before = dict(namespace)
+        exec(compile(source, f"<reference solution of {label}>", "exec"), namespace)
+        names = [n for n, v in namespace.items() if n not in before or before[n] is not v]
+    else:
+        return False
+    for name in names:
+        try:
+            namespace[name].__reference_solution__ = label
+        except (AttributeError, TypeError):
+            pass  # a constant: nothing to mark
+    namespace.setdefault("EXERCISE_OUTCOMES", {})[label] = reason
+    return True
+# builder:end sha256=c81b0d768806aefbb1c97ab691bfabcd9003eab88460afe582c39a932a2894e0
+# builder:begin inline exercises_on_reference
+def exercises_on_reference(namespace):
+    """The labels of the exercises whose reference solution stands in for the student's, in order."""
+    require_namespace(namespace)
+    return [label for label, outcome in namespace.get("EXERCISE_OUTCOMES", {}).items() if outcome != "passed"]
+# builder:end sha256=e8a18204ae78c060481ec8f39c5e5b1a235c5b997471ae54dbdc788414407c25
+# builder:begin inline check_exercise
+def check_exercise(label, contract, implementation, namespace):
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
+
+    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
+    module docstring) and the failure is raised again, naming the property, the input, expected
+    against actual and the usual cause, plus how to go on.
+    """
+    require_namespace(namespace, label)
+    if not callable(contract):
+        raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
+    name = getattr(implementation, "__name__", repr(implementation))
+    outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    if getattr(implementation, "__reference_solution__", None) == label:
+        summary = contract(implementation)
+        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        return summary
+    go_on = (
+        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
+        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+    )
+    try:
+        summary = contract(implementation)
+    except NotImplementedError:
+        if not use_reference(label, namespace, f"{name} is still a stub"):
+            raise
+        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
+    except ContractViolation as failure:
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
+            failure.args = (f"{failure.args[0]}\n{go_on}",)
+        raise
+    except Exception as error:
+        prop = "the contract check runs to the end on this implementation"
+        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+            raise
+        raise ContractViolation(
+            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above shows the line of {name} that raised. {go_on}",
+        ) from error
+    outcomes[label] = "passed"
+    print(f"{label}: PASS, every contract property of {name} holds")
+    return summary
+# builder:end sha256=274f2d17325f992355ae07f8ce0503b9e3c8608d4ec1f7592767fff330395094
+# builder:begin inline show_reference
+def show_reference(label, namespace=None):
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
+    if label not in sources:
+        raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
+    print(sources[label])
+# builder:end sha256=bd3b6bb9461a1927a76482d1e9f349de89a2e7be63700c2026c4a0cde5377b5e
+# builder:begin inline report_section
+def report_section(section, namespace):
+    """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
+    require_namespace(namespace, section)
+    standing_in = exercises_on_reference(namespace)
+    if not standing_in:
+        print(f"{section}: PASS")
+        return
+    print(
+        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
+        f"not a pass of your own code yet"
+    )
+# builder:end sha256=9de37c4a7cafd814b04be9549713436e722e907503bb8ebac2f7f23c3821471b
+# builder:begin inline exercise_summary
+def exercise_summary(namespace):
+    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    require_namespace(namespace)
+    outcomes = namespace.get("EXERCISE_OUTCOMES", {})
+    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
+    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
+    standing_in = exercises_on_reference(namespace)
+    if standing_in:
+        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
+        for label in standing_in:
+            print(f"  {label}: {outcomes[label]}")
+# builder:end sha256=abacfb248fb5b7c0305d77237c71d2aabc8263870f0422d7a8359ed50c17a249
+# builder:begin inline check_additive_mask_contract
+def check_additive_mask_contract(make_mask):
+    """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
+
+    The mask holds 0.0 where query i may read key j and -inf where it may not. Returns a summary;
+    raises ContractViolation naming the first property that fails.
+    """
+    import numpy as np
+
+    def rule(n, window, n_sink):
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        allowed = j <= i
+        if window is not None:
+            allowed = allowed & ((i - j < window) | (j < n_sink))
+        return allowed
+
+    cases = [(6, None, 0), (9, 3, 0), (9, 3, 2), (5, 1, 0), (4, 8, 0), (7, 2, 7), (10, 4, 1)]
+    for n, window, n_sink in cases:
+        case = f"make_mask({n}, window={window}, n_sink={n_sink})"
+        mask = np.asarray(contract_call(
+            "valid sizes give a mask", case, "only n < 1, window < 1 or n_sink outside 0..n are invalid",
+            make_mask, n, window=window, n_sink=n_sink,
+        ))
+        contract_assert(
+            mask.shape == (n, n), "one row per query and one column per key", case, f"shape {(n, n)}",
+            f"shape {mask.shape}", "build the mask from query positions (rows) against key positions (columns)",
+        )
+        contract_assert(
+            mask.dtype.kind == "f", "the mask is additive: floats that are added to the scores", case,
+            "a float array of 0.0 and -inf", f"dtype {mask.dtype}",
+            "a boolean mask was returned; convert with np.where(allowed, 0.0, -np.inf)",
+        )
+        contract_assert(
+            bool(np.all((mask == 0) | np.isneginf(mask))), "every entry is exactly 0.0 (allowed) or -inf (blocked)", case,
+            "only 0.0 and -inf", f"values {sorted(set(np.unique(mask).tolist()))[:6]}",
+            "a blocked entry must be -inf (not a large negative number, not 1) so its softmax weight is exactly 0",
+        )
+        got, want = mask == 0, rule(n, window, n_sink)
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        if np.any(got & (j > i)):
+            where = tuple(int(t) for t in np.argwhere(got & (j > i))[0])
+            raise ContractViolation(
+                "no query reads a future key (causal)", case, "-inf above the diagonal",
+                f"query {where[0]} may read key {where[1]}", "compare key <= query, not key < query + 1 on the wrong axis; rows are queries",
+            )
+        if not np.all(np.diag(got)):
+            raise ContractViolation(
+                "every query reads its own key", case, "0.0 on the diagonal", f"diagonal {np.diag(mask).tolist()}",
+                "the comparison excluded the diagonal (key < query instead of key <= query)",
+            )
+        recent = got[:, n_sink:].sum(axis=1).tolist()
+        expected_recent = want[:, n_sink:].sum(axis=1).tolist()
+        if window is not None and recent != expected_recent:
+            raise ContractViolation(
+                "the window keeps exactly `window` recent keys, the query's own included", case,
+                f"allowed non-sink keys per row {expected_recent}", f"{recent}",
+                "off by one: keep query - key < window (not <= window), which counts the query itself",
+            )
+        if not np.array_equal(got, want):
+            where = tuple(int(t) for t in np.argwhere(got != want)[0])
+            raise ContractViolation(
+                "the first n_sink keys stay visible to every later query; nothing else outside the window",
+                case, f"query {where[0]} {'may' if want[where] else 'may not'} read key {where[1]}",
+                f"it {'may' if got[where] else 'may not'}",
+                "sinks are keys j < n_sink, still only for j <= i; a window without sinks drops everything older than window - 1",
+            )
+    for bad in ({"n": 0}, {"n": 4, "window": 0}, {"n": 4, "window": 2, "n_sink": 5}):
+        try:
+            make_mask(**bad)
+        except (TypeError, ValueError):
+            continue
+        raise ContractViolation(
+            "invalid sizes are rejected with TypeError or ValueError", f"make_mask(**{bad})", "an error naming the argument",
+            "returned normally", "keep the argument checks at the top of the function",
+        )
+    return {"cases": len(cases), "causal": "PASS", "window": "PASS", "sinks": "PASS"}
+# builder:end sha256=b9d5bd8c87bdb3d424d57ff838aaec19a7656bab9b18ce9eb472000d1f6ef2ec
+# builder:begin inline check_sink_attention_contract
+def check_sink_attention_contract(sdpa):
+    """Judge ``sdpa(Q, K, V, mask=None, *, sink=None, empty_row='error', return_weights=False)`` in NumPy.
+
+    A sink is one extra logit per query head that joins the softmax's denominator and carries a zero
+    value vector. Returns a summary of the largest errors; raises ContractViolation on the first failure.
+    """
+    import math
+
+    import numpy as np
+
+    def reference(Q, K, V, mask=None, sink=None):
+        scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = scores + mask
+        columns = [scores]
+        if sink is not None:
+            columns.append(np.broadcast_to(np.asarray(sink, dtype=float), scores.shape[:-1] + (1,)))
+        extended = np.concatenate(columns, axis=-1)
+        top = extended.max(axis=-1, keepdims=True)
+        e = np.exp(extended - top)
+        weights = (e / e.sum(axis=-1, keepdims=True))[..., : scores.shape[-1]]
+        return weights @ V, weights
+
+    def run(prop, case, hint, *args, **kwargs):
+        return contract_call(prop, case, hint, sdpa, *args, **kwargs)
+
+    def judge(prop, case, hint, expected, *args, atol=1e-12, rtol=1e-12, **kwargs):
+        return contract_close(prop, case, run(prop, case, hint, *args, **kwargs), expected, hint, atol=atol, rtol=rtol)
+
+    gen = np.random.default_rng(505)
+    H, T, d, dv = 2, 5, 4, 3
+    Q, K, V = gen.standard_normal((H, T, d)), gen.standard_normal((H, T, d)), gen.standard_normal((H, T, dv))
+    causal = np.where(np.tri(T, dtype=bool), 0.0, -np.inf)
+    case = "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64"
+
+    def run_with_weights(prop, case, hint, *args, **kwargs):
+        out, weights = contract_parts(prop, case, run(prop, case, hint, *args, return_weights=True, **kwargs), ("output", "weights"))
+        contract_assert(
+            np.shape(weights) == (H, T, T), "return_weights=True also returns the token weights [..., T_q, T_k]", case,
+            f"shape {(H, T, T)}", f"shape {np.shape(weights)}", "return (output, weights), the weights without the sink's column",
+        )
+        return out, np.asarray(weights, dtype=float)
+
+    prop = "output equals softmax(Q K^T / sqrt(d_k)) V"
+    hint = "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)"
+    out, weights = run_with_weights(prop, case + ", no mask", hint, Q, K, V)
+    error = contract_close(prop, case + ", no mask", out, reference(Q, K, V)[0], hint)
+    sums = weights.sum(axis=-1)
+    contract_close(
+        "without a sink every row of weights sums to 1", case + ", no mask", sums, np.ones_like(sums),
+        "the softmax was normalised over the query axis instead of the key axis",
+    )
+    bias = causal + np.linspace(-1.5, 0.0, T)[None, :]
+    judge(
+        "a finite mask entry is added to the score, -inf blocks the key", case + ", causal mask with finite biases",
+        "add the mask to the scaled scores before the softmax (do not multiply, do not apply it after)",
+        reference(Q, K, V, bias)[0], Q, K, V, bias,
+    )
+
+    sink = 1.3
+    prop, sink_case = "a sink is an extra logit whose value vector is zero", case + ", causal, sink=1.3"
+    hint = ("the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score "
+            "(which softmax ignores), gives a different output")
+    out, weights = run_with_weights(prop, sink_case, hint, Q, K, V, causal, sink=sink)
+    want, want_w = reference(Q, K, V, causal, sink)
+    sink_error = contract_close(prop, sink_case, out, want, hint)
+    contract_close(
+        "with a sink the token weights sum to 1 minus the sink's share", sink_case,
+        weights.sum(axis=-1), want_w.sum(axis=-1), "return the token weights, without the sink's column",
+    )
+    per_head = np.array([-2.0, 3.0]).reshape(H, 1, 1)
+    judge(
+        "each query head uses its own sink logit", case + ", causal, sink shape (2, 1, 1) = [-2, 3]",
+        "broadcast the sink to [..., T_q, 1]; do not use one head's sink (or their mean) for every head",
+        reference(Q, K, V, causal, per_head)[0], Q, K, V, causal, sink=per_head,
+    )
+    judge(
+        "a common shift of every score and the sink changes nothing", case + ", mask + 2 and sink + 2",
+        "the sink must be compared with the scores inside one softmax, not normalised separately",
+        want, Q, K, V, causal + 2.0, sink=sink + 2.0,
+    )
+    judge(
+        "large scores and a large sink stay finite", case + ", Q and K scaled by 40, sink=900",
+        "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN",
+        reference(40.0 * Q, 40.0 * K, V, causal, 900.0)[0], 40.0 * Q, 40.0 * K, V, causal, sink=900.0,
+    )
+
+    empty = causal.copy()
+    empty[2] = -np.inf
+    try:
+        sdpa(Q, K, V, empty)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", case + ", row 2 fully masked", "ValueError",
+            "returned normally", "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it",
+        )
+    prop, empty_case = "empty_row='zero' gives an exact zero row", case + ", row 2 fully masked"
+    hint = "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0"
+    zero = np.asarray(run(prop, empty_case, hint, Q, K, V, empty, empty_row="zero"))
+    contract_assert(np.shape(zero) == (H, T, dv), prop, empty_case, f"shape {(H, T, dv)}", f"shape {np.shape(zero)}", hint)
+    contract_close(prop, empty_case, zero[:, 2], np.zeros((H, dv)), hint, atol=0, rtol=0)
+    keep = [0, 1, 3, 4]
+    contract_close(
+        "empty_row='zero' leaves the other rows unchanged", empty_case, zero[:, keep],
+        reference(Q, K, V, causal)[0][:, keep], "the zero policy must act on the empty rows only",
+    )
+    prop, only_case = "with a sink, a fully masked row sends all its mass to the sink (output 0)", case + ", every key blocked, sink=1.3"
+    hint = "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value"
+    only_sink, only_sink_w = run_with_weights(prop, only_case, hint, Q, K, V, np.full((T, T), -np.inf), sink=sink)
+    contract_close(prop, only_case, only_sink, np.zeros((H, T, dv)), hint, atol=0, rtol=0)
+    contract_close(prop, only_case, only_sink_w, np.zeros((H, T, T)), hint, atol=0, rtol=0)
+    return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}
+# builder:end sha256=8b5d6f28b08c5f3dfa5f3bbe88eca887cb25391886b1a4de9b9fd49ca165f335
+# builder:begin inline check_kv_repeat_contract
+def check_kv_repeat_contract(repeat_kv_heads):
+    """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
+
+    Query head h must read K/V head h // group. Inputs are float64 tensors; the result may be a
+    tensor or an array. Returns a summary; raises ContractViolation naming the first property that fails.
+    """
+    import numpy as np
+    import torch
+
+    mapping = "query head h reads K/V head h // group (repeat, not tile)"
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    gen = torch.Generator().manual_seed(707)
+    for shape, group in (((3, 4, 2), 2), ((2, 2, 5, 3), 4), ((1, 4, 2), 5), ((4, 3, 2), 1)):
+        # Head k sits near 10 k, so every head is recognisable in the output.
+        x = torch.randn(shape, dtype=torch.float64, generator=gen) + 10.0 * torch.arange(shape[-3], dtype=torch.float64)[:, None, None]
+        case = f"x of shape {shape} (K/V heads on axis -3), group={group}"
+        out = np.asarray(contract_call(mapping, case, raised, repeat_kv_heads, x, group))
+        kv_heads, reference = shape[-3], x.numpy()
+        want_shape = shape[:-3] + (kv_heads * group,) + shape[-2:]
+        contract_assert(
+            out.shape == want_shape, "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)", case,
+            f"shape {want_shape}", f"shape {out.shape}", "repeat along axis -3 (the head axis), not along tokens or features",
+        )
+        for h in range(kv_heads * group):
+            if not np.array_equal(out[..., h, :, :], reference[..., h // group, :, :]):
+                read = [k for k in range(kv_heads) if np.array_equal(out[..., h, :, :], reference[..., k, :, :])]
+                raise ContractViolation(
+                    mapping, case, f"query head {h} -> K/V head {h // group}",
+                    f"query head {h} -> K/V head {read[0] if read else 'none (values changed)'}",
+                    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share "
+                    "a K/V head, so use np.repeat / torch.repeat_interleave",
+                )
+    for bad in (0, -2, 1.5, True):
+        try:
+            repeat_kv_heads(torch.zeros(3, 4, 2, dtype=torch.float64), bad)
+        except (TypeError, ValueError):
+            continue
+        raise ContractViolation(
+            "a group that is not a positive integer is rejected", f"x of shape (3, 4, 2), group={bad!r}",
+            "TypeError or ValueError", "returned normally", "keep the argument checks at the top of the function",
+        )
+    return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
+# builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
+# builder:begin inline check_kv_cache_contract
+def check_kv_cache_contract(kv_cache_bytes):
+    """Judge ``kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2)``.
+
+    ``layer_windows`` holds one entry per layer: None for full attention, or the number of most
+    recent tokens a windowed layer keeps. Returns a summary; raises ContractViolation on failure.
+    """
+    import numbers
+
+    def expected(context, windows, kv_heads, head_dim, b=2):
+        kept = sum(context if w is None else min(context, w) for w in windows)
+        return 2 * kept * kv_heads * head_dim * b
+
+    gpt_oss = [128 if layer % 2 == 0 else None for layer in range(36)]
+    cases = [
+        ("a full-attention layer keeps a key and a value per KV head for every token", 131072, [None] * 36, 8, 64, 2,
+         "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers"),
+        ("bytes_per_value scales the cache", 4096, [None] * 32, 8, 128, 1,
+         "multiply by bytes_per_value instead of assuming 2 bytes"),
+        ("a windowed layer keeps min(context, window) tokens", 100, [128] * 4, 8, 64, 2,
+         "a short context does not fill the window: keep min(context, window) tokens, not window"),
+        ("a windowed layer stops growing at its window", 131072, [128] * 4, 8, 64, 2,
+         "beyond the window the oldest tokens are evicted: keep window tokens, not context"),
+        ("each layer is sized by its own entry (gpt-oss: even layers windowed)", 131072, gpt_oss, 8, 64, 2,
+         "sum over the layers; do not apply one layer's window to every layer"),
+        ("mixed layers add up", 50, [None, 4, 16, 64, None], 2, 16, 2,
+         "sum over the layers; a window larger than the context keeps the whole context"),
+    ]
+    for prop, context, windows, kv_heads, head_dim, b, hint in cases:
+        case = f"context={context}, layer_windows={windows if len(windows) < 8 else f'{len(windows)} entries'}, kv_heads={kv_heads}, head_dim={head_dim}, bytes_per_value={b}"
+        got = contract_call(prop, case, hint, kv_cache_bytes, context, windows, kv_heads, head_dim, bytes_per_value=b)
+        want = expected(context, windows, kv_heads, head_dim, b)
+        contract_assert(
+            isinstance(got, numbers.Integral) and not isinstance(got, bool), "the size is an exact integer number of bytes", case,
+            f"int {want}", f"{type(got).__name__} {got!r}", "use integer arithmetic (// not /); floats lose bytes above 2**53",
+        )
+        contract_assert(got == want, prop, case, f"{want} bytes", f"{got} bytes", hint)
+    for bad in ((0, [None], 1, 1), (10, [], 1, 1), (10, [None, 0], 1, 1), (10, [None], 1.5, 1)):
+        try:
+            kv_cache_bytes(*bad)
+        except (TypeError, ValueError):
+            continue
+        raise ContractViolation(
+            "invalid sizes are rejected with TypeError or ValueError", f"kv_cache_bytes{bad}", "an error naming the argument",
+            "returned normally", "keep the argument checks at the top of the function",
+        )
+    return {"cases": len(cases), "windows": "PASS", "exact_integers": "PASS"}
+# builder:end sha256=98ec4257b72aa797726a05d7ef3cd82b8e7b38b9aac601293fd5d1fb1960bfa1
+# builder:begin inline check_online_softmax_contract
+def check_online_softmax_contract(online_softmax_dot):
+    """Judge ``online_softmax_dot(logit_tiles, value_tiles) -> (output, trace)``.
+
+    ``trace`` has one dict per tile with the running max ``m``, the rescale factor ``alpha`` applied
+    to the old sums, the running sum ``l`` and the running numerator ``n``. Returns a summary.
+    """
+    import math
+
+    import numpy as np
+
+    def direct(logits, values):
+        top = max(logits)
+        e = [math.exp(x - top) for x in logits]
+        return math.fsum(w * v for w, v in zip(e, values)) / math.fsum(e)
+
+    def run(prop, case, hint, *args):
+        return contract_parts(prop, case, contract_call(prop, case, hint, online_softmax_dot, *args), ("output", "trace"))
+
+    case = "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]"
+    output, trace = run("valid tiles give (output, trace)", case, "return the output and the list of per-tile dicts",
+                        [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
+    contract_assert(
+        isinstance(trace, (list, tuple)) and len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
+        "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
+    )
+    e = math.exp
+    expected = [
+        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "n": 1.0 + 2.0 * e(-1.0)},
+        {"m": 3.0, "alpha": e(-1.0), "l": e(-1.0) * (1.0 + e(-1.0)) + 1.0 + e(-2.5),
+         "n": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
+    ]
+    hints = {
+        "m": "the running max is the max of the old max and this tile's max",
+        "alpha": "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0",
+        "l": "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)",
+        "n": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
+    }
+    for tile, (want, got) in enumerate(zip(expected, trace)):
+        for key in ("m", "alpha", "l", "n"):
+            contract_close(
+                f"after tile {tile + 1} the running '{key}' is exact", case, [got.get(key, math.nan)], [want[key]], hints[key],
+                atol=1e-12, rtol=1e-12,
+            )
+    contract_close(
+        "the output is n / l and equals the direct softmax average", case, [output], [direct([2.0, 1.0, 3.0, 0.5], [1.0, 2.0, 3.0, 4.0])],
+        "divide the final numerator by the final running sum", atol=1e-12, rtol=1e-12,
+    )
+
+    gen = np.random.default_rng(9)
+    for sizes in ((1, 1, 1), (3, 1, 4), (2, 5), (6,), (1, 2, 3, 4)):
+        logits = gen.normal(0.0, 3.0, sum(sizes)).tolist()
+        values = gen.normal(0.0, 1.0, sum(sizes)).tolist()
+        tiles, tile_values, start = [], [], 0
+        for size in sizes:
+            tiles.append(logits[start:start + size])
+            tile_values.append(values[start:start + size])
+            start += size
+        prop, case = "any split into tiles gives the direct softmax average", f"random logits split into tiles of sizes {sizes}"
+        hint = "the rescale must use the max over everything seen so far, in any order"
+        got, _ = run(prop, case, hint, tiles, tile_values)
+        contract_close(prop, case, [got], [direct(logits, values)], hint, atol=1e-12, rtol=1e-12)
+    prop, case, hint = "logits near 1000 stay finite", "logit tiles [[1000, 999], [998]]", "subtract the running max inside exp; exp(1000) overflows"
+    got, _ = run(prop, case, hint, [[1000.0, 999.0], [998.0]], [[1.0, 2.0], [3.0]])
+    contract_close(prop, case, [got], [direct([1000.0, 999.0, 998.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
+    prop, case = "logits near -1000 stay finite", "logit tiles [[-1000], [-1001, -999]]"
+    hint = "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0"
+    got, _ = run(prop, case, hint, [[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
+    contract_close(prop, case, [got], [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
+    return {"trace": "PASS", "random_tilings": 5, "extreme_logits": "PASS"}
+# builder:end sha256=83b8a79e74288e05e77208d1107118be27a96c9eb59fb1cdd25aa42592eb5d28
+# builder:begin inline check_plain_tiled_contract
+def check_plain_tiled_contract(tiled_attention_plain):
+    """Judge ``tiled_attention_plain(Q, K, V, *, tile_size) -> output``: unmasked softmax attention in tiles.
+
+    The output must equal dense float64 softmax attention for every tile size, stay finite for logits
+    far beyond exp's range, leave its inputs alone and never hold a T_q x T_k score matrix.
+    """
+    import math
+    import tracemalloc
+
+    import numpy as np
+
+    def dense(Q, K, V):
+        scores = Q @ K.T / math.sqrt(Q.shape[1])
+        e = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)) @ V
+
+    gen = np.random.default_rng(606)
+    Q, K, V = gen.standard_normal((7, 4)), gen.standard_normal((10, 4)), gen.standard_normal((10, 3))
+    case = "Q [7, d_k=4], K [10, 4], V [10, 3], float64"
+    copies = [x.copy() for x in (Q, K, V)]
+    worst = 0.0
+    for tile in (1, 3, 4, 10, 64):
+        got = contract_call("plain tiles run", f"{case}, tile_size={tile}", "nothing here is invalid",
+                            tiled_attention_plain, Q, K, V, tile_size=tile)
+        worst = max(worst, contract_close(
+            "plain tiled output equals dense softmax attention for any tile size", f"{case}, tile_size={tile}", got, dense(Q, K, V),
+            "when a key tile raises a row's max, multiply that row's running sum and accumulator by alpha = exp(m_old - m_new)",
+        ))
+    contract_assert(
+        all(np.array_equal(a, b) for a, b in zip(copies, (Q, K, V))), "the inputs are left unchanged", f"{case}, after every call",
+        "Q, K and V as given", "one of them was modified in place", "scale a copy (Q * scale), never Q itself",
+    )
+    huge = 300.0 * Q  # scores near 1,000: exp overflows unless the running max is subtracted first
+    got = contract_call("logits far beyond exp's range run", f"{case}, Q times 300, tile_size=3", "nothing here is invalid",
+                        tiled_attention_plain, huge, K, V, tile_size=3)
+    contract_close(
+        "large logits stay finite and exact (the running max is subtracted before exp)", f"{case}, Q times 300, tile_size=3",
+        got, dense(huge, K, V), "subtract the running max m from the scores before exp, and rescale the old sums by exp(m_old - m_new)",
+        atol=1e-9, rtol=1e-9,
+    )
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    tracemalloc.start()
+    try:
+        contract_call("a long input runs", f"{big} tokens, d=8, tile_size=32", "nothing here is invalid",
+                      tiled_attention_plain, Qb, Kb, Vb, tile_size=32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "plain tiled attention never holds a T_q x T_k score matrix", f"{big} tokens, d=8, tile_size=32",
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "compute one (query block, key block) score tile at a time; keep only m, l and the accumulator per query block",
+    )
+    return {"max_error": worst, "large_logits": "PASS", "memory": "PASS"}
+# builder:end sha256=1fbfae76485bb9dd6584064689a8e0501a36054116c2c7ce6f46d015a7dcda95
+# builder:begin inline check_causal_tiled_contract
+def check_causal_tiled_contract(causal_tiled_attention):
+    """Judge ``causal_tiled_attention(Q, K, V, *, tile_size) -> (output, tiles_computed)``.
+
+    Query i reads keys 0..i. The output must equal dense causal attention, and exactly the key tiles
+    that hold at least one allowed key may be computed: those on or below the block diagonal.
+    """
+    import math
+
+    import numpy as np
+
+    def dense_causal(Q, K, V):
+        scores = Q @ K.T / math.sqrt(Q.shape[1])
+        scores = np.where(np.tri(len(Q), len(K), dtype=bool), scores, -np.inf)
+        e = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)) @ V
+
+    def needed(n, tile):
+        starts = range(0, n, tile)
+        return sum(1 for q0 in starts for k0 in starts if k0 <= min(q0 + tile, n) - 1)
+
+    gen = np.random.default_rng(707)
+    n = 11
+    Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
+    case = "Q, K [11 tokens, d_k=4], V [11, 3], float64"
+    worst = 0.0
+    for tile in (1, 3, 4, 64):
+        where = f"{case}, tile_size={tile}"
+        output, tiles = contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
+            "causal tiles run", where, "nothing here is invalid", causal_tiled_attention, Q, K, V, tile_size=tile,
+        ), ("output", "tiles_computed"))
+        worst = max(worst, contract_close(
+            "causal tiled output equals dense causal attention: query i reads keys 0..i", where, output, dense_causal(Q, K, V),
+            "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key",
+        ))
+        expected = needed(n, tile)
+        contract_assert(
+            int(tiles) == expected, "only the key tiles on or below the block diagonal are computed", where,
+            f"{expected} score tiles", f"{tiles} score tiles",
+            "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future",
+        )
+    return {"max_error": worst, "tiles_2048_128": needed(2048, 128)}
+# builder:end sha256=1ca959502128d4336a9e37657cb24aabe13ba9de2eaa8717cbda40807f6841ad
+# builder:begin inline check_tiled_attention_contract
+def check_tiled_attention_contract(tiled_attention):
+    """Judge ``tiled_attention(Q, K, V, mask=None, *, tile_size, sink, empty_row, causal, window, query_start)``.
+
+    Every result must equal dense float64 softmax attention with the same mask, window, sink and
+    query positions, without ever holding a T_q x T_k score matrix. Returns a summary.
+    """
+    import math
+    import tracemalloc
+
+    import numpy as np
+
+    def dense(Q, K, V, allowed=None, bias=None, sink=None):
+        scores = np.asarray(Q, dtype=float) @ np.asarray(K, dtype=float).T / math.sqrt(Q.shape[1])
+        if bias is not None:
+            scores = scores + bias
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        extended = scores if sink is None else np.concatenate([scores, np.full((len(Q), 1), float(sink))], axis=1)
+        top = extended.max(axis=1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(extended - top)
+        total = e.sum(axis=1, keepdims=True)
+        weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)[:, : len(K)]
+        return weights @ np.asarray(V, dtype=float)
+
+    def positions(n_queries, n_keys, start, window):
+        distance = (start + np.arange(n_queries))[:, None] - np.arange(n_keys)[None, :]
+        allowed = distance >= 0
+        if window is not None:
+            allowed = allowed & (distance < window)
+        return allowed
+
+    def judge(prop, case, hint, expected, *args, atol=1e-12, **kwargs):
+        got = contract_call(prop, case, hint, tiled_attention, *args, **kwargs)
+        return contract_close(prop, case, got, expected, hint, atol=atol, rtol=1e-12)
+
+    gen = np.random.default_rng(808)
+    n, d, dv = 11, 4, 3
+    Q, K, V = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv))
+    case = "Q, K [11 tokens, d_k=4], V [11, 3], float64"
+
+    worst = 0.0
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, judge(
+            "tiled output equals dense softmax attention for any tile size", f"{case}, no mask, tile_size={tile}",
+            "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max",
+            dense(Q, K, V), Q, K, V, tile_size=tile,
+        ))
+    late = np.full((2, n), -np.inf)
+    late[:, -1] = 0.0
+    judge(
+        "tiles with no allowed key are skipped without NaN", f"{case}, 2 queries whose only allowed key is the last, tile_size=2",
+        "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0",
+        np.repeat(V[-1:], 2, axis=0), Q[:2], K, V, late, tile_size=2,
+    )
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, judge(
+            "causal=True: query i reads keys 0..i", f"{case}, causal=True, tile_size={tile}",
+            "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked",
+            dense(Q, K, V, positions(n, n, 0, None)), Q, K, V, tile_size=tile, causal=True,
+        ))
+    for tile in (1, 3, 4, 64):
+        worst = max(worst, judge(
+            "window=w keeps the last w keys, the query's own included", f"{case}, causal=True, window=3, tile_size={tile}",
+            "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key",
+            dense(Q, K, V, positions(n, n, 0, 3)), Q, K, V, tile_size=tile, causal=True, window=3,
+        ))
+    bias = np.where(gen.random((n, n)) < 0.3, -np.inf, gen.normal(0.0, 1.0, (n, n)))
+    np.fill_diagonal(bias, 0.0)
+    judge(
+        "an additive mask (finite biases and -inf) is added tile by tile", f"{case}, random additive mask, tile_size=3",
+        "slice the mask with the same query and key ranges as the scores of the block",
+        dense(Q, K, V, bias=bias), Q, K, V, bias, tile_size=3,
+    )
+    for start, window in ((5, None), (5, 3), (8, 2)):
+        rows = slice(start, n)
+        judge(
+            "query_start places the first query at that absolute position (a cached prefix)",
+            f"{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}",
+            "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i",
+            dense(Q, K, V, positions(n, n, 0, window))[rows], Q[rows], K, V, tile_size=3, causal=True, window=window, query_start=start,
+        )
+    prop, decode_case = "decoding one query at a time equals attending all at once", f"{case}, 11 single-query steps, window=4"
+    hint = "each decode step sees the keys cached so far; its query sits at position t"
+    steps = [
+        contract_call(prop, decode_case, hint, tiled_attention, Q[t:t + 1], K[: t + 1], V[: t + 1], tile_size=2, causal=True, window=4, query_start=t)
+        for t in range(n)
+    ]
+    contract_close(prop, decode_case, np.concatenate(steps), dense(Q, K, V, positions(n, n, 0, 4)), hint)
+    empty = np.zeros((n, n))
+    empty[4] = -np.inf
+    try:
+        tiled_attention(Q, K, V, empty, tile_size=3)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation(
+            "a fully masked row raises ValueError by default", f"{case}, row 4 fully masked", "ValueError", "returned normally",
+            "after the last tile, a row whose running sum is 0 had no key at all",
+        )
+    judge(
+        "empty_row='zero' gives an exact zero row and leaves the others alone", f"{case}, row 4 fully masked, empty_row='zero'",
+        "NaN on a fully masked row: divide only where the running sum is positive",
+        dense(Q, K, V, bias=empty), Q, K, V, empty, tile_size=3, empty_row="zero",
+    )
+    judge(
+        "a sink joins the denominator with a zero value", f"{case}, causal=True, sink=0.7, tile_size=3",
+        "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0",
+        dense(Q, K, V, positions(n, n, 0, None), sink=0.7), Q, K, V, tile_size=3, causal=True, sink=0.7,
+    )
+    Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
+    half_case = f"{case} cast to float16, causal=True"
+    half = contract_call(
+        "float16 inputs are accepted", half_case, "promote to float32 before any arithmetic", tiled_attention,
+        Q16, K16, V16, tile_size=3, causal=True,
+    )
+    contract_assert(
+        np.asarray(half).dtype == np.float32, "float16 inputs are accumulated and returned in float32", half_case,
+        "dtype float32", f"dtype {np.asarray(half).dtype}",
+        "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic",
+    )
+    contract_close(
+        "float16 inputs give the float32 result", half_case, half, dense(Q16, K16, V16, positions(n, n, 0, None)),
+        "accumulate in float32, never in float16", atol=2e-6, rtol=0,
+    )
+    f32_max = float(np.finfo(np.float32).max)
+    q_over = np.array([[math.sqrt(0.75 * f32_max)]], dtype=np.float32)
+    for sign in (1.0, -1.0):
+        try:
+            tiled_attention(q_over, sign * q_over, np.ones((1, 1), np.float32), np.array([[sign * 0.75 * f32_max]], np.float32))
+        except FloatingPointError as exc:
+            contract_assert(
+                bool(str(exc).strip()), "an overflowing finite bias is rejected with a message that says what overflowed",
+                f"score {sign * 0.75:+} * float32 max plus a bias of the same sign", "a non-empty message",
+                repr(str(exc)), "say what overflowed so the reader knows to shrink the bias",
+            )
+        else:
+            raise ContractViolation(
+                "an overflowing finite bias is rejected", f"score {sign * 0.75:+} * float32 max plus a bias of the same sign",
+                "FloatingPointError", "returned normally", "score + bias overflowed to +-inf; -inf would silently read as 'blocked'",
+            )
+
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    tracemalloc.start()
+    try:
+        contract_call(
+            "a long causal input runs", f"{big} tokens, d=8, tile_size=32", "nothing here is invalid",
+            tiled_attention, Qb, Kb, Vb, tile_size=32, causal=True,
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    score_matrix = big * big * 8
+    contract_assert(
+        peak < score_matrix // 2, "tiled attention never holds a T_q x T_k score matrix", f"{big} tokens, d=8, tile_size=32",
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)", f"{peak} bytes",
+        "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator",
+    )
+    return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
+# builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
+print("8 contract checks loaded")
+
+# %% tags=["hide-input", "remove-cell"]
+# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# builder:begin solutions
+# The solution edition of every exercise cell: show_reference(label) prints one, and
+# check_exercise runs it in place of an exercise that failed its check.
+REFERENCE_SOURCES = {
+    "Exercise 1": r'''# Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may
+# read key j and -inf where it may not: never a future key; with a window, only keys with
+# i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).
+def make_mask(n, window=None, n_sink=0):
+    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
+    n = require_int("n", n, minimum=1)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
+    if n_sink and window is None:
+        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
+    query = np.arange(n)[:, None]  # (n, 1): rows are queries
+    key = np.arange(n)[None, :]  # (1, n): columns are keys
+    allowed = key <= query  # causal: never the future
+    if window is not None:
+        recent = query - key < window  # the query's own key is one of the window's w keys
+        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
+        allowed &= recent | sinks
+    return np.where(allowed, 0.0, -np.inf)''',
+    "Exercise 2": r'''# Exercise 2: Write softmax attention with a sink. Scale Q K^T by 1/sqrt(d_k) and add the mask.
+# The sink (already broadcast to [..., T_q, 1]) joins each row's softmax as an extra logit whose
+# value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no
+# allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".
+# Reject a finite score that overflows: raise FloatingPointError mentioning "mask bias" when
+# adding a finite mask entry makes a finite score infinite.
+def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
+    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
+
+    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
+    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
+    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
+    """
+    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
+    try:
+        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        np.broadcast_shapes(batch, V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
+    if mask is not None:
+        mask = _as_additive(mask, shape, dtype)
+    if sink is not None:
+        sink = require_array("sink", sink).astype(dtype, copy=False)
+        try:
+            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
+        except ValueError:
+            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+        if not np.isfinite(scores).all():
+            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+        if mask is not None:
+            biased = scores + mask
+            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
+                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+            scores = biased
+    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
+    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
+    if sink is not None:
+        top = np.maximum(top, sink)  # the sink competes inside the same softmax
+    elif empty_row == "error" and not has_key.all():
+        first = np.argwhere(~has_key[..., 0])[0].tolist()
+        raise ValueError(
+            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
+            "fix the mask, or pass empty_row='zero' to return zeros for them"
+        )
+    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
+    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
+    denominator = exp_scores.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
+    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
+    output = weights @ V  # (..., T_q, d_v)
+    return (output, weights) if return_weights else output''',
+    "Exercise 3": r'''# Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
+# return an array with group times as many heads on that axis, where query head h gets KV head
+# h // group: consecutive query heads share a KV head.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
+    x = require_array("x", x, min_ndim=3)
+    group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
+    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
+    "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
+# full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
+# recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an
+# exact int number of bytes.
+def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
+    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
+    context = require_int("context", context, minimum=1)
+    windows = list(layer_windows)
+    if not windows:
+        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
+    for layer, window in enumerate(windows):
+        if window is not None:
+            require_int(f"layer_windows[{layer}]", window, minimum=1)
+    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
+    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token''',
+    "Exercise 5": r'''# Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start
+# at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator n as in
+# the formula, and append {"m": m, "alpha": alpha, "l": l, "n": n} to the trace. Return (n / l, trace).
+def online_softmax_dot(logit_tiles, value_tiles):
+    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
+        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
+    tiles = []
+    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
+        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
+        if logits.shape != values.shape:
+            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
+        tiles.append((logits.astype(float), values.astype(float)))
+    m, l, n = -math.inf, 0.0, 0.0
+    trace = []
+    for logits, values in tiles:
+        m_new = max(m, float(logits.max()))
+        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
+        weights = np.exp(logits - m_new)
+        l = alpha * l + float(weights.sum())
+        n = alpha * n + float(weights @ values)
+        m = m_new
+        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
+    return n / l, trace''',
+    "Exercise 6": r'''# Exercise 6: Plain tiles. For each block of tile_size queries keep per-row m (start -inf),
+# l (start 0) and an accumulator O (zeros, d_v wide). For each block of tile_size keys: compute the
+# score tile Q_b K_c^T / sqrt(d_k), then the online update of the formula above. After the last
+# key block, return O / l for every query block. Never build a T_q x T_k array.
+def tiled_attention_plain(Q, K, V, *, tile_size=128):
+    """Unmasked softmax attention, streamed over (query block, key block) tiles: output [T_q, d_v]."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    _refuse_overflow(Q, K, V)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    out = np.empty((n_q, d_v))
+    for q0 in range(0, n_q, tile_size):
+        Q_b = Q[q0:q0 + tile_size] / math.sqrt(d_k)  # (B_q, d_k), scaled once per block
+        m = np.full(len(Q_b), -np.inf)  # running max per row
+        l = np.zeros(len(Q_b))  # running sum per row
+        acc = np.zeros((len(Q_b), d_v))  # running numerator O
+        for k0 in range(0, n_k, tile_size):
+            s = Q_b @ K[k0:k0 + tile_size].T  # (B_q, B_k): the only score tile alive
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m - m_new)  # 0 on the first tile, where m = -inf
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + tile_size]
+            m = m_new
+        out[q0:q0 + tile_size] = acc / l[:, None]  # FlashAttention-2: one division, at the end
+    return out''',
+    "Exercise 7": r'''# Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. For the query block
+# [q0, q1) visit only key tiles that start at k0 <= q1 - 1 (later ones are entirely in the future);
+# inside a tile that straddles the diagonal, set the scores of keys after the query to -inf before
+# the max. Return (output, tiles_computed), the number of score tiles you computed.
+def causal_tiled_attention(Q, K, V, *, tile_size=128):
+    """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    _refuse_overflow(Q, K, V)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    out, tiles = np.empty((n_q, d_v)), 0
+    for q0 in range(0, n_q, tile_size):
+        q1 = min(q0 + tile_size, n_q)
+        Q_b = Q[q0:q1] / math.sqrt(d_k)
+        m, l, acc = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0), np.zeros((q1 - q0, d_v))
+        for k0 in range(0, min(n_k, q1), tile_size):  # key tiles starting after q1 - 1 are all in the future
+            k1 = min(k0 + tile_size, n_k)
+            s = Q_b @ K[k0:k1].T
+            tiles += 1
+            if k1 - 1 > q0:  # the tile straddles the diagonal: mask the future inside it
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            m_new = np.maximum(m, s.max(axis=1))  # finite: key k0 <= q0 is allowed for every row
+            alpha = np.exp(m - m_new)
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k1]
+            m = m_new
+        out[q0:q1] = acc / l[:, None]
+    return out, tiles''',
+    "Exercise 8": r'''# Exercise 8: Offsets and windows. Everything else of tiled attention is written for you: the sink,
+# an additive mask, overflow checks and empty rows. Fill in the two marked places. (1) The key range
+# of a query block whose queries sit at absolute positions first..last (= query_start + q0 ..
+# query_start + q1 - 1): with causal=True no key after last; with a window, no key before
+# first - window + 1. (2) Inside a tile that straddles a boundary, block the future and, with a
+# window, the keys with query_pos - key_pos >= window.
+def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
+    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
+
+    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
+    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
+    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
+    """
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+        if not causal:
+            raise ValueError("window counts keys back from the query, so it needs causal=True")
+    query_start = require_int("query_start", query_start, minimum=0)
+    if query_start and not causal:
+        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
+    if sink is not None:
+        sink = require_real("sink", sink)
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    if mask is not None:
+        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    scale = 1.0 / math.sqrt(d_k)
+    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
+    out = np.empty((n_q, d_v), dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for q0 in range(0, n_q, tile_size):
+            q1 = min(q0 + tile_size, n_q)
+            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
+            k_lo, k_hi = 0, n_k
+            if causal:
+                k_hi = min(n_k, last + 1)  # later keys are in every row's future
+                if window is not None:
+                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
+            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
+            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
+            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
+            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
+                k1 = min(k0 + tile_size, n_k)
+                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
+                s *= scale
+                if maybe_overflow and not np.isfinite(s).all():
+                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+                if mask is not None:
+                    bias = mask[q0:q1, k0:k1]
+                    s += bias
+                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
+                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
+                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
+                    blocked = key_pos > query_pos  # the future
+                    if window is not None:
+                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
+                    s[blocked] = -np.inf
+                m_new = np.maximum(m, s.max(axis=1))
+                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
+                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
+                s -= safe[:, None]
+                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
+                l = alpha * l + s.sum(axis=1)
+                acc *= alpha[:, None]
+                acc += s @ V[k0:k1]
+                m = m_new
+            filled = l > 0
+            if empty_row == "error" and not filled.all():
+                raise ValueError(
+                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
+                )
+            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
+            out[q0:q1] = acc
+    return out''',
+}
+# builder:end sha256=59ac5f182af3137da3680287529097c7d0e393c3c72ca82d4f2f24c6306f58e5
+
+# %% tags=["hide-input"]
+# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# builder:begin inline diagram_canvas
+def diagram_canvas(width, height):
+    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    return fig, ax
+# builder:end sha256=1e5d8c1fb57edbe184e0ad975f34bc49c216082397722160f7ebb45372c202ff
+# builder:begin inline diagram_box
+def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
+    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_artist(FancyBboxPatch(
+        (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0,rounding_size=0.06",
+        facecolor=color if solid else to_rgba(color, 0.16), edgecolor=color, linewidth=1.1,
+        linestyle=(0, (3, 2)) if dashed else "-",
+    ))
+    ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
+            color="white" if solid else Palette.INK, linespacing=1.15)
+# builder:end sha256=462eebad07fd1b97e53292c8a8afc464971b2e0bea380c5aae8e625779ad384c
+# builder:begin inline diagram_arrow
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+    """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
+    ax.annotate("", xy=end, xytext=start, arrowprops={
+        "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
+        "mutation_scale": 9, "linestyle": (0, (3, 2)) if dashed else "-",
+    })
+    if text:
+        x = start[0] + at * (end[0] - start[0]) + shift[0]
+        y = start[1] + at * (end[1] - start[1]) + shift[1]
+        ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, linespacing=1.1)
+# builder:end sha256=a206997d895bd1bf582a4f22b891a2a8a13cc92744751d9187d21b48aedfbc95
+# builder:begin inline draw_taxonomy
+def draw_taxonomy(language="en"):
+    """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
+    from functools import partial
+
+    fig, ax = diagram_canvas(8.6, 3.7)
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    diagram_box(ax, 4.3, 3.3, 6.4, 0.5, t("Long context is expensive: compute grows with n², memory with n",
+                                          "Длинный контекст дорог: вычисления растут как n², память как n"), Palette.RED, solid=True, size=10)
+    columns = (
+        (1.45, Palette.BLUE, t("Look at fewer tokens", "Читать меньше токенов"),
+         (t("sparse: local + global,\nstrided, a learned shortlist", "разреженное: локальное +\nглобальное, с шагом, отбор"),
+          t("sliding window", "скользящее окно"))),
+        (4.3, Palette.GREEN, t("Keep a fixed-size summary", "Хранить сводку\nфиксированного размера"),
+         (t("linear attention", "линейное внимание"), t("state-space models\n(Mamba)", "модели пространства\nсостояний (Mamba)"))),
+        (7.15, Palette.ORANGE, t("Store the past compactly", "Хранить прошлое компактно"),
+         (t("GQA / MQA: fewer KV heads", "GQA / MQA: меньше KV-голов"), t("latent KV (MLA)", "латентный KV (MLA)"),
+          t("quantized KV: fewer bits", "квантованный KV: меньше бит"))),
+    )
+    leaf_y = (1.85, 1.2, 0.55)
+    for x, color, title, leaves in columns:
+        diagram_arrow(ax, (x + (4.3 - x) * 0.55, 3.05), (x, 2.72))
+        diagram_box(ax, x, 2.48, 2.6, 0.46, title, color, size=9.5, weight="bold")
+        spine = x - 1.18
+        ax.plot([spine, spine], [2.25, leaf_y[len(leaves) - 1]], color=color, linewidth=1.1)
+        for y, leaf in zip(leaf_y, leaves):
+            diagram_arrow(ax, (spine, y), (x - 1.0, y), color=color)
+            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=8.5)
+    diagram_box(ax, 2.9, 0.38, 2.2, 0.5, t("hybrids: a few attention\nlayers among SSM layers", "гибриды: немного слоёв\nвнимания среди SSM"),
+                Palette.PURPLE, size=8.5)
+    diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
+    diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
+    return fig
+# builder:end sha256=7ad920a66171b5cfd922b780f84d5540b3cc7f43f38472ccd6d6dd10a9f65651
+# builder:begin inline draw_kv_trip
+def draw_kv_trip(bytes_per_token, layers, language="en"):
+    """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
+    from functools import partial
+    from matplotlib.patches import Rectangle
+
+    fig, ax = diagram_canvas(8.6, 3.0)
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    slots = ("₁", "₂", "₃", "…", "ₙ₋₁", "ₙ")  # subscripts as characters: no mathtext to parse
+    xs = [0.75 + 0.8 * i for i in range(len(slots))]
+    ax.add_artist(Rectangle(
+        (0.2, 0.55), 5.1, 1.35, facecolor=Palette.PAPER, edgecolor=Palette.BORDER, linewidth=1))
+    ax.text(0.3, 1.75, t("KV cache of one layer", "KV-кэш одного слоя"), fontsize=9, weight="bold", va="center")
+    for i, (x, label) in enumerate(zip(xs, slots)):
+        new = i == len(slots) - 1
+        for y, row in ((1.36, "k"), (0.86, "v")):
+            text = label if label == "…" else row + label
+            diagram_box(ax, x, y, 0.62, 0.36, text, Palette.ORANGE if new else Palette.BLUE, solid=new, size=10)
+    diagram_box(ax, xs[-1], 2.62, 1.5, 0.42, t("new token n", "новый токен n"), Palette.ORANGE, solid=True)
+    diagram_arrow(ax, (xs[-1], 2.41), (xs[-1], 1.56), color=Palette.ORANGE,
+                  text=t("its key and value\nare appended", "его ключ и значение\nдописываются"), at=0.45, shift=(-1.0, 0))
+    diagram_box(ax, 7.45, 2.62, 1.3, 0.42, t("its query q", "его запрос q"), Palette.ORANGE)
+    diagram_arrow(ax, (xs[-1] + 0.75, 2.62), (6.8, 2.62), color=Palette.ORANGE)
+    diagram_box(ax, 7.45, 1.35, 2.0, 0.8, t("scores q·k for all\nn keys, softmax,\nmix the n values",
+                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (7.45, 2.41), (7.45, 1.75), color=Palette.ORANGE)
+    diagram_arrow(ax, (5.3, 1.2), (6.45, 1.2), color=Palette.BLUE, text=t("reads all n", "читает все n"), shift=(0, 0.14))
+    diagram_box(ax, 7.45, 0.35, 2.0, 0.4, t("output for token n", "выход для токена n"), Palette.BLUE, solid=True)
+    diagram_arrow(ax, (7.45, 0.95), (7.45, 0.55), color=Palette.BLUE)
+    kib = bytes_per_token / 1024
+    ax.text(0.2, 0.28, t(f"one key + one value per KV head, in each of {layers} layers:\n{kib:,.0f} KiB per token, kept while the conversation lasts",
+                         f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
+            fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
+    return fig
+# builder:end sha256=d4169be965e293463993fe96b3105fb01141febcf21a11d883fa5853a99deb1f
+
+print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
+
+# %% [markdown]
+# ## Обозначения и термины этого модуля
+#
+# Один символ — одно значение, отсюда и до конца модуля. Имена в коде набраны `code font` там, где они отличаются от обозначений.
+#
+# | Обозначение | Смысл | Обозначение | Смысл |
+# |---|---|---|---|
+# | $n$ | длина контекста в токенах | $T_q$, $T_k$ | число запросов и ключей в одном вызове |
+# | $i$, $j$ | позиция запроса, позиция ключа | $p_0$ | абсолютная позиция первого запроса (`query_start`) |
+# | $L$ | число слоёв | $\kappa$ | номер слоя |
+# | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое | $G$ | голов запросов на одну KV-голову, $H / H_{kv}$ |
+# | $d_k$, $d_v$, $d_h$, $d$ | ширина ключа, значения и головы ($d$, когда они равны) | $b$ | байтов на одно хранимое число |
+# | $w$ | окно в ключах, собственный ключ запроса включён | $W$ | окно Mistral, собственный ключ запроса не включён: $w = W + 1$ |
+# | $n_{\text{sink}}$ | токены-стоки, сохраняемые в начале (StreamingLLM) | $\sigma_h$ | обучаемый логит стока головы запросов $h$ в gpt-oss |
+# | $s_{ij}$, $p_{ij}$ | оценка и её вес после softmax | $M_{ij}$ | элемент аддитивной маски: 0, смещение или $-\infty$ |
+# | $m$, $\ell$, $u$ | онлайн-softmax: текущий максимум, сумма, числитель | $\alpha$ | множитель пересчёта $e^{m_{\text{old}} - m_{\text{new}}}$ |
+# | $\tau$ | размер тайла (`tile_size`) | $S$, $P$, $O$ | тайл оценок, его веса, накопитель выхода |
+# | $M_{\text{sram}}$ | объём памяти на кристалле, в числах | $B_r$, $B_c$ | размеры блоков запросов и ключей во FlashAttention |
+# | $r$ | шаг (stride) разреженного шаблона «с шагом» | $\phi$ | отображение признаков в линейном внимании |
+# | $R_i$, $z_i$ | состояние и нормировщик линейного внимания | $\lambda$ | множитель затухания на шаг |
+# | $h_t$, $x_t$, $y_t$ | состояние, вход и выход SSM на шаге $t$ | $A$, $B$, $C$ | множители сохранения (затухания), записи и чтения в SSM |
+# | $\Delta_t$ | размер шага Mamba для токена $t$ | $\bar A_t$, $\bar B_t$ | дискретизованные множители сохранения и записи |
+# | $(\lambda, \mu)$ | один шаг сканирования $h \mapsto \lambda h + \mu$ | $D$, $N$ | каналы SSM, чисел состояния на канал |
+# | $c_j$, $\rho_j$ | закэшированный латентный вектор и RoPE-ключ в MLA | $\nu$, $\gamma$ | биты и масштаб квантования |
+#
+# **Термины.** *Prefill* (префилл): первый прямой проход по всему промпту, который заполняет KV-кэш; он
+# оплачивает счёт за вычисления. *Декодирование* (decode): генерация по одному токену, где каждый новый запрос
+# читает кэш; оно оплачивает счёт за память. *RoPE* (rotary position embedding, поворотный позиционный
+# эмбеддинг): позиция входит во внимание через поворот каждого запроса и каждого ключа на угол,
+# пропорциональный его позиции, так что оценка зависит от расстояния $i - j$ (модуль 3). *KIVI*
+# ([Liu и др., 2024](https://arxiv.org/abs/2402.02750)): метод квантования KV-кэша, который даёт ключам
+# по одному масштабу на канал, а значениям — по одному на токен и хранит самые свежие токены в полной
+# точности (раздел 14). *Сток* (sink): две вещи с одной причиной — первые токены в StreamingLLM (раздел 2)
+# и дополнительный логит в gpt-oss (раздел 3); строка softmax в сумме равна 1, поэтому голове, которой
+# нечего читать, всё равно нужно куда-то пристроить свою массу.
+
+# %% [markdown]
+# # Часть 1 · Руководство для практика
+#
+# **Весь модуль в одном предложении.** Длинный контекст выставляет два счёта: один за *вычисления*
+# (каждый запрос сравнивается с каждым ключом, поэтому работа растёт как квадрат длины) и один за *память*
+# (ключи и значения каждого прошлого токена остаются в KV-кэше, поэтому память растёт пропорционально длине),
+# и каждая схема «эффективного внимания» — это своя сделка о том, какие токены хранятся точно, какие
+# сводятся к краткому итогу и насколько компактно всё это лежит в памяти.
+#
+# **Когда это нужно.** Всякий раз, когда длина контекста входит в ваше проектное решение: целый репозиторий
+# в промпте, диалог, который длится весь день, агент, работающий сотни шагов, или выбор между двумя моделями,
+# в карточках которых написано «grouped-query» (группировка запросов), «sliding window» (скользящее окно),
+# «attention sinks» (стоки внимания), «hybrid Mamba» (гибрид с Mamba) или «latent attention» (латентное внимание). Эти слова определяют, сколько стоит один диалог и что модель ещё способна найти
+# в контексте. Для промптов в несколько тысяч токенов обычное внимание дёшево и точно, и ничто из описанного
+# ниже его не превзойдёт.
+#
+# **Варианты** — от самого точного к самому компактному. Числа даны для сквозного примера с устройством
+# как у Llama-3-8B (32 слоя, 8 KV-голов ширины 128, 16-битный кэш); ячейка после таблицы вычисляет каждое из них.
+#
+# | Вариант | Что он делает | Что он сохраняет | Чего он стоит | Где это выбирается |
+# |---|---|---|---|---|
+# | Полное внимание с группировкой запросов (GQA) | каждый токен читает все предыдущие токены; несколько голов запросов делят одну KV-голову | точное воспроизведение всего контекста | 128 KiB на токен (512 KiB при 32 KV-головах); 17.2 GB при 128k токенов | архитектура модели |
+# | Скользящее окно, часто чередующееся с полными слоями | каждый токен читает последние $w$ токенов; глубина передаёт информацию дальше по эстафете | точное воспроизведение внутри окна, более слабое эстафетное — за его пределами | кэш, ограниченный $w$ токенами: 0.54 GB при $w$ = 4,096 на любой длине | архитектура модели |
+# | Стоки внимания плюс окно (StreamingLLM) | при обслуживании сохраняются несколько первых токенов и окно последних | связная потоковая генерация без ограничения длины; **никакого** воспроизведения вытесненных токенов | почти ничего; статья прогоняет потоком 4 миллиона токенов с ускорением до 22.2x по сравнению с пересчётом окна ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)) | сервер инференса |
+# | Гибрид модели пространства состояний и внимания | большинство слоёв несут состояние фиксированного размера; несколько слоёв — внимание | точный поиск через слои внимания | 4 слоя внимания из 32 сокращают кэш на 128k с 17.2 GB до 2.15 GB | архитектура модели |
+# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4.2 MB на весь стек из 32 слоёв | архитектура модели |
+# | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32,768 для 128 голов ширины 128 (в 57x меньше; в 71x относительно реальных ключей ширины 192, разделы 5 и 13), плюс дополнительные матричные вычисления | архитектура модели |
+# | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3.9x меньше при 4 битах; ошибка выхода измеряется в разделе 14 | сервер инференса |
+#
+# Точного *потокового* внимания (FlashAttention) в таблице нет, потому что оно не меняет размер ни одного из
+# счетов: оно вычисляет те же числа по тайлам, так что матрица оценок $n \times n$ никогда не существует
+# в памяти целиком. Вы построите его в разделах 6–8 и докажете, что оно точное.
+#
+# **Как выбирать.** Исходите из того, что задача должна *найти*, а не из заявленного окна.
+#
+# - Точный поиск по длинному входу (имя функции в репозитории, пункт контракта): сохраните полное
+#   внимание в достаточном числе слоёв и заложите бюджет на кэш.
+# - Длинный текст, который движется вперёд и никогда не цитирует далёкое прошлое (расшифровка, поток):
+#   окно или модель пространства состояний обойдутся гораздо дешевле; стоки плюс окно позволяют даже модели
+#   с полным вниманием работать в потоковом режиме.
+# - Много одновременных длинных диалогов на фиксированном железе: кэш на токен — это и *есть* ваша
+#   ёмкость. Предпочитайте меньше KV-голов или латентный кэш, затем квантуйте кэш, затем ограничьте
+#   допустимый контекст.
+# - Заявленное контекстное окно в 128k или больше: проверяйте на той длине, которую будете использовать.
+#   RULER обнаружил, что из 17 моделей с длинным контекстом, каждая из которых заявляла не меньше 32k токенов,
+#   лишь примерно половина справлялась на 32k
+#   ([Hsieh и др., 2024, версия COLM](https://arxiv.org/abs/2404.06654); в первой версии на arXiv
+#   проверялось 10 моделей). *Lost in the Middle* показала, что точность выше всего, когда нужный фрагмент
+#   стоит в начале или в конце входа, и ниже всего — когда в середине
+#   ([Liu и др., 2023](https://arxiv.org/abs/2307.03172)).
+#
+# **Что ломается.**
+#
+# - *Факт оказался за пределами окна.* У Mistral 7B v0.1 32 слоя с окном $W$ = 4,096 в соглашении её
+#   статьи: позиция $i$ читает позиции от $i - W$ до $i$, то есть 4,097 ключей вместе с собственным, и каждый
+#   слой передаёт информацию на 4,096 позиций дальше. Поэтому токен может почувствовать другой токен на
+#   131,072 = 32 × 4,096 позиций назад, но только по эстафете через много переходов; факту на 100,000 токенов
+#   назад нужно не меньше 25 таких переходов. Не ждите точной цитаты из-за пределов окна. К тому же
+#   100,000 токенов лежат далеко за пределами контекста 8K, на котором обучалась v0.1, так что такая
+#   дальность — это то, что допускает схема связей, а не то, чем модель научилась пользоваться. (Более поздние
+#   версии Mistral 7B отказались от окна; gpt-oss считает своё окно в 128 токенов наоборот — текущий токен
+#   входит в эти 128.)
+# - *Простое окно отбрасывает первые токены, и модель разваливается.* Обученные модели складывают массу
+#   внимания на первые токены (стоки внимания); сохраняйте их при вытеснении.
+# - *Вытеснен — значит, пропал.* Стоки плюс окно дают связный поток, но не могут вспомнить токен,
+#   покинувший окно.
+# - *Состояние фиксированного размера не умеет копировать.* Слои моделей пространства состояний и линейного
+#   внимания воспроизводят конкретный далёкий токен хуже, чем внимание; оставляйте слои внимания для поиска.
+# - *Разреженный шаблон, который не экономит времени.* Пропущенные пары экономят работу, только если
+#   пропускаются целые блоки матрицы оценок; раздел 8 измеряет, что даёт пропуск.
+# - *Квантованный кэш, который меняет ответы.* В ключах есть несколько больших каналов; один масштаб на
+#   токен тратит коды на них. Квантуйте ключи поканально, а значения — по токенам (KIVI, раздел 14).
+#
+# **Выигрыши, о которых сообщают статьи** (каждый — из аннотации статьи): Mamba — в 5x бо́льшая пропускная
+# способность *генерации*, чем у трансформера того же размера ([Gu и Dao, 2023](https://arxiv.org/abs/2312.00752));
+# DeepSeek-V2 — KV-кэш на 93.3% меньше и в 5.76x бо́льшая максимальная пропускная способность генерации, чем у
+# **DeepSeek 67B**, её плотной предшественницы (95 слоёв, 8 KV-голов), а не у MHA-двойника, причём кэш V2
+# к тому же хранится примерно в 6 битах на число ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), раздел 3.2.3);
+# Jamba — контекст в 256K токенов ([Lieber и др., 2024](https://arxiv.org/abs/2403.19887)), из которых
+# до 140K токенов помещаются на одну GPU с 80 GB; эта цифра взята из
+# [карточки модели Jamba-v0.1](https://huggingface.co/ai21labs/Jamba-v0.1), а не из аннотации статьи.
+
+# %%
+# Every number in the guide above, computed from its definition (each section below rederives them).
+L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2  # the running example: Llama-3-8B's attention shape, 16-bit cache
+per_token = 2 * L8B * KV8B * D8B * BYTES16  # a key and a value, per layer, per KV head
+guide = {
+    "cache per token, 8 KV heads (KiB)": per_token / KIB,
+    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
+    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
+    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
+    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
+    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
+    "latent numbers per token per layer": 512 + 64,
+    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
+    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
+    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
+    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
+    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
+}
+for label, value in guide.items():
+    print(f"{label:58s} {value:,.2f}")
+expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
+expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
+expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
+expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
+REFERENCE.check("running_example.bytes_per_token", per_token)
+REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"])
+
+# %%
+show_figure(
+    draw_taxonomy(language=LANGUAGE),
+    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against "
+    "it, and the dashed boxes under it are the designs this module builds. Blue reads fewer tokens, green replaces "
+    "the growing cache by a fixed-size state, orange keeps every token but in fewer bytes. The purple box is where "
+    "two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+)
+
+
+# %% [markdown]
+# # Часть 2 · Как это устроено, с нуля
+#
+# Пятнадцать разделов, и в каждом одна и та же схема: идея, формула с обозначениями, числа вручную, код,
+# рисунок и проверка, которая останавливает ноутбук, если что-то не так. По ходу отмечены двенадцать
+# упражнений; после каждого идёт проверка контракта, которая его оценивает.
+#
+# ## 1. Два счёта
+#
+# **Идея.** Представьте званый ужин, где каждый новый гость пожимает руку каждому, кто уже пришёл (это
+# оценки), а гардероб хранит по одному пальто на гостя на каждом этаже (это кэш). Десять гостей дают
+# 45 рукопожатий, тысяча — полмиллиона. Внимание платит за то и другое: рукопожатия — это оценки запрос–ключ,
+# за которые платят один раз на промпт, а пальто — это KV-кэш, за который платят всё время, пока диалог открыт.
+#
+# $$\text{pairs} = n^2 \qquad\qquad \text{KV bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot b \cdot n$$
+#
+# | Обозначение | Смысл | Сквозной пример |
+# |---|---|---|
+# | $n$ | длина контекста в токенах | 131,072 (128k) |
+# | $n^2$ | пар запрос–ключ на голову на слой (каузальная маска делит это число пополам; характер роста тот же) | $1.7 \times 10^{10}$ |
+# | $2$ | один ключ и одно значение на токен | |
+# | $L$ | слои, у каждого свой кэш | 32 |
+# | $H_{kv}$ | головы ключей/значений в слое | 8 |
+# | $d_h$ | чисел на голову | 128 |
+# | $b$ | байтов на хранимое число | 2 (16 бит) |
+#
+# **Вручную.** Один токен стоит $2 \cdot 32 \cdot 8 \cdot 128 \cdot 2 = 131{,}072$ байта, 128 KiB.
+# При $n = 131{,}072$ это $2^{17} \cdot 2^{17} = 2^{34}$ байт, около 17.2 GB, и
+# $n^2 \approx 1.7 \times 10^{10}$ пар. Переход от 8k к 1M токенов умножает число токенов на 128,
+# число пар — на $128^2 = 16{,}384$, а кэш — на 128: 137 GB, больше, чем вмещает одна GPU на 80 GB,
+# ещё до загрузки единого веса.
+
+# %%
+def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value=2):
+    """KV-cache bytes one token costs: a key and a value per KV head, per layer."""
+    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    return 2 * layers * kv_heads * head_dim * bytes_per_value
+
+
+def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
+    """Both bills of an n-token context: pairs scored per head per layer, and KV-cache bytes."""
+    n = require_int("n", n, minimum=1)
+    return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
+
+
+print(f"handshakes among 10 guests: {10 * 9 // 2}; among 1,000: {1000 * 999 // 2:,}")
+CONTEXTS = (8_192, 131_072, 1_048_576)
+bills = [context_cost(n) for n in CONTEXTS]
+print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
+for bill in bills:
+    print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
+print(f"8k -> 1M: tokens x{CONTEXTS[2] // CONTEXTS[0]}, pairs x{bills[2]['pairs'] // bills[0]['pairs']:,}, cache x{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
+expect_raises(ValueError, context_cost, 0, match="n")
+expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
+expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
+expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
+
+
+# %%
+def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
+    """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
+    gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
+    labels = [f"{b['n'] // 1024:,}k" if b["n"] < 2**20 else f"{b['n'] // 2**20}M" for b in bills]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 2.9))
+    left.bar(labels, [b["pairs"] for b in bills], color=Palette.RED)
+    log_scale(left, "y")
+    left.set_title(localized(language, "Compute: pairs grow with n²", "Вычисления: пары растут как n²"))
+    left.set_ylabel(localized(language, "pairs per head per layer", "пар на голову и слой"))
+    gigabytes = [b["cache_bytes"] / 10**9 for b in bills]
+    right.bar(labels, gigabytes, color=Palette.BLUE)
+    for x, value in enumerate(gigabytes):
+        right.text(x, value + 3, f"{value:.1f} " + localized(language, "GB", "ГБ"), ha="center", fontsize=9)
+    right.axhline(gpu_bytes / 10**9, color=Palette.MUTED, linestyle="--", linewidth=1)
+    right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
+    right.set_ylim(0, 165)
+    right.set_title(localized(language, "Memory: cache grows with n", "Память: кэш растёт как n"))
+    right.set_ylabel(localized(language, "KV cache, GB", "KV-кэш, ГБ"))
+    for ax in (left, right):
+        ax.set_xlabel(localized(language, "context length", "длина контекста"))
+    fig.subplots_adjust(wspace=0.4, left=0.09, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_two_bills(bills, language=LANGUAGE),
+    "Left: query-key pairs per head per layer on a log axis, one bar per context length; each step right multiplies "
+    "the bar by 256, then by 64. Right: the KV cache of one conversation in GB on a linear axis, with one 80 GB GPU "
+    "dashed. The 1M-token bar crosses the line before any weight is loaded.",
+)
+REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
+REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
+REFERENCE.check("two_bills.cache_bytes", [b["cache_bytes"] for b in bills])
+expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
+expect('bills[2]["cache_bytes"] > 80 * GB', bills[2]["cache_bytes"], ">", 80 * GB)
+report_section("The two bills", globals())
+
+# %% [markdown]
+# Счёт за вычисления оплачивается один раз на промпт, на этапе prefill, и точное разбиение на тайлы (разделы 6–8)
+# делает эти вычисления быстрее и экономнее по памяти, не меняя их объёма. Счёт за память оплачивается всё
+# время, пока диалог открыт, и определяет, скольких пользователей обслуживает одна GPU; поэтому большинство
+# описанных ниже схем атакуют именно кэш.
+
+# %%
+show_figure(
+    draw_kv_trip(per_token, L8B, language=LANGUAGE),
+    "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
+    "slot of the cache (orange); its query goes right, is scored against all n keys, and the softmax weights mix "
+    "all n values into token n's output. The blue slots are read, never recomputed: that is the compute the cache "
+    "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
+)
+
+
+# %% [markdown]
+# ## 2. Маски: каузальная, окно и стоки
+#
+# **Идея.** Маска говорит, какие ключи может читать каждый запрос. В *аддитивной* записи это матрица,
+# которую прибавляют к оценкам перед softmax: 0 там, где чтение разрешено, и $-\infty$ там, где запрещено,
+# так что заблокированный ключ получает вес ровно $e^{-\infty} = 0$. Конечный элемент — это *смещение*
+# (bias; его используют ALiBi и схемы относительных позиций). Здесь важны три маски: *каузальная* (никогда
+# не заглядывать в будущее), *скользящее окно* (только последние $w$ токенов, включая собственный токен
+# запроса) и окно со *стоками*: StreamingLLM навсегда оставляет видимыми первые $n_{\text{sink}}$ токенов,
+# потому что обученные модели складывают на них много внимания и разваливаются, когда те исчезают. В разделе 3
+# встретится сток другого рода — обучаемый логит gpt-oss: оба существуют потому, что строка softmax должна
+# в сумме давать 1, и голове, которой нечего полезного читать, всё равно приходится куда-то девать свою массу.
+#
+# $$M_{ij} = 0 \;\text{ if }\; j \le i \;\text{ and }\; \left(i - j < w \;\text{ or }\; j < n_{\text{sink}}\right), \qquad M_{ij} = -\infty \;\text{ otherwise}$$
+#
+# | Обозначение | Смысл | Пример |
+# |---|---|---|
+# | $i$, $j$ | позиция запроса (строка) и позиция ключа (столбец) | строка 23 |
+# | $i - j$ | насколько далеко назад стоит ключ $j$; отрицательное значение — это будущее | |
+# | $w$ | окно: сколько последних ключей читает запрос, включая собственный | 8 |
+# | $n_{\text{sink}}$ | число ключей-стоков в начале, которые остаются видимыми (`n_sink`) | 2 |
+# | $M_{ij}$ | элемент аддитивной маски | 0 или $-\infty$ |
+#
+# **Вручную.** При $n = 24$, $w = 8$, $n_{\text{sink}} = 2$ запрос 23 читает ключи с 16 по 23 (восемь штук,
+# потому что $23 - 16 = 7 < 8$) плюс стоки 0 и 1; ключ 15 заблокирован ($23 - 15 = 8$). Полная
+# каузальная маска разрешает $24 \cdot 25 / 2 = 300$ пар.
+
+# %% tags=["exercise"]
+# Exercise 1: Постройте аддитивную маску. Верните массив float формы (n, n), где 0.0 стоит там, где запрос i может
+# читать ключ j, и -inf там, где не может: никогда не будущий ключ; при заданном окне — только ключи с
+# i - j < window; при n_sink > 0 первые n_sink ключей остаются доступными (но будущее по-прежнему закрыто).
+def make_mask(n, window=None, n_sink=0):
+    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
+    n = require_int("n", n, minimum=1)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
+    if n_sink and window is None:
+        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
+    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
+    ### BEGIN SOLUTION
+    query = np.arange(n)[:, None]  # (n, 1): rows are queries
+    key = np.arange(n)[None, :]  # (1, n): columns are keys
+    allowed = key <= query  # causal: never the future
+    if window is not None:
+        recent = query - key < window  # the query's own key is one of the window's w keys
+        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
+        allowed &= recent | sinks
+    return np.where(allowed, 0.0, -np.inf)
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
+
+# %%
+MASK_N = 24
+mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
+for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
+    print(f"{name:20s} allowed pairs: {int((m == 0).sum()):4d}   row 23 reads keys {np.flatnonzero(m[23] == 0).tolist()}")
+expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
+expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
+expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
+expect("mask_sinks[23, 0] == 0", mask_sinks[23, 0], "==", 0)
+expect("mask_sinks[23, 1] == 0", mask_sinks[23, 1], "==", 0)
+expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
+expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
+expect_raises(ValueError, make_mask, 4, window=0, match="window")
+expect_raises(TypeError, make_mask, 4.0, match="n")
+expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
+expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
+expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
+
+
+# %%
+def plot_masks(panels, language="en"):
+    """One heatmap per (title, additive mask): dark where a query may read a key."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
+    for ax, (title, mask) in zip(np.atleast_1d(axes), panels):
+        ax.imshow(np.isfinite(mask), cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
+        ax.set_title(f"{title}\n{int(np.isfinite(mask).sum())} " + localized(language, "pairs", "пар"), fontsize=10)
+        ax.set_xlabel(localized(language, "key j", "ключ j"))
+        ax.set_xticks(range(0, len(mask), 5)), ax.set_yticks(range(0, len(mask), 5))
+        ax.grid(False)
+    np.atleast_1d(axes)[0].set_ylabel(localized(language, "query i", "запрос i"))
+    fig.subplots_adjust(wspace=0.3, left=0.07, right=0.99, bottom=0.19, top=0.83)
+    return fig
+
+
+show_figure(
+    plot_masks([
+        (localized(LANGUAGE, "causal", "каузальная"), mask_causal),
+        (localized(LANGUAGE, "window w = 8", "окно w = 8"), mask_window),
+        (localized(LANGUAGE, "window 8 + 2 sinks", "окно 8 + 2 стока"), mask_sinks),
+    ], language=LANGUAGE),
+    "Each panel is a 24 x 24 mask: rows are queries, columns are keys, dark cells are allowed. Causal is a solid "
+    "lower triangle; the window keeps a diagonal band eight cells wide; sinks add the first two columns back to "
+    "every row below them. No panel has a dark cell above the diagonal.",
+)
+report_section("Masks", globals())
+
+
+# %% [markdown]
+# ## 3. Внимание с логитом стока и строки, которым нечего читать
+#
+# **Идея.** gpt-oss добавляет в знаменатель softmax по одному обучаемому логиту на каждую голову **запросов**,
+# 64 на слой; он дописывается к логитам каждой строки перед softmax и отбрасывается после него
+# ([openai/gpt-oss](https://github.com/openai/gpt-oss), `gpt_oss/torch/model.py`). Он действует как
+# дополнительный ключ с нулевым вектором значения: голова может отдать вес «в никуда», а не быть вынужденной
+# распределить целую единицу вероятности по токенам. У `F.scaled_dot_product_attention` нет для этого
+# аргумента, поэтому внимание мы пишем сами. Тот же код должен решить, что делать со строкой, в которой
+# заблокированы все ключи (паддинг или агрессивная маска): softmax по пустому множеству — это $0/0$. Наша
+# политика — по умолчанию ошибка, а по запросу — строка из точных нулей. Собственное ядро PyTorch начиная
+# с версии 2.5 возвращает нули; версии 2.4 и старше возвращали NaN.
+#
+# $$p_{ij} = \frac{e^{s_{ij}}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}, \qquad o_i = \sum_j p_{ij}\, v_j, \qquad \text{sink share} = \frac{e^{\sigma_h}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}$$
+#
+# | Обозначение | Смысл | Пример |
+# |---|---|---|
+# | $s_{ij}$ | масштабированная оценка плюс маска: $q_i \cdot k_j / \sqrt{d_k} + M_{ij}$ | 0 для 128 одинаковых ключей |
+# | $\sigma_h$ | логит стока головы запросов $h$ (обучаемый) | 0, 2 или 5 |
+# | $p_{ij}$ | вес ключа $j$ для запроса $i$; строка в сумме даёт $1 -$ доля стока | |
+# | $o_i$ | выход: взвешенные значения; значение стока — нулевой вектор | |
+#
+# **Вручную.** 128 ключей, у которых все оценки равны 0, дают знаменатель $e^{\sigma} + 128$. При
+# $\sigma = 0$ сток забирает $1/129 = 0.78\%$; при $\sigma = 2$ — $7.39 / 135.39 = 5.46\%$; при
+# $\sigma = 5$ — $148.4 / 276.4 = 53.69\%$ массы, и вес каждого токена уменьшается в одно и то же число раз.
+
+# %%
+def additive_mask(allowed):
+    """Turn a boolean mask (True = may read) into an additive one (0.0 / -inf)."""
+    allowed = as_numpy("allowed", allowed)
+    if allowed.dtype != bool:
+        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
+    return np.where(allowed, 0.0, -np.inf)
+
+
+def _as_additive(mask, shape, dtype):
+    """Validate an additive mask (finite biases and -inf) and broadcast it to ``shape``."""
+    mask = as_numpy("mask", mask)
+    if mask.dtype == bool:
+        raise TypeError("mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)")
+    if mask.dtype.kind not in "iuf":
+        raise TypeError(f"mask must hold real numbers, got dtype {mask.dtype}")
+    mask = mask.astype(dtype, copy=False)
+    if np.isnan(mask).any() or np.isposinf(mask).any():
+        raise ValueError("mask may hold finite biases and -inf, but not NaN or +inf")
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {shape}") from None
+
+
+# %% tags=["exercise"]
+# Exercise 2: Напишите softmax-внимание со стоком. Умножьте Q K^T на 1/sqrt(d_k) и прибавьте маску.
+# Сток (уже размноженный до формы [..., T_q, 1]) входит в softmax каждой строки как дополнительный логит,
+# вектор значения которого нулевой. Перед exp вычтите максимум строки (по токенам И стоку). Строка без
+# разрешённых ключей и без стока вызывает ValueError при empty_row == "error" и состоит из нулей при "zero".
+# Отвергайте конечную оценку, которая переполняется: бросайте FloatingPointError с упоминанием "mask bias",
+# если прибавление конечного элемента маски делает конечную оценку бесконечной.
+def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
+    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
+
+    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
+    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
+    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
+    """
+    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    return_weights = require_bool("return_weights", return_weights)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
+    try:
+        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        np.broadcast_shapes(batch, V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
+    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
+    if mask is not None:
+        mask = _as_additive(mask, shape, dtype)
+    if sink is not None:
+        sink = require_array("sink", sink).astype(dtype, copy=False)
+        try:
+            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
+        except ValueError:
+            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
+    ### BEGIN SOLUTION
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+        if not np.isfinite(scores).all():
+            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+        if mask is not None:
+            biased = scores + mask
+            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
+                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+            scores = biased
+    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
+    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
+    if sink is not None:
+        top = np.maximum(top, sink)  # the sink competes inside the same softmax
+    elif empty_row == "error" and not has_key.all():
+        first = np.argwhere(~has_key[..., 0])[0].tolist()
+        raise ValueError(
+            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
+            "fix the mask, or pass empty_row='zero' to return zeros for them"
+        )
+    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
+    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
+    denominator = exp_scores.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
+    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
+    output = weights @ V  # (..., T_q, d_v)
+    ### END SOLUTION
+    return (output, weights) if return_weights else output
+
+
+# %%
+check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
+
+# %%
+rng = np.random.default_rng(SEED)
+Q24, K24, V24 = (rng.standard_normal((MASK_N, 16)) for _ in range(3))
+out, weights = sdpa(Q24, K24, V24, mask_causal, return_weights=True)
+expect("out.shape == (MASK_N, 16)", out.shape, "==", (MASK_N, 16))
+expect("np.allclose(weights.sum(-1), 1.0)", np.allclose(weights.sum(-1), 1.0))
+for m in (mask_window, mask_sinks):
+    expect("np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0)", np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0))
+
+# Empty rows: the default refuses, "zero" returns an exact zero row and leaves the others alone.
+holey = mask_causal.copy()
+holey[5] = -np.inf
+print("default policy:", expect_raises(ValueError, sdpa, Q24, K24, V24, holey, match="empty_row='zero'")[:60], "...")
+zero_out, zero_w = sdpa(Q24, K24, V24, holey, empty_row="zero", return_weights=True)
+expect("np.all(zero_out[5] == 0)", np.all(zero_out[5] == 0))
+expect("np.all(zero_w[5] == 0)", np.all(zero_w[5] == 0))
+expect("np.isfinite(zero_out).all()", np.isfinite(zero_out).all())
+expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))", np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0)))
+
+# The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
+shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
+for logit, share in shares.items():
+    print(f"sink logit {logit:.0f}: sink share of 128 equal keys = {100 * share:.2f}%")
+REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
+REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
+REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
+flat = np.zeros((1, 128, 4))
+_, flat_w = sdpa(np.zeros((1, 1, 4)), flat, np.ones((1, 128, 2)), sink=5.0, return_weights=True)
+expect("abs((1 - flat_w.sum()) - shares[5.0]) < 1e-12", abs((1 - flat_w.sum()) - shares[5.0]), "<", 1e-12)
+
+sink_logit = 1.3
+out_sink, w_sink = sdpa(Q24, K24, V24, mask_causal, sink=sink_logit, return_weights=True)
+extended = np.concatenate([Q24 @ K24.T / 4.0 + mask_causal, np.full((MASK_N, 1), sink_logit)], axis=1)  # d_k = 16
+extended_w = np.exp(extended - extended.max(1, keepdims=True))
+extended_w /= extended_w.sum(1, keepdims=True)
+column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
+print(f"sink vs extra zero-value column: max |difference| {np.abs(out_sink - column_out).max():.1e}")
+expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
+expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
+expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
+expect("not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink)", not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink))  # shifting tokens alone is not a no-op
+
+# A row with no visible token sends all its mass to the sink: output 0, no error even by default.
+only_sink, only_sink_w = sdpa(Q24, K24, V24, np.full((MASK_N, MASK_N), -np.inf), sink=sink_logit, return_weights=True)
+expect("np.all(only_sink == 0)", np.all(only_sink == 0))
+expect("np.all(only_sink_w == 0)", np.all(only_sink_w == 0))
+
+# Per-head sinks broadcast as (H, 1, 1); a boolean mask is refused rather than read as 0/1 biases.
+heads_out = sdpa(np.stack([Q24, Q24]), K24, V24, mask_causal, sink=np.array([-1.0, 4.0]).reshape(2, 1, 1))
+expect("not np.allclose(heads_out[0], heads_out[1])", not np.allclose(heads_out[0], heads_out[1]))
+per_head_sink = np.array([-1.0, 4.0]).reshape(2, 1, 1)
+expect("the head axis may come from K alone: per-head sinks broadcast the same way", np.abs(sdpa(Q24, np.stack([K24, K24]), V24, mask_causal, sink=per_head_sink) - heads_out).max(), "<", 1e-12)
+expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
+expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
+expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
+expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
+expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
+expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
+expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
+for name, args in (("Q", (Q24[0], K24, V24)), ("K", (Q24, K24[0], V24)), ("V", (Q24, K24, V24[0]))):
+    expect_raises(ValueError, sdpa, *args, match=f"{name} must have at least 2 dimensions")
+for bad in (np.nan, np.inf):
+    bad_mask = mask_causal.copy()
+    bad_mask[3, 1] = bad  # one entry is enough
+    expect_raises(ValueError, sdpa, Q24, K24, V24, bad_mask, match="not NaN or +inf")
+two_holes = mask_causal.copy()
+two_holes[[2, 5]] = -np.inf
+expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
+expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
+expect("a Q and a mask that require grad (as torch makes them) are detached and read as arrays",
+       np.array_equal(sdpa(torch.tensor(Q24, requires_grad=True), K24, V24, torch.tensor(mask_causal, requires_grad=True)), out))
+
+# A wide score range, worked by hand (d_k = 1): rows [-1000, 1000, 40] and [200, -200, -8]. Shifting each row by
+# its own max gives weights (0, 1, 0) and (1, 0, 0) to the last bit; the min overflows e^2000, one shared max
+# underflows row 1 to 0 / 0.
+Q_wide, K_wide, V_wide = np.array([[40.0], [-8.0]]), np.array([[-25.0], [25.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (2, 1) exactly", sdpa(Q_wide, K_wide, V_wide).tolist(), "==", [[2.0], [1.0]])
+expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
+expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
+
+
+# %%
+def plot_sink_share(n_keys, logits, language="en"):
+    """The sink's share of a row against its logit, for n_keys keys that all score 0."""
+    n_keys = require_int("n_keys", n_keys, minimum=1)
+    logits = [require_real("logit", logit, minimum=-2, maximum=8) for logit in logits]  # dots on the drawn range
+    grid = np.linspace(-2, 8, 121)
+    fig, ax = plt.subplots(figsize=(5.6, 2.7))
+    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
+    for logit in logits:
+        share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
+        ax.plot([logit], [share], "o", color=Palette.ORANGE)
+        ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
+    ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
+    ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
+    ax.set_ylabel(localized(language, "sink share, %", "доля стока, %"))
+    ax.set_title(localized(language, f"A sink competes with {n_keys} keys", f"Сток конкурирует с {n_keys} ключами"))
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.18, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_sink_share(128, tuple(shares), language=LANGUAGE),
+    "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
+    "grows (x-axis). Orange dots mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
+    "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
+    "abstains.",
+)
+report_section("Sink attention and empty rows", globals())
+
+
+# %% [markdown]
+# ## 4. Внимание с группировкой запросов и три реализации, которые должны совпасть
+#
+# **Идея.** Многоголовое внимание (MHA) даёт каждой голове запросов собственную голову ключей и значений.
+# Внимание с одним общим ключом (multi-query attention, MQA, [Shazeer, 2019](https://arxiv.org/abs/1911.02150))
+# делит одну KV-голову между всеми головами запросов; внимание с группировкой запросов (GQA,
+# [Ainslie и др., 2023](https://arxiv.org/abs/2305.13245)) лежит посередине: $H$ голов запросов в $H_{kv}$
+# группах, каждая группа читает одну KV-голову. Кэш уменьшается в $G$ раз, по размеру группы. («5% вычислений
+# предобучения» из статьи о GQA относятся к *дообучению* (uptraining) существующего MHA-чекпойнта, T5-XXL,
+# в GQA, а не к обучению GQA с нуля.) В коде GQA — это MHA, в которой каждая KV-голова **повторена** $G$ раз
+# подряд на своём месте. Если же повторять их поочерёдно, $kv_0, kv_1, kv_0,
+# kv_1, \dots$, получится тихая ошибка: формы правильные, а выходы неверные.
+#
+# $$g(h) = \left\lfloor \frac{h}{G} \right\rfloor, \qquad G = \frac{H}{H_{kv}}, \qquad o^{(h)} = \operatorname{softmax}\left(\frac{Q^{(h)} {K^{(g(h))}}^\top}{\sqrt{d_k}} + M\right) V^{(g(h))}$$
+#
+# | Обозначение | Смысл | Пример |
+# |---|---|---|
+# | $H$, $H_{kv}$ | головы запросов, головы ключей/значений | 8, 2 (gpt-oss: 64, 8) |
+# | $G$ | размер группы: голов запросов на одну KV-голову | 4 |
+# | $g(h)$ | KV-голова, которую читает голова запросов $h$ | головы 0-3 читают 0, головы 4-7 читают 1 |
+# | $\lfloor x \rfloor$ | округление вниз | $\lfloor 5/4 \rfloor = 1$ |
+#
+# **Вручную.** $H = 8$, $H_{kv} = 2$: повторение даёт порядок KV-голов 0,0,0,0,1,1,1,1, а чередование —
+# 0,1,0,1,0,1,0,1, так что голова запросов 1 читала бы KV-голову 1, хотя принадлежит группе 0.
+
+# %% tags=["exercise"]
+# Exercise 3: Повторите KV-головы для внимания с группировкой запросов. В x KV-головы лежат на оси -3;
+# верните массив, в котором на этой оси в group раз больше голов и голова запросов h получает KV-голову
+# h // group: соседние головы запросов делят одну KV-голову.
+def repeat_kv_heads(x, group):
+    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
+    x = require_array("x", x, min_ndim=3)
+    group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
+    ### BEGIN SOLUTION
+    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals())
+
+
+# %%
+def gqa_attention(Q, K, V, mask=None, **options):
+    """Grouped-query attention: Q [..., H, T_q, d_k] against K, V [..., H_kv, T_k, d]; options go to sdpa."""
+    Q, K, V = (require_array(name, a, min_ndim=3) for name, a in (("Q", Q), ("K", K), ("V", V)))
+    if K.shape[-3] != V.shape[-3] or Q.shape[-3] % K.shape[-3]:
+        raise ValueError(f"the {Q.shape[-3]} query heads must be a multiple of the KV heads, which K {K.shape} and V {V.shape} must share")
+    group = Q.shape[-3] // K.shape[-3]
+    return sdpa(Q, repeat_kv_heads(K, group), repeat_kv_heads(V, group), mask, **options)
+
+
+H, H_KV, T, D = 8, 2, 12, 16
+Qh = rng.standard_normal((H, T, D))  # (H, T, d_k)
+Kh, Vh = rng.standard_normal((H_KV, T, D)), rng.standard_normal((H_KV, T, D))  # (H_kv, T, d)
+causal12 = make_mask(T)
+grouped = gqa_attention(Qh, Kh, Vh, causal12)
+# The invariant: GQA equals MHA whose KV heads were copied group by group.
+as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
+print(f"GQA vs MHA with copied heads: max |difference| {np.abs(grouped - as_mha).max():.1e}")
+expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
+# The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
+tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
+print(f"GQA vs tile-instead-of-repeat: max |difference| {np.abs(grouped - tiled_heads).max():.2f} (must be large)")
+expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
+expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
+expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
+expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
+expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
+expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
+expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
+expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
+expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
+
+
+# %%
+def plot_head_mapping(n_heads, n_kv_heads, language="en"):
+    """Which KV head each query head reads, with repeat (correct) and tile (wrong)."""
+    n_heads = require_int("n_heads", n_heads, minimum=1, maximum=64)  # a figure, not a model: 64 dots fit a row
+    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1, maximum=n_heads)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv_heads})")
+    group = n_heads // n_kv_heads
+    fig, axes = plt.subplots(1, 2, figsize=(8.0, 2.4))
+    colors = [Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE]
+    for ax, (title, reads) in zip(axes, (
+        (localized(language, "repeat: h reads h // G (correct)", "repeat: h читает h // G (верно)"), [h // group for h in range(n_heads)]),
+        (localized(language, "tile: h reads h mod H_kv (wrong)", "tile: h читает h mod H_kv (ошибка)"), [h % n_kv_heads for h in range(n_heads)]),
+    )):
+        kv_x = [(k + 0.5) * n_heads / n_kv_heads - 0.5 for k in range(n_kv_heads)]
+        for h, k in enumerate(reads):
+            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6)
+        ax.scatter(range(n_heads), [1] * n_heads, s=90, color=[colors[(h // group) % 4] for h in range(n_heads)], zorder=3)
+        ax.scatter(kv_x, [0] * n_kv_heads, s=160, marker="s", color=[colors[k % 4] for k in range(n_kv_heads)], zorder=3)
+        ax.set_yticks([0, 1], [localized(language, "KV", "KV"), localized(language, "query", "запросы")])
+        ax.set_xticks(range(n_heads))
+        ax.set_ylim(-0.3, 1.3)
+        ax.set_title(title, fontsize=10)
+        ax.grid(False)
+    fig.subplots_adjust(wspace=0.25, left=0.08, right=0.99, bottom=0.12, top=0.86)
+    return fig
+
+
+show_figure(
+    plot_head_mapping(H, H_KV, language=LANGUAGE),
+    "Top row: 8 query heads, coloured by the group they belong to; bottom row: 2 KV heads. Each line says which KV "
+    "head a query head reads. Left (repeat) every line stays inside its colour: heads 0-3 read KV head 0. Right "
+    "(tile) lines cross between groups, so half the query heads read the other group's keys and values.",
+)
+
+
+# %% [markdown]
+# **Три реализации, которые должны совпасть.** Наша `sdpa` на NumPy написана явно; построчная версия на
+# PyTorch тоже явная; `F.scaled_dot_product_attention` — это библиотечный API, который волен выбрать
+# слитое (fused) ядро. Они должны совпадать по выходам, по маскам (булева `attn_mask` в PyTorch использует
+# True = *можно смотреть*, в противоположность маскам `nn.MultiheadAttention`; маска типа float аддитивна,
+# как наша), по полностью замаскированным строкам (нули, PyTorch 2.5 или новее) и по градиентам. Начиная
+# с PyTorch 2.5 этот API принимает и меньшее число KV-голов с `enable_gqa=True`.
+
+# %%
+def torch_sdpa_explicit(q, k, v, allowed=None):
+    """Softmax attention in plain tensor operations; allowed is boolean (True = may attend), empty rows give 0."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_tensor(name, t, min_ndim=2)
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if allowed is not None and (not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool):
+        raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    if allowed is not None:
+        require_tensor("allowed", allowed, floating=False)  # a dense CPU tensor, like q, k and v
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"need q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy on first use
+        shape = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])) + (q.shape[-2], k.shape[-2])
+        if allowed is not None and np.broadcast_shapes(tuple(allowed.shape), shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and allowed "
+                         f"{tuple(getattr(allowed, 'shape', ()))} do not broadcast to one score shape") from None
+    require_budget("the score matrix", shape, itemsize=q.element_size())
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).expand(shape)  # (..., T_q, T_k), v's batch axes included
+    if allowed is None:
+        return torch.softmax(scores, dim=-1) @ v
+    allowed = allowed.expand(shape)
+    has_key = allowed.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    scores = scores.masked_fill(~allowed, -math.inf).masked_fill(~has_key, 0.0)  # an empty row softmaxes a row of zeros...
+    weights = torch.softmax(scores, dim=-1) * has_key  # ...and is then zeroed, so no NaN reaches the gradient
+    return weights @ v
+
+
+q_np, k_np, v_np = rng.standard_normal((1, 2, 5, 8)), rng.standard_normal((1, 2, 5, 8)), rng.standard_normal((1, 2, 5, 6))
+allowed_np = np.tril(np.ones((5, 5), dtype=bool))
+allowed_np[0] = False  # one fully masked row on purpose
+q, k, v = (torch.tensor(a, requires_grad=True) for a in (q_np, k_np, v_np))  # float64 tensors
+allowed = torch.from_numpy(allowed_np)
+ours = torch.from_numpy(sdpa(q_np, k_np, v_np, additive_mask(allowed_np), empty_row="zero"))
+explicit = torch_sdpa_explicit(q, k, v, allowed)
+api_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+api_float = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(additive_mask(allowed_np)))
+expect_close("explicit torch attention equals the NumPy sdpa, empty row included", explicit, ours, rtol=1e-12, atol=1e-12)
+if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zeros in the library too
+    expect_close("F.scaled_dot_product_attention with a boolean mask equals explicit attention", api_bool, explicit, rtol=1e-10, atol=1e-12)
+    expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
+    rows = slice(None)
+else:
+    print(f"SKIP: torch {torch.__version__} returns NaN on fully masked rows; comparing the other rows only")
+    rows = slice(1, None)
+expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
+probe = torch.from_numpy(rng.standard_normal(explicit.shape))
+grads_explicit = torch.autograd.grad((explicit[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
+grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
+for name, a, b in zip("qkv", grads_explicit, grads_api):
+    expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
+    expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
+print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
+expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
+expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
+expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
+# One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
+q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
+expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
+rows_allowed = allowed[None].expand(3, 5, 5).clone()
+rows_allowed[:, 0, 0] = True  # no empty row, so the library's answer is the reference on any torch
+for batched in range(3):
+    parts = [t.expand(3, *t.shape) if i == batched else t for i, t in enumerate((q2, k2, v2))]  # (3, 5, d) or (5, d)
+    expect_close(f"a batch axis on input {batched} only (q, k, v) broadcasts like the library", torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
+
+# is_causal=True aligns the triangle top-left: one decoding query (token 4 of 5) would see key 0 only.
+q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
+top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
+expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
+bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
+expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
+print("is_causal=True with 1 query and 5 keys reads key 0 only: decode needs an explicit mask or an offset")
+
+if ENVIRONMENT["torch_has_enable_gqa"]:
+    qg, kg, vg = (torch.tensor(a, requires_grad=True) for a in (Qh[None], Kh[None], Vh[None]))  # (1, H, T, d), (1, H_kv, T, d)
+    causal_t = torch.ones(T, T, dtype=torch.bool).tril()
+    api_gqa = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=causal_t, enable_gqa=True)
+    explicit_gqa = torch_sdpa_explicit(qg, kg.repeat_interleave(H // H_KV, dim=1), vg.repeat_interleave(H // H_KV, dim=1), causal_t)
+    expect_close("enable_gqa=True equals repeat_interleave plus explicit attention", api_gqa, explicit_gqa, rtol=1e-10, atol=1e-12)
+    expect_close("enable_gqa=True equals this notebook's grouped attention", api_gqa[0], torch.from_numpy(grouped), rtol=1e-10, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(api_gqa.square().sum(), (qg, kg, vg)), torch.autograd.grad(explicit_gqa.square().sum(), (qg, kg, vg))):
+        expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
+    report_section("enable_gqa=True equals repeat_interleave + explicit attention, outputs and gradients", globals())
+else:
+    print(f"SKIP: torch {torch.__version__} has no enable_gqa (added in 2.5); repeat_kv_heads above is the portable path")
+report_section("GQA", globals())
+
+# %% [markdown]
+# ## 5. Читаем карточку модели: калькулятор KV-кэша
+#
+# **Идея.** Карточка модели (или её `config.json`) сообщает всё, что нужно для расчёта кэша: число слоёв,
+# KV-голов, ширину головы и то, какие слои смотрят на весь контекст, а какие — только на окно. Полный слой
+# хранит каждый токен; слой с окном хранит не больше $w$ токенов и затем вытесняет самый старый, так что
+# его кэш перестаёт расти. Наш разбираемый пример — gpt-oss-120b
+# ([карточка модели](https://arxiv.org/abs/2508.10925), [код](https://github.com/openai/gpt-oss)):
+# 36 слоёв, 64 головы запросов, 8 KV-голов ширины 64 и окно в 128 токенов на чётных слоях
+# (0, 2, 4, ...), причём окно учитывает текущий токен; нечётные слои полные.
+#
+# $$\text{bytes}(n) = 2 \cdot H_{kv} \cdot d_h \cdot b \cdot \sum_{\kappa=1}^{L} \min\left(n, w_\kappa\right), \qquad w_\kappa = \infty \text{ for a full layer}$$
+#
+# | Обозначение | Смысл | gpt-oss-120b |
+# |---|---|---|
+# | $n$ | длина контекста | 131,072 |
+# | $L$ | число слоёв | 36 |
+# | $\kappa$, $w_\kappa$ | номер слоя и окно слоя $\kappa$ | 128 на чётных слоях, $\infty$ на нечётных |
+# | $\min(n, w_\kappa)$ | сколько токенов хранит слой $\kappa$ | 128 или 131,072 |
+# | $H_{kv}$, $d_h$, $b$ | KV-головы, ширина головы, байтов на число | 8, 64, 2 |
+#
+# **Вручную.** Один слой стоит $2 \cdot 8 \cdot 64 \cdot 2 = 2{,}048$ байт на хранимый токен. Если бы все
+# 36 слоёв были полными, токен стоил бы $36 \cdot 2{,}048 = 73{,}728$ байт (72 KiB), а 128k токенов —
+# 9.0 GiB. В реальном гибриде 18 полных слоёв хранят $18 \cdot 131{,}072 \cdot 2{,}048$ байт = 4.5 GiB,
+# а 18 слоёв с окном — всего $18 \cdot 128 \cdot 2{,}048$ байт = 4.5 MiB, так что окна вдвое уменьшают кэш.
+# На каждый токен контекста растут только 18 полных слоёв: $18 \cdot 2{,}048 = 36{,}864$ байта,
+# **36 KiB на токен** для gpt-oss-120b; у gpt-oss-20b 24 слоя (12 полных, 12 с окном), и она растёт на
+# **24 KiB на токен**. (Единицы: KiB и GiB — двоичные, $2^{10}$ и $2^{30}$ байт, ими меряют размеры на токен;
+# GB — десятичный, $10^9$ байт, так продают память GPU. 4.5 GiB — это 4.83 GB.) Варианты, которые авторы
+# карточки *не* выбрали: MHA (64 KV-головы) стоила бы 576 KiB на токен, MQA (1 KV-голова) — 9 KiB.
+
+# %%
+# The gpt-oss-120b configuration, embedded with its own checksum so a silent edit cannot slip through.
+GPT_OSS_CONFIG_JSON = '{"num_hidden_layers": 36, "num_experts": 128, "experts_per_token": 4, "vocab_size": 201088, "hidden_size": 2880, "intermediate_size": 2880, "swiglu_limit": 7.0, "head_dim": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "sliding_window": 128, "initial_context_length": 4096, "rope_theta": 150000, "rope_scaling_factor": 32.0, "rope_ntk_alpha": 1, "rope_ntk_beta": 32}'
+GPT_OSS_CONFIG_SHA256 = "063aaa98e012cac330d58d18471700f0b0eb90bb15c58fb227809d45090f3e65"
+verify_sha256(GPT_OSS_CONFIG_JSON, GPT_OSS_CONFIG_SHA256, "the embedded gpt-oss-120b config")
+gpt_oss = json.loads(GPT_OSS_CONFIG_JSON)
+print({key: gpt_oss[key] for key in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window")})
+expect('(gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["num_key_value_heads"], gpt_oss["head_dim"], gpt_oss["sliding_window"]) == (36, 64, 8, 64, 128)', (gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["num_key_value_heads"], gpt_oss["head_dim"], gpt_oss["sliding_window"]), "==", (36, 64, 8, 64, 128))
+
+
+# %% tags=["exercise"]
+# Exercise 4: Посчитайте размер KV-кэша слой за слоем. В layer_windows по одному элементу на слой: None для слоя
+# с полным вниманием (он хранит весь контекст, `context` токенов) или целое окно w (он хранит последние
+# min(context, w) токенов). Каждый хранимый токен стоит один ключ и одно значение на каждую KV-голову.
+# Верните точное число байт типа int.
+def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
+    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
+    context = require_int("context", context, minimum=1)
+    windows = list(layer_windows)
+    if not windows:
+        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
+    for layer, window in enumerate(windows):
+        if window is not None:
+            require_int(f"layer_windows[{layer}]", window, minimum=1)
+    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    ### BEGIN SOLUTION
+    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
+    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
+
+# %%
+context = REFERENCE.value("context_tokens")
+layers, kv_heads, head_dim, window = (gpt_oss[k] for k in ("num_hidden_layers", "num_key_value_heads", "head_dim", "sliding_window"))
+hybrid_windows = [window if layer % 2 == 0 else None for layer in range(layers)]  # even layers are windowed
+rows = {
+    "gpt_oss_gqa_all_full_equivalent": kv_bytes_per_token(layers, kv_heads, head_dim),
+    "gpt_oss_mha_hypothetical": kv_bytes_per_token(layers, gpt_oss["num_attention_heads"], head_dim),
+    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
+}
+for key, per_token_bytes in rows.items():
+    print(f"{key:34s} {per_token_bytes / KIB:6.0f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
+    REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
+full_layers = hybrid_windows.count(None)
+hybrid = {
+    "layers": layers,
+    "full_layers": full_layers,
+    "sliding_layers": layers - full_layers,
+    "window": window,
+    "per_layer_bytes_per_token": kv_bytes_per_token(1, kv_heads, head_dim),
+    "full_bytes": kv_cache_bytes(context, [None] * full_layers, kv_heads, head_dim),
+    "sliding_bytes": kv_cache_bytes(context, [window] * (layers - full_layers), kv_heads, head_dim),
+    "hybrid_total_bytes": kv_cache_bytes(context, hybrid_windows, kv_heads, head_dim),
+    "all_full_bytes": kv_cache_bytes(context, [None] * layers, kv_heads, head_dim),
+}
+for key, value in hybrid.items():
+    REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
+expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
+print(f"gpt-oss-120b at {context:,} tokens: full layers {hybrid['full_bytes'] / GIB:.2f} GiB + windowed layers "
+      f"{hybrid['sliding_bytes'] / MIB:.1f} MiB = {hybrid['hybrid_total_bytes'] / GIB:.4f} GiB; all-full would be "
+      f"{hybrid['all_full_bytes'] / GIB:.2f} GiB (x{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
+# gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
+print(f"gpt-oss-20b: its growing part costs {kv_bytes_per_token(12, 8, 64) / KIB:.0f} KiB per token")
+REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
+check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
+check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
+check_stated("the full layers of gpt-oss-120b at 128k (GB)", hybrid["full_bytes"] / GB, 4.83, 2)
+
+# Two more cards: Llama-3.3-70B (80 layers, 8 KV heads of 128) and Qwen2.5-7B (28 layers, 4 KV heads of 128).
+cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
+for name, (card_layers, card_kv, card_dim) in cards.items():
+    per_token_bytes = kv_bytes_per_token(card_layers, card_kv, card_dim)
+    total = kv_cache_bytes(context, [None] * card_layers, card_kv, card_dim)
+    print(f"{name:14s} {per_token_bytes / KIB:4.0f} KiB/token -> {total / GIB:4.0f} GiB at {context:,} tokens")
+    REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
+    REFERENCE.check(f"model_cards.{name}_context_bytes", total)
+expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
+expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
+expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
+expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
+# By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
+expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1), "==", 18)
+expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
+
+
+# %% [markdown]
+# **Латентный кэш в том же масштабе.** DeepSeek-V3 ([конфигурация](https://huggingface.co/deepseek-ai/DeepSeek-V3))
+# кэширует на каждый слой и токен один латентный вектор из 512 чисел плюс один RoPE-ключ из 64 чисел, общий
+# для всех 128 голов: $61 \cdot (512 + 64) \cdot 2 = 70{,}272$ байта. С чем это сравнивать? Соглашение
+# таблицы 1 статьи DeepSeek-V2 берёт MHA-двойника с шириной головы $d_h = 128$ для ключей и значений:
+# $2 \cdot 61 \cdot 128 \cdot 128 \cdot 2 = 3{,}997{,}696$ байт, в 56.9 раза больше. Но реальные ключи имеют
+# ширину 192 (128 без позиции + 64 RoPE), а значения — 128, так что развёрнутый кэш на самом деле стоил бы
+# $61 \cdot 128 \cdot (192 + 128) \cdot 2 = 4{,}997{,}120$ байт, примерно в 71 раз больше. «Верны» оба числа;
+# называйте соглашение вместе с отношением. Раздел 13 показывает, как внимание работает прямо на латентных
+# векторах, ни разу их не разворачивая.
+
+# %%
+def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
+    """Latent-cache bytes per token: one latent and one shared RoPE key per layer."""
+    for name, value in (("layers", layers), ("latent_dim", latent_dim), ("rope_dim", rope_dim), ("bytes_per_value", bytes_per_value)):
+        require_int(name, value, minimum=1)
+    return layers * (latent_dim + rope_dim) * bytes_per_value
+
+
+latent_bytes = mla_bytes_per_token(61, 512, 64)
+v2_convention = kv_bytes_per_token(61, 128, 128)  # DeepSeek-V2 Table 1: d_h = 128 for keys and values
+expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide keys, 128-wide values
+print(f"latent {latent_bytes:,} B/token; MHA-equivalent (d_h = 128) {v2_convention:,} B = x{v2_convention / latent_bytes:.1f}; "
+      f"expanded with 192-wide keys {expanded_192:,} B = x{expanded_192 / latent_bytes:.1f}")
+REFERENCE.check("mla.bytes_per_token", latent_bytes)
+REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
+REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
+REFERENCE.check("mla.expanded_192_bytes_per_token", expanded_192)
+REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-15)
+expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
+expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
+
+
+# %%
+def plot_bytes_per_token(rows, title, language="en"):
+    """Horizontal bars of cache bytes per token (log axis), one per design, labelled in KiB."""
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    labels, values = zip(*rows)
+    fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
+    y = np.arange(len(rows))[::-1]
+    families = {"gpt-oss": Palette.BLUE, "DeepSeek": Palette.PURPLE, "Llama": Palette.ORANGE, "Qwen": Palette.GREEN}
+    family = [next((f for f in families if label.startswith(f)), None) for label in labels]
+    ax.barh(y, values, color=[families.get(f, Palette.GREY) for f in family])
+    shown = [f for f in families if f in family]
+    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=8, loc="lower right",
+              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
+    for yy, value in zip(y, values):
+        kib = localized(language, "KiB", "КиБ")
+        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=9)
+    ax.set_xlim(min(values) / 2, max(values) * 8)
+    log_scale(ax, "x")
+    ax.set_xlabel(localized(language, "KV-cache bytes per token, all layers (log scale)", "байт KV-кэша на токен, все слои (лог. шкала)"))
+    ax.set_title(title)
+    height = 0.32 * len(rows) + 1.0  # inches, as in figsize
+    fig.subplots_adjust(left=0.36, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height)
+    return fig
+
+
+growing_hybrid = hybrid["full_layers"] * hybrid["per_layer_bytes_per_token"]
+card_rows = [
+    (localized(LANGUAGE, "DeepSeek-V3 expanded, 192-wide keys", "DeepSeek-V3 развёрнутый, ключи 192"), expanded_192),
+    (localized(LANGUAGE, "DeepSeek-V3 MHA twin, d_h = 128", "DeepSeek-V3 MHA-аналог, d_h = 128"), v2_convention),
+    (localized(LANGUAGE, "gpt-oss-120b as MHA (64 KV heads)", "gpt-oss-120b как MHA (64 KV-головы)"), rows["gpt_oss_mha_hypothetical"]),
+    ("Llama-3.3-70B (GQA, 8 KV)", kv_bytes_per_token(80, 8, 128)),
+    (localized(LANGUAGE, "gpt-oss-120b all-full (GQA, 8 KV)", "gpt-oss-120b, все слои полные"), rows["gpt_oss_gqa_all_full_equivalent"]),
+    (localized(LANGUAGE, "DeepSeek-V3 latent (MLA)", "DeepSeek-V3 латентный (MLA)"), latent_bytes),
+    ("Qwen2.5-7B (GQA, 4 KV)", kv_bytes_per_token(28, 4, 128)),
+    (localized(LANGUAGE, "gpt-oss-120b hybrid, growing part", "gpt-oss-120b гибрид, растущая часть"), growing_hybrid),
+    (localized(LANGUAGE, "gpt-oss-120b as MQA (1 KV head)", "gpt-oss-120b как MQA (1 KV-голова)"), rows["gpt_oss_mqa_hypothetical"]),
+]
+show_figure(
+    plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
+    "Each bar is the KV cache one extra token costs across all layers, on a log axis where each gridline is ten "
+    "times the last; the colour says which model a bar belongs to. Bars of one colour (gpt-oss-120b, DeepSeek-V3) show what its design choice saved: "
+    "sharing KV heads (MHA to GQA to MQA), windowing half the layers, or caching a latent. The two DeepSeek-V3 "
+    "twins differ only by the counting convention.",
+)
+expect("growing_hybrid == 36 * KIB", growing_hybrid, "==", 36 * KIB)
+print("KV-cache calculator: every frozen Module 5 number reproduced")
+
+
+# %% [markdown]
+# ## 6. Онлайн-softmax: один проход, точно
+#
+# **Идея.** Кажется, что softmax должен увидеть всю строку, прежде чем что-либо взвешивать: ему нужны
+# максимум (для устойчивости) и сумма (для нормировки). Онлайн-softmax читает строку по тайлам и хранит
+# текущие величины. [Milakov и Gimelshein (2018)](https://arxiv.org/abs/1805.02867) за один проход ведут
+# две из них — наибольший логит на данный момент $m$ и накопленную сумму $e^{x - m}$, то есть $\ell$, — а
+# значения взвешивают вторым проходом. Включить взвешенные значения в тот же проход в виде третьей текущей
+# величины, числителя $u$, предложили [Rabe и Staats (2021)](https://arxiv.org/abs/2112.05682) и авторы
+# FlashAttention; именно эту однопроходную форму строит данный раздел. Когда новый тайл поднимает максимум,
+# всё накопленное до сих пор было отсчитано от старого, меньшего $m$; умножение на
+# $\alpha = e^{m_{\text{old}} - m_{\text{new}}}$ пересчитывает его относительно нового. Ничего не
+# приближается: итоговое $u / \ell$ совпадает со средним по softmax вплоть до последнего бита округления.
+#
+# $$m_t = \max\left(m_{t-1}, \max_{j \in t} x_j\right), \qquad \alpha_t = e^{m_{t-1} - m_t}$$
+#
+# $$\ell_t = \alpha_t \ell_{t-1} + \sum_{j \in t} e^{x_j - m_t}$$
+#
+# $$u_t = \alpha_t u_{t-1} + \sum_{j \in t} e^{x_j - m_t} v_j$$
+#
+# | Обозначение | Смысл | Пример после тайла 2 |
+# |---|---|---|
+# | $t$ | номер тайла; $j \in t$ пробегает элементы тайла | 2 |
+# | $x_j$, $v_j$ | логит и его значение | тайл 2: (3, 0.5) и (3, 4) |
+# | $m_t$ | текущий максимум ($m_0 = -\infty$) | 3 |
+# | $\alpha_t$ | множитель пересчёта для накопленного до тайла $t$ ($\alpha_1 = 0$) | $e^{2 - 3} = 0.3679$ |
+# | $\ell_t$, $u_t$ | текущая сумма и текущий числитель (`l` и `n` в коде) | 1.5853, 3.9669 |
+# | $u_T / \ell_T$ | выход после последнего тайла $T$ | 2.5023 |
+#
+# **Вручную.** Логиты $(2, 1 \mid 3, 0.5)$ со значениями $(1, 2 \mid 3, 4)$. Тайл 1: $m = 2$,
+# $\ell = e^0 + e^{-1} = 1.3679$, $u = 1 + 2e^{-1} = 1.7358$. Тайл 2 поднимает $m$ до 3, поэтому
+# $\alpha = e^{-1} = 0.3679$: $\ell = 0.3679 \cdot 1.3679 + e^0 + e^{-2.5} = 1.5853$ и
+# $u = 0.3679 \cdot 1.7358 + 3 + 4e^{-2.5} = 3.9669$. Выход $3.9669 / 1.5853 = 2.5023$ — то же, что softmax
+# по всем четырём логитам сразу. Забудьте про $\alpha$, и слагаемые тайла 1 окажутся в $e$ раз тяжелее, чем нужно.
+
+# %% tags=["exercise"]
+# Exercise 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
+# (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель n,
+# как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "n": n} в трассу. Верните (n / l, trace).
+def online_softmax_dot(logit_tiles, value_tiles):
+    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
+        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
+    tiles = []
+    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
+        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
+        if logits.shape != values.shape:
+            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
+        tiles.append((logits.astype(float), values.astype(float)))
+    ### BEGIN SOLUTION
+    m, l, n = -math.inf, 0.0, 0.0
+    trace = []
+    for logits, values in tiles:
+        m_new = max(m, float(logits.max()))
+        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
+        weights = np.exp(logits - m_new)
+        l = alpha * l + float(weights.sum())
+        n = alpha * n + float(weights @ values)
+        m = m_new
+        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
+    return n / l, trace
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals())
+
+# %%
+online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
+for t, state in enumerate(online_trace, start=1):
+    print(f"after tile {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, n = {state['n']:.4f}")
+print(f"output n / l = {online_output:.4f}")
+REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.n1", online_trace[0]["n"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.n2", online_trace[1]["n"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
+direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
+expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
+expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
+expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
+
+# A longer row: 48 logits in 12 tiles of 4. The running estimate n / l jumps while the max still moves.
+row_logits, row_values = rng.normal(0.0, 2.0, 48), rng.normal(0.0, 1.0, 48)
+_, long_trace = online_softmax_dot(np.split(row_logits, 12), np.split(row_values, 12))
+exact_row = np.exp(row_logits - row_logits.max()) @ row_values / np.exp(row_logits - row_logits.max()).sum()
+expect('abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row), "<", 1e-12)
+
+
+def plot_online_softmax(trace, exact, language="en"):
+    """The running estimate n / l after each tile, against the exact softmax average; rescaled tiles marked."""
+    exact = require_real("exact", exact)
+    tiles = np.arange(1, len(trace) + 1)
+    estimate = [state["n"] / state["l"] for state in trace]
+    rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
+    fig, ax = plt.subplots(figsize=(6.2, 2.7))
+    ax.axhline(exact, color=Palette.GREY, linestyle="--", linewidth=1, label=localized(language, "exact softmax average", "точное среднее softmax"))
+    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running n / l", "текущее n / l"))
+    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
+            label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
+    ax.set_xlabel(localized(language, "tiles read", "прочитано плиток"))
+    ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
+    ax.set_title(localized(language, "Online softmax: exact after the last tile", "Онлайн-softmax: точен после последней плитки"))
+    ax.legend(fontsize=8, loc="upper right")
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
+    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output n / l, the dashed line the "
+    "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
+    "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
+    "exactly, not approximately.",
+)
+report_section("Online softmax", globals())
+
+
+# %% [markdown]
+# ## 7. Потоковое внимание по тайлам: идея FlashAttention на NumPy
+#
+# **Идея.** Применим онлайн-softmax к целым блокам. Разрежем запросы на блоки по $\tau$ строк, а ключи —
+# на блоки по $\tau$ столбцов. Для одного блока запросов пройдём по блокам ключей; каждый шаг вычисляет
+# небольшой тайл оценок $\tau \times \tau$, обновляет $m$, $\ell$ и накопитель выхода $O$ каждой строки и
+# выбрасывает тайл. Матрица $n \times n$ никогда не существует
+# ([FlashAttention, Dao и др., 2022](https://arxiv.org/abs/2205.14135); авторы сообщают об обучении на 15%
+# быстрее рекорда MLPerf для BERT-large, в 3x быстрее на GPT-2 при 1K токенов и в 2.4x на Long Range Arena;
+# FlashAttention-2 ещё примерно в 2x быстрее, [Dao, 2023](https://arxiv.org/abs/2307.08691)). Маски
+# достаются даром благодаря блочной структуре: при каузальной маске блоки ключей, целиком лежащие в будущем
+# блока запросов, не вычисляются вовсе; при окне — и блоки, целиком оставшиеся позади него. Сама маска
+# нужна только блокам, через которые проходит её граница. Декодирование с кэшем добавляет одну деталь:
+# когда запросы — это последние $T_q$ из $T_k$ токенов, запрос $i$ стоит на абсолютной позиции $p_0 + i$,
+# где $p_0$ — позиция первого нового запроса (аргумент `query_start`), и проверки каузальности и окна
+# должны использовать именно эту позицию.
+#
+# Порядок циклов — **как во FlashAttention-2**: блоки запросов во внешнем цикле, блоки ключей во внутреннем,
+# так что $m$, $\ell$ и $O$ каждого блока запросов остаются локальными, а деление на $\ell$ происходит
+# **один раз**, после последнего блока ключей, вместо пересчёта выхода на каждом шаге, как во FlashAttention-1.
+#
+# $$S = \frac{Q_b K_c^\top}{\sqrt{d_k}} + M_{bc}, \qquad m' = \max\left(m, \operatorname{rowmax} S\right)$$
+#
+# $$\alpha = e^{m - m'}, \qquad P = e^{S - m'}$$
+#
+# $$\ell' = \alpha \ell + \operatorname{rowsum} P, \qquad O' = \alpha O + P V_c$$
+#
+# | Обозначение | Смысл | Форма |
+# |---|---|---|
+# | $Q_b$ | блок запросов $b$ | $\tau \times d_k$ |
+# | $K_c$, $V_c$ | блок ключей и значений $c$ | $\tau \times d_k$, $\tau \times d_v$ |
+# | $M_{bc}$ | маска, ограниченная блоком (каузальная, окно или заданная аддитивная маска) | $\tau \times \tau$ |
+# | $m$, $\ell$ | текущие максимум и сумма для каждой строки | $\tau$ |
+# | $O$ | накопитель выхода для каждой строки (`acc` в коде); выход равен $O / \ell$ после последнего блока | $\tau \times d_v$ |
+# | $p_0$ | абсолютная позиция первого запроса (`query_start`); 0 для промпта, длина кэша при декодировании | скаляр |
+# | $\alpha$, $P$ | множитель пересчёта для каждой строки и ненормированные веса тайла | $\tau$, $\tau \times \tau$ |
+#
+# **Вручную.** При $n = 2048$ и $\tau = 128$ получается $16 \times 16 = 256$ пар блоков. Каузальной маске
+# нужны только пары на диагонали и под ней: $16 \cdot 17 / 2 = 136$, из них маскирования требуют 16
+# диагональных. Окно в 256 оставляет не больше 3 блоков ключей на блок запросов: 1 для первого блока
+# запросов, 2 для второго и по 3 для каждого из остальных 14, всего 45. Каждый тайл содержит
+# $128^2$ чисел, 64 KiB во float32, против 16 MiB для полной матрицы во float32. (Сетка блоков зависит
+# только от $n / \tau$ и $w / \tau$, поэтому код ниже рисует её для $n = 1024$, $\tau = 64$,
+# $w = 128$ — та же сетка $16 \times 16$ за четверть стоимости.)
+
+# %% [markdown]
+# Вы построите внимание по тайлам в три шага, у каждого своя проверка: **простые тайлы** (без маски:
+# онлайн-обновление на целых блоках), затем **каузальный пропуск** (какие тайлы ключей можно не вычислять
+# и какой один диагональный тайл на блок нуждается в маске), затем **смещения и окна** (запросы, стоящие
+# после закэшированного префикса, и окна, которые пропускают тайлы ещё и слева).
+
+# %%
+def _refuse_overflow(Q, K, V):
+    """Refuse Q, K, V whose scores (|q . k| <= d_k max|q| max|k|) or values could pass 2^500 and overflow the sums."""
+    if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or float(np.abs(V).max()) > 2.0**500:
+        raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+
+
+# %% tags=["exercise"]
+# Exercise 6: Простые тайлы. Для каждого блока из tile_size запросов храните для каждой строки m (начало -inf),
+# l (начало 0) и накопитель O (нули, ширина d_v). Для каждого блока из tile_size ключей: вычислите
+# тайл оценок Q_b K_c^T / sqrt(d_k), затем онлайн-обновление по формуле выше. После последнего
+# блока ключей верните O / l для каждого блока запросов. Никогда не стройте массив T_q x T_k.
+def tiled_attention_plain(Q, K, V, *, tile_size=128):
+    """Unmasked softmax attention, streamed over (query block, key block) tiles: output [T_q, d_v]."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    _refuse_overflow(Q, K, V)
+    ### BEGIN SOLUTION
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    out = np.empty((n_q, d_v))
+    for q0 in range(0, n_q, tile_size):
+        Q_b = Q[q0:q0 + tile_size] / math.sqrt(d_k)  # (B_q, d_k), scaled once per block
+        m = np.full(len(Q_b), -np.inf)  # running max per row
+        l = np.zeros(len(Q_b))  # running sum per row
+        acc = np.zeros((len(Q_b), d_v))  # running numerator O
+        for k0 in range(0, n_k, tile_size):
+            s = Q_b @ K[k0:k0 + tile_size].T  # (B_q, B_k): the only score tile alive
+            m_new = np.maximum(m, s.max(axis=1))
+            alpha = np.exp(m - m_new)  # 0 on the first tile, where m = -inf
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k0 + tile_size]
+            m = m_new
+        out[q0:q0 + tile_size] = acc / l[:, None]  # FlashAttention-2: one division, at the end
+    return out
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов
+# [q0, q1) посещайте только тайлы ключей, начинающиеся с k0 <= q1 - 1 (более поздние целиком в будущем);
+# внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей,
+# стоящих после запроса. Верните (output, tiles_computed) — число вычисленных тайлов оценок.
+def causal_tiled_attention(Q, K, V, *, tile_size=128):
+    """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    _refuse_overflow(Q, K, V)
+    ### BEGIN SOLUTION
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    out, tiles = np.empty((n_q, d_v)), 0
+    for q0 in range(0, n_q, tile_size):
+        q1 = min(q0 + tile_size, n_q)
+        Q_b = Q[q0:q1] / math.sqrt(d_k)
+        m, l, acc = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0), np.zeros((q1 - q0, d_v))
+        for k0 in range(0, min(n_k, q1), tile_size):  # key tiles starting after q1 - 1 are all in the future
+            k1 = min(k0 + tile_size, n_k)
+            s = Q_b @ K[k0:k1].T
+            tiles += 1
+            if k1 - 1 > q0:  # the tile straddles the diagonal: mask the future inside it
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            m_new = np.maximum(m, s.max(axis=1))  # finite: key k0 <= q0 is allowed for every row
+            alpha = np.exp(m - m_new)
+            p = np.exp(s - m_new[:, None])
+            l = alpha * l + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ V[k0:k1]
+            m = m_new
+        out[q0:q1] = acc / l[:, None]
+    return out, tiles
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals())
+
+# %%
+gen_tiles = np.random.default_rng(11)
+Qt, Kt, Vt = (gen_tiles.standard_normal((64, 8)) for _ in range(3))
+plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_size=16), causal_tiled_attention(Qt, Kt, Vt, tile_size=16)
+print(f"plain tiles vs dense: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; causal tiles vs dense: "
+      f"{np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; {causal_tiles} of {(64 // 16) ** 2} tiles computed")
+if not causal_tiles == 4 * 5 // 2:
+    raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
+expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
+expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
+for kernel in (tiled_attention_plain, causal_tiled_attention):
+    expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
+    expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
+    expect_raises(ValueError, kernel, Qt, Kt[:, :4], Vt, match="need Q")
+    expect_raises(ValueError, kernel, Qt, Kt, Vt[:10], match="need Q")
+
+# Scores spanning thousands (entries 40 x N(0, 1)): every row needs its own running max, rescaled whenever it grows.
+gen_wide = np.random.default_rng(12)
+Q_spread, K_spread, V_spread = 40 * gen_wide.standard_normal((8, 2)), 40 * gen_wide.standard_normal((8, 2)), gen_wide.standard_normal((8, 3))
+spread = Q_spread @ K_spread.T / math.sqrt(2)
+expect("the test scores span more than [-1000, 1000], and each row more than 709 (e^709 is float64's limit)",
+       (spread.min() < -1000 < 1000 < spread.max(), bool((np.ptp(spread, axis=1) > 709).all())), "==", (True, True))
+for tile in (1, 2, 3, 8):
+    spread_causal, spread_tiles = causal_tiled_attention(Q_spread, K_spread, V_spread, tile_size=tile)
+    expect(f"plain tiles of {tile} on wide scores equal dense", np.abs(tiled_attention_plain(Q_spread, K_spread, V_spread, tile_size=tile) - sdpa(Q_spread, K_spread, V_spread)).max(), "<", 1e-12)
+    expect(f"causal tiles of {tile} on wide scores equal dense", np.abs(spread_causal - sdpa(Q_spread, K_spread, V_spread, make_mask(8))).max(), "<", 1e-12)
+    expect(f"tiles of {tile}: the causal grid computes b (b + 1) / 2 of b x b tiles", spread_tiles, "==", -(-8 // tile) * (-(-8 // tile) + 1) // 2)
+
+# The overflow guard at its boundary (d_k = 1, powers of two): scores and values up to 2^500 are streamed, beyond refused.
+Q_edge, V_edge = np.array([[2.0**250], [1.0]]), np.array([[2.0**500], [1.0]])
+for kernel in (tiled_attention_plain, lambda *a, **k: causal_tiled_attention(*a, **k)[0]):
+    expect("a score of exactly 2^500 is streamed: both rows put all weight on value 2^500", kernel(Q_edge, Q_edge, V_edge, tile_size=1).tolist(), "==", [[2.0**500]] * 2)
+    expect_raises(ValueError, kernel, Q_edge, 2 * Q_edge, V_edge, match="rescale")
+    expect_raises(ValueError, kernel, Q_edge, Q_edge, 2 * V_edge, match="rescale")
+
+
+# %% tags=["exercise"]
+# Exercise 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска,
+# проверки переполнения и пустые строки. Заполните два отмеченных места. (1) Диапазон ключей для блока
+# запросов, чьи запросы стоят на абсолютных позициях first..last (= query_start + q0 ..
+# query_start + q1 - 1): при каузальном режиме (causal=True) — ни одного ключа после last; при окне — ни одного ключа до
+# first - window + 1. (2) Внутри тайла, через который проходит граница, заблокируйте будущее и, при окне,
+# ключи с query_pos - key_pos >= window.
+def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
+    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
+
+    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
+    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
+    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
+    """
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+        if not causal:
+            raise ValueError("window counts keys back from the query, so it needs causal=True")
+    query_start = require_int("query_start", query_start, minimum=0)
+    if query_start and not causal:
+        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
+    if sink is not None:
+        sink = require_real("sink", sink)
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    if mask is not None:
+        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    scale = 1.0 / math.sqrt(d_k)
+    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
+    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
+    out = np.empty((n_q, d_v), dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for q0 in range(0, n_q, tile_size):
+            q1 = min(q0 + tile_size, n_q)
+            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
+            k_lo, k_hi = 0, n_k
+            ### BEGIN SOLUTION
+            if causal:
+                k_hi = min(n_k, last + 1)  # later keys are in every row's future
+                if window is not None:
+                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
+            ### END SOLUTION
+            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
+            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
+            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
+            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
+                k1 = min(k0 + tile_size, n_k)
+                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
+                s *= scale
+                if maybe_overflow and not np.isfinite(s).all():
+                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
+                if mask is not None:
+                    bias = mask[q0:q1, k0:k1]
+                    s += bias
+                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
+                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
+                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
+                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
+                    ### BEGIN SOLUTION
+                    blocked = key_pos > query_pos  # the future
+                    if window is not None:
+                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
+                    ### END SOLUTION
+                    s[blocked] = -np.inf
+                m_new = np.maximum(m, s.max(axis=1))
+                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
+                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
+                s -= safe[:, None]
+                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
+                l = alpha * l + s.sum(axis=1)
+                acc *= alpha[:, None]
+                acc += s @ V[k0:k1]
+                m = m_new
+            filled = l > 0
+            if empty_row == "error" and not filled.all():
+                raise ValueError(
+                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
+                )
+            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
+            out[q0:q1] = acc
+    return out
+
+
+# %%
+check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals())
+
+# %%
+n40 = 40
+Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
+for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
+    error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
+    print(f"{name:20s} tiled (tile 7) vs dense: max |difference| {error:.1e}")
+    expect("error < 1e-12", error, "<", 1e-12)
+expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max(), "<", 1e-12)
+expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max(), "<", 1e-12)
+
+# Empty rows and empty tiles: the zero policy matches dense; a lone allowed key in the last tile is found.
+nothing = np.full((n40, n40), -np.inf)
+expect('np.all(tiled_attention(Q40, K40, V40, nothing, tile_size=7, empty_row="zero") == 0)', np.all(tiled_attention(Q40, K40, V40, nothing, tile_size=7, empty_row="zero") == 0))
+expect('np.all(sdpa(Q40, K40, V40, nothing, empty_row="zero") == 0)', np.all(sdpa(Q40, K40, V40, nothing, empty_row="zero") == 0))
+last_only = np.full((1, 9), -np.inf)
+last_only[0, -1] = 0.0
+expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_size=2), V40[8:9], atol=1e-12)", np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_size=2), V40[8:9], atol=1e-12))
+
+# Float16 inputs are computed, and returned, in float32 by both implementations.
+Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
+dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
+print(f"float16 inputs: dtypes {dense16.dtype} / {tiled16.dtype}, max |difference| {np.abs(dense16 - tiled16).max():.1e}")
+expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
+expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
+
+# A huge but finite bias that overflows a finite score is rejected by both, never read as "blocked".
+f32_max = float(np.finfo(np.float32).max)
+q_big = np.array([[math.sqrt(0.75 * f32_max)]], dtype=np.float32)
+for sign in (1.0, -1.0):
+    for attention in (sdpa, tiled_attention):
+        expect_raises(FloatingPointError, attention, q_big, sign * q_big, np.ones((1, 1), np.float32),
+                      np.array([[sign * 0.75 * f32_max]], np.float32), match="mask bias")
+        # ... also when only one of the row's biases overflows its score.
+        expect_raises(FloatingPointError, attention, q_big, np.full((2, 1), sign * q_big[0, 0]), np.ones((2, 1), np.float32),
+                      np.array([[sign * 0.75 * f32_max, 0.0]], np.float32), match="mask bias")
+# One score that overflows among finite ones is refused; a bound that could overflow with scores that do not is computed.
+Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308], [1.0, 1.0]])
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
+expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
+
+# %% [markdown]
+# **Закэшированные префиксы и декодирование порциями.** Во время генерации ключи и значения первых токенов
+# уже лежат в кэше, и вычисляются только новые запросы. Ниже 9 токенов разбиты как «префикс из 5, затем
+# 1 новый токен» и «префикс из 4, затем 3 новых токена»; с `query_start` новые строки совпадают с
+# соответствующими строками полного внимания, с окном и без него. Отрицательный тест строит маску по
+# *локальным* позициям (новый запрос на позиции 0), и она блокирует все закэшированные ключи, кроме первого.
+
+# %%
+cache_rng = np.random.default_rng(505)
+Qp, Kp, Vp = cache_rng.normal(size=(9, 6)), cache_rng.normal(size=(9, 6)), cache_rng.normal(size=(9, 4))
+for window in (None, 3):
+    complete = sdpa(Qp, Kp, Vp, make_mask(9, window))
+    for prefix, count in ((0, 9), (5, 1), (4, 3)):
+        end = prefix + count
+        streamed = tiled_attention(Qp[prefix:end], Kp[:end], Vp[:end], causal=True, window=window, query_start=prefix, tile_size=2)
+        expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
+local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
+print(f"decode with local positions vs correct: max |difference| {np.abs(local_positions - complete[5:6]).max():.2f} (must be large)")
+expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
+expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
+expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
+expect("tiled_attention's default tile is the tau = 128 of the text", tiled_attention.__kwdefaults__["tile_size"], "==", 128)
+expect("window=1 with tiles of 1: each query reads only its own key, so the output is V", np.abs(tiled_attention(Qp, Kp, Vp, tile_size=1, causal=True, window=1) - Vp).max(), "<", 1e-12)
+expect("tiles of 1 with an additive mask equal dense", np.abs(tiled_attention(Qp, Kp, Vp, make_mask(9, 3), tile_size=1) - sdpa(Qp, Kp, Vp, make_mask(9, 3))).max(), "<", 1e-12)
+holey40 = make_mask(n40)
+holey40[5] = -np.inf
+expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
+
+# Tiles that causality or the window rule out are never read. Keys planted in every skipped tile would overflow any
+# score (dense attention refuses them), yet the stream returns the dense answer computed without them.
+plant_rng = np.random.default_rng(7)
+Q_plant, K_plant, V_plant = np.ones((2, 4)), plant_rng.normal(size=(12, 4)), plant_rng.normal(size=(12, 3))
+for tile in (1, 2, 3, 4):
+    for window, start in ((3, 6), (4, 5), (5, 7), (2, 8)):
+        lo = max(0, start - window + 1)
+        lo -= lo % tile  # the first key tile the block reads
+        hi = min(12, lo + -(-(start + 2 - lo) // tile) * tile)  # the end of the tile holding the last query's key
+        planted = K_plant.copy()
+        planted[:lo], planted[hi:] = 1e308, 1e308
+        streamed = tiled_attention(Q_plant, planted, V_plant, tile_size=tile, causal=True, window=window, query_start=start)
+        dense_rows = sdpa(Q_plant, K_plant, V_plant, make_mask(12, window)[start:start + 2])
+        expect(f"tiles of {tile}, window {window}, queries {start}, {start + 1}: skipped tiles are never read", np.abs(streamed - dense_rows).max(), "<", 1e-12)
+
+# A query block holds tile_size rows: beyond its output the stream keeps a few tiles, never a T_q x tile strip.
+Q_long = np.random.default_rng(8).normal(size=(512, 4))
+tracemalloc.start()
+try:
+    tiled_attention(Q_long, Q_long, Q_long, tile_size=16, causal=True)
+    stream_peak = tracemalloc.get_traced_memory()[1]
+finally:
+    tracemalloc.stop()
+expect("tiled_attention's peak memory < its output + 16 tiles of 16 x 16", stream_peak, "<", Q_long.nbytes + 16 * 16 * 16 * 8)
+report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
+
+
+# %%
+def block_kinds(allowed, tile):
+    """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
+    allowed, tile = as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
+    if allowed.dtype != bool:
+        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
+    if allowed.ndim != 2 or 0 in allowed.shape:
+        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
+    rows, cols = -(-allowed.shape[0] // tile), -(-allowed.shape[1] // tile)
+    kinds = np.zeros((rows, cols), dtype=int)
+    for b in range(rows):
+        for c in range(cols):
+            block = allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile]
+            kinds[b, c] = 2 if block.all() else (1 if block.any() else 0)
+    return kinds
+
+
+def plot_block_kinds(panels, language="en"):
+    """One grid per (title, kinds): which blocks tiled attention skips, masks, or computes whole."""
+    from matplotlib.colors import ListedColormap
+
+    cmap = ListedColormap([Palette.PAPER, Palette.YELLOW, Palette.BLUE])
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels), 2.9))
+    for ax, (title, kinds) in zip(axes, panels):
+        ax.imshow(kinds, cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(localized(language, "key block", "блок ключей"))
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.grid(False)
+    axes[0].set_ylabel(localized(language, "query block", "блок запросов"))
+    fig.text(0.5, 0.02, localized(language, "grey: skipped    yellow: computed and masked    blue: computed, no mask needed",
+                                  "серый: пропущен    жёлтый: считается с маской    синий: считается без маски"),
+             ha="center", fontsize=9, color=Palette.MUTED)
+    fig.subplots_adjust(wspace=0.15, left=0.06, right=0.99, bottom=0.16, top=0.88)
+    return fig
+
+
+blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
+blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
+expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
+expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
+expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
+# By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
+# [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
+expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
+expect("block_kinds(np.tri(3, dtype=bool), 1)", block_kinds(np.tri(3, dtype=bool), 1).tolist(), "==", [[2, 0, 0], [2, 2, 0], [2, 2, 2]])
+expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5), dtype=bool), 2).tolist(), "==", [[2, 2, 2]])
+expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
+for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
+    print(f"16 x 16 blocks, {name:14s}: {int((kinds > 0).sum()):3d} of {kinds.size} computed, {int((kinds == 1).sum())} of them masked")
+REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
+REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
+show_figure(
+    plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
+                      (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
+    "Each square is one block of the score matrix (128 x 128 when n = 2048): rows are query blocks, columns key blocks. "
+    "Grey blocks are never computed, yellow ones straddle the mask boundary and are masked inside, blue ones are "
+    "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
+)
+report_section("Tiled attention", globals())
+
+
+# %% [markdown]
+# ## 8. Что даёт разбиение на тайлы: память, растущая как $n$, и меньше работы
+#
+# **Идея.** Плотное внимание держит в памяти всю матрицу оценок и обычно ещё несколько временных массивов
+# того же размера (замаскированные оценки, их экспоненты, веса): память $\propto n^2$. Внимание по тайлам
+# держит выход, текущие величины каждой строки и один тайл за раз: память $\propto n$. Пропуск пустых
+# блоков к тому же сокращает арифметику, а с тайлом, который помещается в кэш процессора, работать быстрее,
+# чем с матрицей, которая не помещается. (На GPU выигрыш того же рода, но больше: тайлы живут в быстрой
+# памяти на кристалле, а время определяют обращения к основной памяти.)
+#
+# $$\text{dense scores} = n^2 \cdot b, \qquad \text{one tile} = \tau^2 \cdot b, \qquad \frac{\text{dense}}{\text{tile}} = \left(\frac{n}{\tau}\right)^2$$
+#
+# | Обозначение | Смысл | Пример |
+# |---|---|---|
+# | $n$ | длина последовательности | 4,096 или 8,192 |
+# | $\tau$ | размер тайла (`tile_size`) | 128 |
+# | $b$ | байтов на оценку | 4 (float32) |
+#
+# **Вручную.** Во float32 одна матрица оценок $4096 \times 4096$ занимает $2^{12} \cdot 2^{12} \cdot 4 = 64$ MiB
+# на голову, $8192^2$ — 256 MiB, а один тайл $128 \times 128$ — 64 KiB: в 1,024 и в 4,096 раз
+# меньше. Ниже мы измеряем реальные пики с помощью `tracemalloc` (NumPy сообщает ему о своих буферах)
+# во float64, с учётом выхода.
+
+# %%
+def peak_traced_bytes(function, *args, **kwargs):
+    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    tracemalloc.start()
+    try:
+        function(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def best_seconds(function, *args, repeats=3, **kwargs):
+    """The fastest of ``repeats`` wall-clock runs of ``function`` (time.perf_counter)."""
+    repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function(*args, **kwargs)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+score_bytes = {f"n_{n}_fp32_bytes": n * n * 4 for n in (4096, 8192)}
+score_bytes["tile_128_fp32_bytes"] = 128 * 128 * 4
+for key, value in score_bytes.items():
+    REFERENCE.check(f"score_matrix.{key}", value)
+
+LENGTHS = (128, 256, 512, 1024)
+memory, faster = {"dense": [], "tiled": []}, {}
+sys.stdout.flush()  # nothing is printed while memory is traced: the kernel's output thread allocates too
+for n in LENGTHS:
+    Qm, Km, Vm = (rng.standard_normal((n, 64)) for _ in range(3))
+    causal_n = make_mask(n)  # built outside the measurements: only attention's own allocations count
+    memory["dense"].append(peak_traced_bytes(sdpa, Qm, Km, Vm, causal_n))
+    memory["tiled"].append(peak_traced_bytes(tiled_attention, Qm, Km, Vm, causal=True))
+    if n >= 512:  # wall times vary; only a verdict with a wide margin is printed
+        faster[n] = best_seconds(tiled_attention, Qm, Km, Vm, causal=True) < best_seconds(sdpa, Qm, Km, Vm, causal_n)
+for key, value in score_bytes.items():
+    print(f"{key:20s} {value / MIB:8.3f} MiB, {value // score_bytes['tile_128_fp32_bytes']:,} tiles")
+print(f"{'n':>5} {'dense peak MiB':>15} {'tiled peak MiB':>15} {'dense / tiled':>14} {'tiled faster?':>14}")
+for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]):
+    verdict = ("yes" if faster[n] else "no") if n in faster else "-"
+    print(f"{n:>5} {dense_bytes / MIB:>15.2f} {tiled_bytes / MIB:>15.2f} {dense_bytes / tiled_bytes:>14.0f} {verdict:>14}")
+dense_growth = memory["dense"][-1] / memory["dense"][-2]
+tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
+print(f"from n = 512 to 1024: dense peak x{dense_growth:.1f}, tiled peak x{tiled_growth:.1f}")
+expect("dense_growth > 3.5", dense_growth, ">", 3.5)
+expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
+expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
+# The two measuring tools, on functions whose answer is known: a 1 MiB buffer, and a run that is slow only once.
+expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
+timed_runs = []
+
+
+def slow_first_run():
+    """Sleep 20 ms on the first call only: its best time must be far below 20 ms."""
+    timed_runs.append(None)
+    time.sleep(0.02 if len(timed_runs) == 1 else 0.0)
+
+
+expect("best_seconds keeps the fastest of its runs", best_seconds(slow_first_run), "<", 0.01)
+expect("best_seconds runs the function 3 times by default", len(timed_runs), "==", 3)
+expect("best_seconds with repeats=1 runs it once", (best_seconds(slow_first_run, repeats=1), len(timed_runs))[1], "==", 4)
+expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
+expect_raises(ValueError, best_seconds, slow_first_run, repeats=0, match="repeats")
+expect_raises(ValueError, best_seconds, slow_first_run, repeats=101, match="repeats")
+
+
+# %%
+def plot_memory_vs_length(lengths, memory, language="en"):
+    """Measured peak memory of dense and tiled attention against sequence length, with the n x n matrix for scale."""
+    n = np.array(lengths, dtype=float)
+    dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
+    fig, ax = plt.subplots(figsize=(6.0, 3.0))
+    ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
+    ax.plot(n, tiled, "o-", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    log_scale(ax, "both")
+    ax.set_xticks(n, [str(int(v)) for v in n])
+    ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
+    ax.set_ylabel(localized(language, "peak memory, MiB", "пик памяти, МиБ"))
+    ax.set_title(localized(language, "Dense grows like n², tiled like n", "Плотное растёт как n², плиточное как n"))
+    ax.legend(fontsize=8)
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.17, top=0.89)
+    return fig
+
+
+show_figure(
+    plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
+    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red) has slope 2: its peak "
+    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green) is the "
+    "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
+    "The gap between red and green widens with every doubling.",
+)
+report_section("Memory and speed of tiled attention", globals())
+
+
+# %% [markdown]
+# **Скорость.** Последний столбец таблицы сравнивает лучшее из 3 замеров времени: версия по тайлам вычисляет
+# примерно половину блоков (каузальная маска), кусками размером с кэш, поэтому на CPU она обгоняет плотное
+# внимание на NumPy, несмотря на свой цикл на Python. Время выполнения меняется от запуска к запуску и от
+# машины к машине, поэтому ноутбук печатает только вердикт; замер в следующем подразделе печатает отношения.
+#
+# ### Чего не покажет NumPy: FlashAttention — это про иерархию памяти
+#
+# **Идея.** У GPU есть два вида памяти, которые здесь важны. **HBM** — большая память вне кристалла:
+# у NVIDIA H100 SXM 80 GB HBM3 с пропускной способностью 3.35 TB/s. **SRAM** — маленькая память на
+# кристалле рядом с арифметическими блоками: 228 KB разделяемой памяти на каждый потоковый
+# мультипроцессор, а их 132, всего около 30 MB
+# ([спецификация NVIDIA H100](https://www.nvidia.com/en-us/data-center/h100/) и
+# [архитектура Hopper](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
+# NVIDIA не публикует пропускную способность SRAM; статья о FlashAttention оценивает её примерно в 19 TB/s
+# на A100 — на порядок выше, чем 1.5–2.0 TB/s у её HBM. Обычное внимание записывает
+# оценки $n \times n$ в HBM, читает их обратно для softmax, записывает веса, читает их для
+# $PV$: его ограничивает трафик HBM, а не арифметика. Вклад FlashAttention в том, чтобы сосчитать
+# этот трафик (его *IO-сложность*) и сократить его, а не в том, чтобы делать меньше умножений.
+#
+# $$\text{standard: } \Theta\!\left(n d + n^2\right) \text{ HBM accesses}, \qquad \text{FlashAttention: } \Theta\!\left(\frac{n^2 d^2}{M_{\text{sram}}}\right)$$
+#
+# $$B_c = \left\lceil \frac{M_{\text{sram}}}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right)$$
+#
+# | Обозначение | Смысл | H100, 16 бит |
+# |---|---|---|
+# | $n$, $d$ | длина последовательности, ширина головы | 8,192, 128 |
+# | $M_{\text{sram}}$ | объём SRAM в числах (не маска) | 228 KB / 2 байта = 116,736 |
+# | $B_c$, $B_r$ | размеры блоков ключей и запросов во FlashAttention ($\tau$ из раздела 7), выбранные так, чтобы $Q_b$, $K_c$, $V_c$ и $O$ помещались в $M_{\text{sram}}$ | 228, 128 |
+#
+# **Вручную.** $n^2 d^2 / M_{\text{sram}} = n^2 \cdot 16{,}384 / 116{,}736 \approx 0.14\,n^2$: примерно в 7 раз
+# меньше обращений к HBM, чем $n^2$ для одной только матрицы оценок, и преимущество растёт с $M_{\text{sram}}$ и
+# уменьшается с ростом $d$. (Θ скрывает константы; ячейка вычисляет только старшие члены.)
+#
+# Историю завершают ещё три идеи. **Повторное вычисление** (recomputation): обратному проходу нужны веса
+# внимания, но FlashAttention хранит только log-sum-exp каждой строки, $m + \log \ell$ (одно число на
+# запрос), и заново вычисляет тайлы оценок из $Q$, $K$ и этого числа, обменивая дешёвую арифметику на
+# дорогой трафик HBM. **FlashAttention-2** ([Dao, 2023](https://arxiv.org/abs/2307.08691))
+# выносит блоки запросов во внешний цикл, так что $m$, $\ell$ и $O$ каждого блока остаются на кристалле, а
+# деление на $\ell$ происходит один раз в конце — ровно порядок циклов из раздела 7, и примерно в 2x
+# быстрее FlashAttention. **FlashAttention-3** ([Shah и др., 2024](https://arxiv.org/abs/2407.08608))
+# нацелена на GPU Hopper (H100): она асинхронно совмещает перемещение данных с матричным умножением
+# и добавляет FP8, что даёт скорость в 1.5–2.0 раза выше, чем у FlashAttention-2; линия продолжается ядрами
+# для каждого нового поколения GPU, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
+
+# %%
+def attention_hbm_accesses(n, d, sram_numbers):
+    """Leading-order HBM accesses, in numbers: standard attention n d + n^2, FlashAttention n^2 d^2 / M."""
+    n, d, sram_numbers = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("sram_numbers", sram_numbers)))
+    return {"standard": n * d + n * n, "flash": n * n * d * d / sram_numbers, "inputs": 4 * n * d}
+
+
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
+block_r = min(block_c, 128)
+io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
+print(f"M_sram = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}")
+print(f"n = 8,192: standard {io_8k['standard']:.3g} accesses, FlashAttention {io_8k['flash']:.3g}: x{io_8k['standard'] / io_8k['flash']:.1f} fewer")
+check_stated("B_c", block_c, 228, 0)
+check_stated("the FlashAttention factor n^2 d^2 / M_sram over n^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
+check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+expect("4 tokens, d = 2, M = 8 by hand: n d + n² = 24, n² d² / M = 8, 4 n d = 32", attention_hbm_accesses(4, 2, 8), "==", {"standard": 24, "flash": 8.0, "inputs": 32})
+expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 2, "flash": 1.0, "inputs": 4})
+
+
+def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
+    """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against n."""
+    rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
+    fig, ax = plt.subplots(figsize=(6.2, 2.8))
+    ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+            label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
+    ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+            label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
+    ax.plot(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
+            label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
+    log_scale(ax, "both")
+    ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
+    ax.set_ylabel(localized(language, "HBM accesses (numbers)", "обращения к HBM (чисел)"))
+    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
+    ax.legend(fontsize=8, loc="upper left")
+    fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_hbm_accesses([1024, 2048, 4096, 8192, 16384, 32768], 128, H100_SRAM_NUMBERS, language=LANGUAGE),
+    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
+    "standard attention, dominated by the n² scores it writes to HBM and reads back; blue is FlashAttention's "
+    "n² d² / M, a parallel line about 7 times lower for d = 128 on an H100; the dotted grey line is the unavoidable "
+    "traffic of reading the inputs and writing the output once. Both attention lines keep the slope 2: tiling "
+    "cuts the constant, and only a larger SRAM cuts it further.",
+)
+
+# %% [markdown]
+# **Измерено здесь: куда уходит время на CPU.** Следующая ячейка замеряет время `tiled_attention` из
+# ноутбука на NumPy против собственной `F.scaled_dot_product_attention` из PyTorch на том же каузальном
+# входе во float64, по одному разу для каждого бэкенда CPU, выбранного через `torch.nn.attention.sdpa_kernel`
+# (torch 2.3 и новее; на CPU есть ядро *math* и ядро *flash*), а также против двух одних только каузальных
+# матричных произведений, $QK^\top$ и $PV$, которых не избежать ни одному точному методу. Ячейка работает
+# сама по себе в Colab и занимает около секунды. Читайте последний столбец как «во сколько раз медленнее
+# тайлы на NumPy». Ожидайте, что ядра PyTorch выиграют с небольшим отрывом, а два матричных произведения
+# займут лишь часть общего времени: при таком размере бо́льшая часть времени уходит на экспоненты,
+# маскирование и учёт на каждом тайле, которые скомпилированное ядро сливает в один проход, а NumPy — не может.
+
+# %%
+TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
+
+
+def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
+    """Best-of-`repeats` seconds of NumPy tiled attention, torch SDPA per CPU backend, and two causal matmuls."""
+    n, d = require_int("n", n, minimum=1, maximum=TIMING_MAX_N), require_int("d", d, minimum=1)
+    shape = (3, n, d)  # Q, K and V
+    require_budget("Q, K and V", shape)
+    Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
+    q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
+    half = np.tri(n, dtype=bool)
+
+    def two_causal_matmuls():
+        scores = Q @ K.T  # (n, n): the first unavoidable product
+        np.multiply(scores, half, out=scores)  # stand-in for the mask and softmax, which cost little here
+        return scores @ V  # (n, d): the second
+
+    def tiled():
+        return tiled_attention(Q, K, V, tile_size=tile_size, causal=True)
+
+    def torch_sdpa():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    if not np.allclose(tiled(), torch_sdpa().numpy().reshape(n, d)):  # the timings compare the same computation
+        raise ValueError("NumPy tiled attention and torch SDPA disagree on the timed input; both must be causal")
+    times = {"NumPy tiled_attention": best_seconds(tiled, repeats=repeats),
+             "two causal matmuls (NumPy)": best_seconds(two_causal_matmuls, repeats=repeats),
+             "torch SDPA, default choice": best_seconds(torch_sdpa, repeats=repeats)}
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
+    except ImportError:
+        print(f"torch {torch.__version__} has no torch.nn.attention.sdpa_kernel; timing the default choice only")
+        return times
+    for name in ("MATH", "FLASH_ATTENTION"):
+        try:
+            with sdpa_kernel(getattr(SDPBackend, name)):
+                times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
+        except RuntimeError as exc:  # a backend that cannot run this input says so
+            print(f"the {name.lower()} kernel is not available here: {str(exc).splitlines()[0]}")
+    return times
+
+
+backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
+expect("the smallest timing, one token of width 1, runs", len(time_attention_backends(n=1, d=1, tile_size=1, repeats=1, seed=0)), ">=", 3)
+expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
+expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
+expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
+expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
+tiled_seconds = backend_times["NumPy tiled_attention"]
+for name, seconds in backend_times.items():
+    print(f"time: {name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
+if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
+    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
+print("The memory hierarchy and the backend timings: PASS")
+
+
+# %% [markdown]
+# ### На практике: кэши, которые вам встретятся
+#
+# | Что построено в этом модуле | Hugging Face `transformers` | vLLM |
+# |---|---|---|
+# | Растущий кэш полного внимания (раздел 1) | `DynamicCache`, по умолчанию: тензоры растут конкатенацией | страничные блоки, см. ниже |
+# | Заранее выделенный кэш фиксированной максимальной длины | `StaticCache`: фиксированные формы, поэтому `torch.compile` может захватить шаг декодирования | заранее выделенный пул блоков |
+# | Скользящее окно в кольцевом буфере (раздел 9) | скользящие слои внутри `DynamicCache` / `StaticCache` (прежде `SlidingWindowCache`), их используют Mistral v0.1 и локальные слои Gemma | освобождение блоков по скользящему окну |
+# | Гибрид оконных и полных слоёв (gpt-oss, Gemma 3) | один кэш с типом слоя для каждого слоя (прежде `HybridCache`) | группы блоков по типам слоёв |
+# | Квантование в духе KIVI (раздел 14) | `QuantizedCache` (`nbits`, `axis_key`, `axis_value`), у которого `residual_length` (по умолчанию 128) — это окно последних токенов KIVI, хранящееся в полной точности | KV-кэш в FP8 (`kv_cache_dtype`) |
+# | Состояния SSM или DeltaNet (раздел 12) | кэши под конкретную модель, хранящие состояния свёртки и рекуррентные состояния | блоки состояний для гибридных моделей |
+#
+# (Названия классов взяты из [руководства transformers по KV-кэшу](https://huggingface.co/docs/transformers/main/kv_cache).)
+# **Страничное внимание vLLM** (paged attention, [Kwon и др., 2023](https://arxiv.org/abs/2309.06180)) хранит кэш в блоках
+# фиксированного размера, как страницы виртуальной памяти. У каждой последовательности есть *таблица блоков*: логический блок $i$
+# последовательности лежит в физическом блоке `table[i]` одного общего пула. Последовательность теряет не больше одного частично
+# заполненного блока, а последовательности с общим промптом могут указывать на одни и те же физические блоки. Ячейка ниже строит
+# игрушечный пул.
+
+# %%
+class ToyBlockPool:
+    """A toy of vLLM's paged KV cache: physical blocks of `block_size` token slots and one block table per sequence."""
+
+    def __init__(self, n_blocks, block_size):
+        self.block_size = require_int("block_size", block_size, minimum=1)
+        self.n_blocks = require_int("n_blocks", n_blocks, minimum=1)  # no list of them is built: a pool may be huge
+        self.returned, self.fresh = [], 0  # released blocks (reused first), and how many blocks were ever handed out
+        self.tables, self.lengths = {}, {}
+
+    @property
+    def free(self):
+        """The free physical blocks, listed on demand: released ones, then the never used."""
+        return self.returned + list(range(self.fresh, self.n_blocks))
+
+    def _take(self):
+        """A free physical block: the last one released, else the lowest never used."""
+        if self.returned:
+            return self.returned.pop()
+        self.fresh += 1
+        return self.fresh - 1
+
+    def _known(self, sequence):
+        """Refuse a sequence name this pool has never seen."""
+        if sequence not in self.tables:
+            raise ValueError(f"no sequence named {sequence!r} in the pool; the sequences are {sorted(self.tables)}")
+        return sequence
+
+    def append(self, sequence, n_tokens=1):
+        """Reserve slots for `n_tokens` more tokens of `sequence`, taking a new physical block only when one fills."""
+        if not isinstance(sequence, str):
+            raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+        n_tokens = require_int("n_tokens", n_tokens, minimum=1)
+        length = self.lengths.get(sequence, 0)
+        needed = -(-(length + n_tokens) // self.block_size) - len(self.tables.get(sequence, []))  # new blocks, ceiling division
+        available = len(self.returned) + self.n_blocks - self.fresh
+        if needed > available:
+            raise ValueError(f"sequence {sequence!r} needs {needed} new blocks for {n_tokens} tokens, {available} are free; free a finished sequence first")
+        table = self.tables.setdefault(sequence, [])
+        for _ in range(n_tokens):
+            length = self.lengths.get(sequence, 0)
+            if length % self.block_size == 0:  # the last block is full (or there is none yet)
+                table.append(self._take())  # there is one: checked above
+            self.lengths[sequence] = length + 1
+
+    def slot(self, sequence, position):
+        """Physical (block, offset) where token `position` of `sequence` is stored."""
+        position = require_int("position", position, minimum=0, maximum=self.lengths[self._known(sequence)] - 1)
+        return self.tables[sequence][position // self.block_size], position % self.block_size
+
+    def release(self, sequence):
+        """Return a finished sequence's blocks to the pool."""
+        self.returned.extend(reversed(self.tables.pop(self._known(sequence))))  # its first block is reused first
+        self.lengths.pop(sequence)
+
+
+pool = ToyBlockPool(n_blocks=8, block_size=4)
+pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
+pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
+pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
+print(f"block tables: {pool.tables}; lengths {pool.lengths}; free blocks {sorted(pool.free)}")
+print(f"token 8 of A lives at (block, offset) {pool.slot('A', 8)}; token 2 of B at {pool.slot('B', 2)}")
+if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
+    raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
+wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
+if not wasted < len(pool.tables) * pool.block_size:
+    raise ValueError(f"each sequence may waste at most one partly filled block; {wasted} slots are unused")
+pool.release("B")
+pool.append("C", 4)
+if pool.tables["C"] != [2]:
+    raise ValueError(f"a released block must be reused: C should get B's block 2, got {pool.tables['C']}")
+expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
+expect("a sequence may fill the pool exactly: 2 blocks of 2 hold 4 tokens", (ToyBlockPool(2, 2).append("D", 4), "accepted")[1], "==", "accepted")
+small_pool = ToyBlockPool(2, 1)
+small_pool.append("E")  # one token by default
+expect("append adds one token by default, and a 1-slot block holds it", (small_pool.lengths, small_pool.tables, small_pool.slot("E", 0)), "==", ({"E": 1}, {"E": [0]}, (0, 0)))
+expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
+expect_raises(ValueError, small_pool.slot, "E", -1, match="position")
+expect_raises(ValueError, small_pool.append, "E", 0, match="n_tokens")
+expect_raises(ValueError, small_pool.slot, "F", 0, match="no sequence")
+expect_raises(ValueError, pool.slot, "A", 9, match="position")  # A holds tokens 0 to 8
+expect_raises(ValueError, ToyBlockPool, 0, 2, match="n_blocks")
+expect_raises(ValueError, ToyBlockPool, 2, 0, match="block_size")
+grow = ToyBlockPool(2, 2)
+grow.append("G")
+grow.append("G", 3)  # 4 tokens fill both blocks: the first block's free slot counts
+expect("a sequence grows into its partly filled block first", (grow.tables, grow.free), "==", ({"G": [0, 1]}, []))
+expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 are free")  # the pool is full
+huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
+huge_pool.append("H", 20)
+expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
+print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
+
+# %% [markdown]
+# ## За 20 секунд
+#
+#
+# - Длинный контекст выставляет два счёта: оценки растут как $n^2$ (вычисления), KV-кэш — как $n$ (память,
+#   на каждый слой, на каждый диалог). Число слоёв, KV-голов, ширина головы и окна из карточки модели
+#   точно определяют размер кэша.
+# - Тайловое потоковое внимание (онлайн-softmax по блокам) даёт *те же* выходы, что и плотное
+#   внимание, пропускает блоки, которые опустошает каузальная маска или окно, и держит память линейной по $n$.
+#
+# ## Самопроверка
+#
+# Попробуйте ответить на каждый вопрос, прежде чем открывать ответ. Числовые ответы пересчитывает ячейка ниже.
+#
+# 1. **Почему при удвоении контекста работа по вычислению оценок вырастает вчетверо, а кэш — только вдвое?**
+#
+#    <details><summary>Ответ</summary>Каждый запрос сравнивается с каждым ключом — это таблица n × n; кэш же хранит по одному ключу и одному значению на токен — список, который с каждым токеном удлиняется на одну запись.</details>
+#
+# 2. **У gpt-oss-120b 36 слоёв, 8 KV-голов ширины 64 и окно в 128 токенов в половине слоёв. Что кэширует диалог длиной 128k токенов и почему это не 9 GiB?**
+#
+#    <details><summary>Ответ</summary>Около 4.5 GiB: растут только 18 полных слоёв (2,048 байт на слой на токен, всего 36 KiB на токен); 18 оконных слоёв хранят по 128 токенов каждый, всего 4.5 MiB.</details>
+#
+# 3. **Куда попадает логит стока в gpt-oss и что он делает со строкой? Как он связан с токенами-стоками StreamingLLM?**
+#
+#    <details><summary>Ответ</summary>В знаменатель softmax, по одному на каждую голову запросов, с нулевым вектором значения. Он забирает себе долю вероятности (53.69% против 128 ключей с оценкой 0, когда сток равен 5) и уменьшает вес каждого токена в одно и то же число раз. Первые токены в StreamingLLM играют ту же роль в модели, обученной без такого логита: и то и другое даёт строке место, куда сбросить массу, которую она не хочет тратить.</details>
+#
+# 4. **Ваш код GQA выдаёт правильные формы, но неправильные выходы. Какая ошибка вероятнее всего?**
+#
+#    <details><summary>Ответ</summary>KV-головы были размножены чередованием (kv0, kv1, kv0, kv1) вместо повторения (kv0, kv0, kv1, kv1), поэтому головы запросов читают ключи и значения чужой группы.</details>
+#
+# 5. **Почему тайловое внимание точное, а не приближённое, и почему это важнее всего на GPU?**
+#
+#    <details><summary>Ответ</summary>Онлайн-softmax несёт текущие максимум и сумму и всякий раз, когда максимум растёт, перемасштабирует всё накопленное множителем α = exp(m_old − m_new), поэтому после последнего блока O / ℓ и есть само среднее по softmax. На GPU тайлы оценок остаются в SRAM на кристалле, и матрица n × n никогда не уходит в HBM.</details>
+#
+# 6. **Вы декодируете токен 5 с кэшем токенов от 0 до 4 и передаёте is_causal=True в F.scaled_dot_product_attention с одним запросом. Что пойдёт не так?**
+#
+#    <details><summary>Ответ</summary>PyTorch выравнивает каузальный треугольник по левому верхнему углу, поэтому единственный запрос считается позицией 0 и видит только ключ 0. Передайте явную маску или (здесь) абсолютную позицию запроса (query_start).</details>
+#
+# **Числовые вопросы.**
+#
+# 7. **Сколько байт на токен стоит 16-битный KV-кэш Llama-3.3-70B (80 слоёв, 8 KV-голов ширины 128)?**
+#
+#    <details><summary>Ответ</summary>327,680 байт, 320 KiB</details>
+#
+# 8. **Сколько тайлов оценок вычисляет каузальное тайловое внимание при n = 2,048 и тайлах размера 128?**
+#
+#    <details><summary>Ответ</summary>136 из 256</details>
+
+# %%
+# The numeric self-test answers, recomputed: a wrong answer in the text above stops here.
+self_test_answers = {
+    "Llama-3.3-70B bytes per token": (kv_bytes_per_token(80, 8, 128), 327_680),
+    "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
+}
+for question, (computed, stated) in self_test_answers.items():
+    print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
+    if computed != stated:
+        raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
+print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
+
+# %% [markdown]
+# ## Статьи, на которых основан этот модуль
+#
+#
+# - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 — исходная статья о трансформере и многоголовом внимании (базовая модель: 8 голов ширины 64)
+# - Milakov и Gimelshein, *Online normalizer calculation for softmax* (2018): https://arxiv.org/abs/1805.02867 — онлайн-softmax, который вычисляется за один проход по строке
+# - Dao и др., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135; Dao, *FlashAttention-2* (2023): https://arxiv.org/abs/2307.08691 — точное тайловое внимание, экономное по памяти и быстрое на GPU
+# - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA, 2019): https://arxiv.org/abs/1911.02150 — одна общая голова ключей и значений на все головы запросов, ускоряющая декодирование
+# - Ainslie и др., *GQA* (2023): https://arxiv.org/abs/2305.13245 — внимание с группировкой запросов, промежуточный вариант между многоголовым вниманием и MQA
+# - Xiao и др., *Efficient Streaming Language Models with Attention Sinks* (2023): https://arxiv.org/abs/2309.17453 — стоки внимания и устойчивая потоковая генерация
+# - OpenAI, *gpt-oss-120b and gpt-oss-20b Model Card* (2025): https://arxiv.org/abs/2508.10925 — карточка модели с чередованием оконных и полных слоёв и обучаемыми логитами стока
+# - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437 — латентное внимание, поглощение проекций и отдельный ключ для позиции
+# - Kwon и др., *PagedAttention / vLLM* (2023): https://arxiv.org/abs/2309.06180 — страничный кэш из блоков фиксированного размера (пропускная способность в 2-4x выше при той же задержке, что у FasterTransformer и Orca)
+# - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172 — как модели на самом деле пользуются длинным контекстом
+
+# %%
+print(f"reference schema version {REFERENCE.value('schema_version')}")
+checked = REFERENCE.assert_all_used()
+print(f"{checked} reference values of {REFERENCE_SOURCE} were used or checked, none left unused.")
+exercise_summary(globals())
+report_section("Module 5.1", globals())

@@ -1,0 +1,91 @@
+"""Module 5.2's own functions, loaded without running the notebook: exercise layout, bad inputs, references.
+
+The named bugs live in tests/test_bug_catalog.py and the property-based tests in tests/test_properties.py.
+Bad inputs must raise TypeError or ValueError naming the argument.
+"""
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from builder.notebook_code import definitions
+from tests.support import NOTEBOOK_SOURCES, ROOT, notebook
+
+SOURCE = NOTEBOOK_SOURCES["module5_2"]
+REFERENCE = json.loads((ROOT / "references" / "module5_2.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def nb():
+    """The notebook's imports, functions, classes and constants, without running a cell."""
+    return notebook("module5_2")
+
+
+EXERCISES = [
+    ("rolling_window_decode", "check_rolling_buffer_contract"),
+    ("linear_attention_recurrent", "check_linear_attention_contract"),
+    ("parallel_scan", "check_parallel_scan_contract"),
+    ("mla_absorbed_attention", "check_latent_absorption_contract"),
+]
+
+
+def test_every_exercise_cell_is_followed_by_its_contract_cell():
+    cells = re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    exercises = [i for i, cell in enumerate(cells) if cell.startswith(' tags=["exercise"]')]
+    assert len(exercises) == len(EXERCISES)
+    for number, index in enumerate(exercises, start=1):
+        body = cells[index].split("\n", 1)[1]
+        assert body.startswith(f"# Exercise {number}: "), body[:60]
+        assert "### BEGIN SOLUTION" in body and "### END SOLUTION" in body
+        function = re.search(r"^def (\w+)\(", body, flags=re.MULTILINE).group(1)
+        check = dict(EXERCISES)[function]
+        assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals())'
+
+
+# ---- bad inputs ----
+
+BAD_INPUTS = [
+    ("rolling_window_decode", (np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), 0), {}, ValueError, "window"),
+    ("linear_attention_recurrent", (np.ones((3, 2)), np.ones((2, 2)), np.ones((3, 2))), {}, ValueError, "same n"),
+    ("parallel_scan", ([0.5, 0.5], [1.0]), {}, ValueError, "one entry per step"),
+    ("parallel_scan", ([[0.5]], [[1.0]]), {}, ValueError, "dimensions"),
+    ("quantize", ([1.0, 2.0], 1), {"shared_axis": -1}, ValueError, "bits"),
+    ("discretize", (0.0,), {}, ValueError, "positive"),
+    ("receptive_field", (8, 3, -1), {}, ValueError, "layers"),
+    ("hybrid_cache_bytes", (1024,), {"attention_layers": 40}, ValueError, "attention_layers"),
+    ("shortlist_experiment", (), {"top_k": 5000}, ValueError, "top_k"),
+]
+
+
+@pytest.mark.parametrize(("function", "args", "kwargs", "error", "named"), BAD_INPUTS, ids=[f"{b[0]}:{b[4]}" for b in BAD_INPUTS])
+def test_bad_input_raises_an_error_that_names_it(nb, function, args, kwargs, error, named):
+    with pytest.raises(error) as caught:
+        nb[function](*args, **kwargs)
+    assert named in str(caught.value)
+
+
+def test_mla_shapes_are_checked(nb):
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s) for s in ((2, 3, 4), (2, 3, 2), (5, 6), (5, 2), (2, 6, 4), (2, 6, 3), (2, 3, 7))]
+    args[4] = args[4][:, :, :3]  # W_uk one column short
+    with pytest.raises(ValueError, match="W_uk"):
+        nb["mla_absorbed_attention"](*args)
+
+
+# ---- the notebook's functions reproduce the independently generated references ----
+
+
+def test_functions_reproduce_reference_values(nb):
+    assert list(nb["cache_bytes_by_design"](2**20).values()) == REFERENCE["designs_at_1m_bytes"]
+    assert nb["hybrid_cache_bytes"](131_072) == REFERENCE["hybrid"]["hybrid_4_of_32_bytes_128k"]
+    assert nb["mla_bytes_per_token"](61, 512, 64) == REFERENCE["mla"]["bytes_per_token"]
+    states, rounds = nb["parallel_scan"](np.full(1024, 0.5), np.ones(1024))
+    assert rounds == REFERENCE["ssm"]["scan_rounds_1024"]
+
+
+def test_source_loads_without_running_cells():
+    nb = definitions(SOURCE, ("rolling_window_decode", "parallel_scan"))
+    assert set(nb) == {"rolling_window_decode", "parallel_scan"}
