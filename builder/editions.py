@@ -5,7 +5,6 @@ The data path: the source text, its regions rendered (``regions``), parsed once 
 student .py and .ipynb. ``build`` writes what differs, all files at once; ``check`` diffs them.
 """
 
-import copy
 import difflib
 import hashlib
 import json
@@ -107,19 +106,19 @@ def reference_code(course: Course, nb: Notebook, name: str) -> str:
     )
 
 
-def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str, source_text: str):
-    """The function that writes each region of one notebook source; RegionError names the region on failure."""
+def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str, source, snapshot: tuple | None = None):
+    """The function that writes each region of one notebook source (``source``: its text or its parse); RegionError names the region."""
 
     def render(region: regions.Region) -> str:
         try:
             if region.kind == "inline":
-                return inline.source_of(region.arg, course.root)
+                return inline.source_of(region.arg, course.root, snapshot=snapshot)
             if region.kind == "reference":
                 if region.arg != nb.reference:
                     raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
                 return reference_code(course, nb, region.arg)
             if region.kind == "solutions":
-                return student.solutions_code(source_text)  # the text already read, not a second read
+                return student.solutions_code(source)  # the parse already made, not a second one
             return regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
         except files.MalformedFile:
             raise
@@ -129,14 +128,14 @@ def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: 
     return render
 
 
-def check_dependencies(course: Course, found: list[regions.Region], path: str) -> None:
+def check_dependencies(course: Course, found: list[regions.Region], path: str, snapshot: tuple | None = None) -> None:
     """Every inlined name must come after the regions of the names it uses."""
     done: set[str] = set()
     for region in found:
         if region.kind != "inline":
             continue
         try:
-            needed = inline.dependencies(region.arg, course.root)
+            needed = inline.dependencies(region.arg, course.root, snapshot=snapshot)
         except inline.InlineError as exc:
             raise regions.RegionError(path, region.begin_line, str(exc)) from None
         missing = sorted(needed - done)
@@ -153,7 +152,8 @@ def editions(course: Course, nb: Notebook) -> Editions:
     label = course.shown(nb.source)
     text = files.read_text(nb.source, label)
     found = regions.parse(text, label)
-    check_dependencies(course, found, label)
+    snapshot = inline.contracts_snapshot(course.root)  # one look at builder/contracts per notebook
+    check_dependencies(course, found, label, snapshot)
     result = Editions(nb, text, hand_edited=regions.hand_edited(found))
     fresh: dict[str, str] = {}
 
@@ -161,15 +161,19 @@ def editions(course: Course, nb: Notebook) -> Editions:
         fresh[region.key] = body = render(region)
         return body
 
-    render = renderer(course, nb, label, nb.ipynb, nb.title, text)
+    # The one parse of the source: exercise cells lie outside regions, so the solutions region can be
+    # rendered from it, and when no region changed (check on a clean tree) it is the parse of the result too.
+    parsed = pairing.read_source(text, course.root)
+    render = renderer(course, nb, label, nb.ipynb, nb.title, parsed, snapshot)
     rendered = regions.render(text, solution_region, label)
-    parsed = pairing.read_source(rendered, course.root)  # the one parse of the source
+    if rendered != text:
+        parsed = pairing.read_source(rendered, course.root)
     solution_py = pairing.write_percent(parsed, course.root)
     if solution_py != rendered:  # jupytext would lay it out differently: pair what will be written
         parsed = pairing.read_source(solution_py, course.root)
     result.expected[nb.source] = solution_py
     result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root)
-    student_nb = student.student_notebook(copy.deepcopy(parsed))
+    student_nb = student.student_notebook(parsed)  # leaves ``parsed`` as it is; swap_header replaces cells, never edits them
     student_header(course, nb, student_nb)
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
@@ -205,7 +209,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
     result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
-    student_nb = student.student_notebook(copy.deepcopy(parsed))
+    student_nb = student.student_notebook(parsed)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
@@ -234,12 +238,14 @@ def swap_header(course: Course, nb: Notebook, edition, ipynb_path: Path, title: 
     solution = regions.as_markdown(header_markdown(course, nb, before_path, before_title))
     own = regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
     swaps = [(_uncommented(solution), _uncommented(own)), (regions.digest(solution), regions.digest(own))]
-    for cell in edition.cells:
+    for index, cell in enumerate(edition.cells):
         if "builder:begin header" in cell.source:
+            text = cell.source
             for old, new in swaps:
-                if cell.source.count(old) != 1:
+                if text.count(old) != 1:
                     raise regions.RegionError(course.shown(nb.source), 1, "the header region must hold exactly the text the builder writes")
-                cell.source = cell.source.replace(old, new)
+                text = text.replace(old, new)
+            edition.cells[index] = type(cell)(dict(cell, source=text))  # a new cell: the parse it came from stays as it was
 
 
 def _uncommented(markdown_region: str) -> str:
