@@ -36,7 +36,8 @@ def _positive_int(text: str) -> int:
 def build_options(p):
     _names(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
-    p.add_argument("--english-fallback", action="store_true", help="write translated editions even where a unit has no current translation, keeping its English")
+    # Kept so scripts written for the old refusal still run: a unit without a current translation now always keeps its English.
+    p.add_argument("--english-fallback", action="store_true", help=argparse.SUPPRESS)
 
 
 def translations_options(p):
@@ -50,6 +51,8 @@ def adopt_options(p):
 
 def check_options(p):
     _names(p)
+    p.add_argument("--strict-translations", action=argparse.BooleanOptionalAction, default=None,
+                   help="fail on units not translated yet (default: [tool.course] translations_strict, else warn)")
 
 
 def execute_options(p):

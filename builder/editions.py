@@ -17,23 +17,25 @@ from .config import FIX_COMMAND, Course, Notebook
 ADOPT_COMMAND = "python -m builder adopt"
 
 
+# Catalog findings that say only "not translated yet": warnings unless translations are strict.
+UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One reason ``check`` fails: where (``file(line)``), what, and the diff that would fix it."""
+    """One reason ``check`` fails: where (``file(line)``), what, and the diff that would fix it.
+
+    ``untranslated`` marks a unit that is only behind its English: a warning by default, an error in strict mode.
+    """
 
     path: Path
     line: int
     message: str
     diff: str = ""
+    untranslated: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}({self.line}): {self.message}"
-
-
-class StaleTranslation(RuntimeError):
-    """A build would write a translated edition that still holds English (missing or stale catalog entries)."""
-
-    exit_code = exits.FAILED
 
 
 class HandEditError(RuntimeError):
@@ -186,8 +188,8 @@ def editions(course: Course, nb: Notebook) -> Editions:
 def translate(course: Course, edition: Notebook, english, result: Editions) -> None:
     """Add one translated edition's four outputs and its catalog's drift to ``result``.
 
-    Units without a current translation stay in English here; ``build`` refuses to write them unless told
-    to fall back (``refuse_fallbacks``), and ``check`` reports each one as a catalog finding.
+    Units without a current translation keep their English, marked untranslated in the edition's
+    source; ``build`` lists them and ``check`` reports each one (a warning, or an error when strict).
     """
     from .translation import catalog as po
     from .translation import glossary
@@ -202,7 +204,8 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
         raise files.MalformedFile(str(exc)) from None
     found = units(english, course.root)
     drift = po.findings(catalog, found, shown) + glossary.violations(catalog, terms, shown)
-    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff) for f in drift]
+    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
+                        for f in drift]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
@@ -215,16 +218,10 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
 
 
-def refuse_fallbacks(course: Course, results: list[Editions], allowed: bool) -> list[str]:
-    """Raise before anything is written when a translated edition would keep English text; with ``allowed``, say which."""
-    stale = [(edition, contexts) for r in results for edition, contexts in r.fallbacks.items() if contexts]
-    notes = [f"{edition}: {len(contexts)} unit(s) left in English: {'; '.join(contexts[:3])}{' ...' if len(contexts) > 3 else ''}"
-             for edition, contexts in stale]
-    if stale and not allowed:
-        raise StaleTranslation("refusing to write translated editions with untranslated or stale units (" + " | ".join(notes)
-                               + "). Translate them in translations/ (`python -m builder translations --update` marks them), "
-                               "or build with --english-fallback")
-    return notes
+def fallback_notes(results: list[Editions]) -> list[str]:
+    """One line per translated edition that keeps English text: how many units, and the first few contexts."""
+    return [f"{edition}: {len(contexts)} unit(s) left in English, marked untranslated: {'; '.join(contexts[:3])}{' ...' if len(contexts) > 3 else ''}"
+            for r in results for edition, contexts in r.fallbacks.items() if contexts]
 
 
 def student_header(course: Course, nb: Notebook, edition) -> None:
@@ -335,43 +332,89 @@ def _text(source) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
+def generated_pairs(course: Course, result: Editions) -> list[tuple[Path, Path, str]]:
+    """Each generated (.py, .ipynb) pair beside the English source, with what it is generated from."""
+    nb = result.nb
+    pairs = [(nb.student_source, nb.student_ipynb, course.shown(nb.source))]
+    for edition in result.translations:
+        sources = f"{course.shown(nb.source)} and {course.shown(edition.catalog)}"
+        pairs += [(edition.source, edition.ipynb, sources), (edition.student_source, edition.student_ipynb, sources)]
+    return pairs
+
+
+def generated_edits(course: Course, result: Editions) -> list[tuple[Path, str, str]]:
+    """Generated files edited by hand, as (path, what was edited, what it is generated from).
+
+    A generated .ipynb was edited where a cell's text no longer matches its id; a generated .py where
+    it differs from what the builder writes while the .ipynb written beside it is current (a stale
+    pair differs in both).
+    """
+    found = []
+    for py, ipynb, sources in generated_pairs(course, result):
+        py_text, ipynb_text = files.read_if_exists(py), files.read_if_exists(ipynb)
+        if ipynb_text is not None and ipynb_text != result.expected[ipynb]:
+            found += [(ipynb, f"cell {e.index} ({e.cell_type}): {e.first_line!r}", sources) for e in ipynb_edits(ipynb, ipynb_text, result.expected[ipynb])]
+        elif ipynb_text == result.expected[ipynb] and py_text is not None and py_text != result.expected[py]:
+            found.append((py, f"line {first_changed_line(py_text, result.expected[py])}", sources))
+    return found
+
+
+def generated_advice(course: Course, sources: str) -> str:
+    """What to do about an edit to a generated file: its sources, then the build that overwrites it."""
+    return f"generated from {sources}: move the change there, then run `{FIX_COMMAND} --force`"
+
+
 def pair_findings(course: Course, result: Editions) -> list[Finding]:
-    """Generated files that differ from what the builder writes: the .ipynb of each edition and the student .py."""
+    """Generated files that differ from what the builder writes: every file ``build`` writes except the English source."""
     nb, findings = result.nb, []
-    for path in (nb.ipynb, nb.student_source, nb.student_ipynb):
+    edited = {path: (what, sources) for path, what, sources in generated_edits(course, result)}
+    for path in [p for p in result.expected if p != nb.source]:
         committed, expected = files.read_if_exists(path), result.expected[path]
         if committed is None:
-            findings.append(Finding(path, 1, f"{'student edition' if 'student' in path.parts else 'paired notebook'} is missing; run `{FIX_COMMAND}`"))
+            findings.append(Finding(path, 1, f"generated file is missing; run `{FIX_COMMAND}`"))
         elif committed != expected:
-            findings.append(Finding(path, first_changed_line(committed, expected), _drift_message(course, result, path, committed),
+            findings.append(Finding(path, first_changed_line(committed, expected), _drift_message(course, result, path, committed, edited),
                                     unified(committed, expected, course.shown(path))))
     return findings
 
 
-def _drift_message(course: Course, result: Editions, path: Path, committed: str) -> str:
+def _drift_message(course: Course, result: Editions, path: Path, committed: str, edited: dict) -> str:
     """Why a generated file differs, and the command that fixes it without losing anything."""
     nb = result.nb
-    edits = ipynb_edits(path, committed, result.expected[path]) if path.suffix == ".ipynb" else []
-    if edits and path == nb.ipynb:
-        cells = "; ".join(str(e) for e in edits)
-        return f"edited in Jupyter or Colab ({cells}); `{ADOPT_COMMAND} {nb.name}` copies the edit into {course.shown(nb.source)}"
-    if path != nb.ipynb:
-        return f"student edition is stale or was edited by hand; it is generated from {course.shown(nb.source)}: move any edit there and run `{FIX_COMMAND}`"
-    return f"out of sync with {course.shown(nb.source)} (not rebuilt); run `{FIX_COMMAND}`"
+    if path == nb.ipynb:
+        edits = ipynb_edits(path, committed, result.expected[path])
+        if edits:
+            cells = "; ".join(str(e) for e in edits)
+            try:
+                blocked = adopt_blockers(course, nb, readable_notebook(committed, course.shown(path)), result.expected[path])[1]
+            except (files.MalformedFile, regions.RegionError) as exc:
+                blocked = str(exc)
+            if blocked:
+                return f"edited in Jupyter or Colab ({cells}), and `adopt` cannot keep it: {blocked}"
+            return f"edited in Jupyter or Colab ({cells}); `{ADOPT_COMMAND} {nb.name}` copies the edit into {course.shown(nb.source)}"
+        return f"out of sync with {course.shown(nb.source)} (not rebuilt); run `{FIX_COMMAND}`"
+    if path in edited:
+        what, sources = edited[path]
+        return f"edited by hand ({what}); it is {generated_advice(course, sources)}"
+    sources = next(s for py, ipynb, s in generated_pairs(course, result) if path in (py, ipynb))
+    return f"stale: it is generated from {sources} (not rebuilt); run `{FIX_COMMAND}`"
 
 
 def refuse_lost_edits(course: Course, results: list[Editions]) -> None:
-    """Raise before anything is written when a build would overwrite a hand-edited region or a cell edited in a .ipynb."""
+    """Raise before anything is written when a build would overwrite a hand-edited region, a cell edited in a .ipynb, or an edited generated file."""
     edited = [f"{course.shown(r.nb.source)}({g.begin_line}) '{g.key}'" for r in results for g in r.hand_edited]
     if edited:
         raise HandEditError(f"refusing to overwrite hand-edited region(s): {', '.join(edited)}. "
                             "Move the edit to its source, then rerun with --force")
     lost = []
     for result in results:
-        for path in [result.nb.ipynb, result.nb.student_ipynb] + [p for t in result.translations for p in (t.ipynb, t.student_ipynb)]:
-            committed = files.read_if_exists(path)
-            if committed is not None and committed != result.expected[path]:
-                lost += ipynb_edits(path, committed, result.expected[path])
+        committed = files.read_if_exists(result.nb.ipynb)
+        if committed is not None and committed != result.expected[result.nb.ipynb]:
+            lost += ipynb_edits(result.nb.ipynb, committed, result.expected[result.nb.ipynb])
+    generated = [edit for result in results for edit in generated_edits(course, result)]
+    if generated:
+        raise IpynbEditError("refusing to overwrite generated files edited by hand: " + "; ".join(
+            f"{course.shown(path)} {what}: {generated_advice(course, sources)}" for path, what, sources in generated))
     if lost:
         names = sorted({e.path.stem for e in lost})
         raise IpynbEditError(
@@ -380,18 +423,52 @@ def refuse_lost_edits(course: Course, results: list[Editions]) -> None:
         )
 
 
+def readable_notebook(text: str, shown: str) -> str:
+    """``text`` when it is a notebook's JSON; else MalformedFile naming the line and how to get the file back."""
+    fix = f"restore it (`git checkout -- {shown}`) or rewrite it from its .py with `{FIX_COMMAND} --force`"
+    conflict = next((n for n, line in enumerate(text.splitlines(), 1) if line.startswith(("<<<<<<<", ">>>>>>>"))), None)
+    if conflict:
+        raise files.MalformedFile(f"{shown}({conflict}): holds a merge-conflict marker; {fix}")
+    if not text.strip():
+        raise files.MalformedFile(f"{shown}(1): is empty; {fix}")
+    try:
+        cells = json.loads(text)["cells"]
+        if not isinstance(cells, list):
+            raise TypeError("cells is not a list")
+    except json.JSONDecodeError as exc:
+        raise files.MalformedFile(f"{shown}({exc.lineno}): not valid JSON ({exc.msg}); {fix}") from None
+    except (KeyError, TypeError) as exc:
+        raise files.MalformedFile(f"{shown}(1): JSON but not a notebook ({exc}); {fix}") from None
+    return text
+
+
 def adopted_source(course: Course, nb: Notebook) -> str:
     """The .py source rewritten from the committed .ipynb (outputs dropped): how ``adopt`` keeps an edit made in Jupyter."""
     import jupytext
 
     shown = course.shown(nb.ipynb)
     try:
-        notebook = jupytext.reads(files.read_text(nb.ipynb, shown, what="notebook"), fmt="ipynb")
+        notebook = jupytext.reads(readable_notebook(files.read_text(nb.ipynb, shown, what="notebook"), shown), fmt="ipynb")
     except files.MalformedFile:
         raise
     except Exception as exc:  # nbformat raises several private types for a broken .ipynb
         raise files.MalformedFile(f"{shown}(1): not a readable notebook: {exc}") from None
     return pairing.write_percent(pairing.filtered(notebook, course.root), course.root)
+
+
+def adopt_blockers(course: Course, nb: Notebook, committed: str, expected: str) -> tuple[int, str]:
+    """Why ``adopt`` would not keep the edits of a committed .ipynb, as (exit code, message); (0, "") when it would."""
+    conflicts = adopt_conflicts(nb.ipynb, committed, expected)
+    if conflicts:
+        return exits.IPYNB_EDIT, (f"both {course.shown(nb.ipynb)} and {course.shown(nb.source)} changed since the last build, so adopting "
+                                  "would lose work in the .py: " + "; ".join(conflicts) + ". Copy the .ipynb edits into the .py by hand")
+    label = course.shown(nb.source)
+    inside = regions.hand_edited(regions.parse(adopted_source(course, nb), label))
+    if inside:
+        where = "; ".join(f"'{r.key}' (generated from {_source_hint(r)})" for r in inside)
+        return exits.HAND_EDIT, (f"the edit in {course.shown(nb.ipynb)} lies inside generated region(s) {where}, which a build "
+                                 f"rewrites: move the change to that source, then run `{FIX_COMMAND} --force`")
+    return exits.OK, ""
 
 
 def adopt_conflicts(path: Path, committed: str, expected: str) -> list[str]:

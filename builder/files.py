@@ -27,6 +27,8 @@ def read_text(path: Path, shown: str, *, what: str = "source") -> str:
         line = data[: exc.start].count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise MalformedFile(f"{shown}({line}): byte 0x{data[exc.start]:02x} at column {column} is not UTF-8; save the file as UTF-8") from None
+    if text.startswith("\ufeff"):
+        raise MalformedFile(f"{shown}(1): starts with a byte-order mark (BOM); save the file as UTF-8 without a BOM")
     if "\r" in text:
         line = text[: text.index("\r")].count("\n") + 1
         raise MalformedFile(f"{shown}({line}): CR line ending; save the file with LF line endings (git: core.autocrlf=input)")
