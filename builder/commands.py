@@ -15,11 +15,13 @@ from . import editions, exits, files, refs
 def build(course, args) -> int:
     """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
     results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
+    editions.refuse_unsafe_translations(results)
     if not getattr(args, "force", False):
         editions.refuse_lost_edits(course, results)
     for note in editions.fallback_notes(results):  # translations never block English: the unit keeps its English
         print(f"build: warning: {note}; translate it in translations/ (`python -m builder translations` lists each)")
-    for path in files.write_all({path: text for result in results for path, text in result.expected.items()}):
+    outputs = {path: text for result in results for path, text in result.expected.items()}
+    for path in files.write_all(outputs, unchanged_since={result.nb.source: result.source_text for result in results}):
         print(f"wrote {course.shown(path)}")
     print("build: up to date")
     return exits.OK
@@ -237,12 +239,15 @@ def translations(course, args) -> int:
         result = editions.editions(course, nb)
         found = units(result.expected[nb.source], course.root)
         for edition in result.translations:
-            catalog = po.load(edition.catalog)
+            try:
+                catalog = po.load(edition.catalog, course.shown(edition.catalog))
+            except po.CatalogError as exc:
+                raise files.MalformedFile(str(exc)) from None
             if args.update:
                 merged = po.merge(catalog, found, course.shown(nb.source))
                 outputs[edition.catalog] = po.dumps(merged, edition.language, course.shown(nb.source))
                 catalog = merged
-            drift = po.findings(catalog, found, course.shown(edition.catalog))
+            drift = po.findings(catalog, found, course.shown(edition.catalog), edition.language)
             translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
             for finding in drift:
                 print(finding)

@@ -74,6 +74,7 @@ class Editions:
     hand_edited: list[regions.Region] = field(default_factory=list)
     translations: list[Notebook] = field(default_factory=list)  # the translated editions derived here
     fallbacks: dict[str, list[str]] = field(default_factory=dict)  # edition -> contexts still in English
+    refused: list[str] = field(default_factory=list)  # translations that would end a comment line or add links or HTML
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
@@ -180,9 +181,34 @@ def editions(course: Course, nb: Notebook) -> Editions:
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
     result.findings = source_findings(course, result, found, fresh, label)
+    if course.languages:
+        result.findings += untranslatable_cells(course, result, parsed, solution_py)
     for language in course.languages:
         translate(course, nb.translated(language), parsed, result)
     return result
+
+
+def untranslatable_cells(course: Course, result: Editions, parsed, text: str) -> list[Finding]:
+    """Markdown cells whose prose no translation reaches, because the cell also holds a region marker."""
+    from .translation.units import REGION_MARK, cell_lines, untranslatable
+
+    starts = cell_lines(text, len(parsed.cells))
+    return [Finding(Path(course.shown(result.nb.source)), starts[index] or 1, f"untranslatable: the markdown cell starting {words!r} holds '{REGION_MARK}' "
+                    "outside a generated region, so no edition translates it; move the marker out of the prose or the prose into a cell of its own",
+                    untranslated=True)
+            for index, words in untranslatable(parsed)]
+
+
+class UnsafeTranslation(files.MalformedFile):
+    """A translation that would end a comment line or add a link or HTML the English lacks: never written."""
+
+
+def refuse_unsafe_translations(results: list[Editions]) -> None:
+    """Raise before anything is written when a translation is not plain text for its place in the edition."""
+    refused = [line for result in results for line in result.refused]
+    if refused:
+        raise UnsafeTranslation("refusing to write translations that are not data: " + "; ".join(refused)
+                                + ". Fix these entries in the catalog (a translation keeps the English's links, HTML and line structure)")
 
 
 def translate(course: Course, edition: Notebook, english, result: Editions) -> None:
@@ -198,14 +224,16 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
 
     shown = course.shown(edition.catalog)
     try:
-        catalog = po.load(edition.catalog)
-        terms = glossary.load_terms(po.load(edition.catalog.parent / "glossary.po"))
+        catalog = po.load(edition.catalog, shown)
+        glossary_path = edition.catalog.parent / "glossary.po"
+        terms = glossary.load_terms(po.load(glossary_path, course.shown(glossary_path)))
     except po.CatalogError as exc:
         raise files.MalformedFile(str(exc)) from None
     found = units(english, course.root)
-    drift = po.findings(catalog, found, shown) + glossary.violations(catalog, terms, shown)
+    drift = po.findings(catalog, found, shown, edition.language) + glossary.violations(catalog, terms, shown)
     result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
                         for f in drift]
+    result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
