@@ -158,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already explained
         return exc.code if isinstance(exc.code, int) else exits.USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
         return COMMANDS[args.command][1](course, args)

@@ -295,10 +295,10 @@ def first_changed_line(old: str, new: str) -> int:
 
 def source_findings(course: Course, result: Editions, found: list[regions.Region], fresh: dict[str, str], label: str) -> list[Finding]:
     """Hand edits, stale regions and layout drift in one percent source."""
-    path = result.nb.source
+    path, shown = result.nb.source, Path(course.shown(result.nb.source))
     findings = [
         Finding(
-            path, r.begin_line,
+            shown, r.begin_line,
             f"region '{r.key}' was edited by hand: its text no longer matches the sha256 on line {r.end_line}. "
             f"Move the change to its source ({_source_hint(r)}), then run `{FIX_COMMAND} --force`",
         )
@@ -307,14 +307,14 @@ def source_findings(course: Course, result: Editions, found: list[regions.Region
     for old in found:
         if old.body != fresh[old.key] and old not in result.hand_edited:
             findings.append(Finding(
-                path, old.begin_line,
+                shown, old.begin_line,
                 f"region '{old.key}' is stale: {_source_hint(old)} changed since the last build; run `{FIX_COMMAND}`",
                 unified(old.body, fresh[old.key], f"{label} region '{old.key}'"),
             ))
     expected = result.expected[path]
     if not findings and result.source_text != expected:
         findings.append(Finding(
-            path, first_changed_line(result.source_text, expected),
+            shown, first_changed_line(result.source_text, expected),
             f"not in the form the builder writes (region markers or jupytext's percent layout); run `{FIX_COMMAND}`",
             unified(result.source_text, expected, label),
         ))
@@ -399,9 +399,9 @@ def pair_findings(course: Course, result: Editions) -> list[Finding]:
     for path in [p for p in result.expected if p != nb.source]:
         committed, expected = files.read_if_exists(path), result.expected[path]
         if committed is None:
-            findings.append(Finding(path, 1, f"generated file is missing; run `{FIX_COMMAND}`"))
+            findings.append(Finding(Path(course.shown(path)), 1, f"generated file is missing; run `{FIX_COMMAND}`"))
         elif committed != expected:
-            findings.append(Finding(path, first_changed_line(committed, expected), _drift_message(course, result, path, committed, edited),
+            findings.append(Finding(Path(course.shown(path)), first_changed_line(committed, expected), _drift_message(course, result, path, committed, edited),
                                     unified(committed, expected, course.shown(path))))
     return findings
 

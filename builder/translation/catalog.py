@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polib
 
-from .invariants import differences
+from .invariants import LINE_SEPARATORS, differences
 from .units import Unit
 
 FUZZY = "fuzzy"
@@ -49,6 +49,10 @@ def load(path: Path, shown: str | None = None) -> polib.POFile:
     except MalformedFile as exc:
         raise CatalogError(str(exc)) from None
     for number, line in enumerate(text.split("\n"), start=1):
+        odd = [c for c in line if c in LINE_SEPARATORS]
+        if odd:  # polib would split the line there, and an edition's comment would end there
+            raise CatalogError(f"{path_shown}({number}): line-break: holds the line separator {odd[0]!r}; "
+                               "a translation may hold only LF line breaks (written \\n)")
         stripped = line.strip()
         if stripped and not stripped.startswith("#") and not _PO_LINE.match(stripped):
             raise CatalogError(f"{path_shown}({number}): not a PO line (a keyword and one quoted string, a quoted string, or a # comment): {stripped[:60]!r}")
