@@ -5,6 +5,7 @@ so ``build`` and ``check`` start fast.
 """
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -14,7 +15,12 @@ from . import editions, exits, files, refs
 
 def build(course, args) -> int:
     """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
-    results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
+    chosen = course.select(getattr(args, "names", None))
+    results = [editions.editions(course, nb) for nb in chosen]
+    problems = reference_problems(chosen)
+    if problems:  # never embed a reference its generator no longer reproduces
+        raise files.MalformedFile("refusing to embed references that do not reproduce: " + "; ".join(str(p) for p in problems)
+                                  + ". Find out why; if the change is meant, run `python -m builder refs --update`")
     editions.refuse_unsafe_translations(results)
     if not getattr(args, "force", False):
         editions.refuse_lost_edits(course, results)
@@ -110,12 +116,27 @@ def reference_problems(chosen) -> list[refs.Problem]:
     return [p for nb in chosen for p in refs.check(nb.reference_path, nb.reference)]
 
 
+def report_mentions(course, nb, changes) -> None:
+    """List each place a notebook or its translations write a changed reference value by hand, so none is left stale."""
+    sources = [nb.source] + [nb.translated(language).catalog for language in course.languages]
+    texts = {course.shown(p): p.read_text(encoding="utf-8") for p in sources if p.exists()}
+    found = refs.mentions(changes, texts)
+    for line in found:
+        print(f"  {line}")
+    if found:
+        print(f"  {len(found)} place(s) above write a changed value by hand (code, prose or figure data): fix each, "
+              "or read it from the embedded reference instead")
+
+
 def references(course, args) -> int:
     """Recompute the reference metrics: prove the committed bytes reproduce, or rewrite them on purpose."""
     if args.update:
         for nb in course.notebooks:
+            old = json.loads(nb.reference_path.read_text(encoding="utf-8")) if nb.reference_path.exists() else {}
             changed = refs.update(nb.reference_path, nb.reference)
             print(f"{'wrote' if changed else 'unchanged'} {course.shown(nb.reference_path)}")
+            if changed:
+                report_mentions(course, nb, refs.changed_values(old, json.loads(nb.reference_path.read_text(encoding="utf-8"))))
         print("now run `python -m builder build` so the notebooks embed the new references")
         return exits.OK
     problems = reference_problems(course.notebooks)
@@ -172,7 +193,7 @@ def run_student_editions(nb, out: Path, timeout: int, kernel_name: str) -> bool:
         result = runner.run(solved, timeout=timeout, kernel_name=kernel_name)
     print(f"{nb.name} student edition with solutions re-inserted ({result.seconds:.1f} s): {'FAILED' if result.error else 'passes'}", flush=True)
     if result.error:
-        print(result.error)
+        print(f"  FAILED at {result.where or result.error}")
     return not problems and not result.error
 
 

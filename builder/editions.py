@@ -190,9 +190,9 @@ def editions(course: Course, nb: Notebook) -> Editions:
 
 def untranslatable_cells(course: Course, result: Editions, parsed, text: str) -> list[Finding]:
     """Markdown cells whose prose no translation reaches, because the cell also holds a region marker."""
-    from .translation.units import REGION_MARK, cell_lines, untranslatable
+    from .translation.units import REGION_MARK, untranslatable
 
-    starts = cell_lines(text, len(parsed.cells))
+    starts = pairing.cell_lines(text, len(parsed.cells))
     return [Finding(Path(course.shown(result.nb.source)), starts[index] or 1, f"untranslatable: the markdown cell starting {words!r} holds '{REGION_MARK}' "
                     "outside a generated region, so no edition translates it; move the marker out of the prose or the prose into a cell of its own",
                     untranslated=True)

@@ -130,3 +130,9 @@ def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
 def to_percent(py_text: str, root: Path = ROOT) -> str:
     """``py_text`` as jupytext itself would write it; a source in canonical form is unchanged."""
     return write_percent(read_source(py_text, root), root)
+
+
+def cell_lines(text: str, count: int) -> list[int]:
+    """The 1-based line of each of ``count`` cells' ``# %%`` marker in a percent source (0 for a first cell without one)."""
+    starts = [n for n, line in enumerate(text.split("\n"), start=1) if line.startswith("# %%")][-count:] if count else []
+    return [0] * (count - len(starts)) + starts

@@ -19,7 +19,6 @@ import pytest
 from builder import exits, files
 from builder.config import load_course
 from builder.translation import catalog as po
-from builder.translation.invariants import differences
 from tests.support import ROOT, run_builder
 
 COMMAND = re.compile(r"`(python -m builder [^`]+)`")
@@ -359,10 +358,14 @@ def test_a_malformed_or_undecodable_catalog_names_its_line(copy):
     ("pair 0 turns one radian and pair 1 turns less.", "пара 1 поворачивается на радиан, а пара 0 меньше.", "order"),
 ])
 def test_operators_units_and_the_order_of_labelled_numbers_are_invariants(english, translation, kind):
+    from builder.translation.invariants import differences
+
     assert kind in [k for k, _ in differences(english, translation, "ru")]
 
 
 def test_russian_unit_symbols_and_a_moved_clause_are_not_findings():
+    from builder.translation.invariants import differences
+
     assert differences("an 80 GB GPU", "GPU на 80 ГБ", "ru") == []
     assert differences("reach 32 × 4,096 = 131,072 under its convention (i reads i − 4,096)",
                        "по соглашению (i читает i − 4,096) дальность 32 × 4,096 = 131,072", "ru") == []
@@ -397,3 +400,64 @@ def test_a_bom_in_a_source_is_named_as_such(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf# %%\nx = 1\n")
     with pytest.raises(files.MalformedFile, match=r"a\.py\(1\): starts with a byte-order mark"):
         files.read_text(path, "a.py")
+
+
+# ---- 8. Honest reference changes ------------------------------------------------------------------
+
+def leaf_written_in(data, text: str, key: str = ""):
+    """(key path, value) of the first whole-number leaf of ``data`` that ``text`` also writes by hand, or None."""
+    from builder.refs import written_forms
+
+    if isinstance(data, dict):
+        return next((found for k, v in data.items() if (found := leaf_written_in(v, text, f"{key}.{k}" if key else k))), None)
+    if isinstance(data, int) and not isinstance(data, bool) and data >= 1000:
+        return (key, data) if any(re.search(rf"(?<![\w.]){re.escape(form)}(?!\w)", text) for form in written_forms(data)) else None
+    return None
+
+
+@pytest.mark.slow  # rewrites a repository copy's reference file
+def test_refs_update_lists_every_place_a_changed_value_is_written_by_hand(copy, monkeypatch):
+    from builder import refs
+
+    root, nb = copy
+    data = json.loads(nb.reference_path.read_text(encoding="utf-8"))
+    found = leaf_written_in(data, nb.source.read_text(encoding="utf-8"))
+    assert found, "no reference value of at least 1000 is written in the notebook's text"
+    key, value = found
+    changed = json.loads(json.dumps(data))
+    node = changed
+    for part in key.split(".")[:-1]:
+        node = node[part]
+    node[key.split(".")[-1]] = value + 1
+    monkeypatch.setitem(refs.GENERATORS, nb.reference, lambda: changed)
+    updated = run_builder(root, "refs", "--update")
+    assert updated.returncode == exits.OK, updated.stderr
+    assert re.search(rf"notebooks/{nb.name}\.py\(\d+\): '[^']+' is {re.escape(key)}'s old value \(now {value + 1}\)", updated.stdout), updated.stdout
+
+
+@pytest.mark.slow  # builds a repository copy
+def test_a_reference_file_that_does_not_reproduce_fails_build_with_exit_3(copy):
+    from builder import canonical
+
+    root, nb = copy
+    data = json.loads(nb.reference_path.read_text(encoding="utf-8"))
+    data["an_extra_key"] = 1
+    nb.reference_path.write_text(canonical.dumps(data), encoding="utf-8")
+    before = tree(root)
+    built = run_builder(root, "build")
+    assert built.returncode == exits.MALFORMED and "an_extra_key" in built.stderr and "do not reproduce" in built.stderr, built.stderr
+    assert tree(root) == before
+
+
+@pytest.mark.slow  # runs a kernel
+def test_an_execute_failure_names_the_source_line_prints_it_and_the_message_without_colour(tmp_path):
+    from builder import execute, pairing
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    source = "# %% [markdown]\n# A title\n\n# %%\nx = 1\n\n# %%\ny = 2\nz = y / 0\nprint(z)\n"
+    (folder / "toy.py").write_text(source)
+    (folder / "toy.ipynb").write_text(pairing.to_ipynb(source))
+    report = execute.report(execute.run(folder / "toy.ipynb", timeout=120))
+    assert "FAILED at notebooks/toy.py(9) (cell 2): z = y / 0\n    ZeroDivisionError: division by zero" in report, report
+    assert "\x1b[" not in report and "print(z)" not in report

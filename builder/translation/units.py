@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import nbformat
 
 from ..config import ROOT
-from ..pairing import read_source
+from ..pairing import cell_lines, read_source
 
 EXERCISE_TAG = "exercise"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
@@ -107,12 +107,6 @@ def untranslatable(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
             if prose:
                 found.append((index, prose[0].strip().split("\n")[0][:50]))
     return found
-
-
-def cell_lines(text: str, count: int) -> list[int]:
-    """The 1-based line of each cell's ``# %%`` marker in a percent source (0 where the text has fewer markers)."""
-    starts = [n for n, line in enumerate(text.split("\n"), start=1) if line.startswith("# %%")]
-    return (starts + [0] * count)[:count] if len(starts) >= count else [0] * (count - len(starts)) + starts
 
 
 def _with_offsets(markdown: str) -> list[tuple[str, int]]:
