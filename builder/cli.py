@@ -55,6 +55,13 @@ def check_options(p):
                    help="fail on units not translated yet (default: [tool.course] translations_strict, else warn)")
 
 
+def new_exercise_options(p):
+    p.add_argument("name", help="notebook name or reference key")
+    p.add_argument("--function", required=True, help="the function students write")
+    p.add_argument("--after", required=True, metavar="HEADING", help="the heading (its text, without the #) the exercise follows")
+    p.add_argument("--contracts", metavar="MODULE", help="builder/contracts module for the contract stub (default: the one the notebook's exercises use)")
+
+
 def execute_options(p):
     _names(p)
     _timing(p)
@@ -112,6 +119,7 @@ COMMANDS = {
     "build": (build_options, commands.build),
     "check": (check_options, commands.check),
     "adopt": (adopt_options, commands.adopt),
+    "new-exercise": (new_exercise_options, commands.new_exercise),
     "execute": (execute_options, commands.execute),
     "refs": (refs_options, commands.references),
     "translations": (translations_options, commands.translations),

@@ -306,3 +306,22 @@ def bench(course, args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exits.USAGE
     return exits.OK if all(benchmarks.within_budget(r) for r in results) else exits.FAILED
+
+
+def new_exercise(course, args) -> int:
+    """Add an exercise after a heading: its cell, its check cell, a contract stub, a bug-catalog stub, the build and the catalog entries."""
+    from . import authoring
+
+    nb = course.select([args.name])[0]
+    for path in files.write_all(authoring.new_exercise(course, nb, args.function, args.after, args.contracts)):
+        print(f"wrote {course.shown(path)}")
+    code = build(course, argparse.Namespace(names=[nb.name], force=False))
+    if code == exits.OK and course.languages:
+        code = translations(course, argparse.Namespace(names=[nb.name], update=True, strict_translations=None))
+    print("new-exercise: what is left (the default test tier names each one until it is done):")
+    print(f"  1. the instructions and solution of {args.function} in {course.shown(nb.source)} (its TODO lines)")
+    for line in authoring.stubs_left(course):
+        print(f"  2. write the stub at {line}")
+    if course.languages:
+        print("  3. translate the new entries: `python -m builder translations` lists them")
+    return code

@@ -42,14 +42,18 @@ def contracts_snapshot(root: Path | None) -> tuple[Path, tuple]:
 @functools.cache
 def _registry(folder: Path, stamp: tuple) -> dict[str, tuple[object, str]]:
     """The registry of one contracts folder as it stands (``stamp``); another copy is imported under a name of its own."""
-    if folder == Path(contracts.__file__).resolve().parent:
-        return contracts.registry()
+    if folder == Path(contracts.__file__).resolve().parent and stamp == _IMPORTED[0]:
+        return contracts.registry()  # the contracts this process imported, unchanged since
     name = f"_course_contracts_{hashlib.sha256(repr((str(folder), stamp)).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module.registry()
+
+
+# The stamp of this package's own contracts when they were imported: edited since (new-exercise), they are imported afresh.
+_IMPORTED = (contracts_snapshot(None)[1],)
 
 
 def source_of(name: str, root: Path | None = None, *, snapshot: tuple | None = None) -> str:

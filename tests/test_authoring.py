@@ -461,3 +461,27 @@ def test_an_execute_failure_names_the_source_line_prints_it_and_the_message_with
     report = execute.report(execute.run(folder / "toy.ipynb", timeout=120))
     assert "FAILED at notebooks/toy.py(9) (cell 2): z = y / 0\n    ZeroDivisionError: division by zero" in report, report
     assert "\x1b[" not in report and "print(z)" not in report
+
+
+# ---- 9. Adding an exercise ------------------------------------------------------------------------
+
+@pytest.mark.slow  # adds an exercise to a repository copy and builds it
+def test_new_exercise_writes_every_step_and_names_what_is_left(copy):
+    from builder import authoring
+
+    root, nb = copy
+    heading = re.search(r"^# ## (.+)$", nb.source.read_text(encoding="utf-8"), re.MULTILINE).group(1)
+    added = run_builder(root, "new-exercise", nb.name, "--function", "double_it", "--after", heading)
+    assert added.returncode == exits.OK, added.stdout + added.stderr
+    source = nb.source.read_text(encoding="utf-8")
+    number = max(int(n) for n in re.findall(r"^# Exercise (\d+):", source, re.MULTILINE))
+    assert f'check_exercise("Exercise {number}", check_double_it_contract, double_it, globals())' in source
+    assert "def check_double_it_contract(double_it):" in source  # the empty inline region, filled by build
+    assert f'"check_double_it_contract",' in "".join(p.read_text() for p in (root / "builder" / "contracts").glob("*.py"))
+    assert 'Bug("double-it-todo"' in (root / "tests" / "bug_catalog.py").read_text(encoding="utf-8")
+    catalog = polib.pofile(str(nb.translated("ru").catalog))
+    assert [e.msgctxt for e in catalog if not e.msgstr and not e.obsolete] == [f"Exercise {number}"]
+    assert len(authoring.stubs_left(load_course(root))) == 2  # the contract and the bug entry, until written
+    assert "what is left" in added.stdout and "builder/contracts/" in added.stdout and "tests/bug_catalog.py" in added.stdout
+    checked = run_builder(root, "check")
+    assert checked.returncode == exits.OK, checked.stdout + checked.stderr  # green, with the new entry as a warning

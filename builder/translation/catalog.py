@@ -133,7 +133,7 @@ def findings(catalog: polib.POFile, units: list[Unit], path: str, language: str 
     found = []
     for i, unit in enumerate(units):
         how, entry = pairs[i]
-        line = entry.linenum if entry is not None else 0
+        line = (entry.linenum or 0) if entry is not None else 0
         if how == "new" or not entry.msgstr:
             found.append(Finding(path, line, "missing", unit.context, "no translation"))
         elif how == "changed" or FUZZY in entry.flags:
