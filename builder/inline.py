@@ -66,7 +66,8 @@ def _source_of(name: str, folder: Path, stamp: tuple) -> str:
     """``source_of`` for one contracts folder as it stands."""
     known = _registry(folder, stamp)
     if name not in known:
-        raise InlineError(f"unknown function {name!r}; inlinable names: {', '.join(sorted(known))}")
+        raise InlineError(f"unknown function {name!r}: define it in a module of builder/contracts and list it in that module's "
+                          f"__all__ (inlinable names now: {', '.join(sorted(known))})")
     obj, module_name = known[name]
     if inspect.isfunction(obj) or inspect.isclass(obj):
         return textwrap.dedent(inspect.getsource(obj))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polib
 
-from .invariants import LINE_SEPARATORS, differences
+from .invariants import LINE_SEPARATORS, differences, unsafe
 from .units import Unit
 
 FUZZY = "fuzzy"
@@ -152,7 +152,7 @@ def translations(catalog: polib.POFile, units: list[Unit]) -> dict[int, tuple[st
     for i, unit in enumerate(units):
         how, entry = pairs[i]
         current = how == "same" and entry is not None and bool(entry.msgstr) and FUZZY not in entry.flags
-        current = current and not any(kind in REFUSED for kind, _ in differences(unit.text, entry.msgstr))
+        current = current and not unsafe(unit.text, entry.msgstr)
         result[i] = (entry.msgstr if entry is not None and entry.msgstr else unit.text, current)
     return result
 

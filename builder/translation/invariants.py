@@ -119,6 +119,14 @@ def line_breaks(english: str, translation: str) -> list[tuple[str, str]]:
     return []
 
 
+def unsafe(english: str, translation: str) -> bool:
+    """Whether a translation adds a link or tag, or holds a line break that could end a comment (cheaper than ``differences``)."""
+    if line_breaks(english, translation):
+        return True
+    added = Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(translation))
+    return bool(added - Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(english)))
+
+
 def changed(english: str, translation: str, language: str | None = None) -> list[str]:
     """Human-readable differences between the invariants of ``english`` and of ``translation``."""
     return [what for _, what in differences(english, translation, language)]
