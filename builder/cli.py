@@ -34,7 +34,8 @@ def _positive_int(text: str) -> int:
 def build_options(p):
     _names(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
-    p.add_argument("--english-fallback", action="store_true", help="write translated editions even where a unit has no current translation, keeping its English")
+    # Kept so scripts written for the old refusal still run: a unit without a current translation now always keeps its English.
+    p.add_argument("--english-fallback", action="store_true", help=argparse.SUPPRESS)
 
 
 def translations_options(p):
@@ -48,6 +49,15 @@ def adopt_options(p):
 
 def check_options(p):
     _names(p)
+    p.add_argument("--strict-translations", action=argparse.BooleanOptionalAction, default=None,
+                   help="fail on units not translated yet (default: [tool.course] translations_strict, else warn)")
+
+
+def new_exercise_options(p):
+    p.add_argument("name", help="notebook name or reference key")
+    p.add_argument("--function", required=True, help="the function students write")
+    p.add_argument("--after", required=True, metavar="HEADING", help="the heading (its text, without the #) the exercise follows")
+    p.add_argument("--contracts", metavar="MODULE", help="builder/contracts module for the contract stub (default: the one the notebook's exercises use)")
 
 
 def execute_options(p):
@@ -107,6 +117,7 @@ COMMANDS = {
     "build": (build_options, commands.build),
     "check": (check_options, commands.check),
     "adopt": (adopt_options, commands.adopt),
+    "new-exercise": (new_exercise_options, commands.new_exercise),
     "execute": (execute_options, commands.execute),
     "refs": (refs_options, commands.references),
     "translations": (translations_options, commands.translations),
@@ -153,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already explained
         return exc.code if isinstance(exc.code, int) else exits.USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
         return COMMANDS[args.command][1](course, args)

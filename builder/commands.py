@@ -5,6 +5,7 @@ so ``build`` and ``check`` start fast.
 """
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -15,53 +16,100 @@ from .progress import Progress
 
 def build(course, args) -> int:
     """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
-    results = [editions.editions(course, nb) for nb in course.select(getattr(args, "names", None))]
+    chosen = course.select(getattr(args, "names", None))
+    results = [editions.editions(course, nb) for nb in chosen]
+    problems = reference_problems(chosen)
+    if problems:  # never embed a reference its generator no longer reproduces
+        raise files.MalformedFile("refusing to embed references that do not reproduce: " + "; ".join(str(p) for p in problems)
+                                  + ". Find out why; if the change is meant, run `python -m builder refs --update`")
+    editions.refuse_unsafe_translations(results)
     if not getattr(args, "force", False):
         editions.refuse_lost_edits(course, results)
-    for note in editions.refuse_fallbacks(course, results, getattr(args, "english_fallback", False)):
-        print(f"build: English fallback in {note}")
-    for path in files.write_all({path: text for result in results for path, text in result.expected.items()}):
+    for note in editions.fallback_notes(results):  # translations never block English: the unit keeps its English
+        print(f"build: warning: {note}; translate it in translations/ (`python -m builder translations` lists each)")
+    outputs = {path: text for result in results for path, text in result.expected.items()}
+    for path in files.write_all(outputs, unchanged_since={result.nb.source: result.source_text for result in results}):
         print(f"wrote {course.shown(path)}")
     print("build: up to date")
     return exits.OK
 
 
 def check(course, args) -> int:
-    """Write nothing; fail on stale or hand-edited regions, unpaired notebooks, or references that do not reproduce."""
+    """Write nothing; fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce.
+
+    Units not translated yet are warnings (their editions keep the English), errors with
+    --strict-translations or ``translations_strict = true`` in [tool.course].
+    """
     chosen = course.select(getattr(args, "names", None))
+    strict = strict_translations(course, args)
     findings: list[object] = []
     for nb in chosen:
         result = editions.editions(course, nb)
         findings += result.findings + editions.pair_findings(course, result)
     findings += reference_problems(chosen)
-    for finding in findings:
-        print(finding)
+    errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
+    warnings = [f for f in findings if f not in errors]
+    for finding in errors + warnings:
+        print(f"warning: {finding}" if finding in warnings else finding)
         if getattr(finding, "diff", ""):
             print(finding.diff)
-    if findings:
-        print(f"check: {len(findings)} problem(s); the messages above say which command fixes each", file=sys.stderr)
+    untranslated = untranslated_summary(f for f in findings if getattr(f, "untranslated", False))
+    if errors:
+        if untranslated and strict:
+            print(f"check: {untranslated}; translations are strict here (translations_strict in [tool.course], or "
+                  "--strict-translations): translate them, or check with --no-strict-translations", file=sys.stderr)
+        print(f"check: {len(errors)} problem(s); the messages above say which command fixes each", file=sys.stderr)
         return exits.FAILED
-    print(f"check: {len(chosen)} notebooks, their student editions, regions, pairs and references are in sync")
+    if untranslated:
+        print(f"check: warning: {untranslated}; their editions keep the English, marked untranslated "
+              "(`python -m builder translations` lists them; --strict-translations makes this an error)")
+    print(f"check: {len(chosen)} notebooks, their student and translated editions, regions, pairs and references are in sync")
     return exits.OK
 
 
+def strict_translations(course, args) -> bool:
+    """Whether untranslated units are errors: --[no-]strict-translations, else the course's translations_strict."""
+    chosen = getattr(args, "strict_translations", None)
+    return course.translations_strict if chosen is None else chosen
+
+
+def untranslated_summary(found) -> str:
+    """'3 unit(s) not translated yet (translations/ru/x.po: 2 missing, 1 stale)', or '' when there are none."""
+    counts: dict[str, dict[str, int]] = {}
+    for finding in found:
+        kind = finding.message.split(":", 1)[0]
+        per_kind = counts.setdefault(str(finding.path), {})
+        per_kind[kind] = per_kind.get(kind, 0) + 1
+    total = sum(n for per_kind in counts.values() for n in per_kind.values())
+    if not total:
+        return ""
+    where = "; ".join(f"{path}: " + ", ".join(f"{n} {kind}" for kind, n in sorted(per_kind.items())) for path, per_kind in sorted(counts.items()))
+    return f"{total} unit(s) not translated yet ({where})"
+
+
 def adopt(course, args) -> int:
-    """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse when the .py changed too."""
+    """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse, writing nothing, when that would lose work."""
+    adopted = {}
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
-        committed = files.read_text(nb.ipynb, course.shown(nb.ipynb), what="notebook")
-        if committed == result.expected[nb.ipynb] or not editions.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
-            print(f"adopt: {course.shown(nb.ipynb)} holds no edit of its own")
+        shown = course.shown(nb.ipynb)
+        committed = files.read_text(nb.ipynb, shown, what="notebook")
+        if committed == result.expected[nb.ipynb]:
+            print(f"adopt: {shown} holds no edit of its own")
             continue
-        conflicts = editions.adopt_conflicts(nb.ipynb, committed, result.expected[nb.ipynb])
-        if conflicts:
-            print(f"error: both {course.shown(nb.ipynb)} and {course.shown(nb.source)} changed since the last build, so adopting "
-                  "would lose work in the .py: " + "; ".join(conflicts) + ". Copy the .ipynb edits into the .py by hand", file=sys.stderr)
-            return exits.IPYNB_EDIT
-        files.write_all({nb.source: editions.adopted_source(course, nb)})
-        print(f"adopt: copied the edits of {course.shown(nb.ipynb)} into {course.shown(nb.source)}")
-    # An adopted English edit leaves its translations stale; they keep the English until translated (check lists them).
-    return build(course, argparse.Namespace(names=args.names, force=False, english_fallback=True))
+        editions.readable_notebook(committed, shown)
+        if not editions.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
+            print(f"adopt: {shown} holds no edit of its own")
+            continue
+        code, blocked = editions.adopt_blockers(course, nb, committed, result.expected[nb.ipynb])
+        if blocked:  # refused before anything is written
+            print(f"error: {blocked}", file=sys.stderr)
+            return code
+        adopted[nb.source] = editions.adopted_source(course, nb)
+    for path in files.write_all(adopted):
+        print(f"adopt: copied the edits of its .ipynb into {course.shown(path)}")
+    # One policy with build: an adopted English edit leaves its translations behind, and they keep the English until translated.
+    return build(course, argparse.Namespace(names=args.names, force=False))
 
 
 def reference_problems(chosen) -> list[refs.Problem]:
@@ -69,12 +117,27 @@ def reference_problems(chosen) -> list[refs.Problem]:
     return [p for nb in chosen for p in refs.check(nb.reference_path, nb.reference)]
 
 
+def report_mentions(course, nb, changes) -> None:
+    """List each place a notebook or its translations write a changed reference value by hand, so none is left stale."""
+    sources = [nb.source] + [nb.translated(language).catalog for language in course.languages]
+    texts = {course.shown(p): p.read_text(encoding="utf-8") for p in sources if p.exists()}
+    found = refs.mentions(changes, texts)
+    for line in found:
+        print(f"  {line}")
+    if found:
+        print(f"  {len(found)} place(s) above write a changed value by hand (code, prose or figure data): fix each, "
+              "or read it from the embedded reference instead")
+
+
 def references(course, args) -> int:
     """Recompute the reference metrics: prove the committed bytes reproduce, or rewrite them on purpose."""
     if args.update:
         for nb in course.notebooks:
+            old = json.loads(nb.reference_path.read_text(encoding="utf-8")) if nb.reference_path.exists() else {}
             changed = refs.update(nb.reference_path, nb.reference)
             print(f"{'wrote' if changed else 'unchanged'} {course.shown(nb.reference_path)}")
+            if changed:
+                report_mentions(course, nb, refs.changed_values(old, json.loads(nb.reference_path.read_text(encoding="utf-8"))))
         print("now run `python -m builder build` so the notebooks embed the new references")
         return exits.OK
     problems = reference_problems(course.notebooks)
@@ -140,7 +203,7 @@ def run_student_editions(nb, out: Path, timeout: int, kernel_name: str, *, reins
         result = runner.run(solved, timeout=timeout, kernel_name=kernel_name)
     print(f"{nb.name} student edition with solutions re-inserted ({result.seconds:.1f} s): {'FAILED' if result.error else 'passes'}", flush=True)
     if result.error:
-        print(result.error)
+        print(f"  FAILED at {result.where or result.error}")
     return not problems and not result.error
 
 
@@ -210,20 +273,27 @@ def translations(course, args) -> int:
     if not course.languages:
         print("translations: [tool.course] translations lists no language", file=sys.stderr)
         return exits.USAGE
-    problems, outputs = 0, {}
+    problems, outputs, strict = 0, {}, strict_translations(course, args)
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
         found = units(result.expected[nb.source], course.root)
         for edition in result.translations:
-            catalog = po.load(edition.catalog)
+            try:
+                catalog = po.load(edition.catalog, course.shown(edition.catalog))
+            except po.CatalogError as exc:
+                raise files.MalformedFile(str(exc)) from None
             if args.update:
                 merged = po.merge(catalog, found, course.shown(nb.source))
                 outputs[edition.catalog] = po.dumps(merged, edition.language, course.shown(nb.source))
                 catalog = merged
-            drift = po.findings(catalog, found, course.shown(edition.catalog))
+            drift = po.findings(catalog, found, course.shown(edition.catalog), edition.language)
             translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
+            for finding in drift:
+                print(finding)
+                if finding.diff:
+                    print(finding.diff)
             print(f"{course.shown(edition.catalog)}: {translated} of {len(found)} units translated, {len(drift)} finding(s)")
-            problems += len(drift)
+            problems += sum(1 for f in drift if strict or f.kind not in editions.UNTRANSLATED_KINDS)
     for path in files.write_all(outputs):
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
@@ -259,3 +329,22 @@ def bench(course, args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exits.USAGE
     return exits.OK if all(benchmarks.within_budget(r) for r in results) else exits.FAILED
+
+
+def new_exercise(course, args) -> int:
+    """Add an exercise after a heading: its cell, its check cell, a contract stub, a bug-catalog stub, the build and the catalog entries."""
+    from . import authoring
+
+    nb = course.select([args.name])[0]
+    for path in files.write_all(authoring.new_exercise(course, nb, args.function, args.after, args.contracts)):
+        print(f"wrote {course.shown(path)}")
+    code = build(course, argparse.Namespace(names=[nb.name], force=False))
+    if code == exits.OK and course.languages:
+        code = translations(course, argparse.Namespace(names=[nb.name], update=True, strict_translations=None))
+    print("new-exercise: what is left (the default test tier names each one until it is done):")
+    print(f"  1. the instructions and solution of {args.function} in {course.shown(nb.source)} (its TODO lines)")
+    for line in authoring.stubs_left(course):
+        print(f"  2. write the stub at {line}")
+    if course.languages:
+        print("  3. translate the new entries: `python -m builder translations` lists them")
+    return code

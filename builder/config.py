@@ -111,6 +111,7 @@ class Course:
     branch: str
     notebooks: tuple[Notebook, ...]
     languages: tuple[str, ...] = ()  # the translations built beside the English notebooks
+    translations_strict: bool = False  # untranslated units fail `check` (this course's CI); else they are warnings
 
     @property
     def translations(self) -> list[Notebook]:
@@ -178,6 +179,7 @@ def load_course(root: Path = ROOT) -> Course:
             for entry in table["notebooks"]
         )
         languages = tuple(table.get("translations", ()))
+        strict = table.get("translations_strict", False)
         repository, branch = table["repository"], table["branch"]
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{pyproject}(1): [tool.course] needs repository, branch and notebooks, each with name, reference and title (missing {exc})") from None
@@ -186,4 +188,6 @@ def load_course(root: Path = ROOT) -> Course:
     unknown = [lang for lang in languages if lang not in STUDENT_EDITION or lang == "en"]
     if unknown:
         raise ConfigError(f"{pyproject}(1): [tool.course] translations {unknown} are not supported; known: {sorted(set(STUDENT_EDITION) - {'en'})}")
-    return Course(root, repository, branch, notebooks, languages)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"{pyproject}(1): [tool.course] translations_strict must be true or false, got {strict!r}")
+    return Course(root, repository, branch, notebooks, languages, strict)

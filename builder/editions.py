@@ -5,7 +5,6 @@ The data path: the source text, its regions rendered (``regions``), parsed once 
 student .py and .ipynb. ``build`` writes what differs, all files at once; ``check`` diffs them.
 """
 
-import copy
 import difflib
 import hashlib
 import json
@@ -18,23 +17,25 @@ from .config import FIX_COMMAND, Course, Notebook
 ADOPT_COMMAND = "python -m builder adopt"
 
 
+# Catalog findings that say only "not translated yet": warnings unless translations are strict.
+UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One reason ``check`` fails: where (``file(line)``), what, and the diff that would fix it."""
+    """One reason ``check`` fails: where (``file(line)``), what, and the diff that would fix it.
+
+    ``untranslated`` marks a unit that is only behind its English: a warning by default, an error in strict mode.
+    """
 
     path: Path
     line: int
     message: str
     diff: str = ""
+    untranslated: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}({self.line}): {self.message}"
-
-
-class StaleTranslation(RuntimeError):
-    """A build would write a translated edition that still holds English (missing or stale catalog entries)."""
-
-    exit_code = exits.FAILED
 
 
 class HandEditError(RuntimeError):
@@ -73,6 +74,7 @@ class Editions:
     hand_edited: list[regions.Region] = field(default_factory=list)
     translations: list[Notebook] = field(default_factory=list)  # the translated editions derived here
     fallbacks: dict[str, list[str]] = field(default_factory=dict)  # edition -> contexts still in English
+    refused: list[str] = field(default_factory=list)  # translations that would end a comment line or add links or HTML
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
@@ -107,19 +109,19 @@ def reference_code(course: Course, nb: Notebook, name: str) -> str:
     )
 
 
-def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str, source_text: str):
-    """The function that writes each region of one notebook source; RegionError names the region on failure."""
+def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: str, source, snapshot: tuple | None = None):
+    """The function that writes each region of one notebook source (``source``: its text or its parse); RegionError names the region."""
 
     def render(region: regions.Region) -> str:
         try:
             if region.kind == "inline":
-                return inline.source_of(region.arg, course.root)
+                return inline.source_of(region.arg, course.root, snapshot=snapshot)
             if region.kind == "reference":
                 if region.arg != nb.reference:
                     raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
                 return reference_code(course, nb, region.arg)
             if region.kind == "solutions":
-                return student.solutions_code(source_text)  # the text already read, not a second read
+                return student.solutions_code(source)  # the parse already made, not a second one
             return regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
         except files.MalformedFile:
             raise
@@ -129,14 +131,14 @@ def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: 
     return render
 
 
-def check_dependencies(course: Course, found: list[regions.Region], path: str) -> None:
+def check_dependencies(course: Course, found: list[regions.Region], path: str, snapshot: tuple | None = None) -> None:
     """Every inlined name must come after the regions of the names it uses."""
     done: set[str] = set()
     for region in found:
         if region.kind != "inline":
             continue
         try:
-            needed = inline.dependencies(region.arg, course.root)
+            needed = inline.dependencies(region.arg, course.root, snapshot=snapshot)
         except inline.InlineError as exc:
             raise regions.RegionError(path, region.begin_line, str(exc)) from None
         missing = sorted(needed - done)
@@ -153,7 +155,8 @@ def editions(course: Course, nb: Notebook) -> Editions:
     label = course.shown(nb.source)
     text = files.read_text(nb.source, label)
     found = regions.parse(text, label)
-    check_dependencies(course, found, label)
+    snapshot = inline.contracts_snapshot(course.root)  # one look at builder/contracts per notebook
+    check_dependencies(course, found, label, snapshot)
     result = Editions(nb, text, hand_edited=regions.hand_edited(found))
     fresh: dict[str, str] = {}
 
@@ -161,29 +164,58 @@ def editions(course: Course, nb: Notebook) -> Editions:
         fresh[region.key] = body = render(region)
         return body
 
-    render = renderer(course, nb, label, nb.ipynb, nb.title, text)
+    # The one parse of the source: exercise cells lie outside regions, so the solutions region can be
+    # rendered from it, and when no region changed (check on a clean tree) it is the parse of the result too.
+    parsed = pairing.read_source(text, course.root)
+    render = renderer(course, nb, label, nb.ipynb, nb.title, parsed, snapshot)
     rendered = regions.render(text, solution_region, label)
-    parsed = pairing.read_source(rendered, course.root)  # the one parse of the source
+    if rendered != text:
+        parsed = pairing.read_source(rendered, course.root)
     solution_py = pairing.write_percent(parsed, course.root)
     if solution_py != rendered:  # jupytext would lay it out differently: pair what will be written
         parsed = pairing.read_source(solution_py, course.root)
     result.expected[nb.source] = solution_py
     result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root)
-    student_nb = student.student_notebook(copy.deepcopy(parsed))
+    student_nb = student.student_notebook(parsed)  # leaves ``parsed`` as it is; swap_header replaces cells, never edits them
     student_header(course, nb, student_nb)
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
     result.findings = source_findings(course, result, found, fresh, label)
+    if course.languages:
+        result.findings += untranslatable_cells(course, result, parsed, solution_py)
     for language in course.languages:
         translate(course, nb.translated(language), parsed, result)
     return result
 
 
+def untranslatable_cells(course: Course, result: Editions, parsed, text: str) -> list[Finding]:
+    """Markdown cells whose prose no translation reaches, because the cell also holds a region marker."""
+    from .translation.units import REGION_MARK, untranslatable
+
+    starts = pairing.cell_lines(text, len(parsed.cells))
+    return [Finding(Path(course.shown(result.nb.source)), starts[index] or 1, f"untranslatable: the markdown cell starting {words!r} holds '{REGION_MARK}' "
+                    "outside a generated region, so no edition translates it; move the marker out of the prose or the prose into a cell of its own",
+                    untranslated=True)
+            for index, words in untranslatable(parsed)]
+
+
+class UnsafeTranslation(files.MalformedFile):
+    """A translation that would end a comment line or add a link or HTML the English lacks: never written."""
+
+
+def refuse_unsafe_translations(results: list[Editions]) -> None:
+    """Raise before anything is written when a translation is not plain text for its place in the edition."""
+    refused = [line for result in results for line in result.refused]
+    if refused:
+        raise UnsafeTranslation("refusing to write translations that are not data: " + "; ".join(refused)
+                                + ". Fix these entries in the catalog (a translation keeps the English's links, HTML and line structure)")
+
+
 def translate(course: Course, edition: Notebook, english, result: Editions) -> None:
     """Add one translated edition's four outputs and its catalog's drift to ``result``.
 
-    Units without a current translation stay in English here; ``build`` refuses to write them unless told
-    to fall back (``refuse_fallbacks``), and ``check`` reports each one as a catalog finding.
+    Units without a current translation keep their English, marked untranslated in the edition's
+    source; ``build`` lists them and ``check`` reports each one (a warning, or an error when strict).
     """
     from .translation import catalog as po
     from .translation import glossary
@@ -192,35 +224,32 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
 
     shown = course.shown(edition.catalog)
     try:
-        catalog = po.load(edition.catalog)
-        terms = glossary.load_terms(po.load(edition.catalog.parent / "glossary.po"))
+        catalog = po.load(edition.catalog, shown)
+        glossary_path = edition.catalog.parent / "glossary.po"
+        terms = glossary.load_terms(po.load(glossary_path, course.shown(glossary_path)))
     except po.CatalogError as exc:
         raise files.MalformedFile(str(exc)) from None
     found = units(english, course.root)
-    drift = po.findings(catalog, found, shown) + glossary.violations(catalog, terms, shown)
-    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff) for f in drift]
+    drift = po.findings(catalog, found, shown, edition.language) + glossary.violations(catalog, terms, shown)
+    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
+                        for f in drift]
+    result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
     result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
-    student_nb = student.student_notebook(copy.deepcopy(parsed), edition.language)
+    student_nb = student.student_notebook(parsed, edition.language)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
 
 
-def refuse_fallbacks(course: Course, results: list[Editions], allowed: bool) -> list[str]:
-    """Raise before anything is written when a translated edition would keep English text; with ``allowed``, say which."""
-    stale = [(edition, contexts) for r in results for edition, contexts in r.fallbacks.items() if contexts]
-    notes = [f"{edition}: {len(contexts)} unit(s) left in English: {'; '.join(contexts[:3])}{' ...' if len(contexts) > 3 else ''}"
-             for edition, contexts in stale]
-    if stale and not allowed:
-        raise StaleTranslation("refusing to write translated editions with untranslated or stale units (" + " | ".join(notes)
-                               + "). Translate them in translations/ (`python -m builder translations --update` marks them), "
-                               "or build with --english-fallback")
-    return notes
+def fallback_notes(results: list[Editions]) -> list[str]:
+    """One line per translated edition that keeps English text: how many units, and the first few contexts."""
+    return [f"{edition}: {len(contexts)} unit(s) left in English, marked untranslated: {'; '.join(contexts[:3])}{' ...' if len(contexts) > 3 else ''}"
+            for r in results for edition, contexts in r.fallbacks.items() if contexts]
 
 
 def student_header(course: Course, nb: Notebook, edition) -> None:
@@ -234,12 +263,14 @@ def swap_header(course: Course, nb: Notebook, edition, ipynb_path: Path, title: 
     solution = regions.as_markdown(header_markdown(course, nb, before_path, before_title))
     own = regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
     swaps = [(_uncommented(solution), _uncommented(own)), (regions.digest(solution), regions.digest(own))]
-    for cell in edition.cells:
+    for index, cell in enumerate(edition.cells):
         if "builder:begin header" in cell.source:
+            text = cell.source
             for old, new in swaps:
-                if cell.source.count(old) != 1:
+                if text.count(old) != 1:
                     raise regions.RegionError(course.shown(nb.source), 1, "the header region must hold exactly the text the builder writes")
-                cell.source = cell.source.replace(old, new)
+                text = text.replace(old, new)
+            edition.cells[index] = type(cell)(dict(cell, source=text))  # a new cell: the parse it came from stays as it was
 
 
 def _uncommented(markdown_region: str) -> str:
@@ -264,10 +295,10 @@ def first_changed_line(old: str, new: str) -> int:
 
 def source_findings(course: Course, result: Editions, found: list[regions.Region], fresh: dict[str, str], label: str) -> list[Finding]:
     """Hand edits, stale regions and layout drift in one percent source."""
-    path = result.nb.source
+    path, shown = result.nb.source, Path(course.shown(result.nb.source))
     findings = [
         Finding(
-            path, r.begin_line,
+            shown, r.begin_line,
             f"region '{r.key}' was edited by hand: its text no longer matches the sha256 on line {r.end_line}. "
             f"Move the change to its source ({_source_hint(r)}), then run `{FIX_COMMAND} --force`",
         )
@@ -276,14 +307,14 @@ def source_findings(course: Course, result: Editions, found: list[regions.Region
     for old in found:
         if old.body != fresh[old.key] and old not in result.hand_edited:
             findings.append(Finding(
-                path, old.begin_line,
+                shown, old.begin_line,
                 f"region '{old.key}' is stale: {_source_hint(old)} changed since the last build; run `{FIX_COMMAND}`",
                 unified(old.body, fresh[old.key], f"{label} region '{old.key}'"),
             ))
     expected = result.expected[path]
     if not findings and result.source_text != expected:
         findings.append(Finding(
-            path, first_changed_line(result.source_text, expected),
+            shown, first_changed_line(result.source_text, expected),
             f"not in the form the builder writes (region markers or jupytext's percent layout); run `{FIX_COMMAND}`",
             unified(result.source_text, expected, label),
         ))
@@ -329,43 +360,89 @@ def _text(source) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
+def generated_pairs(course: Course, result: Editions) -> list[tuple[Path, Path, str]]:
+    """Each generated (.py, .ipynb) pair beside the English source, with what it is generated from."""
+    nb = result.nb
+    pairs = [(nb.student_source, nb.student_ipynb, course.shown(nb.source))]
+    for edition in result.translations:
+        sources = f"{course.shown(nb.source)} and {course.shown(edition.catalog)}"
+        pairs += [(edition.source, edition.ipynb, sources), (edition.student_source, edition.student_ipynb, sources)]
+    return pairs
+
+
+def generated_edits(course: Course, result: Editions) -> list[tuple[Path, str, str]]:
+    """Generated files edited by hand, as (path, what was edited, what it is generated from).
+
+    A generated .ipynb was edited where a cell's text no longer matches its id; a generated .py where
+    it differs from what the builder writes while the .ipynb written beside it is current (a stale
+    pair differs in both).
+    """
+    found = []
+    for py, ipynb, sources in generated_pairs(course, result):
+        py_text, ipynb_text = files.read_if_exists(py), files.read_if_exists(ipynb)
+        if ipynb_text is not None and ipynb_text != result.expected[ipynb]:
+            found += [(ipynb, f"cell {e.index} ({e.cell_type}): {e.first_line!r}", sources) for e in ipynb_edits(ipynb, ipynb_text, result.expected[ipynb])]
+        elif ipynb_text == result.expected[ipynb] and py_text is not None and py_text != result.expected[py]:
+            found.append((py, f"line {first_changed_line(py_text, result.expected[py])}", sources))
+    return found
+
+
+def generated_advice(course: Course, sources: str) -> str:
+    """What to do about an edit to a generated file: its sources, then the build that overwrites it."""
+    return f"generated from {sources}: move the change there, then run `{FIX_COMMAND} --force`"
+
+
 def pair_findings(course: Course, result: Editions) -> list[Finding]:
-    """Generated files that differ from what the builder writes: the .ipynb of each edition and the student .py."""
+    """Generated files that differ from what the builder writes: every file ``build`` writes except the English source."""
     nb, findings = result.nb, []
-    for path in (nb.ipynb, nb.student_source, nb.student_ipynb):
+    edited = {path: (what, sources) for path, what, sources in generated_edits(course, result)}
+    for path in [p for p in result.expected if p != nb.source]:
         committed, expected = files.read_if_exists(path), result.expected[path]
         if committed is None:
-            findings.append(Finding(path, 1, f"{'student edition' if 'student' in path.parts else 'paired notebook'} is missing; run `{FIX_COMMAND}`"))
+            findings.append(Finding(Path(course.shown(path)), 1, f"generated file is missing; run `{FIX_COMMAND}`"))
         elif committed != expected:
-            findings.append(Finding(path, first_changed_line(committed, expected), _drift_message(course, result, path, committed),
+            findings.append(Finding(Path(course.shown(path)), first_changed_line(committed, expected), _drift_message(course, result, path, committed, edited),
                                     unified(committed, expected, course.shown(path))))
     return findings
 
 
-def _drift_message(course: Course, result: Editions, path: Path, committed: str) -> str:
+def _drift_message(course: Course, result: Editions, path: Path, committed: str, edited: dict) -> str:
     """Why a generated file differs, and the command that fixes it without losing anything."""
     nb = result.nb
-    edits = ipynb_edits(path, committed, result.expected[path]) if path.suffix == ".ipynb" else []
-    if edits and path == nb.ipynb:
-        cells = "; ".join(str(e) for e in edits)
-        return f"edited in Jupyter or Colab ({cells}); `{ADOPT_COMMAND} {nb.name}` copies the edit into {course.shown(nb.source)}"
-    if path != nb.ipynb:
-        return f"student edition is stale or was edited by hand; it is generated from {course.shown(nb.source)}: move any edit there and run `{FIX_COMMAND}`"
-    return f"out of sync with {course.shown(nb.source)} (not rebuilt); run `{FIX_COMMAND}`"
+    if path == nb.ipynb:
+        edits = ipynb_edits(path, committed, result.expected[path])
+        if edits:
+            cells = "; ".join(str(e) for e in edits)
+            try:
+                blocked = adopt_blockers(course, nb, readable_notebook(committed, course.shown(path)), result.expected[path])[1]
+            except (files.MalformedFile, regions.RegionError) as exc:
+                blocked = str(exc)
+            if blocked:
+                return f"edited in Jupyter or Colab ({cells}), and `adopt` cannot keep it: {blocked}"
+            return f"edited in Jupyter or Colab ({cells}); `{ADOPT_COMMAND} {nb.name}` copies the edit into {course.shown(nb.source)}"
+        return f"out of sync with {course.shown(nb.source)} (not rebuilt); run `{FIX_COMMAND}`"
+    if path in edited:
+        what, sources = edited[path]
+        return f"edited by hand ({what}); it is {generated_advice(course, sources)}"
+    sources = next(s for py, ipynb, s in generated_pairs(course, result) if path in (py, ipynb))
+    return f"stale: it is generated from {sources} (not rebuilt); run `{FIX_COMMAND}`"
 
 
 def refuse_lost_edits(course: Course, results: list[Editions]) -> None:
-    """Raise before anything is written when a build would overwrite a hand-edited region or a cell edited in a .ipynb."""
+    """Raise before anything is written when a build would overwrite a hand-edited region, a cell edited in a .ipynb, or an edited generated file."""
     edited = [f"{course.shown(r.nb.source)}({g.begin_line}) '{g.key}'" for r in results for g in r.hand_edited]
     if edited:
         raise HandEditError(f"refusing to overwrite hand-edited region(s): {', '.join(edited)}. "
                             "Move the edit to its source, then rerun with --force")
     lost = []
     for result in results:
-        for path in [result.nb.ipynb, result.nb.student_ipynb] + [p for t in result.translations for p in (t.ipynb, t.student_ipynb)]:
-            committed = files.read_if_exists(path)
-            if committed is not None and committed != result.expected[path]:
-                lost += ipynb_edits(path, committed, result.expected[path])
+        committed = files.read_if_exists(result.nb.ipynb)
+        if committed is not None and committed != result.expected[result.nb.ipynb]:
+            lost += ipynb_edits(result.nb.ipynb, committed, result.expected[result.nb.ipynb])
+    generated = [edit for result in results for edit in generated_edits(course, result)]
+    if generated:
+        raise IpynbEditError("refusing to overwrite generated files edited by hand: " + "; ".join(
+            f"{course.shown(path)} {what}: {generated_advice(course, sources)}" for path, what, sources in generated))
     if lost:
         names = sorted({e.path.stem for e in lost})
         raise IpynbEditError(
@@ -374,18 +451,52 @@ def refuse_lost_edits(course: Course, results: list[Editions]) -> None:
         )
 
 
+def readable_notebook(text: str, shown: str) -> str:
+    """``text`` when it is a notebook's JSON; else MalformedFile naming the line and how to get the file back."""
+    fix = f"restore it (`git checkout -- {shown}`) or rewrite it from its .py with `{FIX_COMMAND} --force`"
+    conflict = next((n for n, line in enumerate(text.splitlines(), 1) if line.startswith(("<<<<<<<", ">>>>>>>"))), None)
+    if conflict:
+        raise files.MalformedFile(f"{shown}({conflict}): holds a merge-conflict marker; {fix}")
+    if not text.strip():
+        raise files.MalformedFile(f"{shown}(1): is empty; {fix}")
+    try:
+        cells = json.loads(text)["cells"]
+        if not isinstance(cells, list):
+            raise TypeError("cells is not a list")
+    except json.JSONDecodeError as exc:
+        raise files.MalformedFile(f"{shown}({exc.lineno}): not valid JSON ({exc.msg}); {fix}") from None
+    except (KeyError, TypeError) as exc:
+        raise files.MalformedFile(f"{shown}(1): JSON but not a notebook ({exc}); {fix}") from None
+    return text
+
+
 def adopted_source(course: Course, nb: Notebook) -> str:
     """The .py source rewritten from the committed .ipynb (outputs dropped): how ``adopt`` keeps an edit made in Jupyter."""
     import jupytext
 
     shown = course.shown(nb.ipynb)
     try:
-        notebook = jupytext.reads(files.read_text(nb.ipynb, shown, what="notebook"), fmt="ipynb")
+        notebook = jupytext.reads(readable_notebook(files.read_text(nb.ipynb, shown, what="notebook"), shown), fmt="ipynb")
     except files.MalformedFile:
         raise
     except Exception as exc:  # nbformat raises several private types for a broken .ipynb
         raise files.MalformedFile(f"{shown}(1): not a readable notebook: {exc}") from None
     return pairing.write_percent(pairing.filtered(notebook, course.root), course.root)
+
+
+def adopt_blockers(course: Course, nb: Notebook, committed: str, expected: str) -> tuple[int, str]:
+    """Why ``adopt`` would not keep the edits of a committed .ipynb, as (exit code, message); (0, "") when it would."""
+    conflicts = adopt_conflicts(nb.ipynb, committed, expected)
+    if conflicts:
+        return exits.IPYNB_EDIT, (f"both {course.shown(nb.ipynb)} and {course.shown(nb.source)} changed since the last build, so adopting "
+                                  "would lose work in the .py: " + "; ".join(conflicts) + ". Copy the .ipynb edits into the .py by hand")
+    label = course.shown(nb.source)
+    inside = regions.hand_edited(regions.parse(adopted_source(course, nb), label))
+    if inside:
+        where = "; ".join(f"'{r.key}' (generated from {_source_hint(r)})" for r in inside)
+        return exits.HAND_EDIT, (f"the edit in {course.shown(nb.ipynb)} lies inside generated region(s) {where}, which a build "
+                                 f"rewrites: move the change to that source, then run `{FIX_COMMAND} --force`")
+    return exits.OK, ""
 
 
 def adopt_conflicts(path: Path, committed: str, expected: str) -> list[str]:

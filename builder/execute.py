@@ -1,5 +1,6 @@
 """Run each notebook alone in an empty folder through a real Jupyter kernel, and time its cells."""
 
+import re
 import shutil
 import tempfile
 import time
@@ -36,6 +37,7 @@ class RunResult:
     failed_cell: int | None = None
     executed: Path | None = None
     errors: list[tuple[int, nbformat.NotebookNode]] = field(default_factory=list)
+    where: str | None = None  # the first failure in a few lines: notebooks/<name>.py(line), that line, the message
 
     def slowest(self, count: int = 3) -> list[CellTiming]:
         """The ``count`` slowest code cells, slowest first."""
@@ -116,6 +118,7 @@ def run(
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             error = str(exc)
         result = RunResult(ipynb.stem, time.perf_counter() - start, timings(nb), error, failed_cell(nb), errors=error_outputs(nb))
+        result.where = failure_summary(ipynb, nb, result.errors) if error else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         result.executed = out_dir / ipynb.name
@@ -123,12 +126,50 @@ def run(
     return result
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The failing line of a cell in a traceback: IPython 8 ("Cell In[3], line 7") or 7 ("----> 7 x = f()").
+_CELL_LINE = (re.compile(r"Cell In\[\d+\], line (\d+)"), re.compile(r"^-+>\s*(\d+)", re.MULTILINE))
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return _ANSI.sub("", text)
+
+
+def failure_summary(ipynb: Path, nb: nbformat.NotebookNode, errors: list) -> str:
+    """Where the first error happened, as ``notebooks/<name>.py(line)`` when the paired source is there, with that line and the message."""
+    from .pairing import cell_lines
+
+    index, output = errors[0] if errors else (failed_cell(nb), {})
+    message = plain(f"{output.get('ename', 'Error')}: {output.get('evalue', '')}").strip()
+    if index is None:
+        return message
+    trace = plain("\n".join(output.get("traceback", [])))
+    found = next((m for pattern in _CELL_LINE if (m := pattern.search(trace))), None)
+    line_in_cell = int(found.group(1)) if found else None
+    source = nb.cells[index].source.split("\n")
+    where, py = f"cell {index}", ipynb.with_suffix(".py")
+    if py.exists() and line_in_cell:
+        start = cell_lines(py.read_text(encoding="utf-8"), len(nb.cells))[index]
+        if start:
+            where = f"{_from_notebooks(py)}({start + line_in_cell}) (cell {index})"
+    failing = source[line_in_cell - 1].strip() if line_in_cell and line_in_cell <= len(source) else ""
+    return f"{where}: {failing}\n    {message}" if failing else f"{where}: {message}"
+
+
+def _from_notebooks(path: Path) -> str:
+    """``path`` from its last ``notebooks`` folder on (``notebooks/ru/x.py``), as reports name sources."""
+    parts = path.parts
+    found = [i for i, part in enumerate(parts) if part == "notebooks"]
+    return Path(*parts[found[-1]:]).as_posix() if found else str(path)
+
+
 def report(result: RunResult, budget: float | None = None) -> str:
     """A short human report: wall time, the three slowest cells, and any failure or budget breach."""
     lines = [f"{result.name}: {result.seconds:.1f} s wall, {len(result.cells)} code cells"]
     lines += [f"  slow: {cell}" for cell in result.slowest()]
     if result.error:
-        lines.append(f"  FAILED at cell {result.failed_cell}:\n{result.error}")
+        lines.append(f"  FAILED at {result.where or result.error}")
     if budget is not None and result.seconds > budget:
         names = "; ".join(str(c) for c in result.slowest())
         lines.append(f"  OVER BUDGET: {result.seconds:.1f} s > {budget:.1f} s. Slowest cells: {names}")

@@ -4,7 +4,7 @@ OK = 0
 FAILED = 1  # a check found drift, a notebook failed or ran over budget, a benchmark missed its target
 USAGE = 2  # a bad command line: unknown command, flag or notebook name, a bad value
 MALFORMED = 3  # a source, reference file or configuration the builder cannot read or render
-HAND_EDIT = 4  # build refuses to overwrite a generated region that was edited by hand
+HAND_EDIT = 4  # build refuses to overwrite a generated region edited by hand, or a source saved while it ran
 IPYNB_EDIT = 5  # build refuses to overwrite cells edited only in a .ipynb; `adopt` moves them into the .py
 INTERNAL = 70  # a bug in the builder (EX_SOFTWARE); the message asks for a report
 
@@ -13,8 +13,8 @@ MEANINGS = {
     FAILED: "a check found problems, a notebook failed or ran over budget, a benchmark missed its target, or a folder is not writable",
     USAGE: "bad command line (unknown command, flag or notebook name, or a bad value)",
     MALFORMED: "a source, reference file or pyproject.toml [tool.course] that cannot be read or rendered",
-    HAND_EDIT: "build refused to overwrite a region edited by hand (rerun with --force after moving the edit)",
-    IPYNB_EDIT: "build refused to overwrite cells edited only in a .ipynb (`python -m builder adopt NAME` keeps them)",
+    HAND_EDIT: "build refused to overwrite a region edited by hand (rerun with --force after moving the edit), or a source saved while it ran (rerun)",
+    IPYNB_EDIT: "build refused to overwrite cells edited only in a .ipynb (`python -m builder adopt NAME` keeps them) or a generated file edited by hand",
     INTERNAL: "a bug in the builder; please report it with the message",
 }
 

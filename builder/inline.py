@@ -21,15 +21,16 @@ class InlineError(ValueError):
     exit_code = exits.MALFORMED
 
 
-def registry(root: Path | None = None) -> dict[str, tuple[object, str]]:
+def registry(root: Path | None = None, *, snapshot: tuple | None = None) -> dict[str, tuple[object, str]]:
     """Every inlinable name of the checkout at ``root``: its own builder/contracts, never those of another copy.
 
     Without ``root``, or when ``root`` has no builder/contracts, the contracts of this builder package.
+    ``snapshot`` (from ``contracts_snapshot``) saves looking at the folder again within one build.
     """
-    return _registry(*_contracts_folder(root))
+    return _registry(*(snapshot or contracts_snapshot(root)))
 
 
-def _contracts_folder(root: Path | None) -> tuple[Path, tuple]:
+def contracts_snapshot(root: Path | None) -> tuple[Path, tuple]:
     """The contracts folder to use for ``root`` and a stamp of its files (names, mtimes, sizes)."""
     own = Path(contracts.__file__).resolve().parent
     folder = (root / "builder" / "contracts").resolve() if root is not None else own
@@ -41,8 +42,8 @@ def _contracts_folder(root: Path | None) -> tuple[Path, tuple]:
 @functools.cache
 def _registry(folder: Path, stamp: tuple) -> dict[str, tuple[object, str]]:
     """The registry of one contracts folder as it stands (``stamp``); another copy is imported under a name of its own."""
-    if folder == Path(contracts.__file__).resolve().parent:
-        return contracts.registry()
+    if folder == Path(contracts.__file__).resolve().parent and stamp == _IMPORTED[0]:
+        return contracts.registry()  # the contracts this process imported, unchanged since
     name = f"_course_contracts_{hashlib.sha256(repr((str(folder), stamp)).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
@@ -51,9 +52,13 @@ def _registry(folder: Path, stamp: tuple) -> dict[str, tuple[object, str]]:
     return module.registry()
 
 
-def source_of(name: str, root: Path | None = None) -> str:
+# The stamp of this package's own contracts when they were imported: edited since (new-exercise), they are imported afresh.
+_IMPORTED = (contracts_snapshot(None)[1],)
+
+
+def source_of(name: str, root: Path | None = None, *, snapshot: tuple | None = None) -> str:
     """The exact source of one inlinable name: a def, a class, or a module-level assignment."""
-    return _source_of(name, *_contracts_folder(root))
+    return _source_of(name, *(snapshot or contracts_snapshot(root)))
 
 
 @functools.cache
@@ -61,7 +66,8 @@ def _source_of(name: str, folder: Path, stamp: tuple) -> str:
     """``source_of`` for one contracts folder as it stands."""
     known = _registry(folder, stamp)
     if name not in known:
-        raise InlineError(f"unknown function {name!r}; inlinable names: {', '.join(sorted(known))}")
+        raise InlineError(f"unknown function {name!r}: define it in a module of builder/contracts and list it in that module's "
+                          f"__all__ (inlinable names now: {', '.join(sorted(known))})")
     obj, module_name = known[name]
     if inspect.isfunction(obj) or inspect.isclass(obj):
         return textwrap.dedent(inspect.getsource(obj))
@@ -82,7 +88,8 @@ def _assignment_source(name: str, module_name: str) -> str:
     raise InlineError(f"{module_name}.{name} is neither a def, a class nor a simple assignment")
 
 
-def free_names(source: str) -> set[str]:
+@functools.cache
+def free_names(source: str) -> frozenset[str]:
     """Global names that ``source`` reads but neither defines nor imports, builtins excluded."""
     table = symtable.symtable(source, "<inline>", "exec")
     defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
@@ -97,13 +104,14 @@ def free_names(source: str) -> set[str]:
             walk(child)
 
     walk(table)
-    return {n for n in found - defined if not hasattr(builtins, n)}
+    return frozenset(n for n in found - defined if not hasattr(builtins, n))
 
 
-def dependencies(name: str, root: Path | None = None) -> set[str]:
+def dependencies(name: str, root: Path | None = None, *, snapshot: tuple | None = None) -> set[str]:
     """Other inlinable names that ``name``'s source uses; each needs its own region first."""
-    known = registry(root)
-    needed = free_names(source_of(name, root))
+    snapshot = snapshot or contracts_snapshot(root)
+    known = registry(root, snapshot=snapshot)
+    needed = set(free_names(source_of(name, root, snapshot=snapshot)))
     unknown = needed - set(known)
     if unknown:
         raise InlineError(f"{name} reads {sorted(unknown)}, which nothing inlines; import them inside the function body")

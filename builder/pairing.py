@@ -10,6 +10,8 @@ import hashlib
 from pathlib import Path
 
 import jupytext
+import jupytext.cell_to_text
+import jupytext.pep8
 import nbformat
 from jupytext.config import load_jupytext_configuration_file
 from jupytext.metadata_filter import filter_metadata
@@ -70,13 +72,51 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
         if COLLAPSED_TAG in cell.metadata.get("tags", []):
             cell.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
     nb.nbformat, nb.nbformat_minor = 4, 5
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
+    invalid: dict = {}
+    text = nbformat.writes(nb, capture_validation_error=invalid)  # validates once, as it writes
+    if invalid:
+        raise invalid["ValidationError"]
+    return text + "\n"
 
 
 def to_ipynb(py_text: str, root: Path = ROOT) -> str:
     """The exact .ipynb text paired with ``py_text``."""
     return ipynb_text(read_source(py_text, root), root)
+
+
+def _memo_lines(function, *, in_place: bool):
+    """``function(lines, *flags)`` remembered by its arguments' values; ``in_place`` for one that rewrites ``lines`` itself.
+
+    jupytext scans every line of every cell character by character when it writes; the four editions
+    of a notebook share most cells, so ``check`` and ``build`` scan each distinct cell once.
+    """
+    seen: dict = {}
+
+    def remembered(lines, *flags, **options):
+        key = (tuple(lines), flags, tuple(sorted(options.items())))
+        if key not in seen:
+            if len(seen) > 50_000:  # a long-lived process (the tests) building many variants
+                seen.clear()
+            seen[key] = function(list(lines) if in_place else lines, *flags, **options)
+            seen[key] = list(seen[key]) if in_place else seen[key]
+        if in_place:
+            lines[:] = seen[key]
+            return lines
+        return seen[key]
+
+    remembered.__wrapped__ = function
+    return remembered
+
+
+def _remember_cell_scans() -> None:
+    """Memoise jupytext's two per-cell scans (pure functions of a cell's lines) where this jupytext has them."""
+    for module, name, in_place in ((jupytext.cell_to_text, "comment_magic", True), (jupytext.pep8, "cell_ends_with_function_or_class", False)):
+        function = getattr(module, name, None)
+        if callable(function) and not hasattr(function, "__wrapped__"):
+            setattr(module, name, _memo_lines(function, in_place=in_place))
+
+
+_remember_cell_scans()
 
 
 def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
@@ -86,3 +126,8 @@ def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
     nb.metadata = nbformat.NotebookNode({"jupytext": {k: config[k] for k in ("notebook_metadata_filter", "cell_metadata_filter")}})
     return jupytext.writes(nb, fmt="py:percent")
 
+
+def cell_lines(text: str, count: int) -> list[int]:
+    """The 1-based line of each of ``count`` cells' ``# %%`` marker in a percent source (0 for a first cell without one)."""
+    starts = [n for n, line in enumerate(text.split("\n"), start=1) if line.startswith("# %%")][-count:] if count else []
+    return [0] * (count - len(starts)) + starts

@@ -1,6 +1,7 @@
 """Frozen reference files: regenerate them independently and prove the committed bytes reproduce."""
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,3 +78,43 @@ def update(path: Path, name: str) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return True
+
+
+def changed_values(old: object, new: object, key: str = "") -> list[tuple[str, object, object]]:
+    """(key path, old value, new value) for each number a regeneration changed."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [c for k in sorted(set(old) & set(new)) for c in changed_values(old[k], new[k], f"{key}.{k}" if key else k)]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [c for i, (a, b) in enumerate(zip(old, new)) for c in changed_values(a, b, f"{key}[{i}]")]
+    numbers = (int, float)
+    if isinstance(old, numbers) and isinstance(new, numbers) and not isinstance(old, bool) and old != new:
+        return [(key, old, new)]
+    return []
+
+
+def written_forms(value: float) -> list[str]:
+    """How a notebook may write ``value`` by hand: 131072, 131,072, 131{,}072, 128 KiB, 4.2 (three digits or more only)."""
+    forms = set()
+    if float(value).is_integer():
+        number = int(value)
+        forms |= {str(number), f"{number:,}", f"{number:,}".replace(",", "{,}")}
+        for power, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+            if number and number % 2 ** power == 0:
+                forms.add(f"{number // 2 ** power} {unit}")
+                break
+    else:
+        forms |= {repr(value), f"{value:.2f}", f"{value:.3f}"}
+    return sorted(f for f in forms if sum(ch.isdigit() for ch in f) >= 3)
+
+
+def mentions(changes: list[tuple[str, object, object]], texts: dict[str, str]) -> list[str]:
+    """``file(line): ...`` for every line of ``texts`` (name -> text) that writes an old value by hand."""
+    found = []
+    for key, old, new in changes:
+        for form in written_forms(old):
+            pattern = re.compile(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)")
+            for name, text in texts.items():
+                for number, line in enumerate(text.split("\n"), start=1):
+                    if pattern.search(line) and "REFERENCE_JSON" not in line:
+                        found.append(f"{name}({number}): {form!r} is {key}'s old value (now {new!r}): {line.strip()[:90]}")
+    return found

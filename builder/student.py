@@ -178,13 +178,13 @@ def guide(found: list[Exercise], language: str = "en") -> str:
     )
 
 
-def solution_sources(source_text: str) -> dict[str, str]:
-    """Each exercise's solution-edition cell, without the solution markers, by label."""
-    nb = pairing.read_source(source_text)
+def solution_sources(source_text: "str | nbformat.NotebookNode") -> dict[str, str]:
+    """Each exercise's solution-edition cell, without the solution markers, by label (from the text or its parse)."""
+    nb = pairing.read_source(source_text) if isinstance(source_text, str) else source_text
     return {e.label: without_markers(nb.cells[e.index].source) for e in exercises(nb)}
 
 
-def solutions_code(source_text: str) -> str:
+def solutions_code(source_text: "str | nbformat.NotebookNode") -> str:
     """Python that embeds every exercise's solution-edition cell as ``REFERENCE_SOURCES[label]``."""
     lines = [
         "# The solution edition of every exercise cell: show_reference(label) prints one, and",

@@ -144,3 +144,11 @@ def test_header_has_title_colab_badge_and_provenance(course):
 def test_unknown_notebook_name_is_a_clear_error(capsys):
     assert cli.main(["execute", "module9"]) == exits.USAGE
     assert "unknown notebook 'module9'" in capsys.readouterr().err
+
+
+def test_no_new_exercise_stub_is_left_unwritten(course):
+    """`python -m builder new-exercise` leaves a contract and a bug-catalog stub; each must be written before the tier is green."""
+    from builder import authoring
+
+    left = authoring.stubs_left(course)
+    assert not left, "write these stubs that `new-exercise` left (see the README's checklist for adding an exercise):\n" + "\n".join(left)

@@ -76,7 +76,7 @@ def test_numbers_changed_is_a_finding():
     assert changed("window of 4,096", "окно в 4,096") == []
     bad = translated({**RU, "1. Masks ¶1": "Маска скрывает 2 из 4 ключей, поэтому там $p_i = 0$."})
     kinds = [(f.kind, f.context) for f in po.findings(bad, units(SOURCE), "toy.po")]
-    assert kinds == [("numbers", "1. Masks ¶1"), ("numbers", "1. Masks ¶1")]
+    assert kinds == [("number", "1. Masks ¶1"), ("number", "1. Masks ¶1")]
 
 
 def test_missing_translation_is_a_finding():

@@ -1,15 +1,20 @@
 """One gettext PO catalog per notebook and language: read, merge with the English units, and check."""
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polib
 
-from .invariants import changed
+from .invariants import LINE_SEPARATORS, differences, unsafe
 from .units import Unit
 
 FUZZY = "fuzzy"
+# Findings that make a translation unsafe to write: it would end a comment line or add a link or HTML.
+REFUSED = ("line-break", "markup")
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_PO_LINE = re.compile(rf'^(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?{_QUOTED}$')
 
 
 class CatalogError(ValueError):
@@ -22,7 +27,7 @@ class Finding:
 
     path: str
     line: int
-    kind: str  # missing, stale, orphan, numbers
+    kind: str  # missing, stale, orphan, untranslatable; number, unit, operator, order, code, math, link, tag; markup, line-break
     context: str
     detail: str = ""
     diff: str = field(default="", compare=False)
@@ -32,14 +37,29 @@ class Finding:
         return f"{text} {self.detail}" if self.detail else text
 
 
-def load(path: Path) -> polib.POFile:
-    """The catalog at ``path``; an empty one when the file does not exist yet."""
+def load(path: Path, shown: str | None = None) -> polib.POFile:
+    """The catalog at ``path``; an empty one when the file does not exist yet. CatalogError names ``file(line)`` (``shown``)."""
+    from ..files import MalformedFile, read_text
+
     if not path.exists():
         return polib.POFile(wrapwidth=0)
+    path_shown = shown or str(path)
     try:
-        catalog = polib.pofile(str(path), wrapwidth=0)
+        text = read_text(path, path_shown, what="catalog")
+    except MalformedFile as exc:
+        raise CatalogError(str(exc)) from None
+    for number, line in enumerate(text.split("\n"), start=1):
+        odd = [c for c in line if c in LINE_SEPARATORS]
+        if odd:  # polib would split the line there, and an edition's comment would end there
+            raise CatalogError(f"{path_shown}({number}): line-break: holds the line separator {odd[0]!r}; "
+                               "a translation may hold only LF line breaks (written \\n)")
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and not _PO_LINE.match(stripped):
+            raise CatalogError(f"{path_shown}({number}): not a PO line (a keyword and one quoted string, a quoted string, or a # comment): {stripped[:60]!r}")
+    try:
+        catalog = polib.pofile(text, wrapwidth=0)
     except (OSError, ValueError) as exc:  # polib raises OSError/IOError on syntax errors
-        raise CatalogError(f"{path}: not a readable PO file ({exc})") from exc
+        raise CatalogError(f"{path_shown}(1): not a readable PO file ({exc})") from None
     return catalog
 
 
@@ -53,7 +73,7 @@ def dumps(catalog: polib.POFile, language: str, source_name: str) -> str:
         "Content-Transfer-Encoding": "8bit",
     }
     catalog.wrapwidth = 0
-    return str(catalog) + "\n"
+    return str(catalog).rstrip("\n") + "\n"
 
 
 def _match(units: list[Unit], catalog: polib.POFile):
@@ -91,7 +111,7 @@ def merge(catalog: polib.POFile, units: list[Unit], occurrence: str) -> polib.PO
     merged = polib.POFile(wrapwidth=0)
     for i, unit in enumerate(units):
         how, old = pairs[i]
-        entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="", occurrences=[(occurrence, str(unit.cell))])
+        entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="", occurrences=[(occurrence, str(unit.line or unit.cell + 1))])
         if how == "same":
             entry.msgstr, entry.flags = old.msgstr, list(old.flags)
             entry.previous_msgid, entry.tcomment = old.previous_msgid, old.tcomment
@@ -107,31 +127,32 @@ def merge(catalog: polib.POFile, units: list[Unit], occurrence: str) -> polib.PO
     return merged
 
 
-def findings(catalog: polib.POFile, units: list[Unit], path: str) -> list[Finding]:
-    """Every drift of ``catalog`` against ``units``: missing, stale, orphan and numbers changed."""
+def findings(catalog: polib.POFile, units: list[Unit], path: str, language: str | None = None) -> list[Finding]:
+    """Every drift of ``catalog`` against ``units``: missing, stale, orphan, and each invariant a translation changed, by its kind."""
     pairs, orphans = _match(units, catalog)
     found = []
     for i, unit in enumerate(units):
         how, entry = pairs[i]
-        line = entry.linenum if entry is not None else 0
+        line = (entry.linenum or 0) if entry is not None else 0
         if how == "new" or not entry.msgstr:
             found.append(Finding(path, line, "missing", unit.context, "no translation"))
         elif how == "changed" or FUZZY in entry.flags:
             old = entry.previous_msgid or entry.msgid
             found.append(Finding(path, line, "stale", unit.context, "the English changed since it was translated", _diff(old, unit.text)))
         else:
-            found += [Finding(path, line, "numbers", unit.context, p) for p in changed(unit.text, entry.msgstr)]
+            found += [Finding(path, line, kind, unit.context, what) for kind, what in differences(unit.text, entry.msgstr, language)]
     found += [Finding(path, e.linenum, "orphan", e.msgctxt or "", "its English text is gone") for e in orphans if e.msgstr]
     return found
 
 
 def translations(catalog: polib.POFile, units: list[Unit]) -> dict[int, tuple[str, bool]]:
-    """For each unit index, its translation and whether it is current (False: stale or missing)."""
+    """For each unit index, its translation and whether it is current (False: stale, missing, or unsafe to write)."""
     pairs, _ = _match(units, catalog)
     result = {}
     for i, unit in enumerate(units):
         how, entry = pairs[i]
         current = how == "same" and entry is not None and bool(entry.msgstr) and FUZZY not in entry.flags
+        current = current and not unsafe(unit.text, entry.msgstr)
         result[i] = (entry.msgstr if entry is not None and entry.msgstr else unit.text, current)
     return result
 

@@ -1,5 +1,6 @@
 """The course glossary: one rendering per term, and a check that every translation keeps to it."""
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ class Term:
     rendering: str
     stems: tuple[str, ...]
 
-    @property
+    @functools.cached_property
     def pattern(self) -> re.Pattern:
         """The English term as a whole word, singular or plural, any case."""
         return re.compile(rf"(?<![\w-]){re.escape(self.english)}(?:s|es)?(?![\w-])", re.IGNORECASE)
@@ -43,9 +44,9 @@ def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Find
     for entry in catalog:
         if entry.obsolete or not entry.msgstr or EXEMPT_FLAG in entry.flags:
             continue
-        text = entry.msgstr.lower()
+        text, english = entry.msgstr.lower(), NOT_PROSE.sub(" ", entry.msgid)
         for term in terms:
-            if term.pattern.search(NOT_PROSE.sub(" ", entry.msgid)) and not any(stem in text for stem in term.stems):
+            if term.pattern.search(english) and not any(stem in text for stem in term.stems):
                 found.append(Finding(path, entry.linenum, "glossary", entry.msgctxt or "",
                                      f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)"))
     return found

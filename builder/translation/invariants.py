@@ -1,7 +1,13 @@
-"""What a translation must carry over unchanged: numbers, formulas, code spans, links and HTML tags."""
+"""What a translation must carry over unchanged: numbers (in order), units, comparison operators, formulas, code spans, links and HTML tags.
+
+Each item has a kind, and a finding is labelled by it. A language whose typography writes numbers
+otherwise (``4 096`` for ``4,096``) gets a normaliser in ``NUMBER_FORMS``: a translation's numbers
+pass through it before they are compared with the English.
+"""
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 _CODE = re.compile(r"`[^`\n]+`")
 _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.DOTALL)
@@ -10,30 +16,117 @@ _URL = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
 # An ordinal suffix is not part of the number: "a 3.7th" and "в 3.7 раза" carry the same 3.7.
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*(?:e[-+]?\d+)?)(?:st|nd|rd|th)?(?!\w)")
+# Binary and decimal size units: "56 KiB" must not become "56 MiB".
+_UNIT = re.compile(r"(?<!\w)(?:[KMGTP]iB|[kKMGTP]B|[КМГТП]иБ|[кКМГТП]Б)(?!\w)")
+# A comparison in prose or an exercise's instructions (`j <= i`); arrows and quote marks are not comparisons.
+_OPERATOR = re.compile(r"<=|>=|==|!=|≤|≥|≠|(?<=\s)[<>](?=\s)")
+# Line separators other than LF (str.splitlines and Python's tokenizer end a line at several of them).
+LINE_SEPARATORS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 # Extraction order matters: a code span may hold a dollar, a formula may hold digits.
 _SPANS = (("code", _CODE), ("math", _DISPLAY_MATH), ("math", _INLINE_MATH), ("link", _URL), ("tag", _TAG))
+# Items a translation may not add: they would load, run or link to something the English does not.
+MARKUP = ("link", "tag")
+
+# language -> how that language's typography writes a number, mapped back to the English form.
+NUMBER_FORMS: dict[str, Callable[[str], str]] = {}
+# language -> its own unit symbols, as the English writes them (Russian typography writes ГБ for GB).
+UNIT_FORMS: dict[str, dict[str, str]] = {
+    "ru": {"КиБ": "KiB", "МиБ": "MiB", "ГиБ": "GiB", "ТиБ": "TiB", "кБ": "kB", "КБ": "KB", "МБ": "MB", "ГБ": "GB", "ТБ": "TB"},
+}
+_WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
 
 
-def invariants(text: str) -> Counter:
+def invariants(text: str, language: str | None = None) -> Counter:
     """The multiset of (kind, text) items in ``text`` that a translation must keep as they are."""
     found: Counter = Counter()
-    rest = text
-    for kind, pattern in _SPANS:
-        for match in pattern.finditer(rest):
-            found[(kind, match.group(1) if kind == "link" else match.group(0))] += 1
-        rest = pattern.sub(" ", rest)
-    for match in _NUMBER.finditer(rest):
-        found[("number", match.group(1))] += 1
+    for kind, item in _items(text, language):
+        found[(kind, item)] += 1
     return found
 
 
-def changed(english: str, translation: str) -> list[str]:
-    """Human-readable differences between the invariants of ``english`` and of ``translation``."""
-    want, got = invariants(english), invariants(translation)
+def _items(text: str, language: str | None) -> list[tuple[str, str]]:
+    """Every invariant item of ``text`` in order: spans first, then units, operators and numbers in the prose left."""
+    found, rest = [], text
+    for kind, pattern in _SPANS:
+        found += [(kind, m.group(1) if kind == "link" else m.group(0)) for m in pattern.finditer(rest)]
+        rest = pattern.sub(" ", rest)
+    units = UNIT_FORMS.get(language or "", {})
+    found += [("unit", units.get(m.group(0), m.group(0))) for m in _UNIT.finditer(rest)]
+    found += [("operator", m.group(0)) for m in _OPERATOR.finditer(rest)]
+    return found + [("number", number) for number, _ in _numbers(rest, language)]
+
+
+def _numbers(prose: str, language: str | None) -> list[tuple[str, str]]:
+    """(number, the word right before it) for each number of ``prose`` in order, in the English form."""
+    normal = NUMBER_FORMS.get(language or "", lambda number: number)
+    found = []
+    for match in _NUMBER.finditer(prose):
+        before = _WORD_BEFORE.search(prose[max(0, match.start() - 40):match.start()])
+        found.append((normal(match.group(1)), before.group(1).lower() if before else ""))
+    return found
+
+
+def _prose(text: str) -> str:
+    """``text`` without its code, math, links and tags."""
+    for _, pattern in _SPANS:
+        text = pattern.sub(" ", text)
+    return text
+
+
+def swapped(english: str, translation: str, language: str | None = None) -> list[str]:
+    """Numbers that one English word labels ("pair 0 ... pair 1") and that the translation gives in another order.
+
+    Only such runs are compared: a translation may move a clause, and its numbers with it.
+    """
+    runs: dict[str, list[str]] = {}
+    numbers = _numbers(_prose(english), None)
+    for number, word in numbers:
+        runs.setdefault(word, []).append(number)
+    order = [number for number, _ in _numbers(_prose(translation), language)]
+    problems = []
+    for word, run in runs.items():
+        unique = [n for n in run if sum(1 for m, _ in numbers if m == n) == 1]
+        if word and len(unique) > 1:
+            theirs = [n for n in order if n in unique]
+            if theirs != unique:
+                problems.append(f"the English gives {word} {', '.join(unique)} in that order, the translation {', '.join(theirs)}")
+    return problems
+
+
+def differences(english: str, translation: str, language: str | None = None) -> list[tuple[str, str]]:
+    """(kind, what) for each way ``translation`` fails to carry ``english``'s invariants; kind ``markup`` for added links or tags."""
+    want, got = invariants(english), invariants(translation, language)
     problems = []
     for (kind, item), count in sorted((want - got).items()):
-        problems.append(f"{kind} {item!r} is in the English {count}x more often than in the translation")
+        problems.append((kind, f"{kind} {item!r} is in the English {count}x more often than in the translation"))
     for (kind, item), count in sorted((got - want).items()):
-        problems.append(f"{kind} {item!r} is in the translation but not in the English")
-    return problems
+        label = "markup" if kind in MARKUP else kind
+        problems.append((label, f"{kind} {item!r} is in the translation but not in the English" + (
+            "; a translation may not add links or HTML" if label == "markup" else "")))
+    if not problems:
+        problems += [("order", what) for what in swapped(english, translation, language)]
+    return problems + line_breaks(english, translation)
+
+
+def line_breaks(english: str, translation: str) -> list[tuple[str, str]]:
+    """A line separator that could end a comment or a string in the edition: any but LF, or LF in a one-line unit."""
+    odd = sorted({repr(c) for c in translation if c in LINE_SEPARATORS})
+    if odd:
+        return [("line-break", f"holds the line separator(s) {', '.join(odd)}, which would end a comment line in the edition")]
+    if "\n" in translation and "\n" not in english and english.lstrip().startswith(("#", "|")):
+        return [("line-break", "breaks a one-line heading or table row into several lines; keep it on one line")]
+    return []
+
+
+def unsafe(english: str, translation: str) -> bool:
+    """Whether a translation adds a link or tag, or holds a line break that could end a comment (cheaper than ``differences``)."""
+    if line_breaks(english, translation):
+        return True
+    added = Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(translation))
+    return bool(added - Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(english)))
+
+
+def changed(english: str, translation: str, language: str | None = None) -> list[str]:
+    """Human-readable differences between the invariants of ``english`` and of ``translation``."""
+    return [what for _, what in differences(english, translation, language)]

@@ -12,6 +12,10 @@ from ..pairing import read_source, write_percent
 from .catalog import translations
 from .units import EXERCISE_TAG, blocks, exercise_instructions, is_prose, translatable, units
 
+# How a unit left in English is marked in a translated edition's source: invisible in a rendered
+# markdown cell, and a word a reader of the exercise's comment sees.
+UNTRANSLATED_MARK = "<!-- untranslated -->"
+UNTRANSLATED_EXERCISE = "(untranslated) "
 _LANGUAGE_LINE = re.compile(r'^LANGUAGE = "en"(?P<rest>.*)$', re.MULTILINE)
 
 
@@ -40,19 +44,24 @@ def render_notebook(nb: nbformat.NotebookNode, catalog: polib.POFile, language: 
         raise StaleTranslationError(
             f"{len(english)} unit(s) have no current {language} translation ({shown}); translate them, "
             "or build with the English fallback")
-    texts = iter(chosen[i][0] if chosen[i][1] else found[i].text for i in range(len(found)))
+    texts = iter((text if current else found[i].text, current) for i, (text, current) in sorted(chosen.items()))
     switched = 0
     for cell in nb.cells:
         if translatable(cell):
-            cell.source = "\n\n".join(next(texts) if is_prose(b) else b for b in blocks(cell.source))
+            cell.source = "\n\n".join(_marked(*next(texts), UNTRANSLATED_MARK + "\n") if is_prose(b) else b for b in blocks(cell.source))
         elif cell.cell_type == "code":
             if EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
-                cell.source = _translate_exercise(cell.source, next(texts))
+                cell.source = _translate_exercise(cell.source, _marked(*next(texts), UNTRANSLATED_EXERCISE))
             cell.source, n = _LANGUAGE_LINE.subn(lambda m: f'LANGUAGE = "{language}"{m.group("rest")}', cell.source)
             switched += n
     if switched != 1:
         raise ValueError(f'a translated edition needs exactly one line `LANGUAGE = "en"` in the source, found {switched}')
     return nb, english
+
+
+def _marked(text: str, current: bool, mark: str) -> str:
+    """A unit's text as the edition shows it: its translation, or its English behind the untranslated mark."""
+    return text if current else mark + text
 
 
 def _translate_exercise(source: str, instructions: str) -> str:

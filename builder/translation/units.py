@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import nbformat
 
 from ..config import ROOT
-from ..pairing import read_source
+from ..pairing import cell_lines, read_source
 
 EXERCISE_TAG = "exercise"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
@@ -15,6 +15,7 @@ _EXERCISE = re.compile(r"^#\s*(Exercise \d+):")
 _LETTER = re.compile(r"[^\W\d_]")
 NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
 REGION_MARK = "builder:begin"
+_REGION = re.compile(r"<!--\s*builder:begin.*?builder:end[^>]*-->", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Unit:
     context: str
     text: str
     cell: int
+    line: int = 0  # its first line in the percent source, when cut from the source's text
 
 
 def blocks(markdown: str) -> list[str]:
@@ -71,23 +73,51 @@ def exercise_instructions(source: str) -> tuple[str, str, int] | None:
 
 
 def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit]:
-    """Every translatable unit of a percent source (text, or already parsed), in order, with heading-path contexts."""
+    """Every translatable unit of a percent source (text, or already parsed), in order, with heading-path contexts.
+
+    Cut from the text, each unit also knows its line in it.
+    """
     found, path, ordinal, seen = [], [], 0, set()
-    for index, cell in enumerate((read_source(source, root) if isinstance(source, str) else source).cells):
+    parsed = read_source(source, root) if isinstance(source, str) else source
+    starts = cell_lines(source, len(parsed.cells)) if isinstance(source, str) else [0] * len(parsed.cells)
+    for index, cell in enumerate(parsed.cells):
         if translatable(cell):
-            for block in blocks(cell.source):
+            for block, offset in _with_offsets(cell.source):
                 heading = _HEADING.match(block.split("\n")[0])
                 if heading:
                     level = len(heading.group(1))
                     path = [p for p in path if p[0] < level] + [(level, heading.group(2))]
                     ordinal = 0
                 if is_prose(block):
-                    found.append(Unit(_unique(f"{_path_text(path)} ¶{ordinal}", seen), block, index))
+                    found.append(Unit(_unique(f"{_path_text(path)} ¶{ordinal}", seen), block, index, starts[index] and starts[index] + 1 + offset))
                 ordinal += 1
         elif cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []):
             instructions = exercise_instructions(cell.source)
             if instructions:
-                found.append(Unit(_unique(instructions[0], seen), instructions[1], index))
+                found.append(Unit(_unique(instructions[0], seen), instructions[1], index, starts[index] and starts[index] + 1))
+    return found
+
+
+def untranslatable(nb: nbformat.NotebookNode) -> list[tuple[int, str]]:
+    """(cell index, first words) of markdown cells left untranslated because their prose holds a region marker."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and REGION_MARK in cell.source:
+            prose = [b for b in blocks(_REGION.sub("", cell.source)) if is_prose(b)]
+            if prose:
+                found.append((index, prose[0].strip().split("\n")[0][:50]))
+    return found
+
+
+def _with_offsets(markdown: str) -> list[tuple[str, int]]:
+    """Each block of ``markdown`` with the number of lines before it."""
+    lines, cursor, found = markdown.split("\n"), 0, []
+    for block in blocks(markdown):
+        first = block.split("\n")[0]
+        while cursor < len(lines) and lines[cursor] != first:
+            cursor += 1
+        found.append((block, cursor))
+        cursor += block.count("\n") + 1
     return found
 
 
