@@ -9,8 +9,8 @@ from pathlib import Path
 
 from . import __version__, commands, exits
 from .config import ROOT, load_course
+from . import mutants, release, stats
 from .grade import cli as grade
-from . import mutants
 
 # Kept for code written against the old names; new code uses builder.exits.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_MALFORMED, EXIT_HAND_EDIT = exits.OK, exits.FAILED, exits.USAGE, exits.MALFORMED, exits.HAND_EDIT
@@ -118,6 +118,8 @@ COMMANDS = {
     "bench": (bench_options, commands.bench),
     "grade": (grade.options, grade.command),
     "mutants": (mutants.options, mutants.command),
+    "stats": (stats.options, stats.command),
+    "release": (release.options, release.command),
 }
 
 

@@ -108,6 +108,23 @@ def printed(nb) -> str:
     )
 
 
+COURSE_FRAME = re.compile(r", in (check_exercise|contract_\w+|check_\w+_contract|judge|use_reference)$")
+
+
+def shown_lines(error) -> list[str]:
+    """The non-blank lines a front end shows for an error output (its rendered traceback), ANSI colours removed."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.get("traceback", [])))
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def assert_short_failure(error, prop: str, where: str) -> None:
+    """The rendered failure: at most 15 lines, the property and the usual cause, no frame of the course's machinery."""
+    lines = shown_lines(error)
+    assert len(lines) <= 15, f"{where}: {len(lines)} lines shown:\n" + "\n".join(lines)
+    assert prop in "\n".join(lines) and any(line.strip().startswith("usual cause:") for line in lines), f"{where}: {lines}"
+    assert not [line for line in lines if COURSE_FRAME.search(line)], f"{where}: a course frame is shown: {lines}"
+
+
 def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
     bug, executed = run_with_wrong_answer(exercise, tmp_path, rng)
     errors = execute.error_outputs(executed)
@@ -118,11 +135,12 @@ def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
     assert error.ename == "ContractViolation" and "contract property '" in error.evalue, f"{exercise}: {where}"
     assert bug.property in error.evalue.splitlines()[0], f"{exercise} with bug {bug.id}: expected {bug.property!r}: {where}"
     assert "Runtime → Run after" in error.evalue, "the failure says how to go on"
+    assert_short_failure(error, bug.property, f"{exercise} with bug {bug.id}")
     out = printed(executed)
     assert f"{exercise.label}: PASS" not in out, f"{exercise}: a PASS line for the exercise whose check failed"
     assert not re.search(r"^Module \d: PASS$", out, flags=re.MULTILINE), "the final summary claims a pass"
-    summary = out[out.index("Exercises that used the reference solution"):]
-    assert f"{exercise.label}: {exercise.target} failed '" in summary, summary
+    assert f"Exercises failed: {exercise.label}\n" in out, out[-2000:]
+    assert f"First failing check: the check cell of {exercise.label} ({exercise.target} failed '" in out, out[-2000:]
 
 
 PARSED = {module: source_notebook(module) for module in (3, 5)}
