@@ -161,6 +161,49 @@ def test_a_seeded_sample_of_wrong_exercises_costs_one_cell_each(exercise, tmp_pa
     assert_one_named_failure(exercise, tmp_path, random.Random(f"{SEED}-{exercise}"))
 
 
+def student_ipynb(module: int):
+    """The committed student edition of a module."""
+    source = NOTEBOOK_SOURCES[module]
+    return source.parent / "student" / source.with_suffix(".ipynb").name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise", [next(e for e in SAMPLE if e.module == m) for m in (3, 5)], ids=lambda e: f"seed{SEED}-{e}")
+def test_one_wrong_exercise_in_the_student_edition_costs_exactly_its_check_cell(exercise, tmp_path):
+    nb = nbformat.read(student_ipynb(exercise.module), as_version=4)
+    at = exercise.cell + 1  # the student edition has its guide after the first cell
+    assert nb.cells[at].source.startswith(f"# {exercise.label}:"), f"{exercise}: cell {at} of the student edition is not the exercise"
+    bug, nb.cells[at].source = wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
+    nbformat.write(nb, tmp_path / "one_wrong.ipynb")
+    executed = nbformat.read(execute.run(tmp_path / "one_wrong.ipynb", tmp_path / "out", allow_errors=True).executed, as_version=4)
+    errors = execute.error_outputs(executed)
+    assert [i for i, _ in errors] == [exercise.check_cell + 1], f"{exercise} with bug {bug.id}: error cells {[(i, e.ename) for i, e in errors]}"
+    assert_short_failure(errors[0][1], bug.property, f"{exercise} with bug {bug.id}")
+    out = printed(executed)
+    others = [e.label for e in ALL if e.module == exercise.module and e.label != exercise.label]
+    assert f"Exercises failed: {exercise.label}\n" in out and f"Exercises not attempted: {', '.join(others)}\n" in out
+
+
+@pytest.mark.slow
+def test_an_error_raised_in_the_students_code_shows_the_students_line_and_no_course_frame(tmp_path):
+    exercise = ALL[0]
+    nb = copy.deepcopy(PARSED[exercise.module])
+    source = nb.cells[exercise.cell].source
+    begin = student._solution_blocks(source, exercise.label)[0][0]
+    lines = source.splitlines()
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    nb.cells[exercise.cell].source = "\n".join(lines[:begin + 1] + [f'{indent}raise IndexError("a slip of my own")'] + lines[begin + 1:])
+    ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
+    ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
+    executed = nbformat.read(execute.run(ipynb, tmp_path / "out", allow_errors=True).executed, as_version=4)
+    [(cell, error)] = execute.error_outputs(executed)
+    assert cell == exercise.check_cell
+    shown = shown_lines(error)
+    assert len(shown) <= 15 and not [line for line in shown if COURSE_FRAME.search(line)], "\n".join(shown)
+    assert shown[0] == "Your code raised IndexError here (the course's frames are left out):", "\n".join(shown)
+    assert shown[1].endswith(f"in {exercise.target}") and shown[2].strip() == 'raise IndexError("a slip of my own")', "\n".join(shown)
+
+
 @pytest.mark.parametrize("exercise", ALL, ids=str)
 def test_every_exercise_has_a_catalogued_bug_inside_its_solution_block(exercise):
     wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
