@@ -62,25 +62,25 @@ def test_hidden_cells_do_not_count_and_blank_lines_never_do():
     assert (found.visible, found.machinery) == (3, 2) and not found.meets_target  # 2 of 3 lines: 67%
 
 
-def test_no_edition_is_leaner_on_paper_than_it_is_and_none_gets_worse_than_the_baseline(course):
-    """The ratchet: each edition at most its committed baseline; an edition meeting the target keeps meeting it.
+def test_no_edition_gets_worse_than_its_committed_baseline(course):
+    """The ratchet: no edition shows more code lines or more machinery lines than its baseline, and one that met
+    the target keeps meeting it.
 
-    An edition not yet in the baseline (a new notebook) is held to the worst figures the baseline holds.
-    After a notebook gets leaner, `python -m builder stats --write-baseline tests/stats_baseline.json`
-    tightens the ratchet.
+    Counts, not the share: moving lesson lines out before machinery lines raises the share for a while,
+    and that is progress. An edition not yet in the baseline (a new notebook) is held to the largest
+    counts the baseline holds. After a notebook gets leaner, `python -m builder stats --write-baseline
+    tests/stats_baseline.json` tightens the ratchet.
     """
     baseline = stats.read_baseline(BASELINE)
     ceiling = stats.Stats("ceiling", max(b.visible for b in baseline.values()), max(b.machinery for b in baseline.values()))
-    worst_share = max(b.share for b in baseline.values())
     problems = []
     for now in stats.course_stats(course):
-        before = baseline.get(now.edition)
-        share_cap = before.share if before else worst_share
-        if now.visible > (before or ceiling).visible or now.share > share_cap + 1e-9:
-            problems.append(f"{now.edition}: {now.visible} lines, {now.share:.1%} machinery; the baseline allows "
-                            f"{(before or ceiling).visible} lines, {share_cap:.1%}")
-        if before and before.meets_target and not now.meets_target:
-            problems.append(f"{now.edition} met the target (share <= 20%, <= 1500 lines) and no longer does")
+        before = baseline.get(now.edition, ceiling)
+        if now.visible > before.visible or now.machinery > before.machinery:
+            problems.append(f"{now.edition}: {now.visible} visible lines, {now.machinery} of them machinery; "
+                            f"the baseline allows {before.visible} and {before.machinery}")
+        if before.meets_target and not now.meets_target:
+            problems.append(f"{now.edition} met the target (share <= 20%, <= 1500 lines) and no longer does: {now.row()}")
     assert not problems, "\n".join(problems)
 
 

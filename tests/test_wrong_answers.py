@@ -230,3 +230,54 @@ def test_python_dash_o_keeps_every_check(module, tmp_path):
     first = next(line for line in source.splitlines() if line.startswith("expect(") and '"==", ' in line)
     broken.write_text(source.replace(first, first.replace('"==", ', '"!=", '), 1), encoding="utf-8")
     assert script_exit_codes(broken, tmp_path) == [1, 1], f"breaking {first!r} must fail with and without -O"
+
+
+TOOLKIT = ("require_namespace", "ContractViolation", "contract_assert", "contract_call", "use_reference", "exercises_on_reference",
+           "check_exercise", "exercise_summary", "CheckFailed", "expect")
+SESSION = [
+    'def contract(f):\n    got = contract_call("double(3) is 6", "x=3", "the lines above show where", f, 3)\n'
+    '    contract_assert(got == 6, "double(3) is 6", "x=3", "6", repr(got), "multiply by 2, do not add 2")',
+    "def double(x):\n    return x + 2",
+    'check_exercise("Exercise 1", contract, double, globals())',
+    "def double(x):\n    return [1][x]",
+    'check_exercise("Exercise 1", contract, double, globals())',
+    'expect("one is two", 1, "==", 2)',
+]
+
+
+def ipython_transcript(python: str) -> list[str]:
+    """What an IPython shell of ``python`` shows for SESSION on the inlined toolkit, colours removed."""
+    from builder import inline
+
+    script = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n"
+              "for cell in sys.argv[1:]:\n    print('>>>')\n    shell.run_cell(cell)\n")
+    toolkit = "\n\n".join(inline.source_of(name) for name in TOOLKIT)
+    done = subprocess.run([python, "-c", script, toolkit, *SESSION], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout).split(">>>\n")[1:]
+
+
+def assert_short_session(shown: list[str]) -> None:
+    """The failures of SESSION as a student sees them: the message, the student's frame, no course frame."""
+    wrong, crash, check = (shown[i].splitlines() for i in (3, 5, 6))
+    assert wrong[0] == "ContractViolation: contract property 'double(3) is 6' failed" and len(wrong) == 6, wrong
+    assert wrong[4] == "  usual cause: multiply by 2, do not add 2" and wrong[5].startswith("  to go on:"), wrong
+    assert crash[0] == "Your code raised IndexError here (the course's frames are left out):" and len(crash) == 9, crash
+    assert crash[1].endswith(", line 2, in double") and crash[2] == "    return [1][x]", crash
+    assert not [line for line in crash if COURSE_FRAME.search(line) or "contract_call" in line], crash
+    assert check == ["CheckFailed: check failed: one is two", "  expected: == 2", "  actual:   1"], check
+
+
+def test_failures_render_short_in_current_ipython():
+    assert_short_session(ipython_transcript(sys.executable))
+
+
+@pytest.mark.colab
+def test_failures_render_short_in_colabs_ipython_7_34(tmp_path):
+    """Colab's IPython 7.34, in a virtual environment of its own (network to the package index)."""
+    import venv
+
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "ipython==7.34.0"], check=True, timeout=600)
+    assert_short_session(ipython_transcript(python))
