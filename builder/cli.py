@@ -9,8 +9,8 @@ from pathlib import Path
 
 from . import __version__, commands, exits
 from .config import ROOT, load_course
+from . import mutants, release, stats
 from .grade import cli as grade
-from . import mutants
 
 
 
@@ -127,6 +127,8 @@ COMMANDS = {
     "bench": (bench_options, commands.bench),
     "grade": (grade.options, grade.command),
     "mutants": (mutants.options, mutants.command),
+    "stats": (stats.options, stats.command),
+    "release": (release.options, release.command),
 }
 
 

@@ -561,7 +561,19 @@ class ContractViolation(AssertionError):
             f"  actual:      {actual}\n"
             f"  usual cause: {hint}"
         )
-# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
+
+        def one_line(text):
+            text = " ".join(str(text).split())
+            return text if len(text) <= 400 else text[:400] + " ..."
+
+        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
+        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
+        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
+# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -628,7 +640,12 @@ def contract_call(prop, on_input, hint, function, *args, **kwargs):
 # builder:begin inline CheckFailed
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
-# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
+        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        return lines[:14] + ["  ..."] if len(lines) > 15 else lines
+# builder:end sha256=f891a8b4c8c297628c6aecdeb81021edb896e9bfd50e2d35d0044d638fecf0f6
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -696,46 +713,79 @@ def exercises_on_reference(namespace):
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check; print PASS only when the student's own code passes.
 
-    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
-    module docstring) and the failure is raised again, naming the property, the input, expected
-    against actual and the usual cause, plus how to go on.
+    An untouched stub prints one line and lets the notebook go on (on the reference solution when
+    there is one). Any other failure puts the reference in place (see the module docstring) and is
+    raised again, as a short message: the student's own frames, the property, the input, expected
+    against actual, the usual cause and how to go on. Without a reference (the graded edition) the
+    names of the exercise wait in ``namespace["EXERCISES_WAITING"]`` until the check passes.
     """
+    import re
+    import sys
+    import traceback
+
+    def own_frames(error, most=3):
+        """The innermost frames of ``error`` in the student's code, formatted: none of the course's cells, none of a library's."""
+        course = {getattr(getattr(f, "__code__", None), "co_filename", None) for f in (check_exercise, contract, namespace.get("contract_call"))}
+        libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+        frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
+                  if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
+        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        for frame in frames[-most:]:
+            lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
+        return lines
+
     require_namespace(namespace, label)
     if not callable(contract):
         raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
-        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
+            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
         return summary
-    go_on = (
-        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
-        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-    )
     try:
         summary = contract(implementation)
-    except NotImplementedError:
-        if not use_reference(label, namespace, f"{name} is still a stub"):
-            raise
-        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
-    except ContractViolation as failure:
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
-            failure.args = (f"{failure.args[0]}\n{go_on}",)
-        raise
     except Exception as error:
-        prop = "the contract check runs to the end on this implementation"
-        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+        stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
+        if stub and stub.group(1) != label and stub.group(1) in waiting.values():
+            outcomes[label], waiting[name] = f"waits for {stub.group(1)}", label
+            print(f"{label}: waits for {stub.group(1)}, which {name} uses; finish {stub.group(1)} first, then run this cell again")
+            return None
+        if stub and stub.group(1) == label:
+            if use_reference(label, namespace, "not attempted"):
+                print(f"{label}: not attempted yet; later cells use the reference solution")
+            else:
+                outcomes[label], waiting[name] = "not attempted", label
+                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+            return None
+        failure = error if isinstance(error, ContractViolation) else ContractViolation(
+            "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
+            "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above this message shows the line of {name} that raised",
+        )
+        failure.frames = own_frames(error.__cause__ if failure is error else error)
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
+                         f"{name} broke its contract check ({type(error).__name__})"):
+            failure.go_on = (
+                f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+            )
+        else:
+            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
+        failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+        if failure is error:
             raise
-        raise ContractViolation(
-            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
-            f"the traceback above shows the line of {name} that raised. {go_on}",
-        ) from error
+        raise failure from error
+    for waiter in [n for n, waited in waiting.items() if waited == label]:
+        del waiting[waiter]
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=274f2d17325f992355ae07f8ce0503b9e3c8608d4ec1f7592767fff330395094
+# builder:end sha256=60a0e1ddbb52d31780a79e40b145bf0af12fd832f64d2d7c89ec161891386b68
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
@@ -749,27 +799,28 @@ def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
-    if not standing_in:
+    waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    if waited:
+        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+    elif not standing_in:
         print(f"{section}: PASS")
-        return
-    print(
-        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
-        f"not a pass of your own code yet"
-    )
-# builder:end sha256=9de37c4a7cafd814b04be9549713436e722e907503bb8ebac2f7f23c3821471b
+    else:
+        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
+        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
+# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
-    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    """Print the exercises passed, failed and not attempted, and name the first failing check."""
     require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
-    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
-    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
-    standing_in = exercises_on_reference(namespace)
-    if standing_in:
-        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
-        for label in standing_in:
-            print(f"  {label}: {outcomes[label]}")
-# builder:end sha256=abacfb248fb5b7c0305d77237c71d2aabc8263870f0422d7a8359ed50c17a249
+    skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
+    failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
+    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
+    print(f"Exercises failed: {', '.join(failed) or 'none'}")
+    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+    if failed:
+        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
+# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
 # builder:begin inline LANGUAGES
 LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
@@ -915,274 +966,317 @@ print("toolkit ready: argument checks, contract checks and the course figure sty
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
 # builder:begin solutions
-# The solution edition of every exercise cell: show_reference(label) prints one, and
-# check_exercise runs it in place of an exercise that failed its check.
-REFERENCE_SOURCES = {
-    "Exercise 1": r'''# Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is
-# position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the
-# same angle. Work with whole tensors (an outer product of positions and frequencies), not loops.
-# The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos
-# with interleaved pairs for several sizes; and the base argument sets the frequencies.
-def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
-    """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
-    length = require_int("length", length, minimum=1)
-    d_model = require_int("d_model", d_model, minimum=2)
-    base = require_real("base", base, minimum=1.0, strict_minimum=True)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
-    position = torch.arange(length, dtype=dtype)[:, None]                         # (L, 1)
-    frequency = base ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)     # (d/2,)
-    angle = position * frequency                                                  # (L, d/2)
-    table = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)             # (L, d/2, 2)
-    return table.reshape(length, d_model)                                         # (L, d): sin, cos, sin, cos, ...''',
-    "Exercise 2": r'''# Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute
-# position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool
-# tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops.
-# The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future;
-# cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.
-def causal_allowed(t_q, t_k, *, query_offset=0):
-    """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
-    t_q = require_int("t_q", t_q, minimum=1)
-    t_k = require_int("t_k", t_k, minimum=1)
-    query_offset = require_int("query_offset", query_offset, minimum=0)
-    if query_offset + t_q > t_k:
-        raise ValueError(
-            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
-            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
-        )
-    require_budget("the causal mask", (t_q, t_k), itemsize=1)
-    require_budget("the key positions", (t_k,), itemsize=8)
-    query_position = query_offset + torch.arange(t_q)[:, None]  # (t_q, 1) absolute positions
-    key_position = torch.arange(t_k)[None, :]                   # (1, t_k)
-    return key_position <= query_position                       # (t_q, t_k)''',
-    "Exercise 3": r'''# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
-# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
-# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
-# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
-# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
-# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
-# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
-# gradients; permuting tokens permutes outputs.
-def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
-    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
-        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
-    except ValueError:
-        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
-    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
-    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
-    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
-    if allowed is None:
-        allowed = torch.ones(shape, dtype=torch.bool)
-    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
-        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
-    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
-        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
-    else:
-        try:
-            allowed = torch.broadcast_to(allowed, shape)
-        except RuntimeError:
-            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
-    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
-    if empty_row == "error" and bool(empty_rows.any()):
-        where = empty_rows.nonzero()[:4].tolist()
-        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
-                         "fix the mask, or pass empty_row='zero' for padding queries")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
-    exps = torch.exp(scores - top)                                         # exactly 0 where blocked
-    total = exps.sum(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 1.0)
-    weights = exps / total                                                 # rows sum to 1; empty rows stay 0
-    output = weights @ v                                                   # (..., T_q, d_v)
-    # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
-    require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
-    return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
-    "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
-# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
-# that token. Index axes from the end so any leading axes (batch, ...) pass through.
-# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
-# number of leading axes passes through.
-def split_heads(x, n_heads):
-    """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
-    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
-    n_heads = require_int("n_heads", n_heads, minimum=1)
-    if x.shape[-1] % n_heads:
-        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
-    heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
-    return heads.transpose(-3, -2)                               # (..., H, T, d)''',
-    "Exercise 5": r'''# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
-# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
-# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
-# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
-# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
-# group that is not a positive integer raises TypeError or ValueError.
-def merge_heads(x):
-    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+# The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
+# show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
+import base64
 
-
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
-    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
-    "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
-# (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
-# x to queries, keys and values, split them into heads, let each group of query heads share its K/V
-# head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
-# out_proj. The check requires: the output equals an independent multi-head attention built from the
-# layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives
-# (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.
-def _require_hidden(x, d_model, dtype, *, ndim=None):
-    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
-    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
-    if x.shape[-1] != d_model:
-        leading = "B, T" if ndim == 3 else "..."
-        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
-    if x.dtype != dtype:
-        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
-    return x
-
-
-class MultiHeadSelfAttention(nn.Module):
-    """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
-
-    def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
-        super().__init__()
-        self.d_model = require_int("d_model", d_model, minimum=1)
-        self.n_heads = require_int("n_heads", n_heads, minimum=1)
-        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
-        self.d_head = self.d_model // self.n_heads
-        self.causal = require_bool("causal", causal)
-        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
-        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
-        self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
-        self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
-        self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
-        self.out_proj = nn.Linear(self.n_heads * self.d_head, self.d_model, bias=False)
-
-    def kv_parameter_count(self):
-        """Weights of the key and value projections: what GQA and MQA shrink, like the KV cache."""
-        return self.k_proj.weight.numel() + self.v_proj.weight.numel()
-
-    def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
-        """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
-        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
-        batch, length, _ = x.shape
-        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
-                                        or token_valid.shape != (batch, length)):
-            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
-        if token_valid is not None:
-            require_tensor("token_valid", token_valid, floating=False)
-        return_weights = require_bool("return_weights", return_weights)
-        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
-        allowed = torch.ones(batch, 1, length, length, dtype=torch.bool)          # (B, 1, T, T), broadcast over heads
-        if token_valid is not None:
-            allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]  # padding keys and padding queries
-        if self.causal:
-            allowed = allowed & causal_allowed(length, length)
-        group = self.n_heads // self.n_kv_heads
-        q = split_heads(self.q_proj(x), self.n_heads)                                  # (B, H, T, d)
-        k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
-        v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)     # (B, H, T, d)
-        result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
-        output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
-        return (output, result.weights) if return_weights else output''',
-    "Exercise 7": r'''# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
-# of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
-# they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
-# The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
-# bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.
-def layer_norm(x, weight=None, bias=None, eps=1e-5):
-    """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
-    x = require_tensor("x", x, min_ndim=1)
-    eps = require_real("eps", eps, minimum=0.0)
-    for name, parameter in (("weight", weight), ("bias", bias)):
-        if parameter is not None:
-            require_tensor(name, parameter, ndim=1)
-            if parameter.shape[0] != x.shape[-1]:
-                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
-    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
-        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
-    mean = x.mean(dim=-1, keepdim=True)                                 # (..., 1)
-    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)             # (..., 1), biased
-    normalized = (x - mean) / torch.sqrt(variance + eps)                # (..., d)
-    if weight is not None:
-        normalized = normalized * weight
-    if bias is not None:
-        normalized = normalized + bias
-    return normalized''',
-    "Exercise 8": r'''# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
-# rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
-# those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
-# crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
-# for every other. Subtract the largest logit before exp() and add with math.fsum.
-# The check requires: one finite probability per token summing to 1; the temperature divides the logits;
-# top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in
-# that order; large logits do not overflow.
-def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
-    """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
-    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
-        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
-    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
-    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
-    if top_k is not None:
-        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
-    if top_p is not None:
-        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
-    largest = max(logits)
-    weights = [math.exp((z - largest) / temperature) for z in logits]  # unnormalised, the largest is 1
-    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))  # most likely first, ties to the lower id
-    if top_k is not None:
-        order = order[:top_k]
-    if top_p is not None:
-        mass = math.fsum(weights[i] for i in order)
-        reached = list(itertools.accumulate(weights[i] / mass for i in order))  # share of the first j + 1 tokens
-        crossing = next((j for j, share in enumerate(reached) if share >= top_p), len(order) - 1)
-        order = order[:crossing + 1]  # the token that crosses the threshold stays
-    total = math.fsum(weights[i] for i in order)
-    return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]''',
-    "Exercise 9": r'''# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
-# likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
-# or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
-# Return (tokens, reason). If the score vectors run out first, raise ValueError.
-# The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last
-# allowed step; a trace that runs out of logits raises ValueError.
-def greedy_trace(prepared_logits, eos_id, max_new_tokens):
-    """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
-    eos_id = require_int("eos_id", eos_id, minimum=0)
-    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
-    steps = [list(scores) for scores in prepared_logits]
-    for scores in steps:
-        if eos_id >= len(scores):
-            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
-    tokens = []
-    for scores in steps:
-        probabilities = token_distribution(scores)  # greedy is the temperature -> 0 limit of sampling
-        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))
-        if tokens[-1] == eos_id:
-            return tokens, "eos"
-        if len(tokens) == max_new_tokens:
-            return tokens, "length_limit"
-    raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
-}
-# builder:end sha256=4486d4ce11a130b9831483b8a9dce699a3824456e9f4742a55997b47ad6a63cb
+REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") for label, packed in {
+    "Exercise 1": (
+        "IyBFeGVyY2lzZSAxOiBCdWlsZCB0aGUgc2ludXNvaWRhbCBwb3NpdGlvbiB0YWJsZS4gUmV0dXJuIGEgKGxlbmd0aCwgZF9t",
+        "b2RlbCkgdGVuc29yIHdob3NlIHJvdyBwIGlzCiMgcG9zaXRpb24gcDogY29sdW1uIDJpIGhvbGRzIHNpbihwIC8gYmFzZSoq",
+        "KDJpIC8gZF9tb2RlbCkpIGFuZCBjb2x1bW4gMmkrMSBob2xkcyB0aGUgY29zaW5lIG9mIHRoZQojIHNhbWUgYW5nbGUuIFdv",
+        "cmsgd2l0aCB3aG9sZSB0ZW5zb3JzIChhbiBvdXRlciBwcm9kdWN0IG9mIHBvc2l0aW9ucyBhbmQgZnJlcXVlbmNpZXMpLCBu",
+        "b3QgbG9vcHMuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiBzaGFwZSAobGVuZ3RoLCBkX21vZGVsKTsgcG9zaXRpb24gMCBpcyAo",
+        "MCwgMSwgMCwgMSwgLi4uKTsgdGhlIHRhYmxlIGVxdWFscyBzaW4vY29zCiMgd2l0aCBpbnRlcmxlYXZlZCBwYWlycyBmb3Ig",
+        "c2V2ZXJhbCBzaXplczsgYW5kIHRoZSBiYXNlIGFyZ3VtZW50IHNldHMgdGhlIGZyZXF1ZW5jaWVzLgpkZWYgc2ludXNvaWRh",
+        "bF9lbmNvZGluZyhsZW5ndGgsIGRfbW9kZWwsICosIGJhc2U9MTBfMDAwLjAsIGR0eXBlPXRvcmNoLmZsb2F0NjQpOgogICAg",
+        "IiIiVGhlIHNpbnVzb2lkYWwgcG9zaXRpb24gdGFibGU6IG9uZSByb3cgcGVyIHBvc2l0aW9uLCBzaW5lIG9uIGV2ZW4gY29s",
+        "dW1ucywgY29zaW5lIG9uIG9kZCBvbmVzLiIiIgogICAgbGVuZ3RoID0gcmVxdWlyZV9pbnQoImxlbmd0aCIsIGxlbmd0aCwg",
+        "bWluaW11bT0xKQogICAgZF9tb2RlbCA9IHJlcXVpcmVfaW50KCJkX21vZGVsIiwgZF9tb2RlbCwgbWluaW11bT0yKQogICAg",
+        "YmFzZSA9IHJlcXVpcmVfcmVhbCgiYmFzZSIsIGJhc2UsIG1pbmltdW09MS4wLCBzdHJpY3RfbWluaW11bT1UcnVlKQogICAg",
+        "aWYgZF9tb2RlbCAlIDI6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImRfbW9kZWwgbXVzdCBiZSBldmVuLCBiZWNhdXNl",
+        "IHNpbmUgYW5kIGNvc2luZSBjb21lIGluIHBhaXJzOyBnb3Qge2RfbW9kZWx9IikKICAgIGlmIGR0eXBlIG5vdCBpbiAodG9y",
+        "Y2guZmxvYXQzMiwgdG9yY2guZmxvYXQ2NCk6CiAgICAgICAgcmFpc2UgVHlwZUVycm9yKGYiZHR5cGUgbXVzdCBiZSB0b3Jj",
+        "aC5mbG9hdDMyIG9yIHRvcmNoLmZsb2F0NjQsIGdvdCB7ZHR5cGV9IikKICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgcG9zaXRp",
+        "b24gdGFibGUiLCAobGVuZ3RoLCBkX21vZGVsKSwgaXRlbXNpemU9MiAqIHRvcmNoLmZpbmZvKGR0eXBlKS5iaXRzIC8vIDgp",
+        "ICAjIHRoZSB0YWJsZSBhbmQgaXRzIGFuZ2xlcwogICAgcG9zaXRpb24gPSB0b3JjaC5hcmFuZ2UobGVuZ3RoLCBkdHlwZT1k",
+        "dHlwZSlbOiwgTm9uZV0gICAgICAgICAgICAgICAgICAgICAgICAgIyAoTCwgMSkKICAgIGZyZXF1ZW5jeSA9IGJhc2UgKiog",
+        "KC10b3JjaC5hcmFuZ2UoMCwgZF9tb2RlbCwgMiwgZHR5cGU9ZHR5cGUpIC8gZF9tb2RlbCkgICAgICMgKGQvMiwpCiAgICBh",
+        "bmdsZSA9IHBvc2l0aW9uICogZnJlcXVlbmN5ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAjIChMLCBkLzIpCiAgICB0YWJsZSA9IHRvcmNoLnN0YWNrKCh0b3JjaC5zaW4oYW5nbGUpLCB0b3JjaC5jb3MoYW5n",
+        "bGUpKSwgZGltPS0xKSAgICAgICAgICAgICAjIChMLCBkLzIsIDIpCiAgICByZXR1cm4gdGFibGUucmVzaGFwZShsZW5ndGgs",
+        "IGRfbW9kZWwpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChMLCBkKTogc2luLCBjb3MsIHNp",
+        "biwgY29zLCAuLi4=",
+    ),
+    "Exercise 2": (
+        "IyBFeGVyY2lzZSAyOiBCdWlsZCB0aGUgY2F1c2FsIG1hc2sgZm9yIHRfcSBxdWVyaWVzIGFuZCB0X2sga2V5cy4gUXVlcnkg",
+        "cm93IHIgc2l0cyBhdCBhYnNvbHV0ZQojIHBvc2l0aW9uIHF1ZXJ5X29mZnNldCArIHIgYW5kIG1heSByZWFkIGtleSBqIGV4",
+        "YWN0bHkgd2hlbiBqIDw9IHF1ZXJ5X29mZnNldCArIHIuIFJldHVybiBhIGJvb2wKIyB0ZW5zb3Igb2Ygc2hhcGUgKHRfcSwg",
+        "dF9rKSwgVHJ1ZSB3aGVyZSBhdHRlbnRpb24gaXMgYWxsb3dlZC4gQ29tcGFyZSBwb3NpdGlvbiBncmlkczsgbm8gbG9vcHMu",
+        "CiMgVGhlIGNoZWNrIHJlcXVpcmVzOiBhIGJvb2wgdGVuc29yIG9mIHNoYXBlICh0X3EsIHRfayk7IGEgdG9rZW4gc2VlcyBp",
+        "dHNlbGYgYW5kIHRoZSBwYXN0LCBuZXZlciB0aGUgZnV0dXJlOwojIGNhY2hlZCBxdWVyaWVzIGtlZXAgdGhlaXIgYWJzb2x1",
+        "dGUgcG9zaXRpb25zOyBkZWNvZGluZyBpbiBzdGVwcyBnaXZlcyB0aGUgcm93cyBvZiB0aGUgZnVsbCBtYXNrLgpkZWYgY2F1",
+        "c2FsX2FsbG93ZWQodF9xLCB0X2ssICosIHF1ZXJ5X29mZnNldD0wKToKICAgICIiIkNhdXNhbCBtYXNrIGZvciB0X3EgcXVl",
+        "cmllcyBhdCBhYnNvbHV0ZSBwb3NpdGlvbnMgcXVlcnlfb2Zmc2V0Li4gb3ZlciB0X2sga2V5czogVHJ1ZSA9IG1heSBhdHRl",
+        "bmQuIiIiCiAgICB0X3EgPSByZXF1aXJlX2ludCgidF9xIiwgdF9xLCBtaW5pbXVtPTEpCiAgICB0X2sgPSByZXF1aXJlX2lu",
+        "dCgidF9rIiwgdF9rLCBtaW5pbXVtPTEpCiAgICBxdWVyeV9vZmZzZXQgPSByZXF1aXJlX2ludCgicXVlcnlfb2Zmc2V0Iiwg",
+        "cXVlcnlfb2Zmc2V0LCBtaW5pbXVtPTApCiAgICBpZiBxdWVyeV9vZmZzZXQgKyB0X3EgPiB0X2s6CiAgICAgICAgcmFpc2Ug",
+        "VmFsdWVFcnJvcigKICAgICAgICAgICAgZiJxdWVyaWVzIGF0IGFic29sdXRlIHBvc2l0aW9ucyB1cCB0byB7cXVlcnlfb2Zm",
+        "c2V0ICsgdF9xIC0gMX0gbmVlZCBhdCBsZWFzdCB7cXVlcnlfb2Zmc2V0ICsgdF9xfSBrZXlzLCAiCiAgICAgICAgICAgIGYi",
+        "Z290IHRfaz17dF9rfTsgZm9yIGNhY2hlZCBkZWNvZGluZyBwYXNzIHRfayA9IHF1ZXJ5X29mZnNldCArIHRfcSIKICAgICAg",
+        "ICApCiAgICByZXF1aXJlX2J1ZGdldCgidGhlIGNhdXNhbCBtYXNrIiwgKHRfcSwgdF9rKSwgaXRlbXNpemU9MSkKICAgIHJl",
+        "cXVpcmVfYnVkZ2V0KCJ0aGUga2V5IHBvc2l0aW9ucyIsICh0X2ssKSwgaXRlbXNpemU9OCkKICAgIHF1ZXJ5X3Bvc2l0aW9u",
+        "ID0gcXVlcnlfb2Zmc2V0ICsgdG9yY2guYXJhbmdlKHRfcSlbOiwgTm9uZV0gICMgKHRfcSwgMSkgYWJzb2x1dGUgcG9zaXRp",
+        "b25zCiAgICBrZXlfcG9zaXRpb24gPSB0b3JjaC5hcmFuZ2UodF9rKVtOb25lLCA6XSAgICAgICAgICAgICAgICAgICAjICgx",
+        "LCB0X2spCiAgICByZXR1cm4ga2V5X3Bvc2l0aW9uIDw9IHF1ZXJ5X3Bvc2l0aW9uICAgICAgICAgICAgICAgICAgICAgICAj",
+        "ICh0X3EsIHRfayk=",
+    ),
+    "Exercise 3": (
+        "IyBFeGVyY2lzZSAzOiBXcml0ZSB0aGUgaGVhcnQgb2YgYXR0ZW50aW9uLiBUaGUgYXJndW1lbnQgY2hlY2tzLCB0aGUgYnJv",
+        "YWRjYXN0aW5nIGFuZCB0aGUgZW1wdHktcm93CiMgcG9saWN5IGFyZSBkb25lIGZvciB5b3U7IGBhbGxvd2VkYCBpcyBhbHJl",
+        "YWR5IGEgYm9vbCB0ZW5zb3Igb2YgdGhlIHNjb3JlcycgZnVsbCBzaGFwZS4gQ29tcHV0ZSB0aGUKIyBzY2FsZWQgc2NvcmVz",
+        "IHEgQCBr4bWAIC8gc3FydChkX2spLCBzZXQgYmxvY2tlZCBzY29yZXMgdG8gLWluZiwgdGFrZSBhIHNvZnRtYXggb3ZlciB0",
+        "aGUga2V5IGF4aXMgdGhhdAojIHN0YXlzIGZpbml0ZSBvbiBlbXB0eSByb3dzICh0aGVpciB3ZWlnaHRzIG11c3QgYmUgMCwg",
+        "bm90IE5hTiksIGFuZCBibGVuZCB0aGUgdmFsdWVzLgojIFRoZSBjaGVjayByZXF1aXJlczogb3V0cHV0cyBhbmQgZ3JhZGll",
+        "bnRzIGVxdWFsIEYuc2NhbGVkX2RvdF9wcm9kdWN0X2F0dGVudGlvbiBpbiBmbG9hdDY0OyByb3dzIHN1bSB0byAxOwojIGJs",
+        "b2NrZWQga2V5cyBnZXQgZXhhY3RseSAwIHdlaWdodCAoYSAtMWU5IGZpbGwgcGFzc2VzIGFzIHdlbGwgYXMgLWluZik7IGEg",
+        "Vi1vbmx5IGJhdGNoIGF4aXMgYnJvYWRjYXN0czsKIyBlbXB0eSByb3dzIHJhaXNlIFZhbHVlRXJyb3IgYnkgZGVmYXVsdCBh",
+        "bmQsIHdpdGggZW1wdHlfcm93PSd6ZXJvJywgZ2l2ZSB6ZXJvIHdlaWdodHMgYW5kIG91dHB1dCB3aXRoIGZpbml0ZQojIGdy",
+        "YWRpZW50czsgcGVybXV0aW5nIHRva2VucyBwZXJtdXRlcyBvdXRwdXRzLgpkZWYgc2NhbGVkX2RvdF9wcm9kdWN0X2F0dGVu",
+        "dGlvbihxLCBrLCB2LCBhbGxvd2VkPU5vbmUsICosIGVtcHR5X3Jvdz0iZXJyb3IiKToKICAgICIiInNvZnRtYXgocSBr4bWA",
+        "IC8gc3FydChkX2spLCBibG9ja2VkIGtleXMgYXQgLWluZikgdiwgd2l0aCBhbiBleHBsaWNpdCBwb2xpY3kgZm9yIGZ1bGx5",
+        "IG1hc2tlZCByb3dzLiIiIgogICAgcmVxdWlyZV9jaG9pY2UoImVtcHR5X3JvdyIsIGVtcHR5X3JvdywgKCJlcnJvciIsICJ6",
+        "ZXJvIikpCiAgICBxLCBrLCB2ID0gKHJlcXVpcmVfdGVuc29yKG5hbWUsIHQsIG1pbl9uZGltPTIpIGZvciBuYW1lLCB0IGlu",
+        "ICgoInEiLCBxKSwgKCJrIiwgayksICgidiIsIHYpKSkKICAgIGlmIHEuc2hhcGVbLTFdICE9IGsuc2hhcGVbLTFdOgogICAg",
+        "ICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJxIGFuZCBrIG11c3Qgc2hhcmUgdGhlaXIgbGFzdCBheGlzIGRfaywgZ290IHEge3R1",
+        "cGxlKHEuc2hhcGUpfSBhbmQgayB7dHVwbGUoay5zaGFwZSl9IikKICAgIGlmIGsuc2hhcGVbLTJdICE9IHYuc2hhcGVbLTJd",
+        "OgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJrIGFuZCB2IG11c3QgaGF2ZSBvbmUgcm93IHBlciBrZXkgKHNhbWUgVF9r",
+        "KSwgZ290IGsge3R1cGxlKGsuc2hhcGUpfSBhbmQgdiB7dHVwbGUodi5zaGFwZSl9IikKICAgIHRyeTogICMgTnVtUHkncyBz",
+        "aGFwZSBhcml0aG1ldGljOiB0b3JjaC5icm9hZGNhc3Rfc2hhcGVzIHdvdWxkIGltcG9ydCBzeW1weSwgaGFsZiBhIHNlY29u",
+        "ZCwgb24gZmlyc3QgdXNlCiAgICAgICAgYmF0Y2ggPSBucC5icm9hZGNhc3Rfc2hhcGVzKHR1cGxlKHEuc2hhcGVbOi0yXSks",
+        "IHR1cGxlKGsuc2hhcGVbOi0yXSksIHR1cGxlKHYuc2hhcGVbOi0yXSkpCiAgICBleGNlcHQgVmFsdWVFcnJvcjoKICAgICAg",
+        "ICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIGxlYWRpbmcgYXhlcyBvZiBxIHt0dXBsZShxLnNoYXBlKX0sIGsge3R1cGxlKGsu",
+        "c2hhcGUpfSBhbmQgdiB7dHVwbGUodi5zaGFwZSl9IGRvIG5vdCBicm9hZGNhc3QiKSBmcm9tIE5vbmUKICAgIGR0eXBlID0g",
+        "dG9yY2guZmxvYXQ2NCBpZiB0b3JjaC5mbG9hdDY0IGluIChxLmR0eXBlLCBrLmR0eXBlLCB2LmR0eXBlKSBlbHNlIHRvcmNo",
+        "LmZsb2F0MzIKICAgIHEsIGssIHYgPSAodC50byhkdHlwZSkuZXhwYW5kKCpiYXRjaCwgKnQuc2hhcGVbLTI6XSkgZm9yIHQg",
+        "aW4gKHEsIGssIHYpKSAgIyAoLi4uLCBULCBkKSBvbiB0aGUgam9pbnQgYmF0Y2ggc2hhcGUKICAgIHNoYXBlID0gKCpiYXRj",
+        "aCwgcS5zaGFwZVstMl0sIGsuc2hhcGVbLTJdKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFRf",
+        "cSwgVF9rKQogICAgaWYgYWxsb3dlZCBpcyBOb25lOgogICAgICAgIGFsbG93ZWQgPSB0b3JjaC5vbmVzKHNoYXBlLCBkdHlw",
+        "ZT10b3JjaC5ib29sKQogICAgZWxpZiBub3QgaXNpbnN0YW5jZShhbGxvd2VkLCB0b3JjaC5UZW5zb3IpIG9yIGFsbG93ZWQu",
+        "ZHR5cGUgIT0gdG9yY2guYm9vbDoKICAgICAgICByYWlzZSBUeXBlRXJyb3IoZiJhbGxvd2VkIG11c3QgYmUgYSBib29sIHRl",
+        "bnNvciAoVHJ1ZSA9IG1heSBhdHRlbmQpLCBnb3Qge2dldGF0dHIoYWxsb3dlZCwgJ2R0eXBlJywgdHlwZShhbGxvd2VkKS5f",
+        "X25hbWVfXyl9IikKICAgIGVsaWYgYWxsb3dlZC5kZXZpY2UudHlwZSAhPSAiY3B1IiBvciBhbGxvd2VkLmxheW91dCAhPSB0",
+        "b3JjaC5zdHJpZGVkOgogICAgICAgIHJhaXNlIFR5cGVFcnJvcihmImFsbG93ZWQgbXVzdCBiZSBhIGRlbnNlIENQVSB0ZW5z",
+        "b3IsIGdvdCBhIHthbGxvd2VkLmxheW91dH0gdGVuc29yIG9uIHthbGxvd2VkLmRldmljZX07IHVzZSBhbGxvd2VkLnRvX2Rl",
+        "bnNlKCkuY3B1KCkiKQogICAgZWxzZToKICAgICAgICB0cnk6CiAgICAgICAgICAgIGFsbG93ZWQgPSB0b3JjaC5icm9hZGNh",
+        "c3RfdG8oYWxsb3dlZCwgc2hhcGUpCiAgICAgICAgZXhjZXB0IFJ1bnRpbWVFcnJvcjoKICAgICAgICAgICAgcmFpc2UgVmFs",
+        "dWVFcnJvcihmImFsbG93ZWQgb2Ygc2hhcGUge3R1cGxlKGFsbG93ZWQuc2hhcGUpfSBkb2VzIG5vdCBicm9hZGNhc3QgdG8g",
+        "dGhlIHNjb3Jlcycgc2hhcGUge3NoYXBlfSIpIGZyb20gTm9uZQogICAgZW1wdHlfcm93cyA9IH5hbGxvd2VkLmFueShkaW09",
+        "LTEpICAjICguLi4sIFRfcSkgcm93cyB3aXRoIG5vIGtleSB0byByZWFkCiAgICBpZiBlbXB0eV9yb3cgPT0gImVycm9yIiBh",
+        "bmQgYm9vbChlbXB0eV9yb3dzLmFueSgpKToKICAgICAgICB3aGVyZSA9IGVtcHR5X3Jvd3Mubm9uemVybygpWzo0XS50b2xp",
+        "c3QoKQogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJhdHRlbnRpb24gaGFzIGZ1bGx5IG1hc2tlZCBxdWVyeSByb3dzIChm",
+        "aXJzdCBvbmVzIGF0IHt3aGVyZX0pOyAiCiAgICAgICAgICAgICAgICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNz",
+        "IGVtcHR5X3Jvdz0nemVybycgZm9yIHBhZGRpbmcgcXVlcmllcyIpCiAgICBzY29yZXMgPSBxIEAgay50cmFuc3Bvc2UoLTIs",
+        "IC0xKSAvIG1hdGguc3FydChxLnNoYXBlWy0xXSkgICAgICAgICAgICAjICguLi4sIFRfcSwgVF9rKQogICAgc2NvcmVzID0g",
+        "c2NvcmVzLm1hc2tlZF9maWxsKH5hbGxvd2VkLCBmbG9hdCgiLWluZiIpKQogICAgdG9wID0gc2NvcmVzLmFtYXgoZGltPS0x",
+        "LCBrZWVwZGltPVRydWUpLm1hc2tlZF9maWxsKGVtcHR5X3Jvd3NbLi4uLCBOb25lXSwgMC4wKSAgIyAwIG9uIGVtcHR5IHJv",
+        "d3M6IG5vIC1pbmYgLSAtaW5mCiAgICBleHBzID0gdG9yY2guZXhwKHNjb3JlcyAtIHRvcCkgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICMgZXhhY3RseSAwIHdoZXJlIGJsb2NrZWQKICAgIHRvdGFsID0gZXhwcy5zdW0oZGlt",
+        "PS0xLCBrZWVwZGltPVRydWUpLm1hc2tlZF9maWxsKGVtcHR5X3Jvd3NbLi4uLCBOb25lXSwgMS4wKQogICAgd2VpZ2h0cyA9",
+        "IGV4cHMgLyB0b3RhbCAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIHJvd3Mgc3Vt",
+        "IHRvIDE7IGVtcHR5IHJvd3Mgc3RheSAwCiAgICBvdXRwdXQgPSB3ZWlnaHRzIEAgdiAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKC4uLiwgVF9xLCBkX3YpCiAgICAjIE9ubHkgccK3a+G1gCBjYW4gb3Zl",
+        "cmZsb3cgKHRoZSB3ZWlnaHRzIHRoZW4gbWl4IHYncyByb3dzIGNvbnZleGx5LCBuZXZlciBiZXlvbmQgdik6IG5hbWUgdGhh",
+        "dCBjYXVzZSwgbmV2ZXIgcmV0dXJuIE5hTi4KICAgIHJlcXVpcmVfZmluaXRlX3Jlc3VsdCgiYXR0ZW50aW9uIHNjb3JlcyIs",
+        "IHNjb3Jlcy5tYXNrZWRfZmlsbCh+YWxsb3dlZCwgMC4wKSwgInHCt2vhtYAv4oiaZF9rIG92ZXJmbG93ZWQgaXRzIGR0eXBl",
+        "IChlbnRyaWVzIG9mIHEgYW5kIGsgdG9vIGxhcmdlKTsgc2NhbGUgdGhlIGlucHV0cyBkb3duIG9yIHVzZSBmbG9hdDY0IikK",
+        "ICAgIHJldHVybiBBdHRlbnRpb25SZXN1bHQob3V0cHV0PW91dHB1dCwgd2VpZ2h0cz13ZWlnaHRzLCBzY29yZXM9c2NvcmVz",
+        "LCBlbXB0eV9yb3dzPWVtcHR5X3Jvd3Mp",
+    ),
+    "Exercise 4": (
+        "IyBFeGVyY2lzZSA0OiBTcGxpdCB0aGUgZmVhdHVyZSBheGlzIGludG8gaGVhZHMuIHggaGFzIHNoYXBlICguLi4sIFQsIG5f",
+        "aGVhZHMgKiBkX2hlYWQpOyByZXR1cm4KIyAoLi4uLCBuX2hlYWRzLCBULCBkX2hlYWQpLCB3aGVyZSBoZWFkIGggb2YgdG9r",
+        "ZW4gdCBob2xkcyBmZWF0dXJlcyBoKmRfaGVhZCAuLiAoaCsxKSpkX2hlYWQgLSAxIG9mCiMgdGhhdCB0b2tlbi4gSW5kZXgg",
+        "YXhlcyBmcm9tIHRoZSBlbmQgc28gYW55IGxlYWRpbmcgYXhlcyAoYmF0Y2gsIC4uLikgcGFzcyB0aHJvdWdoLgojIFRoZSBj",
+        "aGVjayByZXF1aXJlczogc2hhcGUgKC4uLiwgSCwgVCwgZCk7IGhlYWQgaCBvZiB0b2tlbiB0IGhvbGRzIGV4YWN0bHkgaXRz",
+        "IG93biBmZWF0dXJlIHNsYWI7IGFuZCBhbnkKIyBudW1iZXIgb2YgbGVhZGluZyBheGVzIHBhc3NlcyB0aHJvdWdoLgpkZWYg",
+        "c3BsaXRfaGVhZHMoeCwgbl9oZWFkcyk6CiAgICAiIiIoLi4uLCBULCBIwrdkKSAtPiAoLi4uLCBILCBULCBkKTogb25lIHNs",
+        "YWIgb2YgZmVhdHVyZXMgcGVyIGhlYWQuIiIiCiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0yLCBm",
+        "aW5pdGU9RmFsc2UpICAjIGEgcmVzaGFwZSBjYW5ub3QgY3JlYXRlIE5hTjsgYXR0ZW50aW9uIGNoZWNrcyB2YWx1ZXMKICAg",
+        "IG5faGVhZHMgPSByZXF1aXJlX2ludCgibl9oZWFkcyIsIG5faGVhZHMsIG1pbmltdW09MSkKICAgIGlmIHguc2hhcGVbLTFd",
+        "ICUgbl9oZWFkczoKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIGxhc3QgYXhpcyAoe3guc2hhcGVbLTFdfSkgbXVz",
+        "dCBzcGxpdCBldmVubHkgaW50byBuX2hlYWRzPXtuX2hlYWRzfSBoZWFkcyIpCiAgICBoZWFkcyA9IHgudW5mbGF0dGVuKC0x",
+        "LCAobl9oZWFkcywgeC5zaGFwZVstMV0gLy8gbl9oZWFkcykpICAjICguLi4sIFQsIEgsIGQpCiAgICByZXR1cm4gaGVhZHMu",
+        "dHJhbnNwb3NlKC0zLCAtMikgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoLi4uLCBILCBULCBkKQ==",
+    ),
+    "Exercise 5": (
+        "IyBFeGVyY2lzZSA1OiBUd28gb25lLWxpbmUgbW92ZXMgYmV0d2VlbiBoZWFkIGxheW91dHMuIG1lcmdlX2hlYWRzIHRha2Vz",
+        "ICguLi4sIG5faGVhZHMsIFQsIGRfaGVhZCkgYW5kCiMgcmV0dXJucyAoLi4uLCBULCBuX2hlYWRzICogZF9oZWFkKSwgaGVh",
+        "ZCAwJ3MgZmVhdHVyZXMgZmlyc3Q6IHRoZSBleGFjdCBpbnZlcnNlIG9mIHNwbGl0X2hlYWRzLgojIHJlcGVhdF9rdl9oZWFk",
+        "cyB0YWtlcyAoLi4uLCBIX2t2LCBULCBkKSBhbmQgcmV0dXJucyAoLi4uLCBIX2t2ICogZ3JvdXAsIFQsIGQpIGluIHdoaWNo",
+        "IHF1ZXJ5IGhlYWQgaAojIHJlYWRzIEsvViBoZWFkIGggLy8gZ3JvdXAuIFRoZSBjaGVja3MgcmVxdWlyZTogbWVyZ2luZyBh",
+        "IGNvbnRpZ3VvdXMgYXR0ZW50aW9uIG91dHB1dCB1bmRvZXMKIyBzcGxpdF9oZWFkcyBleGFjdGx5OyBxdWVyeSBoZWFkIGgg",
+        "c2VlcyBLL1YgaGVhZCBoIC8vIGdyb3VwIGZvciBzZXZlcmFsIHNoYXBlcyBhbmQgZ3JvdXBzOyBhbmQgYQojIGdyb3VwIHRo",
+        "YXQgaXMgbm90IGEgcG9zaXRpdmUgaW50ZWdlciByYWlzZXMgVHlwZUVycm9yIG9yIFZhbHVlRXJyb3IuCmRlZiBtZXJnZV9o",
+        "ZWFkcyh4KToKICAgICIiIiguLi4sIEgsIFQsIGQpIC0+ICguLi4sIFQsIEjCt2QpOiB0aGUgaGVhZHMgc2lkZSBieSBzaWRl",
+        "IGFnYWluLiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbWluX25kaW09MywgZmluaXRlPUZhbHNlKQogICAg",
+        "cmV0dXJuIHgudHJhbnNwb3NlKC0zLCAtMikuZmxhdHRlbigtMikgICMgKC4uLiwgVCwgSCwgZCkgLT4gKC4uLiwgVCwgSMK3",
+        "ZCkKCgpkZWYgcmVwZWF0X2t2X2hlYWRzKHgsIGdyb3VwKToKICAgICIiIiguLi4sIEhfa3YsIFQsIGQpIC0+ICguLi4sIEhf",
+        "a3bCt2dyb3VwLCBULCBkKTogSy9WIGhlYWQgZyBzZXJ2ZXMgcXVlcnkgaGVhZHMgZ8K3Z3JvdXAgLi4gKGcrMSnCt2dyb3Vw",
+        "IC0gMS4iIiIKICAgIHggPSByZXF1aXJlX3RlbnNvcigieCIsIHgsIG1pbl9uZGltPTMsIGZpbml0ZT1GYWxzZSkKICAgIGdy",
+        "b3VwID0gcmVxdWlyZV9pbnQoImdyb3VwIiwgZ3JvdXAsIG1pbmltdW09MSkKICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgcmVw",
+        "ZWF0ZWQgSy9WIGhlYWRzIiwgKCp4LnNoYXBlWzotM10sIHguc2hhcGVbLTNdICogZ3JvdXAsICp4LnNoYXBlWy0yOl0pLCBp",
+        "dGVtc2l6ZT14LmVsZW1lbnRfc2l6ZSgpKQogICAgcmV0dXJuIHgucmVwZWF0X2ludGVybGVhdmUoZ3JvdXAsIGRpbT0tMykg",
+        "ICMgKC4uLiwgSF9rdsK3Z3JvdXAsIFQsIGQp",
+    ),
+    "Exercise 6": (
+        "IyBFeGVyY2lzZSA2OiBXcml0ZSBNdWx0aUhlYWRTZWxmQXR0ZW50aW9uLmZvcndhcmQgZnJvbSB0aGUgcGllY2VzIGFib3Zl",
+        "LiBCdWlsZCB0aGUgYm9vbGVhbiBtYXNrCiMgKHBhZGRpbmcgZnJvbSB0b2tlbl92YWxpZCBmb3Iga2V5cyBhbmQgZm9yIHF1",
+        "ZXJpZXM7IHRoZSBjYXVzYWwgdHJpYW5nbGUgd2hlbiBzZWxmLmNhdXNhbCksIHByb2plY3QKIyB4IHRvIHF1ZXJpZXMsIGtl",
+        "eXMgYW5kIHZhbHVlcywgc3BsaXQgdGhlbSBpbnRvIGhlYWRzLCBsZXQgZWFjaCBncm91cCBvZiBxdWVyeSBoZWFkcyBzaGFy",
+        "ZSBpdHMgSy9WCiMgaGVhZCwgcnVuIHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24gd2l0aCBlbXB0eV9yb3cgcGFzc2Vk",
+        "IHRocm91Z2gsIG1lcmdlIHRoZSBoZWFkcyBhbmQgYXBwbHkKIyBvdXRfcHJvai4gVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUg",
+        "b3V0cHV0IGVxdWFscyBhbiBpbmRlcGVuZGVudCBtdWx0aS1oZWFkIGF0dGVudGlvbiBidWlsdCBmcm9tIHRoZQojIGxheWVy",
+        "J3Mgb3duIHdlaWdodHMgKGZsb2F0NjQsIDQgcXVlcnkgaGVhZHMgb3ZlciAyIEsvViBoZWFkcywgY2F1c2FsKTsgcmV0dXJu",
+        "X3dlaWdodHM9VHJ1ZSBnaXZlcwojIChvdXRwdXQsIHdlaWdodHMgb2Ygc2hhcGUgKEIsIEgsIFQsIFQpKTsgcGFkZGVkIGtl",
+        "eXMgYXJlIG5ldmVyIHJlYWQgYW5kIHBhZGRlZCBxdWVyaWVzIGdpdmUgemVybyByb3dzLgpkZWYgX3JlcXVpcmVfaGlkZGVu",
+        "KHgsIGRfbW9kZWwsIGR0eXBlLCAqLCBuZGltPU5vbmUpOgogICAgIiIieCBhcyBhIGZsb2F0aW5nIHRlbnNvciAoLi4uLCBk",
+        "X21vZGVsKSBpbiB0aGUgZHR5cGUgb2YgYSBsYXllcidzIHdlaWdodHM7IG90aGVyd2lzZSBhIFR5cGVFcnJvciBvciBWYWx1",
+        "ZUVycm9yIG5hbWluZyB0aGUgZml4LiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbmRpbT1uZGltLCBtaW5f",
+        "bmRpbT0xKSAgIyBOYU4gb3IgaW5maW5pdHkgaW4sIE5hTiBvdXQ6IHN0b3AgaXQgYXQgdGhlIGRvb3IKICAgIGlmIHguc2hh",
+        "cGVbLTFdICE9IGRfbW9kZWw6CiAgICAgICAgbGVhZGluZyA9ICJCLCBUIiBpZiBuZGltID09IDMgZWxzZSAiLi4uIgogICAg",
+        "ICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJ4IG11c3QgaGF2ZSBzaGFwZSAoe2xlYWRpbmd9LCB7ZF9tb2RlbH0pLCBnb3Qge3R1",
+        "cGxlKHguc2hhcGUpfSIpCiAgICBpZiB4LmR0eXBlICE9IGR0eXBlOgogICAgICAgIHJhaXNlIFR5cGVFcnJvcihmInggaGFz",
+        "IGR0eXBlIHt4LmR0eXBlfSBidXQgdGhlIGxheWVyJ3Mgd2VpZ2h0cyBoYXZlIHtkdHlwZX07IGNvbnZlcnQgb25lIG9mIHRo",
+        "ZW0gKHgudG8oZHR5cGUpIG9yIGxheWVyLnRvKGR0eXBlKSkiKQogICAgcmV0dXJuIHgKCgpjbGFzcyBNdWx0aUhlYWRTZWxm",
+        "QXR0ZW50aW9uKG5uLk1vZHVsZSk6CiAgICAiIiJDYXVzYWwgKG9yIG5vdCkgc2VsZi1hdHRlbnRpb24gd2l0aCBIIHF1ZXJ5",
+        "IGhlYWRzIGFuZCBIX2t2IHNoYXJlZCBLL1YgaGVhZHM6IE1IQSwgR1FBIG9yIE1RQS4iIiIKCiAgICBkZWYgX19pbml0X18o",
+        "c2VsZiwgZF9tb2RlbCwgbl9oZWFkcywgbl9rdl9oZWFkcz1Ob25lLCAqLCBjYXVzYWw9VHJ1ZSk6CiAgICAgICAgc3VwZXIo",
+        "KS5fX2luaXRfXygpCiAgICAgICAgc2VsZi5kX21vZGVsID0gcmVxdWlyZV9pbnQoImRfbW9kZWwiLCBkX21vZGVsLCBtaW5p",
+        "bXVtPTEpCiAgICAgICAgc2VsZi5uX2hlYWRzID0gcmVxdWlyZV9pbnQoIm5faGVhZHMiLCBuX2hlYWRzLCBtaW5pbXVtPTEp",
+        "CiAgICAgICAgc2VsZi5uX2t2X2hlYWRzID0gc2VsZi5uX2hlYWRzIGlmIG5fa3ZfaGVhZHMgaXMgTm9uZSBlbHNlIHJlcXVp",
+        "cmVfaW50KCJuX2t2X2hlYWRzIiwgbl9rdl9oZWFkcywgbWluaW11bT0xKQogICAgICAgIGlmIHNlbGYuZF9tb2RlbCAlIHNl",
+        "bGYubl9oZWFkczoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImRfbW9kZWw9e2RfbW9kZWx9IG11c3Qgc3BsaXQg",
+        "ZXZlbmx5IGludG8gbl9oZWFkcz17bl9oZWFkc30gaGVhZHMiKQogICAgICAgIGlmIHNlbGYubl9oZWFkcyAlIHNlbGYubl9r",
+        "dl9oZWFkczoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5faGVhZHM9e25faGVhZHN9IG11c3QgYmUgYSBtdWx0",
+        "aXBsZSBvZiBuX2t2X2hlYWRzPXtzZWxmLm5fa3ZfaGVhZHN9LCBzbyBlYWNoIEsvViBoZWFkIHNlcnZlcyBhIHdob2xlIGdy",
+        "b3VwIikKICAgICAgICBzZWxmLmRfaGVhZCA9IHNlbGYuZF9tb2RlbCAvLyBzZWxmLm5faGVhZHMKICAgICAgICBzZWxmLmNh",
+        "dXNhbCA9IHJlcXVpcmVfYm9vbCgiY2F1c2FsIiwgY2F1c2FsKQogICAgICAgIHJvd3MgPSAyICogc2VsZi5kX21vZGVsICsg",
+        "MiAqIHNlbGYubl9rdl9oZWFkcyAqIHNlbGYuZF9oZWFkICAjIFdfcSwgV19vOiBkIHggZDsgV19rLCBXX3Y6IChIX2t2wrdk",
+        "X2hlYWQpIHggZAogICAgICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgYXR0ZW50aW9uIHdlaWdodHMiLCAocm93cywgc2VsZi5k",
+        "X21vZGVsKSwgaXRlbXNpemU9dG9yY2guZ2V0X2RlZmF1bHRfZHR5cGUoKS5pdGVtc2l6ZSkKICAgICAgICBzZWxmLnFfcHJv",
+        "aiA9IG5uLkxpbmVhcihzZWxmLmRfbW9kZWwsIHNlbGYubl9oZWFkcyAqIHNlbGYuZF9oZWFkLCBiaWFzPUZhbHNlKQogICAg",
+        "ICAgIHNlbGYua19wcm9qID0gbm4uTGluZWFyKHNlbGYuZF9tb2RlbCwgc2VsZi5uX2t2X2hlYWRzICogc2VsZi5kX2hlYWQs",
+        "IGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi52X3Byb2ogPSBubi5MaW5lYXIoc2VsZi5kX21vZGVsLCBzZWxmLm5fa3ZfaGVh",
+        "ZHMgKiBzZWxmLmRfaGVhZCwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLm91dF9wcm9qID0gbm4uTGluZWFyKHNlbGYubl9o",
+        "ZWFkcyAqIHNlbGYuZF9oZWFkLCBzZWxmLmRfbW9kZWwsIGJpYXM9RmFsc2UpCgogICAgZGVmIGt2X3BhcmFtZXRlcl9jb3Vu",
+        "dChzZWxmKToKICAgICAgICAiIiJXZWlnaHRzIG9mIHRoZSBrZXkgYW5kIHZhbHVlIHByb2plY3Rpb25zOiB3aGF0IEdRQSBh",
+        "bmQgTVFBIHNocmluaywgbGlrZSB0aGUgS1YgY2FjaGUuIiIiCiAgICAgICAgcmV0dXJuIHNlbGYua19wcm9qLndlaWdodC5u",
+        "dW1lbCgpICsgc2VsZi52X3Byb2oud2VpZ2h0Lm51bWVsKCkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4LCAqLCB0b2tlbl92",
+        "YWxpZD1Ob25lLCBlbXB0eV9yb3c9ImVycm9yIiwgcmV0dXJuX3dlaWdodHM9RmFsc2UpOgogICAgICAgICIiInggKEIsIFQs",
+        "IGRfbW9kZWwpIC0+IChCLCBULCBkX21vZGVsKTsgdG9rZW5fdmFsaWQgKEIsIFQpIG1hcmtzIHJlYWwgdG9rZW5zIChGYWxz",
+        "ZSA9IHBhZGRpbmcpLiIiIgogICAgICAgIHggPSBfcmVxdWlyZV9oaWRkZW4oeCwgc2VsZi5kX21vZGVsLCBzZWxmLnFfcHJv",
+        "ai53ZWlnaHQuZHR5cGUsIG5kaW09MykKICAgICAgICBiYXRjaCwgbGVuZ3RoLCBfID0geC5zaGFwZQogICAgICAgIGlmIHRv",
+        "a2VuX3ZhbGlkIGlzIG5vdCBOb25lIGFuZCAobm90IGlzaW5zdGFuY2UodG9rZW5fdmFsaWQsIHRvcmNoLlRlbnNvcikgb3Ig",
+        "dG9rZW5fdmFsaWQuZHR5cGUgIT0gdG9yY2guYm9vbAogICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "b3IgdG9rZW5fdmFsaWQuc2hhcGUgIT0gKGJhdGNoLCBsZW5ndGgpKToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihm",
+        "InRva2VuX3ZhbGlkIG11c3QgYmUgYSBib29sIHRlbnNvciBvZiBzaGFwZSB7KGJhdGNoLCBsZW5ndGgpfSwgZ290IHtnZXRh",
+        "dHRyKHRva2VuX3ZhbGlkLCAnc2hhcGUnLCB0b2tlbl92YWxpZCkhcn0iKQogICAgICAgIGlmIHRva2VuX3ZhbGlkIGlzIG5v",
+        "dCBOb25lOgogICAgICAgICAgICByZXF1aXJlX3RlbnNvcigidG9rZW5fdmFsaWQiLCB0b2tlbl92YWxpZCwgZmxvYXRpbmc9",
+        "RmFsc2UpCiAgICAgICAgcmV0dXJuX3dlaWdodHMgPSByZXF1aXJlX2Jvb2woInJldHVybl93ZWlnaHRzIiwgcmV0dXJuX3dl",
+        "aWdodHMpCiAgICAgICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZXMsIGV4cG9uZW50aWFscyBhbmQgd2VpZ2h0cyBvZiBl",
+        "dmVyeSBoZWFkIiwgKGJhdGNoLCBzZWxmLm5faGVhZHMsIGxlbmd0aCwgbGVuZ3RoKSwgaXRlbXNpemU9MyAqIHguZWxlbWVu",
+        "dF9zaXplKCkpCiAgICAgICAgYWxsb3dlZCA9IHRvcmNoLm9uZXMoYmF0Y2gsIDEsIGxlbmd0aCwgbGVuZ3RoLCBkdHlwZT10",
+        "b3JjaC5ib29sKSAgICAgICAgICAjIChCLCAxLCBULCBUKSwgYnJvYWRjYXN0IG92ZXIgaGVhZHMKICAgICAgICBpZiB0b2tl",
+        "bl92YWxpZCBpcyBub3QgTm9uZToKICAgICAgICAgICAgYWxsb3dlZCA9IGFsbG93ZWQgJiB0b2tlbl92YWxpZFs6LCBOb25l",
+        "LCBOb25lLCA6XSAmIHRva2VuX3ZhbGlkWzosIE5vbmUsIDosIE5vbmVdICAjIHBhZGRpbmcga2V5cyBhbmQgcGFkZGluZyBx",
+        "dWVyaWVzCiAgICAgICAgaWYgc2VsZi5jYXVzYWw6CiAgICAgICAgICAgIGFsbG93ZWQgPSBhbGxvd2VkICYgY2F1c2FsX2Fs",
+        "bG93ZWQobGVuZ3RoLCBsZW5ndGgpCiAgICAgICAgZ3JvdXAgPSBzZWxmLm5faGVhZHMgLy8gc2VsZi5uX2t2X2hlYWRzCiAg",
+        "ICAgICAgcSA9IHNwbGl0X2hlYWRzKHNlbGYucV9wcm9qKHgpLCBzZWxmLm5faGVhZHMpICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICMgKEIsIEgsIFQsIGQpCiAgICAgICAgayA9IHJlcGVhdF9rdl9oZWFkcyhzcGxpdF9oZWFkcyhzZWxm",
+        "LmtfcHJvaih4KSwgc2VsZi5uX2t2X2hlYWRzKSwgZ3JvdXApICAgICAjIChCLCBILCBULCBkKQogICAgICAgIHYgPSByZXBl",
+        "YXRfa3ZfaGVhZHMoc3BsaXRfaGVhZHMoc2VsZi52X3Byb2ooeCksIHNlbGYubl9rdl9oZWFkcyksIGdyb3VwKSAgICAgIyAo",
+        "QiwgSCwgVCwgZCkKICAgICAgICByZXN1bHQgPSBzY2FsZWRfZG90X3Byb2R1Y3RfYXR0ZW50aW9uKHEsIGssIHYsIGFsbG93",
+        "ZWQsIGVtcHR5X3Jvdz1lbXB0eV9yb3cpCiAgICAgICAgb3V0cHV0ID0gc2VsZi5vdXRfcHJvaihtZXJnZV9oZWFkcyhyZXN1",
+        "bHQub3V0cHV0KS50byh4LmR0eXBlKSkgICAgICAgICAgICAgICAgICMgKEIsIFQsIGRfbW9kZWwpCiAgICAgICAgcmV0dXJu",
+        "IChvdXRwdXQsIHJlc3VsdC53ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+    ),
+    "Exercise 7": (
+        "IyBFeGVyY2lzZSA3OiBXcml0ZSBMYXllck5vcm0gb3ZlciB0aGUgbGFzdCBheGlzLiBTdWJ0cmFjdCBlYWNoIHRva2VuJ3Mg",
+        "bWVhbiwgZGl2aWRlIGJ5IHRoZSBzcXVhcmUgcm9vdAojIG9mIGl0cyBiaWFzZWQgdmFyaWFuY2UgcGx1cyBlcHMgKGRpdmlk",
+        "ZSBieSBkLCBub3QgZCAtIDEpLCB0aGVuIG11bHRpcGx5IGJ5IHdlaWdodCBhbmQgYWRkIGJpYXMgd2hlbgojIHRoZXkgYXJl",
+        "IGdpdmVuLiBTdGF5IGRpZmZlcmVudGlhYmxlOiBubyAuaXRlbSgpLCBubyBOdW1QeSwgbm8gaW4tcGxhY2UgZWRpdHMgb2Yg",
+        "eC4KIyBUaGUgY2hlY2sgcmVxdWlyZXM6IG1lYW4gMCBhbmQgYmlhc2VkIHZhcmlhbmNlIDEgcGVyIHJvdzsgZXBzIGluc2lk",
+        "ZSB0aGUgc3F1YXJlIHJvb3Q7IHdlaWdodCBzY2FsZXMgYW5kCiMgYmlhcyBzaGlmdHM7IG91dHB1dHMgYW5kIGdyYWRpZW50",
+        "cyBlcXVhbCBGLmxheWVyX25vcm07IGEgY29uc3RhbnQgdG9rZW4gbWFwcyB0byB6ZXJvcy4KZGVmIGxheWVyX25vcm0oeCwg",
+        "d2VpZ2h0PU5vbmUsIGJpYXM9Tm9uZSwgZXBzPTFlLTUpOgogICAgIiIiTGF5ZXJOb3JtIG92ZXIgdGhlIGxhc3QgYXhpcywg",
+        "YnkgaGFuZDogKHgg4oiSIG1lYW4pIC8gc3FydChiaWFzZWQgdmFyaWFuY2UgKyBlcHMpIMK3IHdlaWdodCArIGJpYXMuIiIi",
+        "CiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0xKQogICAgZXBzID0gcmVxdWlyZV9yZWFsKCJlcHMi",
+        "LCBlcHMsIG1pbmltdW09MC4wKQogICAgZm9yIG5hbWUsIHBhcmFtZXRlciBpbiAoKCJ3ZWlnaHQiLCB3ZWlnaHQpLCAoImJp",
+        "YXMiLCBiaWFzKSk6CiAgICAgICAgaWYgcGFyYW1ldGVyIGlzIG5vdCBOb25lOgogICAgICAgICAgICByZXF1aXJlX3RlbnNv",
+        "cihuYW1lLCBwYXJhbWV0ZXIsIG5kaW09MSkKICAgICAgICAgICAgaWYgcGFyYW1ldGVyLnNoYXBlWzBdICE9IHguc2hhcGVb",
+        "LTFdOgogICAgICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIntuYW1lfSBtdXN0IGhhdmUgb25lIGVudHJ5IHBlciBm",
+        "ZWF0dXJlICh7eC5zaGFwZVstMV19KSwgZ290IHNoYXBlIHt0dXBsZShwYXJhbWV0ZXIuc2hhcGUpfSIpCiAgICBpZiBlcHMg",
+        "PT0gMC4wIGFuZCBib29sKCh4LmFtYXgoZGltPS0xKSA9PSB4LmFtaW4oZGltPS0xKSkuYW55KCkpOgogICAgICAgIHJhaXNl",
+        "IFZhbHVlRXJyb3IoImVwcz0wIGRpdmlkZXMgMCBieSAwIG9uIGEgY29uc3RhbnQgdG9rZW4gKGl0cyB2YXJpYW5jZSBpcyAw",
+        "KTsgcGFzcyBlcHMgPiAwLCBlLmcuIHRoZSBkZWZhdWx0IDFlLTUiKQogICAgbWVhbiA9IHgubWVhbihkaW09LTEsIGtlZXBk",
+        "aW09VHJ1ZSkgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIDEpCiAgICB2YXJpYW5jZSA9ICgoeCAt",
+        "IG1lYW4pICoqIDIpLm1lYW4oZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICMgKC4uLiwgMSksIGJpYXNlZAog",
+        "ICAgbm9ybWFsaXplZCA9ICh4IC0gbWVhbikgLyB0b3JjaC5zcXJ0KHZhcmlhbmNlICsgZXBzKSAgICAgICAgICAgICAgICAj",
+        "ICguLi4sIGQpCiAgICBpZiB3ZWlnaHQgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6ZWQgKiB3",
+        "ZWlnaHQKICAgIGlmIGJpYXMgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6ZWQgKyBiaWFzCiAg",
+        "ICByZXR1cm4gbm9ybWFsaXplZA==",
+    ),
+    "Exercise 8": (
+        "IyBFeGVyY2lzZSA4OiBUdXJuIG9uZSBsb2dpdCB2ZWN0b3IgaW50byBuZXh0LXRva2VuIHByb2JhYmlsaXRpZXMuIERpdmlk",
+        "ZSB0aGUgbG9naXRzIGJ5IHRoZSB0ZW1wZXJhdHVyZTsKIyByYW5rIHRoZSB0b2tlbnMgYnkgbG9naXQsIGxhcmdlc3QgZmly",
+        "c3QsIHRpZXMgdG8gdGhlIGxvd2VyIGlkOyBrZWVwIHRoZSB0b3BfayBiZXN0IChhbGwgaWYgTm9uZSk7IG9mCiMgdGhvc2Us",
+        "IGtlZXAgdGhlIHNob3J0ZXN0IHByZWZpeCB3aG9zZSByZW5vcm1hbGlzZWQgbWFzcyByZWFjaGVzIHRvcF9wLCBpbmNsdWRp",
+        "bmcgdGhlIHRva2VuIHRoYXQKIyBjcm9zc2VzIGl0IChhbGwgaWYgTm9uZSk7IHJldHVybiBhIGxpc3Qgd2l0aCB0aGUgcmVu",
+        "b3JtYWxpc2VkIHByb2JhYmlsaXR5IG9mIGVhY2gga2VwdCB0b2tlbiBhbmQgMC4wCiMgZm9yIGV2ZXJ5IG90aGVyLiBTdWJ0",
+        "cmFjdCB0aGUgbGFyZ2VzdCBsb2dpdCBiZWZvcmUgZXhwKCkgYW5kIGFkZCB3aXRoIG1hdGguZnN1bS4KIyBUaGUgY2hlY2sg",
+        "cmVxdWlyZXM6IG9uZSBmaW5pdGUgcHJvYmFiaWxpdHkgcGVyIHRva2VuIHN1bW1pbmcgdG8gMTsgdGhlIHRlbXBlcmF0dXJl",
+        "IGRpdmlkZXMgdGhlIGxvZ2l0czsKIyB0b3BfayBhbmQgdG9wX3Aga2VlcCB0aGUgcmlnaHQgdG9rZW5zICh0aGUgY3Jvc3Np",
+        "bmcgb25lIHN0YXlzLCB0aWVzIHRvIHRoZSBsb3dlciBpZCk7IGZpbHRlcnMgYXBwbHkgaW4KIyB0aGF0IG9yZGVyOyBsYXJn",
+        "ZSBsb2dpdHMgZG8gbm90IG92ZXJmbG93LgpkZWYgdG9rZW5fZGlzdHJpYnV0aW9uKGxvZ2l0cywgdGVtcGVyYXR1cmU9MS4w",
+        "LCB0b3Bfaz1Ob25lLCB0b3BfcD1Ob25lKToKICAgICIiIk5leHQtdG9rZW4gcHJvYmFiaWxpdGllcyBvZiBvbmUgbG9naXQg",
+        "dmVjdG9yIGFmdGVyIHRlbXBlcmF0dXJlLCB0aGVuIHRvcC1rLCB0aGVuIHRvcC1wLiIiIgogICAgaWYgaXNpbnN0YW5jZShs",
+        "b2dpdHMsIChzdHIsIGJ5dGVzKSkgb3Igbm90IGhhc2F0dHIobG9naXRzLCAiX19sZW5fXyIpIG9yIGxlbihsb2dpdHMpID09",
+        "IDA6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImxvZ2l0cyBtdXN0IGJlIGEgbm9uLWVtcHR5IHNlcXVlbmNlIG9mIHJl",
+        "YWwgbnVtYmVycywgZ290IHtsb2dpdHMhcn0iKQogICAgbG9naXRzID0gW3JlcXVpcmVfcmVhbChmImxvZ2l0c1t7aX1dIiwg",
+        "eikgZm9yIGksIHogaW4gZW51bWVyYXRlKGxvZ2l0cyldCiAgICB0ZW1wZXJhdHVyZSA9IHJlcXVpcmVfcmVhbCgidGVtcGVy",
+        "YXR1cmUiLCB0ZW1wZXJhdHVyZSwgbWluaW11bT0wLjAsIHN0cmljdF9taW5pbXVtPVRydWUpCiAgICBpZiB0b3BfayBpcyBu",
+        "b3QgTm9uZToKICAgICAgICB0b3BfayA9IHJlcXVpcmVfaW50KCJ0b3BfayIsIHRvcF9rLCBtaW5pbXVtPTEsIG1heGltdW09",
+        "bGVuKGxvZ2l0cykpCiAgICBpZiB0b3BfcCBpcyBub3QgTm9uZToKICAgICAgICB0b3BfcCA9IHJlcXVpcmVfcmVhbCgidG9w",
+        "X3AiLCB0b3BfcCwgbWluaW11bT0wLjAsIG1heGltdW09MS4wLCBzdHJpY3RfbWluaW11bT1UcnVlKQogICAgbGFyZ2VzdCA9",
+        "IG1heChsb2dpdHMpCiAgICB3ZWlnaHRzID0gW21hdGguZXhwKCh6IC0gbGFyZ2VzdCkgLyB0ZW1wZXJhdHVyZSkgZm9yIHog",
+        "aW4gbG9naXRzXSAgIyB1bm5vcm1hbGlzZWQsIHRoZSBsYXJnZXN0IGlzIDEKICAgIG9yZGVyID0gc29ydGVkKHJhbmdlKGxl",
+        "bihsb2dpdHMpKSwga2V5PWxhbWJkYSBpOiAoLWxvZ2l0c1tpXSwgaSkpICAjIG1vc3QgbGlrZWx5IGZpcnN0LCB0aWVzIHRv",
+        "IHRoZSBsb3dlciBpZAogICAgaWYgdG9wX2sgaXMgbm90IE5vbmU6CiAgICAgICAgb3JkZXIgPSBvcmRlcls6dG9wX2tdCiAg",
+        "ICBpZiB0b3BfcCBpcyBub3QgTm9uZToKICAgICAgICBtYXNzID0gbWF0aC5mc3VtKHdlaWdodHNbaV0gZm9yIGkgaW4gb3Jk",
+        "ZXIpCiAgICAgICAgcmVhY2hlZCA9IGxpc3QoaXRlcnRvb2xzLmFjY3VtdWxhdGUod2VpZ2h0c1tpXSAvIG1hc3MgZm9yIGkg",
+        "aW4gb3JkZXIpKSAgIyBzaGFyZSBvZiB0aGUgZmlyc3QgaiArIDEgdG9rZW5zCiAgICAgICAgY3Jvc3NpbmcgPSBuZXh0KChq",
+        "IGZvciBqLCBzaGFyZSBpbiBlbnVtZXJhdGUocmVhY2hlZCkgaWYgc2hhcmUgPj0gdG9wX3ApLCBsZW4ob3JkZXIpIC0gMSkK",
+        "ICAgICAgICBvcmRlciA9IG9yZGVyWzpjcm9zc2luZyArIDFdICAjIHRoZSB0b2tlbiB0aGF0IGNyb3NzZXMgdGhlIHRocmVz",
+        "aG9sZCBzdGF5cwogICAgdG90YWwgPSBtYXRoLmZzdW0od2VpZ2h0c1tpXSBmb3IgaSBpbiBvcmRlcikKICAgIHJldHVybiBb",
+        "d2VpZ2h0c1tpXSAvIHRvdGFsIGlmIGkgaW4gb3JkZXIgZWxzZSAwLjAgZm9yIGkgaW4gcmFuZ2UobGVuKGxvZ2l0cykpXQ==",
+    ),
+    "Exercise 9": (
+        "IyBFeGVyY2lzZSA5OiBEZWNvZGUgZ3JlZWRpbHkgZnJvbSBwcmVwYXJlZCBsb2dpdHMuIEZvciBlYWNoIHNjb3JlIHZlY3Rv",
+        "ciBpbiB0dXJuLCBhcHBlbmQgdGhlIG1vc3QKIyBsaWtlbHkgdG9rZW4gKHRpZXMgdG8gdGhlIGxvd2VyIGlkKTsgc3RvcCBy",
+        "aWdodCBhZnRlciBFT1Mgd2l0aCByZWFzb24gJ2VvcycgKEVPUyBzdGF5cyBpbiB0aGUgb3V0cHV0KSwKIyBvciBvbmNlIG1h",
+        "eF9uZXdfdG9rZW5zIHRva2VucyBhcmUgb3V0IHdpdGggcmVhc29uICdsZW5ndGhfbGltaXQnIChFT1Mgd2lucyB3aGVuIGJv",
+        "dGggaGFwcGVuIGF0IG9uY2UpLgojIFJldHVybiAodG9rZW5zLCByZWFzb24pLiBJZiB0aGUgc2NvcmUgdmVjdG9ycyBydW4g",
+        "b3V0IGZpcnN0LCByYWlzZSBWYWx1ZUVycm9yLgojIFRoZSBjaGVjayByZXF1aXJlczogRU9TIHN0b3BzIHRoZSB0cmFjZSBh",
+        "bmQgaXMga2VwdDsgdGhlIGxlbmd0aCBsaW1pdCBzdG9wcyBpdDsgRU9TIHdpbnMgb24gdGhlIGxhc3QKIyBhbGxvd2VkIHN0",
+        "ZXA7IGEgdHJhY2UgdGhhdCBydW5zIG91dCBvZiBsb2dpdHMgcmFpc2VzIFZhbHVlRXJyb3IuCmRlZiBncmVlZHlfdHJhY2Uo",
+        "cHJlcGFyZWRfbG9naXRzLCBlb3NfaWQsIG1heF9uZXdfdG9rZW5zKToKICAgICIiIkdyZWVkeSBkZWNvZGluZyBvdmVyIGEg",
+        "cHJlcGFyZWQgbGlzdCBvZiBsb2dpdCB2ZWN0b3JzOiAodG9rZW5zLCAnZW9zJyBvciAnbGVuZ3RoX2xpbWl0JykuIiIiCiAg",
+        "ICBlb3NfaWQgPSByZXF1aXJlX2ludCgiZW9zX2lkIiwgZW9zX2lkLCBtaW5pbXVtPTApCiAgICBtYXhfbmV3X3Rva2VucyA9",
+        "IHJlcXVpcmVfaW50KCJtYXhfbmV3X3Rva2VucyIsIG1heF9uZXdfdG9rZW5zLCBtaW5pbXVtPTEpCiAgICBzdGVwcyA9IFts",
+        "aXN0KHNjb3JlcykgZm9yIHNjb3JlcyBpbiBwcmVwYXJlZF9sb2dpdHNdCiAgICBmb3Igc2NvcmVzIGluIHN0ZXBzOgogICAg",
+        "ICAgIGlmIGVvc19pZCA+PSBsZW4oc2NvcmVzKToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImVvc19pZD17ZW9z",
+        "X2lkfSBpcyBub3QgYSB0b2tlbiBpZCBvZiBhIHtsZW4oc2NvcmVzKX0tZW50cnkgc2NvcmUgdmVjdG9yIikKICAgIHRva2Vu",
+        "cyA9IFtdCiAgICBmb3Igc2NvcmVzIGluIHN0ZXBzOgogICAgICAgIHByb2JhYmlsaXRpZXMgPSB0b2tlbl9kaXN0cmlidXRp",
+        "b24oc2NvcmVzKSAgIyBncmVlZHkgaXMgdGhlIHRlbXBlcmF0dXJlIC0+IDAgbGltaXQgb2Ygc2FtcGxpbmcKICAgICAgICB0",
+        "b2tlbnMuYXBwZW5kKG1heChyYW5nZShsZW4ocHJvYmFiaWxpdGllcykpLCBrZXk9cHJvYmFiaWxpdGllcy5fX2dldGl0ZW1f",
+        "XykpCiAgICAgICAgaWYgdG9rZW5zWy0xXSA9PSBlb3NfaWQ6CiAgICAgICAgICAgIHJldHVybiB0b2tlbnMsICJlb3MiCiAg",
+        "ICAgICAgaWYgbGVuKHRva2VucykgPT0gbWF4X25ld190b2tlbnM6CiAgICAgICAgICAgIHJldHVybiB0b2tlbnMsICJsZW5n",
+        "dGhfbGltaXQiCiAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIHtsZW4oc3RlcHMpfSBwcmVwYXJlZCBzdGVwcyByYW4gb3V0",
+        "IGJlZm9yZSBFT1Mgb3IgdGhlIGxpbWl0IG9mIHttYXhfbmV3X3Rva2Vuc30gdG9rZW5zIik=",
+    ),
+}.items()}
+# builder:end sha256=818e956de7a21672b6c9f5b212841511e9cf701a4aa7243d2ad58b5068d6b428
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners

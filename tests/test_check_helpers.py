@@ -108,23 +108,60 @@ def test_a_fixed_answer_passes_and_leaves_the_reference_list(capsys):
     assert "Exercise 1: PASS" in capsys.readouterr().out and exercises_on_reference(ns) == []
 
 
-def test_a_stub_and_an_unexpected_error_fall_back_too():
+def test_an_untouched_stub_prints_one_line_and_the_reference_takes_over(capsys):
     ns = namespace(stub)
-    with pytest.raises(NotImplementedError, match="Exercise 1: stub is still a stub"):
-        check_exercise("Exercise 1", contract, ns["double"], ns)
-    assert ns["double"](1) == 2
-    ns = namespace(crashes)
+    assert check_exercise("Exercise 1", contract, ns["double"], ns) is None
+    assert capsys.readouterr().out == "Exercise 1: not attempted yet; later cells use the reference solution\n"
+    assert ns["double"](1) == 2 and ns["EXERCISE_OUTCOMES"] == {"Exercise 1": "not attempted"}
+
+
+def test_an_unexpected_error_falls_back_and_shows_the_students_frame_only():
+    cell = {}
+    exec(compile('def crashes(x):\n    raise KeyError("oops")\n', "<the student's cell>", "exec"), cell)  # not this file: the contract's
+    ns = namespace(cell["crashes"])
     with pytest.raises(ContractViolation, match="the contract check runs to the end") as caught:
         check_exercise("Exercise 1", contract, ns["double"], ns)
     assert isinstance(caught.value.__cause__, KeyError) and ns["double"](1) == 2
+    shown = caught.value._render_traceback_()
+    assert shown[0] == "Your code raised KeyError here (the course's frames are left out):"
+    assert shown[1] == '  File "<the student\'s cell>", line 2, in crashes' and len(shown) == 2 + 6  # no source line: exec'd text is not in linecache
+    assert not any("exercises.py" in line or "in contract" in line for line in shown), shown
 
 
-def test_without_a_reference_the_failure_is_raised_unchanged():
-    ns = {"double": wrong}
+def test_a_failure_renders_in_at_most_15_lines_with_every_field_on_one_line():
+    ns = namespace(lambda x: [[x, x + 2]] * 40)
+    with pytest.raises(ContractViolation) as caught:
+        check_exercise("Exercise 1", contract, ns["double"], ns)
+    shown = caught.value._render_traceback_()
+    assert len(shown) <= 15 and shown[0] == "ContractViolation: contract property 'double(3) is 6' failed"
+    assert [line.split(":")[0].strip() for line in shown[1:]] == ["on input", "expected", "actual", "usual cause", "to go on"]
+    assert "show_reference('Exercise 1')" in shown[-1]
+
+
+def test_check_failed_renders_as_its_message_alone():
+    with pytest.raises(CheckFailed) as caught:
+        expect("the loss fell under the threshold", 0.7, "<", 0.5)
+    assert caught.value._render_traceback_() == [
+        "CheckFailed: check failed: the loss fell under the threshold", "  expected: < 0.5", "  actual:   0.7"]
+
+
+def test_without_a_reference_an_unfinished_exercise_waits_until_its_check_passes(capsys):
+    ns = {"double": stub}
+    check_exercise("Exercise 1", contract, stub, ns)
+    assert capsys.readouterr().out == "Exercise 1: not attempted yet; the cells that need stub wait for it\n"
+    assert ns["EXERCISES_WAITING"] == {"stub": "Exercise 1"}
     with pytest.raises(ContractViolation) as caught:
         check_exercise("Exercise 1", contract, wrong, ns)
-    assert "Run after" not in str(caught.value) and ns["double"] is wrong
-    assert use_reference("Exercise 1", ns, "why") is False
+    assert "the cells that need wrong wait until it passes" in caught.value._render_traceback_()[-1]
+    assert ns["EXERCISES_WAITING"] == {"stub": "Exercise 1", "wrong": "Exercise 1"}
+
+    def uses_stub(f):
+        return contract(lambda x: stub(x))
+
+    check_exercise("Exercise 2", uses_stub, wrong, ns)
+    assert "Exercise 2: waits for Exercise 1, which wrong uses" in capsys.readouterr().out
+    check_exercise("Exercise 1", contract, lambda x: 2 * x, ns)
+    assert ns["EXERCISES_WAITING"] == {"wrong": "Exercise 2"} and ns["EXERCISE_OUTCOMES"]["Exercise 1"] == "passed"
 
 
 def test_filed_reference_solutions_win_over_embedded_sources():
@@ -153,4 +190,5 @@ def test_banners_and_summary_claim_a_pass_only_for_the_students_own_code(capsys)
     exercise_summary(ns)
     out = capsys.readouterr().out
     assert "PASS" not in out and "standing in for Exercise 1" in out
-    assert "Exercises that used the reference solution" in out and "Exercise 1: wrong failed 'double(3) is 6'" in out
+    assert "Exercises failed: Exercise 1" in out and "Exercises not attempted: none" in out
+    assert out.splitlines()[-1] == "First failing check: the check cell of Exercise 1 (wrong failed 'double(3) is 6'); fix that exercise first"

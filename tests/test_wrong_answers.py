@@ -107,6 +107,23 @@ def printed(nb) -> str:
     )
 
 
+COURSE_FRAME = re.compile(r", in (check_exercise|contract_\w+|check_\w+_contract|judge|use_reference)$")
+
+
+def shown_lines(error) -> list[str]:
+    """The non-blank lines a front end shows for an error output (its rendered traceback), ANSI colours removed."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.get("traceback", [])))
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def assert_short_failure(error, prop: str, where: str) -> None:
+    """The rendered failure: at most 15 lines, the property and the usual cause, no frame of the course's machinery."""
+    lines = shown_lines(error)
+    assert len(lines) <= 15, f"{where}: {len(lines)} lines shown:\n" + "\n".join(lines)
+    assert prop in "\n".join(lines) and any(line.strip().startswith("usual cause:") for line in lines), f"{where}: {lines}"
+    assert not [line for line in lines if COURSE_FRAME.search(line)], f"{where}: a course frame is shown: {lines}"
+
+
 def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
     bug, executed = run_with_wrong_answer(exercise, tmp_path, rng)
     errors = execute.error_outputs(executed)
@@ -117,11 +134,12 @@ def assert_one_named_failure(exercise: Judged, tmp_path, rng=None):
     assert error.ename == "ContractViolation" and "contract property '" in error.evalue, f"{exercise}: {where}"
     assert bug.property in error.evalue.splitlines()[0], f"{exercise} with bug {bug.id}: expected {bug.property!r}: {where}"
     assert "Runtime → Run after" in error.evalue, "the failure says how to go on"
+    assert_short_failure(error, bug.property, f"{exercise} with bug {bug.id}")
     out = printed(executed)
     assert f"{exercise.label}: PASS" not in out, f"{exercise}: a PASS line for the exercise whose check failed"
     assert not re.search(r"^Module \d: PASS$", out, flags=re.MULTILINE), "the final summary claims a pass"
-    summary = out[out.index("Exercises that used the reference solution"):]
-    assert f"{exercise.label}: {exercise.target} failed '" in summary, summary
+    assert f"Exercises failed: {exercise.label}\n" in out, out[-2000:]
+    assert f"First failing check: the check cell of {exercise.label} ({exercise.target} failed '" in out, out[-2000:]
 
 
 PARSED = {module: source_notebook(module) for module in NOTEBOOK_SOURCES}
@@ -140,6 +158,49 @@ def test_every_wrong_exercise_costs_exactly_its_own_check_cell(exercise, tmp_pat
 @pytest.mark.parametrize("exercise", SAMPLE, ids=lambda e: f"seed{SEED}-{e}")
 def test_a_seeded_sample_of_wrong_exercises_costs_one_cell_each(exercise, tmp_path):
     assert_one_named_failure(exercise, tmp_path, random.Random(f"{SEED}-{exercise}"))
+
+
+def student_ipynb(module: int):
+    """The committed student edition of a module."""
+    source = NOTEBOOK_SOURCES[module]
+    return source.parent / "student" / source.with_suffix(".ipynb").name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise", [next(e for e in SAMPLE if e.module == m) for m in (3, 5)], ids=lambda e: f"seed{SEED}-{e}")
+def test_one_wrong_exercise_in_the_student_edition_costs_exactly_its_check_cell(exercise, tmp_path):
+    nb = nbformat.read(student_ipynb(exercise.module), as_version=4)
+    at = exercise.cell + 1  # the student edition has its guide after the first cell
+    assert nb.cells[at].source.startswith(f"# {exercise.label}:"), f"{exercise}: cell {at} of the student edition is not the exercise"
+    bug, nb.cells[at].source = wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
+    nbformat.write(nb, tmp_path / "one_wrong.ipynb")
+    executed = nbformat.read(execute.run(tmp_path / "one_wrong.ipynb", tmp_path / "out", allow_errors=True).executed, as_version=4)
+    errors = execute.error_outputs(executed)
+    assert [i for i, _ in errors] == [exercise.check_cell + 1], f"{exercise} with bug {bug.id}: error cells {[(i, e.ename) for i, e in errors]}"
+    assert_short_failure(errors[0][1], bug.property, f"{exercise} with bug {bug.id}")
+    out = printed(executed)
+    others = [e.label for e in ALL if e.module == exercise.module and e.label != exercise.label]
+    assert f"Exercises failed: {exercise.label}\n" in out and f"Exercises not attempted: {', '.join(others)}\n" in out
+
+
+@pytest.mark.slow
+def test_an_error_raised_in_the_students_code_shows_the_students_line_and_no_course_frame(tmp_path):
+    exercise = ALL[0]
+    nb = copy.deepcopy(PARSED[exercise.module])
+    source = nb.cells[exercise.cell].source
+    begin = student._solution_blocks(source, exercise.label)[0][0]
+    lines = source.splitlines()
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    nb.cells[exercise.cell].source = "\n".join(lines[:begin + 1] + [f'{indent}raise IndexError("a slip of my own")'] + lines[begin + 1:])
+    ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
+    ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
+    executed = nbformat.read(execute.run(ipynb, tmp_path / "out", allow_errors=True).executed, as_version=4)
+    [(cell, error)] = execute.error_outputs(executed)
+    assert cell == exercise.check_cell
+    shown = shown_lines(error)
+    assert len(shown) <= 15 and not [line for line in shown if COURSE_FRAME.search(line)], "\n".join(shown)
+    assert shown[0] == "Your code raised IndexError here (the course's frames are left out):", "\n".join(shown)
+    assert shown[1].endswith(f"in {exercise.target}") and shown[2].strip() == 'raise IndexError("a slip of my own")', "\n".join(shown)
 
 
 @pytest.mark.parametrize("exercise", ALL, ids=str)
@@ -169,3 +230,54 @@ def test_python_dash_o_keeps_every_check(module, tmp_path, script_runs):
     first = next(line for line in source.splitlines() if line.startswith("expect(") and '"==", ' in line)
     broken.write_text(source.replace(first, first.replace('"==", ', '"!=", '), 1), encoding="utf-8")
     assert script_exit_codes(broken, tmp_path) == [1, 1], f"breaking {first!r} must fail with and without -O"
+
+
+TOOLKIT = ("require_namespace", "ContractViolation", "contract_assert", "contract_call", "use_reference", "exercises_on_reference",
+           "check_exercise", "exercise_summary", "CheckFailed", "expect")
+SESSION = [
+    'def contract(f):\n    got = contract_call("double(3) is 6", "x=3", "the lines above show where", f, 3)\n'
+    '    contract_assert(got == 6, "double(3) is 6", "x=3", "6", repr(got), "multiply by 2, do not add 2")',
+    "def double(x):\n    return x + 2",
+    'check_exercise("Exercise 1", contract, double, globals())',
+    "def double(x):\n    return [1][x]",
+    'check_exercise("Exercise 1", contract, double, globals())',
+    'expect("one is two", 1, "==", 2)',
+]
+
+
+def ipython_transcript(python: str) -> list[str]:
+    """What an IPython shell of ``python`` shows for SESSION on the inlined toolkit, colours removed."""
+    from builder import inline
+
+    script = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n"
+              "for cell in sys.argv[1:]:\n    print('>>>')\n    shell.run_cell(cell)\n")
+    toolkit = "\n\n".join(inline.source_of(name) for name in TOOLKIT)
+    done = subprocess.run([python, "-c", script, toolkit, *SESSION], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout).split(">>>\n")[1:]
+
+
+def assert_short_session(shown: list[str]) -> None:
+    """The failures of SESSION as a student sees them: the message, the student's frame, no course frame."""
+    wrong, crash, check = (shown[i].splitlines() for i in (3, 5, 6))
+    assert wrong[0] == "ContractViolation: contract property 'double(3) is 6' failed" and len(wrong) == 6, wrong
+    assert wrong[4] == "  usual cause: multiply by 2, do not add 2" and wrong[5].startswith("  to go on:"), wrong
+    assert crash[0] == "Your code raised IndexError here (the course's frames are left out):" and len(crash) == 9, crash
+    assert crash[1].endswith(", line 2, in double") and crash[2] == "    return [1][x]", crash
+    assert not [line for line in crash if COURSE_FRAME.search(line) or "contract_call" in line], crash
+    assert check == ["CheckFailed: check failed: one is two", "  expected: == 2", "  actual:   1"], check
+
+
+def test_failures_render_short_in_current_ipython():
+    assert_short_session(ipython_transcript(sys.executable))
+
+
+@pytest.mark.colab
+def test_failures_render_short_in_colabs_ipython_7_34(tmp_path):
+    """Colab's IPython 7.34, in a virtual environment of its own (network to the package index)."""
+    import venv
+
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "ipython==7.34.0"], check=True, timeout=600)
+    assert_short_session(ipython_transcript(python))

@@ -24,6 +24,7 @@ from . import (
     style,
     validation,
     violations,
+    waiting,
 )
 
 # Order matters only for error messages; each module lists its inlinable names in __all__.
@@ -46,6 +47,7 @@ MODULES = (
     streaming,
     kv_cache,
     efficient,
+    waiting,
 )
 
 

@@ -2,12 +2,17 @@
 
 The fallback API, for notebooks and for graders alike:
 
-- ``check_exercise(label, contract, implementation, namespace)`` judges one exercise. On any failure
-  (a stub, a broken contract property, an unexpected error) it puts the reference solution of
-  ``label`` into ``namespace`` and raises again, so *Run all* stops at that cell and the next cells
-  run on the reference.
-- ``namespace["EXERCISE_OUTCOMES"]`` maps each judged label to ``"passed"`` or to the one-line reason
-  the reference stands in; ``exercises_on_reference(namespace)`` lists the latter, in order.
+- ``check_exercise(label, contract, implementation, namespace)`` judges one exercise. An untouched
+  stub (its ``NotImplementedError`` names ``label``) prints one line, "not attempted yet", and the
+  notebook goes on. On any other failure (a broken contract property, an unexpected error) it puts
+  the reference solution of ``label`` into ``namespace`` and raises again, so *Run all* stops at
+  that cell and the next cells run on the reference. The failure renders in IPython as a short
+  message (``ContractViolation._render_traceback_``): the student's frames, none of the course's.
+- Without a reference (the graded edition), the failed or untouched exercise's name goes into
+  ``namespace["EXERCISES_WAITING"]`` (name -> label) until its check passes; ``waiting`` makes the
+  cells that need it print one line instead of running.
+- ``namespace["EXERCISE_OUTCOMES"]`` maps each judged label to ``"passed"``, ``"not attempted"`` or
+  the one-line reason it failed; ``exercises_on_reference(namespace)`` lists those not passed, in order.
 - ``use_reference(label, namespace, reason)`` does the swap alone; ``show_reference(label)`` prints
   the solution edition of an exercise cell.
 
@@ -62,42 +67,75 @@ def exercises_on_reference(namespace):
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check; print PASS only when the student's own code passes.
 
-    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
-    module docstring) and the failure is raised again, naming the property, the input, expected
-    against actual and the usual cause, plus how to go on.
+    An untouched stub prints one line and lets the notebook go on (on the reference solution when
+    there is one). Any other failure puts the reference in place (see the module docstring) and is
+    raised again, as a short message: the student's own frames, the property, the input, expected
+    against actual, the usual cause and how to go on. Without a reference (the graded edition) the
+    names of the exercise wait in ``namespace["EXERCISES_WAITING"]`` until the check passes.
     """
+    import re
+    import sys
+    import traceback
+
+    def own_frames(error, most=3):
+        """The innermost frames of ``error`` in the student's code, formatted: none of the course's cells, none of a library's."""
+        course = {getattr(getattr(f, "__code__", None), "co_filename", None) for f in (check_exercise, contract, namespace.get("contract_call"))}
+        libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+        frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
+                  if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
+        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        for frame in frames[-most:]:
+            lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
+        return lines
+
     require_namespace(namespace, label)
     if not callable(contract):
         raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
-        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
+            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
         return summary
-    go_on = (
-        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
-        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-    )
     try:
         summary = contract(implementation)
-    except NotImplementedError:
-        if not use_reference(label, namespace, f"{name} is still a stub"):
-            raise
-        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
-    except ContractViolation as failure:
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
-            failure.args = (f"{failure.args[0]}\n{go_on}",)
-        raise
     except Exception as error:
-        prop = "the contract check runs to the end on this implementation"
-        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+        stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
+        if stub and stub.group(1) != label and stub.group(1) in waiting.values():
+            outcomes[label], waiting[name] = f"waits for {stub.group(1)}", label
+            print(f"{label}: waits for {stub.group(1)}, which {name} uses; finish {stub.group(1)} first, then run this cell again")
+            return None
+        if stub and stub.group(1) == label:
+            if use_reference(label, namespace, "not attempted"):
+                print(f"{label}: not attempted yet; later cells use the reference solution")
+            else:
+                outcomes[label], waiting[name] = "not attempted", label
+                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+            return None
+        failure = error if isinstance(error, ContractViolation) else ContractViolation(
+            "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
+            "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above this message shows the line of {name} that raised",
+        )
+        failure.frames = own_frames(error.__cause__ if failure is error else error)
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
+                         f"{name} broke its contract check ({type(error).__name__})"):
+            failure.go_on = (
+                f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+            )
+        else:
+            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
+        failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+        if failure is error:
             raise
-        raise ContractViolation(
-            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
-            f"the traceback above shows the line of {name} that raised. {go_on}",
-        ) from error
+        raise failure from error
+    for waiter in [n for n, waited in waiting.items() if waited == label]:
+        del waiting[waiter]
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
@@ -115,23 +153,24 @@ def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
-    if not standing_in:
+    waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    if waited:
+        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+    elif not standing_in:
         print(f"{section}: PASS")
-        return
-    print(
-        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
-        f"not a pass of your own code yet"
-    )
+    else:
+        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
+        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
 
 
 def exercise_summary(namespace):
-    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    """Print the exercises passed, failed and not attempted, and name the first failing check."""
     require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
-    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
-    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
-    standing_in = exercises_on_reference(namespace)
-    if standing_in:
-        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
-        for label in standing_in:
-            print(f"  {label}: {outcomes[label]}")
+    skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
+    failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
+    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
+    print(f"Exercises failed: {', '.join(failed) or 'none'}")
+    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+    if failed:
+        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")

@@ -16,6 +16,18 @@ class ContractViolation(AssertionError):
             f"  usual cause: {hint}"
         )
 
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
+
+        def one_line(text):
+            text = " ".join(str(text).split())
+            return text if len(text) <= 400 else text[:400] + " ..."
+
+        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
+        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
+        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
+
 
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -67,6 +79,11 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
 
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
+        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        return lines[:14] + ["  ..."] if len(lines) > 15 else lines
 
 
 def expect(claim, actual, relation=None, expected=None):

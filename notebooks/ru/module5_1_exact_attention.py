@@ -650,7 +650,19 @@ class ContractViolation(AssertionError):
             f"  actual:      {actual}\n"
             f"  usual cause: {hint}"
         )
-# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
+
+        def one_line(text):
+            text = " ".join(str(text).split())
+            return text if len(text) <= 400 else text[:400] + " ..."
+
+        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
+        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
+        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
+# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -727,7 +739,12 @@ def contract_parts(prop, on_input, result, names):
 # builder:begin inline CheckFailed
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
-# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
+        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        return lines[:14] + ["  ..."] if len(lines) > 15 else lines
+# builder:end sha256=f891a8b4c8c297628c6aecdeb81021edb896e9bfd50e2d35d0044d638fecf0f6
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -807,46 +824,79 @@ def exercises_on_reference(namespace):
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check; print PASS only when the student's own code passes.
 
-    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
-    module docstring) and the failure is raised again, naming the property, the input, expected
-    against actual and the usual cause, plus how to go on.
+    An untouched stub prints one line and lets the notebook go on (on the reference solution when
+    there is one). Any other failure puts the reference in place (see the module docstring) and is
+    raised again, as a short message: the student's own frames, the property, the input, expected
+    against actual, the usual cause and how to go on. Without a reference (the graded edition) the
+    names of the exercise wait in ``namespace["EXERCISES_WAITING"]`` until the check passes.
     """
+    import re
+    import sys
+    import traceback
+
+    def own_frames(error, most=3):
+        """The innermost frames of ``error`` in the student's code, formatted: none of the course's cells, none of a library's."""
+        course = {getattr(getattr(f, "__code__", None), "co_filename", None) for f in (check_exercise, contract, namespace.get("contract_call"))}
+        libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+        frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
+                  if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
+        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        for frame in frames[-most:]:
+            lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
+        return lines
+
     require_namespace(namespace, label)
     if not callable(contract):
         raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
-        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
+            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
         return summary
-    go_on = (
-        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
-        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-    )
     try:
         summary = contract(implementation)
-    except NotImplementedError:
-        if not use_reference(label, namespace, f"{name} is still a stub"):
-            raise
-        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
-    except ContractViolation as failure:
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
-            failure.args = (f"{failure.args[0]}\n{go_on}",)
-        raise
     except Exception as error:
-        prop = "the contract check runs to the end on this implementation"
-        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+        stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
+        if stub and stub.group(1) != label and stub.group(1) in waiting.values():
+            outcomes[label], waiting[name] = f"waits for {stub.group(1)}", label
+            print(f"{label}: waits for {stub.group(1)}, which {name} uses; finish {stub.group(1)} first, then run this cell again")
+            return None
+        if stub and stub.group(1) == label:
+            if use_reference(label, namespace, "not attempted"):
+                print(f"{label}: not attempted yet; later cells use the reference solution")
+            else:
+                outcomes[label], waiting[name] = "not attempted", label
+                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+            return None
+        failure = error if isinstance(error, ContractViolation) else ContractViolation(
+            "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
+            "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above this message shows the line of {name} that raised",
+        )
+        failure.frames = own_frames(error.__cause__ if failure is error else error)
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
+                         f"{name} broke its contract check ({type(error).__name__})"):
+            failure.go_on = (
+                f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+            )
+        else:
+            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
+        failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+        if failure is error:
             raise
-        raise ContractViolation(
-            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
-            f"the traceback above shows the line of {name} that raised. {go_on}",
-        ) from error
+        raise failure from error
+    for waiter in [n for n, waited in waiting.items() if waited == label]:
+        del waiting[waiter]
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=274f2d17325f992355ae07f8ce0503b9e3c8608d4ec1f7592767fff330395094
+# builder:end sha256=60a0e1ddbb52d31780a79e40b145bf0af12fd832f64d2d7c89ec161891386b68
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
@@ -860,27 +910,28 @@ def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
-    if not standing_in:
+    waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    if waited:
+        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+    elif not standing_in:
         print(f"{section}: PASS")
-        return
-    print(
-        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
-        f"not a pass of your own code yet"
-    )
-# builder:end sha256=9de37c4a7cafd814b04be9549713436e722e907503bb8ebac2f7f23c3821471b
+    else:
+        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
+        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
+# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
-    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    """Print the exercises passed, failed and not attempted, and name the first failing check."""
     require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
-    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
-    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
-    standing_in = exercises_on_reference(namespace)
-    if standing_in:
-        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
-        for label in standing_in:
-            print(f"  {label}: {outcomes[label]}")
-# builder:end sha256=abacfb248fb5b7c0305d77237c71d2aabc8263870f0422d7a8359ed50c17a249
+    skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
+    failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
+    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
+    print(f"Exercises failed: {', '.join(failed) or 'none'}")
+    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+    if failed:
+        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
+# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
@@ -1504,287 +1555,292 @@ print("8 contract checks loaded")
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
 # builder:begin solutions
-# The solution edition of every exercise cell: show_reference(label) prints one, and
-# check_exercise runs it in place of an exercise that failed its check.
-REFERENCE_SOURCES = {
-    "Exercise 1": r'''# Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may
-# read key j and -inf where it may not: never a future key; with a window, only keys with
-# i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).
-def make_mask(n, window=None, n_sink=0):
-    """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
-    n = require_int("n", n, minimum=1)
-    if window is not None:
-        window = require_int("window", window, minimum=1)
-    n_sink = require_int("n_sink", n_sink, minimum=0, maximum=n)
-    if n_sink and window is None:
-        raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
-    require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
-    query = np.arange(n)[:, None]  # (n, 1): rows are queries
-    key = np.arange(n)[None, :]  # (1, n): columns are keys
-    allowed = key <= query  # causal: never the future
-    if window is not None:
-        recent = query - key < window  # the query's own key is one of the window's w keys
-        sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
-        allowed &= recent | sinks
-    return np.where(allowed, 0.0, -np.inf)''',
-    "Exercise 2": r'''# Exercise 2: Write softmax attention with a sink. Scale Q K^T by 1/sqrt(d_k) and add the mask.
-# The sink (already broadcast to [..., T_q, 1]) joins each row's softmax as an extra logit whose
-# value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no
-# allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".
-# Reject a finite score that overflows: raise FloatingPointError mentioning "mask bias" when
-# adding a finite mask entry makes a finite score infinite.
-def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
-    """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
+# The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
+# show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
+import base64
 
-    Q [..., T_q, d_k], K [..., T_k, d_k], V [..., T_k, d_v]; the mask broadcasts to [..., T_q, T_k]
-    (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
-    Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
-    """
-    Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    return_weights = require_bool("return_weights", return_weights)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"Q and K must share d_k (last axis); got {Q.shape[-1]} and {K.shape[-1]}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K and V must hold the same number of keys (axis -2); got {K.shape[-2]} and {V.shape[-2]}")
-    try:
-        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-        np.broadcast_shapes(batch, V.shape[:-2])
-    except ValueError:
-        raise ValueError(f"batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
-    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 is computed in float32
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-    shape = batch + (Q.shape[-2], K.shape[-2])  # (..., T_q, T_k)
-    require_budget("the score matrix", shape, itemsize=dtype.itemsize)  # refused before Q @ K^T is formed
-    if mask is not None:
-        mask = _as_additive(mask, shape, dtype)
-    if sink is not None:
-        sink = require_array("sink", sink).astype(dtype, copy=False)
-        try:
-            sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
-        except ValueError:
-            raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
-        if not np.isfinite(scores).all():
-            raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
-        if mask is not None:
-            biased = scores + mask
-            if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
-                raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
-            scores = biased
-    has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
-    top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
-    if sink is not None:
-        top = np.maximum(top, sink)  # the sink competes inside the same softmax
-    elif empty_row == "error" and not has_key.all():
-        first = np.argwhere(~has_key[..., 0])[0].tolist()
-        raise ValueError(
-            f"{int((~has_key).sum())} query row(s) have no allowed key (first at index {first}); "
-            "fix the mask, or pass empty_row='zero' to return zeros for them"
-        )
-    top = np.where(np.isfinite(top), top, 0.0)  # an empty row keeps a harmless max: no -inf - -inf
-    exp_scores = np.exp(scores - top)  # blocked keys: exp(-inf) = 0
-    denominator = exp_scores.sum(axis=-1, keepdims=True)
-    if sink is not None:
-        denominator = denominator + np.exp(sink - top)  # the sink's mass; its value vector is zero
-    weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
-    output = weights @ V  # (..., T_q, d_v)
-    return (output, weights) if return_weights else output''',
-    "Exercise 3": r'''# Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3;
-# return an array with group times as many heads on that axis, where query head h gets KV head
-# h // group: consecutive query heads share a KV head.
-def repeat_kv_heads(x, group):
-    """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
-    x = require_array("x", x, min_ndim=3)
-    group = require_int("group", group, minimum=1)
-    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
-    return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads''',
-    "Exercise 4": r'''# Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a
-# full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most
-# recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an
-# exact int number of bytes.
-def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
-    """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
-    context = require_int("context", context, minimum=1)
-    windows = list(layer_windows)
-    if not windows:
-        raise ValueError("layer_windows needs one entry per layer (None = full attention, int = window)")
-    for layer, window in enumerate(windows):
-        if window is not None:
-            require_int(f"layer_windows[{layer}]", window, minimum=1)
-    for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
-        require_int(name, value, minimum=1)
-    kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
-    return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token''',
-    "Exercise 5": r'''# Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start
-# at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator n as in
-# the formula, and append {"m": m, "alpha": alpha, "l": l, "n": n} to the trace. Return (n / l, trace).
-def online_softmax_dot(logit_tiles, value_tiles):
-    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
-    if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
-        raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
-    tiles = []
-    for t, (logits, values) in enumerate(zip(logit_tiles, value_tiles)):
-        logits, values = require_array(f"logit_tiles[{t}]", logits, ndim=1), require_array(f"value_tiles[{t}]", values, ndim=1)
-        if logits.shape != values.shape:
-            raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
-        tiles.append((logits.astype(float), values.astype(float)))
-    m, l, n = -math.inf, 0.0, 0.0
-    trace = []
-    for logits, values in tiles:
-        m_new = max(m, float(logits.max()))
-        alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
-        weights = np.exp(logits - m_new)
-        l = alpha * l + float(weights.sum())
-        n = alpha * n + float(weights @ values)
-        m = m_new
-        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
-    return n / l, trace''',
-    "Exercise 6": r'''# Exercise 6: Plain tiles. For each block of tile_size queries keep per-row m (start -inf),
-# l (start 0) and an accumulator O (zeros, d_v wide). For each block of tile_size keys: compute the
-# score tile Q_b K_c^T / sqrt(d_k), then the online update of the formula above. After the last
-# key block, return O / l for every query block. Never build a T_q x T_k array.
-def tiled_attention_plain(Q, K, V, *, tile_size=128):
-    """Unmasked softmax attention, streamed over (query block, key block) tiles: output [T_q, d_v]."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    _refuse_overflow(Q, K, V)
-    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
-    out = np.empty((n_q, d_v))
-    for q0 in range(0, n_q, tile_size):
-        Q_b = Q[q0:q0 + tile_size] / math.sqrt(d_k)  # (B_q, d_k), scaled once per block
-        m = np.full(len(Q_b), -np.inf)  # running max per row
-        l = np.zeros(len(Q_b))  # running sum per row
-        acc = np.zeros((len(Q_b), d_v))  # running numerator O
-        for k0 in range(0, n_k, tile_size):
-            s = Q_b @ K[k0:k0 + tile_size].T  # (B_q, B_k): the only score tile alive
-            m_new = np.maximum(m, s.max(axis=1))
-            alpha = np.exp(m - m_new)  # 0 on the first tile, where m = -inf
-            p = np.exp(s - m_new[:, None])
-            l = alpha * l + p.sum(axis=1)
-            acc = alpha[:, None] * acc + p @ V[k0:k0 + tile_size]
-            m = m_new
-        out[q0:q0 + tile_size] = acc / l[:, None]  # FlashAttention-2: one division, at the end
-    return out''',
-    "Exercise 7": r'''# Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. For the query block
-# [q0, q1) visit only key tiles that start at k0 <= q1 - 1 (later ones are entirely in the future);
-# inside a tile that straddles the diagonal, set the scores of keys after the query to -inf before
-# the max. Return (output, tiles_computed), the number of score tiles you computed.
-def causal_tiled_attention(Q, K, V, *, tile_size=128):
-    """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    _refuse_overflow(Q, K, V)
-    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
-    out, tiles = np.empty((n_q, d_v)), 0
-    for q0 in range(0, n_q, tile_size):
-        q1 = min(q0 + tile_size, n_q)
-        Q_b = Q[q0:q1] / math.sqrt(d_k)
-        m, l, acc = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0), np.zeros((q1 - q0, d_v))
-        for k0 in range(0, min(n_k, q1), tile_size):  # key tiles starting after q1 - 1 are all in the future
-            k1 = min(k0 + tile_size, n_k)
-            s = Q_b @ K[k0:k1].T
-            tiles += 1
-            if k1 - 1 > q0:  # the tile straddles the diagonal: mask the future inside it
-                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
-            m_new = np.maximum(m, s.max(axis=1))  # finite: key k0 <= q0 is allowed for every row
-            alpha = np.exp(m - m_new)
-            p = np.exp(s - m_new[:, None])
-            l = alpha * l + p.sum(axis=1)
-            acc = alpha[:, None] * acc + p @ V[k0:k1]
-            m = m_new
-        out[q0:q1] = acc / l[:, None]
-    return out, tiles''',
-    "Exercise 8": r'''# Exercise 8: Offsets and windows. Everything else of tiled attention is written for you: the sink,
-# an additive mask, overflow checks and empty rows. Fill in the two marked places. (1) The key range
-# of a query block whose queries sit at absolute positions first..last (= query_start + q0 ..
-# query_start + q1 - 1): with causal=True no key after last; with a window, no key before
-# first - window + 1. (2) Inside a tile that straddles a boundary, block the future and, with a
-# window, the keys with query_pos - key_pos >= window.
-def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="error", causal=False, window=None, query_start=0):
-    """Exact softmax attention streamed over (query block, key block) pairs, never holding a T_q x T_k matrix.
-
-    Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; mask [T_q, T_k] additive (optional). With causal=True, query i
-    sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
-    if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
-    """
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    causal = require_bool("causal", causal)
-    if window is not None:
-        window = require_int("window", window, minimum=1)
-        if not causal:
-            raise ValueError("window counts keys back from the query, so it needs causal=True")
-    query_start = require_int("query_start", query_start, minimum=0)
-    if query_start and not causal:
-        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
-    if sink is not None:
-        sink = require_real("sink", sink)
-    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-    if mask is not None:
-        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
-    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
-    scale = 1.0 / math.sqrt(d_k)
-    # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
-    maybe_overflow = not d_k * float(np.abs(Q).max()) * float(np.abs(K).max()) < float(np.finfo(dtype).max)
-    out = np.empty((n_q, d_v), dtype=dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for q0 in range(0, n_q, tile_size):
-            q1 = min(q0 + tile_size, n_q)
-            first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
-            k_lo, k_hi = 0, n_k
-            if causal:
-                k_hi = min(n_k, last + 1)  # later keys are in every row's future
-                if window is not None:
-                    k_lo = max(0, first - window + 1)  # earlier keys are behind every row's window
-            m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
-            l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
-            acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
-            for k0 in range(k_lo - k_lo % tile_size, k_hi, tile_size):
-                k1 = min(k0 + tile_size, n_k)
-                s = Q[q0:q1] @ K[k0:k1].T  # (B_q, B_k): the only score tile alive
-                s *= scale
-                if maybe_overflow and not np.isfinite(s).all():
-                    raise FloatingPointError("Q @ K^T overflowed; rescale Q and K (or compute in float64)")
-                if mask is not None:
-                    bias = mask[q0:q1, k0:k1]
-                    s += bias
-                    if np.any(np.isfinite(bias) & ~np.isfinite(s)):
-                        raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
-                if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
-                    query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
-                    blocked = key_pos > query_pos  # the future
-                    if window is not None:
-                        blocked |= key_pos <= query_pos - window  # query_pos - key_pos >= window: behind the window
-                    s[blocked] = -np.inf
-                m_new = np.maximum(m, s.max(axis=1))
-                safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf
-                alpha = np.exp(m - safe)  # rescales what was accumulated under the old max
-                s -= safe[:, None]
-                np.exp(s, out=s)  # P, in place: blocked entries become exactly 0
-                l = alpha * l + s.sum(axis=1)
-                acc *= alpha[:, None]
-                acc += s @ V[k0:k1]
-                m = m_new
-            filled = l > 0
-            if empty_row == "error" and not filled.all():
-                raise ValueError(
-                    f"query {q0 + int(np.argmin(filled))} has no allowed key; fix the mask or pass empty_row='zero'"
-                )
-            np.divide(acc, l[:, None], out=acc, where=filled[:, None])  # an empty row keeps its accumulator of zeros
-            out[q0:q1] = acc
-    return out''',
-}
-# builder:end sha256=59ac5f182af3137da3680287529097c7d0e393c3c72ca82d4f2f24c6306f58e5
+REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") for label, packed in {
+    "Exercise 1": (
+        "IyBFeGVyY2lzZSAxOiBCdWlsZCB0aGUgYWRkaXRpdmUgbWFzay4gUmV0dXJuIGFuIChuLCBuKSBmbG9hdCBhcnJheSB3aXRo",
+        "IDAuMCB3aGVyZSBxdWVyeSBpIG1heQojIHJlYWQga2V5IGogYW5kIC1pbmYgd2hlcmUgaXQgbWF5IG5vdDogbmV2ZXIgYSBm",
+        "dXR1cmUga2V5OyB3aXRoIGEgd2luZG93LCBvbmx5IGtleXMgd2l0aAojIGkgLSBqIDwgd2luZG93OyB3aXRoIG5fc2luayA+",
+        "IDAsIHRoZSBmaXJzdCBuX3Npbmsga2V5cyBzdGF5IHJlYWRhYmxlIChidXQgc3RpbGwgbmV2ZXIgdGhlIGZ1dHVyZSkuCmRl",
+        "ZiBtYWtlX21hc2sobiwgd2luZG93PU5vbmUsIG5fc2luaz0wKToKICAgICIiIkFkZGl0aXZlIGNhdXNhbCBtYXNrIFtuLCBu",
+        "XTogMC4wIHdoZXJlIHF1ZXJ5IGkgbWF5IHJlYWQga2V5IGosIC1pbmYgZWxzZXdoZXJlOyBvcHRpb25hbCB3aW5kb3cgYW5k",
+        "IHNpbmtzLiIiIgogICAgbiA9IHJlcXVpcmVfaW50KCJuIiwgbiwgbWluaW11bT0xKQogICAgaWYgd2luZG93IGlzIG5vdCBO",
+        "b25lOgogICAgICAgIHdpbmRvdyA9IHJlcXVpcmVfaW50KCJ3aW5kb3ciLCB3aW5kb3csIG1pbmltdW09MSkKICAgIG5fc2lu",
+        "ayA9IHJlcXVpcmVfaW50KCJuX3NpbmsiLCBuX3NpbmssIG1pbmltdW09MCwgbWF4aW11bT1uKQogICAgaWYgbl9zaW5rIGFu",
+        "ZCB3aW5kb3cgaXMgTm9uZToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKCJuX3Npbmsgb25seSBtYXR0ZXJzIHdpdGggYSB3",
+        "aW5kb3cgKHdpdGhvdXQgb25lIGV2ZXJ5IGVhcmxpZXIga2V5IGlzIHZpc2libGUpOyBwYXNzIHdpbmRvdz0uLi4iKQogICAg",
+        "cmVxdWlyZV9idWRnZXQoInRoZSBhZGRpdGl2ZSBtYXNrIiwgKG4sIG4pKSAgIyBmbG9hdDY0IGVudHJpZXMsIHJlZnVzZWQg",
+        "YmVmb3JlIGFueXRoaW5nIGlzIGFsbG9jYXRlZAogICAgcXVlcnkgPSBucC5hcmFuZ2UobilbOiwgTm9uZV0gICMgKG4sIDEp",
+        "OiByb3dzIGFyZSBxdWVyaWVzCiAgICBrZXkgPSBucC5hcmFuZ2UobilbTm9uZSwgOl0gICMgKDEsIG4pOiBjb2x1bW5zIGFy",
+        "ZSBrZXlzCiAgICBhbGxvd2VkID0ga2V5IDw9IHF1ZXJ5ICAjIGNhdXNhbDogbmV2ZXIgdGhlIGZ1dHVyZQogICAgaWYgd2lu",
+        "ZG93IGlzIG5vdCBOb25lOgogICAgICAgIHJlY2VudCA9IHF1ZXJ5IC0ga2V5IDwgd2luZG93ICAjIHRoZSBxdWVyeSdzIG93",
+        "biBrZXkgaXMgb25lIG9mIHRoZSB3aW5kb3cncyB3IGtleXMKICAgICAgICBzaW5rcyA9IGtleSA8IG5fc2luayAgIyBTdHJl",
+        "YW1pbmdMTE06IHRoZSBmaXJzdCBuX3Npbmsga2V5cyBuZXZlciBsZWF2ZQogICAgICAgIGFsbG93ZWQgJj0gcmVjZW50IHwg",
+        "c2lua3MKICAgIHJldHVybiBucC53aGVyZShhbGxvd2VkLCAwLjAsIC1ucC5pbmYp",
+    ),
+    "Exercise 2": (
+        "IyBFeGVyY2lzZSAyOiBXcml0ZSBzb2Z0bWF4IGF0dGVudGlvbiB3aXRoIGEgc2luay4gU2NhbGUgUSBLXlQgYnkgMS9zcXJ0",
+        "KGRfaykgYW5kIGFkZCB0aGUgbWFzay4KIyBUaGUgc2luayAoYWxyZWFkeSBicm9hZGNhc3QgdG8gWy4uLiwgVF9xLCAxXSkg",
+        "am9pbnMgZWFjaCByb3cncyBzb2Z0bWF4IGFzIGFuIGV4dHJhIGxvZ2l0IHdob3NlCiMgdmFsdWUgdmVjdG9yIGlzIHplcm8u",
+        "IFN1YnRyYWN0IHRoZSByb3cgbWF4IChvdmVyIHRva2VucyBBTkQgc2luaykgYmVmb3JlIGV4cC4gQSByb3cgd2l0aCBubwoj",
+        "IGFsbG93ZWQga2V5IGFuZCBubyBzaW5rIHJhaXNlcyBWYWx1ZUVycm9yIHdoZW4gZW1wdHlfcm93ID09ICJlcnJvciIgYW5k",
+        "IGlzIGFsbCB6ZXJvcyBmb3IgInplcm8iLgojIFJlamVjdCBhIGZpbml0ZSBzY29yZSB0aGF0IG92ZXJmbG93czogcmFpc2Ug",
+        "RmxvYXRpbmdQb2ludEVycm9yIG1lbnRpb25pbmcgIm1hc2sgYmlhcyIgd2hlbgojIGFkZGluZyBhIGZpbml0ZSBtYXNrIGVu",
+        "dHJ5IG1ha2VzIGEgZmluaXRlIHNjb3JlIGluZmluaXRlLgpkZWYgc2RwYShRLCBLLCBWLCBtYXNrPU5vbmUsICosIHNpbms9",
+        "Tm9uZSwgZW1wdHlfcm93PSJlcnJvciIsIHJldHVybl93ZWlnaHRzPUZhbHNlKToKICAgICIiIlNvZnRtYXggYXR0ZW50aW9u",
+        "IGluIE51bVB5IHdpdGggYW4gYWRkaXRpdmUgbWFzaywgYW4gb3B0aW9uYWwgc2luayBsb2dpdCBhbmQgYW4gZW1wdHktcm93",
+        "IHBvbGljeS4KCiAgICBRIFsuLi4sIFRfcSwgZF9rXSwgSyBbLi4uLCBUX2ssIGRfa10sIFYgWy4uLiwgVF9rLCBkX3ZdOyB0",
+        "aGUgbWFzayBicm9hZGNhc3RzIHRvIFsuLi4sIFRfcSwgVF9rXQogICAgKDAgb3IgYSBmaW5pdGUgYmlhcyA9IGFsbG93ZWQs",
+        "IC1pbmYgPSBibG9ja2VkKTsgdGhlIHNpbmsgYnJvYWRjYXN0cyB0byBbLi4uLCBUX3EsIDFdLgogICAgUmV0dXJucyB0aGUg",
+        "b3V0cHV0IFsuLi4sIFRfcSwgZF92XSwgYW5kIHRoZSB0b2tlbiB3ZWlnaHRzIHRvbyB3aGVuIHJldHVybl93ZWlnaHRzIGlz",
+        "IFRydWUuCiAgICAiIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbWluX25kaW09MiksIHJlcXVpcmVf",
+        "YXJyYXkoIksiLCBLLCBtaW5fbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiViIsIFYsIG1pbl9uZGltPTIpCiAgICByZXF1aXJl",
+        "X2Nob2ljZSgiZW1wdHlfcm93IiwgZW1wdHlfcm93LCAoImVycm9yIiwgInplcm8iKSkKICAgIHJldHVybl93ZWlnaHRzID0g",
+        "cmVxdWlyZV9ib29sKCJyZXR1cm5fd2VpZ2h0cyIsIHJldHVybl93ZWlnaHRzKQogICAgaWYgUS5zaGFwZVstMV0gIT0gSy5z",
+        "aGFwZVstMV06CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIlEgYW5kIEsgbXVzdCBzaGFyZSBkX2sgKGxhc3QgYXhpcyk7",
+        "IGdvdCB7US5zaGFwZVstMV19IGFuZCB7Sy5zaGFwZVstMV19IikKICAgIGlmIEsuc2hhcGVbLTJdICE9IFYuc2hhcGVbLTJd",
+        "OgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJLIGFuZCBWIG11c3QgaG9sZCB0aGUgc2FtZSBudW1iZXIgb2Yga2V5cyAo",
+        "YXhpcyAtMik7IGdvdCB7Sy5zaGFwZVstMl19IGFuZCB7Vi5zaGFwZVstMl19IikKICAgIHRyeToKICAgICAgICBiYXRjaCA9",
+        "IG5wLmJyb2FkY2FzdF9zaGFwZXMoUS5zaGFwZVs6LTJdLCBLLnNoYXBlWzotMl0pCiAgICAgICAgbnAuYnJvYWRjYXN0X3No",
+        "YXBlcyhiYXRjaCwgVi5zaGFwZVs6LTJdKQogICAgZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJv",
+        "cihmImJhdGNoIGF4ZXMgb2YgUSB7US5zaGFwZX0sIEsge0suc2hhcGV9IGFuZCBWIHtWLnNoYXBlfSBkbyBub3QgYnJvYWRj",
+        "YXN0IikgZnJvbSBOb25lCiAgICBkdHlwZSA9IG5wLnJlc3VsdF90eXBlKFEuZHR5cGUsIEsuZHR5cGUsIFYuZHR5cGUsIG5w",
+        "LmZsb2F0MzIpICAjIGZsb2F0MTYgaXMgY29tcHV0ZWQgaW4gZmxvYXQzMgogICAgUSwgSywgViA9ICh4LmFzdHlwZShkdHlw",
+        "ZSwgY29weT1GYWxzZSkgZm9yIHggaW4gKFEsIEssIFYpKQogICAgc2hhcGUgPSBiYXRjaCArIChRLnNoYXBlWy0yXSwgSy5z",
+        "aGFwZVstMl0pICAjICguLi4sIFRfcSwgVF9rKQogICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZSBtYXRyaXgiLCBzaGFw",
+        "ZSwgaXRlbXNpemU9ZHR5cGUuaXRlbXNpemUpICAjIHJlZnVzZWQgYmVmb3JlIFEgQCBLXlQgaXMgZm9ybWVkCiAgICBpZiBt",
+        "YXNrIGlzIG5vdCBOb25lOgogICAgICAgIG1hc2sgPSBfYXNfYWRkaXRpdmUobWFzaywgc2hhcGUsIGR0eXBlKQogICAgaWYg",
+        "c2luayBpcyBub3QgTm9uZToKICAgICAgICBzaW5rID0gcmVxdWlyZV9hcnJheSgic2luayIsIHNpbmspLmFzdHlwZShkdHlw",
+        "ZSwgY29weT1GYWxzZSkKICAgICAgICB0cnk6CiAgICAgICAgICAgIHNpbmsgPSBucC5icm9hZGNhc3RfdG8oc2luaywgc2hh",
+        "cGVbOi0xXSArICgxLCkpICAjICguLi4sIFRfcSwgMSk6IG9uZSBsb2dpdCBwZXIgaGVhZCBhbmQgcXVlcnkKICAgICAgICBl",
+        "eGNlcHQgVmFsdWVFcnJvcjoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInNpbmsgb2Ygc2hhcGUge3Npbmsuc2hh",
+        "cGV9IGRvZXMgbm90IGJyb2FkY2FzdCB0byB7c2hhcGVbOi0xXSArICgxLCl9OyB1c2Ugc2hhcGUgKEgsIDEsIDEpIHBlciBo",
+        "ZWFkIikgZnJvbSBOb25lCiAgICB3aXRoIG5wLmVycnN0YXRlKG92ZXI9Imlnbm9yZSIsIGludmFsaWQ9Imlnbm9yZSIpOgog",
+        "ICAgICAgIHNjb3JlcyA9IChRIEAgbnAuc3dhcGF4ZXMoSywgLTEsIC0yKSkgKiBkdHlwZS50eXBlKDEuMCAvIG1hdGguc3Fy",
+        "dChRLnNoYXBlWy0xXSkpICAjICguLi4sIFRfcSwgVF9rKQogICAgICAgIGlmIG5vdCBucC5pc2Zpbml0ZShzY29yZXMpLmFs",
+        "bCgpOgogICAgICAgICAgICByYWlzZSBGbG9hdGluZ1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsgcmVzY2FsZSBR",
+        "IGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQpIikKICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAg",
+        "ICBiaWFzZWQgPSBzY29yZXMgKyBtYXNrCiAgICAgICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShtYXNrKSAmIH5ucC5p",
+        "c2Zpbml0ZShiaWFzZWQpKToKICAgICAgICAgICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmlu",
+        "aXRlIG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBzY29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2Nr",
+        "KSIpCiAgICAgICAgICAgIHNjb3JlcyA9IGJpYXNlZAogICAgaGFzX2tleSA9IG5wLmlzZmluaXRlKHNjb3JlcykuYW55KGF4",
+        "aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjICguLi4sIFRfcSwgMSkKICAgIHRvcCA9IHNjb3Jlcy5tYXgoYXhpcz0tMSwga2Vl",
+        "cGRpbXM9VHJ1ZSkgICMgLWluZiBvbiBhIHJvdyB3aXRoIG5vdGhpbmcgdG8gcmVhZAogICAgaWYgc2luayBpcyBub3QgTm9u",
+        "ZToKICAgICAgICB0b3AgPSBucC5tYXhpbXVtKHRvcCwgc2luaykgICMgdGhlIHNpbmsgY29tcGV0ZXMgaW5zaWRlIHRoZSBz",
+        "YW1lIHNvZnRtYXgKICAgIGVsaWYgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIG5vdCBoYXNfa2V5LmFsbCgpOgogICAgICAg",
+        "IGZpcnN0ID0gbnAuYXJnd2hlcmUofmhhc19rZXlbLi4uLCAwXSlbMF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVy",
+        "cm9yKAogICAgICAgICAgICBmIntpbnQoKH5oYXNfa2V5KS5zdW0oKSl9IHF1ZXJ5IHJvdyhzKSBoYXZlIG5vIGFsbG93ZWQg",
+        "a2V5IChmaXJzdCBhdCBpbmRleCB7Zmlyc3R9KTsgIgogICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNzIGVtcHR5",
+        "X3Jvdz0nemVybycgdG8gcmV0dXJuIHplcm9zIGZvciB0aGVtIgogICAgICAgICkKICAgIHRvcCA9IG5wLndoZXJlKG5wLmlz",
+        "ZmluaXRlKHRvcCksIHRvcCwgMC4wKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgYSBoYXJtbGVzcyBtYXg6IG5vIC1pbmYgLSAt",
+        "aW5mCiAgICBleHBfc2NvcmVzID0gbnAuZXhwKHNjb3JlcyAtIHRvcCkgICMgYmxvY2tlZCBrZXlzOiBleHAoLWluZikgPSAw",
+        "CiAgICBkZW5vbWluYXRvciA9IGV4cF9zY29yZXMuc3VtKGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpCiAgICBpZiBzaW5rIGlz",
+        "IG5vdCBOb25lOgogICAgICAgIGRlbm9taW5hdG9yID0gZGVub21pbmF0b3IgKyBucC5leHAoc2luayAtIHRvcCkgICMgdGhl",
+        "IHNpbmsncyBtYXNzOyBpdHMgdmFsdWUgdmVjdG9yIGlzIHplcm8KICAgIHdlaWdodHMgPSBucC5kaXZpZGUoZXhwX3Njb3Jl",
+        "cywgZGVub21pbmF0b3IsIG91dD1ucC56ZXJvc19saWtlKGV4cF9zY29yZXMpLCB3aGVyZT1kZW5vbWluYXRvciA+IDApCiAg",
+        "ICBvdXRwdXQgPSB3ZWlnaHRzIEAgViAgIyAoLi4uLCBUX3EsIGRfdikKICAgIHJldHVybiAob3V0cHV0LCB3ZWlnaHRzKSBp",
+        "ZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+    ),
+    "Exercise 3": (
+        "IyBFeGVyY2lzZSAzOiBSZXBlYXQgdGhlIEtWIGhlYWRzIGZvciBncm91cGVkLXF1ZXJ5IGF0dGVudGlvbi4geCBob2xkcyB0",
+        "aGUgS1YgaGVhZHMgb24gYXhpcyAtMzsKIyByZXR1cm4gYW4gYXJyYXkgd2l0aCBncm91cCB0aW1lcyBhcyBtYW55IGhlYWRz",
+        "IG9uIHRoYXQgYXhpcywgd2hlcmUgcXVlcnkgaGVhZCBoIGdldHMgS1YgaGVhZAojIGggLy8gZ3JvdXA6IGNvbnNlY3V0aXZl",
+        "IHF1ZXJ5IGhlYWRzIHNoYXJlIGEgS1YgaGVhZC4KZGVmIHJlcGVhdF9rdl9oZWFkcyh4LCBncm91cCk6CiAgICAiIiJLViBo",
+        "ZWFkcyBvbiBheGlzIC0zLCBlYWNoIHJlcGVhdGVkIGBgZ3JvdXBgYCB0aW1lcyBpbiBwbGFjZTogcXVlcnkgaGVhZCBoIHJl",
+        "YWRzIEtWIGhlYWQgaCAvLyBncm91cC4iIiIKICAgIHggPSByZXF1aXJlX2FycmF5KCJ4IiwgeCwgbWluX25kaW09MykKICAg",
+        "IGdyb3VwID0gcmVxdWlyZV9pbnQoImdyb3VwIiwgZ3JvdXAsIG1pbmltdW09MSkKICAgIHJlcXVpcmVfYnVkZ2V0KGYie2dy",
+        "b3VwfSBjb3BpZXMgb2YgZWFjaCBLViBoZWFkIiwgeC5zaGFwZSArIChncm91cCwpLCBpdGVtc2l6ZT14Lml0ZW1zaXplKQog",
+        "ICAgcmV0dXJuIG5wLnJlcGVhdCh4LCBncm91cCwgYXhpcz0tMykgICMga3YwLCBrdjAsIC4uLiwga3YxLCBrdjEsIC4uLjog",
+        "ZWFjaCBLViBoZWFkIHNlcnZlcyBhIGJsb2NrIG9mIHF1ZXJ5IGhlYWRz",
+    ),
+    "Exercise 4": (
+        "IyBFeGVyY2lzZSA0OiBTaXplIGEgS1YgY2FjaGUgbGF5ZXIgYnkgbGF5ZXIuIGxheWVyX3dpbmRvd3MgaGFzIG9uZSBlbnRy",
+        "eSBwZXIgbGF5ZXI6IE5vbmUgZm9yIGEKIyBmdWxsLWF0dGVudGlvbiBsYXllciAoaXQga2VlcHMgYWxsIGBjb250ZXh0YCB0",
+        "b2tlbnMpIG9yIGFuIGludCB3aW5kb3cgdyAoaXQga2VlcHMgdGhlIG1vc3QKIyByZWNlbnQgbWluKGNvbnRleHQsIHcpIHRv",
+        "a2VucykuIEVhY2gga2VwdCB0b2tlbiBjb3N0cyBhIGtleSBhbmQgYSB2YWx1ZSBwZXIgS1YgaGVhZC4gUmV0dXJuIGFuCiMg",
+        "ZXhhY3QgaW50IG51bWJlciBvZiBieXRlcy4KZGVmIGt2X2NhY2hlX2J5dGVzKGNvbnRleHQsIGxheWVyX3dpbmRvd3MsIGt2",
+        "X2hlYWRzLCBoZWFkX2RpbSwgYnl0ZXNfcGVyX3ZhbHVlPTIpOgogICAgIiIiRXhhY3QgS1YtY2FjaGUgYnl0ZXMgZm9yIGBj",
+        "b250ZXh0YCB0b2tlbnMgd2hlbiBlYWNoIGxheWVyIGlzIGZ1bGwgKE5vbmUpIG9yIHdpbmRvd2VkIChpbnQpLiIiIgogICAg",
+        "Y29udGV4dCA9IHJlcXVpcmVfaW50KCJjb250ZXh0IiwgY29udGV4dCwgbWluaW11bT0xKQogICAgd2luZG93cyA9IGxpc3Qo",
+        "bGF5ZXJfd2luZG93cykKICAgIGlmIG5vdCB3aW5kb3dzOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoImxheWVyX3dpbmRv",
+        "d3MgbmVlZHMgb25lIGVudHJ5IHBlciBsYXllciAoTm9uZSA9IGZ1bGwgYXR0ZW50aW9uLCBpbnQgPSB3aW5kb3cpIikKICAg",
+        "IGZvciBsYXllciwgd2luZG93IGluIGVudW1lcmF0ZSh3aW5kb3dzKToKICAgICAgICBpZiB3aW5kb3cgaXMgbm90IE5vbmU6",
+        "CiAgICAgICAgICAgIHJlcXVpcmVfaW50KGYibGF5ZXJfd2luZG93c1t7bGF5ZXJ9XSIsIHdpbmRvdywgbWluaW11bT0xKQog",
+        "ICAgZm9yIG5hbWUsIHZhbHVlIGluICgoImt2X2hlYWRzIiwga3ZfaGVhZHMpLCAoImhlYWRfZGltIiwgaGVhZF9kaW0pLCAo",
+        "ImJ5dGVzX3Blcl92YWx1ZSIsIGJ5dGVzX3Blcl92YWx1ZSkpOgogICAgICAgIHJlcXVpcmVfaW50KG5hbWUsIHZhbHVlLCBt",
+        "aW5pbXVtPTEpCiAgICBrZXB0ID0gc3VtKGNvbnRleHQgaWYgd2luZG93IGlzIE5vbmUgZWxzZSBtaW4oY29udGV4dCwgd2lu",
+        "ZG93KSBmb3Igd2luZG93IGluIHdpbmRvd3MpICAjIHRva2VuIHNsb3RzIG92ZXIgYWxsIGxheWVycwogICAgcmV0dXJuIDIg",
+        "KiBrZXB0ICoga3ZfaGVhZHMgKiBoZWFkX2RpbSAqIGJ5dGVzX3Blcl92YWx1ZSAgIyBhIGtleSBhbmQgYSB2YWx1ZSBwZXIg",
+        "S1YgaGVhZCBwZXIga2VwdCB0b2tlbg==",
+    ),
+    "Exercise 5": (
+        "IyBFeGVyY2lzZSA1OiBTdHJlYW0gYSBzb2Z0bWF4LXdlaWdodGVkIGF2ZXJhZ2UuIEZvciBlYWNoIHRpbGUsIHVwZGF0ZSB0",
+        "aGUgcnVubmluZyBtYXggbSAoc3RhcnQKIyBhdCAtaW5mKSwgdGhlIHJlc2NhbGUgZmFjdG9yIGFscGhhID0gZXhwKG1fb2xk",
+        "IC0gbV9uZXcpLCB0aGUgcnVubmluZyBzdW0gbCBhbmQgbnVtZXJhdG9yIG4gYXMgaW4KIyB0aGUgZm9ybXVsYSwgYW5kIGFw",
+        "cGVuZCB7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAibiI6IG59IHRvIHRoZSB0cmFjZS4gUmV0dXJuIChuIC8g",
+        "bCwgdHJhY2UpLgpkZWYgb25saW5lX3NvZnRtYXhfZG90KGxvZ2l0X3RpbGVzLCB2YWx1ZV90aWxlcyk6CiAgICAiIiJTb2Z0",
+        "bWF4LXdlaWdodGVkIGF2ZXJhZ2Ugb2Ygc2NhbGFyIHZhbHVlcywgc3RyZWFtZWQgdGlsZSBieSB0aWxlOyByZXR1cm5zIChv",
+        "dXRwdXQsIHBlci10aWxlIHRyYWNlKS4iIiIKICAgIGlmIGxlbihsb2dpdF90aWxlcykgIT0gbGVuKHZhbHVlX3RpbGVzKSBv",
+        "ciBub3QgbGVuKGxvZ2l0X3RpbGVzKToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYibmVlZCB0aGUgc2FtZSwgbm9uLXpl",
+        "cm8gbnVtYmVyIG9mIGxvZ2l0IGFuZCB2YWx1ZSB0aWxlczsgZ290IHtsZW4obG9naXRfdGlsZXMpfSBhbmQge2xlbih2YWx1",
+        "ZV90aWxlcyl9IikKICAgIHRpbGVzID0gW10KICAgIGZvciB0LCAobG9naXRzLCB2YWx1ZXMpIGluIGVudW1lcmF0ZSh6aXAo",
+        "bG9naXRfdGlsZXMsIHZhbHVlX3RpbGVzKSk6CiAgICAgICAgbG9naXRzLCB2YWx1ZXMgPSByZXF1aXJlX2FycmF5KGYibG9n",
+        "aXRfdGlsZXNbe3R9XSIsIGxvZ2l0cywgbmRpbT0xKSwgcmVxdWlyZV9hcnJheShmInZhbHVlX3RpbGVzW3t0fV0iLCB2YWx1",
+        "ZXMsIG5kaW09MSkKICAgICAgICBpZiBsb2dpdHMuc2hhcGUgIT0gdmFsdWVzLnNoYXBlOgogICAgICAgICAgICByYWlzZSBW",
+        "YWx1ZUVycm9yKGYidGlsZSB7dH0gaGFzIHtsb2dpdHMuc2l6ZX0gbG9naXRzIGJ1dCB7dmFsdWVzLnNpemV9IHZhbHVlcyIp",
+        "CiAgICAgICAgdGlsZXMuYXBwZW5kKChsb2dpdHMuYXN0eXBlKGZsb2F0KSwgdmFsdWVzLmFzdHlwZShmbG9hdCkpKQogICAg",
+        "bSwgbCwgbiA9IC1tYXRoLmluZiwgMC4wLCAwLjAKICAgIHRyYWNlID0gW10KICAgIGZvciBsb2dpdHMsIHZhbHVlcyBpbiB0",
+        "aWxlczoKICAgICAgICBtX25ldyA9IG1heChtLCBmbG9hdChsb2dpdHMubWF4KCkpKQogICAgICAgIGFscGhhID0gbWF0aC5l",
+        "eHAobSAtIG1fbmV3KSAgIyAwIGJlZm9yZSB0aGUgZmlyc3QgdGlsZSwgc2luY2UgbSA9IC1pbmYKICAgICAgICB3ZWlnaHRz",
+        "ID0gbnAuZXhwKGxvZ2l0cyAtIG1fbmV3KQogICAgICAgIGwgPSBhbHBoYSAqIGwgKyBmbG9hdCh3ZWlnaHRzLnN1bSgpKQog",
+        "ICAgICAgIG4gPSBhbHBoYSAqIG4gKyBmbG9hdCh3ZWlnaHRzIEAgdmFsdWVzKQogICAgICAgIG0gPSBtX25ldwogICAgICAg",
+        "IHRyYWNlLmFwcGVuZCh7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAibiI6IG59KQogICAgcmV0dXJuIG4gLyBs",
+        "LCB0cmFjZQ==",
+    ),
+    "Exercise 6": (
+        "IyBFeGVyY2lzZSA2OiBQbGFpbiB0aWxlcy4gRm9yIGVhY2ggYmxvY2sgb2YgdGlsZV9zaXplIHF1ZXJpZXMga2VlcCBwZXIt",
+        "cm93IG0gKHN0YXJ0IC1pbmYpLAojIGwgKHN0YXJ0IDApIGFuZCBhbiBhY2N1bXVsYXRvciBPICh6ZXJvcywgZF92IHdpZGUp",
+        "LiBGb3IgZWFjaCBibG9jayBvZiB0aWxlX3NpemUga2V5czogY29tcHV0ZSB0aGUKIyBzY29yZSB0aWxlIFFfYiBLX2NeVCAv",
+        "IHNxcnQoZF9rKSwgdGhlbiB0aGUgb25saW5lIHVwZGF0ZSBvZiB0aGUgZm9ybXVsYSBhYm92ZS4gQWZ0ZXIgdGhlIGxhc3QK",
+        "IyBrZXkgYmxvY2ssIHJldHVybiBPIC8gbCBmb3IgZXZlcnkgcXVlcnkgYmxvY2suIE5ldmVyIGJ1aWxkIGEgVF9xIHggVF9r",
+        "IGFycmF5LgpkZWYgdGlsZWRfYXR0ZW50aW9uX3BsYWluKFEsIEssIFYsICosIHRpbGVfc2l6ZT0xMjgpOgogICAgIiIiVW5t",
+        "YXNrZWQgc29mdG1heCBhdHRlbnRpb24sIHN0cmVhbWVkIG92ZXIgKHF1ZXJ5IGJsb2NrLCBrZXkgYmxvY2spIHRpbGVzOiBv",
+        "dXRwdXQgW1RfcSwgZF92XS4iIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWly",
+        "ZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBRLnNoYXBlWzFd",
+        "ICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJu",
+        "ZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwg",
+        "e1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09",
+        "MSkKICAgIF9yZWZ1c2Vfb3ZlcmZsb3coUSwgSywgVikKICAgIChuX3EsIGRfayksIChuX2ssIGRfdikgPSBRLnNoYXBlLCBW",
+        "LnNoYXBlCiAgICBvdXQgPSBucC5lbXB0eSgobl9xLCBkX3YpKQogICAgZm9yIHEwIGluIHJhbmdlKDAsIG5fcSwgdGlsZV9z",
+        "aXplKToKICAgICAgICBRX2IgPSBRW3EwOnEwICsgdGlsZV9zaXplXSAvIG1hdGguc3FydChkX2spICAjIChCX3EsIGRfayks",
+        "IHNjYWxlZCBvbmNlIHBlciBibG9jawogICAgICAgIG0gPSBucC5mdWxsKGxlbihRX2IpLCAtbnAuaW5mKSAgIyBydW5uaW5n",
+        "IG1heCBwZXIgcm93CiAgICAgICAgbCA9IG5wLnplcm9zKGxlbihRX2IpKSAgIyBydW5uaW5nIHN1bSBwZXIgcm93CiAgICAg",
+        "ICAgYWNjID0gbnAuemVyb3MoKGxlbihRX2IpLCBkX3YpKSAgIyBydW5uaW5nIG51bWVyYXRvciBPCiAgICAgICAgZm9yIGsw",
+        "IGluIHJhbmdlKDAsIG5faywgdGlsZV9zaXplKToKICAgICAgICAgICAgcyA9IFFfYiBAIEtbazA6azAgKyB0aWxlX3NpemVd",
+        "LlQgICMgKEJfcSwgQl9rKTogdGhlIG9ubHkgc2NvcmUgdGlsZSBhbGl2ZQogICAgICAgICAgICBtX25ldyA9IG5wLm1heGlt",
+        "dW0obSwgcy5tYXgoYXhpcz0xKSkKICAgICAgICAgICAgYWxwaGEgPSBucC5leHAobSAtIG1fbmV3KSAgIyAwIG9uIHRoZSBm",
+        "aXJzdCB0aWxlLCB3aGVyZSBtID0gLWluZgogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBtX25ld1s6LCBOb25lXSkKICAg",
+        "ICAgICAgICAgbCA9IGFscGhhICogbCArIHAuc3VtKGF4aXM9MSkKICAgICAgICAgICAgYWNjID0gYWxwaGFbOiwgTm9uZV0g",
+        "KiBhY2MgKyBwIEAgVltrMDprMCArIHRpbGVfc2l6ZV0KICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgb3V0W3EwOnEw",
+        "ICsgdGlsZV9zaXplXSA9IGFjYyAvIGxbOiwgTm9uZV0gICMgRmxhc2hBdHRlbnRpb24tMjogb25lIGRpdmlzaW9uLCBhdCB0",
+        "aGUgZW5kCiAgICByZXR1cm4gb3V0",
+    ),
+    "Exercise 7": (
+        "IyBFeGVyY2lzZSA3OiBDYXVzYWwgc2tpcHBpbmcuIFNhbWUgYXMgRXhlcmNpc2UgNiwgYnV0IHF1ZXJ5IGkgcmVhZHMga2V5",
+        "cyAwLi5pLiBGb3IgdGhlIHF1ZXJ5IGJsb2NrCiMgW3EwLCBxMSkgdmlzaXQgb25seSBrZXkgdGlsZXMgdGhhdCBzdGFydCBh",
+        "dCBrMCA8PSBxMSAtIDEgKGxhdGVyIG9uZXMgYXJlIGVudGlyZWx5IGluIHRoZSBmdXR1cmUpOwojIGluc2lkZSBhIHRpbGUg",
+        "dGhhdCBzdHJhZGRsZXMgdGhlIGRpYWdvbmFsLCBzZXQgdGhlIHNjb3JlcyBvZiBrZXlzIGFmdGVyIHRoZSBxdWVyeSB0byAt",
+        "aW5mIGJlZm9yZQojIHRoZSBtYXguIFJldHVybiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCksIHRoZSBudW1iZXIgb2Ygc2Nv",
+        "cmUgdGlsZXMgeW91IGNvbXB1dGVkLgpkZWYgY2F1c2FsX3RpbGVkX2F0dGVudGlvbihRLCBLLCBWLCAqLCB0aWxlX3NpemU9",
+        "MTI4KToKICAgICIiIkNhdXNhbCBzb2Z0bWF4IGF0dGVudGlvbiBvdmVyIHRpbGVzLCBza2lwcGluZyB0aWxlcyBhYm92ZSB0",
+        "aGUgYmxvY2sgZGlhZ29uYWw6IChvdXRwdXQsIHRpbGVzX2NvbXB1dGVkKS4iIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2Fy",
+        "cmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBW",
+        "LCBuZGltPTIpCiAgICBpZiBRLnNoYXBlWzFdICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgog",
+        "ICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07",
+        "IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxl",
+        "X3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIF9yZWZ1c2Vfb3ZlcmZsb3coUSwgSywgVikKICAgIChuX3EsIGRf",
+        "ayksIChuX2ssIGRfdikgPSBRLnNoYXBlLCBWLnNoYXBlCiAgICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSks",
+        "IDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVfc2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3Np",
+        "emUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1hdGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAu",
+        "ZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEgLSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAg",
+        "ICAgIGZvciBrMCBpbiByYW5nZSgwLCBtaW4obl9rLCBxMSksIHRpbGVfc2l6ZSk6ICAjIGtleSB0aWxlcyBzdGFydGluZyBh",
+        "ZnRlciBxMSAtIDEgYXJlIGFsbCBpbiB0aGUgZnV0dXJlCiAgICAgICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXplLCBu",
+        "X2spCiAgICAgICAgICAgIHMgPSBRX2IgQCBLW2swOmsxXS5UCiAgICAgICAgICAgIHRpbGVzICs9IDEKICAgICAgICAgICAg",
+        "aWYgazEgLSAxID4gcTA6ICAjIHRoZSB0aWxlIHN0cmFkZGxlcyB0aGUgZGlhZ29uYWw6IG1hc2sgdGhlIGZ1dHVyZSBpbnNp",
+        "ZGUgaXQKICAgICAgICAgICAgICAgIHNbbnAuYXJhbmdlKGswLCBrMSlbTm9uZSwgOl0gPiBucC5hcmFuZ2UocTAsIHExKVs6",
+        "LCBOb25lXV0gPSAtbnAuaW5mCiAgICAgICAgICAgIG1fbmV3ID0gbnAubWF4aW11bShtLCBzLm1heChheGlzPTEpKSAgIyBm",
+        "aW5pdGU6IGtleSBrMCA8PSBxMCBpcyBhbGxvd2VkIGZvciBldmVyeSByb3cKICAgICAgICAgICAgYWxwaGEgPSBucC5leHAo",
+        "bSAtIG1fbmV3KQogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBtX25ld1s6LCBOb25lXSkKICAgICAgICAgICAgbCA9IGFs",
+        "cGhhICogbCArIHAuc3VtKGF4aXM9MSkKICAgICAgICAgICAgYWNjID0gYWxwaGFbOiwgTm9uZV0gKiBhY2MgKyBwIEAgVltr",
+        "MDprMV0KICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgb3V0W3EwOnExXSA9IGFjYyAvIGxbOiwgTm9uZV0KICAgIHJl",
+        "dHVybiBvdXQsIHRpbGVz",
+    ),
+    "Exercise 8": (
+        "IyBFeGVyY2lzZSA4OiBPZmZzZXRzIGFuZCB3aW5kb3dzLiBFdmVyeXRoaW5nIGVsc2Ugb2YgdGlsZWQgYXR0ZW50aW9uIGlz",
+        "IHdyaXR0ZW4gZm9yIHlvdTogdGhlIHNpbmssCiMgYW4gYWRkaXRpdmUgbWFzaywgb3ZlcmZsb3cgY2hlY2tzIGFuZCBlbXB0",
+        "eSByb3dzLiBGaWxsIGluIHRoZSB0d28gbWFya2VkIHBsYWNlcy4gKDEpIFRoZSBrZXkgcmFuZ2UKIyBvZiBhIHF1ZXJ5IGJs",
+        "b2NrIHdob3NlIHF1ZXJpZXMgc2l0IGF0IGFic29sdXRlIHBvc2l0aW9ucyBmaXJzdC4ubGFzdCAoPSBxdWVyeV9zdGFydCAr",
+        "IHEwIC4uCiMgcXVlcnlfc3RhcnQgKyBxMSAtIDEpOiB3aXRoIGNhdXNhbD1UcnVlIG5vIGtleSBhZnRlciBsYXN0OyB3aXRo",
+        "IGEgd2luZG93LCBubyBrZXkgYmVmb3JlCiMgZmlyc3QgLSB3aW5kb3cgKyAxLiAoMikgSW5zaWRlIGEgdGlsZSB0aGF0IHN0",
+        "cmFkZGxlcyBhIGJvdW5kYXJ5LCBibG9jayB0aGUgZnV0dXJlIGFuZCwgd2l0aCBhCiMgd2luZG93LCB0aGUga2V5cyB3aXRo",
+        "IHF1ZXJ5X3BvcyAtIGtleV9wb3MgPj0gd2luZG93LgpkZWYgdGlsZWRfYXR0ZW50aW9uKFEsIEssIFYsIG1hc2s9Tm9uZSwg",
+        "KiwgdGlsZV9zaXplPTEyOCwgc2luaz1Ob25lLCBlbXB0eV9yb3c9ImVycm9yIiwgY2F1c2FsPUZhbHNlLCB3aW5kb3c9Tm9u",
+        "ZSwgcXVlcnlfc3RhcnQ9MCk6CiAgICAiIiJFeGFjdCBzb2Z0bWF4IGF0dGVudGlvbiBzdHJlYW1lZCBvdmVyIChxdWVyeSBi",
+        "bG9jaywga2V5IGJsb2NrKSBwYWlycywgbmV2ZXIgaG9sZGluZyBhIFRfcSB4IFRfayBtYXRyaXguCgogICAgUSBbVF9xLCBk",
+        "X2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XTsgbWFzayBbVF9xLCBUX2tdIGFkZGl0aXZlIChvcHRpb25hbCkuIFdp",
+        "dGggY2F1c2FsPVRydWUsIHF1ZXJ5IGkKICAgIHNpdHMgYXQgYWJzb2x1dGUgcG9zaXRpb24gcXVlcnlfc3RhcnQgKyBpIGFu",
+        "ZCByZWFkcyBrZXlzIDAgLi4gdGhhdCBwb3NpdGlvbiAodGhlIGxhc3QgYHdpbmRvd2Agb2YgdGhlbQogICAgaWYgd2luZG93",
+        "IGlzIHNldCkuIHNpbmsgaXMgb25lIHNjYWxhciBsb2dpdCB3aXRoIGEgemVybyB2YWx1ZS4gRmxvYXQxNiBpbnB1dHMgYXJl",
+        "IGNvbXB1dGVkIGluIGZsb2F0MzIuCiAgICAiIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0y",
+        "KSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBR",
+        "LnNoYXBlWzFdICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgogICAgICAgIHJhaXNlIFZhbHVl",
+        "RXJyb3IoZiJuZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07IGdvdCB7US5zaGFwZX0sIHtL",
+        "LnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUs",
+        "IG1pbmltdW09MSkKICAgIHJlcXVpcmVfY2hvaWNlKCJlbXB0eV9yb3ciLCBlbXB0eV9yb3csICgiZXJyb3IiLCAiemVybyIp",
+        "KQogICAgY2F1c2FsID0gcmVxdWlyZV9ib29sKCJjYXVzYWwiLCBjYXVzYWwpCiAgICBpZiB3aW5kb3cgaXMgbm90IE5vbmU6",
+        "CiAgICAgICAgd2luZG93ID0gcmVxdWlyZV9pbnQoIndpbmRvdyIsIHdpbmRvdywgbWluaW11bT0xKQogICAgICAgIGlmIG5v",
+        "dCBjYXVzYWw6CiAgICAgICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoIndpbmRvdyBjb3VudHMga2V5cyBiYWNrIGZyb20gdGhl",
+        "IHF1ZXJ5LCBzbyBpdCBuZWVkcyBjYXVzYWw9VHJ1ZSIpCiAgICBxdWVyeV9zdGFydCA9IHJlcXVpcmVfaW50KCJxdWVyeV9z",
+        "dGFydCIsIHF1ZXJ5X3N0YXJ0LCBtaW5pbXVtPTApCiAgICBpZiBxdWVyeV9zdGFydCBhbmQgbm90IGNhdXNhbDoKICAgICAg",
+        "ICByYWlzZSBWYWx1ZUVycm9yKCJxdWVyeV9zdGFydCBzaGlmdHMgdGhlIGNhdXNhbCBtYXNrOyBwYXNzIGNhdXNhbD1UcnVl",
+        "IChvciBidWlsZCB0aGUgb2Zmc2V0IGludG8gYG1hc2tgKSIpCiAgICBpZiBzaW5rIGlzIG5vdCBOb25lOgogICAgICAgIHNp",
+        "bmsgPSByZXF1aXJlX3JlYWwoInNpbmsiLCBzaW5rKQogICAgZHR5cGUgPSBucC5yZXN1bHRfdHlwZShRLmR0eXBlLCBLLmR0",
+        "eXBlLCBWLmR0eXBlLCBucC5mbG9hdDMyKSAgIyBmbG9hdDE2IGluLCBmbG9hdDMyIGFyaXRobWV0aWMKICAgIFEsIEssIFYg",
+        "PSAoeC5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpIGZvciB4IGluIChRLCBLLCBWKSkKICAgIGlmIG1hc2sgaXMgbm90IE5v",
+        "bmU6CiAgICAgICAgbWFzayA9IF9hc19hZGRpdGl2ZShtYXNrLCAoUS5zaGFwZVswXSwgSy5zaGFwZVswXSksIGR0eXBlKQog",
+        "ICAgKG5fcSwgZF9rKSwgKG5faywgZF92KSA9IFEuc2hhcGUsIFYuc2hhcGUKICAgIHNjYWxlID0gMS4wIC8gbWF0aC5zcXJ0",
+        "KGRfaykKICAgICMgRXZlcnkgZW50cnkgb2YgUSBAIEteVCBpcyBhdCBtb3N0IGRfayBtYXh8cXwgbWF4fGt8OiB3aGlsZSB0",
+        "aGF0IGJvdW5kIGlzIGZpbml0ZSwgbm8gdGlsZSBuZWVkcyB0aGUgZmluaXRlbmVzcyBjaGVjay4KICAgIG1heWJlX292ZXJm",
+        "bG93ID0gbm90IGRfayAqIGZsb2F0KG5wLmFicyhRKS5tYXgoKSkgKiBmbG9hdChucC5hYnMoSykubWF4KCkpIDwgZmxvYXQo",
+        "bnAuZmluZm8oZHR5cGUpLm1heCkKICAgIG91dCA9IG5wLmVtcHR5KChuX3EsIGRfdiksIGR0eXBlPWR0eXBlKQogICAgd2l0",
+        "aCBucC5lcnJzdGF0ZShvdmVyPSJpZ25vcmUiLCBpbnZhbGlkPSJpZ25vcmUiKToKICAgICAgICBmb3IgcTAgaW4gcmFuZ2Uo",
+        "MCwgbl9xLCB0aWxlX3NpemUpOgogICAgICAgICAgICBxMSA9IG1pbihxMCArIHRpbGVfc2l6ZSwgbl9xKQogICAgICAgICAg",
+        "ICBmaXJzdCwgbGFzdCA9IHF1ZXJ5X3N0YXJ0ICsgcTAsIHF1ZXJ5X3N0YXJ0ICsgcTEgLSAxICAjIGFic29sdXRlIHBvc2l0",
+        "aW9ucyBvZiB0aGUgYmxvY2sncyBxdWVyaWVzCiAgICAgICAgICAgIGtfbG8sIGtfaGkgPSAwLCBuX2sKICAgICAgICAgICAg",
+        "aWYgY2F1c2FsOgogICAgICAgICAgICAgICAga19oaSA9IG1pbihuX2ssIGxhc3QgKyAxKSAgIyBsYXRlciBrZXlzIGFyZSBp",
+        "biBldmVyeSByb3cncyBmdXR1cmUKICAgICAgICAgICAgICAgIGlmIHdpbmRvdyBpcyBub3QgTm9uZToKICAgICAgICAgICAg",
+        "ICAgICAgICBrX2xvID0gbWF4KDAsIGZpcnN0IC0gd2luZG93ICsgMSkgICMgZWFybGllciBrZXlzIGFyZSBiZWhpbmQgZXZl",
+        "cnkgcm93J3Mgd2luZG93CiAgICAgICAgICAgIG0gPSBucC5mdWxsKHExIC0gcTAsIC1ucC5pbmYgaWYgc2luayBpcyBOb25l",
+        "IGVsc2Ugc2luaywgZHR5cGU9ZHR5cGUpICAjIHJ1bm5pbmcgbWF4IHBlciByb3cKICAgICAgICAgICAgbCA9IG5wLmZ1bGwo",
+        "cTEgLSBxMCwgMC4wIGlmIHNpbmsgaXMgTm9uZSBlbHNlIDEuMCwgZHR5cGU9ZHR5cGUpICAjIHJ1bm5pbmcgc3VtOyB0aGUg",
+        "c2luayBhZGRzIGVeKHNpbmsgLSBtKSA9IDEKICAgICAgICAgICAgYWNjID0gbnAuemVyb3MoKHExIC0gcTAsIGRfdiksIGR0",
+        "eXBlPWR0eXBlKSAgIyBydW5uaW5nIG51bWVyYXRvciBBCiAgICAgICAgICAgIGZvciBrMCBpbiByYW5nZShrX2xvIC0ga19s",
+        "byAlIHRpbGVfc2l6ZSwga19oaSwgdGlsZV9zaXplKToKICAgICAgICAgICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXpl",
+        "LCBuX2spCiAgICAgICAgICAgICAgICBzID0gUVtxMDpxMV0gQCBLW2swOmsxXS5UICAjIChCX3EsIEJfayk6IHRoZSBvbmx5",
+        "IHNjb3JlIHRpbGUgYWxpdmUKICAgICAgICAgICAgICAgIHMgKj0gc2NhbGUKICAgICAgICAgICAgICAgIGlmIG1heWJlX292",
+        "ZXJmbG93IGFuZCBub3QgbnAuaXNmaW5pdGUocykuYWxsKCk6CiAgICAgICAgICAgICAgICAgICAgcmFpc2UgRmxvYXRpbmdQ",
+        "b2ludEVycm9yKCJRIEAgS15UIG92ZXJmbG93ZWQ7IHJlc2NhbGUgUSBhbmQgSyAob3IgY29tcHV0ZSBpbiBmbG9hdDY0KSIp",
+        "CiAgICAgICAgICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAgICAgICAgICAgIGJpYXMgPSBtYXNrW3Ew",
+        "OnExLCBrMDprMV0KICAgICAgICAgICAgICAgICAgICBzICs9IGJpYXMKICAgICAgICAgICAgICAgICAgICBpZiBucC5hbnko",
+        "bnAuaXNmaW5pdGUoYmlhcykgJiB+bnAuaXNmaW5pdGUocykpOgogICAgICAgICAgICAgICAgICAgICAgICByYWlzZSBGbG9h",
+        "dGluZ1BvaW50RXJyb3IoImFkZGluZyBhIGZpbml0ZSBtYXNrIGJpYXMgb3ZlcmZsb3dlZCB0aGUgc2NvcmU7IHVzZSBhIHNt",
+        "YWxsZXIgYmlhcyAob3IgLWluZiB0byBibG9jaykiKQogICAgICAgICAgICAgICAgaWYgY2F1c2FsIGFuZCBub3QgKGsxIC0g",
+        "MSA8PSBmaXJzdCBhbmQgKHdpbmRvdyBpcyBOb25lIG9yIGxhc3QgLSBrMCA8IHdpbmRvdykpOiAgIyB0aGUgYmxvY2sgc3Ry",
+        "YWRkbGVzIGEgYm91bmRhcnkKICAgICAgICAgICAgICAgICAgICBxdWVyeV9wb3MsIGtleV9wb3MgPSBucC5hcmFuZ2UoZmly",
+        "c3QsIGxhc3QgKyAxKVs6LCBOb25lXSwgbnAuYXJhbmdlKGswLCBrMSlbTm9uZSwgOl0KICAgICAgICAgICAgICAgICAgICBi",
+        "bG9ja2VkID0ga2V5X3BvcyA+IHF1ZXJ5X3BvcyAgIyB0aGUgZnV0dXJlCiAgICAgICAgICAgICAgICAgICAgaWYgd2luZG93",
+        "IGlzIG5vdCBOb25lOgogICAgICAgICAgICAgICAgICAgICAgICBibG9ja2VkIHw9IGtleV9wb3MgPD0gcXVlcnlfcG9zIC0g",
+        "d2luZG93ICAjIHF1ZXJ5X3BvcyAtIGtleV9wb3MgPj0gd2luZG93OiBiZWhpbmQgdGhlIHdpbmRvdwogICAgICAgICAgICAg",
+        "ICAgICAgIHNbYmxvY2tlZF0gPSAtbnAuaW5mCiAgICAgICAgICAgICAgICBtX25ldyA9IG5wLm1heGltdW0obSwgcy5tYXgo",
+        "YXhpcz0xKSkKICAgICAgICAgICAgICAgIHNhZmUgPSBucC53aGVyZShtX25ldyA9PSAtbnAuaW5mLCAwLjAsIG1fbmV3KSAg",
+        "IyByb3dzIHdpdGggbm90aGluZyBhbGxvd2VkIHlldDogbm8gLWluZiAtIC1pbmYKICAgICAgICAgICAgICAgIGFscGhhID0g",
+        "bnAuZXhwKG0gLSBzYWZlKSAgIyByZXNjYWxlcyB3aGF0IHdhcyBhY2N1bXVsYXRlZCB1bmRlciB0aGUgb2xkIG1heAogICAg",
+        "ICAgICAgICAgICAgcyAtPSBzYWZlWzosIE5vbmVdCiAgICAgICAgICAgICAgICBucC5leHAocywgb3V0PXMpICAjIFAsIGlu",
+        "IHBsYWNlOiBibG9ja2VkIGVudHJpZXMgYmVjb21lIGV4YWN0bHkgMAogICAgICAgICAgICAgICAgbCA9IGFscGhhICogbCAr",
+        "IHMuc3VtKGF4aXM9MSkKICAgICAgICAgICAgICAgIGFjYyAqPSBhbHBoYVs6LCBOb25lXQogICAgICAgICAgICAgICAgYWNj",
+        "ICs9IHMgQCBWW2swOmsxXQogICAgICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgICAgIGZpbGxlZCA9IGwgPiAwCiAg",
+        "ICAgICAgICAgIGlmIGVtcHR5X3JvdyA9PSAiZXJyb3IiIGFuZCBub3QgZmlsbGVkLmFsbCgpOgogICAgICAgICAgICAgICAg",
+        "cmFpc2UgVmFsdWVFcnJvcigKICAgICAgICAgICAgICAgICAgICBmInF1ZXJ5IHtxMCArIGludChucC5hcmdtaW4oZmlsbGVk",
+        "KSl9IGhhcyBubyBhbGxvd2VkIGtleTsgZml4IHRoZSBtYXNrIG9yIHBhc3MgZW1wdHlfcm93PSd6ZXJvJyIKICAgICAgICAg",
+        "ICAgICAgICkKICAgICAgICAgICAgbnAuZGl2aWRlKGFjYywgbFs6LCBOb25lXSwgb3V0PWFjYywgd2hlcmU9ZmlsbGVkWzos",
+        "IE5vbmVdKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgaXRzIGFjY3VtdWxhdG9yIG9mIHplcm9zCiAgICAgICAgICAgIG91dFtx",
+        "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
+    ),
+}.items()}
+# builder:end sha256=746b15e95de61db25dd2a8f2519090d49656ae84182dfd0e8bb26a6afa22c331
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).

@@ -639,7 +639,19 @@ class ContractViolation(AssertionError):
             f"  actual:      {actual}\n"
             f"  usual cause: {hint}"
         )
-# builder:end sha256=41a2ad7d38fc2d8f84d10252824c7e6ec177a32f3adaf826d32e0fb10eadc772
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
+
+        def one_line(text):
+            text = " ".join(str(text).split())
+            return text if len(text) <= 400 else text[:400] + " ..."
+
+        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
+        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
+        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
+# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -716,7 +728,12 @@ def contract_parts(prop, on_input, result, names):
 # builder:begin inline CheckFailed
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
-# builder:end sha256=9507bb728ffbb9d616c286c46c97eb8e7b01cda266404371d4a7bad1559f7f48
+
+    def _render_traceback_(self):
+        """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
+        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        return lines[:14] + ["  ..."] if len(lines) > 15 else lines
+# builder:end sha256=f891a8b4c8c297628c6aecdeb81021edb896e9bfd50e2d35d0044d638fecf0f6
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -796,46 +813,79 @@ def exercises_on_reference(namespace):
 def check_exercise(label, contract, implementation, namespace):
     """Judge one exercise with its contract check; print PASS only when the student's own code passes.
 
-    On a failure the reference solution takes the implementation's place in ``namespace`` (see the
-    module docstring) and the failure is raised again, naming the property, the input, expected
-    against actual and the usual cause, plus how to go on.
+    An untouched stub prints one line and lets the notebook go on (on the reference solution when
+    there is one). Any other failure puts the reference in place (see the module docstring) and is
+    raised again, as a short message: the student's own frames, the property, the input, expected
+    against actual, the usual cause and how to go on. Without a reference (the graded edition) the
+    names of the exercise wait in ``namespace["EXERCISES_WAITING"]`` until the check passes.
     """
+    import re
+    import sys
+    import traceback
+
+    def own_frames(error, most=3):
+        """The innermost frames of ``error`` in the student's code, formatted: none of the course's cells, none of a library's."""
+        course = {getattr(getattr(f, "__code__", None), "co_filename", None) for f in (check_exercise, contract, namespace.get("contract_call"))}
+        libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+        frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
+                  if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
+        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        for frame in frames[-most:]:
+            lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
+        return lines
+
     require_namespace(namespace, label)
     if not callable(contract):
         raise TypeError(f"{label}: contract must be the check function to run, got {type(contract).__name__}")
     name = getattr(implementation, "__name__", repr(implementation))
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
+    waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
-        print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+        if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
+            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
         return summary
-    go_on = (
-        f"Later cells now use the reference solution of {label}: to go on, click this cell and choose Runtime → Run after "
-        f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-        f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-    )
     try:
         summary = contract(implementation)
-    except NotImplementedError:
-        if not use_reference(label, namespace, f"{name} is still a stub"):
-            raise
-        raise NotImplementedError(f"{label}: {name} is still a stub. {go_on}") from None
-    except ContractViolation as failure:
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'"):
-            failure.args = (f"{failure.args[0]}\n{go_on}",)
-        raise
     except Exception as error:
-        prop = "the contract check runs to the end on this implementation"
-        if not use_reference(label, namespace, f"{name} broke its contract check ({type(error).__name__})"):
+        stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
+        if stub and stub.group(1) != label and stub.group(1) in waiting.values():
+            outcomes[label], waiting[name] = f"waits for {stub.group(1)}", label
+            print(f"{label}: waits for {stub.group(1)}, which {name} uses; finish {stub.group(1)} first, then run this cell again")
+            return None
+        if stub and stub.group(1) == label:
+            if use_reference(label, namespace, "not attempted"):
+                print(f"{label}: not attempted yet; later cells use the reference solution")
+            else:
+                outcomes[label], waiting[name] = "not attempted", label
+                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+            return None
+        failure = error if isinstance(error, ContractViolation) else ContractViolation(
+            "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
+            "a result the contract can judge", f"{type(error).__name__}: {error}",
+            f"the traceback above this message shows the line of {name} that raised",
+        )
+        failure.frames = own_frames(error.__cause__ if failure is error else error)
+        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
+                         f"{name} broke its contract check ({type(error).__name__})"):
+            failure.go_on = (
+                f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
+            )
+        else:
+            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
+        failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+        if failure is error:
             raise
-        raise ContractViolation(
-            prop, f"{label}'s contract inputs", "a result the contract can judge", f"{type(error).__name__}: {error}",
-            f"the traceback above shows the line of {name} that raised. {go_on}",
-        ) from error
+        raise failure from error
+    for waiter in [n for n, waited in waiting.items() if waited == label]:
+        del waiting[waiter]
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=274f2d17325f992355ae07f8ce0503b9e3c8608d4ec1f7592767fff330395094
+# builder:end sha256=60a0e1ddbb52d31780a79e40b145bf0af12fd832f64d2d7c89ec161891386b68
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
@@ -849,27 +899,28 @@ def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
-    if not standing_in:
+    waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    if waited:
+        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+    elif not standing_in:
         print(f"{section}: PASS")
-        return
-    print(
-        f"{section}: the checks hold, but with the reference solution standing in for {', '.join(standing_in)}: "
-        f"not a pass of your own code yet"
-    )
-# builder:end sha256=9de37c4a7cafd814b04be9549713436e722e907503bb8ebac2f7f23c3821471b
+    else:
+        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
+        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
+# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
-    """Print how every exercise ended: passed with the student's own code, or run on the reference, by name."""
+    """Print the exercises passed, failed and not attempted, and name the first failing check."""
     require_namespace(namespace)
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
-    passed = [label for label, outcome in outcomes.items() if outcome == "passed"]
-    print(f"Exercises passed with your own code: {', '.join(passed) or 'none'}")
-    standing_in = exercises_on_reference(namespace)
-    if standing_in:
-        print("Exercises that used the reference solution (rerun each one's cells once you have fixed it):")
-        for label in standing_in:
-            print(f"  {label}: {outcomes[label]}")
-# builder:end sha256=abacfb248fb5b7c0305d77237c71d2aabc8263870f0422d7a8359ed50c17a249
+    skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
+    failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
+    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
+    print(f"Exercises failed: {', '.join(failed) or 'none'}")
+    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+    if failed:
+        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
+# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
 # builder:begin inline check_rolling_buffer_contract
 def check_rolling_buffer_contract(rolling_window_decode):
     """Judge ``rolling_window_decode(Q, K, V, window) -> (outputs, largest)``.
@@ -1100,90 +1151,106 @@ print("4 contract checks loaded")
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
 # builder:begin solutions
-# The solution edition of every exercise cell: show_reference(label) prints one, and
-# check_exercise runs it in place of an exercise that failed its check.
-REFERENCE_SOURCES = {
-    "Exercise 1": r'''# Exercise 1: Decode token by token with a rolling buffer of `window` slots. Token t first
-# overwrites slot t % window with its key and value (the slot of token t - window, which just left
-# the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the
-# (T, d_v) outputs and the largest number of keys the buffer ever held. A window longer than the
-# T tokens is valid and never fills: allocate at most T slots.
-def rolling_window_decode(Q, K, V, window):
-    """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
-    window = require_int("window", window, minimum=1)
-    (n, d_k), d_v = Q.shape, V.shape[1]
-    slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
-    keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))  # all the memory there is
-    outputs, largest = np.empty((n, d_v)), 0
-    for t in range(n):
-        slot = t % window  # the oldest token, t - window, leaves exactly now
-        keys[slot], values[slot] = K[t], V[t]
-        held = min(t + 1, window)  # slots filled so far
-        largest = max(largest, held)
-        scores = keys[:held] @ Q[t] / math.sqrt(d_k)  # (held,): slot order does not matter to a softmax
-        weights = np.exp(scores - scores.max())
-        outputs[t] = weights @ values[:held] / weights.sum()
-    return outputs, largest''',
-    "Exercise 2": r'''# Exercise 2: Write linear attention as a recurrence. Keep S (d_k, d_v) and z (d_k,), both zero at
-# the start. For each token i: add phi(k_i) v_i^T to S and phi(k_i) to z, then output
-# phi(q_i)^T S / phi(q_i)^T z. Use feature_map for phi. Return (outputs, S, z).
-def linear_attention_recurrent(Q, K, V):
-    """Causal linear attention from two running sums; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
-    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
-    outputs = np.empty((Q.shape[0], V.shape[1]))
-    for i, (q, k, v) in enumerate(zip(feature_map(Q), feature_map(K), V)):
-        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
-        z += k  # and remember how much weight went in
-        outputs[i] = q @ S / (q @ z)
-    return outputs, S, z''',
-    "Exercise 3": r'''# Exercise 3: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
-# In each round, every position merges with the position `shift` places earlier (before the start,
-# use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
-# Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
-def parallel_scan(a, b):
-    """Every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) in ceil(log2 T) rounds of merges; returns (states, rounds)."""
-    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
-    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
-    with np.errstate(divide="ignore"):
-        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
-    if log_bound > np.log(np.finfo(float).max):
-        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
-                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
-    a, b = a.astype(float), b.astype(float)  # copies: the caller's arrays stay untouched
-    shift, rounds = 1, 0
-    while shift < len(a):
-        a_prev = np.concatenate([np.ones(shift), a[:-shift]])  # before the start: the do-nothing step (1, 0)
-        b_prev = np.concatenate([np.zeros(shift), b[:-shift]])
-        a, b = a_prev * a, a * b_prev + b  # both right-hand sides use this round's old a
-        shift, rounds = 2 * shift, rounds + 1
-    return b, rounds''',
-    "Exercise 4": r'''# Exercise 4: Attend on the latent cache without expanding it. Move each head's query into latent
-# space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale
-# by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the
-# latents with those weights, then apply W_uv @ W_o per head and sum the heads. Never form latent @ W_uk.
-def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
-    """Latent attention with W_uk absorbed into the query and W_uv into the output: no key or value is rebuilt.
+# The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
+# show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
+import base64
 
-    Same arguments and result as mla_expanded_attention.
-    """
-    q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
-    q_latent = q_nope @ np.swapaxes(W_uk, 1, 2)  # (H, T_q, d_c): each query moved into latent space
-    scale = 1.0 / math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])  # the full key width: no-position + RoPE parts
-    scores = (q_latent @ latent.T + q_rope @ k_rope.T) * scale + mask  # (H, T_q, T_k): position only via RoPE
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights /= weights.sum(axis=-1, keepdims=True)
-    mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
-    return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
-}
-# builder:end sha256=0c2fa36ff86143e805890552fabe1eff785d7bafc6b637d39fa0daee0fb02a7c
+REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") for label, packed in {
+    "Exercise 1": (
+        "IyBFeGVyY2lzZSAxOiBEZWNvZGUgdG9rZW4gYnkgdG9rZW4gd2l0aCBhIHJvbGxpbmcgYnVmZmVyIG9mIGB3aW5kb3dgIHNs",
+        "b3RzLiBUb2tlbiB0IGZpcnN0CiMgb3ZlcndyaXRlcyBzbG90IHQgJSB3aW5kb3cgd2l0aCBpdHMga2V5IGFuZCB2YWx1ZSAo",
+        "dGhlIHNsb3Qgb2YgdG9rZW4gdCAtIHdpbmRvdywgd2hpY2gganVzdCBsZWZ0CiMgdGhlIHdpbmRvdyksIHRoZW4gYXR0ZW5k",
+        "cyBvdmVyIHRoZSBmaWxsZWQgc2xvdHMgd2l0aCBzb2Z0bWF4KGsgLiBxIC8gc3FydChkX2spKS4gUmV0dXJuIHRoZQojIChU",
+        "LCBkX3YpIG91dHB1dHMgYW5kIHRoZSBsYXJnZXN0IG51bWJlciBvZiBrZXlzIHRoZSBidWZmZXIgZXZlciBoZWxkLiBBIHdp",
+        "bmRvdyBsb25nZXIgdGhhbiB0aGUKIyBUIHRva2VucyBpcyB2YWxpZCBhbmQgbmV2ZXIgZmlsbHM6IGFsbG9jYXRlIGF0IG1v",
+        "c3QgVCBzbG90cy4KZGVmIHJvbGxpbmdfd2luZG93X2RlY29kZShRLCBLLCBWLCB3aW5kb3cpOgogICAgIiIiR2VuZXJhdGUg",
+        "dG9rZW4gYnkgdG9rZW4gd2l0aCBhIEtWIGJ1ZmZlciBvZiBgd2luZG93YCBzbG90czsgcmV0dXJucyAob3V0cHV0cyBbVCwg",
+        "ZF92XSwgbGFyZ2VzdCBidWZmZXIpLiIiIgogICAgUSwgSywgViA9IHJlcXVpcmVfYXJyYXkoIlEiLCBRLCBuZGltPTIpLCBy",
+        "ZXF1aXJlX2FycmF5KCJLIiwgSywgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiViIsIFYsIG5kaW09MikKICAgIGlmIG5vdCAo",
+        "US5zaGFwZVswXSA9PSBLLnNoYXBlWzBdID09IFYuc2hhcGVbMF0gYW5kIFEuc2hhcGVbMV0gPT0gSy5zaGFwZVsxXSk6CiAg",
+        "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVCwgZF9rXSwgSyBbVCwgZF9rXSwgViBbVCwgZF92XSBmb3IgdGhl",
+        "IHNhbWUgVCB0b2tlbnM7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHdpbmRvdyA9IHJlcXVp",
+        "cmVfaW50KCJ3aW5kb3ciLCB3aW5kb3csIG1pbmltdW09MSkKICAgIChuLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBl",
+        "WzFdCiAgICBzbG90cyA9IG1pbih3aW5kb3csIG4pICAjIGEgd2luZG93IGxvbmdlciB0aGFuIHRoZSBzdHJlYW0gbmV2ZXIg",
+        "ZmlsbHM6IG9ubHkgdGhlIGRhdGEgaXMgYWxsb2NhdGVkCiAgICBrZXlzLCB2YWx1ZXMgPSBucC56ZXJvcygoc2xvdHMsIGRf",
+        "aykpLCBucC56ZXJvcygoc2xvdHMsIGRfdikpICAjIGFsbCB0aGUgbWVtb3J5IHRoZXJlIGlzCiAgICBvdXRwdXRzLCBsYXJn",
+        "ZXN0ID0gbnAuZW1wdHkoKG4sIGRfdikpLCAwCiAgICBmb3IgdCBpbiByYW5nZShuKToKICAgICAgICBzbG90ID0gdCAlIHdp",
+        "bmRvdyAgIyB0aGUgb2xkZXN0IHRva2VuLCB0IC0gd2luZG93LCBsZWF2ZXMgZXhhY3RseSBub3cKICAgICAgICBrZXlzW3Ns",
+        "b3RdLCB2YWx1ZXNbc2xvdF0gPSBLW3RdLCBWW3RdCiAgICAgICAgaGVsZCA9IG1pbih0ICsgMSwgd2luZG93KSAgIyBzbG90",
+        "cyBmaWxsZWQgc28gZmFyCiAgICAgICAgbGFyZ2VzdCA9IG1heChsYXJnZXN0LCBoZWxkKQogICAgICAgIHNjb3JlcyA9IGtl",
+        "eXNbOmhlbGRdIEAgUVt0XSAvIG1hdGguc3FydChkX2spICAjIChoZWxkLCk6IHNsb3Qgb3JkZXIgZG9lcyBub3QgbWF0dGVy",
+        "IHRvIGEgc29mdG1heAogICAgICAgIHdlaWdodHMgPSBucC5leHAoc2NvcmVzIC0gc2NvcmVzLm1heCgpKQogICAgICAgIG91",
+        "dHB1dHNbdF0gPSB3ZWlnaHRzIEAgdmFsdWVzWzpoZWxkXSAvIHdlaWdodHMuc3VtKCkKICAgIHJldHVybiBvdXRwdXRzLCBs",
+        "YXJnZXN0",
+    ),
+    "Exercise 2": (
+        "IyBFeGVyY2lzZSAyOiBXcml0ZSBsaW5lYXIgYXR0ZW50aW9uIGFzIGEgcmVjdXJyZW5jZS4gS2VlcCBTIChkX2ssIGRfdikg",
+        "YW5kIHogKGRfaywpLCBib3RoIHplcm8gYXQKIyB0aGUgc3RhcnQuIEZvciBlYWNoIHRva2VuIGk6IGFkZCBwaGkoa19pKSB2",
+        "X2leVCB0byBTIGFuZCBwaGkoa19pKSB0byB6LCB0aGVuIG91dHB1dAojIHBoaShxX2kpXlQgUyAvIHBoaShxX2kpXlQgei4g",
+        "VXNlIGZlYXR1cmVfbWFwIGZvciBwaGkuIFJldHVybiAob3V0cHV0cywgUywgeikuCmRlZiBsaW5lYXJfYXR0ZW50aW9uX3Jl",
+        "Y3VycmVudChRLCBLLCBWKToKICAgICIiIkNhdXNhbCBsaW5lYXIgYXR0ZW50aW9uIGZyb20gdHdvIHJ1bm5pbmcgc3Vtczsg",
+        "cmV0dXJucyAob3V0cHV0cyBbbiwgZF92XSwgZmluYWwgUyBbZF9rLCBkX3ZdLCBmaW5hbCB6IFtkX2tdKS4iIiIKICAgIFEs",
+        "IEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJl",
+        "cXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBub3QgKFEuc2hhcGVbMF0gPT0gSy5zaGFwZVswXSA9PSBWLnNo",
+        "YXBlWzBdIGFuZCBRLnNoYXBlWzFdID09IEsuc2hhcGVbMV0pOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEg",
+        "W24sIGRfa10sIEsgW24sIGRfa10sIFYgW24sIGRfdl0gZm9yIHRoZSBzYW1lIG47IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBl",
+        "fSwge1Yuc2hhcGV9IikKICAgIFMsIHogPSBucC56ZXJvcygoSy5zaGFwZVsxXSwgVi5zaGFwZVsxXSkpLCBucC56ZXJvcyhL",
+        "LnNoYXBlWzFdKQogICAgb3V0cHV0cyA9IG5wLmVtcHR5KChRLnNoYXBlWzBdLCBWLnNoYXBlWzFdKSkKICAgIGZvciBpLCAo",
+        "cSwgaywgdikgaW4gZW51bWVyYXRlKHppcChmZWF0dXJlX21hcChRKSwgZmVhdHVyZV9tYXAoSyksIFYpKToKICAgICAgICBT",
+        "ICs9IG5wLm91dGVyKGssIHYpICAjIHBvdXIgdGhpcyB0b2tlbidzIHZhbHVlIGluLCB3ZWlnaHRlZCBieSBpdHMga2V5IGZl",
+        "YXR1cmVzCiAgICAgICAgeiArPSBrICAjIGFuZCByZW1lbWJlciBob3cgbXVjaCB3ZWlnaHQgd2VudCBpbgogICAgICAgIG91",
+        "dHB1dHNbaV0gPSBxIEAgUyAvIChxIEAgeikKICAgIHJldHVybiBvdXRwdXRzLCBTLCB6",
+    ),
+    "Exercise 3": (
+        "IyBFeGVyY2lzZSAzOiBDb21wdXRlIGV2ZXJ5IHN0YXRlIG9mIGhfdCA9IGFfdCBoXyh0LTEpICsgYl90IChoXzAgPSAwKSB3",
+        "aXRoIGEgcGFyYWxsZWwgc2Nhbi4KIyBJbiBlYWNoIHJvdW5kLCBldmVyeSBwb3NpdGlvbiBtZXJnZXMgd2l0aCB0aGUgcG9z",
+        "aXRpb24gYHNoaWZ0YCBwbGFjZXMgZWFybGllciAoYmVmb3JlIHRoZSBzdGFydCwKIyB1c2UgdGhlIGRvLW5vdGhpbmcgc3Rl",
+        "cCAoMSwgMCkpOiAoYV9wcmV2LCBiX3ByZXYpIHRoZW4gKGEsIGIpIGdpdmVzIChhX3ByZXYgKiBhLCBhICogYl9wcmV2ICsg",
+        "YikuCiMgRG91YmxlIGBzaGlmdGAgZWFjaCByb3VuZCB1bnRpbCBpdCByZWFjaGVzIFQuIFJldHVybiAoc3RhdGVzLCByb3Vu",
+        "ZHMpLiBEbyBub3QgbW9kaWZ5IGEgb3IgYi4KZGVmIHBhcmFsbGVsX3NjYW4oYSwgYik6CiAgICAiIiJFdmVyeSBzdGF0ZSBv",
+        "ZiBoX3QgPSBhX3QgaF8odC0xKSArIGJfdCAoaF8wID0gMCkgaW4gY2VpbChsb2cyIFQpIHJvdW5kcyBvZiBtZXJnZXM7IHJl",
+        "dHVybnMgKHN0YXRlcywgcm91bmRzKS4iIiIKICAgIGEsIGIgPSByZXF1aXJlX2FycmF5KCJhIiwgYSwgbmRpbT0xKSwgcmVx",
+        "dWlyZV9hcnJheSgiYiIsIGIsIG5kaW09MSkKICAgIGlmIGEuc2hhcGUgIT0gYi5zaGFwZToKICAgICAgICByYWlzZSBWYWx1",
+        "ZUVycm9yKGYiYSBhbmQgYiBuZWVkIG9uZSBlbnRyeSBwZXIgc3RlcDsgZ290IHthLnNpemV9IGFuZCB7Yi5zaXplfSIpCiAg",
+        "ICAjIHxoX3R8IDw9IHN1bXxifCAqIHByb2QgbWF4KDEsIHxhfCksIGFuZCBzbyBpcyBldmVyeSBwcm9kdWN0IGEgbWVyZ2Ug",
+        "Zm9ybXM6IHJlZnVzZSwgYmVmb3JlIHNjYW5uaW5nLCB3aGF0IGNvdWxkIG92ZXJmbG93LgogICAgd2l0aCBucC5lcnJzdGF0",
+        "ZShkaXZpZGU9Imlnbm9yZSIpOgogICAgICAgIGxvZ19ib3VuZCA9IG5wLmxvZyhucC5hYnMoYikuc3VtKCkpICsgbnAubG9n",
+        "KG5wLm1heGltdW0obnAuYWJzKGEpLCAxLjApKS5zdW0oKQogICAgaWYgbG9nX2JvdW5kID4gbnAubG9nKG5wLmZpbmZvKGZs",
+        "b2F0KS5tYXgpOgogICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcihmInRoZSBzY2FuJ3Mgc3RhdGVzIG9yIHByb2R1",
+        "Y3RzIGNvdWxkIGdyb3cgcGFzdCBmbG9hdDY0J3MgbGFyZ2VzdCBudW1iZXIgKGFib3V0IDEuOGUzMDgpOiAiCiAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgIGYic3VtfGJ8ICogcHJvZCBtYXgoMSwgfGF8KSBpcyBhYm91dCBlXntsb2dfYm91",
+        "bmQ6LjBmfTsgc2NhbGUgYSBvciBiIGRvd24iKQogICAgYSwgYiA9IGEuYXN0eXBlKGZsb2F0KSwgYi5hc3R5cGUoZmxvYXQp",
+        "ICAjIGNvcGllczogdGhlIGNhbGxlcidzIGFycmF5cyBzdGF5IHVudG91Y2hlZAogICAgc2hpZnQsIHJvdW5kcyA9IDEsIDAK",
+        "ICAgIHdoaWxlIHNoaWZ0IDwgbGVuKGEpOgogICAgICAgIGFfcHJldiA9IG5wLmNvbmNhdGVuYXRlKFtucC5vbmVzKHNoaWZ0",
+        "KSwgYVs6LXNoaWZ0XV0pICAjIGJlZm9yZSB0aGUgc3RhcnQ6IHRoZSBkby1ub3RoaW5nIHN0ZXAgKDEsIDApCiAgICAgICAg",
+        "Yl9wcmV2ID0gbnAuY29uY2F0ZW5hdGUoW25wLnplcm9zKHNoaWZ0KSwgYls6LXNoaWZ0XV0pCiAgICAgICAgYSwgYiA9IGFf",
+        "cHJldiAqIGEsIGEgKiBiX3ByZXYgKyBiICAjIGJvdGggcmlnaHQtaGFuZCBzaWRlcyB1c2UgdGhpcyByb3VuZCdzIG9sZCBh",
+        "CiAgICAgICAgc2hpZnQsIHJvdW5kcyA9IDIgKiBzaGlmdCwgcm91bmRzICsgMQogICAgcmV0dXJuIGIsIHJvdW5kcw==",
+    ),
+    "Exercise 4": (
+        "IyBFeGVyY2lzZSA0OiBBdHRlbmQgb24gdGhlIGxhdGVudCBjYWNoZSB3aXRob3V0IGV4cGFuZGluZyBpdC4gTW92ZSBlYWNo",
+        "IGhlYWQncyBxdWVyeSBpbnRvIGxhdGVudAojIHNwYWNlIChxX25vcGUgQCBXX3VrXlQpLCBzY29yZSBpdCBhZ2FpbnN0IHRo",
+        "ZSBsYXRlbnRzLCBBREQgdGhlIFJvUEUgYnJhbmNoIHFfcm9wZSBAIGtfcm9wZV5ULCBzY2FsZQojIGJ5IDEvc3FydChkX25v",
+        "cGUgKyBkX3JvcGUpLCBhZGQgdGhlIG1hc2sgYW5kIHRha2UgYSBzdGFibGUgc29mdG1heCBvdmVyIHRoZSBjYWNoZWQgdG9r",
+        "ZW5zLiBNaXggdGhlCiMgbGF0ZW50cyB3aXRoIHRob3NlIHdlaWdodHMsIHRoZW4gYXBwbHkgV191diBAIFdfbyBwZXIgaGVh",
+        "ZCBhbmQgc3VtIHRoZSBoZWFkcy4gTmV2ZXIgZm9ybSBsYXRlbnQgQCBXX3VrLgpkZWYgbWxhX2Fic29yYmVkX2F0dGVudGlv",
+        "bihxX25vcGUsIHFfcm9wZSwgbGF0ZW50LCBrX3JvcGUsIFdfdWssIFdfdXYsIFdfbywgbWFzaz1Ob25lKToKICAgICIiIkxh",
+        "dGVudCBhdHRlbnRpb24gd2l0aCBXX3VrIGFic29yYmVkIGludG8gdGhlIHF1ZXJ5IGFuZCBXX3V2IGludG8gdGhlIG91dHB1",
+        "dDogbm8ga2V5IG9yIHZhbHVlIGlzIHJlYnVpbHQuCgogICAgU2FtZSBhcmd1bWVudHMgYW5kIHJlc3VsdCBhcyBtbGFfZXhw",
+        "YW5kZWRfYXR0ZW50aW9uLgogICAgIiIiCiAgICBxX25vcGUsIHFfcm9wZSwgbGF0ZW50LCBrX3JvcGUsIFdfdWssIFdfdXYs",
+        "IFdfbywgbWFzayA9IF9tbGFfc2hhcGVzKHFfbm9wZSwgcV9yb3BlLCBsYXRlbnQsIGtfcm9wZSwgV191aywgV191diwgV19v",
+        "LCBtYXNrKQogICAgcV9sYXRlbnQgPSBxX25vcGUgQCBucC5zd2FwYXhlcyhXX3VrLCAxLCAyKSAgIyAoSCwgVF9xLCBkX2Mp",
+        "OiBlYWNoIHF1ZXJ5IG1vdmVkIGludG8gbGF0ZW50IHNwYWNlCiAgICBzY2FsZSA9IDEuMCAvIG1hdGguc3FydChxX25vcGUu",
+        "c2hhcGVbLTFdICsgcV9yb3BlLnNoYXBlWy0xXSkgICMgdGhlIGZ1bGwga2V5IHdpZHRoOiBuby1wb3NpdGlvbiArIFJvUEUg",
+        "cGFydHMKICAgIHNjb3JlcyA9IChxX2xhdGVudCBAIGxhdGVudC5UICsgcV9yb3BlIEAga19yb3BlLlQpICogc2NhbGUgKyBt",
+        "YXNrICAjIChILCBUX3EsIFRfayk6IHBvc2l0aW9uIG9ubHkgdmlhIFJvUEUKICAgIHdlaWdodHMgPSBucC5leHAoc2NvcmVz",
+        "IC0gc2NvcmVzLm1heChheGlzPS0xLCBrZWVwZGltcz1UcnVlKSkKICAgIHdlaWdodHMgLz0gd2VpZ2h0cy5zdW0oYXhpcz0t",
+        "MSwga2VlcGRpbXM9VHJ1ZSkKICAgIG1peGVkID0gd2VpZ2h0cyBAIGxhdGVudCAgIyAoSCwgVF9xLCBkX2MpOiBibGVuZCB0",
+        "aGUgY2FjaGVkIGxhdGVudHMgZmlyc3QgLi4uCiAgICByZXR1cm4gbnAuZWluc3VtKCJocWMsaGNtLT5xbSIsIG1peGVkLCBX",
+        "X3V2IEAgV19vKSAgIyAuLi4gdGhlbiBvbmUgZm9sZGVkIG1hdHJpeCBwZXIgaGVhZCwgaGVhZHMgc3VtbWVk",
+    ),
+}.items()}
+# builder:end sha256=73bb392ac3ca8ae22f9514309cb9b6488039a3dd7a0cb64ff63cb9e1c5733426
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).

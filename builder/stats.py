@@ -1,0 +1,201 @@
+"""``python -m builder stats``: how much of the code a student sees is lesson, and how much is machinery.
+
+A cell is *hidden* when it opens collapsed (Colab's ``cellView: form`` or Jupyter's
+``jupyter.source_hidden``, which ``build`` sets on every cell tagged ``hide-input``). Every other code
+cell is *visible*, and its non-blank lines are the *visible code lines*. A visible line is
+*machinery* when it belongs to one of these (``machinery_lines`` decides, line by line):
+
+- an inlined region (``# builder:begin inline NAME`` ... ``# builder:end``): contract checks and toolkit helpers;
+- a top-level function or class whose name starts with ``_``: a private helper;
+- a plot or diagram function: a top-level function that uses ``plt``, ``matplotlib``, ``show_figure``
+  or ``apply_plot_style``;
+- an ``expect_raises`` statement (a bad-input check), a loop made only of checks, and every
+  ``expect``/``expect_close`` statement of a cell after its first (a battery; the first is the cell's
+  one loud check of its claim);
+- an argument guard, past the first guard line of a function: a body statement ``if ...: raise ...``
+  or a call of a ``require_*`` validator.
+
+The target of issue 22 holds an edition to at most ``MAX_SHARE`` machinery and at most ``MAX_VISIBLE``
+visible code lines.
+"""
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_SHARE = 0.20
+MAX_VISIBLE = 1500
+PLOT_NAMES = frozenset({"plt", "matplotlib", "show_figure", "apply_plot_style"})
+CHECK_NAMES = frozenset({"expect", "expect_close"})
+_BEGIN_INLINE = re.compile(r"^\s*# builder:begin inline ")
+_END = re.compile(r"^\s*# builder:end\b")
+
+
+@dataclass(frozen=True)
+class Stats:
+    """One edition's figures: visible code lines and how many of them are machinery."""
+
+    edition: str
+    visible: int
+    machinery: int
+
+    @property
+    def share(self) -> float:
+        """Machinery as a fraction of the visible code lines."""
+        return self.machinery / self.visible if self.visible else 0.0
+
+    @property
+    def meets_target(self) -> bool:
+        """Both figures within issue 22's target."""
+        return self.share <= MAX_SHARE and self.visible <= MAX_VISIBLE
+
+    def row(self) -> str:
+        """One line of the stats table."""
+        verdict = "meets the target" if self.meets_target else "over the target"
+        return f"{self.edition:<48} {self.visible:>6} {self.machinery:>6} {self.share:>7.1%}  {verdict}"
+
+
+def hidden(cell: dict) -> bool:
+    """A cell that opens collapsed: a Colab form or a Jupyter cell with its source hidden."""
+    meta = cell.get("metadata", {})
+    return meta.get("cellView") == "form" or bool(meta.get("jupyter", {}).get("source_hidden"))
+
+
+def _span(node: ast.AST) -> range:
+    """The 1-based line numbers of a statement, decorators included."""
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    return range(first, node.end_lineno + 1)
+
+
+def _called(node: ast.AST) -> str:
+    """The name a statement calls (``f(...)``, ``x = f(...)``, ``with f(...)``), or ''."""
+    if isinstance(node, ast.With) and node.items:
+        node = node.items[0].context_expr
+    elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)):
+        node = node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id
+    return ""
+
+
+def _is_check(node: ast.AST) -> bool:
+    """A check statement, or a loop whose body is nothing but checks."""
+    if isinstance(node, (ast.For, ast.While)):
+        return all(_is_check(n) for n in node.body)
+    return _called(node) in CHECK_NAMES | {"expect_raises"}
+
+
+def _is_guard(node: ast.AST) -> bool:
+    """An argument guard: ``if ...: raise ...`` (no else) or a call of a ``require_*`` validator."""
+    if isinstance(node, ast.If):
+        return not node.orelse and len(node.body) == 1 and isinstance(node.body[0], ast.Raise)
+    return _called(node).startswith("require_")
+
+
+def _functions(tree: ast.Module):
+    """Every function a cell defines at top level or as a method of a top-level class."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _guard_lines(function: ast.AST) -> set[int]:
+    """The guard lines of one function past its first one."""
+    lines = sorted(line for node in function.body if _is_guard(node) for line in _span(node))
+    return set(lines[1:])
+
+
+def machinery_lines(source: str) -> set[int]:
+    """The 1-based numbers of the machinery lines of one visible code cell (blank lines included)."""
+    lines = source.splitlines()
+    found: set[int] = set()
+    inside = False
+    for number, line in enumerate(lines, start=1):
+        inside = inside or bool(_BEGIN_INLINE.match(line))
+        if inside:
+            found.add(number)
+        inside = inside and not _END.match(line)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return found  # IPython syntax (%magic, !shell): only its regions are known
+    checks = 0
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if node.name.startswith("_") or (not isinstance(node, ast.ClassDef) and used & PLOT_NAMES):
+                found.update(_span(node))
+        elif _is_check(node):
+            checks += _called(node) in CHECK_NAMES
+            if _called(node) not in CHECK_NAMES or checks > 1:
+                found.update(_span(node))
+    for function in _functions(tree):
+        found.update(_guard_lines(function))
+    return found
+
+
+def notebook_stats(edition: str, nb: dict) -> Stats:
+    """The figures of one notebook (parsed .ipynb JSON)."""
+    visible = machinery = 0
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code" or hidden(cell):
+            continue
+        source = "".join(cell.get("source", ""))
+        lines = source.splitlines()
+        marked = machinery_lines(source)
+        visible += sum(1 for line in lines if line.strip())
+        machinery += sum(1 for number, line in enumerate(lines, start=1) if line.strip() and number in marked)
+    return Stats(edition, visible, machinery)
+
+
+def editions(course) -> list[tuple[str, Path]]:
+    """(edition name, .ipynb) of every committed edition: solution and student, every language."""
+    found = []
+    for nb in course.notebooks + tuple(course.translations):
+        found += [(nb.edition, nb.ipynb), (f"{nb.edition} student", nb.student_ipynb)]
+    return found
+
+
+def course_stats(course) -> list[Stats]:
+    """The figures of every committed edition, in course order."""
+    return [notebook_stats(name, json.loads(path.read_text(encoding="utf-8"))) for name, path in editions(course)]
+
+
+def table(rows: list[Stats]) -> str:
+    """The stats table that ``python -m builder stats`` prints."""
+    head = f"{'edition':<48} {'visible':>6} {'machin.':>6} {'share':>7}  target: share <= {MAX_SHARE:.0%}, visible <= {MAX_VISIBLE}"
+    return "\n".join([head] + [r.row() for r in rows])
+
+
+def read_baseline(path: Path) -> dict[str, Stats]:
+    """The committed figures the stats test holds every edition to (``--write-baseline`` writes them)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {name: Stats(name, row["visible"], row["machinery"]) for name, row in data.items()}
+
+
+def baseline_text(rows: list[Stats]) -> str:
+    """The baseline file's text for ``rows``: one entry per edition, sorted, with a final newline."""
+    return json.dumps({r.edition: {"visible": r.visible, "machinery": r.machinery} for r in rows}, indent=2, sort_keys=True) + "\n"
+
+
+def options(p) -> None:
+    """The flags of ``stats``."""
+    p.add_argument("--write-baseline", type=Path, metavar="FILE",
+                   help="also write the figures to FILE (tests/stats_baseline.json is the one the stats test ratchets on)")
+
+
+def command(course, args) -> int:
+    """Print each edition's visible code lines and machinery share, against the lean target (share <= 20%, <= 1500 lines).
+
+    Machinery is defined line by line in builder/stats.py and the README. Exit 0.
+    """
+    rows = course_stats(course)
+    print(table(rows))
+    if args.write_baseline:
+        args.write_baseline.write_text(baseline_text(rows), encoding="utf-8")
+        print(f"wrote {args.write_baseline}")
+    return 0
