@@ -14,6 +14,8 @@ from . import batch, report
 
 TORCH = "torch==2.13.0"  # the pin .ci/run installs; from PyTorch's CPU index, never a CUDA build
 STAMP = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same course gives the same bytes
+TIMEOUT = 60  # seconds per exercise on Gradescope
+BUDGET = 540  # seconds for a whole submission: under Gradescope's default limit of 10 minutes
 
 SETUP = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
