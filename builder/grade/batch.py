@@ -8,6 +8,7 @@ judge, and so every student process, is gone.
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -107,8 +108,14 @@ def _groups(subs: list[submission.Submission], jobs: int) -> list[list[submissio
 
 
 def grade(course, paths: list[Path], *, timeout: float = 60, module: str | None = None, jobs: int = 1,
-          visibility: str = report.VISIBILITY, show=None) -> list[Graded]:
+          visibility: str = report.VISIBILITY, budget: float | None = None, show=None) -> list[Graded]:
     """Grade every submission; the ones that cannot be graded get a failing result that says why."""
+    with sandbox.guarded():  # results are built only after every process a student started is gone
+        return _grade(course, paths, timeout=timeout, module=module, jobs=jobs, visibility=visibility, budget=budget, show=show)
+
+
+def _grade(course, paths: list[Path], *, timeout, module, jobs, visibility, budget, show) -> list[Graded]:
+    """``grade`` inside the guard."""
     found = [submission.read(path, course, module) for path in paths]
     stems(found)
     limits = report.limits(course.root, timeout)
@@ -126,14 +133,12 @@ def grade(course, paths: list[Path], *, timeout: float = 60, module: str | None 
                 "source_text": source_text, "timeout": timeout, "limits": dict(limits, hide=hide),
                 "submissions": {s.stem: {"exercises": s.cells, "own": s.own} for s in share}}, len(exercises)))
     meter = progress.Meter(sum(len(g.keys) * n for g, _, n in groups), len(found), show)
-    threads = [threading.Thread(target=_judge, args=(g, job, SETUP_ALLOWANCE + len(g.keys) * n * (timeout + 5), meter.tick))
+    threads = [threading.Thread(target=_judge, args=(g, job, min(budget or math.inf, SETUP_ALLOWANCE + len(g.keys) * n * (timeout + 5)), meter.tick))
                for g, job, n in groups]
-    running = threads[:]
     for thread in threads:
         thread.start()
-    for thread in running:
+    for thread in threads:
         thread.join()
-    sandbox.reap_all()  # nothing a student started outlives the batch
     meter.finish()
     graded = {}
     for group, _, _ in groups:

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import math
+import os
 import tomllib
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def limits(root: Path, timeout: float) -> dict:
             raise ConfigError(f"{pyproject}: [tool.course.grade] {key} must be a whole number >= 1, got {value!r}")
         found[key] = value
     found["cpu_seconds"] = max(found["cpu_seconds"], math.ceil(timeout) + 1)
+    found["user"] = os.environ.get("GRADE_STUDENT_USER", "nobody")  # as root, student code runs as this user ("": as root)
     return found
 
 
@@ -67,7 +69,7 @@ def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, 
             "score": worth[exercise.label] if judged["passed"] else 0.0,
             "max_score": worth[exercise.label],
             "status": "passed" if judged["passed"] else "failed",
-            "output": judged["output"],
+            "output": printable(judged["output"]),
             "visibility": visibility,
         })
     score = sum(t["score"] for t in tests)
@@ -83,9 +85,14 @@ def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, 
     }
 
 
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (from a submission's messages or file name) written as ``\\udc80``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def failed(reason: str, visibility: str = VISIBILITY) -> dict:
     """The results.json of a submission that could not be graded."""
-    return {"score": 0.0, "execution_time": 0, "output": f"Not graded: {reason}", "visibility": visibility,
+    return {"score": 0.0, "execution_time": 0, "output": printable(f"Not graded: {reason}"), "visibility": visibility,
             "stdout_visibility": "hidden", "tests": []}
 
 
@@ -137,7 +144,7 @@ def grades_csv(rows: list[tuple[str, str, dict]]) -> str:
 
 def causes(output: str) -> str:
     """The failing property or usual cause a feedback names, shortened for counting."""
-    for marker in ("usual cause: ", "contract property '", "property: "):
+    for marker in ("contract property '", "usual cause: "):
         at = output.find(marker)
         if at >= 0:
             return output[at + len(marker):].split("\n")[0].strip(" '")[:120]

@@ -12,6 +12,7 @@ The course process is a subreaper: after each submission it kills every descenda
 and ``setsid`` ones included, before the judge records the verdict.
 """
 
+import contextlib
 import ctypes
 import os
 import pwd
@@ -42,6 +43,19 @@ def guard_self() -> None:
     """Make this process a subreaper and not dumpable: a student process can neither outlive it unseen nor read its memory."""
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_DUMPABLE, 0)
+
+
+@contextlib.contextmanager
+def guarded():
+    """``guard_self`` for the length of a batch, then the calling process as it was; on leaving, every new descendant is killed."""
+    before = frozenset(children())  # processes it had already: never ours to reap
+    guard_self()
+    try:
+        yield
+    finally:
+        reap_all(keep=before)
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
+        prctl(PR_SET_DUMPABLE, 1)
 
 
 def children() -> list[int]:
@@ -108,10 +122,11 @@ def become_student(sock: socket.socket, config: dict) -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     root = os.geteuid() == 0
     folder = tempfile.mkdtemp(prefix="grade-student-")
-    user = pwd.getpwnam(config.get("user", "nobody")) if root else None
+    user = pwd.getpwnam(config["user"]) if root and config.get("user") else None
+    if root:
+        _mount_private(config.get("hide", []))
     if user:
         os.chown(folder, user.pw_uid, user.pw_gid)
-        _mount_private(config.get("hide", []))
     _limit(resource.RLIMIT_AS, _virtual_bytes() + int(config["memory_mb"]) * (1 << 20))
     _limit(resource.RLIMIT_CPU, int(config["cpu_seconds"]))
     _limit(resource.RLIMIT_FSIZE, 64 << 20)

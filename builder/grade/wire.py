@@ -72,7 +72,7 @@ def encode(value, blobs: list, *, handles=None, depth: int = 0):
         special = handles(value, blobs)
         if special is not None:
             return special
-    raise Refused(f"a {_describe(value)}")
+    raise Refused(_describe(value))
 
 
 def _describe(value) -> str:
@@ -80,7 +80,7 @@ def _describe(value) -> str:
     kind = type(value)
     name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ not in ("builtins", "__main__") else kind.__qualname__
     bases = [b.__name__ for b in kind.__mro__[1:] if b.__module__ in ("torch", "numpy", "builtins") and b is not object]
-    return f"{name} (a subclass of {bases[0]})" if bases and bases[0] not in ("object",) else name
+    return f"an object of type {name}" + (f" (a subclass of {bases[0]})" if bases else "")
 
 
 def _encode_tensor(tensor, blobs: list) -> list:
