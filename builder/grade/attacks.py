@@ -94,7 +94,8 @@ ATTACKS = {
         "    os.kill(os.getppid(), signal.SIGKILL)\n" + WRONG,
     "read_classmates": "import os, glob\n" + SIGNATURE +
         "    seen = []\n"
-        "    for path in glob.glob('/tmp/**', recursive=True)[:2000] + glob.glob('/proc/[0-9]*/cmdline') + glob.glob(FOLDER + '/*'):\n"
+        "    places = [FOLDER + '/**', '/tmp/grade-*/**', '/proc/[0-9]*/cmdline', '/proc/[0-9]*/environ']\n"
+        "    for path in [p for pattern in places for p in glob.glob(pattern, recursive=True)][:5000]:\n"
         "        try:\n"
         "            with open(path, 'rb') as handle:\n"
         "                data = handle.read(1 << 20)\n"

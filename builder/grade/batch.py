@@ -47,7 +47,8 @@ class Group:
 def _judge(group: Group, job: dict, limit: float, tick) -> None:
     """Run one judge process to the end, collecting its verdict lines; a judge that dies is reported, not raised."""
     path = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", **dict.fromkeys(THREAD_VARIABLES, "1"))
+    env = dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONUTF8="1", PYTHONIOENCODING="utf-8",  # any locale
+               **dict.fromkeys(THREAD_VARIABLES, "1"))
     work = sandbox.private_folder("grade-judge-")
     process = subprocess.Popen([sys.executable, "-m", "builder.grade.runner"], cwd=work, env=env, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)

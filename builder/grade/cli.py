@@ -20,7 +20,7 @@ def options(grade) -> None:
     grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="judge processes in parallel (default: the number of cores)")
     grade.add_argument("--visibility", choices=report.VISIBILITIES, default=report.VISIBILITY, help="Gradescope visibility of the results (default visible)")
     grade.add_argument("--gradescope-bundle", type=Path, metavar="BUNDLE.zip", help="write Gradescope's autograder zip for the current course instead")
-    grade.add_argument("--budget", type=float, default=gradescope.BUDGET, help=argparse.SUPPRESS)  # run_autograder: total seconds
+    grade.add_argument("--budget", type=float, default=gradescope.BUDGET, help=f"Gradescope: total seconds for one submission, written into run_autograder (default {gradescope.BUDGET:g}, under Gradescope's 10 minutes)")
     grade.add_argument("--gradescope-selftest", type=Path, metavar="BUNDLE.zip", help="unpack a bundle into a temporary root and grade the solution and stub editions with it")
     grade.add_argument("--gradescope-root", type=Path, help=argparse.SUPPRESS)  # run_autograder: grade ROOT/submission
 

@@ -143,12 +143,12 @@ def grades_csv(rows: list[tuple[str, str, dict]]) -> str:
 
 
 def causes(output: str) -> str:
-    """The failing property or usual cause a feedback names, shortened for counting."""
-    for marker in ("contract property '", "usual cause: "):
-        at = output.find(marker)
-        if at >= 0:
-            return output[at + len(marker):].split("\n")[0].strip(" '")[:120]
-    return output.split("\n")[0][:120]
+    """The failing property a feedback names (else its usual cause, else its first line), shortened for counting."""
+    at = output.find("contract property '")
+    if at >= 0:
+        return output[at + len("contract property '"):].split("' failed")[0][:120]
+    at = output.find("usual cause: ")
+    return (output[at + len("usual cause: "):] if at >= 0 else output).split("\n")[0][:120]
 
 
 def summary(rows) -> list[dict]:
