@@ -126,9 +126,25 @@ def test_results_follow_gradescope_format_and_the_schema_can_fail():
 def test_grades_csv_has_a_column_per_exercise_the_total_and_error_rows():
     ok = report.results("M", [Ex(1), Ex(2)], {"Exercise 1": 1.0, "Exercise 2": 1.0},
                         {"Exercise 1": {"passed": True, "output": ""}, "Exercise 2": {"passed": False, "output": ""}}, 1)
-    text = report.grades_csv([("alice", "m", ok), ("bob", "", report.failed("not a readable notebook"))])
-    assert text.splitlines() == ["submission,module,Exercise 1,Exercise 2,total,max,error", "alice,m,1,0,1,2,",
-                                 "bob,,,,,,not a readable notebook"]
+    text = report.grades_csv([("alice", "m", ok), ("bob", "", report.failed("not a readable notebook")),
+                              ("=cmd|' /C calc'!A0", "", report.failed("-2+3"))])
+    assert text.splitlines() == ["submission,module,Exercise 1,Exercise 2,total,max,status,error", "alice,m,1,0,1,2,graded,",
+                                 "bob,,,,,,not graded,not a readable notebook", "'=cmd|' /C calc'!A0,,,,,,not graded,'-2+3"]
+
+
+def test_summary_counts_each_kind_of_verdict_and_the_most_common_failing_properties():
+    def failing(prop):
+        return {"passed": False, "output": f"FAIL: `f` breaks its contract.\ncontract property '{prop}' failed\n  usual cause: x"}
+
+    outputs = [failing("scaled by sqrt(d_k)"), failing("scaled by sqrt(d_k)"), failing("rows sum to 1"),
+               {"passed": True, "output": "PASS"}, {"passed": False, "output": "TIMED OUT after 1 s"},
+               {"passed": False, "output": "NOT DONE: stub"}, {"passed": False, "output": "ERROR: f raised"}]
+    rows = [(f"s{i}", "m", report.results("M", [Ex(1)], {"Exercise 1": 1.0}, {"Exercise 1": v}, 1)) for i, v in enumerate(outputs)]
+    lines = report.summary_csv(rows).splitlines()
+    assert lines[0] == "exercise,passed,failed,error,timed out,not attempted,cause 1,cause 2,cause 3"
+    assert lines[1] == "Exercise 1,1,3,1,1,1,scaled by sqrt(d_k) (2),ERROR: f raised (1),rows sum to 1 (1)"
+    page = report.summary_html(rows)
+    assert "<svg" in page and "14% passed (1/7)" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
 
 
 # ---- the judge, on a toy course ------------------------------------------------------------------------------
@@ -148,11 +164,25 @@ REFERENCE = "# Exercise 1: double x.\ndef double(x):\n    ### BEGIN SOLUTION\n  
 CHECK = 'check_exercise("Exercise 1", double_contract, double, globals())'
 
 
-def toy(source):
-    """The judge's verdict on ``source`` as the student's Exercise 1 cell of the toy course."""
-    namespace = {}
-    exec(TOY_COURSE, namespace)
-    return judge.judge(namespace, "Exercise 1", ("double",), REFERENCE, CHECK, source)
+def toy(source, own=()):
+    """The judge's verdict on ``source`` as the student's Exercise 1 cell of the toy course (the student side in a thread)."""
+    import socket
+    import threading
+
+    from builder.grade import worker
+
+    judged, student = {}, {}
+    exec(TOY_COURSE, judged)
+    exec(TOY_COURSE, student)
+    ours, theirs = socket.socketpair()
+    server = threading.Thread(target=worker.Server(theirs, student).serve, daemon=True)
+    server.start()
+    try:
+        return judge.judge(judged, "Exercise 1", ("double",), CHECK, ours, source, list(own))
+    finally:
+        ours.close()
+        server.join(5)
+        theirs.close()
 
 
 @pytest.mark.parametrize("source, passed, says", [
@@ -162,16 +192,27 @@ def toy(source):
     ("def double(x):\n    return 2 *\n", False, "ERROR: your Exercise 1 cell does not compile: SyntaxError at line 2"),
     ("def double(x):\n    return x / 0\n", False, "ZeroDivisionError: division by zero\n  at line 2 of your Exercise 1 cell, in double"),
     ("def twice(x):\n    return 2 * x\n", False, "MISSING: your Exercise 1 cell does not define `double`"),
-    (None, False, "MISSING: the submission has no code cell starting with '# Exercise 1:'"),
-    ("def double(x):\n    return x\n\ndef double_contract(f):\n    return None\n", False, "Ignored: your cell redefines `double_contract`"),
-    ("def double(x):\n    return x\n\ndouble_contract = print\nwhile True:\n    pass\n", False, "FAIL"),  # only definitions run
+    (None, False, "MISSING: the submission has no Exercise 1 cell"),
+    ("def double(x):\n    return x\n\ndef double_contract(f):\n    return None\n", False, "shares a name with the course's"),
+    ("def double(x):\n    return x\n\ndouble_contract = print\nwhile True:\n    pass\n", False, "FAIL"),  # loops do not run
     ("def double(x):\n    return 2 * helper(x) // 2\n\ndef helper(x):\n    return 2 * x\n", True, "PASS"),  # new helpers are kept
     ("import operator as op\nfrom math import *\n\ndef double(x):\n    return op.mul(2, x)\n", True, "PASS"),  # and new imports
-    ("from operator import mul as double_contract\n\ndef double(x):\n    return x\n", False, "FAIL"),  # not over course names
+    ("from operator import mul as double_contract\n\ndef double(x):\n    return x\n", False, "FAIL"),  # the judge keeps its own
+    ("%%time\n# exercise 1 - mine\n%matplotlib inline\nTWO = 2\ndef double(x):\n    return TWO * x\n", True, "PASS"),
+    ("class F(float):\n    def __eq__(self, other):\n        return True\ndef double(x):\n    return F(x)\n", False,
+     "only plain torch.Tensor"),
+    ("def double(x):\n    raise ValueError('\\udc80')\n", False, "ValueError: \udc80"),
 ])
 def test_the_judge_scores_only_the_students_definitions(source, passed, says):
     result = toy(source)
     assert result["passed"] is passed and says in result["output"], result["output"]
+
+
+def test_helpers_and_constants_in_the_students_own_cells_are_taken_and_may_shadow_course_names():
+    own = ["SCALE = 2\n\ndef ContractViolation(x):\n    return SCALE * x\n", "print('scratch')\nx = undefined_name + 1\n"]
+    result = toy("def double(x):\n    return ContractViolation(x)\n", own)
+    assert result["passed"], result["output"]
+    assert "`ContractViolation` shares a name with the course's" in result["output"]
 
 
 def test_feedback_has_no_memory_addresses():
@@ -191,9 +232,15 @@ def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproduci
         run = archive.read("run_autograder").decode()
     assert {"setup.sh", "run_autograder", "pyproject.toml", "builder/grade/runner.py", "references/module3.json"} <= set(names)
     assert {f"notebooks/{b.name}.py" for b in course.notebooks} <= set(names)
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".ipynb")]
+    assert not [n for n in names if "__pycache__" in n]
+    assert {f"notebooks/ru/student/{b.name}.ipynb" for b in course.notebooks} <= set(names)  # cell ids of every edition
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     assert "grade --gradescope-root" in run and "--module" not in run
+    assert "--timeout 60 --budget 540 --visibility visible" in run
+    tuned = gradescope.bundle(course, tmp_path / "t.zip", timeout=20, budget=300, visibility="after_due_date")
+    assert "--timeout 20 --budget 300 --visibility after_due_date" in zipfile.ZipFile(tuned).read("run_autograder").decode()
+    setup = zipfile.ZipFile(first).read("setup.sh").decode()
+    assert setup.index("apt-get update") < setup.index("apt-get install") and "needs Python 3.11 or newer" in setup
     assert "--module module5_1_exact_attention" in zipfile.ZipFile(second).read("run_autograder").decode()
     assert first.read_bytes() == gradescope.bundle(course, tmp_path / "c.zip").read_bytes()
     for script in ("setup.sh", "run_autograder"):
@@ -205,11 +252,23 @@ def test_the_bundle_holds_the_course_and_two_executable_scripts_and_is_reproduci
 @pytest.mark.parametrize("argv, code", [
     (["grade"], 2), (["grade", "x.ipynb"], 2), (["grade", "--gradescope-bundle", "b.zip", "x.ipynb"], 2),
     (["grade", "x.ipynb", "--out", "o", "--timeout", "0"], 2), (["grade", "x.ipynb", "--out", "o", "--module", "module9"], 2),
+    (["grade", "x.ipynb", "--out", "o", "--timeout", "nan"], 2), (["grade", "x.ipynb", "--out", "o", "--timeout", "inf"], 2),
+    (["grade", "x.ipynb", "--out", "o", "--jobs", "0"], 2),
 ])
 def test_usage_errors_write_nothing(tmp_path, argv, code, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["--root", str(ROOT), *argv]) == code
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_out_that_is_a_file_and_invalid_points_are_refused_before_grading(tmp_path, monkeypatch, course):
+    (tmp_path / "o").write_text("not a folder")
+    assert cli.main(["--root", str(ROOT), "grade", str(course.notebooks[0].ipynb), "--out", str(tmp_path / "o")]) == 2
+    assert (tmp_path / "o").read_text() == "not a folder"
+    monkeypatch.setattr(report, "points", lambda *a: (_ for _ in ()).throw(ConfigError("points of m 'Exercise 1' must be a number >= 0")))
+    monkeypatch.setattr(batch, "_judge", lambda *a: pytest.fail("graded before the config was read"))
+    with pytest.raises(ConfigError):
+        batch.grade(course, [course.notebooks[0].ipynb])
 
 
 # ---- slow: processes ----------------------------------------------------------------------------------------

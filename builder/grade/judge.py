@@ -1,13 +1,12 @@
-"""One exercise judged by its contract: the student's definitions on top of the course, then the check cell.
+"""One exercise judged by its contract: the course's check cell, with the student's names standing in.
 
-This runs inside the short-lived process that ``runner`` forks for each exercise and submission.
-The namespace it gets is the course notebook's, run up to the exercise cell on reference solutions.
+This runs inside the short-lived judge process that ``runner`` forks for each exercise and
+submission, over the course notebook's namespace. The student's code is not here: each of the
+exercise's names is a ``remote`` stand-in that calls the student's own process with data.
 """
 
-import ast
 import inspect
 import re
-import traceback
 
 OUTPUT_LIMIT = 4000  # characters of feedback kept per exercise
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # object reprs: identical feedback on every run
@@ -19,58 +18,6 @@ def verdict(passed: bool, output: str) -> dict:
     if len(text) > OUTPUT_LIMIT:
         text = text[:OUTPUT_LIMIT] + "\n... (feedback cut)"
     return {"passed": passed, "output": text}
-
-
-def defined(tree: ast.Module) -> list[ast.stmt]:
-    """The top-level function and class definitions of a cell."""
-    return [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-
-
-def bound_by_import(node: ast.stmt) -> list[str] | None:
-    """The names an import statement binds; None for anything else and for ``import *`` (names unknown)."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)) and all(a.name != "*" for a in node.names):
-        return [a.asname or a.name.split(".")[0] for a in node.names]
-    return None
-
-
-def where_in_cell(exc: BaseException, filename: str) -> str:
-    """' (line L of your Exercise N cell, in f)' for the innermost frame in the student's code, or ''."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    return f"\n  at line {frames[-1].lineno} of {filename[1:-1]}, in {frames[-1].name}" if frames else ""
-
-
-def apply_student(namespace: dict, label: str, names: tuple[str, ...], reference: str, source: str | None) -> tuple[dict | None, list[str]]:
-    """Define the student's functions and classes over the reference; (a failing verdict or None, notes).
-
-    Top-level imports that bind new names are kept too; one that would rebind a course name is left
-    out (the course has imported it already). Nothing else at the top level of the cell runs.
-    """
-    shown = ", ".join(f"`{n}`" for n in names)
-    if source is None:
-        return verdict(False, f"MISSING: the submission has no code cell starting with '# {label}:', so {shown} was not graded."), []
-    filename = f"<your {label} cell>"
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        return verdict(False, f"ERROR: your {label} cell does not compile: SyntaxError at line {exc.lineno}: {exc.msg}"), []
-    allowed = {node.name for node in defined(ast.parse(reference))}
-    imports = [node for node in tree.body if (bound_by_import(node) or [None])[0] is not None]
-    keep = [node for node in imports if not any(n in namespace and n not in allowed for n in bound_by_import(node))]
-    notes = []
-    for node in defined(tree):
-        if node.name in namespace and node.name not in allowed:
-            notes.append(f"Ignored: your cell redefines `{node.name}`, which comes from the course; the course's version was used.")
-        else:
-            keep.append(node)
-    keep.sort(key=lambda node: node.lineno)
-    missing = [n for n in names if n not in {getattr(node, 'name', None) for node in keep}]
-    if missing:
-        return verdict(False, f"MISSING: your {label} cell does not define {', '.join(f'`{n}`' for n in missing)}."), notes
-    try:
-        exec(compile(ast.Module(body=keep, type_ignores=[]), filename, "exec"), namespace)
-    except Exception as exc:  # a decorator or default argument that fails while defining
-        return verdict(False, f"ERROR: defining your {label} code raised {type(exc).__name__}: {exc}{where_in_cell(exc, filename)}"), notes
-    return None, notes
 
 
 def recorder(original, calls: list):
@@ -93,7 +40,8 @@ def failure(exc: Exception, label: str, shown: str, violation: type | None) -> s
         return f"NOT DONE: {shown} still raises NotImplementedError, as the stub does: {exc}"
     if violation is not None and isinstance(exc, violation):  # the notebook's own (inlined) ContractViolation
         return f"FAIL: {shown} breaks its contract.\n{exc}"
-    return f"ERROR: {shown} raised {type(exc).__name__}: {exc}{where_in_cell(exc, f'<your {label} cell>')}"
+    name = type(exc).__name__ if type(exc).__name__ != "StudentError" else "an exception"
+    return f"ERROR: {shown} raised {name}: {exc}{getattr(exc, 'student_where', '')}"
 
 
 def run_check(namespace: dict, label: str, names: tuple[str, ...], check: str) -> dict:
@@ -110,11 +58,19 @@ def run_check(namespace: dict, label: str, names: tuple[str, ...], check: str) -
     return verdict(True, f"PASS: every contract property of {shown} holds.")
 
 
-def judge(namespace: dict, label: str, names: tuple[str, ...], reference: str, check: str, source: str | None) -> dict:
-    """The verdict on one exercise: the reference cell, the student's definitions over it, then the check."""
-    exec(compile(reference, f"<reference of {label}>", "exec"), namespace)
-    failed, notes = apply_student(namespace, label, names, reference, source)
-    result = failed or run_check(namespace, label, names, check)
+def judge(namespace: dict, label: str, names: tuple[str, ...], check: str, sock, source: str | None, own: list[str]) -> dict:
+    """The verdict on one exercise: the student's cells defined in their process, then the course's check here."""
+    from . import remote
+
+    channel = remote.Channel(sock, namespace)
+    defined = channel.define(label, names, own, source)
+    notes = defined.get("notes") or []
+    if defined.get("failed"):
+        result = verdict(False, defined["failed"])
+    else:
+        for name in names:
+            namespace[name] = remote.proxy(channel, name)
+        result = run_check(namespace, label, names, check)
     if notes:
-        result = verdict(result["passed"], result["output"] + "\n" + "\n".join(notes))
+        result = verdict(result["passed"], result["output"] + "\n" + "\n".join(map(str, notes)))
     return result

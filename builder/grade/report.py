@@ -4,12 +4,16 @@ import csv
 import io
 import json
 import math
+import os
 import tomllib
 from pathlib import Path
 
 from ..config import ConfigError
 
 VISIBILITY = "visible"  # Gradescope: the contracts' feedback is meant to be read at once
+VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+LIMITS = {"memory_mb": 4096, "cpu_seconds": 600}  # per student process: RLIMIT_AS above the course's size, RLIMIT_CPU
+KINDS = ("passed", "failed", "error", "timed out", "not attempted")
 
 
 def points(root: Path, name: str, labels: list[str]) -> dict[str, float]:
@@ -28,7 +32,33 @@ def points(root: Path, name: str, labels: list[str]) -> dict[str, float]:
     return {label: float(table.get(label, 1)) for label in labels}
 
 
-def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, dict], seconds: float) -> dict:
+def limits(root: Path, timeout: float) -> dict:
+    """The student process's limits from ``[tool.course.grade]`` (memory_mb, cpu_seconds), checked; CPU at least the timeout."""
+    pyproject = root / "pyproject.toml"
+    table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"].get("grade", {})
+    found = dict(LIMITS)
+    for key, value in table.items() if isinstance(table, dict) else ():
+        if key not in LIMITS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{pyproject}: [tool.course.grade] {key} must be a whole number >= 1, got {value!r}")
+        found[key] = value
+    found["cpu_seconds"] = max(found["cpu_seconds"], math.ceil(timeout) + 1)
+    found["user"] = os.environ.get("GRADE_STUDENT_USER", "nobody")  # as root, student code runs as this user ("": as root)
+    return found
+
+
+def kind(output: str) -> str:
+    """What a verdict was: passed, failed, error, timed out or not attempted."""
+    for prefix, name in (("PASS", "passed"), ("FAIL", "failed"), ("TIMED OUT", "timed out"), ("NOT DONE", "not attempted"),
+                         ("MISSING", "not attempted")):
+        if output.startswith(prefix):
+            return name
+    return "error"
+
+
+def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, dict], seconds: float,
+            visibility: str = VISIBILITY) -> dict:
     """One submission's results.json, in Gradescope's autograder format."""
     tests = []
     for number, exercise in enumerate(exercises, start=1):
@@ -39,8 +69,8 @@ def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, 
             "score": worth[exercise.label] if judged["passed"] else 0.0,
             "max_score": worth[exercise.label],
             "status": "passed" if judged["passed"] else "failed",
-            "output": judged["output"],
-            "visibility": VISIBILITY,
+            "output": printable(judged["output"]),
+            "visibility": visibility,
         })
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
@@ -49,15 +79,20 @@ def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, 
         "execution_time": round(seconds),
         "output": f"{title}: {score:g} of {total:g} points. Each exercise was judged alone by its contract check, "
                   f"on the reference solutions of the exercises before it.",
-        "visibility": VISIBILITY,
+        "visibility": visibility,
         "stdout_visibility": "hidden",
         "tests": tests,
     }
 
 
-def failed(reason: str) -> dict:
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (from a submission's messages or file name) written as ``\\udc80``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def failed(reason: str, visibility: str = VISIBILITY) -> dict:
     """The results.json of a submission that could not be graded."""
-    return {"score": 0.0, "execution_time": 0, "output": f"Not graded: {reason}", "visibility": VISIBILITY,
+    return {"score": 0.0, "execution_time": 0, "output": printable(f"Not graded: {reason}"), "visibility": visibility,
             "stdout_visibility": "hidden", "tests": []}
 
 
@@ -66,24 +101,102 @@ def dumps(result: dict) -> str:
     return json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def grades_csv(rows: list[tuple[str, str, dict]]) -> str:
-    """grades.csv: one row per (submission, module, results), one column per exercise, the total and any error."""
+def cell(value: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with =, +, -, @ (a formula) gets a leading quote."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def _labels(rows) -> list[str]:
+    """Every exercise label of the batch, in numeric order."""
     labels: list[str] = []
     for _, _, result in rows:
         for test in result["tests"]:
             label = test["name"].split(":")[0]
             if label not in labels:
                 labels.append(label)
-    labels.sort(key=lambda label: int(label.split()[-1]))
+    return sorted(labels, key=lambda label: int(label.split()[-1]))
+
+
+def _csv(header: list[str], body: list[list[str]]) -> str:
+    """CSV text with every cell escaped."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["submission", "module", *labels, "total", "max", "error"])
+    writer.writerow(header)
+    for row in body:
+        writer.writerow([cell(str(value)) for value in row])
+    return out.getvalue()
+
+
+def grades_csv(rows: list[tuple[str, str, dict]]) -> str:
+    """grades.csv: one row per (submission, module, results), one column per exercise, total, max, status and any error."""
+    labels = _labels(rows)
+    body = []
     for stem, module, result in rows:
         by_label = {t["name"].split(":")[0]: f"{t['score']:g}" for t in result["tests"]}
         if result["tests"]:
-            total, most = f"{result['score']:g}", f"{sum(t['max_score'] for t in result['tests']):g}"
-            error = ""
+            total, most, error = f"{result['score']:g}", f"{sum(t['max_score'] for t in result['tests']):g}", ""
+            status = "partly graded" if any(t["output"].startswith("NOT GRADED") for t in result["tests"]) else "graded"
         else:
-            total, most, error = "", "", result["output"].removeprefix("Not graded: ")
-        writer.writerow([stem, module, *(by_label.get(label, "") for label in labels), total, most, error])
-    return out.getvalue()
+            total, most, status, error = "", "", "not graded", result["output"].removeprefix("Not graded: ")
+        body.append([stem, module, *(by_label.get(label, "") for label in labels), total, most, status, error])
+    return _csv(["submission", "module", *labels, "total", "max", "status", "error"], body)
+
+
+def causes(output: str) -> str:
+    """The failing property a feedback names (else its usual cause, else its first line), shortened for counting."""
+    at = output.find("contract property '")
+    if at >= 0:
+        return output[at + len("contract property '"):].split("' failed")[0][:120]
+    at = output.find("usual cause: ")
+    return (output[at + len("usual cause: "):] if at >= 0 else output).split("\n")[0][:120]
+
+
+def summary(rows) -> list[dict]:
+    """Per exercise: counts of each kind of verdict and the three most common failing properties or causes."""
+    table = []
+    for label in _labels(rows):
+        tests = [t for _, _, r in rows for t in r["tests"] if t["name"].split(":")[0] == label]
+        counts = {k: sum(kind(t["output"]) == k for t in tests) for k in KINDS}
+        found: dict[str, int] = {}
+        for t in tests:
+            if kind(t["output"]) in ("failed", "error"):
+                found[causes(t["output"])] = found.get(causes(t["output"]), 0) + 1
+        common = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:3]
+        table.append({"exercise": label, "name": tests[0]["name"] if tests else label, **counts, "causes": common})
+    return table
+
+
+def summary_csv(rows) -> str:
+    """summary.csv: per exercise, the counts of each kind of verdict and the three most common causes with counts."""
+    body = [[t["exercise"], *(t[k] for k in KINDS), *("; ".join(f"{c} ({n})" for c, n in t["causes"][i:i + 1]) for i in range(3))]
+            for t in summary(rows)]
+    return _csv(["exercise", *KINDS, "cause 1", "cause 2", "cause 3"], body)
+
+
+def summary_html(rows) -> str:
+    """summary.html: one offline page, a pass-rate bar per exercise (inline SVG, patterned and labelled) and the causes."""
+    from html import escape
+
+    table = summary(rows)
+    bar_height, width = 26, 420
+    bars = []
+    for i, t in enumerate(table):
+        total = sum(t[k] for k in KINDS) or 1
+        rate = t["passed"] / total
+        y = i * (bar_height + 8)
+        bars.append(f'<text x="0" y="{y + 18}">{escape(t["exercise"])}</text>'
+                    f'<rect x="110" y="{y}" width="{width}" height="{bar_height}" fill="#ffffff" stroke="#555555"/>'
+                    f'<rect x="110" y="{y}" width="{width * rate:.1f}" height="{bar_height}" fill="#0072B2" stroke="#000000"/>'
+                    f'<text x="{120 + width}" y="{y + 18}">{rate:.0%} passed ({t["passed"]}/{total})</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Pass rate per exercise" width="{width + 260}" '
+           f'height="{len(table) * (bar_height + 8) + 4}" font-family="sans-serif" font-size="14">{"".join(bars)}</svg>')
+    head = "".join(f"<th>{escape(k)}</th>" for k in ("exercise", *KINDS, "most common causes"))
+    body = "".join("<tr>" + f"<td>{escape(t['name'])}</td>" + "".join(f"<td>{t[k]}</td>" for k in KINDS)
+                   + "<td><ol>" + "".join(f"<li>{escape(c)} ({n})</li>" for c, n in t["causes"]) + "</ol></td></tr>" for t in table)
+    graded = sum(1 for _, _, r in rows if r["tests"])
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Grading summary</title>"
+            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;color:#111}table{border-collapse:collapse}"
+            "td,th{border:1px solid #777;padding:.3em .6em;vertical-align:top}</style></head><body>"
+            f"<h1>Grading summary</h1><p>{graded} of {len(rows)} submissions graded.</p>"
+            f"<h2>Pass rate per exercise</h2>{svg}<h2>Verdicts and most common causes</h2>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>\n")

@@ -96,30 +96,70 @@ def isolated(task, timeout: float, label: str) -> dict:
     return dict(json.loads(payload), seconds=seconds)
 
 
-def grade_module(source_text: str, submissions: dict[str, dict[str, str]], timeout: float) -> dict:
-    """Verdicts {submission id: {label: verdict}} from one run of the course source."""
+def grade_module(source_text: str, submissions: dict[str, dict], timeout: float, limits: dict, emit) -> None:
+    """Judge every exercise of every submission in one run of the course source; ``emit(key, label, verdict)`` each.
+
+    The judge runs here; the student's code runs in student processes forked by the course process
+    (``sandbox.Host``), which only ever runs course cells up to the exercise being judged.
+    """
     from .. import pairing, student
-    from .judge import judge
+    from . import sandbox
 
     nb = pairing.read_source(source_text)
     found = {e.index: e for e in student.exercises(nb)}
     main = types.ModuleType("__main__")  # the cells run as a script would: in a fresh __main__
     sys.modules["__main__"] = main
     namespace = main.__dict__
-    verdicts: dict[str, dict[str, dict]] = {key: {} for key in submissions}
     code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-    for index in code_cells:
-        cell = nb.cells[index]
-        exercise = found.get(index)
-        if exercise:
-            check = nb.cells[next(i for i in code_cells if i > index)].source
-            _threads_are_one()
-            for key, cells in submissions.items():
-                def task(cells=cells):
-                    return judge(namespace, exercise.label, exercise.names, cell.source, check, cells.get(exercise.label))
-                verdicts[key][exercise.label] = isolated(task, timeout, exercise.label)
-        exec(compile(cell.source, f"<course cell {index}>", "exec"), namespace)
-    return verdicts
+    host = sandbox.Host(limits)
+    try:
+        for index in code_cells:
+            cell = nb.cells[index]
+            exercise = found.get(index)
+            if exercise:
+                check = nb.cells[next(i for i in code_cells if i > index)].source
+                _threads_are_one()
+                for key, sub in submissions.items():
+                    emit(key, exercise.label, judged(host, namespace, exercise, check, sub, timeout))
+            exec(compile(cell.source, f"<course cell {index}>", "exec"), namespace)
+            host.execute(sandbox.student_cell(cell.source), f"<course cell {index}>")
+    finally:
+        host.close()
+
+
+KILLED_PARENT = ("ERROR: your code killed the process that runs it (its parent, the course process), "
+                 "so {label} could not be judged. Grading went on with the next exercise.")
+
+
+def judged(host, namespace: dict, exercise, check: str, sub: dict, timeout: float) -> dict:
+    """One exercise of one submission: a fresh student process, the judge in a forked child, then every process reaped."""
+    import socket
+
+    from . import sandbox
+    from .judge import judge
+
+    ours, theirs = socket.socketpair()
+    try:
+        host.fork(theirs)
+    except sandbox.CourseDied:
+        host.restart()
+        host.fork(theirs)
+    theirs.close()
+
+    def task():
+        return judge(namespace, exercise.label, exercise.names, check, ours, sub["exercises"].get(exercise.label), sub.get("own", []))
+
+    try:
+        result = isolated(task, timeout, exercise.label)
+    finally:
+        ours.close()
+    try:
+        host.reap()
+    except sandbox.CourseDied:
+        host.restart()
+        result = {"passed": False, "output": KILLED_PARENT.format(label=exercise.label), "seconds": result.get("seconds", 0.0),
+                  "killed_parent": True}
+    return result
 
 
 def _threads_are_one() -> None:
@@ -130,16 +170,26 @@ def _threads_are_one() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Read the job, grade, write the verdicts; a failing course cell is reported, not raised."""
-    job_path, out_path = (Path(a) for a in argv)
-    job = json.loads(job_path.read_text(encoding="utf-8"))
+    """Read the job from stdin, grade, stream one JSON line per verdict to stdout; a failing course cell is reported."""
+    from . import sandbox
+
+    sandbox.guard_self()
+    job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)  # course cells print; only verdict lines go to the real stdout
+
+    def emit(key: str, label: str, verdict: dict) -> None:
+        out.write(json.dumps({"key": key, "label": label, "verdict": verdict}) + "\n")
+
     start = time.perf_counter()
     try:
-        result = {"verdicts": grade_module(job["source_text"], job["submissions"], job["timeout"]), "error": None}
+        grade_module(job["source_text"], job["submissions"], job["timeout"], job["limits"], emit)
+        error = None
     except Exception:  # the course notebook itself failed: every submission of this module gets the reason
-        result = {"verdicts": {}, "error": "the course notebook failed while grading:\n" + traceback.format_exc(limit=-3)}
-    result["seconds"] = time.perf_counter() - start
-    out_path.write_text(json.dumps(result), encoding="utf-8")
+        error = "the course notebook failed while grading:\n" + traceback.format_exc(limit=-3)
+    sandbox.reap_all()
+    out.write(json.dumps({"done": True, "error": error, "seconds": time.perf_counter() - start}) + "\n")
     return 0
 
 

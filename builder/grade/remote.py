@@ -1,0 +1,219 @@
+"""The judge's side of the channel: stand-ins for the student's functions and classes that call across it.
+
+A stand-in sends its arguments as data and rebuilds the reply as data. A returned ``nn.Module``
+becomes a ``Mirror``: an ``nn.Module`` on the judge's side whose parameters are copies, sent back
+before each call, so the contract can read, cast (``.double()``) and set them. When an argument
+requires grad, the call is one ``torch.autograd.Function`` whose backward asks the student's
+process for the vector-Jacobian product, so gradient properties are judged too.
+"""
+
+import dataclasses
+
+from . import wire
+
+
+class StudentError(Exception):
+    """An exception raised by the student's code whose type is not built in; the message names it."""
+
+
+class Channel:
+    """Requests to one student's process."""
+
+    def __init__(self, sock, namespace: dict):
+        self.sock, self.namespace = sock, namespace
+
+    def request(self, header: dict, blobs: list | None = None) -> tuple[dict, list]:
+        """Send one request; the reply, or the student's exception raised here as data."""
+        wire.send(self.sock, header, blobs)
+        try:
+            reply, out = wire.receive(self.sock)
+        except EOFError:
+            raise ConnectionError("the process running your code stopped before it answered "
+                                  "(it exited, was killed, or ran out of memory or CPU time)") from None
+        if "raised" in reply:
+            raise _as_exception(reply["raised"])
+        if "refused" in reply:
+            raise TypeError(f"your code gave the judge {reply['refused']}; only {wire.ALLOWED} cross to the judge")
+        return reply, out
+
+    def define(self, label: str, names: tuple[str, ...], own: list[str], source: str | None) -> dict:
+        """Define the student's cells in their process; {failed, notes}."""
+        reply, _ = self.request({"op": "define", "label": label, "names": list(names), "own": own, "source": source})
+        return reply
+
+    def call(self, target: dict, args: tuple, kwargs: dict, blobs: list | None = None):
+        """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data; autograd flows through."""
+        import torch
+
+        blobs = list(blobs or [])
+        header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs))
+        leaves = [t for t in _tensors_in((args, kwargs)) if t.requires_grad]
+        if leaves and torch.is_grad_enabled():
+            box: list = []
+            outputs = _RemoteCall.apply(self, header, blobs, box, *leaves)
+            reply, out = box
+            return self._decode(reply["value"], out, tensors=iter(outputs))
+        reply, out = self.request(header, blobs)
+        return self._decode(reply["value"], out)
+
+    def _decode(self, value, blobs: list, **options):
+        """A reply's value, with modules mirrored and course dataclasses rebuilt on this side."""
+        return wire.decode(value, blobs, special=self._special, **options)
+
+    def _special(self, tag: str, body: list, walk):
+        """The two kinds the judge builds itself: a Mirror of a module, a course dataclass."""
+        if tag == "M":
+            handle, name, data = int(body[0]), str(body[1]), body[2]
+            return mirror(self, handle, name, data, walk)
+        if tag == "O":
+            kind = self.namespace.get(str(body[0]))
+            if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's result types")
+            return kind(**{str(k): walk(v) for k, v in body[1].items()})
+        raise wire.Refused(f"an unknown kind of value {tag!r}")
+
+
+def _as_exception(raised: dict) -> BaseException:
+    """The student's exception on this side: the built-in type it derives from, with its message and line."""
+    import builtins
+
+    base = getattr(builtins, str(raised.get("base")), None)
+    name, message = str(raised.get("type")), str(raised.get("message"))
+    if isinstance(base, type) and issubclass(base, Exception) and base.__name__ == name:
+        exc = base(message)
+    elif isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
+        exc = base(f"{name}: {message}")
+    else:
+        exc = StudentError(f"{name}: {message}")
+    exc.student_where = str(raised.get("where") or "")
+    return exc
+
+
+def _tensors_in(value):
+    """Every exact tensor inside arguments, in the order ``wire.encode`` writes them."""
+    import torch
+
+    if type(value) is torch.Tensor:
+        yield value
+    elif type(value) in (list, tuple):
+        for item in value:
+            yield from _tensors_in(item)
+    elif type(value) is dict:
+        for key, item in value.items():
+            yield from _tensors_in(key)
+            yield from _tensors_in(item)
+
+
+def _function():
+    """The autograd Function class, built once torch is imported."""
+    import torch
+
+    class RemoteCall(torch.autograd.Function):
+        """One call in the student's process; backward asks that process for the gradients."""
+
+        @staticmethod
+        def forward(ctx, channel, header, blobs, box, *leaves):
+            reply, out = channel.request(header, blobs)
+            flags: list = []
+            tensors = _collect(channel, reply["value"], out, flags)
+            box += [reply, out]
+            ctx.channel, ctx.call, ctx.leaves = channel, reply.get("call"), len(leaves)
+            ctx.mark_non_differentiable(*[t for t, grad in zip(tensors, flags) if not grad])
+            return tuple(tensors)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if ctx.call is None:
+                return (None,) * (4 + ctx.leaves)
+            blobs: list = []
+            reply, out = ctx.channel.request({"op": "vjp", "call": ctx.call, "grads": wire.encode(list(grads), blobs)}, blobs)
+            found = wire.decode(reply["value"], out)
+            return (None, None, None, None, *found)
+
+    return RemoteCall
+
+
+def _collect(channel: Channel, value, blobs: list, flags: list) -> list:
+    """The tensors of a reply, in the order they were sent, each with its requires_grad appended to ``flags``."""
+    made: list = []
+    channel._decode(value, blobs, flags=flags, made=made)
+    return made
+
+
+class _Lazy:
+    """``_RemoteCall.apply`` without importing torch at import time."""
+
+    cls = None
+
+    @classmethod
+    def apply(cls, *args):
+        if cls.cls is None:
+            cls.cls = _function()
+        return cls.cls.apply(*args)
+
+
+_RemoteCall = _Lazy
+
+
+def proxy(channel: Channel, name: str):
+    """The judge's stand-in for the student's function or class ``name``."""
+
+    def stand_in(*args, **kwargs):
+        return channel.call({"name": name}, args, kwargs)
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    stand_in.__doc__ = f"The student's {name}, run in the student's own process."
+    return stand_in
+
+
+def mirror(channel: Channel, handle: int, name: str, data: dict, walk):
+    """An nn.Module on the judge's side holding copies of a student's module's parameters."""
+    import torch
+
+    class Mirror(torch.nn.Module):
+        def forward(self, *args, **kwargs):
+            return self._remote(None, args, kwargs)
+
+        def _remote(self, method, args, kwargs):
+            params = {k: v.detach() for k, v in self.named_parameters()}
+            buffers = {k: v for k, v in self.named_buffers()}
+            blobs: list = []
+            state = wire.encode({"params": params, "buffers": buffers, "training": self.training}, blobs)
+            return channel.call({"handle": handle, "method": method, "state": state}, args, kwargs, blobs)
+
+        def __getattr__(self, attr):
+            try:
+                return super().__getattr__(attr)
+            except AttributeError:
+                if attr in methods:
+                    return lambda *a, **k: self._remote(attr, a, k)
+                raise
+
+    Mirror.__name__ = Mirror.__qualname__ = name
+    methods = set(map(str, data.get("methods", [])))
+    module = Mirror()
+    for qual, tensor, grad in data.get("params", []):
+        owner, leaf = _owner(module, str(qual))
+        owner.register_parameter(leaf, torch.nn.Parameter(walk(tensor), requires_grad=bool(grad)))
+    for qual, tensor in data.get("buffers", []):
+        owner, leaf = _owner(module, str(qual))
+        owner.register_buffer(leaf, walk(tensor))
+    for key, value in data.get("attrs", {}).items():
+        if not hasattr(module, key) and type(value) in (int, str, bool, type(None)):
+            object.__setattr__(module, str(key), value)
+    module.train(bool(data.get("training", True)))
+    return module
+
+
+def _owner(module, qualified: str):
+    """The submodule that owns ``a.b.weight`` (made on the way as empty modules) and the leaf name."""
+    import torch
+
+    *path, leaf = qualified.split(".")
+    for part in path:
+        child = module._modules.get(part)
+        if child is None:
+            child = torch.nn.Module()
+            module.add_module(part, child)
+        module = child
+    return module, leaf

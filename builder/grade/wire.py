@@ -1,0 +1,211 @@
+"""The narrow channel between the judge and a student's process: plain data only, never pickle.
+
+A message is a JSON header plus binary blobs. Values are tagged: ``None``, ``bool``, ``int`` and
+``str`` travel as JSON; everything else as ``[tag, ...]``: floats (``nan``/``inf`` too), lists,
+tuples, dicts, complex numbers, bytes, ``torch.Tensor`` and ``numpy.ndarray`` (dtype, shape,
+strides and bytes), ``torch.dtype``, ``torch.Size``, and two kinds the judge builds itself from
+data: a handle to a student's ``nn.Module`` (its parameters read as data) and an instance of a
+course dataclass such as ``AttentionResult`` (its fields). Only exact types are encoded: a
+subclass of ``Tensor``, or any object with its own ``__eq__``, is refused with ``Refused``.
+"""
+
+import json
+import socket
+import struct
+
+MAX_MESSAGE = 1 << 30  # bytes: a reply larger than this is refused instead of read into memory
+_LENGTH = struct.Struct("!Q")
+_PLAIN = (type(None), bool, int, str)
+
+
+class Refused(TypeError):
+    """A value that may not cross the channel; the message says what was sent and what is allowed."""
+
+
+ALLOWED = "plain torch.Tensor, numpy.ndarray, numbers, strings, bytes, None, and lists, tuples or dicts of them"
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def encode(value, blobs: list, *, handles=None, depth: int = 0):
+    """The tagged JSON form of ``value``; tensor and array bytes are appended to ``blobs``."""
+    if depth > 64:
+        raise Refused("a value nested more than 64 levels deep")
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return ["f", repr(value)]
+    if kind is complex:
+        return ["c", repr(value.real), repr(value.imag)]
+    if kind in (list, tuple):
+        return ["l" if kind is list else "t", [encode(v, blobs, handles=handles, depth=depth + 1) for v in value]]
+    if kind is dict:
+        return ["d", [[encode(k, blobs, handles=handles, depth=depth + 1), encode(v, blobs, handles=handles, depth=depth + 1)]
+                      for k, v in value.items()]]
+    if kind is bytes:
+        blobs.append(bytes(value))
+        return ["b", len(blobs) - 1]
+    torch = _torch()
+    if kind is torch.Tensor:
+        return _encode_tensor(value, blobs)
+    if kind is torch.dtype:
+        return ["dt", str(value).removeprefix("torch.")]
+    if kind is torch.Size:
+        return ["S", list(value)]
+    if kind is torch.device:
+        return ["dev", str(value)]
+    import numpy
+
+    if kind is numpy.ndarray:
+        if value.dtype.hasobject:
+            raise Refused("a numpy array of Python objects")
+        blobs.append(numpy.ascontiguousarray(value).tobytes())
+        return ["A", value.dtype.str, list(value.shape), len(blobs) - 1]
+    if isinstance(value, (numpy.generic,)) and kind.__module__ == "numpy":
+        return encode(value.item(), blobs, handles=handles, depth=depth + 1)
+    if handles is not None:
+        special = handles(value, blobs)
+        if special is not None:
+            return special
+    raise Refused(_describe(value))
+
+
+def _describe(value) -> str:
+    """The type of ``value`` as a reader would name it, with its base when it subclasses a tensor or array."""
+    kind = type(value)
+    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ not in ("builtins", "__main__") else kind.__qualname__
+    bases = [b.__name__ for b in kind.__mro__[1:] if b.__module__ in ("torch", "numpy", "builtins") and b is not object]
+    return f"an object of type {name}" + (f" (a subclass of {bases[0]})" if bases else "")
+
+
+def _encode_tensor(tensor, blobs: list) -> list:
+    """dtype, shape, strides, requires_grad and the bytes of the storage span the tensor covers."""
+    torch = _torch()
+    grad, tensor = bool(tensor.requires_grad), tensor.detach()
+    if tensor.device.type != "cpu" or tensor.layout != torch.strided or tensor.is_quantized:
+        raise Refused(f"a tensor on {tensor.device} with layout {tensor.layout}; send a dense CPU tensor")
+    shape, strides = list(tensor.shape), list(tensor.stride())
+    span = 0 if tensor.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    flat = tensor.as_strided((span,), (1,), tensor.storage_offset()).contiguous()
+    blobs.append(flat.view(torch.uint8).numpy().tobytes() if span else b"")
+    return ["T", str(tensor.dtype).removeprefix("torch."), shape, strides, len(blobs) - 1, grad]
+
+
+def _dtype(name: str):
+    """The torch dtype called ``name``; anything else is refused."""
+    torch = _torch()
+    found = getattr(torch, name, None) if isinstance(name, str) and name.isidentifier() else None
+    if type(found) is not torch.dtype:
+        raise Refused(f"an unknown dtype {name!r}")
+    return found
+
+
+def decode(value, blobs: list, *, special=None, leaves: list | None = None, flags: list | None = None, tensors=None, made: list | None = None):
+    """The value that ``encode`` tagged; ``special(tag, body)`` builds handles and course objects.
+
+    ``leaves`` collects the tensors sent with requires_grad (made leaves that require grad here);
+    ``flags`` collects every tensor's requires_grad, ``made`` every tensor built; ``tensors`` (an iterator) supplies the tensors instead.
+    """
+
+    def walk(item):
+        if type(item) in _PLAIN:
+            return item
+        if type(item) is not list or not item or type(item[0]) is not str:
+            raise Refused(f"a malformed message part {str(item)[:80]!r}")
+        tag, body = item[0], item[1:]
+        if tag == "f":
+            return float(body[0])
+        if tag == "c":
+            return complex(float(body[0]), float(body[1]))
+        if tag in ("l", "t"):
+            items = [walk(v) for v in body[0]]
+            return items if tag == "l" else tuple(items)
+        if tag == "d":
+            return {walk(k): walk(v) for k, v in body[0]}
+        if tag == "b":
+            return bytes(blobs[body[0]])
+        if tag == "T":
+            grad = bool(body[4]) if len(body) > 4 else False
+            if flags is not None:
+                flags.append(grad)
+            if tensors is not None:
+                return next(tensors)
+            tensor = _decode_tensor(*body[:4], blobs=blobs)
+            if grad and leaves is not None and tensor.is_floating_point():
+                tensor = tensor.detach().requires_grad_(True)
+                leaves.append(tensor)
+            if made is not None:
+                made.append(tensor)
+            return tensor
+        if tag == "dt":
+            return _dtype(body[0])
+        if tag == "S":
+            return _torch().Size([int(n) for n in body[0]])
+        if tag == "dev":
+            return _torch().device(str(body[0]))
+        if tag == "A":
+            import numpy
+
+            dtype = numpy.dtype(str(body[0]))
+            if dtype.hasobject:
+                raise Refused("a numpy array of Python objects")
+            return numpy.frombuffer(blobs[body[2]], dtype=dtype).reshape([int(n) for n in body[1]]).copy()
+        if special is not None:
+            return special(tag, body, walk)
+        raise Refused(f"an unknown kind of value {tag!r}")
+
+    return walk(value)
+
+
+def _decode_tensor(dtype, shape, strides, blob, blobs):
+    """A fresh tensor with the sender's dtype, shape and strides (a transposed view stays one)."""
+    torch = _torch()
+    dtype = _dtype(dtype)
+    shape, strides = [int(n) for n in shape], [int(s) for s in strides]
+    data = blobs[blob]
+    if not data:
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    if any(s < 0 for s in strides) or span > flat.numel():
+        raise Refused(f"a tensor whose strides {strides} reach past its {flat.numel()} elements")
+    return flat.as_strided(shape, strides)
+
+
+def send(sock: socket.socket, header: dict, blobs: list | None = None) -> None:
+    """One message: the JSON header and its blobs, each length-prefixed."""
+    blobs = blobs or []
+    text = json.dumps(dict(header, blobs=len(blobs)), ensure_ascii=True, allow_nan=False).encode()
+    parts = [_LENGTH.pack(len(text)), text]
+    for blob in blobs:
+        parts += [_LENGTH.pack(len(blob)), blob]
+    sock.sendall(b"".join(parts))
+
+
+def _exactly(sock: socket.socket, count: int) -> bytes:
+    """``count`` bytes from ``sock``; EOFError when the other side has gone."""
+    if count > MAX_MESSAGE:
+        raise Refused(f"a message of {count} bytes (the limit is {MAX_MESSAGE})")
+    buffer = bytearray(count)
+    view, got = memoryview(buffer), 0
+    while got < count:
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise EOFError("the other side of the channel closed it")
+        got += n
+    return bytes(buffer)
+
+
+def receive(sock: socket.socket) -> tuple[dict, list]:
+    """One message: (header, blobs)."""
+    header = json.loads(_exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0]))
+    if type(header) is not dict or type(header.get("blobs")) is not int or not 0 <= header["blobs"] <= 100_000:
+        raise Refused("a malformed message header")
+    blobs = [_exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0]) for _ in range(header["blobs"])]
+    return header, blobs
+

@@ -1,0 +1,231 @@
+"""The student's side of the channel: define the submission's code, then answer the judge's calls with data.
+
+This runs in the student's own process (forked by ``sandbox``), over the course's namespace up to
+the exercise, where earlier exercises run on their reference solutions. It never sees the judge,
+the check, the expected values or the reference of the exercise being judged.
+"""
+
+import ast
+import dataclasses
+import re
+import traceback
+
+from . import wire
+
+_MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell lines: %%time, %matplotlib inline, !pip ...
+_TAKEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def python_only(source: str) -> str:
+    """The cell with magic and shell lines blanked (line numbers kept)."""
+    return "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+
+
+def _is_constant(node: ast.stmt) -> bool:
+    """An assignment to UPPER_CASE names, or one that calls nothing: a constant, not a computation."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    calls = any(isinstance(n, ast.Call) for n in ast.walk(node.value))
+    return len(names) == len(targets) and (all(n.isupper() for n in names) or not calls)
+
+
+def taken(tree: ast.Module) -> list[ast.stmt]:
+    """What a cell contributes: imports, function and class definitions, and constants; loops and calls do not run."""
+    return [n for n in tree.body if isinstance(n, _TAKEN) and (not isinstance(n, (ast.Assign, ast.AnnAssign)) or _is_constant(n))]
+
+
+def where_in_cell(exc: BaseException, filenames: set[str]) -> str:
+    """'\\n  at line L of your Exercise N cell, in f' for the innermost frame in the student's code, or ''."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in filenames]
+    return f"\n  at line {frames[-1].lineno} of {frames[-1].filename[1:-1]}, in {frames[-1].name}" if frames else ""
+
+
+def _run(statements: list[ast.stmt], filename: str, namespace: dict) -> None:
+    """Execute the chosen statements of one cell in ``namespace``."""
+    exec(compile(ast.Module(body=statements, type_ignores=[]), filename, "exec"), namespace)
+
+
+def define(course: dict, label: str, names: list[str], own: list[str], source: str | None) -> tuple[dict | None, str | None, list[str]]:
+    """(the student's namespace, a failure or None, notes): the student's own cells, then the exercise cell.
+
+    The student's names live in a copy of the course namespace: a helper called like a course
+    variable is the student's in the student's code and leaves the course's code alone.
+    """
+    shown = ", ".join(f"`{n}`" for n in names)
+    if source is None:
+        return None, f"MISSING: the submission has no {label} cell, so {shown} was not graded.", []
+    mine = dict(course)
+    notes, filenames = [], {f"<your {label} cell>"}
+    for number, cell in enumerate(own, start=1):
+        filename = f"<your own cell {number}>"
+        filenames.add(filename)
+        try:
+            statements = taken(ast.parse(python_only(cell), filename=filename))
+        except SyntaxError:
+            continue  # a scratch cell that is not Python: nothing to take
+        for node in statements:
+            try:
+                _run([node], filename, mine)
+            except Exception as exc:
+                notes.append(f"Note: line {node.lineno} of your own cell {number} raised {type(exc).__name__} and was skipped.")
+    filename = f"<your {label} cell>"
+    try:
+        tree = ast.parse(python_only(source), filename=filename)
+    except SyntaxError as exc:
+        return None, f"ERROR: your {label} cell does not compile: SyntaxError at line {exc.lineno}: {exc.msg}", notes
+    statements = taken(tree)
+    missing = [n for n in names if n not in {getattr(node, "name", None) for node in statements if isinstance(node, _DEFINITIONS)}]
+    if missing:
+        return None, f"MISSING: your {label} cell does not define {', '.join(f'`{n}`' for n in missing)}.", notes
+    try:
+        _run(statements, filename, mine)
+    except Exception as exc:  # a decorator or default argument that fails while defining
+        return None, f"ERROR: defining your {label} code raised {type(exc).__name__}: {exc}{where_in_cell(exc, filenames)}", notes
+    shadows = sorted(n for n in mine if n in course and mine[n] is not course[n] and n not in names and not n.startswith("_"))
+    if shadows:
+        notes.append("Note: your " + ", ".join(f"`{n}`" for n in shadows) + " shares a name with the course's; your code "
+                     "used yours, and the course's own code kept the course's.")
+    return mine, None, notes
+
+
+class Server:
+    """Answers one judge: define, call (functions, classes, methods of returned modules), and gradients."""
+
+    def __init__(self, sock, course: dict):
+        self.sock, self.course, self.mine = sock, course, None
+        self.handles: dict[int, object] = {}
+        self.graphs: dict[int, tuple[list, list]] = {}
+        self.filenames: set[str] = set()
+
+    def serve(self) -> None:
+        """Answer requests until the judge closes the channel."""
+        while True:
+            try:
+                header, blobs = wire.receive(self.sock)
+            except (EOFError, OSError):
+                return
+            try:
+                reply, out = self.answer(header, blobs)
+            except wire.Refused as exc:
+                reply, out = {"refused": str(exc)}, []
+            except BaseException as exc:  # the student's code raised: report it as data
+                reply, out = {"raised": _raised(exc, self.filenames)}, []
+            try:
+                wire.send(self.sock, reply, out)
+            except wire.Refused as exc:
+                wire.send(self.sock, {"refused": str(exc)})
+
+    def answer(self, header: dict, blobs: list) -> tuple[dict, list]:
+        """One request's reply and its blobs."""
+        op = header.get("op")
+        if op == "define":
+            self.filenames = {f"<your {header['label']} cell>"} | {f"<your own cell {i}>" for i in range(1, len(header["own"]) + 1)}
+            self.mine, failed, notes = define(self.course, header["label"], header["names"], header["own"], header["source"])
+            return {"failed": failed, "notes": notes}, []
+        if op == "call":
+            return self.call(header, blobs)
+        if op == "vjp":
+            return self.vjp(header, blobs)
+        raise wire.Refused(f"an unknown request {op!r}")
+
+    def call(self, header: dict, blobs: list) -> tuple[dict, list]:
+        """Call a student's name, a module handle or one of its methods, on decoded arguments."""
+        leaves: list = []
+        args, kwargs = wire.decode(header["args"], blobs, leaves=leaves)
+        if "name" in header:
+            if self.mine is None or header["name"] not in self.mine:
+                raise wire.Refused(f"no definition of {header['name']!r}")
+            target = self.mine[header["name"]]
+        else:
+            target = self.handles[int(header["handle"])]
+            _load_state(target, wire.decode(header["state"], blobs))
+        if header.get("method"):
+            target = getattr(target, header["method"])
+        value = target(*args, **kwargs)
+        out: list = []
+        encoded = wire.encode(value, out, handles=self._handle)
+        reply = {"value": encoded}
+        if leaves:
+            call = len(self.graphs) + 1
+            self.graphs[call] = (leaves, list(_tensors_in(value)))
+            reply["call"] = call
+        return reply, out
+
+    def vjp(self, header: dict, blobs: list) -> tuple[dict, list]:
+        """Gradients of one earlier call's outputs, weighted by the judge's grad_outputs, for its inputs."""
+        import torch
+
+        leaves, outputs = self.graphs[int(header["call"])]
+        grads = wire.decode(header["grads"], blobs)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o.requires_grad]
+        found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True, retain_graph=True) if pairs else [None] * len(leaves)
+        out: list = []
+        return {"value": wire.encode([None if g is None else g.detach().clone() for g in found], out)}, out
+
+    def _handle(self, value, blobs: list):
+        """Modules become handles with their parameters as data; course dataclasses their fields; else None."""
+        import torch
+
+        if isinstance(value, torch.nn.Module):
+            self.handles[len(self.handles) + 1] = value
+            return ["M", len(self.handles), type(value).__name__, _module_data(value, blobs)]
+        kind = type(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type) and self.course.get(kind.__name__) is kind:
+            fields = {f.name: wire.encode(getattr(value, f.name), blobs, handles=self._handle) for f in dataclasses.fields(value)}
+            return ["O", kind.__name__, fields]
+        return None
+
+
+def _module_data(module, blobs: list) -> dict:
+    """A module's parameters, buffers, plain attributes and public methods, as data."""
+    import torch
+
+    params = [[name, wire.encode(p.detach(), blobs), bool(p.requires_grad)] for name, p in module.named_parameters()]
+    buffers = [[name, wire.encode(b, blobs)] for name, b in module.named_buffers() if type(b) is torch.Tensor]
+    attrs = {k: v for k, v in vars(module).items() if not k.startswith("_") and type(v) in (int, float, bool, str, type(None))}
+    base = set(dir(torch.nn.Module))
+    methods = sorted(n for n in dir(type(module)) if not n.startswith("_") and n not in base and callable(getattr(type(module), n, None)))
+    return {"params": params, "buffers": buffers, "attrs": attrs, "methods": methods, "training": module.training}
+
+
+def _load_state(module, state: dict) -> None:
+    """Put the judge's copy of the parameters and buffers (values, dtypes) back into the student's module."""
+    params, buffers = dict(module.named_parameters()), dict(module.named_buffers())
+    for name, tensor in state.get("params", {}).items():
+        params[name].data = tensor
+    for name, tensor in state.get("buffers", {}).items():
+        owner, _, leaf = name.rpartition(".")
+        (module.get_submodule(owner) if owner else module)._buffers[leaf] = tensor
+    module.train(bool(state.get("training", module.training)))
+    del buffers
+
+
+def _tensors_in(value):
+    """Every exact tensor inside a returned value, in the order ``wire.encode`` writes them."""
+    import torch
+
+    if type(value) is torch.Tensor:
+        yield value
+    elif type(value) in (list, tuple):
+        for item in value:
+            yield from _tensors_in(item)
+    elif type(value) is dict:
+        for key, item in value.items():
+            yield from _tensors_in(key)
+            yield from _tensors_in(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _tensors_in(getattr(value, field.name))
+
+
+def _raised(exc: BaseException, filenames: set[str]) -> dict:
+    """An exception from the student's code as data: its type, nearest built-in base, message and line."""
+    base = next((k.__name__ for k in type(exc).__mro__ if k.__module__ == "builtins"), "Exception")
+    try:
+        message = str(exc)
+    except Exception:  # a __str__ that raises
+        message = "(its message could not be read)"
+    return {"type": type(exc).__name__, "base": base, "message": message[:4000], "where": where_in_cell(exc, filenames)}

@@ -1,0 +1,212 @@
+"""The grader under attack: the channel carries data only, and attack submissions score 0 and harm nobody.
+
+Fast tests cover the channel (``wire``), the output names and the recognition of every edition.
+The slow tier grades one batch of Module 3: an attack per kind the issue lists, honest variants
+written in unusual ways, a classmate holding a secret, two same-named files, a file whose name is
+not UTF-8 and the Russian student edition, through the command line in a non-UTF-8 locale.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import numpy
+import pytest
+import torch
+
+from builder.grade import attacks, batch, submission, variants, wire
+from tests.support import ROOT
+
+TIMEOUT = 10  # seconds per exercise: far above any check here
+
+
+def roundtrip(value, **options):
+    """``value`` sent through a real socket pair and decoded."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        blobs: list = []
+        wire.send(ours, {"value": wire.encode(value, blobs)}, blobs)
+        header, got = wire.receive(theirs)
+        return wire.decode(header["value"], got, **options)
+
+
+def test_plain_data_crosses_the_channel_unchanged_strides_and_dtypes_included():
+    base = torch.arange(24, dtype=torch.float64).reshape(2, 3, 4)
+    value = {"t": base.transpose(1, 2), "s": base[:, 1], "b": torch.tensor([True, False]), "h": torch.ones(3, dtype=torch.bfloat16),
+             "c": torch.tensor([1 + 2j]), "e": torch.empty(0, 3), "z": torch.tensor(7), "n": numpy.arange(6.0).reshape(2, 3),
+             "nums": (float("nan"), float("inf"), -0.0, 10**30, 2j), "text": "\udc80 é", "bytes": b"\x00\xff",
+             "dtype": torch.float16, "size": torch.Size([2, 3]), "none": None, "list": [1, [2, (3,)]]}
+    back = roundtrip(value)
+    assert back["t"].stride() == value["t"].stride() and not back["t"].is_contiguous() and torch.equal(back["t"], value["t"])
+    for key in ("s", "b", "h", "c", "e", "z"):
+        assert back[key].dtype == value[key].dtype and torch.equal(back[key], value[key]), key
+    assert numpy.array_equal(back["n"], value["n"]) and type(back["n"]) is numpy.ndarray
+    assert str(back["nums"]) == str(value["nums"]) and back["text"] == value["text"] and back["bytes"] == value["bytes"]
+    assert (back["dtype"], back["size"], back["none"], back["list"]) == (torch.float16, torch.Size([2, 3]), None, [1, [2, (3,)]])
+
+
+class Sneaky(torch.Tensor):
+    """A tensor subclass: never allowed across."""
+
+
+class OwnEq:
+    """An object with its own __eq__."""
+
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value, says", [
+    (torch.zeros(2).as_subclass(Sneaky), "Sneaky (a subclass of Tensor)"), (OwnEq(), "OwnEq"),
+    (numpy.array([object()]), "Python objects"), (torch.nn.Parameter(torch.zeros(1)), "Parameter (a subclass of Tensor)"),
+    ([OwnEq()], "OwnEq"), (lambda: 0, "function"),
+])
+def test_subclasses_and_objects_are_refused_by_name(value, says):
+    with pytest.raises(wire.Refused, match=says.replace("(", r"\(").replace(")", r"\)")):
+        wire.encode(value, [])
+
+
+@pytest.mark.parametrize("part", [["pickle", "x"], ["T", "Tensor", [2], [1], 0], ["T", "float64", [4], [1], 0], ["dt", "__class__"],
+                                  ["A", "|O", [1], 0], {"a": 1}, ["zzz"]])
+def test_a_malformed_or_unknown_message_part_is_refused(part):
+    with pytest.raises(wire.Refused):
+        wire.decode(part, [b"\x00" * 8])
+
+
+def test_same_named_submissions_get_distinct_stable_folders_and_odd_names_are_safe(tmp_path):
+    paths = [tmp_path / "x" / "alice.ipynb", tmp_path / "y" / "alice.ipynb", tmp_path / "bob.ipynb",
+             Path(os.fsdecode(bytes(tmp_path / "caf") + b"\xe9.ipynb")), tmp_path / "=evil.ipynb"]
+    found = [submission.Submission(p, p.stem) for p in paths]
+    batch.stems(found)
+    again = [submission.Submission(p, p.stem) for p in reversed(paths)]
+    batch.stems(again)
+    names = [s.stem for s in found]
+    assert len(set(names)) == 5 and names[2] == "bob" and names[0].startswith("alice-") and names[1].startswith("alice-")
+    assert names == [s.stem for s in reversed(again)]  # stable: the same path, the same folder, whatever the order
+    assert names[3] == "caf_xe9" and names[3].encode("utf-8")
+
+
+def test_every_edition_is_recognised_by_metadata_or_by_a_title_in_any_language(course):
+    for book in course.notebooks:
+        for edition in (book, book.translated("ru")):
+            for path in (edition.ipynb, edition.student_ipynb):
+                nb = nbformat.read(path, as_version=4)
+                assert nb.metadata["course"]["module"] == book.name
+                assert submission.module_of(nb, course) == [book.name]
+                del nb.metadata["course"]
+                assert submission.module_of(nb, course) == [book.name], path  # by the title, English or Russian
+
+
+def test_exercise_cells_are_found_whatever_their_first_lines(course):
+    book = course.select(["module3"])[0]
+    labels = variants.labels(variants.solved(book))
+    for name in attacks.HONEST:
+        nb = attacks.honest(book, name)
+        cells = submission.exercise_cells(nb, labels, course.root)
+        assert list(cells) == labels and "def causal_allowed" in cells["Exercise 2"], name
+        own = submission.own_cells(nb, cells, course.root)
+        assert own == ([attacks.HONEST[name][1]] if attacks.HONEST[name][1] else []), name
+
+
+# ---- slow: one attacked batch through the command line ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory, course):
+    """Grade attacks, honest variants, a classmate and awkward file names of Module 3 in one batch, in the C locale."""
+    book = course.select(["module3"])[0]
+    folder = tmp_path_factory.mktemp("attacked")
+    out, marker = folder / "out", folder / "escaped.txt"
+    paths = {}
+    for name in attacks.ATTACKS:
+        paths[f"attack_{name}"] = folder / f"attack_{name}.ipynb"
+        nbformat.write(attacks.attack(book, name, out=str(out), marker=str(marker), folder=str(folder)), paths[f"attack_{name}"])
+    for name in attacks.HONEST:
+        paths[f"honest_{name}"] = folder / f"honest_{name}.ipynb"
+        nbformat.write(attacks.honest(book, name), paths[f"honest_{name}"])
+    paths["classmate"] = folder / "classmate.ipynb"
+    nbformat.write(attacks.classmate(book), paths["classmate"])
+    paths["russian"] = folder / "russian.ipynb"
+    nbformat.write(variants.solved(book.translated("ru")), paths["russian"])
+    for sub in ("x", "y"):
+        (folder / sub).mkdir()
+        shutil.copyfile(book.ipynb, folder / sub / "alice.ipynb")
+    odd = os.fsencode(folder) + b"/caf\xe9.ipynb"
+    shutil.copyfile(book.ipynb, odd)
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="")
+    argv = [sys.executable, "-m", "builder", "--root", str(ROOT), "grade", *map(str, paths.values()), str(folder / "x" / "alice.ipynb"),
+            str(folder / "y" / "alice.ipynb"), odd, "--out", str(out), "--timeout", str(TIMEOUT), "--jobs", "2"]
+    start = time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, timeout=1800)
+    time.sleep(max(0.0, 5 - (time.monotonic() - start)))  # longer than the double-forked survivor waits before it writes
+    results = {p.parent.name: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*/results.json")}
+    return {"done": done, "results": results, "out": out, "marker": marker, "labels": variants.labels(variants.solved(book))}
+
+
+def scores(result):
+    return {t["name"].split(":")[0]: t["score"] for t in result["tests"]}
+
+
+@pytest.mark.slow
+def test_every_attack_scores_0_on_its_exercise_and_full_marks_elsewhere(attacked):
+    full = dict.fromkeys(attacked["labels"], 1.0)
+    for name in attacks.ATTACKS:
+        result = attacked["results"][f"attack_{name}"]
+        assert scores(result) == dict(full, **{attacks.LABEL: 0.0}), (name, result["tests"][1]["output"])
+
+
+@pytest.mark.slow
+def test_honest_variants_and_the_russian_edition_score_full_marks(attacked):
+    full = dict.fromkeys(attacked["labels"], 1.0)
+    for name in [f"honest_{n}" for n in attacks.HONEST] + ["russian", "classmate"]:
+        assert scores(attacked["results"][name]) == full, (name, [t["output"][:300] for t in attacked["results"][name]["tests"]])
+    assert "shares a name with the course's" in attacked["results"]["honest_helper_named_like_a_course_variable"]["tests"][1]["output"]
+
+
+@pytest.mark.slow
+def test_nobody_is_harmed_nothing_outlives_the_batch_and_no_secret_leaks(attacked):
+    assert not attacked["marker"].exists()  # the double-forked survivor was killed before it could write
+    for name, result in attacked["results"].items():
+        assert result.get("tests"), name  # every results.json intact, none rewritten to {"score": 0}
+        assert attacks.SECRET not in json.dumps(result) or name == "classmate"
+    assert "found: \n" in attacked["results"]["attack_read_classmates"]["tests"][1]["output"] + "\n"
+    surrogate = attacked["results"]["attack_surrogate_message"]["tests"][1]["output"]
+    assert "\\udc80 broken \\ud800 text" in surrogate
+
+
+@pytest.mark.slow
+def test_a_batch_with_odd_names_and_same_names_grades_everyone(attacked):
+    done, results = attacked["done"], attacked["results"]
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    alices = [k for k in results if k.startswith("alice-")]
+    assert len(alices) == 2 and "caf_xe9" in results and all(sum(scores(results[k]).values()) == 9 for k in [*alices, "caf_xe9"])
+    lines = (attacked["out"] / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + len(results) and lines[0].endswith("total,max,status,error")
+    summary = (attacked["out"] / "summary.csv").read_text(encoding="utf-8").splitlines()
+    assert summary[2].startswith(f"{attacks.LABEL},{len(results) - len(attacks.ATTACKS)},")
+    assert b"grade: " in done.stderr and b"exercise checks of" in done.stderr  # progress, as it happened
+    assert (attacked["out"] / "summary.html").read_text(encoding="utf-8").count("<svg") == 1
+
+
+@pytest.mark.slow
+def test_a_parent_killer_costs_only_itself_and_is_named(tmp_path, course):
+    """As the grading user (no drop to nobody), a student process can kill the course process: it is restarted."""
+    book = course.select(["module3"])[0]
+    killer, other = tmp_path / "killer.ipynb", tmp_path / "other.ipynb"
+    nbformat.write(attacks.attack(book, "parent_killer"), killer)
+    shutil.copyfile(book.ipynb, other)
+    env = dict(os.environ, GRADE_STUDENT_USER="")
+    done = subprocess.run([sys.executable, "-m", "builder", "--root", str(ROOT), "grade", str(killer), str(other), "--out",
+                           str(tmp_path / "out"), "--timeout", str(TIMEOUT), "--jobs", "1"], env=env, capture_output=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "out" / "killer" / "results.json").read_text(encoding="utf-8"))
+    assert scores(result)[attacks.LABEL] == 0 and sum(scores(result).values()) == 8
+    assert result["tests"][1]["output"].startswith("ERROR: your code killed the process that runs it")
+    assert b"killed its grading process at Exercise 2" in done.stdout
+    assert sum(scores(json.loads((tmp_path / "out" / "other" / "results.json").read_text(encoding="utf-8"))).values()) == 9
