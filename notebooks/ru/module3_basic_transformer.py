@@ -1218,7 +1218,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 # | запрос, ключ, значение | три вектора, которые строит каждый токен: что он ищет, что он предлагает, что он передаёт | раздел 2 |
 # | голова | одно независимое внимание ширины $d_k$ (пишут также $d_{head}$: это то же число) | раздел 8 |
 # | K/V-головы | головы ключей и значений, из которых читают головы запросов; в GQA и MQA их меньше, чем голов запросов | раздел 8 |
-# | KV-кэш | ключи и значения прошлых токенов, сохранённые, чтобы каждый новый токен стоил одну строку внимания | разделы 4 и 8 |
+# | KV-кэш | ключи и значения прошлых токенов, сохранённые, чтобы каждый новый токен стоил одну строку внимания | её размер считается в разделах 8 и 9 (маска — в разделе 4) |
 # | FLOPs | операции с плавающей точкой; одно умножение со сложением считается за 2 | раздел 9 |
 # | префикс | начало промпта; префикс, повторяющийся байт в байт, можно закэшировать | раздел 9 |
 # | наты | единица измерения функции потерь, вычисленной с натуральным логарифмом; 1 нат ≈ 1.44 бита | раздел 12 |
@@ -2258,7 +2258,7 @@ show_figure(
 
 # %% [markdown]
 # **Всё предложение целиком.** Та же формула на всех десяти словах *"The animal didn't cross the street
-# because it was tired"*, с подобранными вручную запросами и ключами ширины 4 (разобранный пример урока),
+# because it was tired"*, с запросами и ключами ширины 4, подобранными вручную так,
 # чтобы картина что-то значила: запрос «it» после деления на $\sqrt{4}$ даёт «animal» оценку 2.0, «tired» —
 # 1.0 и «street» — 0.5, ровно как в разделе 1. Картину меняют два переключателя. **Каузальная маска**
 # скрывает каждое следующее слово: «tired» стоит после «it», поэтому его вес падает ровно до 0, а «animal»
@@ -2454,7 +2454,9 @@ print("Read the last column: a few epsilons is the same number computed in anoth
 # ## 7 · Зачем делить на √d_k?
 #
 # **Идея.** Бросьте один кубик — результат окажется между 1 и 6. Сложите сотню кубиков — и сумма уйдёт от
-# своего среднего гораздо дальше, на десятки в любую сторону. Скалярное произведение и есть такая сумма:
+# своего среднего 350 гораздо дальше: её стандартное отклонение равно $\sqrt{100 \cdot 35/12} \approx 17$
+# (дисперсия одного кубика равна $35/12$, а дисперсии независимых кубиков складываются), так что суммы,
+# отстоящие от 350 на 17 и больше, — обычное дело. Скалярное произведение и есть такая сумма:
 # по одному небольшому произведению на координату. Чем шире голова, тем больше слагаемых и тем сильнее
 # размах оценок. Большой размах — плохая новость для softmax: оценки вроде $(16, 3, -9)$ отдают практически
 # весь вес одному ключу, прав он или нет. Хуже того, softmax тогда перестаёт реагировать на свой вход. Его
@@ -2494,6 +2496,8 @@ print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 
 expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
 expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
 expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
+die = torch.arange(1, 7, dtype=torch.float64)
+expect("a die's variance is 35/12, so 100 dice stray by sqrt(100 · 35/12) ≈ 17", (float(die.var(unbiased=False)), round(math.sqrt(100 * float(die.var(unbiased=False))))), "==", (35 / 12, 17))
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
 print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
 expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
@@ -2664,7 +2668,7 @@ show_figure(
 # %% [markdown]
 # **Что говорят числа.** Без масштабирования наибольший вес растёт с 0.31 при ширине 2 до 0.94 при ширине
 # 512 и 0.97 при 1,024, а якобиан — чувствительность долей к оценкам $\partial p / \partial s$ —
-# оказывается в 3.7 раза меньше, чем с масштабированием, при 512 и в 7.4 раза меньше при 1,024. С
+# уменьшается до 1/3.7 от значения с масштабированием при 512 и до 1/7.4 при 1,024. С
 # масштабированием наибольший вес на любой ширине остаётся между 0.23 и 0.25. На ширинах от 2 до 8 красная
 # кривая на правом графике лежит *выше* синей: неотмасштабированные оценки с дисперсией от 2 до 8 разбросаны
 # как раз настолько, чтобы softmax реагировал сильнее всего, а отмасштабированные оценки с дисперсией 1 на 16
@@ -2758,6 +2762,15 @@ for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"se
     expect_raises(ValueError, query_gradient_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
 # Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
 expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 20:,} bytes")
+# The same measurement at d_k = 512 with five seeds: the starving share is stable, the median factor is not.
+by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
+starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
+factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
+print(f"five seeds at d_k = 512: share under 1% of the scaled median {[f'{s:.0%}' for s in starving]}; "
+      f"median factor {[f'{f:.0f}x' for f in factors]}")
+expect("in every seed between 40% and 50% of the unscaled queries starve", all(0.40 <= s <= 0.50 for s in starving))
+per_root = [float(query_gradients[w, True].median()) / math.sqrt(w) for w in WIDTHS if w >= 32]
+expect("the scaled median grows like sqrt(d_k) (the loss's direction r): within 10% of flat from width 32 on", max(per_root) / min(per_root), "<", 1.1)
 if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
     raise AssertionError(f"at narrow widths no unscaled query should starve; measured {[almost_none[w] for w in WIDTHS if w <= 8]}")
 
@@ -2799,11 +2812,15 @@ show_figure(
 
 # %% [markdown]
 # Коротко: скалярные произведения растут с шириной, большие оценки насыщают softmax, и тогда градиент,
-# доходящий до запросов, не просто становится меньше, а распределяется неравномерно: при $d_k = 512$
-# медианный запрос получает в десятки раз меньше, чем с масштабированием (ячейка печатает этот множитель; в
-# зависимости от случайной выборки он гуляет примерно между 40 и 100), около половины запросов не получают
-# почти ничего (меньше 1% от медианы с масштабированием), а немногие получают обновления в десятки раз
-# больше, чем любой запрос с масштабированием. Деление на $\sqrt{d_k}$ держит каждый запрос в области, где
+# доходящий до запросов, не просто становится меньше, а распределяется неравномерно. При $d_k = 512$ около половины
+# запросов не получают почти ничего (меньше 1% от медианы с масштабированием; от 40% до 50% в каждом из
+# пяти seed, которые берёт ячейка), а немногие получают обновления в десятки раз больше, чем любой запрос с
+# масштабированием. Медианный запрос получает в десятки раз меньше, чем с масштабированием, но этот
+# множитель сильно гуляет от выборки к выборке (ячейка печатает его для пяти seed), поэтому запоминать
+# стоит долю голодающих запросов. Кривая с масштабированием плавно растёт с шириной по причине самого
+# измерения, а не внимания: функция потерь умножает выход скалярно на случайное направление $r$ из $d_k$
+# элементов, длина которого растёт как $\sqrt{d_k}$; после деления на $\sqrt{d_k}$ медиана с
+# масштабированием постоянна начиная с ширины 32 (ячейка это проверяет). Деление на $\sqrt{d_k}$ держит каждый запрос в области, где
 # softmax гладок и обучаем.
 
 # %% [markdown]
@@ -3672,8 +3689,11 @@ show_figure(
 # эти 5% — не стоимость обучения GQA с нуля ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)).
 # `F.scaled_dot_product_attention` в PyTorch сам выбирает ядро: FlashAttention, экономное по памяти
 # (memory-efficient), простое математическое, а на GPU NVIDIA — ещё и ядро cuDNN ([`SDPBackend`](https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.SDPBackend.html));
-# какое из них он предпочтёт, зависит от версии и от GPU (на GPU класса Hopper побеждает cuDNN, и свежие
-# версии и библиотеки отдают ему предпочтение; см. [pytorch#138907](https://github.com/pytorch/pytorch/issues/138907)).
+# какое из них он предпочтёт, зависит от версии и от GPU: селектор PyTorch ставит cuDNN первым, только
+# когда выполняется `check_prefer_cudnn_attention()` в
+# [`sdp_utils.cpp`](https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp) —
+# условие на поколение GPU (Hopper и более новые GPU для дата-центров) и версию cuDNN, которое менялось от
+# версии к версии; иначе он первым пробует FlashAttention.
 # Его аргумент `scale=` передаётся только по имени (keyword-only) и появился в torch 2.1
 # ([документация](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
 # поэтому этот ноутбук устанавливает `torch>=2.1`;
@@ -4561,6 +4581,7 @@ look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the 
 expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
 print(f"repeat queries at positions {list(range(segment_length - 1, 2 * segment_length - 1))} read keys {look_back.tolist()} most")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
+expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
 # A positional copy, not an induction head: one random token in front of a 5-token segment written twice moves the
 # copy to 5 places back. Content matching would still copy; a head that reads p − 5 cannot.
 shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_seed(recipe["seed"] + 2),
@@ -5062,7 +5083,9 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #   лишают модель градиента. Деление на $\sqrt{d_k}$ держит разброс равным 1 при любой ширине.
 # - **Головы:** много узких голов, склеенных обратно и перемешанных матрицей $W_o$. GQA и MQA делят
 #   K/V-головы между головами запросов и во столько же раз уменьшают KV-кэш.
-# - **Стоимость:** $n^2$ оценок на голову и слой; после $n = 2 d_{model}$ этот член перевешивает проекции.
+# - **Стоимость:** $n^2$ оценок на голову и слой; если считать четыре проекции $d_{model} \times d_{model}$,
+#   без сети прямого распространения и с полным (не каузальным) квадратом, этот член перевешивает
+#   проекции после $n = 2 d_{model}$ (раздел 9 даёт точки пересечения при других соглашениях).
 # - **Блок и модель:** pre-norm блоки с остаточными связями из внимания и сети прямого распространения;
 #   крошечная модель за 45 шагов учится копировать случайный отрезок и остаётся на уровне случайного
 #   угадывания, если выключить внимание; политики декодирования (жадная, температура, top-k, top-p)
