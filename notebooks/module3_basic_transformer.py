@@ -4600,8 +4600,8 @@ expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segm
 print(f"repeat queries at positions {list(range(segment_length - 1, 2 * segment_length - 1))} read keys {look_back.tolist()} most")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
 expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
-# A positional copy, not an induction head: one random token in front of a 5-token segment written twice moves the
-# copy to 5 places back. Content matching would still copy; a head that reads p − 5 cannot.
+# A positional copy, not an induction head: put one token in front of a 5-token segment written twice, and the
+# token to write sits 5 places back. Content matching would still find it; a head that reads p − 5 cannot.
 shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_seed(recipe["seed"] + 2),
                           segment_length=segment_length - 1, vocab_size=recipe["vocab_size"])
 shifted = tuple(torch.cat((torch.zeros(len(s), 1, dtype=torch.long), s), dim=1) for s in shifted)  # token 0 in front
