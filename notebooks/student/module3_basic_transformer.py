@@ -23,6 +23,49 @@
 # - **Exercise 9:** `greedy_trace`
 
 # %% [markdown]
+# ## Level 1 · Attention for practitioners
+#
+# **In one sentence.** Attention is the step where each token of the input compares itself with
+# every other token, decides which ones matter to it, and rebuilds itself as a weighted mix of
+# them. Because the comparison covers all pairs of tokens, attention sets a model's context
+# limit, the price of a long prompt, and how much GPU memory a conversation occupies.
+#
+# **When you need to know this.** When a decision depends on its cost: picking a model by its
+# context window or by the K/V heads on its model card, choosing between one enormous prompt and
+# retrieval, sizing a GPU, or explaining why a long chat pauses before its first output token.
+# The telltale sign is latency and cost that grow with the length of the *conversation*, not of
+# the *answer*.
+#
+# **Four facts to carry away**, each computed later in this notebook:
+#
+# - Reading a prompt costs work that grows with the *square* of its length: double the prompt and
+#   the score step does four times the work (section 9).
+# - Every live conversation holds a **KV cache** that grows by a fixed number of bytes per token:
+#   131,072 for Llama 3.1 8B (section 9, and the appendix *Attention in practice*).
+# - Models that share **K/V heads** (GQA, section 8) shrink that cache: 4× for Llama 3.1 8B.
+# - Long prompts are read unevenly: facts in the middle are recalled worst (the appendix *Attention in practice*).
+#
+# **Words you will meet**, with where each is built:
+#
+# | Term | Meaning | Built in |
+# |---|---|---|
+# | token | a piece of text (a word or part of one) that the model reads as one vector | section 1 |
+# | context window | the most tokens a model accepts at once, prompt plus answer | section 9 |
+# | query, key, value | the three vectors each token makes: what it looks for, what it offers, what it hands over | section 2 |
+# | head | one independent attention of width $d_k$ (also written $d_{head}$: the same number) | section 8 |
+# | K/V heads | the key/value heads that query heads read; fewer than query heads in GQA and MQA | section 8 |
+# | KV cache | the keys and values of past tokens, kept so each new token costs one row of attention | sized in sections 8 and 9 (its mask in section 4) |
+# | FLOPs | floating-point operations; one multiply-add counts as 2 | section 9 |
+# | prefix | the start of a prompt; a prefix that repeats byte for byte can be cached | section 9 |
+# | nats | the unit of a loss measured with the natural logarithm; 1 nat ≈ 1.44 bits | section 12 |
+#
+# **Go deeper.** Level 2 builds attention from a handful of numbers: softmax on a pronoun's
+# scores; queries, keys and values; positions; masks; the full formula, checked against
+# PyTorch; the √d_k scaling measured across widths; many heads sharing keys and values; the n²
+# curve; the rest of a decoder block; and a tiny language model that must use attention to solve
+# its task. The options, costs and failure modes a practitioner weighs follow in an appendix.
+
+# %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
@@ -1201,49 +1244,6 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 # builder:end sha256=cb7153ae314466e1aee244feecf577794bc03d965431f1faec05c66906643e3a
 
 # %% [markdown]
-# ## Level 1 · Attention for practitioners
-#
-# **In one sentence.** Attention is the step where each token of the input compares itself with
-# every other token, decides which ones matter to it, and rebuilds itself as a weighted mix of
-# them. Because the comparison covers all pairs of tokens, attention sets a model's context
-# limit, the price of a long prompt, and how much GPU memory a conversation occupies.
-#
-# **When you need to know this.** When a decision depends on its cost: picking a model by its
-# context window or by the K/V heads on its model card, choosing between one enormous prompt and
-# retrieval, sizing a GPU, or explaining why a long chat pauses before its first output token.
-# The telltale sign is latency and cost that grow with the length of the *conversation*, not of
-# the *answer*.
-#
-# **Four facts to carry away**, each computed later in this notebook:
-#
-# - Reading a prompt costs work that grows with the *square* of its length: double the prompt and
-#   the score step does four times the work (section 9).
-# - Every live conversation holds a **KV cache** that grows by a fixed number of bytes per token:
-#   131,072 for Llama 3.1 8B (section 9, *Attention in practice*).
-# - Models that share **K/V heads** (GQA, section 8) shrink that cache: 4× for Llama 3.1 8B.
-# - Long prompts are read unevenly: facts in the middle are recalled worst (section 9, *Attention in practice*).
-#
-# **Words you will meet**, with where each is built:
-#
-# | Term | Meaning | Built in |
-# |---|---|---|
-# | token | a piece of text (a word or part of one) that the model reads as one vector | section 1 |
-# | context window | the most tokens a model accepts at once, prompt plus answer | section 9 |
-# | query, key, value | the three vectors each token makes: what it looks for, what it offers, what it hands over | section 2 |
-# | head | one independent attention of width $d_k$ (also written $d_{head}$: the same number) | section 8 |
-# | K/V heads | the key/value heads that query heads read; fewer than query heads in GQA and MQA | section 8 |
-# | KV cache | the keys and values of past tokens, kept so each new token costs one row of attention | sized in sections 8 and 9 (its mask in section 4) |
-# | FLOPs | floating-point operations; one multiply-add counts as 2 | section 9 |
-# | prefix | the start of a prompt; a prefix that repeats byte for byte can be cached | section 9 |
-# | nats | the unit of a loss measured with the natural logarithm; 1 nat ≈ 1.44 bits | section 12 |
-#
-# **Go deeper.** Level 2 builds attention from a handful of numbers: softmax on a pronoun's
-# scores; queries, keys and values; positions; masks; the full formula, checked against
-# PyTorch; the √d_k scaling measured across widths; many heads sharing keys and values; the n²
-# curve, followed by the options, costs and failure modes a practitioner weighs; the rest of a
-# decoder block; and a tiny language model that must use attention to solve its task.
-
-# %% [markdown]
 # ## Level 2 · How attention works, from scratch
 #
 # Picture a meeting where someone says "it's broken, can you fix it?". To work out what "it"
@@ -1964,6 +1964,25 @@ expect_raises(ValueError, causal_allowed, 5, 5, query_offset=1, match="t_k")
 expect_raises(ValueError, causal_allowed, 1, 2**40, match=f"the causal mask of shape (1, 1099511627776) would take {2**40:,} bytes")
 expect_raises(ValueError, causal_allowed, 1, 2**28, match=f"the key positions of shape (268435456,) would take {2**28 * 8:,} bytes")
 
+# %% [markdown]
+# **Where the triangle comes from.** Andrej Karpathy's *Let's build GPT* derives the causal mask
+# in three steps ([video](https://www.youtube.com/watch?v=kCc8FmEb1nY), "version 1" to "version 3").
+# The simplest way for token $t$ to use its past is to *average* tokens $0..t$. Written for all
+# tokens at once, that average is a matrix product: a lower-triangular matrix whose row $t$ holds
+# $1/(t+1)$ in columns $0..t$ and 0 to the right, times the token vectors. The same matrix comes
+# out of a softmax: give every allowed key the score 0 and every future key $-\infty$, and each row
+# of the softmax is exactly that uniform average. Attention only replaces the zeros with learned
+# scores $q \cdot k / \sqrt{d_k}$, so the average becomes a weighted one, and the $-\infty$ above the
+# diagonal is the causal mask of this section.
+
+# %%
+tokens_x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)  # (T=4, 1): four tokens, one feature
+lower = causal_allowed(4, 4).double()                                       # (4, 4) 1 on and below the diagonal
+average = lower / lower.sum(dim=-1, keepdim=True)                          # row t: 1/(t+1) on keys 0..t
+uniform_scores = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~causal_allowed(4, 4), float("-inf"))
+print(f"running means of 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
+expect("softmax of zero scores with the future at -inf is the running average", torch.allclose(torch.softmax(uniform_scores, dim=-1), average, atol=1e-15))
+
 
 # %% [markdown]
 # ## 5 · Scaled dot-product attention, from scratch
@@ -1971,7 +1990,9 @@ expect_raises(ValueError, causal_allowed, 1, 2**28, match=f"the key positions of
 # **The idea.** Put sections 1 to 4 together: score every query against every key, scale, block
 # what the mask forbids, turn each row into shares, and blend the values. Our version returns
 # everything it computed (the output, the weights, the scaled scores and a flag per empty row)
-# so you can look inside.
+# so you can look inside. Without the checks, the whole of it is one line,
+# `softmax(q @ k.T / math.sqrt(d_k)) @ v`, and that line runs in every attention layer of every
+# model in this course, once per head: in Llama 3.1 8B, 32 layers of 32 heads for every token.
 #
 # One case needs a decision. A query row whose keys are *all* blocked (a padding query, say) has
 # no distribution to take: its softmax would be $0/0$. This notebook's policy is explicit:
@@ -3857,112 +3878,6 @@ show_figure(
 
 
 # %% [markdown]
-# ### Attention in practice: options, costs and failures
-#
-# The cell before the figure computed every number below.
-#
-# **Your options**, from the cheapest to the most committed. Some you choose in the prompt or
-# the API call; the rest you choose by picking a model or a serving stack.
-#
-# | Option | What it does | What you gain | What it costs | Where you choose it |
-# |---|---|---|---|---|
-# | Short prompt plus retrieval | Puts only the relevant passages in the context | Cost that stays flat as the corpus grows | An index to maintain, and retrieval that can miss | Your own code |
-# | Prompt caching | Reuses the keys and values of a prefix that repeats across calls | Cache reads billed at 0.1× the input price, and a faster first token ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | The prefix must match byte for byte; a cache write costs 1.25× the input price for the 5-minute lifetime and 2× for the 1-hour one (same page) | The API or the serving engine |
-# | A long context window | Sends the whole document or history at once | Nothing to retrieve; exact cross-references across all of it | Quadratic compute, a cache that grows with every token, weaker recall in the middle | The model you pick |
-# | A GQA or MQA model | Lets several query heads share one key/value head | A KV cache smaller by the ratio of query heads to K/V heads (4× for Llama 3.1 8B, computed in section 8) | A little modelling capacity, decided by the model's authors | The model card: `num_key_value_heads` |
-# | FlashAttention kernels | Computes exactly the same attention in tiles that stay in fast on-chip memory | No n × n matrix in GPU main memory; the paper reports 3× faster GPT-2 training at 1K context and 15% over the MLPerf 1.1 BERT-large record ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | A supported GPU | The serving stack (PyTorch, vLLM, ...) |
-# | Sliding-window attention | Lets each layer look back a fixed number of tokens | A per-layer cache of fixed size and linear cost | Exact lookup beyond the window is gone; information hops layer by layer | The architecture, e.g. Mistral 7B **v0.1** with a 4,096-token window ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); v0.2 and v0.3 dropped it ([v0.2 model card](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
-# | A paged KV cache | Stores each request's cache in small blocks instead of one reserved strip | 2-4× the throughput of FasterTransformer and Orca at the same latency ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | An engine that supports it | vLLM and most engines since |
-# | A linear-time architecture | Replaces attention by a recurrence with a fixed-size state | No n² term, a cache that does not grow; Mamba reports 5× the generation throughput of a transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Different recall behaviour, fewer mature models | The architecture (state-space models) |
-#
-# **How to choose.** Start from what you control.
-#
-# - *A hosted API:* you control the prompt. Put the stable part first (system prompt, tool
-#   definitions, reference documents) and keep it identical from call to call so that it
-#   caches; put what changes last. Count tokens before sending: input beyond the window is
-#   rejected, and input plus the answer's budget beyond it cuts the answer short.
-# - *Long context or retrieval:* long context for one document the model must read exactly (a
-#   contract, a code base); retrieval when the corpus outgrows any prompt or the relevant part
-#   is small. Many production systems do both: retrieve, then hand over a generous window.
-# - *An open model to host:* read `num_attention_heads`, `num_key_value_heads` and
-#   `max_position_embeddings` in its `config.json`. The cache per token scales with the K/V
-#   heads, and that number, more than the parameter count, decides how many conversations a GPU
-#   carries.
-# - *Serving it:* use an engine with FlashAttention and a paged cache, not a loop of your own.
-# - *Training or fine-tuning:* keep the library's score scaling and causal mask exactly as they
-#   are; section 7 measures what goes wrong without the scaling.
-# - *Always:* measure quality against context length on your own task, with the key fact at the
-#   start, in the middle and at the end of the prompt. A longer advertised window does not mean
-#   the model uses its middle well.
-#
-# **What it costs**, in four currencies (the numbers come from the cell above):
-#
-# - *Compute.* The score-and-mix step is quadratic in the number of tokens and is paid in full
-#   when a prompt is first read: that is the wait before the first output token. A 1,000-token
-#   prompt builds 1,000,000 scores per head per layer, 2,000 tokens build 4,000,000 and 128,000
-#   tokens about 16.4 billion: doubling the context quadruples this part. For a 4,096-wide model
-#   with four 4,096 × 4,096 projections, no FFN and the full square, the quadratic part matches the
-#   projections at 8,192 tokens and is 15.6 times larger at 128,000. Llama 3.1 8B's grouped K/V
-#   projections are smaller, so its attention layer crosses already at 5,120; counting a 4d-wide
-#   feed-forward layer too (the original transformer's shape), four d × d projections and the FFN
-#   cross at 24,576; a causal kernel that skips the blocked half doubles each of these. Below a few thousand tokens the linear parts
-#   dominate and you can ignore the n² term.
-# - *Memory.* Every live conversation keeps the keys and values of all its tokens. With the shape
-#   of Llama 3.1 8B (32 layers, 8 K/V heads of width 128, 16-bit numbers) that is 131,072 bytes
-#   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
-#   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
-#   and 16.8 GB with the 8 it has.
-# - *Money.* APIs bill per input token. At an illustrative USD 5 per million input tokens, a
-#   100,000-token prompt costs USD 0.50 each time it is sent, USD 0.05 when all of it is a cache
-#   read at 0.1×, and USD 0.625 the first time, when it is written to a 5-minute cache at 1.25×.
-# - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
-#   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, 53.8%
-#   when it came tenth (the paper's Table 6), and 56.1% with no documents at all (Table 1): worse in
-#   the middle than blind.
-#
-# **What breaks.**
-#
-# - *The answer sits in the middle.* Accuracy drops for facts in the middle of a long prompt. Put
-#   the most important material first or last, and keep prompts as short as the task allows.
-# - *The cache never hits.* A timestamp or request id near the top of the prompt changes the
-#   prefix on every call, so every call pays full price. If the usage report shows zero cache
-#   reads across identical requests, something volatile sits before the stable part.
-# - *Out of memory at long context.* On long requests it is the KV cache, not the weights, that
-#   overflows the GPU. Prefer a GQA model, cap the context you accept, or use an engine that pages
-#   the cache.
-# - *The prompt does not fit.* Input beyond the window is an error; input plus the output budget
-#   beyond it ends the answer early. Count first, and leave room for the answer.
-# - *Training stalls on unscaled scores.* Without the division by the square root of the head
-#   width, softmax collapses onto one token and passes back almost no gradient. Section 7
-#   measures how much at widths from 2 to 1,024.
-#
-# **In the wild.** The *base* model of the original transformer ran 8 heads of width 64 on
-# 512-wide vectors; the *big* one ran 16 heads on 1,024-wide vectors with a 4,096-wide
-# feed-forward layer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), Table 3).
-# Model configs on Hugging Face list `num_attention_heads`, `num_key_value_heads` and
-# `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
-# 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
-# Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
-# 32 layers is 131,072 tokens (the cell above; the paper rounds it to "approximately 131K"). That
-# figure follows Mistral's convention, in which position i reads positions i − 4,096 … i, so each
-# layer relays information 4,096 positions back; Module 5 sets it beside gpt-oss's convention.
-# The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
-# 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
-# ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
-# `F.scaled_dot_product_attention` picks a kernel by itself: FlashAttention, memory-efficient, a
-# plain math one, and on NVIDIA GPUs a cuDNN one ([`SDPBackend`](https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.SDPBackend.html));
-# which it prefers depends on the release and the GPU: PyTorch's selector puts cuDNN first only when
-# `check_prefer_cudnn_attention()` in
-# [`sdp_utils.cpp`](https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp)
-# holds, a condition on the GPU generation (Hopper and newer data-centre parts) and the cuDNN version
-# that has changed from release to release, and otherwise tries FlashAttention first.
-# Its `scale=` argument is keyword-only and exists from torch 2.1
-# ([docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
-# which is why this notebook installs `torch>=2.1`;
-# and vLLM's paged cache was motivated by earlier engines that used only 20.4%-38.2% of their
-# KV-cache memory for actual token states ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
-
-# %% [markdown]
 # ## 10 · The rest of the block: feed-forward, LayerNorm, residuals
 #
 # **The idea.** Attention moves information *between* tokens. A decoder block adds three things
@@ -4301,6 +4216,27 @@ show_figure(
     "(each token on its own) and added back at the second ⊕. The green residual paths carry the input around each "
     "sublayer unchanged, so each sublayer only learns a correction.",
 )
+
+# %% [markdown]
+# **Dropout, and train against eval.** The original transformer also applies **dropout**, which
+# zeroes each entry with probability $p$ during training and scales the survivors by $1/(1 - p)$
+# so that the average is unchanged. It sits on the output of each sublayer, before that output is
+# added to the residual stream, and on the sum of the token and position embeddings, with
+# $p = 0.1$ for the base model ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), section
+# 5.4); many implementations also drop attention weights. In PyTorch, `model.train()` switches it
+# on and `model.eval()` off, and forgetting `eval()` at inference makes every answer a little
+# random. The blocks here have no dropout: TinyLM sees fresh random sequences at every step, so it
+# has nothing to overfit, and its `generate` calls `eval()` anyway.
+
+# %%
+torch.manual_seed(SEED)
+dropout, ones = nn.Dropout(p=0.1), torch.ones(100_000)
+kept = dropout.train()(ones)  # training mode: about 10% zeros, the rest 1 / 0.9
+print(f"train: {float((kept == 0).double().mean()):.3f} of the entries zeroed, the others {float(kept.max()):.4f}, "
+      f"mean {float(kept.mean()):.3f}; eval: unchanged {torch.equal(dropout.eval()(ones), ones)}")
+expect("training-mode dropout zeroes about p and scales the rest by 1/(1 − p), keeping the mean near 1",
+       abs(float(kept.mean()) - 1) < 0.01 and math.isclose(float(kept.max()), 1 / 0.9, rel_tol=1e-6))
+expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), ones))
 
 
 # %% [markdown]
@@ -5612,6 +5548,125 @@ if crossing != 0:
 print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops the crossing token would keep {crossing} tokens")
 
 # %% [markdown]
+# ## Appendix · Attention in practice: options, costs and failures
+#
+# Section 9's cost cell computed every number below.
+#
+# **Your options**, from the cheapest to the most committed. Some you choose in the prompt or
+# the API call; the rest you choose by picking a model or a serving stack.
+#
+# | Option | What it does | What you gain | What it costs | Where you choose it |
+# |---|---|---|---|---|
+# | Short prompt plus retrieval | Puts only the relevant passages in the context | Cost that stays flat as the corpus grows | An index to maintain, and retrieval that can miss | Your own code |
+# | Prompt caching | Reuses the keys and values of a prefix that repeats across calls | Cache reads billed at 0.1× the input price, and a faster first token ([Anthropic prompt caching](https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)) | The prefix must match byte for byte; a cache write costs 1.25× the input price for the 5-minute lifetime and 2× for the 1-hour one (same page) | The API or the serving engine |
+# | A long context window | Sends the whole document or history at once | Nothing to retrieve; exact cross-references across all of it | Quadratic compute, a cache that grows with every token, weaker recall in the middle | The model you pick |
+# | A GQA or MQA model | Lets several query heads share one key/value head | A KV cache smaller by the ratio of query heads to K/V heads (4× for Llama 3.1 8B, computed in section 8) | A little modelling capacity, decided by the model's authors | The model card: `num_key_value_heads` |
+# | FlashAttention kernels | Computes exactly the same attention in tiles that stay in fast on-chip memory | No n × n matrix in GPU main memory; the paper reports 3× faster GPT-2 training at 1K context and 15% over the MLPerf 1.1 BERT-large record ([Dao et al., 2022](https://arxiv.org/abs/2205.14135)) | A supported GPU | The serving stack (PyTorch, vLLM, ...) |
+# | Sliding-window attention | Lets each layer look back a fixed number of tokens | A per-layer cache of fixed size and linear cost | Exact lookup beyond the window is gone; information hops layer by layer | The architecture, e.g. Mistral 7B **v0.1** with a 4,096-token window ([Jiang et al., 2023](https://arxiv.org/abs/2310.06825)); v0.2 and v0.3 dropped it ([v0.2 model card](https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.2)) |
+# | A paged KV cache | Stores each request's cache in small blocks instead of one reserved strip | 2-4× the throughput of FasterTransformer and Orca at the same latency ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) | An engine that supports it | vLLM and most engines since |
+# | A linear-time architecture | Replaces attention by a recurrence with a fixed-size state | No n² term, a cache that does not grow; Mamba reports 5× the generation throughput of a transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752)) | Different recall behaviour, fewer mature models | The architecture (state-space models) |
+#
+# **How to choose.** Start from what you control.
+#
+# - *A hosted API:* you control the prompt. Put the stable part first (system prompt, tool
+#   definitions, reference documents) and keep it identical from call to call so that it
+#   caches; put what changes last. Count tokens before sending: input beyond the window is
+#   rejected, and input plus the answer's budget beyond it cuts the answer short.
+# - *Long context or retrieval:* long context for one document the model must read exactly (a
+#   contract, a code base); retrieval when the corpus outgrows any prompt or the relevant part
+#   is small. Many production systems do both: retrieve, then hand over a generous window.
+# - *An open model to host:* read `num_attention_heads`, `num_key_value_heads` and
+#   `max_position_embeddings` in its `config.json`. The cache per token scales with the K/V
+#   heads, and that number, more than the parameter count, decides how many conversations a GPU
+#   carries.
+# - *Serving it:* use an engine with FlashAttention and a paged cache, not a loop of your own.
+# - *Training or fine-tuning:* keep the library's score scaling and causal mask exactly as they
+#   are; section 7 measures what goes wrong without the scaling.
+# - *Always:* measure quality against context length on your own task, with the key fact at the
+#   start, in the middle and at the end of the prompt. A longer advertised window does not mean
+#   the model uses its middle well.
+#
+# **What it costs**, in four currencies (the numbers come from section 9's cost cell):
+#
+# - *Compute.* The score-and-mix step is quadratic in the number of tokens and is paid in full
+#   when a prompt is first read: that is the wait before the first output token. A 1,000-token
+#   prompt builds 1,000,000 scores per head per layer, 2,000 tokens build 4,000,000 and 128,000
+#   tokens about 16.4 billion: doubling the context quadruples this part. For a 4,096-wide model
+#   with four 4,096 × 4,096 projections, no FFN and the full square, the quadratic part matches the
+#   projections at 8,192 tokens and is 15.6 times larger at 128,000. Llama 3.1 8B's grouped K/V
+#   projections are smaller, so its attention layer crosses already at 5,120; counting a 4d-wide
+#   feed-forward layer too (the original transformer's shape), four d × d projections and the FFN
+#   cross at 24,576; a causal kernel that skips the blocked half doubles each of these. Below a few thousand tokens the linear parts
+#   dominate and you can ignore the n² term.
+# - *Memory.* Every live conversation keeps the keys and values of all its tokens. With the shape
+#   of Llama 3.1 8B (32 layers, 8 K/V heads of width 128, 16-bit numbers) that is 131,072 bytes
+#   per token, 4.2 GB for a 32,000-token conversation, so an 80 GB GPU holding 16 GB of weights
+#   carries 15 such conversations. One 128,000-token request would need 67 GB with 32 K/V heads
+#   and 16.8 GB with the 8 it has.
+# - *Money.* APIs bill per input token. At an illustrative USD 5 per million input tokens, a
+#   100,000-token prompt costs USD 0.50 each time it is sent, USD 0.05 when all of it is a cache
+#   read at 0.1×, and USD 0.625 the first time, when it is written to a 5-minute cache at 1.25×.
+# - *Recall.* In *Lost in the Middle* ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)),
+#   GPT-3.5-Turbo answered 75.8% of the questions when the useful document came first of 20, 53.8%
+#   when it came tenth (the paper's Table 6), and 56.1% with no documents at all (Table 1): worse in
+#   the middle than blind.
+#
+# **What breaks.**
+#
+# - *The answer sits in the middle.* Accuracy drops for facts in the middle of a long prompt. Put
+#   the most important material first or last, and keep prompts as short as the task allows.
+# - *The cache never hits.* A timestamp or request id near the top of the prompt changes the
+#   prefix on every call, so every call pays full price. If the usage report shows zero cache
+#   reads across identical requests, something volatile sits before the stable part.
+# - *Out of memory at long context.* On long requests it is the KV cache, not the weights, that
+#   overflows the GPU. Prefer a GQA model, cap the context you accept, or use an engine that pages
+#   the cache.
+# - *The prompt does not fit.* Input beyond the window is an error; input plus the output budget
+#   beyond it ends the answer early. Count first, and leave room for the answer.
+# - *Training stalls on unscaled scores.* Without the division by the square root of the head
+#   width, softmax collapses onto one token and passes back almost no gradient. Section 7
+#   measures how much at widths from 2 to 1,024.
+#
+# **In the wild.** The *base* model of the original transformer ran 8 heads of width 64 on
+# 512-wide vectors; the *big* one ran 16 heads on 1,024-wide vectors with a 4,096-wide
+# feed-forward layer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762), Table 3).
+# Model configs on Hugging Face list `num_attention_heads`, `num_key_value_heads` and
+# `max_position_embeddings`: Llama 3.1 8B pairs 32 query heads with 8 K/V heads and accepts
+# 128K tokens ([its config](https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json)).
+# Mistral 7B v0.1 uses the same 32-to-8 split plus a 4,096-token window, whose reach through its
+# 32 layers is 131,072 tokens (section 9's cost cell; the paper rounds it to "approximately 131K"). That
+# figure follows Mistral's convention, in which position i reads positions i − 4,096 … i, so each
+# layer relays information 4,096 positions back; Module 5 sets it beside gpt-oss's convention.
+# The GQA paper *uptrained* existing multi-head checkpoints (T5-XXL) into grouped-query ones with
+# 5% of their original pre-training compute; that 5% is not the cost of training GQA from scratch
+# ([Ainslie et al., 2023](https://arxiv.org/abs/2305.13245)). PyTorch's
+# `F.scaled_dot_product_attention` picks a kernel by itself: FlashAttention, memory-efficient, a
+# plain math one, and on NVIDIA GPUs a cuDNN one ([`SDPBackend`](https://docs.pytorch.org/docs/stable/generated/torch.nn.attention.SDPBackend.html));
+# which it prefers depends on the release and the GPU: PyTorch's selector puts cuDNN first only when
+# `check_prefer_cudnn_attention()` in
+# [`sdp_utils.cpp`](https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp)
+# holds, a condition on the GPU generation (Hopper and newer data-centre parts) and the cuDNN version
+# that has changed from release to release, and otherwise tries FlashAttention first.
+# Its `scale=` argument is keyword-only and exists from torch 2.1
+# ([docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)),
+# which is why this notebook installs `torch>=2.1`;
+# and vLLM's paged cache was motivated by earlier engines that used only 20.4%-38.2% of their
+# KV-cache memory for actual token states ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)).
+#
+# **Windows of a million tokens, and flat prices** (checked December 2026; these pages change
+# often, so read them again before relying on a figure). Anthropic's documentation defines the
+# context window as all the text the model can reference when it writes a response, the response
+# itself included, and gives some of its models a 1M-token window and others 200K
+# ([context windows](https://platform.claude.com/docs/en/build-with-claude/context-windows)). So
+# everything in a request counts towards it: the system prompt, tool definitions and tool results,
+# the conversation so far, attached documents, and the answer being written. Input is billed per
+# token, at one price per model ([Anthropic pricing](https://platform.claude.com/docs/en/about-claude/pricing))
+# or in two tiers split at 200,000 prompt tokens, as for Gemini 2.5 Pro
+# ([Gemini pricing](https://ai.google.dev/gemini-api/docs/pricing)). Within a tier the millionth
+# token costs what the first one does, although the score step it joins grows with the square of
+# the length (section 9): the provider averages the n² term into one price per token.
+
+# %% [markdown]
 # ## The papers behind this module
 #
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762. Scaled
@@ -5632,7 +5687,11 @@ print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops th
 #
 # **Further reading.** The Annotated Transformer (https://nlp.seas.harvard.edu/annotated-transformer/),
 # Jay Alammar's *The Illustrated Transformer* (https://jalammar.github.io/illustrated-transformer/),
-# Andrej Karpathy's nanoGPT (https://github.com/karpathy/nanoGPT), and the PyTorch documentation of
+# Andrej Karpathy's video *Let's build GPT: from scratch, in code, spelled out*
+# (https://www.youtube.com/watch?v=kCc8FmEb1nY), which builds a small GPT and derives the causal mask
+# as section 4 does, and his nanoGPT (https://github.com/karpathy/nanoGPT); 3Blue1Brown's *Attention in
+# transformers, step-by-step*, chapter 6 of the deep-learning series
+# (https://www.3blue1brown.com/lessons/attention), for the picture behind queries, keys and values; and the PyTorch documentation of
 # `scaled_dot_product_attention`
 # (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
 
