@@ -107,6 +107,18 @@ def _module3_baselines() -> None:
 _module3_baselines()
 
 
+def _module3_size_cases(args: tuple, kwargs: dict) -> list:
+    """Module 3's attention on 20,000 tokens: every argument is valid, yet the scores alone would take gigabytes."""
+    import torch
+
+    long = torch.zeros(20_000, args[0].shape[-1], dtype=args[0].dtype)  # (T, d_k), T = 20,000
+    return [("q=k=v of 20,000 tokens (scores over the budget)", (long, long, long), {}, True, False)]
+
+
+# Calls that one-argument mutations cannot reach (several sizes at once), per notebook and function name.
+SIZE_CASES = {("module3", "scaled_dot_product_attention"): _module3_size_cases}
+
+
 class CallTimeout(BaseException):
     """Raised by the alarm inside a call that ran past CALL_SECONDS (a BaseException: notebook code cannot swallow it)."""
 
@@ -684,6 +696,7 @@ def fuzz(nb: Notebook, name: str, progress: bool = False, only: tuple = ()) -> R
         report.fuzzed += 1
         args, kwargs, owner = baseline
         todo = list(cases(args, kwargs)) + drawn_cases(args, kwargs)
+        todo += SIZE_CASES.get((name, target.name), lambda *_: [])(args, kwargs)
         report.calls += len(todo)
         report.findings += run_cases(target, owner, todo)
     report.seconds = time.perf_counter() - start
