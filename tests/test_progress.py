@@ -44,10 +44,16 @@ def test_a_terminal_gets_a_tqdm_bar():
     assert "html" in stream.getvalue() and "2/2" in stream.getvalue() and "module5 [en]" in stream.getvalue()
 
 
+TINY = "def double(x):\n    return x * 2 + 0\n\n\nif double(2) != 4:\n    raise SystemExit(1)\n"
+
+
 def test_mutants_state_the_expected_duration_before_they_run(monkeypatch, capsys, course):
-    monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("survived", 2.0) if source == original else ("killed", 2.0))
-    original = course.notebooks[0].source.read_text(encoding="utf-8")
-    assert cli.main(["mutants", course.notebooks[0].name, "--sample", "3", "--function", "*"]) == exits.OK
+    """A tiny source stands in for the notebook (the real one is mutated in the slow tier), and no script really runs."""
+    real = mutants.generate
+    monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip: real(name, TINY, path, []))
+    # the unmutated run (the notebook's own text) passes; every mutant of TINY is killed
+    monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed" if "def double" in source else "survived", 2.0))
+    assert cli.main(["mutants", course.notebooks[0].name, "--sample", "3"]) == exits.OK
     err = capsys.readouterr().err
     first, expected = err.splitlines()[:2]
     assert "timing the unmutated notebook first" in first
