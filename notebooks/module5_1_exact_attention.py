@@ -1955,7 +1955,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
 # | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
 # | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
-# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack | the model's architecture |
+# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack, in this module's toy convention (4,096 channels × 16 numbers per layer, 16-bit); a real Mamba layer of that width keeps more than twice as much, with twice the channels and a convolution state (Module 5.2, section 12) | the model's architecture |
 # | Latent KV cache (MLA) | caches a short latent per token and rebuilds keys and values from it | exact outputs by construction | 576 numbers per token per layer instead of 32,768 for 128 heads of width 128 (57x fewer; 71x against the real 192-wide keys, section 5 here and section 13 of Module 5.2), plus extra matrix work | the model's architecture |
 # | Quantized KV cache | stores keys and values with 8 or 4 bits and one scale per vector | slightly rounded attention | 3.9x smaller at 4 bits; the output error is measured in Module 5.2, section 14 | the inference server |
 #
@@ -2900,6 +2900,7 @@ def plot_bytes_per_token(rows, title, language="en"):
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     labels, values = zip(*rows)
+    values = [value / 1024 for value in values]  # bytes -> KiB: the axis and the labels use one unit
     fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
     y = np.arange(len(rows))[::-1]
     families = {"gpt-oss": Palette.BLUE, "DeepSeek": Palette.PURPLE, "Llama": Palette.ORANGE, "Qwen": Palette.GREEN}
@@ -2910,11 +2911,11 @@ def plot_bytes_per_token(rows, title, language="en"):
               title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
-        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
+        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(min(values) / 2, max(values) * 8)
     log_scale(ax, "x")
-    ax.set_xlabel(localized(language, "KV-cache bytes per token, all layers (log scale)", "байт KV-кэша на токен, все слои (лог. шкала)"))
+    ax.set_xlabel(localized(language, "KV cache per token, all layers, KiB (log scale)", "KV-кэш на токен, все слои, КиБ (лог. шкала)"))
     ax.set_title(title)
     height = 0.32 * len(rows) + 1.0  # inches, as in figsize
     fig.subplots_adjust(left=0.36, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height)
@@ -3734,6 +3735,8 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
             label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
+    ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
+    ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))

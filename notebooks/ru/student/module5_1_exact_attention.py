@@ -1971,7 +1971,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | Скользящее окно, часто чередующееся с полными слоями | каждый токен читает последние $w$ токенов; глубина передаёт информацию дальше по эстафете | точное воспроизведение внутри окна, более слабое эстафетное — за его пределами | кэш, ограниченный $w$ токенами: 0.54 GB при $w$ = 4,096 на любой длине | архитектура модели |
 # | Стоки внимания плюс окно (StreamingLLM) | при обслуживании сохраняются несколько первых токенов и окно последних | связная потоковая генерация без ограничения длины; **никакого** воспроизведения вытесненных токенов | почти ничего; статья прогоняет потоком 4 миллиона токенов с ускорением до 22.2x по сравнению с пересчётом окна ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)) | сервер инференса |
 # | Гибрид модели пространства состояний и внимания | большинство слоёв несут состояние фиксированного размера; несколько слоёв — внимание | точный поиск через слои внимания | 4 слоя внимания из 32 сокращают кэш на 128k с 17.2 GB до 2.15 GB | архитектура модели |
-# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4.2 MB на весь стек из 32 слоёв | архитектура модели |
+# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4.2 MB на весь стек из 32 слоёв в игрушечном соглашении этого модуля (4,096 каналов × 16 чисел на слой, 16 бит); настоящий слой Mamba той же ширины хранит больше чем вдвое больше — вдвое больше каналов и ещё состояние свёртки (модуль 5.2, раздел 12) | архитектура модели |
 # | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32,768 для 128 голов ширины 128 (в 57x меньше; в 71x относительно реальных ключей ширины 192, раздел 5 здесь и раздел 13 модуля 5.2), плюс дополнительные матричные вычисления | архитектура модели |
 # | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3.9x меньше при 4 битах; ошибка выхода измеряется в модуле 5.2, раздел 14 | сервер инференса |
 #
@@ -3025,6 +3025,7 @@ def plot_bytes_per_token(rows, title, language="en"):
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     labels, values = zip(*rows)
+    values = [value / 1024 for value in values]  # bytes -> KiB: the axis and the labels use one unit
     fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
     y = np.arange(len(rows))[::-1]
     families = {"gpt-oss": Palette.BLUE, "DeepSeek": Palette.PURPLE, "Llama": Palette.ORANGE, "Qwen": Palette.GREEN}
@@ -3035,11 +3036,11 @@ def plot_bytes_per_token(rows, title, language="en"):
               title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
-        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
+        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(min(values) / 2, max(values) * 8)
     log_scale(ax, "x")
-    ax.set_xlabel(localized(language, "KV-cache bytes per token, all layers (log scale)", "байт KV-кэша на токен, все слои (лог. шкала)"))
+    ax.set_xlabel(localized(language, "KV cache per token, all layers, KiB (log scale)", "KV-кэш на токен, все слои, КиБ (лог. шкала)"))
     ax.set_title(title)
     height = 0.32 * len(rows) + 1.0  # inches, as in figsize
     fig.subplots_adjust(left=0.36, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height)
@@ -3996,6 +3997,8 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
             label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
+    ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
+    ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
