@@ -3496,13 +3496,10 @@ def block_kinds(allowed, tile):
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     if allowed.ndim != 2 or 0 in allowed.shape:
         raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
-    rows, cols = -(-allowed.shape[0] // tile), -(-allowed.shape[1] // tile)
-    kinds = np.zeros((rows, cols), dtype=int)
-    for b in range(rows):
-        for c in range(cols):
-            block = allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile]
-            kinds[b, c] = 2 if block.all() else (1 if block.any() else 0)
-    return kinds
+    starts_q, starts_k = np.arange(0, allowed.shape[0], tile), np.arange(0, allowed.shape[1], tile)  # each block's first row, column
+    some = np.logical_or.reduceat(np.logical_or.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)  # (query blocks, key blocks)
+    every = np.logical_and.reduceat(np.logical_and.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)
+    return np.where(every, 2, np.where(some, 1, 0))  # a whole-array pass: no Python loop over the blocks
 
 
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
@@ -3805,6 +3802,15 @@ show_figure(
 TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
 
 
+def _causal_block_products(Q, K, V, tile_size):
+    """Q K^T, then times V, each query block reading only the keys up to its last query: the products a causal kernel must do."""
+    out = np.empty((len(Q), V.shape[1]))
+    for start in range(0, len(Q), tile_size):  # the same query blocks as the tiles: keys after a block are never touched
+        stop = min(start + tile_size, len(Q))
+        out[start:stop] = (Q[start:stop] @ K[:stop].T) @ V[:stop]  # (block, stop) scores, then (block, d); no softmax
+    return out
+
+
 def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     """Best-of-`repeats` seconds of NumPy tiled attention, torch SDPA per CPU backend, and two causal matmuls."""
     n, d = require_int("n", n, minimum=1, maximum=TIMING_MAX_N), require_int("d", d, minimum=1)
@@ -3813,12 +3819,7 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
     q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
     def two_causal_matmuls():
-        out = np.empty_like(V)
-        for start in range(0, n, tile_size):  # the same query blocks as the tiles: keys after a block are never touched
-            stop = min(start + tile_size, n)
-            scores = Q[start:stop] @ K[:stop].T  # (block, stop): the first unavoidable product, causal keys only
-            out[start:stop] = scores @ V[:stop]  # (block, d): the second, no softmax in between
-        return out
+        return _causal_block_products(Q, K, V, tile_size)
 
     def tiled():
         return tiled_attention(Q, K, V, tile_size=tile_size, causal=True)
@@ -3855,7 +3856,10 @@ if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
 print("The memory hierarchy and the backend timings: PASS")
 
 # %% tags=["hide-input"]
-# @title The backend timing on the smallest input, and the inputs it refuses
+# @title The backend timing on the smallest input, the causal products on a small one, and the inputs it refuses
+Q5, K5, V5 = (np.random.default_rng(5).standard_normal((5, 3)) for _ in range(3))
+reads = np.arange(5)[None, :] < np.minimum((np.arange(5) // 2 + 1) * 2, 5)[:, None]  # query i's block of 2 reads keys up to its end
+expect_close("the causal products in blocks of 2 equal (Q K^T restricted to each block's keys) V", _causal_block_products(Q5, K5, V5, 2), ((Q5 @ K5.T) * reads) @ V5)
 expect("the smallest timing, one token of width 1, runs", len(time_attention_backends(n=1, d=1, tile_size=1, repeats=1, seed=0)), ">=", 3)
 expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
