@@ -372,11 +372,11 @@ MODULE5 = [
         KV_CACHE, "key and a value", edit("return 2 * kept", "return kept")),
     # Exercise 5: online_softmax_dot
     Bug("online-softmax-no-alpha", "module5_1", "online_softmax_dot", "adds each tile without the alpha rescale of the running sums",
-        ONLINE, "running 'l'", (("l = alpha * l + ", "l = l + "), ("n = alpha * n + ", "n = n + ")), hint="without the alpha rescale"),
+        ONLINE, "running 'l'", (("l = alpha * l + ", "l = l + "), ("u = alpha * u + ", "u = u + ")), hint="without the alpha rescale"),
     Bug("online-softmax-sum-not-rescaled", "module5_1", "online_softmax_dot", "rescales the numerator but not the running sum",
         ONLINE, "running 'l'", edit("l = alpha * l + ", "l = l + ")),
     Bug("online-softmax-max-starts-at-zero", "module5_1", "online_softmax_dot", "starts the running max at 0 instead of -inf",
-        ONLINE, "alpha", edit("m, l, n = -math.inf, 0.0, 0.0", "m, l, n = 0.0, 0.0, 0.0")),
+        ONLINE, "alpha", edit("m, l, u = -math.inf, 0.0, 0.0", "m, l, u = 0.0, 0.0, 0.0")),
     Bug("online-softmax-alpha-inverted", "module5_1", "online_softmax_dot", "writes alpha = exp(m_new - m), the inverse rescale",
         ONLINE, "running 'alpha'", edit("alpha = math.exp(m - m_new)", "alpha = math.exp(m_new - m)")),
     # Exercise 6: tiled_attention_plain

@@ -132,3 +132,15 @@ def test_plot_head_mapping_refuses_heads_that_do_not_group(nb):
     for bad in ((8, 0), (8, 3), (8, -1), (2**17, 1), (4, 8)):
         with pytest.raises(ValueError):
             nb["plot_head_mapping"](*bad)
+
+
+def test_block_kinds_equals_its_per_block_definition_without_a_loop_over_blocks(nb):
+    """Issue 25: a 2,000 x 2,000 mask in tiles of 1 took seconds in a Python loop; the whole-array form must agree with the loop."""
+    rng = np.random.default_rng(25)
+    for shape, tile in (((7, 5), 2), ((9, 9), 3), ((4, 11), 4), ((6, 6), 1), ((3, 8), 100)):
+        allowed = rng.random(shape) < 0.5
+        rows, cols = -(-shape[0] // tile), -(-shape[1] // tile)
+        expected = [[2 if allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile].all()
+                     else int(allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile].any()) for c in range(cols)] for b in range(rows)]
+        assert nb["block_kinds"](allowed, tile).tolist() == expected, (shape, tile)
+    assert nb["block_kinds"](np.tri(2000, dtype=bool), 1).shape == (2000, 2000)

@@ -65,3 +65,10 @@ def test_quantized_attention_error_refuses_key_axis_minus_one(nb):
 def test_pairs_computed_refuses_an_all_nan_mask(nb):
     with pytest.raises(ValueError, match="NaN"):
         nb["pairs_computed"](np.full((4, 4), np.nan))
+
+
+def test_linear_attention_refuses_an_overflow_instead_of_returning_nan(nb):
+    huge = np.full((3, 2), 1e200)
+    for call in (lambda: nb["linear_attention_weights"](huge, huge), lambda: nb["linear_attention_quadratic"](huge, huge, np.ones((3, 2)))):
+        with pytest.raises(FloatingPointError, match="scale Q and K down"):
+            call()

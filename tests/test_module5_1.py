@@ -140,3 +140,14 @@ def test_tiled_benchmark_measures_exact_ratios():
 def test_source_loads_without_running_cells():
     nb = definitions(SOURCE, ("tiled_attention", "sdpa", "make_mask"))
     assert set(nb) == {"tiled_attention", "sdpa", "make_mask"}
+
+
+# ---- the HBM counts: no line of the figure may fall below the floor, at any size ----
+
+
+def test_hbm_counts_stay_above_the_floor(nb):
+    count = nb["attention_hbm_accesses"]
+    for n in (1, 7, 128, 4096, 100_000):
+        for d, sram in ((1, 1), (64, 4096), (128, 116_736)):
+            row = count(n, d, sram)
+            assert min(row["standard"], row["flash"]) >= row["floor"], (n, d, sram, row)

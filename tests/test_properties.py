@@ -490,8 +490,7 @@ NOT_FUZZED = {
         # tests/fuzz.py fuzzes them in the run notebook.
         "grouped_projection_flops": "reads cell variables; fuzzed by tests/fuzz.py", "ffn_flops": "reads cell variables; fuzzed by tests/fuzz.py"},
     "module5_1": {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given",
-                  "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ",
-                  "slow_first_run": "a timing fixture of the best_seconds check, with no arguments"},
+                  "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ"},
     "module5_2": {"check_stated": "raises on purpose when two numbers differ",
                   "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
                   **dict.fromkeys(("kv_bytes_per_token", "context_cost", "kv_cache_bytes", "mla_bytes_per_token", "make_mask",

@@ -44,7 +44,7 @@ def test_seed_values_are_kept(course):
     assert m3["attention"]["weights"][2] == [0.2482550782577231, 0.2482550782577231, 0.5034898434845538]
     assert m3["next_token_nll"]["nll"] == 0.5439104980979277
     assert m3["parameter_floor"]["decoder_layer"] == 4194304
-    assert m5["online_softmax_trace"]["n2"] == 3.966890002140263
+    assert m5["online_softmax_trace"]["u2"] == 3.966890002140263
     assert m5["mla"]["raw_element_ratio"] == 56.888888888888886
     assert m5["gpt_oss_hybrid"]["hybrid_total_bytes"] == 4836556800
 

@@ -34,22 +34,22 @@ def check_online_softmax_contract(online_softmax_dot):
                         [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
     contract_assert(
         isinstance(trace, (list, tuple)) and len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
-        "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
+        "2 dicts with keys m, alpha, l, u", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'u': ...} after each tile",
     )
     e = math.exp
     expected = [
-        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "n": 1.0 + 2.0 * e(-1.0)},
+        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "u": 1.0 + 2.0 * e(-1.0)},
         {"m": 3.0, "alpha": e(-1.0), "l": e(-1.0) * (1.0 + e(-1.0)) + 1.0 + e(-2.5),
-         "n": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
+         "u": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
     ]
     hints = {
         "m": "the running max is the max of the old max and this tile's max",
         "alpha": "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0",
         "l": "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)",
-        "n": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
+        "u": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
     }
     for tile, (want, got) in enumerate(zip(expected, trace)):
-        for key in ("m", "alpha", "l", "n"):
+        for key in ("m", "alpha", "l", "u"):
             contract_close(
                 f"after tile {tile + 1} the running '{key}' is exact", case, [got.get(key, math.nan)], [want[key]], hints[key],
                 atol=1e-12, rtol=1e-12,

@@ -47,11 +47,11 @@ def online_softmax_trace() -> dict:
     """
     e = math.exp
     l1 = math.fsum([e(0.0), e(-1.0)])
-    n1 = math.fsum([e(0.0) * 1.0, e(-1.0) * 2.0])
+    u1 = math.fsum([e(0.0) * 1.0, e(-1.0) * 2.0])
     alpha = e(2.0 - 3.0)
     l2 = math.fsum([e(-1.0), e(-2.0), e(0.0), e(-2.5)])
-    n2 = math.fsum([e(-1.0) * 1.0, e(-2.0) * 2.0, e(0.0) * 3.0, e(-2.5) * 4.0])
-    return {"alpha": alpha, "l1": l1, "l2": l2, "n1": n1, "n2": n2, "output": n2 / l2}
+    u2 = math.fsum([e(-1.0) * 1.0, e(-2.0) * 2.0, e(0.0) * 3.0, e(-2.5) * 4.0])
+    return {"alpha": alpha, "l1": l1, "l2": l2, "output": u2 / l2, "u1": u1, "u2": u2}
 
 
 def mla() -> dict:

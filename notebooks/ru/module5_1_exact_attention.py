@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module5_1_exact_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `28aec6333f877f1766d571f82e810337a483ebf10293530ea2cc224b743e6956`.*
-# <!-- builder:end sha256=28059880ec00f608395a812f97bfc9d4f61efb54b447c730657055fa6ca68807 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
+# <!-- builder:end sha256=a96f9759285cf2efaad23415ea238e352a4422ccfed46ffdd3ec4d67428361af -->
 
 # %% [markdown]
 # **Как запускать этот ноутбук.** Выберите *Runtime → Run all* (в JupyterLab: *Run → Run All Cells*). Хватит
@@ -63,6 +63,7 @@ import os
 import sys
 import time
 import tracemalloc
+import types
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
@@ -235,7 +236,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module5_1
 REFERENCE_SOURCE = "references/module5_1.json"
-REFERENCE_SHA256 = "28aec6333f877f1766d571f82e810337a483ebf10293530ea2cc224b743e6956"
+REFERENCE_SHA256 = "8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "gpt_oss_hybrid": {
@@ -272,9 +273,9 @@ REFERENCE_JSON = r"""{
     "alpha": 0.36787944117144233,
     "l1": 1.3678794411714423,
     "l2": 1.5852997230319539,
-    "n1": 1.7357588823428847,
-    "n2": 3.966890002140263,
-    "output": 2.502296533903012
+    "output": 2.502296533903012,
+    "u1": 1.7357588823428847,
+    "u2": 3.966890002140263
   },
   "running_example": {
     "bytes_per_token": 131072
@@ -304,7 +305,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=6148bd0451cf165b0483e6b2d94ed00062477f27867d5286dfe1aa7204e0cce0
+# builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1241,22 +1242,22 @@ def check_online_softmax_contract(online_softmax_dot):
                         [[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
     contract_assert(
         isinstance(trace, (list, tuple)) and len(trace) == 2 and all(isinstance(t, dict) for t in trace), "the trace has one dict per tile", case,
-        "2 dicts with keys m, alpha, l, n", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'n': ...} after each tile",
+        "2 dicts with keys m, alpha, l, u", f"{trace!r}"[:120], "append {'m': ..., 'alpha': ..., 'l': ..., 'u': ...} after each tile",
     )
     e = math.exp
     expected = [
-        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "n": 1.0 + 2.0 * e(-1.0)},
+        {"m": 2.0, "alpha": 0.0, "l": 1.0 + e(-1.0), "u": 1.0 + 2.0 * e(-1.0)},
         {"m": 3.0, "alpha": e(-1.0), "l": e(-1.0) * (1.0 + e(-1.0)) + 1.0 + e(-2.5),
-         "n": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
+         "u": e(-1.0) * (1.0 + 2.0 * e(-1.0)) + 3.0 + 4.0 * e(-2.5)},
     ]
     hints = {
         "m": "the running max is the max of the old max and this tile's max",
         "alpha": "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0",
         "l": "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)",
-        "n": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
+        "u": "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)",
     }
     for tile, (want, got) in enumerate(zip(expected, trace)):
-        for key in ("m", "alpha", "l", "n"):
+        for key in ("m", "alpha", "l", "u"):
             contract_close(
                 f"after tile {tile + 1} the running '{key}' is exact", case, [got.get(key, math.nan)], [want[key]], hints[key],
                 atol=1e-12, rtol=1e-12,
@@ -1287,7 +1288,7 @@ def check_online_softmax_contract(online_softmax_dot):
     got, _ = run(prop, case, hint, [[-1000.0], [-1001.0, -999.0]], [[1.0], [2.0, 3.0]])
     contract_close(prop, case, [got], [direct([-1000.0, -1001.0, -999.0], [1.0, 2.0, 3.0])], hint, atol=1e-12, rtol=1e-12)
     return {"trace": "PASS", "random_tilings": 5, "extreme_logits": "PASS"}
-# builder:end sha256=83b8a79e74288e05e77208d1107118be27a96c9eb59fb1cdd25aa42592eb5d28
+# builder:end sha256=37fa229185c80385fb0557b011be111bafc236216f78b210f501b5777d6d5790
 # builder:begin inline check_plain_tiled_contract
 def check_plain_tiled_contract(tiled_attention_plain):
     """Judge ``tiled_attention_plain(Q, K, V, *, tile_size) -> output``: unmasked softmax attention in tiles.
@@ -1582,67 +1583,65 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "c2lua3MKICAgIHJldHVybiBucC53aGVyZShhbGxvd2VkLCAwLjAsIC1ucC5pbmYp",
     ),
     "Exercise 2": (
-        "IyBFeGVyY2lzZSAyOiBXcml0ZSBzb2Z0bWF4IGF0dGVudGlvbiB3aXRoIGEgc2luay4gU2NhbGUgUSBLXlQgYnkgMS9zcXJ0",
-        "KGRfaykgYW5kIGFkZCB0aGUgbWFzay4KIyBUaGUgc2luayAoYWxyZWFkeSBicm9hZGNhc3QgdG8gWy4uLiwgVF9xLCAxXSkg",
-        "am9pbnMgZWFjaCByb3cncyBzb2Z0bWF4IGFzIGFuIGV4dHJhIGxvZ2l0IHdob3NlCiMgdmFsdWUgdmVjdG9yIGlzIHplcm8u",
-        "IFN1YnRyYWN0IHRoZSByb3cgbWF4IChvdmVyIHRva2VucyBBTkQgc2luaykgYmVmb3JlIGV4cC4gQSByb3cgd2l0aCBubwoj",
-        "IGFsbG93ZWQga2V5IGFuZCBubyBzaW5rIHJhaXNlcyBWYWx1ZUVycm9yIHdoZW4gZW1wdHlfcm93ID09ICJlcnJvciIgYW5k",
-        "IGlzIGFsbCB6ZXJvcyBmb3IgInplcm8iLgojIFJlamVjdCBhIGZpbml0ZSBzY29yZSB0aGF0IG92ZXJmbG93czogcmFpc2Ug",
-        "RmxvYXRpbmdQb2ludEVycm9yIG1lbnRpb25pbmcgIm1hc2sgYmlhcyIgd2hlbgojIGFkZGluZyBhIGZpbml0ZSBtYXNrIGVu",
-        "dHJ5IG1ha2VzIGEgZmluaXRlIHNjb3JlIGluZmluaXRlLgpkZWYgc2RwYShRLCBLLCBWLCBtYXNrPU5vbmUsICosIHNpbms9",
-        "Tm9uZSwgZW1wdHlfcm93PSJlcnJvciIsIHJldHVybl93ZWlnaHRzPUZhbHNlKToKICAgICIiIlNvZnRtYXggYXR0ZW50aW9u",
-        "IGluIE51bVB5IHdpdGggYW4gYWRkaXRpdmUgbWFzaywgYW4gb3B0aW9uYWwgc2luayBsb2dpdCBhbmQgYW4gZW1wdHktcm93",
-        "IHBvbGljeS4KCiAgICBRIFsuLi4sIFRfcSwgZF9rXSwgSyBbLi4uLCBUX2ssIGRfa10sIFYgWy4uLiwgVF9rLCBkX3ZdOyB0",
-        "aGUgbWFzayBicm9hZGNhc3RzIHRvIFsuLi4sIFRfcSwgVF9rXQogICAgKDAgb3IgYSBmaW5pdGUgYmlhcyA9IGFsbG93ZWQs",
-        "IC1pbmYgPSBibG9ja2VkKTsgdGhlIHNpbmsgYnJvYWRjYXN0cyB0byBbLi4uLCBUX3EsIDFdLgogICAgUmV0dXJucyB0aGUg",
-        "b3V0cHV0IFsuLi4sIFRfcSwgZF92XSwgYW5kIHRoZSB0b2tlbiB3ZWlnaHRzIHRvbyB3aGVuIHJldHVybl93ZWlnaHRzIGlz",
-        "IFRydWUuCiAgICAiIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbWluX25kaW09MiksIHJlcXVpcmVf",
-        "YXJyYXkoIksiLCBLLCBtaW5fbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiViIsIFYsIG1pbl9uZGltPTIpCiAgICByZXF1aXJl",
-        "X2Nob2ljZSgiZW1wdHlfcm93IiwgZW1wdHlfcm93LCAoImVycm9yIiwgInplcm8iKSkKICAgIHJldHVybl93ZWlnaHRzID0g",
-        "cmVxdWlyZV9ib29sKCJyZXR1cm5fd2VpZ2h0cyIsIHJldHVybl93ZWlnaHRzKQogICAgaWYgUS5zaGFwZVstMV0gIT0gSy5z",
-        "aGFwZVstMV06CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIlEgYW5kIEsgbXVzdCBzaGFyZSBkX2sgKGxhc3QgYXhpcyk7",
-        "IGdvdCB7US5zaGFwZVstMV19IGFuZCB7Sy5zaGFwZVstMV19IikKICAgIGlmIEsuc2hhcGVbLTJdICE9IFYuc2hhcGVbLTJd",
-        "OgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJLIGFuZCBWIG11c3QgaG9sZCB0aGUgc2FtZSBudW1iZXIgb2Yga2V5cyAo",
-        "YXhpcyAtMik7IGdvdCB7Sy5zaGFwZVstMl19IGFuZCB7Vi5zaGFwZVstMl19IikKICAgIHRyeToKICAgICAgICBiYXRjaCA9",
-        "IG5wLmJyb2FkY2FzdF9zaGFwZXMoUS5zaGFwZVs6LTJdLCBLLnNoYXBlWzotMl0pCiAgICAgICAgbnAuYnJvYWRjYXN0X3No",
-        "YXBlcyhiYXRjaCwgVi5zaGFwZVs6LTJdKQogICAgZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJv",
-        "cihmImJhdGNoIGF4ZXMgb2YgUSB7US5zaGFwZX0sIEsge0suc2hhcGV9IGFuZCBWIHtWLnNoYXBlfSBkbyBub3QgYnJvYWRj",
-        "YXN0IikgZnJvbSBOb25lCiAgICBkdHlwZSA9IG5wLnJlc3VsdF90eXBlKFEuZHR5cGUsIEsuZHR5cGUsIFYuZHR5cGUsIG5w",
-        "LmZsb2F0MzIpICAjIGZsb2F0MTYgaXMgY29tcHV0ZWQgaW4gZmxvYXQzMgogICAgUSwgSywgViA9ICh4LmFzdHlwZShkdHlw",
-        "ZSwgY29weT1GYWxzZSkgZm9yIHggaW4gKFEsIEssIFYpKQogICAgc2hhcGUgPSBiYXRjaCArIChRLnNoYXBlWy0yXSwgSy5z",
-        "aGFwZVstMl0pICAjICguLi4sIFRfcSwgVF9rKQogICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZSBtYXRyaXgiLCBzaGFw",
-        "ZSwgaXRlbXNpemU9ZHR5cGUuaXRlbXNpemUpICAjIHJlZnVzZWQgYmVmb3JlIFEgQCBLXlQgaXMgZm9ybWVkCiAgICBpZiBt",
-        "YXNrIGlzIG5vdCBOb25lOgogICAgICAgIG1hc2sgPSBfYXNfYWRkaXRpdmUobWFzaywgc2hhcGUsIGR0eXBlKQogICAgaWYg",
-        "c2luayBpcyBub3QgTm9uZToKICAgICAgICBzaW5rID0gcmVxdWlyZV9hcnJheSgic2luayIsIHNpbmspLmFzdHlwZShkdHlw",
-        "ZSwgY29weT1GYWxzZSkKICAgICAgICB0cnk6CiAgICAgICAgICAgIHNpbmsgPSBucC5icm9hZGNhc3RfdG8oc2luaywgc2hh",
-        "cGVbOi0xXSArICgxLCkpICAjICguLi4sIFRfcSwgMSk6IG9uZSBsb2dpdCBwZXIgaGVhZCBhbmQgcXVlcnkKICAgICAgICBl",
-        "eGNlcHQgVmFsdWVFcnJvcjoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInNpbmsgb2Ygc2hhcGUge3Npbmsuc2hh",
-        "cGV9IGRvZXMgbm90IGJyb2FkY2FzdCB0byB7c2hhcGVbOi0xXSArICgxLCl9OyB1c2Ugc2hhcGUgKEgsIDEsIDEpIHBlciBo",
-        "ZWFkIikgZnJvbSBOb25lCiAgICB3aXRoIG5wLmVycnN0YXRlKG92ZXI9Imlnbm9yZSIsIGludmFsaWQ9Imlnbm9yZSIpOgog",
-        "ICAgICAgIHNjb3JlcyA9IChRIEAgbnAuc3dhcGF4ZXMoSywgLTEsIC0yKSkgKiBkdHlwZS50eXBlKDEuMCAvIG1hdGguc3Fy",
-        "dChRLnNoYXBlWy0xXSkpICAjICguLi4sIFRfcSwgVF9rKQogICAgICAgIGlmIG5vdCBucC5pc2Zpbml0ZShzY29yZXMpLmFs",
-        "bCgpOgogICAgICAgICAgICByYWlzZSBGbG9hdGluZ1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsgcmVzY2FsZSBR",
-        "IGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQpIikKICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAg",
-        "ICBiaWFzZWQgPSBzY29yZXMgKyBtYXNrCiAgICAgICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShtYXNrKSAmIH5ucC5p",
-        "c2Zpbml0ZShiaWFzZWQpKToKICAgICAgICAgICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmlu",
-        "aXRlIG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBzY29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2Nr",
-        "KSIpCiAgICAgICAgICAgIHNjb3JlcyA9IGJpYXNlZAogICAgaGFzX2tleSA9IG5wLmlzZmluaXRlKHNjb3JlcykuYW55KGF4",
-        "aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjICguLi4sIFRfcSwgMSkKICAgIHRvcCA9IHNjb3Jlcy5tYXgoYXhpcz0tMSwga2Vl",
-        "cGRpbXM9VHJ1ZSkgICMgLWluZiBvbiBhIHJvdyB3aXRoIG5vdGhpbmcgdG8gcmVhZAogICAgaWYgc2luayBpcyBub3QgTm9u",
-        "ZToKICAgICAgICB0b3AgPSBucC5tYXhpbXVtKHRvcCwgc2luaykgICMgdGhlIHNpbmsgY29tcGV0ZXMgaW5zaWRlIHRoZSBz",
-        "YW1lIHNvZnRtYXgKICAgIGVsaWYgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIG5vdCBoYXNfa2V5LmFsbCgpOgogICAgICAg",
-        "IGZpcnN0ID0gbnAuYXJnd2hlcmUofmhhc19rZXlbLi4uLCAwXSlbMF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVy",
-        "cm9yKAogICAgICAgICAgICBmIntpbnQoKH5oYXNfa2V5KS5zdW0oKSl9IHF1ZXJ5IHJvdyhzKSBoYXZlIG5vIGFsbG93ZWQg",
-        "a2V5IChmaXJzdCBhdCBpbmRleCB7Zmlyc3R9KTsgIgogICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNzIGVtcHR5",
-        "X3Jvdz0nemVybycgdG8gcmV0dXJuIHplcm9zIGZvciB0aGVtIgogICAgICAgICkKICAgIHRvcCA9IG5wLndoZXJlKG5wLmlz",
-        "ZmluaXRlKHRvcCksIHRvcCwgMC4wKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgYSBoYXJtbGVzcyBtYXg6IG5vIC1pbmYgLSAt",
-        "aW5mCiAgICBleHBfc2NvcmVzID0gbnAuZXhwKHNjb3JlcyAtIHRvcCkgICMgYmxvY2tlZCBrZXlzOiBleHAoLWluZikgPSAw",
-        "CiAgICBkZW5vbWluYXRvciA9IGV4cF9zY29yZXMuc3VtKGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpCiAgICBpZiBzaW5rIGlz",
-        "IG5vdCBOb25lOgogICAgICAgIGRlbm9taW5hdG9yID0gZGVub21pbmF0b3IgKyBucC5leHAoc2luayAtIHRvcCkgICMgdGhl",
-        "IHNpbmsncyBtYXNzOyBpdHMgdmFsdWUgdmVjdG9yIGlzIHplcm8KICAgIHdlaWdodHMgPSBucC5kaXZpZGUoZXhwX3Njb3Jl",
-        "cywgZGVub21pbmF0b3IsIG91dD1ucC56ZXJvc19saWtlKGV4cF9zY29yZXMpLCB3aGVyZT1kZW5vbWluYXRvciA+IDApCiAg",
-        "ICBvdXRwdXQgPSB3ZWlnaHRzIEAgViAgIyAoLi4uLCBUX3EsIGRfdikKICAgIHJldHVybiAob3V0cHV0LCB3ZWlnaHRzKSBp",
-        "ZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+        "IyBFeGVyY2lzZSAyOiBXcml0ZSBzb2Z0bWF4IGF0dGVudGlvbiB3aXRoIGEgc2luay4gVGhlIHNjb3JlcywgUSBLXlQgLyBz",
+        "cXJ0KGRfaykgcGx1cyB0aGUgbWFzaywKIyBhcmUgY29tcHV0ZWQgZm9yIHlvdSB3aXRoIHRoZWlyIG92ZXJmbG93IGNoZWNr",
+        "cy4gVGhlIHNpbmsgKGFscmVhZHkgYnJvYWRjYXN0IHRvIFsuLi4sIFRfcSwgMV0pCiMgam9pbnMgZWFjaCByb3cncyBzb2Z0",
+        "bWF4IGFzIGFuIGV4dHJhIGxvZ2l0IHdob3NlIHZhbHVlIHZlY3RvciBpcyB6ZXJvLiBTdWJ0cmFjdCB0aGUgcm93IG1heAoj",
+        "IChvdmVyIHRva2VucyBBTkQgc2luaykgYmVmb3JlIGV4cC4gQSByb3cgd2l0aCBubyBhbGxvd2VkIGtleSBhbmQgbm8gc2lu",
+        "ayByYWlzZXMgVmFsdWVFcnJvciB3aGVuCiMgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIGlzIGFsbCB6ZXJvcyBmb3IgInpl",
+        "cm8iLgpkZWYgc2RwYShRLCBLLCBWLCBtYXNrPU5vbmUsICosIHNpbms9Tm9uZSwgZW1wdHlfcm93PSJlcnJvciIsIHJldHVy",
+        "bl93ZWlnaHRzPUZhbHNlKToKICAgICIiIlNvZnRtYXggYXR0ZW50aW9uIGluIE51bVB5IHdpdGggYW4gYWRkaXRpdmUgbWFz",
+        "aywgYW4gb3B0aW9uYWwgc2luayBsb2dpdCBhbmQgYW4gZW1wdHktcm93IHBvbGljeS4KCiAgICBRIFsuLi4sIFRfcSwgZF9r",
+        "XSwgSyBbLi4uLCBUX2ssIGRfa10sIFYgWy4uLiwgVF9rLCBkX3ZdOyB0aGUgbWFzayBicm9hZGNhc3RzIHRvIFsuLi4sIFRf",
+        "cSwgVF9rXQogICAgKDAgb3IgYSBmaW5pdGUgYmlhcyA9IGFsbG93ZWQsIC1pbmYgPSBibG9ja2VkKTsgdGhlIHNpbmsgYnJv",
+        "YWRjYXN0cyB0byBbLi4uLCBUX3EsIDFdLgogICAgUmV0dXJucyB0aGUgb3V0cHV0IFsuLi4sIFRfcSwgZF92XSwgYW5kIHRo",
+        "ZSB0b2tlbiB3ZWlnaHRzIHRvbyB3aGVuIHJldHVybl93ZWlnaHRzIGlzIFRydWUuCiAgICAiIiIKICAgIFEsIEssIFYgPSBy",
+        "ZXF1aXJlX2FycmF5KCJRIiwgUSwgbWluX25kaW09MiksIHJlcXVpcmVfYXJyYXkoIksiLCBLLCBtaW5fbmRpbT0yKSwgcmVx",
+        "dWlyZV9hcnJheSgiViIsIFYsIG1pbl9uZGltPTIpCiAgICByZXF1aXJlX2Nob2ljZSgiZW1wdHlfcm93IiwgZW1wdHlfcm93",
+        "LCAoImVycm9yIiwgInplcm8iKSkKICAgIHJldHVybl93ZWlnaHRzID0gcmVxdWlyZV9ib29sKCJyZXR1cm5fd2VpZ2h0cyIs",
+        "IHJldHVybl93ZWlnaHRzKQogICAgaWYgUS5zaGFwZVstMV0gIT0gSy5zaGFwZVstMV06CiAgICAgICAgcmFpc2UgVmFsdWVF",
+        "cnJvcihmIlEgYW5kIEsgbXVzdCBzaGFyZSBkX2sgKGxhc3QgYXhpcyk7IGdvdCB7US5zaGFwZVstMV19IGFuZCB7Sy5zaGFw",
+        "ZVstMV19IikKICAgIGlmIEsuc2hhcGVbLTJdICE9IFYuc2hhcGVbLTJdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJL",
+        "IGFuZCBWIG11c3QgaG9sZCB0aGUgc2FtZSBudW1iZXIgb2Yga2V5cyAoYXhpcyAtMik7IGdvdCB7Sy5zaGFwZVstMl19IGFu",
+        "ZCB7Vi5zaGFwZVstMl19IikKICAgIHRyeToKICAgICAgICBiYXRjaCA9IG5wLmJyb2FkY2FzdF9zaGFwZXMoUS5zaGFwZVs6",
+        "LTJdLCBLLnNoYXBlWzotMl0pCiAgICAgICAgbnAuYnJvYWRjYXN0X3NoYXBlcyhiYXRjaCwgVi5zaGFwZVs6LTJdKQogICAg",
+        "ZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImJhdGNoIGF4ZXMgb2YgUSB7US5zaGFwZX0s",
+        "IEsge0suc2hhcGV9IGFuZCBWIHtWLnNoYXBlfSBkbyBub3QgYnJvYWRjYXN0IikgZnJvbSBOb25lCiAgICBkdHlwZSA9IG5w",
+        "LnJlc3VsdF90eXBlKFEuZHR5cGUsIEsuZHR5cGUsIFYuZHR5cGUsIG5wLmZsb2F0MzIpICAjIGZsb2F0MTYgaXMgY29tcHV0",
+        "ZWQgaW4gZmxvYXQzMgogICAgUSwgSywgViA9ICh4LmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkgZm9yIHggaW4gKFEsIEss",
+        "IFYpKQogICAgc2hhcGUgPSBiYXRjaCArIChRLnNoYXBlWy0yXSwgSy5zaGFwZVstMl0pICAjICguLi4sIFRfcSwgVF9rKQog",
+        "ICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZSBtYXRyaXgiLCBzaGFwZSwgaXRlbXNpemU9ZHR5cGUuaXRlbXNpemUpICAj",
+        "IHJlZnVzZWQgYmVmb3JlIFEgQCBLXlQgaXMgZm9ybWVkCiAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgIG1hc2sg",
+        "PSBfYXNfYWRkaXRpdmUobWFzaywgc2hhcGUsIGR0eXBlKQogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICBzaW5r",
+        "ID0gcmVxdWlyZV9hcnJheSgic2luayIsIHNpbmspLmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkKICAgICAgICB0cnk6CiAg",
+        "ICAgICAgICAgIHNpbmsgPSBucC5icm9hZGNhc3RfdG8oc2luaywgc2hhcGVbOi0xXSArICgxLCkpICAjICguLi4sIFRfcSwg",
+        "MSk6IG9uZSBsb2dpdCBwZXIgaGVhZCBhbmQgcXVlcnkKICAgICAgICBleGNlcHQgVmFsdWVFcnJvcjoKICAgICAgICAgICAg",
+        "cmFpc2UgVmFsdWVFcnJvcihmInNpbmsgb2Ygc2hhcGUge3Npbmsuc2hhcGV9IGRvZXMgbm90IGJyb2FkY2FzdCB0byB7c2hh",
+        "cGVbOi0xXSArICgxLCl9OyB1c2Ugc2hhcGUgKEgsIDEsIDEpIHBlciBoZWFkIikgZnJvbSBOb25lCiAgICB3aXRoIG5wLmVy",
+        "cnN0YXRlKG92ZXI9Imlnbm9yZSIsIGludmFsaWQ9Imlnbm9yZSIpOgogICAgICAgIHNjb3JlcyA9IChRIEAgbnAuc3dhcGF4",
+        "ZXMoSywgLTEsIC0yKSkgKiBkdHlwZS50eXBlKDEuMCAvIG1hdGguc3FydChRLnNoYXBlWy0xXSkpICAjICguLi4sIFRfcSwg",
+        "VF9rKQogICAgICAgIGlmIG5vdCBucC5pc2Zpbml0ZShzY29yZXMpLmFsbCgpOgogICAgICAgICAgICByYWlzZSBGbG9hdGlu",
+        "Z1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsgcmVzY2FsZSBRIGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQp",
+        "IikKICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAgICBiaWFzZWQgPSBzY29yZXMgKyBtYXNrCiAgICAg",
+        "ICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShtYXNrKSAmIH5ucC5pc2Zpbml0ZShiaWFzZWQpKToKICAgICAgICAgICAg",
+        "ICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmluaXRlIG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBz",
+        "Y29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2NrKSIpCiAgICAgICAgICAgIHNjb3JlcyA9IGJpYXNl",
+        "ZAogICAgaGFzX2tleSA9IG5wLmlzZmluaXRlKHNjb3JlcykuYW55KGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjICguLi4s",
+        "IFRfcSwgMSkKICAgIHRvcCA9IHNjb3Jlcy5tYXgoYXhpcz0tMSwga2VlcGRpbXM9VHJ1ZSkgICMgLWluZiBvbiBhIHJvdyB3",
+        "aXRoIG5vdGhpbmcgdG8gcmVhZAogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICB0b3AgPSBucC5tYXhpbXVtKHRv",
+        "cCwgc2luaykgICMgdGhlIHNpbmsgY29tcGV0ZXMgaW5zaWRlIHRoZSBzYW1lIHNvZnRtYXgKICAgIGVsaWYgZW1wdHlfcm93",
+        "ID09ICJlcnJvciIgYW5kIG5vdCBoYXNfa2V5LmFsbCgpOgogICAgICAgIGZpcnN0ID0gbnAuYXJnd2hlcmUofmhhc19rZXlb",
+        "Li4uLCAwXSlbMF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKAogICAgICAgICAgICBmIntpbnQoKH5oYXNf",
+        "a2V5KS5zdW0oKSl9IHF1ZXJ5IHJvdyhzKSBoYXZlIG5vIGFsbG93ZWQga2V5IChmaXJzdCBhdCBpbmRleCB7Zmlyc3R9KTsg",
+        "IgogICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNzIGVtcHR5X3Jvdz0nemVybycgdG8gcmV0dXJuIHplcm9zIGZv",
+        "ciB0aGVtIgogICAgICAgICkKICAgIHRvcCA9IG5wLndoZXJlKG5wLmlzZmluaXRlKHRvcCksIHRvcCwgMC4wKSAgIyBhbiBl",
+        "bXB0eSByb3cga2VlcHMgYSBoYXJtbGVzcyBtYXg6IG5vIC1pbmYgLSAtaW5mCiAgICBleHBfc2NvcmVzID0gbnAuZXhwKHNj",
+        "b3JlcyAtIHRvcCkgICMgYmxvY2tlZCBrZXlzOiBleHAoLWluZikgPSAwCiAgICBkZW5vbWluYXRvciA9IGV4cF9zY29yZXMu",
+        "c3VtKGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpCiAgICBpZiBzaW5rIGlzIG5vdCBOb25lOgogICAgICAgIGRlbm9taW5hdG9y",
+        "ID0gZGVub21pbmF0b3IgKyBucC5leHAoc2luayAtIHRvcCkgICMgdGhlIHNpbmsncyBtYXNzOyBpdHMgdmFsdWUgdmVjdG9y",
+        "IGlzIHplcm8KICAgIHdlaWdodHMgPSBucC5kaXZpZGUoZXhwX3Njb3JlcywgZGVub21pbmF0b3IsIG91dD1ucC56ZXJvc19s",
+        "aWtlKGV4cF9zY29yZXMpLCB3aGVyZT1kZW5vbWluYXRvciA+IDApCiAgICBvdXRwdXQgPSB3ZWlnaHRzIEAgViAgIyAoLi4u",
+        "LCBUX3EsIGRfdikKICAgIHJldHVybiAob3V0cHV0LCB3ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBSZXBlYXQgdGhlIEtWIGhlYWRzIGZvciBncm91cGVkLXF1ZXJ5IGF0dGVudGlvbi4geCBob2xkcyB0",
@@ -1679,8 +1678,8 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
     "Exercise 5": (
         "IyBFeGVyY2lzZSA1OiBTdHJlYW0gYSBzb2Z0bWF4LXdlaWdodGVkIGF2ZXJhZ2UuIEZvciBlYWNoIHRpbGUsIHVwZGF0ZSB0",
         "aGUgcnVubmluZyBtYXggbSAoc3RhcnQKIyBhdCAtaW5mKSwgdGhlIHJlc2NhbGUgZmFjdG9yIGFscGhhID0gZXhwKG1fb2xk",
-        "IC0gbV9uZXcpLCB0aGUgcnVubmluZyBzdW0gbCBhbmQgbnVtZXJhdG9yIG4gYXMgaW4KIyB0aGUgZm9ybXVsYSwgYW5kIGFw",
-        "cGVuZCB7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAibiI6IG59IHRvIHRoZSB0cmFjZS4gUmV0dXJuIChuIC8g",
+        "IC0gbV9uZXcpLCB0aGUgcnVubmluZyBzdW0gbCBhbmQgbnVtZXJhdG9yIHUgYXMgaW4KIyB0aGUgZm9ybXVsYSwgYW5kIGFw",
+        "cGVuZCB7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAidSI6IHV9IHRvIHRoZSB0cmFjZS4gUmV0dXJuICh1IC8g",
         "bCwgdHJhY2UpLgpkZWYgb25saW5lX3NvZnRtYXhfZG90KGxvZ2l0X3RpbGVzLCB2YWx1ZV90aWxlcyk6CiAgICAiIiJTb2Z0",
         "bWF4LXdlaWdodGVkIGF2ZXJhZ2Ugb2Ygc2NhbGFyIHZhbHVlcywgc3RyZWFtZWQgdGlsZSBieSB0aWxlOyByZXR1cm5zIChv",
         "dXRwdXQsIHBlci10aWxlIHRyYWNlKS4iIiIKICAgIGlmIGxlbihsb2dpdF90aWxlcykgIT0gbGVuKHZhbHVlX3RpbGVzKSBv",
@@ -1692,12 +1691,12 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZXMsIG5kaW09MSkKICAgICAgICBpZiBsb2dpdHMuc2hhcGUgIT0gdmFsdWVzLnNoYXBlOgogICAgICAgICAgICByYWlzZSBW",
         "YWx1ZUVycm9yKGYidGlsZSB7dH0gaGFzIHtsb2dpdHMuc2l6ZX0gbG9naXRzIGJ1dCB7dmFsdWVzLnNpemV9IHZhbHVlcyIp",
         "CiAgICAgICAgdGlsZXMuYXBwZW5kKChsb2dpdHMuYXN0eXBlKGZsb2F0KSwgdmFsdWVzLmFzdHlwZShmbG9hdCkpKQogICAg",
-        "bSwgbCwgbiA9IC1tYXRoLmluZiwgMC4wLCAwLjAKICAgIHRyYWNlID0gW10KICAgIGZvciBsb2dpdHMsIHZhbHVlcyBpbiB0",
+        "bSwgbCwgdSA9IC1tYXRoLmluZiwgMC4wLCAwLjAKICAgIHRyYWNlID0gW10KICAgIGZvciBsb2dpdHMsIHZhbHVlcyBpbiB0",
         "aWxlczoKICAgICAgICBtX25ldyA9IG1heChtLCBmbG9hdChsb2dpdHMubWF4KCkpKQogICAgICAgIGFscGhhID0gbWF0aC5l",
         "eHAobSAtIG1fbmV3KSAgIyAwIGJlZm9yZSB0aGUgZmlyc3QgdGlsZSwgc2luY2UgbSA9IC1pbmYKICAgICAgICB3ZWlnaHRz",
         "ID0gbnAuZXhwKGxvZ2l0cyAtIG1fbmV3KQogICAgICAgIGwgPSBhbHBoYSAqIGwgKyBmbG9hdCh3ZWlnaHRzLnN1bSgpKQog",
-        "ICAgICAgIG4gPSBhbHBoYSAqIG4gKyBmbG9hdCh3ZWlnaHRzIEAgdmFsdWVzKQogICAgICAgIG0gPSBtX25ldwogICAgICAg",
-        "IHRyYWNlLmFwcGVuZCh7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAibiI6IG59KQogICAgcmV0dXJuIG4gLyBs",
+        "ICAgICAgIHUgPSBhbHBoYSAqIHUgKyBmbG9hdCh3ZWlnaHRzIEAgdmFsdWVzKQogICAgICAgIG0gPSBtX25ldwogICAgICAg",
+        "IHRyYWNlLmFwcGVuZCh7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAidSI6IHV9KQogICAgcmV0dXJuIHUgLyBs",
         "LCB0cmFjZQ==",
     ),
     "Exercise 6": (
@@ -1840,7 +1839,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
     ),
 }.items()}
-# builder:end sha256=746b15e95de61db25dd2a8f2519090d49656ae84182dfd0e8bb26a6afa22c331
+# builder:end sha256=d06eefabe05e73850bafc0d0bbf62c4a88e1426ec5bc4855f212c753d4a6f044
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -1955,40 +1954,38 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
 # %% [markdown]
-# ## Обозначения и термины этого модуля
+# ## Что нужно знать заранее
 #
-# Один символ — одно значение, отсюда и до конца модуля. Имена в коде набраны `code font` там, где они отличаются от обозначений.
+# - **Внимание в том виде, в каком его строит модуль 3**: оценки $QK^\top / \sqrt{d_k}$, softmax по каждой
+#   строке, взвешенная сумма значений; несколько голов; каузальная маска, скрывающая будущее.
+# - **NumPy**: матричные произведения через `@`, broadcasting и аргумент `axis=` у `max` и `sum`.
+#   PyTorch появляется только в разделах 4 и 8, чтобы сравнить наш код с `F.scaled_dot_product_attention`.
+# - **Байты**: 16-битное число занимает 2 байта; 1 КиБ — это 1,024 байта, 1 ГиБ — $1024^3$ байт, а
+#   1 ГБ — $10^9$ байт.
 #
-# | Обозначение | Смысл | Обозначение | Смысл |
-# |---|---|---|---|
-# | $n$ | длина контекста в токенах | $T_q$, $T_k$ | число запросов и ключей в одном вызове |
-# | $i$, $j$ | позиция запроса, позиция ключа | $p_0$ | абсолютная позиция первого запроса (`query_start`) |
-# | $L$ | число слоёв | $\kappa$ | номер слоя |
-# | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое | $G$ | голов запросов на одну KV-голову, $H / H_{kv}$ |
-# | $d_k$, $d_v$, $d_h$, $d$ | ширина ключа, значения и головы ($d$, когда они равны) | $b$ | байтов на одно хранимое число |
-# | $w$ | окно в ключах, собственный ключ запроса включён | $W$ | окно Mistral, собственный ключ запроса не включён: $w = W + 1$ |
-# | $n_{\text{sink}}$ | токены-стоки, сохраняемые в начале (StreamingLLM) | $\sigma_h$ | обучаемый логит стока головы запросов $h$ в gpt-oss |
-# | $s_{ij}$, $p_{ij}$ | оценка и её вес после softmax | $M_{ij}$ | элемент аддитивной маски: 0, смещение или $-\infty$ |
-# | $m$, $\ell$, $u$ | онлайн-softmax: текущий максимум, сумма, числитель | $\alpha$ | множитель пересчёта $e^{m_{\text{old}} - m_{\text{new}}}$ |
-# | $\tau$ | размер тайла (`tile_size`) | $S$, $P$, $O$ | тайл оценок, его веса, накопитель выхода |
-# | $M_{\text{sram}}$ | объём памяти на кристалле, в числах | $B_r$, $B_c$ | размеры блоков запросов и ключей во FlashAttention |
-# | $r$ | шаг (stride) разреженного шаблона «с шагом» | $\phi$ | отображение признаков в линейном внимании |
-# | $R_i$, $z_i$ | состояние и нормировщик линейного внимания | $\lambda$ | множитель затухания на шаг |
-# | $h_t$, $x_t$, $y_t$ | состояние, вход и выход SSM на шаге $t$ | $A$, $B$, $C$ | множители сохранения (затухания), записи и чтения в SSM |
-# | $\Delta_t$ | размер шага Mamba для токена $t$ | $\bar A_t$, $\bar B_t$ | дискретизованные множители сохранения и записи |
-# | $(\lambda, \mu)$ | один шаг сканирования $h \mapsto \lambda h + \mu$ | $D$, $N$ | каналы SSM, чисел состояния на канал |
-# | $c_j$, $\rho_j$ | закэшированный латентный вектор и RoPE-ключ в MLA | $\nu$, $\gamma$ | биты и масштаб квантования |
+# Больше ничего не предполагается. Модуль 5.2 продолжает с этого места: окна, разреженные шаблоны, линейное
+# внимание, модели пространства состояний, латентный и квантованный кэши.
+#
+# **Обозначения, общие для всего ноутбука.** Одно обозначение — один смысл. Остальные обозначения каждый раздел
+# вводит в собственной таблице, там, где они впервые нужны. Имена из кода набраны так: `code font`, там, где они отличаются.
+#
+# | Обозначение | Смысл |
+# |---|---|
+# | $n$ | длина контекста в токенах |
+# | $i$, $j$ | позиция запроса, позиция ключа |
+# | $L$ | число слоёв |
+# | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое |
+# | $d_k$, $d_v$, $d_h$, $d$ | ширина ключа, значения и головы ($d$, когда они равны) |
+# | $b$ | байтов на одно хранимое число |
 #
 # **Термины.** *Prefill* (префилл): первый прямой проход по всему промпту, который заполняет KV-кэш; он
 # оплачивает счёт за вычисления. *Декодирование* (decode): генерация по одному токену, где каждый новый запрос
 # читает кэш; оно оплачивает счёт за память. *RoPE* (rotary position embedding, поворотный позиционный
-# эмбеддинг): позиция входит во внимание через поворот каждого запроса и каждого ключа на угол,
-# пропорциональный его позиции, так что оценка зависит от расстояния $i - j$ (модуль 3). *KIVI*
-# ([Liu и др., 2024](https://arxiv.org/abs/2402.02750)): метод квантования KV-кэша, который даёт ключам
-# по одному масштабу на канал, а значениям — по одному на токен и хранит самые свежие токены в полной
-# точности (раздел 14). *Сток* (sink): две вещи с одной причиной — первые токены в StreamingLLM (раздел 2)
-# и дополнительный логит в gpt-oss (раздел 3); строка softmax в сумме равна 1, поэтому голове, которой
-# нечего читать, всё равно нужно куда-то пристроить свою массу.
+# эмбеддинг, [Su и др., 2021](https://arxiv.org/abs/2104.09864)): позиция входит во внимание через поворот
+# каждого запроса и каждого ключа на угол, пропорциональный его позиции, так что оценка зависит от расстояния
+# $i - j$. *Сток* (sink): две вещи с одной причиной — первые токены в StreamingLLM (раздел 2) и дополнительный
+# логит в gpt-oss (раздел 3); строка softmax в сумме равна 1, поэтому голове, которой нечего читать, всё равно
+# нужно куда-то пристроить свою массу.
 
 # %% [markdown]
 # # Часть 1 · Руководство для практика
@@ -2015,9 +2012,9 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | Скользящее окно, часто чередующееся с полными слоями | каждый токен читает последние $w$ токенов; глубина передаёт информацию дальше по эстафете | точное воспроизведение внутри окна, более слабое эстафетное — за его пределами | кэш, ограниченный $w$ токенами: 0.54 GB при $w$ = 4,096 на любой длине | архитектура модели |
 # | Стоки внимания плюс окно (StreamingLLM) | при обслуживании сохраняются несколько первых токенов и окно последних | связная потоковая генерация без ограничения длины; **никакого** воспроизведения вытесненных токенов | почти ничего; статья прогоняет потоком 4 миллиона токенов с ускорением до 22.2x по сравнению с пересчётом окна ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)) | сервер инференса |
 # | Гибрид модели пространства состояний и внимания | большинство слоёв несут состояние фиксированного размера; несколько слоёв — внимание | точный поиск через слои внимания | 4 слоя внимания из 32 сокращают кэш на 128k с 17.2 GB до 2.15 GB | архитектура модели |
-# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4.2 MB на весь стек из 32 слоёв | архитектура модели |
-# | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32,768 для 128 голов ширины 128 (в 57x меньше; в 71x относительно реальных ключей ширины 192, разделы 5 и 13), плюс дополнительные матричные вычисления | архитектура модели |
-# | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3.9x меньше при 4 битах; ошибка выхода измеряется в разделе 14 | сервер инференса |
+# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4.2 MB на весь стек из 32 слоёв в игрушечном соглашении этого модуля (4,096 каналов × 16 чисел на слой, 16 бит); настоящий слой Mamba той же ширины хранит больше чем вдвое больше — вдвое больше каналов и ещё состояние свёртки (модуль 5.2, раздел 12) | архитектура модели |
+# | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32,768 для 128 голов ширины 128 (в 57x меньше; в 71x относительно реальных ключей ширины 192, раздел 5 здесь и раздел 13 модуля 5.2), плюс дополнительные матричные вычисления | архитектура модели |
+# | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3.9x меньше при 4 битах; ошибка выхода измеряется в модуле 5.2, раздел 14 | сервер инференса |
 #
 # Точного *потокового* внимания (FlashAttention) в таблице нет, потому что оно не меняет размер ни одного из
 # счетов: оно вычисляет те же числа по тайлам, так что матрица оценок $n \times n$ никогда не существует
@@ -2061,7 +2058,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # - *Разреженный шаблон, который не экономит времени.* Пропущенные пары экономят работу, только если
 #   пропускаются целые блоки матрицы оценок; раздел 8 измеряет, что даёт пропуск.
 # - *Квантованный кэш, который меняет ответы.* В ключах есть несколько больших каналов; один масштаб на
-#   токен тратит коды на них. Квантуйте ключи поканально, а значения — по токенам (KIVI, раздел 14).
+#   токен тратит коды на них. Квантуйте ключи поканально, а значения — по токенам (KIVI, модуль 5.2, раздел 14).
 #
 # **Выигрыши, о которых сообщают статьи** (каждый — из аннотации статьи): Mamba — в 5x бо́льшая пропускная
 # способность *генерации*, чем у трансформера того же размера ([Gu и Dao, 2023](https://arxiv.org/abs/2312.00752));
@@ -2112,8 +2109,8 @@ show_figure(
 # %% [markdown]
 # # Часть 2 · Как это устроено, с нуля
 #
-# Пятнадцать разделов, и в каждом одна и та же схема: идея, формула с обозначениями, числа вручную, код,
-# рисунок и проверка, которая останавливает ноутбук, если что-то не так. По ходу отмечены двенадцать
+# Восемь разделов, и в каждом одна и та же схема: идея, формула с обозначениями, числа вручную, код,
+# рисунок и проверка, которая останавливает ноутбук, если что-то не так. По ходу отмечены восемь
 # упражнений; после каждого идёт проверка контракта, которая его оценивает.
 #
 # ## 1. Два счёта
@@ -2162,14 +2159,18 @@ print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
 for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
 print(f"8k -> 1M: tokens x{CONTEXTS[2] // CONTEXTS[0]}, pairs x{bills[2]['pairs'] // bills[0]['pairs']:,}, cache x{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
-expect_raises(ValueError, context_cost, 0, match="n")
-expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
-expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
 expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, context_cost, 0, match="n")
+expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
 
-# %%
+
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_two_bills (matplotlib only; reading it is optional)
 def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
     gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
@@ -2194,6 +2195,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     return fig
 
 
+# %%
 show_figure(
     plot_two_bills(bills, language=LANGUAGE),
     "Left: query-key pairs per head per layer on a log axis, one bar per context length; each step right multiplies "
@@ -2289,15 +2291,19 @@ expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
 expect("mask_sinks[23, 0] == 0", mask_sinks[23, 0], "==", 0)
 expect("mask_sinks[23, 1] == 0", mask_sinks[23, 1], "==", 0)
 expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
+expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
 expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
 expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
-expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_masks (matplotlib only; reading it is optional)
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
     fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
@@ -2312,6 +2318,7 @@ def plot_masks(panels, language="en"):
     return fig
 
 
+# %%
 show_figure(
     plot_masks([
         (localized(LANGUAGE, "causal", "каузальная"), mask_causal),
@@ -2377,12 +2384,11 @@ def _as_additive(mask, shape, dtype):
 
 
 # %% tags=["exercise"]
-# Exercise 2: Напишите softmax-внимание со стоком. Умножьте Q K^T на 1/sqrt(d_k) и прибавьте маску.
-# Сток (уже размноженный до формы [..., T_q, 1]) входит в softmax каждой строки как дополнительный логит,
-# вектор значения которого нулевой. Перед exp вычтите максимум строки (по токенам И стоку). Строка без
-# разрешённых ключей и без стока вызывает ValueError при empty_row == "error" и состоит из нулей при "zero".
-# Отвергайте конечную оценку, которая переполняется: бросайте FloatingPointError с упоминанием "mask bias",
-# если прибавление конечного элемента маски делает конечную оценку бесконечной.
+# Exercise 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска,
+# уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1])
+# входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp
+# вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает
+# ValueError при empty_row == "error" и состоит из нулей при "zero".
 def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
     """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
 
@@ -2414,7 +2420,6 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
             sink = np.broadcast_to(sink, shape[:-1] + (1,))  # (..., T_q, 1): one logit per head and query
         except ValueError:
             raise ValueError(f"sink of shape {sink.shape} does not broadcast to {shape[:-1] + (1,)}; use shape (H, 1, 1) per head") from None
-    ### BEGIN SOLUTION
     with np.errstate(over="ignore", invalid="ignore"):
         scores = (Q @ np.swapaxes(K, -1, -2)) * dtype.type(1.0 / math.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
         if not np.isfinite(scores).all():
@@ -2424,6 +2429,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
             if np.any(np.isfinite(mask) & ~np.isfinite(biased)):
                 raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
             scores = biased
+    ### BEGIN SOLUTION
     has_key = np.isfinite(scores).any(axis=-1, keepdims=True)  # (..., T_q, 1)
     top = scores.max(axis=-1, keepdims=True)  # -inf on a row with nothing to read
     if sink is not None:
@@ -2500,13 +2506,6 @@ heads_out = sdpa(np.stack([Q24, Q24]), K24, V24, mask_causal, sink=np.array([-1.
 expect("not np.allclose(heads_out[0], heads_out[1])", not np.allclose(heads_out[0], heads_out[1]))
 per_head_sink = np.array([-1.0, 4.0]).reshape(2, 1, 1)
 expect("the head axis may come from K alone: per-head sinks broadcast the same way", np.abs(sdpa(Q24, np.stack([K24, K24]), V24, mask_causal, sink=per_head_sink) - heads_out).max(), "<", 1e-12)
-expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
-expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
-expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
-expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
-expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
-expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
-expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
 for name, args in (("Q", (Q24[0], K24, V24)), ("K", (Q24, K24[0], V24)), ("V", (Q24, K24, V24[0]))):
     expect_raises(ValueError, sdpa, *args, match=f"{name} must have at least 2 dimensions")
 for bad in (np.nan, np.inf):
@@ -2515,8 +2514,6 @@ for bad in (np.nan, np.inf):
     expect_raises(ValueError, sdpa, Q24, K24, V24, bad_mask, match="not NaN or +inf")
 two_holes = mask_causal.copy()
 two_holes[[2, 5]] = -np.inf
-expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
-expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
 expect("a Q and a mask that require grad (as torch makes them) are detached and read as arrays",
        np.array_equal(sdpa(torch.tensor(Q24, requires_grad=True), K24, V24, torch.tensor(mask_causal, requires_grad=True)), out))
 
@@ -2526,10 +2523,23 @@ expect("a Q and a mask that require grad (as torch makes them) are detached and 
 Q_wide, K_wide, V_wide = np.array([[40.0], [-8.0]]), np.array([[-25.0], [25.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (2, 1) exactly", sdpa(Q_wide, K_wide, V_wide).tolist(), "==", [[2.0], [1.0]])
 expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
+expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
+expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
+expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row")
+expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
+expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
+expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
+expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
+expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
 expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_sink_share (matplotlib only; reading it is optional)
 def plot_sink_share(n_keys, logits, language="en"):
     """The sink's share of a row against its logit, for n_keys keys that all score 0."""
     n_keys = require_int("n_keys", n_keys, minimum=1)
@@ -2549,6 +2559,7 @@ def plot_sink_share(n_keys, logits, language="en"):
     return fig
 
 
+# %%
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
     "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
@@ -2626,16 +2637,20 @@ tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1
 print(f"GQA vs tile-instead-of-repeat: max |difference| {np.abs(grouped - tiled_heads).max():.2f} (must be large)")
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
+expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
 expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
 expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
 expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
-expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_head_mapping (matplotlib only; reading it is optional)
 def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     """Which KV head each query head reads, with repeat (correct) and tile (wrong)."""
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=64)  # a figure, not a model: 64 dots fit a row
@@ -2663,6 +2678,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     return fig
 
 
+# %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
     "Top row: 8 query heads, coloured by the group they belong to; bottom row: 2 KV heads. Each line says which KV "
@@ -2735,11 +2751,6 @@ for name, a, b in zip("qkv", grads_explicit, grads_api):
     expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
     expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
 print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
-expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
-expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
-expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
-expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
-expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
 # One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
 q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
 expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
@@ -2770,6 +2781,14 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
 else:
     print(f"SKIP: torch {torch.__version__} has no enable_gqa (added in 2.5); repeat_kv_heads above is the portable path")
 report_section("GQA", globals())
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
+expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
+expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
+expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
 
 # %% [markdown]
 # ## 5. Читаем карточку модели: калькулятор KV-кэша
@@ -2882,13 +2901,16 @@ for name, (card_layers, card_kv, card_dim) in cards.items():
     print(f"{name:14s} {per_token_bytes / KIB:4.0f} KiB/token -> {total / GIB:4.0f} GiB at {context:,} tokens")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
+# By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
+expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1), "==", 18)
+expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
 expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
-# By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
-expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1), "==", 18)
-expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
 
 
 # %% [markdown]
@@ -2920,16 +2942,21 @@ REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
 REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
 REFERENCE.check("mla.expanded_192_bytes_per_token", expanded_192)
 REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-15)
-expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
 expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
 
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
 
-# %%
+
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_bytes_per_token (matplotlib only; reading it is optional)
 def plot_bytes_per_token(rows, title, language="en"):
     """Horizontal bars of cache bytes per token (log axis), one per design, labelled in KiB."""
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     labels, values = zip(*rows)
+    values = [value / 1024 for value in values]  # bytes -> KiB: the axis and the labels use one unit
     fig, ax = plt.subplots(figsize=(7.4, 0.32 * len(rows) + 1.0))
     y = np.arange(len(rows))[::-1]
     families = {"gpt-oss": Palette.BLUE, "DeepSeek": Palette.PURPLE, "Llama": Palette.ORANGE, "Qwen": Palette.GREEN}
@@ -2940,17 +2967,18 @@ def plot_bytes_per_token(rows, title, language="en"):
               title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
-        ax.text(value * 1.08, yy, f"{value / 1024:,.0f} {kib}" if value >= 10 * 1024 else f"{value / 1024:,.1f} {kib}", va="center", fontsize=8)
+        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(min(values) / 2, max(values) * 8)
     log_scale(ax, "x")
-    ax.set_xlabel(localized(language, "KV-cache bytes per token, all layers (log scale)", "байт KV-кэша на токен, все слои (лог. шкала)"))
+    ax.set_xlabel(localized(language, "KV cache per token, all layers, KiB (log scale)", "KV-кэш на токен, все слои, КиБ (лог. шкала)"))
     ax.set_title(title)
     height = 0.32 * len(rows) + 1.0  # inches, as in figsize
     fig.subplots_adjust(left=0.36, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height)
     return fig
 
 
+# %%
 growing_hybrid = hybrid["full_layers"] * hybrid["per_layer_bytes_per_token"]
 card_rows = [
     (localized(LANGUAGE, "DeepSeek-V3 expanded, 192-wide keys", "DeepSeek-V3 развёрнутый, ключи 192"), expanded_192),
@@ -3000,7 +3028,7 @@ print("KV-cache calculator: every frozen Module 5 number reproduced")
 # | $x_j$, $v_j$ | логит и его значение | тайл 2: (3, 0.5) и (3, 4) |
 # | $m_t$ | текущий максимум ($m_0 = -\infty$) | 3 |
 # | $\alpha_t$ | множитель пересчёта для накопленного до тайла $t$ ($\alpha_1 = 0$) | $e^{2 - 3} = 0.3679$ |
-# | $\ell_t$, $u_t$ | текущая сумма и текущий числитель (`l` и `n` в коде) | 1.5853, 3.9669 |
+# | $\ell_t$, $u_t$ | текущая сумма и текущий числитель (`l` и `u` в коде) | 1.5853, 3.9669 |
 # | $u_T / \ell_T$ | выход после последнего тайла $T$ | 2.5023 |
 #
 # **Вручную.** Логиты $(2, 1 \mid 3, 0.5)$ со значениями $(1, 2 \mid 3, 4)$. Тайл 1: $m = 2$,
@@ -3011,8 +3039,8 @@ print("KV-cache calculator: every frozen Module 5 number reproduced")
 
 # %% tags=["exercise"]
 # Exercise 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
-# (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель n,
-# как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "n": n} в трассу. Верните (n / l, trace).
+# (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель u,
+# как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "u": u} в трассу. Верните (u / l, trace).
 def online_softmax_dot(logit_tiles, value_tiles):
     """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
     if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
@@ -3024,55 +3052,35 @@ def online_softmax_dot(logit_tiles, value_tiles):
             raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
         tiles.append((logits.astype(float), values.astype(float)))
     ### BEGIN SOLUTION
-    m, l, n = -math.inf, 0.0, 0.0
+    m, l, u = -math.inf, 0.0, 0.0
     trace = []
     for logits, values in tiles:
         m_new = max(m, float(logits.max()))
         alpha = math.exp(m - m_new)  # 0 before the first tile, since m = -inf
         weights = np.exp(logits - m_new)
         l = alpha * l + float(weights.sum())
-        n = alpha * n + float(weights @ values)
+        u = alpha * u + float(weights @ values)
         m = m_new
-        trace.append({"m": m, "alpha": alpha, "l": l, "n": n})
-    return n / l, trace
+        trace.append({"m": m, "alpha": alpha, "l": l, "u": u})
+    return u / l, trace
     ### END SOLUTION
 
 
 # %%
 check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals())
 
-# %%
-online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
-for t, state in enumerate(online_trace, start=1):
-    print(f"after tile {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, n = {state['n']:.4f}")
-print(f"output n / l = {online_output:.4f}")
-REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.n1", online_trace[0]["n"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.n2", online_trace[1]["n"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
-direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
-expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
-expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
-expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
 
-# A longer row: 48 logits in 12 tiles of 4. The running estimate n / l jumps while the max still moves.
-row_logits, row_values = rng.normal(0.0, 2.0, 48), rng.normal(0.0, 1.0, 48)
-_, long_trace = online_softmax_dot(np.split(row_logits, 12), np.split(row_values, 12))
-exact_row = np.exp(row_logits - row_logits.max()) @ row_values / np.exp(row_logits - row_logits.max()).sum()
-expect('abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs(long_trace[-1]["n"] / long_trace[-1]["l"] - exact_row), "<", 1e-12)
-
-
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_online_softmax (matplotlib only; reading it is optional)
 def plot_online_softmax(trace, exact, language="en"):
-    """The running estimate n / l after each tile, against the exact softmax average; rescaled tiles marked."""
+    """The running estimate u / l after each tile, against the exact softmax average; rescaled tiles marked."""
     exact = require_real("exact", exact)
     tiles = np.arange(1, len(trace) + 1)
-    estimate = [state["n"] / state["l"] for state in trace]
+    estimate = [state["u"] / state["l"] for state in trace]
     rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
     fig, ax = plt.subplots(figsize=(6.2, 2.7))
     ax.axhline(exact, color=Palette.GREY, linestyle="--", linewidth=1, label=localized(language, "exact softmax average", "точное среднее softmax"))
-    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running n / l", "текущее n / l"))
+    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running u / l", "текущее u / l"))
     ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
             label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
     ax.set_xlabel(localized(language, "tiles read", "прочитано плиток"))
@@ -3083,14 +3091,40 @@ def plot_online_softmax(trace, exact, language="en"):
     return fig
 
 
+# %%
+online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
+for t, state in enumerate(online_trace, start=1):
+    print(f"after tile {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = {state['u']:.4f}")
+print(f"output u / l = {online_output:.4f}")
+REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.u2", online_trace[1]["u"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
+direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
+expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
+
+# A longer row: 48 logits in 12 tiles of 4. The running estimate u / l jumps while the max still moves.
+row_logits, row_values = rng.normal(0.0, 2.0, 48), rng.normal(0.0, 1.0, 48)
+_, long_trace = online_softmax_dot(np.split(row_logits, 12), np.split(row_values, 12))
+exact_row = np.exp(row_logits - row_logits.max()) @ row_values / np.exp(row_logits - row_logits.max()).sum()
+expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row), "<", 1e-12)
+
+
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output n / l, the dashed line the "
+    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output u / l, the dashed line the "
     "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
     "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
     "exactly, not approximately.",
 )
 report_section("Online softmax", globals())
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
+expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
 
 
 # %% [markdown]
@@ -3143,6 +3177,8 @@ report_section("Online softmax", globals())
 # онлайн-обновление на целых блоках), затем **каузальный пропуск** (какие тайлы ключей можно не вычислять
 # и какой один диагональный тайл на блок нуждается в маске), затем **смещения и окна** (запросы, стоящие
 # после закэшированного префикса, и окна, которые пропускают тайлы ещё и слева).
+#
+# ### Шаг 1 · Простые тайлы: онлайн-обновление на целых блоках
 
 # %%
 def _refuse_overflow(Q, K, V):
@@ -3187,6 +3223,12 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
 # %%
 check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals())
 
+
+# %% [markdown]
+# ### Шаг 2 · Каузальный пропуск: только тайлы на диагонали и под ней
+#
+# Блок запросов $b$ читает блоки ключей с $0$ по $b$; блоки справа от диагонали целиком лежат в будущем
+# и никогда не вычисляются. Только диагональный тайл пересекает границу маски.
 
 # %% tags=["exercise"]
 # Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов
@@ -3237,6 +3279,9 @@ if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
 expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
 expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the two tile kernels: the default tile, scores spanning thousands, the overflow guard at its boundary
 for kernel in (tiled_attention_plain, causal_tiled_attention):
     expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
     expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
@@ -3262,6 +3307,13 @@ for kernel in (tiled_attention_plain, lambda *a, **k: causal_tiled_attention(*a,
     expect_raises(ValueError, kernel, Q_edge, 2 * Q_edge, V_edge, match="rescale")
     expect_raises(ValueError, kernel, Q_edge, Q_edge, 2 * V_edge, match="rescale")
 
+
+# %% [markdown]
+# ### Шаг 3 · Смещения и окна: запросы после закэшированного префикса и тайлы, пропущенные слева
+#
+# Полное ядро добавляет сток, аддитивную маску, проверки переполнения и пустые строки — всё это написано
+# за вас; остаётся определить, где начинаются и кончаются ключи блока запросов, когда его запросы стоят на
+# абсолютных позициях $p_0 + i$, и маску внутри тайла, который пересекает границу.
 
 # %% tags=["exercise"]
 # Exercise 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска,
@@ -3363,6 +3415,9 @@ for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("w
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
     print(f"{name:20s} tiled (tile 7) vs dense: max |difference| {error:.1e}")
     expect("error < 1e-12", error, "<", 1e-12)
+
+# %% tags=["hide-input"]
+# @title Edge cases of tiled_attention: window and sink arguments, empty rows and tiles, float16, overflowing biases
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max(), "<", 1e-12)
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max(), "<", 1e-12)
 
@@ -3393,8 +3448,11 @@ for sign in (1.0, -1.0):
                       np.array([[sign * 0.75 * f32_max, 0.0]], np.float32), match="mask bias")
 # One score that overflows among finite ones is refused; a bound that could overflow with scores that do not is computed.
 Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308], [1.0, 1.0]])
-expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
 expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
 
 # %% [markdown]
 # **Закэшированные префиксы и декодирование порциями.** Во время генерации ключи и значения первых токенов
@@ -3415,20 +3473,14 @@ for window in (None, 3):
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
 print(f"decode with local positions vs correct: max |difference| {np.abs(local_positions - complete[5:6]).max():.2f} (must be large)")
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
-expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
-expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
-expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
-expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
-expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
-expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
-expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the cached-prefix stream: tiles of 1, rows with nothing to read, skipped tiles never read, the memory bound
 expect("tiled_attention's default tile is the tau = 128 of the text", tiled_attention.__kwdefaults__["tile_size"], "==", 128)
 expect("window=1 with tiles of 1: each query reads only its own key, so the output is V", np.abs(tiled_attention(Qp, Kp, Vp, tile_size=1, causal=True, window=1) - Vp).max(), "<", 1e-12)
 expect("tiles of 1 with an additive mask equal dense", np.abs(tiled_attention(Qp, Kp, Vp, make_mask(9, 3), tile_size=1) - sdpa(Qp, Kp, Vp, make_mask(9, 3))).max(), "<", 1e-12)
 holey40 = make_mask(n40)
 holey40[5] = -np.inf
-expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
-expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
 
 # Tiles that causality or the window rule out are never read. Keys planted in every skipped tile would overflow any
 # score (dense attention refuses them), yet the stream returns the dense answer computed without them.
@@ -3456,24 +3508,21 @@ finally:
 expect("tiled_attention's peak memory < its output + 16 tiles of 16 x 16", stream_peak, "<", Q_long.nbytes + 16 * 16 * 16 * 8)
 report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
 
-
-# %%
-def block_kinds(allowed, tile):
-    """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
-    allowed, tile = as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
-    if allowed.dtype != bool:
-        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
-    if allowed.ndim != 2 or 0 in allowed.shape:
-        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
-    rows, cols = -(-allowed.shape[0] // tile), -(-allowed.shape[1] // tile)
-    kinds = np.zeros((rows, cols), dtype=int)
-    for b in range(rows):
-        for c in range(cols):
-            block = allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile]
-            kinds[b, c] = 2 if block.all() else (1 if block.any() else 0)
-    return kinds
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
+expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, tile_size=0, match="tile_size")
+expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
+expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
+expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
 
 
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_block_kinds (matplotlib only; reading it is optional)
 def plot_block_kinds(panels, language="en"):
     """One grid per (title, kinds): which blocks tiled attention skips, masks, or computes whole."""
     from matplotlib.colors import ListedColormap
@@ -3494,18 +3543,22 @@ def plot_block_kinds(panels, language="en"):
     return fig
 
 
+# %%
+def block_kinds(allowed, tile):
+    """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
+    allowed, tile = as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
+    if allowed.dtype != bool:
+        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
+    if allowed.ndim != 2 or 0 in allowed.shape:
+        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
+    starts_q, starts_k = np.arange(0, allowed.shape[0], tile), np.arange(0, allowed.shape[1], tile)  # each block's first row, column
+    some = np.logical_or.reduceat(np.logical_or.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)  # (query blocks, key blocks)
+    every = np.logical_and.reduceat(np.logical_and.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)
+    return np.where(every, 2, np.where(some, 1, 0))  # a whole-array pass: no Python loop over the blocks
+
+
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
-expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
-expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
-expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
-expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
-# By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
-# [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
-expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
-expect("block_kinds(np.tri(3, dtype=bool), 1)", block_kinds(np.tri(3, dtype=bool), 1).tolist(), "==", [[2, 0, 0], [2, 2, 0], [2, 2, 2]])
-expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5), dtype=bool), 2).tolist(), "==", [[2, 2, 2]])
-expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
     print(f"16 x 16 blocks, {name:14s}: {int((kinds > 0).sum()):3d} of {kinds.size} computed, {int((kinds == 1).sum())} of them masked")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
@@ -3518,6 +3571,22 @@ show_figure(
     "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
 )
 report_section("Tiled attention", globals())
+
+# %% tags=["hide-input"]
+# @title By-hand checks of block_kinds: partial blocks, tiles of 1, one query row, a tensor input
+# By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
+# [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
+expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
+expect("block_kinds(np.tri(3, dtype=bool), 1)", block_kinds(np.tri(3, dtype=bool), 1).tolist(), "==", [[2, 0, 0], [2, 2, 0], [2, 2, 2]])
+expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5), dtype=bool), 2).tolist(), "==", [[2, 2, 2]])
+expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
+expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
+expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
 
 
 # %% [markdown]
@@ -3596,26 +3665,10 @@ print(f"from n = 512 to 1024: dense peak x{dense_growth:.1f}, tiled peak x{tiled
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
-# The two measuring tools, on functions whose answer is known: a 1 MiB buffer, and a run that is slow only once.
-expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
-timed_runs = []
 
 
-def slow_first_run():
-    """Sleep 20 ms on the first call only: its best time must be far below 20 ms."""
-    timed_runs.append(None)
-    time.sleep(0.02 if len(timed_runs) == 1 else 0.0)
-
-
-expect("best_seconds keeps the fastest of its runs", best_seconds(slow_first_run), "<", 0.01)
-expect("best_seconds runs the function 3 times by default", len(timed_runs), "==", 3)
-expect("best_seconds with repeats=1 runs it once", (best_seconds(slow_first_run, repeats=1), len(timed_runs))[1], "==", 4)
-expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
-expect_raises(ValueError, best_seconds, slow_first_run, repeats=0, match="repeats")
-expect_raises(ValueError, best_seconds, slow_first_run, repeats=101, match="repeats")
-
-
-# %%
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_memory_vs_length (matplotlib only; reading it is optional)
 def plot_memory_vs_length(lengths, memory, language="en"):
     """Measured peak memory of dense and tiled attention against sequence length, with the n x n matrix for scale."""
     n = np.array(lengths, dtype=float)
@@ -3634,6 +3687,7 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     return fig
 
 
+# %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
     "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red) has slope 2: its peak "
@@ -3643,12 +3697,27 @@ show_figure(
 )
 report_section("Memory and speed of tiled attention", globals())
 
+# %% tags=["hide-input"]
+# @title The two measuring tools on answers known in advance: a 1 MiB buffer, and a programmed clock (no wall time decides these)
+expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
+clock_ticks = iter([0.0, 0.020, 1.0, 1.001, 2.0, 2.001])  # the first run takes 20 ms, the next two 1 ms each
+clocked_best = types.FunctionType(best_seconds.__code__, {**globals(), "time": types.SimpleNamespace(perf_counter=lambda: next(clock_ticks))})
+clocked_best.__kwdefaults__ = best_seconds.__kwdefaults__
+clocked_runs = []
+expect_close("best_seconds keeps the fastest of its 3 runs: 1 ms, not the 20 ms of the first", clocked_best(lambda: clocked_runs.append(None)), 0.001)
+expect("best_seconds runs the function 3 times by default", len(clocked_runs), "==", 3)
+expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
+expect_raises(ValueError, best_seconds, int, repeats=0, match="repeats")
+expect_raises(ValueError, best_seconds, int, repeats=101, match="repeats")
+expect_raises(TypeError, best_seconds, None, match="callable")
+
 
 # %% [markdown]
 # **Скорость.** Последний столбец таблицы сравнивает лучшее из 3 замеров времени: версия по тайлам вычисляет
-# примерно половину блоков (каузальная маска), кусками размером с кэш, поэтому на CPU она обгоняет плотное
-# внимание на NumPy, несмотря на свой цикл на Python. Время выполнения меняется от запуска к запуску и от
-# машины к машине, поэтому ноутбук печатает только вердикт; замер в следующем подразделе печатает отношения.
+# примерно половину блоков (каузальная маска), кусками размером с кэш, поэтому на CPU она может обогнать
+# плотное внимание на NumPy, несмотря на свой цикл на Python; столбец говорит, обогнала ли она в этом запуске.
+# Время выполнения меняется от запуска к запуску и от машины к машине, поэтому ноутбук печатает только
+# вердикт и ничего о нём не проверяет; замер в следующем подразделе печатает отношения.
 #
 # ### Чего не покажет NumPy: FlashAttention — это про иерархию памяти
 #
@@ -3664,24 +3733,39 @@ report_section("Memory and speed of tiled attention", globals())
 # $PV$: его ограничивает трафик HBM, а не арифметика. Вклад FlashAttention в том, чтобы сосчитать
 # этот трафик (его *IO-сложность*) и сократить его, а не в том, чтобы делать меньше умножений.
 #
-# $$\text{standard: } \Theta\!\left(n d + n^2\right) \text{ HBM accesses}, \qquad \text{FlashAttention: } \Theta\!\left(\frac{n^2 d^2}{M_{\text{sram}}}\right)$$
+# Статья ([Dao и др., 2022](https://arxiv.org/abs/2205.14135), теорема 2) оценивает трафик как
+# $\Theta(nd + n^2)$ для стандартного внимания против $\Theta(n^2 d^2 / M_{\text{sram}})$ для FlashAttention.
+# Θ скрывает константы, поэтому две Θ-оценки нельзя поделить друг на друга и получить «во столько-то раз меньше». Вместо этого
+# мы считаем в числах, прочитанных из HBM или записанных в неё, каждую загрузку и запись, которые перечисляют два
+# алгоритма статьи, для одной головы в прямом проходе, без маски и dropout. Стандартное внимание (алгоритм 0
+# статьи) читает $Q$ и $K$, пишет $S$, читает $S$, пишет $P$, читает $P$ и $V$ и пишет $O$. FlashAttention (её
+# алгоритм 1) инициализирует $O$, $\ell$ и $m$ в HBM, читает каждый блок ключей и значений один раз и для каждого
+# из $T_c$ блоков ключей и значений читает целиком $Q$, $O$, $\ell$, $m$ и записывает $O$, $\ell$, $m$ обратно:
 #
-# $$B_c = \left\lceil \frac{M_{\text{sram}}}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right)$$
+# $$\text{standard} = 4nd + 4n^2, \qquad \text{FlashAttention} = \underbrace{nd + 2n}_{\text{initialise}} + \underbrace{2nd}_{K,\,V} + T_c\,(3nd + 4n), \qquad \text{floor} = 4nd$$
+#
+# $$B_c = \left\lceil \frac{M_{\text{sram}}}{4d} \right\rceil, \qquad B_r = \min\left(B_c, d\right), \qquad T_c = \left\lceil \frac{n}{B_c} \right\rceil$$
 #
 # | Обозначение | Смысл | H100, 16 бит |
 # |---|---|---|
 # | $n$, $d$ | длина последовательности, ширина головы | 8,192, 128 |
 # | $M_{\text{sram}}$ | объём SRAM в числах (не маска) | 228 KB / 2 байта = 116,736 |
 # | $B_c$, $B_r$ | размеры блоков ключей и запросов во FlashAttention ($\tau$ из раздела 7), выбранные так, чтобы $Q_b$, $K_c$, $V_c$ и $O$ помещались в $M_{\text{sram}}$ | 228, 128 |
+# | $T_c$ | блоков ключей и значений, то есть проходов по $Q$ и $O$ | 36 |
+# | минимум | прочитать $Q$, $K$, $V$ и записать $O$ один раз: ни один точный метод не передаёт меньше | $4nd$ |
 #
-# **Вручную.** $n^2 d^2 / M_{\text{sram}} = n^2 \cdot 16{,}384 / 116{,}736 \approx 0.14\,n^2$: примерно в 7 раз
-# меньше обращений к HBM, чем $n^2$ для одной только матрицы оценок, и преимущество растёт с $M_{\text{sram}}$ и
-# уменьшается с ростом $d$. (Θ скрывает константы; ячейка вычисляет только старшие члены.)
+# **Вручную.** При $n = 8{,}192$: стандартное внимание передаёт $4 \cdot 8{,}192 \cdot 128 + 4 \cdot 8{,}192^2
+# \approx 2.73 \times 10^8$ чисел; FlashAttention с $T_c = \lceil 8{,}192 / 228 \rceil = 36$ проходами
+# передаёт около $1.18 \times 10^8$: в 2.3 раза меньше, а не в $M_{\text{sram}} / d^2 \approx 7$, как подсказывает
+# деление двух Θ-оценок. Для длинных входов отношение стремится к $M_{\text{sram}} / (3d^2) \approx 2.4$: каждый проход
+# по $Q$ ещё и читает и пишет $O$, три числа на элемент запроса вместо одного. Оба счёта остаются
+# выше минимума $4nd$, а преимущество FlashAttention растёт с $M_{\text{sram}}$ и уменьшается с ростом $d$.
 #
 # Историю завершают ещё три идеи. **Повторное вычисление** (recomputation): обратному проходу нужны веса
-# внимания, но FlashAttention хранит только log-sum-exp каждой строки, $m + \log \ell$ (одно число на
-# запрос), и заново вычисляет тайлы оценок из $Q$, $K$ и этого числа, обменивая дешёвую арифметику на
-# дорогой трафик HBM. **FlashAttention-2** ([Dao, 2023](https://arxiv.org/abs/2307.08691))
+# внимания, но FlashAttention хранит только выход $O$ и две статистики каждой строки, максимум $m$ и сумму
+# $\ell$, и заново вычисляет тайлы оценок из $Q$, $K$ и них, обменивая дешёвую арифметику на
+# дорогой трафик HBM (раздел 3.1 статьи). **FlashAttention-2** ([Dao, 2023](https://arxiv.org/abs/2307.08691))
+# хранит одно число на строку вместо двух, log-sum-exp $m + \log \ell$ (её раздел 3.1.1), и
 # выносит блоки запросов во внешний цикл, так что $m$, $\ell$ и $O$ каждого блока остаются на кристалле, а
 # деление на $\ell$ происходит один раз в конце — ровно порядок циклов из раздела 7, и примерно в 2x
 # быстрее FlashAttention. **FlashAttention-3** ([Shah и др., 2024](https://arxiv.org/abs/2407.08608))
@@ -3689,68 +3773,97 @@ report_section("Memory and speed of tiled attention", globals())
 # и добавляет FP8, что даёт скорость в 1.5–2.0 раза выше, чем у FlashAttention-2; линия продолжается ядрами
 # для каждого нового поколения GPU, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
 
-# %%
-def attention_hbm_accesses(n, d, sram_numbers):
-    """Leading-order HBM accesses, in numbers: standard attention n d + n^2, FlashAttention n^2 d^2 / M."""
-    n, d, sram_numbers = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("sram_numbers", sram_numbers)))
-    return {"standard": n * d + n * n, "flash": n * n * d * d / sram_numbers, "inputs": 4 * n * d}
-
-
-H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
-block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
-block_r = min(block_c, 128)
-io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print(f"M_sram = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}")
-print(f"n = 8,192: standard {io_8k['standard']:.3g} accesses, FlashAttention {io_8k['flash']:.3g}: x{io_8k['standard'] / io_8k['flash']:.1f} fewer")
-check_stated("B_c", block_c, 228, 0)
-check_stated("the FlashAttention factor n^2 d^2 / M_sram over n^2", 128 * 128 / H100_SRAM_NUMBERS, 0.14, 2)
-check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 7, 0)
-expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
-expect("4 tokens, d = 2, M = 8 by hand: n d + n² = 24, n² d² / M = 8, 4 n d = 32", attention_hbm_accesses(4, 2, 8), "==", {"standard": 24, "flash": 8.0, "inputs": 32})
-expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 2, "flash": 1.0, "inputs": 4})
-
-
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_hbm_accesses (matplotlib only; reading it is optional)
 def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
-    """Log-log lines: leading-order HBM accesses of standard attention and of FlashAttention against n."""
+    """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
     ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
-            label=localized(language, "standard: n d + n²", "стандартное: n d + n²"))
+            label=localized(language, "standard: 4 n d + 4 n²", "стандартное: 4 n d + 4 n²"))
     ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
-            label=localized(language, "FlashAttention: n² d² / M_sram", "FlashAttention: n² d² / M_sram"))
-    ax.plot(lengths, [r["inputs"] for r in rows], ":", color=Palette.GREY,
-            label=localized(language, "reading Q, K, V and writing O once: 4 n d", "прочитать Q, K, V и записать O: 4 n d"))
+            label=localized(language, "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)", "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)"))
+    ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
+            label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
+    ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
+    ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
-    ax.set_ylabel(localized(language, "HBM accesses (numbers)", "обращения к HBM (чисел)"))
+    ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=8, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
 
 
+# %%
+def attention_hbm_accesses(n, d, sram_numbers):
+    """Numbers read from or written to HBM by the FlashAttention paper's Algorithms 0 and 1 (one head, forward, no mask)."""
+    n, d, sram_numbers = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("sram_numbers", sram_numbers)))
+    passes = math.ceil(n / math.ceil(sram_numbers / (4 * d)))  # T_c = ceil(n / B_c): one pass over Q and O per key block
+    return {"standard": 4 * n * d + 4 * n * n,  # read Q, K; write S; read S; write P; read P, V; write O
+            "flash": (n * d + 2 * n) + 2 * n * d + passes * (3 * n * d + 4 * n),  # initialise O, l, m; read K, V; per pass
+            "floor": 4 * n * d}  # read Q, K, V and write O, once
+
+
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
+block_r = min(block_c, 128)
+io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
+print(f"M_sram = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = {math.ceil(8_192 / block_c)}")
+print(f"n = 8,192: standard {io_8k['standard']:.3g} numbers, FlashAttention {io_8k['flash']:.3g}, floor {io_8k['floor']:.3g}: "
+      f"x{io_8k['standard'] / io_8k['flash']:.2f} fewer; the Θ-bounds alone would say x{H100_SRAM_NUMBERS / 128**2:.1f}")
+check_stated("B_c", block_c, 228, 0)
+check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
+check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
+
+# %% tags=["hide-input"]
+# @title The HBM counts by hand on a tiny problem, and their argument check
+# n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
+expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
+expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+
+# %%
+HBM_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
+hbm_rows = [attention_hbm_accesses(n, 128, H100_SRAM_NUMBERS) for n in HBM_LENGTHS]
+expect("every count, standard and FlashAttention, at every n drawn, stays at or above the 4 n d floor",
+       min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
-    plot_hbm_accesses([1024, 2048, 4096, 8192, 16384, 32768], 128, H100_SRAM_NUMBERS, language=LANGUAGE),
+    plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
     "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
-    "standard attention, dominated by the n² scores it writes to HBM and reads back; blue is FlashAttention's "
-    "n² d² / M, a parallel line about 7 times lower for d = 128 on an H100; the dotted grey line is the unavoidable "
-    "traffic of reading the inputs and writing the output once. Both attention lines keep the slope 2: tiling "
-    "cuts the constant, and only a larger SRAM cuts it further.",
+    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue is "
+    "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
+    "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
+    "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
+    "SRAM cuts it further.",
 )
 
 # %% [markdown]
 # **Измерено здесь: куда уходит время на CPU.** Следующая ячейка замеряет время `tiled_attention` из
 # ноутбука на NumPy против собственной `F.scaled_dot_product_attention` из PyTorch на том же каузальном
 # входе во float64, по одному разу для каждого бэкенда CPU, выбранного через `torch.nn.attention.sdpa_kernel`
-# (torch 2.3 и новее; на CPU есть ядро *math* и ядро *flash*), а также против двух одних только каузальных
-# матричных произведений, $QK^\top$ и $PV$, которых не избежать ни одному точному методу. Ячейка работает
-# сама по себе в Colab и занимает около секунды. Читайте последний столбец как «во сколько раз медленнее
-# тайлы на NumPy». Ожидайте, что ядра PyTorch выиграют с небольшим отрывом, а два матричных произведения
-# займут лишь часть общего времени: при таком размере бо́льшая часть времени уходит на экспоненты,
-# маскирование и учёт на каждом тайле, которые скомпилированное ядро сливает в один проход, а NumPy — не может.
+# (torch 2.3 и новее; на CPU есть ядро *math* и ядро *flash*), а также против двух одних только
+# матричных произведений, $QK^\top$ и $PV$, которых не избежать ни одному точному методу. Произведения
+# вычисляются каузально, на тех же блоках запросов, что и тайлы: каждый блок читает только ключи до своего
+# последнего запроса включительно, так что они делают ровно ту работу, которую каузальное ядро не может пропустить.
+# Ячейка работает сама по себе в Colab и занимает около секунды. Читайте последний столбец как «во сколько раз
+# тайлы на NumPy медленнее» каждой строки, а последнюю строку — как долю времени тайлов, которую занимают
+# два произведения; остальное — экспоненты, маскирование и учёт на каждом тайле. Какой бэкенд выигрывает
+# и насколько, меняется от машины к машине и от запуска к запуску (на загруженной машине — сильнее, чем
+# различаются строки), поэтому ячейка печатает отношения и ничего о них не проверяет.
 
 # %%
 TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
+
+
+def _causal_block_products(Q, K, V, tile_size):
+    """Q K^T, then times V, each query block reading only the keys up to its last query: the products a causal kernel must do."""
+    out = np.empty((len(Q), V.shape[1]))
+    for start in range(0, len(Q), tile_size):  # the same query blocks as the tiles: keys after a block are never touched
+        stop = min(start + tile_size, len(Q))
+        out[start:stop] = (Q[start:stop] @ K[:stop].T) @ V[:stop]  # (block, stop) scores, then (block, d); no softmax
+    return out
 
 
 def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
@@ -3760,12 +3873,8 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     require_budget("Q, K and V", shape)
     Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
     q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
-    half = np.tri(n, dtype=bool)
-
     def two_causal_matmuls():
-        scores = Q @ K.T  # (n, n): the first unavoidable product
-        np.multiply(scores, half, out=scores)  # stand-in for the mask and softmax, which cost little here
-        return scores @ V  # (n, d): the second
+        return _causal_block_products(Q, K, V, tile_size)
 
     def tiled():
         return tiled_attention(Q, K, V, tile_size=tile_size, causal=True)
@@ -3793,17 +3902,24 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
 
 
 backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
+tiled_seconds = backend_times["NumPy tiled_attention"]
+for name, seconds in backend_times.items():
+    print(f"time: {name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
+print(f"time: the two causal products take {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} of the NumPy tiles' time")
+if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
+    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
+print("The memory hierarchy and the backend timings: PASS")
+
+# %% tags=["hide-input"]
+# @title The backend timing on the smallest input, the causal products on a small one, and the inputs it refuses
+Q5, K5, V5 = (np.random.default_rng(5).standard_normal((5, 3)) for _ in range(3))
+reads = np.arange(5)[None, :] < np.minimum((np.arange(5) // 2 + 1) * 2, 5)[:, None]  # query i's block of 2 reads keys up to its end
+expect_close("the causal products in blocks of 2 equal (Q K^T restricted to each block's keys) V", _causal_block_products(Q5, K5, V5, 2), ((Q5 @ K5.T) * reads) @ V5)
 expect("the smallest timing, one token of width 1, runs", len(time_attention_backends(n=1, d=1, tile_size=1, repeats=1, seed=0)), ">=", 3)
 expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
 expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
-tiled_seconds = backend_times["NumPy tiled_attention"]
-for name, seconds in backend_times.items():
-    print(f"time: {name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
-if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
-    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
-print("The memory hierarchy and the backend timings: PASS")
 
 
 # %% [markdown]
@@ -3813,12 +3929,12 @@ print("The memory hierarchy and the backend timings: PASS")
 # |---|---|---|
 # | Растущий кэш полного внимания (раздел 1) | `DynamicCache`, по умолчанию: тензоры растут конкатенацией | страничные блоки, см. ниже |
 # | Заранее выделенный кэш фиксированной максимальной длины | `StaticCache`: фиксированные формы, поэтому `torch.compile` может захватить шаг декодирования | заранее выделенный пул блоков |
-# | Скользящее окно в кольцевом буфере (раздел 9) | скользящие слои внутри `DynamicCache` / `StaticCache` (прежде `SlidingWindowCache`), их используют Mistral v0.1 и локальные слои Gemma | освобождение блоков по скользящему окну |
+# | Скользящее окно в кольцевом буфере (модуль 5.2, раздел 9) | скользящие слои внутри `DynamicCache` / `StaticCache` (прежде `SlidingWindowCache`), их используют Mistral v0.1 и локальные слои Gemma | освобождение блоков по скользящему окну |
 # | Гибрид оконных и полных слоёв (gpt-oss, Gemma 3) | один кэш с типом слоя для каждого слоя (прежде `HybridCache`) | группы блоков по типам слоёв |
-# | Квантование в духе KIVI (раздел 14) | `QuantizedCache` (`nbits`, `axis_key`, `axis_value`), у которого `residual_length` (по умолчанию 128) — это окно последних токенов KIVI, хранящееся в полной точности | KV-кэш в FP8 (`kv_cache_dtype`) |
-# | Состояния SSM или DeltaNet (раздел 12) | кэши под конкретную модель, хранящие состояния свёртки и рекуррентные состояния | блоки состояний для гибридных моделей |
+# | Квантование по мотивам KIVI (модуль 5.2, раздел 14) | `QuantizedCache` (`nbits`, `axis_key`, `axis_value`, `q_group_size`, `residual_length`): и ключи, и значения квантуются поканально группами по `q_group_size` (по умолчанию 64), что, как отмечает его docstring, отличается от значений по токенам в статье KIVI; `residual_length` (по умолчанию 128) хранит самые свежие токены в полной точности, как и KIVI | KV-кэш в FP8 (`kv_cache_dtype`) |
+# | Состояния SSM или DeltaNet (модуль 5.2, раздел 12) | кэши под конкретную модель, хранящие состояния свёртки и рекуррентные состояния | блоки состояний для гибридных моделей |
 #
-# (Названия классов взяты из [руководства transformers по KV-кэшу](https://huggingface.co/docs/transformers/main/kv_cache).)
+# (Названия классов взяты из [руководства transformers по KV-кэшу](https://huggingface.co/docs/transformers/main/kv_cache); аргументы и docstring `QuantizedCache` — из файла `cache_utils.py` в transformers.)
 # **Страничное внимание vLLM** (paged attention, [Kwon и др., 2023](https://arxiv.org/abs/2309.06180)) хранит кэш в блоках
 # фиксированного размера, как страницы виртуальной памяти. У каждой последовательности есть *таблица блоков*: логический блок $i$
 # последовательности лежит в физическом блоке `table[i]` одного общего пула. Последовательность теряет не больше одного частично
@@ -3896,11 +4012,22 @@ pool.release("B")
 pool.append("C", 4)
 if pool.tables["C"] != [2]:
     raise ValueError(f"a released block must be reused: C should get B's block 2, got {pool.tables['C']}")
-expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
 expect("a sequence may fill the pool exactly: 2 blocks of 2 hold 4 tokens", (ToyBlockPool(2, 2).append("D", 4), "accepted")[1], "==", "accepted")
 small_pool = ToyBlockPool(2, 1)
 small_pool.append("E")  # one token by default
 expect("append adds one token by default, and a 1-slot block holds it", (small_pool.lengths, small_pool.tables, small_pool.slot("E", 0)), "==", ({"E": 1}, {"E": [0]}, (0, 0)))
+grow = ToyBlockPool(2, 2)
+grow.append("G")
+grow.append("G", 3)  # 4 tokens fill both blocks: the first block's free slot counts
+expect("a sequence grows into its partly filled block first", (grow.tables, grow.free), "==", ({"G": [0, 1]}, []))
+huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
+huge_pool.append("H", 20)
+expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
+print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cell above
+expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
 expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
 expect_raises(ValueError, small_pool.slot, "E", -1, match="position")
 expect_raises(ValueError, small_pool.append, "E", 0, match="n_tokens")
@@ -3908,15 +4035,7 @@ expect_raises(ValueError, small_pool.slot, "F", 0, match="no sequence")
 expect_raises(ValueError, pool.slot, "A", 9, match="position")  # A holds tokens 0 to 8
 expect_raises(ValueError, ToyBlockPool, 0, 2, match="n_blocks")
 expect_raises(ValueError, ToyBlockPool, 2, 0, match="block_size")
-grow = ToyBlockPool(2, 2)
-grow.append("G")
-grow.append("G", 3)  # 4 tokens fill both blocks: the first block's free slot counts
-expect("a sequence grows into its partly filled block first", (grow.tables, grow.free), "==", ({"G": [0, 1]}, []))
 expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 are free")  # the pool is full
-huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
-huge_pool.append("H", 20)
-expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
 
 # %% [markdown]
 # ## За 20 секунд
@@ -3985,6 +4104,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 — исходная статья о трансформере и многоголовом внимании (базовая модель: 8 голов ширины 64)
 # - Milakov и Gimelshein, *Online normalizer calculation for softmax* (2018): https://arxiv.org/abs/1805.02867 — онлайн-softmax, который вычисляется за один проход по строке
 # - Dao и др., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135; Dao, *FlashAttention-2* (2023): https://arxiv.org/abs/2307.08691 — точное тайловое внимание, экономное по памяти и быстрое на GPU
+# - Su и др., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (RoPE, 2021): https://arxiv.org/abs/2104.09864 — поворотные позиционные эмбеддинги
 # - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA, 2019): https://arxiv.org/abs/1911.02150 — одна общая голова ключей и значений на все головы запросов, ускоряющая декодирование
 # - Ainslie и др., *GQA* (2023): https://arxiv.org/abs/2305.13245 — внимание с группировкой запросов, промежуточный вариант между многоголовым вниманием и MQA
 # - Xiao и др., *Efficient Streaming Language Models with Attention Sinks* (2023): https://arxiv.org/abs/2309.17453 — стоки внимания и устойчивая потоковая генерация

@@ -2172,8 +2172,10 @@ def linear_attention_weights(Q, K):
     if Q.shape != K.shape:
         raise ValueError(f"causal weights need Q and K of the same shape [n, d_k], one row per token; got {Q.shape} and {K.shape}")
     require_budget("the [n, n] weights", (len(Q), len(Q)))
-    weights = np.tril(feature_map(Q) @ feature_map(K).T)  # (n, n), the future zeroed
-    return weights / weights.sum(axis=1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by name just below
+        weights = np.tril(feature_map(Q) @ feature_map(K).T)  # (n, n), the future zeroed
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    return require_finite_result("the linear-attention weights", weights, "phi(q) . phi(k) passed float64's range; scale Q and K down")
 
 
 def linear_attention_quadratic(Q, K, V):
