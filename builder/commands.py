@@ -14,10 +14,13 @@ from . import editions, exits, files, refs
 from .progress import Progress
 
 
-def build(course, args) -> int:
-    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing."""
+def build(course, args, *, sources: dict | None = None) -> int:
+    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing.
+
+    ``sources`` maps a notebook source to new text to build from and write with everything else (``adopt``).
+    """
     chosen = course.select(getattr(args, "names", None))
-    results = [editions.editions(course, nb) for nb in chosen]
+    results = [editions.editions(course, nb, (sources or {}).get(nb.source)) for nb in chosen]
     problems = reference_problems(chosen)
     if problems:  # never embed a reference its generator no longer reproduces
         raise files.MalformedFile("refusing to embed references that do not reproduce: " + "; ".join(str(p) for p in problems)
@@ -28,7 +31,7 @@ def build(course, args) -> int:
     for note in editions.fallback_notes(results):  # translations never block English: the unit keeps its English
         print(f"build: warning: {note}; translate it in translations/ (`python -m builder translations` lists each)")
     outputs = {path: text for result in results for path, text in result.expected.items()}
-    for path in files.write_all(outputs, unchanged_since={result.nb.source: result.source_text for result in results}):
+    for path in files.write_all(outputs, unchanged_since={result.nb.source: result.on_disk for result in results}):
         print(f"wrote {course.shown(path)}")
     print("build: up to date")
     return exits.OK
@@ -106,10 +109,10 @@ def adopt(course, args) -> int:
             print(f"error: {blocked}", file=sys.stderr)
             return code
         adopted[nb.source] = editions.adopted_source(course, nb)
-    for path in files.write_all(adopted):
-        print(f"adopt: copied the edits of its .ipynb into {course.shown(path)}")
-    # One policy with build: an adopted English edit leaves its translations behind, and they keep the English until translated.
-    return build(course, argparse.Namespace(names=args.names, force=False))
+        print(f"adopt: copying the edits of {shown} into {course.shown(nb.source)}")
+    # One build writes the adopted sources with everything else, all or nothing. One policy with build:
+    # an adopted English edit leaves its translations behind, and they keep the English until translated.
+    return build(course, argparse.Namespace(names=args.names, force=False), sources=adopted)
 
 
 def reference_problems(chosen) -> list[refs.Problem]:

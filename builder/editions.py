@@ -75,6 +75,7 @@ class Editions:
     translations: list[Notebook] = field(default_factory=list)  # the translated editions derived here
     fallbacks: dict[str, list[str]] = field(default_factory=dict)  # edition -> contexts still in English
     refused: list[str] = field(default_factory=list)  # translations that would end a comment line or add links or HTML
+    on_disk: str = ""  # the source as read: a build refuses to write over anything else
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
@@ -150,14 +151,18 @@ def check_dependencies(course: Course, found: list[regions.Region], path: str, s
         done.add(region.arg)
 
 
-def editions(course: Course, nb: Notebook) -> Editions:
-    """Render, parse once and derive all four outputs of one notebook; raise on a malformed source, write nothing."""
+def editions(course: Course, nb: Notebook, text: str | None = None) -> Editions:
+    """Render, parse once and derive all four outputs of one notebook; raise on a malformed source, write nothing.
+
+    ``text`` stands in for the source on disk (``adopt``'s rewritten source, written with the rest).
+    """
     label = course.shown(nb.source)
-    text = files.read_text(nb.source, label)
+    on_disk = files.read_text(nb.source, label)
+    text = on_disk if text is None else text
     found = regions.parse(text, label)
     snapshot = inline.contracts_snapshot(course.root)  # one look at builder/contracts per notebook
     check_dependencies(course, found, label, snapshot)
-    result = Editions(nb, text, hand_edited=regions.hand_edited(found))
+    result = Editions(nb, text, hand_edited=regions.hand_edited(found), on_disk=on_disk)
     fresh: dict[str, str] = {}
 
     def solution_region(region: regions.Region) -> str:

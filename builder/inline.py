@@ -70,8 +70,26 @@ def _source_of(name: str, folder: Path, stamp: tuple) -> str:
                           f"__all__ (inlinable names now: {', '.join(sorted(known))})")
     obj, module_name = known[name]
     if inspect.isfunction(obj) or inspect.isclass(obj):
-        return textwrap.dedent(inspect.getsource(obj))
+        return textwrap.dedent(_definition_source(obj, module_name, stamp))
     return _assignment_source(name, module_name)
+
+
+def _definition_source(obj, module_name: str, stamp: tuple) -> str:
+    """A top-level def or class as it stands in its file (decorators included): inspect.getsource's text, from one parse per file."""
+    lines, nodes = _definitions(sys.modules[module_name].__file__, stamp)
+    node = nodes.get(obj.__name__)
+    if node is None:  # defined elsewhere under another name: let inspect find it
+        return inspect.getsource(obj)
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+    return "".join(lines[start:node.end_lineno])
+
+
+@functools.cache
+def _definitions(path: str, stamp: tuple) -> tuple[list[str], dict]:
+    """The lines of a contracts file and its top-level defs and classes by name (``stamp``: the folder as it stands)."""
+    text = Path(path).read_text(encoding="utf-8")
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return text.splitlines(keepends=True), {node.name: node for node in ast.parse(text).body if isinstance(node, kinds)}
 
 
 def _assignment_source(name: str, module_name: str) -> str:

@@ -84,16 +84,17 @@ def to_ipynb(py_text: str, root: Path = ROOT) -> str:
     return ipynb_text(read_source(py_text, root), root)
 
 
-def _memo_lines(function, *, in_place: bool):
+def _memo_lines(function, *, in_place: bool, key=tuple):
     """``function(lines, *flags)`` remembered by its arguments' values; ``in_place`` for one that rewrites ``lines`` itself.
 
     jupytext scans every line of every cell character by character when it writes; the four editions
     of a notebook share most cells, so ``check`` and ``build`` scan each distinct cell once.
     """
     seen: dict = {}
+    lines_key = key
 
     def remembered(lines, *flags, **options):
-        key = (tuple(lines), flags, tuple(sorted(options.items())))
+        key = (lines_key(lines), flags, tuple(sorted(options.items())))
         if key not in seen:
             if len(seen) > 50_000:  # a long-lived process (the tests) building many variants
                 seen.clear()
@@ -110,10 +111,16 @@ def _memo_lines(function, *, in_place: bool):
 
 def _remember_cell_scans() -> None:
     """Memoise jupytext's two per-cell scans (pure functions of a cell's lines) where this jupytext has them."""
-    for module, name, in_place in ((jupytext.cell_to_text, "comment_magic", True), (jupytext.pep8, "cell_ends_with_function_or_class", False)):
+    for module, name, in_place, key in ((jupytext.cell_to_text, "comment_magic", True, tuple),
+                                        (jupytext.pep8, "cell_ends_with_function_or_class", False, _without_marker)):
         function = getattr(module, name, None)
         if callable(function) and not hasattr(function, "__wrapped__"):
-            setattr(module, name, _memo_lines(function, in_place=in_place))
+            setattr(module, name, _memo_lines(function, in_place=in_place, key=key))
+
+
+def _without_marker(lines) -> tuple:
+    """A cell's lines without a leading ``# %%`` marker: a comment line the scan skips, so a read and a write share one entry."""
+    return tuple(lines[1:]) if lines and lines[0].startswith("# %%") else tuple(lines)
 
 
 _remember_cell_scans()

@@ -73,11 +73,9 @@ def compare(committed: object, generated: object, key: str = "") -> list[tuple[s
 def update(path: Path, name: str) -> bool:
     """Rewrite a reference file with its generated canonical bytes; True when it changed."""
     text = expected_text(name)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return True
+    from .files import write_all
+
+    return bool(write_all({path: text}))  # all or nothing, as every other write
 
 
 def changed_values(old: object, new: object, key: str = "") -> list[tuple[str, object, object]]:

@@ -485,3 +485,10 @@ def test_new_exercise_writes_every_step_and_names_what_is_left(copy):
     assert "what is left" in added.stdout and "builder/contracts/" in added.stdout and "tests/bug_catalog.py" in added.stdout
     checked = run_builder(root, "check")
     assert checked.returncode == exits.OK, checked.stdout + checked.stderr  # green, with the new entry as a warning
+
+
+def test_an_inline_name_missing_from_all_says_where_to_register_it():
+    from builder import inline
+
+    with pytest.raises(inline.InlineError, match=r"list it in that module's __all__"):
+        inline.source_of("check_no_such_contract")

@@ -45,8 +45,9 @@ def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Find
         if entry.obsolete or not entry.msgstr or EXEMPT_FLAG in entry.flags:
             continue
         text, english = entry.msgstr.lower(), NOT_PROSE.sub(" ", entry.msgid)
+        folded = english.lower()
         for term in terms:
-            if term.pattern.search(english) and not any(stem in text for stem in term.stems):
+            if term.english.lower() in folded and term.pattern.search(english) and not any(stem in text for stem in term.stems):
                 found.append(Finding(path, entry.linenum, "glossary", entry.msgctxt or "",
                                      f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)"))
     return found
