@@ -189,7 +189,7 @@ def options(p) -> None:
 
 
 def command(course, args) -> int:
-    """Print each edition's visible code lines and machinery share, against the lean target (share <= 20%, <= 1500 lines).
+    """Print each edition's visible code lines and machinery share, against the lean target (a fifth at most, 1500 lines).
 
     Machinery is defined line by line in builder/stats.py and the README. Exit 0.
     """

@@ -809,15 +809,15 @@ def check_exercise(label, contract, implementation, namespace):
             f"the traceback above this message shows the line of {name} that raised",
         )
         failure.frames = own_frames(error.__cause__ if failure is error else error)
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
-                         f"{name} broke its contract check ({type(error).__name__})"):
+        reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+        if use_reference(label, namespace, reason):
             failure.go_on = (
                 f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                 f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
                 f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
             )
         else:
-            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            outcomes[label], waiting[name] = reason, label
             failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
         failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
         if failure is error:
@@ -828,7 +828,7 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes[label] = "passed"
     print(f"{label}: PASS, every contract property of {name} holds")
     return summary
-# builder:end sha256=60a0e1ddbb52d31780a79e40b145bf0af12fd832f64d2d7c89ec161891386b68
+# builder:end sha256=c3b22b7bef57e0f837ae664b8d720b512b2e8a9f6f47269096e48bc49a008ac6
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""

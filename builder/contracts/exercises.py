@@ -120,15 +120,15 @@ def check_exercise(label, contract, implementation, namespace):
             f"the traceback above this message shows the line of {name} that raised",
         )
         failure.frames = own_frames(error.__cause__ if failure is error else error)
-        if use_reference(label, namespace, f"{name} failed '{failure.property}'" if failure is error else
-                         f"{name} broke its contract check ({type(error).__name__})"):
+        reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+        if use_reference(label, namespace, reason):
             failure.go_on = (
                 f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                 f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
                 f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
             )
         else:
-            outcomes[label], waiting[name] = f"{name} failed '{failure.property}'", label
+            outcomes[label], waiting[name] = reason, label
             failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
         failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
         if failure is error:
