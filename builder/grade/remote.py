@@ -47,7 +47,7 @@ class Channel:
 
         blobs = list(blobs or [])
         header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs))
-        leaves = [t for t in _tensors_in((args, kwargs)) if t.requires_grad]
+        leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad]
         if leaves and torch.is_grad_enabled():
             box: list = []
             outputs = _RemoteCall.apply(self, header, blobs, box, *leaves)
@@ -87,21 +87,6 @@ def _as_exception(raised: dict) -> BaseException:
         exc = StudentError(f"{name}: {message}")
     exc.student_where = str(raised.get("where") or "")
     return exc
-
-
-def _tensors_in(value):
-    """Every exact tensor inside arguments, in the order ``wire.encode`` writes them."""
-    import torch
-
-    if type(value) is torch.Tensor:
-        yield value
-    elif type(value) in (list, tuple):
-        for item in value:
-            yield from _tensors_in(item)
-    elif type(value) is dict:
-        for key, item in value.items():
-            yield from _tensors_in(key)
-            yield from _tensors_in(item)
 
 
 def _function():

@@ -177,6 +177,25 @@ def _decode_tensor(dtype, shape, strides, blob, blobs):
     return flat.as_strided(shape, strides)
 
 
+def tensors_in(value):
+    """Every exact tensor inside a value (lists, tuples, dicts, dataclass fields), in the order ``encode`` writes them."""
+    import dataclasses
+
+    torch = _torch()
+    if type(value) is torch.Tensor:
+        yield value
+    elif type(value) in (list, tuple):
+        for item in value:
+            yield from tensors_in(item)
+    elif type(value) is dict:
+        for key, item in value.items():
+            yield from tensors_in(key)
+            yield from tensors_in(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from tensors_in(getattr(value, field.name))
+
+
 def send(sock: socket.socket, header: dict, blobs: list | None = None) -> None:
     """One message: the JSON header and its blobs, each length-prefixed."""
     blobs = blobs or []
