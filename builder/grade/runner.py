@@ -19,7 +19,6 @@ import tempfile
 import time
 import traceback
 import types
-from pathlib import Path
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -13,7 +13,7 @@ import json
 import socket
 import struct
 
-MAX_MESSAGE = 1 << 30  # bytes: a reply larger than this is refused instead of read into memory
+MAX_MESSAGE = 1 << 28  # bytes: a message larger than this is refused instead of read into memory
 _LENGTH = struct.Struct("!Q")
 _PLAIN = (type(None), bool, int, str)
 

@@ -193,14 +193,13 @@ def _module_data(module, blobs: list) -> dict:
 
 def _load_state(module, state: dict) -> None:
     """Put the judge's copy of the parameters and buffers (values, dtypes) back into the student's module."""
-    params, buffers = dict(module.named_parameters()), dict(module.named_buffers())
+    params = dict(module.named_parameters())
     for name, tensor in state.get("params", {}).items():
         params[name].data = tensor
     for name, tensor in state.get("buffers", {}).items():
         owner, _, leaf = name.rpartition(".")
         (module.get_submodule(owner) if owner else module)._buffers[leaf] = tensor
     module.train(bool(state.get("training", module.training)))
-    del buffers
 
 
 def _raised(exc: BaseException, filenames: set[str]) -> dict:
