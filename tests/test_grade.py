@@ -357,13 +357,13 @@ def test_every_results_json_validates_and_grades_csv_has_a_row_each(kinds):
         validate(result)
     with open(kinds["out"] / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    assert rows[0] == ["submission", "module", *kinds["labels"], "total", "max", "error"]
+    assert rows[0] == ["submission", "module", *kinds["labels"], "total", "max", "status", "error"]
     by_name = {row[0]: row for row in rows[1:]}
     assert list(by_name) == list(KINDS)
     assert by_name["not_a_notebook"][-1].startswith("not a readable notebook (NotJSONError: Notebook does not appear to be JSON")
-    assert by_name["not_a_notebook"][1:-1] == [""] * (len(kinds["labels"]) + 3)
+    assert by_name["not_a_notebook"][1:-2] == [""] * (len(kinds["labels"]) + 3) and by_name["not_a_notebook"][-2] == "not graded"
     n = len(kinds["labels"])
-    assert by_name["wrong"][-3:] == [f"{n - 1}", f"{n}", ""]
+    assert by_name["wrong"][-4:] == [f"{n - 1}", f"{n}", "graded", ""]
 
 
 @pytest.mark.slow
@@ -386,3 +386,26 @@ def test_run_autograder_grades_a_submission_where_gradescope_places_it(tmp_path,
     subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=600, capture_output=True)
     again = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert again["tests"] == [] and "submit exactly one .ipynb notebook; found 2" in again["output"]
+
+
+@pytest.mark.slow
+def test_the_gradescope_selftest_passes_on_a_bundle_built_here(tmp_path, course, capsys):
+    bundle = gradescope.bundle(course, tmp_path / "autograder.zip", module="module3", timeout=TIMEOUT)
+    assert cli.main(["--root", str(ROOT), "grade", "--gradescope-selftest", str(bundle)]) == 0
+    shown = capsys.readouterr().out
+    assert "selftest module3_basic_transformer solution: 9 points, 9 exercises: ok" in shown
+    assert "selftest module3_basic_transformer stub: 0 points, 9 exercises: ok" in shown
+
+
+def test_setup_sh_fails_clearly_without_python_3_11(tmp_path, course):
+    with zipfile.ZipFile(gradescope.bundle(course, tmp_path / "a.zip")) as archive:
+        (tmp_path / "setup.sh").write_bytes(archive.read("setup.sh"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("apt-get", 'echo "apt-get $*" >> "$LOG"'), ("python3", "exit 1")):  # an old python3, an apt that installs nothing
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin".replace(":/usr/bin:/bin", ""), "LOG": str(tmp_path / "apt.log")}
+    done = subprocess.run(["/bin/bash", str(tmp_path / "setup.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "needs Python 3.11 or newer" in done.stderr
+    assert (tmp_path / "apt.log").read_text().splitlines()[0] == "apt-get update"

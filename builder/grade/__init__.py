@@ -1,8 +1,8 @@
 """``python -m builder grade``: score submitted notebooks with the course's own contract checks.
 
-Only the functions and classes a student defined in the exercise cells are taken from a
-submission; the setup cells, references, contracts and check cells come from the current build.
-``runner`` executes the solution edition once per module and forks one short-lived process per
-exercise and submission, so each exercise is judged alone, in an empty folder, with a time limit,
-on the reference solutions of the exercises before it.
+``batch`` deals submissions to ``--jobs`` judge processes (``runner``). A judge runs the solution
+edition once and, at each exercise, judges every submission of its group: the check cell runs in
+a judge process forked for that one check, and the student's code runs in a separate student
+process (``sandbox``) that the judge reaches only through a data channel (``wire``, ``remote``,
+``worker``). Earlier exercises run on their reference solutions, so one mistake costs one exercise.
 """

@@ -8,6 +8,7 @@ process for the vector-Jacobian product, so gradient properties are judged too.
 """
 
 import dataclasses
+import functools
 
 from . import wire
 
@@ -47,10 +48,10 @@ class Channel:
 
         blobs = list(blobs or [])
         header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs))
-        leaves = [t for t in _tensors_in((args, kwargs)) if t.requires_grad]
+        leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad]
         if leaves and torch.is_grad_enabled():
             box: list = []
-            outputs = _RemoteCall.apply(self, header, blobs, box, *leaves)
+            outputs = _remote_call().apply(self, header, blobs, box, *leaves)
             reply, out = box
             return self._decode(reply["value"], out, tensors=iter(outputs))
         reply, out = self.request(header, blobs)
@@ -89,22 +90,8 @@ def _as_exception(raised: dict) -> BaseException:
     return exc
 
 
-def _tensors_in(value):
-    """Every exact tensor inside arguments, in the order ``wire.encode`` writes them."""
-    import torch
-
-    if type(value) is torch.Tensor:
-        yield value
-    elif type(value) in (list, tuple):
-        for item in value:
-            yield from _tensors_in(item)
-    elif type(value) is dict:
-        for key, item in value.items():
-            yield from _tensors_in(key)
-            yield from _tensors_in(item)
-
-
-def _function():
+@functools.cache
+def _remote_call():
     """The autograd Function class, built once torch is imported."""
     import torch
 
@@ -138,21 +125,6 @@ def _collect(channel: Channel, value, blobs: list, flags: list) -> list:
     made: list = []
     channel._decode(value, blobs, flags=flags, made=made)
     return made
-
-
-class _Lazy:
-    """``_RemoteCall.apply`` without importing torch at import time."""
-
-    cls = None
-
-    @classmethod
-    def apply(cls, *args):
-        if cls.cls is None:
-            cls.cls = _function()
-        return cls.cls.apply(*args)
-
-
-_RemoteCall = _Lazy
 
 
 def proxy(channel: Channel, name: str):

@@ -1,11 +1,12 @@
-"""The grading process of one module: run the solution edition once, fork a judge at every exercise.
+"""The judge process of one group of submissions: run the solution edition once, judge each exercise on the way.
 
-``python -m builder.grade.runner JOB.json VERDICTS.json`` reads the course source and the exercise
-cells of each submission from JOB, executes the source's cells in order in this process, and at
-each exercise forks one child per submission. The child runs in a new empty folder, defines the
-reference cell and the student's definitions, runs the check cell and sends its verdict back
-through a pipe; the parent kills it after ``timeout`` seconds. The parent then goes on with the
-reference solution, so later exercises are judged on the references of the earlier ones.
+``python -m builder.grade.runner`` reads its job (the course source and the group's exercise and
+own cells) from stdin, so no file holds the submissions. It executes the source's cells in order;
+at each exercise, for each submission, a ``sandbox.Host`` course process forks a student process
+holding only that submission's code, and this process forks a short-lived judge that runs the
+check cell with stand-ins calling the student's process, killed after ``timeout`` seconds. After
+every check the course process kills whatever the student started; one verdict line per check
+goes to stdout. The judge then goes on with the reference solution.
 """
 
 import json
@@ -18,7 +19,6 @@ import tempfile
 import time
 import traceback
 import types
-from pathlib import Path
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -13,7 +13,7 @@ import json
 import socket
 import struct
 
-MAX_MESSAGE = 1 << 30  # bytes: a reply larger than this is refused instead of read into memory
+MAX_MESSAGE = 1 << 28  # bytes: a message larger than this is refused instead of read into memory
 _LENGTH = struct.Struct("!Q")
 _PLAIN = (type(None), bool, int, str)
 
@@ -175,6 +175,25 @@ def _decode_tensor(dtype, shape, strides, blob, blobs):
     if any(s < 0 for s in strides) or span > flat.numel():
         raise Refused(f"a tensor whose strides {strides} reach past its {flat.numel()} elements")
     return flat.as_strided(shape, strides)
+
+
+def tensors_in(value):
+    """Every exact tensor inside a value (lists, tuples, dicts, dataclass fields), in the order ``encode`` writes them."""
+    import dataclasses
+
+    torch = _torch()
+    if type(value) is torch.Tensor:
+        yield value
+    elif type(value) in (list, tuple):
+        for item in value:
+            yield from tensors_in(item)
+    elif type(value) is dict:
+        for key, item in value.items():
+            yield from tensors_in(key)
+            yield from tensors_in(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from tensors_in(getattr(value, field.name))
 
 
 def send(sock: socket.socket, header: dict, blobs: list | None = None) -> None:

@@ -150,7 +150,7 @@ class Server:
         reply = {"value": encoded}
         if leaves:
             call = len(self.graphs) + 1
-            self.graphs[call] = (leaves, list(_tensors_in(value)))
+            self.graphs[call] = (leaves, list(wire.tensors_in(value)))
             reply["call"] = call
         return reply, out
 
@@ -193,32 +193,13 @@ def _module_data(module, blobs: list) -> dict:
 
 def _load_state(module, state: dict) -> None:
     """Put the judge's copy of the parameters and buffers (values, dtypes) back into the student's module."""
-    params, buffers = dict(module.named_parameters()), dict(module.named_buffers())
+    params = dict(module.named_parameters())
     for name, tensor in state.get("params", {}).items():
         params[name].data = tensor
     for name, tensor in state.get("buffers", {}).items():
         owner, _, leaf = name.rpartition(".")
         (module.get_submodule(owner) if owner else module)._buffers[leaf] = tensor
     module.train(bool(state.get("training", module.training)))
-    del buffers
-
-
-def _tensors_in(value):
-    """Every exact tensor inside a returned value, in the order ``wire.encode`` writes them."""
-    import torch
-
-    if type(value) is torch.Tensor:
-        yield value
-    elif type(value) in (list, tuple):
-        for item in value:
-            yield from _tensors_in(item)
-    elif type(value) is dict:
-        for key, item in value.items():
-            yield from _tensors_in(key)
-            yield from _tensors_in(item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            yield from _tensors_in(getattr(value, field.name))
 
 
 def _raised(exc: BaseException, filenames: set[str]) -> dict:
