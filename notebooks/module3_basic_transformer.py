@@ -2049,6 +2049,18 @@ def check_attention_contract(attention):
     import torch
     import torch.nn.functional as F
 
+    def _works_without_batch_axes(attention, q, k, v, allowed):
+        """True when ``attention`` returns normally on the first (T, d) slice of a batched call that failed."""
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # x.T on a 2-D tensor is fine; on the batched call it warned already
+                attention(q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach(), allowed)
+        except Exception:  # noqa: BLE001 - any failure here means the batch axes are not the cause
+            return False
+        return True
+
     gen = torch.Generator().manual_seed(303)
     q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
     k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
@@ -2057,7 +2069,16 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    try:
+        result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    except ContractViolation as failure:
+        if not _works_without_batch_axes(attention, q, k, v, allowed):
+            raise
+        raise ContractViolation(
+            failure.property, failure.on_input, failure.expected, failure.actual,
+            "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated "
+            "beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT",
+        ) from failure.__cause__
     contract_assert(
         isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
         "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
@@ -2215,7 +2236,7 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=c756c85aaa7a917a305a6dcce8b399223c298b2c7f06282cbc111e651022ff59
+# builder:end sha256=c2ea8914e73713a214460ba473c9bff41bbda8f2f6f9b4e3866892c212cc0fb1
 check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 
 
@@ -3215,7 +3236,7 @@ def check_multi_head_attention_contract(attention_class):
     x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
     d_head, group = d_model // n_heads, n_heads // n_kv
 
-    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None, transpose=True):
         def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
             return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
 
@@ -3230,7 +3251,7 @@ def check_multi_head_attention_contract(attention_class):
         out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
         if token_valid is not None:
             out = out * token_valid[:, None, :, None]  # padded queries: zero rows
-        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        merged = (out.transpose(1, 2) if transpose else out).reshape(x.shape[0], x.shape[1], n_heads * d_head)
         return merged @ weights["out_proj"].T if out_proj else merged
 
     prop = "the output equals an independent multi-head attention built from the layer's weights"
@@ -3247,6 +3268,8 @@ def check_multi_head_attention_contract(attention_class):
             (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
             (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
             (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+            (reference(x, transpose=False), "the heads were merged without moving the head axis back: reshaping (B, H, T, d) "
+                                            "straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)"),
         ):
             if torch.allclose(got, variant, atol=1e-9):
                 hint = explanation
@@ -3275,7 +3298,7 @@ def check_multi_head_attention_contract(attention_class):
             atol=1e-9, rtol=1e-9,
         )
     return {"max_error": error}
-# builder:end sha256=2af1a4cc65b3609a2c0fd04d6cca61074f207b6084a9edc8b3d7d1f880843012
+# builder:end sha256=953380c6015f4e3cce5425f2eff19f37bb1b4234765b2ed1d247fac08200b065
 check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 
