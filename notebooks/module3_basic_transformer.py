@@ -2601,6 +2601,31 @@ def plot_saturation(rows, language="en"):
     return fig
 
 
+# %% [markdown]
+# **Predict, then run (1).** Before you run the next code cell, which measures saturation: without
+# the division by $\sqrt{d_k}$, at $d_k = 512$, how much of its attention does a typical query give
+# to its best key among 16 random ones? (a) about $1/16 \approx 0.06$, as if the keys were
+# equal; (b) about half; (c) nearly all of it, so its row of the heatmap is one dark cell. Write
+# your letter in the cell below and run it; the cell after the figure checks it.
+
+# %%
+PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
+
+
+# %% tags=["hide-input"]
+# @title judge_prediction: how a prediction compares with the measurement (open to read)
+def judge_prediction(label, prediction, measured, explanation):
+    """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
+    if prediction is None:
+        print(f"{label}: no prediction yet (set it above and run that cell, then this one). The measured answer is "
+              f"({measured}): {explanation}")
+        return None
+    prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
+    verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
+    print(f"{label}: you predicted ({prediction}), {verdict}: {explanation}")
+    return prediction == measured
+
+
 # %%
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
@@ -2729,6 +2754,14 @@ show_figure(
     "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
     "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
 )
+
+# %%
+top_512 = by_key[512, False]["max_weight"]
+answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
+judge_prediction("Predict, then run (1)", PREDICTION_UNSCALED_512, answer_512,
+                 f"unscaled, the best of 16 keys takes {top_512:.0%} of a query's attention at d_k = 512 (scaled: "
+                 f"{by_key[512, True]['max_weight']:.0%}); the raw scores spread by about √512 ≈ 23, so one key wins outright.")
+expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
 # %% tags=["hide-input"]
 # @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
@@ -4233,8 +4266,9 @@ MAX_NEW_TOKENS = 10_000  # generate runs one forward pass per token: more would 
 class TinyLM(nn.Module):
     """A one-block causal language model with learned positions and tied input/output embeddings."""
 
-    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True, use_positions=True):
         super().__init__()
+        self.use_positions = require_bool("use_positions", use_positions)
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
@@ -4250,17 +4284,19 @@ class TinyLM(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
-        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
-        positions = torch.arange(token_ids.shape[1])
-        hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
-        return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
+        hidden = self.embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
+        return self.head(self.final_norm(self.block(hidden)))                                  # (B, T, V)
+
+    def embed(self, token_ids):
+        """(B, T) token ids -> (B, T, d): token embeddings plus, unless switched off, position embeddings."""
+        hidden = self.token_embedding(token_ids)
+        return hidden + self.position_embedding(torch.arange(token_ids.shape[1])) if self.use_positions else hidden
 
     def attention_weights(self, token_ids):
         """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
         token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
         with torch.no_grad():
-            hidden = self.token_embedding(token_ids) + self.position_embedding(torch.arange(token_ids.shape[1]))
-            return self.block.attention(self.block.norm1(hidden), return_weights=True)[1]
+            return self.block.attention(self.block.norm1(self.embed(token_ids)), return_weights=True)[1]
 
     def generate(self, token_ids, new_tokens):
         """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
@@ -4474,11 +4510,11 @@ def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     return loss, float((logits.argmax(-1) == wanted).float().mean())
 
 
-def train_copy_model(*, use_attention, decay=True):
+def train_copy_model(*, use_attention, decay=True, use_positions=True):
     """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios."""
     torch.manual_seed(recipe["seed"])
     model = TinyLM(vocab_size=recipe["vocab_size"], d_model=recipe["d_model"], n_heads=recipe["n_heads"],
-                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
+                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention, use_positions=use_positions)
     optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
     losses, step_ratios = [], []  # per step: how far each weight with |g| >> eps moved, in units of that step's lr
@@ -4595,6 +4631,27 @@ show_figure(
     f"{segment_length - 1}, and shifting the repeat by one place drops the copy to {shifted_accuracy:.0%}. The first "
     f"{segment_length - 1} rows are never scored, so training does not shape where they look.",
 )
+
+# %% [markdown]
+# **Predict, then run (2).** The model above finds the key to copy by its position. Train the same
+# model once more, with the same data and recipe, but without its position embeddings: only the
+# token embeddings enter the block. Its loss on the repeat ends (a) near 0, as with positions;
+# (b) near chance, $\ln 8 \approx 2.08$; (c) about half-way, near 1. Write your letter in the next
+# cell and run it, then run the cell after it (it trains for about a second).
+
+# %%
+PREDICTION_NO_POSITIONS = None  # your answer: "a", "b" or "c"
+
+# %%
+no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)
+with torch.no_grad():
+    no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
+answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
+judge_prediction("Predict, then run (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
+                 f"without positions the loss ends at {no_position_loss:.2f} nats and the accuracy at {no_position_accuracy:.0%} "
+                 f"(with positions {full_loss:.3f} and {full_accuracy:.0%}): every key looks the same to a query except for its "
+                 f"token, so 'the key 5 places back' cannot be found, and the causal mask alone gives only a weak hint of order.")
+expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
 # @title AdamW against the update written out by hand; copy_task_batch on its smallest input (checked; open to read)
@@ -5077,6 +5134,8 @@ NEGATIVE_TESTS = [
     (ValueError, TinyLM, (), {**TINY, "d_model": 0}, "d_model"),
     (ValueError, TinyLM, (), {**TINY, "max_length": 0}, "max_length"),
     (TypeError, TinyLM, (), {**TINY, "use_attention": 1}, "use_attention"),
+    (TypeError, TinyLM, (), {**TINY, "use_positions": "no"}, "use_positions"),
+    (ValueError, judge_prediction, ("Predict", "d", "a", "why"), {}, "prediction"),
     (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),
