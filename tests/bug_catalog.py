@@ -220,7 +220,7 @@ MODULE3 = [
         ATTENTION, "a batch axis carried only by V", written=_attention("batch-from-qk")),
     Bug("attention-position-leak", 3, "scaled_dot_product_attention", "adds a term that depends on the query's position",
         ATTENTION, MATCHES_SDPA, written=_attention("position-leak")),
-    Bug("attention-dot-T", 3, "scaled_dot_product_attention", "transposes k with .T, which reverses every axis of a batched tensor",
+    Bug("attention-dot-t-on-batches", 3, "scaled_dot_product_attention", "transposes k with .T, which reverses every axis of a batched tensor",
         ATTENTION, MATCHES_SDPA, edit("q @ k.transpose(-2, -1)", "q @ k.T"), hint="k.T reverses every axis"),
     # Exercise 4: split_heads
     Bug("split-heads-reshape-without-transpose", 3, "split_heads", "reshapes (B, T, H*d) straight to (B, H, T, d), mixing tokens",
