@@ -1741,10 +1741,13 @@ def plot_positions(table, language="en"):
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.86, hspace=0.45)  # fixed margins: a layout engine would draw everything twice
     titles = (localized(language, "Fast coordinates (pair 0)", "Быстрые координаты (пара 0)"),
               localized(language, "Slow coordinates (pair 2)", "Медленные координаты (пара 2)"))
+    smooth = np.linspace(0, len(table) - 1, 40 * len(table))  # the continuous curve each column samples
     for ax, columns, title in zip(axes, ((0, 1), (4, 5)), titles):
-        for column, color, style in zip(columns, (Palette.BLUE, Palette.ORANGE), ("-", "--")):
+        for column, color, style, marker in zip(columns, (Palette.BLUE, Palette.ORANGE), ("-", "--"), ("o", "s")):
             name = "sin" if column % 2 == 0 else "cos"
-            ax.plot(np.arange(len(table)), table[:, column], color=color, ls=style, lw=1.8,
+            angle = smooth * 10_000.0 ** (-(column - column % 2) / table.shape[1])  # the table's default base
+            ax.plot(smooth, np.sin(angle) if column % 2 == 0 else np.cos(angle), color=color, ls=style, lw=1.0, alpha=0.6)
+            ax.plot(np.arange(len(table)), table[:, column], color=color, ls="none", marker=marker, ms=3.5,
                     label=f"{localized(language, 'coordinate', 'координата')} {column} ({name})")
         ax.set_title(title, fontsize=11)
         ax.set_ylim(-1.15, 1.15)
@@ -1783,7 +1786,8 @@ print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixe
 
 show_figure(
     plot_positions(pe.numpy(), language=LANGUAGE),
-    "Each curve is one coordinate of the position vector, read from left (position 0) to right (position 80). "
+    "Each marker is one coordinate of the position vector at a whole position, read from left (position 0) to right "
+    "(position 80); the thin curve behind the markers is the sine or cosine they sample. "
     "The top pair turns one radian per position, so it separates neighbours but repeats every 2π ≈ 6.3 positions; "
     "the bottom pair turns 100 times slower and changes little between neighbours, but tells position 10 from position 70.",
 )
@@ -2139,6 +2143,18 @@ def check_attention_contract(attention):
     import torch
     import torch.nn.functional as F
 
+    def _works_without_batch_axes(attention, q, k, v, allowed):
+        """True when ``attention`` returns normally on the first (T, d) slice of a batched call that failed."""
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # x.T on a 2-D tensor is fine; on the batched call it warned already
+                attention(q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach(), allowed)
+        except Exception:  # noqa: BLE001 - any failure here means the batch axes are not the cause
+            return False
+        return True
+
     gen = torch.Generator().manual_seed(303)
     q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
     k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
@@ -2147,7 +2163,16 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    try:
+        result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    except ContractViolation as failure:
+        if not _works_without_batch_axes(attention, q, k, v, allowed):
+            raise
+        raise ContractViolation(
+            failure.property, failure.on_input, failure.expected, failure.actual,
+            "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated "
+            "beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT",
+        ) from failure.__cause__
     contract_assert(
         isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
         "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",
@@ -2305,7 +2330,7 @@ def check_attention_contract(attention):
         "empty_rows": "PASS",
         "permutation": "PASS",
     }
-# builder:end sha256=c756c85aaa7a917a305a6dcce8b399223c298b2c7f06282cbc111e651022ff59
+# builder:end sha256=c2ea8914e73713a214460ba473c9bff41bbda8f2f6f9b4e3866892c212cc0fb1
 check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attention, globals())
 
 
@@ -2411,19 +2436,23 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     if missing or not 1 <= len(temperatures) <= 4:
         raise ValueError(f"weights must hold a (causal, temperature) entry for 1 to 4 temperatures; missing {missing[:4]}")
     highlight = require_int("highlight", highlight, minimum=0, maximum=len(tokens) - 1)
-    fig, axes = plt.subplots(2, len(temperatures), figsize=(11.5, 7.6), squeeze=False)
-    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.9, wspace=0.08, hspace=0.12)  # fixed margins: a layout engine would draw everything twice
+    fig, axes = plt.subplots(2, len(temperatures), figsize=(8.8, 5.9), squeeze=False)  # 792 px wide: shown at its own size
+    fig.subplots_adjust(left=0.15, right=0.87, bottom=0.17, top=0.88, wspace=0.08, hspace=0.14)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
         for c, temperature in enumerate(temperatures):
             ax = axes[r][c]
-            ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
+            image = ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
             ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
-            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=8)  # labels once per column
-            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=8)                          # and once per row
+            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=9)  # labels once per column
+            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=9)                          # and once per row
             ax.tick_params(length=0)
             ax.grid(False)
             mask_name = localized(language, "causal mask", "причинная маска") if causal else localized(language, "no mask", "без маски")
-            ax.set_title(f"{mask_name}, T = {temperature:g}", fontsize=11)
+            ax.set_title(f"{mask_name}, T = {temperature:g}", fontsize=10)
+    colour_bar = fig.colorbar(image, cax=fig.add_axes((0.9, 0.17, 0.02, 0.71)))
+    colour_bar.set_label(localized(language, "attention weight (each row sums to 1)", "вес внимания (сумма по строке равна 1)"), fontsize=10)
+    colour_bar.ax.tick_params(labelsize=9)
+    fig.supxlabel(localized(language, "key: the word being looked at", "ключ: слово, на которое смотрят"), fontsize=10, x=0.51)
     fig.supylabel(localized(language, "query: the word doing the looking", "запрос: слово, которое смотрит"), fontsize=10)
     fig.suptitle(localized(language, "One sentence, two switches: the mask and the temperature",
                            "Одно предложение, два переключателя: маска и температура"), fontweight="bold", x=0.02, ha="left")
@@ -2666,6 +2695,31 @@ def plot_saturation(rows, language="en"):
     return fig
 
 
+# %% [markdown]
+# **Predict, then run (1).** Before you run the next code cell, which measures saturation: without
+# the division by $\sqrt{d_k}$, at $d_k = 512$, how much of its attention does a typical query give
+# to its best key among 16 random ones? (a) about $1/16 \approx 0.06$, as if the keys were
+# equal; (b) about half; (c) nearly all of it, so its row of the heatmap is one dark cell. Write
+# your letter in the cell below and run it; the cell after the figure checks it.
+
+# %%
+PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
+
+
+# %% tags=["hide-input"]
+# @title judge_prediction: how a prediction compares with the measurement (open to read)
+def judge_prediction(label, prediction, measured, explanation):
+    """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
+    if prediction is None:
+        print(f"{label}: no prediction yet (set it above and run that cell, then this one). The measured answer is "
+              f"({measured}): {explanation}")
+        return None
+    prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
+    verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
+    print(f"{label}: you predicted ({prediction}), {verdict}: {explanation}")
+    return prediction == measured
+
+
 # %%
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
@@ -2795,6 +2849,14 @@ show_figure(
     "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
 )
 
+# %%
+top_512 = by_key[512, False]["max_weight"]
+answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
+judge_prediction("Predict, then run (1)", PREDICTION_UNSCALED_512, answer_512,
+                 f"unscaled, the best of 16 keys takes {top_512:.0%} of a query's attention at d_k = 512 (scaled: "
+                 f"{by_key[512, True]['max_weight']:.0%}); the raw scores spread by about √512 ≈ 23, so one key wins outright.")
+expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
+
 # %% tags=["hide-input"]
 # @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
 expect_raises(ValueError, jacobian_norm, torch.tensor(0.5), match="dimensions")
@@ -2842,6 +2904,8 @@ def _query_gradients_by_hand(widths, n_keys, trials, seed):
 
 def plot_query_gradients(norms, widths, language="en"):
     """Median and 10th-90th percentile band of |∂L/∂q| per head width, unscaled and scaled, on log axes."""
+    import matplotlib.ticker
+
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
     widths = list(widths)
@@ -2850,14 +2914,17 @@ def plot_query_gradients(norms, widths, language="en"):
         raise ValueError(f"norms must hold a (width, scaled) entry for every width; missing {missing[:4]}")
     fig, ax = plt.subplots(figsize=(7.6, 3.6))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
-    for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
-                                 (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
+    for scaled, color, style, label in ((False, Palette.RED, "o-", localized(language, "unscaled  q·k", "без масштаба  q·k")),
+                                        (True, Palette.BLUE, "s--", localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
         rows = np.array([np.asarray(norms[w, scaled], dtype=float) for w in widths])  # (widths, trials)
         low, mid, high = (np.quantile(rows, level, axis=1) for level in (0.1, 0.5, 0.9))
         ax.fill_between(widths, low, high, color=color, alpha=0.18, lw=0)
-        ax.plot(widths, mid, "o-", color=color, ms=4, label=label)
+        ax.plot(widths, mid, style, color=color, ms=4, label=label)
     log_scale(ax, "x", base=2)
     log_scale(ax, "y")
+    # One format on the y-axis: every tick a power of ten (log_scale writes 0.01 and 100 plainly but 10⁻⁴ as a power).
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda value, _: "10" + str(round(math.log10(value))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")) if value > 0 else ""))
     ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
     ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
     ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
@@ -3296,7 +3363,7 @@ def check_multi_head_attention_contract(attention_class):
     x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
     d_head, group = d_model // n_heads, n_heads // n_kv
 
-    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None, transpose=True):
         def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
             return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
 
@@ -3311,7 +3378,7 @@ def check_multi_head_attention_contract(attention_class):
         out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
         if token_valid is not None:
             out = out * token_valid[:, None, :, None]  # padded queries: zero rows
-        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        merged = (out.transpose(1, 2) if transpose else out).reshape(x.shape[0], x.shape[1], n_heads * d_head)
         return merged @ weights["out_proj"].T if out_proj else merged
 
     prop = "the output equals an independent multi-head attention built from the layer's weights"
@@ -3328,6 +3395,8 @@ def check_multi_head_attention_contract(attention_class):
             (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
             (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
             (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+            (reference(x, transpose=False), "the heads were merged without moving the head axis back: reshaping (B, H, T, d) "
+                                            "straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)"),
         ):
             if torch.allclose(got, variant, atol=1e-9):
                 hint = explanation
@@ -3356,7 +3425,7 @@ def check_multi_head_attention_contract(attention_class):
             atol=1e-9, rtol=1e-9,
         )
     return {"max_error": error}
-# builder:end sha256=2af1a4cc65b3609a2c0fd04d6cca61074f207b6084a9edc8b3d7d1f880843012
+# builder:end sha256=953380c6015f4e3cce5425f2eff19f37bb1b4234765b2ed1d247fac08200b065
 check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 
@@ -3393,8 +3462,8 @@ def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     return fig
 
 
-def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
-    """Boxes of the multi-head data path: one wide projection, split into heads, attended, merged, mixed by W_o."""
+def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
+    """Boxes of the multi-head data path: Q/K/V split into heads, per-head T×T weights, merged, mixed by W_o."""
     require_choice("language", language, LANGUAGES)
     n_tokens = require_int("n_tokens", n_tokens, minimum=1, maximum=8)
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
@@ -3403,55 +3472,58 @@ def plot_split_merge(n_tokens=4, n_heads=3, d_head=2, language="en"):
     from matplotlib.patches import Rectangle
 
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
-    fig, ax = plt.subplots(figsize=(11.0, 2.7))
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.9)  # fixed margins: a layout engine would draw everything twice
+    fig, ax = plt.subplots(figsize=(8.8, 1.9))  # 792 px wide: shown at its own size, labels at 9 pt
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.84)  # fixed margins: a layout engine would draw everything twice
     ax.set_aspect("equal")
     ax.axis("off")
-    cell, width = 0.5, n_heads * d_head
+    cell, width, gap = 0.5, n_heads * d_head, 2.2
+    top = n_tokens * cell + 0.1
 
-    def grid(x0, y0, columns, head_of_column, alpha=0.85):
-        """A tokens × columns grid whose column j is coloured by head_of_column(j); returns its right edge."""
-        for t in range(n_tokens):
+    def grid(x0, rows, columns, color_of, alpha=0.85):
+        """A rows × columns grid; color_of(row, column) is a palette index, or None for a blank (masked) cell."""
+        for r in range(rows):
             for j in range(columns):
-                ax.add_patch(Rectangle((x0 + j * cell, y0 - (t + 1) * cell), cell, cell, facecolor=colors[head_of_column(j) % 6],
-                                       edgecolor="white", lw=1, alpha=alpha))
+                index = color_of(r, j)
+                ax.add_patch(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell, edgecolor="white", lw=1,
+                                       facecolor=Palette.PAPER if index is None else colors[index % 6], alpha=alpha))
         return x0 + columns * cell
-
-    top = n_tokens * cell + 0.4
-    gap = 1.7  # room for an arrow and its label between two grids
 
     def arrow(x0, x1, label):
         """A labelled arrow from x0 to x1 at the grids' mid-height."""
         y = top - n_tokens * cell / 2
-        ax.annotate("", xy=(x1 - 0.1, y), xytext=(x0 + 0.1, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.3})
+        ax.annotate("", xy=(x1 - 0.08, y), xytext=(x0 + 0.08, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.2})
         ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
-    x = 0.0
-    right = grid(x, top, width, lambda j: j // d_head)
-    ax.text(x, top + 0.25, localized(language, f"X W_q: (T, H·d) = ({n_tokens}, {width})", f"X W_q: (T, H·d) = ({n_tokens}, {width})"), fontsize=9)
-    steps = (localized(language, "split_heads", "split_heads"), localized(language, "attention\nper head", "внимание\nв каждой голове"),
-             localized(language, "merge_heads", "merge_heads"), "× W_o")
-    x = right + gap
-    arrow(right, x, steps[0])
-    heads_left = x
-    for h in range(n_heads):  # (H, T, d): one small grid per head
-        x = grid(x, top, d_head, lambda j, h=h: h) + 0.25
-    ax.text(heads_left, top + 0.25, localized(language, f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})", f"(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"), fontsize=9)
-    mid = x + gap
-    arrow(x, mid, steps[1])
-    x = mid
-    for h in range(n_heads):
-        x = grid(x, top, d_head, lambda j, h=h: h, alpha=0.55) + 0.25
-    merged_left = x + gap
-    arrow(x, merged_left, steps[2])
-    right = grid(merged_left, top, width, lambda j: j // d_head, alpha=0.55)
-    ax.text(merged_left, top + 0.25, localized(language, f"(T, H·d) = ({n_tokens}, {width})", f"(T, H·d) = ({n_tokens}, {width})"), fontsize=9)
-    out_left = right + gap
-    arrow(right, out_left, steps[3])
-    grid(out_left, top, width, lambda j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
-    ax.text(out_left, top + 0.25, localized(language, "output (T, d_model)", "выход (T, d_model)"), fontsize=9)
-    ax.set_xlim(-0.2, out_left + width * cell + 0.2)
-    ax.set_ylim(-0.2, top + 0.6)
-    ax.set_title(localized(language, "Multi-head attention: split, attend, merge, mix", "Многоголовое внимание: разделить, внимать, склеить, смешать"))
+
+    def label(x0, text):
+        ax.text(x0, top + 0.15, text, fontsize=9)
+
+    x = grid(0.0, n_tokens, width, lambda r, j: j // d_head)
+    label(0.0, f"Q, K, V\n(T, H·d) = ({n_tokens}, {width})")
+    stages = (("split_heads", lambda h: (d_head, lambda r, j, h=h: h, 0.85), localized(language, "per head", "по головам") + f"\n(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"),
+              (localized(language, "softmax\n(QKᵀ/√d)", "softmax\n(QKᵀ/√d)"),
+               lambda h: (n_tokens, lambda r, j, h=h: h if j <= r else None, 0.7), localized(language, "weights", "веса") + f"\n(H, T, T) = ({n_heads}, {n_tokens}, {n_tokens})"),
+              ("× V", lambda h: (d_head, lambda r, j, h=h: h, 0.55), localized(language, "outputs", "выходы") + f"\n(H, T, d) = ({n_heads}, {n_tokens}, {d_head})"))
+    for name, per_head, shape in stages:
+        left = x + gap
+        arrow(x, left, name)
+        x = left
+        for h in range(n_heads):  # one small grid per head
+            columns, color_of, alpha = per_head(h)
+            x = grid(x, n_tokens, columns, color_of, alpha) + 0.2
+        label(left, shape)
+        x -= 0.2
+    merged = x + gap
+    arrow(x, merged, "merge_heads")
+    x = grid(merged, n_tokens, width, lambda r, j: j // d_head, alpha=0.55)
+    label(merged, localized(language, "merged", "склеено") + f"\n(T, H·d) = ({n_tokens}, {width})")
+    out = x + gap
+    arrow(x, out, "× W_o")
+    grid(out, n_tokens, width, lambda r, j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
+    label(out, localized(language, "output\n(T, d_model)", "выход\n(T, d_model)"))
+    ax.set_xlim(-0.1, out + width * cell + 0.1)
+    ax.set_ylim(top - n_tokens * cell - 0.1, top + 0.95)
+    ax.set_title(localized(language, "Multi-head attention: split, weigh per head, merge, mix",
+                           "Многоголовое внимание: разделить, взвесить в каждой голове, склеить, смешать"))
     return fig
 
 
@@ -3527,9 +3599,10 @@ show_figure(
 
 show_figure(
     plot_split_merge(language=LANGUAGE),
-    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns a "
-    "feature. One wide projection makes every head's queries at once; split_heads cuts the features into H slabs of "
-    "width d_head (= d_k) and stacks them as a batch of heads; each head runs its own attention over the same tokens; "
+    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns it. "
+    "Wide projections make every head's queries, keys and values at once (one grid stands for each of Q, K and V); "
+    "split_heads cuts the features into H slabs of width d_head (= d_k) and stacks them as a batch of heads; each head "
+    "computes its own T × T weights (here causal: blank squares above the diagonal) and blends its own values; "
     "merge_heads lays the outputs side by side again, head 0 first; and W_o mixes all heads into every output feature "
     "(drawn in one faded colour), back to the model's width.",
 )
@@ -4287,8 +4360,9 @@ MAX_NEW_TOKENS = 10_000  # generate runs one forward pass per token: more would 
 class TinyLM(nn.Module):
     """A one-block causal language model with learned positions and tied input/output embeddings."""
 
-    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True):
+    def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True, use_positions=True):
         super().__init__()
+        self.use_positions = require_bool("use_positions", use_positions)
         self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
         d_model = require_int("d_model", d_model, minimum=1)
         self.max_length = require_int("max_length", max_length, minimum=1)
@@ -4304,17 +4378,19 @@ class TinyLM(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
-        token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
-        positions = torch.arange(token_ids.shape[1])
-        hidden = self.token_embedding(token_ids) + self.position_embedding(positions)  # (B, T, d)
-        return self.head(self.final_norm(self.block(hidden)))                           # (B, T, V)
+        hidden = self.embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
+        return self.head(self.final_norm(self.block(hidden)))                                  # (B, T, V)
+
+    def embed(self, token_ids):
+        """(B, T) token ids -> (B, T, d): token embeddings plus, unless switched off, position embeddings."""
+        hidden = self.token_embedding(token_ids)
+        return hidden + self.position_embedding(torch.arange(token_ids.shape[1])) if self.use_positions else hidden
 
     def attention_weights(self, token_ids):
         """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
         token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
         with torch.no_grad():
-            hidden = self.token_embedding(token_ids) + self.position_embedding(torch.arange(token_ids.shape[1]))
-            return self.block.attention(self.block.norm1(hidden), return_weights=True)[1]
+            return self.block.attention(self.block.norm1(self.embed(token_ids)), return_weights=True)[1]
 
     def generate(self, token_ids, new_tokens):
         """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
@@ -4528,11 +4604,11 @@ def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     return loss, float((logits.argmax(-1) == wanted).float().mean())
 
 
-def train_copy_model(*, use_attention, decay=True):
+def train_copy_model(*, use_attention, decay=True, use_positions=True):
     """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios."""
     torch.manual_seed(recipe["seed"])
     model = TinyLM(vocab_size=recipe["vocab_size"], d_model=recipe["d_model"], n_heads=recipe["n_heads"],
-                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention)
+                   d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention, use_positions=use_positions)
     optimizer = AdamW(model.parameters(), lr=recipe["learning_rate"], weight_decay=0.0)
     data = torch.Generator().manual_seed(recipe["seed"])  # both runs see the same batches
     losses, step_ratios = [], []  # per step: how far each weight with |g| >> eps moved, in units of that step's lr
@@ -4649,6 +4725,27 @@ show_figure(
     f"{segment_length - 1}, and shifting the repeat by one place drops the copy to {shifted_accuracy:.0%}. The first "
     f"{segment_length - 1} rows are never scored, so training does not shape where they look.",
 )
+
+# %% [markdown]
+# **Predict, then run (2).** The model above finds the key to copy by its position. Train the same
+# model once more, with the same data and recipe, but without its position embeddings: only the
+# token embeddings enter the block. Its loss on the repeat ends (a) near 0, as with positions;
+# (b) near chance, $\ln 8 \approx 2.08$; (c) about half-way, near 1. Write your letter in the next
+# cell and run it, then run the cell after it (it trains for about a second).
+
+# %%
+PREDICTION_NO_POSITIONS = None  # your answer: "a", "b" or "c"
+
+# %%
+no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)
+with torch.no_grad():
+    no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
+answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
+judge_prediction("Predict, then run (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
+                 f"without positions the loss ends at {no_position_loss:.2f} nats and the accuracy at {no_position_accuracy:.0%} "
+                 f"(with positions {full_loss:.3f} and {full_accuracy:.0%}): every key looks the same to a query except for its "
+                 f"token, so 'the key 5 places back' cannot be found, and the causal mask alone gives only a weak hint of order.")
+expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
 # @title AdamW against the update written out by hand; copy_task_batch on its smallest input (checked; open to read)
@@ -4874,9 +4971,13 @@ def plot_policies(policies, logits, language="en"):
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.16, top=0.91)  # fixed margins: a layout engine would draw everything twice
     tokens = np.arange(len(logits))
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE)
+    hatches = ("", "//", "..", "xx")  # a pattern per policy, so no pair of bars differs by colour alone
     width = 0.2
-    for index, ((name, probabilities), color) in enumerate(zip(policies.items(), colors)):
-        ax.bar(tokens + (index - 1.5) * width, probabilities, width, label=name, color=color)
+    for index, ((name, probabilities), color, hatch) in enumerate(zip(policies.items(), colors, hatches)):
+        ax.bar(tokens + (index - 1.5) * width, probabilities, width, label=name, color=color, hatch=hatch, edgecolor="white", lw=0)
+        for x, p in zip(tokens + (index - 1.5) * width, probabilities):
+            if p > 0:
+                ax.text(x, p + 0.01, f"{p:.2f}", ha="center", fontsize=9, rotation=90)
     ax.set_xticks(tokens, [f"{localized(language, 'token', 'токен')} {i}\n(z = {z:g})" for i, z in zip(tokens, logits)])
     ax.set_ylim(0, 0.85)
     ax.set_ylabel(localized(language, "probability after renormalising", "вероятность после нормировки"))
@@ -5127,6 +5228,8 @@ NEGATIVE_TESTS = [
     (ValueError, TinyLM, (), {**TINY, "d_model": 0}, "d_model"),
     (ValueError, TinyLM, (), {**TINY, "max_length": 0}, "max_length"),
     (TypeError, TinyLM, (), {**TINY, "use_attention": 1}, "use_attention"),
+    (TypeError, TinyLM, (), {**TINY, "use_positions": "no"}, "use_positions"),
+    (ValueError, judge_prediction, ("Predict", "d", "a", "why"), {}, "prediction"),
     (ValueError, copy_task_batch, (0, torch.Generator()), task, "n_sequences"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.0}, "lr"),
     (ValueError, AdamW, ([torch.zeros(2, requires_grad=True)],), {"lr": 0.1, "betas": (0.9, 1.0)}, "beta"),

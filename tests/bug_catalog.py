@@ -220,6 +220,8 @@ MODULE3 = [
         ATTENTION, "a batch axis carried only by V", written=_attention("batch-from-qk")),
     Bug("attention-position-leak", "module3", "scaled_dot_product_attention", "adds a term that depends on the query's position",
         ATTENTION, MATCHES_SDPA, written=_attention("position-leak")),
+    Bug("attention-dot-t-on-batches", "module3", "scaled_dot_product_attention", "transposes k with .T, which reverses every axis of a batched tensor",
+        ATTENTION, MATCHES_SDPA, edit("q @ k.transpose(-2, -1)", "q @ k.T"), hint="k.T reverses every axis"),
     # Exercise 4: split_heads
     Bug("split-heads-reshape-without-transpose", "module3", "split_heads", "reshapes (B, T, H*d) straight to (B, H, T, d), mixing tokens",
         SPLIT, "head h of token t", edit("return heads.transpose(-3, -2)", "return x.reshape(*x.shape[:-2], n_heads, x.shape[-2], -1)"),
@@ -256,6 +258,10 @@ MODULE3 = [
         "MultiHeadSelfAttention", ("k = repeat_kv_heads(split_heads(self.k_proj(x), self.n_kv_heads), group)", "k = split_heads(self.k_proj(x), self.n_kv_heads).repeat(1, group, 1, 1)"),
          ("v = repeat_kv_heads(split_heads(self.v_proj(x), self.n_kv_heads), group)", "v = split_heads(self.v_proj(x), self.n_kv_heads).repeat(1, group, 1, 1)")),
         hint="tiled"),
+    Bug("mha-forward-merge-without-transpose", "module3", "MultiHeadSelfAttention", "reshapes the (B, H, T, d) attention output straight to (B, T, H*d) instead of calling merge_heads",
+        MHA, MHA_MATCHES, written=_class_mutant(
+        "MultiHeadSelfAttention", ("self.out_proj(merge_heads(result.output).to(x.dtype))", "self.out_proj(result.output.reshape(batch, length, -1).to(x.dtype))")),
+        hint="without moving the head axis back"),
     Bug("mha-forward-skips-out-proj", "module3", "MultiHeadSelfAttention", "returns the merged heads without the output projection",
         MHA, MHA_MATCHES, written=_class_mutant(
             "MultiHeadSelfAttention", ("output = self.out_proj(merge_heads(result.output).to(x.dtype))", "output = merge_heads(result.output).to(x.dtype)")),

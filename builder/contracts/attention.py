@@ -19,6 +19,18 @@ def check_attention_contract(attention):
     import torch
     import torch.nn.functional as F
 
+    def _works_without_batch_axes(attention, q, k, v, allowed):
+        """True when ``attention`` returns normally on the first (T, d) slice of a batched call that failed."""
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # x.T on a 2-D tensor is fine; on the batched call it warned already
+                attention(q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach(), allowed)
+        except Exception:  # noqa: BLE001 - any failure here means the batch axes are not the cause
+            return False
+        return True
+
     gen = torch.Generator().manual_seed(303)
     q = torch.randn(2, 2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
     k = torch.randn(2, 2, 5, 4, dtype=torch.float64, generator=gen, requires_grad=True)
@@ -27,7 +39,16 @@ def check_attention_contract(attention):
     allowed = torch.arange(5)[None, :] <= (2 + torch.arange(3))[:, None]
     case = "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4"
 
-    result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    try:
+        result = contract_call("output matches F.scaled_dot_product_attention", case, "the function raised on a valid input; the traceback above this message shows where", attention, q, k, v, allowed)
+    except ContractViolation as failure:
+        if not _works_without_batch_axes(attention, q, k, v, allowed):
+            raise
+        raise ContractViolation(
+            failure.property, failure.on_input, failure.expected, failure.actual,
+            "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated "
+            "beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT",
+        ) from failure.__cause__
     contract_assert(
         isinstance(getattr(result, "output", None), torch.Tensor) and isinstance(getattr(result, "weights", None), torch.Tensor),
         "output matches F.scaled_dot_product_attention", case, "a result with tensor attributes .output and .weights",

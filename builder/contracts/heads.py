@@ -107,7 +107,7 @@ def check_multi_head_attention_contract(attention_class):
     x = torch.randn(batch, length, d_model, dtype=torch.float64, generator=gen)
     d_head, group = d_model // n_heads, n_heads // n_kv
 
-    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None):
+    def reference(x, *, causal=True, tile=False, out_proj=True, token_valid=None, transpose=True):
         def heads(t, h):  # (B, T, h·d) -> (B, h, T, d)
             return t.reshape(t.shape[0], t.shape[1], h, d_head).transpose(1, 2)
 
@@ -122,7 +122,7 @@ def check_multi_head_attention_contract(attention_class):
         out = F.scaled_dot_product_attention(q, share(k), share(v), attn_mask=allowed)
         if token_valid is not None:
             out = out * token_valid[:, None, :, None]  # padded queries: zero rows
-        merged = out.transpose(1, 2).reshape(x.shape[0], x.shape[1], n_heads * d_head)
+        merged = (out.transpose(1, 2) if transpose else out).reshape(x.shape[0], x.shape[1], n_heads * d_head)
         return merged @ weights["out_proj"].T if out_proj else merged
 
     prop = "the output equals an independent multi-head attention built from the layer's weights"
@@ -139,6 +139,8 @@ def check_multi_head_attention_contract(attention_class):
             (reference(x, causal=False), "the causal mask was not applied: with causal=True a token may not read later tokens"),
             (reference(x, tile=True), "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave"),
             (reference(x, out_proj=False), "the merged heads were returned without the output projection out_proj"),
+            (reference(x, transpose=False), "the heads were merged without moving the head axis back: reshaping (B, H, T, d) "
+                                            "straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)"),
         ):
             if torch.allclose(got, variant, atol=1e-9):
                 hint = explanation
