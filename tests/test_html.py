@@ -156,7 +156,8 @@ def test_inline_and_display_math_become_mathml():
     assert len(inline_math) == 1 and inline_math[0].find("mfrac") is not None
     assert len(block_math) == 1 and block_math[0].find("msqrt") is not None
     assert "$" not in text_outside_code(soup)
-    assert "\\frac" not in page and "\\sqrt" not in page
+    assert "\\frac" not in soup.get_text() and "\\sqrt" not in soup.get_text()  # the TeX stays only as alttext
+    assert [m["alttext"] for m in soup.find_all("math")] == [r"x^2 + \frac{a}{b}", r"\sqrt{d_k}"]
 
 
 def test_latex_commands_of_the_course_convert():
@@ -440,20 +441,22 @@ INSPECT = """() => {
     visibleText.push(node.textContent);
   }
   const box = (el) => { const r = el.getBoundingClientRect(); return [r.width, r.height]; };
-  const headings = [...document.querySelectorAll('main h1, main h2, main h3')].map(h => h.id);
+  // The answers gathered for print repeat the lesson's math and headings; the screen never shows them.
+  const shown = (el) => !el.closest('.print-answers');
+  const headings = [...document.querySelectorAll('main h1, main h2, main h3')].filter(shown).map(h => h.id);
   const toc = [...document.querySelectorAll('nav#toc a')].map(a => {
     const id = decodeURIComponent(a.getAttribute('href').slice(1));
     const target = document.getElementById(id);
     return {id, tag: target ? target.tagName : null};
   });
-  const fractions = [...document.querySelectorAll('mfrac')].map(f => {
+  const fractions = [...document.querySelectorAll('mfrac')].filter(shown).map(f => {
     const [num, den] = f.children;
     return num.getBoundingClientRect().bottom <= den.getBoundingClientRect().top + 1;
   });
   return {
     text: visibleText.join(' '),
-    math: [...document.querySelectorAll('math')].map(box),
-    mathDisplay: [...document.querySelectorAll('math')].map(m => getComputedStyle(m).display),
+    math: [...document.querySelectorAll('math')].filter(shown).map(box),
+    mathDisplay: [...document.querySelectorAll('math')].filter(shown).map(m => getComputedStyle(m).display),
     fractions,
     headings,
     toc,
@@ -549,7 +552,8 @@ def test_browser_decodes_every_image(browser, fixture_handouts, course_handouts)
 def test_browser_renders_every_formula_as_mathml(browser, fixture_handouts, course_handouts):
     handouts = {h.path: h.math for h in fixture_handouts.values()}
     for path in course_handouts[0]:
-        handouts[path] = len(BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").find_all("math"))
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        handouts[path] = len([m for m in soup.find_all("math") if not m.find_parent(class_="print-answers")])
     for path, expected in handouts.items():
         seen = inspect_in_browser(browser, path)
         assert len(seen["math"]) == expected, path.name
