@@ -213,7 +213,8 @@ def run_and_count(browser, path: Path) -> dict:  # noqa: F811
     page = context.new_page()
     cdp = context.new_cdp_session(page)
     compiled, requested, dialogs = [], [], []
-    cdp.on("Debugger.scriptParsed", lambda event: compiled.append(event.get("url", "")))
+    # A script of the page has the page's URL; Playwright's own helpers have none.
+    cdp.on("Debugger.scriptParsed", lambda event: compiled.append(event["url"]) if event.get("url") else None)
     cdp.send("Debugger.enable")
     own = path.resolve().as_uri()
     page.route("**/*", lambda route: route.continue_() if route.request.url in (own,) or route.request.url.startswith("data:") else route.abort())

@@ -387,15 +387,24 @@ def fixture_handouts(tmp_path_factory) -> dict[str, handout.Handout]:
     return {h.variant: h for h in written}
 
 
+_COURSE_HANDOUTS: list[tuple[list[Path], str]] = []
+
+
 @pytest.fixture(scope="module")
 def course_handouts(tmp_path_factory) -> tuple[list[Path], str]:
-    """``python -m builder html`` on the course notebooks, into a temporary folder."""
-    folder = tmp_path_factory.mktemp("course")
-    report = io.StringIO()
-    with contextlib.redirect_stdout(report):
-        code = cli.main(["html", "--out", str(folder / "executed"), "--handouts", str(folder / "handouts")])
-    assert code == 0, report.getvalue()
-    return sorted((folder / "handouts").glob("*.html")), report.getvalue()
+    """``python -m builder html`` on the course notebooks, into a temporary folder, once per test run.
+
+    test_print.py and test_a11y.py import this fixture; pytest would run an imported fixture once
+    per module, so the result is kept here and every notebook executes once.
+    """
+    if not _COURSE_HANDOUTS:
+        folder = tmp_path_factory.mktemp("course")
+        report = io.StringIO()
+        with contextlib.redirect_stdout(report):
+            code = cli.main(["html", "--out", str(folder / "executed"), "--handouts", str(folder / "handouts")])
+        assert code == 0, report.getvalue()
+        _COURSE_HANDOUTS.append((sorted((folder / "handouts").glob("*.html")), report.getvalue()))
+    return _COURSE_HANDOUTS[0]
 
 
 @pytest.mark.slow
