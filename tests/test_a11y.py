@@ -118,6 +118,12 @@ def test_answers_are_gathered_for_print_in_order():
     assert re.search(r"\.print-answers\s*{\s*display:\s*none", css)
 
 
+def test_gathered_answers_do_not_repeat_ids():
+    soup = render([new_markdown_cell('<details><summary>Answer</summary>\n\n<p id="unique">It is 4.</p>\n\n</details>')])
+    assert len(soup.find_all(id="unique")) == 1
+    assert "It is 4." in soup.find(class_="print-answers").get_text()
+
+
 def test_every_formula_carries_its_tex():
     soup = render([new_markdown_cell(r"Inline $\frac{a}{b}$ and $$\sum_{j=1}^{n} e^{z_j}$$")])
     assert [m["alttext"] for m in soup.find_all("math")] == [r"\frac{a}{b}", r"\sum_{j=1}^{n} e^{z_j}"]

@@ -98,7 +98,7 @@ def fixture_notebook() -> nbformat.NotebookNode:
     """Markdown, math, a table, code, a captioned figure and the removal tags, as a course notebook has them."""
     figure_code = (
         "import matplotlib\nimport matplotlib.pyplot as plt\n\n"
-        + inline.source_of("show_figure")
+        + inline.source_of("Palette") + "\n\n" + inline.source_of("show_figure")
         + "\n\nfig, ax = plt.subplots(figsize=(3, 2), dpi=60)\nax.plot([0, 1], [0, 1])\n"
         + f"show_figure(fig, {FIGURE_CAPTION!r})\n"
     )
@@ -420,6 +420,21 @@ def test_fixture_handouts_hold_every_formula_and_figure(fixture_handouts):
         assert "HIDDEN_INPUT_MARKER" not in text and "output of a hidden input" in text
         assert "row sums: [1.5, 1.5]" in text
         assert ("scores = [[1.0" in text) == (variant == "full")
+
+
+@pytest.mark.slow
+def test_fixture_figure_is_sharp_and_no_wider_than_shown(fixture_handouts):
+    """show_figure writes twice the shown pixels, the width to show (3 in at 96 px/in), and the smallest text size."""
+    import struct
+
+    nb = nbformat.read(fixture_handouts["full"].path.parent.parent / "executed" / "fixture_handout.ipynb", as_version=4)
+    output = next(o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+    png = base64.b64decode(output["data"]["image/png"])
+    meta = output["metadata"]["image/png"]
+    assert struct.unpack(">I", png[16:20])[0] == 2 * meta["width"] == 2 * 288
+    assert meta["smallest_text_pt"] == 10.0  # matplotlib's default tick labels, shown at their own size
+    img = BeautifulSoup(fixture_handouts["full"].path.read_text(encoding="utf-8"), "html.parser").find("img")
+    assert img["width"] == "288"
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 
 from .. import __version__
 from .errors import HandoutError
@@ -157,6 +157,9 @@ def gather_answers(soup: BeautifulSoup, main, words: dict[str, str]) -> None:
         heading.string = label
         entry.append(heading)
         for child in body:
+            if isinstance(child, Tag):
+                for tag in [child, *child.find_all(id=True)]:
+                    tag.attrs.pop("id", None)  # the copy must not take its original's id
             entry.append(child)
         gathered.append(entry)
     main.append(gathered)

@@ -908,6 +908,7 @@ def show_figure(fig, caption, alt=None):
     import re
 
     import matplotlib.pyplot as plt
+    import matplotlib.text
 
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError("every figure needs a caption that says how to read it")
@@ -929,10 +930,13 @@ def show_figure(fig, caption, alt=None):
         width = min(round(fig.get_figwidth() * Palette.DPI), Palette.SHOWN_WIDTH_PX)
         # the caption's first sentence: up to a full stop, ? or ! followed by a capital
         alt = alt or re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁ])", " ".join(caption.split()), maxsplit=1)[0]
-        display(Image(data=buffer.getvalue(), width=width), metadata={"image/png": {"alt": alt}})
+        texts = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+        # the smallest text as shown, in CSS points (a test of the handouts reads it; readers need 9 or more)
+        smallest = round(min(texts, default=0) * width / (fig.get_figwidth() * Palette.DPI), 1)
+        display(Image(data=buffer.getvalue(), width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=aaa3600751f11a5aec3f59dbd3054a7920624dca0c74b6f978534e5fc1af54c1
+# builder:end sha256=b2fc65c098d2d5fc089acc14bfb64cb11b8b4fbca2ee0763f41dad6e0faaeac1
 
 apply_plot_style()
 
