@@ -96,7 +96,7 @@ def fixture_notebook() -> nbformat.NotebookNode:
     """Markdown, math, a table, code, a captioned figure and the removal tags, as a course notebook has them."""
     figure_code = (
         "import matplotlib\nimport matplotlib.pyplot as plt\n\n"
-        + inline.source_of("show_figure")
+        + inline.source_of("Palette") + "\n\n" + inline.source_of("show_figure")
         + "\n\nfig, ax = plt.subplots(figsize=(3, 2), dpi=60)\nax.plot([0, 1], [0, 1])\n"
         + f"show_figure(fig, {FIGURE_CAPTION!r})\n"
     )
@@ -154,7 +154,8 @@ def test_inline_and_display_math_become_mathml():
     assert len(inline_math) == 1 and inline_math[0].find("mfrac") is not None
     assert len(block_math) == 1 and block_math[0].find("msqrt") is not None
     assert "$" not in text_outside_code(soup)
-    assert "\\frac" not in page and "\\sqrt" not in page
+    assert "\\frac" not in soup.get_text() and "\\sqrt" not in soup.get_text()  # the TeX stays only as alttext
+    assert [m["alttext"] for m in soup.find_all("math")] == [r"x^2 + \frac{a}{b}", r"\sqrt{d_k}"]
 
 
 def test_latex_commands_of_the_course_convert():
@@ -400,6 +401,21 @@ def test_fixture_handouts_hold_every_formula_and_figure(fixture_handouts):
 
 
 @pytest.mark.slow
+def test_fixture_figure_is_sharp_and_no_wider_than_shown(fixture_handouts):
+    """show_figure writes twice the shown pixels, the width to show (3 in at 96 px/in), and the smallest text size."""
+    import struct
+
+    nb = nbformat.read(fixture_handouts["full"].path.parent.parent / "executed" / "fixture_handout.ipynb", as_version=4)
+    output = next(o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+    png = base64.b64decode(output["data"]["image/png"])
+    meta = output["metadata"]["image/png"]
+    assert struct.unpack(">I", png[16:20])[0] == 2 * meta["width"] == 2 * 288
+    assert meta["smallest_text_pt"] == 10.0  # matplotlib's default tick labels, shown at their own size
+    img = BeautifulSoup(fixture_handouts["full"].path.read_text(encoding="utf-8"), "html.parser").find("img")
+    assert img["width"] == "288"
+
+
+@pytest.mark.slow
 def test_fixture_math_matches_the_source(fixture_handouts):
     nb = nbformat.read(fixture_handouts["full"].path.parent.parent / "executed" / "fixture_handout.ipynb", as_version=4)
     kept = nbformat.v4.new_notebook(cells=[c for c in nb.cells if "remove-cell" not in c.metadata.get("tags", [])])
@@ -427,20 +443,22 @@ INSPECT = """() => {
     visibleText.push(node.textContent);
   }
   const box = (el) => { const r = el.getBoundingClientRect(); return [r.width, r.height]; };
-  const headings = [...document.querySelectorAll('main h1, main h2, main h3')].map(h => h.id);
+  // The answers gathered for print repeat the lesson's math and headings; the screen never shows them.
+  const shown = (el) => !el.closest('.print-answers');
+  const headings = [...document.querySelectorAll('main h1, main h2, main h3')].filter(shown).map(h => h.id);
   const toc = [...document.querySelectorAll('nav#toc a')].map(a => {
     const id = decodeURIComponent(a.getAttribute('href').slice(1));
     const target = document.getElementById(id);
     return {id, tag: target ? target.tagName : null};
   });
-  const fractions = [...document.querySelectorAll('mfrac')].map(f => {
+  const fractions = [...document.querySelectorAll('mfrac')].filter(shown).map(f => {
     const [num, den] = f.children;
     return num.getBoundingClientRect().bottom <= den.getBoundingClientRect().top + 1;
   });
   return {
     text: visibleText.join(' '),
-    math: [...document.querySelectorAll('math')].map(box),
-    mathDisplay: [...document.querySelectorAll('math')].map(m => getComputedStyle(m).display),
+    math: [...document.querySelectorAll('math')].filter(shown).map(box),
+    mathDisplay: [...document.querySelectorAll('math')].filter(shown).map(m => getComputedStyle(m).display),
     fractions,
     headings,
     toc,
@@ -536,7 +554,8 @@ def test_browser_decodes_every_image(browser, fixture_handouts, course_handouts)
 def test_browser_renders_every_formula_as_mathml(browser, fixture_handouts, course_handouts):
     handouts = {h.path: h.math for h in fixture_handouts.values()}
     for path in course_handouts[0]:
-        handouts[path] = len(BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").find_all("math"))
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        handouts[path] = len([m for m in soup.find_all("math") if not m.find_parent(class_="print-answers")])
     for path, expected in handouts.items():
         seen = inspect_in_browser(browser, path)
         assert len(seen["math"]) == expected, path.name

@@ -20,7 +20,7 @@ from tests.test_html import PROVENANCE, browser  # noqa: F401  (fixtures; course
 PX_PER_MM = 96 / 25.4
 COLUMN_PX = round((210 - 2 * 16) * PX_PER_MM)  # A4 width less the 16 mm side margins of @page
 PAGE_PX = round((297 - 18 - 20) * PX_PER_MM)
-MAX_PAGES_BEFORE_LESSON = 4  # header, a two-page contents, the visible setup cells
+MAX_PAGES_BEFORE_LESSON = 5  # header, a two-page contents, the visible setup cells; a short code block printed whole may start a page
 
 LAYOUT = """() => {
   const column = document.documentElement.clientWidth;

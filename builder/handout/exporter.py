@@ -12,10 +12,12 @@ from jinja2 import pass_context
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
+from .colour import accessible_css
 from .errors import HandoutError
 from .figures import attach_captions
 from .mathml import markdown_to_html, math_problems
 from .page import Provenance, finish_page, strip_active_content
+from .words import furniture
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "handout"
@@ -24,6 +26,12 @@ SUFFIX = {"full": ".html", "reading": ".reading.html"}
 REMOVE_CELL_TAGS = ("remove-cell",)
 REMOVE_INPUT_TAGS = ("remove-input",)
 REMOVE_OUTPUT_TAGS = ("remove-output",)
+CODE_BACKGROUND = "#F5F7FA"  # --code-bg in handout.css: syntax colours must reach 4.5:1 on it
+
+
+def css_string(text: str) -> str:
+    """``text`` as the inside of a double-quoted CSS string (the print header's module title)."""
+    return "".join(ch if ch.isalnum() or ch in " .,:;·-–—()«»'" else f"\\{ord(ch):06x}" for ch in str(text))
 
 
 class HandoutExporter(HTMLExporter):
@@ -63,13 +71,15 @@ class HandoutExporter(HTMLExporter):
         payload = "".join(data.split())
         meta = output.get("metadata", {})
         alt = meta.get(mime, {}).get("alt", "")
+        width = meta.get(mime, {}).get("width")
+        size = f' width="{int(width)}"' if isinstance(width, (int, float)) and width > 0 else ""
         note = meta.get("handout", {})
         caption = ""
         if note.get("caption"):
             caption = f"<figcaption>{markdown_to_html(note['caption'], note['where'])[0]}</figcaption>"
         return (
             f'<figure class="handout-figure jp-OutputArea-output">'
-            f'<img src="data:{mime};base64,{payload}" alt="{html.escape(alt, quote=True)}">{caption}</figure>'
+            f'<img src="data:{mime};base64,{payload}"{size} alt="{html.escape(alt, quote=True)}">{caption}</figure>'
         )
 
     def default_filters(self):
@@ -78,6 +88,8 @@ class HandoutExporter(HTMLExporter):
         yield ("markdown2html", self.markdown2html)
         yield ("handout_figure", self.figure)
         yield ("handout_html", strip_active_content)
+        yield ("code_colours", lambda css: accessible_css(css, CODE_BACKGROUND))
+        yield ("css_string", css_string)
 
 
 
@@ -125,10 +137,12 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "reference": prov.reference,
             "reference_sha256": prov.reference_sha256,
             "variant": variant,
+            "language": prov.language,
+            "words": furniture(prov.language),
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
-    return finish_page(body, name)
+    return finish_page(body, name, furniture(prov.language))
 
 
 def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants: tuple[str, ...] = VARIANTS,

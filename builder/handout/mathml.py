@@ -18,6 +18,7 @@ from .errors import HandoutError, MathError
 _LEFTOVER_COMMAND = re.compile(r"\\[A-Za-z]+")
 _TAG = re.compile(r"<[^>]*>")
 _XMLNS = re.compile(r'\s+xmlns="[^"]*"')
+_IMG_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 
 
 def latex_to_mathml(latex: str, *, display: bool) -> str:
@@ -32,14 +33,20 @@ def latex_to_mathml(latex: str, *, display: bool) -> str:
         mathml, problem = convert(latex.strip(), display)
         if problem:
             raise MathError(problem)
-        return mathml
+        return _with_alttext(mathml, latex)
     rows = []
     for piece in pieces:
         mathml, problem = convert(piece, True)
         if problem:
             raise MathError(problem)
         rows.append(f"<mrow>{_inner(mathml)}</mrow>")
-    return '<math display="block" class="wrap-points"><mrow>' + '<mspace width="1em"></mspace>'.join(rows) + "</mrow></math>"
+    joined = '<mspace width="1em"></mspace>'.join(rows)
+    return _with_alttext(f'<math display="block" class="wrap-points"><mrow>{joined}</mrow></math>', latex)
+
+
+def _with_alttext(mathml: str, latex: str) -> str:
+    """The ``<math>`` element with its TeX source as ``alttext``, which a screen reader can read out."""
+    return mathml.replace("<math", f'<math alttext="{html.escape(" ".join(latex.split()), quote=True)}"', 1)
 
 
 _QUAD = re.compile(r"\\q?quad(?![A-Za-z])|\\left(?![A-Za-z])|\\right(?![A-Za-z])|[{}]")
@@ -72,6 +79,9 @@ def _inner(mathml: str) -> str:
 @functools.cache
 def convert(latex: str, display: bool) -> tuple[str, str]:
     """(MathML, "") for one stripped expression, or ("", the reason it does not convert); cached."""
+    unbalanced = _unbalanced_braces(latex)
+    if unbalanced:
+        return "", unbalanced
     try:
         mathml = latex2mathml_convert(latex, display="block" if display else "inline")
     except Exception as exc:  # latex2mathml raises many private exception types
@@ -79,7 +89,22 @@ def convert(latex: str, display: bool) -> tuple[str, str]:
     leftover = _LEFTOVER_COMMAND.findall(html.unescape(_TAG.sub(" ", mathml)))
     if leftover:
         return "", f"unknown command(s) {', '.join(sorted(set(leftover)))} would show as raw text"
+    if re.search(r"\s(href|src|xlink:href)\s*=", mathml, re.IGNORECASE):
+        return "", "links (\\href, \\url) are not allowed in handout math: a handout follows no link from a formula"
     return _function_spacing(_XMLNS.sub("", mathml, count=1)), ""
+
+
+def _unbalanced_braces(latex: str) -> str:
+    """Why the braces of ``latex`` do not pair up (an escaped ``\\{`` is text), or "" when they do."""
+    depth = 0
+    for match in re.finditer(r"\\\\|\\[{}]|[{}]", latex):
+        token = match.group()
+        if len(token) == 2:  # \\, \{ or \}: text, not grouping
+            continue
+        depth += 1 if token == "{" else -1
+        if depth < 0:
+            return f"unbalanced braces: a '}}' at character {match.start()} closes no '{{'"
+    return f"unbalanced braces: {depth} '{{' never closed" if depth else ""
 
 
 # A function name (\\log, \\exp, \\operatorname{softmax}, \\max) and the tag right after it.
@@ -132,6 +157,15 @@ class MathMLRenderer(IPythonRenderer):
                 raise HandoutError(_describe(problem)) from None
             self.problems.append(problem)
             return f"<code>{html.escape(latex)}</code>"
+
+    def _html_embed_images(self, html_text: str) -> str:
+        """Embed each ``<img>`` of a raw HTML block and leave the rest byte for byte.
+
+        nbconvert re-serialises the whole block through BeautifulSoup, which closes a
+        ``<details>`` whose Markdown body follows a blank line before that body is reached
+        (Markdown ends an HTML block at a blank line), and the answer lands outside it.
+        """
+        return _IMG_TAG.sub(lambda match: super(MathMLRenderer, self)._html_embed_images(match.group()), html_text)
 
     def block_math(self, body: str) -> str:
         """``$$...$$`` and ``\\[...\\]`` as display MathML."""

@@ -6,13 +6,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 
 from .. import __version__
 from .errors import HandoutError
+from .words import BARE_ANSWER, furniture
 
 TOC_LEVELS = ("h1", "h2", "h3")
-_CSS_URL = re.compile(r"url\(\s*['\"]?(?!data:|#)([^'\")]*)", re.IGNORECASE)
+_CSS_URL = re.compile(r"url\(\s*['\"]?(?!\s*data:|\s*#)([^'\")]*)", re.IGNORECASE)
 
 
 def strip_active_content(fragment: str) -> str:
@@ -32,6 +33,7 @@ class Provenance:
     version: str
     reference: str
     reference_sha256: str
+    language: str = "en"
 
 
 def source_commit(root: Path) -> str:
@@ -46,7 +48,8 @@ def source_commit(root: Path) -> str:
 
 def provenance(course, nb) -> Provenance:
     """The header facts of one course notebook (a ``config.Course`` and one of its ``Notebook``s)."""
-    return Provenance(nb.title, source_commit(course.root), __version__, f"references/{nb.reference}.json", nb.reference_sha256)
+    return Provenance(nb.title, source_commit(course.root), __version__, f"references/{nb.reference}.json", nb.reference_sha256,
+                      nb.language)
 
 
 def _slug(text: str) -> str:
@@ -55,8 +58,8 @@ def _slug(text: str) -> str:
     return slug or "section"
 
 
-def finish_page(page: str, name: str) -> tuple[str, int, int]:
-    """Add heading ids and the table of contents, check network images, and audit the page.
+def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tuple[str, int, int]:
+    """Add heading ids and the table of contents, number the answers, check network images, and audit the page.
 
     Returns the final HTML, its number of ``<math>`` elements and its number of figures.
     HandoutError when the page would fetch anything (script, stylesheet, font, image or frame
@@ -78,6 +81,9 @@ def finish_page(page: str, name: str) -> tuple[str, int, int]:
     toc = soup.find("nav", id="toc")
     if toc is not None:
         toc.append(_toc_list(soup, entries))
+    words = words or furniture("en")
+    gather_answers(soup, main, words)
+    keep_short_code_whole(main)
     for span in soup.select("span.external-image"):
         if span.find_parent("a") is None:
             raise HandoutError(
@@ -89,6 +95,74 @@ def finish_page(page: str, name: str) -> tuple[str, int, int]:
     if problems:
         raise HandoutError(f"{name}: the handout would not be self-contained:\n  " + "\n  ".join(problems))
     return str(soup), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
+
+
+SHORT_CODE_LINES = 30  # a code block this short prints on one page, never split across two
+
+
+def keep_short_code_whole(main) -> None:
+    """Mark code inputs of at most ``SHORT_CODE_LINES`` lines, which print unbroken (``.keep-whole`` in handout.css)."""
+    for block in main.select(".jp-InputArea-editor"):
+        if block.get_text().strip().count("\n") < SHORT_CODE_LINES:
+            block["class"] = [*block.get("class", []), "keep-whole"]
+
+
+def _question_number(details, section, counters: dict) -> int:
+    """The number of the question a disclosure answers: its list item's number, else its place in its section."""
+    item = details.find_parent("li")
+    if item is not None and item.parent is not None and item.parent.name == "ol":
+        start = int(item.parent.get("start", 1) or 1)
+        return start + item.parent.find_all("li", recursive=False).index(item)
+    counters[id(section)] = counters.get(id(section), 0) + 1
+    return counters[id(section)]
+
+
+def gather_answers(soup: BeautifulSoup, main, words: dict[str, str]) -> None:
+    """Name each answer's question in its summary, and copy the answers to the end of the page for print.
+
+    On screen an answer stays in its closed ``<details>``. Paper has no disclosure: a closed one
+    prints its summary only, an open one gives the answer away next to its question. So print
+    shows the summaries where the questions are, and the answers once more, in order, after
+    the lesson (``.print-answers``, hidden on screen).
+    """
+    counters, answers = {}, []
+    for details in main.find_all("details"):
+        section = details.find_previous("h2")
+        summary = details.find("summary", recursive=False)
+        if summary is None:
+            summary = soup.new_tag("summary")
+            details.insert(0, summary)
+        if summary.get_text(" ", strip=True).lower().rstrip(".:") in BARE_ANSWER or not summary.get_text(strip=True):
+            summary.clear()
+            summary.append(words["answer"].format(number=_question_number(details, section, counters)))
+        summary["data-print-note"] = words["answer_at_end"].format(title=words["answers"])
+        body = [copy.copy(child) for child in details.contents if child is not summary]
+        answers.append((section, summary.get_text(" ", strip=True), body))
+    if not answers:
+        return
+    gathered = soup.new_tag("section", attrs={"class": "print-answers", "aria-labelledby": "print-answers-title"})
+    title = soup.new_tag("h2", id="print-answers-title")
+    title.string = words["answers"]
+    gathered.append(title)
+    last = None
+    for section, label, body in answers:
+        if section is not last and section is not None:
+            part = soup.new_tag("h3")
+            for child in section.contents:
+                part.append(copy.copy(child))
+            gathered.append(part)
+        last = section
+        entry = soup.new_tag("div", attrs={"class": "print-answer"})
+        heading = soup.new_tag("p", attrs={"class": "print-answer-label"})
+        heading.string = label
+        entry.append(heading)
+        for child in body:
+            if isinstance(child, Tag):
+                for tag in [child, *child.find_all(id=True)]:
+                    tag.attrs.pop("id", None)  # the copy must not take its original's id
+            entry.append(child)
+        gathered.append(entry)
+    main.append(gathered)
 
 
 def _toc_list(soup: BeautifulSoup, headings: list) -> object:
@@ -113,25 +187,90 @@ def _toc_list(soup: BeautifulSoup, headings: list) -> object:
     return root
 
 
-def audit(soup: BeautifulSoup) -> list[str]:
-    """Everything in the page that would run a script or fetch from outside the file."""
+# Elements that run a script, embed another document or change how the page loads.
+ACTIVE_ELEMENTS = ("script", "link", "iframe", "frame", "frameset", "object", "embed", "applet", "base",
+                   "portal", "fencedframe")
+# Attributes that hold a URL the browser fetches or navigates to.
+URL_ATTRIBUTES = ("src", "srcset", "poster", "data", "background", "href", "xlink:href", "codebase",
+                  "longdesc", "lowsrc", "dynsrc", "manifest", "icon", "archive", "formaction", "action", "ping")
+# Attributes that make the browser send something by themselves, whatever their value.
+SENDING_ATTRIBUTES = ("action", "formaction", "ping")
+SVG_ANIMATIONS = ("animate", "set", "animatemotion", "animatetransform", "animatecolor")
+SCRIPT_SCHEMES = ("javascript:", "vbscript:", "livescript:")
+LINKS = ("a", "area")  # elements whose href is a link a reader may follow, not a resource the page loads
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\\(.)", re.DOTALL)
+_CSS_STRING = re.compile(r"""(['"])(.*?)(?<!\\)\1""", re.DOTALL)
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_IMAGE_SET = re.compile(r"image-set\(([^()]*(?:\([^()]*\)[^()]*)*)\)", re.IGNORECASE)
+
+
+def url_as_browsers_read_it(value: str) -> str:
+    """A URL attribute as Chromium parses it: tabs and newlines anywhere removed, controls and spaces trimmed, lower case."""
+    return re.sub(r"[\t\n\r]", "", str(value)).strip(_C0_AND_SPACE).lower()
+
+
+def css_as_browsers_read_it(css: str) -> str:
+    """CSS with comments removed and escapes decoded (``\\75 rl(`` is ``url(``), in lower case."""
+    def unescape(match: re.Match) -> str:
+        if match.group(1):
+            code = int(match.group(1), 16)
+            return chr(code) if 0 < code <= 0x10FFFF else "\ufffd"
+        return match.group(2)
+
+    return _CSS_ESCAPE.sub(unescape, _CSS_COMMENT.sub("", css)).lower()
+
+
+def css_problems(css: str, where: str) -> list[str]:
+    """What a stylesheet or ``style`` attribute would fetch: ``@import``, ``url()`` and ``image-set()`` outside the page."""
+    text = css_as_browsers_read_it(css)
+    problems = [f"CSS @import in {where}"] if "@import" in text else []
+    for url in _CSS_URL.findall(text):
+        problems.append(f"CSS url({url.strip()[:100]}) in {where} loads from outside the page")
+    for inside in _IMAGE_SET.findall(text):
+        for _, url in _CSS_STRING.findall(inside):
+            if not url.strip().startswith(("data:", "#")):
+                problems.append(f"CSS image-set('{url[:100]}') in {where} loads from outside the page")
+    for active in ("expression(", "-moz-binding", "behavior:"):
+        if active in text:
+            problems.append(f"CSS {active} in {where} runs a script")
+    return problems
+
+
+def _attribute_problems(tag) -> list[str]:
+    """The URL, event-handler and animation attributes of one element that fetch or run something."""
     problems = []
-    for tag in soup.find_all(["script", "link", "iframe", "object", "embed", "base", "frame", "applet"]):
+    for attr, value in tag.attrs.items():
+        name = attr.lower()
+        text = " ".join(value) if isinstance(value, list) else str(value)
+        url = url_as_browsers_read_it(text)
+        if name.startswith("on"):
+            problems.append(f"<{tag.name} {attr}> is an event handler: it runs a script")
+        elif url.startswith(SCRIPT_SCHEMES) or (name in ("values", "to", "from", "by") and SCRIPT_SCHEMES[0] in url.replace(" ", "")):
+            problems.append(f"<{tag.name} {attr}={text[:100]!r}> runs a script")
+        elif name in SENDING_ATTRIBUTES:
+            problems.append(f"<{tag.name} {attr}={text[:100]!r}> sends a request to {text[:100] or 'the page'}")
+        elif name in URL_ATTRIBUTES and not url.startswith("data:") and not (name == "href" and (tag.name in LINKS or url.startswith("#"))):
+            problems.append(f"<{tag.name} {attr}={text[:100]!r}> loads from outside the page")
+        elif name == "href" and tag.name in LINKS and url.startswith("data:"):
+            problems.append(f"<{tag.name} href={text[:100]!r}> opens a document made inside the link")
+        elif name == "style":
+            problems += css_problems(text, f"the style of <{tag.name}>")
+    if tag.name in SVG_ANIMATIONS and str(tag.get("attributename", "")).lower().strip() in ("href", "xlink:href"):
+        problems.append(f"<{tag.name} attributeName={tag['attributename']!r}> animates a link target")
+    return problems
+
+
+def audit(soup: BeautifulSoup) -> list[str]:
+    """Everything in the page that would run a script, fetch from outside the file, or send a request."""
+    problems = []
+    for tag in soup.find_all(ACTIVE_ELEMENTS):
         problems.append(f"<{tag.name}> element: {str(tag)[:120]}")
+    for tag in soup.find_all("meta"):
+        if tag.has_attr("http-equiv"):
+            problems.append(f"<meta http-equiv={tag['http-equiv']!r}>: it can reload, redirect or change the page's rules")
     for tag in soup.find_all(True):
-        for attr in ("src", "srcset", "poster", "data", "background", "xlink:href"):
-            value = tag.get(attr)
-            if value and not str(value).startswith("data:"):
-                problems.append(f"<{tag.name} {attr}={str(value)[:100]!r}> loads from outside the page")
-        if tag.name == "use" and tag.get("href", "#").split("#")[0]:
-            problems.append(f"<use href={tag['href'][:100]!r}> loads from outside the page")
-        if any(a.startswith("on") and a != "open" for a in tag.attrs):  # onclick, onload, ... (not <details open>)
-            problems.append(f"<{tag.name}> has an event handler attribute")
-        style = tag.get("style", "") if tag.name != "style" else tag.get_text()
-        for url in _CSS_URL.findall(style):
-            problems.append(f"CSS url({url[:100]}) in <{tag.name}> loads from outside the page")
-        if "@import" in style:
-            problems.append(f"CSS @import in <{tag.name}>")
-        if tag.name == "a" and str(tag.get("href", "")).lower().startswith("javascript:"):
-            problems.append("javascript: link")
+        problems += _attribute_problems(tag)
+        if tag.name == "style":
+            problems += css_problems(tag.get_text(), "a <style> element")
     return problems

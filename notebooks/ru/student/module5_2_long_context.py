@@ -483,23 +483,39 @@ LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
 # builder:begin inline Palette
 class Palette:
-    """The course colours, one name per role, shared by every figure."""
+    """The course colours, one name per role, shared by every figure.
 
-    BLUE = "#5E81AC"
-    GREEN = "#A3BE8C"
-    ORANGE = "#D08770"
-    RED = "#BF616A"
-    PURPLE = "#8F6BA8"
+    The six line colours (``LINES``, the default cycle) are Okabe and Ito's colour-blind-safe set,
+    vermillion for orange, a deep red added, purple and grey darkened: each reaches 3:1 against
+    white (WCAG's minimum for graphics) and stays apart from the others under simulated
+    deuteranopia, protanopia and tritanopia (tests/test_a11y_palette.py). YELLOW, BORDER and
+    PAPER are light fills and rules, never lines or text.
+    """
+
+    BLUE = "#0072B2"
+    ORANGE = "#D55E00"
+    GREEN = "#009E73"
+    RED = "#A51C30"
+    PURPLE = "#C0649A"
+    GREY = "#636B78"
     YELLOW = "#EBCB8B"
     INK = "#2E3440"
     MUTED = "#4C566A"
-    GREY = "#9AA5B8"
     BORDER = "#D8DEE9"
     PAPER = "#ECEFF4"
-# builder:end sha256=b0b2dda979a82908f862bc08a3f7020b274fa7164e147c0146903b454b3183c9
+    LINES = (BLUE, ORANGE, GREEN, RED, PURPLE, GREY)
+    # A second cue for every line: the n-th series differs from the others in marker and dash too.
+    MARKERS = ("o", "s", "^", "D", "v", "P")
+    DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
+    # How figures are shown: an inch of figure is 96 CSS pixels (a matplotlib point is a CSS point),
+    # at most 800 px wide (what Colab and the handout show), in PNGs of twice the shown pixels.
+    DPI = 96
+    SHOWN_WIDTH_PX = 800
+    PIXEL_DENSITY = 2
+# builder:end sha256=441820064024797acc20a374e00f462539325e6e1133037b46bfcb7a0fe063a8
 # builder:begin inline apply_plot_style
 def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colours, grid and a modest resolution for fast rendering."""
+    """Set matplotlib defaults once: fonts, colour-blind-safe lines with markers and dashes, grid, 96 dpi."""
     import matplotlib
 
     matplotlib.rcParams.update({
@@ -513,26 +529,31 @@ def apply_plot_style():
         "axes.titlelocation": "left",
         "axes.titley": 1.0,  # a fixed title height: automatic placement lays out every tick label once more per draw
         "axes.labelsize": 11,
-        "axes.edgecolor": Palette.BORDER,
+        "axes.edgecolor": Palette.MUTED,
         "axes.linewidth": 0.8,
         "axes.grid": True,
         "axes.axisbelow": True,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": matplotlib.cycler(color=[Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.YELLOW]),
+        "axes.prop_cycle": (matplotlib.cycler(color=Palette.LINES) + matplotlib.cycler(marker=Palette.MARKERS)
+                            + matplotlib.cycler(linestyle=Palette.DASHES) + matplotlib.cycler(markevery=[0.1] * 6)),
+        "lines.linewidth": 1.8,
+        "lines.markersize": 5,
         "grid.color": Palette.BORDER,
         "grid.linewidth": 0.6,
         "xtick.color": Palette.MUTED,
         "ytick.color": Palette.MUTED,
+        "xtick.labelsize": 10,
+        "ytick.labelsize": 10,
         "legend.frameon": False,
         "legend.fontsize": 10,
         "figure.facecolor": "white",
-        "figure.dpi": 90,
-        "savefig.dpi": 90,
+        "figure.dpi": Palette.DPI,
+        "savefig.dpi": Palette.DPI * Palette.PIXEL_DENSITY,
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=2c8036022c30edda416c5b17e860b40d03367ae96696e46fffb1f015a0635d3c
+# builder:end sha256=caebafd941fbb0a7c76d60f31eb0837fb96c0bfbd32ebd843721b1c1bbf76d97
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
@@ -583,17 +604,22 @@ def log_scale(ax, which="x", base=10):
     return ax
 # builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
 # builder:begin inline show_figure
-def show_figure(fig, caption):
-    """Show a figure with its how-to-read caption (the caption is also the image's alt text).
+def show_figure(fig, caption, alt=None):
+    """Show a figure at most 800 px wide, sharp at twice its pixels, with alt text and its how-to-read caption.
 
-    In a Jupyter kernel the figure is displayed as a PNG; in a plain script it is only closed.
+    ``alt`` is one short sentence saying what the figure shows, read by a screen reader before the
+    caption; by default it is the caption's first sentence. In a plain script the figure is only closed.
     """
     import io
+    import re
 
     import matplotlib.pyplot as plt
+    import matplotlib.text
 
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError("every figure needs a caption that says how to read it")
+    if alt is not None and (not isinstance(alt, str) or not alt.strip()):
+        raise ValueError("alt must be one short sentence saying what the figure shows, or None for the caption's first")
     try:
         from IPython import get_ipython
 
@@ -605,11 +631,18 @@ def show_figure(fig, caption):
 
         buffer = io.BytesIO()
         # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
-        fig.savefig(buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
-        display(Image(data=buffer.getvalue()), metadata={"image/png": {"alt": caption}})
+        fig.savefig(buffer, format="png", dpi=Palette.DPI * Palette.PIXEL_DENSITY, metadata={"Software": None},
+                    pil_kwargs={"compress_level": 1})
+        width = min(round(fig.get_figwidth() * Palette.DPI), Palette.SHOWN_WIDTH_PX)
+        # the caption's first sentence: up to a full stop, ? or ! followed by a capital
+        alt = alt or re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁ])", " ".join(caption.split()), maxsplit=1)[0]
+        texts = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+        # the smallest text as shown, in CSS points (a test of the handouts reads it; readers need 9 or more)
+        smallest = round(min(texts, default=0) * width / (fig.get_figwidth() * Palette.DPI), 1)
+        display(Image(data=buffer.getvalue(), width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=a443c527f3c9c6e85450dcbf2a2edbf1a390cfd17b237a2c7d68259acf918125
+# builder:end sha256=b2fc65c098d2d5fc089acc14bfb64cb11b8b4fbca2ee0763f41dad6e0faaeac1
 
 apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)

@@ -1,0 +1,87 @@
+"""The course palette for colour-blind readers: contrast against the page, and colours that stay apart.
+
+Colour vision deficiency is simulated with Machado, Oliveira and Fernandes (2009), "A
+Physiologically-based Model for Simulation of Color Vision Deficiency", IEEE TVCG 15(6), at
+severity 1.0 (dichromacy), applied to linear sRGB. Differences are CIE76 ΔE in CIELAB (D65):
+about 2.3 is just noticeable; issue 28 measured 2.2 between the old blue and purple under
+deuteranopia. The palette's line colours (``Palette.LINES``, the default cycle) must stay at
+least ``MIN_DELTA_E`` apart under each simulation, and reach 3:1 against white (WCAG 2.2 SC 1.4.11).
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from builder.contracts.style import Palette, apply_plot_style
+from builder.handout.colour import AA_GRAPHICS, AA_TEXT, contrast, linear, rgb
+
+MACHADO = {
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]],
+    "typical": np.eye(3).tolist(),
+}
+MIN_DELTA_E = 10.0  # well clear of "the same colour" (2.3), with room for a screen's error
+SRGB_TO_XYZ = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+WHITE_XYZ = np.array([0.95047, 1.0, 1.08883])
+
+
+def lab(colour: str, vision: str) -> np.ndarray:
+    """CIELAB of ``colour`` as seen with ``vision`` (Machado's matrix on linear sRGB, clipped to the gamut)."""
+    seen = np.clip(np.array(MACHADO[vision]) @ np.array([linear(c) for c in rgb(colour)]), 0, 1)
+    t = SRGB_TO_XYZ @ seen / WHITE_XYZ
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def delta_e(a: str, b: str, vision: str) -> float:
+    return float(np.linalg.norm(lab(a, vision) - lab(b, vision)))
+
+
+def test_simulation_reproduces_the_issue():
+    """The model tells apart what the issue measured: the old blue and purple merge under deuteranopia."""
+    assert delta_e("#5E81AC", "#8F6BA8", "deuteranopia") < 3
+    assert delta_e("#5E81AC", "#8F6BA8", "typical") > 10
+    assert delta_e("#FF0000", "#00FF00", "typical") > 80
+
+
+@pytest.mark.parametrize("vision", sorted(MACHADO))
+def test_line_colours_stay_apart(vision):
+    close = [(a, b, round(delta_e(a, b, vision), 1)) for a, b in itertools.combinations(Palette.LINES, 2)
+             if delta_e(a, b, vision) < MIN_DELTA_E]
+    assert close == [], f"{vision}: line colours closer than ΔE {MIN_DELTA_E}: {close}"
+
+
+@pytest.mark.parametrize("name", ["BLUE", "ORANGE", "GREEN", "RED", "PURPLE", "GREY", "MUTED", "INK"])
+def test_line_and_text_colours_reach_3_to_1_on_white(name):
+    assert contrast(getattr(Palette, name), "#FFFFFF") >= AA_GRAPHICS, (name, round(contrast(getattr(Palette, name), "#FFFFFF"), 2))
+
+
+def test_text_colours_reach_4_5_to_1_on_white_and_paper():
+    for name in ("INK", "MUTED"):
+        for background in ("#FFFFFF", Palette.PAPER):
+            assert contrast(getattr(Palette, name), background) >= AA_TEXT, (name, background)
+
+
+def test_white_text_on_solid_boxes_is_readable():
+    """diagram_box(..., solid=True) writes white text on a line colour: WCAG's 3:1 for large text at least."""
+    for colour in Palette.LINES:
+        assert contrast("#FFFFFF", colour) >= AA_GRAPHICS, colour
+
+
+def test_default_cycle_gives_every_series_its_own_marker_and_dash():
+    import matplotlib
+
+    apply_plot_style()
+    cycle = list(matplotlib.rcParams["axes.prop_cycle"])
+    assert [c["color"] for c in cycle] == list(Palette.LINES)
+    assert len({c["marker"] for c in cycle}) == len({str(c["linestyle"]) for c in cycle}) == len(cycle)
+    assert matplotlib.rcParams["savefig.dpi"] == Palette.DPI * Palette.PIXEL_DENSITY
+    assert min(matplotlib.rcParams["legend.fontsize"], matplotlib.rcParams["xtick.labelsize"]) >= 9
+
+
+def test_contrast_matches_wcag_examples():
+    assert contrast("#000000", "#FFFFFF") == pytest.approx(21.0)
+    assert contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)
+    assert contrast("#5E81AC", "#ECEFF4") == pytest.approx(3.49, abs=0.01)  # the old accent axe flagged
