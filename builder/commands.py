@@ -168,7 +168,8 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
     if chosen:
         files.require_writable(out, "--out")
     runs = {}
-    progress = Progress("execute", len(chosen)) if chosen else None
+    last = runner.last_seconds([edition_dir(out, nb) / nb.ipynb.name for nb in chosen])  # the first estimate, before a run ends
+    progress = Progress("execute", len(chosen), seconds_each=last) if chosen else None
     for nb in chosen:
         progress.step(f"{nb.edition} [{nb.language}]")
         result = runner.run(nb.ipynb, edition_dir(out, nb), timeout=args.timeout, kernel_name=kernel_name)

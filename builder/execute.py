@@ -164,6 +164,17 @@ def _from_notebooks(path: Path) -> str:
     return Path(*parts[found[-1]:]).as_posix() if found else str(path)
 
 
+def last_seconds(executed: list[Path]) -> float | None:
+    """The mean time per notebook of the executed copies a previous run left (their cell timings), or None when none is there."""
+    totals = []
+    for path in executed:
+        try:
+            totals.append(sum(cell.seconds for cell in timings(nbformat.read(path, as_version=4))))
+        except (OSError, ValueError):  # absent, or not a readable notebook: no estimate from it
+            continue
+    return sum(totals) / len(totals) if totals else None
+
+
 def report(result: RunResult, budget: float | None = None) -> str:
     """A short human report: wall time, the three slowest cells, and any failure or budget breach."""
     lines = [f"{result.name}: {result.seconds:.1f} s wall, {len(result.cells)} code cells"]

@@ -59,3 +59,17 @@ def test_mutants_state_the_expected_duration_before_they_run(monkeypatch, capsys
     assert "timing the unmutated notebook first" in first
     assert expected.endswith("3 mutants, each a run of up to about 2.0 s (the unmutated run), 1 at a time: expect up to about 6 s")
     assert re.search(r"mutants \S+ 3/3 done", err)
+
+
+def test_the_first_estimate_comes_from_the_last_runs_cell_timings(tmp_path):
+    import nbformat
+
+    from builder import execute
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2")])
+    for cell, (start, end) in zip(nb.cells, [("00:00:00", "00:00:03"), ("00:00:03", "00:00:10")]):
+        cell.metadata["execution"] = {"iopub.execute_input": f"2026-01-01T{start}Z", "shell.execute_reply": f"2026-01-01T{end}Z"}
+    nbformat.write(nb, tmp_path / "old.ipynb")
+    (tmp_path / "broken.ipynb").write_text("not a notebook")
+    assert execute.last_seconds([tmp_path / "old.ipynb", tmp_path / "missing.ipynb", tmp_path / "broken.ipynb"]) == 10.0
+    assert execute.last_seconds([tmp_path / "missing.ipynb"]) is None
