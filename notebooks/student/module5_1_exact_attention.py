@@ -2053,7 +2053,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 #
 # | Option | What it does | What it keeps | What it costs | Where you choose it |
 # |---|---|---|---|---|
-# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads); 17.2 GB at 128k tokens | the model's architecture |
+# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads, 16 KiB with one, which is MQA); 17.2 GB at 128k tokens | the model's architecture |
 # | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
 # | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
 # | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
@@ -2120,6 +2120,7 @@ per_token = 2 * L8B * KV8B * D8B * BYTES16  # a key and a value, per layer, per 
 guide = {
     "cache per token, 8 KV heads (KiB)": per_token / KIB,
     "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
+    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
     "cache at 128k tokens (GB)": per_token * 131_072 / GB,
     "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
     "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
@@ -2133,6 +2134,7 @@ guide = {
 }
 for label, value in guide.items():
     print(f"{label:58s} {value:,.2f}")
+expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
 expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
 expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
 expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
@@ -4003,6 +4005,19 @@ expect_raises(ValueError, ToyBlockPool, 2, 0, match="block_size")
 expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 are free")  # the pool is full
 
 # %% [markdown]
+# **In the wild: prefix caching.** Many requests begin with the same tokens: a system prompt, a
+# few-shot template, a long document asked several questions, the earlier turns of a chat. Their
+# keys and values are the same too, so servers keep them. vLLM's *automatic prefix caching*
+# (`enable_prefix_caching=True`) names each full block of the paged cache by a hash of its tokens and
+# of every token before it, and a new request whose prefix hashes match reuses those physical blocks
+# instead of recomputing them ([vLLM design notes](https://docs.vllm.ai/en/latest/design/prefix_caching/)).
+# SGLang's *RadixAttention* keeps the cached prefixes of all requests in a radix tree, evicting the
+# least recently used, and reports up to 5x faster execution of multi-call LLM programs
+# ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104)). Neither changes a single output: the
+# reused keys and values are exactly the ones a recomputation would produce, which is why the
+# section 7 cell that streams a cached prefix with `query_start` returns the full pass's rows.
+
+# %% [markdown]
 # ## In 20 seconds
 #
 # - Long context sends two bills: scores grow with $n^2$ (compute), the KV cache with $n$ (memory,
@@ -4074,6 +4089,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - OpenAI, *gpt-oss-120b and gpt-oss-20b Model Card* (2025): https://arxiv.org/abs/2508.10925
 # - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437
 # - Kwon et al., *PagedAttention / vLLM* (2023): https://arxiv.org/abs/2309.06180 (2-4x throughput at the same latency as FasterTransformer and Orca)
+# - Zheng et al., *SGLang: Efficient Execution of Structured Language Model Programs* (RadixAttention, 2024): https://arxiv.org/abs/2312.07104
 # - Hsieh et al., *RULER* (2024, COLM version): https://arxiv.org/abs/2404.06654; Liu et al., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
 
 # %%
