@@ -252,8 +252,8 @@ def test_build_refuses_to_overwrite_a_source_saved_after_it_was_read(copy, monke
     text = nb.source.read_text(encoding="utf-8")
     real = editions.editions
 
-    def read_then_save(course, notebook, *text):
-        result = real(course, notebook, *text)
+    def read_then_save(course, notebook, *override):
+        result = real(course, notebook, *override)
         notebook.source.write_text(text + "# saved in an editor during the build\n", encoding="utf-8")
         return result
 
