@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+import importlib
+
 from . import __version__, commands, exits
 from .config import ROOT, load_course
-from . import mutants, release, stats
-from .grade import cli as grade
 
 
 
@@ -125,21 +125,38 @@ COMMANDS = {
     "all": (all_options, commands.everything),
     "colab": (colab_options, commands.colab),
     "bench": (bench_options, commands.bench),
-    "grade": (grade.options, grade.command),
-    "mutants": (mutants.options, mutants.command),
-    "stats": (stats.options, stats.command),
-    "release": (release.options, release.command),
+    "grade": ".grade.cli",  # a module with options() and command(), imported only when that command (or --help) runs
+    "mutants": ".mutants",
+    "stats": ".stats",
+    "release": ".release",
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line: one subcommand per job, each with only the flags it uses."""
+def command(name: str) -> tuple:
+    """(parser function, command body) of one command; a lazily listed command's module is imported here."""
+    entry = COMMANDS[name]
+    if isinstance(entry, str):
+        module = importlib.import_module(entry, __package__)
+        return module.options, module.command
+    return entry
+
+
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line: one subcommand per job, each with only the flags it uses.
+
+    With ``only``, every other command gets a bare entry, so ``check`` starts without importing what bench, colab,
+    grade or mutants need.
+    """
     top = argparse.ArgumentParser(prog="python -m builder", description=__doc__.splitlines()[0],
                                   epilog=exits.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"course builder {__version__}")
     top.add_argument("--root", type=Path, default=None, help="repository root (default: the checkout holding the current folder)")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (options, body) in COMMANDS.items():
+    for name, entry in COMMANDS.items():
+        if only not in (None, name):  # another command's options, some of which import their module, are not needed
+            sub.add_parser(name)
+            continue
+        options, body = command(name)
         text = (body.__doc__ or name).strip()
         options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(),
                                formatter_class=argparse.RawDescriptionHelpFormatter))
@@ -148,7 +165,9 @@ def parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parsed arguments; argparse exits 2 on a usage error."""
-    return parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((word for before, word in zip([None, *argv], argv) if word in COMMANDS and before != "--root"), None)
+    return parser(None if chosen is None or "-h" in argv or "--help" in argv else chosen).parse_args(argv)
 
 
 def find_root(start: Path) -> Path:
@@ -171,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
-        return COMMANDS[args.command][1](course, args)
+        return command(args.command)[1](course, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -21,6 +21,8 @@ def build(course, args, *, sources: dict | None = None) -> int:
     """
     chosen = course.select(getattr(args, "names", None))
     results = [editions.editions(course, nb, (sources or {}).get(nb.source)) for nb in chosen]
+    # Every generated file as it is now: one saved (from Jupyter, Colab) after this point is never overwritten.
+    seen = {path: files.read_if_exists(path) for result in results for path in result.expected if path != result.nb.source}
     problems = reference_problems(chosen)
     if problems:  # never embed a reference its generator no longer reproduces
         raise files.MalformedFile("refusing to embed references that do not reproduce: " + "; ".join(str(p) for p in problems)
@@ -31,7 +33,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
     for note in editions.fallback_notes(results):  # translations never block English: the unit keeps its English
         print(f"build: warning: {note}; translate it in translations/ (`python -m builder translations` lists each)")
     outputs = {path: text for result in results for path, text in result.expected.items()}
-    for path in files.write_all(outputs, unchanged_since={result.nb.source: result.on_disk for result in results}):
+    for path in files.write_all(outputs, unchanged_since={**seen, **{result.nb.source: result.on_disk for result in results}}):
         print(f"wrote {course.shown(path)}")
     print("build: up to date")
     return exits.OK

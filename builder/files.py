@@ -75,12 +75,12 @@ class ChangedOnDisk(RuntimeError):
     exit_code = exits.HAND_EDIT
 
 
-def write_all(outputs: dict[Path, str], *, unchanged_since: dict[Path, str] | None = None) -> list[Path]:
+def write_all(outputs: dict[Path, str], *, unchanged_since: dict[Path, str | None] | None = None) -> list[Path]:
     """Write every text in ``outputs`` that differs from the file on disk, all or nothing; return the paths written.
 
     Each text goes to a temporary file beside its target first; only when all of them are written
     are they renamed into place, so a failure leaves every target as it was. ``unchanged_since``
-    maps files to the text the command read: if one now holds anything else, nothing is written
+    maps files to the text the command read (None: absent): if one now holds anything else, nothing is written
     (ChangedOnDisk). Ctrl-C waits until every file is written, then interrupts; a symlink keeps
     being a link, and its target is written.
     """

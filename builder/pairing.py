@@ -54,7 +54,8 @@ def filtered(nb: nbformat.NotebookNode, root: Path = ROOT) -> nbformat.NotebookN
 
 def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
     """The exact .ipynb text of a parsed source (left unchanged): no outputs, content-derived cell ids."""
-    nb = copy.deepcopy(nb)
+    # A copy deep enough for what changes below (each cell and its metadata), not of every string and list.
+    nb = nbformat.NotebookNode(dict(nb, cells=[nbformat.NotebookNode(dict(c, metadata=nbformat.NotebookNode(dict(c.metadata)))) for c in nb.cells]))
     config = filters(root)
     nb.metadata = nbformat.NotebookNode({
         "jupytext": {"cell_metadata_filter": config["cell_metadata_filter"], "formats": config["formats"],

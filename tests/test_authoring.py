@@ -252,8 +252,8 @@ def test_build_refuses_to_overwrite_a_source_saved_after_it_was_read(copy, monke
     text = nb.source.read_text(encoding="utf-8")
     real = editions.editions
 
-    def read_then_save(course, notebook):
-        result = real(course, notebook)
+    def read_then_save(course, notebook, *override):
+        result = real(course, notebook, *override)
         notebook.source.write_text(text + "# saved in an editor during the build\n", encoding="utf-8")
         return result
 
@@ -261,6 +261,24 @@ def test_build_refuses_to_overwrite_a_source_saved_after_it_was_read(copy, monke
     built = run_builder(root, "build")
     assert built.returncode == exits.HAND_EDIT and "changed on disk" in built.stderr, built.stdout + built.stderr
     assert nb.source.read_text(encoding="utf-8").endswith("# saved in an editor during the build\n")
+
+
+@pytest.mark.slow  # builds a repository copy
+def test_build_refuses_to_overwrite_a_notebook_saved_in_jupyter_while_it_ran(copy, monkeypatch):
+    from builder import editions
+
+    root, nb = copy
+    nb.source.write_text(nb.source.read_text(encoding="utf-8") + "\n# %%\nprint('a new cell')\n", encoding="utf-8")
+    real = editions.refuse_lost_edits
+
+    def decide_then_save(course, results):
+        real(course, results)
+        nb.ipynb.write_text(nb.ipynb.read_text(encoding="utf-8").replace('"cells": [', '"cells": [ ', 1), encoding="utf-8")
+
+    monkeypatch.setattr(editions, "refuse_lost_edits", decide_then_save)
+    built = run_builder(root, "build")
+    assert built.returncode == exits.HAND_EDIT and load_course(root).shown(nb.ipynb) in built.stderr.replace(str(root) + "/", ""), built.stderr
+    assert '"cells": [ ' in nb.ipynb.read_text(encoding="utf-8")
 
 
 # ---- 5. Interrupts --------------------------------------------------------------------------------
