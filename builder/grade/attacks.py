@@ -6,6 +6,7 @@ in one batch, and ``python -m builder grade`` on them gives the table of the iss
 """
 
 import copy
+import functools
 
 import nbformat
 
@@ -128,6 +129,12 @@ HONEST = {
 }
 
 
+@functools.cache
+def _solved(book) -> nbformat.NotebookNode:
+    """The solved student edition, built once per notebook (``replaced`` copies it)."""
+    return variants.solved(book)
+
+
 def _exercise_index(nb: nbformat.NotebookNode, label: str) -> int:
     """Index of the exercise cell ``label`` (by tag and label)."""
     return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])
@@ -147,18 +154,18 @@ def replaced(nb: nbformat.NotebookNode, source: str, own: str | None = None, lab
 def attack(book, name: str, *, out: str = "/nonexistent", marker: str = "/nonexistent", folder: str = "/nonexistent") -> nbformat.NotebookNode:
     """The solved student edition with Exercise 2 replaced by attack ``name`` (paths it uses filled in)."""
     source = f"# Exercise 2: attack {name}\nOUT = {out!r}\nMARKER = {marker!r}\nFOLDER = {folder!r}\n" + ATTACKS[name]
-    return replaced(variants.solved(book), source)
+    return replaced(_solved(book), source)
 
 
 def honest(book, name: str) -> nbformat.NotebookNode:
     """The solved student edition with Exercise 2 written in the honest way ``name``."""
     source, own = HONEST[name]
-    return replaced(variants.solved(book), source, own)
+    return replaced(_solved(book), source, own)
 
 
 def classmate(book) -> nbformat.NotebookNode:
     """A correct submission whose Exercise 2 cell carries a secret comment."""
-    nb = variants.solved(book)
+    nb = copy.deepcopy(_solved(book))
     index = _exercise_index(nb, LABEL)
     nb.cells[index].source = f"# {SECRET}\n" + nb.cells[index].source
     return nb
