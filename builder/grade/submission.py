@@ -19,6 +19,9 @@ from .. import student
 # What nbformat raises for files that are not notebooks: not JSON, truncated JSON, JSON of another shape.
 UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError, OSError)
 _LABEL = re.compile(r"^\s*#.*?\bexercise\s+(\d+)\b", re.IGNORECASE | re.MULTILINE)
+# An untagged cell counts as an exercise only when its first comment *starts* with the label: a course cell's
+# Colab title ("# @title The check of Exercise 2: ...") names an exercise without being one.
+_HEADER = re.compile(r"^\s*#\s*exercise\s+(\d+)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -88,7 +91,8 @@ def exercise_cells(nb: nbformat.NotebookNode, labels: list[str] | None = None, r
 def _header_label(cell) -> str | None:
     """The label of an untagged cell that opens with an '# Exercise N' comment (a cell copied by hand)."""
     lines = [line for line in cell.get("source", "").splitlines() if line.strip() and not line.lstrip().startswith(("%", "!"))]
-    return _label(lines[0]) if lines and lines[0].lstrip().startswith("#") and _label(lines[0]) else None
+    match = _HEADER.match(lines[0]) if lines else None
+    return f"Exercise {int(match.group(1))}" if match else None
 
 
 def own_cells(nb: nbformat.NotebookNode, exercises: dict[str, str], root: Path) -> list[str]:
