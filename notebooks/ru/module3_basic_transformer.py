@@ -1052,11 +1052,16 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
     require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)''',
-    "Exercise 4": r'''# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
-# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
-# that token. Index axes from the end so any leading axes (batch, ...) pass through.
-# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
-# number of leading axes passes through.
+    "Exercise 4": r'''# Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape
+# (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features
+# h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through.
+# merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's
+# features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which
+# query head h reads K/V head h // group.
+# The checks require: head h of token t holds exactly its own feature slab, for any leading axes;
+# merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head
+# h // group for several shapes and groups; and a group that is not a positive integer raises
+# TypeError or ValueError.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -1064,13 +1069,9 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     heads = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))  # (..., T, H, d)
-    return heads.transpose(-3, -2)                               # (..., H, T, d)''',
-    "Exercise 5": r'''# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
-# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
-# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
-# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
-# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
-# group that is not a positive integer raises TypeError or ValueError.
+    return heads.transpose(-3, -2)                               # (..., H, T, d)
+
+
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
@@ -1083,7 +1084,7 @@ def repeat_kv_heads(x, group):
     group = require_int("group", group, minimum=1)
     require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)''',
-    "Exercise 6": r'''# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+    "Exercise 5": r'''# Exercise 5: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
 # (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
 # x to queries, keys and values, split them into heads, let each group of query heads share its K/V
 # head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
@@ -1149,7 +1150,7 @@ class MultiHeadSelfAttention(nn.Module):
         result = scaled_dot_product_attention(q, k, v, allowed, empty_row=empty_row)
         output = self.out_proj(merge_heads(result.output).to(x.dtype))                 # (B, T, d_model)
         return (output, result.weights) if return_weights else output''',
-    "Exercise 7": r'''# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
+    "Exercise 6": r'''# Exercise 6: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
 # The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
@@ -1173,7 +1174,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         normalized = normalized + bias
     return normalized''',
-    "Exercise 8": r'''# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
+    "Exercise 7": r'''# Exercise 7: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
 # rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
@@ -1203,7 +1204,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
         order = order[:crossing + 1]  # the token that crosses the threshold stays
     total = math.fsum(weights[i] for i in order)
     return [weights[i] / total if i in order else 0.0 for i in range(len(logits))]''',
-    "Exercise 9": r'''# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
+    "Exercise 8": r'''# Exercise 8: Decode greedily from prepared logits. For each score vector in turn, append the most
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
@@ -1227,7 +1228,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=cb7153ae314466e1aee244feecf577794bc03d965431f1faec05c66906643e3a
+# builder:end sha256=0e23ce63c2e9930fa8f5c7a3f3a88870d02d5d642f953566234100edca6b2a75
 
 # %% [markdown]
 # ## Уровень 2 · Как устроено внимание, с нуля
@@ -2991,11 +2992,16 @@ expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trial
 # `scaled_dot_product_attention`, и головы для него — просто ещё одна ось батча.
 
 # %% tags=["exercise"]
-# Exercise 4: разбейте ось признаков на головы. x имеет форму (..., T, n_heads * d_head); верните
-# (..., n_heads, T, d_head), где голова h токена t содержит признаки h*d_head .. (h+1)*d_head - 1
-# этого токена. Индексируйте оси с конца, чтобы любые ведущие оси (батч, ...) проходили насквозь.
-# Проверка требует: форма (..., H, T, d); голова h токена t содержит ровно свой блок признаков; любое
-# число ведущих осей проходит насквозь.
+# Exercise 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы
+# (..., T, n_heads * d_head) и возвращает (..., n_heads, T, d_head), где голова h токена t содержит признаки
+# h*d_head .. (h+1)*d_head - 1 этого токена; индексируйте оси с конца, чтобы ведущие оси проходили насквозь.
+# merge_heads — в точности обратное к ней, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), сначала
+# признаки головы 0. repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где
+# голова запросов h читает K/V-голову h // group.
+# Проверки требуют: голова h токена t содержит ровно свой блок признаков при любых ведущих осях;
+# слияние непрерывного (contiguous) выхода внимания в точности отменяет split_heads; голова запросов h видит
+# K/V-голову h // group для нескольких форм и размеров групп; а group, не являющийся положительным целым,
+# вызывает TypeError или ValueError.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -3008,8 +3014,26 @@ def split_heads(x, n_heads):
     ### END SOLUTION
 
 
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    ### BEGIN SOLUTION
+    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
+    ### END SOLUTION
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
+    ### BEGIN SOLUTION
+    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
+    ### END SOLUTION
+
+
 # %% tags=["hide-input"]
-# @title The check of Exercise 4: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 4: the contracts your three functions must meet (open it to read the properties)
 # builder:begin inline check_split_heads_contract
 def check_split_heads_contract(split_heads):
     """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
@@ -3046,36 +3070,6 @@ def check_split_heads_contract(split_heads):
     )
     return {"cases": 2}
 # builder:end sha256=f59f0c21ea7eb4aca2160a33894f98f30c9ac94ca2f48eeecd1b0eb670f07097
-check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
-
-
-# %% tags=["exercise"]
-# Exercise 5: Два однострочных перехода между раскладками голов. merge_heads принимает (..., n_heads, T, d_head) и
-# возвращает (..., T, n_heads * d_head), сначала признаки головы 0: в точности обратное к split_heads.
-# repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h
-# читает K/V-голову h // group. Проверки требуют: слияние непрерывного (contiguous) выхода внимания в точности
-# отменяет split_heads; голова запросов h видит K/V-голову h // group для нескольких форм и размеров групп;
-# а group, не являющийся положительным целым, вызывает TypeError или ValueError.
-def merge_heads(x):
-    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    ### BEGIN SOLUTION
-    return x.transpose(-3, -2).flatten(-2)  # (..., T, H, d) -> (..., T, H·d)
-    ### END SOLUTION
-
-
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
-    ### BEGIN SOLUTION
-    return x.repeat_interleave(group, dim=-3)  # (..., H_kv·group, T, d)
-    ### END SOLUTION
-
-
-# %% tags=["hide-input"]
-# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_merge_heads_contract
 def check_merge_heads_contract(merge_heads):
     """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
@@ -3150,8 +3144,9 @@ def check_kv_repeat_contract(repeat_kv_heads):
         )
     return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
 # builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
-check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
-check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
+check_exercise("Exercise 4", check_merge_heads_contract, merge_heads, globals())
+check_exercise("Exercise 4", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 # %% tags=["hide-input"]
 # @title The smallest shapes split_heads, merge_heads and repeat_kv_heads accept (checked; open to read)
@@ -3172,7 +3167,7 @@ expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match
 
 
 # %% tags=["exercise"]
-# Exercise 6: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску
+# Exercise 5: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску
 # (паддинг из token_valid для ключей и для запросов; каузальный треугольник, если self.causal), спроецируйте
 # x в запросы, ключи и значения, разбейте их на головы, дайте каждой группе голов запросов делить свою
 # K/V-голову, запустите scaled_dot_product_attention, передав empty_row дальше, слейте головы и
@@ -3243,7 +3238,7 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_multi_head_attention_contract
 def check_multi_head_attention_contract(attention_class):
     """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
@@ -3343,7 +3338,7 @@ def check_multi_head_attention_contract(attention_class):
         )
     return {"max_error": error}
 # builder:end sha256=953380c6015f4e3cce5425f2eff19f37bb1b4234765b2ed1d247fac08200b065
-check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
+check_exercise("Exercise 5", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 
 # %% tags=["hide-input"]
@@ -3780,7 +3775,7 @@ show_figure(
 # ошибка). При $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
 
 # %% tags=["exercise"]
-# Exercise 7: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
+# Exercise 6: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
 # из его смещённой дисперсии плюс eps (делите на d, а не на d - 1), затем умножьте на weight и
 # прибавьте bias, если они заданы. Сохраняйте дифференцируемость: никаких .item(), NumPy и изменений x на месте.
 # Проверка требует: среднее 0 и смещённая дисперсия 1 в каждой строке; eps под корнем; weight масштабирует,
@@ -3809,7 +3804,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_layer_norm_contract
 def check_layer_norm_contract(layer_norm):
     """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
@@ -3897,7 +3892,7 @@ def check_layer_norm_contract(layer_norm):
     )
     return {"max_error": max(error, library_error)}
 # builder:end sha256=2461815a4d61136c1c3d2a67f0bf95536491bbb7061588396b6295e067c10a72
-check_exercise("Exercise 7", check_layer_norm_contract, layer_norm, globals())
+check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 
 # %%
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
@@ -4747,7 +4742,7 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 #   $(0.665, 0.245, 0.090, 0)$.
 
 # %% tags=["exercise"]
-# Exercise 8: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
+# Exercise 7: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
 # упорядочьте токены по логиту, от большего к меньшему, при равенстве — меньший id первым; оставьте
 # top_k лучших (все, если None); из них оставьте кратчайший префикс, перенормированная масса которого
 # достигает top_p, включая токен, который её пересекает (все, если None); верните список с
@@ -4783,7 +4778,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_token_distribution_contract
 def check_token_distribution_contract(token_distribution):
     """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
@@ -4879,7 +4874,7 @@ def check_token_distribution_contract(token_distribution):
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}
 # builder:end sha256=306d60b0b7671b35dee64527db542d4a8d0f7580d7656ae59db47b73805bee8a
-check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
+check_exercise("Exercise 7", check_token_distribution_contract, token_distribution, globals())
 
 
 # %% tags=["hide-input"]
@@ -4964,7 +4959,7 @@ show_figure(
 
 
 # %% tags=["exercise"]
-# Exercise 9: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый
+# Exercise 8: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый
 # вероятный токен (при равенстве — меньший id); остановитесь сразу после EOS с причиной 'eos' (EOS
 # остаётся в выходе) или когда выдано max_new_tokens токенов, с причиной 'length_limit' (если оба
 # случаются одновременно, побеждает EOS). Верните (tokens, reason). Если векторы оценок закончились
@@ -4993,7 +4988,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 9: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_greedy_trace_contract
 def check_greedy_trace_contract(greedy_trace):
     """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
@@ -5048,7 +5043,7 @@ def check_greedy_trace_contract(greedy_trace):
     )
     return {"cases": len(cases) + 1}
 # builder:end sha256=b2a637fafc4f3b900ec7ed6befeeb2bc7c2760d88d324a4f300230510cbbf13b
-check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
+check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals())
 
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
