@@ -2696,7 +2696,7 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     if not widths:
         raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
-    trials = require_int("trials", trials, minimum=1)
+    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
     require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
@@ -2855,7 +2855,7 @@ def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     if not widths:
         raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
-    trials = require_int("trials", trials, minimum=1)
+    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
     require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
     norms = {}
@@ -4296,10 +4296,10 @@ class TinyLM(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
-        hidden = self.embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
+        hidden = self._embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
         return self.head(self.final_norm(self.block(hidden)))                                  # (B, T, V)
 
-    def embed(self, token_ids):
+    def _embed(self, token_ids):
         """(B, T) token ids -> (B, T, d): token embeddings plus, unless switched off, position embeddings."""
         hidden = self.token_embedding(token_ids)
         return hidden + self.position_embedding(torch.arange(token_ids.shape[1])) if self.use_positions else hidden
@@ -4308,7 +4308,7 @@ class TinyLM(nn.Module):
         """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
         token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
         with torch.no_grad():
-            return self.block.attention(self.block.norm1(self.embed(token_ids)), return_weights=True)[1]
+            return self.block.attention(self.block.norm1(self._embed(token_ids)), return_weights=True)[1]
 
     def generate(self, token_ids, new_tokens):
         """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
@@ -5082,10 +5082,10 @@ if model_trace != (expected_trace, "eos"):
 
 # %%
 long_q = torch.zeros(20_000, 2)  # 20,000 tokens: the (T, T) scores, exponentials and weights would take 4.8 GB
-for label, bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
-                        ("attention over 20,000 tokens", lambda: scaled_dot_product_attention(long_q, long_q, long_q)),
-                        ("2**62 new tokens", lambda: model.generate(prompt, 2**62))):
-    print(f"{label}:\n  {expect_raises((TypeError, ValueError), bad_call)}")
+for label, _bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
+                         ("attention over 20,000 tokens", lambda: scaled_dot_product_attention(long_q, long_q, long_q)),
+                         ("2**62 new tokens", lambda: model.generate(prompt, 2**62))):
+    print(f"{label}:\n  {expect_raises((TypeError, ValueError), _bad_call)}")
 
 # %% tags=["hide-input"]
 # @title Every public function on inputs it must refuse (checked; open to read)
@@ -5143,6 +5143,8 @@ NEGATIVE_TESTS = [
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1, "trials": 4}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {"n_keys": 2, "trials": 4}, "width"),
     (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1, "trials": 4}, "n_keys"),
+    (ValueError, query_gradient_experiment, ((8,),), {"trials": 10**6}, "trials must be at most 100000"),
+    (ValueError, saturation_experiment, ((8,),), {"trials": 10**6}, "trials must be at most 100000"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 0, "width": 2}, "vocab_size"),
     (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
