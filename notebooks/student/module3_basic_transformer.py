@@ -2738,6 +2738,13 @@ def judge_prediction(label, prediction, measured, explanation):
     return prediction == measured
 
 
+import contextlib
+import io
+
+with contextlib.redirect_stdout(io.StringIO()) as printed:  # the three verdicts, judged here instead of shown
+    verdicts = [judge_prediction("a test", given, "c", "why") for given in (" C", "a", None)]
+expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts, printed.getvalue().count("\n")), "==", ([True, False, None], 3))
+
 # %%
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
