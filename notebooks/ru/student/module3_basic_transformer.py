@@ -1026,36 +1026,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
 # gradients; permuting tokens permutes outputs.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
-        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
-    except ValueError:
-        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
-    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
-    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
-    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
-    require_budget("the scores, exponentials and weights", shape, itemsize=3 * torch.finfo(dtype).bits // 8)
-    if allowed is None:
-        allowed = torch.ones(shape, dtype=torch.bool)
-    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
-        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
-    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
-        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
-    else:
-        try:
-            allowed = torch.broadcast_to(allowed, shape)
-        except RuntimeError:
-            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
-    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
-    if empty_row == "error" and bool(empty_rows.any()):
-        where = empty_rows.nonzero()[:4].tolist()
-        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
-                         "fix the mask, or pass empty_row='zero' for padding queries")
+    q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
     scores = scores.masked_fill(~allowed, float("-inf"))
     top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
@@ -1242,7 +1213,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
             return tokens, "length_limit"
     raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")''',
 }
-# builder:end sha256=0e23ce63c2e9930fa8f5c7a3f3a88870d02d5d642f953566234100edca6b2a75
+# builder:end sha256=7de4a4a8e5413bc01e02e882f7da3f7d0c2ffa8e3a3f3d02239f46f2a6d78737
 
 # %% [markdown]
 # ## Уровень 2 · Как устроено внимание, с нуля
@@ -2048,17 +2019,9 @@ class AttentionResult:
 
 
 # %% tags=["hide-input"]
-# @title Reference solution of Exercise 3 (a spoiler: it stands in only if you skip the exercise)
-# Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже
-# сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки
-# q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который
-# остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения.
-# Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки
-# в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf);
-# ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с
-# empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.
-def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
-    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+# @title _attention_inputs: the argument checks, broadcasting and empty-row policy of Exercise 3 (open to read)
+def _attention_inputs(q, k, v, allowed, empty_row):
+    """Checked q, k, v broadcast to one batch shape and dtype, allowed as a (..., T_q, T_k) bool tensor, and the empty rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
     q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
     if q.shape[-1] != k.shape[-1]:
@@ -2089,6 +2052,22 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         where = empty_rows.nonzero()[:4].tolist()
         raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
                          "fix the mask, or pass empty_row='zero' for padding queries")
+    return q, k, v, allowed, empty_rows
+
+
+# %% tags=["hide-input"]
+# @title Reference solution of Exercise 3 (a spoiler: it stands in only if you skip the exercise)
+# Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже
+# сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки
+# q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который
+# остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения.
+# Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки
+# в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf);
+# ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с
+# empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])            # (..., T_q, T_k)
     scores = scores.masked_fill(~allowed, float("-inf"))
     top = scores.amax(dim=-1, keepdim=True).masked_fill(empty_rows[..., None], 0.0)  # 0 on empty rows: no -inf - -inf
@@ -2115,36 +2094,7 @@ REFERENCE_SOLUTIONS["Exercise 3"] = {"scaled_dot_product_attention": scaled_dot_
 # empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.
 def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share their last axis d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have one row per key (same T_k), got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy, half a second, on first use
-        batch = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2]))
-    except ValueError:
-        raise ValueError(f"the leading axes of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not broadcast") from None
-    dtype = torch.float64 if torch.float64 in (q.dtype, k.dtype, v.dtype) else torch.float32
-    q, k, v = (t.to(dtype).expand(*batch, *t.shape[-2:]) for t in (q, k, v))  # (..., T, d) on the joint batch shape
-    shape = (*batch, q.shape[-2], k.shape[-2])                                  # (..., T_q, T_k)
-    require_budget("the scores, exponentials and weights", shape, itemsize=3 * torch.finfo(dtype).bits // 8)
-    if allowed is None:
-        allowed = torch.ones(shape, dtype=torch.bool)
-    elif not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
-        raise TypeError(f"allowed must be a bool tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
-    elif allowed.device.type != "cpu" or allowed.layout != torch.strided:
-        raise TypeError(f"allowed must be a dense CPU tensor, got a {allowed.layout} tensor on {allowed.device}; use allowed.to_dense().cpu()")
-    else:
-        try:
-            allowed = torch.broadcast_to(allowed, shape)
-        except RuntimeError:
-            raise ValueError(f"allowed of shape {tuple(allowed.shape)} does not broadcast to the scores' shape {shape}") from None
-    empty_rows = ~allowed.any(dim=-1)  # (..., T_q) rows with no key to read
-    if empty_row == "error" and bool(empty_rows.any()):
-        where = empty_rows.nonzero()[:4].tolist()
-        raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
-                         "fix the mask, or pass empty_row='zero' for padding queries")
+    q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     # Your code here.
     raise NotImplementedError("Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения. Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf); ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.")
     # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
