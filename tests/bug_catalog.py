@@ -228,7 +228,7 @@ MODULE3 = [
         hint="reshape to (B, T, H, d) first"),
     Bug("split-heads-wrong-transpose", "module3", "split_heads", "transposes the last two axes instead of tokens and heads",
         SPLIT, "shape (B, T, H*d) -> (B, H, T, d)", edit("heads.transpose(-3, -2)", "heads.transpose(-2, -1)")),
-    # Exercise 5: merge_heads (with repeat_kv_heads)
+    # Exercise 4: merge_heads (with repeat_kv_heads)
     Bug("heads-merged-wrong-transpose", "module3", "merge_heads", "transposes tokens and features instead of heads and tokens before flattening",
         MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-2, -1).reshape(*x.shape[:-3], x.shape[-2], -1)"),
         hint="the wrong axes were transposed"),
@@ -238,7 +238,7 @@ MODULE3 = [
     Bug("heads-merged-with-view", "module3", "merge_heads", "calls view on the non-contiguous transpose",
         MERGE, "merging undoes the split", edit(MERGE_RETURN, "return x.transpose(-3, -2).view(*x.shape[:-3], x.shape[-2], -1)"),
         hint="raised on a valid input"),
-    # Exercise 5: repeat_kv_heads
+    # Exercise 4: repeat_kv_heads
     Bug("gqa-tile-not-repeat", "module3", "repeat_kv_heads", "tiles the K/V heads (0, 1, 0, 1) instead of repeating each in place (0, 0, 1, 1)",
         REPEAT, "h // group", edit("x.repeat_interleave(group, dim=-3)", "x.repeat(*([1] * (x.ndim - 3)), group, 1, 1)"),
         hint="use np.repeat / torch.repeat_interleave"),
@@ -249,7 +249,7 @@ MODULE3 = [
         ATTENTION, MATCHES_SDPA, edit("top = scores.amax(dim=-1, keepdim=True)", "top = scores.amax(dim=-1, keepdim=False)")),
     Bug("split-heads-constant-head-width", "module3", "split_heads", "hard-codes the head width of the running example instead of d_model // n_heads",
         SPLIT, "head h of token t", edit("x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))", "x.unflatten(-1, (n_heads, 8))")),
-    # Exercise 6: MultiHeadSelfAttention.forward
+    # Exercise 5: MultiHeadSelfAttention.forward
     Bug("mha-forward-ignores-causal", "module3", "MultiHeadSelfAttention", "builds the padding mask but forgets the causal triangle",
         MHA, MHA_MATCHES, written=_class_mutant("MultiHeadSelfAttention", ("allowed = allowed & causal_allowed(length, length)", "allowed = allowed")),
         hint="causal mask was not applied"),
@@ -270,7 +270,7 @@ MODULE3 = [
         MHA, "padded queries give zero rows",
         written=_class_mutant("MultiHeadSelfAttention", ("allowed = allowed & token_valid[:, None, None, :] & token_valid[:, None, :, None]",
                                                          "allowed = allowed & token_valid[:, None, None, :]"))),
-    # Exercise 7: layer_norm
+    # Exercise 6: layer_norm
     Bug("layernorm-unbiased-variance", "module3", "layer_norm", "uses x.var(), whose default is the unbiased (n - 1) estimator",
         LAYER_NORM, "biased variance", edit(VARIANCE, "variance = x.var(dim=-1, keepdim=True)"), hint="unbiased (divides by n - 1)"),
     Bug("layernorm-wrong-axis", "module3", "layer_norm", "normalises over the batch axis instead of the features",
@@ -289,7 +289,7 @@ MODULE3 = [
         hint="swapped"),
     Bug("layernorm-detached-statistics", "module3", "layer_norm", "detaches the mean, so its gradient is lost",
         LAYER_NORM, "gradients match F.layer_norm", edit(MEAN, MEAN + ".detach()")),
-    # Exercise 8: token_distribution
+    # Exercise 7: token_distribution
     Bug("temperature-after-softmax", "module3", "token_distribution", "divides the probabilities by the temperature after the softmax",
         SAMPLING, "temperature divides the logits",
         ((EXP, "math.exp(z - largest)"), ("weights[i] / total if i in order", "weights[i] / total / temperature if i in order"))),
@@ -311,7 +311,7 @@ MODULE3 = [
         SAMPLING, "large logits do not overflow", edit(EXP, "math.exp(z / temperature)")),
     Bug("top-p-on-full-mass", "module3", "token_distribution", "measures top_p on the mass of all tokens instead of the top_k survivors",
         SAMPLING, "then top_p measured on the kept mass", edit("mass = math.fsum(weights[i] for i in order)", "mass = math.fsum(weights)")),
-    # Exercise 9: greedy_trace
+    # Exercise 8: greedy_trace
     Bug("greedy-drops-eos", "module3", "greedy_trace", "stops at EOS without appending it",
         GREEDY, "EOS stops the trace and is kept",
         edit(GREEDY_STEP, "        best = max(range(len(probabilities)), key=probabilities.__getitem__)\n"

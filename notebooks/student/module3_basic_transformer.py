@@ -15,12 +15,11 @@
 # - **Exercise 1:** `sinusoidal_encoding`
 # - **Exercise 2:** `causal_allowed`
 # - **Exercise 3:** `scaled_dot_product_attention`
-# - **Exercise 4:** `split_heads`
-# - **Exercise 5:** `merge_heads`, `repeat_kv_heads`
-# - **Exercise 6:** `MultiHeadSelfAttention`
-# - **Exercise 7:** `layer_norm`
-# - **Exercise 8:** `token_distribution`
-# - **Exercise 9:** `greedy_trace`
+# - **Exercise 4:** `split_heads`, `merge_heads`, `repeat_kv_heads`
+# - **Exercise 5:** `MultiHeadSelfAttention`
+# - **Exercise 6:** `layer_norm`
+# - **Exercise 7:** `token_distribution`
+# - **Exercise 8:** `greedy_trace`
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -1126,93 +1125,58 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "YWRpZW50czsgcGVybXV0aW5nIHRva2VucyBwZXJtdXRlcyBvdXRwdXRzLgpkZWYgc2NhbGVkX2RvdF9wcm9kdWN0X2F0dGVu",
         "dGlvbihxLCBrLCB2LCBhbGxvd2VkPU5vbmUsICosIGVtcHR5X3Jvdz0iZXJyb3IiKToKICAgICIiInNvZnRtYXgocSBr4bWA",
         "IC8gc3FydChkX2spLCBibG9ja2VkIGtleXMgYXQgLWluZikgdiwgd2l0aCBhbiBleHBsaWNpdCBwb2xpY3kgZm9yIGZ1bGx5",
-        "IG1hc2tlZCByb3dzLiIiIgogICAgcmVxdWlyZV9jaG9pY2UoImVtcHR5X3JvdyIsIGVtcHR5X3JvdywgKCJlcnJvciIsICJ6",
-        "ZXJvIikpCiAgICBxLCBrLCB2ID0gKHJlcXVpcmVfdGVuc29yKG5hbWUsIHQsIG1pbl9uZGltPTIpIGZvciBuYW1lLCB0IGlu",
-        "ICgoInEiLCBxKSwgKCJrIiwgayksICgidiIsIHYpKSkKICAgIGlmIHEuc2hhcGVbLTFdICE9IGsuc2hhcGVbLTFdOgogICAg",
-        "ICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJxIGFuZCBrIG11c3Qgc2hhcmUgdGhlaXIgbGFzdCBheGlzIGRfaywgZ290IHEge3R1",
-        "cGxlKHEuc2hhcGUpfSBhbmQgayB7dHVwbGUoay5zaGFwZSl9IikKICAgIGlmIGsuc2hhcGVbLTJdICE9IHYuc2hhcGVbLTJd",
-        "OgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJrIGFuZCB2IG11c3QgaGF2ZSBvbmUgcm93IHBlciBrZXkgKHNhbWUgVF9r",
-        "KSwgZ290IGsge3R1cGxlKGsuc2hhcGUpfSBhbmQgdiB7dHVwbGUodi5zaGFwZSl9IikKICAgIHRyeTogICMgTnVtUHkncyBz",
-        "aGFwZSBhcml0aG1ldGljOiB0b3JjaC5icm9hZGNhc3Rfc2hhcGVzIHdvdWxkIGltcG9ydCBzeW1weSwgaGFsZiBhIHNlY29u",
-        "ZCwgb24gZmlyc3QgdXNlCiAgICAgICAgYmF0Y2ggPSBucC5icm9hZGNhc3Rfc2hhcGVzKHR1cGxlKHEuc2hhcGVbOi0yXSks",
-        "IHR1cGxlKGsuc2hhcGVbOi0yXSksIHR1cGxlKHYuc2hhcGVbOi0yXSkpCiAgICBleGNlcHQgVmFsdWVFcnJvcjoKICAgICAg",
-        "ICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIGxlYWRpbmcgYXhlcyBvZiBxIHt0dXBsZShxLnNoYXBlKX0sIGsge3R1cGxlKGsu",
-        "c2hhcGUpfSBhbmQgdiB7dHVwbGUodi5zaGFwZSl9IGRvIG5vdCBicm9hZGNhc3QiKSBmcm9tIE5vbmUKICAgIGR0eXBlID0g",
-        "dG9yY2guZmxvYXQ2NCBpZiB0b3JjaC5mbG9hdDY0IGluIChxLmR0eXBlLCBrLmR0eXBlLCB2LmR0eXBlKSBlbHNlIHRvcmNo",
-        "LmZsb2F0MzIKICAgIHEsIGssIHYgPSAodC50byhkdHlwZSkuZXhwYW5kKCpiYXRjaCwgKnQuc2hhcGVbLTI6XSkgZm9yIHQg",
-        "aW4gKHEsIGssIHYpKSAgIyAoLi4uLCBULCBkKSBvbiB0aGUgam9pbnQgYmF0Y2ggc2hhcGUKICAgIHNoYXBlID0gKCpiYXRj",
-        "aCwgcS5zaGFwZVstMl0sIGsuc2hhcGVbLTJdKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFRf",
-        "cSwgVF9rKQogICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZXMsIGV4cG9uZW50aWFscyBhbmQgd2VpZ2h0cyIsIHNoYXBl",
-        "LCBpdGVtc2l6ZT0zICogdG9yY2guZmluZm8oZHR5cGUpLmJpdHMgLy8gOCkKICAgIGlmIGFsbG93ZWQgaXMgTm9uZToKICAg",
-        "ICAgICBhbGxvd2VkID0gdG9yY2gub25lcyhzaGFwZSwgZHR5cGU9dG9yY2guYm9vbCkKICAgIGVsaWYgbm90IGlzaW5zdGFu",
-        "Y2UoYWxsb3dlZCwgdG9yY2guVGVuc29yKSBvciBhbGxvd2VkLmR0eXBlICE9IHRvcmNoLmJvb2w6CiAgICAgICAgcmFpc2Ug",
-        "VHlwZUVycm9yKGYiYWxsb3dlZCBtdXN0IGJlIGEgYm9vbCB0ZW5zb3IgKFRydWUgPSBtYXkgYXR0ZW5kKSwgZ290IHtnZXRh",
-        "dHRyKGFsbG93ZWQsICdkdHlwZScsIHR5cGUoYWxsb3dlZCkuX19uYW1lX18pfSIpCiAgICBlbGlmIGFsbG93ZWQuZGV2aWNl",
-        "LnR5cGUgIT0gImNwdSIgb3IgYWxsb3dlZC5sYXlvdXQgIT0gdG9yY2guc3RyaWRlZDoKICAgICAgICByYWlzZSBUeXBlRXJy",
-        "b3IoZiJhbGxvd2VkIG11c3QgYmUgYSBkZW5zZSBDUFUgdGVuc29yLCBnb3QgYSB7YWxsb3dlZC5sYXlvdXR9IHRlbnNvciBv",
-        "biB7YWxsb3dlZC5kZXZpY2V9OyB1c2UgYWxsb3dlZC50b19kZW5zZSgpLmNwdSgpIikKICAgIGVsc2U6CiAgICAgICAgdHJ5",
-        "OgogICAgICAgICAgICBhbGxvd2VkID0gdG9yY2guYnJvYWRjYXN0X3RvKGFsbG93ZWQsIHNoYXBlKQogICAgICAgIGV4Y2Vw",
-        "dCBSdW50aW1lRXJyb3I6CiAgICAgICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJhbGxvd2VkIG9mIHNoYXBlIHt0dXBsZShh",
-        "bGxvd2VkLnNoYXBlKX0gZG9lcyBub3QgYnJvYWRjYXN0IHRvIHRoZSBzY29yZXMnIHNoYXBlIHtzaGFwZX0iKSBmcm9tIE5v",
-        "bmUKICAgIGVtcHR5X3Jvd3MgPSB+YWxsb3dlZC5hbnkoZGltPS0xKSAgIyAoLi4uLCBUX3EpIHJvd3Mgd2l0aCBubyBrZXkg",
-        "dG8gcmVhZAogICAgaWYgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIGJvb2woZW1wdHlfcm93cy5hbnkoKSk6CiAgICAgICAg",
-        "d2hlcmUgPSBlbXB0eV9yb3dzLm5vbnplcm8oKVs6NF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYiYXR0",
-        "ZW50aW9uIGhhcyBmdWxseSBtYXNrZWQgcXVlcnkgcm93cyAoZmlyc3Qgb25lcyBhdCB7d2hlcmV9KTsgIgogICAgICAgICAg",
-        "ICAgICAgICAgICAgICAgImZpeCB0aGUgbWFzaywgb3IgcGFzcyBlbXB0eV9yb3c9J3plcm8nIGZvciBwYWRkaW5nIHF1ZXJp",
-        "ZXMiKQogICAgc2NvcmVzID0gcSBAIGsudHJhbnNwb3NlKC0yLCAtMSkgLyBtYXRoLnNxcnQocS5zaGFwZVstMV0pICAgICAg",
-        "ICAgICAgIyAoLi4uLCBUX3EsIFRfaykKICAgIHNjb3JlcyA9IHNjb3Jlcy5tYXNrZWRfZmlsbCh+YWxsb3dlZCwgZmxvYXQo",
-        "Ii1pbmYiKSkKICAgIHRvcCA9IHNjb3Jlcy5hbWF4KGRpbT0tMSwga2VlcGRpbT1UcnVlKS5tYXNrZWRfZmlsbChlbXB0eV9y",
-        "b3dzWy4uLiwgTm9uZV0sIDAuMCkgICMgMCBvbiBlbXB0eSByb3dzOiBubyAtaW5mIC0gLWluZgogICAgZXhwcyA9IHRvcmNo",
-        "LmV4cChzY29yZXMgLSB0b3ApICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIGV4YWN0bHkgMCB3",
-        "aGVyZSBibG9ja2VkCiAgICB0b3RhbCA9IGV4cHMuc3VtKGRpbT0tMSwga2VlcGRpbT1UcnVlKS5tYXNrZWRfZmlsbChlbXB0",
-        "eV9yb3dzWy4uLiwgTm9uZV0sIDEuMCkKICAgIHdlaWdodHMgPSBleHBzIC8gdG90YWwgICAgICAgICAgICAgICAgICAgICAg",
-        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgIyByb3dzIHN1bSB0byAxOyBlbXB0eSByb3dzIHN0YXkgMAogICAgb3V0cHV0",
-        "ID0gd2VpZ2h0cyBAIHYgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4s",
-        "IFRfcSwgZF92KQogICAgIyBPbmx5IHHCt2vhtYAgY2FuIG92ZXJmbG93ICh0aGUgd2VpZ2h0cyB0aGVuIG1peCB2J3Mgcm93",
-        "cyBjb252ZXhseSwgbmV2ZXIgYmV5b25kIHYpOiBuYW1lIHRoYXQgY2F1c2UsIG5ldmVyIHJldHVybiBOYU4uCiAgICByZXF1",
-        "aXJlX2Zpbml0ZV9yZXN1bHQoImF0dGVudGlvbiBzY29yZXMiLCBzY29yZXMubWFza2VkX2ZpbGwofmFsbG93ZWQsIDAuMCks",
-        "ICJxwrdr4bWAL+KImmRfayBvdmVyZmxvd2VkIGl0cyBkdHlwZSAoZW50cmllcyBvZiBxIGFuZCBrIHRvbyBsYXJnZSk7IHNj",
-        "YWxlIHRoZSBpbnB1dHMgZG93biBvciB1c2UgZmxvYXQ2NCIpCiAgICByZXR1cm4gQXR0ZW50aW9uUmVzdWx0KG91dHB1dD1v",
-        "dXRwdXQsIHdlaWdodHM9d2VpZ2h0cywgc2NvcmVzPXNjb3JlcywgZW1wdHlfcm93cz1lbXB0eV9yb3dzKQ==",
+        "IG1hc2tlZCByb3dzLiIiIgogICAgcSwgaywgdiwgYWxsb3dlZCwgZW1wdHlfcm93cyA9IF9hdHRlbnRpb25faW5wdXRzKHEs",
+        "IGssIHYsIGFsbG93ZWQsIGVtcHR5X3JvdykgICMgY2hlY2tlZDsgYWxsb3dlZCBpcyAoLi4uLCBUX3EsIFRfaykKICAgIHNj",
+        "b3JlcyA9IHEgQCBrLnRyYW5zcG9zZSgtMiwgLTEpIC8gbWF0aC5zcXJ0KHEuc2hhcGVbLTFdKSAgICAgICAgICAgICMgKC4u",
+        "LiwgVF9xLCBUX2spCiAgICBzY29yZXMgPSBzY29yZXMubWFza2VkX2ZpbGwofmFsbG93ZWQsIGZsb2F0KCItaW5mIikpCiAg",
+        "ICB0b3AgPSBzY29yZXMuYW1heChkaW09LTEsIGtlZXBkaW09VHJ1ZSkubWFza2VkX2ZpbGwoZW1wdHlfcm93c1suLi4sIE5v",
+        "bmVdLCAwLjApICAjIDAgb24gZW1wdHkgcm93czogbm8gLWluZiAtIC1pbmYKICAgIGV4cHMgPSB0b3JjaC5leHAoc2NvcmVz",
+        "IC0gdG9wKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyBleGFjdGx5IDAgd2hlcmUgYmxvY2tl",
+        "ZAogICAgdG90YWwgPSBleHBzLnN1bShkaW09LTEsIGtlZXBkaW09VHJ1ZSkubWFza2VkX2ZpbGwoZW1wdHlfcm93c1suLi4s",
+        "IE5vbmVdLCAxLjApCiAgICB3ZWlnaHRzID0gZXhwcyAvIHRvdGFsICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICMgcm93cyBzdW0gdG8gMTsgZW1wdHkgcm93cyBzdGF5IDAKICAgIG91dHB1dCA9IHdlaWdodHMg",
+        "QCB2ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoLi4uLCBUX3EsIGRfdikK",
+        "ICAgICMgT25seSBxwrdr4bWAIGNhbiBvdmVyZmxvdyAodGhlIHdlaWdodHMgdGhlbiBtaXggdidzIHJvd3MgY29udmV4bHks",
+        "IG5ldmVyIGJleW9uZCB2KTogbmFtZSB0aGF0IGNhdXNlLCBuZXZlciByZXR1cm4gTmFOLgogICAgcmVxdWlyZV9maW5pdGVf",
+        "cmVzdWx0KCJhdHRlbnRpb24gc2NvcmVzIiwgc2NvcmVzLm1hc2tlZF9maWxsKH5hbGxvd2VkLCAwLjApLCAiccK3a+G1gC/i",
+        "iJpkX2sgb3ZlcmZsb3dlZCBpdHMgZHR5cGUgKGVudHJpZXMgb2YgcSBhbmQgayB0b28gbGFyZ2UpOyBzY2FsZSB0aGUgaW5w",
+        "dXRzIGRvd24gb3IgdXNlIGZsb2F0NjQiKQogICAgcmV0dXJuIEF0dGVudGlvblJlc3VsdChvdXRwdXQ9b3V0cHV0LCB3ZWln",
+        "aHRzPXdlaWdodHMsIHNjb3Jlcz1zY29yZXMsIGVtcHR5X3Jvd3M9ZW1wdHlfcm93cyk=",
     ),
     "Exercise 4": (
-        "IyBFeGVyY2lzZSA0OiBTcGxpdCB0aGUgZmVhdHVyZSBheGlzIGludG8gaGVhZHMuIHggaGFzIHNoYXBlICguLi4sIFQsIG5f",
-        "aGVhZHMgKiBkX2hlYWQpOyByZXR1cm4KIyAoLi4uLCBuX2hlYWRzLCBULCBkX2hlYWQpLCB3aGVyZSBoZWFkIGggb2YgdG9r",
-        "ZW4gdCBob2xkcyBmZWF0dXJlcyBoKmRfaGVhZCAuLiAoaCsxKSpkX2hlYWQgLSAxIG9mCiMgdGhhdCB0b2tlbi4gSW5kZXgg",
-        "YXhlcyBmcm9tIHRoZSBlbmQgc28gYW55IGxlYWRpbmcgYXhlcyAoYmF0Y2gsIC4uLikgcGFzcyB0aHJvdWdoLgojIFRoZSBj",
-        "aGVjayByZXF1aXJlczogc2hhcGUgKC4uLiwgSCwgVCwgZCk7IGhlYWQgaCBvZiB0b2tlbiB0IGhvbGRzIGV4YWN0bHkgaXRz",
-        "IG93biBmZWF0dXJlIHNsYWI7IGFuZCBhbnkKIyBudW1iZXIgb2YgbGVhZGluZyBheGVzIHBhc3NlcyB0aHJvdWdoLgpkZWYg",
-        "c3BsaXRfaGVhZHMoeCwgbl9oZWFkcyk6CiAgICAiIiIoLi4uLCBULCBIwrdkKSAtPiAoLi4uLCBILCBULCBkKTogb25lIHNs",
-        "YWIgb2YgZmVhdHVyZXMgcGVyIGhlYWQuIiIiCiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0yLCBm",
-        "aW5pdGU9RmFsc2UpICAjIGEgcmVzaGFwZSBjYW5ub3QgY3JlYXRlIE5hTjsgYXR0ZW50aW9uIGNoZWNrcyB2YWx1ZXMKICAg",
-        "IG5faGVhZHMgPSByZXF1aXJlX2ludCgibl9oZWFkcyIsIG5faGVhZHMsIG1pbmltdW09MSkKICAgIGlmIHguc2hhcGVbLTFd",
-        "ICUgbl9oZWFkczoKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIGxhc3QgYXhpcyAoe3guc2hhcGVbLTFdfSkgbXVz",
-        "dCBzcGxpdCBldmVubHkgaW50byBuX2hlYWRzPXtuX2hlYWRzfSBoZWFkcyIpCiAgICBoZWFkcyA9IHgudW5mbGF0dGVuKC0x",
-        "LCAobl9oZWFkcywgeC5zaGFwZVstMV0gLy8gbl9oZWFkcykpICAjICguLi4sIFQsIEgsIGQpCiAgICByZXR1cm4gaGVhZHMu",
-        "dHJhbnNwb3NlKC0zLCAtMikgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoLi4uLCBILCBULCBkKQ==",
+        "IyBFeGVyY2lzZSA0OiBUaHJlZSBtb3ZlcyBiZXR3ZWVuIGhlYWQgbGF5b3V0cywgb25lIG9yIHR3byBsaW5lcyBlYWNoLiBz",
+        "cGxpdF9oZWFkcyB0YWtlcyB4IG9mIHNoYXBlCiMgKC4uLiwgVCwgbl9oZWFkcyAqIGRfaGVhZCkgYW5kIHJldHVybnMgKC4u",
+        "Liwgbl9oZWFkcywgVCwgZF9oZWFkKSwgd2hlcmUgaGVhZCBoIG9mIHRva2VuIHQgaG9sZHMgZmVhdHVyZXMKIyBoKmRfaGVh",
+        "ZCAuLiAoaCsxKSpkX2hlYWQgLSAxIG9mIHRoYXQgdG9rZW47IGluZGV4IGF4ZXMgZnJvbSB0aGUgZW5kIHNvIGxlYWRpbmcg",
+        "YXhlcyBwYXNzIHRocm91Z2guCiMgbWVyZ2VfaGVhZHMgaXMgaXRzIGV4YWN0IGludmVyc2UsICguLi4sIG5faGVhZHMsIFQs",
+        "IGRfaGVhZCkgLT4gKC4uLiwgVCwgbl9oZWFkcyAqIGRfaGVhZCksIGhlYWQgMCdzCiMgZmVhdHVyZXMgZmlyc3QuIHJlcGVh",
+        "dF9rdl9oZWFkcyB0YWtlcyAoLi4uLCBIX2t2LCBULCBkKSBhbmQgcmV0dXJucyAoLi4uLCBIX2t2ICogZ3JvdXAsIFQsIGQp",
+        "IGluIHdoaWNoCiMgcXVlcnkgaGVhZCBoIHJlYWRzIEsvViBoZWFkIGggLy8gZ3JvdXAuCiMgVGhlIGNoZWNrcyByZXF1aXJl",
+        "OiBoZWFkIGggb2YgdG9rZW4gdCBob2xkcyBleGFjdGx5IGl0cyBvd24gZmVhdHVyZSBzbGFiLCBmb3IgYW55IGxlYWRpbmcg",
+        "YXhlczsKIyBtZXJnaW5nIGEgY29udGlndW91cyBhdHRlbnRpb24gb3V0cHV0IHVuZG9lcyBzcGxpdF9oZWFkcyBleGFjdGx5",
+        "OyBxdWVyeSBoZWFkIGggc2VlcyBLL1YgaGVhZAojIGggLy8gZ3JvdXAgZm9yIHNldmVyYWwgc2hhcGVzIGFuZCBncm91cHM7",
+        "IGFuZCBhIGdyb3VwIHRoYXQgaXMgbm90IGEgcG9zaXRpdmUgaW50ZWdlciByYWlzZXMKIyBUeXBlRXJyb3Igb3IgVmFsdWVF",
+        "cnJvci4KZGVmIHNwbGl0X2hlYWRzKHgsIG5faGVhZHMpOgogICAgIiIiKC4uLiwgVCwgSMK3ZCkgLT4gKC4uLiwgSCwgVCwg",
+        "ZCk6IG9uZSBzbGFiIG9mIGZlYXR1cmVzIHBlciBoZWFkLiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbWlu",
+        "X25kaW09MiwgZmluaXRlPUZhbHNlKSAgIyBhIHJlc2hhcGUgY2Fubm90IGNyZWF0ZSBOYU47IGF0dGVudGlvbiBjaGVja3Mg",
+        "dmFsdWVzCiAgICBuX2hlYWRzID0gcmVxdWlyZV9pbnQoIm5faGVhZHMiLCBuX2hlYWRzLCBtaW5pbXVtPTEpCiAgICBpZiB4",
+        "LnNoYXBlWy0xXSAlIG5faGVhZHM6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSBsYXN0IGF4aXMgKHt4LnNoYXBl",
+        "Wy0xXX0pIG11c3Qgc3BsaXQgZXZlbmx5IGludG8gbl9oZWFkcz17bl9oZWFkc30gaGVhZHMiKQogICAgaGVhZHMgPSB4LnVu",
+        "ZmxhdHRlbigtMSwgKG5faGVhZHMsIHguc2hhcGVbLTFdIC8vIG5faGVhZHMpKSAgIyAoLi4uLCBULCBILCBkKQogICAgcmV0",
+        "dXJuIGhlYWRzLnRyYW5zcG9zZSgtMywgLTIpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKC4uLiwgSCwgVCwg",
+        "ZCkKCgpkZWYgbWVyZ2VfaGVhZHMoeCk6CiAgICAiIiIoLi4uLCBILCBULCBkKSAtPiAoLi4uLCBULCBIwrdkKTogdGhlIGhl",
+        "YWRzIHNpZGUgYnkgc2lkZSBhZ2Fpbi4iIiIKICAgIHggPSByZXF1aXJlX3RlbnNvcigieCIsIHgsIG1pbl9uZGltPTMsIGZp",
+        "bml0ZT1GYWxzZSkKICAgIHJldHVybiB4LnRyYW5zcG9zZSgtMywgLTIpLmZsYXR0ZW4oLTIpICAjICguLi4sIFQsIEgsIGQp",
+        "IC0+ICguLi4sIFQsIEjCt2QpCgoKZGVmIHJlcGVhdF9rdl9oZWFkcyh4LCBncm91cCk6CiAgICAiIiIoLi4uLCBIX2t2LCBU",
+        "LCBkKSAtPiAoLi4uLCBIX2t2wrdncm91cCwgVCwgZCk6IEsvViBoZWFkIGcgc2VydmVzIHF1ZXJ5IGhlYWRzIGfCt2dyb3Vw",
+        "IC4uIChnKzEpwrdncm91cCAtIDEuIiIiCiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0zLCBmaW5p",
+        "dGU9RmFsc2UpCiAgICBncm91cCA9IHJlcXVpcmVfaW50KCJncm91cCIsIGdyb3VwLCBtaW5pbXVtPTEpCiAgICByZXF1aXJl",
+        "X2J1ZGdldCgidGhlIHJlcGVhdGVkIEsvViBoZWFkcyIsICgqeC5zaGFwZVs6LTNdLCB4LnNoYXBlWy0zXSAqIGdyb3VwLCAq",
+        "eC5zaGFwZVstMjpdKSwgaXRlbXNpemU9eC5lbGVtZW50X3NpemUoKSkKICAgIHJldHVybiB4LnJlcGVhdF9pbnRlcmxlYXZl",
+        "KGdyb3VwLCBkaW09LTMpICAjICguLi4sIEhfa3bCt2dyb3VwLCBULCBkKQ==",
     ),
     "Exercise 5": (
-        "IyBFeGVyY2lzZSA1OiBUd28gb25lLWxpbmUgbW92ZXMgYmV0d2VlbiBoZWFkIGxheW91dHMuIG1lcmdlX2hlYWRzIHRha2Vz",
-        "ICguLi4sIG5faGVhZHMsIFQsIGRfaGVhZCkgYW5kCiMgcmV0dXJucyAoLi4uLCBULCBuX2hlYWRzICogZF9oZWFkKSwgaGVh",
-        "ZCAwJ3MgZmVhdHVyZXMgZmlyc3Q6IHRoZSBleGFjdCBpbnZlcnNlIG9mIHNwbGl0X2hlYWRzLgojIHJlcGVhdF9rdl9oZWFk",
-        "cyB0YWtlcyAoLi4uLCBIX2t2LCBULCBkKSBhbmQgcmV0dXJucyAoLi4uLCBIX2t2ICogZ3JvdXAsIFQsIGQpIGluIHdoaWNo",
-        "IHF1ZXJ5IGhlYWQgaAojIHJlYWRzIEsvViBoZWFkIGggLy8gZ3JvdXAuIFRoZSBjaGVja3MgcmVxdWlyZTogbWVyZ2luZyBh",
-        "IGNvbnRpZ3VvdXMgYXR0ZW50aW9uIG91dHB1dCB1bmRvZXMKIyBzcGxpdF9oZWFkcyBleGFjdGx5OyBxdWVyeSBoZWFkIGgg",
-        "c2VlcyBLL1YgaGVhZCBoIC8vIGdyb3VwIGZvciBzZXZlcmFsIHNoYXBlcyBhbmQgZ3JvdXBzOyBhbmQgYQojIGdyb3VwIHRo",
-        "YXQgaXMgbm90IGEgcG9zaXRpdmUgaW50ZWdlciByYWlzZXMgVHlwZUVycm9yIG9yIFZhbHVlRXJyb3IuCmRlZiBtZXJnZV9o",
-        "ZWFkcyh4KToKICAgICIiIiguLi4sIEgsIFQsIGQpIC0+ICguLi4sIFQsIEjCt2QpOiB0aGUgaGVhZHMgc2lkZSBieSBzaWRl",
-        "IGFnYWluLiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbWluX25kaW09MywgZmluaXRlPUZhbHNlKQogICAg",
-        "cmV0dXJuIHgudHJhbnNwb3NlKC0zLCAtMikuZmxhdHRlbigtMikgICMgKC4uLiwgVCwgSCwgZCkgLT4gKC4uLiwgVCwgSMK3",
-        "ZCkKCgpkZWYgcmVwZWF0X2t2X2hlYWRzKHgsIGdyb3VwKToKICAgICIiIiguLi4sIEhfa3YsIFQsIGQpIC0+ICguLi4sIEhf",
-        "a3bCt2dyb3VwLCBULCBkKTogSy9WIGhlYWQgZyBzZXJ2ZXMgcXVlcnkgaGVhZHMgZ8K3Z3JvdXAgLi4gKGcrMSnCt2dyb3Vw",
-        "IC0gMS4iIiIKICAgIHggPSByZXF1aXJlX3RlbnNvcigieCIsIHgsIG1pbl9uZGltPTMsIGZpbml0ZT1GYWxzZSkKICAgIGdy",
-        "b3VwID0gcmVxdWlyZV9pbnQoImdyb3VwIiwgZ3JvdXAsIG1pbmltdW09MSkKICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgcmVw",
-        "ZWF0ZWQgSy9WIGhlYWRzIiwgKCp4LnNoYXBlWzotM10sIHguc2hhcGVbLTNdICogZ3JvdXAsICp4LnNoYXBlWy0yOl0pLCBp",
-        "dGVtc2l6ZT14LmVsZW1lbnRfc2l6ZSgpKQogICAgcmV0dXJuIHgucmVwZWF0X2ludGVybGVhdmUoZ3JvdXAsIGRpbT0tMykg",
-        "ICMgKC4uLiwgSF9rdsK3Z3JvdXAsIFQsIGQp",
-    ),
-    "Exercise 6": (
-        "IyBFeGVyY2lzZSA2OiBXcml0ZSBNdWx0aUhlYWRTZWxmQXR0ZW50aW9uLmZvcndhcmQgZnJvbSB0aGUgcGllY2VzIGFib3Zl",
+        "IyBFeGVyY2lzZSA1OiBXcml0ZSBNdWx0aUhlYWRTZWxmQXR0ZW50aW9uLmZvcndhcmQgZnJvbSB0aGUgcGllY2VzIGFib3Zl",
         "LiBCdWlsZCB0aGUgYm9vbGVhbiBtYXNrCiMgKHBhZGRpbmcgZnJvbSB0b2tlbl92YWxpZCBmb3Iga2V5cyBhbmQgZm9yIHF1",
         "ZXJpZXM7IHRoZSBjYXVzYWwgdHJpYW5nbGUgd2hlbiBzZWxmLmNhdXNhbCksIHByb2plY3QKIyB4IHRvIHF1ZXJpZXMsIGtl",
         "eXMgYW5kIHZhbHVlcywgc3BsaXQgdGhlbSBpbnRvIGhlYWRzLCBsZXQgZWFjaCBncm91cCBvZiBxdWVyeSBoZWFkcyBzaGFy",
@@ -1283,8 +1247,8 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "bHQub3V0cHV0KS50byh4LmR0eXBlKSkgICAgICAgICAgICAgICAgICMgKEIsIFQsIGRfbW9kZWwpCiAgICAgICAgcmV0dXJu",
         "IChvdXRwdXQsIHJlc3VsdC53ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
     ),
-    "Exercise 7": (
-        "IyBFeGVyY2lzZSA3OiBXcml0ZSBMYXllck5vcm0gb3ZlciB0aGUgbGFzdCBheGlzLiBTdWJ0cmFjdCBlYWNoIHRva2VuJ3Mg",
+    "Exercise 6": (
+        "IyBFeGVyY2lzZSA2OiBXcml0ZSBMYXllck5vcm0gb3ZlciB0aGUgbGFzdCBheGlzLiBTdWJ0cmFjdCBlYWNoIHRva2VuJ3Mg",
         "bWVhbiwgZGl2aWRlIGJ5IHRoZSBzcXVhcmUgcm9vdAojIG9mIGl0cyBiaWFzZWQgdmFyaWFuY2UgcGx1cyBlcHMgKGRpdmlk",
         "ZSBieSBkLCBub3QgZCAtIDEpLCB0aGVuIG11bHRpcGx5IGJ5IHdlaWdodCBhbmQgYWRkIGJpYXMgd2hlbgojIHRoZXkgYXJl",
         "IGdpdmVuLiBTdGF5IGRpZmZlcmVudGlhYmxlOiBubyAuaXRlbSgpLCBubyBOdW1QeSwgbm8gaW4tcGxhY2UgZWRpdHMgb2Yg",
@@ -1309,8 +1273,8 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZWlnaHQKICAgIGlmIGJpYXMgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6ZWQgKyBiaWFzCiAg",
         "ICByZXR1cm4gbm9ybWFsaXplZA==",
     ),
-    "Exercise 8": (
-        "IyBFeGVyY2lzZSA4OiBUdXJuIG9uZSBsb2dpdCB2ZWN0b3IgaW50byBuZXh0LXRva2VuIHByb2JhYmlsaXRpZXMuIERpdmlk",
+    "Exercise 7": (
+        "IyBFeGVyY2lzZSA3OiBUdXJuIG9uZSBsb2dpdCB2ZWN0b3IgaW50byBuZXh0LXRva2VuIHByb2JhYmlsaXRpZXMuIERpdmlk",
         "ZSB0aGUgbG9naXRzIGJ5IHRoZSB0ZW1wZXJhdHVyZTsKIyByYW5rIHRoZSB0b2tlbnMgYnkgbG9naXQsIGxhcmdlc3QgZmly",
         "c3QsIHRpZXMgdG8gdGhlIGxvd2VyIGlkOyBrZWVwIHRoZSB0b3BfayBiZXN0IChhbGwgaWYgTm9uZSk7IG9mCiMgdGhvc2Us",
         "IGtlZXAgdGhlIHNob3J0ZXN0IHByZWZpeCB3aG9zZSByZW5vcm1hbGlzZWQgbWFzcyByZWFjaGVzIHRvcF9wLCBpbmNsdWRp",
@@ -1343,8 +1307,8 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "aG9sZCBzdGF5cwogICAgdG90YWwgPSBtYXRoLmZzdW0od2VpZ2h0c1tpXSBmb3IgaSBpbiBvcmRlcikKICAgIHJldHVybiBb",
         "d2VpZ2h0c1tpXSAvIHRvdGFsIGlmIGkgaW4gb3JkZXIgZWxzZSAwLjAgZm9yIGkgaW4gcmFuZ2UobGVuKGxvZ2l0cykpXQ==",
     ),
-    "Exercise 9": (
-        "IyBFeGVyY2lzZSA5OiBEZWNvZGUgZ3JlZWRpbHkgZnJvbSBwcmVwYXJlZCBsb2dpdHMuIEZvciBlYWNoIHNjb3JlIHZlY3Rv",
+    "Exercise 8": (
+        "IyBFeGVyY2lzZSA4OiBEZWNvZGUgZ3JlZWRpbHkgZnJvbSBwcmVwYXJlZCBsb2dpdHMuIEZvciBlYWNoIHNjb3JlIHZlY3Rv",
         "ciBpbiB0dXJuLCBhcHBlbmQgdGhlIG1vc3QKIyBsaWtlbHkgdG9rZW4gKHRpZXMgdG8gdGhlIGxvd2VyIGlkKTsgc3RvcCBy",
         "aWdodCBhZnRlciBFT1Mgd2l0aCByZWFzb24gJ2VvcycgKEVPUyBzdGF5cyBpbiB0aGUgb3V0cHV0KSwKIyBvciBvbmNlIG1h",
         "eF9uZXdfdG9rZW5zIHRva2VucyBhcmUgb3V0IHdpdGggcmVhc29uICdsZW5ndGhfbGltaXQnIChFT1Mgd2lucyB3aGVuIGJv",
@@ -1368,7 +1332,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IGJlZm9yZSBFT1Mgb3IgdGhlIGxpbWl0IG9mIHttYXhfbmV3X3Rva2Vuc30gdG9rZW5zIik=",
     ),
 }.items()}
-# builder:end sha256=8d72745f40795a9cc4223e1e624df4bc6a17b9e1fe34bb038eb1e1fd284d134c
+# builder:end sha256=e038ddeb156f8b3f45be3c33c6d84442ee3bc085631fcbf559fd54b95f581417
 
 # %% [markdown]
 # ## Level 2 · How attention works, from scratch
@@ -2112,17 +2076,10 @@ class AttentionResult:
     empty_rows: torch.Tensor
 
 
-# %% tags=["exercise"]
-# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
-# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
-# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
-# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
-# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
-# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
-# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
-# gradients; permuting tokens permutes outputs.
-def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
-    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+# %% tags=["hide-input"]
+# @title _attention_inputs: the argument checks, broadcasting and empty-row policy of Exercise 3 (open to read)
+def _attention_inputs(q, k, v, allowed, empty_row):
+    """Checked q, k, v broadcast to one batch shape and dtype, allowed as a (..., T_q, T_k) bool tensor, and the empty rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
     q, k, v = (require_tensor(name, t, min_ndim=2) for name, t in (("q", q), ("k", k), ("v", v)))
     if q.shape[-1] != k.shape[-1]:
@@ -2153,6 +2110,21 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
         where = empty_rows.nonzero()[:4].tolist()
         raise ValueError(f"attention has fully masked query rows (first ones at {where}); "
                          "fix the mask, or pass empty_row='zero' for padding queries")
+    return q, k, v, allowed, empty_rows
+
+
+# %% tags=["exercise"]
+# Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row
+# policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the
+# scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that
+# stays finite on empty rows (their weights must be 0, not NaN), and blend the values.
+# The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1;
+# blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts;
+# empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite
+# gradients; permuting tokens permutes outputs.
+def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
+    """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
+    q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     # Your code here.
     raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values. The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1; blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts; empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite gradients; permuting tokens permutes outputs.")
     # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
@@ -2753,6 +2725,13 @@ def judge_prediction(label, prediction, measured, explanation):
     return prediction == measured
 
 
+import contextlib
+import io
+
+with contextlib.redirect_stdout(io.StringIO()) as printed:  # the three verdicts, judged here instead of shown
+    verdicts = [judge_prediction("a test", given, "c", "why") for given in (" C", "a", None)]
+expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts, printed.getvalue().count("\n")), "==", ([True, False, None], 3))
+
 # %%
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
@@ -2814,7 +2793,7 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     if not widths:
         raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
-    trials = require_int("trials", trials, minimum=1)
+    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
     require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
@@ -2972,7 +2951,7 @@ def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     if not widths:
         raise ValueError("widths must name at least one head width")
     n_keys = require_int("n_keys", n_keys, minimum=2)
-    trials = require_int("trials", trials, minimum=1)
+    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
     require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8 + 8)  # float32 draws, float64 copy and product
     norms = {}
@@ -3107,11 +3086,16 @@ expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trial
 # the heads as one more batch axis.
 
 # %% tags=["exercise"]
-# Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return
-# (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of
-# that token. Index axes from the end so any leading axes (batch, ...) pass through.
-# The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any
-# number of leading axes passes through.
+# Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape
+# (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features
+# h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through.
+# merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's
+# features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which
+# query head h reads K/V head h // group.
+# The checks require: head h of token t holds exactly its own feature slab, for any leading axes;
+# merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head
+# h // group for several shapes and groups; and a group that is not a positive integer raises
+# TypeError or ValueError.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
     x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
@@ -3119,11 +3103,27 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     # Your code here.
-    raise NotImplementedError('Exercise 4: Split the feature axis into heads. x has shape (..., T, n_heads * d_head); return (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token. Index axes from the end so any leading axes (batch, ...) pass through. The check requires: shape (..., H, T, d); head h of token t holds exactly its own feature slab; and any number of leading axes passes through.')
+    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+
+
+def merge_heads(x):
+    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    # Your code here.
+    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+
+
+def repeat_kv_heads(x, group):
+    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
+    # Your code here.
+    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 4: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 4: the contracts your three functions must meet (open it to read the properties)
 # builder:begin inline check_split_heads_contract
 def check_split_heads_contract(split_heads):
     """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
@@ -3160,34 +3160,6 @@ def check_split_heads_contract(split_heads):
     )
     return {"cases": 2}
 # builder:end sha256=f59f0c21ea7eb4aca2160a33894f98f30c9ac94ca2f48eeecd1b0eb670f07097
-check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
-
-
-# %% tags=["exercise"]
-# Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and
-# returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads.
-# repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h
-# reads K/V head h // group. The checks require: merging a contiguous attention output undoes
-# split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a
-# group that is not a positive integer raises TypeError or ValueError.
-def merge_heads(x):
-    """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    # Your code here.
-    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
-
-
-def repeat_kv_heads(x, group):
-    """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
-    # Your code here.
-    raise NotImplementedError("Exercise 5: Two one-line moves between head layouts. merge_heads takes (..., n_heads, T, d_head) and returns (..., T, n_heads * d_head), head 0's features first: the exact inverse of split_heads. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
-
-
-# %% tags=["hide-input"]
-# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_merge_heads_contract
 def check_merge_heads_contract(merge_heads):
     """Judge ``merge_heads(x)``: (..., H, T, d) -> (..., T, H*d), the exact inverse of splitting the width into heads.
@@ -3262,8 +3234,9 @@ def check_kv_repeat_contract(repeat_kv_heads):
         )
     return {"mapping": "PASS", "identity": "PASS", "bad_group": "PASS"}
 # builder:end sha256=5dfc7c3f70f5fae2a5f7888e78b48e287f82496312134c210c85d1eb5da104db
-check_exercise("Exercise 5", check_merge_heads_contract, merge_heads, globals())
-check_exercise("Exercise 5", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 4", check_split_heads_contract, split_heads, globals())
+check_exercise("Exercise 4", check_merge_heads_contract, merge_heads, globals())
+check_exercise("Exercise 4", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 # %% tags=["hide-input"]
 # @title The smallest shapes split_heads, merge_heads and repeat_kv_heads accept (checked; open to read)
@@ -3284,7 +3257,7 @@ expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match
 
 
 # %% tags=["exercise"]
-# Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
+# Exercise 5: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask
 # (padding from token_valid for keys and for queries; the causal triangle when self.causal), project
 # x to queries, keys and values, split them into heads, let each group of query heads share its K/V
 # head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply
@@ -3339,11 +3312,11 @@ class MultiHeadSelfAttention(nn.Module):
         return_weights = require_bool("return_weights", return_weights)
         require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         # Your code here.
-        raise NotImplementedError("Exercise 6: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask (padding from token_valid for keys and for queries; the causal triangle when self.causal), project x to queries, keys and values, split them into heads, let each group of query heads share its K/V head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply out_proj. The check requires: the output equals an independent multi-head attention built from the layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.")
+        raise NotImplementedError("Exercise 5: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask (padding from token_valid for keys and for queries; the causal triangle when self.causal), project x to queries, keys and values, split them into heads, let each group of query heads share its K/V head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply out_proj. The check requires: the output equals an independent multi-head attention built from the layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.")
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_multi_head_attention_contract
 def check_multi_head_attention_contract(attention_class):
     """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
@@ -3443,7 +3416,7 @@ def check_multi_head_attention_contract(attention_class):
         )
     return {"max_error": error}
 # builder:end sha256=953380c6015f4e3cce5425f2eff19f37bb1b4234765b2ed1d247fac08200b065
-check_exercise("Exercise 6", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
+check_exercise("Exercise 5", check_multi_head_attention_contract, MultiHeadSelfAttention, globals())
 
 
 # %% tags=["hide-input"]
@@ -3879,7 +3852,7 @@ show_figure(
 # bug). With $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
 
 # %% tags=["exercise"]
-# Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
+# Exercise 6: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root
 # of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when
 # they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x.
 # The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and
@@ -3896,11 +3869,11 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
         raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     # Your code here.
-    raise NotImplementedError("Exercise 7: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x. The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.")
+    raise NotImplementedError("Exercise 6: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x. The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.")
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_layer_norm_contract
 def check_layer_norm_contract(layer_norm):
     """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
@@ -3988,7 +3961,7 @@ def check_layer_norm_contract(layer_norm):
     )
     return {"max_error": max(error, library_error)}
 # builder:end sha256=2461815a4d61136c1c3d2a67f0bf95536491bbb7061588396b6295e067c10a72
-check_exercise("Exercise 7", check_layer_norm_contract, layer_norm, globals())
+check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 
 # %%
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
@@ -4363,7 +4336,7 @@ REFERENCE.check("next_token_nll.nll", nll, atol=1e-12)
 expect("F.cross_entropy is the same NLL, computed from logits", math.isclose(nll, float(F.cross_entropy(nll_logits[None], torch.tensor([nll_target]))), abs_tol=1e-12))
 
 # %%
-MAX_NEW_TOKENS = 10_000  # generate runs one forward pass per token: more would hang a notebook for hours
+MAX_NEW_TOKENS = 512  # generate runs one full forward pass per token (no KV cache): a few seconds at most
 
 
 class TinyLM(nn.Module):
@@ -4387,10 +4360,10 @@ class TinyLM(nn.Module):
 
     def forward(self, token_ids):
         """(B, T) token ids -> (B, T, vocab_size) logits for the token after each position."""
-        hidden = self.embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
+        hidden = self._embed(_require_token_ids(token_ids, self.vocab_size, self.max_length))  # (B, T, d)
         return self.head(self.final_norm(self.block(hidden)))                                  # (B, T, V)
 
-    def embed(self, token_ids):
+    def _embed(self, token_ids):
         """(B, T) token ids -> (B, T, d): token embeddings plus, unless switched off, position embeddings."""
         hidden = self.token_embedding(token_ids)
         return hidden + self.position_embedding(torch.arange(token_ids.shape[1])) if self.use_positions else hidden
@@ -4399,7 +4372,7 @@ class TinyLM(nn.Module):
         """(B, T) token ids -> (B, H, T, T): where each head of the block looks, for the heatmap."""
         token_ids = _require_token_ids(token_ids, self.vocab_size, self.max_length)
         with torch.no_grad():
-            return self.block.attention(self.block.norm1(self.embed(token_ids)), return_weights=True)[1]
+            return self.block.attention(self.block.norm1(self._embed(token_ids)), return_weights=True)[1]
 
     def generate(self, token_ids, new_tokens):
         """Append ``new_tokens`` greedy tokens, cropping the context to max_length (no KV cache)."""
@@ -4830,7 +4803,7 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 #   $0.968$. Token 2 crosses the threshold, so it stays: $m = 3$, giving $(0.665, 0.245, 0.090, 0)$.
 
 # %% tags=["exercise"]
-# Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
+# Exercise 7: Turn one logit vector into next-token probabilities. Divide the logits by the temperature;
 # rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of
 # those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that
 # crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0
@@ -4849,11 +4822,11 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     if top_p is not None:
         top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
     # Your code here.
-    raise NotImplementedError('Exercise 8: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum. The check requires: one finite probability per token summing to 1; the temperature divides the logits; top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in that order; large logits do not overflow.')
+    raise NotImplementedError('Exercise 7: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum. The check requires: one finite probability per token summing to 1; the temperature divides the logits; top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in that order; large logits do not overflow.')
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_token_distribution_contract
 def check_token_distribution_contract(token_distribution):
     """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
@@ -4949,7 +4922,7 @@ def check_token_distribution_contract(token_distribution):
     judge("large logits do not overflow", [1000.0, 999.0, 0.0], "subtract the largest logit before exp()")
     return {"max_error": worst[0]}
 # builder:end sha256=306d60b0b7671b35dee64527db542d4a8d0f7580d7656ae59db47b73805bee8a
-check_exercise("Exercise 8", check_token_distribution_contract, token_distribution, globals())
+check_exercise("Exercise 7", check_token_distribution_contract, token_distribution, globals())
 
 
 # %% tags=["hide-input"]
@@ -5034,7 +5007,7 @@ show_figure(
 
 
 # %% tags=["exercise"]
-# Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most
+# Exercise 8: Decode greedily from prepared logits. For each score vector in turn, append the most
 # likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output),
 # or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once).
 # Return (tokens, reason). If the score vectors run out first, raise ValueError.
@@ -5049,11 +5022,11 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
         if eos_id >= len(scores):
             raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
     # Your code here.
-    raise NotImplementedError("Exercise 9: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError. The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last allowed step; a trace that runs out of logits raises ValueError.")
+    raise NotImplementedError("Exercise 8: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError. The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last allowed step; a trace that runs out of logits raises ValueError.")
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 9: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
 # builder:begin inline check_greedy_trace_contract
 def check_greedy_trace_contract(greedy_trace):
     """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
@@ -5108,7 +5081,7 @@ def check_greedy_trace_contract(greedy_trace):
     )
     return {"cases": len(cases) + 1}
 # builder:end sha256=b2a637fafc4f3b900ec7ed6befeeb2bc7c2760d88d324a4f300230510cbbf13b
-check_exercise("Exercise 9", check_greedy_trace_contract, greedy_trace, globals())
+check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals())
 
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
@@ -5147,10 +5120,10 @@ if model_trace != (expected_trace, "eos"):
 
 # %%
 long_q = torch.zeros(20_000, 2)  # 20,000 tokens: the (T, T) scores, exponentials and weights would take 4.8 GB
-for label, bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
-                        ("attention over 20,000 tokens", lambda: scaled_dot_product_attention(long_q, long_q, long_q)),
-                        ("2**62 new tokens", lambda: model.generate(prompt, 2**62))):
-    print(f"{label}:\n  {expect_raises((TypeError, ValueError), bad_call)}")
+for label, _bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
+                         ("attention over 20,000 tokens", lambda: scaled_dot_product_attention(long_q, long_q, long_q)),
+                         ("2**62 new tokens", lambda: model.generate(prompt, 2**62))):
+    print(f"{label}:\n  {expect_raises((TypeError, ValueError), _bad_call)}")
 
 # %% tags=["hide-input"]
 # @title Every public function on inputs it must refuse (checked; open to read)
@@ -5208,6 +5181,8 @@ NEGATIVE_TESTS = [
     (ValueError, saturation_experiment, ((4, 8),), {"n_keys": 1, "trials": 4}, "n_keys"),
     (ValueError, saturation_experiment, ((0, 8),), {"n_keys": 2, "trials": 4}, "width"),
     (ValueError, query_gradient_experiment, ((8,),), {"n_keys": 1, "trials": 4}, "n_keys"),
+    (ValueError, query_gradient_experiment, ((8,),), {"trials": 10**6}, "trials must be at most 100000"),
+    (ValueError, saturation_experiment, ((8,),), {"trials": 10**6}, "trials must be at most 100000"),
     (ValueError, CausalityProbe, (), {"causal": True, "width": 1}, "width"),
     (ValueError, CausalityProbe, (), {"causal": True, "vocab_size": 0, "width": 2}, "vocab_size"),
     (ValueError, CausalityProbe(causal=True), (torch.tensor([[11]]),), {}, "token ids"),
