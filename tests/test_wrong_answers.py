@@ -281,3 +281,13 @@ def test_failures_render_short_in_colabs_ipython_7_34(tmp_path):
     python = str(tmp_path / "venv" / "bin" / "python")
     subprocess.run([python, "-m", "pip", "install", "-q", "ipython==7.34.0"], check=True, timeout=600)
     assert_short_session(ipython_transcript(python))
+
+
+def test_a_failure_in_a_plain_script_exits_non_zero_with_the_same_message(tmp_path):
+    from builder import inline
+
+    script = tmp_path / "notebook.py"
+    script.write_text("\n\n".join([inline.source_of(name) for name in TOOLKIT] + SESSION[:3]), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    shown = ipython_transcript(sys.executable)[3].splitlines()
+    assert done.returncode == 1 and done.stderr.splitlines()[-6:] == shown, done.stderr[-2000:]
