@@ -192,3 +192,13 @@ def test_banners_and_summary_claim_a_pass_only_for_the_students_own_code(capsys)
     assert "PASS" not in out and "standing in for Exercise 1" in out
     assert "Exercises failed: Exercise 1" in out and "Exercises not attempted: none" in out
     assert out.splitlines()[-1] == "First failing check: the check cell of Exercise 1 (wrong failed 'double(3) is 6'); fix that exercise first"
+
+
+def test_in_the_graded_edition_an_exercise_that_needs_a_waiting_one_is_not_judged(capsys):
+    def never(f):
+        raise AssertionError("the contract must not run while the exercise it needs waits")
+
+    ns = {"EXERCISE_NEEDS": lambda implementation, label: "Exercise 1" if label == "Exercise 2" else None}
+    assert check_exercise("Exercise 2", never, wrong, ns) is None
+    assert capsys.readouterr().out == "Exercise 2: waits for Exercise 1, which wrong uses; finish Exercise 1 first, then run this cell again\n"
+    assert ns["EXERCISES_WAITING"] == {"wrong": "Exercise 2"} and ns["EXERCISE_OUTCOMES"] == {"Exercise 2": "waits for Exercise 1"}

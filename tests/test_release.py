@@ -88,17 +88,19 @@ def ipython_session(*cells: str) -> list[str]:
 def test_a_cell_that_needs_an_unfinished_exercise_prints_one_line_and_keeps_its_definitions():
     out = ipython_session(
         "def stub():\n    raise NotImplementedError('Exercise 1: write it')",
+        "table = [(1, len), (2, {'f': stub})]",
         "EXERCISES_WAITING['stub'] = 'Exercise 1'",
         "def helper(x):\n    return 2 * x\nvalue = stub()\nprint('ran')",
         "print(helper(21))",
         "def uses():\n    return stub()",
         "later = value + uses()",
+        "for _, entry in table:\n    print(entry)",
         "print('independent')",
         "del EXERCISES_WAITING['stub']\nprint('passed')",
         "print(later if 'later' in globals() else 'later is unset')",
     )
     waits = "This cell waits for Exercise 1: run it again once Exercise 1 passes its check."
-    assert out == [waits, "42", waits, "independent", "passed", "later is unset"]
+    assert out == [waits, "42", waits, waits, "independent", "passed", "later is unset"]  # the table holds stub
 
 
 def solved(graded_path, source_text: str, out):

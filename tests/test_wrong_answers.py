@@ -6,6 +6,8 @@ bug of ``tests/bug_catalog.py`` for that exercise whose edits fall inside the so
 exercise without one fails here, by name. ``-m wrong_answer`` runs every exercise; the slow tier
 runs a seeded sample of three per module, each with a seeded choice among its fitting bugs
 (``COURSE_SAMPLE_SEED`` picks both, default 0: the same tests run every day, and a seed that finds a bug can be rerun).
+Each failure must render in at most 15 lines with no frame of the course's machinery. ``COURSE_COLAB_VENV=.colab-venv``
+runs the notebooks on the Colab-pinned kernel that ``python -m builder colab`` set up there.
 """
 
 import ast
@@ -23,6 +25,16 @@ import pytest
 from builder import execute, pairing, student
 from tests.bug_catalog import CATALOG
 from tests.support import NOTEBOOK_SOURCES
+
+def kernel_name() -> str:
+    """``python3``, or with ``COURSE_COLAB_VENV=DIR`` the Colab-pinned kernel that ``python -m builder colab --venv DIR`` set up."""
+    from pathlib import Path
+
+    from builder import colab
+
+    venv = os.environ.get("COURSE_COLAB_VENV")
+    return colab.use_kernel(Path(venv).resolve()) if venv else "python3"
+
 
 CHECK_CALL = re.compile(r'check_exercise\("(?P<label>Exercise \d+)", (?P<contract>\w+), (?P<target>\w+), globals\(\)\)')
 
@@ -96,7 +108,7 @@ def run_with_wrong_answer(exercise: Judged, tmp_path, rng=None):
     bug, nb.cells[exercise.cell].source = wrong_version(exercise, nb.cells[exercise.cell].source, rng)
     ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
     ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
-    result = execute.run(ipynb, tmp_path / "executed", allow_errors=True)
+    result = execute.run(ipynb, tmp_path / "executed", allow_errors=True, kernel_name=kernel_name())
     return bug, nbformat.read(result.executed, as_version=4)
 
 
@@ -174,7 +186,8 @@ def test_one_wrong_exercise_in_the_student_edition_costs_exactly_its_check_cell(
     assert nb.cells[at].source.startswith(f"# {exercise.label}:"), f"{exercise}: cell {at} of the student edition is not the exercise"
     bug, nb.cells[at].source = wrong_version(exercise, PARSED[exercise.module].cells[exercise.cell].source)
     nbformat.write(nb, tmp_path / "one_wrong.ipynb")
-    executed = nbformat.read(execute.run(tmp_path / "one_wrong.ipynb", tmp_path / "out", allow_errors=True).executed, as_version=4)
+    run = execute.run(tmp_path / "one_wrong.ipynb", tmp_path / "out", allow_errors=True, kernel_name=kernel_name())
+    executed = nbformat.read(run.executed, as_version=4)
     errors = execute.error_outputs(executed)
     assert [i for i, _ in errors] == [exercise.check_cell + 1], f"{exercise} with bug {bug.id}: error cells {[(i, e.ename) for i, e in errors]}"
     assert_short_failure(errors[0][1], bug.property, f"{exercise} with bug {bug.id}")
@@ -194,7 +207,7 @@ def test_an_error_raised_in_the_students_code_shows_the_students_line_and_no_cou
     nb.cells[exercise.cell].source = "\n".join(lines[:begin + 1] + [f'{indent}raise IndexError("a slip of my own")'] + lines[begin + 1:])
     ipynb = tmp_path / NOTEBOOK_SOURCES[exercise.module].with_suffix(".ipynb").name
     ipynb.write_text(pairing.to_ipynb(pairing.write_percent(nb)), encoding="utf-8")
-    executed = nbformat.read(execute.run(ipynb, tmp_path / "out", allow_errors=True).executed, as_version=4)
+    executed = nbformat.read(execute.run(ipynb, tmp_path / "out", allow_errors=True, kernel_name=kernel_name()).executed, as_version=4)
     [(cell, error)] = execute.error_outputs(executed)
     assert cell == exercise.check_cell
     shown = shown_lines(error)
@@ -281,3 +294,13 @@ def test_failures_render_short_in_colabs_ipython_7_34(tmp_path):
     python = str(tmp_path / "venv" / "bin" / "python")
     subprocess.run([python, "-m", "pip", "install", "-q", "ipython==7.34.0"], check=True, timeout=600)
     assert_short_session(ipython_transcript(python))
+
+
+def test_a_failure_in_a_plain_script_exits_non_zero_with_the_same_message(tmp_path):
+    from builder import inline
+
+    script = tmp_path / "notebook.py"
+    script.write_text("\n\n".join([inline.source_of(name) for name in TOOLKIT] + SESSION[:3]), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    shown = ipython_transcript(sys.executable)[3].splitlines()
+    assert done.returncode == 1 and done.stderr.splitlines()[-6:] == shown, done.stderr[-2000:]

@@ -12,7 +12,9 @@ def wait_for_exercises(namespace):
     function, class or object whose code names it) keeps only its definitions (``def``, ``class``,
     ``import``) and prints one line; the names its other statements would have bound wait for the
     same exercise. In a cell of definitions only, function bodies do not count: nothing calls them
-    yet. A cell that calls ``check_exercise`` or defines an exercise's waiting name runs as written.
+    yet. A cell that calls ``check_exercise`` or defines an exercise's waiting name runs as written;
+    ``check_exercise`` asks ``namespace["EXERCISE_NEEDS"]`` whether the implementation it judges
+    needs another exercise that waits, and then says so instead of judging it.
     IPython may transform a cell more than once before it runs; the answer does not change.
     ``REFERENCE.assert_all_used`` counts the values of the waiting cells instead of failing.
     Outside IPython (a plain script) nothing changes.
@@ -34,23 +36,29 @@ def wait_for_exercises(namespace):
             if hasattr(const, "co_names"):
                 yield from codes(const)
 
-    def needs(value, seen):
-        """The label of the exercise that ``value`` needs through the global names its code uses, or None."""
+    def needs(value, seen, own=None):
+        """The label of the exercise (other than ``own``) that ``value`` needs through the global names its code uses, or None."""
         if id(value) in seen:
             return None
         seen.add(id(value))
+        held = next((label for name, label in waiting.items() if label != own and namespace.get(name) is value), None)
+        if held:
+            return held  # the exercise's own function or class, by another name or inside a table
         value = getattr(value, "__func__", getattr(value, "fget", value))  # methods, classmethods, properties
         if getattr(value, "__globals__", None) is namespace:
             globals_used = {i.argval for code in codes(value.__code__) for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
             for name in globals_used:
-                found = waits(name) or (needs(namespace[name], seen) if name in namespace else None)
+                found = (waits(name) if waits(name) != own else None) or (needs(namespace[name], seen, own) if name in namespace else None)
                 if found:
                     return found
             return None
+        if isinstance(value, (list, tuple, set, frozenset, dict)):  # a table of functions or objects, such as a battery
+            items = list(value.items() if isinstance(value, dict) else value)[:200]
+            return next((found for item in items if (found := needs(item, seen, own))), None)
         kind = value if isinstance(value, type) else type(value)
         if kind.__module__ != namespace.get("__name__"):
             return None
-        return next((found for member in vars(kind).values() if (found := needs(member, seen))), None)
+        return next((found for member in vars(kind).values() if (found := needs(member, seen, own))), None)
 
     def top_level(tree):
         """Every node of a cell that runs when the cell runs: function and lambda bodies left out."""
@@ -99,6 +107,7 @@ def wait_for_exercises(namespace):
                     f"\nprint({f'This cell waits for {label}: run it again once {label} passes its check.'!r})\n"]
         return lines
 
+    namespace["EXERCISE_NEEDS"] = lambda implementation, label: needs(implementation, set(), label)  # for check_exercise
     reference = namespace.get("REFERENCE")
     if reference is not None and hasattr(reference, "unused"):
         strict = type(reference).assert_all_used
