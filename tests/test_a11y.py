@@ -136,6 +136,20 @@ def test_figure_width_and_alt_come_from_show_figure():
     assert img["width"] == "640" and img["alt"] == "Loss falls with steps."
 
 
+def test_export_reports_figures_with_small_text(tmp_path):
+    import nbformat
+
+    outputs = figure_outputs()
+    outputs[0]["metadata"]["image/png"]["smallest_text_pt"] = 7.5
+    fine = figure_outputs()
+    fine[0]["metadata"]["image/png"]["smallest_text_pt"] = 10.0
+    source = tmp_path / "nb.ipynb"
+    nbformat.write(new_notebook(cells=[new_markdown_cell("x"), new_code_cell("show()", outputs=outputs), new_code_cell("show()", outputs=fine)]), source)
+    written = handout.export(source, tmp_path / "out", "nb", english(), ("reading",))
+    assert written[0].small_text == ("cell 1: 7.5 pt",)
+    assert "1 with text under 9 pt as shown (cell 1: 7.5 pt)" in written[0].summary()
+
+
 def test_short_code_is_kept_whole_and_long_code_may_break():
     short = new_code_cell("x = 1\ny = 2", outputs=[])
     long = new_code_cell("\n".join(f"v{i} = {i}" for i in range(40)), outputs=[])
