@@ -177,6 +177,23 @@ def test_syntax_colours_reach_aa_on_the_code_background():
     assert weak == [], weak
 
 
+@pytest.mark.slow
+def test_course_handouts_hold_every_answer_and_every_formulas_tex(course_handouts):  # noqa: F811
+    """Module 3 writes its answers with blank lines inside <details>: none may be left empty again."""
+    course = load_course()
+    for path in course_handouts[0]:
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        name = path.name.removesuffix(".html").removesuffix(".reading")
+        edition = next(nb for nb in course.select_editions(None) if nb.edition == name)
+        assert soup.html["lang"] == edition.language, path.name
+        for details in soup.find("main").find_all("details"):
+            summary = details.find("summary")
+            answer = "".join(c.get_text() if hasattr(c, "get_text") else str(c) for c in details.contents if c is not summary)
+            assert answer.strip(), (path.name, "an empty disclosure", summary.get_text())
+            assert re.search(r"\d", summary.get_text()), (path.name, "a summary that names no question", summary.get_text())
+        assert all(m.get("alttext", "").strip() for m in soup.find_all("math")), path.name
+
+
 # ---------------------------------------------------------------------------------------------
 # Headless Chromium: axe-core, and a page that runs nothing
 
