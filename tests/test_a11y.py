@@ -136,6 +136,20 @@ def test_figure_width_and_alt_come_from_show_figure():
     assert img["width"] == "640" and img["alt"] == "Loss falls with steps."
 
 
+def test_export_reports_figures_with_small_text(tmp_path):
+    import nbformat
+
+    outputs = figure_outputs()
+    outputs[0]["metadata"]["image/png"]["smallest_text_pt"] = 7.5
+    fine = figure_outputs()
+    fine[0]["metadata"]["image/png"]["smallest_text_pt"] = 10.0
+    source = tmp_path / "nb.ipynb"
+    nbformat.write(new_notebook(cells=[new_markdown_cell("x"), new_code_cell("show()", outputs=outputs), new_code_cell("show()", outputs=fine)]), source)
+    written = handout.export(source, tmp_path / "out", "nb", english(), ("reading",))
+    assert written[0].small_text == ("cell 1: 7.5 pt",)
+    assert "1 with text under 9 pt as shown (cell 1: 7.5 pt)" in written[0].summary()
+
+
 def test_short_code_is_kept_whole_and_long_code_may_break():
     short = new_code_cell("x = 1\ny = 2", outputs=[])
     long = new_code_cell("\n".join(f"v{i} = {i}" for i in range(40)), outputs=[])
@@ -161,6 +175,23 @@ def test_syntax_colours_reach_aa_on_the_code_background():
     assert len(colours) > 20
     weak = sorted({c for c in colours if contrast(c, CODE_BACKGROUND) < AA_TEXT})
     assert weak == [], weak
+
+
+@pytest.mark.slow
+def test_course_handouts_hold_every_answer_and_every_formulas_tex(course_handouts):  # noqa: F811
+    """Module 3 writes its answers with blank lines inside <details>: none may be left empty again."""
+    course = load_course()
+    for path in course_handouts[0]:
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        name = path.name.removesuffix(".html").removesuffix(".reading")
+        edition = next(nb for nb in course.select_editions(None) if nb.edition == name)
+        assert soup.html["lang"] == edition.language, path.name
+        for details in soup.find("main").find_all("details"):
+            summary = details.find("summary")
+            answer = "".join(c.get_text() if hasattr(c, "get_text") else str(c) for c in details.contents if c is not summary)
+            assert answer.strip(), (path.name, "an empty disclosure", summary.get_text())
+            assert re.search(r"\d", summary.get_text()), (path.name, "a summary that names no question", summary.get_text())
+        assert all(m.get("alttext", "").strip() for m in soup.find_all("math")), path.name
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ SUFFIX = {"full": ".html", "reading": ".reading.html"}
 REMOVE_CELL_TAGS = ("remove-cell",)
 REMOVE_INPUT_TAGS = ("remove-input",)
 REMOVE_OUTPUT_TAGS = ("remove-output",)
+MIN_TEXT_PT = 9  # the smallest text a figure may show, in CSS points at its shown width
 CODE_BACKGROUND = "#F5F7FA"  # --code-bg in handout.css: syntax colours must reach 4.5:1 on it
 
 
@@ -104,10 +105,12 @@ class Handout:
     math: int
     figures: int
     seconds: float
+    small_text: tuple[str, ...] = ()  # "cell N: 7.5 pt" for each figure whose smallest text shows under MIN_TEXT_PT
 
     def summary(self) -> str:
-        """Size, formulas, figures and export time, for the command's report."""
-        return f"{self.size / 1024:.1f} KiB, {self.math} <math>, {self.figures} figure(s), exported in {self.seconds:.2f} s"
+        """Size, formulas, figures, figures with small text, and export time, for the command's report."""
+        small = f", {len(self.small_text)} with text under {MIN_TEXT_PT} pt as shown ({'; '.join(self.small_text)})" if self.small_text else ""
+        return f"{self.size / 1024:.1f} KiB, {self.math} <math>, {self.figures} figure(s){small}, exported in {self.seconds:.2f} s"
 
     def __str__(self) -> str:
         return f"{self.path.name}: {self.summary()}"
@@ -145,6 +148,17 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
     return finish_page(body, name, furniture(prov.language))
 
 
+def small_text(nb: nbformat.NotebookNode) -> tuple[str, ...]:
+    """Figures whose smallest text, as show_figure measured it at the shown width, is under ``MIN_TEXT_PT``."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            size = output.get("metadata", {}).get("image/png", {}).get("smallest_text_pt")
+            if isinstance(size, (int, float)) and 0 < size < MIN_TEXT_PT:
+                found.append(f"cell {index}: {size:g} pt")
+    return tuple(found)
+
+
 def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants: tuple[str, ...] = VARIANTS,
            *, images_from: Path | None = None) -> list[Handout]:
     """Write the handouts of one executed notebook into ``out_dir``; relative images are read from ``images_from``."""
@@ -157,5 +171,5 @@ def export(executed: Path, out_dir: Path, name: str, prov: Provenance, variants:
         target = out_dir / f"{name}{SUFFIX[variant]}"
         target.write_text(page, encoding="utf-8")
         seconds = time.perf_counter() - start
-        written.append(Handout(name, variant, target, target.stat().st_size, math, figures, seconds))
+        written.append(Handout(name, variant, target, target.stat().st_size, math, figures, seconds, small_text(nb)))
     return written

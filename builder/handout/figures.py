@@ -1,4 +1,4 @@
-"""Figures in a handout: every figure output carries its caption, as alt text and as a figcaption."""
+"""Figures in a handout: every figure output carries alt text (show_figure's one sentence, else its caption) and a figcaption."""
 
 import re
 
