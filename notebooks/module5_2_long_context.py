@@ -21,8 +21,8 @@
 # solution. Fix your cell, run it and its check again; the last cell lists every exercise that
 # still runs on the reference.
 
-# %%
-# Setup 1 of 5: install only the allow-listed packages that are missing.
+# %% tags=["hide-input"]
+# @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -50,31 +50,6 @@ def install_missing(modules):
     return missing
 # builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
 
-installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
-
-# %%
-# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
-import gc
-import json
-import math
-import os
-import sys
-import time
-import tracemalloc
-
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
-
-import matplotlib
-
-if "ipykernel" not in sys.modules:
-    matplotlib.use("Agg")  # `python notebooks/module5_modern_attention.py` draws off-screen
-
-import matplotlib.pyplot as plt
-import numpy as np
-import torch
-import torch.nn.functional as F
-
 # builder:begin inline report_environment
 def report_environment():
     """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
@@ -99,6 +74,33 @@ def report_environment():
         )
     return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
 # builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
+
+
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
+
+# %%
+# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
+import gc
+import json
+import math
+import os
+import sys
+import time
+import tracemalloc
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # `python notebooks/module5_2_long_context.py` draws off-screen
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
 
 SEED = 4
 LANGUAGE = "en"  # figure labels: "en" or "ru"
@@ -1748,10 +1750,6 @@ print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; t
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
-expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
-for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
-    expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
-expect_raises(ValueError, pairs_computed, np.zeros(3), match="dimensions")
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
@@ -1759,6 +1757,13 @@ REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
 print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
+
+# %% tags=["hide-input"]
+# @title Edge cases of section 9: boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
+for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
+    expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
+expect_raises(ValueError, pairs_computed, np.zeros(3), match="dimensions")
 expect_raises(ValueError, receptive_field, 8, 3, -1, match="layers")
 expect("no layer at all: each token hears only itself", np.array_equal(receptive_field(5, 2, 0), np.eye(5, dtype=bool)))
 expect("the largest field allowed, 512 tokens, one layer of w = 2: 512 + 511 pairs", int(receptive_field(RECEPTIVE_FIELD_MAX_N, 2, 1).sum()), "==", 1023)
@@ -1778,34 +1783,6 @@ show_figure(
     "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
     "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
     "Token 0 (red) is out of reach until a fourth layer.",
-)
-
-
-# %%
-def plot_receptive_field(n, window, layers, language="en"):
-    """Two heatmaps: what one windowed layer reads, and what `layers` layers can reach."""
-    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
-    panels = (
-        (localized(language, f"one layer, w = {window}", f"один слой, w = {window}"), receptive_field(n, window, 1)),
-        (localized(language, f"{layers} layers: reach {reach(window, layers)} back", f"{layers} слоя: охват {reach(window, layers)} назад"),
-         receptive_field(n, window, layers)),
-    )
-    for ax, (title, field) in zip(axes, panels):
-        ax.imshow(field, cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel(localized(language, "input token j", "входной токен j"))
-        ax.set_xticks(range(0, n, 5)), ax.set_yticks(range(0, n, 5))
-        ax.grid(False)
-    axes[0].set_ylabel(localized(language, "output token i", "выходной токен i"))
-    fig.subplots_adjust(wspace=0.25, left=0.1, right=0.99, bottom=0.15, top=0.9)
-    return fig
-
-
-show_figure(
-    plot_receptive_field(16, 4, 3, language=LANGUAGE),
-    "Both panels are 16 x 16: rows are outputs, columns are inputs, dark means 'can influence'. Left, one layer with "
-    "w = 4 is a band 4 cells wide. Right, three such layers: the band is 3 x 3 + 1 = 10 cells wide, because each "
-    "layer adds w - 1 = 3. Neither panel touches the upper triangle: stacking windows never lets the future in.",
 )
 
 
@@ -1858,15 +1835,18 @@ full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
 print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late).max():.1f} when token 20 changed; "
       f"with full attention: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
-expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
-expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
-endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
-expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_largest), "==", (True, 50))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
 expect("scores of +-1000 decode to the masked softmax, with no overflow", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
 report_section("Sliding window, reach and rolling buffer", globals())
+
+# %% tags=["hide-input"]
+# @title Edge cases of the rolling buffer: mismatched shapes, a zero window, a window longer than the stream
+expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
+expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
+endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
+expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_largest), "==", (True, 50))
 
 # %%
 show_figure(
@@ -1942,6 +1922,16 @@ REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.va
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
 expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))', pairs_computed(patterns["window 4"]), "==", pairs_computed(make_mask(16, 4)))
+show_figure(
+    plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
+        "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
+    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
+    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
+    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
+)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the sparse patterns: global tokens out of range, stride 1, bad strides and windows
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 expect_raises(ValueError, strided_allowed, 0, 4, match="n")
@@ -1950,13 +1940,6 @@ expect("one token with stride 1 reads itself", strided_allowed(1, 1).tolist(), "
 expect_raises(ValueError, global_local_allowed, 16, 4, (-1,), match="global token")
 expect_raises(TypeError, global_local_allowed, 16, None, match="window")
 expect("the last token, 15, may be global: it reads all 16 keys", int(global_local_allowed(16, 4, (15,))[15].sum()), "==", 16)
-show_figure(
-    plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
-        "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
-    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
-    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
-    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
-)
 
 # %%
 show_figure(
@@ -2030,6 +2013,10 @@ check_stated("the diffuse head's kept mass (%)", 100 * shortlists[1.0]["kept_mas
 check_stated("the diffuse head's output change", shortlists[1.0]["output_error"], 4.2, 1)
 check_stated("the confident head's kept mass (%)", 100 * shortlists[3.0]["kept_mass"], 84, 0)
 check_stated("the confident head's output change", shortlists[3.0]["output_error"], 0.23, 2)
+report_section("Sparse patterns and the shortlist", globals())
+
+# %% tags=["hide-input"]
+# @title Edge cases of the shortlist: bad arguments, the size limit, an overflowing query, the seeded results number for number
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -2052,7 +2039,6 @@ confident = shortlist_experiment(trials=1, length=8, dim=4, index_dim=4, top_k=8
 contract_close("scores in the thousands: each softmax is shifted by its row's max, so all mass is kept and the output is exact",
                "one trial, sharpness=1000, top_k = length = 8", [confident["kept_mass"], confident["output_error"], confident["recall"]], [1.0, 0.0, 1.0],
                "shift each softmax by its row's max (not the min, not the sum), over the keys axis")
-report_section("Sparse patterns and the shortlist", globals())
 
 
 # %% [markdown]
@@ -2159,6 +2145,9 @@ fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; "
       f"state {S200.shape} + {z200.shape} at any length")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
+
+# %% tags=["hide-input"]
+# @title Edge cases of linear attention: mismatched shapes, the feature map at a few points
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
 contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
@@ -2166,6 +2155,7 @@ contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1
 expect_raises(ValueError, linear_attention_weights, Qw[:2], Kw, match="same shape")  # 2 query rows, 3 key rows: not a causal n x n
 expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one value row per token")
 
+# %%
 # Softmax against linear weights on the same 10 decisive queries (twice the usual size) and keys.
 Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
@@ -2177,6 +2167,8 @@ expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 
+# %% tags=["hide-input"]
+# @title Figure: softmax against linear attention weights (the plotting code; run it, reading it is optional)
 def plot_softmax_vs_linear(soft, lin, language="en"):
     """Two heatmaps of causal attention weights on the same queries and keys: softmax and linear."""
     soft, lin = require_array("soft", soft, ndim=2), require_array("lin", lin, ndim=2)
@@ -2204,6 +2196,8 @@ show_figure(
     "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
     "five rows, averaged: the bluntness is the price of a fixed-size state.",
 )
+
+# %%
 report_section("Linear attention", globals())
 
 
@@ -2275,6 +2269,12 @@ print("loop:", ssm_recurrent(tea, 0.5, 1.0, 1.0).tolist(), " kernel:", ssm_kerne
       " convolution:", ssm_convolution(tea, 0.5, 1.0, 1.0).tolist())
 REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1.0, 1.0))
 REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1.0, 1.0, 4))
+x300 = rng.standard_normal(300)
+expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
+expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the fixed SSM: other write and read factors, a kernel of length 1, an unstable decay
 contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
                [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
 contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
@@ -2282,11 +2282,10 @@ contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1,
 expect("a kernel of length 1 is C B alone", ssm_kernel(0.5, 2.0, 3.0, 1).tolist(), "==", [6.0])
 expect_raises(ValueError, ssm_kernel, 0.5, 1.0, 1.0, 0, match="length")
 expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstable")
-x300 = rng.standard_normal(300)
-expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
-expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 
+# %% tags=["hide-input"]
+# @title Figure: how fast a fixed SSM forgets (the plotting code)
 def plot_ssm_kernels(decays, steps, language="en"):
     """The kernel C A^k B (B = C = 1) against the age k of an input, one curve per keep factor A."""
     kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
@@ -2311,6 +2310,8 @@ show_figure(
     "still counts about a fifth after 150 steps. A real layer has thousands of channels with different A, so it "
     "remembers at many time scales at once.",
 )
+
+# %%
 print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 
 
@@ -2393,6 +2394,9 @@ REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the selective SSM: step sizes and decay rates that are refused, one discretisation by hand
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
 expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
@@ -2404,6 +2408,8 @@ expect_raises(ValueError, selective_ssm, RECALL_VALUES, deltas[:3], match="one s
 expect_raises(TypeError, softplus, None, match="x")
 
 
+# %% tags=["hide-input"]
+# @title Figure: remembering one marked token (the plotting code)
 def plot_selective_recall(values, selective, fixed, language="en"):
     """Inputs as bars; the selective state and fixed-step states as lines, position by position."""
     values, selective = require_array("values", values, ndim=1), require_array("selective", selective, ndim=1)
@@ -2503,6 +2509,9 @@ expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selec
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
 print(f"1,024 steps: {rounds_1024} rounds")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the scan: mismatched lengths, states past float64 refused, large decaying inputs accepted
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
@@ -2589,6 +2598,9 @@ print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_b
       f"Mamba-shaped (8,192 x 16 + conv 8,192 x 3, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
 check_stated("the Mamba-shaped SSM layer in bytes", mamba_real_layer, 622_592, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 4.75, 2)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
@@ -2760,6 +2772,9 @@ expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expand
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
 print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope - expanded_out).max():.2f} (must be large)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
+
+# %% tags=["hide-input"]
+# @title Edge cases of latent attention: wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 first_row_blocked = decode_mask.copy()
@@ -2821,6 +2836,8 @@ effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  
 print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effective, axis=0).round(2).tolist()}")
 
 
+# %% tags=["hide-input"]
+# @title Figure: RoPE on the latent (the plotting code)
 def plot_rope_obstruction(distances, effective, language="en"):
     """Entries of the absorbed query W^T R(n - m)^T q against the query-key distance: no single fixed vector."""
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
@@ -2849,6 +2866,8 @@ show_figure(
     "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
     "while position travels in a separate 64-number key.",
 )
+
+# %%
 report_section("Latent attention", globals())
 
 
@@ -2912,6 +2931,9 @@ bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
 print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:,} at 16: x{per_token / bytes_4bit:.2f} smaller")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
+
+# %% tags=["hide-input"]
+# @title Edge cases of quantize and dequantize: bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
@@ -2931,6 +2953,8 @@ expect("a one-bit-per-number cache with a 7-bit scale: 2 x (1 + 7) / 8 = 2 bytes
        repr(quantized_kv_bytes_per_token(1, 1, 1, 1, scale_bits=7)), "==", "2")
 expect_raises(ValueError, quantized_kv_bytes_per_token, 0, 8, 128, 4, match="layers")
 expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bits=-1, match="scale_bits")
+
+# %%
 
 
 QUANTIZATION_MAX_SIZE = 1024  # tokens or channels of the toy experiment: it should take well under a second
@@ -2974,6 +2998,9 @@ check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier key
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the quantization experiment: the seeded errors number for number, arguments that are refused, one token
 # The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
 # per token) moves them in the third significant digit or more, far beyond rounding noise.
 recorded_errors = {
@@ -2999,6 +3026,8 @@ expect_raises(ValueError, quantized_attention_error, 4, 0, seed=-1, match="seed"
 expect("one token, one channel, shrunk outliers, seed 0: no error at all", quantized_attention_error(4, 0, outlier_channels=1, outlier_scale=0.5, n=1, d=1, seed=0), "<=", 1e-15)
 
 
+# %% tags=["hide-input"]
+# @title Figure: where the scales go (the plotting code)
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
     bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
@@ -3032,6 +3061,8 @@ show_figure(
     "four large channels, still one scale per token, so the small channels are crushed. Green: the same keys with one "
     "scale per channel (KIVI), which removes most of that damage at every bit width shown.",
 )
+
+# %%
 report_section("Quantized KV cache", globals())
 
 
@@ -3086,6 +3117,8 @@ expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
 print(f"growing part per token: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} KiB, hybrid {kv_bytes_per_token(4, 8, 128) / KIB:.0f} KiB")
 
 
+# %% tags=["hide-input"]
+# @title Figure: what each design keeps as the context grows (the plotting code)
 def plot_memory_vs_context(language="en"):
     """Cache of one conversation against context length for every design, both axes logarithmic."""
     contexts = np.unique(np.geomspace(1024, 2**20, 41).astype(int))
@@ -3127,6 +3160,8 @@ show_figure(
     "the window bends flat; the short-dashed 4-bit line runs just under the latent line. The state-space stack is "
     "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
 )
+
+# %%
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
 report_section("Every design at a glance", globals())
 
@@ -3210,12 +3245,17 @@ check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_des
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
 check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
+
+# %% tags=["hide-input"]
+# @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
 expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, -1, match="fixed_numbers")
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, 0, bytes_per_value=0, match="bytes_per_value")
 
+
+# %%
 # FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
 def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
     """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
@@ -3235,6 +3275,9 @@ as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MA
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
 print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the mask function: float positions, shapes that do not broadcast, bad windows and sinks
 expect_raises(TypeError, sliding_window_with_sinks, np.arange(4)[:, None], np.arange(4.0)[None, :], match="integers")  # one float grid is enough
 expect_raises(ValueError, sliding_window_with_sinks, np.arange(4), np.arange(3), match="broadcast")
 expect_raises(ValueError, sliding_window_with_sinks, 3, 1, window=0, match="window")
