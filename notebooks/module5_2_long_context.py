@@ -912,8 +912,14 @@ def check_rolling_buffer_contract(rolling_window_decode):
     prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
     outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
     contract_close(prop, "window=1", outputs, V, hint)
-    return {"max_error": worst, "largest_buffer": "PASS"}
-# builder:end sha256=c71d7c6a1eda7fe91a0c04272772b4151a5445f8b466daac797d1158279010fb
+    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its row's max survives.
+    Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2"
+    hint = "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
+    outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
+    contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
+    return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}
+# builder:end sha256=697e0f17f259ac1c89cb7eecb0749133781f6a5a86a6cb9851529848eb6dd3ad
 # builder:begin inline check_linear_attention_contract
 def check_linear_attention_contract(linear_attention_recurrent):
     """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
@@ -1114,6 +1120,7 @@ def rolling_window_decode(Q, K, V, window):
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
     window = require_int("window", window, minimum=1)
+    require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     (n, d_k), d_v = Q.shape, V.shape[1]
     slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
     keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))  # all the memory there is
@@ -1135,6 +1142,8 @@ def linear_attention_recurrent(Q, K, V):
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
     outputs = np.empty((Q.shape[0], V.shape[1]))
     for i, (q, k, v) in enumerate(zip(feature_map(Q), feature_map(K), V)):
@@ -1142,7 +1151,8 @@ def linear_attention_recurrent(Q, K, V):
         z += k  # and remember how much weight went in
         outputs[i] = q @ S / (q @ z)
     return outputs, S, z''',
-    "Exercise 3": r'''# Exercise 3: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
+    "Exercise 3": r'''# Exercise 3: Compute every state of h_t = λ_t h_(t-1) + μ_t (h_0 = 0) with a parallel scan; the
+# arrays a and b hold the λ's and the μ's, so a step (λ, μ) is (a[t], b[t]) in the code.
 # In each round, every position merges with the position `shift` places earlier (before the start,
 # use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
 # Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
@@ -1183,7 +1193,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
     return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
 }
-# builder:end sha256=0c2fa36ff86143e805890552fabe1eff785d7bafc6b637d39fa0daee0fb02a7c
+# builder:end sha256=810f31bc68f9778c17cc22741dc136bb5060453d0112183b1b10ebc0c3cd3680
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -1406,7 +1416,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
 # builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
-    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
+    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
     from functools import partial
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
@@ -1417,7 +1427,7 @@ def draw_scan_tree(levels, language="en"):
     for i, x in enumerate(xs):
         ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
     for r, y in enumerate(ys):
-        label = t("the steps (a, b)", "шаги (a, b)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
+        label = t("the steps (λ, μ)", "шаги (λ, μ)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
         ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
         for i, (a, b) in enumerate(levels[r]):
             final = r == rounds
@@ -1426,10 +1436,10 @@ def draw_scan_tree(levels, language="en"):
                 diagram_arrow(ax, (xs[i], ys[r - 1] - 0.2), (xs[i], y + 0.2))
                 if i >= 2 ** (r - 1):
                     diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
-    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each b is the state h_t", "последний раунд: каждое b есть состояние h_t"), ha="right", va="center",
+    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each μ is the state h_t", "последний раунд: каждое μ есть состояние h_t"), ha="right", va="center",
             fontsize=8.5, color=Palette.MUTED)
     return fig
-# builder:end sha256=c28224086f7a1213c9c0d23583766e07d521120524e43c6af75cae7ba410b33d
+# builder:end sha256=5208a9ab811165ab719770c5331bb045f8b325b0e45e1e7003c4f6e0d106bcad
 # builder:begin inline draw_layer_stacks
 def draw_layer_stacks(stacks, language="en"):
     """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
@@ -1486,18 +1496,20 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | $m$, $\ell$, $u$ | online softmax: running max, sum, numerator | $\alpha$ | rescale factor $e^{m_{\text{old}} - m_{\text{new}}}$ |
 # | $\tau$ | tile size (`tile_size`) | $S$, $P$, $O$ | a score tile, its weights, the output accumulator |
 # | $M_{\text{sram}}$ | on-chip memory, in numbers | $B_r$, $B_c$ | FlashAttention's query and key block sizes |
-# | $r$ | stride of a strided sparse pattern | $\phi$ | linear attention's feature map |
+# | $w$ (window) | see above; never a weight | $\phi$ | linear attention's feature map |
 # | $R_i$, $z_i$ | linear attention's state and normaliser | $\lambda$ | a decay factor per step |
-# | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $A$, $B$, $C$ | SSM keep (decay), write and read factors |
-# | $\Delta_t$ | Mamba's step size for token $t$ | $\bar A_t$, $\bar B_t$ | discretised keep and write factors |
+# | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $\bar A$, $\bar B$, $C$ | an SSM's discrete keep, write and read factors ($\bar A_t$, $\bar B_t$ when each token sets them) |
+# | $A$ | Mamba's continuous decay rate, negative: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | Mamba's step size for token $t$, and the weight and offset that make it |
 # | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ | $D$, $N$ | SSM channels, state numbers per channel |
-# | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\nu$, $\gamma$ | quantization bits and scale |
+# | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\tilde q_i^{(h)}$ | head $h$'s rotated RoPE query part (MLA) |
+# | $\nu$, $\gamma$ | quantization bits and scale | $r$ | stride of a strided pattern, and nothing else |
 #
 # **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
 # pays the compute bill. *Decode*: generating one token at a time, each new query reading the
 # cache; it pays the memory bill. *RoPE* (rotary position embedding): position enters attention
 # by rotating each query and key by an angle proportional to its position, so a score depends
-# on the distance $i - j$ (Module 3). *KIVI* ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)):
+# on the distance $i - j$ ([Su et al., 2021](https://arxiv.org/abs/2104.09864)). *ALiBi* ([Press et al., 2022](https://arxiv.org/abs/2108.12409))
+# instead adds a bias proportional to $i - j$ to each score, with no rotation. *KIVI* ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)):
 # a KV-cache quantization method that gives keys one scale per channel and values one per token,
 # and keeps the most recent tokens in full precision (section 14). *Sink*: two things with one
 # reason, StreamingLLM's first tokens (section 2) and gpt-oss's extra logit (section 3); a softmax
@@ -1671,6 +1683,21 @@ rng = np.random.default_rng(SEED)
 print("reused from Module 5.1:", ", ".join(name for name in ['kv_bytes_per_token', 'context_cost', 'kv_cache_bytes', 'mla_bytes_per_token', 'make_mask', 'plot_masks', 'additive_mask', '_as_additive', 'sdpa']))
 
 
+# %% tags=["hide-input"]
+# @title One guard this part's functions share: refuse a product that could pass float64's range, before computing it
+def require_product_in_range(what, factors, fix):
+    """Raise FloatingPointError when the product of the factors' largest magnitudes could pass float64's largest number."""
+    with np.errstate(divide="ignore"):  # an all-zero factor bounds the product by 0: log 0 = -inf is the right answer
+        log_bound = sum(float(np.log(np.abs(np.asarray(f, dtype=float)).max())) for f in factors)
+    if log_bound > math.log(np.finfo(float).max) - 1.0:
+        raise FloatingPointError(f"{what} could pass float64's largest number (about 1.8e308): the bound is about e^{log_bound:.0f}; {fix}")
+    return log_bound
+
+
+expect_raises(FloatingPointError, require_product_in_range, "q . k", (np.full(2, 1e200), np.full(2, 1e200), 2), "scale Q and K down", match="scale Q and K down")
+expect("a zero factor bounds any product by zero", require_product_in_range("0 x 1e300", (np.zeros(2), 1e300), "nothing to fix"), "==", -math.inf)
+
+
 # %% [markdown]
 # ## 9. Sliding windows: reach through depth, and a cache that stops growing
 #
@@ -1798,6 +1825,7 @@ def rolling_window_decode(Q, K, V, window):
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
     window = require_int("window", window, minimum=1)
+    require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     ### BEGIN SOLUTION
     (n, d_k), d_v = Q.shape, V.shape[1]
     slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
@@ -1838,7 +1866,7 @@ expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
-expect("scores of +-1000 decode to the masked softmax, with no overflow", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
+expect("scores of +-1000 decode to the masked softmax, with no overflow (if not: shift each row's scores by their max before np.exp, then rerun Exercise 1)", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
 report_section("Sliding window, reach and rolling buffer", globals())
 
 # %% tags=["hide-input"]
@@ -2117,6 +2145,8 @@ def linear_attention_recurrent(Q, K, V):
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     ### BEGIN SOLUTION
     S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
     outputs = np.empty((Q.shape[0], V.shape[1]))
@@ -2206,26 +2236,27 @@ report_section("Linear attention", globals())
 #
 # **Idea.** A cup of tea on a desk keeps a fraction of its heat every minute and gains whatever
 # you pour in; its temperature summarises every pour, older ones counting less. A state-space
-# model (SSM) layer is that rule for each channel: the state $h$ is multiplied by $A$ and gets
-# $B x_t$ added; the output reads $C h$. The update is *linear*, which buys a second way to compute
+# model (SSM) layer is that rule for each channel: the state $h$ is multiplied by $\bar A$ and gets
+# $\bar B x_t$ added; the output reads $C h$. (The bar marks a *discrete* per-step factor; Mamba's
+# continuous $A$, next subsection, is a different number.) The update is *linear*, which buys a second way to compute
 # the same outputs: unroll the loop and each output is a weighted sum of past inputs with weights
-# $C A^k B$, a convolution that trains in parallel (S4, [Gu et al., 2021](https://arxiv.org/abs/2111.00396)).
+# $C \bar A^k \bar B$, a convolution that trains in parallel (S4, [Gu et al., 2021](https://arxiv.org/abs/2111.00396)).
 # Generation runs the loop with a state that never grows.
 #
-# $$h_t = A\,h_{t-1} + B\,x_t, \qquad y_t = C\,h_t \qquad \Longleftrightarrow \qquad y_t = \sum_{k=0}^{t-1} \left(C A^{k} B\right) x_{t-k}$$
+# $$h_t = \bar A\,h_{t-1} + \bar B\,x_t, \qquad y_t = C\,h_t \qquad \Longleftrightarrow \qquad y_t = \sum_{k=0}^{t-1} \left(C \bar A^{k} \bar B\right) x_{t-k}$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $x_t$, $y_t$ | input and output at step $t$ (one channel) | $x = (1, 0, 0, 2)$ |
 # | $h_t$ | state after step $t$, with $h_0 = 0$ | 1, 0.5, 0.25, 2.125 |
-# | $A$, $B$, $C$ | keep factor, write factor, read factor (fixed for every token; Mamba writes the discrete keep factor $\bar A$, next subsection) | 0.5, 1, 1 |
-# | $C A^k B$ | the kernel: how much an input $k$ steps old still counts | 1, 0.5, 0.25, 0.125 |
+# | $\bar A$, $\bar B$, $C$ | keep factor, write factor, read factor (the same for every token) | 0.5, 1, 1 |
+# | $C \bar A^k \bar B$ | the kernel: how much an input $k$ steps old still counts | 1, 0.5, 0.25, 0.125 |
 #
-# **By hand.** With $A = 0.5$ and inputs $(1, 0, 0, 2)$ the loop gives $1, 0.5, 0.25$ and
+# **By hand.** With $\bar A = 0.5$ and inputs $(1, 0, 0, 2)$ the loop gives $1, 0.5, 0.25$ and
 # $0.5 \cdot 0.25 + 2 = 2.125$. The convolution: $y_4 = 1 \cdot 2 + 0.5 \cdot 0 + 0.25 \cdot 0 + 0.125 \cdot 1 = 2.125$.
 #
 # **From linear attention to SSMs.** Give section 11's state a decay, $R_i = \lambda\, R_{i-1} + \phi(k_i)\, v_i^\top$,
-# and it *is* an SSM: the keep factor $A = \lambda$, the write $B\,x_t$ is the outer product
+# and it *is* an SSM: the keep factor $\bar A = \lambda$, the write $\bar B\,x_t$ is the outer product
 # $\phi(k_i)\, v_i^\top$ and the read $C$ is $\phi(q_i)$. Let the decay depend on the token,
 # $\lambda_i$, and let the write and read vectors come from the token too, and you have a
 # selective SSM. Mamba-2 ([Dao and Gu, 2024](https://arxiv.org/abs/2405.21060)) makes this exact: with
@@ -2287,16 +2318,16 @@ expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstab
 # %% tags=["hide-input"]
 # @title Figure: how fast a fixed SSM forgets (the plotting code)
 def plot_ssm_kernels(decays, steps, language="en"):
-    """The kernel C A^k B (B = C = 1) against the age k of an input, one curve per keep factor A."""
+    """The kernel C Ā^k B̄ (B̄ = C = 1) against the age k of an input, one curve per keep factor Ā."""
     kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
     if not 1 <= len(kernels) <= 3:
         raise ValueError(f"draw one to three keep factors (three colours), got {len(kernels)}")
     k = np.arange(steps)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    for A, kernel, color in zip(decays, kernels, (Palette.RED, Palette.ORANGE, Palette.BLUE)):
-        ax.plot(k, kernel, color=color, label=f"A = {A}")
+    for A, kernel, color, style in zip(decays, kernels, (Palette.ORANGE, Palette.PURPLE, Palette.BLUE), (":", "--", "-")):
+        ax.plot(k, kernel, color=color, linestyle=style, linewidth=2, label=f"Ā = {A}")
     ax.set_xlabel(localized(language, "steps since the input arrived (k)", "шагов с момента входа (k)"))
-    ax.set_ylabel(localized(language, "weight C·A^k·B", "вес C·A^k·B"))
+    ax.set_ylabel(localized(language, "weight C·Ā^k·B̄", "вес C·Ā^k·B̄"))
     ax.set_title(localized(language, "How fast a fixed SSM forgets", "Как быстро забывает фиксированная SSM"))
     ax.legend(fontsize=9)
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
@@ -2306,8 +2337,8 @@ def plot_ssm_kernels(decays, steps, language="en"):
 show_figure(
     plot_ssm_kernels((0.5, 0.9, 0.99), 151, language=LANGUAGE),
     "The x-axis is how many steps ago an input arrived, the y-axis how much it still counts in today's output. "
-    "With A = 0.5 (red) an input is forgotten within a few steps; with 0.9 within a few dozen; with 0.99 (blue) it "
-    "still counts about a fifth after 150 steps. A real layer has thousands of channels with different A, so it "
+    "With Ā = 0.5 (dotted) an input is forgotten within a few steps; with 0.9 (dashed) within a few dozen; with 0.99 "
+    "(solid) it still counts about a fifth after 150 steps. A real layer has thousands of channels with different Ā, so it "
     "remembers at many time scales at once.",
 )
 
@@ -2331,14 +2362,14 @@ print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 # the input constant over a step of length $\Delta$ and solve:
 # $h(\tau + \Delta) = e^{\Delta A}\,h(\tau) + \frac{e^{\Delta A} - 1}{A}\,B\,x$, which is $\bar A$ and $\bar B$ below.
 #
-# $$\Delta_t = \operatorname{softplus}(w\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t A}$$
+# $$\Delta_t = \operatorname{softplus}(\omega\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t A}$$
 #
 # $$\bar{B}_t = \frac{e^{\Delta_t A} - 1}{A}\, B_t, \qquad h_t = \bar{A}_t\, h_{t-1} + \bar{B}_t\, x_t, \qquad y_t = C_t\, h_t$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $u_t$ | what the model sees about token $t$; here a marker, 1 for the important token | 1 or 0 |
-# | $w$, $\beta$ | learned weight and offset (set by hand here) | 10, $-5$ |
+# | $\omega$, $\beta$ | learned weight and offset (set by hand here) | 10, $-5$ |
 # | $\operatorname{softplus}(x)$ | $\log(1 + e^x)$: a smooth, always positive ramp | softplus(5) = 5.007 |
 # | $A$ | the continuous decay rate, negative (`a` in the code) | $-1$ |
 # | $B_t$, $C_t$ | write and read factors, computed from the token in Mamba; fixed here (`b`, `c`) | 1, 1 |
@@ -2421,13 +2452,13 @@ def plot_selective_recall(values, selective, fixed, language="en"):
     t = np.arange(len(values))
     fig, ax = plt.subplots(figsize=(6.4, 2.9))
     ax.bar(t, values, color=Palette.BORDER, label=localized(language, "input (marked 7 at position 2)", "вход (отмеченная 7 на позиции 2)"))
-    ax.plot(t, selective, "o-", color=Palette.BLUE, label=localized(language, "selective: Δ from each token", "селективная: Δ от каждого токена"))
-    for (delta, states), color in zip(fixed.items(), (Palette.RED, Palette.ORANGE)):
-        ax.plot(t, states, "o-", color=color, markersize=4, label=localized(language, f"fixed Δ = {delta:.2f}", f"фиксированная Δ = {delta:.2f}"))
+    ax.plot(t, selective, "o-", color=Palette.BLUE, linewidth=2, label=localized(language, "selective: Δ from each token", "селективная: Δ от каждого токена"))
+    for (delta, states), color, style in zip(fixed.items(), (Palette.ORANGE, Palette.PURPLE), ("s--", "^:")):
+        ax.plot(t, states, style, color=color, markersize=5, label=localized(language, f"fixed Δ = {delta:.2f}", f"фиксированная Δ = {delta:.2f}"))
     ax.set_xlabel(localized(language, "position in the sequence", "позиция в последовательности"))
     ax.set_ylabel(localized(language, "value / state", "значение / состояние"))
     ax.set_title(localized(language, "Remembering one marked token through noise", "Запомнить один отмеченный токен среди шума"))
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=9, loc="center right")
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.89)
     return fig
 
@@ -2437,10 +2468,11 @@ show_figure(
         best_delta: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), best_delta)),
         5.0: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), 5.0)),
     }, language=LANGUAGE),
-    "Grey bars are the inputs, with the marked 7 at position 2. The blue line (selective) jumps to about 7 at the "
-    "marked token and barely moves afterwards, because every later token has a tiny step. The red line is the best "
-    "single fixed step: it can only write a small part of each input, so the 7 lifts it a little and it ends low. "
-    "The orange line is a large fixed step: it copies whatever came last, so the 7 is gone one step later.",
+    "Grey bars are the inputs, with the marked 7 at position 2. The solid line with circles (selective) jumps to about "
+    "7 at the marked token and barely moves afterwards, because every later token has a tiny step. The dashed line with "
+    "squares is the best single fixed step: it can only write a small part of each input, so the 7 lifts it a little "
+    "and it ends low. The dotted line with triangles is a large fixed step: it copies whatever came last, so the 7 is "
+    "gone one step later.",
 )
 
 
@@ -2469,7 +2501,8 @@ show_figure(
 # $1, 0.5, 0.25, 2.125$: every state of the loop, in $\log_2 4 = 2$ rounds.
 
 # %% tags=["exercise"]
-# Exercise 3: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
+# Exercise 3: Compute every state of h_t = λ_t h_(t-1) + μ_t (h_0 = 0) with a parallel scan; the
+# arrays a and b hold the λ's and the μ's, so a step (λ, μ) is (a[t], b[t]) in the code.
 # In each round, every position merges with the position `shift` places earlier (before the start,
 # use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
 # Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
@@ -2534,7 +2567,7 @@ expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.
 expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
-    "Each column is one time step, each box a step (a, b) that means h becomes a·h + b. One row down is one round: "
+    "Each column is one time step, each box a step (λ, μ) that means h becomes λ·h + μ. One row down is one round: "
     "every box merges with the box shift places to its left (blue diagonal), and a box with nothing that far left "
     "passes straight down. After log2(4) = 2 rounds the b parts of the bottom row are every state of the loop: "
     "1, 0.5, 0.25, 2.125. The merges in one row are independent, so a GPU does each row at once.",
@@ -2561,10 +2594,11 @@ show_figure(
 #
 # **By hand.** One SSM layer holds $4{,}096 \cdot 16 \cdot 2 = 131{,}072$ bytes (128 KiB) at any
 # length, *assuming* $D = 4{,}096$ channels (the model width) at 16 bits and nothing else. Real
-# Mamba layers expand to $d_{\text{inner}} = 2d = 8{,}192$ channels, add a convolution state of
-# $d_{\text{inner}} \cdot (4 - 1)$ numbers (kernel width 4), and often keep both in fp32: that is
-# $(8{,}192 \cdot 16 + 8{,}192 \cdot 3) \cdot 4 = 622{,}592$ bytes per layer, 4.75 times more, and
-# still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
+# Mamba layers expand to $d_{\text{inner}} = 2d = 8{,}192$ channels and add a convolution state of
+# $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ numbers, both kept in the weights' dtype
+# (`allocate_inference_cache` in [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), checked 2026-12-01):
+# $(8{,}192 \cdot 16 + 8{,}192 \cdot 4) \cdot 4 = 655{,}360$ bytes per layer in fp32, or 327,680 in bf16, 5 or 2.5 times
+# more, and still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
 # attention and 28 SSM layers the 128k cache drops from 17.2 GB to about 2.15 GB, one eighth.
 
 # %%
@@ -2592,12 +2626,13 @@ for key, value in hybrid_rows.items():
     print(f"{key:28s} {value:>16,} bytes = {value / GB:8.4f} GB")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
-# The same layer under Mamba's real shapes: d_inner = 2 d channels, a width-4 convolution state, fp32.
-mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4 - 1, 4)
+# The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
+mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
 print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_bytes']:,} bytes; "
-      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 3, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
-check_stated("the Mamba-shaped SSM layer in bytes", mamba_real_layer, 622_592, 0)
-check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 4.75, 2)
+      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 4, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
+check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
+check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
 
 # %% tags=["hide-input"]
 # @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
@@ -2659,7 +2694,7 @@ show_figure(
 # ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); with its YaRN factor of 40
 # that is about 1.37, so the scale grows by about 1.87.
 #
-# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; r_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
+# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; \tilde q_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
 #
 # $$o_i = \sum_h \left(\sum_j p_{ij}^{(h)} c_j\right) W_h^{UV} W_h^{O}$$
 #
@@ -2667,7 +2702,7 @@ show_figure(
 # |---|---|---|
 # | $c_j$ | cached latent of token $j$ | 512 numbers |
 # | $\rho_j$ | cached RoPE key of token $j$ (already rotated), shared by all heads | 64 numbers |
-# | $q_i^{(h)}$, $r_i^{(h)}$ | head $h$'s query without position, and its rotated RoPE part | 128 and 64 |
+# | $q_i^{(h)}$, $\tilde q_i^{(h)}$ | head $h$'s query without position, and its rotated RoPE part | 128 and 64 |
 # | $W_h^{UK}$, $W_h^{UV}$ | head $h$'s up-projections from the latent to key and value | $512 \times 128$ each |
 # | $W_h^{O}$ | head $h$'s slice of the output projection | $128 \times d_{\text{model}}$ |
 # | $s_{ij}^{(h)}$, $p_{ij}^{(h)}$ | head $h$'s score of key $j$ for query $i$, and its softmax over $j$ | |
@@ -2717,6 +2752,10 @@ def _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask):
     mask = np.zeros((T_q, T_k)) if mask is None else _as_additive(mask, (T_q, T_k), np.float64)
     if not np.isfinite(mask).any(axis=1).all():
         raise ValueError("every query needs at least one cached token it may read; a mask row is fully blocked")
+    fix = "scale the queries, the latents or the projections down"
+    require_product_in_range("a latent score", (q_nope, W_uk, latent, W_uk.size), fix)
+    require_product_in_range("a RoPE score", (q_rope, k_rope, k_rope.shape[1]), fix)
+    require_product_in_range("an output", (latent, W_uv, W_o, W_uv.size, W_o.shape[1]), fix)
     return q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
 
 
@@ -2798,7 +2837,8 @@ show_figure(
     f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
     f"with one shared {mla_widths['rope']}-number RoPE key: {mla_widths['latent'] + mla_widths['rope']} numbers per "
     "token and layer. The dashed box is what plain multi-head attention would "
-    "cache and absorbed MLA never builds. Bottom row: how a query reads the cache. W_uk is folded into the query, "
+    f"cache and absorbed MLA never builds: {v2_convention // (61 * 2):,} numbers per token and layer, counted as DeepSeek-V2's "
+    "Table 1 does (128 heads, d_h = 128 for both keys and values, 2 x 128 x 128; with the real 192-wide keys it is 40,960). Bottom row: how a query reads the cache. W_uk is folded into the query, "
     "which is scored against every cached c (its RoPE part against the RoPE key); the weights mix the same c's, "
     "and W_uv W_o turns the mix into the output. All heads read one shared cache: decoding is multi-query attention "
     f"over {mla_widths['latent'] + mla_widths['rope']}-wide latents.",
@@ -2806,12 +2846,12 @@ show_figure(
 
 
 # %% [markdown]
-# **Why RoPE will not absorb.** Suppose the key were rotated by its position $n$ after the
-# up-projection, $k_n = R_n W c$, and the query by its position $m$, $q_m = R_m q$. Rotations
-# compose, $R_m^\top R_n = R_{n - m}$, so the score is $q^\top R_{n-m} W c = \left(W^\top R_{n-m}^\top q\right) \cdot c$.
-# The "absorbed query" $W^\top R_{n-m}^\top q$ now depends on the key's position $n$: a different
+# **Why RoPE will not absorb.** Suppose the key were rotated by its position $j$ after the
+# up-projection, $k_j = R_j W c$, and the query by its position $i$, $q_i = R_i q$. Rotations
+# compose, $R_i^\top R_j = R_{j - i}$, so the score is $q^\top R_{j-i} W c = \left(W^\top R_{j-i}^\top q\right) \cdot c$.
+# The "absorbed query" $W^\top R_{j-i}^\top q$ now depends on the key's position $j$: a different
 # matrix for every cached token, which is exactly the expansion we wanted to avoid. The cell
-# below checks the identity and shows the absorbed query changing with $n$; the figure follows
+# below checks the identity and shows the absorbed query changing with $j$; the figure follows
 # its entries as the distance grows. The decoupled design sidesteps it: the latent part has no
 # rotation (its absorbed query is one fixed vector), and the small RoPE key carries position.
 
@@ -2824,13 +2864,13 @@ def rotation(angle):
 
 W_small = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])  # (rotated width 2, latent width 3)
 q_small, c_small = np.array([1.0, 0.5]), np.array([0.2, -0.4, 0.7])
-m_pos, n_pos = 0.3, 1.1  # positions as angles (one RoPE frequency)
-rotated_score = (rotation(m_pos) @ q_small) @ (rotation(n_pos) @ W_small @ c_small)
-effective_query = W_small.T @ rotation(n_pos - m_pos).T @ q_small
+i_pos, j_pos = 0.3, 1.1  # query and key positions as angles (one RoPE frequency)
+rotated_score = (rotation(i_pos) @ q_small) @ (rotation(j_pos) @ W_small @ c_small)
+effective_query = W_small.T @ rotation(j_pos - i_pos).T @ q_small
 contract_close("a quarter turn sends (1, 0) to (0, 1) and (0, 1) to (-1, 0)", "rotation(pi / 2)", rotation(math.pi / 2), [[0.0, -1.0], [1.0, 0.0]],
                "rows (cos, -sin) and (sin, cos)", atol=1e-15)
 expect("abs(rotated_score - effective_query @ c_small) < 1e-12", abs(rotated_score - effective_query @ c_small), "<", 1e-12)
-expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small))  # another key position, another query
+expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small))  # another key position, another query
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
 print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effective, axis=0).round(2).tolist()}")
@@ -2839,28 +2879,28 @@ print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effe
 # %% tags=["hide-input"]
 # @title Figure: RoPE on the latent (the plotting code)
 def plot_rope_obstruction(distances, effective, language="en"):
-    """Entries of the absorbed query W^T R(n - m)^T q against the query-key distance: no single fixed vector."""
+    """Entries of the absorbed query W^T R(j - i)^T q against the query-key distance: no single fixed vector."""
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
     if len(effective) != len(distances) or effective.shape[1] > 3:
         raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
-    fig, ax = plt.subplots(figsize=(6.6, 2.8))
+    fig, ax = plt.subplots(figsize=(6.6, 4.2))
     for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
         ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
                    label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_xlabel(localized(language, "rotation angle of n - m (radians)", "угол поворота n - m (радианы)"))
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
-    fig.subplots_adjust(left=0.11, right=0.62, bottom=0.18, top=0.88)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.47, top=0.9)
     return fig
 
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each solid line is one entry of the absorbed query W^T R(n - m)^T q, which would have to be fixed for the "
+    "Each solid line is one entry of the absorbed query W^T R(j - i)^T q, which would have to be fixed for the "
     "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
     "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
     "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
@@ -2963,7 +3003,7 @@ QUANTIZATION_MAX_SIZE = 1024  # tokens or channels of the toy experiment: it sho
 def quantized_attention_error(bits, key_axis, outlier_channels=4, outlier_scale=10.0, n=64, d=64, seed=SEED):
     """Relative change of causal attention's output when K (scales shared along key_axis) and V (per token) are quantized.
 
-    key_axis 0 shares a key scale over the tokens (one per channel, KIVI); 1 over the channels (one per token).
+    key_axis 0 shares a key scale over the tokens (one per channel, KIVI-style); 1 over the channels (one per token).
     """
     key_axis = require_int("key_axis", key_axis, minimum=0, maximum=1)
     n = require_int("n", n, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
@@ -2984,18 +3024,18 @@ BITS = (8, 4, 3)
 errors = {
     "plain keys, per token": [quantized_attention_error(b, 1, outlier_channels=0) for b in BITS],
     "outlier keys, per token": [quantized_attention_error(b, 1) for b in BITS],
-    "outlier keys, per channel (KIVI)": [quantized_attention_error(b, 0) for b in BITS],
+    "outlier keys, per channel (KIVI-style)": [quantized_attention_error(b, 0) for b in BITS],
 }
 print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
 for name, row in errors.items():
     print(f"{name:34s} " + " ".join(f"{100 * e:>9.1f}%" for e in row))
-expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"])))
+expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"])))
 # The percentages the text after the figure quotes, checked here.
 if not errors["plain keys, per token"][0] < 0.01:
     raise ValueError(f"the text says an 8-bit cache moves the output by under 1%; the cell computes {100 * errors['plain keys, per token'][0]:.2f}%")
 check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1], 13, 0)
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
-check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI)"][1], 18.5, 1)
+check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
 
@@ -3006,7 +3046,7 @@ print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per chann
 recorded_errors = {
     "plain keys, per token": [0.006997730464425515, 0.12701113913285317, 0.31315881886830216],
     "outlier keys, per token": [0.022619063658610706, 0.42627961135316217, 0.5574698911252105],
-    "outlier keys, per channel (KIVI)": [0.010029181070176358, 0.18535189679710118, 0.4029487946822543],
+    "outlier keys, per channel (KIVI-style)": [0.010029181070176358, 0.18535189679710118, 0.4029487946822543],
     "2-bit, keys per token and per channel": [0.9441506785324393, 1.0253019826236158],
 }
 for (name, row), recorded in zip(list(errors.items()) + [("2-bit, keys per token and per channel", [two_bit[1], two_bit[0]])], recorded_errors.values()):
@@ -3031,7 +3071,7 @@ expect("one token, one channel, shrunk outliers, seed 0: no error at all", quant
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
     bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
-    names = ("plain keys, per token", "outlier keys, per token", "outlier keys, per channel (KIVI)")
+    names = ("plain keys, per token", "outlier keys, per token", "outlier keys, per channel (KIVI-style)")
     if not isinstance(errors, dict) or tuple(errors) != names:
         raise ValueError(f"errors must be a dict with the rows {', '.join(names)}, in that order")
     errors = {name: require_array(name, row, ndim=1) for name, row in errors.items()}
@@ -3041,7 +3081,7 @@ def plot_quantization_errors(bits, errors, language="en"):
     x, width = np.arange(len(bits)), 0.26
     labels = {"plain keys, per token": localized(language, "plain keys, per token", "обычные ключи, по токенам"),
               "outlier keys, per token": localized(language, "outlier keys, per token", "ключи с выбросами, по токенам"),
-              "outlier keys, per channel (KIVI)": localized(language, "outlier keys, per channel (KIVI)", "ключи с выбросами, по каналам (KIVI)")}
+              "outlier keys, per channel (KIVI-style)": localized(language, "outlier keys, per channel (KIVI-style)", "ключи с выбросами, по каналам (в духе KIVI)")}
     for k, ((name, row), color) in enumerate(zip(errors.items(), (Palette.GREY, Palette.RED, Palette.GREEN))):
         ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, label=labels[name])
     log_scale(ax, "y")
@@ -3059,7 +3099,8 @@ show_figure(
     "Each group of bars is one bit width; the height is how much the attention output moved, relative to its size, "
     "on a log axis (each gridline ten times the last). Grey: ordinary random keys, one scale per token. Red: keys with "
     "four large channels, still one scale per token, so the small channels are crushed. Green: the same keys with one "
-    "scale per channel (KIVI), which removes most of that damage at every bit width shown.",
+    "scale per channel (KIVI-style: KIVI's axis, without its token groups or full-precision recent window), which removes "
+    "most of that damage at every bit width shown.",
 )
 
 # %%
@@ -3071,7 +3112,11 @@ report_section("Quantized KV cache", globals())
 # 13%. Keys with four large channels make one-scale-per-token much worse (42.6% at 4 bits); giving
 # each channel its own scale brings that back to 18.5%. At 2 bits this simple scheme fails either
 # way; KIVI gets there with small groups of tokens per scale and a recent window kept in full
-# precision. Trained models tolerate rounding better than random data suggests; measure on your
+# precision. Our toy is only *KIVI-style*: KIVI's axes without those two parts. Hugging Face's
+# `QuantizedCache` is in turn only *KIVI-inspired*: its docstring says the quantization "is done
+# per-channel with a set `q_group_size` for both keys and values, in contrast to what was described
+# in the paper", with the axes configurable (`axis_key`, `axis_value`)
+# ([`cache_utils.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/cache_utils.py), checked 2026-12-01). Trained models tolerate rounding better than random data suggests; measure on your
 # own model before trusting any bit width.
 
 # %% [markdown]
@@ -3090,7 +3135,9 @@ report_section("Quantized KV cache", globals())
 #
 # **By hand.** At 1M tokens: MHA with 32 KV heads needs $4 \cdot 137.4 = 550$ GB, GQA 137 GB, GQA at
 # 4 bits 35 GB, the latent cache 38.7 GB, the hybrid 17.2 GB, the 4k window 0.54 GB, the SSM stack
-# 4.2 MB. The cell prints each value.
+# 4.2 MB. That last number uses section 12's simplified layer (4,096 × 16 numbers at 16 bits); with
+# Mamba's real shapes (8,192 × 16 plus a 8,192 × 4 convolution state, fp32) the 32-layer stack holds
+# about 21 MB, still flat in $n$. The cell prints each value.
 
 # %%
 def cache_bytes_by_design(context):
@@ -3115,6 +3162,7 @@ REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
 print(f"growing part per token: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} KiB, hybrid {kv_bytes_per_token(4, 8, 128) / KIB:.0f} KiB")
+check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
 # %% tags=["hide-input"]
@@ -3134,9 +3182,11 @@ def plot_memory_vs_context(language="en"):
     # The latent and 4-bit lines nearly coincide, and the window equals GQA below 4k: styles keep them apart.
     styles = ("-", "-", "-", (0, (2, 2)), "-", (0, (6, 3)), "-")
     widths = (2, 4.5, 2, 2.4, 2, 2, 2)
-    fig, ax = plt.subplots(figsize=(7.0, 3.5))
-    for (name, values), color, style, width in zip(curves.items(), colors, styles, widths):
-        ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, label=localized(language, name, ru[name]))
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    markers = ("o", "s", "^", "D", "v", "x", "P")  # a shape per series, so no two are told apart by colour alone
+    for (name, values), color, style, width, marker in zip(curves.items(), colors, styles, widths, markers):
+        ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, marker=marker, markevery=(3, 8), markersize=6,
+                  label=localized(language, name, ru[name]))
     ax.axhline(80, color=Palette.GREY, linestyle="--", linewidth=1)
     ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
     ticks = [2**10, 2**13, 2**17, 2**20]
@@ -3147,8 +3197,8 @@ def plot_memory_vs_context(language="en"):
     ax.set_xlabel(localized(language, "context length (tokens)", "длина контекста (токены)"))
     ax.set_ylabel(localized(language, "cache per conversation", "кэш на один диалог"))
     ax.set_title(localized(language, "What each design keeps as the context grows", "Что хранит каждая схема с ростом контекста"))
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.subplots_adjust(left=0.16, right=0.66, bottom=0.15, top=0.9)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.subplots_adjust(left=0.13, right=0.6, bottom=0.15, top=0.9)
     return fig
 
 

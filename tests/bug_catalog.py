@@ -418,6 +418,8 @@ MODULE5 = [
         hint="window + 1"),
     Bug("rolling-buffer-miscounts-held", "module5_2", "rolling_window_decode", "reports one slot more than the buffer holds",
         ROLLING, "never holds more than", edit("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
+    Bug("rolling-buffer-softmax-without-max", "module5_2", "rolling_window_decode", "takes np.exp of the raw scores, without subtracting the row's max",
+        ROLLING, "+-1000", edit("weights = np.exp(scores - scores.max())", "weights = np.exp(scores)"), hint="largest score"),
     # Module 5.2, Exercise 2: linear_attention_recurrent
     Bug("linear-attention-no-normaliser", "module5_2", "linear_attention_recurrent", "divides by the sum of the query features instead of q . z",
         LINEAR, "62 / 15", edit("outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()")),
