@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module5_2_long_context.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759`.*
-# <!-- builder:end sha256=df6ce1cba64b3bf657ebe59600e83d2c2f91ef24645dfbb522f842637ad107bf -->
+# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
+# <!-- builder:end sha256=f25865f89931068905bcfa34f8c7ff127eb6916ac5d76f2e9d2979e7db6c9050 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
@@ -235,7 +235,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module5_2
 REFERENCE_SOURCE = "references/module5_2.json"
-REFERENCE_SHA256 = "cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759"
+REFERENCE_SHA256 = "00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "designs_at_1m_bytes": [549755813888, 137438953472, 38654705664, 35433480192, 17183539200, 536870912, 4194304],
@@ -261,6 +261,7 @@ REFERENCE_JSON = r"""{
   "mla": {
     "bytes_per_token": 70272
   },
+  "per_token_bars_bytes": [524288, 131072, 36864, 33792, 16384],
   "quantized": {
     "bytes_per_token_4bit": 33792,
     "codes_4bit": [7, -3, 2, 0]
@@ -293,7 +294,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=89e71d9a42af2a71c2cc3b464e3edaa06970f304e5de0fc9175831ff259f139d
+# builder:end sha256=5310261b8a55a3a4701e70028459708e3c94ee574b4131c26c44909b7fcec62a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1479,30 +1480,36 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 
 
 # %% [markdown]
+# ## What you need from before
+#
+# - **Attention** (Module 3): $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, a row of weights per query; a causal mask lets query $i$ read keys $j \le i$.
+# - **The two bills** (Module 5.1, section 1): prefill pays compute that grows with $n^2$; decoding pays a KV cache that grows with $n$, $2\,L\,H_{kv}\,d_h\,b$ bytes per token.
+# - **The running example** (5.1): Llama-3-8B's attention shape, 32 layers and 8 KV heads of width 128 at 16 bits: 128 KiB per token, 17.2 GB at 128k tokens.
+# - **Masks as numbers** (5.1, section 2): an additive mask holds 0 where a query may read and $-\infty$ where it may not; windows and sinks are masks.
+# - **Fewer KV heads and the latent cache** (5.1, sections 3 and 5): GQA and MQA shrink the cache by sharing KV heads; DeepSeek-V3's latent cache costs 70,272 bytes per token.
+#
+# A hidden cell after the notation defines again every function of 5.1 that this part calls; nothing else is assumed.
+
+# %% [markdown]
 # ## Notation and words used in this module
 #
 # One symbol, one meaning, from here to the end. Code names are in `code font` where they differ.
 #
 # | Symbol | Meaning | Symbol | Meaning |
 # |---|---|---|---|
-# | $n$ | context length in tokens | $T_q$, $T_k$ | queries and keys in one call |
-# | $i$, $j$ | query position, key position | $p_0$ | absolute position of the first query (`query_start`) |
-# | $L$ | layers | $\kappa$ | a layer's index |
-# | $H$, $H_{kv}$ | query heads, key-value heads per layer | $G$ | query heads per KV head, $H / H_{kv}$ |
+# | $n$ | context length in tokens | $i$, $j$ | query position, key position |
+# | $L$ | layers | $H$, $H_{kv}$ | query heads, key-value heads per layer |
 # | $d_k$, $d_v$, $d_h$, $d$ | key, value and head widths ($d$ when they are equal) | $b$ | bytes per stored number |
-# | $w$ | window, in keys, the query's own included | $W$ | Mistral's window, the query's own excluded: $w = W + 1$ |
-# | $n_{\text{sink}}$ | sink tokens kept at the start (StreamingLLM) | $\sigma_h$ | gpt-oss's learned sink logit of query head $h$ |
+# | $w$ | window, in keys, the query's own included (never a weight) | $W$ | Mistral's window, the query's own excluded: $w = W + 1$ |
+# | $n_{\text{sink}}$ | sink tokens kept at the start (StreamingLLM) | $r$ | stride of a strided pattern, and nothing else |
 # | $s_{ij}$, $p_{ij}$ | a score and its softmax weight | $M_{ij}$ | additive mask entry: 0, a bias, or $-\infty$ |
-# | $m$, $\ell$, $u$ | online softmax: running max, sum, numerator | $\alpha$ | rescale factor $e^{m_{\text{old}} - m_{\text{new}}}$ |
-# | $\tau$ | tile size (`tile_size`) | $S$, $P$, $O$ | a score tile, its weights, the output accumulator |
-# | $M_{\text{sram}}$ | on-chip memory, in numbers | $B_r$, $B_c$ | FlashAttention's query and key block sizes |
-# | $w$ (window) | see above; never a weight | $\phi$ | linear attention's feature map |
-# | $R_i$, $z_i$ | linear attention's state and normaliser | $\lambda$ | a decay factor per step |
+# | $\phi$ | linear attention's feature map | $R_i$, $z_i$ | linear attention's state and normaliser |
+# | $\lambda$ | a decay factor per step | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ |
 # | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $\bar A$, $\bar B$, $C$ | an SSM's discrete keep, write and read factors ($\bar A_t$, $\bar B_t$ when each token sets them) |
 # | $A$ | Mamba's continuous decay rate, negative: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | Mamba's step size for token $t$, and the weight and offset that make it |
-# | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ | $D$, $N$ | SSM channels, state numbers per channel |
+# | $\tau$ | continuous time, in the zero-order hold only | $D$, $N$ | SSM channels, state numbers per channel |
 # | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\tilde q_i^{(h)}$ | head $h$'s rotated RoPE query part (MLA) |
-# | $\nu$, $\gamma$ | quantization bits and scale | $r$ | stride of a strided pattern, and nothing else |
+# | $\nu$, $\gamma$ | quantization bits and scale | | |
 #
 # **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
 # pays the compute bill. *Decode*: generating one token at a time, each new query reading the
@@ -1711,7 +1718,9 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 # later Mistral 7B versions dropped the window. StreamingLLM's sinks fit the same buffer: keep
 # $n_{\text{sink}}$ extra slots for the first tokens ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)).
 # StreamingLLM also *re-indexes* positions inside the cache: RoPE is applied by cache slot, not
-# by original position, so the distances the model sees never exceed the cache size.
+# by original position, so the distances the model sees never exceed the cache size. The rolling buffer is a
+# whiteboard with room for exactly $w$ notes: when it is full, the next note goes over the oldest one, and the board
+# never needs to grow, however long the meeting runs.
 #
 # **Two conventions for "a window of 4,096".** This notebook's $w$ counts the query's own key,
 # as gpt-oss does (its 128-token window is 128 keys, the current one included). Mistral's paper
@@ -1896,10 +1905,13 @@ show_figure(
 # tokens plus every $r$-th one before them (the Sparse Transformer, [Child et al., 2019](https://arxiv.org/abs/1904.10509)).
 # A fixed pattern only saves time if whole blocks of the score matrix are skipped, exactly as in
 # section 8; a pattern scattered token by token costs a full pass anyway. A newer idea lets the
-# model *choose* its sparse keys per query: DeepSeek-V3.2-Exp's "lightning indexer" scores every
+# model *choose* its sparse keys per query: DeepSeek-V3.2's "lightning indexer" (introduced in the V3.2-Exp preview and
+# kept in the released [V3.2](https://huggingface.co/deepseek-ai/DeepSeek-V3.2)) scores every
 # key cheaply (64 small heads of width 128 over one shared FP8 key per token) and the main
 # attention reads only the top 2,048 ([config](https://github.com/deepseek-ai/DeepSeek-V3.2-Exp)).
-# The indexer's key is one more thing cached per token.
+# The indexer's key is one more thing cached per token. Picture an open-plan office: you talk to the desks next to
+# yours (the window); anyone can phone the front desk, which hears from everyone (a global token), so any two people
+# are at most two calls apart; or the express train stops at every fourth desk down the row (the strided pattern).
 #
 # $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < r \;\text{ or }\; (i - j) \bmod r = 0\right)$$
 #
@@ -2090,7 +2102,10 @@ contract_close("scores in the thousands: each softmax is shifted by its row's ma
 # becomes a running sum $R$ (the state) updated once per token, like the state of a recurrent network
 # ([Katharopoulos et al., 2020](https://arxiv.org/abs/2006.16236)). The price: the state has a fixed
 # size, and $\phi(q) \cdot \phi(k)$ never stretches score gaps the way $e^x$ does, so the weights
-# are blunter.
+# are blunter. Picture a potluck: in softmax attention every new guest tastes every dish on the table; in linear
+# attention each guest pours their dish into one shared pot, and a newcomer takes a single ladle. The pot never grows.
+# (The *outer product* $u\,v^\top$ of a $d_k$-vector $u$ and a $d_v$-vector $v$ is the $d_k \times d_v$ table of every
+# product $u_a v_b$; the state $R$ is a running sum of such tables.)
 #
 # $$R_i = R_{i-1} + \phi(k_i)\, v_i^\top, \qquad z_i = z_{i-1} + \phi(k_i)$$
 #
@@ -2683,7 +2698,9 @@ show_figure(
 # thing does not absorb: rotary position embeddings rotate each key by its position, and a
 # rotation that depends on the key's position cannot be folded into one fixed query-side matrix.
 # So MLA carries position in a separate small RoPE key, shared by all heads and cached next to
-# the latent: 512 + 64 numbers per token per layer in DeepSeek-V2 and V3.
+# the latent: 512 + 64 numbers per token per layer in DeepSeek-V2 and V3. (A matrix has *low rank* $r$ when all its
+# rows are mixtures of just $r$ rows. Every head's keys, $c\,W^{UK}$, are built from the same 512 numbers, so the keys
+# of all heads together form a matrix of rank at most 512: that is the redundancy the latent removes.)
 #
 # Seen from the cache, **absorbed MLA decoding is multi-query attention over 576-wide latents**:
 # every one of the 128 query heads scores the same cached vector $(c_j, \rho_j)$, 512 + 64 = 576
@@ -2883,7 +2900,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
     if len(effective) != len(distances) or effective.shape[1] > 3:
         raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
-    fig, ax = plt.subplots(figsize=(6.6, 4.2))
+    fig, ax = plt.subplots(figsize=(6.6, 3.7))
     for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
@@ -2894,7 +2911,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.47, top=0.9)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.4, top=0.9)
     return fig
 
 
@@ -2920,7 +2937,8 @@ report_section("Latent attention", globals())
 # matters. Keys tend to have a few *channels* that are large for every token; with one scale per
 # token, those channels set the scale and the small channels round to zero. KIVI
 # ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)) therefore quantizes keys per channel and
-# values per token, and reaches 2 bits.
+# values per token, and reaches 2 bits. The scale is a ruler: every number of a group is written in steps of its
+# group's ruler, so one huge number coarsens all the others; KIVI gives each key channel its own ruler.
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
 #
@@ -3229,6 +3247,24 @@ report_section("Every design at a glance", globals())
 # | Hybrid SSM + attention | most of the cache | a little of both |
 # | Latent KV (MLA) | the cache, about 57x under DeepSeek-V2's convention (71x against real key widths) | extra matrix work; position needs a separate RoPE key |
 # | Quantized KV | the cache, by about 16 / bits | precision; keys need per-channel scales |
+#
+# Fewer KV heads are colleagues sharing one reference binder instead of each keeping a copy. On the running example a
+# token costs 512 KiB with 32 KV heads, 128 KiB with 8, 16 KiB with a single one (MQA), 36 KiB as a 512 + 64 latent
+# and 33 KiB with 8 heads at 4 bits; the bar figure at the end of this section draws them.
+#
+# **How to choose.** Start from where the facts your task needs sit, not from the advertised window. Inside the last
+# few thousand tokens: a window (with sinks, so that streaming stays stable) or a mostly-local hybrid is enough. Near
+# the ends of a long input (instructions first, the question last): sinks and a window keep both ends, and *Lost in
+# the Middle* (Liu et al., 2023) found that models read the ends best anyway. Anywhere in a long document, and needed
+# exactly (a clause, a function name): keep full attention in enough layers (GQA, MLA, a quantized cache), or retrieve:
+# put the few passages that matter into the prompt instead of a million-token dump. Test at the length you will use
+# (RULER, Hsieh et al., 2024).
+#
+# **In the wild.** Serving engines add a saving that needs no change to the model: *prefix caching*. Requests that
+# start with the same tokens (a system prompt, few-shot examples, the earlier turns of a chat) share the KV cache of
+# that prefix instead of computing and storing it once per request. SGLang's RadixAttention keeps such prefixes in a
+# radix tree and reuses them automatically ([Zheng et al., 2023](https://arxiv.org/abs/2312.07104)); vLLM's prefix
+# caching shares its paged blocks the same way (Module 5.1).
 
 # %% [markdown]
 # ### The state of the art, late 2026: four designs and their caches
@@ -3272,29 +3308,135 @@ def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes
             + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
-# (growing numbers per token, fixed numbers), each from the configuration quoted in the text above.
-V4_CSA, V4_HCA, V4_LAYERS, V4_WIDTH, V4_INDEX, V4_WINDOW = 21, 20, 43, 512, 128, 128
-QWEN_ATTENTION, QWEN_DELTA = 12, 36
-sota_designs = {
-    "DeepSeek-V4-Flash (CSA + HCA + window)": (V4_CSA * (V4_WIDTH + V4_INDEX) / 4 + V4_HCA * V4_WIDTH / 128, V4_LAYERS * V4_WINDOW * V4_WIDTH),
-    "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)": (QWEN_ATTENTION * 2 * 2 * 256, QWEN_DELTA * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3)),
-    "Gemma 3 27B (5 local : 1 global)": (10 * 2 * 16 * 128, 52 * 1024 * 2 * 16 * 128),
-    "DeepSeek-V3 (MLA), for comparison": (61 * (512 + 64), 0),
-    "gpt-oss-120b (alternating 128 window)": (18 * 2 * 8 * 64, 18 * 128 * 2 * 8 * 64),
-    "Llama-3.3-70B (GQA), for comparison": (80 * 2 * 8 * 128, 0),
-}
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}")
-for name, (growing, fixed) in sota_designs.items():
-    total = layered_cache_bytes(2**20, growing, fixed)
-    print(f"{name:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {total / GB:>10.1f} GB")
-check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 6_880, 0)
+# Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
+# sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
+# A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
+# vector serves as both); "window" layers keep that for their last `window` tokens only; "latent" layers keep a latent,
+# a RoPE key and, with an indexer, its key; "compressed" layers keep one pooled entry (plus its indexer key) per `ratio`
+# tokens; "state" layers keep a fixed number of numbers.
+CHECKED = "2026-12-01"
+DESIGNS = [
+    {"name": "Llama-3.3-70B (GQA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct (config.json: 80 layers, 8 KV heads, 8,192 / 64 = 128 wide)",
+     "parts": [("full", 80, {"kv_heads": 8, "head_dim": 128})]},
+    {"name": "DeepSeek-V3 (MLA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3 (config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64})]},
+    {"name": "DeepSeek-V3.2 (MLA + indexer)", "status": "reported", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (config.json page found, text not read here; index_head_dim 128 "
+               "as in V3.2-Exp's config and transformers' DeepseekV32Config)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})]},
+    {"name": "gpt-oss-120b (alternating 128 window)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2508.10925 (36 layers, half windowed to 128, 8 KV heads of width 64)",
+     "parts": [("full", 18, {"kv_heads": 8, "head_dim": 64}), ("window", 18, {"kv_heads": 8, "head_dim": 64, "window": 128})]},
+    {"name": "Gemma 3 27B (5 local : 1 global)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2503.19786 (62 layers, 16 KV heads of width 128, window 1,024, pattern 6)",
+     "parts": [("full", 10, {"kv_heads": 16, "head_dim": 128}), ("window", 52, {"kv_heads": 16, "head_dim": 128, "window": 1024})]},
+    {"name": "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)", "status": "checked", "checked": CHECKED,
+     "source": "transformers' Qwen3NextConfig, whose defaults mirror Qwen/Qwen3-Next-80B-A3B-Instruct (48 layers, "
+               "full_attention_interval 4, 2 KV heads); head_dim 256 and the DeltaNet state sizes from the model's config.json",
+     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3})]},
+    {"name": "DeepSeek-V4-Flash (CSA + HCA + window)", "status": "checked (schedule reported)", "checked": CHECKED,
+     "source": "transformers' configuration_deepseek_v4.py for DeepSeek-V4-Flash-Base (43 layers, 1 KV head of 512 with K = V, "
+               "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
+     "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
+               ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
+               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
+    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
+               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
+               "config.json files were not readable here", "parts": None},
+]
+
+
+def design_numbers(parts):
+    """(numbers that grow per token, numbers that do not) of a design given as parts; see DESIGNS."""
+    growing, fixed = 0.0, 0  # a pooled entry per 4 tokens is a fraction of a number per token; fixed numbers are whole
+    for kind, layers, size in parts:
+        per_token = (1 if size.get("k_eq_v") else 2) * size.get("kv_heads", 0) * size.get("head_dim", 0)  # full and window layers
+        if kind == "full":
+            growing += layers * per_token
+        elif kind == "window":
+            fixed += layers * per_token * size["window"]
+        elif kind == "latent":
+            growing += layers * (size["latent"] + size["rope"] + size.get("index", 0))
+        elif kind == "compressed":
+            growing += layers * (size["width"] + size.get("index", 0)) / size["ratio"]
+        elif kind == "state":
+            fixed += layers * size["numbers"]
+        else:
+            raise ValueError(f"unknown part kind {kind!r}; use full, window, latent, compressed or state")
+    return growing, fixed
+
+
+sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  status")
+for design in DESIGNS:
+    if design["parts"] is None:
+        print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
+        continue
+    growing, fixed = sota_designs[design["name"]]
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
+V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 0)
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
-check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 10.2, 1)
-REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0])
-check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
-check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
+REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
+check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
+check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
+check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
+
+# %%
+# The lesson's per-token bars on the running shape (32 layers, head width 128, 16 bits), then today's designs from DESIGNS.
+per_token_bars = {
+    "MHA, 32 KV heads": kv_bytes_per_token(32, 32, 128),
+    "GQA, 8 KV heads": kv_bytes_per_token(32, 8, 128),
+    "latent, 512 + 64": mla_bytes_per_token(32, 512, 64),
+    "GQA 8, 4-bit": quantized_kv_bytes_per_token(32, 8, 128, 4),
+    "MQA, 1 KV head": kv_bytes_per_token(32, 1, 128),
+}
+print("bytes per token of context:", ", ".join(f"{name} {value / KIB:g} KiB" for name, value in per_token_bars.items()))
+REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
+
+
+# %% tags=["hide-input"]
+# @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
+def plot_per_token_bars(running, designs, language="en"):
+    """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [1, 1.35]})
+    names, kib = list(running), [value / KIB for value in running.values()]
+    bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
+    left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
+    left.set_xlim(0, max(kib) * 1.35)
+    left.set_title(localized(language, "Running example (32 layers)", "Пример (32 слоя)"), fontsize=11)
+    sized = [d for d in designs if d["parts"]]
+    growing = [2 * design_numbers(d["parts"])[0] / KIB for d in sized]
+    bars = right.barh([d["name"] for d in sized][::-1], growing[::-1], color=Palette.GREEN, edgecolor=Palette.INK,
+                      hatch=["//" if "reported" in d["status"] else "" for d in sized][::-1])
+    right.bar_label(bars, labels=[f"{v:.1f}" for v in growing[::-1]], padding=3, fontsize=9)
+    right.set_xlim(0, max(growing) * 1.2)
+    right.set_title(localized(language, "Today's models\n(hatched: partly reported)", "Современные модели\n(штриховка: частично по отчётам)"), fontsize=11)
+    for ax in (left, right):
+        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
+        ax.tick_params(axis="y", labelsize=9)
+        ax.grid(axis="y", visible=False)
+    fig.subplots_adjust(left=0.15, right=0.98, wspace=0.95, bottom=0.16, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
+    "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
+    "end is its value. Left, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
+    "for 8 heads at 4 bits, 16 with a single KV head. Right, today's models computed from the DESIGNS table; hatched "
+    "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
+    "could not size are not drawn.",
+)
 
 # %% tags=["hide-input"]
 # @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
@@ -3340,6 +3482,15 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
 # token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
 # the four keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+#
+# The table is data: each design lists its layers, its source, the date it was checked and a status. *Checked* rows
+# come from a configuration file read on 2026-12-01; *carried* rows keep this module's earlier check; *reported* rows
+# rest partly on a secondary source. DeepSeek-V3.2 has left its Exp stage; its indexer key adds about 15 KiB per token
+# to V3's latent. Two releases of this autumn are listed but not sized, because no configuration file of theirs could
+# be read from here: DeepSeek-V4.1-Flash (October 2026; unconfirmed: a provider's page reports a KV cache about a
+# quarter of V4-Flash's) and Gemma 4 (E2B, E4B, 26B-A4B, 31B), whose structure transformers' `configuration_gemma4.py`
+# confirms: five sliding-window layers per full layer, full layers 512 wide, keys optionally equal to values, and the
+# last layers reusing earlier layers' caches.
 
 # %% [markdown]
 # ## In 20 seconds
@@ -3429,6 +3580,9 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437
 # - Liu et al., *KIVI* (2024): https://arxiv.org/abs/2402.02750
 # - Hsieh et al., *RULER* (2024, COLM version): https://arxiv.org/abs/2404.06654; Liu et al., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
+# - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press et al., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409
+# - *The Annotated S4*, S4 rebuilt step by step in JAX: https://srush.github.io/annotated-s4
+# - Zheng et al., *SGLang* (2023): https://arxiv.org/abs/2312.07104
 
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module5_2_long_context.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759`.*
-# <!-- builder:end sha256=809ea74418b7006a78c7e9cbdab3b892ad295e92b9bb61d4971a624fe1baf988 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
+# <!-- builder:end sha256=3639e76209907f3329b6a5dd67d17e56de30cd54dec3500361e5e670689decf8 -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Your code here.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.
@@ -247,7 +247,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module5_2
 REFERENCE_SOURCE = "references/module5_2.json"
-REFERENCE_SHA256 = "cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759"
+REFERENCE_SHA256 = "00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "designs_at_1m_bytes": [549755813888, 137438953472, 38654705664, 35433480192, 17183539200, 536870912, 4194304],
@@ -273,6 +273,7 @@ REFERENCE_JSON = r"""{
   "mla": {
     "bytes_per_token": 70272
   },
+  "per_token_bars_bytes": [524288, 131072, 36864, 33792, 16384],
   "quantized": {
     "bytes_per_token_4bit": 33792,
     "codes_4bit": [7, -3, 2, 0]
@@ -305,7 +306,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=89e71d9a42af2a71c2cc3b464e3edaa06970f304e5de0fc9175831ff259f139d
+# builder:end sha256=5310261b8a55a3a4701e70028459708e3c94ee574b4131c26c44909b7fcec62a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1491,30 +1492,36 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 
 
 # %% [markdown]
+# ## Что нужно из предыдущих частей
+#
+# - **Внимание** (модуль 3): $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, строка весов на каждый запрос; каузальная маска позволяет запросу $i$ читать ключи $j \le i$.
+# - **Два счёта** (модуль 5.1, раздел 1): префилл платит за вычисления, растущие как $n^2$; декодирование платит за KV-кэш, растущий как $n$, по $2\,L\,H_{kv}\,d_h\,b$ байт на токен.
+# - **Сквозной пример** (5.1): форма внимания Llama-3-8B, 32 слоя и 8 KV-голов ширины 128 по 16 бит: 128 KiB на токен, 17.2 GB при 128k токенов.
+# - **Маски как числа** (5.1, раздел 2): аддитивная маска содержит 0 там, где запросу можно читать, и $-\infty$ там, где нельзя; окна и стоки — это маски.
+# - **Меньше KV-голов и латентный кэш** (5.1, разделы 3 и 5): GQA и MQA уменьшают кэш, разделяя KV-головы; латентный кэш DeepSeek-V3 стоит 70,272 байта на токен.
+#
+# Скрытая ячейка после обозначений заново определяет каждую функцию из 5.1, которую вызывает эта часть; больше ничего не предполагается.
+
+# %% [markdown]
 # ## Обозначения и термины этого модуля
 #
 # Один символ — одно значение, отсюда и до конца модуля. Имена в коде набраны `code font` там, где они отличаются от обозначений.
 #
 # | Обозначение | Смысл | Обозначение | Смысл |
 # |---|---|---|---|
-# | $n$ | длина контекста в токенах | $T_q$, $T_k$ | число запросов и ключей в одном вызове |
-# | $i$, $j$ | позиция запроса, позиция ключа | $p_0$ | абсолютная позиция первого запроса (`query_start`) |
-# | $L$ | число слоёв | $\kappa$ | номер слоя |
-# | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое | $G$ | голов запросов на одну KV-голову, $H / H_{kv}$ |
+# | $n$ | длина контекста в токенах | $i$, $j$ | позиция запроса, позиция ключа |
+# | $L$ | число слоёв | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое |
 # | $d_k$, $d_v$, $d_h$, $d$ | ширина ключа, значения и головы ($d$, когда они равны) | $b$ | байтов на одно хранимое число |
-# | $w$ | окно в ключах, собственный ключ запроса включён | $W$ | окно Mistral, собственный ключ запроса не включён: $w = W + 1$ |
-# | $n_{\text{sink}}$ | токены-стоки, сохраняемые в начале (StreamingLLM) | $\sigma_h$ | обучаемый логит стока головы запросов $h$ в gpt-oss |
+# | $w$ | окно в ключах, собственный ключ запроса включён (никогда не вес) | $W$ | окно Mistral, собственный ключ запроса не включён: $w = W + 1$ |
+# | $n_{\text{sink}}$ | токены-стоки, сохраняемые в начале (StreamingLLM) | $r$ | шаг (stride) шаблона «с шагом», и ничего больше |
 # | $s_{ij}$, $p_{ij}$ | оценка и её вес после softmax | $M_{ij}$ | элемент аддитивной маски: 0, смещение или $-\infty$ |
-# | $m$, $\ell$, $u$ | онлайн-softmax: текущий максимум, сумма, числитель | $\alpha$ | множитель пересчёта $e^{m_{\text{old}} - m_{\text{new}}}$ |
-# | $\tau$ | размер тайла (`tile_size`) | $S$, $P$, $O$ | тайл оценок, его веса, накопитель выхода |
-# | $M_{\text{sram}}$ | объём памяти на кристалле, в числах | $B_r$, $B_c$ | размеры блоков запросов и ключей во FlashAttention |
-# | $w$ (окно) | см. выше; никогда не вес | $\phi$ | отображение признаков в линейном внимании |
-# | $R_i$, $z_i$ | состояние и нормировщик линейного внимания | $\lambda$ | множитель затухания на шаг |
+# | $\phi$ | отображение признаков в линейном внимании | $R_i$, $z_i$ | состояние и нормировщик линейного внимания |
+# | $\lambda$ | множитель затухания на шаг | $(\lambda, \mu)$ | один шаг сканирования $h \mapsto \lambda h + \mu$ |
 # | $h_t$, $x_t$, $y_t$ | состояние, вход и выход SSM на шаге $t$ | $\bar A$, $\bar B$, $C$ | дискретные множители сохранения, записи и чтения SSM ($\bar A_t$, $\bar B_t$, когда их задаёт каждый токен) |
 # | $A$ | непрерывная скорость затухания Mamba, отрицательная: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | размер шага Mamba для токена $t$, а также вес и смещение, из которых он получается |
-# | $(\lambda, \mu)$ | один шаг сканирования $h \mapsto \lambda h + \mu$ | $D$, $N$ | каналы SSM, чисел состояния на канал |
+# | $\tau$ | непрерывное время, только в фиксаторе нулевого порядка | $D$, $N$ | каналы SSM, чисел состояния на канал |
 # | $c_j$, $\rho_j$ | закэшированный латентный вектор и RoPE-ключ в MLA | $\tilde q_i^{(h)}$ | повёрнутая RoPE-часть запроса головы $h$ (MLA) |
-# | $\nu$, $\gamma$ | биты и масштаб квантования | $r$ | шаг (stride) шаблона «с шагом», и ничего больше |
+# | $\nu$, $\gamma$ | биты и масштаб квантования | | |
 #
 # **Термины.** *Prefill* (префилл): первый прямой проход по всему промпту, который заполняет KV-кэш; он
 # оплачивает счёт за вычисления. *Декодирование* (decode): генерация по одному токену, где каждый новый запрос
@@ -1724,7 +1731,9 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 # отказались от окна. Стоки StreamingLLM укладываются в тот же буфер: держите
 # $n_{\text{sink}}$ дополнительных ячеек для первых токенов ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)).
 # Кроме того, StreamingLLM *переиндексирует* позиции внутри кэша: RoPE применяется по номеру ячейки кэша,
-# а не по исходной позиции, так что расстояния, которые видит модель, никогда не превышают размер кэша.
+# а не по исходной позиции, так что расстояния, которые видит модель, никогда не превышают размер кэша. Кольцевой буфер — это
+# доска ровно на $w$ заметок: когда она заполнена, следующая заметка пишется поверх самой старой, и доске
+# никогда не нужно расти, сколько бы ни длилось совещание.
 #
 # **Два соглашения для «окна в 4,096».** В этом ноутбуке $w$ учитывает собственный ключ запроса, как в
 # gpt-oss (его окно в 128 токенов — это 128 ключей, включая текущий). В статье и коде Mistral позиция $i$
@@ -1931,10 +1940,14 @@ show_figure(
 # Фиксированный шаблон экономит время, только если пропускаются целые блоки матрицы оценок, ровно как в
 # разделе 8; шаблон, разбросанный по отдельным токенам, всё равно стоит полного прохода. Более новая идея
 # позволяет модели самой *выбирать* разреженные ключи для каждого запроса: «lightning indexer»
-# («молниеносный индексатор») в DeepSeek-V3.2-Exp дёшево вычисляет оценку каждого ключа (64 маленькие
+# («молниеносный индексатор») в DeepSeek-V3.2 (появился в предварительной версии V3.2-Exp и сохранился в вышедшей
+# [V3.2](https://huggingface.co/deepseek-ai/DeepSeek-V3.2)) дёшево вычисляет оценку каждого ключа (64 маленькие
 # головы ширины 128 поверх одного общего ключа в FP8 на токен), а основное внимание читает только
 # лучшие 2,048 ([конфигурация](https://github.com/deepseek-ai/DeepSeek-V3.2-Exp)).
-# Ключ индексатора — это ещё одна вещь, которую приходится кэшировать на каждый токен.
+# Ключ индексатора — это ещё одна вещь, которую приходится кэшировать на каждый токен. Представьте офис
+# open space: вы говорите с соседними столами (окно); любой может позвонить на ресепшен, который слышит всех
+# (глобальный токен), так что любые два человека не дальше двух звонков друг от друга; а экспресс
+# останавливается у каждого четвёртого стола в ряду (шаблон с шагом).
 #
 # $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < r \;\text{ or }\; (i - j) \bmod r = 0\right)$$
 #
@@ -2125,7 +2138,11 @@ contract_close("scores in the thousands: each softmax is shifted by its row's ma
 # превращается в текущую сумму $R$ (состояние), которая обновляется один раз на токен, как состояние
 # рекуррентной сети ([Katharopoulos и др., 2020](https://arxiv.org/abs/2006.16236)). Цена: состояние имеет
 # фиксированный размер, а $\phi(q) \cdot \phi(k)$ никогда не растягивает разрывы между оценками так, как это
-# делает $e^x$, поэтому веса получаются менее резкими.
+# делает $e^x$, поэтому веса получаются менее резкими. Представьте
+# общий котёл на празднике, куда каждый несёт своё блюдо: в softmax-внимании каждый новый гость пробует
+# каждое блюдо на столе; в линейном внимании каждый гость выливает своё блюдо в общий котёл, а новичок берёт
+# один половник. Котёл никогда не растёт. (*Внешнее произведение* $u\,v^\top$ вектора $u$ длины $d_k$ и вектора
+# $v$ длины $d_v$ — это таблица $d_k \times d_v$ всех произведений $u_a v_b$; состояние $R$ — текущая сумма таких таблиц.)
 #
 # $$R_i = R_{i-1} + \phi(k_i)\, v_i^\top, \qquad z_i = z_{i-1} + \phi(k_i)$$
 #
@@ -2759,7 +2776,9 @@ show_figure(
 # поглощается: поворотные позиционные эмбеддинги поворачивают каждый ключ в зависимости от его позиции, а
 # поворот, зависящий от позиции ключа, нельзя свернуть в одну фиксированную матрицу на стороне запроса.
 # Поэтому MLA передаёт позицию в отдельном небольшом RoPE-ключе, общем для всех голов и хранящемся в кэше
-# рядом с латентным вектором: 512 + 64 числа на токен на слой в DeepSeek-V2 и V3.
+# рядом с латентным вектором: 512 + 64 числа на токен на слой в DeepSeek-V2 и V3. (Матрица имеет *низкий ранг* $r$,
+# если все её строки — смеси всего $r$ строк. Ключи каждой головы, $c\,W^{UK}$, строятся из одних и тех же 512 чисел,
+# поэтому ключи всех голов вместе образуют матрицу ранга не выше 512: именно эту избыточность и убирает латентный вектор.)
 #
 # Если смотреть со стороны кэша, **декодирование в MLA с поглощёнными проекциями — это внимание с одной общей
 # KV-головой (multi-query attention, MQA) поверх латентных векторов ширины 576**: каждая из 128 голов запросов вычисляет
@@ -2979,7 +2998,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
     if len(effective) != len(distances) or effective.shape[1] > 3:
         raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
-    fig, ax = plt.subplots(figsize=(6.6, 4.2))
+    fig, ax = plt.subplots(figsize=(6.6, 3.7))
     for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
@@ -2990,7 +3009,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.47, top=0.9)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.4, top=0.9)
     return fig
 
 
@@ -3016,7 +3035,8 @@ report_section("Latent attention", globals())
 # делят масштаб. У ключей обычно есть несколько *каналов*, которые велики для каждого токена; если масштаб
 # один на токен, эти каналы задают масштаб, а маленькие каналы округляются до нуля. Поэтому KIVI
 # ([Liu и др., 2024](https://arxiv.org/abs/2402.02750)) квантует ключи поканально, а значения — по токенам,
-# и доходит до 2 битов.
+# и доходит до 2 битов. Масштаб — это линейка: каждое число группы записывается в делениях линейки своей
+# группы, поэтому одно огромное число огрубляет все остальные; KIVI даёт каждому каналу ключей свою линейку.
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
 #
@@ -3327,6 +3347,26 @@ report_section("Every design at a glance", globals())
 # | Гибрид SSM + внимание | бо́льшую часть кэша | понемногу и тем, и другим |
 # | Латентный KV (MLA) | кэш — примерно в 57x по соглашению DeepSeek-V2 (71x относительно реальной ширины ключей) | дополнительными матричными вычислениями; для позиции нужен отдельный RoPE-ключ |
 # | Квантованный KV | кэш — примерно в 16 / (число битов) раз | точностью; ключам нужны поканальные масштабы |
+#
+# Меньше KV-голов — это коллеги, которые пользуются одной общей справочной папкой, вместо того чтобы каждый держал
+# свою копию. На сквозном примере токен стоит 512 KiB при 32 KV-головах, 128 KiB при 8, 16 KiB при одной (MQA),
+# 36 KiB в виде латентного вектора 512 + 64 и 33 KiB при 8 головах по 4 бита; столбчатый рисунок в конце этого
+# раздела показывает их.
+#
+# **Как выбирать.** Начинайте с того, где лежат нужные задаче факты, а не с рекламируемого окна. Внутри последних
+# нескольких тысяч токенов: хватит окна (со стоками, чтобы потоковая генерация оставалась устойчивой) или гибрида,
+# работающего в основном локально. У концов длинного входа (инструкции в начале, вопрос в конце): стоки и окно
+# сохраняют оба конца, а *Lost in the Middle* (Liu и др., 2023) показала, что модели и так лучше всего читают концы.
+# Где угодно в длинном документе, и нужно точно (пункт договора, имя функции): сохраните полное внимание в
+# достаточном числе слоёв (GQA, MLA, квантованный кэш) или используйте поиск: положите в промпт несколько нужных
+# фрагментов вместо свалки на миллион токенов. Проверяйте на той длине, с которой будете работать (RULER, Hsieh и др., 2024).
+#
+# **В реальных системах.** Серверы инференса добавляют экономию, которая не требует менять модель: *кэширование
+# префиксов* (prefix caching). Запросы, начинающиеся с одних и тех же токенов (системный промпт, few-shot-примеры,
+# прежние реплики диалога), делят KV-кэш этого префикса, вместо того чтобы вычислять и хранить его заново для каждого
+# запроса. RadixAttention в SGLang хранит такие префиксы в радикс-дереве и переиспользует их автоматически
+# ([Zheng и др., 2023](https://arxiv.org/abs/2312.07104)); кэширование префиксов в vLLM так же делит его страничные
+# блоки (модуль 5.1).
 
 # %% [markdown]
 # ### Передний край на конец 2026 года: четыре архитектуры и их кэши
@@ -3370,29 +3410,135 @@ def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes
             + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
-# (growing numbers per token, fixed numbers), each from the configuration quoted in the text above.
-V4_CSA, V4_HCA, V4_LAYERS, V4_WIDTH, V4_INDEX, V4_WINDOW = 21, 20, 43, 512, 128, 128
-QWEN_ATTENTION, QWEN_DELTA = 12, 36
-sota_designs = {
-    "DeepSeek-V4-Flash (CSA + HCA + window)": (V4_CSA * (V4_WIDTH + V4_INDEX) / 4 + V4_HCA * V4_WIDTH / 128, V4_LAYERS * V4_WINDOW * V4_WIDTH),
-    "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)": (QWEN_ATTENTION * 2 * 2 * 256, QWEN_DELTA * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3)),
-    "Gemma 3 27B (5 local : 1 global)": (10 * 2 * 16 * 128, 52 * 1024 * 2 * 16 * 128),
-    "DeepSeek-V3 (MLA), for comparison": (61 * (512 + 64), 0),
-    "gpt-oss-120b (alternating 128 window)": (18 * 2 * 8 * 64, 18 * 128 * 2 * 8 * 64),
-    "Llama-3.3-70B (GQA), for comparison": (80 * 2 * 8 * 128, 0),
-}
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}")
-for name, (growing, fixed) in sota_designs.items():
-    total = layered_cache_bytes(2**20, growing, fixed)
-    print(f"{name:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {total / GB:>10.1f} GB")
-check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 6_880, 0)
+# Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
+# sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
+# A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
+# vector serves as both); "window" layers keep that for their last `window` tokens only; "latent" layers keep a latent,
+# a RoPE key and, with an indexer, its key; "compressed" layers keep one pooled entry (plus its indexer key) per `ratio`
+# tokens; "state" layers keep a fixed number of numbers.
+CHECKED = "2026-12-01"
+DESIGNS = [
+    {"name": "Llama-3.3-70B (GQA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct (config.json: 80 layers, 8 KV heads, 8,192 / 64 = 128 wide)",
+     "parts": [("full", 80, {"kv_heads": 8, "head_dim": 128})]},
+    {"name": "DeepSeek-V3 (MLA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3 (config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64})]},
+    {"name": "DeepSeek-V3.2 (MLA + indexer)", "status": "reported", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (config.json page found, text not read here; index_head_dim 128 "
+               "as in V3.2-Exp's config and transformers' DeepseekV32Config)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})]},
+    {"name": "gpt-oss-120b (alternating 128 window)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2508.10925 (36 layers, half windowed to 128, 8 KV heads of width 64)",
+     "parts": [("full", 18, {"kv_heads": 8, "head_dim": 64}), ("window", 18, {"kv_heads": 8, "head_dim": 64, "window": 128})]},
+    {"name": "Gemma 3 27B (5 local : 1 global)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2503.19786 (62 layers, 16 KV heads of width 128, window 1,024, pattern 6)",
+     "parts": [("full", 10, {"kv_heads": 16, "head_dim": 128}), ("window", 52, {"kv_heads": 16, "head_dim": 128, "window": 1024})]},
+    {"name": "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)", "status": "checked", "checked": CHECKED,
+     "source": "transformers' Qwen3NextConfig, whose defaults mirror Qwen/Qwen3-Next-80B-A3B-Instruct (48 layers, "
+               "full_attention_interval 4, 2 KV heads); head_dim 256 and the DeltaNet state sizes from the model's config.json",
+     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3})]},
+    {"name": "DeepSeek-V4-Flash (CSA + HCA + window)", "status": "checked (schedule reported)", "checked": CHECKED,
+     "source": "transformers' configuration_deepseek_v4.py for DeepSeek-V4-Flash-Base (43 layers, 1 KV head of 512 with K = V, "
+               "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
+     "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
+               ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
+               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
+    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
+               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
+               "config.json files were not readable here", "parts": None},
+]
+
+
+def design_numbers(parts):
+    """(numbers that grow per token, numbers that do not) of a design given as parts; see DESIGNS."""
+    growing, fixed = 0.0, 0  # a pooled entry per 4 tokens is a fraction of a number per token; fixed numbers are whole
+    for kind, layers, size in parts:
+        per_token = (1 if size.get("k_eq_v") else 2) * size.get("kv_heads", 0) * size.get("head_dim", 0)  # full and window layers
+        if kind == "full":
+            growing += layers * per_token
+        elif kind == "window":
+            fixed += layers * per_token * size["window"]
+        elif kind == "latent":
+            growing += layers * (size["latent"] + size["rope"] + size.get("index", 0))
+        elif kind == "compressed":
+            growing += layers * (size["width"] + size.get("index", 0)) / size["ratio"]
+        elif kind == "state":
+            fixed += layers * size["numbers"]
+        else:
+            raise ValueError(f"unknown part kind {kind!r}; use full, window, latent, compressed or state")
+    return growing, fixed
+
+
+sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  status")
+for design in DESIGNS:
+    if design["parts"] is None:
+        print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
+        continue
+    growing, fixed = sota_designs[design["name"]]
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
+V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 0)
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
-check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 10.2, 1)
-REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0])
-check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
-check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
+REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
+check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
+check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
+check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
+
+# %%
+# The lesson's per-token bars on the running shape (32 layers, head width 128, 16 bits), then today's designs from DESIGNS.
+per_token_bars = {
+    "MHA, 32 KV heads": kv_bytes_per_token(32, 32, 128),
+    "GQA, 8 KV heads": kv_bytes_per_token(32, 8, 128),
+    "latent, 512 + 64": mla_bytes_per_token(32, 512, 64),
+    "GQA 8, 4-bit": quantized_kv_bytes_per_token(32, 8, 128, 4),
+    "MQA, 1 KV head": kv_bytes_per_token(32, 1, 128),
+}
+print("bytes per token of context:", ", ".join(f"{name} {value / KIB:g} KiB" for name, value in per_token_bars.items()))
+REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
+
+
+# %% tags=["hide-input"]
+# @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
+def plot_per_token_bars(running, designs, language="en"):
+    """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [1, 1.35]})
+    names, kib = list(running), [value / KIB for value in running.values()]
+    bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
+    left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
+    left.set_xlim(0, max(kib) * 1.35)
+    left.set_title(localized(language, "Running example (32 layers)", "Пример (32 слоя)"), fontsize=11)
+    sized = [d for d in designs if d["parts"]]
+    growing = [2 * design_numbers(d["parts"])[0] / KIB for d in sized]
+    bars = right.barh([d["name"] for d in sized][::-1], growing[::-1], color=Palette.GREEN, edgecolor=Palette.INK,
+                      hatch=["//" if "reported" in d["status"] else "" for d in sized][::-1])
+    right.bar_label(bars, labels=[f"{v:.1f}" for v in growing[::-1]], padding=3, fontsize=9)
+    right.set_xlim(0, max(growing) * 1.2)
+    right.set_title(localized(language, "Today's models\n(hatched: partly reported)", "Современные модели\n(штриховка: частично по отчётам)"), fontsize=11)
+    for ax in (left, right):
+        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
+        ax.tick_params(axis="y", labelsize=9)
+        ax.grid(axis="y", visible=False)
+    fig.subplots_adjust(left=0.15, right=0.98, wspace=0.95, bottom=0.16, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
+    "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
+    "end is its value. Left, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
+    "for 8 heads at 4 bits, 16 with a single KV head. Right, today's models computed from the DESIGNS table; hatched "
+    "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
+    "could not size are not drawn.",
+)
 
 # %% tags=["hide-input"]
 # @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
@@ -3439,6 +3585,16 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # токеном хранится только окно в 128 токенов. Qwen3-Next и Gemma 3 прирастают на 24 и 80 KiB против 320 KiB
 # у Llama-3.3-70B. Каждая из четырёх архитектур сохраняет *какие-то* слои, которые читают далеко назад;
 # различаются они тем, насколько груба эта дальняя память.
+#
+# Таблица — это данные: для каждой схемы указаны её слои, источник, дата проверки и статус. Строки *checked*
+# (проверено) взяты из файла конфигурации, прочитанного 2026-12-01; строки *carried* (перенесено) сохраняют
+# прежнюю проверку этого модуля; строки *reported* (по сообщениям) частично опираются на вторичный источник.
+# DeepSeek-V3.2 вышла из стадии Exp; ключ её индексатора добавляет к латентному вектору V3 около 15 KiB на токен.
+# Два релиза этой осени перечислены, но не посчитаны, потому что ни один их файл конфигурации не удалось прочитать
+# отсюда: DeepSeek-V4.1-Flash (октябрь 2026; не подтверждено: страница одного провайдера сообщает о KV-кэше
+# примерно в четверть от V4-Flash) и Gemma 4 (E2B, E4B, 26B-A4B, 31B), структуру которой подтверждает
+# `configuration_gemma4.py` из transformers: пять слоёв со скользящим окном на один полный слой, полные слои
+# шириной 512, ключи, при желании совпадающие со значениями, и последние слои, переиспользующие кэши более ранних.
 
 # %% [markdown]
 # ## За 20 секунд
@@ -3530,6 +3686,9 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437 — латентное внимание, поглощение проекций и отдельный ключ для позиции
 # - Liu и др., *KIVI* (2024): https://arxiv.org/abs/2402.02750 — квантование KV-кэша: ключи поканально, значения по токенам
 # - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172 — как модели на самом деле пользуются длинным контекстом
+# - Su и др., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press и др., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409 — поворотные позиционные эмбеддинги и линейные смещения по расстоянию
+# - *The Annotated S4* — S4, собранная шаг за шагом на JAX: https://srush.github.io/annotated-s4
+# - Zheng и др., *SGLang* (2023): https://arxiv.org/abs/2312.07104 — RadixAttention и переиспользование кэша общего префикса
 
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")
