@@ -2207,6 +2207,45 @@ contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1
 expect_raises(ValueError, linear_attention_weights, Qw[:2], Kw, match="same shape")  # 2 query rows, 3 key rows: not a causal n x n
 expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one value row per token")
 
+
+# %% tags=["hide-input"]
+# @title Figure: linear attention's two running sums (the drawing code)
+def draw_running_sums(keys, values, query, S, z, language="en"):
+    """Tokens pour phi(k) v^T into S and phi(k) into z; a query reads both once. Numbers from the by-hand example."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.9)
+    for row, (k, v) in enumerate(zip(feature_map(keys), values)):
+        y = 2.45 - 0.62 * row
+        features = ", ".join(f"{x:g}" for x in k)
+        diagram_box(ax, 1.0, y, 1.7, 0.46, t(f"token {row + 1}: φ(k) = ({features})\nv = {v[0]:g}",
+                                             f"токен {row + 1}: φ(k) = ({features})\nv = {v[0]:g}"), Palette.BLUE, size=8)
+        diagram_arrow(ax, (1.87, y + 0.08), (3.15, 2.2), color=Palette.ORANGE)
+        diagram_arrow(ax, (1.87, y - 0.08), (3.15, 0.95), color=Palette.GREEN)
+    diagram_box(ax, 4.1, 2.2, 1.9, 0.62, t(f"S += φ(k) vᵀ (outer product)\nS = {S.ravel().tolist()}", f"S += φ(k) vᵀ (внешнее произведение)\nS = {S.ravel().tolist()}"),
+                Palette.ORANGE, size=8.5)
+    diagram_box(ax, 4.1, 0.95, 1.9, 0.62, t(f"z += φ(k)\nz = {z.tolist()}", f"z += φ(k)\nz = {z.tolist()}"), Palette.GREEN, size=8.5)
+    phi_q = feature_map(query)
+    shown_q = ", ".join(f"{x:g}" for x in phi_q)
+    diagram_box(ax, 7.35, 1.58, 2.3, 0.9, t(f"query φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}",
+                                            f"запрос φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}"),
+                Palette.PURPLE, size=8.5)
+    diagram_arrow(ax, (5.05, 2.2), (6.2, 1.78), color=Palette.ORANGE, text=t("read once", "прочитать один раз"), shift=(0, 0.2))
+    diagram_arrow(ax, (5.05, 0.95), (6.2, 1.38), color=Palette.GREEN)
+    ax.text(0.15, 0.2, t("the state never grows: d_k × d_v + d_k numbers, at any length", "состояние не растёт: d_k × d_v + d_k чисел при любой длине"),
+            fontsize=8.5, color=Palette.MUTED)
+    return fig
+
+
+show_figure(
+    draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
+    "Left, the three tokens of the by-hand example, each with its key features and its value. Every token pours two "
+    "things into the state and then leaves: its outer product into S (upper arrows) and its key features into z "
+    "(lower arrows). Right, the third query reads S and z once: 62 / 15 = 4.133, the same number as the n x n form. "
+    "Nothing on the right depends on how many tokens came before; that is the whole saving.",
+)
+
 # %%
 # Softmax against linear weights on the same 10 decisive queries (twice the usual size) and keys.
 Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
@@ -2338,6 +2377,41 @@ expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstab
 
 
 # %% tags=["hide-input"]
+# @title Figure: an SSM's two roads, the loop and the convolution (the drawing code)
+def draw_ssm_roads(inputs, states, kernel, keep, language="en"):
+    """Top: the loop h_t = Ā h_(t-1) + B̄ x_t, one step after another. Bottom: the same outputs as one convolution."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 3.0)
+    ax.text(0.15, 2.75, t("loop: how it generates, one step at a time", "цикл: так она генерирует, шаг за шагом"), fontsize=9, color=Palette.MUTED)
+    xs = [1.3 + 1.9 * i for i in range(len(inputs))]
+    for i, (x, h) in enumerate(zip(inputs, states)):
+        diagram_box(ax, xs[i], 2.25, 1.1, 0.4, f"x{i + 1} = {x:g}", Palette.BLUE, size=8.5)
+        diagram_box(ax, xs[i], 1.6, 1.1, 0.4, f"h{i + 1} = {h:g}", Palette.ORANGE, size=8.5)
+        diagram_arrow(ax, (xs[i], 2.04), (xs[i], 1.81), color=Palette.BLUE)
+        if i:
+            diagram_arrow(ax, (xs[i - 1] + 0.56, 1.6), (xs[i] - 0.56, 1.6), color=Palette.ORANGE, text=f"× Ā = {keep:g}", shift=(0, 0.14))
+    ax.text(0.15, 0.95, t("convolution: how a fixed SSM trains, all outputs at once", "свёртка: так обучается фиксированная SSM, все выходы сразу"),
+            fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 2.3, 0.45, 3.6, 0.42, t(f"kernel C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}", f"ядро C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}"),
+                Palette.GREEN, size=8.5)
+    diagram_box(ax, 6.6, 0.45, 3.2, 0.42, t(f"y = kernel ∗ x = {', '.join(f'{h:g}' for h in states)}", f"y = ядро ∗ x = {', '.join(f'{h:g}' for h in states)}"),
+                Palette.GREEN, solid=True, size=8.5)
+    diagram_arrow(ax, (4.12, 0.45), (4.98, 0.45), color=Palette.GREEN)
+    return fig
+
+
+show_figure(
+    draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
+    "Two roads to the same four outputs of the tea example. Top, the loop: each input is added to the state, and the "
+    "state is multiplied by Ā = 0.5 on its way to the next step, so the steps must run one after another, but only one "
+    "number is kept. Bottom, the convolution: the kernel 1, 0.5, 0.25, 0.125 says how much an input counts k steps "
+    "later, and all outputs come out of one multiply-and-add pass. Both end at 2.125; only a fixed Ā allows the bottom road.",
+)
+
+
+# %% tags=["hide-input"]
 # @title Figure: how fast a fixed SSM forgets (the plotting code)
 def plot_ssm_kernels(decays, steps, language="en"):
     """The kernel C Ā^k B̄ (B̄ = C = 1) against the age k of an input, one curve per keep factor Ā."""
@@ -2459,6 +2533,38 @@ contract_close("delta = ln 2 / 2 with a = -2, b = 3 keeps e^(-ln 2) = 0.5 and wr
                "keep = e^(delta a), write = (keep - 1) / a * b")
 expect_raises(ValueError, selective_ssm, RECALL_VALUES, deltas[:3], match="one step size per input")
 expect_raises(TypeError, softplus, None, match="x")
+
+
+# %% tags=["hide-input"]
+# @title Figure: the selective SSM's Δ path (the drawing code)
+def draw_delta_path(marker, delta, keep, write, language="en"):
+    """From what the model sees about a token to its step size, its keep and write factors, and the state update."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.3)
+    diagram_box(ax, 0.75, 1.5, 1.2, 0.5, t(f"token t\nu_t = {marker:g}", f"токен t\nu_t = {marker:g}"), Palette.BLUE, size=8.5)
+    diagram_box(ax, 2.45, 1.5, 1.6, 0.5, f"ω u_t + β\n= {10 * marker - 5:g}", Palette.BLUE, size=8.5)
+    diagram_box(ax, 4.25, 1.5, 1.45, 0.5, f"softplus\nΔ_t = {delta:.3f}", Palette.PURPLE, size=8.5)
+    diagram_box(ax, 6.3, 1.85, 2.1, 0.42, f"Ā_t = e^(Δ_t A) = {keep:.4f}", Palette.ORANGE, size=8.5)
+    diagram_box(ax, 6.3, 1.15, 2.1, 0.42, f"B̄_t = (Ā_t − 1)/A · B = {write:.4f}", Palette.GREEN, size=8.5)
+    for start, end in (((1.36, 1.5), (1.64, 1.5)), ((3.26, 1.5), (3.52, 1.5)), ((4.98, 1.62), (5.24, 1.85)), ((4.98, 1.38), (5.24, 1.15))):
+        diagram_arrow(ax, start, end)
+    diagram_box(ax, 4.6, 0.35, 6.2, 0.42, t("h_t = Ā_t h_(t−1) + B̄_t x_t: a large Δ_t overwrites the state, a tiny one keeps it",
+                                           "h_t = Ā_t h_(t−1) + B̄_t x_t: большой Δ_t перезаписывает состояние, крошечный сохраняет"),
+                Palette.INK, size=8.5)
+    diagram_arrow(ax, (6.3, 0.93), (6.3, 0.57), color=Palette.GREEN)
+    diagram_arrow(ax, (7.36, 1.85), (7.6, 0.57), color=Palette.ORANGE)
+    return fig
+
+
+show_figure(
+    draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
+    "The path one token's step size takes, with the marked 7 of the recall task: the marker u_t = 1 becomes "
+    "10 · 1 − 5 = 5, softplus keeps it positive (Δ_t = 5.007), and the zero-order hold turns it into this token's keep "
+    "factor e^(Δ_t A) = 0.0067 and write factor 0.9933, which enter the usual update. An ordinary token (u_t = 0) takes "
+    "the same path to Δ_t = 0.0067, a keep factor of 0.9933 and a write factor of 0.0067.",
+)
 
 
 # %% tags=["hide-input"]
@@ -3022,6 +3128,41 @@ expect("a one-bit-per-number cache with a 7-bit scale: 2 x (1 + 7) / 8 = 2 bytes
 expect_raises(ValueError, quantized_kv_bytes_per_token, 0, 8, 128, 4, match="layers")
 expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bits=-1, match="scale_bits")
 
+
+# %% tags=["hide-input"]
+# @title Figure: the quantized cache's write and read (the drawing code)
+def draw_quantized_cache(vector, codes, scale, bits, language="en"):
+    """Write: a vector becomes integer codes and one scale. Read: codes times the scale give the numbers back."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.5)
+    shown = ", ".join(f"{x:g}" for x in vector)
+    back = ", ".join(f"{c * scale:.2g}" for c in codes)
+    ax.text(0.15, 2.3, t("write (once per token)", "запись (один раз на токен)"), fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 1.2, 1.8, 2.0, 0.45, t(f"key ({shown})", f"ключ ({shown})"), Palette.BLUE, size=8.5)
+    diagram_box(ax, 3.85, 1.8, 2.3, 0.45, f"γ = max|x| / {2 ** (bits - 1) - 1} = {scale:g}", Palette.PURPLE, size=8.5)
+    diagram_box(ax, 6.9, 1.8, 2.9, 0.55, t(f"cache: codes ({', '.join(str(c) for c in codes)}), {bits} bits each\n+ γ in 16 bits",
+                                          f"кэш: коды ({', '.join(str(c) for c in codes)}), по {bits} бита\n+ γ в 16 битах"),
+                Palette.ORANGE, solid=True, size=8.5)
+    diagram_arrow(ax, (2.22, 1.8), (2.68, 1.8))
+    diagram_arrow(ax, (5.02, 1.8), (5.43, 1.8), text=t("round(x / γ)", "round(x / γ)"), shift=(0, 0.17))
+    ax.text(0.15, 0.95, t("read (every time a query attends)", "чтение (каждый раз, когда запрос смотрит в кэш)"), fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 6.9, 0.45, 2.9, 0.45, t(f"codes × γ = ({back})", f"коды × γ = ({back})"), Palette.GREEN, size=8.5)
+    diagram_box(ax, 2.6, 0.45, 3.4, 0.45, t("attention reads the rounded key", "внимание читает округлённый ключ"), Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (6.9, 1.51), (6.9, 0.69), color=Palette.ORANGE)
+    diagram_arrow(ax, (5.44, 0.45), (4.31, 0.45), color=Palette.GREEN)
+    return fig
+
+
+show_figure(
+    draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
+    "Top, the write: the by-hand key shares one scale γ, its largest magnitude divided by the top 4-bit code, 0.7 / 7 = "
+    "0.1, and is stored as the codes 7, −3, 2, 0 (4 bits each) plus γ (16 bits). Bottom, the read: every query that "
+    "attends multiplies the codes by γ again and gets 0.7, −0.3, 0.2 and 0 back; the 0.04 was smaller than half a "
+    "step, so it is gone. Which numbers share a γ (a token's vector, or a channel over tokens) is the whole of section 14's question.",
+)
+
 # %%
 
 
@@ -3110,8 +3251,8 @@ def plot_quantization_errors(bits, errors, language="en"):
     labels = {"plain keys, per token": localized(language, "plain keys, per token", "обычные ключи, по токенам"),
               "outlier keys, per token": localized(language, "outlier keys, per token", "ключи с выбросами, по токенам"),
               "outlier keys, per channel (KIVI-style)": localized(language, "outlier keys, per channel (KIVI-style)", "ключи с выбросами, по каналам (в духе KIVI)")}
-    for k, ((name, row), color) in enumerate(zip(errors.items(), (Palette.GREY, Palette.RED, Palette.GREEN))):
-        ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, label=labels[name])
+    for k, ((name, row), color, hatch) in enumerate(zip(errors.items(), (Palette.GREY, Palette.ORANGE, Palette.BLUE), ("", "//", ".."))):
+        ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, hatch=hatch, edgecolor=Palette.INK, label=labels[name])
     log_scale(ax, "y")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%"))
     ax.set_xticks(x, [localized(language, f"{b}-bit", f"{b} бит") for b in bits])
@@ -3125,8 +3266,9 @@ def plot_quantization_errors(bits, errors, language="en"):
 show_figure(
     plot_quantization_errors(BITS, errors, language=LANGUAGE),
     "Each group of bars is one bit width; the height is how much the attention output moved, relative to its size, "
-    "on a log axis (each gridline ten times the last). Grey: ordinary random keys, one scale per token. Red: keys with "
-    "four large channels, still one scale per token, so the small channels are crushed. Green: the same keys with one "
+    "on a log axis (each gridline ten times the last). Plain grey bars: ordinary random keys, one scale per token. "
+    "Hatched orange bars: keys with four large channels, still one scale per token, so the small channels are crushed. "
+    "Dotted blue bars: the same keys with one "
     "scale per channel (KIVI-style: KIVI's axis, without its token groups or full-precision recent window), which removes "
     "most of that damage at every bit width shown.",
 )
