@@ -16,6 +16,8 @@
 # - **Exercise 2:** `linear_attention_recurrent`
 # - **Exercise 3:** `parallel_scan`
 # - **Exercise 4:** `mla_absorbed_attention`
+# - **Exercise 5:** `kivi_cache`
+# - **Exercise 6:** `selective_step`
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
@@ -1112,6 +1114,84 @@ def check_latent_absorption_contract(mla_absorbed_attention):
         )
     return {"max_error": error, "rope_branch": "PASS"}
 # builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
+# builder:begin inline check_kivi_axes_contract
+def check_kivi_axes_contract(kivi_cache):
+    """Judge ``kivi_cache(K, V, bits) -> (K_hat, V_hat)``: K and V [T, d] read back after symmetric quantization with
+    KIVI's axes, one key scale per channel (shared over the tokens) and one value scale per token (shared over the
+    channels), each scale the group's largest magnitude over the top code 2**(bits - 1) - 1. Returns a summary.
+    """
+    import numpy as np
+
+    def reference(x, bits, shared_axis):
+        top = 2 ** (bits - 1) - 1
+        scale = np.abs(x).max(axis=shared_axis, keepdims=True) / top
+        scale = np.where(scale > 0, scale, 1.0)
+        return np.round(x / scale) * scale
+
+    def run(prop, case, hint, K, V, bits):
+        return contract_parts(prop, case, contract_call(prop, case, hint, kivi_cache, K, V, bits), ("K_hat", "V_hat"))
+
+    # Keys whose first channel is large for every token; values whose first token is large in every channel.
+    K = np.array([[8.0, 0.3, -0.2], [-7.0, 0.1, 0.25], [6.0, -0.3, 0.05]])
+    V = np.array([[9.0, -8.0, 7.0], [0.2, -0.1, 0.3], [-0.3, 0.15, 0.1]])
+    case = "K with a large first channel, V with a large first token, 4 bits"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, 4)
+    contract_close(
+        "keys get one scale per channel, so a large channel leaves the small ones readable", case, K_hat, reference(K, 4, 0),
+        "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)",
+    )
+    contract_close(
+        "values get one scale per token, so a large token leaves the others readable", case, V_hat, reference(V, 4, 1),
+        "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0",
+    )
+    gen = np.random.default_rng(707)
+    worst = 0.0
+    for T, d, bits in ((1, 1, 2), (5, 4, 3), (16, 8, 4), (7, 32, 8)):
+        K, V = gen.standard_normal((T, d)), gen.standard_normal((T, d))
+        case = f"random K, V [{T}, {d}] at {bits} bits"
+        K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, bits)
+        worst = max(worst, contract_close("keys per channel, values per token, at any size and bit width", case, np.concatenate([K_hat, V_hat]),
+                                          np.concatenate([reference(K, bits, 0), reference(V, bits, 1)]),
+                                          "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale"))
+    case = "an all-zero K and V"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", np.zeros((2, 3)), np.zeros((2, 3)), 4)
+    contract_close("an all-zero group reads back as zeros, not NaN", case, np.concatenate([K_hat, V_hat]), np.zeros((4, 3)),
+                   "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN")
+    return {"max_error": worst, "axes": "PASS"}
+# builder:end sha256=4a2fbb1a04cf2af8225ca66554ad027fee2053ab82a89c772f54acca59d35131
+# builder:begin inline check_selective_step_contract
+def check_selective_step_contract(selective_step):
+    """Judge ``selective_step(h, x, delta, a, b, c) -> (h_new, y)``: one selective-SSM step with the zero-order hold,
+    keep = e^(delta a), write = (keep - 1) / a * b, h_new = keep h + write x, y = c h_new. Returns a summary.
+    """
+    import math
+
+    def reference(h, x, delta, a, b, c):
+        keep = math.exp(delta * a)
+        h_new = keep * h + (keep - 1.0) / a * b * x
+        return h_new, c * h_new
+
+    def run(prop, case, hint, *args):
+        return contract_parts(prop, case, contract_call(prop, case, hint, selective_step, *args), ("h_new", "y"))
+
+    marked = (0.0, 7.0, math.log1p(math.exp(5.0)), -1.0, 1.0, 1.0)
+    case = "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *marked)
+    contract_close("the marked token writes almost all of itself: h_new = 0.9933 x 7", case, list(got), list(reference(*marked)),
+                   "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b")
+    plain = (6.953, 0.4, math.log1p(math.exp(-5.0)), -1.0, 1.0, 1.0)
+    case = "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *plain)
+    contract_close("an ordinary token keeps 0.9933 of the state", case, list(got), list(reference(*plain)),
+                   "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state")
+    worst = 0.0
+    for args in ((1.5, -2.0, 0.3, -0.5, 2.0, 3.0), (0.0, 1.0, 1e-6, -1.0, 1.0, 1.0), (-3.0, 4.0, 20.0, -2.0, 0.5, -1.0), (2.0, 0.0, 0.7, -4.0, 1.0, 0.5)):
+        case = "h, x, delta, a, b, c = " + ", ".join(f"{v:g}" for v in args)
+        got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *args)
+        worst = max(worst, contract_close("one step with any decay rate, write and read factor", case, list(got), list(reference(*args)),
+                                          "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
+    return {"max_error": worst, "zero_order_hold": "PASS"}
+# builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
 print("4 contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
@@ -1203,8 +1283,35 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     weights /= weights.sum(axis=-1, keepdims=True)
     mixed = weights @ latent  # (H, T_q, d_c): blend the cached latents first ...
     return np.einsum("hqc,hcm->qm", mixed, W_uv @ W_o)  # ... then one folded matrix per head, heads summed''',
+    "Exercise 5": r'''# Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T
+# numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use
+# this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).
+def kivi_cache(K, V, bits):
+    """K and V read back after quantization with KIVI's axes: keys one scale per channel, values one per token."""
+    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if K.shape != V.shape:
+        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    bits = require_int("bits", bits, minimum=2, maximum=16)
+    K_hat = dequantize(*quantize(K, bits, shared_axis=0))  # a channel's T numbers share one scale
+    V_hat = dequantize(*quantize(V, bits, shared_axis=1))  # a token's d numbers share one scale
+    return K_hat, V_hat''',
+    "Exercise 6": r'''# Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input
+# x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c:
+# keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).
+def selective_step(h, x, delta, a, b, c):
+    """One selective-SSM step with the zero-order hold; returns (new state, output)."""
+    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
+    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
+    if a == 0.0:
+        raise ValueError("a must be negative (the state must fade); got 0")
+    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
+    require_product_in_range("the new state", (1.0 + bound,), "scale h, x or b down")
+    require_product_in_range("the output", (1.0 + bound, c), "scale h, x, b or c down")
+    keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
+    h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
+    return h_new, c * h_new''',
 }
-# builder:end sha256=810f31bc68f9778c17cc22741dc136bb5060453d0112183b1b10ebc0c3cd3680
+# builder:end sha256=37fcf9fa0a88a8e70374ef253f9960690fd5b81b7fd54afc3d21c947208a56ce
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -3352,6 +3459,104 @@ show_figure(
 
 # %%
 report_section("Quantized KV cache", globals())
+
+
+# %% tags=["hide-input"]
+# @title Reference solution of Exercise 5 (a spoiler: it stands in only if you skip the exercise)
+# Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T
+# numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use
+# this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).
+def kivi_cache(K, V, bits):
+    """K and V read back after quantization with KIVI's axes: keys one scale per channel, values one per token."""
+    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if K.shape != V.shape:
+        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    bits = require_int("bits", bits, minimum=2, maximum=16)
+    K_hat = dequantize(*quantize(K, bits, shared_axis=0))  # a channel's T numbers share one scale
+    V_hat = dequantize(*quantize(V, bits, shared_axis=1))  # a token's d numbers share one scale
+    return K_hat, V_hat
+
+
+REFERENCE_SOLUTIONS["Exercise 5"] = {"kivi_cache": kivi_cache}
+
+
+# %% tags=["exercise"]
+# Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T
+# numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use
+# this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).
+def kivi_cache(K, V, bits):
+    """K and V read back after quantization with KIVI's axes: keys one scale per channel, values one per token."""
+    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if K.shape != V.shape:
+        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    bits = require_int("bits", bits, minimum=2, maximum=16)
+    # Your code here.
+    raise NotImplementedError("Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).")
+
+
+# %%
+check_exercise("Exercise 5", check_kivi_axes_contract, kivi_cache, globals())
+
+# %%
+K_outliers = np.random.default_rng(SEED).standard_normal((64, 64))
+K_outliers[:, :4] *= 10.0  # four channels large for every token, as in section 14's experiment
+K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
+K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
+small = K_outliers[:, 4:]  # the 60 ordinary channels
+kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
+print(f"4-bit keys, error on the 60 ordinary channels: one scale per channel {kivi_error:.1%}, one scale per token {token_error:.1%}")
+expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
+
+
+# %% tags=["hide-input"]
+# @title Reference solution of Exercise 6 (a spoiler: it stands in only if you skip the exercise)
+# Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input
+# x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c:
+# keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).
+def selective_step(h, x, delta, a, b, c):
+    """One selective-SSM step with the zero-order hold; returns (new state, output)."""
+    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
+    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
+    if a == 0.0:
+        raise ValueError("a must be negative (the state must fade); got 0")
+    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
+    require_product_in_range("the new state", (1.0 + bound,), "scale h, x or b down")
+    require_product_in_range("the output", (1.0 + bound, c), "scale h, x, b or c down")
+    keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
+    h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
+    return h_new, c * h_new
+
+
+REFERENCE_SOLUTIONS["Exercise 6"] = {"selective_step": selective_step}
+
+
+# %% tags=["exercise"]
+# Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input
+# x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c:
+# keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).
+def selective_step(h, x, delta, a, b, c):
+    """One selective-SSM step with the zero-order hold; returns (new state, output)."""
+    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
+    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
+    if a == 0.0:
+        raise ValueError("a must be negative (the state must fade); got 0")
+    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
+    require_product_in_range("the new state", (1.0 + bound,), "scale h, x or b down")
+    require_product_in_range("the output", (1.0 + bound, c), "scale h, x, b or c down")
+    # Your code here.
+    raise NotImplementedError("Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c: keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).")
+
+
+# %%
+check_exercise("Exercise 6", check_selective_step_contract, selective_step, globals())
+
+# %%
+h_step, stepped = 0.0, []
+for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
+    h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
+    stepped.append(y_t)
+print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selective_ssm's {selective[-1]:.4f}")
+expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
 
 # %% [markdown]
