@@ -2308,7 +2308,7 @@ expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one
 
 # %% tags=["hide-input"]
 # @title Figure: linear attention's two running sums (the drawing code)
-def draw_running_sums(keys, values, query, S, z, language="en"):
+def _draw_running_sums(keys, values, query, S, z, language="en"):
     """Tokens pour phi(k) v^T into S and phi(k) into z; a query reads both once. Numbers from the by-hand example."""
     from functools import partial
 
@@ -2337,7 +2337,7 @@ def draw_running_sums(keys, values, query, S, z, language="en"):
 
 
 show_figure(
-    draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
+    _draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
     "Left, the three tokens of the by-hand example, each with its key features and its value. Every token pours two "
     "things into the state and then leaves: its outer product into S (upper arrows) and its key features into z "
     "(lower arrows). Right, the third query reads S and z once: 62 / 15 = 4.133, the same number as the n x n form. "
@@ -2476,7 +2476,7 @@ expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstab
 
 # %% tags=["hide-input"]
 # @title Figure: an SSM's two roads, the loop and the convolution (the drawing code)
-def draw_ssm_roads(inputs, states, kernel, keep, language="en"):
+def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
     """Top: the loop h_t = Ā h_(t-1) + B̄ x_t, one step after another. Bottom: the same outputs as one convolution."""
     from functools import partial
 
@@ -2501,7 +2501,7 @@ def draw_ssm_roads(inputs, states, kernel, keep, language="en"):
 
 
 show_figure(
-    draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
+    _draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
     "Two roads to the same four outputs of the tea example. Top, the loop: each input is added to the state, and the "
     "state is multiplied by Ā = 0.5 on its way to the next step, so the steps must run one after another, but only one "
     "number is kept. Bottom, the convolution: the kernel 1, 0.5, 0.25, 0.125 says how much an input counts k steps "
@@ -2635,7 +2635,7 @@ expect_raises(TypeError, softplus, None, match="x")
 
 # %% tags=["hide-input"]
 # @title Figure: the selective SSM's Δ path (the drawing code)
-def draw_delta_path(marker, delta, keep, write, language="en"):
+def _draw_delta_path(marker, delta, keep, write, language="en"):
     """From what the model sees about a token to its step size, its keep and write factors, and the state update."""
     from functools import partial
 
@@ -2657,7 +2657,7 @@ def draw_delta_path(marker, delta, keep, write, language="en"):
 
 
 show_figure(
-    draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
+    _draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
     "The path one token's step size takes, with the marked 7 of the recall task: the marker u_t = 1 becomes "
     "10 · 1 − 5 = 5, softplus keeps it positive (Δ_t = 5.007), and the zero-order hold turns it into this token's keep "
     "factor e^(Δ_t A) = 0.0067 and write factor 0.9933, which enter the usual update. An ordinary token (u_t = 0) takes "
@@ -3226,7 +3226,7 @@ expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bit
 
 # %% tags=["hide-input"]
 # @title Figure: the quantized cache's write and read (the drawing code)
-def draw_quantized_cache(vector, codes, scale, bits, language="en"):
+def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
     """Write: a vector becomes integer codes and one scale. Read: codes times the scale give the numbers back."""
     from functools import partial
 
@@ -3251,7 +3251,7 @@ def draw_quantized_cache(vector, codes, scale, bits, language="en"):
 
 
 show_figure(
-    draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
+    _draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
     "Top, the write: the by-hand key shares one scale γ, its largest magnitude divided by the top 4-bit code, 0.7 / 7 = "
     "0.1, and is stored as the codes 7, −3, 2, 0 (4 bits each) plus γ (16 bits). Bottom, the read: every query that "
     "attends multiplies the codes by γ again and gets 0.7, −0.3, 0.2 and 0 back; the 0.04 was smaller than half a "
@@ -3862,6 +3862,14 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # 11. **How many KiB per token does Gemma 3 27B's cache grow by (10 global layers of 62, 16 KV heads of width 128, 16-bit)?**
 #
 #    <details><summary>Answer</summary>80 KiB</details>
+#
+# 12. **What does one Mamba-shaped SSM layer carry between tokens: $d_{\text{inner}} = 8{,}192$ channels of 16 state numbers, plus a convolution state of $8{,}192 \times 4$, in fp32?**
+#
+#    <details><summary>Answer</summary>655,360 bytes (327,680 in bf16), at any context length</details>
+#
+# 13. **What does one token of context cost on the running example (32 layers, width 128, 16-bit) with a single KV head (MQA)?**
+#
+#    <details><summary>Answer</summary>16,384 bytes, 16 KiB</details>
 
 # %%
 # The numeric self-test answers, recomputed: a wrong answer in the text above stops here.
@@ -3869,6 +3877,8 @@ self_test_answers = {
     "hybrid 4 + 28 at 131,072 tokens (bytes)": (hybrid_cache_bytes(131_072), 2_151_153_664),
     "running example at 4 bits (bytes per token)": (quantized_kv_bytes_per_token(32, 8, 128, 4), 33_792),
     "Gemma 3 27B growing KiB per token": (kv_bytes_per_token(10, 16, 128) // KIB, 80),
+    "Mamba-shaped SSM layer, fp32 (bytes)": ((8192 * 16 + 8192 * 4) * 4, 655_360),
+    "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
     print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
