@@ -1279,7 +1279,6 @@ def kivi_cache(K, V, bits):
     K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if K.shape != V.shape:
         raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
-    bits = require_int("bits", bits, minimum=2, maximum=16)
     K_hat = dequantize(*quantize(K, bits, shared_axis=0))  # a channel's T numbers share one scale
     V_hat = dequantize(*quantize(V, bits, shared_axis=1))  # a token's d numbers share one scale
     return K_hat, V_hat''',
@@ -1293,13 +1292,13 @@ def selective_step(h, x, delta, a, b, c):
     if a == 0.0:
         raise ValueError("a must be negative (the state must fade); got 0")
     bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
-    require_product_in_range("the new state", (1.0 + bound,), "scale h, x or b down")
-    require_product_in_range("the output", (1.0 + bound, c), "scale h, x, b or c down")
+    require_product_in_range("the new state", (bound,), "scale h, x or b down")
+    require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
     keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
     h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
     return h_new, c * h_new''',
 }
-# builder:end sha256=37fcf9fa0a88a8e70374ef253f9960690fd5b81b7fd54afc3d21c947208a56ce
+# builder:end sha256=8e8918d7ff4c12eef36b513d4f6daa86f7f35d6518ffbfab73296f00a54f7509
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -1806,7 +1805,9 @@ def require_product_in_range(what, factors, fix):
     return log_bound
 
 
-expect_raises(FloatingPointError, require_product_in_range, "q . k", (np.full(2, 1e200), np.full(2, 1e200), 2), "scale Q and K down", match="scale Q and K down")
+expect_raises(FloatingPointError, require_product_in_range, "q . k", (np.array([1e200, 1.0]), np.array([1e200, 1.0]), 2), "scale Q and K down", match="scale Q and K down")
+expect_raises(FloatingPointError, require_product_in_range, "a product of 1e308", (np.array([1e308]),), "refused: within a factor e of the largest float")
+expect("a product of 5e307 (more than e times under the largest float) is allowed", require_product_in_range("5e307", (5e307,), "allowed"), "<", 709.0)
 expect("a zero factor bounds any product by zero", require_product_in_range("0 x 1e300", (np.zeros(2), 1e300), "nothing to fix"), "==", -math.inf)
 
 
@@ -3381,7 +3382,6 @@ def kivi_cache(K, V, bits):
     K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if K.shape != V.shape:
         raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
-    bits = require_int("bits", bits, minimum=2, maximum=16)
     ### BEGIN SOLUTION
     K_hat = dequantize(*quantize(K, bits, shared_axis=0))  # a channel's T numbers share one scale
     V_hat = dequantize(*quantize(V, bits, shared_axis=1))  # a token's d numbers share one scale
@@ -3414,8 +3414,8 @@ def selective_step(h, x, delta, a, b, c):
     if a == 0.0:
         raise ValueError("a must be negative (the state must fade); got 0")
     bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
-    require_product_in_range("the new state", (1.0 + bound,), "scale h, x or b down")
-    require_product_in_range("the output", (1.0 + bound, c), "scale h, x, b or c down")
+    require_product_in_range("the new state", (bound,), "scale h, x or b down")
+    require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
     ### BEGIN SOLUTION
     keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
     h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
@@ -3433,6 +3433,16 @@ for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one
     stepped.append(y_t)
 print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selective_ssm's {selective[-1]:.4f}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
+
+# %% tags=["hide-input"]
+# @title Edge cases of Exercises 5 and 6: bit widths, step sizes and decay rates that are refused, a state past float64
+for bad_bits in (1, 17):
+    expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
+expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
+expect_raises(ValueError, selective_step, 0.0, 1.0, 0.0, -1.0, 1.0, 1.0, match="delta")  # a step size of 0 is no step
+for bad_a in (0.0, 0.5):
+    expect_raises(ValueError, selective_step, 0.0, 1.0, 0.5, bad_a, 1.0, 1.0, match="a must")
+expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10, 1.0, match="float64")  # |h| + delta |b x| = 1e308
 
 
 # %% [markdown]
@@ -3665,11 +3675,10 @@ def design_numbers(parts):
     """(numbers that grow per token, numbers that do not) of a design given as parts; see DESIGNS."""
     growing, fixed = 0.0, 0  # a pooled entry per 4 tokens is a fraction of a number per token; fixed numbers are whole
     for kind, layers, size in parts:
-        per_token = (1 if size.get("k_eq_v") else 2) * size.get("kv_heads", 0) * size.get("head_dim", 0)  # full and window layers
         if kind == "full":
-            growing += layers * per_token
+            growing += layers * (1 if size.get("k_eq_v") else 2) * size["kv_heads"] * size["head_dim"]  # a key and a value per KV head
         elif kind == "window":
-            fixed += layers * per_token * size["window"]
+            fixed += layers * (1 if size.get("k_eq_v") else 2) * size["kv_heads"] * size["head_dim"] * size["window"]
         elif kind == "latent":
             growing += layers * (size["latent"] + size["rope"] + size.get("index", 0))
         elif kind == "compressed":
@@ -3690,7 +3699,9 @@ for design in DESIGNS:
     growing, fixed = sota_designs[design["name"]]
     print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
-check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 0)
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
+check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
+expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name in ("DeepSeek-V3 (MLA)", "Llama-3.3-70B (GQA)")], "==", [0, 0])
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
@@ -3755,6 +3766,7 @@ expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, -1, match="fixed_numbers")
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, 0, bytes_per_value=0, match="bytes_per_value")
+expect("a full layer whose key is its value keeps one vector per token, a window layer likewise", (design_numbers([("full", 1, {"kv_heads": 1, "head_dim": 4, "k_eq_v": True})]), design_numbers([("window", 1, {"kv_heads": 1, "head_dim": 4, "window": 3})])), "==", ((4.0, 0), (0.0, 24)))
 
 
 # %%
