@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module5_2_long_context.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759`.*
-# <!-- builder:end sha256=df6ce1cba64b3bf657ebe59600e83d2c2f91ef24645dfbb522f842637ad107bf -->
+# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
+# <!-- builder:end sha256=f25865f89931068905bcfa34f8c7ff127eb6916ac5d76f2e9d2979e7db6c9050 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
@@ -21,8 +21,8 @@
 # solution. Fix your cell, run it and its check again; the last cell lists every exercise that
 # still runs on the reference.
 
-# %%
-# Setup 1 of 5: install only the allow-listed packages that are missing.
+# %% tags=["hide-input"]
+# @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -50,31 +50,6 @@ def install_missing(modules):
     return missing
 # builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
 
-installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
-
-# %%
-# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
-import gc
-import json
-import math
-import os
-import sys
-import time
-import tracemalloc
-
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
-
-import matplotlib
-
-if "ipykernel" not in sys.modules:
-    matplotlib.use("Agg")  # `python notebooks/module5_modern_attention.py` draws off-screen
-
-import matplotlib.pyplot as plt
-import numpy as np
-import torch
-import torch.nn.functional as F
-
 # builder:begin inline report_environment
 def report_environment():
     """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
@@ -99,6 +74,33 @@ def report_environment():
         )
     return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
 # builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
+
+
+installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
+
+# %%
+# Setup 2 of 5: imports, seeds and a plotting backend that also works as a plain script.
+import gc
+import json
+import math
+import os
+import sys
+import time
+import tracemalloc
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"  # one BLAS thread, set before NumPy loads: steady timings, identical sums on every run
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # `python notebooks/module5_2_long_context.py` draws off-screen
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
 
 SEED = 4
 LANGUAGE = "en"  # figure labels: "en" or "ru"
@@ -233,7 +235,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin reference module5_2
 REFERENCE_SOURCE = "references/module5_2.json"
-REFERENCE_SHA256 = "cf36bf871fad454b31a06bc19bf2960c0f1cf0050d33957ee8c0758d234a8759"
+REFERENCE_SHA256 = "00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "designs_at_1m_bytes": [549755813888, 137438953472, 38654705664, 35433480192, 17183539200, 536870912, 4194304],
@@ -259,6 +261,7 @@ REFERENCE_JSON = r"""{
   "mla": {
     "bytes_per_token": 70272
   },
+  "per_token_bars_bytes": [524288, 131072, 36864, 33792, 16384],
   "quantized": {
     "bytes_per_token_4bit": 33792,
     "codes_4bit": [7, -3, 2, 0]
@@ -291,7 +294,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=89e71d9a42af2a71c2cc3b464e3edaa06970f304e5de0fc9175831ff259f139d
+# builder:end sha256=5310261b8a55a3a4701e70028459708e3c94ee574b4131c26c44909b7fcec62a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -999,8 +1002,14 @@ def check_rolling_buffer_contract(rolling_window_decode):
     prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
     outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
     contract_close(prop, "window=1", outputs, V, hint)
-    return {"max_error": worst, "largest_buffer": "PASS"}
-# builder:end sha256=c71d7c6a1eda7fe91a0c04272772b4151a5445f8b466daac797d1158279010fb
+    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its row's max survives.
+    Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2"
+    hint = "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
+    outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
+    contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
+    return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}
+# builder:end sha256=697e0f17f259ac1c89cb7eecb0749133781f6a5a86a6cb9851529848eb6dd3ad
 # builder:begin inline check_linear_attention_contract
 def check_linear_attention_contract(linear_attention_recurrent):
     """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
@@ -1182,6 +1191,84 @@ def check_latent_absorption_contract(mla_absorbed_attention):
         )
     return {"max_error": error, "rope_branch": "PASS"}
 # builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
+# builder:begin inline check_kivi_axes_contract
+def check_kivi_axes_contract(kivi_cache):
+    """Judge ``kivi_cache(K, V, bits) -> (K_hat, V_hat)``: K and V [T, d] read back after symmetric quantization with
+    KIVI's axes, one key scale per channel (shared over the tokens) and one value scale per token (shared over the
+    channels), each scale the group's largest magnitude over the top code 2**(bits - 1) - 1. Returns a summary.
+    """
+    import numpy as np
+
+    def reference(x, bits, shared_axis):
+        top = 2 ** (bits - 1) - 1
+        scale = np.abs(x).max(axis=shared_axis, keepdims=True) / top
+        scale = np.where(scale > 0, scale, 1.0)
+        return np.round(x / scale) * scale
+
+    def run(prop, case, hint, K, V, bits):
+        return contract_parts(prop, case, contract_call(prop, case, hint, kivi_cache, K, V, bits), ("K_hat", "V_hat"))
+
+    # Keys whose first channel is large for every token; values whose first token is large in every channel.
+    K = np.array([[8.0, 0.3, -0.2], [-7.0, 0.1, 0.25], [6.0, -0.3, 0.05]])
+    V = np.array([[9.0, -8.0, 7.0], [0.2, -0.1, 0.3], [-0.3, 0.15, 0.1]])
+    case = "K with a large first channel, V with a large first token, 4 bits"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, 4)
+    contract_close(
+        "keys get one scale per channel, so a large channel leaves the small ones readable", case, K_hat, reference(K, 4, 0),
+        "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)",
+    )
+    contract_close(
+        "values get one scale per token, so a large token leaves the others readable", case, V_hat, reference(V, 4, 1),
+        "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0",
+    )
+    gen = np.random.default_rng(707)
+    worst = 0.0
+    for T, d, bits in ((1, 1, 2), (5, 4, 3), (16, 8, 4), (7, 32, 8)):
+        K, V = gen.standard_normal((T, d)), gen.standard_normal((T, d))
+        case = f"random K, V [{T}, {d}] at {bits} bits"
+        K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, bits)
+        worst = max(worst, contract_close("keys per channel, values per token, at any size and bit width", case, np.concatenate([K_hat, V_hat]),
+                                          np.concatenate([reference(K, bits, 0), reference(V, bits, 1)]),
+                                          "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale"))
+    case = "an all-zero K and V"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", np.zeros((2, 3)), np.zeros((2, 3)), 4)
+    contract_close("an all-zero group reads back as zeros, not NaN", case, np.concatenate([K_hat, V_hat]), np.zeros((4, 3)),
+                   "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN")
+    return {"max_error": worst, "axes": "PASS"}
+# builder:end sha256=4a2fbb1a04cf2af8225ca66554ad027fee2053ab82a89c772f54acca59d35131
+# builder:begin inline check_selective_step_contract
+def check_selective_step_contract(selective_step):
+    """Judge ``selective_step(h, x, delta, a, b, c) -> (h_new, y)``: one selective-SSM step with the zero-order hold,
+    keep = e^(delta a), write = (keep - 1) / a * b, h_new = keep h + write x, y = c h_new. Returns a summary.
+    """
+    import math
+
+    def reference(h, x, delta, a, b, c):
+        keep = math.exp(delta * a)
+        h_new = keep * h + (keep - 1.0) / a * b * x
+        return h_new, c * h_new
+
+    def run(prop, case, hint, *args):
+        return contract_parts(prop, case, contract_call(prop, case, hint, selective_step, *args), ("h_new", "y"))
+
+    marked = (0.0, 7.0, math.log1p(math.exp(5.0)), -1.0, 1.0, 1.0)
+    case = "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *marked)
+    contract_close("the marked token writes almost all of itself: h_new = 0.9933 x 7", case, list(got), list(reference(*marked)),
+                   "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b")
+    plain = (6.953, 0.4, math.log1p(math.exp(-5.0)), -1.0, 1.0, 1.0)
+    case = "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *plain)
+    contract_close("an ordinary token keeps 0.9933 of the state", case, list(got), list(reference(*plain)),
+                   "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state")
+    worst = 0.0
+    for args in ((1.5, -2.0, 0.3, -0.5, 2.0, 3.0), (0.0, 1.0, 1e-6, -1.0, 1.0, 1.0), (-3.0, 4.0, 20.0, -2.0, 0.5, -1.0), (2.0, 0.0, 0.7, -4.0, 1.0, 0.5)):
+        case = "h, x, delta, a, b, c = " + ", ".join(f"{v:g}" for v in args)
+        got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *args)
+        worst = max(worst, contract_close("one step with any decay rate, write and read factor", case, list(got), list(reference(*args)),
+                                          "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
+    return {"max_error": worst, "zero_order_hold": "PASS"}
+# builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
 print("4 contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
@@ -1206,18 +1293,19 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "US5zaGFwZVswXSA9PSBLLnNoYXBlWzBdID09IFYuc2hhcGVbMF0gYW5kIFEuc2hhcGVbMV0gPT0gSy5zaGFwZVsxXSk6CiAg",
         "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVCwgZF9rXSwgSyBbVCwgZF9rXSwgViBbVCwgZF92XSBmb3IgdGhl",
         "IHNhbWUgVCB0b2tlbnM7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHdpbmRvdyA9IHJlcXVp",
-        "cmVfaW50KCJ3aW5kb3ciLCB3aW5kb3csIG1pbmltdW09MSkKICAgIChuLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBl",
-        "WzFdCiAgICBzbG90cyA9IG1pbih3aW5kb3csIG4pICAjIGEgd2luZG93IGxvbmdlciB0aGFuIHRoZSBzdHJlYW0gbmV2ZXIg",
-        "ZmlsbHM6IG9ubHkgdGhlIGRhdGEgaXMgYWxsb2NhdGVkCiAgICBrZXlzLCB2YWx1ZXMgPSBucC56ZXJvcygoc2xvdHMsIGRf",
-        "aykpLCBucC56ZXJvcygoc2xvdHMsIGRfdikpICAjIGFsbCB0aGUgbWVtb3J5IHRoZXJlIGlzCiAgICBvdXRwdXRzLCBsYXJn",
-        "ZXN0ID0gbnAuZW1wdHkoKG4sIGRfdikpLCAwCiAgICBmb3IgdCBpbiByYW5nZShuKToKICAgICAgICBzbG90ID0gdCAlIHdp",
-        "bmRvdyAgIyB0aGUgb2xkZXN0IHRva2VuLCB0IC0gd2luZG93LCBsZWF2ZXMgZXhhY3RseSBub3cKICAgICAgICBrZXlzW3Ns",
-        "b3RdLCB2YWx1ZXNbc2xvdF0gPSBLW3RdLCBWW3RdCiAgICAgICAgaGVsZCA9IG1pbih0ICsgMSwgd2luZG93KSAgIyBzbG90",
-        "cyBmaWxsZWQgc28gZmFyCiAgICAgICAgbGFyZ2VzdCA9IG1heChsYXJnZXN0LCBoZWxkKQogICAgICAgIHNjb3JlcyA9IGtl",
-        "eXNbOmhlbGRdIEAgUVt0XSAvIG1hdGguc3FydChkX2spICAjIChoZWxkLCk6IHNsb3Qgb3JkZXIgZG9lcyBub3QgbWF0dGVy",
-        "IHRvIGEgc29mdG1heAogICAgICAgIHdlaWdodHMgPSBucC5leHAoc2NvcmVzIC0gc2NvcmVzLm1heCgpKQogICAgICAgIG91",
-        "dHB1dHNbdF0gPSB3ZWlnaHRzIEAgdmFsdWVzWzpoZWxkXSAvIHdlaWdodHMuc3VtKCkKICAgIHJldHVybiBvdXRwdXRzLCBs",
-        "YXJnZXN0",
+        "cmVfaW50KCJ3aW5kb3ciLCB3aW5kb3csIG1pbmltdW09MSkKICAgIHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgiYSBzY29y",
+        "ZSBxIC4gaywgb3IgYSBzdW0gb2YgdmFsdWVzIiwgKFEsIEssIFEuc2hhcGVbMV0sIFYsIGxlbihWKSksICJzY2FsZSBRLCBL",
+        "IGFuZCBWIGRvd24iKQogICAgKG4sIGRfayksIGRfdiA9IFEuc2hhcGUsIFYuc2hhcGVbMV0KICAgIHNsb3RzID0gbWluKHdp",
+        "bmRvdywgbikgICMgYSB3aW5kb3cgbG9uZ2VyIHRoYW4gdGhlIHN0cmVhbSBuZXZlciBmaWxsczogb25seSB0aGUgZGF0YSBp",
+        "cyBhbGxvY2F0ZWQKICAgIGtleXMsIHZhbHVlcyA9IG5wLnplcm9zKChzbG90cywgZF9rKSksIG5wLnplcm9zKChzbG90cywg",
+        "ZF92KSkgICMgYWxsIHRoZSBtZW1vcnkgdGhlcmUgaXMKICAgIG91dHB1dHMsIGxhcmdlc3QgPSBucC5lbXB0eSgobiwgZF92",
+        "KSksIDAKICAgIGZvciB0IGluIHJhbmdlKG4pOgogICAgICAgIHNsb3QgPSB0ICUgd2luZG93ICAjIHRoZSBvbGRlc3QgdG9r",
+        "ZW4sIHQgLSB3aW5kb3csIGxlYXZlcyBleGFjdGx5IG5vdwogICAgICAgIGtleXNbc2xvdF0sIHZhbHVlc1tzbG90XSA9IEtb",
+        "dF0sIFZbdF0KICAgICAgICBoZWxkID0gbWluKHQgKyAxLCB3aW5kb3cpICAjIHNsb3RzIGZpbGxlZCBzbyBmYXIKICAgICAg",
+        "ICBsYXJnZXN0ID0gbWF4KGxhcmdlc3QsIGhlbGQpCiAgICAgICAgc2NvcmVzID0ga2V5c1s6aGVsZF0gQCBRW3RdIC8gbWF0",
+        "aC5zcXJ0KGRfaykgICMgKGhlbGQsKTogc2xvdCBvcmRlciBkb2VzIG5vdCBtYXR0ZXIgdG8gYSBzb2Z0bWF4CiAgICAgICAg",
+        "d2VpZ2h0cyA9IG5wLmV4cChzY29yZXMgLSBzY29yZXMubWF4KCkpCiAgICAgICAgb3V0cHV0c1t0XSA9IHdlaWdodHMgQCB2",
+        "YWx1ZXNbOmhlbGRdIC8gd2VpZ2h0cy5zdW0oKQogICAgcmV0dXJuIG91dHB1dHMsIGxhcmdlc3Q=",
     ),
     "Exercise 2": (
         "IyBFeGVyY2lzZSAyOiBXcml0ZSBsaW5lYXIgYXR0ZW50aW9uIGFzIGEgcmVjdXJyZW5jZS4gS2VlcCBTIChkX2ssIGRfdikg",
@@ -1230,38 +1318,44 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBub3QgKFEuc2hhcGVbMF0gPT0gSy5zaGFwZVswXSA9PSBWLnNo",
         "YXBlWzBdIGFuZCBRLnNoYXBlWzFdID09IEsuc2hhcGVbMV0pOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEg",
         "W24sIGRfa10sIEsgW24sIGRfa10sIFYgW24sIGRfdl0gZm9yIHRoZSBzYW1lIG47IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBl",
-        "fSwge1Yuc2hhcGV9IikKICAgIFMsIHogPSBucC56ZXJvcygoSy5zaGFwZVsxXSwgVi5zaGFwZVsxXSkpLCBucC56ZXJvcyhL",
-        "LnNoYXBlWzFdKQogICAgb3V0cHV0cyA9IG5wLmVtcHR5KChRLnNoYXBlWzBdLCBWLnNoYXBlWzFdKSkKICAgIGZvciBpLCAo",
-        "cSwgaywgdikgaW4gZW51bWVyYXRlKHppcChmZWF0dXJlX21hcChRKSwgZmVhdHVyZV9tYXAoSyksIFYpKToKICAgICAgICBT",
-        "ICs9IG5wLm91dGVyKGssIHYpICAjIHBvdXIgdGhpcyB0b2tlbidzIHZhbHVlIGluLCB3ZWlnaHRlZCBieSBpdHMga2V5IGZl",
-        "YXR1cmVzCiAgICAgICAgeiArPSBrICAjIGFuZCByZW1lbWJlciBob3cgbXVjaCB3ZWlnaHQgd2VudCBpbgogICAgICAgIG91",
-        "dHB1dHNbaV0gPSBxIEAgUyAvIChxIEAgeikKICAgIHJldHVybiBvdXRwdXRzLCBTLCB6",
+        "fSwge1Yuc2hhcGV9IikKICAgIHBoaV9ib3VuZCA9IDEuMCArIG5wLm1heGltdW0obnAuY29uY2F0ZW5hdGUoW1EucmF2ZWwo",
+        "KSwgSy5yYXZlbCgpXSksIDAuMCkubWF4KCkgICMgcGhpKHgpIDw9IDEgKyBtYXgoeCwgMCkKICAgIHJlcXVpcmVfcHJvZHVj",
+        "dF9pbl9yYW5nZSgicGhpKHEpIC4gUyIsIChwaGlfYm91bmQsIHBoaV9ib3VuZCwgUS5zaGFwZVsxXSwgbGVuKFYpLCBucC5t",
+        "YXhpbXVtKG5wLmFicyhWKSwgMS4wKSksICJzY2FsZSBRLCBLIGFuZCBWIGRvd24iKQogICAgUywgeiA9IG5wLnplcm9zKChL",
+        "LnNoYXBlWzFdLCBWLnNoYXBlWzFdKSksIG5wLnplcm9zKEsuc2hhcGVbMV0pCiAgICBvdXRwdXRzID0gbnAuZW1wdHkoKFEu",
+        "c2hhcGVbMF0sIFYuc2hhcGVbMV0pKQogICAgZm9yIGksIChxLCBrLCB2KSBpbiBlbnVtZXJhdGUoemlwKGZlYXR1cmVfbWFw",
+        "KFEpLCBmZWF0dXJlX21hcChLKSwgVikpOgogICAgICAgIFMgKz0gbnAub3V0ZXIoaywgdikgICMgcG91ciB0aGlzIHRva2Vu",
+        "J3MgdmFsdWUgaW4sIHdlaWdodGVkIGJ5IGl0cyBrZXkgZmVhdHVyZXMKICAgICAgICB6ICs9IGsgICMgYW5kIHJlbWVtYmVy",
+        "IGhvdyBtdWNoIHdlaWdodCB3ZW50IGluCiAgICAgICAgb3V0cHV0c1tpXSA9IHEgQCBTIC8gKHEgQCB6KQogICAgcmV0dXJu",
+        "IG91dHB1dHMsIFMsIHo=",
     ),
     "Exercise 3": (
-        "IyBFeGVyY2lzZSAzOiBDb21wdXRlIGV2ZXJ5IHN0YXRlIG9mIGhfdCA9IGFfdCBoXyh0LTEpICsgYl90IChoXzAgPSAwKSB3",
-        "aXRoIGEgcGFyYWxsZWwgc2Nhbi4KIyBJbiBlYWNoIHJvdW5kLCBldmVyeSBwb3NpdGlvbiBtZXJnZXMgd2l0aCB0aGUgcG9z",
-        "aXRpb24gYHNoaWZ0YCBwbGFjZXMgZWFybGllciAoYmVmb3JlIHRoZSBzdGFydCwKIyB1c2UgdGhlIGRvLW5vdGhpbmcgc3Rl",
-        "cCAoMSwgMCkpOiAoYV9wcmV2LCBiX3ByZXYpIHRoZW4gKGEsIGIpIGdpdmVzIChhX3ByZXYgKiBhLCBhICogYl9wcmV2ICsg",
-        "YikuCiMgRG91YmxlIGBzaGlmdGAgZWFjaCByb3VuZCB1bnRpbCBpdCByZWFjaGVzIFQuIFJldHVybiAoc3RhdGVzLCByb3Vu",
-        "ZHMpLiBEbyBub3QgbW9kaWZ5IGEgb3IgYi4KZGVmIHBhcmFsbGVsX3NjYW4oYSwgYik6CiAgICAiIiJFdmVyeSBzdGF0ZSBv",
-        "ZiBoX3QgPSBhX3QgaF8odC0xKSArIGJfdCAoaF8wID0gMCkgaW4gY2VpbChsb2cyIFQpIHJvdW5kcyBvZiBtZXJnZXM7IHJl",
-        "dHVybnMgKHN0YXRlcywgcm91bmRzKS4iIiIKICAgIGEsIGIgPSByZXF1aXJlX2FycmF5KCJhIiwgYSwgbmRpbT0xKSwgcmVx",
-        "dWlyZV9hcnJheSgiYiIsIGIsIG5kaW09MSkKICAgIGlmIGEuc2hhcGUgIT0gYi5zaGFwZToKICAgICAgICByYWlzZSBWYWx1",
-        "ZUVycm9yKGYiYSBhbmQgYiBuZWVkIG9uZSBlbnRyeSBwZXIgc3RlcDsgZ290IHthLnNpemV9IGFuZCB7Yi5zaXplfSIpCiAg",
-        "ICAjIHxoX3R8IDw9IHN1bXxifCAqIHByb2QgbWF4KDEsIHxhfCksIGFuZCBzbyBpcyBldmVyeSBwcm9kdWN0IGEgbWVyZ2Ug",
-        "Zm9ybXM6IHJlZnVzZSwgYmVmb3JlIHNjYW5uaW5nLCB3aGF0IGNvdWxkIG92ZXJmbG93LgogICAgd2l0aCBucC5lcnJzdGF0",
-        "ZShkaXZpZGU9Imlnbm9yZSIpOgogICAgICAgIGxvZ19ib3VuZCA9IG5wLmxvZyhucC5hYnMoYikuc3VtKCkpICsgbnAubG9n",
-        "KG5wLm1heGltdW0obnAuYWJzKGEpLCAxLjApKS5zdW0oKQogICAgaWYgbG9nX2JvdW5kID4gbnAubG9nKG5wLmZpbmZvKGZs",
-        "b2F0KS5tYXgpOgogICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcihmInRoZSBzY2FuJ3Mgc3RhdGVzIG9yIHByb2R1",
-        "Y3RzIGNvdWxkIGdyb3cgcGFzdCBmbG9hdDY0J3MgbGFyZ2VzdCBudW1iZXIgKGFib3V0IDEuOGUzMDgpOiAiCiAgICAgICAg",
-        "ICAgICAgICAgICAgICAgICAgICAgICAgIGYic3VtfGJ8ICogcHJvZCBtYXgoMSwgfGF8KSBpcyBhYm91dCBlXntsb2dfYm91",
-        "bmQ6LjBmfTsgc2NhbGUgYSBvciBiIGRvd24iKQogICAgYSwgYiA9IGEuYXN0eXBlKGZsb2F0KSwgYi5hc3R5cGUoZmxvYXQp",
-        "ICAjIGNvcGllczogdGhlIGNhbGxlcidzIGFycmF5cyBzdGF5IHVudG91Y2hlZAogICAgc2hpZnQsIHJvdW5kcyA9IDEsIDAK",
-        "ICAgIHdoaWxlIHNoaWZ0IDwgbGVuKGEpOgogICAgICAgIGFfcHJldiA9IG5wLmNvbmNhdGVuYXRlKFtucC5vbmVzKHNoaWZ0",
-        "KSwgYVs6LXNoaWZ0XV0pICAjIGJlZm9yZSB0aGUgc3RhcnQ6IHRoZSBkby1ub3RoaW5nIHN0ZXAgKDEsIDApCiAgICAgICAg",
-        "Yl9wcmV2ID0gbnAuY29uY2F0ZW5hdGUoW25wLnplcm9zKHNoaWZ0KSwgYls6LXNoaWZ0XV0pCiAgICAgICAgYSwgYiA9IGFf",
-        "cHJldiAqIGEsIGEgKiBiX3ByZXYgKyBiICAjIGJvdGggcmlnaHQtaGFuZCBzaWRlcyB1c2UgdGhpcyByb3VuZCdzIG9sZCBh",
-        "CiAgICAgICAgc2hpZnQsIHJvdW5kcyA9IDIgKiBzaGlmdCwgcm91bmRzICsgMQogICAgcmV0dXJuIGIsIHJvdW5kcw==",
+        "IyBFeGVyY2lzZSAzOiBDb21wdXRlIGV2ZXJ5IHN0YXRlIG9mIGhfdCA9IM67X3QgaF8odC0xKSArIM68X3QgKGhfMCA9IDAp",
+        "IHdpdGggYSBwYXJhbGxlbCBzY2FuOyB0aGUKIyBhcnJheXMgYSBhbmQgYiBob2xkIHRoZSDOuydzIGFuZCB0aGUgzrwncywg",
+        "c28gYSBzdGVwICjOuywgzrwpIGlzIChhW3RdLCBiW3RdKSBpbiB0aGUgY29kZS4KIyBJbiBlYWNoIHJvdW5kLCBldmVyeSBw",
+        "b3NpdGlvbiBtZXJnZXMgd2l0aCB0aGUgcG9zaXRpb24gYHNoaWZ0YCBwbGFjZXMgZWFybGllciAoYmVmb3JlIHRoZSBzdGFy",
+        "dCwKIyB1c2UgdGhlIGRvLW5vdGhpbmcgc3RlcCAoMSwgMCkpOiAoYV9wcmV2LCBiX3ByZXYpIHRoZW4gKGEsIGIpIGdpdmVz",
+        "IChhX3ByZXYgKiBhLCBhICogYl9wcmV2ICsgYikuCiMgRG91YmxlIGBzaGlmdGAgZWFjaCByb3VuZCB1bnRpbCBpdCByZWFj",
+        "aGVzIFQuIFJldHVybiAoc3RhdGVzLCByb3VuZHMpLiBEbyBub3QgbW9kaWZ5IGEgb3IgYi4KZGVmIHBhcmFsbGVsX3NjYW4o",
+        "YSwgYik6CiAgICAiIiJFdmVyeSBzdGF0ZSBvZiBoX3QgPSBhX3QgaF8odC0xKSArIGJfdCAoaF8wID0gMCkgaW4gY2VpbChs",
+        "b2cyIFQpIHJvdW5kcyBvZiBtZXJnZXM7IHJldHVybnMgKHN0YXRlcywgcm91bmRzKS4iIiIKICAgIGEsIGIgPSByZXF1aXJl",
+        "X2FycmF5KCJhIiwgYSwgbmRpbT0xKSwgcmVxdWlyZV9hcnJheSgiYiIsIGIsIG5kaW09MSkKICAgIGlmIGEuc2hhcGUgIT0g",
+        "Yi5zaGFwZToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYiYSBhbmQgYiBuZWVkIG9uZSBlbnRyeSBwZXIgc3RlcDsgZ290",
+        "IHthLnNpemV9IGFuZCB7Yi5zaXplfSIpCiAgICAjIHxoX3R8IDw9IHN1bXxifCAqIHByb2QgbWF4KDEsIHxhfCksIGFuZCBz",
+        "byBpcyBldmVyeSBwcm9kdWN0IGEgbWVyZ2UgZm9ybXM6IHJlZnVzZSwgYmVmb3JlIHNjYW5uaW5nLCB3aGF0IGNvdWxkIG92",
+        "ZXJmbG93LgogICAgd2l0aCBucC5lcnJzdGF0ZShkaXZpZGU9Imlnbm9yZSIpOgogICAgICAgIGxvZ19ib3VuZCA9IG5wLmxv",
+        "ZyhucC5hYnMoYikuc3VtKCkpICsgbnAubG9nKG5wLm1heGltdW0obnAuYWJzKGEpLCAxLjApKS5zdW0oKQogICAgaWYgbG9n",
+        "X2JvdW5kID4gbnAubG9nKG5wLmZpbmZvKGZsb2F0KS5tYXgpOgogICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcihm",
+        "InRoZSBzY2FuJ3Mgc3RhdGVzIG9yIHByb2R1Y3RzIGNvdWxkIGdyb3cgcGFzdCBmbG9hdDY0J3MgbGFyZ2VzdCBudW1iZXIg",
+        "KGFib3V0IDEuOGUzMDgpOiAiCiAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIGYic3VtfGJ8ICogcHJvZCBtYXgo",
+        "MSwgfGF8KSBpcyBhYm91dCBlXntsb2dfYm91bmQ6LjBmfTsgc2NhbGUgYSBvciBiIGRvd24iKQogICAgYSwgYiA9IGEuYXN0",
+        "eXBlKGZsb2F0KSwgYi5hc3R5cGUoZmxvYXQpICAjIGNvcGllczogdGhlIGNhbGxlcidzIGFycmF5cyBzdGF5IHVudG91Y2hl",
+        "ZAogICAgc2hpZnQsIHJvdW5kcyA9IDEsIDAKICAgIHdoaWxlIHNoaWZ0IDwgbGVuKGEpOgogICAgICAgIGFfcHJldiA9IG5w",
+        "LmNvbmNhdGVuYXRlKFtucC5vbmVzKHNoaWZ0KSwgYVs6LXNoaWZ0XV0pICAjIGJlZm9yZSB0aGUgc3RhcnQ6IHRoZSBkby1u",
+        "b3RoaW5nIHN0ZXAgKDEsIDApCiAgICAgICAgYl9wcmV2ID0gbnAuY29uY2F0ZW5hdGUoW25wLnplcm9zKHNoaWZ0KSwgYls6",
+        "LXNoaWZ0XV0pCiAgICAgICAgYSwgYiA9IGFfcHJldiAqIGEsIGEgKiBiX3ByZXYgKyBiICAjIGJvdGggcmlnaHQtaGFuZCBz",
+        "aWRlcyB1c2UgdGhpcyByb3VuZCdzIG9sZCBhCiAgICAgICAgc2hpZnQsIHJvdW5kcyA9IDIgKiBzaGlmdCwgcm91bmRzICsg",
+        "MQogICAgcmV0dXJuIGIsIHJvdW5kcw==",
     ),
     "Exercise 4": (
         "IyBFeGVyY2lzZSA0OiBBdHRlbmQgb24gdGhlIGxhdGVudCBjYWNoZSB3aXRob3V0IGV4cGFuZGluZyBpdC4gTW92ZSBlYWNo",
@@ -1285,8 +1379,43 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "aGUgY2FjaGVkIGxhdGVudHMgZmlyc3QgLi4uCiAgICByZXR1cm4gbnAuZWluc3VtKCJocWMsaGNtLT5xbSIsIG1peGVkLCBX",
         "X3V2IEAgV19vKSAgIyAuLi4gdGhlbiBvbmUgZm9sZGVkIG1hdHJpeCBwZXIgaGVhZCwgaGVhZHMgc3VtbWVk",
     ),
+    "Exercise 5": (
+        "IyBFeGVyY2lzZSA1OiBRdWFudGl6ZSBhIGNhY2hlIHdpdGggS0lWSSdzIGF4ZXMgYW5kIHJlYWQgaXQgYmFjay4gS2V5cyBL",
+        "IFtULCBkXSBnZXQgb25lIHNjYWxlIHBlciBjaGFubmVsICh0aGUgVAojIG51bWJlcnMgb2YgYSBjaGFubmVsIHNoYXJlIGl0",
+        "KTsgdmFsdWVzIFYgW1QsIGRdIGdldCBvbmUgc2NhbGUgcGVyIHRva2VuICh0aGUgZCBudW1iZXJzIG9mIGEgdG9rZW4gc2hh",
+        "cmUgaXQpLiBVc2UKIyB0aGlzIHNlY3Rpb24ncyBxdWFudGl6ZSh4LCBiaXRzLCBzaGFyZWRfYXhpcykgYW5kIGRlcXVhbnRp",
+        "emUuIFJldHVybiAoS19oYXQsIFZfaGF0KS4KZGVmIGtpdmlfY2FjaGUoSywgViwgYml0cyk6CiAgICAiIiJLIGFuZCBWIHJl",
+        "YWQgYmFjayBhZnRlciBxdWFudGl6YXRpb24gd2l0aCBLSVZJJ3MgYXhlczoga2V5cyBvbmUgc2NhbGUgcGVyIGNoYW5uZWws",
+        "IHZhbHVlcyBvbmUgcGVyIHRva2VuLiIiIgogICAgSywgViA9IHJlcXVpcmVfYXJyYXkoIksiLCBLLCBuZGltPTIpLCByZXF1",
+        "aXJlX2FycmF5KCJWIiwgViwgbmRpbT0yKQogICAgaWYgSy5zaGFwZSAhPSBWLnNoYXBlOgogICAgICAgIHJhaXNlIFZhbHVl",
+        "RXJyb3IoZiJLIGFuZCBWIG11c3QgYm90aCBiZSBbVCwgZF0gZm9yIHRoZSBzYW1lIHRva2VucyBhbmQgd2lkdGg7IGdvdCB7",
+        "Sy5zaGFwZX0gYW5kIHtWLnNoYXBlfSIpCiAgICBLX2hhdCA9IGRlcXVhbnRpemUoKnF1YW50aXplKEssIGJpdHMsIHNoYXJl",
+        "ZF9heGlzPTApKSAgIyBhIGNoYW5uZWwncyBUIG51bWJlcnMgc2hhcmUgb25lIHNjYWxlCiAgICBWX2hhdCA9IGRlcXVhbnRp",
+        "emUoKnF1YW50aXplKFYsIGJpdHMsIHNoYXJlZF9heGlzPTEpKSAgIyBhIHRva2VuJ3MgZCBudW1iZXJzIHNoYXJlIG9uZSBz",
+        "Y2FsZQogICAgcmV0dXJuIEtfaGF0LCBWX2hhdA==",
+    ),
+    "Exercise 6": (
+        "IyBFeGVyY2lzZSA2OiBPbmUgc3RlcCBvZiBhIHNlbGVjdGl2ZSBTU00gKHNlY3Rpb24gMTIpLCB0aGUgZGlzY3JldGlzYXRp",
+        "b24gaW5jbHVkZWQuIEdpdmVuIHRoZSBzdGF0ZSBoLCB0aGUgaW5wdXQKIyB4LCB0aGlzIHRva2VuJ3Mgc3RlcCBzaXplIGRl",
+        "bHRhID4gMCwgdGhlIGRlY2F5IHJhdGUgYSA8IDAgYW5kIHRoZSB3cml0ZSBhbmQgcmVhZCBmYWN0b3JzIGIgYW5kIGM6CiMg",
+        "a2VlcCA9IGVeKGRlbHRhIGEpLCB3cml0ZSA9IChrZWVwIC0gMSkgLyBhICogYiwgdGhlbiBoX25ldyA9IGtlZXAgKiBoICsg",
+        "d3JpdGUgKiB4IGFuZCB5ID0gYyAqIGhfbmV3LiBSZXR1cm4gKGhfbmV3LCB5KS4KZGVmIHNlbGVjdGl2ZV9zdGVwKGgsIHgs",
+        "IGRlbHRhLCBhLCBiLCBjKToKICAgICIiIk9uZSBzZWxlY3RpdmUtU1NNIHN0ZXAgd2l0aCB0aGUgemVyby1vcmRlciBob2xk",
+        "OyByZXR1cm5zIChuZXcgc3RhdGUsIG91dHB1dCkuIiIiCiAgICBoLCB4LCBiLCBjID0gKHJlcXVpcmVfcmVhbChuYW1lLCB2",
+        "YWx1ZSkgZm9yIG5hbWUsIHZhbHVlIGluICgoImgiLCBoKSwgKCJ4IiwgeCksICgiYiIsIGIpLCAoImMiLCBjKSkpCiAgICBk",
+        "ZWx0YSwgYSA9IHJlcXVpcmVfcmVhbCgiZGVsdGEiLCBkZWx0YSwgbWluaW11bT0wLjAsIHN0cmljdF9taW5pbXVtPVRydWUp",
+        "LCByZXF1aXJlX3JlYWwoImEiLCBhLCBtYXhpbXVtPTAuMCkKICAgIGlmIGEgPT0gMC4wOgogICAgICAgIHJhaXNlIFZhbHVl",
+        "RXJyb3IoImEgbXVzdCBiZSBuZWdhdGl2ZSAodGhlIHN0YXRlIG11c3QgZmFkZSk7IGdvdCAwIikKICAgIGJvdW5kID0gYWJz",
+        "KGgpICsgZGVsdGEgKiBhYnMoYikgKiBhYnMoeCkgICMgfGhfbmV3fCA8PSB8aHwgKyBkZWx0YSB8YiB4fCwgc2luY2UgfChl",
+        "XihkZWx0YSBhKSAtIDEpIC8gYXwgPD0gZGVsdGEKICAgIHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgidGhlIG5ldyBzdGF0",
+        "ZSIsIChib3VuZCwpLCAic2NhbGUgaCwgeCBvciBiIGRvd24iKQogICAgcmVxdWlyZV9wcm9kdWN0X2luX3JhbmdlKCJ0aGUg",
+        "b3V0cHV0IiwgKGJvdW5kLCBjKSwgInNjYWxlIGgsIHgsIGIgb3IgYyBkb3duIikKICAgIGtlZXAgPSBtYXRoLmV4cChkZWx0",
+        "YSAqIGEpICAjIGJldHdlZW4gMCBhbmQgMTogaG93IG11Y2ggb2YgdGhlIG9sZCBzdGF0ZSBzdXJ2aXZlcwogICAgaF9uZXcg",
+        "PSBrZWVwICogaCArIChrZWVwIC0gMS4wKSAvIGEgKiBiICogeCAgIyB0aGUgemVyby1vcmRlciBob2xkJ3Mgd3JpdGUgZmFj",
+        "dG9yIHRpbWVzIHRoZSBpbnB1dAogICAgcmV0dXJuIGhfbmV3LCBjICogaF9uZXc=",
+    ),
 }.items()}
-# builder:end sha256=73bb392ac3ca8ae22f9514309cb9b6488039a3dd7a0cb64ff63cb9e1c5733426
+# builder:end sha256=664420dd5d13edc9578767b1fc2a4e0cb38922279fbf73bcadca99aeb4402930
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -1509,7 +1638,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
 # builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
-    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
+    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
     from functools import partial
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
@@ -1520,7 +1649,7 @@ def draw_scan_tree(levels, language="en"):
     for i, x in enumerate(xs):
         ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
     for r, y in enumerate(ys):
-        label = t("the steps (a, b)", "шаги (a, b)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
+        label = t("the steps (λ, μ)", "шаги (λ, μ)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
         ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
         for i, (a, b) in enumerate(levels[r]):
             final = r == rounds
@@ -1529,10 +1658,10 @@ def draw_scan_tree(levels, language="en"):
                 diagram_arrow(ax, (xs[i], ys[r - 1] - 0.2), (xs[i], y + 0.2))
                 if i >= 2 ** (r - 1):
                     diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
-    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each b is the state h_t", "последний раунд: каждое b есть состояние h_t"), ha="right", va="center",
+    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each μ is the state h_t", "последний раунд: каждое μ есть состояние h_t"), ha="right", va="center",
             fontsize=8.5, color=Palette.MUTED)
     return fig
-# builder:end sha256=c28224086f7a1213c9c0d23583766e07d521120524e43c6af75cae7ba410b33d
+# builder:end sha256=5208a9ab811165ab719770c5331bb045f8b325b0e45e1e7003c4f6e0d106bcad
 # builder:begin inline draw_layer_stacks
 def draw_layer_stacks(stacks, language="en"):
     """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
@@ -1572,35 +1701,43 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 
 
 # %% [markdown]
+# ## What you need from before
+#
+# - **Attention** (Module 3): $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, a row of weights per query; a causal mask lets query $i$ read keys $j \le i$.
+# - **The two bills** (Module 5.1, section 1): prefill pays compute that grows with $n^2$; decoding pays a KV cache that grows with $n$, $2\,L\,H_{kv}\,d_h\,b$ bytes per token.
+# - **The running example** (5.1): Llama-3-8B's attention shape, 32 layers and 8 KV heads of width 128 at 16 bits: 128 KiB per token, 17.2 GB at 128k tokens.
+# - **Masks as numbers** (5.1, section 2): an additive mask holds 0 where a query may read and $-\infty$ where it may not; windows and sinks are masks.
+# - **Fewer KV heads and the latent cache** (5.1, sections 3 and 5): GQA and MQA shrink the cache by sharing KV heads; DeepSeek-V3's latent cache costs 70,272 bytes per token.
+#
+# A hidden cell after the notation defines again every function of 5.1 that this part calls; nothing else is assumed.
+
+# %% [markdown]
 # ## Notation and words used in this module
 #
 # One symbol, one meaning, from here to the end. Code names are in `code font` where they differ.
 #
 # | Symbol | Meaning | Symbol | Meaning |
 # |---|---|---|---|
-# | $n$ | context length in tokens | $T_q$, $T_k$ | queries and keys in one call |
-# | $i$, $j$ | query position, key position | $p_0$ | absolute position of the first query (`query_start`) |
-# | $L$ | layers | $\kappa$ | a layer's index |
-# | $H$, $H_{kv}$ | query heads, key-value heads per layer | $G$ | query heads per KV head, $H / H_{kv}$ |
+# | $n$ | context length in tokens | $i$, $j$ | query position, key position |
+# | $L$ | layers | $H$, $H_{kv}$ | query heads, key-value heads per layer |
 # | $d_k$, $d_v$, $d_h$, $d$ | key, value and head widths ($d$ when they are equal) | $b$ | bytes per stored number |
-# | $w$ | window, in keys, the query's own included | $W$ | Mistral's window, the query's own excluded: $w = W + 1$ |
-# | $n_{\text{sink}}$ | sink tokens kept at the start (StreamingLLM) | $\sigma_h$ | gpt-oss's learned sink logit of query head $h$ |
+# | $w$ | window, in keys, the query's own included (never a weight) | $W$ | Mistral's window, the query's own excluded: $w = W + 1$ |
+# | $n_{\text{sink}}$ | sink tokens kept at the start (StreamingLLM) | $r$ | stride of a strided pattern, and nothing else |
 # | $s_{ij}$, $p_{ij}$ | a score and its softmax weight | $M_{ij}$ | additive mask entry: 0, a bias, or $-\infty$ |
-# | $m$, $\ell$, $u$ | online softmax: running max, sum, numerator | $\alpha$ | rescale factor $e^{m_{\text{old}} - m_{\text{new}}}$ |
-# | $\tau$ | tile size (`tile_size`) | $S$, $P$, $O$ | a score tile, its weights, the output accumulator |
-# | $M_{\text{sram}}$ | on-chip memory, in numbers | $B_r$, $B_c$ | FlashAttention's query and key block sizes |
-# | $r$ | stride of a strided sparse pattern | $\phi$ | linear attention's feature map |
-# | $R_i$, $z_i$ | linear attention's state and normaliser | $\lambda$ | a decay factor per step |
-# | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $A$, $B$, $C$ | SSM keep (decay), write and read factors |
-# | $\Delta_t$ | Mamba's step size for token $t$ | $\bar A_t$, $\bar B_t$ | discretised keep and write factors |
-# | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ | $D$, $N$ | SSM channels, state numbers per channel |
-# | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\nu$, $\gamma$ | quantization bits and scale |
+# | $\phi$ | linear attention's feature map | $R_i$, $z_i$ | linear attention's state and normaliser |
+# | $\lambda$ | a decay factor per step | $(\lambda, \mu)$ | one scan step $h \mapsto \lambda h + \mu$ |
+# | $h_t$, $x_t$, $y_t$ | SSM state, input, output at step $t$ | $\bar A$, $\bar B$, $C$ | an SSM's discrete keep, write and read factors ($\bar A_t$, $\bar B_t$ when each token sets them) |
+# | $A$ | Mamba's continuous decay rate, negative: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | Mamba's step size for token $t$, and the weight and offset that make it |
+# | $\tau$ | continuous time, in the zero-order hold only | $D$, $N$ | SSM channels, state numbers per channel |
+# | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\tilde q_i^{(h)}$ | head $h$'s rotated RoPE query part (MLA) |
+# | $\nu$, $\gamma$ | quantization bits and scale | | |
 #
 # **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
 # pays the compute bill. *Decode*: generating one token at a time, each new query reading the
 # cache; it pays the memory bill. *RoPE* (rotary position embedding): position enters attention
 # by rotating each query and key by an angle proportional to its position, so a score depends
-# on the distance $i - j$ (Module 3). *KIVI* ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)):
+# on the distance $i - j$ ([Su et al., 2021](https://arxiv.org/abs/2104.09864)). *ALiBi* ([Press et al., 2022](https://arxiv.org/abs/2108.12409))
+# instead adds a bias proportional to $i - j$ to each score, with no rotation. *KIVI* ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)):
 # a KV-cache quantization method that gives keys one scale per channel and values one per token,
 # and keeps the most recent tokens in full precision (section 14). *Sink*: two things with one
 # reason, StreamingLLM's first tokens (section 2) and gpt-oss's extra logit (section 3); a softmax
@@ -1774,6 +1911,23 @@ rng = np.random.default_rng(SEED)
 print("reused from Module 5.1:", ", ".join(name for name in ['kv_bytes_per_token', 'context_cost', 'kv_cache_bytes', 'mla_bytes_per_token', 'make_mask', 'plot_masks', 'additive_mask', '_as_additive', 'sdpa']))
 
 
+# %% tags=["hide-input"]
+# @title One guard this part's functions share: refuse a product that could pass float64's range, before computing it
+def require_product_in_range(what, factors, fix):
+    """Raise FloatingPointError when the product of the factors' largest magnitudes could pass float64's largest number."""
+    with np.errstate(divide="ignore"):  # an all-zero factor bounds the product by 0: log 0 = -inf is the right answer
+        log_bound = sum(float(np.log(np.abs(np.asarray(f, dtype=float)).max())) for f in factors)
+    if log_bound > math.log(np.finfo(float).max) - 1.0:
+        raise FloatingPointError(f"{what} could pass float64's largest number (about 1.8e308): the bound is about e^{log_bound:.0f}; {fix}")
+    return log_bound
+
+
+expect_raises(FloatingPointError, require_product_in_range, "q . k", (np.array([1e200, 1.0]), np.array([1e200, 1.0]), 2), "scale Q and K down", match="scale Q and K down")
+expect_raises(FloatingPointError, require_product_in_range, "a product of 1e308", (np.array([1e308]),), "refused: within a factor e of the largest float")
+expect("a product of 5e307 (more than e times under the largest float) is allowed", require_product_in_range("5e307", (5e307,), "allowed"), "<", 709.0)
+expect("a zero factor bounds any product by zero", require_product_in_range("0 x 1e300", (np.zeros(2), 1e300), "nothing to fix"), "==", -math.inf)
+
+
 # %% [markdown]
 # ## 9. Sliding windows: reach through depth, and a cache that stops growing
 #
@@ -1787,7 +1941,9 @@ print("reused from Module 5.1:", ", ".join(name for name in ['kv_bytes_per_token
 # later Mistral 7B versions dropped the window. StreamingLLM's sinks fit the same buffer: keep
 # $n_{\text{sink}}$ extra slots for the first tokens ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)).
 # StreamingLLM also *re-indexes* positions inside the cache: RoPE is applied by cache slot, not
-# by original position, so the distances the model sees never exceed the cache size.
+# by original position, so the distances the model sees never exceed the cache size. The rolling buffer is a
+# whiteboard with room for exactly $w$ notes: when it is full, the next note goes over the oldest one, and the board
+# never needs to grow, however long the meeting runs.
 #
 # **Two conventions for "a window of 4,096".** This notebook's $w$ counts the query's own key,
 # as gpt-oss does (its 128-token window is 128 keys, the current one included). Mistral's paper
@@ -1853,10 +2009,6 @@ print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; t
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
-expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
-for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
-    expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
-expect_raises(ValueError, pairs_computed, np.zeros(3), match="dimensions")
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
@@ -1864,6 +2016,13 @@ REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
 print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
+
+# %% tags=["hide-input"]
+# @title Edge cases of section 9: boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
+for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
+    expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
+expect_raises(ValueError, pairs_computed, np.zeros(3), match="dimensions")
 expect_raises(ValueError, receptive_field, 8, 3, -1, match="layers")
 expect("no layer at all: each token hears only itself", np.array_equal(receptive_field(5, 2, 0), np.eye(5, dtype=bool)))
 expect("the largest field allowed, 512 tokens, one layer of w = 2: 512 + 511 pairs", int(receptive_field(RECEPTIVE_FIELD_MAX_N, 2, 1).sum()), "==", 1023)
@@ -1886,34 +2045,6 @@ show_figure(
 )
 
 
-# %%
-def plot_receptive_field(n, window, layers, language="en"):
-    """Two heatmaps: what one windowed layer reads, and what `layers` layers can reach."""
-    fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.0))
-    panels = (
-        (localized(language, f"one layer, w = {window}", f"один слой, w = {window}"), receptive_field(n, window, 1)),
-        (localized(language, f"{layers} layers: reach {reach(window, layers)} back", f"{layers} слоя: охват {reach(window, layers)} назад"),
-         receptive_field(n, window, layers)),
-    )
-    for ax, (title, field) in zip(axes, panels):
-        ax.imshow(field, cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel(localized(language, "input token j", "входной токен j"))
-        ax.set_xticks(range(0, n, 5)), ax.set_yticks(range(0, n, 5))
-        ax.grid(False)
-    axes[0].set_ylabel(localized(language, "output token i", "выходной токен i"))
-    fig.subplots_adjust(wspace=0.25, left=0.1, right=0.99, bottom=0.15, top=0.9)
-    return fig
-
-
-show_figure(
-    plot_receptive_field(16, 4, 3, language=LANGUAGE),
-    "Both panels are 16 x 16: rows are outputs, columns are inputs, dark means 'can influence'. Left, one layer with "
-    "w = 4 is a band 4 cells wide. Right, three such layers: the band is 3 x 3 + 1 = 10 cells wide, because each "
-    "layer adds w - 1 = 3. Neither panel touches the upper triangle: stacking windows never lets the future in.",
-)
-
-
 # %% tags=["exercise"]
 # Exercise 1: Decode token by token with a rolling buffer of `window` slots. Token t first
 # overwrites slot t % window with its key and value (the slot of token t - window, which just left
@@ -1926,6 +2057,7 @@ def rolling_window_decode(Q, K, V, window):
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
     window = require_int("window", window, minimum=1)
+    require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     ### BEGIN SOLUTION
     (n, d_k), d_v = Q.shape, V.shape[1]
     slots = min(window, n)  # a window longer than the stream never fills: only the data is allocated
@@ -1963,15 +2095,18 @@ full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
 print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late).max():.1f} when token 20 changed; "
       f"with full attention: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
+# Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
+Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
+expect("scores of +-1000 decode to the masked softmax, with no overflow (if not: shift each row's scores by their max before np.exp, then rerun Exercise 1)", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
+report_section("Sliding window, reach and rolling buffer", globals())
+
+# %% tags=["hide-input"]
+# @title Edge cases of the rolling buffer: mismatched shapes, a zero window, a window longer than the stream
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
 endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
 expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_largest), "==", (True, 50))
-# Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
-Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
-wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
-expect("scores of +-1000 decode to the masked softmax, with no overflow", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
-report_section("Sliding window, reach and rolling buffer", globals())
 
 # %%
 show_figure(
@@ -1993,10 +2128,13 @@ show_figure(
 # tokens plus every $r$-th one before them (the Sparse Transformer, [Child et al., 2019](https://arxiv.org/abs/1904.10509)).
 # A fixed pattern only saves time if whole blocks of the score matrix are skipped, exactly as in
 # section 8; a pattern scattered token by token costs a full pass anyway. A newer idea lets the
-# model *choose* its sparse keys per query: DeepSeek-V3.2-Exp's "lightning indexer" scores every
+# model *choose* its sparse keys per query: DeepSeek-V3.2's "lightning indexer" (introduced in the V3.2-Exp preview and
+# kept in the released [V3.2](https://huggingface.co/deepseek-ai/DeepSeek-V3.2)) scores every
 # key cheaply (64 small heads of width 128 over one shared FP8 key per token) and the main
 # attention reads only the top 2,048 ([config](https://github.com/deepseek-ai/DeepSeek-V3.2-Exp)).
-# The indexer's key is one more thing cached per token.
+# The indexer's key is one more thing cached per token. Picture an open-plan office: you talk to the desks next to
+# yours (the window); anyone can phone the front desk, which hears from everyone (a global token), so any two people
+# are at most two calls apart; or the express train stops at every fourth desk down the row (the strided pattern).
 #
 # $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < r \;\text{ or }\; (i - j) \bmod r = 0\right)$$
 #
@@ -2047,6 +2185,16 @@ REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.va
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
 expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))', pairs_computed(patterns["window 4"]), "==", pairs_computed(make_mask(16, 4)))
+show_figure(
+    plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
+        "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
+    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
+    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
+    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
+)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the sparse patterns: global tokens out of range, stride 1, bad strides and windows
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 expect_raises(ValueError, strided_allowed, 0, 4, match="n")
@@ -2055,13 +2203,6 @@ expect("one token with stride 1 reads itself", strided_allowed(1, 1).tolist(), "
 expect_raises(ValueError, global_local_allowed, 16, 4, (-1,), match="global token")
 expect_raises(TypeError, global_local_allowed, 16, None, match="window")
 expect("the last token, 15, may be global: it reads all 16 keys", int(global_local_allowed(16, 4, (15,))[15].sum()), "==", 16)
-show_figure(
-    plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
-        "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
-    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
-    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
-    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
-)
 
 # %%
 show_figure(
@@ -2135,6 +2276,10 @@ check_stated("the diffuse head's kept mass (%)", 100 * shortlists[1.0]["kept_mas
 check_stated("the diffuse head's output change", shortlists[1.0]["output_error"], 4.2, 1)
 check_stated("the confident head's kept mass (%)", 100 * shortlists[3.0]["kept_mass"], 84, 0)
 check_stated("the confident head's output change", shortlists[3.0]["output_error"], 0.23, 2)
+report_section("Sparse patterns and the shortlist", globals())
+
+# %% tags=["hide-input"]
+# @title Edge cases of the shortlist: bad arguments, the size limit, an overflowing query, the seeded results number for number
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -2157,7 +2302,6 @@ confident = shortlist_experiment(trials=1, length=8, dim=4, index_dim=4, top_k=8
 contract_close("scores in the thousands: each softmax is shifted by its row's max, so all mass is kept and the output is exact",
                "one trial, sharpness=1000, top_k = length = 8", [confident["kept_mass"], confident["output_error"], confident["recall"]], [1.0, 0.0, 1.0],
                "shift each softmax by its row's max (not the min, not the sum), over the keys axis")
-report_section("Sparse patterns and the shortlist", globals())
 
 
 # %% [markdown]
@@ -2181,7 +2325,10 @@ report_section("Sparse patterns and the shortlist", globals())
 # becomes a running sum $R$ (the state) updated once per token, like the state of a recurrent network
 # ([Katharopoulos et al., 2020](https://arxiv.org/abs/2006.16236)). The price: the state has a fixed
 # size, and $\phi(q) \cdot \phi(k)$ never stretches score gaps the way $e^x$ does, so the weights
-# are blunter.
+# are blunter. Picture a potluck: in softmax attention every new guest tastes every dish on the table; in linear
+# attention each guest pours their dish into one shared pot, and a newcomer takes a single ladle. The pot never grows.
+# (The *outer product* $u\,v^\top$ of a $d_k$-vector $u$ and a $d_v$-vector $v$ is the $d_k \times d_v$ table of every
+# product $u_a v_b$; the state $R$ is a running sum of such tables.)
 #
 # $$R_i = R_{i-1} + \phi(k_i)\, v_i^\top, \qquad z_i = z_{i-1} + \phi(k_i)$$
 #
@@ -2236,6 +2383,8 @@ def linear_attention_recurrent(Q, K, V):
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     ### BEGIN SOLUTION
     S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
     outputs = np.empty((Q.shape[0], V.shape[1]))
@@ -2264,6 +2413,9 @@ fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; "
       f"state {S200.shape} + {z200.shape} at any length")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
+
+# %% tags=["hide-input"]
+# @title Edge cases of linear attention: mismatched shapes, the feature map at a few points
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
 contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
@@ -2271,6 +2423,46 @@ contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1
 expect_raises(ValueError, linear_attention_weights, Qw[:2], Kw, match="same shape")  # 2 query rows, 3 key rows: not a causal n x n
 expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one value row per token")
 
+
+# %% tags=["hide-input"]
+# @title Figure: linear attention's two running sums (the drawing code)
+def _draw_running_sums(keys, values, query, S, z, language="en"):
+    """Tokens pour phi(k) v^T into S and phi(k) into z; a query reads both once. Numbers from the by-hand example."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.9)
+    for row, (k, v) in enumerate(zip(feature_map(keys), values)):
+        y = 2.45 - 0.62 * row
+        features = ", ".join(f"{x:g}" for x in k)
+        diagram_box(ax, 1.0, y, 1.7, 0.46, t(f"token {row + 1}: φ(k) = ({features})\nv = {v[0]:g}",
+                                             f"токен {row + 1}: φ(k) = ({features})\nv = {v[0]:g}"), Palette.BLUE, size=8)
+        diagram_arrow(ax, (1.87, y + 0.08), (3.15, 2.2), color=Palette.ORANGE)
+        diagram_arrow(ax, (1.87, y - 0.08), (3.15, 0.95), color=Palette.GREEN)
+    diagram_box(ax, 4.1, 2.2, 1.9, 0.62, t(f"S += φ(k) vᵀ (outer product)\nS = {S.ravel().tolist()}", f"S += φ(k) vᵀ (внешнее произведение)\nS = {S.ravel().tolist()}"),
+                Palette.ORANGE, size=8.5)
+    diagram_box(ax, 4.1, 0.95, 1.9, 0.62, t(f"z += φ(k)\nz = {z.tolist()}", f"z += φ(k)\nz = {z.tolist()}"), Palette.GREEN, size=8.5)
+    phi_q = feature_map(query)
+    shown_q = ", ".join(f"{x:g}" for x in phi_q)
+    diagram_box(ax, 7.35, 1.58, 2.3, 0.9, t(f"query φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}",
+                                            f"запрос φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}"),
+                Palette.PURPLE, size=8.5)
+    diagram_arrow(ax, (5.05, 2.2), (6.2, 1.78), color=Palette.ORANGE, text=t("read once", "прочитать один раз"), shift=(0, 0.2))
+    diagram_arrow(ax, (5.05, 0.95), (6.2, 1.38), color=Palette.GREEN)
+    ax.text(0.15, 0.2, t("the state never grows: d_k × d_v + d_k numbers, at any length", "состояние не растёт: d_k × d_v + d_k чисел при любой длине"),
+            fontsize=8.5, color=Palette.MUTED)
+    return fig
+
+
+show_figure(
+    _draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
+    "Left, the three tokens of the by-hand example, each with its key features and its value. Every token pours two "
+    "things into the state and then leaves: its outer product into S (upper arrows) and its key features into z "
+    "(lower arrows). Right, the third query reads S and z once: 62 / 15 = 4.133, the same number as the n x n form. "
+    "Nothing on the right depends on how many tokens came before; that is the whole saving.",
+)
+
+# %%
 # Softmax against linear weights on the same 10 decisive queries (twice the usual size) and keys.
 Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
@@ -2282,6 +2474,8 @@ expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 
+# %% tags=["hide-input"]
+# @title Figure: softmax against linear attention weights (the plotting code; run it, reading it is optional)
 def plot_softmax_vs_linear(soft, lin, language="en"):
     """Two heatmaps of causal attention weights on the same queries and keys: softmax and linear."""
     soft, lin = require_array("soft", soft, ndim=2), require_array("lin", lin, ndim=2)
@@ -2309,6 +2503,8 @@ show_figure(
     "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
     "five rows, averaged: the bluntness is the price of a fixed-size state.",
 )
+
+# %%
 report_section("Linear attention", globals())
 
 
@@ -2317,26 +2513,27 @@ report_section("Linear attention", globals())
 #
 # **Idea.** A cup of tea on a desk keeps a fraction of its heat every minute and gains whatever
 # you pour in; its temperature summarises every pour, older ones counting less. A state-space
-# model (SSM) layer is that rule for each channel: the state $h$ is multiplied by $A$ and gets
-# $B x_t$ added; the output reads $C h$. The update is *linear*, which buys a second way to compute
+# model (SSM) layer is that rule for each channel: the state $h$ is multiplied by $\bar A$ and gets
+# $\bar B x_t$ added; the output reads $C h$. (The bar marks a *discrete* per-step factor; Mamba's
+# continuous $A$, next subsection, is a different number.) The update is *linear*, which buys a second way to compute
 # the same outputs: unroll the loop and each output is a weighted sum of past inputs with weights
-# $C A^k B$, a convolution that trains in parallel (S4, [Gu et al., 2021](https://arxiv.org/abs/2111.00396)).
+# $C \bar A^k \bar B$, a convolution that trains in parallel (S4, [Gu et al., 2021](https://arxiv.org/abs/2111.00396)).
 # Generation runs the loop with a state that never grows.
 #
-# $$h_t = A\,h_{t-1} + B\,x_t, \qquad y_t = C\,h_t \qquad \Longleftrightarrow \qquad y_t = \sum_{k=0}^{t-1} \left(C A^{k} B\right) x_{t-k}$$
+# $$h_t = \bar A\,h_{t-1} + \bar B\,x_t, \qquad y_t = C\,h_t \qquad \Longleftrightarrow \qquad y_t = \sum_{k=0}^{t-1} \left(C \bar A^{k} \bar B\right) x_{t-k}$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $x_t$, $y_t$ | input and output at step $t$ (one channel) | $x = (1, 0, 0, 2)$ |
 # | $h_t$ | state after step $t$, with $h_0 = 0$ | 1, 0.5, 0.25, 2.125 |
-# | $A$, $B$, $C$ | keep factor, write factor, read factor (fixed for every token; Mamba writes the discrete keep factor $\bar A$, next subsection) | 0.5, 1, 1 |
-# | $C A^k B$ | the kernel: how much an input $k$ steps old still counts | 1, 0.5, 0.25, 0.125 |
+# | $\bar A$, $\bar B$, $C$ | keep factor, write factor, read factor (the same for every token) | 0.5, 1, 1 |
+# | $C \bar A^k \bar B$ | the kernel: how much an input $k$ steps old still counts | 1, 0.5, 0.25, 0.125 |
 #
-# **By hand.** With $A = 0.5$ and inputs $(1, 0, 0, 2)$ the loop gives $1, 0.5, 0.25$ and
+# **By hand.** With $\bar A = 0.5$ and inputs $(1, 0, 0, 2)$ the loop gives $1, 0.5, 0.25$ and
 # $0.5 \cdot 0.25 + 2 = 2.125$. The convolution: $y_4 = 1 \cdot 2 + 0.5 \cdot 0 + 0.25 \cdot 0 + 0.125 \cdot 1 = 2.125$.
 #
 # **From linear attention to SSMs.** Give section 11's state a decay, $R_i = \lambda\, R_{i-1} + \phi(k_i)\, v_i^\top$,
-# and it *is* an SSM: the keep factor $A = \lambda$, the write $B\,x_t$ is the outer product
+# and it *is* an SSM: the keep factor $\bar A = \lambda$, the write $\bar B\,x_t$ is the outer product
 # $\phi(k_i)\, v_i^\top$ and the read $C$ is $\phi(q_i)$. Let the decay depend on the token,
 # $\lambda_i$, and let the write and read vectors come from the token too, and you have a
 # selective SSM. Mamba-2 ([Dao and Gu, 2024](https://arxiv.org/abs/2405.21060)) makes this exact: with
@@ -2380,6 +2577,12 @@ print("loop:", ssm_recurrent(tea, 0.5, 1.0, 1.0).tolist(), " kernel:", ssm_kerne
       " convolution:", ssm_convolution(tea, 0.5, 1.0, 1.0).tolist())
 REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1.0, 1.0))
 REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1.0, 1.0, 4))
+x300 = rng.standard_normal(300)
+expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
+expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the fixed SSM: other write and read factors, a kernel of length 1, an unstable decay
 contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
                [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
 contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
@@ -2387,22 +2590,56 @@ contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1,
 expect("a kernel of length 1 is C B alone", ssm_kernel(0.5, 2.0, 3.0, 1).tolist(), "==", [6.0])
 expect_raises(ValueError, ssm_kernel, 0.5, 1.0, 1.0, 0, match="length")
 expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstable")
-x300 = rng.standard_normal(300)
-expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
-expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 
+# %% tags=["hide-input"]
+# @title Figure: an SSM's two roads, the loop and the convolution (the drawing code)
+def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
+    """Top: the loop h_t = Ā h_(t-1) + B̄ x_t, one step after another. Bottom: the same outputs as one convolution."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 3.0)
+    ax.text(0.15, 2.75, t("loop: how it generates, one step at a time", "цикл: так она генерирует, шаг за шагом"), fontsize=9, color=Palette.MUTED)
+    xs = [1.3 + 1.9 * i for i in range(len(inputs))]
+    for i, (x, h) in enumerate(zip(inputs, states)):
+        diagram_box(ax, xs[i], 2.25, 1.1, 0.4, f"x{i + 1} = {x:g}", Palette.BLUE, size=8.5)
+        diagram_box(ax, xs[i], 1.6, 1.1, 0.4, f"h{i + 1} = {h:g}", Palette.ORANGE, size=8.5)
+        diagram_arrow(ax, (xs[i], 2.04), (xs[i], 1.81), color=Palette.BLUE)
+        if i:
+            diagram_arrow(ax, (xs[i - 1] + 0.56, 1.6), (xs[i] - 0.56, 1.6), color=Palette.ORANGE, text=f"× Ā = {keep:g}", shift=(0, 0.14))
+    ax.text(0.15, 0.95, t("convolution: how a fixed SSM trains, all outputs at once", "свёртка: так обучается фиксированная SSM, все выходы сразу"),
+            fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 2.3, 0.45, 3.6, 0.42, t(f"kernel C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}", f"ядро C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}"),
+                Palette.GREEN, size=8.5)
+    diagram_box(ax, 6.6, 0.45, 3.2, 0.42, t(f"y = kernel ∗ x = {', '.join(f'{h:g}' for h in states)}", f"y = ядро ∗ x = {', '.join(f'{h:g}' for h in states)}"),
+                Palette.GREEN, solid=True, size=8.5)
+    diagram_arrow(ax, (4.12, 0.45), (4.98, 0.45), color=Palette.GREEN)
+    return fig
+
+
+show_figure(
+    _draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
+    "Two roads to the same four outputs of the tea example. Top, the loop: each input is added to the state, and the "
+    "state is multiplied by Ā = 0.5 on its way to the next step, so the steps must run one after another, but only one "
+    "number is kept. Bottom, the convolution: the kernel 1, 0.5, 0.25, 0.125 says how much an input counts k steps "
+    "later, and all outputs come out of one multiply-and-add pass. Both end at 2.125; only a fixed Ā allows the bottom road.",
+)
+
+
+# %% tags=["hide-input"]
+# @title Figure: how fast a fixed SSM forgets (the plotting code)
 def plot_ssm_kernels(decays, steps, language="en"):
-    """The kernel C A^k B (B = C = 1) against the age k of an input, one curve per keep factor A."""
+    """The kernel C Ā^k B̄ (B̄ = C = 1) against the age k of an input, one curve per keep factor Ā."""
     kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
     if not 1 <= len(kernels) <= 3:
         raise ValueError(f"draw one to three keep factors (three colours), got {len(kernels)}")
     k = np.arange(steps)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    for A, kernel, color in zip(decays, kernels, (Palette.RED, Palette.ORANGE, Palette.BLUE)):
-        ax.plot(k, kernel, color=color, label=f"A = {A}")
+    for A, kernel, color, style in zip(decays, kernels, (Palette.ORANGE, Palette.PURPLE, Palette.BLUE), (":", "--", "-")):
+        ax.plot(k, kernel, color=color, linestyle=style, linewidth=2, label=f"Ā = {A}")
     ax.set_xlabel(localized(language, "steps since the input arrived (k)", "шагов с момента входа (k)"))
-    ax.set_ylabel(localized(language, "weight C·A^k·B", "вес C·A^k·B"))
+    ax.set_ylabel(localized(language, "weight C·Ā^k·B̄", "вес C·Ā^k·B̄"))
     ax.set_title(localized(language, "How fast a fixed SSM forgets", "Как быстро забывает фиксированная SSM"))
     ax.legend(fontsize=9)
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
@@ -2412,10 +2649,12 @@ def plot_ssm_kernels(decays, steps, language="en"):
 show_figure(
     plot_ssm_kernels((0.5, 0.9, 0.99), 151, language=LANGUAGE),
     "The x-axis is how many steps ago an input arrived, the y-axis how much it still counts in today's output. "
-    "With A = 0.5 (red) an input is forgotten within a few steps; with 0.9 within a few dozen; with 0.99 (blue) it "
-    "still counts about a fifth after 150 steps. A real layer has thousands of channels with different A, so it "
+    "With Ā = 0.5 (dotted) an input is forgotten within a few steps; with 0.9 (dashed) within a few dozen; with 0.99 "
+    "(solid) it still counts about a fifth after 150 steps. A real layer has thousands of channels with different Ā, so it "
     "remembers at many time scales at once.",
 )
+
+# %%
 print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 
 
@@ -2435,14 +2674,14 @@ print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 # the input constant over a step of length $\Delta$ and solve:
 # $h(\tau + \Delta) = e^{\Delta A}\,h(\tau) + \frac{e^{\Delta A} - 1}{A}\,B\,x$, which is $\bar A$ and $\bar B$ below.
 #
-# $$\Delta_t = \operatorname{softplus}(w\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t A}$$
+# $$\Delta_t = \operatorname{softplus}(\omega\,u_t + \beta), \qquad \bar{A}_t = e^{\Delta_t A}$$
 #
 # $$\bar{B}_t = \frac{e^{\Delta_t A} - 1}{A}\, B_t, \qquad h_t = \bar{A}_t\, h_{t-1} + \bar{B}_t\, x_t, \qquad y_t = C_t\, h_t$$
 #
 # | Symbol | Meaning | Example |
 # |---|---|---|
 # | $u_t$ | what the model sees about token $t$; here a marker, 1 for the important token | 1 or 0 |
-# | $w$, $\beta$ | learned weight and offset (set by hand here) | 10, $-5$ |
+# | $\omega$, $\beta$ | learned weight and offset (set by hand here) | 10, $-5$ |
 # | $\operatorname{softplus}(x)$ | $\log(1 + e^x)$: a smooth, always positive ramp | softplus(5) = 5.007 |
 # | $A$ | the continuous decay rate, negative (`a` in the code) | $-1$ |
 # | $B_t$, $C_t$ | write and read factors, computed from the token in Mamba; fixed here (`b`, `c`) | 1, 1 |
@@ -2498,6 +2737,9 @@ REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the selective SSM: step sizes and decay rates that are refused, one discretisation by hand
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
 expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
@@ -2509,6 +2751,40 @@ expect_raises(ValueError, selective_ssm, RECALL_VALUES, deltas[:3], match="one s
 expect_raises(TypeError, softplus, None, match="x")
 
 
+# %% tags=["hide-input"]
+# @title Figure: the selective SSM's Δ path (the drawing code)
+def _draw_delta_path(marker, delta, keep, write, language="en"):
+    """From what the model sees about a token to its step size, its keep and write factors, and the state update."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.3)
+    diagram_box(ax, 0.75, 1.5, 1.2, 0.5, t(f"token t\nu_t = {marker:g}", f"токен t\nu_t = {marker:g}"), Palette.BLUE, size=8.5)
+    diagram_box(ax, 2.45, 1.5, 1.6, 0.5, f"ω u_t + β\n= {10 * marker - 5:g}", Palette.BLUE, size=8.5)
+    diagram_box(ax, 4.25, 1.5, 1.45, 0.5, f"softplus\nΔ_t = {delta:.3f}", Palette.PURPLE, size=8.5)
+    diagram_box(ax, 6.3, 1.85, 2.1, 0.42, f"Ā_t = e^(Δ_t A) = {keep:.4f}", Palette.ORANGE, size=8.5)
+    diagram_box(ax, 6.3, 1.15, 2.1, 0.42, f"B̄_t = (Ā_t − 1)/A · B = {write:.4f}", Palette.GREEN, size=8.5)
+    for start, end in (((1.36, 1.5), (1.64, 1.5)), ((3.26, 1.5), (3.52, 1.5)), ((4.98, 1.62), (5.24, 1.85)), ((4.98, 1.38), (5.24, 1.15))):
+        diagram_arrow(ax, start, end)
+    diagram_box(ax, 4.6, 0.35, 6.2, 0.42, t("h_t = Ā_t h_(t−1) + B̄_t x_t: a large Δ_t overwrites the state, a tiny one keeps it",
+                                           "h_t = Ā_t h_(t−1) + B̄_t x_t: большой Δ_t перезаписывает состояние, крошечный сохраняет"),
+                Palette.INK, size=8.5)
+    diagram_arrow(ax, (6.3, 0.93), (6.3, 0.57), color=Palette.GREEN)
+    diagram_arrow(ax, (7.36, 1.85), (7.6, 0.57), color=Palette.ORANGE)
+    return fig
+
+
+show_figure(
+    _draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
+    "The path one token's step size takes, with the marked 7 of the recall task: the marker u_t = 1 becomes "
+    "10 · 1 − 5 = 5, softplus keeps it positive (Δ_t = 5.007), and the zero-order hold turns it into this token's keep "
+    "factor e^(Δ_t A) = 0.0067 and write factor 0.9933, which enter the usual update. An ordinary token (u_t = 0) takes "
+    "the same path to Δ_t = 0.0067, a keep factor of 0.9933 and a write factor of 0.0067.",
+)
+
+
+# %% tags=["hide-input"]
+# @title Figure: remembering one marked token (the plotting code)
 def plot_selective_recall(values, selective, fixed, language="en"):
     """Inputs as bars; the selective state and fixed-step states as lines, position by position."""
     values, selective = require_array("values", values, ndim=1), require_array("selective", selective, ndim=1)
@@ -2520,13 +2796,13 @@ def plot_selective_recall(values, selective, fixed, language="en"):
     t = np.arange(len(values))
     fig, ax = plt.subplots(figsize=(6.4, 2.9))
     ax.bar(t, values, color=Palette.BORDER, label=localized(language, "input (marked 7 at position 2)", "вход (отмеченная 7 на позиции 2)"))
-    ax.plot(t, selective, "o-", color=Palette.BLUE, label=localized(language, "selective: Δ from each token", "селективная: Δ от каждого токена"))
-    for (delta, states), color in zip(fixed.items(), (Palette.RED, Palette.ORANGE)):
-        ax.plot(t, states, "o-", color=color, markersize=4, label=localized(language, f"fixed Δ = {delta:.2f}", f"фиксированная Δ = {delta:.2f}"))
+    ax.plot(t, selective, "o-", color=Palette.BLUE, linewidth=2, label=localized(language, "selective: Δ from each token", "селективная: Δ от каждого токена"))
+    for (delta, states), color, style in zip(fixed.items(), (Palette.ORANGE, Palette.PURPLE), ("s--", "^:")):
+        ax.plot(t, states, style, color=color, markersize=5, label=localized(language, f"fixed Δ = {delta:.2f}", f"фиксированная Δ = {delta:.2f}"))
     ax.set_xlabel(localized(language, "position in the sequence", "позиция в последовательности"))
     ax.set_ylabel(localized(language, "value / state", "значение / состояние"))
     ax.set_title(localized(language, "Remembering one marked token through noise", "Запомнить один отмеченный токен среди шума"))
-    ax.legend(fontsize=8, loc="center right")
+    ax.legend(fontsize=9, loc="center right")
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.89)
     return fig
 
@@ -2536,10 +2812,11 @@ show_figure(
         best_delta: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), best_delta)),
         5.0: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), 5.0)),
     }, language=LANGUAGE),
-    "Grey bars are the inputs, with the marked 7 at position 2. The blue line (selective) jumps to about 7 at the "
-    "marked token and barely moves afterwards, because every later token has a tiny step. The red line is the best "
-    "single fixed step: it can only write a small part of each input, so the 7 lifts it a little and it ends low. "
-    "The orange line is a large fixed step: it copies whatever came last, so the 7 is gone one step later.",
+    "Grey bars are the inputs, with the marked 7 at position 2. The solid line with circles (selective) jumps to about "
+    "7 at the marked token and barely moves afterwards, because every later token has a tiny step. The dashed line with "
+    "squares is the best single fixed step: it can only write a small part of each input, so the 7 lifts it a little "
+    "and it ends low. The dotted line with triangles is a large fixed step: it copies whatever came last, so the 7 is "
+    "gone one step later.",
 )
 
 
@@ -2568,7 +2845,8 @@ show_figure(
 # $1, 0.5, 0.25, 2.125$: every state of the loop, in $\log_2 4 = 2$ rounds.
 
 # %% tags=["exercise"]
-# Exercise 3: Compute every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) with a parallel scan.
+# Exercise 3: Compute every state of h_t = λ_t h_(t-1) + μ_t (h_0 = 0) with a parallel scan; the
+# arrays a and b hold the λ's and the μ's, so a step (λ, μ) is (a[t], b[t]) in the code.
 # In each round, every position merges with the position `shift` places earlier (before the start,
 # use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b).
 # Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
@@ -2608,6 +2886,9 @@ expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selec
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
 print(f"1,024 steps: {rounds_1024} rounds")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the scan: mismatched lengths, states past float64 refused, large decaying inputs accepted
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
@@ -2630,7 +2911,7 @@ expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.
 expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
-    "Each column is one time step, each box a step (a, b) that means h becomes a·h + b. One row down is one round: "
+    "Each column is one time step, each box a step (λ, μ) that means h becomes λ·h + μ. One row down is one round: "
     "every box merges with the box shift places to its left (blue diagonal), and a box with nothing that far left "
     "passes straight down. After log2(4) = 2 rounds the b parts of the bottom row are every state of the loop: "
     "1, 0.5, 0.25, 2.125. The merges in one row are independent, so a GPU does each row at once.",
@@ -2657,10 +2938,11 @@ show_figure(
 #
 # **By hand.** One SSM layer holds $4{,}096 \cdot 16 \cdot 2 = 131{,}072$ bytes (128 KiB) at any
 # length, *assuming* $D = 4{,}096$ channels (the model width) at 16 bits and nothing else. Real
-# Mamba layers expand to $d_{\text{inner}} = 2d = 8{,}192$ channels, add a convolution state of
-# $d_{\text{inner}} \cdot (4 - 1)$ numbers (kernel width 4), and often keep both in fp32: that is
-# $(8{,}192 \cdot 16 + 8{,}192 \cdot 3) \cdot 4 = 622{,}592$ bytes per layer, 4.75 times more, and
-# still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
+# Mamba layers expand to $d_{\text{inner}} = 2d = 8{,}192$ channels and add a convolution state of
+# $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ numbers, both kept in the weights' dtype
+# (`allocate_inference_cache` in [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), checked 2026-12-01):
+# $(8{,}192 \cdot 16 + 8{,}192 \cdot 4) \cdot 4 = 655{,}360$ bytes per layer in fp32, or 327,680 in bf16, 5 or 2.5 times
+# more, and still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
 # attention and 28 SSM layers the 128k cache drops from 17.2 GB to about 2.15 GB, one eighth.
 
 # %%
@@ -2688,12 +2970,16 @@ for key, value in hybrid_rows.items():
     print(f"{key:28s} {value:>16,} bytes = {value / GB:8.4f} GB")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
-# The same layer under Mamba's real shapes: d_inner = 2 d channels, a width-4 convolution state, fp32.
-mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4 - 1, 4)
+# The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
+mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
 print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_bytes']:,} bytes; "
-      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 3, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
-check_stated("the Mamba-shaped SSM layer in bytes", mamba_real_layer, 622_592, 0)
-check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 4.75, 2)
+      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 4, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
+check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
+check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
@@ -2741,7 +3027,9 @@ show_figure(
 # thing does not absorb: rotary position embeddings rotate each key by its position, and a
 # rotation that depends on the key's position cannot be folded into one fixed query-side matrix.
 # So MLA carries position in a separate small RoPE key, shared by all heads and cached next to
-# the latent: 512 + 64 numbers per token per layer in DeepSeek-V2 and V3.
+# the latent: 512 + 64 numbers per token per layer in DeepSeek-V2 and V3. (A matrix has *low rank* $r$ when all its
+# rows are mixtures of just $r$ rows. Every head's keys, $c\,W^{UK}$, are built from the same 512 numbers, so the keys
+# of all heads together form a matrix of rank at most 512: that is the redundancy the latent removes.)
 #
 # Seen from the cache, **absorbed MLA decoding is multi-query attention over 576-wide latents**:
 # every one of the 128 query heads scores the same cached vector $(c_j, \rho_j)$, 512 + 64 = 576
@@ -2752,7 +3040,7 @@ show_figure(
 # ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); with its YaRN factor of 40
 # that is about 1.37, so the scale grows by about 1.87.
 #
-# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; r_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
+# $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; \tilde q_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
 #
 # $$o_i = \sum_h \left(\sum_j p_{ij}^{(h)} c_j\right) W_h^{UV} W_h^{O}$$
 #
@@ -2760,7 +3048,7 @@ show_figure(
 # |---|---|---|
 # | $c_j$ | cached latent of token $j$ | 512 numbers |
 # | $\rho_j$ | cached RoPE key of token $j$ (already rotated), shared by all heads | 64 numbers |
-# | $q_i^{(h)}$, $r_i^{(h)}$ | head $h$'s query without position, and its rotated RoPE part | 128 and 64 |
+# | $q_i^{(h)}$, $\tilde q_i^{(h)}$ | head $h$'s query without position, and its rotated RoPE part | 128 and 64 |
 # | $W_h^{UK}$, $W_h^{UV}$ | head $h$'s up-projections from the latent to key and value | $512 \times 128$ each |
 # | $W_h^{O}$ | head $h$'s slice of the output projection | $128 \times d_{\text{model}}$ |
 # | $s_{ij}^{(h)}$, $p_{ij}^{(h)}$ | head $h$'s score of key $j$ for query $i$, and its softmax over $j$ | |
@@ -2810,6 +3098,10 @@ def _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask):
     mask = np.zeros((T_q, T_k)) if mask is None else _as_additive(mask, (T_q, T_k), np.float64)
     if not np.isfinite(mask).any(axis=1).all():
         raise ValueError("every query needs at least one cached token it may read; a mask row is fully blocked")
+    fix = "scale the queries, the latents or the projections down"
+    require_product_in_range("a latent score", (q_nope, W_uk, latent, W_uk.size), fix)
+    require_product_in_range("a RoPE score", (q_rope, k_rope, k_rope.shape[1]), fix)
+    require_product_in_range("an output", (latent, W_uv, W_o, W_uv.size, W_o.shape[1]), fix)
     return q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
 
 
@@ -2865,6 +3157,9 @@ expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expand
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
 print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope - expanded_out).max():.2f} (must be large)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
+
+# %% tags=["hide-input"]
+# @title Edge cases of latent attention: wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 first_row_blocked = decode_mask.copy()
@@ -2888,7 +3183,8 @@ show_figure(
     f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
     f"with one shared {mla_widths['rope']}-number RoPE key: {mla_widths['latent'] + mla_widths['rope']} numbers per "
     "token and layer. The dashed box is what plain multi-head attention would "
-    "cache and absorbed MLA never builds. Bottom row: how a query reads the cache. W_uk is folded into the query, "
+    f"cache and absorbed MLA never builds: {v2_convention // (61 * 2):,} numbers per token and layer, counted as DeepSeek-V2's "
+    "Table 1 does (128 heads, d_h = 128 for both keys and values, 2 x 128 x 128; with the real 192-wide keys it is 40,960). Bottom row: how a query reads the cache. W_uk is folded into the query, "
     "which is scored against every cached c (its RoPE part against the RoPE key); the weights mix the same c's, "
     "and W_uv W_o turns the mix into the output. All heads read one shared cache: decoding is multi-query attention "
     f"over {mla_widths['latent'] + mla_widths['rope']}-wide latents.",
@@ -2896,12 +3192,12 @@ show_figure(
 
 
 # %% [markdown]
-# **Why RoPE will not absorb.** Suppose the key were rotated by its position $n$ after the
-# up-projection, $k_n = R_n W c$, and the query by its position $m$, $q_m = R_m q$. Rotations
-# compose, $R_m^\top R_n = R_{n - m}$, so the score is $q^\top R_{n-m} W c = \left(W^\top R_{n-m}^\top q\right) \cdot c$.
-# The "absorbed query" $W^\top R_{n-m}^\top q$ now depends on the key's position $n$: a different
+# **Why RoPE will not absorb.** Suppose the key were rotated by its position $j$ after the
+# up-projection, $k_j = R_j W c$, and the query by its position $i$, $q_i = R_i q$. Rotations
+# compose, $R_i^\top R_j = R_{j - i}$, so the score is $q^\top R_{j-i} W c = \left(W^\top R_{j-i}^\top q\right) \cdot c$.
+# The "absorbed query" $W^\top R_{j-i}^\top q$ now depends on the key's position $j$: a different
 # matrix for every cached token, which is exactly the expansion we wanted to avoid. The cell
-# below checks the identity and shows the absorbed query changing with $n$; the figure follows
+# below checks the identity and shows the absorbed query changing with $j$; the figure follows
 # its entries as the distance grows. The decoupled design sidesteps it: the latent part has no
 # rotation (its absorbed query is one fixed vector), and the small RoPE key carries position.
 
@@ -2914,46 +3210,50 @@ def rotation(angle):
 
 W_small = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])  # (rotated width 2, latent width 3)
 q_small, c_small = np.array([1.0, 0.5]), np.array([0.2, -0.4, 0.7])
-m_pos, n_pos = 0.3, 1.1  # positions as angles (one RoPE frequency)
-rotated_score = (rotation(m_pos) @ q_small) @ (rotation(n_pos) @ W_small @ c_small)
-effective_query = W_small.T @ rotation(n_pos - m_pos).T @ q_small
+i_pos, j_pos = 0.3, 1.1  # query and key positions as angles (one RoPE frequency)
+rotated_score = (rotation(i_pos) @ q_small) @ (rotation(j_pos) @ W_small @ c_small)
+effective_query = W_small.T @ rotation(j_pos - i_pos).T @ q_small
 contract_close("a quarter turn sends (1, 0) to (0, 1) and (0, 1) to (-1, 0)", "rotation(pi / 2)", rotation(math.pi / 2), [[0.0, -1.0], [1.0, 0.0]],
                "rows (cos, -sin) and (sin, cos)", atol=1e-15)
 expect("abs(rotated_score - effective_query @ c_small) < 1e-12", abs(rotated_score - effective_query @ c_small), "<", 1e-12)
-expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - m_pos).T @ q_small))  # another key position, another query
+expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small))  # another key position, another query
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
 print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effective, axis=0).round(2).tolist()}")
 
 
+# %% tags=["hide-input"]
+# @title Figure: RoPE on the latent (the plotting code)
 def plot_rope_obstruction(distances, effective, language="en"):
-    """Entries of the absorbed query W^T R(n - m)^T q against the query-key distance: no single fixed vector."""
+    """Entries of the absorbed query W^T R(j - i)^T q against the query-key distance: no single fixed vector."""
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
     if len(effective) != len(distances) or effective.shape[1] > 3:
         raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
-    fig, ax = plt.subplots(figsize=(6.6, 2.8))
+    fig, ax = plt.subplots(figsize=(6.6, 3.7))
     for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
         ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
                    label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    ax.set_xlabel(localized(language, "rotation angle of n - m (radians)", "угол поворота n - m (радианы)"))
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
-    fig.subplots_adjust(left=0.11, right=0.62, bottom=0.18, top=0.88)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.4, top=0.9)
     return fig
 
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each solid line is one entry of the absorbed query W^T R(n - m)^T q, which would have to be fixed for the "
+    "Each solid line is one entry of the absorbed query W^T R(j - i)^T q, which would have to be fixed for the "
     "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
     "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
     "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
     "while position travels in a separate 64-number key.",
 )
+
+# %%
 report_section("Latent attention", globals())
 
 
@@ -2966,7 +3266,8 @@ report_section("Latent attention", globals())
 # matters. Keys tend to have a few *channels* that are large for every token; with one scale per
 # token, those channels set the scale and the small channels round to zero. KIVI
 # ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)) therefore quantizes keys per channel and
-# values per token, and reaches 2 bits.
+# values per token, and reaches 2 bits. The scale is a ruler: every number of a group is written in steps of its
+# group's ruler, so one huge number coarsens all the others; KIVI gives each key channel its own ruler.
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
 #
@@ -3017,6 +3318,9 @@ bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
 print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:,} at 16: x{per_token / bytes_4bit:.2f} smaller")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
+
+# %% tags=["hide-input"]
+# @title Edge cases of quantize and dequantize: bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
@@ -3038,13 +3342,50 @@ expect_raises(ValueError, quantized_kv_bytes_per_token, 0, 8, 128, 4, match="lay
 expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bits=-1, match="scale_bits")
 
 
+# %% tags=["hide-input"]
+# @title Figure: the quantized cache's write and read (the drawing code)
+def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
+    """Write: a vector becomes integer codes and one scale. Read: codes times the scale give the numbers back."""
+    from functools import partial
+
+    t = partial(localized, language)  # t(english, russian): the label in this figure's language
+    fig, ax = diagram_canvas(8.6, 2.5)
+    shown = ", ".join(f"{x:g}" for x in vector)
+    back = ", ".join(f"{c * scale:.2g}" for c in codes)
+    ax.text(0.15, 2.3, t("write (once per token)", "запись (один раз на токен)"), fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 1.2, 1.8, 2.0, 0.45, t(f"key ({shown})", f"ключ ({shown})"), Palette.BLUE, size=8.5)
+    diagram_box(ax, 3.85, 1.8, 2.3, 0.45, f"γ = max|x| / {2 ** (bits - 1) - 1} = {scale:g}", Palette.PURPLE, size=8.5)
+    diagram_box(ax, 6.9, 1.8, 2.9, 0.55, t(f"cache: codes ({', '.join(str(c) for c in codes)}), {bits} bits each\n+ γ in 16 bits",
+                                          f"кэш: коды ({', '.join(str(c) for c in codes)}), по {bits} бита\n+ γ в 16 битах"),
+                Palette.ORANGE, solid=True, size=8.5)
+    diagram_arrow(ax, (2.22, 1.8), (2.68, 1.8))
+    diagram_arrow(ax, (5.02, 1.8), (5.43, 1.8), text=t("round(x / γ)", "round(x / γ)"), shift=(0, 0.17))
+    ax.text(0.15, 0.95, t("read (every time a query attends)", "чтение (каждый раз, когда запрос смотрит в кэш)"), fontsize=9, color=Palette.MUTED)
+    diagram_box(ax, 6.9, 0.45, 2.9, 0.45, t(f"codes × γ = ({back})", f"коды × γ = ({back})"), Palette.GREEN, size=8.5)
+    diagram_box(ax, 2.6, 0.45, 3.4, 0.45, t("attention reads the rounded key", "внимание читает округлённый ключ"), Palette.BLUE, size=8.5)
+    diagram_arrow(ax, (6.9, 1.51), (6.9, 0.69), color=Palette.ORANGE)
+    diagram_arrow(ax, (5.44, 0.45), (4.31, 0.45), color=Palette.GREEN)
+    return fig
+
+
+show_figure(
+    _draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
+    "Top, the write: the by-hand key shares one scale γ, its largest magnitude divided by the top 4-bit code, 0.7 / 7 = "
+    "0.1, and is stored as the codes 7, −3, 2, 0 (4 bits each) plus γ (16 bits). Bottom, the read: every query that "
+    "attends multiplies the codes by γ again and gets 0.7, −0.3, 0.2 and 0 back; the 0.04 was smaller than half a "
+    "step, so it is gone. Which numbers share a γ (a token's vector, or a channel over tokens) is the whole of section 14's question.",
+)
+
+# %%
+
+
 QUANTIZATION_MAX_SIZE = 1024  # tokens or channels of the toy experiment: it should take well under a second
 
 
 def quantized_attention_error(bits, key_axis, outlier_channels=4, outlier_scale=10.0, n=64, d=64, seed=SEED):
     """Relative change of causal attention's output when K (scales shared along key_axis) and V (per token) are quantized.
 
-    key_axis 0 shares a key scale over the tokens (one per channel, KIVI); 1 over the channels (one per token).
+    key_axis 0 shares a key scale over the tokens (one per channel, KIVI-style); 1 over the channels (one per token).
     """
     key_axis = require_int("key_axis", key_axis, minimum=0, maximum=1)
     n = require_int("n", n, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
@@ -3065,26 +3406,29 @@ BITS = (8, 4, 3)
 errors = {
     "plain keys, per token": [quantized_attention_error(b, 1, outlier_channels=0) for b in BITS],
     "outlier keys, per token": [quantized_attention_error(b, 1) for b in BITS],
-    "outlier keys, per channel (KIVI)": [quantized_attention_error(b, 0) for b in BITS],
+    "outlier keys, per channel (KIVI-style)": [quantized_attention_error(b, 0) for b in BITS],
 }
 print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
 for name, row in errors.items():
     print(f"{name:34s} " + " ".join(f"{100 * e:>9.1f}%" for e in row))
-expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI)"], errors["outlier keys, per token"])))
+expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"])))
 # The percentages the text after the figure quotes, checked here.
 if not errors["plain keys, per token"][0] < 0.01:
     raise ValueError(f"the text says an 8-bit cache moves the output by under 1%; the cell computes {100 * errors['plain keys, per token'][0]:.2f}%")
 check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1], 13, 0)
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
-check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI)"][1], 18.5, 1)
+check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the quantization experiment: the seeded errors number for number, arguments that are refused, one token
 # The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
 # per token) moves them in the third significant digit or more, far beyond rounding noise.
 recorded_errors = {
     "plain keys, per token": [0.006997730464425515, 0.12701113913285317, 0.31315881886830216],
     "outlier keys, per token": [0.022619063658610706, 0.42627961135316217, 0.5574698911252105],
-    "outlier keys, per channel (KIVI)": [0.010029181070176358, 0.18535189679710118, 0.4029487946822543],
+    "outlier keys, per channel (KIVI-style)": [0.010029181070176358, 0.18535189679710118, 0.4029487946822543],
     "2-bit, keys per token and per channel": [0.9441506785324393, 1.0253019826236158],
 }
 for (name, row), recorded in zip(list(errors.items()) + [("2-bit, keys per token and per channel", [two_bit[1], two_bit[0]])], recorded_errors.values()):
@@ -3104,10 +3448,12 @@ expect_raises(ValueError, quantized_attention_error, 4, 0, seed=-1, match="seed"
 expect("one token, one channel, shrunk outliers, seed 0: no error at all", quantized_attention_error(4, 0, outlier_channels=1, outlier_scale=0.5, n=1, d=1, seed=0), "<=", 1e-15)
 
 
+# %% tags=["hide-input"]
+# @title Figure: where the scales go (the plotting code)
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
     bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
-    names = ("plain keys, per token", "outlier keys, per token", "outlier keys, per channel (KIVI)")
+    names = ("plain keys, per token", "outlier keys, per token", "outlier keys, per channel (KIVI-style)")
     if not isinstance(errors, dict) or tuple(errors) != names:
         raise ValueError(f"errors must be a dict with the rows {', '.join(names)}, in that order")
     errors = {name: require_array(name, row, ndim=1) for name, row in errors.items()}
@@ -3117,9 +3463,9 @@ def plot_quantization_errors(bits, errors, language="en"):
     x, width = np.arange(len(bits)), 0.26
     labels = {"plain keys, per token": localized(language, "plain keys, per token", "обычные ключи, по токенам"),
               "outlier keys, per token": localized(language, "outlier keys, per token", "ключи с выбросами, по токенам"),
-              "outlier keys, per channel (KIVI)": localized(language, "outlier keys, per channel (KIVI)", "ключи с выбросами, по каналам (KIVI)")}
-    for k, ((name, row), color) in enumerate(zip(errors.items(), (Palette.GREY, Palette.RED, Palette.GREEN))):
-        ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, label=labels[name])
+              "outlier keys, per channel (KIVI-style)": localized(language, "outlier keys, per channel (KIVI-style)", "ключи с выбросами, по каналам (в духе KIVI)")}
+    for k, ((name, row), color, hatch) in enumerate(zip(errors.items(), (Palette.GREY, Palette.ORANGE, Palette.BLUE), ("", "//", ".."))):
+        ax.bar(x + (k - 1) * width, 100 * np.array(row), width, color=color, hatch=hatch, edgecolor=Palette.INK, label=labels[name])
     log_scale(ax, "y")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%"))
     ax.set_xticks(x, [localized(language, f"{b}-bit", f"{b} бит") for b in bits])
@@ -3133,11 +3479,87 @@ def plot_quantization_errors(bits, errors, language="en"):
 show_figure(
     plot_quantization_errors(BITS, errors, language=LANGUAGE),
     "Each group of bars is one bit width; the height is how much the attention output moved, relative to its size, "
-    "on a log axis (each gridline ten times the last). Grey: ordinary random keys, one scale per token. Red: keys with "
-    "four large channels, still one scale per token, so the small channels are crushed. Green: the same keys with one "
-    "scale per channel (KIVI), which removes most of that damage at every bit width shown.",
+    "on a log axis (each gridline ten times the last). Plain grey bars: ordinary random keys, one scale per token. "
+    "Hatched orange bars: keys with four large channels, still one scale per token, so the small channels are crushed. "
+    "Dotted blue bars: the same keys with one "
+    "scale per channel (KIVI-style: KIVI's axis, without its token groups or full-precision recent window), which removes "
+    "most of that damage at every bit width shown.",
 )
+
+# %%
 report_section("Quantized KV cache", globals())
+
+
+# %% tags=["exercise"]
+# Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T
+# numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use
+# this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).
+def kivi_cache(K, V, bits):
+    """K and V read back after quantization with KIVI's axes: keys one scale per channel, values one per token."""
+    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if K.shape != V.shape:
+        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    ### BEGIN SOLUTION
+    K_hat = dequantize(*quantize(K, bits, shared_axis=0))  # a channel's T numbers share one scale
+    V_hat = dequantize(*quantize(V, bits, shared_axis=1))  # a token's d numbers share one scale
+    return K_hat, V_hat
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 5", check_kivi_axes_contract, kivi_cache, globals())
+
+# %%
+K_outliers = np.random.default_rng(SEED).standard_normal((64, 64))
+K_outliers[:, :4] *= 10.0  # four channels large for every token, as in section 14's experiment
+K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
+K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
+small = K_outliers[:, 4:]  # the 60 ordinary channels
+kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
+print(f"4-bit keys, error on the 60 ordinary channels: one scale per channel {kivi_error:.1%}, one scale per token {token_error:.1%}")
+expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
+
+
+# %% tags=["exercise"]
+# Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input
+# x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c:
+# keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).
+def selective_step(h, x, delta, a, b, c):
+    """One selective-SSM step with the zero-order hold; returns (new state, output)."""
+    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
+    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
+    if a == 0.0:
+        raise ValueError("a must be negative (the state must fade); got 0")
+    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
+    require_product_in_range("the new state", (bound,), "scale h, x or b down")
+    require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
+    ### BEGIN SOLUTION
+    keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
+    h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
+    return h_new, c * h_new
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 6", check_selective_step_contract, selective_step, globals())
+
+# %%
+h_step, stepped = 0.0, []
+for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
+    h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
+    stepped.append(y_t)
+print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selective_ssm's {selective[-1]:.4f}")
+expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
+
+# %% tags=["hide-input"]
+# @title Edge cases of Exercises 5 and 6: bit widths, step sizes and decay rates that are refused, a state past float64
+for bad_bits in (1, 17):
+    expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
+expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
+expect_raises(ValueError, selective_step, 0.0, 1.0, 0.0, -1.0, 1.0, 1.0, match="delta")  # a step size of 0 is no step
+for bad_a in (0.0, 0.5):
+    expect_raises(ValueError, selective_step, 0.0, 1.0, 0.5, bad_a, 1.0, 1.0, match="a must")
+expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10, 1.0, match="float64")  # |h| + delta |b x| = 1e308
 
 
 # %% [markdown]
@@ -3145,7 +3567,11 @@ report_section("Quantized KV cache", globals())
 # 13%. Keys with four large channels make one-scale-per-token much worse (42.6% at 4 bits); giving
 # each channel its own scale brings that back to 18.5%. At 2 bits this simple scheme fails either
 # way; KIVI gets there with small groups of tokens per scale and a recent window kept in full
-# precision. Trained models tolerate rounding better than random data suggests; measure on your
+# precision. Our toy is only *KIVI-style*: KIVI's axes without those two parts. Hugging Face's
+# `QuantizedCache` is in turn only *KIVI-inspired*: its docstring says the quantization "is done
+# per-channel with a set `q_group_size` for both keys and values, in contrast to what was described
+# in the paper", with the axes configurable (`axis_key`, `axis_value`)
+# ([`cache_utils.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/cache_utils.py), checked 2026-12-01). Trained models tolerate rounding better than random data suggests; measure on your
 # own model before trusting any bit width.
 
 # %% [markdown]
@@ -3164,7 +3590,9 @@ report_section("Quantized KV cache", globals())
 #
 # **By hand.** At 1M tokens: MHA with 32 KV heads needs $4 \cdot 137.4 = 550$ GB, GQA 137 GB, GQA at
 # 4 bits 35 GB, the latent cache 38.7 GB, the hybrid 17.2 GB, the 4k window 0.54 GB, the SSM stack
-# 4.2 MB. The cell prints each value.
+# 4.2 MB. That last number uses section 12's simplified layer (4,096 × 16 numbers at 16 bits); with
+# Mamba's real shapes (8,192 × 16 plus a 8,192 × 4 convolution state, fp32) the 32-layer stack holds
+# about 21 MB, still flat in $n$. The cell prints each value.
 
 # %%
 def cache_bytes_by_design(context):
@@ -3189,8 +3617,11 @@ REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
 print(f"growing part per token: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} KiB, hybrid {kv_bytes_per_token(4, 8, 128) / KIB:.0f} KiB")
+check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
+# %% tags=["hide-input"]
+# @title Figure: what each design keeps as the context grows (the plotting code)
 def plot_memory_vs_context(language="en"):
     """Cache of one conversation against context length for every design, both axes logarithmic."""
     contexts = np.unique(np.geomspace(1024, 2**20, 41).astype(int))
@@ -3206,9 +3637,11 @@ def plot_memory_vs_context(language="en"):
     # The latent and 4-bit lines nearly coincide, and the window equals GQA below 4k: styles keep them apart.
     styles = ("-", "-", "-", (0, (2, 2)), "-", (0, (6, 3)), "-")
     widths = (2, 4.5, 2, 2.4, 2, 2, 2)
-    fig, ax = plt.subplots(figsize=(7.0, 3.5))
-    for (name, values), color, style, width in zip(curves.items(), colors, styles, widths):
-        ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, label=localized(language, name, ru[name]))
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    markers = ("o", "s", "^", "D", "v", "x", "P")  # a shape per series, so no two are told apart by colour alone
+    for (name, values), color, style, width, marker in zip(curves.items(), colors, styles, widths, markers):
+        ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, marker=marker, markevery=(3, 8), markersize=6,
+                  label=localized(language, name, ru[name]))
     ax.axhline(80, color=Palette.GREY, linestyle="--", linewidth=1)
     ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
     ticks = [2**10, 2**13, 2**17, 2**20]
@@ -3219,8 +3652,8 @@ def plot_memory_vs_context(language="en"):
     ax.set_xlabel(localized(language, "context length (tokens)", "длина контекста (токены)"))
     ax.set_ylabel(localized(language, "cache per conversation", "кэш на один диалог"))
     ax.set_title(localized(language, "What each design keeps as the context grows", "Что хранит каждая схема с ростом контекста"))
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.subplots_adjust(left=0.16, right=0.66, bottom=0.15, top=0.9)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.subplots_adjust(left=0.13, right=0.6, bottom=0.15, top=0.9)
     return fig
 
 
@@ -3232,6 +3665,8 @@ show_figure(
     "the window bends flat; the short-dashed 4-bit line runs just under the latent line. The state-space stack is "
     "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
 )
+
+# %%
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
 report_section("Every design at a glance", globals())
 
@@ -3249,6 +3684,24 @@ report_section("Every design at a glance", globals())
 # | Hybrid SSM + attention | most of the cache | a little of both |
 # | Latent KV (MLA) | the cache, about 57x under DeepSeek-V2's convention (71x against real key widths) | extra matrix work; position needs a separate RoPE key |
 # | Quantized KV | the cache, by about 16 / bits | precision; keys need per-channel scales |
+#
+# Fewer KV heads are colleagues sharing one reference binder instead of each keeping a copy. On the running example a
+# token costs 512 KiB with 32 KV heads, 128 KiB with 8, 16 KiB with a single one (MQA), 36 KiB as a 512 + 64 latent
+# and 33 KiB with 8 heads at 4 bits; the bar figure at the end of this section draws them.
+#
+# **How to choose.** Start from where the facts your task needs sit, not from the advertised window. Inside the last
+# few thousand tokens: a window (with sinks, so that streaming stays stable) or a mostly-local hybrid is enough. Near
+# the ends of a long input (instructions first, the question last): sinks and a window keep both ends, and *Lost in
+# the Middle* (Liu et al., 2023) found that models read the ends best anyway. Anywhere in a long document, and needed
+# exactly (a clause, a function name): keep full attention in enough layers (GQA, MLA, a quantized cache), or retrieve:
+# put the few passages that matter into the prompt instead of a million-token dump. Test at the length you will use
+# (RULER, Hsieh et al., 2024).
+#
+# **In the wild.** Serving engines add a saving that needs no change to the model: *prefix caching*. Requests that
+# start with the same tokens (a system prompt, few-shot examples, the earlier turns of a chat) share the KV cache of
+# that prefix instead of computing and storing it once per request. SGLang's RadixAttention keeps such prefixes in a
+# radix tree and reuses them automatically ([Zheng et al., 2023](https://arxiv.org/abs/2312.07104)); vLLM's prefix
+# caching shares its paged blocks the same way (Module 5.1).
 
 # %% [markdown]
 # ### The state of the art, late 2026: four designs and their caches
@@ -3292,35 +3745,148 @@ def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes
             + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
-# (growing numbers per token, fixed numbers), each from the configuration quoted in the text above.
-V4_CSA, V4_HCA, V4_LAYERS, V4_WIDTH, V4_INDEX, V4_WINDOW = 21, 20, 43, 512, 128, 128
-QWEN_ATTENTION, QWEN_DELTA = 12, 36
-sota_designs = {
-    "DeepSeek-V4-Flash (CSA + HCA + window)": (V4_CSA * (V4_WIDTH + V4_INDEX) / 4 + V4_HCA * V4_WIDTH / 128, V4_LAYERS * V4_WINDOW * V4_WIDTH),
-    "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)": (QWEN_ATTENTION * 2 * 2 * 256, QWEN_DELTA * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3)),
-    "Gemma 3 27B (5 local : 1 global)": (10 * 2 * 16 * 128, 52 * 1024 * 2 * 16 * 128),
-    "DeepSeek-V3 (MLA), for comparison": (61 * (512 + 64), 0),
-    "gpt-oss-120b (alternating 128 window)": (18 * 2 * 8 * 64, 18 * 128 * 2 * 8 * 64),
-    "Llama-3.3-70B (GQA), for comparison": (80 * 2 * 8 * 128, 0),
-}
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}")
-for name, (growing, fixed) in sota_designs.items():
-    total = layered_cache_bytes(2**20, growing, fixed)
-    print(f"{name:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {total / GB:>10.1f} GB")
-check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 6_880, 0)
+# Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
+# sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
+# A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
+# vector serves as both); "window" layers keep that for their last `window` tokens only; "latent" layers keep a latent,
+# a RoPE key and, with an indexer, its key; "compressed" layers keep one pooled entry (plus its indexer key) per `ratio`
+# tokens; "state" layers keep a fixed number of numbers.
+CHECKED = "2026-12-01"
+DESIGNS = [
+    {"name": "Llama-3.3-70B (GQA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct (config.json: 80 layers, 8 KV heads, 8,192 / 64 = 128 wide)",
+     "parts": [("full", 80, {"kv_heads": 8, "head_dim": 128})]},
+    {"name": "DeepSeek-V3 (MLA)", "status": "carried", "checked": "earlier edition",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3 (config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64})]},
+    {"name": "DeepSeek-V3.2 (MLA + indexer)", "status": "reported", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (config.json page found, text not read here; index_head_dim 128 "
+               "as in V3.2-Exp's config and transformers' DeepseekV32Config)",
+     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})]},
+    {"name": "gpt-oss-120b (alternating 128 window)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2508.10925 (36 layers, half windowed to 128, 8 KV heads of width 64)",
+     "parts": [("full", 18, {"kv_heads": 8, "head_dim": 64}), ("window", 18, {"kv_heads": 8, "head_dim": 64, "window": 128})]},
+    {"name": "Gemma 3 27B (5 local : 1 global)", "status": "carried", "checked": "earlier edition",
+     "source": "https://arxiv.org/abs/2503.19786 (62 layers, 16 KV heads of width 128, window 1,024, pattern 6)",
+     "parts": [("full", 10, {"kv_heads": 16, "head_dim": 128}), ("window", 52, {"kv_heads": 16, "head_dim": 128, "window": 1024})]},
+    {"name": "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)", "status": "checked", "checked": CHECKED,
+     "source": "transformers' Qwen3NextConfig, whose defaults mirror Qwen/Qwen3-Next-80B-A3B-Instruct (48 layers, "
+               "full_attention_interval 4, 2 KV heads); head_dim 256 and the DeltaNet state sizes from the model's config.json",
+     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3})]},
+    {"name": "DeepSeek-V4-Flash (CSA + HCA + window)", "status": "checked (schedule reported)", "checked": CHECKED,
+     "source": "transformers' configuration_deepseek_v4.py for DeepSeek-V4-Flash-Base (43 layers, 1 KV head of 512 with K = V, "
+               "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
+     "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
+               ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
+               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
+    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
+     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
+               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
+               "config.json files were not readable here", "parts": None},
+]
+
+
+def design_numbers(parts):
+    """(numbers that grow per token, numbers that do not) of a design given as parts; see DESIGNS."""
+    growing, fixed = 0.0, 0  # a pooled entry per 4 tokens is a fraction of a number per token; fixed numbers are whole
+    for kind, layers, size in parts:
+        if kind == "full":
+            growing += layers * (1 if size.get("k_eq_v") else 2) * size["kv_heads"] * size["head_dim"]  # a key and a value per KV head
+        elif kind == "window":
+            fixed += layers * (1 if size.get("k_eq_v") else 2) * size["kv_heads"] * size["head_dim"] * size["window"]
+        elif kind == "latent":
+            growing += layers * (size["latent"] + size["rope"] + size.get("index", 0))
+        elif kind == "compressed":
+            growing += layers * (size["width"] + size.get("index", 0)) / size["ratio"]
+        elif kind == "state":
+            fixed += layers * size["numbers"]
+        else:
+            raise ValueError(f"unknown part kind {kind!r}; use full, window, latent, compressed or state")
+    return growing, fixed
+
+
+sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  status")
+for design in DESIGNS:
+    if design["parts"] is None:
+        print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
+        continue
+    growing, fixed = sota_designs[design["name"]]
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
+V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
+check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
+expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name in ("DeepSeek-V3 (MLA)", "Llama-3.3-70B (GQA)")], "==", [0, 0])
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
-check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0], 10.2, 1)
-REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0])
-check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs["DeepSeek-V4-Flash (CSA + HCA + window)"][0] / KIB, 6.7, 1)
-check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA), for comparison"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
+REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
+check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
+check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
+check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
+
+# %%
+# The lesson's per-token bars on the running shape (32 layers, head width 128, 16 bits), then today's designs from DESIGNS.
+per_token_bars = {
+    "MHA, 32 KV heads": kv_bytes_per_token(32, 32, 128),
+    "GQA, 8 KV heads": kv_bytes_per_token(32, 8, 128),
+    "latent, 512 + 64": mla_bytes_per_token(32, 512, 64),
+    "GQA 8, 4-bit": quantized_kv_bytes_per_token(32, 8, 128, 4),
+    "MQA, 1 KV head": kv_bytes_per_token(32, 1, 128),
+}
+print("bytes per token of context:", ", ".join(f"{name} {value / KIB:g} KiB" for name, value in per_token_bars.items()))
+REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
+
+
+# %% tags=["hide-input"]
+# @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
+def plot_per_token_bars(running, designs, language="en"):
+    """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [1, 1.35]})
+    names, kib = list(running), [value / KIB for value in running.values()]
+    bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
+    left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
+    left.set_xlim(0, max(kib) * 1.35)
+    left.set_title(localized(language, "Running example (32 layers)", "Пример (32 слоя)"), fontsize=11)
+    sized = [d for d in designs if d["parts"]]
+    growing = [2 * design_numbers(d["parts"])[0] / KIB for d in sized]
+    bars = right.barh([d["name"] for d in sized][::-1], growing[::-1], color=Palette.GREEN, edgecolor=Palette.INK,
+                      hatch=["//" if "reported" in d["status"] else "" for d in sized][::-1])
+    right.bar_label(bars, labels=[f"{v:.1f}" for v in growing[::-1]], padding=3, fontsize=9)
+    right.set_xlim(0, max(growing) * 1.2)
+    right.set_title(localized(language, "Today's models\n(hatched: partly reported)", "Современные модели\n(штриховка: частично по отчётам)"), fontsize=11)
+    for ax in (left, right):
+        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
+        ax.tick_params(axis="y", labelsize=9)
+        ax.grid(axis="y", visible=False)
+    fig.subplots_adjust(left=0.15, right=0.98, wspace=0.95, bottom=0.16, top=0.88)
+    return fig
+
+
+show_figure(
+    plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
+    "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
+    "end is its value. Left, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
+    "for 8 heads at 4 bits, 16 with a single KV head. Right, today's models computed from the DESIGNS table; hatched "
+    "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
+    "could not size are not drawn.",
+)
+
+# %% tags=["hide-input"]
+# @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
 expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, -1, match="fixed_numbers")
 expect_raises(ValueError, layered_cache_bytes, 1, 1.0, 0, bytes_per_value=0, match="bytes_per_value")
+expect("a full layer whose key is its value keeps one vector per token, a window layer likewise", (design_numbers([("full", 1, {"kv_heads": 1, "head_dim": 4, "k_eq_v": True})]), design_numbers([("window", 1, {"kv_heads": 1, "head_dim": 4, "window": 3})])), "==", ((4.0, 0), (0.0, 24)))
 
+
+# %%
 # FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
 def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
     """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
@@ -3340,6 +3906,9 @@ as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MA
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
 print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
+
+# %% tags=["hide-input"]
+# @title Edge cases of the mask function: float positions, shapes that do not broadcast, bad windows and sinks
 expect_raises(TypeError, sliding_window_with_sinks, np.arange(4)[:, None], np.arange(4.0)[None, :], match="integers")  # one float grid is enough
 expect_raises(ValueError, sliding_window_with_sinks, np.arange(4), np.arange(3), match="broadcast")
 expect_raises(ValueError, sliding_window_with_sinks, 3, 1, window=0, match="window")
@@ -3352,6 +3921,15 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
 # token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
 # the four keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+#
+# The table is data: each design lists its layers, its source, the date it was checked and a status. *Checked* rows
+# come from a configuration file read on 2026-12-01; *carried* rows keep this module's earlier check; *reported* rows
+# rest partly on a secondary source. DeepSeek-V3.2 has left its Exp stage; its indexer key adds about 15 KiB per token
+# to V3's latent. Two releases of this autumn are listed but not sized, because no configuration file of theirs could
+# be read from here: DeepSeek-V4.1-Flash (October 2026; unconfirmed: a provider's page reports a KV cache about a
+# quarter of V4-Flash's) and Gemma 4 (E2B, E4B, 26B-A4B, 31B), whose structure transformers' `configuration_gemma4.py`
+# confirms: five sliding-window layers per full layer, full layers 512 wide, keys optionally equal to values, and the
+# last layers reusing earlier layers' caches.
 
 # %% [markdown]
 # ## In 20 seconds
@@ -3413,6 +3991,14 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # 11. **How many KiB per token does Gemma 3 27B's cache grow by (10 global layers of 62, 16 KV heads of width 128, 16-bit)?**
 #
 #    <details><summary>Answer</summary>80 KiB</details>
+#
+# 12. **What does one Mamba-shaped SSM layer carry between tokens: $d_{\text{inner}} = 8{,}192$ channels of 16 state numbers, plus a convolution state of $8{,}192 \times 4$, in fp32?**
+#
+#    <details><summary>Answer</summary>655,360 bytes (327,680 in bf16), at any context length</details>
+#
+# 13. **What does one token of context cost on the running example (32 layers, width 128, 16-bit) with a single KV head (MQA)?**
+#
+#    <details><summary>Answer</summary>16,384 bytes, 16 KiB</details>
 
 # %%
 # The numeric self-test answers, recomputed: a wrong answer in the text above stops here.
@@ -3420,6 +4006,8 @@ self_test_answers = {
     "hybrid 4 + 28 at 131,072 tokens (bytes)": (hybrid_cache_bytes(131_072), 2_151_153_664),
     "running example at 4 bits (bytes per token)": (quantized_kv_bytes_per_token(32, 8, 128, 4), 33_792),
     "Gemma 3 27B growing KiB per token": (kv_bytes_per_token(10, 16, 128) // KIB, 80),
+    "Mamba-shaped SSM layer, fp32 (bytes)": ((8192 * 16 + 8192 * 4) * 4, 655_360),
+    "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
     print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
@@ -3441,6 +4029,9 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437
 # - Liu et al., *KIVI* (2024): https://arxiv.org/abs/2402.02750
 # - Hsieh et al., *RULER* (2024, COLM version): https://arxiv.org/abs/2404.06654; Liu et al., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
+# - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press et al., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409
+# - *The Annotated S4*, S4 rebuilt step by step in JAX: https://srush.github.io/annotated-s4
+# - Zheng et al., *SGLang* (2023): https://arxiv.org/abs/2312.07104
 
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")

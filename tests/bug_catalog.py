@@ -338,6 +338,7 @@ MASK, SINK, KV_REPEAT, KV_CACHE = "check_additive_mask_contract", "check_sink_at
 ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention_contract", "check_rolling_buffer_contract"
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
+KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
 
 ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
 LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
@@ -424,6 +425,8 @@ MODULE5 = [
         hint="window + 1"),
     Bug("rolling-buffer-miscounts-held", "module5_2", "rolling_window_decode", "reports one slot more than the buffer holds",
         ROLLING, "never holds more than", edit("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
+    Bug("rolling-buffer-softmax-without-max", "module5_2", "rolling_window_decode", "takes np.exp of the raw scores, without subtracting the row's max",
+        ROLLING, "+-1000", edit("weights = np.exp(scores - scores.max())", "weights = np.exp(scores)"), hint="largest score"),
     # Module 5.2, Exercise 2: linear_attention_recurrent
     Bug("linear-attention-no-normaliser", "module5_2", "linear_attention_recurrent", "divides by the sum of the query features instead of q . z",
         LINEAR, "62 / 15", edit("outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()")),
@@ -438,6 +441,18 @@ MODULE5 = [
     Bug("latent-absorption-scale-without-rope", "module5_2", "mla_absorbed_attention", "scales by sqrt(d_nope), forgetting the RoPE width",
         LATENT, "absorbed attention equals expanded attention", edit("math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])", "math.sqrt(q_nope.shape[-1])"),
         hint="sqrt(d_nope + d_rope)"),
+    # Module 5.2, Exercise 5: kivi_cache
+    Bug("kivi-keys-per-token", "module5_2", "kivi_cache", "gives keys one scale per token, so the large channels crush the small ones",
+        KIVI, "keys get one scale per channel", edit("K_hat = dequantize(*quantize(K, bits, shared_axis=0))", "K_hat = dequantize(*quantize(K, bits, shared_axis=1))"),
+        hint="axis=0"),
+    Bug("kivi-values-per-channel", "module5_2", "kivi_cache", "gives values one scale per channel instead of one per token",
+        KIVI, "values get one scale per token", edit("V_hat = dequantize(*quantize(V, bits, shared_axis=1))", "V_hat = dequantize(*quantize(V, bits, shared_axis=0))")),
+    # Module 5.2, Exercise 6: selective_step
+    Bug("selective-step-euler-write", "module5_2", "selective_step", "writes delta * b * x (Euler) instead of the zero-order hold's (keep - 1) / a * b * x",
+        SELECTIVE_STEP, "the marked token writes", edit("h_new = keep * h + (keep - 1.0) / a * b * x", "h_new = keep * h + delta * b * x"),
+        hint="zero-order hold"),
+    Bug("selective-step-reads-old-state", "module5_2", "selective_step", "returns c times the old state instead of the new one",
+        SELECTIVE_STEP, "the marked token writes", edit("return h_new, c * h_new", "return h_new, c * h")),
 ]
 
 CATALOG = MODULE3 + MODULE5

@@ -562,6 +562,21 @@ def cases(args: tuple, kwargs: dict):
             name = f"#{key}" if where == "arg" else key
             nan_free = label not in ("NaN", "inf", "NaN element", "-inf") and is_nan_free(new_args, new_kwargs)
             yield f"{name}={label}", tuple(new_args), new_kwargs, nan_free, wrong_type
+    yield from joint_huge_case(args, kwargs)
+
+
+def joint_huge_case(args: tuple, kwargs: dict):
+    """Every float array argument times 1e200 at once (Q and K both huge overflow q . k, which one alone may not)."""
+    import numpy as np
+
+    def huge(value):
+        is_float_array = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size
+        return value * 1e200 if is_float_array else value
+
+    floats = [v for v in list(args) + list(kwargs.values()) if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size]
+    if len(floats) >= 2:
+        new_args, new_kwargs = tuple(huge(v) for v in args), {k: huge(v) for k, v in kwargs.items()}
+        yield "all float arrays=huge (x1e200)", new_args, new_kwargs, is_nan_free(new_args, new_kwargs), False
 
 
 def drawn_cases(args: tuple, kwargs: dict) -> list:

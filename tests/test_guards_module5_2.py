@@ -72,3 +72,19 @@ def test_linear_attention_refuses_an_overflow_instead_of_returning_nan(nb):
     for call in (lambda: nb["linear_attention_weights"](huge, huge), lambda: nb["linear_attention_quadratic"](huge, huge, np.ones((3, 2)))):
         with pytest.raises(FloatingPointError, match="scale Q and K down"):
             call()
+
+
+def test_exercise_functions_refuse_products_past_float64_instead_of_returning_nan(nb):
+    huge = np.full((3, 2), 1e200)
+    calls = (lambda: nb["rolling_window_decode"](huge, huge, huge, 2), lambda: nb["linear_attention_recurrent"](huge, huge, huge),
+             lambda: nb["selective_step"](1e300, 1e300, 10.0, -1.0, 1e300, 1.0))
+    for call in calls:
+        with pytest.raises(FloatingPointError, match="float64"):
+            call()
+
+
+def test_the_designs_table_names_a_source_a_date_and_a_status_for_every_row(nb):
+    for design in nb["DESIGNS"]:
+        assert design["source"] and design["checked"] and design["status"], design["name"]
+        if design["parts"] is None:
+            assert "not sized" in design["status"], design["name"]

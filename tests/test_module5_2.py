@@ -29,6 +29,8 @@ EXERCISES = [
     ("linear_attention_recurrent", "check_linear_attention_contract"),
     ("parallel_scan", "check_parallel_scan_contract"),
     ("mla_absorbed_attention", "check_latent_absorption_contract"),
+    ("kivi_cache", "check_kivi_axes_contract"),
+    ("selective_step", "check_selective_step_contract"),
 ]
 
 
@@ -57,6 +59,11 @@ BAD_INPUTS = [
     ("receptive_field", (8, 3, -1), {}, ValueError, "layers"),
     ("hybrid_cache_bytes", (1024,), {"attention_layers": 40}, ValueError, "attention_layers"),
     ("shortlist_experiment", (), {"top_k": 5000}, ValueError, "top_k"),
+    ("kivi_cache", (np.ones((3, 2)), np.ones((2, 2)), 4), {}, ValueError, "same tokens"),
+    ("kivi_cache", (np.ones((3, 2)), np.ones((3, 2)), 1), {}, ValueError, "bits"),
+    ("selective_step", (0.0, 1.0, 0.5, 0.0, 1.0, 1.0), {}, ValueError, "negative"),
+    ("selective_step", (0.0, 1.0, 0.0, -1.0, 1.0, 1.0), {}, ValueError, "delta"),
+    ("design_numbers", ([("ring", 1, {})],), {}, ValueError, "unknown part kind"),
 ]
 
 

@@ -303,7 +303,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
 
 
 def draw_scan_tree(levels, language="en"):
-    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (a, b) after round r."""
+    """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
     from functools import partial
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
@@ -314,7 +314,7 @@ def draw_scan_tree(levels, language="en"):
     for i, x in enumerate(xs):
         ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
     for r, y in enumerate(ys):
-        label = t("the steps (a, b)", "шаги (a, b)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
+        label = t("the steps (λ, μ)", "шаги (λ, μ)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
         ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
         for i, (a, b) in enumerate(levels[r]):
             final = r == rounds
@@ -323,7 +323,7 @@ def draw_scan_tree(levels, language="en"):
                 diagram_arrow(ax, (xs[i], ys[r - 1] - 0.2), (xs[i], y + 0.2))
                 if i >= 2 ** (r - 1):
                     diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
-    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each b is the state h_t", "последний раунд: каждое b есть состояние h_t"), ha="right", va="center",
+    ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each μ is the state h_t", "последний раунд: каждое μ есть состояние h_t"), ha="right", va="center",
             fontsize=8.5, color=Palette.MUTED)
     return fig
 

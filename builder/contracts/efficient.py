@@ -3,7 +3,10 @@
 from .calls import contract_call, contract_parts
 from .violations import ContractViolation, contract_assert, contract_close
 
-__all__ = ["check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"]
+__all__ = [
+    "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract",
+    "check_kivi_axes_contract", "check_selective_step_contract",
+]
 
 
 def check_linear_attention_contract(linear_attention_recurrent):
@@ -185,3 +188,81 @@ def check_latent_absorption_contract(mla_absorbed_attention):
             "returned normally", "keep the shape checks at the top of the function",
         )
     return {"max_error": error, "rope_branch": "PASS"}
+
+
+def check_kivi_axes_contract(kivi_cache):
+    """Judge ``kivi_cache(K, V, bits) -> (K_hat, V_hat)``: K and V [T, d] read back after symmetric quantization with
+    KIVI's axes, one key scale per channel (shared over the tokens) and one value scale per token (shared over the
+    channels), each scale the group's largest magnitude over the top code 2**(bits - 1) - 1. Returns a summary.
+    """
+    import numpy as np
+
+    def reference(x, bits, shared_axis):
+        top = 2 ** (bits - 1) - 1
+        scale = np.abs(x).max(axis=shared_axis, keepdims=True) / top
+        scale = np.where(scale > 0, scale, 1.0)
+        return np.round(x / scale) * scale
+
+    def run(prop, case, hint, K, V, bits):
+        return contract_parts(prop, case, contract_call(prop, case, hint, kivi_cache, K, V, bits), ("K_hat", "V_hat"))
+
+    # Keys whose first channel is large for every token; values whose first token is large in every channel.
+    K = np.array([[8.0, 0.3, -0.2], [-7.0, 0.1, 0.25], [6.0, -0.3, 0.05]])
+    V = np.array([[9.0, -8.0, 7.0], [0.2, -0.1, 0.3], [-0.3, 0.15, 0.1]])
+    case = "K with a large first channel, V with a large first token, 4 bits"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, 4)
+    contract_close(
+        "keys get one scale per channel, so a large channel leaves the small ones readable", case, K_hat, reference(K, 4, 0),
+        "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)",
+    )
+    contract_close(
+        "values get one scale per token, so a large token leaves the others readable", case, V_hat, reference(V, 4, 1),
+        "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0",
+    )
+    gen = np.random.default_rng(707)
+    worst = 0.0
+    for T, d, bits in ((1, 1, 2), (5, 4, 3), (16, 8, 4), (7, 32, 8)):
+        K, V = gen.standard_normal((T, d)), gen.standard_normal((T, d))
+        case = f"random K, V [{T}, {d}] at {bits} bits"
+        K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", K, V, bits)
+        worst = max(worst, contract_close("keys per channel, values per token, at any size and bit width", case, np.concatenate([K_hat, V_hat]),
+                                          np.concatenate([reference(K, bits, 0), reference(V, bits, 1)]),
+                                          "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale"))
+    case = "an all-zero K and V"
+    K_hat, V_hat = run("valid K, V and bits give (K_hat, V_hat)", case, "return the two read-back arrays", np.zeros((2, 3)), np.zeros((2, 3)), 4)
+    contract_close("an all-zero group reads back as zeros, not NaN", case, np.concatenate([K_hat, V_hat]), np.zeros((4, 3)),
+                   "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN")
+    return {"max_error": worst, "axes": "PASS"}
+
+
+def check_selective_step_contract(selective_step):
+    """Judge ``selective_step(h, x, delta, a, b, c) -> (h_new, y)``: one selective-SSM step with the zero-order hold,
+    keep = e^(delta a), write = (keep - 1) / a * b, h_new = keep h + write x, y = c h_new. Returns a summary.
+    """
+    import math
+
+    def reference(h, x, delta, a, b, c):
+        keep = math.exp(delta * a)
+        h_new = keep * h + (keep - 1.0) / a * b * x
+        return h_new, c * h_new
+
+    def run(prop, case, hint, *args):
+        return contract_parts(prop, case, contract_call(prop, case, hint, selective_step, *args), ("h_new", "y"))
+
+    marked = (0.0, 7.0, math.log1p(math.exp(5.0)), -1.0, 1.0, 1.0)
+    case = "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *marked)
+    contract_close("the marked token writes almost all of itself: h_new = 0.9933 x 7", case, list(got), list(reference(*marked)),
+                   "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b")
+    plain = (6.953, 0.4, math.log1p(math.exp(-5.0)), -1.0, 1.0, 1.0)
+    case = "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)"
+    got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *plain)
+    contract_close("an ordinary token keeps 0.9933 of the state", case, list(got), list(reference(*plain)),
+                   "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state")
+    worst = 0.0
+    for args in ((1.5, -2.0, 0.3, -0.5, 2.0, 3.0), (0.0, 1.0, 1e-6, -1.0, 1.0, 1.0), (-3.0, 4.0, 20.0, -2.0, 0.5, -1.0), (2.0, 0.0, 0.7, -4.0, 1.0, 0.5)):
+        case = "h, x, delta, a, b, c = " + ", ".join(f"{v:g}" for v in args)
+        got = run("a valid step gives (h_new, y)", case, "return the new state and the output", *args)
+        worst = max(worst, contract_close("one step with any decay rate, write and read factor", case, list(got), list(reference(*args)),
+                                          "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
+    return {"max_error": worst, "zero_order_hold": "PASS"}

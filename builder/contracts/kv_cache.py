@@ -95,4 +95,10 @@ def check_rolling_buffer_contract(rolling_window_decode):
     prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
     outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
     contract_close(prop, "window=1", outputs, V, hint)
-    return {"max_error": worst, "largest_buffer": "PASS"}
+    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its row's max survives.
+    Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
+    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2"
+    hint = "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
+    outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
+    contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
+    return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}

@@ -144,6 +144,19 @@ def designs_at_1m() -> list[int]:
     ]
 
 
+def per_token_bars() -> list[int]:
+    """Bytes per token of context on the running shape (32 layers, width 128, 16 bits): MHA (32 KV heads), GQA (8),
+    a 512 + 64 latent, GQA at 4 bits with one 16-bit scale per head vector, MQA (1 KV head)."""
+    layers, head_dim = 32, 128
+    return [
+        2 * layers * 32 * head_dim * 2,
+        2 * layers * 8 * head_dim * 2,
+        layers * (512 + 64) * 2,
+        2 * layers * 8 * (head_dim * 4 + 16) // 8,
+        2 * layers * 1 * head_dim * 2,
+    ]
+
+
 def generate() -> dict:
     """Every Module 5.2 reference value."""
     return {
@@ -153,6 +166,7 @@ def generate() -> dict:
         "latent_example": latent_example(),
         "linear": linear(),
         "mla": {"bytes_per_token": mla()["bytes_per_token"]},
+        "per_token_bars_bytes": per_token_bars(),
         "quantized": quantized(),
         "schema_version": SCHEMA_VERSION,
         "selective": selective(),
