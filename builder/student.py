@@ -138,6 +138,14 @@ def listing(found: list[Exercise]) -> str:
     return "\n".join(f"- **{e.label}:** `{'`, `'.join(e.written)}`" for e in found) or "- (none yet)"
 
 
+GRADING_EN = (
+    "**How this notebook is graded.** The grader finds your exercise cells and takes the functions, classes, "
+    "imports and UPPER_CASE constants you define there and in cells of your own. It runs the same contract "
+    "checks, one exercise at a time, on the reference solutions of earlier exercises, so one mistake costs one "
+    "exercise. Your code runs in a separate process with a time limit; editing other cells changes nothing.\n\n"
+)
+
+
 GUIDE_RU = (
     "**Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; "
     "замените строку `# Your code here.` и `raise` под ней своим кодом. Ячейка сразу после каждого "
@@ -149,6 +157,11 @@ GUIDE_RU = (
     "*Среда выполнения → Выполнить после* на этой ячейке (Colab) или *Run → Run Selected Cell and All Below* "
     "на следующей (JupyterLab) продолжает работу. `show_reference(\"Exercise 1\")` печатает решение; "
     "последняя ячейка перечисляет упражнения пройденные, не пройденные и не начатые.\n\n"
+    "**Как оценивается ноутбук.** Оценщик находит ячейки упражнений и берёт из них, а также из ваших "
+    "собственных ячеек, функции, классы, импорты и константы (имена ЗАГЛАВНЫМИ буквами). Каждое упражнение "
+    "проверяется отдельно теми же контрактными проверками, поверх эталонных решений предыдущих упражнений: "
+    "одна ошибка стоит одного упражнения. Ваш код выполняется в отдельном процессе с ограничением по времени; "
+    "правка остальных ячеек ничего не меняет.\n\n"
 )
 
 
@@ -166,7 +179,7 @@ def guide(found: list[Exercise], language: str = "en") -> str:
         "at its check cell; the reference takes over there too, so *Runtime → Run after* on that cell "
         "(Colab) or *Run → Run Selected Cell and All Below* on the next one (JupyterLab) goes on. "
         "`show_reference(\"Exercise 1\")` prints a solution; the last cell lists the exercises passed, "
-        "failed and not attempted.\n\n" + listing(found)
+        "failed and not attempted.\n\n" + GRADING_EN + listing(found)
     )
 
 

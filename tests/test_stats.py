@@ -96,3 +96,9 @@ def test_the_stats_command_prints_every_edition(course, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("edition") and len(out) == 1 + 2 * len(course.notebooks) * (1 + len(course.languages))
     assert all(("meets the target" in row) != ("over the target" in row) for row in out[1:])
+
+
+def test_every_edition_meets_the_lean_target(course):
+    """Issue 22's target for every committed edition: machinery at most 20% of visible code, at most 1,500 visible lines."""
+    over = [s.row() for s in stats.course_stats(course) if not s.meets_target]
+    assert not over, "over the lean target (share <= 20%, visible <= 1500):\n" + "\n".join(over)

@@ -149,3 +149,8 @@ def test_the_shipped_student_edition_runs_to_the_end_and_passes_with_its_solutio
     assert run.error is None, f"{name} with its solutions back stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert f"Exercises passed with your own code: {labels}\n" in out and "not attempted yet" not in out
+
+
+def test_the_student_guide_says_how_the_notebook_is_graded_in_each_language():
+    assert "How this notebook is graded." in student.guide([], "en")
+    assert "Как оценивается ноутбук." in student.guide([], "ru") and "How this notebook" not in student.guide([], "ru")

@@ -12,6 +12,8 @@
 #
 # *Run all* reaches the end: an exercise you have not touched prints "not attempted yet" and the cells after it use the reference solution. An exercise you attempted that fails stops *Run all* at its check cell; the reference takes over there too, so *Runtime → Run after* on that cell (Colab) or *Run → Run Selected Cell and All Below* on the next one (JupyterLab) goes on. `show_reference("Exercise 1")` prints a solution; the last cell lists the exercises passed, failed and not attempted.
 #
+# **How this notebook is graded.** The grader finds your exercise cells and takes the functions, classes, imports and UPPER_CASE constants you define there and in cells of your own. It runs the same contract checks, one exercise at a time, on the reference solutions of earlier exercises, so one mistake costs one exercise. Your code runs in a separate process with a time limit; editing other cells changes nothing.
+#
 # - **Exercise 1:** `rolling_window_decode`
 # - **Exercise 2:** `linear_attention_recurrent`
 # - **Exercise 3:** `parallel_scan`
