@@ -86,6 +86,8 @@ BASELINES: dict[str, tuple[tuple, dict]] = {
     "require_budget": (("a mask", (64, 64)), {}),
     "require_finite_result": (("a scan", [1.0, 2.0], "products beyond 1e308"), {}),
     "log_tick_label": ((1e6,), {}),  # called by matplotlib while drawing, never by a cell
+    "require_mask": (("mask", [[True, False], [True, True]]), {}),  # cells pass it masks built on the fly
+    "expect_close": (("one half is 0.5", 0.5, 0.5), {}),  # a notebook may call it only on values the recorder cannot copy
     "require_namespace": ((_exercise_namespace(), "Exercise 1"), {}),
     "ContractViolation": (("double(3) is 6", "x=3", "6", "5", "multiply by 2, do not add 2"), {}),
     "use_reference": (("Exercise 1", _exercise_namespace(), "a test stands in"), {}),

@@ -165,9 +165,9 @@ def test_online_softmax_is_invariant_under_a_common_shift(logits, cuts, shift):
     out, trace = online(np.split(np.array(logits), edges), np.split(values, edges))
     shifted_out, shifted_trace = online(np.split(np.array(logits) + shift, edges), np.split(values, edges))
     assert math.isclose(shifted_out, out, rel_tol=1e-9, abs_tol=1e-9)
-    for before, after in zip(trace, shifted_trace):  # the max moves with the logits; alpha, l and n do not
+    for before, after in zip(trace, shifted_trace):  # the max moves with the logits; alpha, l and u do not
         assert math.isclose(after["m"], before["m"] + shift, rel_tol=1e-12, abs_tol=1e-9)
-        for key in ("alpha", "l", "n"):
+        for key in ("alpha", "l", "u"):
             assert math.isclose(after[key], before[key], rel_tol=1e-9, abs_tol=1e-9), key
 
 
@@ -488,10 +488,13 @@ NOT_FUZZED = {
         "query_gradient_experiment": "fuzzed by tests/fuzz.py",
         # They read the notebook's Llama 3.1 8B widths (cell variables this definitions-only namespace lacks);
         # tests/fuzz.py fuzzes them in the run notebook.
-        "grouped_projection_flops": "reads cell variables; fuzzed by tests/fuzz.py", "ffn_flops": "reads cell variables; fuzzed by tests/fuzz.py"},
+        "grouped_projection_flops": "reads cell variables; fuzzed by tests/fuzz.py", "ffn_flops": "reads cell variables; fuzzed by tests/fuzz.py",
+        "judge_prediction": "prints a verdict on a student's prediction; fuzzed by tests/fuzz.py"},
     "module5_1": {"peak_traced_bytes": "calls the function it is given", "best_seconds": "calls the function it is given",
                   "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ"},
     "module5_2": {"check_stated": "raises on purpose when two numbers differ",
+                  # New with the KIVI-axes and selective-step exercises and the DESIGNS table; tests/fuzz.py fuzzes them.
+                  **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers"), "fuzzed by tests/fuzz.py"),
                   "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
                   **dict.fromkeys(("kv_bytes_per_token", "context_cost", "kv_cache_bytes", "mla_bytes_per_token", "make_mask",
                                    "additive_mask", "sdpa"),

@@ -124,8 +124,10 @@ def grade_total(path, out) -> str:
     done = subprocess.run([sys.executable, "-m", "builder", "grade", str(path), "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    row = (out / "grades.csv").read_text(encoding="utf-8").splitlines()[1].split(",")
-    return f"{row[-3]}/{row[-2]}"
+    import csv
+
+    row = next(csv.DictReader((out / "grades.csv").read_text(encoding="utf-8").splitlines()))
+    return f"{row['total']}/{row['max']}"
 
 
 @pytest.mark.slow

@@ -98,9 +98,23 @@ def _mount_private(hide: list[str]) -> None:
     if _libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         return
     _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    keep = [os.path.realpath(sys.prefix), os.path.realpath(os.path.dirname(os.path.dirname(__file__)))]  # Python, and builder/
     for folder in hide:
-        if os.path.isdir(folder) and not sys.prefix.startswith(os.path.realpath(folder) + os.sep):
-            _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
+        _hide(os.path.realpath(folder), keep)
+
+
+def _hide(folder: str, keep: list[str]) -> None:
+    """Cover ``folder`` with an empty read-only tmpfs; where it holds a path in ``keep`` (the course's own .venv,
+    the builder package), cover each of its other subfolders instead (notebooks/, .git/, dist/ ...), so the
+    solutions are hidden while Python and the grader stay importable."""
+    if not os.path.isdir(folder) or folder in keep:
+        return
+    if not any(path.startswith(folder + os.sep) for path in keep):
+        _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
+        return
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            _hide(os.path.realpath(entry.path), keep)
 
 
 def _limit(kind: int, value: int) -> None:

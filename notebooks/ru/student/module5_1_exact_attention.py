@@ -3673,12 +3673,12 @@ report_section("Memory and speed of tiled attention", globals())
 # %% tags=["hide-input"]
 # @title The two measuring tools on answers known in advance: a 1 MiB buffer, and a programmed clock (no wall time decides these)
 expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
-clock_ticks = iter([0.0, 0.020, 1.0, 1.001, 2.0, 2.001])  # the first run takes 20 ms, the next two 1 ms each
-clocked_best = types.FunctionType(best_seconds.__code__, {**globals(), "time": types.SimpleNamespace(perf_counter=lambda: next(clock_ticks))})
-clocked_best.__kwdefaults__ = best_seconds.__kwdefaults__
-clocked_runs = []
-expect_close("best_seconds keeps the fastest of its 3 runs: 1 ms, not the 20 ms of the first", clocked_best(lambda: clocked_runs.append(None)), 0.001)
-expect("best_seconds runs the function 3 times by default", len(clocked_runs), "==", 3)
+_clock_ticks = iter([0.0, 0.020, 1.0, 1.001, 2.0, 2.001])  # the first run takes 20 ms, the next two 1 ms each
+_clocked_best = types.FunctionType(best_seconds.__code__, {**globals(), "time": types.SimpleNamespace(perf_counter=lambda: next(_clock_ticks))})
+_clocked_best.__kwdefaults__ = best_seconds.__kwdefaults__
+_clocked_runs = []
+expect_close("best_seconds keeps the fastest of its 3 runs: 1 ms, not the 20 ms of the first", _clocked_best(lambda: _clocked_runs.append(None)), 0.001)
+expect("best_seconds runs the function 3 times by default", len(_clocked_runs), "==", 3)
 expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
 expect_raises(ValueError, best_seconds, int, repeats=0, match="repeats")
 expect_raises(ValueError, best_seconds, int, repeats=101, match="repeats")
