@@ -55,18 +55,19 @@ def pdf_pages(pdf: bytes) -> int:
 
 
 def first_lesson_heading(nb: nbformat.NotebookNode) -> str:
-    """The first heading after the setup and hidden cells that come before the first lesson code cell.
+    """The first heading after the setup cells, found before the first visible lesson code cell.
 
-    A lesson may open with prose only (Module 3's Level 1), so the heading that starts it is the first
-    one past the last setup or hidden code cell, not the one right above the first lesson code.
+    A lesson may open with prose only, so the heading that starts it is the first one past the last
+    setup cell, not the one right above the first lesson code. Hidden cells inside the lesson (figure
+    code, contract checks) neither end the search nor restart it.
     """
     first = None
     for cell in nb.cells:
         if cell.cell_type == "markdown" and re.search(r"^#{1,3} ", cell.source, re.MULTILINE):
             first = first or re.search(r"^#{1,3} (.+)$", cell.source, re.MULTILINE).group(1)
-        elif cell.cell_type == "code" and ("hide-input" in cell.metadata.get("tags", []) or cell.source.startswith("# Setup")):
+        elif cell.cell_type == "code" and re.match(r"# (@title )?Setup", cell.source):
             first = None  # still in the setup: the lesson starts after this cell
-        elif cell.cell_type == "code":
+        elif cell.cell_type == "code" and "hide-input" not in cell.metadata.get("tags", []):
             return first
     raise AssertionError("no lesson code cell")
 
