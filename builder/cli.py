@@ -35,7 +35,6 @@ def build_options(p):
     _names(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
     # Kept so scripts written for the old refusal still run: a unit without a current translation now always keeps its English.
-    p.add_argument("--english-fallback", action="store_true", help=argparse.SUPPRESS)
 
 
 def translations_options(p):

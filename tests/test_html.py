@@ -355,7 +355,7 @@ def test_builder_html_names_the_broken_formula_before_executing(repo_copy):
     source = repo_copy / "notebooks" / "module3_basic_transformer.py"
     text = source.read_text(encoding="utf-8").rstrip("\n")
     source.write_text(text + "\n\n# %% [markdown]\n# Softmax is $\\softmax(z)$ here.\n", encoding="utf-8")
-    assert run_builder(repo_copy, "build", "--english-fallback").returncode == 0  # the new cell has no translation yet
+    assert run_builder(repo_copy, "build").returncode == 0  # the new cell has no translation yet
     cells = nbformat.read(repo_copy / "notebooks" / "module3_basic_transformer.ipynb", as_version=4).cells
     index = next(i for i, c in enumerate(cells) if "\\softmax(z)" in c.source)
     result = run_builder(repo_copy, "html", "module3")
