@@ -3828,6 +3828,14 @@ show_figure(
 
 
 # %% [markdown]
+# **What the field does about the n² term.** Four families of answers, each the subject of Module 5:
+# compute the same exact attention in small on-chip tiles so the $n \times n$ matrix is never stored
+# (FlashAttention, Module 5.1); read fewer pairs, through a sliding window or a sparse pattern; shrink
+# what each past token costs in memory by sharing K/V heads (GQA, MQA) or compressing them; or replace
+# the score matrix with a fixed-size running state, as linear attention and state-space models do
+# (Module 5.2).
+
+# %% [markdown]
 # ## 10 · The rest of the block: feed-forward, LayerNorm, residuals
 #
 # **The idea.** Attention moves information *between* tokens. A decoder block adds three things
@@ -5254,7 +5262,8 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 #   query heads and shrink the KV cache by the same factor.
 # - **Cost:** $n^2$ scores per head and layer; counting four $d_{model} \times d_{model}$ projections, no
 #   feed-forward network and the full (non-causal) square, that term outweighs the projections past
-#   $n = 2 d_{model}$ (section 9 gives the crossings under the other conventions).
+#   $n = 2 d_{model}$ (section 9 gives the crossings under the other conventions). At generation time
+#   the KV cache also grows by a fixed number of bytes for every token (131,072 for Llama 3.1 8B).
 # - **Block and model:** pre-norm residual blocks of attention and a feed-forward net; a tiny one
 #   learns to copy a random segment in 45 steps, and fails at chance with its attention switched off;
 #   decoding policies (greedy, temperature, top-k, top-p) turn its logits into tokens.

@@ -2664,6 +2664,10 @@ print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
 # this token's keep and write factors. The example below keeps $B_t = B$ and $C_t = C$ fixed to
 # isolate what $\Delta_t$ does.
 #
+# Picture a note-taker with a dial. Filler words barely touch the notes (the dial near zero); a name
+# or a number turns the dial up, wiping a line and writing the new fact. $\Delta_t$ is that dial, set
+# by each token.
+#
 # **Zero-order hold in one line.** The continuous state obeys $h'(\tau) = A\,h(\tau) + B\,x$; hold
 # the input constant over a step of length $\Delta$ and solve:
 # $h(\tau + \Delta) = e^{\Delta A}\,h(\tau) + \frac{e^{\Delta A} - 1}{A}\,B\,x$, which is $\bar A$ and $\bar B$ below.
@@ -2822,7 +2826,9 @@ show_figure(
 # one step of the same form. Merging neighbours, then neighbours two apart, then four apart,
 # computes every state in $\lceil \log_2 T \rceil$ rounds of independent merges, a parallel
 # scan (Mamba runs it in fast on-chip memory). The state of each position is the $\mu$ of its
-# merged step. (For a selective SSM, $\lambda_t = \bar A_t$ and $\mu_t = \bar B_t x_t$.)
+# merged step. (For a selective SSM, $\lambda_t = \bar A_t$ and $\mu_t = \bar B_t x_t$.) Think of a relay
+# race run like a knockout tournament: instead of each runner waiting for the last one, pairs merge
+# their legs at once, then pairs of pairs, so $T$ runners finish in $\log_2 T$ rounds instead of $T$.
 #
 # $$(\lambda_1, \mu_1) \circ (\lambda_2, \mu_2) = \left(\lambda_1 \lambda_2,\; \lambda_2 \mu_1 + \mu_2\right), \qquad \text{rounds} = \lceil \log_2 T \rceil$$
 #
@@ -3009,7 +3015,9 @@ show_figure(
 # squeezes each token into a short latent $c$ with a learned down-projection, caches only $c$, and
 # rebuilds keys and values with up-projections $W^{UK}$ and $W^{UV}$. Better: since
 # $q \cdot (c\,W^{UK}) = (q\,{W^{UK}}^\top) \cdot c$, the up-projection can be *absorbed* into the
-# query, and $W^{UV}$ into the output projection, so full keys and values are never built. One
+# query, and $W^{UV}$ into the output projection, so full keys and values are never built. The
+# title's kitchen: the cache stores the ingredients (the latent $c$), the kitchen keeps one recipe
+# ($W^{UK}$, $W^{UV}$), and folding the recipe into the query means the dish is never cooked. One
 # thing does not absorb: rotary position embeddings rotate each key by its position, and a
 # rotation that depends on the key's position cannot be folded into one fixed query-side matrix.
 # So MLA carries position in a separate small RoPE key, shared by all heads and cached next to
@@ -3660,7 +3668,9 @@ report_section("Every design at a glance", globals())
 #
 # Fewer KV heads are colleagues sharing one reference binder instead of each keeping a copy. On the running example a
 # token costs 512 KiB with 32 KV heads, 128 KiB with 8, 16 KiB with a single one (MQA), 36 KiB as a 512 + 64 latent
-# and 33 KiB with 8 heads at 4 bits; the bar figure at the end of this section draws them.
+# and 33 KiB with 8 heads at 4 bits; the bar figure at the end of this section draws them. The savings multiply:
+# sharing heads (4 times) and 4-bit numbers (3.9 times) together take 512 KiB down to 33 KiB, and a window then caps
+# how many tokens pay even that.
 #
 # **How to choose.** Start from where the facts your task needs sit, not from the advertised window. Inside the last
 # few thousand tokens: a window (with sinks, so that streaming stays stable) or a mostly-local hybrid is enough. Near
@@ -3914,6 +3924,8 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #   few attention layers for exact lookup.
 # - To shrink the cache: share KV heads, cache a latent and absorb the up-projections (RoPE goes
 #   in its own small key), and store fewer bits, with per-channel scales for keys.
+# - Sparse patterns add global or strided links so that any two tokens are one or two hops apart;
+#   they save time only when whole blocks of the score matrix are skipped.
 #
 # ## Self-test
 #
@@ -3925,7 +3937,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 # 2. **What do global tokens add to a sliding window, and when does a sparse pattern actually save time?**
 #
-#    <details><summary>Answer</summary>A global token reads and is read by every position, so any two tokens are at most two hops apart. The pattern saves time only when whole blocks of the score matrix are skipped; a pattern scattered token by token still costs a full pass.</details>
+#    <details><summary>Answer</summary>A global token reads and is read by every position, so any two tokens are at most two hops apart, and it is cheap: one extra row and column of scores, a cost that grows with n, not n². The pattern saves time only when whole blocks of the score matrix are skipped; a pattern scattered token by token still costs a full pass.</details>
 #
 # 3. **Why can linear attention run as a recurrence and softmax attention cannot?**
 #
@@ -4004,7 +4016,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Hsieh et al., *RULER* (2024, COLM version): https://arxiv.org/abs/2404.06654; Liu et al., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
 # - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press et al., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409
 # - *The Annotated S4*, S4 rebuilt step by step in JAX: https://srush.github.io/annotated-s4
-# - Zheng et al., *SGLang* (2023): https://arxiv.org/abs/2312.07104
+# - Zheng et al., *SGLang* (2024): https://arxiv.org/abs/2312.07104
 
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")
