@@ -1895,21 +1895,40 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# builder:begin inline text_color_on
+def text_color_on(fill):
+    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(color):
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a, b):
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
+# builder:end sha256=12a87a73673fcd1a81dd70105d63541cb4bd7ce6f26c7c92cc09b40a645d14ac
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
-    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    """A blank figure whose data units are inches of a width x height drawing, (0, 0) at the bottom left.
+
+    A drawing wider than the shown width is made smaller as a whole, so its text is shown at the size it names.
+    """
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(width, height))
+    scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
+    fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_axis_off()
     return fig, ax
-# builder:end sha256=1e5d8c1fb57edbe184e0ad975f34bc49c216082397722160f7ebb45372c202ff
+# builder:end sha256=5306b497d0233be39c315657c0f03914c0d7eac4e8f5843ed558abf23f097380
 # builder:begin inline diagram_box
 def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
-    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    """A rounded box centred at (x, y) holding centred text: tinted in ``color`` (or solid, with text that contrasts with it)."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import FancyBboxPatch
 
@@ -1919,10 +1938,10 @@ def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=Fal
         linestyle=(0, (3, 2)) if dashed else "-",
     ))
     ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
-            color="white" if solid else Palette.INK, linespacing=1.15)
-# builder:end sha256=462eebad07fd1b97e53292c8a8afc464971b2e0bea380c5aae8e625779ad384c
+            color=text_color_on(color) if solid else Palette.INK, linespacing=1.15)
+# builder:end sha256=8af424e91a4e833962af6b761c621c058e38bf069bcd8442f11d7e36a0337c7c
 # builder:begin inline diagram_arrow
-def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=9):
     """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
     ax.annotate("", xy=end, xytext=start, arrowprops={
         "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
@@ -1932,7 +1951,7 @@ def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shi
         x = start[0] + at * (end[0] - start[0]) + shift[0]
         y = start[1] + at * (end[1] - start[1]) + shift[1]
         ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, linespacing=1.1)
-# builder:end sha256=a206997d895bd1bf582a4f22b891a2a8a13cc92744751d9187d21b48aedfbc95
+# builder:end sha256=e0f0824974b3437840aede88ba23385cf5c31869c7e1fc4e3b1f92adb73398a8
 # builder:begin inline draw_taxonomy
 def draw_taxonomy(language="en"):
     """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
@@ -1960,13 +1979,13 @@ def draw_taxonomy(language="en"):
         ax.plot([spine, spine], [2.25, leaf_y[len(leaves) - 1]], color=color, linewidth=1.1)
         for y, leaf in zip(leaf_y, leaves):
             diagram_arrow(ax, (spine, y), (x - 1.0, y), color=color)
-            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=8.5)
+            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=9)
     diagram_box(ax, 2.9, 0.38, 2.2, 0.5, t("hybrids: a few attention\nlayers among SSM layers", "гибриды: немного слоёв\nвнимания среди SSM"),
-                Palette.PURPLE, size=8.5)
+                Palette.PURPLE, size=9)
     diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
     diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
     return fig
-# builder:end sha256=7ad920a66171b5cfd922b780f84d5540b3cc7f43f38472ccd6d6dd10a9f65651
+# builder:end sha256=bf26777a5fadebbfc59ea39293422a2089074e3fd099d66b2c18f0ef2c10dd4a
 # builder:begin inline draw_kv_trip
 def draw_kv_trip(bytes_per_token, layers, language="en"):
     """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
@@ -1991,7 +2010,7 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     diagram_box(ax, 7.45, 2.62, 1.3, 0.42, t("its query q", "его запрос q"), Palette.ORANGE)
     diagram_arrow(ax, (xs[-1] + 0.75, 2.62), (6.8, 2.62), color=Palette.ORANGE)
     diagram_box(ax, 7.45, 1.35, 2.0, 0.8, t("scores q·k for all\nn keys, softmax,\nmix the n values",
-                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=8.5)
+                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=9)
     diagram_arrow(ax, (7.45, 2.41), (7.45, 1.75), color=Palette.ORANGE)
     diagram_arrow(ax, (5.3, 1.2), (6.45, 1.2), color=Palette.BLUE, text=t("reads all n", "читает все n"), shift=(0, 0.14))
     diagram_box(ax, 7.45, 0.35, 2.0, 0.4, t("output for token n", "выход для токена n"), Palette.BLUE, solid=True)
@@ -1999,9 +2018,9 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     kib = bytes_per_token / 1024
     ax.text(0.2, 0.28, t(f"one key + one value per KV head, in each of {layers} layers:\n{kib:,.0f} KiB per token, kept while the conversation lasts",
                          f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
-            fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
+            fontsize=9, color=Palette.MUTED, va="center", linespacing=1.25)
     return fig
-# builder:end sha256=d4169be965e293463993fe96b3105fb01141febcf21a11d883fa5853a99deb1f
+# builder:end sha256=3f2b2fbfc356127c4611f65d1dfc1e855711e4649ef3be769be32b2d7812c650
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -2229,7 +2248,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
     gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
     labels = [f"{b['n'] // 1024:,}k" if b["n"] < 2**20 else f"{b['n'] // 2**20}M" for b in bills]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 2.9))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.3, 2.9))
     left.bar(labels, [b["pairs"] for b in bills], color=Palette.RED)
     log_scale(left, "y")
     left.set_title(localized(language, "Compute: pairs grow with n²", "Вычисления: пары растут как n²"))
@@ -2350,9 +2369,13 @@ expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of floa
 
 # %% tags=["hide-input"]
 # @title Drawing code for the figure below: plot_masks (matplotlib only; reading it is optional)
+# builder:begin inline plot_masks
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(2.6 * len(panels), 8.3), 2.7))  # at most 800 px: text shown at its size
     for ax, (title, mask) in zip(np.atleast_1d(axes), panels):
         ax.imshow(np.isfinite(mask), cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
         ax.set_title(f"{title}\n{int(np.isfinite(mask).sum())} " + localized(language, "pairs", "пар"), fontsize=10)
@@ -2362,6 +2385,7 @@ def plot_masks(panels, language="en"):
     np.atleast_1d(axes)[0].set_ylabel(localized(language, "query i", "запрос i"))
     fig.subplots_adjust(wspace=0.3, left=0.07, right=0.99, bottom=0.19, top=0.83)
     return fig
+# builder:end sha256=65c30c8bead97007f0fc51e461624556cb19958cf62b2f1e568a5e962aa1f2a9
 
 
 # %%
@@ -2990,11 +3014,11 @@ def plot_bytes_per_token(rows, title, language="en"):
     family = [next((f for f in families if label.startswith(f)), None) for label in labels]
     ax.barh(y, values, color=[families.get(f, Palette.GREY) for f in family])
     shown = [f for f in families if f in family]
-    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=8, loc="lower right",
-              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
+    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=9, loc="lower right",
+              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=9)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
-        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=8)
+        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=9)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(min(values) / 2, max(values) * 8)
     log_scale(ax, "x")
@@ -3103,7 +3127,7 @@ def plot_online_softmax(trace, exact, language="en"):
     ax.set_xlabel(localized(language, "tiles read", "прочитано плиток"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
     ax.set_title(localized(language, "Online softmax: exact after the last tile", "Онлайн-softmax: точен после последней плитки"))
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=9, loc="upper right")
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
     return fig
 
@@ -3657,7 +3681,7 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
     ax.set_ylabel(localized(language, "peak memory, MiB", "пик памяти, МиБ"))
     ax.set_title(localized(language, "Dense grows like n², tiled like n", "Плотное растёт как n², плиточное как n"))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.17, top=0.89)
     return fig
 
@@ -3765,7 +3789,7 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
 
