@@ -1683,7 +1683,7 @@ def draw_scan_tree(levels, language="en"):
 # builder:end sha256=7db8166fe4b866d066e6bfa89306385887917e27d0b30559ccdaad8d4e9e54ad
 # builder:begin inline draw_layer_stacks
 def draw_layer_stacks(stacks, language="en"):
-    """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
+    """One row of blocks per model, one block per layer, coloured and sized by what the layer keeps; ``stacks`` is [(name, note, kinds)].
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
@@ -1692,13 +1692,14 @@ def draw_layer_stacks(stacks, language="en"):
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
+    tall = {"attention": 0.4, "window": 0.26, "ssm": 0.12}  # a second cue besides colour: what a layer keeps, as height
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)
     legend = ((colors["attention"], t("attention: cache grows with n", "внимание: кэш растёт с n")),
               (colors["window"], t("window: at most w tokens", "окно: не больше w токенов")),
               (colors["ssm"], t("SSM: fixed state", "SSM: фиксированное состояние")))
-    for k, (color, text) in enumerate(legend):
-        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22, color=color))
+    for k, (color, text) in enumerate(legend):  # legend swatches in the same order and heights as ``tall``
+        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22 * tuple(tall.values())[k] / 0.4, color=color))
         ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=9)
     longest = max(len(kinds) for _, _, kinds in stacks)
     width = min(0.2, 5.4 / longest)
@@ -1706,15 +1707,16 @@ def draw_layer_stacks(stacks, language="en"):
         y = height - 0.95 - 0.72 * row
         ax.text(0.15, y + 0.12, name, va="center", fontsize=9, weight="bold")
         ax.text(0.15, y - 0.13, note, va="center", fontsize=9, color=Palette.MUTED)
-        ax.broken_barh([(3.0 + layer * width, width * 0.82) for layer in range(len(kinds))], (y - 0.2, 0.4),
-                       facecolors=[colors[kind] for kind in kinds], linewidth=0)
+        for kind in colors:
+            spans = [(3.0 + layer * width, width * 0.82) for layer, each in enumerate(kinds) if each == kind]
+            ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
     ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")
     ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
             fontsize=9, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=8696378e2490a2dd100f5c686856ce18f9bd8e63ff4d1a041d1cf5431a341380
+# builder:end sha256=732a799fb22657346256bcaab7bf0ca0e913420bb015486a0624a72e3bebbbcf
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -2075,7 +2077,7 @@ show_figure(
     "that is computed. No row holds more than 3 ticks, so 21 scores replace the causal triangle's 36. Right: the "
     "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
     "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
-    "Token 0 (red) is out of reach until a fourth layer.",
+    "Token 0 (a hollow red ring) is out of reach until a fourth layer.",
 )
 
 
@@ -2145,7 +2147,7 @@ expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot b
 # %%
 show_figure(
     draw_rolling_buffer(largest, 10, language=LANGUAGE),
-    "Top: the token stream. The blue bar is the window once token 10 (orange) has arrived; token 6 (red, dashed) "
+    "Top: the token stream. The blue bar is the window once token 10 (orange, solid) has arrived; token 6 (red, dashed) "
     "has just left it. Bottom: the same 4-slot buffer before and after. Token 10 goes to slot 10 mod 4 = 2, which "
     "held token 6, so no other slot moves. The slots end up out of time order (8, 9, 10, 7), which a softmax does "
     "not mind, and the memory stays at 4 slots however long the stream runs.",
@@ -3040,8 +3042,8 @@ layer_stacks = [
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
-    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers keep a KV "
-    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state "
+    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers (tall) keep a KV "
+    "cache that grows with every token, yellow ones (half height) at most a window, blue ones (short) a fixed state "
     f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
     "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
     f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "

@@ -348,7 +348,7 @@ def draw_scan_tree(levels, language="en"):
 
 
 def draw_layer_stacks(stacks, language="en"):
-    """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
+    """One row of blocks per model, one block per layer, coloured and sized by what the layer keeps; ``stacks`` is [(name, note, kinds)].
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
@@ -357,13 +357,14 @@ def draw_layer_stacks(stacks, language="en"):
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
+    tall = {"attention": 0.4, "window": 0.26, "ssm": 0.12}  # a second cue besides colour: what a layer keeps, as height
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)
     legend = ((colors["attention"], t("attention: cache grows with n", "внимание: кэш растёт с n")),
               (colors["window"], t("window: at most w tokens", "окно: не больше w токенов")),
               (colors["ssm"], t("SSM: fixed state", "SSM: фиксированное состояние")))
-    for k, (color, text) in enumerate(legend):
-        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22, color=color))
+    for k, (color, text) in enumerate(legend):  # legend swatches in the same order and heights as ``tall``
+        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22 * tuple(tall.values())[k] / 0.4, color=color))
         ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=9)
     longest = max(len(kinds) for _, _, kinds in stacks)
     width = min(0.2, 5.4 / longest)
@@ -371,8 +372,9 @@ def draw_layer_stacks(stacks, language="en"):
         y = height - 0.95 - 0.72 * row
         ax.text(0.15, y + 0.12, name, va="center", fontsize=9, weight="bold")
         ax.text(0.15, y - 0.13, note, va="center", fontsize=9, color=Palette.MUTED)
-        ax.broken_barh([(3.0 + layer * width, width * 0.82) for layer in range(len(kinds))], (y - 0.2, 0.4),
-                       facecolors=[colors[kind] for kind in kinds], linewidth=0)
+        for kind in colors:
+            spans = [(3.0 + layer * width, width * 0.82) for layer, each in enumerate(kinds) if each == kind]
+            ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
     ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")

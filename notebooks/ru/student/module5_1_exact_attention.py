@@ -2174,10 +2174,10 @@ REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (token
 # %%
 show_figure(
     draw_taxonomy(language=LANGUAGE),
-    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against "
-    "it, and the dashed boxes under it are the designs this module builds. Blue reads fewer tokens, green replaces "
-    "the growing cache by a fixed-size state, orange keeps every token but in fewer bytes. The purple box is where "
-    "two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against it, and the "
+    "dashed boxes under it are the designs this module builds. The left column (blue) reads fewer tokens, the middle (green) "
+    "swaps the growing cache for a fixed-size state, the right (orange) keeps every token in fewer bytes. The purple box at "
+    "the bottom left is where two strategies meet: hybrids put a few attention or window layers among state-space layers.",
 )
 
 
@@ -2294,8 +2294,8 @@ report_section("The two bills", globals())
 show_figure(
     draw_kv_trip(per_token, L8B, language=LANGUAGE),
     "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
-    "slot of the cache (orange); its query goes right, is scored against all n keys, and the softmax weights mix "
-    "all n values into token n's output. The blue slots are read, never recomputed: that is the compute the cache "
+    "slot of the cache (orange, solid); its query goes right, is scored against all n keys, and the softmax weights mix "
+    "all n values into token n's output. The other slots (blue, tinted) are read, never recomputed: that is the compute the cache "
     "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
 )
 
@@ -2604,7 +2604,7 @@ def plot_sink_share(n_keys, logits, language="en"):
     ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
     for logit in logits:
         share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
-        ax.plot([logit], [share], "o", color=Palette.ORANGE)
+        ax.plot([logit], [share], "D", color=Palette.ORANGE, markersize=7, markevery=None, zorder=3)  # one point: the style's markevery would hide it
         ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
     ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
     ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
@@ -2618,7 +2618,7 @@ def plot_sink_share(n_keys, logits, language="en"):
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
     "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
-    "grows (x-axis). Orange dots mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
+    "grows (x-axis). Orange diamonds, each labelled with its share, mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
     "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
     "abstains.",
 )
@@ -2735,7 +2735,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
 # %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
-    "Top row: 8 query heads, coloured by the group they belong to; bottom row: 2 KV heads. Each line says which KV "
+    "Top row: 8 query heads, coloured by the group they belong to (heads 0-3 and 4-7); bottom row: 2 KV heads. Each line says which KV "
     "head a query head reads. Left (repeat) every line stays inside its colour: heads 0-3 read KV head 0. Right "
     "(tile) lines cross between groups, so half the query heads read the other group's keys and values.",
 )
@@ -3155,7 +3155,7 @@ expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output u / l, the dashed line the "
+    "The x-axis counts tiles of 4 logits read so far; the solid blue line with dots is the running output u / l, the dashed line the "
     "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
     "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
     "exactly, not approximately.",
@@ -3528,13 +3528,15 @@ def plot_block_kinds(panels, language="en"):
     fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels), 2.9))
     for ax, (title, kinds) in zip(axes, panels):
         ax.imshow(kinds, cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
+        rows, cols = np.nonzero(np.asarray(kinds) == 1)  # masked blocks also carry a ×: not colour alone
+        ax.scatter(cols, rows, marker="x", s=12, color=Palette.INK, linewidths=0.8)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(localized(language, "key block", "блок ключей"))
         ax.set_xticks([]), ax.set_yticks([])
         ax.grid(False)
     axes[0].set_ylabel(localized(language, "query block", "блок запросов"))
-    fig.text(0.5, 0.02, localized(language, "grey: skipped    yellow: computed and masked    blue: computed, no mask needed",
-                                  "серый: пропущен    жёлтый: считается с маской    синий: считается без маски"),
+    fig.text(0.5, 0.02, localized(language, "grey: skipped    yellow, ×: computed and masked    blue: computed, no mask needed",
+                                  "серый: пропущен    жёлтый, ×: считается с маской    синий: считается без маски"),
              ha="center", fontsize=9, color=Palette.MUTED)
     fig.subplots_adjust(wspace=0.15, left=0.06, right=0.99, bottom=0.16, top=0.88)
     return fig
@@ -3564,7 +3566,7 @@ show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
     "Each square is one block of the score matrix (128 x 128 when n = 2048): rows are query blocks, columns key blocks. "
-    "Grey blocks are never computed, yellow ones straddle the mask boundary and are masked inside, blue ones are "
+    "Grey blocks are never computed, yellow ones marked × straddle the mask boundary and are masked inside, blue ones are "
     "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
 )
 report_section("Tiled attention", globals())
@@ -3672,7 +3674,7 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
     ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.plot(n, tiled, "o-", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, tiled, "s--", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
     ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
     log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
@@ -3687,8 +3689,8 @@ def plot_memory_vs_length(lengths, memory, language="en"):
 # %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
-    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red) has slope 2: its peak "
-    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green) is the "
+    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red, solid, circles) has slope 2: its peak "
+    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green, dashed, squares) is the "
     "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
     "The gap between red and green widens with every doubling.",
 )
@@ -3828,8 +3830,8 @@ expect("every count, standard and FlashAttention, at every n drawn, stays at or 
        min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
-    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue is "
+    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red with circles is "
+    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue with squares is "
     "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
     "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
     "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
