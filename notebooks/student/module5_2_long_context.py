@@ -26,14 +26,13 @@
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
 #
-# **When a check stops the notebook.** After every exercise a check cell judges your function. If
-# it fails, that cell shows which property broke, on what input, the expected and actual values and
-# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
-# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
-# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
-# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
-# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
-# still runs on the reference.
+# **When a check stops the notebook.** After every exercise a check cell judges your function: which
+# property holds or breaks, on what input, the expected and actual values and the usual cause. An
+# exercise you have not touched prints "not attempted yet", and *Run all* goes on with the reference
+# solution. An exercise you attempted that fails stops *Run all* at its own check; the reference takes
+# over there, so go on with *Runtime → Run after* on that cell (Colab) or *Run → Run Selected Cell and
+# All Below* on the next one (JupyterLab). `show_reference("Exercise 3")` prints a solution; the last
+# cell lists the exercises passed, failed and not attempted.
 
 # %% tags=["hide-input"]
 # @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
