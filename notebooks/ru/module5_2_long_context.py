@@ -3717,7 +3717,6 @@ show_figure(
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
 report_section("Every design at a glance", globals())
 
-
 # %% [markdown]
 # | Архитектура | Что она сокращает | Чем она платит |
 # |---|---|---|
@@ -3786,14 +3785,8 @@ report_section("Every design at a glance", globals())
 #   внимания или внимания с паддингом у `F.scaled_dot_product_attention` есть также бэкенд cuDNN (`SDPBackend.CUDNN_ATTENTION`),
 #   который PyTorch предпочитает на современных GPU NVIDIA ([документация SDPA](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
 
-# %%
-def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
-    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
-    context = require_int("context", context, minimum=1)
-    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
-            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
-
-
+# %% tags=["hide-input"]
+# @title Today's designs as data: each row's layers, its source, the date it was checked and its status (open it to read them)
 # Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
 # sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
 # A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
@@ -3827,14 +3820,38 @@ DESIGNS = [
                "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
      "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
                ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
-    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
-               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
-    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
-               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
-               "config.json files were not readable here", "parts": None},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": "2026-12-02",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config.json was not readable here and "
+               "transformers has no deepseek_v41 configuration to read instead; secondary pages describe a new attention "
+               "(CSA2) and a KV cache about a quarter of V4-Flash's", "parts": None},
+    # Gemma 4, from transformers' convert_gemma4_weights.py (_VARIANTS: the configs it writes) and modeling_gemma4.py:
+    # full layers are global_head_dim = 512 wide, with num_global_key_value_heads heads when attention_k_eq_v; the last
+    # num_kv_shared_layers layers store no cache of their own; K and V are cached apart even when K = V (their norms differ).
+    {"name": "Gemma 4 E2B (4 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 35 layers, 4 window-512 layers per full one, the last "
+               "20 reuse earlier caches, so 3 full and 12 window layers store; 1 KV head, 512 wide (full) or 256 (window)",
+     "parts": [("full", 3, {"kv_heads": 1, "head_dim": 512}), ("window", 12, {"kv_heads": 1, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 E4B (5 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 42 layers, 5 window-512 layers per full one, the last "
+               "18 reuse earlier caches, so 4 full and 20 window layers store; 2 KV heads, 512 wide (full) or 256 (window)",
+     "parts": [("full", 4, {"kv_heads": 2, "head_dim": 512}), ("window", 20, {"kv_heads": 2, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 26B-A4B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 30 layers; 5 full layers with 2 KV heads of 512 "
+               "(attention_k_eq_v), 25 window-1,024 layers with 8 KV heads of 256",
+     "parts": [("full", 5, {"kv_heads": 2, "head_dim": 512}), ("window", 25, {"kv_heads": 8, "head_dim": 256, "window": 1024})]},
+    {"name": "Gemma 4 31B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 60 layers; 10 full layers with 4 KV heads of 512 "
+               "(attention_k_eq_v), 50 window-1,024 layers with 16 KV heads of 256",
+     "parts": [("full", 10, {"kv_heads": 4, "head_dim": 512}), ("window", 50, {"kv_heads": 16, "head_dim": 256, "window": 1024})]},
 ]
+
+
+# %%
+def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
+    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
+    context = require_int("context", context, minimum=1)
+    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
+            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
 def design_numbers(parts):
@@ -3871,6 +3888,8 @@ expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
+for name, kib in zip([name for name in sota_designs if name.startswith("Gemma 4")], (6, 16, 20, 80)):  # E2B, E4B, 26B-A4B, 31B
+    check_stated(f"{name} growing KiB per token", 2 * sota_designs[name][0] / KIB, kib, 0)
 check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
@@ -3895,7 +3914,8 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 # @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
-    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 5.2), gridspec_kw={"height_ratios": [5, 7]})  # stacked: long names, full width
+    rows = [len(running), sum(1 for d in designs if d["parts"])]  # one bar per row; stacked panels: long names, full width
+    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 0.3 * sum(rows) + 2.2), gridspec_kw={"height_ratios": rows})
     names, kib = list(running), [value / KIB for value in running.values()]
     bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
     left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
@@ -3912,7 +3932,7 @@ def plot_per_token_bars(running, designs, language="en"):
         ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
         ax.tick_params(axis="y", labelsize=9)
         ax.grid(axis="y", visible=False)
-    fig.subplots_adjust(left=0.42, right=0.95, hspace=0.75, bottom=0.1, top=0.92)
+    fig.subplots_adjust(left=0.42, right=0.95, hspace=0.45, bottom=0.09, top=0.94)
     return fig
 
 
@@ -3969,18 +3989,21 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # На каждый токен контекста DeepSeek-V4-Flash прирастает примерно на 6.7 KiB — вдесятеро меньше, чем латентный
 # кэш DeepSeek-V3 (68.6 KiB), потому что бо́льшая часть её дальней памяти свёрнута в отношении 4 или 128 к 1, а токен за
 # токеном хранится только окно в 128 токенов. Qwen3-Next и Gemma 3 прирастают на 24 и 80 KiB против 320 KiB
-# у Llama-3.3-70B. Каждая из четырёх архитектур сохраняет *какие-то* слои, которые читают далеко назад;
+# у Llama-3.3-70B. Каждая из этих архитектур сохраняет *какие-то* слои, которые читают далеко назад;
 # различаются они тем, насколько груба эта дальняя память.
 #
+# Gemma 4 (E2B, E4B, 26B-A4B, 31B) ставит пять оконных слоёв (в E2B — четыре) на один полный и делает полные
+# слои редкими и широкими: 512 чисел на голову. Две маленькие модели идут дальше: их последние 20 и 18 слоёв
+# не хранят своего кэша и читают кэш более раннего слоя. Поэтому E2B прирастает на 6 KiB на токен, E4B — на 16,
+# а 26B-A4B и 31B — на 20 и 80.
+#
 # Таблица — это данные: для каждой схемы указаны её слои, источник, дата проверки и статус. Строки *checked*
-# (проверено) взяты из файла конфигурации, прочитанного 2026-12-01; строки *carried* (перенесено) сохраняют
-# прежнюю проверку этого модуля; строки *reported* (по сообщениям) частично опираются на вторичный источник.
-# DeepSeek-V3.2 вышла из стадии Exp; ключ её индексатора добавляет к латентному вектору V3 около 15 KiB на токен.
-# Два релиза этой осени перечислены, но не посчитаны, потому что ни один их файл конфигурации не удалось прочитать
-# отсюда: DeepSeek-V4.1-Flash (октябрь 2026; не подтверждено: страница одного провайдера сообщает о KV-кэше
-# примерно в четверть от V4-Flash) и Gemma 4 (E2B, E4B, 26B-A4B, 31B), структуру которой подтверждает
-# `configuration_gemma4.py` из transformers: пять слоёв со скользящим окном на один полный слой, полные слои
-# шириной 512, ключи, при желании совпадающие со значениями, и последние слои, переиспользующие кэши более ранних.
+# (проверено) взяты из файла конфигурации, прочитанного 2026-12-01 (Gemma 4 — из скрипта конвертации
+# transformers, прочитанного 2026-12-02); строки *carried* (перенесено) сохраняют прежнюю проверку этого модуля;
+# строки *reported* (по сообщениям) частично опираются на вторичный источник. DeepSeek-V3.2 вышла из стадии Exp;
+# ключ её индексатора добавляет к латентному вектору V3 около 15 KiB на токен. DeepSeek-V4.1-Flash (октябрь 2026)
+# перечислена, но не посчитана: ни одного её файла конфигурации не удалось прочитать отсюда, поэтому она остаётся
+# *unconfirmed* (не подтверждено; страница одного провайдера сообщает о KV-кэше примерно в четверть от V4-Flash).
 
 # %% [markdown]
 # ## За 20 секунд

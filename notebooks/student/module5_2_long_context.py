@@ -3678,7 +3678,6 @@ show_figure(
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
 report_section("Every design at a glance", globals())
 
-
 # %% [markdown]
 # | Design | What it cuts | What it gives up |
 # |---|---|---|
@@ -3745,14 +3744,8 @@ report_section("Every design at a glance", globals())
 #   attention, `F.scaled_dot_product_attention` also has a cuDNN backend (`SDPBackend.CUDNN_ATTENTION`), which PyTorch
 #   prefers on recent NVIDIA GPUs ([SDPA docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
 
-# %%
-def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
-    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
-    context = require_int("context", context, minimum=1)
-    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
-            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
-
-
+# %% tags=["hide-input"]
+# @title Today's designs as data: each row's layers, its source, the date it was checked and its status (open it to read them)
 # Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
 # sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
 # A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
@@ -3786,14 +3779,38 @@ DESIGNS = [
                "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
      "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
                ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
-    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
-               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
-    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
-               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
-               "config.json files were not readable here", "parts": None},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": "2026-12-02",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config.json was not readable here and "
+               "transformers has no deepseek_v41 configuration to read instead; secondary pages describe a new attention "
+               "(CSA2) and a KV cache about a quarter of V4-Flash's", "parts": None},
+    # Gemma 4, from transformers' convert_gemma4_weights.py (_VARIANTS: the configs it writes) and modeling_gemma4.py:
+    # full layers are global_head_dim = 512 wide, with num_global_key_value_heads heads when attention_k_eq_v; the last
+    # num_kv_shared_layers layers store no cache of their own; K and V are cached apart even when K = V (their norms differ).
+    {"name": "Gemma 4 E2B (4 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 35 layers, 4 window-512 layers per full one, the last "
+               "20 reuse earlier caches, so 3 full and 12 window layers store; 1 KV head, 512 wide (full) or 256 (window)",
+     "parts": [("full", 3, {"kv_heads": 1, "head_dim": 512}), ("window", 12, {"kv_heads": 1, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 E4B (5 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 42 layers, 5 window-512 layers per full one, the last "
+               "18 reuse earlier caches, so 4 full and 20 window layers store; 2 KV heads, 512 wide (full) or 256 (window)",
+     "parts": [("full", 4, {"kv_heads": 2, "head_dim": 512}), ("window", 20, {"kv_heads": 2, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 26B-A4B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 30 layers; 5 full layers with 2 KV heads of 512 "
+               "(attention_k_eq_v), 25 window-1,024 layers with 8 KV heads of 256",
+     "parts": [("full", 5, {"kv_heads": 2, "head_dim": 512}), ("window", 25, {"kv_heads": 8, "head_dim": 256, "window": 1024})]},
+    {"name": "Gemma 4 31B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 60 layers; 10 full layers with 4 KV heads of 512 "
+               "(attention_k_eq_v), 50 window-1,024 layers with 16 KV heads of 256",
+     "parts": [("full", 10, {"kv_heads": 4, "head_dim": 512}), ("window", 50, {"kv_heads": 16, "head_dim": 256, "window": 1024})]},
 ]
+
+
+# %%
+def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
+    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
+    context = require_int("context", context, minimum=1)
+    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
+            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
 def design_numbers(parts):
@@ -3830,6 +3847,8 @@ expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
+for name, kib in zip([name for name in sota_designs if name.startswith("Gemma 4")], (6, 16, 20, 80)):  # E2B, E4B, 26B-A4B, 31B
+    check_stated(f"{name} growing KiB per token", 2 * sota_designs[name][0] / KIB, kib, 0)
 check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
@@ -3854,7 +3873,8 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 # @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
-    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 5.2), gridspec_kw={"height_ratios": [5, 7]})  # stacked: long names, full width
+    rows = [len(running), sum(1 for d in designs if d["parts"])]  # one bar per row; stacked panels: long names, full width
+    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 0.3 * sum(rows) + 2.2), gridspec_kw={"height_ratios": rows})
     names, kib = list(running), [value / KIB for value in running.values()]
     bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
     left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
@@ -3871,7 +3891,7 @@ def plot_per_token_bars(running, designs, language="en"):
         ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
         ax.tick_params(axis="y", labelsize=9)
         ax.grid(axis="y", visible=False)
-    fig.subplots_adjust(left=0.42, right=0.95, hspace=0.75, bottom=0.1, top=0.92)
+    fig.subplots_adjust(left=0.42, right=0.95, hspace=0.45, bottom=0.09, top=0.94)
     return fig
 
 
@@ -3928,16 +3948,18 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # Per token of context, DeepSeek-V4-Flash grows by about 6.7 KiB: ten times less than DeepSeek-V3's latent cache
 # (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
 # token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
-# the four keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+# them keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+#
+# Gemma 4 (E2B, E4B, 26B-A4B, 31B) keeps five window layers (four in E2B) per full layer, and makes the full layers
+# few and wide: 512 numbers per head. The two small models go further: their last 20 and 18 layers store no cache
+# and read an earlier layer's. So E2B grows by 6 KiB per token and E4B by 16; 26B-A4B and 31B by 20 and 80.
 #
 # The table is data: each design lists its layers, its source, the date it was checked and a status. *Checked* rows
-# come from a configuration file read on 2026-12-01; *carried* rows keep this module's earlier check; *reported* rows
-# rest partly on a secondary source. DeepSeek-V3.2 has left its Exp stage; its indexer key adds about 15 KiB per token
-# to V3's latent. Two releases of this autumn are listed but not sized, because no configuration file of theirs could
-# be read from here: DeepSeek-V4.1-Flash (October 2026; unconfirmed: a provider's page reports a KV cache about a
-# quarter of V4-Flash's) and Gemma 4 (E2B, E4B, 26B-A4B, 31B), whose structure transformers' `configuration_gemma4.py`
-# confirms: five sliding-window layers per full layer, full layers 512 wide, keys optionally equal to values, and the
-# last layers reusing earlier layers' caches.
+# come from a configuration file read on 2026-12-01 (Gemma 4: transformers' conversion script, read on 2026-12-02);
+# *carried* rows keep this module's earlier check; *reported* rows rest partly on a secondary source. DeepSeek-V3.2
+# has left its Exp stage; its indexer key adds about 15 KiB per token to V3's latent. DeepSeek-V4.1-Flash (October
+# 2026) is listed but not sized: no configuration file of it could be read from here, so it stays *unconfirmed* (a
+# provider's page reports a KV cache about a quarter of V4-Flash's).
 
 # %% [markdown]
 # ## In 20 seconds
