@@ -1750,7 +1750,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | $A$ | Mamba's continuous decay rate, negative: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | Mamba's step size for token $t$, and the weight and offset that make it |
 # | $\tau$ | continuous time, in the zero-order hold only | $D$, $N$ | SSM channels, state numbers per channel |
 # | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\tilde q_i^{(h)}$ | head $h$'s rotated RoPE query part (MLA) |
-# | $\nu$, $\gamma$ | quantization bits and scale | | |
+# | $\nu$, $\gamma$ | quantization bits and scale | $\eta_t$ | the gated delta rule's write rate |
 #
 # **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
 # pays the compute bill. *Decode*: generating one token at a time, each new query reading the
@@ -2576,6 +2576,58 @@ report_section("Linear attention", globals())
 # the products of the decays ("state-space duality"), so it can be trained with matrix
 # multiplications. Gated DeltaNet, in Qwen3-Next (section 15), is in the same family: a decayed
 # state with a delta-rule write.
+
+# %% [markdown]
+# **The gated delta rule, one step.** Linear attention only adds: a key that comes back piles its new
+# value on top of the old one. The delta rule first reads what the state already holds under the unit
+# key $k_t$, and writes only the error, at a rate $\eta_t$ between 0 and 1; the gate first fades the
+# whole state by $\lambda_t$ ([Yang, Kautz and Hatamizadeh, 2025](https://arxiv.org/abs/2412.06464), Gated DeltaNet):
+#
+# $$R_t = \lambda_t R_{t-1} + \eta_t\, k_t \left(v_t - \lambda_t R_{t-1}^\top k_t\right)^\top$$
+#
+# With $\eta_t = 1$, reading $k_t$ right after the write returns $v_t$ exactly: the old value under that
+# key is replaced, not added to. The paper stores the state transposed and names the gates $\alpha_t$
+# and $\beta_t$; here they are $\lambda_t$ and $\eta_t$, because $\beta$ is already Mamba's offset.
+
+# %% tags=["hide-input"]
+# @title The argument checks of gated_delta_step (run it; reading it is optional)
+def _gated_delta_arguments(R, k, v, decay, rate):
+    """R [d_k, d_v], k [d_k] and v [d_v] as finite arrays, decay and rate in [0, 1]: each checked, then returned."""
+    R, k, v = require_array("R", R, ndim=2), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if R.shape != (len(k), len(v)):
+        raise ValueError(f"R must be [d_k, d_v] = [{len(k)}, {len(v)}] to match k and v; got {R.shape}")
+    return R, k, v, require_real("decay", decay, minimum=0.0, maximum=1.0), require_real("rate", rate, minimum=0.0, maximum=1.0)
+
+
+# %%
+def gated_delta_step(R, k, v, decay, rate):
+    """One step of the gated delta rule: fade the state R [d_k, d_v] by decay, then write rate x the error along k."""
+    R, k, v, decay, rate = _gated_delta_arguments(R, k, v, decay, rate)
+    with np.errstate(all="ignore"):  # a zero key, or numbers past float64's range, come out non-finite: refused below
+        k = k / np.linalg.norm(k)  # a unit key, as in the paper
+        R = decay * R  # the gate: forget a little of everything
+        R = R + rate * np.outer(k, v - k @ R)  # the delta rule: replace what k reads, do not pile on top of it
+    return require_finite_result("the gated delta step", R, "use a non-zero k, and R and v small enough that R^T k stays finite")
+
+
+stored = np.outer([1.0, 0.0], [5.0])  # key (1, 0) holds the value 5
+R_delta = gated_delta_step(stored, [1.0, 0.0], [2.0], decay=1.0, rate=1.0)
+print(f"key (1, 0) held 5 and now writes 2: the delta rule reads back {R_delta[0, 0]:g}, a running sum {(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
+expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the gated delta step: a faded half-rate write by hand, arguments that are refused
+# k = (3, 4) / 5 = (0.6, 0.8); the faded state 0.5 (5, 0) = (2.5, 0) reads 0.6 x 2.5 = 1.5 under k; the error 2 - 1.5 = 0.5,
+# written at rate 0.5 along k, adds (0.15, 0.2): the state becomes (2.65, 0.2).
+contract_close("gated delta step, decay 0.5, rate 0.5, k = (3, 4), v = 2, state (5, 0)", "gated_delta_step(stored, [3, 4], [2], 0.5, 0.5)",
+               gated_delta_step(stored, [3.0, 4.0], [2.0], 0.5, 0.5), [[2.65], [0.2]],
+               "fade first (decay x R), read the faded state under the unit key, write rate x (v - read) along the unit key", rtol=1e-12)
+expect_raises(FloatingPointError, gated_delta_step, stored, [0.0, 0.0], [2.0], 1.0, 1.0, match="non-zero k")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0, 0.0], [2.0], 1.0, 1.0, match="R must be")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0], [2.0], 1.5, 1.0, match="decay")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0], [2.0], 1.0, 1.5, match="rate")
+expect_raises(FloatingPointError, gated_delta_step, stored * 2e307, [1.0, 0.0], [-1.7e308], 1.0, 1.0, match="stays finite")
+
 
 # %%
 def ssm_recurrent(x, A, B, C):
@@ -3901,7 +3953,7 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
     rows = [len(running), sum(1 for d in designs if d["parts"])]  # one bar per row; stacked panels: long names, full width
-    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 0.3 * sum(rows) + 2.2), gridspec_kw={"height_ratios": rows})
+    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 0.25 * sum(rows) + 1.9), gridspec_kw={"height_ratios": rows})
     names, kib = list(running), [value / KIB for value in running.values()]
     bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
     left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)

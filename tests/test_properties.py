@@ -494,7 +494,8 @@ NOT_FUZZED = {
                   "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ"},
     "module5_2": {"check_stated": "raises on purpose when two numbers differ",
                   # New with the KIVI-axes and selective-step exercises and the DESIGNS table; tests/fuzz.py fuzzes them.
-                  **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers"), "fuzzed by tests/fuzz.py"),
+                  **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers", "gated_delta_step"),
+                                  "fuzzed by tests/fuzz.py"),
                   "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays"},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
