@@ -101,28 +101,36 @@ def test_functions_reproduce_reference_values(nb):
     assert math.isclose(trace[1]["alpha"], REFERENCE["online_softmax_trace"]["alpha"], rel_tol=1e-12)
 
 
-# ---- Module 5.2 reuses some of these functions: its copies must be this part's code, letter for letter ----
+# ---- Module 5.2 reuses some of these functions: builder/contracts/exact_attention.py is their one source ----
 
 
-def _without_solution_markers(source):
-    """A function's source with the exercise's solution marker lines dropped."""
-    return "".join(line for line in source.splitlines(keepends=True) if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+def test_lesson_cells_are_the_shared_source_letter_for_letter():
+    """5.1 teaches (and grades) these functions in visible cells, so it cannot inline them: its text must be the contract's.
 
-
-def test_module5_2_reuses_this_parts_functions_unchanged():
+    5.2 inlines them and the build keeps those regions fresh; this holds 5.1's lesson and exercise cells to the
+    same text, ignoring only the solution markers and the contract's in-body imports (the notebook imports once).
+    """
     import ast
+    import inspect
+    import textwrap
 
-    def top_level_functions(path):
-        text = path.read_text(encoding="utf-8")
-        lines = text.splitlines(keepends=True)
-        return {node.name: "".join(lines[node.lineno - 1:node.end_lineno])
-                for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)}
+    from builder.contracts import exact_attention
 
-    here, there = top_level_functions(SOURCE), top_level_functions(NOTEBOOK_SOURCES["module5_2"])
-    shared = sorted(set(here) & set(there))
-    assert {"make_mask", "sdpa", "kv_cache_bytes", "kv_bytes_per_token"} <= set(shared), shared
-    for name in shared:
-        assert _without_solution_markers(there[name]) == _without_solution_markers(here[name]), f"{name} differs between Module 5.1 and 5.2"
+    def normal(source):
+        dropped = ("### BEGIN SOLUTION", "### END SOLUTION", "import numpy as np", "import math", "import matplotlib.pyplot as plt")
+        return "\n".join(line for line in source.splitlines() if line.strip() and line.strip() not in dropped)
+
+    text = SOURCE.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    defined = {node.name: "".join(lines[node.lineno - 1:node.end_lineno])
+               for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)}
+    taught = [name for name in exact_attention.__all__ if name in defined]
+    assert {"make_mask", "sdpa", "kv_cache_bytes", "kv_bytes_per_token"} <= set(taught), taught
+    for name in taught:
+        shared = textwrap.dedent(inspect.getsource(getattr(exact_attention, name)))
+        assert normal(defined[name]) == normal(shared), (
+            f"{name} in {SOURCE.name} differs from builder/contracts/exact_attention.py, which Module 5.2 inlines: "
+            "make the same change there, then run python -m builder build")
 
 
 # ---- the tiled-attention benchmark ----

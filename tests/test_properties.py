@@ -494,20 +494,20 @@ NOT_FUZZED = {
                   "time_attention_backends": "times fixed inputs of its own", "check_stated": "raises on purpose when two numbers differ"},
     "module5_2": {"check_stated": "raises on purpose when two numbers differ",
                   # New with the KIVI-axes and selective-step exercises and the DESIGNS table; tests/fuzz.py fuzzes them.
-                  **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers"), "fuzzed by tests/fuzz.py"),
-                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
-                  **dict.fromkeys(("kv_bytes_per_token", "context_cost", "kv_cache_bytes", "mla_bytes_per_token", "make_mask",
-                                   "additive_mask", "sdpa"),
-                                  "Module 5.1's function, reused letter for letter (tests/test_module5_1.py); fuzzed there")},
+                  **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers", "gated_delta_step"),
+                                  "fuzzed by tests/fuzz.py"),
+                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays"},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
 
 
 def public_names(module):
     """Functions and classes a notebook defines itself, minus plots and the inlined course helpers."""
-    from builder import contracts
+    from builder import regions
 
-    nb, inlined = notebook(module), set(contracts.registry())
+    # The names this notebook inlines (a name shared with another notebook, as 5.1's make_mask is with 5.2, is public where it is taught).
+    nb = notebook(module)
+    inlined = {r.arg for r in regions.parse(NOTEBOOK_SOURCES[module].read_text(encoding="utf-8")) if r.kind == "inline"}
     return {
         name for name, value in nb.items()
         if callable(value) and getattr(value, "__module__", None) == nb["__name__"]

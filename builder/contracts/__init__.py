@@ -11,6 +11,7 @@ from . import (
     diagrams,
     efficient,
     environment,
+    exact_attention,
     exercises,
     gqa,
     kv_cache,
@@ -47,6 +48,7 @@ MODULES = (
     streaming,
     kv_cache,
     efficient,
+    exact_attention,
     waiting,
 )
 

@@ -10,17 +10,36 @@ from .style import Palette, localized
 from .validation import require_int, require_mask
 
 __all__ = [
-    "diagram_canvas", "diagram_box", "diagram_arrow",
+    "text_color_on", "diagram_canvas", "diagram_box", "diagram_arrow",
     "draw_taxonomy", "draw_kv_trip", "draw_window_relay", "draw_rolling_buffer",
     "draw_global_tokens", "draw_mla_flow", "draw_scan_tree", "draw_layer_stacks",
 ]
 
 
+def text_color_on(fill):
+    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(color):
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a, b):
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
+
+
 def diagram_canvas(width, height):
-    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    """A blank figure whose data units are inches of a width x height drawing, (0, 0) at the bottom left.
+
+    A drawing wider than the shown width is made smaller as a whole, so its text is shown at the size it names.
+    """
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(width, height))
+    scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
+    fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
@@ -29,7 +48,7 @@ def diagram_canvas(width, height):
 
 
 def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
-    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    """A rounded box centred at (x, y) holding centred text: tinted in ``color`` (or solid, with text that contrasts with it)."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import FancyBboxPatch
 
@@ -39,10 +58,10 @@ def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=Fal
         linestyle=(0, (3, 2)) if dashed else "-",
     ))
     ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
-            color="white" if solid else Palette.INK, linespacing=1.15)
+            color=text_color_on(color) if solid else Palette.INK, linespacing=1.15)
 
 
-def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=9):
     """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
     ax.annotate("", xy=end, xytext=start, arrowprops={
         "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
@@ -80,9 +99,9 @@ def draw_taxonomy(language="en"):
         ax.plot([spine, spine], [2.25, leaf_y[len(leaves) - 1]], color=color, linewidth=1.1)
         for y, leaf in zip(leaf_y, leaves):
             diagram_arrow(ax, (spine, y), (x - 1.0, y), color=color)
-            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=8.5)
+            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=9)
     diagram_box(ax, 2.9, 0.38, 2.2, 0.5, t("hybrids: a few attention\nlayers among SSM layers", "гибриды: немного слоёв\nвнимания среди SSM"),
-                Palette.PURPLE, size=8.5)
+                Palette.PURPLE, size=9)
     diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
     diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
     return fig
@@ -111,7 +130,7 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     diagram_box(ax, 7.45, 2.62, 1.3, 0.42, t("its query q", "его запрос q"), Palette.ORANGE)
     diagram_arrow(ax, (xs[-1] + 0.75, 2.62), (6.8, 2.62), color=Palette.ORANGE)
     diagram_box(ax, 7.45, 1.35, 2.0, 0.8, t("scores q·k for all\nn keys, softmax,\nmix the n values",
-                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=8.5)
+                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=9)
     diagram_arrow(ax, (7.45, 2.41), (7.45, 1.75), color=Palette.ORANGE)
     diagram_arrow(ax, (5.3, 1.2), (6.45, 1.2), color=Palette.BLUE, text=t("reads all n", "читает все n"), shift=(0, 0.14))
     diagram_box(ax, 7.45, 0.35, 2.0, 0.4, t("output for token n", "выход для токена n"), Palette.BLUE, solid=True)
@@ -119,7 +138,7 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     kib = bytes_per_token / 1024
     ax.text(0.2, 0.28, t(f"one key + one value per KV head, in each of {layers} layers:\n{kib:,.0f} KiB per token, kept while the conversation lasts",
                          f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
-            fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
+            fontsize=9, color=Palette.MUTED, va="center", linespacing=1.25)
     return fig
 
 
@@ -152,9 +171,9 @@ def draw_window_relay(allowed, fields, language="en"):
     rows, cols = np.nonzero(~allowed)
     ax.scatter(left + cols * cell, top - rows * cell, s=4, color=Palette.GREY, linewidths=0)
     for i in range(n):
-        ax.text(left - 0.22, top - i * cell, str(i), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
-        ax.text(left + i * cell, top + 0.27, str(i), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
-    ax.text(left - 0.22, top + 0.27, t("q \\ k", "з \\ к"), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(left - 0.22, top - i * cell, str(i), ha="right", va="center", fontsize=9, color=Palette.MUTED)
+        ax.text(left + i * cell, top + 0.27, str(i), ha="center", va="center", fontsize=9, color=Palette.MUTED)
+    ax.text(left - 0.22, top + 0.27, t("q \\ k", "з \\ к"), ha="right", va="center", fontsize=9, color=Palette.MUTED)
     counts = [int(c) for c in allowed.sum(axis=1)]
     growing = [c for c in counts if c < counts[-1]]
     total = " + ".join([str(c) for c in growing] + [f"{counts[-1]} × {len(counts) - len(growing)}"])
@@ -162,7 +181,7 @@ def draw_window_relay(allowed, fields, language="en"):
                          f"Один слой, w = {counts[-1]}: оценок {sum(counts)}, а не {n * (n + 1) // 2}"), fontsize=10, weight="bold", va="center")
     ax.text(0.1, top - n * cell + 0.02, t(f"rows: queries i, columns: keys j; {total} = {sum(counts)}",
                                           f"строки: запросы i, столбцы: ключи j; {total} = {sum(counts)}"),
-            va="center", fontsize=8.5, color=Palette.MUTED)
+            va="center", fontsize=9, color=Palette.MUTED)
     # The relay: token n - 1 at the top, the inputs it can hear at each level below.
     last, x0, dx, ys = n - 1, 5.0, 0.47, [0.45 + 0.78 * k for k in range(layers + 1)]
     names = [t("input", "вход")] + [t(f"layer {k}", f"слой {k}") for k in range(1, layers + 1)]
@@ -173,7 +192,7 @@ def draw_window_relay(allowed, fields, language="en"):
             edges += [((x0 + j * dx, ys[level - 1]), (x0 + i * dx, ys[level])) for j in np.flatnonzero(allowed[i]) if heard[level - 1][j]]
     ax.add_collection(LineCollection(edges, colors=Palette.BORDER, linewidths=0.9, zorder=1))
     for level, y in enumerate(ys):
-        ax.text(x0 - 0.3, y, names[level], ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(x0 - 0.3, y, names[level], ha="right", va="center", fontsize=9, color=Palette.MUTED)
         target = last - chain[layers - level]  # the furthest token this level relays
         for j in range(n):
             on_path, near = j == target, bool(heard[level][j])
@@ -181,14 +200,14 @@ def draw_window_relay(allowed, fields, language="en"):
             ax.add_artist(Circle((x0 + j * dx, y), 0.15, zorder=2, linewidth=1.1, edgecolor=color,
                                 facecolor=color if on_path else ("#E4EAF3" if near else "white")))
             if on_path or level == 0:  # the input row numbers every column; above it only the relay is numbered
-                ax.text(x0 + j * dx, y, str(j), ha="center", va="center", fontsize=8, zorder=3, color="white" if on_path else Palette.INK)
+                ax.text(x0 + j * dx, y, str(j), ha="center", va="center", fontsize=9, zorder=3, color=text_color_on(color) if on_path else Palette.INK)
     for level in range(layers):
         a, b = last - chain[layers - level], last - chain[layers - level - 1]
         diagram_arrow(ax, (x0 + a * dx + 0.08, ys[level] + 0.14), (x0 + b * dx - 0.08, ys[level + 1] - 0.14), color=Palette.BLUE, width=1.6)
     out = [j for j in range(n) if not heard[0][j]]
     if out:
         ax.text(x0 + out[-1] * dx, ys[0] - 0.31, t("out of reach", "вне охвата"), ha="left" if out[-1] == 0 else "center",
-                va="center", fontsize=8, color=Palette.RED)
+                va="center", fontsize=9, color=Palette.RED)
     ax.text(x0 - 0.9, 3.33, t(f"{layers} layers: token {last} hears token {last - chain[-1]}, {chain[-1]} back",
                               f"{layers} слоя: токен {last} слышит токен {last - chain[-1]}, на {chain[-1]} назад"), fontsize=10, weight="bold", va="center")
     return fig
@@ -211,8 +230,8 @@ def draw_rolling_buffer(window, token, language="en"):
     ax.text(0.15, 2.2, t("tokens", "токены"), va="center", fontsize=9, color=Palette.MUTED)
     ax.plot([1.35 + 0.64 * first - 0.28, 1.35 + 0.64 * token + 0.28], [2.55, 2.55], color=Palette.BLUE, linewidth=2)
     ax.text(1.35 + 0.64 * (first + token) / 2, 2.72, t(f"window: the last {window} tokens", f"окно: последние {window} токена"),
-            ha="center", va="center", fontsize=8.5, color=Palette.BLUE)
-    ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=8.5, color=Palette.RED)
+            ha="center", va="center", fontsize=9, color=Palette.BLUE)
+    ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=9, color=Palette.RED)
     for start, upto, title in ((0.9, token - 1, t(f"buffer after token {token - 1}", f"буфер после токена {token - 1}")),
                                (5.2, token, t(f"buffer after token {token}", f"буфер после токена {token}"))):
         ax.text(start - 0.3, 1.35, title, va="center", fontsize=9, weight="bold")
@@ -221,13 +240,13 @@ def draw_rolling_buffer(window, token, language="en"):
             changed = s == slot
             color = (Palette.ORANGE if upto == token else Palette.RED) if changed else Palette.BLUE
             diagram_box(ax, start + 0.7 * s, 0.85, 0.58, 0.42, str(held), color, solid=changed and upto == token, dashed=changed and upto < token)
-            ax.text(start + 0.7 * s, 0.45, t(f"slot {s}", f"слот {s}"), ha="center", va="center", fontsize=8, color=Palette.MUTED)
+            ax.text(start + 0.7 * s, 0.45, t(f"slot {s}", f"слот {s}"), ha="center", va="center", fontsize=9, color=Palette.MUTED)
     diagram_arrow(ax, (0.9 + 0.7 * window - 0.2, 0.85), (5.2 - 0.4, 0.85), color=Palette.ORANGE,
                   text=t(f"slot = {token} mod {window} = {slot}:\noverwrite token {token - window}", f"слот = {token} mod {window} = {slot}:\nзаменить токен {token - window}"),
-                  shift=(0, 0.27), size=8)
+                  shift=(0, 0.27), size=9)
     ax.text(5.2 - 0.3, 0.15, t(f"token {token} reads slots holding {', '.join(str(j) for j in range(first, token + 1))}",
                                f"токен {token} читает слоты с токенами {', '.join(str(j) for j in range(first, token + 1))}"),
-            va="center", fontsize=8.5, color=Palette.MUTED)
+            va="center", fontsize=9, color=Palette.MUTED)
     return fig
 
 
@@ -256,14 +275,14 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     ax.add_collection(LineCollection(arcs[False], colors=Palette.BLUE, linewidths=0.9, alpha=0.8))
     for j in range(n):
         glob = j in global_tokens
-        diagram_box(ax, x0 + j * dx, y0, 0.36, 0.36, str(j), Palette.ORANGE if glob else Palette.BLUE, solid=glob, size=8.5)
+        diagram_box(ax, x0 + j * dx, y0, 0.36, 0.36, str(j), Palette.ORANGE if glob else Palette.BLUE, solid=glob, size=9)
     pairs, full = int(allowed.sum()), n * (n + 1) // 2
     ax.text(0.1, 2.8, t(f"Window + global token: {pairs} pairs, not {full}", f"Окно + глобальный токен: {pairs} пар, а не {full}"),
             fontsize=10.5, weight="bold", va="center")
     ax.text(0.1, 0.32, t("arcs above: every later token reads the global token 0", "дуги сверху: каждый следующий токен читает глобальный токен 0"),
-            va="center", fontsize=8.5, color=Palette.ORANGE)
+            va="center", fontsize=9, color=Palette.ORANGE)
     ax.text(0.1, 0.12, t("arcs below: each token reads its recent neighbours (the window)", "дуги снизу: каждый токен читает недавних соседей (окно)"),
-            va="center", fontsize=8.5, color=Palette.BLUE)
+            va="center", fontsize=9, color=Palette.BLUE)
     return fig
 
 
@@ -281,24 +300,24 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                                            f"кэш: латент c ({latent})\n+ RoPE-ключ ρ ({rope}) = {latent + rope}"), Palette.ORANGE, solid=True, size=9)
     diagram_arrow(ax, (1.55, 2.75), (2.3, 2.75), text="W_down", shift=(0, 0.16))
     diagram_box(ax, 6.9, 2.75, 2.6, 0.62, t(f"keys and values of all\n{heads} heads: never built",
-                                          f"ключи и значения всех\n{heads} голов: не строятся"), Palette.GREY, dashed=True, size=8.5)
+                                          f"ключи и значения всех\n{heads} голов: не строятся"), Palette.GREY, dashed=True, size=9)
     diagram_arrow(ax, (4.6, 2.75), (5.6, 2.75), color=Palette.GREY, dashed=True, text="W_uk, W_uv", shift=(0, 0.16))
     diagram_box(ax, 0.85, 1.35, 1.4, 0.55, t("query q\nof head h", "запрос q\nголовы h"), Palette.BLUE)
     diagram_box(ax, 3.45, 1.35, 2.3, 0.62, t(f"q W_ukᵀ: the query\nin latent space ({latent})", f"q W_ukᵀ: запрос\nв латентном пространстве ({latent})"),
-                Palette.BLUE, size=8.5)
+                Palette.BLUE, size=9)
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
-                  shift=(1.0, 0), size=8)
+                  shift=(1.0, 0), size=9)
     diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
-                Palette.BLUE, size=8.5)
+                Palette.BLUE, size=9)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
-                  at=0.62, shift=(0.75, 0.08), size=8)
+                  at=0.62, shift=(0.75, 0.08), size=9)
     diagram_box(ax, 6.9, 0.3, 2.6, 0.45, t("× W_uv W_o: output", "× W_uv W_o: выход"), Palette.BLUE, solid=True)
     diagram_arrow(ax, (6.9, 1.04), (6.9, 0.53), color=Palette.BLUE)
     ax.text(0.15, 0.3, t(f"cached per token and layer: {latent + rope} numbers,\nnot {expanded:,} for full keys and values",
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
-            va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
+            va="center", fontsize=9, color=Palette.MUTED, linespacing=1.25)
     return fig
 
 
@@ -312,10 +331,10 @@ def draw_scan_tree(levels, language="en"):
     xs = [2.3 + 1.75 * i for i in range(steps)]
     ys = [0.95 * (rounds - r) + 0.45 for r in range(rounds + 1)]
     for i, x in enumerate(xs):
-        ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=9, color=Palette.MUTED)
     for r, y in enumerate(ys):
         label = t("the steps (λ, μ)", "шаги (λ, μ)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
-        ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(0.15, y, label, va="center", fontsize=9, color=Palette.MUTED)
         for i, (a, b) in enumerate(levels[r]):
             final = r == rounds
             diagram_box(ax, xs[i], y, 1.3, 0.4, f"({a:g}, {b:g})", Palette.GREEN if final else Palette.BLUE, size=9, weight="bold" if final else "normal")
@@ -324,12 +343,12 @@ def draw_scan_tree(levels, language="en"):
                 if i >= 2 ** (r - 1):
                     diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
     ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each μ is the state h_t", "последний раунд: каждое μ есть состояние h_t"), ha="right", va="center",
-            fontsize=8.5, color=Palette.MUTED)
+            fontsize=9, color=Palette.MUTED)
     return fig
 
 
 def draw_layer_stacks(stacks, language="en"):
-    """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
+    """One row of blocks per model, one block per layer, coloured and sized by what the layer keeps; ``stacks`` is [(name, note, kinds)].
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
@@ -338,25 +357,27 @@ def draw_layer_stacks(stacks, language="en"):
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
+    tall = {"attention": 0.4, "window": 0.26, "ssm": 0.12}  # a second cue besides colour: what a layer keeps, as height
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)
     legend = ((colors["attention"], t("attention: cache grows with n", "внимание: кэш растёт с n")),
               (colors["window"], t("window: at most w tokens", "окно: не больше w токенов")),
               (colors["ssm"], t("SSM: fixed state", "SSM: фиксированное состояние")))
-    for k, (color, text) in enumerate(legend):
-        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22, color=color))
-        ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=8.5)
+    for k, (color, text) in enumerate(legend):  # legend swatches in the same order and heights as ``tall``
+        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22 * tuple(tall.values())[k] / 0.4, color=color))
+        ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=9)
     longest = max(len(kinds) for _, _, kinds in stacks)
     width = min(0.2, 5.4 / longest)
     for row, (name, note, kinds) in enumerate(stacks):
         y = height - 0.95 - 0.72 * row
         ax.text(0.15, y + 0.12, name, va="center", fontsize=9, weight="bold")
-        ax.text(0.15, y - 0.13, note, va="center", fontsize=8.5, color=Palette.MUTED)
-        ax.broken_barh([(3.0 + layer * width, width * 0.82) for layer in range(len(kinds))], (y - 0.2, 0.4),
-                       facecolors=[colors[kind] for kind in kinds], linewidth=0)
+        ax.text(0.15, y - 0.13, note, va="center", fontsize=9, color=Palette.MUTED)
+        for kind in colors:
+            spans = [(3.0 + layer * width, width * 0.82) for layer, each in enumerate(kinds) if each == kind]
+            ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=8, color=Palette.MUTED, va="center")
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")
     ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
-            fontsize=8, color=Palette.MUTED, va="center")
+            fontsize=9, color=Palette.MUTED, va="center")
     return fig

@@ -28,14 +28,13 @@
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
 #
-# **When a check stops the notebook.** After every exercise a check cell judges your function. If
-# it fails, that cell shows which property broke, on what input, the expected and actual values and
-# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
-# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
-# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
-# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
-# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
-# still runs on the reference.
+# **When a check stops the notebook.** After every exercise a check cell judges your function: which
+# property holds or breaks, on what input, the expected and actual values and the usual cause. An
+# exercise you have not touched prints "not attempted yet", and *Run all* goes on with the reference
+# solution. An exercise you attempted that fails stops *Run all* at its own check; the reference takes
+# over there, so go on with *Runtime → Run after* on that cell (Colab) or *Run → Run Selected Cell and
+# All Below* on the next one (JupyterLab). `show_reference("Exercise 3")` prints a solution; the last
+# cell lists the exercises passed, failed and not attempted.
 
 # %%
 # Setup 1 of 5: install only the allow-listed packages that are missing.
@@ -1895,21 +1894,40 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# builder:begin inline text_color_on
+def text_color_on(fill):
+    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(color):
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a, b):
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
+# builder:end sha256=12a87a73673fcd1a81dd70105d63541cb4bd7ce6f26c7c92cc09b40a645d14ac
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
-    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    """A blank figure whose data units are inches of a width x height drawing, (0, 0) at the bottom left.
+
+    A drawing wider than the shown width is made smaller as a whole, so its text is shown at the size it names.
+    """
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(width, height))
+    scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
+    fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_axis_off()
     return fig, ax
-# builder:end sha256=1e5d8c1fb57edbe184e0ad975f34bc49c216082397722160f7ebb45372c202ff
+# builder:end sha256=5306b497d0233be39c315657c0f03914c0d7eac4e8f5843ed558abf23f097380
 # builder:begin inline diagram_box
 def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
-    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    """A rounded box centred at (x, y) holding centred text: tinted in ``color`` (or solid, with text that contrasts with it)."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import FancyBboxPatch
 
@@ -1919,10 +1937,10 @@ def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=Fal
         linestyle=(0, (3, 2)) if dashed else "-",
     ))
     ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
-            color="white" if solid else Palette.INK, linespacing=1.15)
-# builder:end sha256=462eebad07fd1b97e53292c8a8afc464971b2e0bea380c5aae8e625779ad384c
+            color=text_color_on(color) if solid else Palette.INK, linespacing=1.15)
+# builder:end sha256=8af424e91a4e833962af6b761c621c058e38bf069bcd8442f11d7e36a0337c7c
 # builder:begin inline diagram_arrow
-def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=9):
     """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
     ax.annotate("", xy=end, xytext=start, arrowprops={
         "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
@@ -1932,7 +1950,7 @@ def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shi
         x = start[0] + at * (end[0] - start[0]) + shift[0]
         y = start[1] + at * (end[1] - start[1]) + shift[1]
         ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, linespacing=1.1)
-# builder:end sha256=a206997d895bd1bf582a4f22b891a2a8a13cc92744751d9187d21b48aedfbc95
+# builder:end sha256=e0f0824974b3437840aede88ba23385cf5c31869c7e1fc4e3b1f92adb73398a8
 # builder:begin inline draw_taxonomy
 def draw_taxonomy(language="en"):
     """The map of efficient designs: the problem, three strategies, their designs, and hybrids."""
@@ -1960,13 +1978,13 @@ def draw_taxonomy(language="en"):
         ax.plot([spine, spine], [2.25, leaf_y[len(leaves) - 1]], color=color, linewidth=1.1)
         for y, leaf in zip(leaf_y, leaves):
             diagram_arrow(ax, (spine, y), (x - 1.0, y), color=color)
-            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=8.5)
+            diagram_box(ax, x + 0.17, y, 2.34, 0.5, leaf, color, dashed=True, size=9)
     diagram_box(ax, 2.9, 0.38, 2.2, 0.5, t("hybrids: a few attention\nlayers among SSM layers", "гибриды: немного слоёв\nвнимания среди SSM"),
-                Palette.PURPLE, size=8.5)
+                Palette.PURPLE, size=9)
     diagram_arrow(ax, (1.62, 0.95), (2.3, 0.63), color=Palette.PURPLE)
     diagram_arrow(ax, (4.47, 0.95), (3.55, 0.63), color=Palette.PURPLE)
     return fig
-# builder:end sha256=7ad920a66171b5cfd922b780f84d5540b3cc7f43f38472ccd6d6dd10a9f65651
+# builder:end sha256=bf26777a5fadebbfc59ea39293422a2089074e3fd099d66b2c18f0ef2c10dd4a
 # builder:begin inline draw_kv_trip
 def draw_kv_trip(bytes_per_token, layers, language="en"):
     """One decoding step: the new token's key and value join the cache, its query reads every cached key and value."""
@@ -1991,7 +2009,7 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     diagram_box(ax, 7.45, 2.62, 1.3, 0.42, t("its query q", "его запрос q"), Palette.ORANGE)
     diagram_arrow(ax, (xs[-1] + 0.75, 2.62), (6.8, 2.62), color=Palette.ORANGE)
     diagram_box(ax, 7.45, 1.35, 2.0, 0.8, t("scores q·k for all\nn keys, softmax,\nmix the n values",
-                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=8.5)
+                                           "оценки q·k для всех\nn ключей, softmax,\nсмесь n значений"), Palette.BLUE, size=9)
     diagram_arrow(ax, (7.45, 2.41), (7.45, 1.75), color=Palette.ORANGE)
     diagram_arrow(ax, (5.3, 1.2), (6.45, 1.2), color=Palette.BLUE, text=t("reads all n", "читает все n"), shift=(0, 0.14))
     diagram_box(ax, 7.45, 0.35, 2.0, 0.4, t("output for token n", "выход для токена n"), Palette.BLUE, solid=True)
@@ -1999,9 +2017,9 @@ def draw_kv_trip(bytes_per_token, layers, language="en"):
     kib = bytes_per_token / 1024
     ax.text(0.2, 0.28, t(f"one key + one value per KV head, in each of {layers} layers:\n{kib:,.0f} KiB per token, kept while the conversation lasts",
                          f"по ключу и значению на KV-голову в каждом из {layers} слоёв:\n{kib:,.0f} КиБ на токен, пока идёт диалог"),
-            fontsize=8.5, color=Palette.MUTED, va="center", linespacing=1.25)
+            fontsize=9, color=Palette.MUTED, va="center", linespacing=1.25)
     return fig
-# builder:end sha256=d4169be965e293463993fe96b3105fb01141febcf21a11d883fa5853a99deb1f
+# builder:end sha256=3f2b2fbfc356127c4611f65d1dfc1e855711e4649ef3be769be32b2d7812c650
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -2152,10 +2170,10 @@ REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (token
 # %%
 show_figure(
     draw_taxonomy(language=LANGUAGE),
-    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against "
-    "it, and the dashed boxes under it are the designs this module builds. Blue reads fewer tokens, green replaces "
-    "the growing cache by a fixed-size state, orange keeps every token but in fewer bytes. The purple box is where "
-    "two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against it, and the "
+    "dashed boxes under it are the designs this module builds. The left column (blue) reads fewer tokens, the middle (green) "
+    "swaps the growing cache for a fixed-size state, the right (orange) keeps every token in fewer bytes. The purple box at "
+    "the bottom left is where two strategies meet: hybrids put a few attention or window layers among state-space layers.",
 )
 
 
@@ -2229,7 +2247,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
     gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
     labels = [f"{b['n'] // 1024:,}k" if b["n"] < 2**20 else f"{b['n'] // 2**20}M" for b in bills]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 2.9))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.3, 2.9))
     left.bar(labels, [b["pairs"] for b in bills], color=Palette.RED)
     log_scale(left, "y")
     left.set_title(localized(language, "Compute: pairs grow with n²", "Вычисления: пары растут как n²"))
@@ -2273,8 +2291,8 @@ report_section("The two bills", globals())
 show_figure(
     draw_kv_trip(per_token, L8B, language=LANGUAGE),
     "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
-    "slot of the cache (orange); its query goes right, is scored against all n keys, and the softmax weights mix "
-    "all n values into token n's output. The blue slots are read, never recomputed: that is the compute the cache "
+    "slot of the cache (orange, solid); its query goes right, is scored against all n keys, and the softmax weights mix "
+    "all n values into token n's output. The other slots (blue, tinted) are read, never recomputed: that is the compute the cache "
     "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
 )
 
@@ -2350,9 +2368,13 @@ expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of floa
 
 # %% tags=["hide-input"]
 # @title Drawing code for the figure below: plot_masks (matplotlib only; reading it is optional)
+# builder:begin inline plot_masks
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(2.6 * len(panels), 8.3), 2.7))  # at most 800 px: text shown at its size
     for ax, (title, mask) in zip(np.atleast_1d(axes), panels):
         ax.imshow(np.isfinite(mask), cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
         ax.set_title(f"{title}\n{int(np.isfinite(mask).sum())} " + localized(language, "pairs", "пар"), fontsize=10)
@@ -2362,6 +2384,7 @@ def plot_masks(panels, language="en"):
     np.atleast_1d(axes)[0].set_ylabel(localized(language, "query i", "запрос i"))
     fig.subplots_adjust(wspace=0.3, left=0.07, right=0.99, bottom=0.19, top=0.83)
     return fig
+# builder:end sha256=65c30c8bead97007f0fc51e461624556cb19958cf62b2f1e568a5e962aa1f2a9
 
 
 # %%
@@ -2579,7 +2602,7 @@ def plot_sink_share(n_keys, logits, language="en"):
     ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
     for logit in logits:
         share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
-        ax.plot([logit], [share], "o", color=Palette.ORANGE)
+        ax.plot([logit], [share], "D", color=Palette.ORANGE, markersize=7, markevery=None, zorder=3)  # one point: the style's markevery would hide it
         ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
     ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
     ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
@@ -2593,7 +2616,7 @@ def plot_sink_share(n_keys, logits, language="en"):
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
     "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
-    "grows (x-axis). Orange dots mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
+    "grows (x-axis). Orange diamonds, each labelled with its share, mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
     "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
     "abstains.",
 )
@@ -2709,7 +2732,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
 # %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
-    "Top row: 8 query heads, coloured by the group they belong to; bottom row: 2 KV heads. Each line says which KV "
+    "Top row: 8 query heads, coloured by the group they belong to (heads 0-3 and 4-7); bottom row: 2 KV heads. Each line says which KV "
     "head a query head reads. Left (repeat) every line stays inside its colour: heads 0-3 read KV head 0. Right "
     "(tile) lines cross between groups, so half the query heads read the other group's keys and values.",
 )
@@ -2990,11 +3013,11 @@ def plot_bytes_per_token(rows, title, language="en"):
     family = [next((f for f in families if label.startswith(f)), None) for label in labels]
     ax.barh(y, values, color=[families.get(f, Palette.GREY) for f in family])
     shown = [f for f in families if f in family]
-    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=8, loc="lower right",
-              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=8)
+    ax.legend([matplotlib.patches.Patch(color=families[f]) for f in shown], shown, fontsize=9, loc="lower right",
+              title=localized(language, "colour = model", "цвет = модель"), title_fontsize=9)
     for yy, value in zip(y, values):
         kib = localized(language, "KiB", "КиБ")
-        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=8)
+        ax.text(value * 1.08, yy, f"{value:,.0f} {kib}" if value >= 10 else f"{value:,.1f} {kib}", va="center", fontsize=9)
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(min(values) / 2, max(values) * 8)
     log_scale(ax, "x")
@@ -3103,7 +3126,7 @@ def plot_online_softmax(trace, exact, language="en"):
     ax.set_xlabel(localized(language, "tiles read", "прочитано плиток"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
     ax.set_title(localized(language, "Online softmax: exact after the last tile", "Онлайн-softmax: точен после последней плитки"))
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=9, loc="upper right")
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
     return fig
 
@@ -3131,7 +3154,7 @@ expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output u / l, the dashed line the "
+    "The x-axis counts tiles of 4 logits read so far; the solid blue line with dots is the running output u / l, the dashed line the "
     "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
     "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
     "exactly, not approximately.",
@@ -3505,13 +3528,15 @@ def plot_block_kinds(panels, language="en"):
     fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels), 2.9))
     for ax, (title, kinds) in zip(axes, panels):
         ax.imshow(kinds, cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
+        rows, cols = np.nonzero(np.asarray(kinds) == 1)  # masked blocks also carry a ×: not colour alone
+        ax.scatter(cols, rows, marker="x", s=12, color=Palette.INK, linewidths=0.8)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(localized(language, "key block", "блок ключей"))
         ax.set_xticks([]), ax.set_yticks([])
         ax.grid(False)
     axes[0].set_ylabel(localized(language, "query block", "блок запросов"))
-    fig.text(0.5, 0.02, localized(language, "grey: skipped    yellow: computed and masked    blue: computed, no mask needed",
-                                  "серый: пропущен    жёлтый: считается с маской    синий: считается без маски"),
+    fig.text(0.5, 0.02, localized(language, "grey: skipped    yellow, ×: computed and masked    blue: computed, no mask needed",
+                                  "серый: пропущен    жёлтый, ×: считается с маской    синий: считается без маски"),
              ha="center", fontsize=9, color=Palette.MUTED)
     fig.subplots_adjust(wspace=0.15, left=0.06, right=0.99, bottom=0.16, top=0.88)
     return fig
@@ -3541,7 +3566,7 @@ show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
     "Each square is one block of the score matrix (128 x 128 when n = 2048): rows are query blocks, columns key blocks. "
-    "Grey blocks are never computed, yellow ones straddle the mask boundary and are masked inside, blue ones are "
+    "Grey blocks are never computed, yellow ones marked × straddle the mask boundary and are masked inside, blue ones are "
     "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
 )
 report_section("Tiled attention", globals())
@@ -3650,14 +3675,14 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
     ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.plot(n, tiled, "o-", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, tiled, "s--", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
     ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
     log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
     ax.set_ylabel(localized(language, "peak memory, MiB", "пик памяти, МиБ"))
     ax.set_title(localized(language, "Dense grows like n², tiled like n", "Плотное растёт как n², плиточное как n"))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.17, top=0.89)
     return fig
 
@@ -3665,8 +3690,8 @@ def plot_memory_vs_length(lengths, memory, language="en"):
 # %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
-    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red) has slope 2: its peak "
-    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green) is the "
+    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red, solid, circles) has slope 2: its peak "
+    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green, dashed, squares) is the "
     "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
     "The gap between red and green widens with every doubling.",
 )
@@ -3765,7 +3790,7 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
     ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
 
@@ -3805,8 +3830,8 @@ expect("every count, standard and FlashAttention, at every n drawn, stays at or 
        min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
-    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue is "
+    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red with circles is "
+    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue with squares is "
     "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
     "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
     "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "

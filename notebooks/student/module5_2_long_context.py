@@ -26,14 +26,13 @@
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
 #
-# **When a check stops the notebook.** After every exercise a check cell judges your function. If
-# it fails, that cell shows which property broke, on what input, the expected and actual values and
-# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
-# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
-# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
-# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
-# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
-# still runs on the reference.
+# **When a check stops the notebook.** After every exercise a check cell judges your function: which
+# property holds or breaks, on what input, the expected and actual values and the usual cause. An
+# exercise you have not touched prints "not attempted yet", and *Run all* goes on with the reference
+# solution. An exercise you attempted that fails stops *Run all* at its own check; the reference takes
+# over there, so go on with *Runtime → Run after* on that cell (Colab) or *Run → Run Selected Cell and
+# All Below* on the next one (JupyterLab). `show_reference("Exercise 3")` prints a solution; the last
+# cell lists the exercises passed, failed and not attempted.
 
 # %% tags=["hide-input"]
 # @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
@@ -1433,21 +1432,40 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# builder:begin inline text_color_on
+def text_color_on(fill):
+    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+    from matplotlib.colors import to_rgb
+
+    def luminance(color):
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a, b):
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
+# builder:end sha256=12a87a73673fcd1a81dd70105d63541cb4bd7ce6f26c7c92cc09b40a645d14ac
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
-    """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
+    """A blank figure whose data units are inches of a width x height drawing, (0, 0) at the bottom left.
+
+    A drawing wider than the shown width is made smaller as a whole, so its text is shown at the size it names.
+    """
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(width, height))
+    scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
+    fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_axis_off()
     return fig, ax
-# builder:end sha256=1e5d8c1fb57edbe184e0ad975f34bc49c216082397722160f7ebb45372c202ff
+# builder:end sha256=5306b497d0233be39c315657c0f03914c0d7eac4e8f5843ed558abf23f097380
 # builder:begin inline diagram_box
 def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
-    """A rounded box centred at (x, y) holding centred text: tinted (or solid, with white text) in ``color``."""
+    """A rounded box centred at (x, y) holding centred text: tinted in ``color`` (or solid, with text that contrasts with it)."""
     from matplotlib.colors import to_rgba
     from matplotlib.patches import FancyBboxPatch
 
@@ -1457,10 +1475,10 @@ def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=Fal
         linestyle=(0, (3, 2)) if dashed else "-",
     ))
     ax.text(x, y, text, ha="center", va="center", fontsize=size, weight=weight,
-            color="white" if solid else Palette.INK, linespacing=1.15)
-# builder:end sha256=462eebad07fd1b97e53292c8a8afc464971b2e0bea380c5aae8e625779ad384c
+            color=text_color_on(color) if solid else Palette.INK, linespacing=1.15)
+# builder:end sha256=8af424e91a4e833962af6b761c621c058e38bf069bcd8442f11d7e36a0337c7c
 # builder:begin inline diagram_arrow
-def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=8):
+def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shift=(0.0, 0.0), dashed=False, width=1.1, size=9):
     """An arrow from ``start`` to ``end`` (inches), with an optional label at fraction ``at`` along it, moved by ``shift``."""
     ax.annotate("", xy=end, xytext=start, arrowprops={
         "arrowstyle": "-|>", "color": color, "linewidth": width, "shrinkA": 0, "shrinkB": 0,
@@ -1470,7 +1488,7 @@ def diagram_arrow(ax, start, end, *, color=Palette.MUTED, text=None, at=0.5, shi
         x = start[0] + at * (end[0] - start[0]) + shift[0]
         y = start[1] + at * (end[1] - start[1]) + shift[1]
         ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, linespacing=1.1)
-# builder:end sha256=a206997d895bd1bf582a4f22b891a2a8a13cc92744751d9187d21b48aedfbc95
+# builder:end sha256=e0f0824974b3437840aede88ba23385cf5c31869c7e1fc4e3b1f92adb73398a8
 # builder:begin inline draw_window_relay
 def draw_window_relay(allowed, fields, language="en"):
     """Left: the window mask as a grid of ticks; right: how stacked windowed layers relay the last token's inputs.
@@ -1501,9 +1519,9 @@ def draw_window_relay(allowed, fields, language="en"):
     rows, cols = np.nonzero(~allowed)
     ax.scatter(left + cols * cell, top - rows * cell, s=4, color=Palette.GREY, linewidths=0)
     for i in range(n):
-        ax.text(left - 0.22, top - i * cell, str(i), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
-        ax.text(left + i * cell, top + 0.27, str(i), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
-    ax.text(left - 0.22, top + 0.27, t("q \\ k", "з \\ к"), ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(left - 0.22, top - i * cell, str(i), ha="right", va="center", fontsize=9, color=Palette.MUTED)
+        ax.text(left + i * cell, top + 0.27, str(i), ha="center", va="center", fontsize=9, color=Palette.MUTED)
+    ax.text(left - 0.22, top + 0.27, t("q \\ k", "з \\ к"), ha="right", va="center", fontsize=9, color=Palette.MUTED)
     counts = [int(c) for c in allowed.sum(axis=1)]
     growing = [c for c in counts if c < counts[-1]]
     total = " + ".join([str(c) for c in growing] + [f"{counts[-1]} × {len(counts) - len(growing)}"])
@@ -1511,7 +1529,7 @@ def draw_window_relay(allowed, fields, language="en"):
                          f"Один слой, w = {counts[-1]}: оценок {sum(counts)}, а не {n * (n + 1) // 2}"), fontsize=10, weight="bold", va="center")
     ax.text(0.1, top - n * cell + 0.02, t(f"rows: queries i, columns: keys j; {total} = {sum(counts)}",
                                           f"строки: запросы i, столбцы: ключи j; {total} = {sum(counts)}"),
-            va="center", fontsize=8.5, color=Palette.MUTED)
+            va="center", fontsize=9, color=Palette.MUTED)
     # The relay: token n - 1 at the top, the inputs it can hear at each level below.
     last, x0, dx, ys = n - 1, 5.0, 0.47, [0.45 + 0.78 * k for k in range(layers + 1)]
     names = [t("input", "вход")] + [t(f"layer {k}", f"слой {k}") for k in range(1, layers + 1)]
@@ -1522,7 +1540,7 @@ def draw_window_relay(allowed, fields, language="en"):
             edges += [((x0 + j * dx, ys[level - 1]), (x0 + i * dx, ys[level])) for j in np.flatnonzero(allowed[i]) if heard[level - 1][j]]
     ax.add_collection(LineCollection(edges, colors=Palette.BORDER, linewidths=0.9, zorder=1))
     for level, y in enumerate(ys):
-        ax.text(x0 - 0.3, y, names[level], ha="right", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(x0 - 0.3, y, names[level], ha="right", va="center", fontsize=9, color=Palette.MUTED)
         target = last - chain[layers - level]  # the furthest token this level relays
         for j in range(n):
             on_path, near = j == target, bool(heard[level][j])
@@ -1530,18 +1548,18 @@ def draw_window_relay(allowed, fields, language="en"):
             ax.add_artist(Circle((x0 + j * dx, y), 0.15, zorder=2, linewidth=1.1, edgecolor=color,
                                 facecolor=color if on_path else ("#E4EAF3" if near else "white")))
             if on_path or level == 0:  # the input row numbers every column; above it only the relay is numbered
-                ax.text(x0 + j * dx, y, str(j), ha="center", va="center", fontsize=8, zorder=3, color="white" if on_path else Palette.INK)
+                ax.text(x0 + j * dx, y, str(j), ha="center", va="center", fontsize=9, zorder=3, color=text_color_on(color) if on_path else Palette.INK)
     for level in range(layers):
         a, b = last - chain[layers - level], last - chain[layers - level - 1]
         diagram_arrow(ax, (x0 + a * dx + 0.08, ys[level] + 0.14), (x0 + b * dx - 0.08, ys[level + 1] - 0.14), color=Palette.BLUE, width=1.6)
     out = [j for j in range(n) if not heard[0][j]]
     if out:
         ax.text(x0 + out[-1] * dx, ys[0] - 0.31, t("out of reach", "вне охвата"), ha="left" if out[-1] == 0 else "center",
-                va="center", fontsize=8, color=Palette.RED)
+                va="center", fontsize=9, color=Palette.RED)
     ax.text(x0 - 0.9, 3.33, t(f"{layers} layers: token {last} hears token {last - chain[-1]}, {chain[-1]} back",
                               f"{layers} слоя: токен {last} слышит токен {last - chain[-1]}, на {chain[-1]} назад"), fontsize=10, weight="bold", va="center")
     return fig
-# builder:end sha256=d9aacae9ab58c06e552c1ac5e24137ffbfcdcdf0a83696bf7719544fd960076f
+# builder:end sha256=7fe823c52c8ae3ff65d2237bc9f2a4eeb594a8ad9817277d8289112f51a18e7a
 # builder:begin inline draw_rolling_buffer
 def draw_rolling_buffer(window, token, language="en"):
     """The rolling buffer of ``window`` slots before and after ``token`` arrives: it lands in slot token mod window."""
@@ -1560,8 +1578,8 @@ def draw_rolling_buffer(window, token, language="en"):
     ax.text(0.15, 2.2, t("tokens", "токены"), va="center", fontsize=9, color=Palette.MUTED)
     ax.plot([1.35 + 0.64 * first - 0.28, 1.35 + 0.64 * token + 0.28], [2.55, 2.55], color=Palette.BLUE, linewidth=2)
     ax.text(1.35 + 0.64 * (first + token) / 2, 2.72, t(f"window: the last {window} tokens", f"окно: последние {window} токена"),
-            ha="center", va="center", fontsize=8.5, color=Palette.BLUE)
-    ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=8.5, color=Palette.RED)
+            ha="center", va="center", fontsize=9, color=Palette.BLUE)
+    ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=9, color=Palette.RED)
     for start, upto, title in ((0.9, token - 1, t(f"buffer after token {token - 1}", f"буфер после токена {token - 1}")),
                                (5.2, token, t(f"buffer after token {token}", f"буфер после токена {token}"))):
         ax.text(start - 0.3, 1.35, title, va="center", fontsize=9, weight="bold")
@@ -1570,15 +1588,15 @@ def draw_rolling_buffer(window, token, language="en"):
             changed = s == slot
             color = (Palette.ORANGE if upto == token else Palette.RED) if changed else Palette.BLUE
             diagram_box(ax, start + 0.7 * s, 0.85, 0.58, 0.42, str(held), color, solid=changed and upto == token, dashed=changed and upto < token)
-            ax.text(start + 0.7 * s, 0.45, t(f"slot {s}", f"слот {s}"), ha="center", va="center", fontsize=8, color=Palette.MUTED)
+            ax.text(start + 0.7 * s, 0.45, t(f"slot {s}", f"слот {s}"), ha="center", va="center", fontsize=9, color=Palette.MUTED)
     diagram_arrow(ax, (0.9 + 0.7 * window - 0.2, 0.85), (5.2 - 0.4, 0.85), color=Palette.ORANGE,
                   text=t(f"slot = {token} mod {window} = {slot}:\noverwrite token {token - window}", f"слот = {token} mod {window} = {slot}:\nзаменить токен {token - window}"),
-                  shift=(0, 0.27), size=8)
+                  shift=(0, 0.27), size=9)
     ax.text(5.2 - 0.3, 0.15, t(f"token {token} reads slots holding {', '.join(str(j) for j in range(first, token + 1))}",
                                f"токен {token} читает слоты с токенами {', '.join(str(j) for j in range(first, token + 1))}"),
-            va="center", fontsize=8.5, color=Palette.MUTED)
+            va="center", fontsize=9, color=Palette.MUTED)
     return fig
-# builder:end sha256=17db989db1eb5e8eb0ca2ce0e50cc7619cc2b47d1dc22c0cda86b7d893fb786e
+# builder:end sha256=28c6e7b98999446c6dfc417d10b0d93b093bea0edd0cbded869a1c462ad15087
 # builder:begin inline draw_global_tokens
 def draw_global_tokens(allowed, global_tokens, language="en"):
     """Tokens on a line: arcs above link global tokens to everyone, arcs below are the local window's pairs."""
@@ -1605,16 +1623,16 @@ def draw_global_tokens(allowed, global_tokens, language="en"):
     ax.add_collection(LineCollection(arcs[False], colors=Palette.BLUE, linewidths=0.9, alpha=0.8))
     for j in range(n):
         glob = j in global_tokens
-        diagram_box(ax, x0 + j * dx, y0, 0.36, 0.36, str(j), Palette.ORANGE if glob else Palette.BLUE, solid=glob, size=8.5)
+        diagram_box(ax, x0 + j * dx, y0, 0.36, 0.36, str(j), Palette.ORANGE if glob else Palette.BLUE, solid=glob, size=9)
     pairs, full = int(allowed.sum()), n * (n + 1) // 2
     ax.text(0.1, 2.8, t(f"Window + global token: {pairs} pairs, not {full}", f"Окно + глобальный токен: {pairs} пар, а не {full}"),
             fontsize=10.5, weight="bold", va="center")
     ax.text(0.1, 0.32, t("arcs above: every later token reads the global token 0", "дуги сверху: каждый следующий токен читает глобальный токен 0"),
-            va="center", fontsize=8.5, color=Palette.ORANGE)
+            va="center", fontsize=9, color=Palette.ORANGE)
     ax.text(0.1, 0.12, t("arcs below: each token reads its recent neighbours (the window)", "дуги снизу: каждый токен читает недавних соседей (окно)"),
-            va="center", fontsize=8.5, color=Palette.BLUE)
+            va="center", fontsize=9, color=Palette.BLUE)
     return fig
-# builder:end sha256=643b6bcc4af8ef6910560c98f9eb0e535ae280849476a41646f9af23d152a077
+# builder:end sha256=c2ca5f6d2f8555c45dc3a8aafab3f2f19341b78fcd614240d730496c50b8ec4a
 # builder:begin inline draw_mla_flow
 def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     """MLA's absorbed data flow: cache the latent and a RoPE key; the query moves into latent space, no key is built.
@@ -1630,26 +1648,26 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                                            f"кэш: латент c ({latent})\n+ RoPE-ключ ρ ({rope}) = {latent + rope}"), Palette.ORANGE, solid=True, size=9)
     diagram_arrow(ax, (1.55, 2.75), (2.3, 2.75), text="W_down", shift=(0, 0.16))
     diagram_box(ax, 6.9, 2.75, 2.6, 0.62, t(f"keys and values of all\n{heads} heads: never built",
-                                          f"ключи и значения всех\n{heads} голов: не строятся"), Palette.GREY, dashed=True, size=8.5)
+                                          f"ключи и значения всех\n{heads} голов: не строятся"), Palette.GREY, dashed=True, size=9)
     diagram_arrow(ax, (4.6, 2.75), (5.6, 2.75), color=Palette.GREY, dashed=True, text="W_uk, W_uv", shift=(0, 0.16))
     diagram_box(ax, 0.85, 1.35, 1.4, 0.55, t("query q\nof head h", "запрос q\nголовы h"), Palette.BLUE)
     diagram_box(ax, 3.45, 1.35, 2.3, 0.62, t(f"q W_ukᵀ: the query\nin latent space ({latent})", f"q W_ukᵀ: запрос\nв латентном пространстве ({latent})"),
-                Palette.BLUE, size=8.5)
+                Palette.BLUE, size=9)
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
-                  shift=(1.0, 0), size=8)
+                  shift=(1.0, 0), size=9)
     diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
-                Palette.BLUE, size=8.5)
+                Palette.BLUE, size=9)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
-                  at=0.62, shift=(0.75, 0.08), size=8)
+                  at=0.62, shift=(0.75, 0.08), size=9)
     diagram_box(ax, 6.9, 0.3, 2.6, 0.45, t("× W_uv W_o: output", "× W_uv W_o: выход"), Palette.BLUE, solid=True)
     diagram_arrow(ax, (6.9, 1.04), (6.9, 0.53), color=Palette.BLUE)
     ax.text(0.15, 0.3, t(f"cached per token and layer: {latent + rope} numbers,\nnot {expanded:,} for full keys and values",
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
-            va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
+            va="center", fontsize=9, color=Palette.MUTED, linespacing=1.25)
     return fig
-# builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
+# builder:end sha256=1ff6f57129836af38df7b6e22e867be631765a3bf371f9f4fd0848b321340528
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
@@ -1661,10 +1679,10 @@ def draw_scan_tree(levels, language="en"):
     xs = [2.3 + 1.75 * i for i in range(steps)]
     ys = [0.95 * (rounds - r) + 0.45 for r in range(rounds + 1)]
     for i, x in enumerate(xs):
-        ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(x, ys[0] + 0.45, t(f"step t = {i + 1}", f"шаг t = {i + 1}"), ha="center", va="center", fontsize=9, color=Palette.MUTED)
     for r, y in enumerate(ys):
         label = t("the steps (λ, μ)", "шаги (λ, μ)") if r == 0 else t(f"round {r}: shift {2 ** (r - 1)}", f"раунд {r}: сдвиг {2 ** (r - 1)}")
-        ax.text(0.15, y, label, va="center", fontsize=8.5, color=Palette.MUTED)
+        ax.text(0.15, y, label, va="center", fontsize=9, color=Palette.MUTED)
         for i, (a, b) in enumerate(levels[r]):
             final = r == rounds
             diagram_box(ax, xs[i], y, 1.3, 0.4, f"({a:g}, {b:g})", Palette.GREEN if final else Palette.BLUE, size=9, weight="bold" if final else "normal")
@@ -1673,12 +1691,12 @@ def draw_scan_tree(levels, language="en"):
                 if i >= 2 ** (r - 1):
                     diagram_arrow(ax, (xs[i - 2 ** (r - 1)] + 0.3, ys[r - 1] - 0.2), (xs[i] - 0.3, y + 0.2), color=Palette.BLUE)
     ax.text(xs[-1] + 0.72, ys[-1] - 0.37, t("last round: each μ is the state h_t", "последний раунд: каждое μ есть состояние h_t"), ha="right", va="center",
-            fontsize=8.5, color=Palette.MUTED)
+            fontsize=9, color=Palette.MUTED)
     return fig
-# builder:end sha256=5208a9ab811165ab719770c5331bb045f8b325b0e45e1e7003c4f6e0d106bcad
+# builder:end sha256=7db8166fe4b866d066e6bfa89306385887917e27d0b30559ccdaad8d4e9e54ad
 # builder:begin inline draw_layer_stacks
 def draw_layer_stacks(stacks, language="en"):
-    """One row of blocks per model, one block per layer, coloured by what the layer keeps; ``stacks`` is [(name, note, kinds)].
+    """One row of blocks per model, one block per layer, coloured and sized by what the layer keeps; ``stacks`` is [(name, note, kinds)].
 
     Each kind is "attention" (a cache that grows with n), "window" (at most w tokens) or "ssm" (a fixed state).
     """
@@ -1687,29 +1705,31 @@ def draw_layer_stacks(stacks, language="en"):
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
     colors = {"attention": Palette.ORANGE, "window": Palette.YELLOW, "ssm": Palette.BLUE}
+    tall = {"attention": 0.4, "window": 0.26, "ssm": 0.12}  # a second cue besides colour: what a layer keeps, as height
     height = 0.72 * len(stacks) + 0.95
     fig, ax = diagram_canvas(8.6, height)
     legend = ((colors["attention"], t("attention: cache grows with n", "внимание: кэш растёт с n")),
               (colors["window"], t("window: at most w tokens", "окно: не больше w токенов")),
               (colors["ssm"], t("SSM: fixed state", "SSM: фиксированное состояние")))
-    for k, (color, text) in enumerate(legend):
-        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22, color=color))
-        ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=8.5)
+    for k, (color, text) in enumerate(legend):  # legend swatches in the same order and heights as ``tall``
+        ax.add_artist(Rectangle((0.15 + 2.85 * k, height - 0.38), 0.22, 0.22 * tuple(tall.values())[k] / 0.4, color=color))
+        ax.text(0.45 + 2.85 * k, height - 0.27, text, va="center", fontsize=9)
     longest = max(len(kinds) for _, _, kinds in stacks)
     width = min(0.2, 5.4 / longest)
     for row, (name, note, kinds) in enumerate(stacks):
         y = height - 0.95 - 0.72 * row
         ax.text(0.15, y + 0.12, name, va="center", fontsize=9, weight="bold")
-        ax.text(0.15, y - 0.13, note, va="center", fontsize=8.5, color=Palette.MUTED)
-        ax.broken_barh([(3.0 + layer * width, width * 0.82) for layer in range(len(kinds))], (y - 0.2, 0.4),
-                       facecolors=[colors[kind] for kind in kinds], linewidth=0)
+        ax.text(0.15, y - 0.13, note, va="center", fontsize=9, color=Palette.MUTED)
+        for kind in colors:
+            spans = [(3.0 + layer * width, width * 0.82) for layer, each in enumerate(kinds) if each == kind]
+            ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=8, color=Palette.MUTED, va="center")
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")
     ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
-            fontsize=8, color=Palette.MUTED, va="center")
+            fontsize=9, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=440a065f3f12a1049b7b9dc34133199b8d0fbdf20a5054c59ae569deefee8599
+# builder:end sha256=732a799fb22657346256bcaab7bf0ca0e913420bb015486a0624a72e3bebbbcf
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -1744,7 +1764,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # | $A$ | Mamba's continuous decay rate, negative: $\bar A_t = e^{\Delta_t A}$ | $\Delta_t$, $\omega$, $\beta$ | Mamba's step size for token $t$, and the weight and offset that make it |
 # | $\tau$ | continuous time, in the zero-order hold only | $D$, $N$ | SSM channels, state numbers per channel |
 # | $c_j$, $\rho_j$ | MLA's cached latent and RoPE key | $\tilde q_i^{(h)}$ | head $h$'s rotated RoPE query part (MLA) |
-# | $\nu$, $\gamma$ | quantization bits and scale | | |
+# | $\nu$, $\gamma$ | quantization bits and scale | $\eta_t$ | the gated delta rule's write rate |
 #
 # **Words.** *Prefill*: the first forward pass over the whole prompt, which fills the KV cache; it
 # pays the compute bill. *Decode*: generating one token at a time, each new query reading the
@@ -1759,19 +1779,20 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 
 # %% tags=["hide-input"]
 # @title What Module 5.1 built: the functions and numbers this part reuses (Module 5.1 derives each one; run it, reading it is optional)
+# builder:begin inline kv_bytes_per_token
 def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value=2):
     """KV-cache bytes one token costs: a key and a value per KV head, per layer."""
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
         require_int(name, value, minimum=1)
     return 2 * layers * kv_heads * head_dim * bytes_per_value
-
-
+# builder:end sha256=78e24ace29f31a01b1f08c7791e2acf7acb1dd574686fc1f5ebe87c1e4a30d8e
+# builder:begin inline context_cost
 def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
     """Both bills of an n-token context: pairs scored per head per layer, and KV-cache bytes."""
     n = require_int("n", n, minimum=1)
     return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
-
-
+# builder:end sha256=df31e0d9e41f58b56911f7334ddf3d229835113d70efcf02b608c3b84e0c67d5
+# builder:begin inline kv_cache_bytes
 def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2):
     """Exact KV-cache bytes for `context` tokens when each layer is full (None) or windowed (int)."""
     context = require_int("context", context, minimum=1)
@@ -1785,17 +1806,19 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
         require_int(name, value, minimum=1)
     kept = sum(context if window is None else min(context, window) for window in windows)  # token slots over all layers
     return 2 * kept * kv_heads * head_dim * bytes_per_value  # a key and a value per KV head per kept token
-
-
+# builder:end sha256=df1cd5656664936d59ebefb19ddb6c1a24cc2f67b4568bfd8b0ddbdc0f5ab934
+# builder:begin inline mla_bytes_per_token
 def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
     """Latent-cache bytes per token: one latent and one shared RoPE key per layer."""
     for name, value in (("layers", layers), ("latent_dim", latent_dim), ("rope_dim", rope_dim), ("bytes_per_value", bytes_per_value)):
         require_int(name, value, minimum=1)
     return layers * (latent_dim + rope_dim) * bytes_per_value
-
-
+# builder:end sha256=1094d3c31822d5c64501fca6feaa640bc6c387fef5842842785ddc701b15e470
+# builder:begin inline make_mask
 def make_mask(n, window=None, n_sink=0):
     """Additive causal mask [n, n]: 0.0 where query i may read key j, -inf elsewhere; optional window and sinks."""
+    import numpy as np
+
     n = require_int("n", n, minimum=1)
     if window is not None:
         window = require_int("window", window, minimum=1)
@@ -1811,11 +1834,14 @@ def make_mask(n, window=None, n_sink=0):
         sinks = key < n_sink  # StreamingLLM: the first n_sink keys never leave
         allowed &= recent | sinks
     return np.where(allowed, 0.0, -np.inf)
-
-
+# builder:end sha256=2f912cafdfc3f4948002753f56b8a70d50b11e8eaa15de420e035f00190739a0
+# builder:begin inline plot_masks
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(2.6 * len(panels), 8.3), 2.7))  # at most 800 px: text shown at its size
     for ax, (title, mask) in zip(np.atleast_1d(axes), panels):
         ax.imshow(np.isfinite(mask), cmap="Blues", vmin=0, vmax=1.25, interpolation="nearest")
         ax.set_title(f"{title}\n{int(np.isfinite(mask).sum())} " + localized(language, "pairs", "пар"), fontsize=10)
@@ -1825,18 +1851,22 @@ def plot_masks(panels, language="en"):
     np.atleast_1d(axes)[0].set_ylabel(localized(language, "query i", "запрос i"))
     fig.subplots_adjust(wspace=0.3, left=0.07, right=0.99, bottom=0.19, top=0.83)
     return fig
-
-
+# builder:end sha256=65c30c8bead97007f0fc51e461624556cb19958cf62b2f1e568a5e962aa1f2a9
+# builder:begin inline additive_mask
 def additive_mask(allowed):
     """Turn a boolean mask (True = may read) into an additive one (0.0 / -inf)."""
+    import numpy as np
+
     allowed = as_numpy("allowed", allowed)
     if allowed.dtype != bool:
         raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
     return np.where(allowed, 0.0, -np.inf)
-
-
+# builder:end sha256=4e5637468329c98efc673791a792c433ebb083bf203f8f4d31f6df2697029286
+# builder:begin inline _as_additive
 def _as_additive(mask, shape, dtype):
     """Validate an additive mask (finite biases and -inf) and broadcast it to ``shape``."""
+    import numpy as np
+
     mask = as_numpy("mask", mask)
     if mask.dtype == bool:
         raise TypeError("mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)")
@@ -1849,8 +1879,8 @@ def _as_additive(mask, shape, dtype):
         return np.broadcast_to(mask, shape)
     except ValueError:
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {shape}") from None
-
-
+# builder:end sha256=783f00f441c08ea3559f953c57a25ad25891a1b7a878b5b6c8e8d0f8b34021da
+# builder:begin inline sdpa
 def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
     """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
 
@@ -1858,6 +1888,10 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     (0 or a finite bias = allowed, -inf = blocked); the sink broadcasts to [..., T_q, 1].
     Returns the output [..., T_q, d_v], and the token weights too when return_weights is True.
     """
+    import math
+
+    import numpy as np
+
     Q, K, V = require_array("Q", Q, min_ndim=2), require_array("K", K, min_ndim=2), require_array("V", V, min_ndim=2)
     require_choice("empty_row", empty_row, ("error", "zero"))
     return_weights = require_bool("return_weights", return_weights)
@@ -1909,6 +1943,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
     weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)
     output = weights @ V  # (..., T_q, d_v)
     return (output, weights) if return_weights else output
+# builder:end sha256=456cbb8ea501011669182468466b5f262916842be31f58f7e44b7456984c02e8
 
 
 CONTEXTS = (8_192, 131_072, 1_048_576)
@@ -2055,7 +2090,7 @@ show_figure(
     "that is computed. No row holds more than 3 ticks, so 21 scores replace the causal triangle's 36. Right: the "
     "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
     "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
-    "Token 0 (red) is out of reach until a fourth layer.",
+    "Token 0 (a hollow red ring) is out of reach until a fourth layer.",
 )
 
 
@@ -2112,7 +2147,7 @@ expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot b
 # %%
 show_figure(
     draw_rolling_buffer(largest, 10, language=LANGUAGE),
-    "Top: the token stream. The blue bar is the window once token 10 (orange) has arrived; token 6 (red, dashed) "
+    "Top: the token stream. The blue bar is the window once token 10 (orange, solid) has arrived; token 6 (red, dashed) "
     "has just left it. Bottom: the same 4-slot buffer before and after. Token 10 goes to slot 10 mod 4 = 2, which "
     "held token 6, so no other slot moves. The slots end up out of time order (8, 9, 10, 7), which a softmax does "
     "not mind, and the memory stays at 4 slots however long the stream runs.",
@@ -2430,21 +2465,21 @@ def _draw_running_sums(keys, values, query, S, z, language="en"):
         y = 2.45 - 0.62 * row
         features = ", ".join(f"{x:g}" for x in k)
         diagram_box(ax, 1.0, y, 1.7, 0.46, t(f"token {row + 1}: φ(k) = ({features})\nv = {v[0]:g}",
-                                             f"токен {row + 1}: φ(k) = ({features})\nv = {v[0]:g}"), Palette.BLUE, size=8)
-        diagram_arrow(ax, (1.87, y + 0.08), (3.15, 2.2), color=Palette.ORANGE)
-        diagram_arrow(ax, (1.87, y - 0.08), (3.15, 0.95), color=Palette.GREEN)
-    diagram_box(ax, 4.1, 2.2, 1.9, 0.62, t(f"S += φ(k) vᵀ (outer product)\nS = {S.ravel().tolist()}", f"S += φ(k) vᵀ (внешнее произведение)\nS = {S.ravel().tolist()}"),
-                Palette.ORANGE, size=8.5)
-    diagram_box(ax, 4.1, 0.95, 1.9, 0.62, t(f"z += φ(k)\nz = {z.tolist()}", f"z += φ(k)\nz = {z.tolist()}"), Palette.GREEN, size=8.5)
+                                             f"токен {row + 1}: φ(k) = ({features})\nv = {v[0]:g}"), Palette.BLUE, size=9)
+        diagram_arrow(ax, (1.87, y + 0.08), (3.0, 2.2), color=Palette.ORANGE)
+        diagram_arrow(ax, (1.87, y - 0.08), (3.0, 0.95), color=Palette.GREEN)
+    diagram_box(ax, 4.1, 2.2, 2.2, 0.8, t(f"S += φ(k) vᵀ\n(outer product)\nS = {S.ravel().tolist()}", f"S += φ(k) vᵀ\n(внешнее произведение)\nS = {S.ravel().tolist()}"),
+                Palette.ORANGE, size=9)
+    diagram_box(ax, 4.1, 0.95, 2.2, 0.62, t(f"z += φ(k)\nz = {z.tolist()}", f"z += φ(k)\nz = {z.tolist()}"), Palette.GREEN, size=9)
     phi_q = feature_map(query)
     shown_q = ", ".join(f"{x:g}" for x in phi_q)
     diagram_box(ax, 7.35, 1.58, 2.3, 0.9, t(f"query φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}",
                                             f"запрос φ(q) = ({shown_q})\no = φ(q)ᵀS / φ(q)ᵀz\n= {phi_q @ S.ravel():g} / {phi_q @ z:g}"),
-                Palette.PURPLE, size=8.5)
-    diagram_arrow(ax, (5.05, 2.2), (6.2, 1.78), color=Palette.ORANGE, text=t("read once", "прочитать один раз"), shift=(0, 0.2))
-    diagram_arrow(ax, (5.05, 0.95), (6.2, 1.38), color=Palette.GREEN)
+                Palette.PURPLE, size=9)
+    diagram_arrow(ax, (5.2, 2.2), (6.2, 1.78), color=Palette.ORANGE, text=t("read once", "прочитать один раз"), shift=(0, 0.2))
+    diagram_arrow(ax, (5.2, 0.95), (6.2, 1.38), color=Palette.GREEN)
     ax.text(0.15, 0.2, t("the state never grows: d_k × d_v + d_k numbers, at any length", "состояние не растёт: d_k × d_v + d_k чисел при любой длине"),
-            fontsize=8.5, color=Palette.MUTED)
+            fontsize=9, color=Palette.MUTED)
     return fig
 
 
@@ -2536,6 +2571,58 @@ report_section("Linear attention", globals())
 # multiplications. Gated DeltaNet, in Qwen3-Next (section 15), is in the same family: a decayed
 # state with a delta-rule write.
 
+# %% [markdown]
+# **The gated delta rule, one step.** Linear attention only adds: a key that comes back piles its new
+# value on top of the old one. The delta rule first reads what the state already holds under the unit
+# key $k_t$, and writes only the error, at a rate $\eta_t$ between 0 and 1; the gate first fades the
+# whole state by $\lambda_t$ ([Yang, Kautz and Hatamizadeh, 2025](https://arxiv.org/abs/2412.06464), Gated DeltaNet):
+#
+# $$R_t = \lambda_t R_{t-1} + \eta_t\, k_t \left(v_t - \lambda_t R_{t-1}^\top k_t\right)^\top$$
+#
+# With $\eta_t = 1$, reading $k_t$ right after the write returns $v_t$ exactly: the old value under that
+# key is replaced, not added to. The paper stores the state transposed and names the gates $\alpha_t$
+# and $\beta_t$; here they are $\lambda_t$ and $\eta_t$, because $\beta$ is already Mamba's offset.
+
+# %% tags=["hide-input"]
+# @title The argument checks of gated_delta_step (run it; reading it is optional)
+def _gated_delta_arguments(R, k, v, decay, rate):
+    """R [d_k, d_v], k [d_k] and v [d_v] as finite arrays, decay and rate in [0, 1]: each checked, then returned."""
+    R, k, v = require_array("R", R, ndim=2), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if R.shape != (len(k), len(v)):
+        raise ValueError(f"R must be [d_k, d_v] = [{len(k)}, {len(v)}] to match k and v; got {R.shape}")
+    return R, k, v, require_real("decay", decay, minimum=0.0, maximum=1.0), require_real("rate", rate, minimum=0.0, maximum=1.0)
+
+
+# %%
+def gated_delta_step(R, k, v, decay, rate):
+    """One step of the gated delta rule: fade the state R [d_k, d_v] by decay, then write rate x the error along k."""
+    R, k, v, decay, rate = _gated_delta_arguments(R, k, v, decay, rate)
+    with np.errstate(all="ignore"):  # a zero key, or numbers past float64's range, come out non-finite: refused below
+        k = k / np.linalg.norm(k)  # a unit key, as in the paper
+        R = decay * R  # the gate: forget a little of everything
+        R = R + rate * np.outer(k, v - k @ R)  # the delta rule: replace what k reads, do not pile on top of it
+    return require_finite_result("the gated delta step", R, "use a non-zero k, and R and v small enough that R^T k stays finite")
+
+
+stored = np.outer([1.0, 0.0], [5.0])  # key (1, 0) holds the value 5
+R_delta = gated_delta_step(stored, [1.0, 0.0], [2.0], decay=1.0, rate=1.0)
+print(f"key (1, 0) held 5 and now writes 2: the delta rule reads back {R_delta[0, 0]:g}, a running sum {(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
+expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
+
+# %% tags=["hide-input"]
+# @title Edge cases of the gated delta step: a faded half-rate write by hand, arguments that are refused
+# k = (3, 4) / 5 = (0.6, 0.8); the faded state 0.5 (5, 0) = (2.5, 0) reads 0.6 x 2.5 = 1.5 under k; the error 2 - 1.5 = 0.5,
+# written at rate 0.5 along k, adds (0.15, 0.2): the state becomes (2.65, 0.2).
+contract_close("gated delta step, decay 0.5, rate 0.5, k = (3, 4), v = 2, state (5, 0)", "gated_delta_step(stored, [3, 4], [2], 0.5, 0.5)",
+               gated_delta_step(stored, [3.0, 4.0], [2.0], 0.5, 0.5), [[2.65], [0.2]],
+               "fade first (decay x R), read the faded state under the unit key, write rate x (v - read) along the unit key", rtol=1e-12)
+expect_raises(FloatingPointError, gated_delta_step, stored, [0.0, 0.0], [2.0], 1.0, 1.0, match="non-zero k")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0, 0.0], [2.0], 1.0, 1.0, match="R must be")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0], [2.0], 1.5, 1.0, match="decay")
+expect_raises(ValueError, gated_delta_step, stored, [1.0, 0.0], [2.0], 1.0, 1.5, match="rate")
+expect_raises(FloatingPointError, gated_delta_step, stored * 2e307, [1.0, 0.0], [-1.7e308], 1.0, 1.0, match="stays finite")
+
+
 # %%
 def ssm_recurrent(x, A, B, C):
     """One-channel SSM run as a loop: h_t = A h_(t-1) + B x_t, y_t = C h_t (how it generates)."""
@@ -2597,17 +2684,17 @@ def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
     ax.text(0.15, 2.75, t("loop: how it generates, one step at a time", "цикл: так она генерирует, шаг за шагом"), fontsize=9, color=Palette.MUTED)
     xs = [1.3 + 1.9 * i for i in range(len(inputs))]
     for i, (x, h) in enumerate(zip(inputs, states)):
-        diagram_box(ax, xs[i], 2.25, 1.1, 0.4, f"x{i + 1} = {x:g}", Palette.BLUE, size=8.5)
-        diagram_box(ax, xs[i], 1.6, 1.1, 0.4, f"h{i + 1} = {h:g}", Palette.ORANGE, size=8.5)
+        diagram_box(ax, xs[i], 2.25, 1.1, 0.4, f"x{i + 1} = {x:g}", Palette.BLUE, size=9)
+        diagram_box(ax, xs[i], 1.6, 1.1, 0.4, f"h{i + 1} = {h:g}", Palette.ORANGE, size=9)
         diagram_arrow(ax, (xs[i], 2.04), (xs[i], 1.81), color=Palette.BLUE)
         if i:
             diagram_arrow(ax, (xs[i - 1] + 0.56, 1.6), (xs[i] - 0.56, 1.6), color=Palette.ORANGE, text=f"× Ā = {keep:g}", shift=(0, 0.14))
     ax.text(0.15, 0.95, t("convolution: how a fixed SSM trains, all outputs at once", "свёртка: так обучается фиксированная SSM, все выходы сразу"),
             fontsize=9, color=Palette.MUTED)
     diagram_box(ax, 2.3, 0.45, 3.6, 0.42, t(f"kernel C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}", f"ядро C Āᵏ B̄ = {', '.join(f'{k:g}' for k in kernel)}"),
-                Palette.GREEN, size=8.5)
+                Palette.GREEN, size=9)
     diagram_box(ax, 6.6, 0.45, 3.2, 0.42, t(f"y = kernel ∗ x = {', '.join(f'{h:g}' for h in states)}", f"y = ядро ∗ x = {', '.join(f'{h:g}' for h in states)}"),
-                Palette.GREEN, solid=True, size=8.5)
+                Palette.GREEN, solid=True, size=9)
     diagram_arrow(ax, (4.12, 0.45), (4.98, 0.45), color=Palette.GREEN)
     return fig
 
@@ -2757,16 +2844,16 @@ def _draw_delta_path(marker, delta, keep, write, language="en"):
 
     t = partial(localized, language)  # t(english, russian): the label in this figure's language
     fig, ax = diagram_canvas(8.6, 2.3)
-    diagram_box(ax, 0.75, 1.5, 1.2, 0.5, t(f"token t\nu_t = {marker:g}", f"токен t\nu_t = {marker:g}"), Palette.BLUE, size=8.5)
-    diagram_box(ax, 2.45, 1.5, 1.6, 0.5, f"ω u_t + β\n= {10 * marker - 5:g}", Palette.BLUE, size=8.5)
-    diagram_box(ax, 4.25, 1.5, 1.45, 0.5, f"softplus\nΔ_t = {delta:.3f}", Palette.PURPLE, size=8.5)
-    diagram_box(ax, 6.3, 1.85, 2.1, 0.42, f"Ā_t = e^(Δ_t A) = {keep:.4f}", Palette.ORANGE, size=8.5)
-    diagram_box(ax, 6.3, 1.15, 2.1, 0.42, f"B̄_t = (Ā_t − 1)/A · B = {write:.4f}", Palette.GREEN, size=8.5)
+    diagram_box(ax, 0.75, 1.5, 1.2, 0.5, t(f"token t\nu_t = {marker:g}", f"токен t\nu_t = {marker:g}"), Palette.BLUE, size=9)
+    diagram_box(ax, 2.45, 1.5, 1.6, 0.5, f"ω u_t + β\n= {10 * marker - 5:g}", Palette.BLUE, size=9)
+    diagram_box(ax, 4.25, 1.5, 1.45, 0.5, f"softplus\nΔ_t = {delta:.3f}", Palette.PURPLE, size=9)
+    diagram_box(ax, 6.3, 1.85, 2.1, 0.42, f"Ā_t = e^(Δ_t A) = {keep:.4f}", Palette.ORANGE, size=9)
+    diagram_box(ax, 6.3, 1.15, 2.1, 0.42, f"B̄_t = (Ā_t − 1)/A · B = {write:.4f}", Palette.GREEN, size=9)
     for start, end in (((1.36, 1.5), (1.64, 1.5)), ((3.26, 1.5), (3.52, 1.5)), ((4.98, 1.62), (5.24, 1.85)), ((4.98, 1.38), (5.24, 1.15))):
         diagram_arrow(ax, start, end)
     diagram_box(ax, 4.6, 0.35, 6.2, 0.42, t("h_t = Ā_t h_(t−1) + B̄_t x_t: a large Δ_t overwrites the state, a tiny one keeps it",
                                            "h_t = Ā_t h_(t−1) + B̄_t x_t: большой Δ_t перезаписывает состояние, крошечный сохраняет"),
-                Palette.INK, size=8.5)
+                Palette.INK, size=9)
     diagram_arrow(ax, (6.3, 0.93), (6.3, 0.57), color=Palette.GREEN)
     diagram_arrow(ax, (7.36, 1.85), (7.6, 0.57), color=Palette.ORANGE)
     return fig
@@ -2998,8 +3085,8 @@ layer_stacks = [
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
-    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers keep a KV "
-    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state "
+    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers (tall) keep a KV "
+    "cache that grows with every token, yellow ones (half height) at most a window, blue ones (short) a fixed state "
     f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
     "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
     f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "
@@ -3340,16 +3427,16 @@ def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
     shown = ", ".join(f"{x:g}" for x in vector)
     back = ", ".join(f"{c * scale:.2g}" for c in codes)
     ax.text(0.15, 2.3, t("write (once per token)", "запись (один раз на токен)"), fontsize=9, color=Palette.MUTED)
-    diagram_box(ax, 1.2, 1.8, 2.0, 0.45, t(f"key ({shown})", f"ключ ({shown})"), Palette.BLUE, size=8.5)
-    diagram_box(ax, 3.85, 1.8, 2.3, 0.45, f"γ = max|x| / {2 ** (bits - 1) - 1} = {scale:g}", Palette.PURPLE, size=8.5)
+    diagram_box(ax, 1.2, 1.8, 2.0, 0.45, t(f"key ({shown})", f"ключ ({shown})"), Palette.BLUE, size=9)
+    diagram_box(ax, 3.85, 1.8, 2.3, 0.45, f"γ = max|x| / {2 ** (bits - 1) - 1} = {scale:g}", Palette.PURPLE, size=9)
     diagram_box(ax, 6.9, 1.8, 2.9, 0.55, t(f"cache: codes ({', '.join(str(c) for c in codes)}), {bits} bits each\n+ γ in 16 bits",
                                           f"кэш: коды ({', '.join(str(c) for c in codes)}), по {bits} бита\n+ γ в 16 битах"),
-                Palette.ORANGE, solid=True, size=8.5)
+                Palette.ORANGE, solid=True, size=9)
     diagram_arrow(ax, (2.22, 1.8), (2.68, 1.8))
-    diagram_arrow(ax, (5.02, 1.8), (5.43, 1.8), text=t("round(x / γ)", "round(x / γ)"), shift=(0, 0.17))
+    diagram_arrow(ax, (5.02, 1.8), (5.43, 1.8), text=t("round(x / γ)", "round(x / γ)"), shift=(0, 0.36))
     ax.text(0.15, 0.95, t("read (every time a query attends)", "чтение (каждый раз, когда запрос смотрит в кэш)"), fontsize=9, color=Palette.MUTED)
-    diagram_box(ax, 6.9, 0.45, 2.9, 0.45, t(f"codes × γ = ({back})", f"коды × γ = ({back})"), Palette.GREEN, size=8.5)
-    diagram_box(ax, 2.6, 0.45, 3.4, 0.45, t("attention reads the rounded key", "внимание читает округлённый ключ"), Palette.BLUE, size=8.5)
+    diagram_box(ax, 6.9, 0.45, 2.9, 0.45, t(f"codes × γ = ({back})", f"коды × γ = ({back})"), Palette.GREEN, size=9)
+    diagram_box(ax, 2.6, 0.45, 3.4, 0.45, t("attention reads the rounded key", "внимание читает округлённый ключ"), Palette.BLUE, size=9)
     diagram_arrow(ax, (6.9, 1.51), (6.9, 0.69), color=Palette.ORANGE)
     diagram_arrow(ax, (5.44, 0.45), (4.31, 0.45), color=Palette.GREEN)
     return fig
@@ -3446,7 +3533,7 @@ def plot_quantization_errors(bits, errors, language="en"):
     errors = {name: require_array(name, row, ndim=1) for name, row in errors.items()}
     if any(len(row) != len(bits) or (row <= 0).any() for row in errors.values()):
         raise ValueError(f"each row needs one positive error per bit width ({len(bits)}): the axis is logarithmic")
-    fig, ax = plt.subplots(figsize=(6.2, 2.8))
+    fig, ax = plt.subplots(figsize=(8.3, 2.8))
     x, width = np.arange(len(bits)), 0.26
     labels = {"plain keys, per token": localized(language, "plain keys, per token", "обычные ключи, по токенам"),
               "outlier keys, per token": localized(language, "outlier keys, per token", "ключи с выбросами, по токенам"),
@@ -3458,8 +3545,8 @@ def plot_quantization_errors(bits, errors, language="en"):
     ax.set_xticks(x, [localized(language, f"{b}-bit", f"{b} бит") for b in bits])
     ax.set_ylabel(localized(language, "output error (log scale)", "ошибка выхода (лог. шкала)"))
     ax.set_title(localized(language, "Where the scales go matters", "Важно, кому достаётся шкала"))
-    ax.legend(fontsize=8, loc="upper left")
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.12, top=0.89)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
+    fig.subplots_adjust(left=0.09, right=0.55, bottom=0.12, top=0.89)
     return fig
 
 
@@ -3651,7 +3738,6 @@ show_figure(
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
 report_section("Every design at a glance", globals())
 
-
 # %% [markdown]
 # | Design | What it cuts | What it gives up |
 # |---|---|---|
@@ -3720,14 +3806,8 @@ report_section("Every design at a glance", globals())
 #   attention, `F.scaled_dot_product_attention` also has a cuDNN backend (`SDPBackend.CUDNN_ATTENTION`), which PyTorch
 #   prefers on recent NVIDIA GPUs ([SDPA docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
 
-# %%
-def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
-    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
-    context = require_int("context", context, minimum=1)
-    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
-            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
-
-
+# %% tags=["hide-input"]
+# @title Today's designs as data: each row's layers, its source, the date it was checked and its status (open it to read them)
 # Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
 # sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
 # A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
@@ -3761,14 +3841,38 @@ DESIGNS = [
                "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
      "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
                ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
-    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config was not readable here, and a "
-               "provider's page reports a KV cache about a quarter of V4-Flash's", "parts": None},
-    {"name": "Gemma 4 (E2B, E4B, 26B-A4B, 31B)", "status": "unconfirmed, not sized", "checked": CHECKED,
-     "source": "transformers' configuration_gemma4.py confirms the structure (5 sliding : 1 full layers by default, full "
-               "layers 512 wide, optional K = V, the last num_kv_shared_layers reuse earlier caches); the four models' "
-               "config.json files were not readable here", "parts": None},
+    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": "2026-12-02",
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config.json was not readable here and "
+               "transformers has no deepseek_v41 configuration to read instead; secondary pages describe a new attention "
+               "(CSA2) and a KV cache about a quarter of V4-Flash's", "parts": None},
+    # Gemma 4, from transformers' convert_gemma4_weights.py (_VARIANTS: the configs it writes) and modeling_gemma4.py:
+    # full layers are global_head_dim = 512 wide, with num_global_key_value_heads heads when attention_k_eq_v; the last
+    # num_kv_shared_layers layers store no cache of their own; K and V are cached apart even when K = V (their norms differ).
+    {"name": "Gemma 4 E2B (4 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 35 layers, 4 window-512 layers per full one, the last "
+               "20 reuse earlier caches, so 3 full and 12 window layers store; 1 KV head, 512 wide (full) or 256 (window)",
+     "parts": [("full", 3, {"kv_heads": 1, "head_dim": 512}), ("window", 12, {"kv_heads": 1, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 E4B (5 local : 1 global, shared KV)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 42 layers, 5 window-512 layers per full one, the last "
+               "18 reuse earlier caches, so 4 full and 20 window layers store; 2 KV heads, 512 wide (full) or 256 (window)",
+     "parts": [("full", 4, {"kv_heads": 2, "head_dim": 512}), ("window", 20, {"kv_heads": 2, "head_dim": 256, "window": 512})]},
+    {"name": "Gemma 4 26B-A4B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 30 layers; 5 full layers with 2 KV heads of 512 "
+               "(attention_k_eq_v), 25 window-1,024 layers with 8 KV heads of 256",
+     "parts": [("full", 5, {"kv_heads": 2, "head_dim": 512}), ("window", 25, {"kv_heads": 8, "head_dim": 256, "window": 1024})]},
+    {"name": "Gemma 4 31B (5 local : 1 global)", "status": "checked", "checked": "2026-12-02",
+     "source": "transformers' convert_gemma4_weights.py, _VARIANTS: 60 layers; 10 full layers with 4 KV heads of 512 "
+               "(attention_k_eq_v), 50 window-1,024 layers with 16 KV heads of 256",
+     "parts": [("full", 10, {"kv_heads": 4, "head_dim": 512}), ("window", 50, {"kv_heads": 16, "head_dim": 256, "window": 1024})]},
 ]
+
+
+# %%
+def layered_cache_bytes(context, growing_numbers_per_token, fixed_numbers, bytes_per_value=2):
+    """A design's cache at `context` tokens: numbers that grow per token plus numbers that do not, at one width."""
+    context = require_int("context", context, minimum=1)
+    return (context * require_real("growing_numbers_per_token", growing_numbers_per_token, minimum=0.0)
+            + require_int("fixed_numbers", fixed_numbers, minimum=0)) * require_int("bytes_per_value", bytes_per_value, minimum=1)
 
 
 def design_numbers(parts):
@@ -3805,6 +3909,8 @@ expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name
 check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
 check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
 check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
+for name, kib in zip([name for name in sota_designs if name.startswith("Gemma 4")], (6, 16, 20, 80)):  # E2B, E4B, 26B-A4B, 31B
+    check_stated(f"{name} growing KiB per token", 2 * sota_designs[name][0] / KIB, kib, 0)
 check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
@@ -3829,7 +3935,8 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 # @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [1, 1.35]})
+    rows = [len(running), sum(1 for d in designs if d["parts"])]  # one bar per row; stacked panels: long names, full width
+    fig, (left, right) = plt.subplots(2, 1, figsize=(8.3, 0.25 * sum(rows) + 1.9), gridspec_kw={"height_ratios": rows})
     names, kib = list(running), [value / KIB for value in running.values()]
     bars = left.barh(names[::-1], kib[::-1], color=Palette.BLUE)
     left.bar_label(bars, labels=[f"{v:g} KiB" for v in kib[::-1]], padding=3, fontsize=9)
@@ -3841,20 +3948,20 @@ def plot_per_token_bars(running, designs, language="en"):
                       hatch=["//" if "reported" in d["status"] else "" for d in sized][::-1])
     right.bar_label(bars, labels=[f"{v:.1f}" for v in growing[::-1]], padding=3, fontsize=9)
     right.set_xlim(0, max(growing) * 1.2)
-    right.set_title(localized(language, "Today's models\n(hatched: partly reported)", "Современные модели\n(штриховка: частично по отчётам)"), fontsize=11)
+    right.set_title(localized(language, "Today's models (hatched: partly reported)", "Современные модели (штриховка: частично по отчётам)"), fontsize=11)
     for ax in (left, right):
         ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
         ax.tick_params(axis="y", labelsize=9)
         ax.grid(axis="y", visible=False)
-    fig.subplots_adjust(left=0.15, right=0.98, wspace=0.95, bottom=0.16, top=0.88)
+    fig.subplots_adjust(left=0.42, right=0.95, hspace=0.45, bottom=0.09, top=0.94)
     return fig
 
 
 show_figure(
     plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
     "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
-    "end is its value. Left, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
-    "for 8 heads at 4 bits, 16 with a single KV head. Right, today's models computed from the DESIGNS table; hatched "
+    "end is its value. Top, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
+    "for 8 heads at 4 bits, 16 with a single KV head. Bottom, today's models computed from the DESIGNS table; hatched "
     "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
     "could not size are not drawn.",
 )
@@ -3903,16 +4010,18 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # Per token of context, DeepSeek-V4-Flash grows by about 6.7 KiB: ten times less than DeepSeek-V3's latent cache
 # (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
 # token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
-# the four keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+# them keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
+#
+# Gemma 4 (E2B, E4B, 26B-A4B, 31B) keeps five window layers (four in E2B) per full layer, and makes the full layers
+# few and wide: 512 numbers per head. The two small models go further: their last 20 and 18 layers store no cache
+# and read an earlier layer's. So E2B grows by 6 KiB per token and E4B by 16; 26B-A4B and 31B by 20 and 80.
 #
 # The table is data: each design lists its layers, its source, the date it was checked and a status. *Checked* rows
-# come from a configuration file read on 2026-12-01; *carried* rows keep this module's earlier check; *reported* rows
-# rest partly on a secondary source. DeepSeek-V3.2 has left its Exp stage; its indexer key adds about 15 KiB per token
-# to V3's latent. Two releases of this autumn are listed but not sized, because no configuration file of theirs could
-# be read from here: DeepSeek-V4.1-Flash (October 2026; unconfirmed: a provider's page reports a KV cache about a
-# quarter of V4-Flash's) and Gemma 4 (E2B, E4B, 26B-A4B, 31B), whose structure transformers' `configuration_gemma4.py`
-# confirms: five sliding-window layers per full layer, full layers 512 wide, keys optionally equal to values, and the
-# last layers reusing earlier layers' caches.
+# come from a configuration file read on 2026-12-01 (Gemma 4: transformers' conversion script, read on 2026-12-02);
+# *carried* rows keep this module's earlier check; *reported* rows rest partly on a secondary source. DeepSeek-V3.2
+# has left its Exp stage; its indexer key adds about 15 KiB per token to V3's latent. DeepSeek-V4.1-Flash (October
+# 2026) is listed but not sized: no configuration file of it could be read from here, so it stays *unconfirmed* (a
+# provider's page reports a KV cache about a quarter of V4-Flash's).
 
 # %% [markdown]
 # ## In 20 seconds
