@@ -279,6 +279,8 @@ def translations(course, args) -> int:
     if not course.languages:
         print("translations: [tool.course] translations lists no language", file=sys.stderr)
         return exits.USAGE
+    if getattr(args, "typography", False):
+        return typeset_catalogs(course)
     problems, outputs, strict = 0, {}, strict_translations(course, args)
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
@@ -303,6 +305,25 @@ def translations(course, args) -> int:
     for path in files.write_all(outputs):
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
+
+
+def typeset_catalogs(course) -> int:
+    """Rewrite every catalog of every language in that language's typography, all or nothing."""
+    from .translation import typography
+
+    outputs, refused = {}, []
+    for language in course.languages:
+        paths = sorted((course.root / "translations" / language).glob("*.po"))
+        written, problems = typography.rewrite(paths, language, course.shown)
+        outputs |= written
+        refused += problems
+    if refused:
+        print("\n".join(refused), file=sys.stderr)
+        print(f"translations: {len(refused)} rewrite(s) would change an invariant; nothing was written", file=sys.stderr)
+        return exits.FAILED
+    for path in files.write_all(outputs):
+        print(f"wrote {course.shown(path)}")
+    return exits.OK
 
 
 def everything(course, args) -> int:

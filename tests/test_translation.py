@@ -68,7 +68,7 @@ def test_blocks_keep_fenced_code_and_display_math_whole():
 
 def test_invariants_separate_numbers_math_code_and_links():
     found = invariants("Keep 4,096 keys, `window=128`, $W+1$ and [docs](https://x.org/a).")
-    assert found == {("number", "4,096"): 1, ("code", "`window=128`"): 1, ("math", "$W+1$"): 1, ("link", "https://x.org/a"): 1}
+    assert found == {("number", "4096"): 1, ("code", "`window=128`"): 1, ("math", "$W+1$"): 1, ("link", "https://x.org/a"): 1}
 
 
 def test_numbers_changed_is_a_finding():
