@@ -159,3 +159,77 @@ def test_real_sources_cut_into_units_with_unique_contexts(course):
 
 def test_inline_formula_may_wrap_a_line_and_ordinals_carry_their_number():
     assert invariants("so $a +\nb$ holds at a 3.7th of it") == {("math", "$a +\nb$"): 1, ("number", "3.7"): 1}
+
+
+GLOSSARY = '''#. stems: каузальн
+#. avoid: причинн
+msgid "causal"
+msgstr "каузальный"
+
+#. stems: kv-голов
+#. avoid: k/v-голов
+msgid "KV head"
+msgstr "KV-голова"
+
+#. stems: размерност
+#. avoid: ширин
+msgid "width"
+msgstr "размерность"
+
+#. stems: разрядност
+msgid "bit width"
+msgstr "разрядность"
+'''
+
+
+def test_glossary_reports_a_rendering_it_avoids_even_where_the_english_lacks_the_term():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    catalog = translated({**RU, "1. Masks ¶1": "Причинная маска скрывает 3 из 4 ключей, поэтому там $p_i = 0$."})
+    found = glossary.violations(catalog, terms, "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("glossary", "1. Masks ¶1")] and "'причинн'" in found[0].detail.lower()
+    assert glossary.violations(translated(RU), terms, "toy.po") == []
+
+
+def test_a_longer_term_has_its_own_rendering():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    assert glossary.problems("trust no bit width", "не доверяйте никакой разрядности", terms) == []
+    assert glossary.problems("a head of width 64", "голова размерности 64", terms) == []
+    assert glossary.problems("a head of width 64", "голова ширины 64", terms) != []
+
+
+FIGURES = '''
+def plot(language):
+    t = partial(localized, language)
+    ax.set_title(localized(language, "causal mask", "причинная маска"))
+    ax.set_xlabel(t("KV heads cached", "K/V-голов в кэше"))
+    ax.set_ylabel(localized(language, f"head width {d}", f"размерность головы {d}"))
+    titles = {"en": ("Future hidden (causal)", "Both"), "ru": ("Будущее скрыто", "Оба")}
+'''
+
+
+def test_glossary_covers_figure_labels_of_every_form():
+    assert [pair[1:] for pair in glossary.figure_strings(FIGURES)] == [
+        ("causal mask", "причинная маска"), ("KV heads cached", "K/V-голов в кэше"),
+        ("head width ", "размерность головы "), ("Both", "Оба"), ("Future hidden (causal)", "Будущее скрыто")]
+    found = glossary.source_violations(FIGURES, glossary.load_terms(polib.pofile(GLOSSARY)), "toy.py")
+    assert [f.line for f in found] == [4, 4, 5, 5, 7]
+
+
+def test_the_course_renders_each_glossary_term_one_way():
+    from builder.config import load_course
+    from tests.support import ROOT
+
+    course = load_course(ROOT)
+    terms = glossary.load_terms(po.load(ROOT / "translations" / "ru" / "glossary.po"))
+    found = glossary.course_violations(course)
+    for nb in course.notebooks:
+        found += glossary.source_violations(nb.source.read_text(encoding="utf-8"), terms, nb.name)
+    for edition in (e for e in course.translations if e.language == "ru"):
+        found += glossary.violations(po.load(edition.catalog), terms, edition.name)
+    assert [str(f) for f in found] == []
+
+
+def test_the_glossary_page_lists_every_term_once():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    text = glossary.page(terms)
+    assert text.startswith("## Словарь терминов") and text.count("| KV head | KV-голова |") == 1

@@ -1638,7 +1638,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
                   shift=(1.0, 0), size=8)
-    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
+    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (размерность {latent})"),
                 Palette.BLUE, size=8.5)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
@@ -1649,7 +1649,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
             va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
     return fig
-# builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
+# builder:end sha256=01d8f37a9c51d7f1912ccf952a1e04f0cfba06f3e4839d4749c5a6515d16ed46
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
@@ -1705,11 +1705,11 @@ def draw_layer_stacks(stacks, language="en"):
                        facecolors=[colors[kind] for kind in kinds], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=8, color=Palette.MUTED, va="center")
-    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: токены на входе"), fontsize=8, color=Palette.MUTED, va="center")
+    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки следующего токена"), ha="right",
             fontsize=8, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=440a065f3f12a1049b7b9dc34133199b8d0fbdf20a5054c59ae569deefee8599
+# builder:end sha256=a03e5564bcd3ba4b3b9d6d0871645130a4c6f005b11d538ee33acf9a6854a385
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -3213,7 +3213,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
         ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
-                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
+                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, латент без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))

@@ -1640,7 +1640,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
                   shift=(1.0, 0), size=8)
-    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
+    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (размерность {latent})"),
                 Palette.BLUE, size=8.5)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
@@ -1651,7 +1651,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
             va="center", fontsize=8.5, color=Palette.MUTED, linespacing=1.25)
     return fig
-# builder:end sha256=7ffdfe8cfbb974294dcb97111d6d987340602fe1733d7bd75c48453c73599b94
+# builder:end sha256=01d8f37a9c51d7f1912ccf952a1e04f0cfba06f3e4839d4749c5a6515d16ed46
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
@@ -1707,11 +1707,11 @@ def draw_layer_stacks(stacks, language="en"):
                        facecolors=[colors[kind] for kind in kinds], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=8, color=Palette.MUTED, va="center")
-    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: токены на входе"), fontsize=8, color=Palette.MUTED, va="center")
+    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки следующего токена"), ha="right",
             fontsize=8, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=440a065f3f12a1049b7b9dc34133199b8d0fbdf20a5054c59ae569deefee8599
+# builder:end sha256=a03e5564bcd3ba4b3b9d6d0871645130a4c6f005b11d538ee33acf9a6854a385
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -1721,7 +1721,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 #
 # - **Внимание** (модуль 3): $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$, строка весов на каждый запрос; каузальная маска позволяет запросу $i$ читать ключи $j \le i$.
 # - **Два счёта** (модуль 5.1, раздел 1): префилл платит за вычисления, растущие как $n^2$; декодирование платит за KV-кэш, растущий как $n$, по $2\,L\,H_{kv}\,d_h\,b$ байт на токен.
-# - **Сквозной пример** (5.1): форма внимания Llama-3-8B, 32 слоя и 8 KV-голов ширины 128 по 16 бит: 128 КиБ на токен, 17,2 ГБ при 128k токенов.
+# - **Сквозной пример** (5.1): форма внимания Llama-3-8B, 32 слоя и 8 KV-голов размерности 128 по 16 бит: 128 КиБ на токен, 17,2 ГБ при 128k токенов.
 # - **Маски как числа** (5.1, раздел 2): аддитивная маска содержит 0 там, где запросу можно читать, и $-\infty$ там, где нельзя; окна и стоки — это маски.
 # - **Меньше KV-голов и латентный кэш** (5.1, разделы 3 и 5): GQA и MQA уменьшают кэш, разделяя KV-головы; латентный кэш DeepSeek-V3 стоит 70 272 байта на токен.
 #
@@ -1730,13 +1730,13 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # %% [markdown]
 # ## Обозначения и термины этого модуля
 #
-# Один символ — одно значение, отсюда и до конца модуля. Имена в коде набраны `code font` там, где они отличаются от обозначений.
+# Одно обозначение — один смысл, отсюда и до конца модуля. Имена в коде набраны `code font` там, где они отличаются от обозначений.
 #
 # | Обозначение | Смысл | Обозначение | Смысл |
 # |---|---|---|---|
 # | $n$ | длина контекста в токенах | $i$, $j$ | позиция запроса, позиция ключа |
 # | $L$ | число слоёв | $H$, $H_{kv}$ | головы запросов, головы ключей и значений в слое |
-# | $d_k$, $d_v$, $d_h$, $d$ | ширина ключа, значения и головы ($d$, когда они равны) | $b$ | байтов на одно хранимое число |
+# | $d_k$, $d_v$, $d_h$, $d$ | размерность ключа, значения и головы ($d$, когда они равны) | $b$ | байтов на одно хранимое число |
 # | $w$ | окно в ключах, собственный ключ запроса включён (никогда не вес) | $W$ | окно Mistral, собственный ключ запроса не включён: $w = W + 1$ |
 # | $n_{\text{sink}}$ | токены-стоки, сохраняемые в начале (StreamingLLM) | $r$ | шаг (stride) шаблона «с шагом», и ничего больше |
 # | $s_{ij}$, $p_{ij}$ | оценка и её вес после softmax | $M_{ij}$ | элемент аддитивной маски: 0, смещение или $-\infty$ |
@@ -2136,7 +2136,7 @@ show_figure(
 # позволяет модели самой *выбирать* разреженные ключи для каждого запроса: «lightning indexer»
 # («молниеносный индексатор») в DeepSeek-V3.2 (появился в предварительной версии V3.2-Exp и сохранился в вышедшей
 # [V3.2](https://huggingface.co/deepseek-ai/DeepSeek-V3.2)) дёшево вычисляет оценку каждого ключа (64 маленькие
-# головы ширины 128 поверх одного общего ключа в FP8 на токен), а основное внимание читает только
+# головы размерности 128 поверх одного общего ключа в FP8 на токен), а основное внимание читает только
 # лучшие 2048 ([конфигурация](https://github.com/deepseek-ai/DeepSeek-V3.2-Exp)).
 # Ключ индексатора — это ещё одна вещь, которую приходится кэшировать на каждый токен. Представьте офис
 # open space: вы говорите с соседними столами (окно); любой может позвонить на ресепшен, который слышит всех
@@ -2148,7 +2148,7 @@ show_figure(
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
 # | $i - j$ | насколько далеко назад стоит ключ $j$ | для $i = 13$: от 0 до 13 |
-# | $r$ | шаг: ширина локальной части и расстояние между дальними ключами | 4 |
+# | $r$ | шаг: размер локальной части и расстояние между дальними ключами | 4 |
 # | $(i - j) \bmod r = 0$ | ключ $j$ стоит на целое число шагов назад | $8 \bmod 4 = 0$ |
 #
 # **Вручную.** Для 16 токенов полное каузальное внимание вычисляет 136 пар оценок; окно в 4 —
@@ -2930,7 +2930,7 @@ show_figure(
 # | $D$, $N$ | каналы SSM, чисел состояния на канал | 4096, 16 |
 #
 # **Вручную.** Один слой SSM хранит $4{,}096 \cdot 16 \cdot 2 = 131{,}072$ байта (128 КиБ) на любой
-# длине, *если считать*, что у него $D = 4{,}096$ каналов (ширина модели) по 16 бит и больше ничего. Реальные
+# длине, *если считать*, что у него $D = 4{,}096$ каналов (размерность модели) по 16 бит и больше ничего. Реальные
 # слои Mamba расширяются до $d_{\text{inner}} = 2d = 8{,}192$ каналов и добавляют состояние свёртки из
 # $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ чисел, и оба хранятся в типе данных весов
 # (`allocate_inference_cache` в [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), проверено 2026-12-01):
@@ -3025,10 +3025,10 @@ show_figure(
 # если все её строки — смеси всего $r$ строк. Ключи каждой головы, $c\,W^{UK}$, строятся из одних и тех же 512 чисел,
 # поэтому ключи всех голов вместе образуют матрицу ранга не выше 512: именно эту избыточность и убирает латентный вектор.)
 #
-# Если смотреть со стороны кэша, **декодирование в MLA с поглощёнными проекциями — это внимание с одной общей
-# KV-головой (multi-query attention, MQA) поверх латентных векторов ширины 576**: каждая из 128 голов запросов вычисляет
+# Если смотреть со стороны кэша, **декодирование в MLA с поглощёнными проекциями — это внимание с одной
+# KV-головой (multi-query attention, MQA) поверх латентных векторов размерности 576**: каждая из 128 голов запросов вычисляет
 # оценку для одного и того же закэшированного вектора $(c_j, \rho_j)$ из 512 + 64 = 576 чисел и считывает
-# в качестве значения один и тот же вектор $c_j$ ширины 512. Вот почему ядра MLA похожи на ядра MQA
+# в качестве значения один и тот же вектор $c_j$ размерности 512. Вот почему ядра MLA похожи на ядра MQA
 # с необычно широкой головой. Масштаб оценок равен $1/\sqrt{d_{\text{nope}} + d_{\text{rope}}} = 1/\sqrt{192}$;
 # когда DeepSeek-V3 работает за пределами исходного контекста с YaRN, масштаб дополнительно умножается на
 # $\text{mscale}^2$, где $\text{mscale} = 0.1 \ln(\text{factor}) + 1$
@@ -3049,7 +3049,7 @@ show_figure(
 # | $s_{ij}^{(h)}$, $p_{ij}^{(h)}$ | оценка ключа $j$ для запроса $i$ в голове $h$ и её softmax по $j$ | |
 #
 # **Вручную.** Токен $x = (1, 0, 2, 1)$ и понижающая проекция, которая складывает координаты 1+3 и
-# 2+4, дают латентный вектор $c = (3, 1)$: в кэше 2 числа вместо 8 (две головы ширины 2, ключ и
+# 2+4, дают латентный вектор $c = (3, 1)$: в кэше 2 числа вместо 8 (две головы размерности 2, ключ и
 # значение). Повышающая проекция копирует его в обе головы: $k = (3, 1, 3, 1)$. Для $q = (1, 2, 0, 1)$
 # получаем $q \cdot k = 3 + 2 + 0 + 1 = 6$, а поглощённый запрос $q\,{W^{UK}}^\top = (1, 3)$ даёт
 # $(1, 3) \cdot (3, 1) = 6$, так и не построив $k$.
@@ -3223,7 +3223,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
         ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
-                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
+                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, латент без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
@@ -3667,7 +3667,7 @@ report_section("Every design at a glance", globals())
 # | Линейное внимание | вычисления — до $n \cdot d^2$, кэш — до фиксированного состояния | чётким, точным воспроизведением |
 # | Модели пространства состояний (Mamba) | то же самое | тем же, но смягчённым селективностью |
 # | Гибрид SSM + внимание | бо́льшую часть кэша | понемногу и тем, и другим |
-# | Латентный KV (MLA) | кэш — примерно в 57 раз по соглашению DeepSeek-V2 (в 71 раз относительно реальной ширины ключей) | дополнительными матричными вычислениями; для позиции нужен отдельный RoPE-ключ |
+# | Латентный KV (MLA) | кэш — примерно в 57 раз по соглашению DeepSeek-V2 (в 71 раз относительно реальной размерности ключей) | дополнительными матричными вычислениями; для позиции нужен отдельный RoPE-ключ |
 # | Квантованный KV | кэш — примерно в 16 / (число битов) раз | точностью; ключам нужны поканальные масштабы |
 #
 # Меньше KV-голов — это коллеги, которые пользуются одной общей справочной папкой, вместо того чтобы каждый держал
@@ -3701,7 +3701,7 @@ report_section("Every design at a glance", globals())
 # - **DeepSeek-V4** заменяет MLA гибридом из трёх типов внимания, по одному на слой
 #   ([документация transformers `deepseek_v4`](https://huggingface.co/docs/transformers/main/model_doc/deepseek_v4), добавлена в мае 2026;
 #   значения конфигурации по умолчанию в `configuration_deepseek_v4.py`, описанные для DeepSeek-V4-Flash: 43 слоя, одна общая
-#   голова ключей и значений ширины 512 с K = V, окно в 128 токенов, степени сжатия 4 и 128, ключи индексатора ширины 128, контекст 1M).
+#   голова ключей и значений размерности 512 с K = V, окно в 128 токенов, степени сжатия 4 и 128, ключи индексатора размерности 128, контекст 1M).
 #   Каждый слой читает скользящее окно из последних 128 токенов. Слои *сжатого разреженного внимания* (CSA) вдобавок сворачивают каждые
 #   4 токена в одну сжатую запись и поручают «молниеносному индексатору» (lightning indexer, как в V3.2, раздел 10) выбрать 512 лучших записей;
 #   слои *сильно сжатого внимания* (HCA) сворачивают каждые 128 токенов и читают все получившиеся записи. У каждой головы есть ещё обучаемый
@@ -3712,9 +3712,9 @@ report_section("Every design at a glance", globals())
 #   $512 / 128 = 4$.
 # - **Qwen3-Next** (80B-A3B, [карточка модели](https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct) и `config.json`:
 #   48 слоёв, `full_attention_interval` 4) ставит 3 слоя Gated DeltaNet на каждый слой внимания с гейтированием. Растут только
-#   12 слоёв внимания (2 KV-головы ширины 256); каждый слой DeltaNet хранит фиксированное состояние из 32 голов значений,
+#   12 слоёв внимания (2 KV-головы размерности 256); каждый слой DeltaNet хранит фиксированное состояние из 32 голов значений,
 #   каждая — матрица $128 \times 128$, плюс небольшое состояние свёртки. Преемники (Qwen3.5) сохраняют схему 3:1.
-# - **Gemma 3** ([Gemma Team, 2025](https://arxiv.org/abs/2503.19786); конфигурация 27B: 62 слоя, 16 KV-голов ширины
+# - **Gemma 3** ([Gemma Team, 2025](https://arxiv.org/abs/2503.19786); конфигурация 27B: 62 слоя, 16 KV-голов размерности
 #   128, `sliding_window` 1024, `sliding_window_pattern` 6) на каждый глобальный слой приходится 5 локальных слоёв с окном
 #   в 1024 токена: 52 локальных и 10 глобальных слоёв, и растут только 10 глобальных.
 # - **PyTorch** теперь задаёт такие маски *функциями*. FlexAttention (`torch.nn.attention.flex_attention`, torch
@@ -3918,7 +3918,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # отсюда: DeepSeek-V4.1-Flash (октябрь 2026; не подтверждено: страница одного провайдера сообщает о KV-кэше
 # примерно в четверть от V4-Flash) и Gemma 4 (E2B, E4B, 26B-A4B, 31B), структуру которой подтверждает
 # `configuration_gemma4.py` из transformers: пять слоёв со скользящим окном на один полный слой, полные слои
-# шириной 512, ключи, при желании совпадающие со значениями, и последние слои, переиспользующие кэши более ранних.
+# размерностью 512, ключи, при желании совпадающие со значениями, и последние слои, переиспользующие кэши более ранних.
 
 # %% [markdown]
 # ## За 20 секунд
@@ -3962,7 +3962,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 # 7. **Как MLA экономит память, не меняя выходов, и зачем ей RoPE-ключ?**
 #
-#    <details><summary>Ответ</summary>Ключи и значения — это закэшированный латентный вектор, умноженный на фиксированные повышающие проекции, которые сворачиваются в запрос и в выходную проекцию; декодирование тогда становится MQA поверх латентных векторов ширины 576. Поворот, зависящий от позиции, нельзя свернуть в фиксированную матрицу, поэтому позиция передаётся в отдельном небольшом ключе, общем для голов.</details>
+#    <details><summary>Ответ</summary>Ключи и значения — это закэшированный латентный вектор, умноженный на фиксированные повышающие проекции, которые сворачиваются в запрос и в выходную проекцию; декодирование тогда становится MQA поверх латентных векторов размерности 576. Поворот, зависящий от позиции, нельзя свернуть в фиксированную матрицу, поэтому позиция передаётся в отдельном небольшом ключе, общем для голов.</details>
 #
 # 8. **Зачем квантовать ключи поканально?**
 #
@@ -3978,7 +3978,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 #    <details><summary>Ответ</summary>33 792 байта, в 3,9 раза меньше, чем 131 072</details>
 #
-# 11. **На сколько КиБ на токен растёт кэш Gemma 3 27B (10 глобальных слоёв из 62, 16 KV-голов ширины 128, 16 бит)?**
+# 11. **На сколько КиБ на токен растёт кэш Gemma 3 27B (10 глобальных слоёв из 62, 16 KV-голов размерности 128, 16 бит)?**
 #
 #    <details><summary>Ответ</summary>80 КиБ</details>
 #
@@ -3986,7 +3986,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 #    <details><summary>Ответ</summary>655 360 байт (327 680 в bf16) при любой длине контекста</details>
 #
-# 13. **Сколько стоит один токен контекста в сквозном примере (32 слоя, ширина 128, 16 бит) с единственной KV-головой (MQA)?**
+# 13. **Сколько стоит один токен контекста в сквозном примере (32 слоя, размерность 128, 16 бит) с единственной KV-головой (MQA)?**
 #
 #    <details><summary>Ответ</summary>16 384 байта, 16 КиБ</details>
 
@@ -4008,21 +4008,20 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
 #
-#
-# - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 — исходная статья о трансформере и многоголовом внимании (базовая модель: 8 голов ширины 64)
-# - Xiao и др., *Efficient Streaming Language Models with Attention Sinks* (2023): https://arxiv.org/abs/2309.17453 — стоки внимания и устойчивая потоковая генерация
-# - OpenAI, *gpt-oss-120b and gpt-oss-20b Model Card* (2025): https://arxiv.org/abs/2508.10925 — карточка модели с чередованием оконных и полных слоёв и обучаемыми логитами стока
-# - Jiang и др., *Mistral 7B* (2023): https://arxiv.org/abs/2310.06825 — скользящее окно и кольцевой буфер для кэша
-# - Child и др., *Sparse Transformers* (2019): https://arxiv.org/abs/1904.10509; Beltagy и др., *Longformer* (2020): https://arxiv.org/abs/2004.05150; Zaheer и др., *BigBird* (2020): https://arxiv.org/abs/2007.14062 — разреженные шаблоны внимания: шаговые, глобальные и случайные связи
-# - Katharopoulos и др., *Transformers are RNNs* (2020): https://arxiv.org/abs/2006.16236 — линейное внимание как рекуррентная сеть с фиксированным состоянием
-# - Gu, Goel и Ré, *S4* (2021): https://arxiv.org/abs/2111.00396; Gu и Dao, *Mamba* (2023): https://arxiv.org/abs/2312.00752; Dao и Gu, *Mamba-2* (2024): https://arxiv.org/abs/2405.21060 — модели пространства состояний, от структурированных к селективным
-# - Lieber и др., *Jamba* (2024): https://arxiv.org/abs/2403.19887 — гибрид слоёв SSM и немногих слоёв внимания
-# - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437 — латентное внимание, поглощение проекций и отдельный ключ для позиции
-# - Liu и др., *KIVI* (2024): https://arxiv.org/abs/2402.02750 — квантование KV-кэша: ключи поканально, значения по токенам
-# - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172 — как модели на самом деле пользуются длинным контекстом
-# - Su и др., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press и др., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409 — поворотные позиционные эмбеддинги и линейные смещения по расстоянию
+# - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (базовая модель: 8 голов размерности 64)
+# - Xiao и др., *Efficient Streaming Language Models with Attention Sinks* (2023): https://arxiv.org/abs/2309.17453
+# - OpenAI, *gpt-oss-120b and gpt-oss-20b Model Card* (2025): https://arxiv.org/abs/2508.10925
+# - Jiang и др., *Mistral 7B* (2023): https://arxiv.org/abs/2310.06825
+# - Child и др., *Sparse Transformers* (2019): https://arxiv.org/abs/1904.10509; Beltagy и др., *Longformer* (2020): https://arxiv.org/abs/2004.05150; Zaheer и др., *BigBird* (2020): https://arxiv.org/abs/2007.14062
+# - Katharopoulos и др., *Transformers are RNNs* (2020): https://arxiv.org/abs/2006.16236
+# - Gu, Goel и Ré, *S4* (2021): https://arxiv.org/abs/2111.00396; Gu и Dao, *Mamba* (2023): https://arxiv.org/abs/2312.00752; Dao и Gu, *Mamba-2* (2024): https://arxiv.org/abs/2405.21060
+# - Lieber и др., *Jamba* (2024): https://arxiv.org/abs/2403.19887
+# - DeepSeek-AI, *DeepSeek-V2* (2024): https://arxiv.org/abs/2405.04434; *DeepSeek-V3* (2024): https://arxiv.org/abs/2412.19437
+# - Liu и др., *KIVI* (2024): https://arxiv.org/abs/2402.02750
+# - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
+# - Su и др., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021): https://arxiv.org/abs/2104.09864; Press и др., *Train Short, Test Long* (ALiBi, 2022): https://arxiv.org/abs/2108.12409
 # - *The Annotated S4* — S4, собранная шаг за шагом на JAX: https://srush.github.io/annotated-s4
-# - Zheng и др., *SGLang* (2023): https://arxiv.org/abs/2312.07104 — RadixAttention и переиспользование кэша общего префикса
+# - Zheng и др., *SGLang* (2023): https://arxiv.org/abs/2312.07104
 
 # %%
 print(f"reference schema version {REFERENCE.value('schema_version')}")
