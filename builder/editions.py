@@ -242,6 +242,10 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
                         for f in drift]
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
+    import nbformat
+
+    if terms:  # the reader-facing glossary closes the edition, as the Hugging Face course's Russian edition does
+        parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)

@@ -21,6 +21,7 @@ from .units import NOT_PROSE
 
 EXEMPT_FLAG = "glossary-exempt"
 GLOSSARY = "glossary.po"
+PAGE_TITLE = "Словарь терминов"
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,13 @@ def renderings(russian: list[str], terms: list[Term]) -> dict[str, Counter]:
     return counts
 
 
-def page(terms: list[Term], title: str = "Словарь терминов") -> str:
+def page(terms: list[Term], title: str = PAGE_TITLE) -> str:
     """A reader-facing glossary: a markdown table of each term and its one rendering."""
-    rows = [f"| {t.english} | {t.rendering} |" + (f" {t.note} |" if t.note else " |") for t in sorted(terms, key=lambda t: t.english.lower())]
+    merged: dict[str, tuple[list[str], str]] = {}
+    for term in sorted(terms, key=lambda t: t.english.lower()):  # one row per rendering: "K/V head, KV head"
+        names, note = merged.setdefault(term.rendering, ([], ""))
+        merged[term.rendering] = (names + [term.english], note or term.note)
+    rows = [f"| {', '.join(names)} | {rendering} | {note} |".replace("|  |", "| |") for rendering, (names, note) in merged.items()]
     return "\n".join([f"## {title}", "", "Один термин, одно название: так термины курса переводятся во всех модулях.", "",
                       "| English | Русский | Примечание |", "|---|---|---|", *rows])
 

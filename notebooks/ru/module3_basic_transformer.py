@@ -5649,7 +5649,7 @@ print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops th
 # (https://www.youtube.com/watch?v=kCc8FmEb1nY), где строится маленький GPT и каузальная маска выводится
 # так же, как в разделе 4, и его nanoGPT (https://github.com/karpathy/nanoGPT); *Attention in
 # transformers, step-by-step* от 3Blue1Brown, глава 6 серии о глубоком обучении
-# (https://www.3blue1brown.com/lessons/attention), — картинка, стоящая за запросами, ключами и
+# (https://www.3blue1brown.com/lessons/attention) — картинка, стоящая за запросами, ключами и
 # значениями; и документация PyTorch по функции `scaled_dot_product_attention`
 # (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
 
@@ -5658,3 +5658,65 @@ checked = REFERENCE.assert_all_used()
 print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")
 exercise_summary(globals())
 report_section("Module 3", globals())
+
+# %% [markdown]
+# ## Словарь терминов
+#
+# Один термин, одно название: так термины курса переводятся во всех модулях.
+#
+# | English | Русский | Примечание |
+# |---|---|---|
+# | ablation | абляция | |
+# | attention | внимание | |
+# | bit width | разрядность | |
+# | cache | кэш | |
+# | causal | каузальный | |
+# | checkpoint | чекпойнт | |
+# | context | контекст | |
+# | contract | контракт | |
+# | cross-attention | перекрёстное внимание | запросы одной последовательности читают ключи другой |
+# | cross-entropy | кросс-энтропия | |
+# | decoder | декодер | |
+# | embedding | эмбеддинг | |
+# | exercise | упражнение | |
+# | feed-forward network, FFN | сеть прямого распространения (FFN) | |
+# | gradient | градиент | |
+# | grouped-query attention | внимание с группировкой запросов (GQA) | |
+# | head | голова | |
+# | K/V head, KV head | KV-голова | голова ключей и значений; в GQA и MQA их меньше, чем голов запросов |
+# | K/V projection | KV-проекция | |
+# | key | ключ | |
+# | KV cache | KV-кэш | |
+# | latent | латентный | |
+# | layer | слой | |
+# | LayerNorm | LayerNorm | |
+# | linear attention | линейное внимание | |
+# | logit | логит | |
+# | mask | маска | |
+# | multi-head attention | многоголовое внимание | |
+# | multi-query attention | внимание с одной KV-головой (MQA) | все головы запросов делят одну KV-голову |
+# | nats | наты | |
+# | parallel scan | параллельное сканирование | |
+# | perplexity | перплексия | |
+# | positional encoding | позиционное кодирование | |
+# | prefill | префилл | первый прямой проход по промпту |
+# | quantization | квантование | |
+# | query | запрос | |
+# | recall | воспроизведение | метрика recall: полнота |
+# | reference solution | эталонное решение | |
+# | residual | остаточная связь | |
+# | self-attention | самовнимание | |
+# | sink | сток | |
+# | sliding window | скользящее окно | |
+# | softmax | softmax | |
+# | sparse attention | разреженное внимание | |
+# | state-space model | модель пространства состояний | |
+# | symbol | обозначение | |
+# | temperature | температура | |
+# | throughput | пропускная способность | |
+# | tile | тайл | |
+# | token | токен | |
+# | trade-off | компромисс | |
+# | value | значение | |
+# | width | размерность | d, d_k, d_head: размерность модели, головы, запроса |
+# | window | окно | |
