@@ -3643,7 +3643,7 @@ def plot_memory_vs_context(language="en"):
         ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, marker=marker, markevery=(3, 8), markersize=6,
                   label=localized(language, name, ru[name]))
     ax.axhline(80, color=Palette.GREY, linestyle="--", linewidth=1)
-    ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
+    ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80\u00a0ГБ"), color=Palette.MUTED, fontsize=9)
     ticks = [2**10, 2**13, 2**17, 2**20]
     ax.set_xticks(ticks, ["1k", "8k", "128k", "1M"])
     ax.minorticks_off()
@@ -3860,7 +3860,7 @@ def plot_per_token_bars(running, designs, language="en"):
     right.set_xlim(0, max(growing) * 1.2)
     right.set_title(localized(language, "Today's models\n(hatched: partly reported)", "Современные модели\n(штриховка: частично по отчётам)"), fontsize=11)
     for ax in (left, right):
-        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
+        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "КиБ на токен контекста (16 бит)"))
         ax.tick_params(axis="y", labelsize=9)
         ax.grid(axis="y", visible=False)
     fig.subplots_adjust(left=0.15, right=0.98, wspace=0.95, bottom=0.16, top=0.88)

@@ -134,3 +134,11 @@ def test_the_course_catalogs_are_already_in_russian_typography():
         for entry in po.load(path):
             if entry.msgstr and not entry.obsolete:
                 assert typeset(entry.msgstr, entry.msgid) == entry.msgstr, (path.name, entry.msgctxt)
+
+
+def test_figure_labels_are_linted_too():
+    source = 'ax.set_title(localized(language, "17.2 GB at 1,048,576 tokens", "17.2 GB при 1,048,576 токенов"))\n'
+    found = typography.label_findings(source, "toy.py")
+    assert {(f.kind, f.line) for f in found} == {("typography", 1)} and len(found) == 3
+    fixed = source.replace("17.2 GB при 1,048,576", f"17,2{NBSP}ГБ при 1{NBSP}048{NBSP}576")
+    assert typography.label_findings(fixed, "toy.py") == []

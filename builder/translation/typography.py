@@ -202,3 +202,12 @@ def rewrite(paths: list[Path], language: str, shown: Callable[[Path], str]) -> t
             catalog.wrapwidth = 0
             outputs[path] = str(catalog).rstrip("\n") + "\n"
     return outputs, refused
+
+
+def label_findings(source: str, path: str) -> list:
+    """Figure labels of a notebook source whose Russian still writes a number or unit in the English form."""
+    from .catalog import Finding
+    from .glossary import figure_strings
+
+    return [Finding(path, line, "typography", "figure label", f"{ru[:40]!r}: {what}")
+            for line, en, ru in figure_strings(source) for what in english_forms(ru, en)]

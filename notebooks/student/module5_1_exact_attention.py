@@ -2239,7 +2239,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     for x, value in enumerate(gigabytes):
         right.text(x, value + 3, f"{value:.1f} " + localized(language, "GB", "ГБ"), ha="center", fontsize=9)
     right.axhline(gpu_bytes / 10**9, color=Palette.MUTED, linestyle="--", linewidth=1)
-    right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
+    right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80\u00a0ГБ"), color=Palette.MUTED, fontsize=9)
     right.set_ylim(0, 165)
     right.set_title(localized(language, "Memory: cache grows with n", "Память: кэш растёт как n"))
     right.set_ylabel(localized(language, "KV cache, GB", "KV-кэш, ГБ"))
