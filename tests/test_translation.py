@@ -233,3 +233,14 @@ def test_the_glossary_page_lists_every_term_once():
     terms = glossary.load_terms(polib.pofile(GLOSSARY))
     text = glossary.page(terms)
     assert text.startswith("## Словарь терминов") and text.count("| KV head | KV-голова |") == 1
+
+
+def test_a_formula_with_words_is_a_unit_and_a_formula_of_symbols_is_not():
+    from builder.translation.units import is_prose
+
+    assert is_prose(r"$$M_{ij} = 0 \text{ if allowed}, \; -\infty \text{ otherwise}$$")
+    assert is_prose(r"$$\text{sink share} = \frac{e^{\sigma}}{Z}$$")
+    assert not is_prose(r"$$j < n_{\text{sink}}, \quad c_{\text{tok}} \cdot n$$")
+    english = r"$$M = 0 \text{ if allowed}, \; -\infty \text{ otherwise}$$"
+    assert changed(english, r"$$M = 0 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") == []
+    assert changed(english, r"$$M = 1 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") != []

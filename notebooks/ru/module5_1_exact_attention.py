@@ -2160,7 +2160,7 @@ show_figure(
 # 45 рукопожатий, тысяча — полмиллиона. Внимание платит за то и другое: рукопожатия — это оценки запрос–ключ,
 # за которые платят один раз на промпт, а пальто — это KV-кэш, за который платят всё время, пока диалог открыт.
 #
-# $$\text{pairs} = n^2 \qquad\qquad \text{KV bytes} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot b \cdot n$$
+# $$\text{пары} = n^2 \qquad\qquad \text{байты KV} = 2 \cdot L \cdot H_{kv} \cdot d_h \cdot b \cdot n$$
 #
 # | Обозначение | Смысл | Сквозной пример |
 # |---|---|---|
@@ -2278,7 +2278,7 @@ show_figure(
 # встретится сток другого рода — обучаемый логит gpt-oss: оба существуют потому, что строка softmax должна
 # в сумме давать 1, и голове, которой нечего полезного читать, всё равно приходится куда-то девать свою массу.
 #
-# $$M_{ij} = 0 \;\text{ if }\; j \le i \;\text{ and }\; \left(i - j < w \;\text{ or }\; j < n_{\text{sink}}\right), \qquad M_{ij} = -\infty \;\text{ otherwise}$$
+# $$M_{ij} = 0 \;\text{ если }\; j \le i \;\text{ и }\; \left(i - j < w \;\text{ или }\; j < n_{\text{sink}}\right), \qquad M_{ij} = -\infty \;\text{ иначе}$$
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
@@ -2385,7 +2385,7 @@ report_section("Masks", globals())
 # политика — по умолчанию ошибка, а по запросу — строка из точных нулей. Собственное ядро PyTorch начиная
 # с версии 2.5 возвращает нули; версии 2.4 и более ранние возвращали NaN.
 #
-# $$p_{ij} = \frac{e^{s_{ij}}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}, \qquad o_i = \sum_j p_{ij}\, v_j, \qquad \text{sink share} = \frac{e^{\sigma_h}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}$$
+# $$p_{ij} = \frac{e^{s_{ij}}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}, \qquad o_i = \sum_j p_{ij}\, v_j, \qquad \text{доля стока} = \frac{e^{\sigma_h}}{e^{\sigma_h} + \sum_{k} e^{s_{ik}}}$$
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
@@ -2841,7 +2841,7 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match
 # 36 слоёв, 64 головы запросов, 8 KV-голов размерности 64 и окно в 128 токенов на чётных слоях
 # (0, 2, 4, ...), причём окно учитывает текущий токен; нечётные слои полные.
 #
-# $$\text{bytes}(n) = 2 \cdot H_{kv} \cdot d_h \cdot b \cdot \sum_{\kappa=1}^{L} \min\left(n, w_\kappa\right), \qquad w_\kappa = \infty \text{ for a full layer}$$
+# $$\text{байты}(n) = 2 \cdot H_{kv} \cdot d_h \cdot b \cdot \sum_{\kappa=1}^{L} \min\left(n, w_\kappa\right), \qquad w_\kappa = \infty \text{ для полного слоя}$$
 #
 # | Обозначение | Смысл | gpt-oss-120b |
 # |---|---|---|
@@ -3639,7 +3639,7 @@ expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="no
 # чем с матрицей, которая не помещается. (На GPU выигрыш того же рода, но больше: тайлы живут в быстрой
 # памяти на кристалле, а время определяют обращения к основной памяти.)
 #
-# $$\text{dense scores} = n^2 \cdot b, \qquad \text{one tile} = \tau^2 \cdot b, \qquad \frac{\text{dense}}{\text{tile}} = \left(\frac{n}{\tau}\right)^2$$
+# $$\text{полная матрица оценок} = n^2 \cdot b, \qquad \text{один тайл} = \tau^2 \cdot b, \qquad \frac{\text{матрица}}{\text{тайл}} = \left(\frac{n}{\tau}\right)^2$$
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|

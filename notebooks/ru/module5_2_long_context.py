@@ -2142,7 +2142,7 @@ show_figure(
 # (глобальный токен), так что любые два человека не дальше двух звонков друг от друга; а экспресс
 # останавливается у каждого четвёртого стола в ряду (шаблон с шагом).
 #
-# $$\text{strided: } M_{ij} = 0 \;\text{ when }\; i - j \ge 0 \;\text{ and }\; \left(i - j < r \;\text{ or }\; (i - j) \bmod r = 0\right)$$
+# $$\text{с шагом: } M_{ij} = 0 \;\text{, когда }\; i - j \ge 0 \;\text{ и }\; \left(i - j < r \;\text{ или }\; (i - j) \bmod r = 0\right)$$
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
@@ -3281,7 +3281,7 @@ report_section("Latent attention", globals())
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
 #
-# $$\text{bytes per token} = 2\,L\,H_{kv} \left(d_h \cdot \frac{\nu}{8} + \frac{16}{8}\right)$$
+# $$\text{байт на токен} = 2\,L\,H_{kv} \left(d_h \cdot \frac{\nu}{8} + \frac{16}{8}\right)$$
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
@@ -3593,7 +3593,7 @@ expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10,
 # меньше битов), либо делает её плоской (окно, фиксированное состояние, гибриды, состоящие в основном из SSM).
 # Линия, растущая пропорционально $n$, хранит каждый токен точно; плоская линия чем-то пожертвовала.
 #
-# $$\text{cache}(n) = \underbrace{c_{\text{tok}} \cdot n}_{\text{grows with } n} + \underbrace{c_{\text{fix}}}_{\text{fixed}}$$
+# $$\text{кэш}(n) = \underbrace{c_{\text{tok}} \cdot n}_{\text{растёт с } n} + \underbrace{c_{\text{fix}}}_{\text{постоянная часть}}$$
 #
 # | Обозначение | Смысл | Пример (сквозная конфигурация) |
 # |---|---|---|

@@ -2056,7 +2056,7 @@ expect("softmax of zero scores with the future at -inf is the running average", 
 # [его документации](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
 # по-прежнему так делает. Ячейка после упражнения показывает, как ведёт себя установленная у вас версия torch.
 #
-# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V, \qquad M_{r,j} = 0 \text{ if allowed, } -\infty \text{ if blocked}$$
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V, \qquad M_{r,j} = 0 \text{, если разрешено; } -\infty \text{, если запрещено}$$
 #
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
@@ -4181,7 +4181,7 @@ expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), on
 # одинаковый вес) и тождественные проекции значений и выхода. Тот же зонд без маски обязан давать
 # утечку — иначе тест ничего не доказывает.
 #
-# $$y_p = x_p + \frac{1}{p + 1} \sum_{j=0}^{p} x_j \;\; \text{(causal)}, \qquad y_p = x_p + \frac{1}{n} \sum_{j=0}^{n-1} x_j \;\; \text{(no mask)}$$
+# $$y_p = x_p + \frac{1}{p + 1} \sum_{j=0}^{p} x_j \;\; \text{(каузальная маска)}, \qquad y_p = x_p + \frac{1}{n} \sum_{j=0}^{n-1} x_j \;\; \text{(без маски)}$$
 #
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
@@ -4809,7 +4809,7 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 # останавливается, когда модель выдаёт токен конца последовательности (EOS), который остаётся в выходе,
 # или когда достигнут предел длины.
 #
-# $$p_i(T) = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}}, \qquad \text{top-}p\text{ keeps } \{\pi_1, \dots, \pi_m\}, \quad m = \min\left\{ m : \sum_{r=1}^{m} p_{\pi_r} \ge p \right\}$$
+# $$p_i(T) = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}}, \qquad \text{top-}p\text{ оставляет } \{\pi_1, \dots, \pi_m\}, \quad m = \min\left\{ m : \sum_{r=1}^{m} p_{\pi_r} \ge p \right\}$$
 #
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
