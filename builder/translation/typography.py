@@ -40,6 +40,7 @@ _NUMBER_UNIT = re.compile(rf"(\d) ((?:{'|'.join(_UNITS.values())})(?![\w-])|%)")
 # An em dash, or a hyphen standing for one between words; "d - 1" and "m_old - m_new" are minus signs.
 _DASH = re.compile(r"(?<=\S) — |(?<=[а-яё»*)]) - (?=[а-яё«*])", re.IGNORECASE)
 _MODEL = re.compile(r"\b(Llama|Qwen|Mistral|Gemma|gpt-oss|GPT) (\d+(?:\.\d+)?) (\d+(?:\.\d+)?[BbМM])\b")
+_MODEL_SIZE = re.compile(r"\b(Mistral|Mixtral|Llama|Qwen|Gemma) (\d+(?:\.\d+)?B)\b")
 
 
 def times(number: str) -> str:
@@ -128,7 +129,7 @@ def rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], 
         ("hyphen range", lambda p: _RANGE.sub(r"\1–\2", p), True),
         ("English unit", lambda p: _UNIT.sub(lambda m: _UNITS[m.group(1)], p).replace("ТБ/s", "ТБ/с").replace("ГБ/s", "ГБ/с"), True),
         ("quotes", lambda p: _QUOTES.sub(r"«\1»", p), False),
-        ("model name", lambda p: _MODEL.sub(rf"\1{NBSP}\2{NBSP}\3", p), False),
+        ("model name", lambda p: _MODEL_SIZE.sub(rf"\1{NBSP}\2", _MODEL.sub(rf"\1{NBSP}\2{NBSP}\3", p)), False),
         ("unit space", lambda p: _NUMBER_UNIT.sub(rf"\1{NBSP}\2", p), False),
         ("dash space", lambda p: _DASH.sub(f"{NBSP}— ", p), False),
     )

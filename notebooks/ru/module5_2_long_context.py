@@ -1939,8 +1939,8 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 # каждый слой передаёт информацию по эстафете на $w - 1$ позиций дальше. Слой с окном стоит $n \cdot w$
 # оценок вместо $n^2 / 2$, а при генерации ему нужны только последние $w$ ключей и значений: *кольцевой
 # буфер* (rolling buffer) из $w$ ячеек, где токен $t$ перезаписывает ячейку $t \bmod w$ — ячейку токена
-# $t - w$, который только что покинул окно. Mistral 7B **v0.1** использовала окно $W$ = 4096 на 32 слоях
-# с таким буфером ([Jiang и др., 2023](https://arxiv.org/abs/2310.06825)); более поздние версии Mistral 7B
+# $t - w$, который только что покинул окно. Mistral 7B **v0.1** использовала окно $W$ = 4096 на 32 слоях
+# с таким буфером ([Jiang и др., 2023](https://arxiv.org/abs/2310.06825)); более поздние версии Mistral 7B
 # отказались от окна. Стоки StreamingLLM укладываются в тот же буфер: держите
 # $n_{\text{sink}}$ дополнительных ячеек для первых токенов ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)).
 # Кроме того, StreamingLLM *переиндексирует* позиции внутри кэша: RoPE применяется по номеру ячейки кэша,
@@ -1965,7 +1965,7 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 #
 # **Вручную.** Восемь токенов при $w = 3$ дают $1 + 2 + 3 \cdot 6 = 21$ пару оценок вместо
 # $8 \cdot 9 / 2 = 36$. Токен 7 читает токен 5 в слое 3, тот прочитал токен 3 в слое 2, а тот —
-# токен 1 в слое 1: дальность $3 \cdot 2 = 6$; токену 0 понадобился бы четвёртый слой. Mistral 7B
+# токен 1 в слое 1: дальность $3 \cdot 2 = 6$; токену 0 понадобился бы четвёртый слой. Mistral 7B
 # v0.1 ($w = 4{,}097$ в нашем соглашении) достаёт на $32 \cdot 4{,}096 = 131{,}072$ токенов, как и сказано
 # в её статье, но факт на 100 000 токенов назад должен пройти по эстафете не меньше
 # $\lceil 100{,}000 / 4{,}096 \rceil = 25$ переходов и к тому же лежит за пределами 8K токенов, на которых
@@ -3963,7 +3963,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 # Попробуйте ответить на каждый вопрос, прежде чем открывать ответ. Числовые ответы пересчитывает ячейка ниже.
 #
-# 1. **Может ли на Mistral 7B v0.1 (окно 4096 во всех 32 слоях) повлиять токен, стоящий на 100 000 позиций назад?**
+# 1. **Может ли на Mistral 7B v0.1 (окно 4096 во всех 32 слоях) повлиять токен, стоящий на 100 000 позиций назад?**
 #
 #    <details><summary>Ответ</summary>В принципе да: по её соглашению (позиция i читает i − 4096 … i) дальность равна 32 × 4096 = 131 072, но лишь по эстафете, минимум через 25 переходов, а 100 000 токенов — далеко за пределами 8K, на которых её обучали. Точный поиск работает только внутри окна.</details>
 #
@@ -4038,7 +4038,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (базовая модель: 8 голов размерности 64)
 # - Xiao и др., *Efficient Streaming Language Models with Attention Sinks* (2023): https://arxiv.org/abs/2309.17453
 # - OpenAI, *gpt-oss-120b and gpt-oss-20b Model Card* (2025): https://arxiv.org/abs/2508.10925
-# - Jiang и др., *Mistral 7B* (2023): https://arxiv.org/abs/2310.06825
+# - Jiang и др., *Mistral 7B* (2023): https://arxiv.org/abs/2310.06825
 # - Child и др., *Sparse Transformers* (2019): https://arxiv.org/abs/1904.10509; Beltagy и др., *Longformer* (2020): https://arxiv.org/abs/2004.05150; Zaheer и др., *BigBird* (2020): https://arxiv.org/abs/2007.14062
 # - Katharopoulos и др., *Transformers are RNNs* (2020): https://arxiv.org/abs/2006.16236
 # - Gu, Goel и Ré, *S4* (2021): https://arxiv.org/abs/2111.00396; Gu и Dao, *Mamba* (2023): https://arxiv.org/abs/2312.00752; Dao и Gu, *Mamba-2* (2024): https://arxiv.org/abs/2405.21060
