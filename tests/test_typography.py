@@ -66,6 +66,8 @@ def test_a_code_span_of_words_may_be_translated_and_code_may_not():
     ("torch 2.4, Module 5.2, section 3.1", "torch 2.4, модуль 5.2, раздел 3.1", "torch 2.4, модуль 5.2, раздел 3.1"),
     ("| 1, 0.5, 0.25 |", "| 1, 0.5, 0.25 |", "| 1; 0,5; 0,25 |"),
     ('"The cat sat"', '"The cat sat"', "«The cat sat»"),
+    ('"The cat\nsat"', 'слова *"The cat\nsat"*', "слова *«The cat\nsat»*"),
+    ('== "error" or "zero"', 'при == "error" и "zero"', 'при == "error" и "zero"'),  # quoted values stay
     ("2.125", "2,125", "2,125"),  # already a Russian decimal comma
 ])
 def test_typeset_writes_russian_typography_and_keeps_the_values(english, russian, expected):

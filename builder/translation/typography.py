@@ -34,8 +34,8 @@ _BARE_TIMES = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?[x×](?!\w)")
 _RANGE = re.compile(r"(?<![\w.,-])(\d+(?:[.,]\d+)?%?)-(\d+(?:[.,]\d+)?)(?![\w-])")
 _UNIT = re.compile(r"(?<![\w-])(KiB|MiB|GiB|TiB|kB|KB|MB|GB|TB|ms|µs|ns)(?![\w-])")
 _ET_AL = re.compile(r"\bet al\.")
-# Quoted words, not a quoted value in code-like prose ("m": m, == "error").
-_QUOTES = re.compile(r'(?<![^\s(*\[])"(?=\S)([^"\n]*?(?: |[а-яё])[^"\n]*?)(?<=\S)"(?![\w"])', re.IGNORECASE)
+# Quoted words, on one line or across a line break; not a quoted value in code-like prose ("m": m, == "error").
+_QUOTES = re.compile(r'(?<![^\s(*\[])"(?=\S)([^"]*?(?: |[а-яё])[^"]*?)(?<=\S)"(?![\w"])', re.IGNORECASE)
 _NUMBER_UNIT = re.compile(rf"(\d) ((?:{'|'.join(_UNITS.values())})(?![\w-])|%)")
 # An em dash, or a hyphen standing for one between words; "d - 1" and "m_old - m_new" are minus signs.
 _DASH = re.compile(r"(?<=\S) — |(?<=[а-яё»*)]) - (?=[а-яё«*])", re.IGNORECASE)
