@@ -45,7 +45,7 @@ def check(course, args) -> int:
     Units not translated yet are warnings (their editions keep the English), errors with
     --strict-translations or ``translations_strict = true`` in [tool.course].
     """
-    from .translation import glossary
+    from .translation import glossary, typography
 
     chosen = course.select(getattr(args, "names", None))
     strict = strict_translations(course, args)
@@ -54,7 +54,7 @@ def check(course, args) -> int:
         result = editions.editions(course, nb)
         findings += result.findings + editions.pair_findings(course, result)
     findings += reference_problems(chosen)
-    findings += glossary.course_violations(course)  # captions and messages: the catalogs no notebook owns
+    findings += glossary.course_violations(course) + typography.other_catalog_findings(course)  # the catalogs no notebook owns
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
     for finding in errors + warnings:

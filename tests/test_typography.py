@@ -1,5 +1,7 @@
 """Russian typography: numbers compared by value, units through their Russian symbols, the rewrite and its lint."""
 
+from pathlib import Path
+
 import polib
 import pytest
 
@@ -144,3 +146,17 @@ def test_figure_labels_are_linted_too():
     assert {(f.kind, f.line) for f in found} == {("typography", 1)} and len(found) == 3
     fixed = source.replace("17.2 GB при 1,048,576", f"17,2{NBSP}ГБ при 1{NBSP}048{NBSP}576")
     assert typography.label_findings(fixed, "toy.py") == []
+
+
+def test_catalogs_no_notebook_owns_are_linted_and_glossary_checked(tmp_path):
+    from types import SimpleNamespace
+
+    from builder.translation import glossary
+
+    folder = tmp_path / "translations" / "ru"
+    folder.mkdir(parents=True)
+    (folder / "glossary.po").write_text('#. stems: каузальн\n#. avoid: причинн\nmsgid "causal"\nmsgstr "каузальный"\n', encoding="utf-8")
+    (folder / "messages.po").write_text('msgid "The causal mask hides 1,024 keys."\nmsgstr "Причинная маска скрывает 1,024 ключа."\n', encoding="utf-8")
+    course = SimpleNamespace(languages=("ru",), root=tmp_path, translations=[], shown=lambda p: Path(p).name)
+    assert {f.kind for f in typography.other_catalog_findings(course)} == {"typography"}
+    assert [f.path for f in glossary.course_violations(course)] == ["messages.po", "messages.po"]

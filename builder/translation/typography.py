@@ -212,3 +212,18 @@ def label_findings(source: str, path: str) -> list:
 
     return [Finding(path, line, "typography", "figure label", f"{ru[:40]!r}: {what}")
             for line, en, ru in figure_strings(source) for what in english_forms(ru, en)]
+
+
+def other_catalog_findings(course) -> list:
+    """The lint for the catalogs no notebook owns (captions, messages): English-form numbers and units in their Russian."""
+    from . import catalog as po
+    from .glossary import other_catalogs
+
+    found = []
+    for language in (lang for lang in course.languages if lang in po.TYPOGRAPHY):
+        owned = {nb.catalog for nb in course.translations if nb.language == language}
+        for path in other_catalogs(course.root / "translations" / language, owned):
+            found += [po.Finding(course.shown(path), e.linenum, "typography", e.msgctxt or "", what)
+                      for e in po.load(path, course.shown(path)) if e.msgstr and not e.obsolete
+                      for what in po.TYPOGRAPHY[language](e.msgstr, e.msgid)]
+    return found
