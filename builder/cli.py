@@ -40,6 +40,9 @@ def build_options(p):
 def translations_options(p):
     _names(p)
     p.add_argument("--update", action="store_true", help="merge each catalog with its English source (as msgmerge does) and write it")
+    p.add_argument("--typography", action="store_true",
+                   help="rewrite every catalog's translations in the language's typography (numbers, units, quotes, no-break spaces); "
+                        "code, formulas and URLs stay; nothing is written if a rewrite would change an invariant")
 
 
 def adopt_options(p):

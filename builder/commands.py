@@ -45,6 +45,8 @@ def check(course, args) -> int:
     Units not translated yet are warnings (their editions keep the English), errors with
     --strict-translations or ``translations_strict = true`` in [tool.course].
     """
+    from .translation import glossary, typography
+
     chosen = course.select(getattr(args, "names", None))
     strict = strict_translations(course, args)
     findings: list[object] = []
@@ -52,6 +54,7 @@ def check(course, args) -> int:
         result = editions.editions(course, nb)
         findings += result.findings + editions.pair_findings(course, result)
     findings += reference_problems(chosen)
+    findings += glossary.course_violations(course) + typography.other_catalog_findings(course)  # the catalogs no notebook owns
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
     for finding in errors + warnings:
@@ -279,6 +282,8 @@ def translations(course, args) -> int:
     if not course.languages:
         print("translations: [tool.course] translations lists no language", file=sys.stderr)
         return exits.USAGE
+    if getattr(args, "typography", False):
+        return typeset_catalogs(course)
     problems, outputs, strict = 0, {}, strict_translations(course, args)
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
@@ -303,6 +308,25 @@ def translations(course, args) -> int:
     for path in files.write_all(outputs):
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
+
+
+def typeset_catalogs(course) -> int:
+    """Rewrite every catalog of every language in that language's typography, all or nothing."""
+    from .translation import typography
+
+    outputs, refused = {}, []
+    for language in course.languages:
+        paths = sorted((course.root / "translations" / language).glob("*.po"))
+        written, problems = typography.rewrite(paths, language, course.shown)
+        outputs |= written
+        refused += problems
+    if refused:
+        print("\n".join(refused), file=sys.stderr)
+        print(f"translations: {len(refused)} rewrite(s) would change an invariant; nothing was written", file=sys.stderr)
+        return exits.FAILED
+    for path in files.write_all(outputs):
+        print(f"wrote {course.shown(path)}")
+    return exits.OK
 
 
 def everything(course, args) -> int:

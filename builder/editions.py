@@ -224,7 +224,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     source; ``build`` lists them and ``check`` reports each one (a warning, or an error when strict).
     """
     from .translation import catalog as po
-    from .translation import glossary
+    from .translation import glossary, typography
     from .translation.render import render_notebook
     from .translation.units import units
 
@@ -237,10 +237,17 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
         raise files.MalformedFile(str(exc)) from None
     found = units(english, course.root)
     drift = po.findings(catalog, found, shown, edition.language) + glossary.violations(catalog, terms, shown)
+    source = files.read_text(result.nb.source, course.shown(result.nb.source))
+    drift += glossary.source_violations(source, terms, course.shown(result.nb.source))
+    drift += typography.label_findings(source, course.shown(result.nb.source)) if edition.language == "ru" else []
     result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
                         for f in drift]
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
+    import nbformat
+
+    if terms:  # the reader-facing glossary closes the edition, as the Hugging Face course's Russian edition does
+        parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)

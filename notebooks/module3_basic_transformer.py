@@ -1759,7 +1759,7 @@ def plot_positions(table, language="en"):
     axes[-1].set_xlabel(localized(language, "position p (from 0)", "позиция p (с нуля)"))
     axes[-1].set_xlim(0, len(table) - 1)
     fig.suptitle(localized(language, f"Sinusoidal positions, width d = {table.shape[1]}",
-                           f"Синусоидальные позиции, ширина d = {table.shape[1]}"), fontweight="bold", x=0.02, ha="left")
+                           f"Синусоидальные позиции, размерность d = {table.shape[1]}"), fontweight="bold", x=0.02, ha="left")
     return fig
 
 
@@ -1984,7 +1984,7 @@ decode_pair = causal_allowed(2, 5, query_offset=3)
 mask_titles = {
     "en": ("Padding keys hidden", "Future hidden (causal)", "Both at once", "Cross-attention",
            "queries at 3, 4 (offset 3)", "is_causal=True, same shape"),
-    "ru": ("PAD-ключи скрыты", "Будущее скрыто", "Оба ограничения", "Cross-attention",
+    "ru": ("PAD-ключи скрыты", "Будущее скрыто (каузально)", "Оба ограничения", "Перекрёстное внимание",
            "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
 }
 show_figure(
@@ -2458,7 +2458,7 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
             ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=9)                          # and once per row
             ax.tick_params(length=0)
             ax.grid(False)
-            mask_name = localized(language, "causal mask", "причинная маска") if causal else localized(language, "no mask", "без маски")
+            mask_name = localized(language, "causal mask", "каузальная маска") if causal else localized(language, "no mask", "без маски")
             ax.set_title(f"{mask_name}, T = {temperature:g}", fontsize=10)
     colour_bar = fig.colorbar(image, cax=fig.add_axes((0.9, 0.17, 0.02, 0.71)))
     colour_bar.set_label(localized(language, "attention weight (each row sums to 1)", "вес внимания (сумма по строке равна 1)"), fontsize=10)
@@ -2697,7 +2697,7 @@ def plot_saturation(rows, language="en"):
          localized(language, "mean ‖diag(p) − ppᵀ‖", "средняя ‖diag(p) − ppᵀ‖")),
     ):
         log_scale(ax, "x", base=2)
-        ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+        ax.set_xlabel(localized(language, "head width d_k", "размерность головы d_k"))
         ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=12)
     left.set_ylim(0, 1.02)
@@ -2943,7 +2943,7 @@ def plot_query_gradients(norms, widths, language="en"):
     # One format on the y-axis: every tick a power of ten (log_scale writes 0.01 and 100 plainly but 10⁻⁴ as a power).
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
         lambda value, _: "10" + str(round(math.log10(value))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")) if value > 0 else ""))
-    ax.set_xlabel(localized(language, "head width d_k", "ширина головы d_k"))
+    ax.set_xlabel(localized(language, "head width d_k", "размерность головы d_k"))
     ax.set_ylabel(localized(language, "|∂L/∂q| per query", "|∂L/∂q| на запрос"))
     ax.set_title(localized(language, "What the queries receive", "Что получают запросы"))
     ax.legend(loc="upper left")
@@ -3469,7 +3469,7 @@ def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
         label = names.get(n_kv, "GQA")
         ax.set_title(f"{label}: {n_heads} Q, {n_kv} K/V", fontsize=11)
         ax.text(-0.7, 1.28, localized(language, "query heads", "головы запросов"), fontsize=9, color=Palette.BLUE)
-        ax.text(-0.7, -0.38, localized(language, f"K/V heads cached: {n_kv}", f"K/V голов в кэше: {n_kv}"),
+        ax.text(-0.7, -0.38, localized(language, f"K/V heads cached: {n_kv}", f"KV-голов в кэше: {n_kv}"),
                 fontsize=9, color=Palette.ORANGE)
     return fig
 
@@ -4104,10 +4104,10 @@ def plot_decoder_block(language="en"):
     steps = [
         (0.6, localized(language, "x  (B, T, d)", "x  (B, T, d)"), Palette.PAPER),
         (2.0, "LayerNorm", Palette.YELLOW),
-        (3.3, localized(language, "multi-head attention\n(tokens mix, causal)", "многоголовое внимание\n(токены смешиваются)"), Palette.BLUE),
+        (3.3, localized(language, "multi-head attention\n(tokens mix, causal)", "многоголовое внимание\n(токены смешиваются, каузально)"), Palette.BLUE),
         (4.6, "⊕", "white"),
         (5.8, "LayerNorm", Palette.YELLOW),
-        (7.0, localized(language, "feed-forward\n(each token alone)", "полносвязная сеть\n(каждый токен отдельно)"), Palette.ORANGE),
+        (7.0, localized(language, "feed-forward\n(each token alone)", "FFN\n(каждый токен отдельно)"), Palette.ORANGE),
         (8.4, "⊕  →  y", "white"),
     ]
     for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
@@ -4227,7 +4227,7 @@ def plot_leakage(shifts, language="en"):
     if curves[0].shape != curves[1].shape or len(curves[0]) > 64:
         raise ValueError(f"the two curves must have one value per position, at most 64, got shapes {curves[0].shape} and {curves[1].shape}")
     positions = np.arange(len(curves[0]))
-    for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "причинная"), Palette.BLUE),
+    for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "каузальная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
         values = curves[0 if offset < 0 else 1]
         ax.bar(positions + offset, values, 0.4, color=color, label=name)

@@ -2241,7 +2241,7 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     for x, value in enumerate(gigabytes):
         right.text(x, value + 3, f"{value:.1f} " + localized(language, "GB", "ГБ"), ha="center", fontsize=9)
     right.axhline(gpu_bytes / 10**9, color=Palette.MUTED, linestyle="--", linewidth=1)
-    right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
+    right.text(-0.45, gpu_bytes / 10**9 + 5, localized(language, "one 80 GB GPU", "один GPU на 80\u00a0ГБ"), color=Palette.MUTED, fontsize=9)
     right.set_ylim(0, 165)
     right.set_title(localized(language, "Memory: cache grows with n", "Память: кэш растёт как n"))
     right.set_ylabel(localized(language, "KV cache, GB", "KV-кэш, ГБ"))
@@ -3146,9 +3146,9 @@ def plot_online_softmax(trace, exact, language="en"):
     ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running u / l", "текущее u / l"))
     ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
             label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
-    ax.set_xlabel(localized(language, "tiles read", "прочитано плиток"))
+    ax.set_xlabel(localized(language, "tiles read", "прочитано тайлов"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
-    ax.set_title(localized(language, "Online softmax: exact after the last tile", "Онлайн-softmax: точен после последней плитки"))
+    ax.set_title(localized(language, "Online softmax: exact after the last tile", "Онлайн-softmax: точен после последнего тайла"))
     ax.legend(fontsize=9, loc="upper right")
     fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
     return fig
@@ -3856,7 +3856,7 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
-    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Обмен с HBM на H100 (d = {d}, M = {sram_numbers:,})"))
+    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Внимание на H100: обмен с HBM (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig

@@ -1642,7 +1642,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
                   shift=(1.0, 0), size=9)
-    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
+    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (размерность {latent})"),
                 Palette.BLUE, size=9)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
@@ -1653,7 +1653,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
                          f"в кэше на токен и слой: {latent + rope} чисел,\nа не {expanded:,} для полных ключей и значений"),
             va="center", fontsize=9, color=Palette.MUTED, linespacing=1.25)
     return fig
-# builder:end sha256=1ff6f57129836af38df7b6e22e867be631765a3bf371f9f4fd0848b321340528
+# builder:end sha256=7ed6a0ec932c5cc30bad73c9a9619eb2dbfa06cf13d842b03f8a80ba22e6d756
 # builder:begin inline draw_scan_tree
 def draw_scan_tree(levels, language="en"):
     """The parallel scan as a tree: ``levels[r]`` holds each position's merged step (λ, μ) after round r."""
@@ -1711,11 +1711,11 @@ def draw_layer_stacks(stacks, language="en"):
             ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")
-    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: токены на входе"), fontsize=9, color=Palette.MUTED, va="center")
+    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки следующего токена"), ha="right",
             fontsize=9, color=Palette.MUTED, va="center")
     return fig
-# builder:end sha256=732a799fb22657346256bcaab7bf0ca0e913420bb015486a0624a72e3bebbbcf
+# builder:end sha256=cb5df440d991300558e44b7dc2b2325d6d3e0c383ec6fc2d0b0f2d568f7030f0
 
 print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startswith("draw_")))
 
@@ -3329,7 +3329,7 @@ def plot_rope_obstruction(distances, effective, language="en"):
         ax.plot(distances, entry, "o-", color=color, markersize=3,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
         ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
-                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, без поворота (MLA)"))
+                   label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, латент без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
@@ -3738,7 +3738,7 @@ def plot_memory_vs_context(language="en"):
         ax.loglog(contexts, values, color=color, linestyle=style, linewidth=width, marker=marker, markevery=(3, 8), markersize=6,
                   label=localized(language, name, ru[name]))
     ax.axhline(80, color=Palette.GREY, linestyle="--", linewidth=1)
-    ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80 ГБ"), color=Palette.MUTED, fontsize=9)
+    ax.text(1200, 95, localized(language, "one 80 GB GPU", "один GPU на 80\u00a0ГБ"), color=Palette.MUTED, fontsize=9)
     ticks = [2**10, 2**13, 2**17, 2**20]
     ax.set_xticks(ticks, ["1k", "8k", "128k", "1M"])
     ax.minorticks_off()
@@ -3977,7 +3977,7 @@ def plot_per_token_bars(running, designs, language="en"):
     right.set_xlim(0, max(growing) * 1.2)
     right.set_title(localized(language, "Today's models (hatched: partly reported)", "Современные модели (штриховка: частично по отчётам)"), fontsize=11)
     for ax in (left, right):
-        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "KiB на токен контекста (16 бит)"))
+        ax.set_xlabel(localized(language, "KiB per token of context (16-bit)", "КиБ на токен контекста (16 бит)"))
         ax.tick_params(axis="y", labelsize=9)
         ax.grid(axis="y", visible=False)
     fig.subplots_adjust(left=0.42, right=0.95, hspace=0.45, bottom=0.09, top=0.94)

@@ -68,7 +68,7 @@ def test_blocks_keep_fenced_code_and_display_math_whole():
 
 def test_invariants_separate_numbers_math_code_and_links():
     found = invariants("Keep 4,096 keys, `window=128`, $W+1$ and [docs](https://x.org/a).")
-    assert found == {("number", "4,096"): 1, ("code", "`window=128`"): 1, ("math", "$W+1$"): 1, ("link", "https://x.org/a"): 1}
+    assert found == {("number", "4096"): 1, ("code", "`window=128`"): 1, ("math", "$W+1$"): 1, ("link", "https://x.org/a"): 1}
 
 
 def test_numbers_changed_is_a_finding():
@@ -159,3 +159,88 @@ def test_real_sources_cut_into_units_with_unique_contexts(course):
 
 def test_inline_formula_may_wrap_a_line_and_ordinals_carry_their_number():
     assert invariants("so $a +\nb$ holds at a 3.7th of it") == {("math", "$a +\nb$"): 1, ("number", "3.7"): 1}
+
+
+GLOSSARY = '''#. stems: каузальн
+#. avoid: причинн
+msgid "causal"
+msgstr "каузальный"
+
+#. stems: kv-голов
+#. avoid: k/v-голов
+msgid "KV head"
+msgstr "KV-голова"
+
+#. stems: размерност
+#. avoid: ширин
+msgid "width"
+msgstr "размерность"
+
+#. stems: разрядност
+msgid "bit width"
+msgstr "разрядность"
+'''
+
+
+def test_glossary_reports_a_rendering_it_avoids_even_where_the_english_lacks_the_term():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    catalog = translated({**RU, "1. Masks ¶1": "Причинная маска скрывает 3 из 4 ключей, поэтому там $p_i = 0$."})
+    found = glossary.violations(catalog, terms, "toy.po")
+    assert [(f.kind, f.context) for f in found] == [("glossary", "1. Masks ¶1")] and "'причинн'" in found[0].detail.lower()
+    assert glossary.violations(translated(RU), terms, "toy.po") == []
+
+
+def test_a_longer_term_has_its_own_rendering():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    assert glossary.problems("trust no bit width", "не доверяйте никакой разрядности", terms) == []
+    assert glossary.problems("a head of width 64", "голова размерности 64", terms) == []
+    assert glossary.problems("a head of width 64", "голова ширины 64", terms) != []
+
+
+FIGURES = '''
+def plot(language):
+    t = partial(localized, language)
+    ax.set_title(localized(language, "causal mask", "причинная маска"))
+    ax.set_xlabel(t("KV heads cached", "K/V-голов в кэше"))
+    ax.set_ylabel(localized(language, f"head width {d}", f"размерность головы {d}"))
+    titles = {"en": ("Future hidden (causal)", "Both"), "ru": ("Будущее скрыто", "Оба")}
+'''
+
+
+def test_glossary_covers_figure_labels_of_every_form():
+    assert [pair[1:] for pair in glossary.figure_strings(FIGURES)] == [
+        ("causal mask", "причинная маска"), ("KV heads cached", "K/V-голов в кэше"),
+        ("head width ", "размерность головы "), ("Both", "Оба"), ("Future hidden (causal)", "Будущее скрыто")]
+    found = glossary.source_violations(FIGURES, glossary.load_terms(polib.pofile(GLOSSARY)), "toy.py")
+    assert [f.line for f in found] == [4, 4, 5, 5, 7]
+
+
+def test_the_course_renders_each_glossary_term_one_way():
+    from builder.config import load_course
+    from tests.support import ROOT
+
+    course = load_course(ROOT)
+    terms = glossary.load_terms(po.load(ROOT / "translations" / "ru" / "glossary.po"))
+    found = glossary.course_violations(course)
+    for nb in course.notebooks:
+        found += glossary.source_violations(nb.source.read_text(encoding="utf-8"), terms, nb.name)
+    for edition in (e for e in course.translations if e.language == "ru"):
+        found += glossary.violations(po.load(edition.catalog), terms, edition.name)
+    assert [str(f) for f in found] == []
+
+
+def test_the_glossary_page_lists_every_term_once():
+    terms = glossary.load_terms(polib.pofile(GLOSSARY))
+    text = glossary.page(terms)
+    assert text.startswith("## Словарь терминов") and text.count("| KV head | KV-голова |") == 1
+
+
+def test_a_formula_with_words_is_a_unit_and_a_formula_of_symbols_is_not():
+    from builder.translation.units import is_prose
+
+    assert is_prose(r"$$M_{ij} = 0 \text{ if allowed}, \; -\infty \text{ otherwise}$$")
+    assert is_prose(r"$$\text{sink share} = \frac{e^{\sigma}}{Z}$$")
+    assert not is_prose(r"$$j < n_{\text{sink}}, \quad c_{\text{tok}} \cdot n$$")
+    english = r"$$M = 0 \text{ if allowed}, \; -\infty \text{ otherwise}$$"
+    assert changed(english, r"$$M = 0 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") == []
+    assert changed(english, r"$$M = 1 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") != []

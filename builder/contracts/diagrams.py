@@ -308,7 +308,7 @@ def draw_mla_flow(latent, rope, heads, expanded, language="en"):
     diagram_arrow(ax, (1.55, 1.35), (2.3, 1.35), text=t("absorb", "поглотить"), shift=(0, 0.16))
     diagram_arrow(ax, (3.45, 1.66), (3.45, 2.44), color=Palette.BLUE, text=t("score against c\n(+ RoPE part · ρ)", "оценка по c\n(+ RoPE-часть · ρ)"),
                   shift=(1.0, 0), size=9)
-    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (ширина {latent})"),
+    diagram_box(ax, 6.9, 1.35, 2.6, 0.62, t(f"softmax weights mix the\ncached latents ({latent} wide)", f"веса softmax смешивают\nлатенты кэша (размерность {latent})"),
                 Palette.BLUE, size=9)
     diagram_arrow(ax, (4.6, 1.35), (5.6, 1.35), color=Palette.BLUE)
     diagram_arrow(ax, (4.6, 2.55), (6.1, 1.66), color=Palette.ORANGE, text=t("c again, as the values", "снова c, как значения"),
@@ -377,7 +377,7 @@ def draw_layer_stacks(stacks, language="en"):
             ax.broken_barh(spans, (y - 0.2, tall[kind]), facecolors=colors[kind], linewidth=0)
     ax.annotate("", xy=(3.0 + longest * width, 0.2), xytext=(3.0, 0.2),
                 arrowprops={"arrowstyle": "-|>", "color": Palette.MUTED, "linewidth": 1, "mutation_scale": 9})
-    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: вход"), fontsize=9, color=Palette.MUTED, va="center")
-    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки токенов"), ha="right",
+    ax.text(3.0, 0.05 + 0.3, t("layer 0: tokens in", "слой 0: токены на входе"), fontsize=9, color=Palette.MUTED, va="center")
+    ax.text(3.0 + longest * width, 0.35, t("last layer: next-token scores", "последний слой: оценки следующего токена"), ha="right",
             fontsize=9, color=Palette.MUTED, va="center")
     return fig

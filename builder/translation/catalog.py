@@ -8,9 +8,12 @@ from pathlib import Path
 import polib
 
 from .invariants import LINE_SEPARATORS, differences, unsafe
+from .typography import english_forms
 from .units import Unit
 
 FUZZY = "fuzzy"
+# language -> a lint of its typography: English-form numbers and units a reader of that language would misread.
+TYPOGRAPHY = {"ru": english_forms}
 # Findings that make a translation unsafe to write: it would end a comment line or add a link or HTML.
 REFUSED = ("line-break", "markup")
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
@@ -27,7 +30,7 @@ class Finding:
 
     path: str
     line: int
-    kind: str  # missing, stale, orphan, untranslatable; number, unit, operator, order, code, math, link, tag; markup, line-break
+    kind: str  # missing, stale, orphan, untranslatable; number, unit, operator, order, code, math, link, tag; markup, line-break; typography
     context: str
     detail: str = ""
     diff: str = field(default="", compare=False)
@@ -141,6 +144,7 @@ def findings(catalog: polib.POFile, units: list[Unit], path: str, language: str 
             found.append(Finding(path, line, "stale", unit.context, "the English changed since it was translated", _diff(old, unit.text)))
         else:
             found += [Finding(path, line, kind, unit.context, what) for kind, what in differences(unit.text, entry.msgstr, language)]
+            found += [Finding(path, line, "typography", unit.context, what) for what in TYPOGRAPHY.get(language or "", lambda *_: [])(entry.msgstr, unit.text)]
     found += [Finding(path, e.linenum, "orphan", e.msgctxt or "", "its English text is gone") for e in orphans if e.msgstr]
     return found
 

@@ -1,8 +1,18 @@
-"""The course glossary: one rendering per term, and a check that every translation keeps to it."""
+"""The course glossary: one rendering per term, and a check that every Russian string keeps to it.
 
+A glossary entry gives the English term (msgid), its one rendering (msgstr) and, in its comment,
+``stems:`` (what an inflected rendering keeps) and ``avoid:`` (other renderings met in the course,
+as regular expressions). The check covers the notebook catalogs, every other catalog beside them
+(captions, messages) and the Russian strings of the figures in the English sources
+(``localized(language, "en", "ru")``, ``t("en", "ru")`` and ``{"en": ..., "ru": ...}`` tables).
+"""
+
+import ast
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import polib
 
@@ -10,44 +20,168 @@ from .catalog import Finding
 from .units import NOT_PROSE
 
 EXEMPT_FLAG = "glossary-exempt"
+GLOSSARY = "glossary.po"
+PAGE_TITLE = "Словарь терминов"
 
 
 @dataclass(frozen=True)
 class Term:
-    """A glossary term: the English pattern, its one rendering, and the stems an inflected form keeps."""
+    """A glossary term: the English pattern, its one rendering, the stems an inflected form keeps, and renderings to avoid."""
 
     english: str
     rendering: str
     stems: tuple[str, ...]
+    avoid: tuple[str, ...] = ()
+    note: str = ""
 
     @functools.cached_property
     def pattern(self) -> re.Pattern:
         """The English term as a whole word, singular or plural, any case."""
         return re.compile(rf"(?<![\w-]){re.escape(self.english)}(?:s|es)?(?![\w-])", re.IGNORECASE)
 
+    @functools.cached_property
+    def others(self) -> re.Pattern | None:
+        """Any other rendering of the term, as the glossary lists them."""
+        return re.compile("|".join(f"(?:{a})" for a in self.avoid), re.IGNORECASE) if self.avoid else None
+
+
+def _comment_list(comment: str, key: str) -> tuple[str, ...]:
+    """The comma-separated values of ``key:`` in a glossary comment."""
+    found = re.search(rf"^{key}:\s*(.+)$", comment or "", re.MULTILINE)
+    return tuple(s.strip() for s in found.group(1).split(",") if s.strip()) if found else ()
+
 
 def load_terms(glossary: polib.POFile) -> list[Term]:
-    """Terms from a glossary PO file: msgid the term, msgstr the rendering, ``stems:`` in a comment."""
+    """Terms from a glossary PO file: msgid the term, msgstr the rendering, ``stems:`` and ``avoid:`` in a comment."""
     terms = []
     for entry in glossary:
         if entry.obsolete or not entry.msgstr:
             continue
-        stems = re.search(r"stems:\s*(.+)", entry.comment or "")
-        words = tuple(s.strip().lower() for s in stems.group(1).split(",")) if stems else (entry.msgstr.lower(),)
-        terms.append(Term(entry.msgid, entry.msgstr, words))
+        stems = tuple(s.lower() for s in _comment_list(entry.comment, "stems")) or (entry.msgstr.lower(),)
+        note = re.search(r"^note:\s*(.+)$", entry.comment or "", re.MULTILINE)
+        terms.append(Term(entry.msgid, entry.msgstr, stems, _comment_list(entry.comment, "avoid"), note.group(1) if note else ""))
     return terms
 
 
+def problems(english: str, russian: str, terms: list[Term]) -> list[str]:
+    """How ``russian`` breaks the glossary: a term of ``english`` rendered otherwise, or a rendering the glossary avoids."""
+    found, text = [], russian.lower()
+    for term in terms:
+        prose = _without_longer_terms(NOT_PROSE.sub(" ", english), term, terms)
+        kept = term.pattern.search(russian)  # the English word kept as a name ("tile" for torch's tile)
+        if term.english.lower() in prose.lower() and term.pattern.search(prose) and not kept and not any(stem in text for stem in term.stems):
+            found.append(f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)")
+        other = term.others.search(NOT_PROSE.sub(" ", russian)) if term.others else None
+        if other:
+            found.append(f"{term.english!r} is rendered {other.group(0)!r} here and {term.rendering!r} by the glossary; "
+                         "one term, one rendering (translations/ru/glossary.po)")
+    return found
+
+
+def _without_longer_terms(prose: str, term: Term, terms: list[Term]) -> str:
+    """``prose`` without the longer terms that hold ``term`` ("bit width" is not "width"): each has its own rendering."""
+    for longer in terms:
+        if longer is not term and len(longer.english) > len(term.english) and term.pattern.search(longer.english):
+            prose = longer.pattern.sub(" ", prose)
+    return prose
+
+
 def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Finding]:
-    """Translated entries whose English uses a term that the translation renders otherwise."""
+    """Translated entries whose English uses a term that the translation renders otherwise, or that use an avoided rendering."""
     found = []
     for entry in catalog:
         if entry.obsolete or not entry.msgstr or EXEMPT_FLAG in entry.flags:
             continue
-        text, english = entry.msgstr.lower(), NOT_PROSE.sub(" ", entry.msgid)
-        folded = english.lower()
-        for term in terms:
-            if term.english.lower() in folded and term.pattern.search(english) and not any(stem in text for stem in term.stems):
-                found.append(Finding(path, entry.linenum, "glossary", entry.msgctxt or "",
-                                     f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)"))
+        found += [Finding(path, entry.linenum, "glossary", entry.msgctxt or "", what) for what in problems(entry.msgid, entry.msgstr, terms)]
+    return found
+
+
+def _text(node: ast.AST) -> str | None:
+    """The text of a string literal, or of an f-string's literal parts; None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return None
+
+
+# localized(language, en, ru), and t(en, ru) where a figure binds t = partial(localized, language).
+_LOCALIZERS = {("localized", 3), ("t", 2)}
+
+
+def _pairs(node: ast.AST) -> list[tuple[str, str]]:
+    """(English, Russian) pairs of a ``localized(language, en, ru)`` call or an ``{"en": ..., "ru": ...}`` table."""
+    name = getattr(node, "func", None) and getattr(node.func, "id", getattr(node.func, "attr", None))
+    if isinstance(node, ast.Call) and (name, len(node.args)) in _LOCALIZERS:
+        en, ru = _text(node.args[-2]), _text(node.args[-1])
+        return [(en, ru)] if en is not None and ru is not None else []
+    if isinstance(node, ast.Dict):
+        keyed = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
+        if "en" in keyed and "ru" in keyed:
+            en, ru = keyed["en"], keyed["ru"]
+            if isinstance(en, ast.Tuple | ast.List) and isinstance(ru, ast.Tuple | ast.List):
+                return [(a, b) for a, b in zip(map(_text, en.elts), map(_text, ru.elts)) if a is not None and b is not None]
+            en_text, ru_text = _text(en), _text(ru)
+            return [(en_text, ru_text)] if en_text is not None and ru_text is not None else []
+    return []
+
+
+def figure_strings(source: str) -> list[tuple[int, str, str]]:
+    """(line, English, Russian) for every label a notebook source gives in both languages."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        found += [(node.lineno, en, ru) for en, ru in _pairs(node)]
+    return sorted(found)
+
+
+def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:
+    """Figure labels of a notebook source whose Russian breaks the glossary."""
+    return [Finding(path, line, "glossary", "figure label", f"{ru[:40]!r}: {what}")
+            for line, en, ru in figure_strings(source) for what in problems(en, ru, terms)]
+
+
+def other_catalogs(folder: Path, notebook_catalogs: set[Path]) -> list[Path]:
+    """The catalogs of a language folder that no notebook owns (captions, messages), the glossary itself left out."""
+    return [p for p in sorted(folder.glob("*.po")) if p.name != GLOSSARY and p not in notebook_catalogs]
+
+
+def renderings(russian: list[str], terms: list[Term]) -> dict[str, Counter]:
+    """For each term, how often each of its renderings occurs in ``russian``: the glossary's and every avoided one."""
+    counts: dict[str, Counter] = {}
+    for term in terms:
+        tally: Counter = Counter()
+        for text in russian:
+            prose = NOT_PROSE.sub(" ", text)
+            tally[term.rendering] += sum(prose.lower().count(stem) for stem in term.stems[:1])
+            for other in term.others.finditer(prose) if term.others else ():
+                tally[other.group(0).lower()] += 1
+        counts[term.english] = tally
+    return counts
+
+
+def page(terms: list[Term], title: str = PAGE_TITLE) -> str:
+    """A reader-facing glossary: a markdown table of each term and its one rendering."""
+    merged: dict[str, tuple[list[str], str]] = {}
+    for term in sorted(terms, key=lambda t: t.english.lower()):  # one row per rendering: "K/V head, KV head"
+        names, note = merged.setdefault(term.rendering, ([], ""))
+        merged[term.rendering] = (names + [term.english], note or term.note)
+    rows = [f"| {', '.join(names)} | {rendering} | {note} |".replace("|  |", "| |") for rendering, (names, note) in merged.items()]
+    return "\n".join([f"## {title}", "", "Один термин, одно название: так термины курса переводятся во всех модулях.", "",
+                      "| English | Русский | Примечание |", "|---|---|---|", *rows])
+
+
+def course_violations(course) -> list[Finding]:
+    """Glossary findings in the catalogs no notebook owns (captions, messages), for every language of ``course``."""
+    from . import catalog as po
+
+    found = []
+    for language in course.languages:
+        folder = course.root / "translations" / language
+        glossary_path = folder / GLOSSARY
+        if not glossary_path.exists():
+            continue
+        terms = load_terms(po.load(glossary_path, course.shown(glossary_path)))
+        owned = {nb.catalog for nb in course.translations if nb.language == language}
+        for path in other_catalogs(folder, owned):
+            found += violations(po.load(path, course.shown(path)), terms, course.shown(path))
     return found

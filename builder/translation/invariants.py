@@ -1,8 +1,10 @@
-"""What a translation must carry over unchanged: numbers (in order), units, comparison operators, formulas, code spans, links and HTML tags.
+"""What a translation must carry over unchanged: numbers (by value, in order), units, comparison operators, formulas, code spans, links and HTML tags.
 
-Each item has a kind, and a finding is labelled by it. A language whose typography writes numbers
-otherwise (``4 096`` for ``4,096``) gets a normaliser in ``NUMBER_FORMS``: a translation's numbers
-pass through it before they are compared with the English.
+Each item has a kind, and a finding is labelled by it. Numbers are compared by value: the English
+``131,072`` and ``0.63`` become ``131072`` and ``0.63``, and a language whose typography writes them
+otherwise (``131 072``, ``0,63``) gets a normaliser in ``NUMBER_FORMS``. Units are compared through
+``UNIT_FORMS`` (ГБ is GB). Inside formulas the words of ``\text{...}`` may be translated, and a code
+span that holds only words (``Runtime → Run all``) may be too; everything else in them stays as it is.
 """
 
 import re
@@ -15,9 +17,17 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)
 _URL = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"</?[a-zA-Z][^>\n]*>")
 # An ordinal suffix is not part of the number: "a 3.7th" and "в 3.7 раза" carry the same 3.7.
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*(?:e[-+]?\d+)?)(?:st|nd|rd|th)?(?!\w)")
-# Binary and decimal size units: "56 KiB" must not become "56 MiB".
-_UNIT = re.compile(r"(?<!\w)(?:[KMGTP]iB|[kKMGTP]B|[КМГТП]иБ|[кКМГТП]Б)(?!\w)")
+# A multiplier's sign is not either: "5x" and "в 5 раз" carry the same 5. Digits grouped by a no-break
+# or thin space ("131 072") are one number.
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?|\d+(?:[.,]\d+)*(?:e[-+]?\d+)?)(?:st|nd|rd|th|x)?(?!\w)")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+# Size and time units: "56 KiB" must not become "56 MiB", nor "5 ms" "5 µs". A bare s is left out: the Russian с is
+# also the preposition "with" ("2 × 2 с маской").
+_UNIT = re.compile(r"(?<!\w)(?:[KMGTP]iB|[kKMGTP]B|[КМГТП]иБ|[кКМГТП]Б|ms|мс|µs|мкс|ns|нс)(?![\w-])")
+# \text{...} in a formula holds words, which a translation may translate; the formula around it may not change.
+_MATH_TEXT = re.compile(r"\\(text|textrm|mbox|operatorname\*?)\{[^{}]*\}")
+# A code span of words only, no code punctuation: the name of a menu or a button, which a translation may translate.
+_PROSE_CODE = re.compile(r"`[^\W\d_]+(?:[ \u00a0→'’-]+[^\W\d_]+)+`")
 # A comparison in prose or an exercise's instructions (`j <= i`); arrows and quote marks are not comparisons.
 _OPERATOR = re.compile(r"<=|>=|==|!=|≤|≥|≠|(?<=\s)[<>](?=\s)")
 # Line separators other than LF (str.splitlines and Python's tokenizer end a line at several of them).
@@ -28,11 +38,32 @@ _SPANS = (("code", _CODE), ("math", _DISPLAY_MATH), ("math", _INLINE_MATH), ("li
 # Items a translation may not add: they would load, run or link to something the English does not.
 MARKUP = ("link", "tag")
 
-# language -> how that language's typography writes a number, mapped back to the English form.
-NUMBER_FORMS: dict[str, Callable[[str], str]] = {}
+
+
+def english_number(number: str) -> str:
+    """The value of an English number as digits: ``131,072`` -> ``131072``, ``0.63`` stays."""
+    return number.replace(",", "") if _GROUPED.fullmatch(number) else number
+
+
+def russian_number(number: str) -> str:
+    """The value of a number in Russian typography as English digits: ``131 072`` -> ``131072``, ``0,63`` -> ``0.63``.
+
+    One comma is a decimal comma, as a Russian reader reads it: ``1,024`` is 1.024, so an English
+    ``1,024`` left in Russian prose is a changed number. A decimal point (``0.63``, ``torch 2.4``)
+    keeps its value; the typography lint (``typography.english_forms``) reports it where it is prose.
+    """
+    bare = number.replace("\u00a0", "").replace("\u202f", "")
+    if re.fullmatch(r"\d+,\d+", bare):
+        return bare.replace(",", ".")
+    return english_number(bare)
+
+
+# language -> how that language's typography writes a number, mapped to its value as English digits.
+NUMBER_FORMS: dict[str, Callable[[str], str]] = {"ru": russian_number}
 # language -> its own unit symbols, as the English writes them (Russian typography writes ГБ for GB).
 UNIT_FORMS: dict[str, dict[str, str]] = {
-    "ru": {"КиБ": "KiB", "МиБ": "MiB", "ГиБ": "GiB", "ТиБ": "TiB", "кБ": "kB", "КБ": "KB", "МБ": "MB", "ГБ": "GB", "ТБ": "TB"},
+    "ru": {"КиБ": "KiB", "МиБ": "MiB", "ГиБ": "GiB", "ТиБ": "TiB", "кБ": "kB", "КБ": "KB", "МБ": "MB", "ГБ": "GB", "ТБ": "TB",
+           "мс": "ms", "мкс": "µs", "нс": "ns", "с": "s"},
 }
 _WORD_BEFORE = re.compile(r"(\w+)\W{0,2}$")
 
@@ -49,7 +80,7 @@ def _items(text: str, language: str | None) -> list[tuple[str, str]]:
     """Every invariant item of ``text`` in order: spans first, then units, operators and numbers in the prose left."""
     found, rest = [], text
     for kind, pattern in _SPANS:
-        found += [(kind, m.group(1) if kind == "link" else m.group(0)) for m in pattern.finditer(rest)]
+        found += [(kind, _span(kind, m.group(1) if kind == "link" else m.group(0))) for m in pattern.finditer(rest)]
         rest = pattern.sub(" ", rest)
     units = UNIT_FORMS.get(language or "", {})
     found += [("unit", units.get(m.group(0), m.group(0))) for m in _UNIT.finditer(rest)]
@@ -57,9 +88,18 @@ def _items(text: str, language: str | None) -> list[tuple[str, str]]:
     return found + [("number", number) for number, _ in _numbers(rest, language)]
 
 
+def _span(kind: str, item: str) -> str:
+    """A span as it must stay: a formula's \\text{} words and a code span of words only may be translated."""
+    if kind == "math":
+        return _MATH_TEXT.sub(lambda m: f"\\{m.group(1)}{{…}}", item)
+    if kind == "code" and _PROSE_CODE.fullmatch(item):
+        return "`…words…`"
+    return item
+
+
 def _numbers(prose: str, language: str | None) -> list[tuple[str, str]]:
-    """(number, the word right before it) for each number of ``prose`` in order, in the English form."""
-    normal = NUMBER_FORMS.get(language or "", lambda number: number)
+    """(number, the word right before it) for each number of ``prose`` in order, as its value in English digits."""
+    normal = NUMBER_FORMS.get(language or "", english_number)
     found = []
     for match in _NUMBER.finditer(prose):
         before = _WORD_BEFORE.search(prose[max(0, match.start() - 40):match.start()])

@@ -48,9 +48,14 @@ def blocks(markdown: str) -> list[str]:
     return out
 
 
+# Words in a formula: a \text{...} phrase ("\text{ if allowed, }", "\text{sink share}"), not a subscript name (n_{\text{sink}}).
+_MATH_WORDS = re.compile(r"\\text\{[^{}]*(?:[^\W\d_] | [^\W\d_])[^{}]*\}")
+
+
 def is_prose(block: str) -> bool:
-    """True when a block holds words to translate, not only math, code, links or tags."""
-    return bool(_LETTER.search(NOT_PROSE.sub(" ", block))) and not block.lstrip().startswith("```")
+    """True when a block holds words to translate: prose, or a formula with words in it; not only code, links or tags."""
+    words = _LETTER.search(NOT_PROSE.sub(" ", block)) or _MATH_WORDS.search(block)
+    return bool(words) and not block.lstrip().startswith("```")
 
 
 def translatable(cell: nbformat.NotebookNode) -> bool:
