@@ -180,17 +180,16 @@ def editions(course: Course, nb: Notebook, text: str | None = None) -> Editions:
     if solution_py != rendered:  # jupytext would lay it out differently: pair what will be written
         parsed = pairing.read_source(solution_py, course.root)
     result.expected[nb.source] = solution_py
-    result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root)
+    result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(nb.name, "solution", nb.language))
     student_nb = student.student_notebook(parsed)  # leaves ``parsed`` as it is; swap_header replaces cells, never edits them
     student_header(course, nb, student_nb)
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
-    result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+    result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(nb.name, "student", nb.language))
     result.findings = source_findings(course, result, found, fresh, label)
     if course.languages:
         result.findings += untranslatable_cells(course, result, parsed, solution_py)
     for language in course.languages:
         translate(course, nb.translated(language), parsed, result)
-    course_metadata.stamp_all(course, nb, result.expected)  # the grader recognises every edition by it
     return result
 
 
@@ -245,11 +244,11 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
-    result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
+    result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(edition.name, "solution", edition.language))
     student_nb = student.student_notebook(parsed, edition.language)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
-    result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+    result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(edition.name, "student", edition.language))
 
 
 def fallback_notes(results: list[Editions]) -> list[str]:
