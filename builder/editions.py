@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, canonical, course_metadata, exits, files, inline, pairing, regions, student
+from .cells import first_line
 from .config import FIX_COMMAND, Course, Notebook
 
 ADOPT_COMMAND = "python -m builder adopt"
@@ -355,8 +356,7 @@ def ipynb_edits(path: Path, committed: str, expected: str) -> list[CellEdit]:
         kind, text = cell.get("cell_type", "?"), _text(cell.get("source", ""))
         if (kind, text) in wanted or str(cell.get("id", "")).split("-")[0] == pairing.cell_id(kind, text):
             continue
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty)")
-        edits.append(CellEdit(path, index, kind, first[:60]))
+        edits.append(CellEdit(path, index, kind, first_line(text)))
     return edits
 
 
@@ -523,6 +523,5 @@ def adopt_conflicts(path: Path, committed: str, expected: str) -> list[str]:
                 found.append(f"{path.name} cell {j} was changed in the .py since the .ipynb was built")
         if op == "delete":
             for kind, text in ours[i1:i2]:
-                first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty)")
-                found.append(f"the .py has a {kind} cell the .ipynb lacks (added to the .py, or deleted in Jupyter): {first[:60]!r}")
+                found.append(f"the .py has a {kind} cell the .ipynb lacks (added to the .py, or deleted in Jupyter): {first_line(text)!r}")
     return found

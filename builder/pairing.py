@@ -20,11 +20,12 @@ import nbformat.v4.nbbase
 from jupytext.config import load_jupytext_configuration_file
 from jupytext.metadata_filter import filter_metadata
 
+from . import cells
 from .config import ROOT
 
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 # Cells with this tag open collapsed: in Colab as a titled form, in Jupyter with the input hidden.
-COLLAPSED_TAG = "hide-input"
+COLLAPSED_TAG = cells.HIDDEN_TAG
 
 
 @functools.cache
@@ -94,7 +95,7 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT, course: dict | None
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         if COLLAPSED_TAG in cell.metadata.get("tags", []):
-            cell.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
+            cell.metadata.update(copy.deepcopy(cells.COLLAPSED))
     nb.nbformat, nb.nbformat_minor = 4, 5
     invalid: dict = {}
     text = nbformat.writes(nb, capture_validation_error=invalid)  # validates once, as it writes

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 import nbformat
 
 from . import exits, pairing
+from .cells import EXERCISE_LABEL
 
 TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
+_LABEL = EXERCISE_LABEL
 
 
 class ExerciseError(ValueError):
@@ -115,11 +116,6 @@ def stubbed(source: str, exercise: Exercise) -> str:
 def without_markers(source: str) -> str:
     """The exercise cell with its solutions and without the solution marker lines."""
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
-
-
-def student_text(source_text: str) -> str:
-    """The percent-format student edition of a percent-format source (regions not yet rendered)."""
-    return pairing.write_percent(student_notebook(pairing.read_source(source_text)))
 
 
 def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:

@@ -14,6 +14,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
+from ..cells import HIDDEN_TAG
 from .colour import accessible_css
 from .errors import HandoutError
 from .figures import attach_captions
@@ -156,6 +157,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "variant": variant,
             "language": prov.language,
             "words": furniture(prov.language),
+            "hidden_tag": HIDDEN_TAG,
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
