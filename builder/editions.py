@@ -118,7 +118,7 @@ def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: 
         try:
             if region.kind == "inline":
                 return inline.source_of(region.arg, course.root, snapshot=snapshot)
-            if region.kind == "reference":
+            if region.kind == "frozen":
                 if region.arg != nb.reference:
                     raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
                 return reference_code(course, nb, region.arg)
@@ -331,7 +331,7 @@ def _source_hint(region: regions.Region) -> str:
     """Where a region's text comes from, for error messages."""
     if region.kind == "inline":
         return f"builder/contracts ({region.arg})"
-    if region.kind == "reference":
+    if region.kind == "frozen":
         return f"references/{region.arg}.json"
     if region.kind == "solutions":
         return "the exercise cells of the notebook source"

@@ -46,7 +46,7 @@ def code_cells(nb_json: dict) -> list[dict]:
 
 def reference_cell(nb_json: dict) -> int:
     """Index of the code cell that embeds and verifies the reference JSON."""
-    return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin reference" in "".join(c["source"]))
+    return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin frozen" in "".join(c["source"]))
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
