@@ -1,8 +1,9 @@
 """The real notebooks, each alone in an empty folder, through a real Jupyter kernel (nbclient).
 
 Each edition runs once per session (conftest's ``executions``, shared with the handout, print and budget
-tests) and once more as its student edition with the solutions put back (``reinserted_runs``): the same code
-cells, so that run is both the reinsertion test and the determinism test's second run. Its source runs once as
+tests) and once more as its student edition with the solutions put back (conftest's ``student_runs``, shared
+with test_student): the same code cells, so that run is both the reinsertion test and the determinism test's
+second run. Its source runs once as
 a plain script (``script_runs``, shared with the ``python -O`` test). Tests that break a notebook run only the
 broken copy.
 """
@@ -22,21 +23,6 @@ from tests.support import ROOT, normalized_outputs
 pytestmark = pytest.mark.slow
 NOTEBOOKS = load_course(ROOT).notebooks + tuple(load_course(ROOT).translations)  # English, then each translation
 IDS = [nb.edition for nb in NOTEBOOKS]
-
-
-@pytest.fixture(scope="session")
-def reinserted_runs(tmp_path_factory):
-    """``run(nb)``: the student edition of ``nb`` with its solutions put back, executed once per session."""
-    done = {}
-
-    def run(nb):
-        if nb.edition not in done:
-            text = student.reinsert_solutions(nb.student_source.read_text(), nb.source.read_text())
-            path = tmp_path_factory.mktemp("reinserted") / nb.student_ipynb.name
-            path.write_text(pairing.to_ipynb(text))
-            done[nb.edition] = execute.run(path, path.parent / "executed", coalesce_streams=True)
-        return done[nb.edition]
-    return run
 
 
 def code_cells(nb_json: dict) -> list[dict]:
@@ -99,18 +85,18 @@ def test_source_runs_as_a_plain_script(script_runs, tmp_path, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_two_runs_give_identical_outputs(executions, reinserted_runs, nb):
+def test_two_runs_give_identical_outputs(executions, student_runs, nb):
     first = code_cells(json.loads(executions[nb.edition].executed.read_text()))
-    second = code_cells(json.loads(reinserted_runs(nb).executed.read_text()))
+    second = code_cells(json.loads(student_runs.reinserted(nb).executed.read_text()))
     # The second run is the student edition with its solutions put back: the very same code, cell for cell.
     assert ["".join(c["source"]) for c in second] == ["".join(c["source"]) for c in first], "the reinserted student edition's code differs"
     assert normalized_outputs({"cells": first}) == normalized_outputs({"cells": second})
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_student_edition_as_shipped_stops_only_at_exercise_stubs(tmp_path, nb):
+def test_student_edition_as_shipped_stops_only_at_exercise_stubs(student_runs, nb):
     """Every error is a NotImplementedError from an exercise; everything else runs on the references."""
-    result = execute.run(nb.student_ipynb, tmp_path, allow_errors=True)
+    result = student_runs.shipped(nb)
     executed_nb = nbformat.read(result.executed, as_version=4)
     labels = [e.label for e in student.exercises(pairing.read_source(nb.source.read_text()))]
     assert student.shipped_run_problems(result.errors, labels) == []
@@ -118,6 +104,6 @@ def test_student_edition_as_shipped_stops_only_at_exercise_stubs(tmp_path, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_student_edition_with_solutions_reinserted_passes(reinserted_runs, nb):
-    result = reinserted_runs(nb)
+def test_student_edition_with_solutions_reinserted_passes(student_runs, nb):
+    result = student_runs.reinserted(nb)
     assert result.error is None, f"failed at cell {result.failed_cell}:\n{result.error}"

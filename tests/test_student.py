@@ -137,20 +137,16 @@ def printed(path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [nb.name for nb in load_course(ROOT).notebooks])
-def test_the_shipped_student_edition_runs_to_the_end_and_passes_with_its_solutions_back(name, course, tmp_path):
-    from builder import execute
-
+def test_the_shipped_student_edition_runs_to_the_end_and_passes_with_its_solutions_back(name, course, student_runs):
     nb = next(n for n in course.notebooks if n.name == name)
-    source = nb.source.read_text(encoding="utf-8")
-    labels = ", ".join(e.label for e in student.exercises(pairing.read_source(source)))
-    shipped = execute.run(nb.student_ipynb, tmp_path / "shipped")  # errors not allowed: the first one stops the run
-    assert shipped.error is None, f"{name} student edition stopped at cell {shipped.failed_cell}: {shipped.error[-1500:]}"
+    labels = ", ".join(e.label for e in student.exercises(pairing.read_source(nb.source.read_text(encoding="utf-8"))))
+    shipped = student_runs.shipped(nb)  # every cell runs, so an error anywhere is in ``errors``
+    first = shipped.errors[0] if shipped.errors else None
+    assert shipped.error is None and not shipped.errors, f"{name} student edition failed at cell {first and first[0]}: {shipped.error or first}"
     out = printed(shipped.executed)
     assert f"Exercises failed: none\nExercises not attempted: {labels}\n" in out, out[-1500:]
     assert "Exercise 1: not attempted yet; later cells use the reference solution\n" in out
-    solved = tmp_path / nb.student_ipynb.name
-    solved.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"), source)))
-    run = execute.run(solved, tmp_path / "solved")
+    run = student_runs.reinserted(nb)
     assert run.error is None, f"{name} with its solutions back stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert f"Exercises passed with your own code: {labels}\n" in out and "not attempted yet" not in out
