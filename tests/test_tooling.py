@@ -274,7 +274,7 @@ def test_mutants_refuses_zero_jobs_and_a_failing_baseline_is_exit_1(monkeypatch,
     from builder import mutants
 
     assert cli.main(["mutants", "--jobs", "0"]) == exits.USAGE
-    monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip: [])  # the baseline fails before any mutant matters
+    monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip, **options: [])  # the baseline fails before any mutant matters
     monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed", 1.0))
     assert cli.main(["mutants", course.notebooks[0].name, "--sample", "1"]) == exits.FAILED
     err = capsys.readouterr().err
