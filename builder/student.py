@@ -16,6 +16,7 @@ attempted or fails, and ``show_reference`` prints it.
 
 import ast
 import base64
+import functools
 import re
 from dataclasses import dataclass
 
@@ -57,13 +58,20 @@ def parse_exercise(cell: nbformat.NotebookNode, index: int) -> Exercise:
         if not line.startswith("#") or line.startswith("# %%"):
             break
         text.append(line.lstrip("#").strip())
-    names = tuple(n.name for n in ast.parse(cell.source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    definitions = _top_level_definitions(cell.source)
+    names = tuple(name for name, _, _ in definitions)
     if not names:
         raise ExerciseError(f"cell {index} ({first.group('label')}): an exercise cell must define a function or class")
     blocks = _solution_blocks(cell.source, f"cell {index} ({first.group('label')})")
-    written = tuple(node.name for node in ast.parse(cell.source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                    and any(node.lineno <= begin + 1 <= node.end_lineno for begin, _ in blocks))
+    written = tuple(name for name, first_line, last_line in definitions if any(first_line <= begin + 1 <= last_line for begin, _ in blocks))
     return Exercise(index, first.group("label"), " ".join(t for t in text if t), names, written)
+
+
+@functools.lru_cache(maxsize=1024)
+def _top_level_definitions(source: str) -> tuple[tuple[str, int, int], ...]:
+    """(name, first line, last line) of each top-level function and class; each edition of a cell is parsed once."""
+    return tuple((node.name, node.lineno, node.end_lineno) for node in ast.parse(source).body
+                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
 
 
 def _solution_blocks(source: str, where: str) -> list[tuple[int, int]]:
