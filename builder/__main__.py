@@ -2,6 +2,10 @@
 
 import sys
 
+from .lean import skip_format_checkers
+
+skip_format_checkers()  # before anything imports nbformat, and with it jsonschema
+
 try:
     from .cli import main
 except KeyboardInterrupt:  # Ctrl-C while the libraries load: one line, as any later interrupt

@@ -19,6 +19,7 @@ import tracemalloc
 from pathlib import Path
 
 from .config import ROOT, load_course
+from .lean import FORMAT_CHECKER_MODULES
 from .grade.bench import grade as grade_batches
 from .grade.runner import THREAD_VARIABLES
 from .notebook_code import definitions
@@ -27,10 +28,7 @@ FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
 SPEED_LIMIT = 2.5  # a notebook may take at most this many floors
 
 CHECK_LIMIT = 3.0  # `check` may take at most this many floors of importing nbformat and jupytext
-# jsonschema imports every format checker that is installed (jupyterlab's extra brings them), and rfc3987_syntax
-# alone costs about 2 s; the honest floor is nbformat and jupytext as the dev extra installs them, without those.
-FORMAT_CHECKER_MODULES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc3339_validator", "fqdn", "idna",
-                          "isoduration", "uri_template", "webcolors", "jsonpointer")
+# The honest floor is nbformat and jupytext as the dev extra installs them, without jsonschema's format checkers.
 CHECK_FLOOR_CODE = ("import sys\n"  # a None entry in sys.modules makes its import fail, which jsonschema skips quietly
                     f"sys.modules.update(dict.fromkeys({FORMAT_CHECKER_MODULES!r}))\n"
                     "import nbformat, jupytext")

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import editions, exits, files, refs
+from . import editions, exits, files, frozen
 from .progress import Progress
 
 
@@ -120,16 +120,16 @@ def adopt(course, args) -> int:
     return build(course, argparse.Namespace(names=args.names, force=False), sources=adopted)
 
 
-def reference_problems(chosen) -> list[refs.Problem]:
+def reference_problems(chosen) -> list[frozen.Problem]:
     """Problems with the committed reference files of the chosen notebooks."""
-    return [p for nb in chosen for p in refs.check(nb.reference_path, nb.reference)]
+    return [p for nb in chosen for p in frozen.check(nb.reference_path, nb.reference)]
 
 
 def report_mentions(course, nb, changes) -> None:
     """List each place a notebook or its translations write a changed reference value by hand, so none is left stale."""
     sources = [nb.source] + [nb.translated(language).catalog for language in course.languages]
     texts = {course.shown(p): p.read_text(encoding="utf-8") for p in sources if p.exists()}
-    found = refs.mentions(changes, texts)
+    found = frozen.mentions(changes, texts)
     for line in found:
         print(f"  {line}")
     if found:
@@ -142,10 +142,10 @@ def references(course, args) -> int:
     if args.update:
         for nb in course.notebooks:
             old = json.loads(nb.reference_path.read_text(encoding="utf-8")) if nb.reference_path.exists() else {}
-            changed = refs.update(nb.reference_path, nb.reference)
+            changed = frozen.update(nb.reference_path, nb.reference)
             print(f"{'wrote' if changed else 'unchanged'} {course.shown(nb.reference_path)}")
             if changed:
-                report_mentions(course, nb, refs.changed_values(old, json.loads(nb.reference_path.read_text(encoding="utf-8"))))
+                report_mentions(course, nb, frozen.changed_values(old, json.loads(nb.reference_path.read_text(encoding="utf-8"))))
         print("now run `python -m builder build` so the notebooks embed the new references")
         return exits.OK
     problems = reference_problems(course.notebooks)

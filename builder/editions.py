@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, canonical, course_metadata, exits, files, inline, pairing, regions, student
+from .cells import first_line
 from .config import FIX_COMMAND, Course, Notebook
 
 ADOPT_COMMAND = "python -m builder adopt"
@@ -117,7 +118,7 @@ def renderer(course: Course, nb: Notebook, label: str, ipynb_path: Path, title: 
         try:
             if region.kind == "inline":
                 return inline.source_of(region.arg, course.root, snapshot=snapshot)
-            if region.kind == "reference":
+            if region.kind == "frozen":
                 if region.arg != nb.reference:
                     raise ValueError(f"this notebook's reference is {nb.reference!r}, not {region.arg!r}")
                 return reference_code(course, nb, region.arg)
@@ -180,17 +181,16 @@ def editions(course: Course, nb: Notebook, text: str | None = None) -> Editions:
     if solution_py != rendered:  # jupytext would lay it out differently: pair what will be written
         parsed = pairing.read_source(solution_py, course.root)
     result.expected[nb.source] = solution_py
-    result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root)
+    result.expected[nb.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(nb.name, "solution", nb.language))
     student_nb = student.student_notebook(parsed)  # leaves ``parsed`` as it is; swap_header replaces cells, never edits them
     student_header(course, nb, student_nb)
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
-    result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+    result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(nb.name, "student", nb.language))
     result.findings = source_findings(course, result, found, fresh, label)
     if course.languages:
         result.findings += untranslatable_cells(course, result, parsed, solution_py)
     for language in course.languages:
         translate(course, nb.translated(language), parsed, result)
-    course_metadata.stamp_all(course, nb, result.expected)  # the grader recognises every edition by it
     return result
 
 
@@ -252,11 +252,11 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
-    result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root)
+    result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(edition.name, "solution", edition.language))
     student_nb = student.student_notebook(parsed, edition.language)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
-    result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+    result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(edition.name, "student", edition.language))
 
 
 def fallback_notes(results: list[Editions]) -> list[str]:
@@ -338,7 +338,7 @@ def _source_hint(region: regions.Region) -> str:
     """Where a region's text comes from, for error messages."""
     if region.kind == "inline":
         return f"builder/contracts ({region.arg})"
-    if region.kind == "reference":
+    if region.kind == "frozen":
         return f"references/{region.arg}.json"
     if region.kind == "solutions":
         return "the exercise cells of the notebook source"
@@ -363,8 +363,7 @@ def ipynb_edits(path: Path, committed: str, expected: str) -> list[CellEdit]:
         kind, text = cell.get("cell_type", "?"), _text(cell.get("source", ""))
         if (kind, text) in wanted or str(cell.get("id", "")).split("-")[0] == pairing.cell_id(kind, text):
             continue
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty)")
-        edits.append(CellEdit(path, index, kind, first[:60]))
+        edits.append(CellEdit(path, index, kind, first_line(text)))
     return edits
 
 
@@ -531,6 +530,5 @@ def adopt_conflicts(path: Path, committed: str, expected: str) -> list[str]:
                 found.append(f"{path.name} cell {j} was changed in the .py since the .ipynb was built")
         if op == "delete":
             for kind, text in ours[i1:i2]:
-                first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty)")
-                found.append(f"the .py has a {kind} cell the .ipynb lacks (added to the .py, or deleted in Jupyter): {first[:60]!r}")
+                found.append(f"the .py has a {kind} cell the .ipynb lacks (added to the .py, or deleted in Jupyter): {first_line(text)!r}")
     return found

@@ -13,6 +13,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from traitlets.config import Config
 
+from .cells import first_line
+
 
 @dataclass(frozen=True)
 class CellTiming:
@@ -55,18 +57,10 @@ def _cell_seconds(cell: nbformat.NotebookNode) -> float:
     return (end - start).total_seconds()
 
 
-def _first_line(source: str) -> str:
-    """The first line of a cell that is not a region marker or blank, for reports."""
-    for line in source.splitlines():
-        if line.strip() and "builder:" not in line:
-            return line.strip()[:70]
-    return "(empty)"
-
-
 def timings(nb: nbformat.NotebookNode) -> list[CellTiming]:
     """Per-cell wall times of an executed notebook."""
     return [
-        CellTiming(i, _cell_seconds(cell), _first_line(cell.source))
+        CellTiming(i, _cell_seconds(cell), first_line(cell.source, 70, skip="builder:"))
         for i, cell in enumerate(nb.cells)
         if cell.cell_type == "code" and "execution" in cell.get("metadata", {})
     ]

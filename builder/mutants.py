@@ -328,8 +328,11 @@ def describe(lines: list[bytes], site: Site, parents: dict[int, ast.AST]) -> tup
     return _short(segment(lines, context)), _short(mutated)
 
 
-def generate(nb_name: str, text: str, path: str, skip: list[str]) -> list[tuple[Mutant, str]]:
-    """Every mutant of one notebook source, with its mutated source, in a stable order."""
+def generate(nb_name: str, text: str, path: str, skip: list[str], *, sources: bool = True) -> list[tuple[Mutant, str]]:
+    """Every mutant of one notebook source, with its mutated source ("" when ``sources`` is false), in a stable order.
+
+    Building each mutated source is most of the time; listing mutants or matching their keys needs none.
+    """
     tree = ast.parse(text, filename=path)
     lines = text.encode().splitlines(keepends=True)
     seen: Counter = Counter()
@@ -342,7 +345,7 @@ def generate(nb_name: str, text: str, path: str, skip: list[str]) -> list[tuple[
                 continue
             seen[(name, original, mutated)] += 1
             mutant = Mutant(nb_name, name, site.node.lineno, site.category, original, mutated, seen[(name, original, mutated)])
-            out.append((mutant, replace_span(lines, site.node, site.replacement)))
+            out.append((mutant, replace_span(lines, site.node, site.replacement) if sources else ""))
     return out
 
 
@@ -514,7 +517,7 @@ def report(score: Score, source_path: str) -> str:
 def stale_equivalents(course, nb) -> list[str]:
     """Equivalent entries that no longer match any mutant of the notebook (the code moved on)."""
     lists = load_lists(course.root, nb.name)
-    keys = {m.key for m, _ in generate(nb.name, nb.source.read_text(encoding="utf-8"), str(nb.source), lists.skip)}
+    keys = {m.key for m, _ in generate(nb.name, nb.source.read_text(encoding="utf-8"), str(nb.source), lists.skip, sources=False)}
     return [k for k in lists.equivalent if k not in keys]
 
 
@@ -559,7 +562,7 @@ def command(course, args) -> int:
         rel = nb.source.relative_to(course.root).as_posix()
         if args.list:
             lists = load_lists(course.root, nb.name)
-            pairs = select(generate(nb.name, nb.source.read_text(encoding="utf-8"), str(nb.source), lists.skip), args.function)
+            pairs = select(generate(nb.name, nb.source.read_text(encoding="utf-8"), str(nb.source), lists.skip, sources=False), args.function)
             for m, _ in sample(pairs, args.sample, args.seed):
                 print(f"{rel}({m.line}): {m.key}  [{m.category}]{'  (equivalent)' if m.key in lists.equivalent else ''}")
             print(f"{nb.name}: {len(pairs)} mutants")

@@ -4,23 +4,28 @@ The metadata filters are jupytext's own configuration, the ``[tool.jupytext]`` t
 course's pyproject.toml, read by ``jupytext.config``.
 """
 
+import contextlib
 import copy
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 import jupytext
 import jupytext.cell_to_text
 import jupytext.pep8
+import jupytext.stringparser
 import nbformat
+import nbformat.v4.nbbase
 from jupytext.config import load_jupytext_configuration_file
 from jupytext.metadata_filter import filter_metadata
 
+from . import cells
 from .config import ROOT
 
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 # Cells with this tag open collapsed: in Colab as a titled form, in Jupyter with the input hidden.
-COLLAPSED_TAG = "hide-input"
+COLLAPSED_TAG = cells.HIDDEN_TAG
 
 
 @functools.cache
@@ -41,7 +46,22 @@ def cell_id(cell_type: str, source: str) -> str:
 
 def read_source(py_text: str, root: Path = ROOT) -> nbformat.NotebookNode:
     """Parse a percent-format source into a notebook whose cell metadata passes the configured filter."""
-    return filtered(jupytext.reads(py_text, fmt="py:percent"), root)
+    with _cells_validated_once():
+        return filtered(jupytext.reads(py_text, fmt="py:percent"), root)
+
+
+@contextlib.contextmanager
+def _cells_validated_once():
+    """While jupytext builds a notebook's cells, skip the schema check each ``new_*_cell`` runs on its cell alone.
+
+    That check (jsonschema with a ``$ref``) was 40% of a read; ``ipynb_text`` validates the whole notebook as it writes it.
+    """
+    check = nbformat.v4.nbbase.validate
+    nbformat.v4.nbbase.validate = lambda node, ref=None: None
+    try:
+        yield
+    finally:
+        nbformat.v4.nbbase.validate = check
 
 
 def filtered(nb: nbformat.NotebookNode, root: Path = ROOT) -> nbformat.NotebookNode:
@@ -52,8 +72,11 @@ def filtered(nb: nbformat.NotebookNode, root: Path = ROOT) -> nbformat.NotebookN
     return nb
 
 
-def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
-    """The exact .ipynb text of a parsed source (left unchanged): no outputs, content-derived cell ids."""
+def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT, course: dict | None = None) -> str:
+    """The exact .ipynb text of a parsed source (left unchanged): no outputs, content-derived cell ids.
+
+    ``course``, when given, is written as ``metadata.course`` (``course_metadata.stamp``), in the same one write.
+    """
     # A copy deep enough for what changes below (each cell and its metadata), not of every string and list.
     nb = nbformat.NotebookNode(dict(nb, cells=[nbformat.NotebookNode(dict(c, metadata=nbformat.NotebookNode(dict(c.metadata)))) for c in nb.cells]))
     config = filters(root)
@@ -62,6 +85,7 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
                      "notebook_metadata_filter": config["notebook_metadata_filter"]},
         "kernelspec": KERNELSPEC,
         "language_info": {"name": "python"},
+        **({"course": course} if course is not None else {}),
     })
     seen: dict[str, int] = {}
     for cell in nb.cells:
@@ -71,7 +95,7 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         if COLLAPSED_TAG in cell.metadata.get("tags", []):
-            cell.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
+            cell.metadata.update(copy.deepcopy(cells.COLLAPSED))
     nb.nbformat, nb.nbformat_minor = 4, 5
     invalid: dict = {}
     text = nbformat.writes(nb, capture_validation_error=invalid)  # validates once, as it writes
@@ -125,6 +149,58 @@ def _without_marker(lines) -> tuple:
 
 
 _remember_cell_scans()
+
+
+_QUOTE_OR_COMMENT = re.compile(r"[\"'#]")
+
+
+def _read_python_line(self, line: str) -> None:
+    """jupytext's ``StringParser.read_line`` for Python, visiting only the quotes and ``#`` instead of every character."""
+    if not self.is_quoted() and line.lstrip().startswith("#"):
+        return
+    self.triple_start = -1
+    for match in _QUOTE_OR_COMMENT.finditer(line):
+        i, char = match.start(), match.group()
+        if char == "#":
+            if self.single is None and self.triple is None:
+                break
+        elif line[i - 1:i] == "\\":
+            continue
+        elif self.single == char:
+            self.single = None
+        elif self.single is not None:
+            continue
+        elif line[i - 2:i + 1] == 3 * char and i >= self.triple_start + 3:
+            if self.triple == char:
+                self.triple, self.triple_start = None, i
+            elif self.triple is None:
+                self.triple, self.triple_start = char, i
+        elif self.triple is None:
+            self.single = char
+    self.single = None
+
+
+def _scan_only_quotes() -> None:
+    """Replace jupytext's character-by-character quote tracker with ``_read_python_line`` for Python sources.
+
+    ``StringParser.read_line`` was most of ``check``'s time: a read calls it on every line of every cell.
+    Other languages keep jupytext's own loop.
+    """
+    parser = getattr(jupytext.stringparser, "StringParser", None)
+    scan = getattr(parser, "read_line", None)
+    if not callable(scan) or hasattr(scan, "__wrapped__"):
+        return
+
+    def read_line(self, line):
+        if self.ignore or not self.python or self.comment != "#":
+            return scan(self, line)
+        return _read_python_line(self, line)
+
+    read_line.__wrapped__ = scan
+    parser.read_line = read_line
+
+
+_scan_only_quotes()
 
 
 def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:

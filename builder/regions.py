@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import exits
 
-KINDS = ("header", "inline", "reference", "solutions")
+KINDS = ("header", "inline", "frozen", "solutions")
 
 _BEGIN = re.compile(
     r"^#\s*(?P<html><!--)?\s*builder:begin\b(?P<rest>.*?)\s*(?(html)-->)\s*$"

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cells import collapsed
+
 MAX_SHARE = 0.20
 MAX_VISIBLE = 1500
 PLOT_NAMES = frozenset({"plt", "matplotlib", "show_figure", "apply_plot_style"})
@@ -55,12 +57,6 @@ class Stats:
         """One line of the stats table."""
         verdict = "meets the target" if self.meets_target else "over the target"
         return f"{self.edition:<48} {self.visible:>6} {self.machinery:>6} {self.share:>7.1%}  {verdict}"
-
-
-def hidden(cell: dict) -> bool:
-    """A cell that opens collapsed: a Colab form or a Jupyter cell with its source hidden."""
-    meta = cell.get("metadata", {})
-    return meta.get("cellView") == "form" or bool(meta.get("jupyter", {}).get("source_hidden"))
 
 
 def _span(node: ast.AST) -> range:
@@ -142,7 +138,7 @@ def notebook_stats(edition: str, nb: dict) -> Stats:
     """The figures of one notebook (parsed .ipynb JSON)."""
     visible = machinery = 0
     for cell in nb.get("cells", []):
-        if cell.get("cell_type") != "code" or hidden(cell):
+        if cell.get("cell_type") != "code" or collapsed(cell):
             continue
         source = "".join(cell.get("source", ""))
         lines = source.splitlines()

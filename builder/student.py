@@ -16,16 +16,18 @@ attempted or fails, and ``show_reference`` prints it.
 
 import ast
 import base64
+import functools
 import re
 from dataclasses import dataclass
 
 import nbformat
 
 from . import exits, pairing
+from .cells import EXERCISE_LABEL
 
 TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
+_LABEL = EXERCISE_LABEL
 
 
 class ExerciseError(ValueError):
@@ -56,13 +58,20 @@ def parse_exercise(cell: nbformat.NotebookNode, index: int) -> Exercise:
         if not line.startswith("#") or line.startswith("# %%"):
             break
         text.append(line.lstrip("#").strip())
-    names = tuple(n.name for n in ast.parse(cell.source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    definitions = _top_level_definitions(cell.source)
+    names = tuple(name for name, _, _ in definitions)
     if not names:
         raise ExerciseError(f"cell {index} ({first.group('label')}): an exercise cell must define a function or class")
     blocks = _solution_blocks(cell.source, f"cell {index} ({first.group('label')})")
-    written = tuple(node.name for node in ast.parse(cell.source).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                    and any(node.lineno <= begin + 1 <= node.end_lineno for begin, _ in blocks))
+    written = tuple(name for name, first_line, last_line in definitions if any(first_line <= begin + 1 <= last_line for begin, _ in blocks))
     return Exercise(index, first.group("label"), " ".join(t for t in text if t), names, written)
+
+
+@functools.lru_cache(maxsize=1024)
+def _top_level_definitions(source: str) -> tuple[tuple[str, int, int], ...]:
+    """(name, first line, last line) of each top-level function and class; each edition of a cell is parsed once."""
+    return tuple((node.name, node.lineno, node.end_lineno) for node in ast.parse(source).body
+                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
 
 
 def _solution_blocks(source: str, where: str) -> list[tuple[int, int]]:
@@ -115,11 +124,6 @@ def stubbed(source: str, exercise: Exercise) -> str:
 def without_markers(source: str) -> str:
     """The exercise cell with its solutions and without the solution marker lines."""
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
-
-
-def student_text(source_text: str) -> str:
-    """The percent-format student edition of a percent-format source (regions not yet rendered)."""
-    return pairing.write_percent(student_notebook(pairing.read_source(source_text)))
 
 
 def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:

@@ -124,6 +124,44 @@ def course_handouts(course, executions) -> tuple[list[Path], str]:
     return sorted(handouts.glob("*.html")), report.getvalue()
 
 
+class StudentRuns:
+    """Each student edition executed at most once per session: as shipped, and with its solutions put back."""
+
+    def __init__(self, folder: Path):
+        self.folder, self._done = folder, {}
+
+    def shipped(self, nb):
+        """The student edition as committed, run with every cell even after an error (``allow_errors``)."""
+        return self._run(("shipped", nb.edition), nb.student_ipynb, allow_errors=True)
+
+    def reinserted(self, nb):
+        """The student edition with its solutions put back: the solution edition's code, cell for cell."""
+        from builder import pairing, student
+
+        key = ("reinserted", nb.edition)
+        if key not in self._done:
+            path = self.folder / f"reinserted{len(self._done)}" / nb.student_ipynb.name
+            path.parent.mkdir()
+            path.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"),
+                                                                         nb.source.read_text(encoding="utf-8"))))
+            self._run(key, path)
+        return self._done[key]
+
+    def _run(self, key, ipynb: Path, *, allow_errors: bool = False):
+        if key not in self._done:
+            from builder import execute
+
+            out = self.folder / f"run{len(self._done)}"
+            self._done[key] = execute.run(ipynb, out, allow_errors=allow_errors, coalesce_streams=True)
+        return self._done[key]
+
+
+@pytest.fixture(scope="session")
+def student_runs(tmp_path_factory) -> StudentRuns:
+    """Each student edition run once per session as shipped and once with its solutions back (shared by test_execution and test_student)."""
+    return StudentRuns(tmp_path_factory.mktemp("student_runs"))
+
+
 class ScriptRuns:
     """``python [FLAGS] notebooks/<name>.py``, each alone in an empty folder, at most once per session."""
 

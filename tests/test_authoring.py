@@ -424,7 +424,7 @@ def test_a_bom_in_a_source_is_named_as_such(tmp_path):
 
 def leaf_written_in(data, text: str, key: str = ""):
     """(key path, value) of the first whole-number leaf of ``data`` that ``text`` also writes by hand, or None."""
-    from builder.refs import written_forms
+    from builder.frozen import written_forms
 
     if isinstance(data, dict):
         return next((found for k, v in data.items() if (found := leaf_written_in(v, text, f"{key}.{k}" if key else k))), None)
@@ -435,7 +435,7 @@ def leaf_written_in(data, text: str, key: str = ""):
 
 @pytest.mark.slow  # rewrites a repository copy's reference file
 def test_refs_update_lists_every_place_a_changed_value_is_written_by_hand(copy, monkeypatch):
-    from builder import refs
+    from builder import frozen
 
     root, nb = copy
     data = json.loads(nb.reference_path.read_text(encoding="utf-8"))
@@ -447,7 +447,7 @@ def test_refs_update_lists_every_place_a_changed_value_is_written_by_hand(copy, 
     for part in key.split(".")[:-1]:
         node = node[part]
     node[key.split(".")[-1]] = value + 1
-    monkeypatch.setitem(refs.GENERATORS, nb.reference, lambda: changed)
+    monkeypatch.setitem(frozen.GENERATORS, nb.reference, lambda: changed)
     updated = run_builder(root, "refs", "--update")
     assert updated.returncode == exits.OK, updated.stderr
     assert re.search(rf"notebooks/{nb.name}\.py\(\d+\): '[^']+' is {re.escape(key)}'s old value \(now {value + 1}\)", updated.stdout), updated.stdout

@@ -103,7 +103,7 @@ def test_malformed_region_exits_3_naming_file_line_and_writes_nothing(repo_copy,
 
 def test_reference_region_must_name_this_notebooks_reference(repo_copy):
     path = repo_copy / M3
-    path.write_text(path.read_text().replace("# builder:begin reference module3", "# builder:begin reference module5_1"))
+    path.write_text(path.read_text().replace("# builder:begin frozen module3", "# builder:begin frozen module5_1"))
     result = run_builder(repo_copy, "check")
     assert result.returncode == exits.MALFORMED and "not 'module5_1'" in result.stderr
 

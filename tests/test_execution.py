@@ -1,8 +1,11 @@
 """The real notebooks, each alone in an empty folder, through a real Jupyter kernel (nbclient).
 
 Each edition runs once per session (conftest's ``executions``, shared with the handout, print and budget
-tests) and once more for the determinism test; its source runs once as a plain script (``script_runs``,
-shared with the ``python -O`` test). Tests that break a notebook run only the broken copy.
+tests) and once more as its student edition with the solutions put back (conftest's ``student_runs``, shared
+with test_student): the same code cells, so that run is both the reinsertion test and the determinism test's
+second run. Its source runs once as
+a plain script (``script_runs``, shared with the ``python -O`` test). Tests that break a notebook run only the
+broken copy.
 """
 
 import json
@@ -22,9 +25,14 @@ NOTEBOOKS = load_course(ROOT).notebooks + tuple(load_course(ROOT).translations) 
 IDS = [nb.edition for nb in NOTEBOOKS]
 
 
+def code_cells(nb_json: dict) -> list[dict]:
+    """The code cells of a notebook's JSON, in order."""
+    return [c for c in nb_json["cells"] if c["cell_type"] == "code"]
+
+
 def reference_cell(nb_json: dict) -> int:
     """Index of the code cell that embeds and verifies the reference JSON."""
-    return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin reference" in "".join(c["source"]))
+    return next(i for i, c in enumerate(nb_json["cells"]) if "builder:begin frozen" in "".join(c["source"]))
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
@@ -77,16 +85,18 @@ def test_source_runs_as_a_plain_script(script_runs, tmp_path, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_two_runs_give_identical_outputs(executions, tmp_path, nb):
-    first = json.loads(executions[nb.edition].executed.read_text())
-    second = json.loads(execute.run(nb.ipynb, tmp_path, coalesce_streams=True).executed.read_text())
-    assert normalized_outputs(first) == normalized_outputs(second)
+def test_two_runs_give_identical_outputs(executions, student_runs, nb):
+    first = code_cells(json.loads(executions[nb.edition].executed.read_text()))
+    second = code_cells(json.loads(student_runs.reinserted(nb).executed.read_text()))
+    # The second run is the student edition with its solutions put back: the very same code, cell for cell.
+    assert ["".join(c["source"]) for c in second] == ["".join(c["source"]) for c in first], "the reinserted student edition's code differs"
+    assert normalized_outputs({"cells": first}) == normalized_outputs({"cells": second})
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_student_edition_as_shipped_stops_only_at_exercise_stubs(tmp_path, nb):
+def test_student_edition_as_shipped_stops_only_at_exercise_stubs(student_runs, nb):
     """Every error is a NotImplementedError from an exercise; everything else runs on the references."""
-    result = execute.run(nb.student_ipynb, tmp_path, allow_errors=True)
+    result = student_runs.shipped(nb)
     executed_nb = nbformat.read(result.executed, as_version=4)
     labels = [e.label for e in student.exercises(pairing.read_source(nb.source.read_text()))]
     assert student.shipped_run_problems(result.errors, labels) == []
@@ -94,9 +104,6 @@ def test_student_edition_as_shipped_stops_only_at_exercise_stubs(tmp_path, nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
-def test_student_edition_with_solutions_reinserted_passes(tmp_path, nb):
-    text = student.reinsert_solutions(nb.student_source.read_text(), nb.source.read_text())
-    path = tmp_path / nb.student_ipynb.name
-    path.write_text(pairing.to_ipynb(text))
-    result = execute.run(path)
+def test_student_edition_with_solutions_reinserted_passes(student_runs, nb):
+    result = student_runs.reinserted(nb)
     assert result.error is None, f"failed at cell {result.failed_cell}:\n{result.error}"

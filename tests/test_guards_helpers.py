@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from builder.contracts.reference import Reference, load_reference, verify_sha256
+from builder.contracts.frozen import Reference, load_reference, verify_sha256
 from builder.contracts.validation import (
     ALLOCATION_BUDGET_BYTES,
     require_array,

@@ -50,7 +50,7 @@ TINY = "def double(x):\n    return x * 2 + 0\n\n\nif double(2) != 4:\n    raise 
 def test_mutants_state_the_expected_duration_before_they_run(monkeypatch, capsys, course):
     """A tiny source stands in for the notebook (the real one is mutated in the slow tier), and no script really runs."""
     real = mutants.generate
-    monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip: real(name, TINY, path, []))
+    monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip, **options: real(name, TINY, path, [], **options))
     # the unmutated run (the notebook's own text) passes; every mutant of TINY is killed
     monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed" if "def double" in source else "survived", 2.0))
     assert cli.main(["mutants", course.notebooks[0].name, "--sample", "3"]) == exits.OK

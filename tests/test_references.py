@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from builder import canonical, refs
+from builder import canonical, frozen
 from builder.refgen import GENERATORS
 
 from tests.support import ROOT, run_builder
@@ -33,8 +33,8 @@ def test_canonical_form_rejects_what_json_cannot_hold(bad):
 @pytest.mark.parametrize("name", sorted(GENERATORS))
 def test_committed_reference_bytes_reproduce(course, name):
     nb = next(nb for nb in course.notebooks if nb.reference == name)
-    assert nb.reference_path.read_text(encoding="utf-8") == refs.expected_text(name)
-    assert refs.check(nb.reference_path, name) == []
+    assert nb.reference_path.read_text(encoding="utf-8") == frozen.expected_text(name)
+    assert frozen.check(nb.reference_path, name) == []
 
 
 def test_seed_values_are_kept(course):
@@ -50,14 +50,14 @@ def test_seed_values_are_kept(course):
 
 
 def test_compare_names_the_key_path_and_both_values():
-    found = refs.compare({"a": {"b": [1.0, 2.0]}, "gone": 1}, {"a": {"b": [1.0, 2.5]}, "new": 2})
+    found = frozen.compare({"a": {"b": [1.0, 2.0]}, "gone": 1}, {"a": {"b": [1.0, 2.5]}, "new": 2})
     assert ("a.b[1]", "committed 2.0 != generated 2.5") in found
     assert any(key == "gone" and "no longer produces" in msg for key, msg in found)
     assert any(key == "new" and "lacks this key" in msg for key, msg in found)
 
 
 def test_compare_distinguishes_int_from_float_and_bool():
-    assert refs.compare({"x": 1}, {"x": 1.0}) and refs.compare({"x": True}, {"x": 1})
+    assert frozen.compare({"x": 1}, {"x": 1.0}) and frozen.compare({"x": True}, {"x": 1})
 
 
 def test_check_fails_on_a_changed_value_naming_key_and_values(repo_copy):
@@ -80,6 +80,6 @@ def test_refs_update_rewrites_only_when_asked(repo_copy):
     path = repo_copy / "references/module3.json"
     path.write_text(json.dumps(json.loads(path.read_text())))
     assert run_builder(repo_copy, "refs", "--check").returncode == 1
-    assert path.read_text() != refs.expected_text("module3")
+    assert path.read_text() != frozen.expected_text("module3")
     assert run_builder(repo_copy, "refs", "--update").returncode == 0
-    assert path.read_text() == refs.expected_text("module3")
+    assert path.read_text() == frozen.expected_text("module3")

@@ -37,10 +37,10 @@ def test_markdown_markers_stay_html_comments():
 
 
 def test_parse_reports_kind_name_lines_and_body():
-    text = "1\n# builder:begin reference module3\nA = 1\n# builder:end\n"
+    text = "1\n# builder:begin frozen module3\nA = 1\n# builder:end\n"
     [region] = regions.parse(text)
-    assert (region.kind, region.arg, region.begin_line, region.end_line, region.body) == ("reference", "module3", 2, 4, "A = 1\n")
-    assert region.key == "reference module3" and not region.markdown
+    assert (region.kind, region.arg, region.begin_line, region.end_line, region.body) == ("frozen", "module3", 2, 4, "A = 1\n")
+    assert region.key == "frozen module3" and not region.markdown
 
 
 def test_render_adds_a_missing_final_newline_to_a_body():

@@ -41,6 +41,11 @@ SOURCE = textwrap.dedent('''\
     ''')
 
 
+def student_text(source_text: str) -> str:
+    """The percent-format student edition of a percent-format source (regions not yet rendered)."""
+    return pairing.write_percent(student.student_notebook(pairing.read_source(source_text)))
+
+
 def test_exercises_are_found_with_label_instructions_and_the_names_the_student_writes():
     [exercise] = student.exercises(pairing.read_source(SOURCE))
     assert (exercise.label, exercise.instructions) == ("Exercise 1", "return twice the input. Multiply, do not add.")
@@ -48,12 +53,12 @@ def test_exercises_are_found_with_label_instructions_and_the_names_the_student_w
 
 
 def test_the_exercise_index_names_only_what_the_student_writes():
-    guide = pairing.read_source(student.student_text(SOURCE)).cells[1].source
+    guide = pairing.read_source(student_text(SOURCE)).cells[1].source
     assert "- **Exercise 1:** `double`" in guide and "_require_number" not in guide
 
 
 def test_student_edition_stubs_the_solution_and_keeps_validation():
-    text = student.student_text(SOURCE)
+    text = student_text(SOURCE)
     cells = pairing.read_source(text).cells
     stub = next(c for c in cells if "exercise" in c.metadata.get("tags", []))
     assert "return 2 * x" not in stub.source and "_require_number(x)" in stub.source
@@ -62,7 +67,7 @@ def test_student_edition_stubs_the_solution_and_keeps_validation():
 
 
 def test_no_solution_sits_in_a_cell_of_the_student_edition():
-    text = student.student_text(SOURCE)
+    text = student_text(SOURCE)
     assert "return 2 * x" not in text and "Reference solution" not in text and "REFERENCE_SOLUTIONS" not in text
 
 
@@ -78,7 +83,7 @@ def test_the_solutions_region_holds_each_solution_once_encoded():
 def test_collapsed_cells_open_as_forms_in_colab():
     import json
 
-    nb = json.loads(pairing.to_ipynb(student.student_text(SOURCE)))
+    nb = json.loads(pairing.to_ipynb(student_text(SOURCE)))
     hidden = [c for c in nb["cells"] if "hide-input" in c["metadata"].get("tags", [])]
     assert hidden and all(c["metadata"]["cellView"] == "form" and c["metadata"]["jupyter"]["source_hidden"] for c in hidden)
 
@@ -88,7 +93,7 @@ def test_an_untouched_stub_prints_one_line_and_the_notebook_goes_on_on_the_refer
 
     namespace = {"check_exercise": check_exercise}
     exec(student.solutions_code(SOURCE), namespace)
-    cells = [c for c in pairing.read_source(student.student_text(SOURCE)).cells if c.cell_type == "code"]
+    cells = [c for c in pairing.read_source(student_text(SOURCE)).cells if c.cell_type == "code"]
     for cell in cells:
         exec(cell.source, namespace)
     exercise_summary(namespace)
@@ -98,7 +103,7 @@ def test_an_untouched_stub_prints_one_line_and_the_notebook_goes_on_on_the_refer
 
 
 def test_reinserted_solutions_restore_the_source_cells():
-    text = student.reinsert_solutions(student.student_text(SOURCE), SOURCE)
+    text = student.reinsert_solutions(student_text(SOURCE), SOURCE)
     exercise = next(c for c in pairing.read_source(text).cells if "exercise" in c.metadata.get("tags", []))
     assert exercise.source == pairing.read_source(SOURCE).cells[2].source
 
@@ -114,7 +119,7 @@ def test_reinserted_solutions_restore_the_source_cells():
 )
 def test_broken_exercises_are_named(broken, words):
     with pytest.raises(student.ExerciseError, match=words.replace("(", r"\(").replace(")", r"\)")):
-        student.student_text(broken)
+        student_text(broken)
 
 
 def test_each_notebook_has_at_least_four_exercises(course):
@@ -132,20 +137,16 @@ def printed(path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [nb.name for nb in load_course(ROOT).notebooks])
-def test_the_shipped_student_edition_runs_to_the_end_and_passes_with_its_solutions_back(name, course, tmp_path):
-    from builder import execute
-
+def test_the_shipped_student_edition_runs_to_the_end_and_passes_with_its_solutions_back(name, course, student_runs):
     nb = next(n for n in course.notebooks if n.name == name)
-    source = nb.source.read_text(encoding="utf-8")
-    labels = ", ".join(e.label for e in student.exercises(pairing.read_source(source)))
-    shipped = execute.run(nb.student_ipynb, tmp_path / "shipped")  # errors not allowed: the first one stops the run
-    assert shipped.error is None, f"{name} student edition stopped at cell {shipped.failed_cell}: {shipped.error[-1500:]}"
+    labels = ", ".join(e.label for e in student.exercises(pairing.read_source(nb.source.read_text(encoding="utf-8"))))
+    shipped = student_runs.shipped(nb)  # every cell runs, so an error anywhere is in ``errors``
+    first = shipped.errors[0] if shipped.errors else None
+    assert shipped.error is None and not shipped.errors, f"{name} student edition failed at cell {first and first[0]}: {shipped.error or first}"
     out = printed(shipped.executed)
     assert f"Exercises failed: none\nExercises not attempted: {labels}\n" in out, out[-1500:]
     assert "Exercise 1: not attempted yet; later cells use the reference solution\n" in out
-    solved = tmp_path / nb.student_ipynb.name
-    solved.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"), source)))
-    run = execute.run(solved, tmp_path / "solved")
+    run = student_runs.reinserted(nb)
     assert run.error is None, f"{name} with its solutions back stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert f"Exercises passed with your own code: {labels}\n" in out and "not attempted yet" not in out

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import nbformat
 from jinja2 import pass_context
-from nbconvert import HTMLExporter
+from nbconvert import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
+from ..cells import HIDDEN_TAG
 from .colour import accessible_css
 from .errors import HandoutError
 from .figures import attach_captions
@@ -83,6 +86,18 @@ class HandoutExporter(HTMLExporter):
             f'<img src="data:{mime};base64,{payload}"{size} alt="{html.escape(alt, quote=True)}">{caption}</figure>'
         )
 
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """nbconvert's HTML export without its BeautifulSoup pass over the whole page.
+
+        ``HTMLExporter.from_notebook_node`` parses the finished page once more to add alt text and
+        focusable cells; ``finish_page`` parses it anyway, so it does those two things on its own parse.
+        """
+        lexer = nb.metadata.get("language_info", {}).get("pygments_lexer", nb.metadata.get("language_info", {}).get("name"))
+        self.register_filter("highlight_code", self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
     def default_filters(self):
         """The exporter's filters plus the handout's own."""
         yield from super().default_filters()
@@ -142,6 +157,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "variant": variant,
             "language": prov.language,
             "words": furniture(prov.language),
+            "hidden_tag": HIDDEN_TAG,
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)

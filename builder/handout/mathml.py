@@ -1,10 +1,12 @@
 """LaTeX to MathML at export time, so Chromium draws math natively; a formula that does not convert names its cell.
 
-Each distinct expression is converted once per process (``convert``), however many variants or checks ask for it.
+Each distinct expression is converted once per process (``convert``), and each Markdown text rendered once
+(``markdown_to_html``), however many variants or checks ask for it.
 """
 
 import functools
 import html
+import json
 import re
 
 import nbformat
@@ -225,20 +227,31 @@ def raw_latex(fragment: str, source: str) -> list[str]:
     return found
 
 
+# Rendered Markdown by (source, where, strict, options): the full and the reading handout, and the math check
+# before them, render the same cells; a failing render raises and is not stored. Callers only read the renderer.
+_RENDERED: dict[tuple, tuple[str, "MathMLRenderer"]] = {}
+_RENDERED_MAX = 4096
+
+
 def markdown_to_html(source: str, where: str, *, strict: bool = True, **renderer_options) -> tuple[str, MathMLRenderer]:
-    """Render Markdown with MathML math; return the HTML and the renderer (its expressions and problems).
+    """Render Markdown with MathML math, once per process; return the HTML and the renderer (its expressions and problems).
 
     Besides formulas that do not convert, a problem is LaTeX that was never recognised as math:
     a command typed outside ``$...$`` or a stray ``$`` would show as raw text in the handout.
     """
-    renderer = MathMLRenderer(where, strict=strict, **renderer_options)
-    fragment = MarkdownWithMath(renderer=renderer).render(source)
-    for snippet in raw_latex(fragment, source):
-        problem = (where, snippet, f"{RAW_LATEX} (a command typed without $...$, or an unmatched $; escape a literal dollar as \\$)")
-        if strict:
-            raise HandoutError(_describe(problem))
-        renderer.problems.append(problem)
-    return fragment, renderer
+    key = (source, where, strict, json.dumps(renderer_options, sort_keys=True, default=str))
+    if key not in _RENDERED:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        renderer = MathMLRenderer(where, strict=strict, **renderer_options)
+        fragment = MarkdownWithMath(renderer=renderer).render(source)
+        for snippet in raw_latex(fragment, source):
+            problem = (where, snippet, f"{RAW_LATEX} (a command typed without $...$, or an unmatched $; escape a literal dollar as \\$)")
+            if strict:
+                raise HandoutError(_describe(problem))
+            renderer.problems.append(problem)
+        _RENDERED[key] = fragment, renderer
+    return _RENDERED[key]
 
 
 def markdown_sources(nb: nbformat.NotebookNode) -> list[tuple[int, str, str]]:

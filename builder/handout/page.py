@@ -2,11 +2,12 @@
 
 import copy
 import re
+import secrets
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, Comment, Tag
 
 from .. import __version__
 from .errors import HandoutError
@@ -65,7 +66,9 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
     HandoutError when the page would fetch anything (script, stylesheet, font, image or frame
     from a URL).
     """
-    soup = BeautifulSoup(page, "html.parser")
+    aside = CodeAside(page)
+    soup = BeautifulSoup(aside.page, "html.parser")
+    focusable_cells(soup)
     main = soup.find("main")
     used = {tag["id"] for tag in soup.find_all(id=True)}
     entries = []
@@ -83,7 +86,7 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
         toc.append(_toc_list(soup, entries))
     words = words or furniture("en")
     gather_answers(soup, main, words)
-    keep_short_code_whole(main)
+    keep_short_code_whole(main, aside)
     for span in soup.select("span.external-image"):
         if span.find_parent("a") is None:
             raise HandoutError(
@@ -94,16 +97,62 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
     problems = audit(soup)
     if problems:
         raise HandoutError(f"{name}: the handout would not be self-contained:\n  " + "\n  ".join(problems))
-    return str(soup), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
+    return aside.restore(str(soup)), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
+
+
+# A highlighted code block's inside as Pygments writes it: spans (with a class, or the empty first one) around
+# escaped text. Such markup can neither fetch nor run anything, and it is most of a full handout's tags.
+_HIGHLIGHTED = re.compile(r'(<div class=" ?highlight[^"]*"><pre>)(.*?)(</pre>)', re.DOTALL)
+_INERT = re.compile(r'(?:[^<]|<span(?: class="[\w -]*")?>|</span>)*', re.DOTALL)
+_ANY_TAG = re.compile(r"<[^>]*>")
+
+
+class CodeAside:
+    """A page with each inert highlighted block's markup swapped for a numbered comment, so the page parses fast.
+
+    ``finish_page`` parses and audits the rest, then ``restore`` puts the markup back byte for byte.
+    """
+
+    def __init__(self, page: str):
+        self.mark, self.blocks = f"handout-code-{secrets.token_hex(8)}-", []
+        self.page = _HIGHLIGHTED.sub(self._set_aside, page)
+
+    def _set_aside(self, match: re.Match) -> str:
+        if not _INERT.fullmatch(match.group(2)):
+            return match.group()  # anything else is parsed and audited as usual
+        self.blocks.append(match.group(2))
+        return f"{match.group(1)}<!--{self.mark}{len(self.blocks) - 1}-->{match.group(3)}"
+
+    def text(self, tag) -> str:
+        """``tag.get_text()`` as it would read with the set-aside code in place."""
+        parts = []
+        for piece in tag.descendants:
+            if isinstance(piece, Comment) and piece.startswith(self.mark):
+                parts.append(_ANY_TAG.sub("", self.blocks[int(piece[len(self.mark):])]))
+            elif isinstance(piece, str) and not isinstance(piece, Comment):
+                parts.append(piece)
+        return "".join(parts)
+
+    def restore(self, html: str) -> str:
+        """``html`` with every numbered comment replaced by the markup it stands for."""
+        return re.sub(f"<!--{self.mark}(\\d+)-->", lambda m: self.blocks[int(m.group(1))], html)
+
+
+def focusable_cells(soup: BeautifulSoup) -> None:
+    """What nbconvert's HTML exporter adds on a parse of its own: alt text on every image, and focusable cells."""
+    for image in soup.select("img:not([alt])"):
+        image["alt"] = "No description has been provided for this image"
+    for cell in soup.select(".jp-Notebook div.jp-Cell-inputWrapper, .jp-Notebook div.jp-OutputArea-output"):
+        cell["tabindex"] = "0"
 
 
 SHORT_CODE_LINES = 30  # a code block this short prints on one page, never split across two
 
 
-def keep_short_code_whole(main) -> None:
+def keep_short_code_whole(main, aside: CodeAside) -> None:
     """Mark code inputs of at most ``SHORT_CODE_LINES`` lines, which print unbroken (``.keep-whole`` in handout.css)."""
     for block in main.select(".jp-InputArea-editor"):
-        if block.get_text().strip().count("\n") < SHORT_CODE_LINES:
+        if aside.text(block).strip().count("\n") < SHORT_CODE_LINES:
             block["class"] = [*block.get("class", []), "keep-whole"]
 
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import nbformat
 
+from ..cells import EXERCISE_LABEL
 from ..config import ROOT
 from ..pairing import cell_lines, read_source
 
 EXERCISE_TAG = "exercise"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
-_EXERCISE = re.compile(r"^#\s*(Exercise \d+):")
 _LETTER = re.compile(r"[^\W\d_]")
 NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
 REGION_MARK = "builder:begin"
@@ -66,15 +66,15 @@ def translatable(cell: nbformat.NotebookNode) -> bool:
 def exercise_instructions(source: str) -> tuple[str, str, int] | None:
     """An exercise cell's label, its instructions without comment marks, and their line count."""
     lines = source.split("\n")
-    label = _EXERCISE.match(lines[0]) if lines else None
+    label = EXERCISE_LABEL.match(lines[0]) if lines else None
     if not label:
         return None
-    comments = [lines[0][label.end():].strip()]
+    comments = [label.group("text").strip()]
     for line in lines[1:]:
         if not line.startswith("#") or line.startswith("# %%"):
             break
         comments.append(line[1:].removeprefix(" "))
-    return label.group(1), "\n".join(comments), len(comments)
+    return label.group("label"), "\n".join(comments), len(comments)
 
 
 def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit]:

@@ -286,7 +286,7 @@ def load_reference(json_text, expected_sha256, source):
     verify_sha256(json_text, expected_sha256, f"the embedded {source}")
     return Reference(json.loads(json_text), source)
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
-# builder:begin reference module3
+# builder:begin frozen module3
 REFERENCE_SOURCE = "references/module3.json"
 REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
 REFERENCE_JSON = r"""{

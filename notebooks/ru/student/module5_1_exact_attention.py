@@ -249,7 +249,7 @@ def load_reference(json_text, expected_sha256, source):
     verify_sha256(json_text, expected_sha256, f"the embedded {source}")
     return Reference(json.loads(json_text), source)
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
-# builder:begin reference module5_1
+# builder:begin frozen module5_1
 REFERENCE_SOURCE = "references/module5_1.json"
 REFERENCE_SHA256 = "8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1"
 REFERENCE_JSON = r"""{

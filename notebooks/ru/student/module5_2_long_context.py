@@ -248,7 +248,7 @@ def load_reference(json_text, expected_sha256, source):
     verify_sha256(json_text, expected_sha256, f"the embedded {source}")
     return Reference(json.loads(json_text), source)
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
-# builder:begin reference module5_2
+# builder:begin frozen module5_2
 REFERENCE_SOURCE = "references/module5_2.json"
 REFERENCE_SHA256 = "00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9"
 REFERENCE_JSON = r"""{
