@@ -66,7 +66,7 @@
 # решении.
 
 # %% tags=["hide-input"]
-# @title Setup 1 of 3: install only the allow-listed packages that are missing (open to read)
+# @title Подготовка 1 из 3: установить только недостающие пакеты из разрешённого списка (откройте, чтобы прочитать)
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -150,7 +150,7 @@ ENVIRONMENT = report_environment()
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 3: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -436,7 +436,7 @@ print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 #   которое объясняет, как его читать.
 
 # %% tags=["hide-input"]
-# @title The toolkit: shared helpers and contract checks, copied from the course's single source (open to read)
+# @title Инструменты: общие вспомогательные функции и контрактные проверки, скопированные из единого источника курса (откройте, чтобы прочитать)
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -1046,7 +1046,7 @@ REFERENCE.check("schema_version", 3)  # the layout of references/module3.json th
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1377,7 +1377,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # возведением в экспоненту сохраняет результат и не даёт $e^{1000}$ переполниться.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_it_weights (open to read)
+# @title Код рисунка следующей ячейки: plot_it_weights (откройте, чтобы прочитать)
 def plot_it_weights(words, scores, weights, language="en"):
     """Bars of each word's share of the raw scores next to its softmax weight."""
     require_choice("language", language, LANGUAGES)
@@ -1428,13 +1428,14 @@ expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tenso
 
 show_figure(
     plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
-    "For each candidate word, the grey bar is its share of the raw scores and the blue bar its softmax weight. "
-    "Animal scores only twice as much as tired yet gets almost three times the attention: "
-    "exponentiating stretches the gaps, so attention commits to the best match while keeping a little of the rest.",
+    "Для каждого слова-кандидата серый столбец — его доля в исходных оценках, синий — его вес softmax. "
+    "Оценка animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое больше: "
+    "возведение в экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя "
+    "немного и остальным.",
 )
 
 # %% tags=["hide-input"]
-# @title Softmax's edge cases: extreme scores, every axis, a scalar (checked; open to read)
+# @title Крайние случаи softmax: экстремальные оценки, каждая ось, скаляр (проверено; откройте, чтобы прочитать)
 # Scores spanning [-1000, 1000]: a shift by the smallest score would overflow exp(2000) to inf and give NaN.
 expect("softmax over scores spanning [-1000, 1000] must be (0, 0, 1)", softmax(torch.tensor([-1000.0, 0.0, 1000.0], dtype=torch.float64)).tolist(), "==", [0.0, 0.0, 1.0])
 # dim: any axis from -ndim to ndim - 1, each normalising its own axis; a scalar has no axis to normalise.
@@ -1516,7 +1517,7 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 # | выход | $(n, d_v)$ | по одному вектору с учётом контекста на каждый токен |
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_attention_flow (open to read)
+# @title Код рисунка следующей ячейки: plot_attention_flow (откройте, чтобы прочитать)
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
@@ -1596,10 +1597,11 @@ expect("the matrix formula must equal one softmax per query", torch.allclose(row
 
 show_figure(
     plot_attention_flow(language=LANGUAGE),
-    "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
-    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue) meet in the "
-    "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
-    "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
+    "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на "
+    "свою обучаемую матрицу (жёлтые метки: W_q, W_k, W_v — единственное, что в механизме внимания меняет "
+    "обучение). Запросы и ключи (синие) встречаются в блоке оценок, где решается, что важно; оценки "
+    "масштабируются, маскируются и построчно превращаются в доли. Значения (оранжевые) ждут нетронутыми "
+    "на нижнем пути, пока доли не решат, сколько каждого из них войдёт в выход.",
 )
 
 
@@ -1658,7 +1660,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 1: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 1: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_positional_encoding_contract
 def check_positional_encoding_contract(sinusoidal_encoding):
     """Judge ``sinusoidal_encoding(length, d_model, *, base=10000.0)`` against a table worked out with ``math``.
@@ -1736,7 +1738,7 @@ check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_enco
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_positions (open to read)
+# @title Код рисунка следующей ячейки: plot_positions (откройте, чтобы прочитать)
 def plot_positions(table, language="en"):
     """Two fast and two slow coordinates of a sinusoidal table against position."""
     require_choice("language", language, LANGUAGES)
@@ -1793,10 +1795,11 @@ print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixe
 
 show_figure(
     plot_positions(pe.numpy(), language=LANGUAGE),
-    "Each marker is one coordinate of the position vector at a whole position, read from left (position 0) to right "
-    "(position 80); the thin curve behind the markers is the sine or cosine they sample. "
-    "The top pair turns one radian per position, so it separates neighbours but repeats every 2π ≈ 6.3 positions; "
-    "the bottom pair turns 100 times slower and changes little between neighbours, but tells position 10 from position 70.",
+    "Каждый маркер — одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция "
+    "80); тонкая кривая за маркерами — синус или косинус, значения которого они берут. Верхняя пара "
+    "поворачивается на один радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6.3 "
+    "позиции; нижняя пара вращается в 100 раз медленнее и мало меняется между соседями, зато отличает "
+    "позицию 10 от позиции 70.",
 )
 
 
@@ -1864,7 +1867,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 2: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 2: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_causal_mask_contract
 def check_causal_mask_contract(causal_allowed):
     """Judge ``causal_allowed(t_q, t_k, *, query_offset=0)``: True where a query may read a key.
@@ -1927,7 +1930,7 @@ check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_masks (open to read)
+# @title Код рисунка следующей ячейки: plot_masks (откройте, чтобы прочитать)
 def plot_masks(masks, titles, language="en", *, row_starts=None):
     """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
     require_choice("language", language, LANGUAGES)
@@ -1995,14 +1998,16 @@ mask_titles = {
 show_figure(
     plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
                row_starts=[0, 0, 0, 0, 3, 3]),
-    "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
-    "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
-    "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
-    "(middle), while PyTorch's is_causal=True for the same shape aligns it top-left and hides most of the past (right).",
+    "Строки — запросы, столбцы — ключи; зелёные клетки можно читать. Маска заполнения скрывает целые "
+    "столбцы, каузальная маска — всё правее диагонали, а их сочетание оставляет только то, что разрешают "
+    "обе. Перекрёстное внимание скрывает лишь столбец заполнения кодировщика. В нижнем ряду два "
+    "закэшированных запроса на позициях 3 и 4 сохраняют сдвинутый треугольник (в середине), а "
+    "is_causal=True из PyTorch при той же форме выравнивает его по левому верхнему углу и скрывает "
+    "большую часть прошлого (справа).",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, causal_allowed, 0, 5, match="t_q")
 expect_raises(ValueError, causal_allowed, 5, 5, query_offset=1, match="t_k")
 expect_raises(ValueError, causal_allowed, 1, 2**40, match=f"the causal mask of shape (1, 1099511627776) would take {2**40:,} bytes")
@@ -2083,7 +2088,7 @@ class AttentionResult:
 
 
 # %% tags=["hide-input"]
-# @title _attention_inputs: the argument checks, broadcasting and empty-row policy of Exercise 3 (open to read)
+# @title _attention_inputs: проверки аргументов, трансляция форм и политика для пустых строк упражнения 3 (откройте, чтобы прочитать)
 def _attention_inputs(q, k, v, allowed, empty_row):
     """Checked q, k, v broadcast to one batch shape and dtype, allowed as a (..., T_q, T_k) bool tensor, and the empty rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -2146,7 +2151,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 3: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 3: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_attention_contract
 def check_attention_contract(attention):
     """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
@@ -2353,7 +2358,7 @@ check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attent
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_scores_and_weights (open to read)
+# @title Код рисунка следующей ячейки: plot_scores_and_weights (откройте, чтобы прочитать)
 def plot_scores_and_weights(scores, weights, language="en"):
     """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
     require_choice("language", language, LANGUAGES)
@@ -2425,9 +2430,10 @@ print(f"torch {torch.__version__.split('+')[0]} returns {torch_says} for the ful
 
 show_figure(
     plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
-    "Left, the scaled scores of the 3-token example; the cells marked −∞ are blocked by the causal mask. Right, the "
-    "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
-    "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
+    "Слева — масштабированные оценки примера из 3 токенов; клетки с −∞ закрыты каузальной маской. Справа "
+    "— веса: каждая строка — это бюджет одного запроса, равный 1 и потраченный только на разрешённые "
+    "ключи. Оценки строки 1, 0 и 0.707, становятся весами 0.330 и 0.670; в строке 2 наибольшая оценка "
+    "(1.414) забирает около половины внимания.",
 )
 
 
@@ -2442,7 +2448,7 @@ show_figure(
 # распределению.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_sentence_attention (open to read)
+# @title Код рисунка следующей ячейки: plot_sentence_attention (откройте, чтобы прочитать)
 def plot_sentence_attention(weights, tokens, temperatures, highlight, language="en"):
     """Small multiples of a sentence's attention weights: mask off and on (rows) by temperature (columns)."""
     require_choice("language", language, LANGUAGES)
@@ -2512,12 +2518,15 @@ if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtyp
 
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
-    "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
-    "cells carry more of the row's budget of 1. The orange box is the row of \"it\". Top row, no mask: \"it\" spreads its "
-    f"weight over the whole sentence, {float(it_row[False, 1.0][animal]):.2f} on \"animal\" at T = 1. Bottom row, causal "
-    f"mask: everything right of the diagonal is exactly 0, \"tired\" drops out of the row of \"it\" and \"animal\" rises "
-    f"to {float(it_row[True, 1.0][animal]):.2f}. Left to right, the temperature grows from 0.5 to 2: rows turn from "
-    "nearly one-hot into a wash.",
+    "Шесть тепловых карт одного и того же предложения: строки — слово, которое смотрит, столбцы — слово, "
+    "на которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая "
+    "рамка — строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
+    f"{float(it_row[False, 1.0][animal]):.2f}"
+    " на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее диагонали равно ровно 0, «tired» "
+    "выпадает из строки «it», а «animal» поднимается до "
+    f"{float(it_row[True, 1.0][animal]):.2f}"
+    ". Слева направо температура растёт от 0.5 до 2: строки из почти one-hot расплываются в равномерную "
+    "заливку.",
 )
 
 # %% [markdown]
@@ -2627,7 +2636,7 @@ print("Read the last column: a few epsilons is the same number computed in anoth
       f"the wrong mask is off by about {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} epsilons, a different answer.")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(2), q3, q3, match="dimensions")
 expect_raises(TypeError, scaled_dot_product_attention, q3, q3, q3, torch.ones(3, 3, dtype=torch.bool, device="meta"), match="CPU")
 expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(6, 2), q3, q3, torch.zeros(6, 3, dtype=torch.bool),
@@ -2672,7 +2681,7 @@ expect_raises(FloatingPointError, scaled_dot_product_attention, torch.full((1, 2
 # запросов на каждую ширину), с масштабированием и без него.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _saturation_by_hand, plot_saturation (open to read)
+# @title Код рисунка и ручные проверки следующей ячейки: _saturation_by_hand, plot_saturation (откройте, чтобы прочитать)
 def _saturation_by_hand(widths, n_keys, trials, seed):
     """saturation_experiment's draws, scored with the full Jacobian diag(p) − p pᵀ and elementwise dot products."""
     gen = torch.Generator().manual_seed(seed)
@@ -2726,7 +2735,7 @@ PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
 
 
 # %% tags=["hide-input"]
-# @title judge_prediction: how a prediction compares with the measurement (open to read)
+# @title judge_prediction: как прогноз сравнивается с измерением (откройте, чтобы прочитать)
 def judge_prediction(label, prediction, measured, explanation):
     """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
     if prediction is None:
@@ -2868,11 +2877,13 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
-    "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
-    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
-    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
-    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
-    "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
+    "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний "
+    "наибольший вес внимания по 16 ключам, где 1.0 означает всё внимание на одном ключе. Справа: "
+    "величина якобиана softmax ∂p/∂s — насколько сильно доли откликаются на оценки. Немасштабированные "
+    "оценки (красные) с ростом размерности головы приближаются к one-hot, и их якобиан сжимается; "
+    "масштабированные (синие) остаются ровными при любой размерности. При размерностях от 2 до 8 красная "
+    "линия выше синей, потому что там немасштабированные оценки умеренно разбросаны — при таком разбросе "
+    "softmax откликается сильнее всего, — а масштабированные почти равномерны.",
 )
 
 # %%
@@ -2884,7 +2895,7 @@ judge_prediction("Predict, then run (1)", PREDICTION_UNSCALED_512, answer_512,
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, jacobian_norm, torch.tensor(0.5), match="dimensions")
 expect_raises(ValueError, softmax_jacobian, torch.zeros(1, 2**15).expand(8, 2**15), match=f"of shape (8, 32768, 32768) would take {8 * 2**30 * 4:,} bytes")
 for outside in ([-0.5, 0.5], [1.5, 0.0]):
@@ -2912,7 +2923,7 @@ expect_raises(ValueError, saturation_experiment, (1, 2**40), n_keys=2, trials=1,
 # функция потерь доходит до выхода именно так), с масштабированием и без.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _query_gradients_by_hand, plot_query_gradients (open to read)
+# @title Код рисунка и ручные проверки следующей ячейки: _query_gradients_by_hand, plot_query_gradients (откройте, чтобы прочитать)
 def _query_gradients_by_hand(widths, n_keys, trials, seed):
     """query_gradient_experiment's draws, with ∂L/∂q from autograd instead of the closed form."""
     gen = torch.Generator().manual_seed(seed)
@@ -3036,15 +3047,18 @@ if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
 
 show_figure(
     plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
-    "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
-    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
-    f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
-    "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
-    "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
+    "Каждая линия — медианный градиент, который получает один запрос, закрашенная полоса — средние 80% "
+    "из 400 запросов, обе оси логарифмические. С масштабированием (синяя) градиент плавно растёт с "
+    "размерностью, а полоса остаётся узкой. Без масштабирования (красная) медиана обваливается после "
+    "размерности 64, а полоса расширяется на порядки: при d_k = 512 "
+    f"{almost_none[512]:.0%}"
+    " запросов получают почти ничего (softmax насыщен), а немногие, у которых две лучшие оценки близки, "
+    "получают градиенты намного больше, чем любой масштабированный запрос. Обучение без масштабирования "
+    "не везде медленное; оно непредсказуемое.",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
     expect_raises(ValueError, query_gradient_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
 expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 20:,} bytes")
@@ -3144,7 +3158,7 @@ def repeat_kv_heads(x, group):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 4: the contracts your three functions must meet (open it to read the properties)
+# @title Проверка упражнения 4: контракты, которым должны отвечать ваши три функции (откройте, чтобы прочитать свойства)
 # builder:begin inline check_split_heads_contract
 def check_split_heads_contract(split_heads):
     """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
@@ -3260,7 +3274,7 @@ check_exercise("Exercise 4", check_merge_heads_contract, merge_heads, globals())
 check_exercise("Exercise 4", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 # %% tags=["hide-input"]
-# @title The smallest shapes split_heads, merge_heads and repeat_kv_heads accept (checked; open to read)
+# @title Самые маленькие формы, которые принимают split_heads, merge_heads и repeat_kv_heads (проверено; откройте, чтобы прочитать)
 # The smallest shapes each move accepts, NaN passing through untouched (a reshape cannot create it), and one too small.
 nan_row = torch.tensor([[float("nan"), 1.0, 2.0, 3.0]])                     # (T=1, 4)
 expect("split_heads of one token into 2 heads", split_heads(nan_row, 2).shape, "==", (2, 1, 2))
@@ -3270,7 +3284,7 @@ expect("repeat_kv_heads of (H_kv, T, d) = (2, 1, 2) by 2", repeat_kv_heads(split
 expect("repeat_kv_heads by 1 changes nothing", torch.allclose(repeat_kv_heads(split_heads(nan_row, 2), 1), split_heads(nan_row, 2), equal_nan=True))
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, split_heads, torch.zeros(4), 2, match="dimensions")
 expect_raises(ValueError, repeat_kv_heads, torch.zeros(3, 4), 2, match="dimensions")
 # The repeated copy is budgeted first: (2, 3·2**40, 4, 5) float32.
@@ -3349,7 +3363,7 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 5: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_multi_head_attention_contract
 def check_multi_head_attention_contract(attention_class):
     """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
@@ -3453,7 +3467,7 @@ check_exercise("Exercise 5", check_multi_head_attention_contract, MultiHeadSelfA
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_head_sharing, plot_split_merge (open to read)
+# @title Код рисунков следующей ячейки: plot_head_sharing, plot_split_merge (откройте, чтобы прочитать)
 def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
@@ -3614,24 +3628,26 @@ print("padding: zero rows for padded queries, weights sum to 1 for real ones, re
 
 show_figure(
     plot_head_sharing(language=LANGUAGE),
-    "Blue squares are query heads, orange squares are the key/value heads they read; each line is one query head "
-    "reading one K/V head. Count the orange squares: that is what the KV cache stores per token and layer. MHA keeps "
-    "8, GQA lets each group of 4 consecutive query heads share one (2 in all), MQA shares a single one among all 8.",
+    "Синие квадраты — головы запросов, оранжевые — головы ключей и значений, которые они читают; каждая "
+    "линия — одна голова запросов, читающая одну KV-голову. Сосчитайте оранжевые квадраты: именно их "
+    "KV-кэш хранит на каждый токен и слой. MHA хранит 8, GQA позволяет каждой группе из 4 соседних голов "
+    "запросов делить одну (всего 2), MQA делит одну-единственную на все 8.",
 )
 
 
 show_figure(
     plot_split_merge(language=LANGUAGE),
-    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns it. "
-    "Wide projections make every head's queries, keys and values at once (one grid stands for each of Q, K and V); "
-    "split_heads cuts the features into H slabs of width d_head (= d_k) and stacks them as a batch of heads; each head "
-    "computes its own T × T weights (here causal: blank squares above the diagonal) and blends its own values; "
-    "merge_heads lays the outputs side by side again, head 0 first; and W_o mixes all heads into every output feature "
-    "(drawn in one faded colour), back to the model's width.",
+    "Читайте слева направо; каждый маленький квадрат — одно число, строки — токены, а цвет говорит, "
+    "какой голове число принадлежит. Широкие проекции дают запросы, ключи и значения всех голов сразу "
+    "(по одной сетке для каждой из Q, K и V); split_heads разрезает признаки на H пластов ширины d_head "
+    "(= d_k) и складывает их в пакет голов; каждая голова вычисляет свои веса T × T (здесь каузальные: "
+    "пустые квадраты над диагональю) и смешивает свои значения; merge_heads снова кладёт выходы рядом, "
+    "начиная с головы 0; а W_o смешивает все головы в каждом выходном признаке (нарисованы одним бледным "
+    "цветом), возвращая ширину модели.",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad_args in ((0, 1), (8, 0), (8, 2, 0)):
     expect_raises(ValueError, MultiHeadSelfAttention, *bad_args)
 expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 4, 2, match=f"of shape ({2 * 2**31 + 2 * 2 * 2**29}, {2**31}) would take {(2 * 2**31 + 2 * 2 * 2**29) * 2**31 * 4:,} bytes")
@@ -3791,7 +3807,7 @@ expect('(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)', (round(all_heads
 expect('(full_price, round(cached_price, 2), write_price, mistral_reach) == (0.5, 0.05, 0.625, 131072)', (full_price, round(cached_price, 2), write_price, mistral_reach), "==", (0.5, 0.05, 0.625, 131072))
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, first_crossing, lambda n: n - 10, upper=9, match="do not meet")
 expect_raises(ValueError, first_crossing, lambda n: n - 100_001, match="by n = 100,000")  # the default upper
 expect_raises(ValueError, first_crossing, lambda n: n, upper=0, match="upper")
@@ -3804,7 +3820,7 @@ for flops in (grouped_projection_flops, ffn_flops):
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_cost (open to read)
+# @title Код рисунка следующей ячейки: plot_cost (откройте, чтобы прочитать)
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
@@ -3847,9 +3863,10 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 
 show_figure(
     plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
-    "Both axes are logarithmic, so a power law is a straight line and a steeper line grows faster. The projections "
-    "(blue) have slope 1, the score-and-mix step (red) slope 2. Left of the dashed line at n = 2·d the projections "
-    "cost more; right of it the n² term dominates and pulls away, four times the work for every doubling of the context.",
+    "Обе оси логарифмические, поэтому степенной закон — прямая, и чем круче прямая, тем быстрее рост. У "
+    "проекций (синие) наклон 1, у шага оценок и смешивания (красный) — наклон 2. Левее пунктирной линии "
+    "n = 2·d дороже проекции; правее неё член n² преобладает и уходит вперёд: вчетверо больше работы на "
+    "каждое удвоение контекста.",
 )
 
 
@@ -3915,7 +3932,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 6: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_layer_norm_contract
 def check_layer_norm_contract(layer_norm):
     """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
@@ -4077,7 +4094,7 @@ print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}
       f"{sum(p.numel() for p in block.parameters()):,} parameters")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [3.0, 3.0], [5.0, 7.0]]), eps=0.0, match="constant token")
 expect_raises(ValueError, layer_norm, torch.tensor(1.0), match="dimensions")
 expect_raises(ValueError, FeedForward, 0, 8, match="d_model")
@@ -4095,7 +4112,7 @@ expect_raises(ValueError, FeedForward, 2**31, 2**31, match=f"of shape (2, {2**31
 # модель ($d = 1024$, $d_{ff} = 4096$, 16 голов), у которой параметров на слой в четыре раза больше.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_decoder_block (open to read)
+# @title Код рисунка следующей ячейки: plot_decoder_block (откройте, чтобы прочитать)
 def plot_decoder_block(language="en"):
     """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
     require_choice("language", language, LANGUAGES)
@@ -4165,10 +4182,10 @@ expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == b
 
 show_figure(
     plot_decoder_block(language=LANGUAGE),
-    "Read from bottom to top. The input is normalised, passed through attention (where tokens exchange information) "
-    "and added back to itself at the first ⊕; the result is normalised again, passed through the feed-forward network "
-    "(each token on its own) and added back at the second ⊕. The green residual paths carry the input around each "
-    "sublayer unchanged, so each sublayer only learns a correction.",
+    "Читайте снизу вверх. Вход нормализуется, проходит через внимание (где токены обмениваются "
+    "информацией) и прибавляется к самому себе в первом ⊕; результат снова нормализуется, проходит через "
+    "сеть прямого распространения (каждый токен отдельно) и прибавляется во втором ⊕. Зелёные остаточные "
+    "пути проносят вход мимо каждого подслоя без изменений, так что каждый подслой учит только поправку.",
 )
 
 # %% [markdown]
@@ -4219,7 +4236,7 @@ expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), on
 # сдвигаются на $3.2 / 5 = 0.64$.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_leakage (open to read)
+# @title Код рисунка следующей ячейки: plot_leakage (откройте, чтобы прочитать)
 def plot_leakage(shifts, language="en"):
     """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
     require_choice("language", language, LANGUAGES)
@@ -4310,9 +4327,10 @@ for shift in probe_shift["no mask"][:4].tolist():
 
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
-    "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
-    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
-    "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
+    "Каждая пара столбцов — одна позиция; высота показывает, насколько сдвинулся выход этой позиции, "
+    "когда изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие) "
+    "ровно нулевые, отмечено 0: оттуда будущее не видно. Без маски (красные) каждая позиция сдвигается "
+    "на одни и те же 0.64. На последней позиции сдвигаются обе, как и должно быть.",
 )
 
 # %% [markdown]
@@ -4438,7 +4456,7 @@ class TinyLM(nn.Module):
 
 
 # %% tags=["hide-input"]
-# @title TinyLM's defaults, its smallest size, and the wiring of its forward pass (checked; open to read)
+# @title Значения TinyLM по умолчанию, её наименьший размер и устройство её прямого прохода (проверено; откройте, чтобы прочитать)
 default_lm = TinyLM()
 expect("TinyLM() is 6 token ids, width 24, 4 heads, an FFN of 48, a context of 32, with attention",
        (default_lm.vocab_size, default_lm.token_embedding.embedding_dim, default_lm.block.attention.n_heads, default_lm.block.ffn.up.out_features,
@@ -4501,7 +4519,7 @@ expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of sh
 # функция потерь опустилась ниже 0.05, она там и остаётся.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _adamw_by_hand, plot_ablation, plot_copy_attention (open to read)
+# @title Код рисунков и ручные проверки следующей ячейки: _adamw_by_hand, plot_ablation, plot_copy_attention (откройте, чтобы прочитать)
 def _adamw_by_hand(theta, gradients, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
     """One weight through AdamW (Loshchilov & Hutter; PyTorch's defaults), in plain floats: decay, moments, bias correction."""
     m = v = 0.0
@@ -4722,12 +4740,24 @@ if continuation_accuracy != 1.0:
 
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
-    f"Training loss on the scored positions, per step, on a log scale. Every run starts at the dotted line, ln "
-    f"{recipe['vocab_size']}, the price of guessing. The full model (blue) falls by orders of magnitude: it has learnt to "
-    f"look back {segment_length - 1} places. The same model with its attention switched off (red, crosses) sees one token at "
-    f"a time and stays on the dotted line: on unseen sequences it scores {ablated_loss:.2f} nats and {ablated_accuracy:.0%} "
-    f"accuracy against {full_loss:.3f} nats and {full_accuracy:.1%} with attention. The grey dashed run keeps the learning "
-    f"rate constant and jumps back up at steps {', '.join(map(str, jumps))}; the blue run lowers it to 0 and does not.",
+    "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск "
+    "начинается на пунктирной линии ln "
+    f"{recipe['vocab_size']}"
+    " — цене угадывания. Полная модель (синяя) падает на порядки: она научилась смотреть на "
+    f"{segment_length - 1}"
+    " позиций назад. Та же модель с выключенным вниманием (красная, крестики) видит по одному токену и "
+    "остаётся на пунктирной линии: на новых последовательностях она набирает "
+    f"{ablated_loss:.2f}"
+    " ната и точность "
+    f"{ablated_accuracy:.0%}"
+    " против "
+    f"{full_loss:.3f}"
+    " ната и "
+    f"{full_accuracy:.1%}"
+    " с вниманием. Серый штриховой запуск держит скорость обучения постоянной и подскакивает вверх на "
+    "шагах "
+    f"{', '.join(map(str, jumps))}"
+    "; синий снижает её до 0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
@@ -4746,13 +4776,22 @@ print(f"the same model on a repeat shifted by one place: accuracy {shifted_accur
 expect("shifted by one place, the positional copy falls to chance", shifted_accuracy, "<", REFERENCE.value("tiny_lm.ablated_accuracy_ceiling"))
 show_figure(
     plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
-    f"Where the trained model looks, on an unseen segment and the copy it wrote. Rows are queries, columns keys, each "
-    f"labelled with its position and, in brackets, its token; dark cells carry the weight, and the upper triangle is empty because of the "
-    f"causal mask. From position {segment_length - 1} on, the dark diagonal sits {segment_length - 1} columns left of the main one: the "
-    f"query at position p reads the key at p − {segment_length - 1}, which in this task always holds the next token to write. It "
-    f"finds that key by position, not by content: a query whose token occurs twice in the segment still reads p − "
-    f"{segment_length - 1}, and shifting the repeat by one place drops the copy to {shifted_accuracy:.0%}. The first "
-    f"{segment_length - 1} rows are never scored, so training does not shape where they look.",
+    "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки — запросы, столбцы "
+    "— ключи, каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний "
+    "треугольник пуст из-за каузальной маски. Начиная с позиции "
+    f"{segment_length - 1}"
+    ", тёмная диагональ лежит на "
+    f"{segment_length - 1}"
+    " столбцов левее главной: запрос на позиции p читает ключ на p − "
+    f"{segment_length - 1}"
+    ", где в этой задаче всегда лежит следующий токен для записи. Этот ключ он находит по позиции, а не "
+    "по содержимому: запрос, чей токен дважды встречается в отрезке, всё равно читает p − "
+    f"{segment_length - 1}"
+    ", а сдвиг повтора на одну позицию роняет копирование до "
+    f"{shifted_accuracy:.0%}"
+    ". Первые "
+    f"{segment_length - 1}"
+    " строк никогда не оцениваются, поэтому обучение не определяет, куда они смотрят.",
 )
 
 # %% [markdown]
@@ -4778,7 +4817,7 @@ judge_prediction("Predict, then run (2)", PREDICTION_NO_POSITIONS, answer_no_pos
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
-# @title AdamW against the update written out by hand; copy_task_batch on its smallest input (checked; open to read)
+# @title AdamW против обновления, выписанного вручную; copy_task_batch на наименьшем входе (проверено; откройте, чтобы прочитать)
 # Three steps with the defaults (betas 0.9, 0.999, eps 1e-8, weight decay 0.01) and a large lr so that the decay shows,
 # against the formulas by hand: one weight gets gradients near eps, where eps shows, and one none at all (decay only).
 ours_w = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
@@ -4806,7 +4845,7 @@ expect("copy_task_batch writes each segment twice, targets the inputs shifted by
 expect("copy_task_batch draws every id from 0 to vocab_size - 1", sorted(sequences.unique().tolist()), "==", [0, 1, 2, 3, 4])
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad in ({"betas": (-0.1, 0.999)}, {"eps": 0.0}, {"betas": (0.9, 0.999, 0.5)}):
     expect_raises(ValueError, AdamW, [ours_w], lr=0.1, **bad)
 for bad in ({"segment_length": 0, "vocab_size": 2}, {"segment_length": 1, "vocab_size": 1}):
@@ -4889,7 +4928,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 7: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_token_distribution_contract
 def check_token_distribution_contract(token_distribution):
     """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
@@ -4989,7 +5028,7 @@ check_exercise("Exercise 7", check_token_distribution_contract, token_distributi
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_policies (open to read)
+# @title Код рисунка следующей ячейки: plot_policies (откройте, чтобы прочитать)
 def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
@@ -5063,9 +5102,10 @@ expect("sampling must follow the distribution and never pick a filtered token", 
 
 show_figure(
     plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
-    "Each group of bars is one token, each colour one decoding policy. Temperature 2 (orange) moves probability from "
-    "token 0 to the others but removes nothing. Top-k = 2 (green) and top-p = 0.9 (purple) set some tokens to exactly "
-    "zero and give their probability to the survivors; top-p keeps token 2 because it is the one that crosses 0.9.",
+    "Каждая группа столбцов — один токен, каждый цвет — одна политика декодирования. Температура 2 "
+    "(оранжевые) переносит вероятность с токена 0 на остальные, но ничего не убирает. Top-k = 2 "
+    "(зелёные) и top-p = 0.9 (фиолетовые) обнуляют некоторые токены и отдают их вероятность выжившим; "
+    "top-p сохраняет токен 2, потому что именно на нём сумма переходит 0.9.",
 )
 
 
@@ -5099,7 +5139,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 8: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_greedy_trace_contract
 def check_greedy_trace_contract(greedy_trace):
     """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
@@ -5199,7 +5239,7 @@ for label, _bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
     print(f"{label}:\n  {expect_raises((TypeError, ValueError), _bad_call)}")
 
 # %% tags=["hide-input"]
-# @title Every public function on inputs it must refuse (checked; open to read)
+# @title Каждая открытая функция на входах, которые она обязана отвергнуть (проверено; откройте, чтобы прочитать)
 torch.manual_seed(SEED)
 small_mha = MultiHeadSelfAttention(8, 2)
 NEGATIVE_TESTS = [

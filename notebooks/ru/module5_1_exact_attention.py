@@ -114,7 +114,7 @@ gc.freeze()  # the objects imported so far (torch's are many) are never garbage:
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 5: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -311,7 +311,7 @@ REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
-# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -670,7 +670,7 @@ print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
 
 # %% tags=["hide-input"]
-# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# @title Подготовка 5 из 5: судьи. За каждым упражнением ниже идёт один вызов, запускающий его контрактную проверку.
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
@@ -1592,7 +1592,7 @@ def check_tiled_attention_contract(tiled_attention):
 print("8 contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1880,7 +1880,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # builder:end sha256=d06eefabe05e73850bafc0d0bbf62c4a88e1426ec5bc4855f212c753d4a6f044
 
 # %% tags=["hide-input"]
-# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
     """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
@@ -2139,10 +2139,11 @@ REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (token
 # %%
 show_figure(
     draw_taxonomy(language=LANGUAGE),
-    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against "
-    "it, and the dashed boxes under it are the designs this module builds. Blue reads fewer tokens, green replaces "
-    "the growing cache by a fixed-size state, orange keeps every token but in fewer bytes. The purple box is where "
-    "two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+    "Читайте сверху вниз. Красный блок — проблема, которую создают оба счёта; каждый столбец — одна "
+    "стратегия против неё, а пунктирные блоки под ним — конструкции, которые строит этот модуль. Синяя "
+    "стратегия читает меньше токенов, зелёная заменяет растущий кэш состоянием фиксированного размера, "
+    "оранжевая хранит каждый токен, но в меньшем числе байтов. Фиолетовый блок — место, где встречаются "
+    "две стратегии: гибриды ставят несколько слоёв внимания или окна среди слоёв пространства состояний.",
 )
 
 
@@ -2203,14 +2204,14 @@ expect("one layer, one KV head, one number of one byte: a key and a value cost 2
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
 expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_two_bills (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_two_bills (только matplotlib; читать необязательно)
 def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
     gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
@@ -2238,9 +2239,10 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
 # %%
 show_figure(
     plot_two_bills(bills, language=LANGUAGE),
-    "Left: query-key pairs per head per layer on a log axis, one bar per context length; each step right multiplies "
-    "the bar by 256, then by 64. Right: the KV cache of one conversation in GB on a linear axis, with one 80 GB GPU "
-    "dashed. The 1M-token bar crosses the line before any weight is loaded.",
+    "Слева: пары запрос–ключ на голову и слой на логарифмической оси, по столбцу на длину контекста; "
+    "каждый шаг вправо умножает столбец на 256, затем на 64. Справа: KV-кэш одного диалога в ГБ на "
+    "линейной оси, пунктиром — один GPU на 80 ГБ. Столбец для 1M токенов пересекает линию раньше, чем "
+    "загружен хоть один вес.",
 )
 REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
 REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
@@ -2258,10 +2260,11 @@ report_section("The two bills", globals())
 # %%
 show_figure(
     draw_kv_trip(per_token, L8B, language=LANGUAGE),
-    "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
-    "slot of the cache (orange); its query goes right, is scored against all n keys, and the softmax weights mix "
-    "all n values into token n's output. The blue slots are read, never recomputed: that is the compute the cache "
-    "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
+    "Проследите один шаг декодирования от оранжевого блока наверху. Ключ и значение токена n "
+    "записываются в последнюю ячейку кэша (оранжевая); его запрос идёт вправо, сравнивается со всеми n "
+    "ключами, и веса softmax смешивают все n значений в выход токена n. Синие ячейки читаются, но "
+    "никогда не пересчитываются: это вычисления, которые экономит кэш, и память, которой он стоит, в "
+    "каждом слое, пока длится диалог.",
 )
 
 
@@ -2334,7 +2337,7 @@ expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
 expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
@@ -2343,7 +2346,7 @@ expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of floa
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_masks (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_masks (только matplotlib; читать необязательно)
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
     fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
@@ -2365,9 +2368,10 @@ show_figure(
         (localized(LANGUAGE, "window w = 8", "окно w = 8"), mask_window),
         (localized(LANGUAGE, "window 8 + 2 sinks", "окно 8 + 2 стока"), mask_sinks),
     ], language=LANGUAGE),
-    "Each panel is a 24 x 24 mask: rows are queries, columns are keys, dark cells are allowed. Causal is a solid "
-    "lower triangle; the window keeps a diagonal band eight cells wide; sinks add the first two columns back to "
-    "every row below them. No panel has a dark cell above the diagonal.",
+    "Каждая панель — маска 24 x 24: строки — запросы, столбцы — ключи, тёмные клетки разрешены. "
+    "Каузальная маска — сплошной нижний треугольник; окно оставляет диагональную полосу шириной в восемь "
+    "клеток; стоки возвращают первые два столбца каждой строке ниже них. Ни на одной панели нет тёмной "
+    "клетки над диагональю.",
 )
 report_section("Masks", globals())
 
@@ -2565,7 +2569,7 @@ expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (
 expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
 expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
 expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
@@ -2579,7 +2583,7 @@ expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_sink_share (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_sink_share (только matplotlib; читать необязательно)
 def plot_sink_share(n_keys, logits, language="en"):
     """The sink's share of a row against its logit, for n_keys keys that all score 0."""
     n_keys = require_int("n_keys", n_keys, minimum=1)
@@ -2602,10 +2606,10 @@ def plot_sink_share(n_keys, logits, language="en"):
 # %%
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
-    "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
-    "grows (x-axis). Orange dots mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
-    "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
-    "abstains.",
+    "Кривая — доля вероятности, которую сток забирает из строки из 128 ключей, у которых все оценки "
+    "равны 0, по мере роста его логита (ось x). Оранжевые точки отмечают логиты 0, 2 и 5. Пунктирная "
+    "линия на ln 128 — место, где сток весит столько же, сколько все токены вместе: половина массы. "
+    "Левее неё сток — небольшая утечка; правее голова в основном воздерживается.",
 )
 report_section("Sink attention and empty rows", globals())
 
@@ -2680,7 +2684,7 @@ expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(group
 expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
@@ -2690,7 +2694,7 @@ expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_head_mapping (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_head_mapping (только matplotlib; читать необязательно)
 def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     """Which KV head each query head reads, with repeat (correct) and tile (wrong)."""
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=64)  # a figure, not a model: 64 dots fit a row
@@ -2721,9 +2725,10 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
 # %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
-    "Top row: 8 query heads, coloured by the group they belong to; bottom row: 2 KV heads. Each line says which KV "
-    "head a query head reads. Left (repeat) every line stays inside its colour: heads 0-3 read KV head 0. Right "
-    "(tile) lines cross between groups, so half the query heads read the other group's keys and values.",
+    "Верхний ряд: 8 голов запросов, окрашенных по своей группе; нижний ряд: 2 KV-головы. Каждая линия "
+    "показывает, какую KV-голову читает голова запросов. Слева (repeat) каждая линия остаётся внутри "
+    "своего цвета: головы 0-3 читают KV-голову 0. Справа (tile, повтор тайлами) линии пересекают границы "
+    "групп, так что половина голов запросов читает ключи и значения чужой группы.",
 )
 
 
@@ -2823,7 +2828,7 @@ else:
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
@@ -2946,7 +2951,7 @@ expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_
 expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
@@ -2985,12 +2990,12 @@ REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-1
 expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_bytes_per_token (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_bytes_per_token (только matplotlib; читать необязательно)
 def plot_bytes_per_token(rows, title, language="en"):
     """Horizontal bars of cache bytes per token (log axis), one per design, labelled in KiB."""
     if not isinstance(title, str):
@@ -3033,10 +3038,11 @@ card_rows = [
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
-    "Each bar is the KV cache one extra token costs across all layers, on a log axis where each gridline is ten "
-    "times the last; the colour says which model a bar belongs to. Bars of one colour (gpt-oss-120b, DeepSeek-V3) show what its design choice saved: "
-    "sharing KV heads (MHA to GQA to MQA), windowing half the layers, or caching a latent. The two DeepSeek-V3 "
-    "twins differ only by the counting convention.",
+    "Каждый столбец — KV-кэш, которого стоит один лишний токен во всех слоях, на логарифмической оси, "
+    "где каждая линия сетки вдесятеро больше предыдущей; цвет показывает, к какой модели относится "
+    "столбец. Столбцы одного цвета (gpt-oss-120b, DeepSeek-V3) показывают, что сэкономил выбор "
+    "конструкции: общие KV-головы (от MHA к GQA и MQA), окно в половине слоёв или кэширование латентного "
+    "вектора. Два близнеца DeepSeek-V3 различаются только соглашением о подсчёте.",
 )
 expect("growing_hybrid == 36 * KIB", growing_hybrid, "==", 36 * KIB)
 print("KV-cache calculator: every frozen Module 5 number reproduced")
@@ -3111,7 +3117,7 @@ check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, 
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_online_softmax (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_online_softmax (только matplotlib; читать необязательно)
 def plot_online_softmax(trace, exact, language="en"):
     """The running estimate u / l after each tile, against the exact softmax average; rescaled tiles marked."""
     exact = require_real("exact", exact)
@@ -3154,15 +3160,15 @@ expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "The x-axis counts tiles of 4 logits read so far; the blue line is the running output u / l, the dashed line the "
-    "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
-    "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
-    "exactly, not approximately.",
+    "Ось x считает прочитанные тайлы по 4 логита; синяя линия — текущий выход u / l, пунктирная — "
+    "среднее по softmax всех 48 логитов. Оранжевые квадраты отмечают тайлы, чей максимум превзошёл все "
+    "прежние логиты, — там старые суммы умножались на alpha. Вначале линия может сильно двигаться, но её "
+    "последняя точка ложится на пунктирную линию точно, а не приблизительно.",
 )
 report_section("Online softmax", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
 expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
 
@@ -3321,7 +3327,7 @@ expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt))
 expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the two tile kernels: the default tile, scores spanning thousands, the overflow guard at its boundary
+# @title Крайние случаи двух ядер по тайлам: тайл по умолчанию, оценки в тысячи, защита от переполнения на её границе
 for kernel in (tiled_attention_plain, causal_tiled_attention):
     expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
     expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
@@ -3457,7 +3463,7 @@ for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("w
     expect("error < 1e-12", error, "<", 1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of tiled_attention: window and sink arguments, empty rows and tiles, float16, overflowing biases
+# @title Крайние случаи tiled_attention: аргументы окна и стока, пустые строки и тайлы, float16, переполняющиеся смещения
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max(), "<", 1e-12)
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max(), "<", 1e-12)
 
@@ -3491,7 +3497,7 @@ Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308],
 expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
 
 # %% [markdown]
@@ -3515,7 +3521,7 @@ print(f"decode with local positions vs correct: max |difference| {np.abs(local_p
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 
 # %% tags=["hide-input"]
-# @title Edge cases of the cached-prefix stream: tiles of 1, rows with nothing to read, skipped tiles never read, the memory bound
+# @title Крайние случаи потока с закэшированным префиксом: тайлы из 1, строки, которым нечего читать, пропущенные тайлы, которые никогда не читаются, граница памяти
 expect("tiled_attention's default tile is the tau = 128 of the text", tiled_attention.__kwdefaults__["tile_size"], "==", 128)
 expect("window=1 with tiles of 1: each query reads only its own key, so the output is V", np.abs(tiled_attention(Qp, Kp, Vp, tile_size=1, causal=True, window=1) - Vp).max(), "<", 1e-12)
 expect("tiles of 1 with an additive mask equal dense", np.abs(tiled_attention(Qp, Kp, Vp, make_mask(9, 3), tile_size=1) - sdpa(Qp, Kp, Vp, make_mask(9, 3))).max(), "<", 1e-12)
@@ -3549,7 +3555,7 @@ expect("tiled_attention's peak memory < its output + 16 tiles of 16 x 16", strea
 report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
@@ -3562,7 +3568,7 @@ expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, 
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_block_kinds (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_block_kinds (только matplotlib; читать необязательно)
 def plot_block_kinds(panels, language="en"):
     """One grid per (title, kinds): which blocks tiled attention skips, masks, or computes whole."""
     from matplotlib.colors import ListedColormap
@@ -3606,14 +3612,15 @@ REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum(
 show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
-    "Each square is one block of the score matrix (128 x 128 when n = 2048): rows are query blocks, columns key blocks. "
-    "Grey blocks are never computed, yellow ones straddle the mask boundary and are masked inside, blue ones are "
-    "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
+    "Каждый квадрат — один блок матрицы оценок (128 x 128 при n = 2048): строки — блоки запросов, "
+    "столбцы — блоки ключей. Серые блоки никогда не вычисляются, жёлтые пересекают границу маски и "
+    "маскируются внутри, синие вычисляются вовсе без маски. Каузальное внимание пропускает почти "
+    "половину блоков; окно пропускает все, кроме полосы.",
 )
 report_section("Tiled attention", globals())
 
 # %% tags=["hide-input"]
-# @title By-hand checks of block_kinds: partial blocks, tiles of 1, one query row, a tensor input
+# @title Ручные проверки block_kinds: частичные блоки, тайлы из 1, одна строка запросов, тензор на входе
 # By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
 # [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
 expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
@@ -3622,7 +3629,7 @@ expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5)
 expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
@@ -3708,7 +3715,7 @@ expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_memory_vs_length (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_memory_vs_length (только matplotlib; читать необязательно)
 def plot_memory_vs_length(lengths, memory, language="en"):
     """Measured peak memory of dense and tiled attention against sequence length, with the n x n matrix for scale."""
     n = np.array(lengths, dtype=float)
@@ -3730,15 +3737,16 @@ def plot_memory_vs_length(lengths, memory, language="en"):
 # %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
-    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red) has slope 2: its peak "
-    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green) is the "
-    "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
-    "The gap between red and green widens with every doubling.",
+    "Обе оси логарифмические, поэтому наклон линии — степень n. У плотного внимания (красное) наклон 2: "
+    "его пик учетверяется при удвоении n и лежит на высоте нескольких матриц n x n из float64 (пунктир). "
+    "Внимание по тайлам (зелёное) — это выход, растущий как n, плюс буферы тайлов фиксированного "
+    "размера, поэтому его наклон не больше 1 и при малых n ещё положе. Разрыв между красным и зелёным "
+    "растёт с каждым удвоением.",
 )
 report_section("Memory and speed of tiled attention", globals())
 
 # %% tags=["hide-input"]
-# @title The two measuring tools on answers known in advance: a 1 MiB buffer, and a programmed clock (no wall time decides these)
+# @title Два измерительных инструмента на заранее известных ответах: буфер в 1 МиБ и программируемые часы (здесь ничего не решает настенное время)
 expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
 _clock_ticks = iter([0.0, 0.020, 1.0, 1.001, 2.0, 2.001])  # the first run takes 20 ms, the next two 1 ms each
 _clocked_best = types.FunctionType(best_seconds.__code__, {**globals(), "time": types.SimpleNamespace(perf_counter=lambda: next(_clock_ticks))})
@@ -3814,7 +3822,7 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # для каждого нового поколения GPU, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_hbm_accesses (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_hbm_accesses (только matplotlib; читать необязательно)
 def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
@@ -3858,7 +3866,7 @@ check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 
 check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
 
 # %% tags=["hide-input"]
-# @title The HBM counts by hand on a tiny problem, and their argument check
+# @title Подсчёт обращений к HBM вручную на крошечной задаче и проверка его аргументов
 # n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
 expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
 expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
@@ -3871,12 +3879,13 @@ expect("every count, standard and FlashAttention, at every n drawn, stays at or 
        min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red is "
-    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue is "
-    "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
-    "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
-    "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
-    "SRAM cuts it further.",
+    "Обе оси логарифмические: каждый шаг вправо удваивает n, каждая линия сетки вверх умножает счёт на "
+    "10. Красное — стандартное внимание, где преобладают n² оценок, которые оно пишет в HBM и дважды "
+    "читает обратно; синее — FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из "
+    "статьи: в 2.3 раза меньше при n = 8,192 для d = 128 на H100. Пунктирная серая линия — нижняя "
+    "граница: прочитать входы и записать выход по одному разу; ни одна линия не опускается ниже неё. Обе "
+    "линии внимания изгибаются к наклону 2: тайлы уменьшают константу, и уменьшить её дальше может "
+    "только большая SRAM.",
 )
 
 # %% [markdown]
@@ -3951,7 +3960,7 @@ if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
 print("The memory hierarchy and the backend timings: PASS")
 
 # %% tags=["hide-input"]
-# @title The backend timing on the smallest input, the causal products on a small one, and the inputs it refuses
+# @title Замер бэкенда на наименьшем входе, каузальные произведения на небольшом и входы, которые он отвергает
 Q5, K5, V5 = (np.random.default_rng(5).standard_normal((5, 3)) for _ in range(3))
 reads = np.arange(5)[None, :] < np.minimum((np.arange(5) // 2 + 1) * 2, 5)[:, None]  # query i's block of 2 reads keys up to its end
 expect_close("the causal products in blocks of 2 equal (Q K^T restricted to each block's keys) V", _causal_block_products(Q5, K5, V5, 2), ((Q5 @ K5.T) * reads) @ V5)
@@ -4066,7 +4075,7 @@ expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_poo
 print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
 expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
 expect_raises(ValueError, small_pool.slot, "E", -1, match="position")

@@ -38,7 +38,7 @@
 # решении.
 
 # %% tags=["hide-input"]
-# @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
+# @title Подготовка 1 из 5: установить только недостающие пакеты из разрешённого списка и сообщить версии.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -129,7 +129,7 @@ gc.freeze()  # the objects imported so far (torch's are many) are never garbage:
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 5: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -316,7 +316,7 @@ REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
-# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -675,7 +675,7 @@ print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
 
 # %% tags=["hide-input"]
-# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# @title Подготовка 5 из 5: судьи. За каждым упражнением ниже идёт один вызов, запускающий его контрактную проверку.
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
@@ -1288,7 +1288,7 @@ def check_selective_step_contract(selective_step):
 print("4 contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1434,7 +1434,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # builder:end sha256=664420dd5d13edc9578767b1fc2a4e0cb38922279fbf73bcadca99aeb4402930
 
 # %% tags=["hide-input"]
-# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
     """A blank figure of width x height inches whose data units are inches, (0, 0) at the bottom left."""
@@ -1761,7 +1761,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # нечего читать, всё равно нужно куда-то пристроить свою массу.
 
 # %% tags=["hide-input"]
-# @title What Module 5.1 built: the functions and numbers this part reuses (Module 5.1 derives each one; run it, reading it is optional)
+# @title Что построил модуль 5.1: функции и числа, которые использует эта часть (модуль 5.1 выводит каждое из них; запустите, читать необязательно)
 def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value=2):
     """KV-cache bytes one token costs: a key and a value per KV head, per layer."""
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
@@ -1929,7 +1929,7 @@ print("reused from Module 5.1:", ", ".join(name for name in ['kv_bytes_per_token
 
 
 # %% tags=["hide-input"]
-# @title One guard this part's functions share: refuse a product that could pass float64's range, before computing it
+# @title Одна общая защита функций этой части: отвергнуть произведение, которое может выйти за диапазон float64, до его вычисления
 def require_product_in_range(what, factors, fix):
     """Raise FloatingPointError when the product of the factors' largest magnitudes could pass float64's largest number."""
     with np.errstate(divide="ignore"):  # an all-zero factor bounds the product by 0: log 0 = -inf is the right answer
@@ -2036,7 +2036,7 @@ print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 
 # %% tags=["hide-input"]
-# @title Edge cases of section 9: boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+# @title Крайние случаи раздела 9: булевы и неверные маски, ноль слоёв, предел размера, неверные окна (запустите; читать необязательно)
 expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
 for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
     expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
@@ -2055,11 +2055,12 @@ relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand examp
 expect("the relay figure's third-layer field equals the receptive field computed above", np.array_equal(relay_fields[3], field))
 show_figure(
     draw_window_relay(np.isfinite(make_mask(8, 3)), relay_fields, language=LANGUAGE),
-    "Left: one layer's window for 8 tokens with w = 3, a row per query i and a column per key j; a tick is a score "
-    "that is computed. No row holds more than 3 ticks, so 21 scores replace the causal triangle's 36. Right: the "
-    "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
-    "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
-    "Token 0 (red) is out of reach until a fourth layer.",
+    "Слева: окно одного слоя для 8 токенов при w = 3, строка на каждый запрос i и столбец на каждый ключ "
+    "j; галочка — вычисляемая оценка. Ни в одной строке нет больше 3 галочек, так что 21 оценка заменяет "
+    "36 оценок каузального треугольника. Справа: то же окно в трёх слоях друг над другом. Закрашенные "
+    "кружки — токены, которые ещё могут дойти до выхода токена 7 на каждом уровне, а тёмный путь — самая "
+    "длинная эстафета: 7 читает 5, который прочитал 3, который прочитал 1, на две позиции назад за слой. "
+    "Токен 0 (красный) недосягаем до четвёртого слоя.",
 )
 
 
@@ -2107,7 +2108,7 @@ expect("scores of +-1000 decode to the masked softmax, with no overflow (if not:
 report_section("Sliding window, reach and rolling buffer", globals())
 
 # %% tags=["hide-input"]
-# @title Edge cases of the rolling buffer: mismatched shapes, a zero window, a window longer than the stream
+# @title Крайние случаи кольцевого буфера: несовпадающие формы, нулевое окно, окно длиннее потока
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
 endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
@@ -2116,10 +2117,11 @@ expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot b
 # %%
 show_figure(
     draw_rolling_buffer(largest, 10, language=LANGUAGE),
-    "Top: the token stream. The blue bar is the window once token 10 (orange) has arrived; token 6 (red, dashed) "
-    "has just left it. Bottom: the same 4-slot buffer before and after. Token 10 goes to slot 10 mod 4 = 2, which "
-    "held token 6, so no other slot moves. The slots end up out of time order (8, 9, 10, 7), which a softmax does "
-    "not mind, and the memory stays at 4 slots however long the stream runs.",
+    "Вверху: поток токенов. Синяя полоса — окно после прихода токена 10 (оранжевый); токен 6 (красный, "
+    "пунктир) только что его покинул. Внизу: тот же буфер на 4 ячейки до и после. Токен 10 идёт в ячейку "
+    "10 mod 4 = 2, где лежал токен 6, так что другие ячейки не двигаются. Ячейки оказываются не по "
+    "порядку времени (8, 9, 10, 7), что softmax не мешает, а память остаётся 4 ячейки, сколько бы ни "
+    "длился поток.",
 )
 
 
@@ -2195,13 +2197,14 @@ expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))
 show_figure(
     plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
         "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
-    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
-    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
-    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
+    "Четыре маски 16 x 16, строки — запросы, столбцы — ключи, тёмные там, где вычисляется оценка; в "
+    "каждом заголовке дан счёт. Полное каузальное внимание — сплошной треугольник; окно — диагональная "
+    "полоса; глобальный токен заполняет первый столбец (все читают токен 0); строчный шаблон добавляет "
+    "пунктирные диагонали через каждые 4 столбца.",
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of the sparse patterns: global tokens out of range, stride 1, bad strides and windows
+# @title Крайние случаи разреженных шаблонов: глобальные токены вне диапазона, шаг 1, неверные шаги и окна
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 expect_raises(ValueError, strided_allowed, 0, 4, match="n")
@@ -2214,11 +2217,12 @@ expect("the last token, 15, may be global: it reads all 16 keys", int(global_loc
 # %%
 show_figure(
     draw_global_tokens(global_local_allowed(16, 4), (0,), language=LANGUAGE),
-    "Tokens 0 to 15 sit on a line, and each arc is one pair that gets a score (a token also reads itself, not "
-    "drawn). Blue arcs below are the window of 4: each token reads its three predecessors. Orange arcs above join "
-    "the global token 0 to every later token, so any token reads the first one in one hop. In this causal form "
-    "token 0 reads only itself and acts as a hub, as a sink does; in an encoder such as Longformer it also reads "
-    "everyone, so any two tokens are at most two hops apart.",
+    "Токены от 0 до 15 стоят на прямой, и каждая дуга — одна пара, получающая оценку (токен читает и "
+    "себя, это не нарисовано). Синие дуги внизу — окно из 4: каждый токен читает трёх предшественников. "
+    "Оранжевые дуги вверху соединяют глобальный токен 0 с каждым следующим токеном, так что любой токен "
+    "читает первый за один переход. В этой каузальной форме токен 0 читает только себя и работает как "
+    "узел, как и сток; в кодировщике вроде Longformer он ещё и читает всех, так что любые два токена "
+    "находятся не дальше двух переходов друг от друга.",
 )
 
 # %%
@@ -2286,7 +2290,7 @@ check_stated("the confident head's output change", shortlists[3.0]["output_error
 report_section("Sparse patterns and the shortlist", globals())
 
 # %% tags=["hide-input"]
-# @title Edge cases of the shortlist: bad arguments, the size limit, an overflowing query, the seeded results number for number
+# @title Крайние случаи короткого списка: неверные аргументы, предел размера, переполняющийся запрос, воспроизводимые результаты число в число
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -2416,7 +2420,7 @@ print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(f
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
 # %% tags=["hide-input"]
-# @title Edge cases of linear attention: mismatched shapes, the feature map at a few points
+# @title Крайние случаи линейного внимания: несовпадающие формы, карта признаков в нескольких точках
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
 contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
@@ -2426,7 +2430,7 @@ expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one
 
 
 # %% tags=["hide-input"]
-# @title Figure: linear attention's two running sums (the drawing code)
+# @title Рисунок: две текущие суммы линейного внимания (код рисования)
 def _draw_running_sums(keys, values, query, S, z, language="en"):
     """Tokens pour phi(k) v^T into S and phi(k) into z; a query reads both once. Numbers from the by-hand example."""
     from functools import partial
@@ -2457,10 +2461,11 @@ def _draw_running_sums(keys, values, query, S, z, language="en"):
 
 show_figure(
     _draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
-    "Left, the three tokens of the by-hand example, each with its key features and its value. Every token pours two "
-    "things into the state and then leaves: its outer product into S (upper arrows) and its key features into z "
-    "(lower arrows). Right, the third query reads S and z once: 62 / 15 = 4.133, the same number as the n x n form. "
-    "Nothing on the right depends on how many tokens came before; that is the whole saving.",
+    "Слева — три токена примера, посчитанного вручную, каждый со своими признаками ключа и своим "
+    "значением. Каждый токен вливает в состояние две вещи и уходит: своё внешнее произведение в S "
+    "(верхние стрелки) и признаки своего ключа в z (нижние стрелки). Справа третий запрос один раз "
+    "читает S и z: 62 / 15 = 4.133 — то же число, что и в форме n x n. Ничто справа не зависит от того, "
+    "сколько токенов было раньше; в этом и вся экономия.",
 )
 
 # %%
@@ -2476,7 +2481,7 @@ expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 
 # %% tags=["hide-input"]
-# @title Figure: softmax against linear attention weights (the plotting code; run it, reading it is optional)
+# @title Рисунок: веса softmax против весов линейного внимания (код рисования; запустите, читать необязательно)
 def plot_softmax_vs_linear(soft, lin, language="en"):
     """Two heatmaps of causal attention weights on the same queries and keys: softmax and linear."""
     soft, lin = require_array("soft", soft, ndim=2), require_array("lin", lin, ndim=2)
@@ -2499,10 +2504,11 @@ def plot_softmax_vs_linear(soft, lin, language="en"):
 
 show_figure(
     plot_softmax_vs_linear(soft10, lin10, language=LANGUAGE),
-    "Both heatmaps use the same 10 queries and keys; rows are queries, columns keys, darker is more weight (0 to 1), "
-    "as the colour bar shows, and every row sums to 1 inside its causal triangle. Softmax (left) concentrates each late row on a favourite "
-    "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
-    "five rows, averaged: the bluntness is the price of a fixed-size state.",
+    "Обе тепловые карты используют одни и те же 10 запросов и ключей; строки — запросы, столбцы — ключи, "
+    "темнее — больше веса (от 0 до 1), как показывает цветовая шкала, и каждая строка внутри своего "
+    "каузального треугольника в сумме даёт 1. Softmax (слева) сосредотачивает каждую позднюю строку на "
+    "любимом ключе; линейное внимание (справа) тонко размазывает те же строки. Заголовки дают наибольший "
+    "вес последних пяти строк, усреднённый: эта размытость — цена состояния фиксированного размера.",
 )
 
 # %%
@@ -2583,7 +2589,7 @@ expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0
 expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the fixed SSM: other write and read factors, a kernel of length 1, an unstable decay
+# @title Крайние случаи фиксированной SSM: другие множители записи и чтения, ядро длины 1, неустойчивое затухание
 contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
                [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
 contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
@@ -2594,7 +2600,7 @@ expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstab
 
 
 # %% tags=["hide-input"]
-# @title Figure: an SSM's two roads, the loop and the convolution (the drawing code)
+# @title Рисунок: две дороги SSM — цикл и свёртка (код рисования)
 def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
     """Top: the loop h_t = Ā h_(t-1) + B̄ x_t, one step after another. Bottom: the same outputs as one convolution."""
     from functools import partial
@@ -2621,15 +2627,16 @@ def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
 
 show_figure(
     _draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
-    "Two roads to the same four outputs of the tea example. Top, the loop: each input is added to the state, and the "
-    "state is multiplied by Ā = 0.5 on its way to the next step, so the steps must run one after another, but only one "
-    "number is kept. Bottom, the convolution: the kernel 1, 0.5, 0.25, 0.125 says how much an input counts k steps "
-    "later, and all outputs come out of one multiply-and-add pass. Both end at 2.125; only a fixed Ā allows the bottom road.",
+    "Две дороги к тем же четырём выходам примера с чаем. Вверху — цикл: каждый вход прибавляется к "
+    "состоянию, а состояние по пути к следующему шагу умножается на Ā = 0.5, так что шаги должны идти "
+    "один за другим, зато хранится лишь одно число. Внизу — свёртка: ядро 1, 0.5, 0.25, 0.125 говорит, "
+    "сколько вход весит через k шагов, и все выходы получаются за один проход умножений и сложений. Обе "
+    "дороги приходят к 2.125; нижняя возможна только при фиксированном Ā.",
 )
 
 
 # %% tags=["hide-input"]
-# @title Figure: how fast a fixed SSM forgets (the plotting code)
+# @title Рисунок: как быстро забывает фиксированная SSM (код рисования)
 def plot_ssm_kernels(decays, steps, language="en"):
     """The kernel C Ā^k B̄ (B̄ = C = 1) against the age k of an input, one curve per keep factor Ā."""
     kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
@@ -2649,10 +2656,10 @@ def plot_ssm_kernels(decays, steps, language="en"):
 
 show_figure(
     plot_ssm_kernels((0.5, 0.9, 0.99), 151, language=LANGUAGE),
-    "The x-axis is how many steps ago an input arrived, the y-axis how much it still counts in today's output. "
-    "With Ā = 0.5 (dotted) an input is forgotten within a few steps; with 0.9 (dashed) within a few dozen; with 0.99 "
-    "(solid) it still counts about a fifth after 150 steps. A real layer has thousands of channels with different Ā, so it "
-    "remembers at many time scales at once.",
+    "Ось x — сколько шагов назад пришёл вход, ось y — сколько он ещё весит в сегодняшнем выходе. При Ā = "
+    "0.5 (пунктир из точек) вход забывается за несколько шагов; при 0.9 (штрихи) — за несколько "
+    "десятков; при 0.99 (сплошная) он и через 150 шагов весит около пятой части. В настоящем слое тысячи "
+    "каналов с разными Ā, поэтому он помнит сразу на многих масштабах времени.",
 )
 
 # %%
@@ -2740,7 +2747,7 @@ REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the selective SSM: step sizes and decay rates that are refused, one discretisation by hand
+# @title Крайние случаи селективной SSM: отвергаемые размеры шага и скорости затухания, одна дискретизация вручную
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
 expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
@@ -2753,7 +2760,7 @@ expect_raises(TypeError, softplus, None, match="x")
 
 
 # %% tags=["hide-input"]
-# @title Figure: the selective SSM's Δ path (the drawing code)
+# @title Рисунок: путь Δ в селективной SSM (код рисования)
 def _draw_delta_path(marker, delta, keep, write, language="en"):
     """From what the model sees about a token to its step size, its keep and write factors, and the state update."""
     from functools import partial
@@ -2777,15 +2784,16 @@ def _draw_delta_path(marker, delta, keep, write, language="en"):
 
 show_figure(
     _draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
-    "The path one token's step size takes, with the marked 7 of the recall task: the marker u_t = 1 becomes "
-    "10 · 1 − 5 = 5, softplus keeps it positive (Δ_t = 5.007), and the zero-order hold turns it into this token's keep "
-    "factor e^(Δ_t A) = 0.0067 and write factor 0.9933, which enter the usual update. An ordinary token (u_t = 0) takes "
-    "the same path to Δ_t = 0.0067, a keep factor of 0.9933 and a write factor of 0.0067.",
+    "Путь, который проходит размер шага одного токена, с помеченной 7 из задачи на запоминание: маркер "
+    "u_t = 1 становится 10 · 1 − 5 = 5, softplus сохраняет его положительным (Δ_t = 5.007), а фиксация "
+    "нулевого порядка превращает его в множитель сохранения этого токена e^(Δ_t A) = 0.0067 и множитель "
+    "записи 0.9933, которые входят в обычное обновление. Обычный токен (u_t = 0) проходит тот же путь к "
+    "Δ_t = 0.0067, множителю сохранения 0.9933 и множителю записи 0.0067.",
 )
 
 
 # %% tags=["hide-input"]
-# @title Figure: remembering one marked token (the plotting code)
+# @title Рисунок: как запомнить один помеченный токен (код рисования)
 def plot_selective_recall(values, selective, fixed, language="en"):
     """Inputs as bars; the selective state and fixed-step states as lines, position by position."""
     values, selective = require_array("values", values, ndim=1), require_array("selective", selective, ndim=1)
@@ -2813,11 +2821,12 @@ show_figure(
         best_delta: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), best_delta)),
         5.0: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), 5.0)),
     }, language=LANGUAGE),
-    "Grey bars are the inputs, with the marked 7 at position 2. The solid line with circles (selective) jumps to about "
-    "7 at the marked token and barely moves afterwards, because every later token has a tiny step. The dashed line with "
-    "squares is the best single fixed step: it can only write a small part of each input, so the 7 lifts it a little "
-    "and it ends low. The dotted line with triangles is a large fixed step: it copies whatever came last, so the 7 is "
-    "gone one step later.",
+    "Серые столбцы — входы, помеченная 7 стоит на позиции 2. Сплошная линия с кружками (селективная) "
+    "прыгает примерно до 7 на помеченном токене и потом почти не движется, потому что у каждого "
+    "следующего токена крошечный шаг. Штриховая линия с квадратами — лучший единый фиксированный шаг: он "
+    "может записать лишь малую часть каждого входа, так что 7 поднимает её немного, и она заканчивается "
+    "низко. Пунктирная линия с треугольниками — большой фиксированный шаг: он копирует то, что пришло "
+    "последним, так что 7 исчезает шагом позже.",
 )
 
 
@@ -2881,7 +2890,7 @@ print(f"1,024 steps: {rounds_1024} rounds")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the scan: mismatched lengths, states past float64 refused, large decaying inputs accepted
+# @title Крайние случаи сканирования: несовпадающие длины, отвергаемые состояния за пределами float64, допустимые большие затухающие входы
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
@@ -2904,10 +2913,11 @@ expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.
 expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
-    "Each column is one time step, each box a step (λ, μ) that means h becomes λ·h + μ. One row down is one round: "
-    "every box merges with the box shift places to its left (blue diagonal), and a box with nothing that far left "
-    "passes straight down. After log2(4) = 2 rounds the b parts of the bottom row are every state of the loop: "
-    "1, 0.5, 0.25, 2.125. The merges in one row are independent, so a GPU does each row at once.",
+    "Каждый столбец — один шаг времени, каждый блок — шаг (λ, μ), означающий, что h становится λ·h + μ. "
+    "Одна строка вниз — один раунд: каждый блок сливается с блоком на shift позиций левее (синяя "
+    "диагональ), а блок, у которого так далеко слева ничего нет, проходит прямо вниз. После log2(4) = 2 "
+    "раундов части b нижней строки — это все состояния цикла: 1, 0.5, 0.25, 2.125. Слияния в одной "
+    "строке независимы, поэтому GPU выполняет каждую строку сразу.",
 )
 
 
@@ -2973,7 +2983,7 @@ check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
+# @title Крайние случаи гибридного кэша: невозможные числа слоёв, контекст строкой, стеки из одного числа вручную
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
@@ -3000,13 +3010,18 @@ layer_stacks = [
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
-    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers keep a KV "
-    "cache that grows with every token, yellow ones at most a window, blue ones a fixed state "
-    f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
-    "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
-    f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "
-    f"config, cuts {layer_stacks[0][2] / GB:.2f} GB to {layer_stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
-    "full layers, so only half of its layers grow.",
+    "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои "
+    "хранят KV-кэш, растущий с каждым токеном, жёлтые — не больше окна, синие — состояние фиксированного "
+    "размера ("
+    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f}"
+    " КиБ здесь) при любой длине. Подпись под каждым названием — кэш стека при 128k токенов: если "
+    "оставить 4 из 32 слоёв вниманием, на позициях "
+    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}"
+    ", как в конфигурации Jamba-v0.1, это сокращает "
+    f"{layer_stacks[0][2] / GB:.2f}"
+    " ГБ до "
+    f"{layer_stacks[1][2] / GB:.2f}"
+    " ГБ; gpt-oss-120b чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
 )
 
 # %% [markdown]
@@ -3148,7 +3163,7 @@ print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope 
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
 # %% tags=["hide-input"]
-# @title Edge cases of latent attention: wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
+# @title Крайние случаи латентного внимания: неверные формы, закрытые строки, маска-тензор, отсутствие маски, оценки в тысячи
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 first_row_blocked = decode_mask.copy()
@@ -3169,14 +3184,23 @@ mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_r
 expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
-    f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
-    f"with one shared {mla_widths['rope']}-number RoPE key: {mla_widths['latent'] + mla_widths['rope']} numbers per "
-    "token and layer. The dashed box is what plain multi-head attention would "
-    f"cache and absorbed MLA never builds: {v2_convention // (61 * 2):,} numbers per token and layer, counted as DeepSeek-V2's "
-    "Table 1 does (128 heads, d_h = 128 for both keys and values, 2 x 128 x 128; with the real 192-wide keys it is 40,960). Bottom row: how a query reads the cache. W_uk is folded into the query, "
-    "which is scored against every cached c (its RoPE part against the RoPE key); the weights mix the same c's, "
-    "and W_uv W_o turns the mix into the output. All heads read one shared cache: decoding is multi-query attention "
-    f"over {mla_widths['latent'] + mla_widths['rope']}-wide latents.",
+    "Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из "
+    f"{mla_widths['latent']}"
+    " чисел, кэшируемый вместе с одним общим RoPE-ключом из "
+    f"{mla_widths['rope']}"
+    " чисел: "
+    f"{mla_widths['latent'] + mla_widths['rope']}"
+    " чисел на токен и слой. Пунктирный блок — то, что кэшировало бы обычное многоголовое внимание и "
+    "чего MLA с поглощением никогда не строит: "
+    f"{v2_convention // (61 * 2):,}"
+    " чисел на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для "
+    "ключей, и для значений, 2 x 128 x 128; с настоящими ключами ширины 192 это 40,960). Нижний ряд: как "
+    "запрос читает кэш. W_uk вкладывается в запрос, который сравнивается с каждым закэшированным c (его "
+    "RoPE-часть — с RoPE-ключом); веса смешивают те же c, а W_uv W_o превращает смесь в выход. Все "
+    "головы читают один общий кэш: декодирование — это внимание с одним запросом на все головы "
+    "(multi-query) по латентным векторам ширины "
+    f"{mla_widths['latent'] + mla_widths['rope']}"
+    ".",
 )
 
 
@@ -3212,7 +3236,7 @@ print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effe
 
 
 # %% tags=["hide-input"]
-# @title Figure: RoPE on the latent (the plotting code)
+# @title Рисунок: RoPE на латентном векторе (код рисования)
 def plot_rope_obstruction(distances, effective, language="en"):
     """Entries of the absorbed query W^T R(j - i)^T q against the query-key distance: no single fixed vector."""
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
@@ -3235,11 +3259,12 @@ def plot_rope_obstruction(distances, effective, language="en"):
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each solid line is one entry of the absorbed query W^T R(j - i)^T q, which would have to be fixed for the "
-    "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
-    "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
-    "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
-    "while position travels in a separate 64-number key.",
+    "Каждая сплошная линия — одна компонента поглощённого запроса W^T R(j - i)^T q, которая должна быть "
+    "постоянной, чтобы трюк с поглощением работал; ось x — поворот между позициями запроса и ключа. "
+    "Компоненты колеблются при сдвиге ключа, так что повёрнутому латентному вектору нужен был бы новый "
+    "поглощённый запрос для каждого закэшированного токена. Штриховая линия того же цвета — та же "
+    "компонента, когда латентный вектор не поворачивается, как в MLA: ровная, один вектор для каждого "
+    "ключа, а позиция едет в отдельном ключе из 64 чисел.",
 )
 
 # %%
@@ -3309,7 +3334,7 @@ REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
 # %% tags=["hide-input"]
-# @title Edge cases of quantize and dequantize: bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
+# @title Крайние случаи quantize и dequantize: отвергаемые разрядности, оси и масштабы, нулевой токен, 16-битные коды
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
@@ -3332,7 +3357,7 @@ expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bit
 
 
 # %% tags=["hide-input"]
-# @title Figure: the quantized cache's write and read (the drawing code)
+# @title Рисунок: запись и чтение квантованного кэша (код рисования)
 def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
     """Write: a vector becomes integer codes and one scale. Read: codes times the scale give the numbers back."""
     from functools import partial
@@ -3359,10 +3384,12 @@ def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
 
 show_figure(
     _draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
-    "Top, the write: the by-hand key shares one scale γ, its largest magnitude divided by the top 4-bit code, 0.7 / 7 = "
-    "0.1, and is stored as the codes 7, −3, 2, 0 (4 bits each) plus γ (16 bits). Bottom, the read: every query that "
-    "attends multiplies the codes by γ again and gets 0.7, −0.3, 0.2 and 0 back; the 0.04 was smaller than half a "
-    "step, so it is gone. Which numbers share a γ (a token's vector, or a channel over tokens) is the whole of section 14's question.",
+    "Вверху — запись: ключ из ручного примера делит один масштаб γ, равный его наибольшему модулю, "
+    "делённому на верхний 4-битный код, 0.7 / 7 = 0.1, и хранится как коды 7, −3, 2, 0 (по 4 бита) плюс "
+    "γ (16 бит). Внизу — чтение: каждый запрос, который обращает на него внимание, снова умножает коды "
+    "на γ и получает обратно 0.7, −0.3, 0.2 и 0; значение 0.04 было меньше половины шага, поэтому оно "
+    "пропало. Какие числа делят одну γ (вектор токена или канал по токенам) — в этом и весь вопрос "
+    "раздела 14.",
 )
 
 # %%
@@ -3411,7 +3438,7 @@ two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
 print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the quantization experiment: the seeded errors number for number, arguments that are refused, one token
+# @title Крайние случаи эксперимента с квантованием: воспроизводимые ошибки число в число, отвергаемые аргументы, один токен
 # The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
 # per token) moves them in the third significant digit or more, far beyond rounding noise.
 recorded_errors = {
@@ -3438,7 +3465,7 @@ expect("one token, one channel, shrunk outliers, seed 0: no error at all", quant
 
 
 # %% tags=["hide-input"]
-# @title Figure: where the scales go (the plotting code)
+# @title Рисунок: куда идут масштабы (код рисования)
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
     bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
@@ -3467,12 +3494,13 @@ def plot_quantization_errors(bits, errors, language="en"):
 
 show_figure(
     plot_quantization_errors(BITS, errors, language=LANGUAGE),
-    "Each group of bars is one bit width; the height is how much the attention output moved, relative to its size, "
-    "on a log axis (each gridline ten times the last). Plain grey bars: ordinary random keys, one scale per token. "
-    "Hatched orange bars: keys with four large channels, still one scale per token, so the small channels are crushed. "
-    "Dotted blue bars: the same keys with one "
-    "scale per channel (KIVI-style: KIVI's axis, without its token groups or full-precision recent window), which removes "
-    "most of that damage at every bit width shown.",
+    "Каждая группа столбцов — одна разрядность; высота показывает, насколько сдвинулся выход внимания "
+    "относительно своей величины, на логарифмической оси (каждая линия сетки вдесятеро больше "
+    "предыдущей). Простые серые столбцы: обычные случайные ключи, один масштаб на токен. Оранжевые со "
+    "штриховкой: ключи с четырьмя большими каналами, по-прежнему один масштаб на токен, так что малые "
+    "каналы раздавлены. Синие с точками: те же ключи с одним масштабом на канал (в стиле KIVI: ось KIVI "
+    "без её групп токенов и окна последних токенов в полной точности), что снимает большую часть этого "
+    "ущерба при каждой показанной разрядности.",
 )
 
 # %%
@@ -3535,7 +3563,7 @@ print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selectiv
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
 # %% tags=["hide-input"]
-# @title Edge cases of Exercises 5 and 6: bit widths, step sizes and decay rates that are refused, a state past float64
+# @title Крайние случаи упражнений 5 и 6: отвергаемые разрядности, размеры шага и скорости затухания, состояние за пределами float64
 for bad_bits in (1, 17):
     expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
 expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
@@ -3606,7 +3634,7 @@ check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 *
 
 
 # %% tags=["hide-input"]
-# @title Figure: what each design keeps as the context grows (the plotting code)
+# @title Рисунок: что хранит каждая конструкция по мере роста контекста (код рисования)
 def plot_memory_vs_context(language="en"):
     """Cache of one conversation against context length for every design, both axes logarithmic."""
     contexts = np.unique(np.geomspace(1024, 2**20, 41).astype(int))
@@ -3644,11 +3672,12 @@ def plot_memory_vs_context(language="en"):
 
 show_figure(
     plot_memory_vs_context(language=LANGUAGE),
-    "Both axes are logarithmic; the dashed line is one 80 GB GPU. Lines that rise with the same slope grow in "
-    "proportion to the context and keep every token: compression (fewer heads, a latent, 4 bits, a mostly-SSM hybrid) "
-    "only shifts them down. The thick blue GQA line runs under the dashed green window line up to 4,096 tokens, where "
-    "the window bends flat; the short-dashed 4-bit line runs just under the latent line. The state-space stack is "
-    "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
+    "Обе оси логарифмические; пунктирная линия — один GPU на 80 ГБ. Линии, растущие с одним наклоном, "
+    "растут пропорционально контексту и хранят каждый токен: сжатие (меньше голов, латентный вектор, 4 "
+    "бита, гибрид в основном из SSM) лишь сдвигает их вниз. Толстая синяя линия GQA идёт под зелёной "
+    "штриховой линией окна до 4,096 токенов, где окно выходит на горизонталь; линия 4 бит с короткими "
+    "штрихами идёт чуть ниже латентной линии. Стек пространства состояний горизонтален с самого начала: "
+    "горизонтальные линии делают миллион токенов доступным, и именно они забывают.",
 )
 
 # %%
@@ -3830,7 +3859,7 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 
 
 # %% tags=["hide-input"]
-# @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
+# @title Рисунок: кэш на токен контекста — конструкции сквозного примера и современные модели (код рисования)
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6), gridspec_kw={"width_ratios": [1, 1.35]})
@@ -3856,15 +3885,16 @@ def plot_per_token_bars(running, designs, language="en"):
 
 show_figure(
     plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
-    "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
-    "end is its value. Left, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
-    "for 8 heads at 4 bits, 16 with a single KV head. Right, today's models computed from the DESIGNS table; hatched "
-    "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
-    "could not size are not drawn.",
+    "Длина столбца — кэш, которого стоит ещё один токен контекста, в КиБ при 16 битах на число; число у "
+    "конца каждого столбца — его значение. Слева сквозной пример: 512 КиБ при 32 KV-головах, 128 при 8, "
+    "36 для латентного вектора 512 + 64, 33 для 8 голов по 4 бита, 16 при единственной KV-голове. Справа "
+    "современные модели, посчитанные по таблице DESIGNS; столбцы со штриховкой отчасти опираются на "
+    "заявленные, а не проверенные числа (их источники указаны в таблице), а модели, размер которых "
+    "таблица оценить не смогла, не нарисованы.",
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
+# @title Крайние случаи layered_cache_bytes: нулевой контекст, отрицательные или нулевые размеры, доли числа на токен
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
 expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
@@ -3895,7 +3925,7 @@ if not np.array_equal(as_function, np.isfinite(mask_sinks)):
 print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the mask function: float positions, shapes that do not broadcast, bad windows and sinks
+# @title Крайние случаи функции маски: дробные позиции, формы, которые не транслируются, неверные окна и стоки
 expect_raises(TypeError, sliding_window_with_sinks, np.arange(4)[:, None], np.arange(4.0)[None, :], match="integers")  # one float grid is enough
 expect_raises(ValueError, sliding_window_with_sinks, np.arange(4), np.arange(3), match="broadcast")
 expect_raises(ValueError, sliding_window_with_sinks, 3, 1, window=0, match="window")
