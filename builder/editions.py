@@ -224,7 +224,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     source; ``build`` lists them and ``check`` reports each one (a warning, or an error when strict).
     """
     from .translation import catalog as po
-    from .translation import glossary
+    from .translation import glossary, messages
     from .translation.render import render_notebook
     from .translation.units import units
 
@@ -241,6 +241,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
                         for f in drift]
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
+    messages.add_table(parsed, messages.table(message_catalog(course, edition.language), messages.units(course.root)))
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
@@ -250,6 +251,30 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root)
+
+
+def message_catalog(course: Course, language: str):
+    """The checks' message catalog of ``language``; a malformed one is a MalformedFile naming its line."""
+    from .translation import catalog as po
+    from .translation import messages
+
+    try:
+        return messages.load(language, course.root)
+    except po.CatalogError as exc:
+        raise files.MalformedFile(str(exc)) from None
+
+
+def message_findings(course: Course) -> list[Finding]:
+    """The drift of each language's message catalog from the checks' messages (once for the course, not per notebook)."""
+    from .translation import catalog as po
+    from .translation import messages
+
+    found, drift = messages.units(course.root), []
+    for language in course.languages:
+        shown = f"translations/{language}/{messages.CATALOG}"
+        drift += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
+                  for f in po.findings(message_catalog(course, language), found, shown, language)]
+    return drift
 
 
 def fallback_notes(results: list[Editions]) -> list[str]:

@@ -15,6 +15,7 @@ from . import (
     gqa,
     kv_cache,
     masking,
+    messages,
     decoding,
     heads,
     norms,
@@ -29,6 +30,7 @@ from . import (
 
 # Order matters only for error messages; each module lists its inlinable names in __all__.
 MODULES = (
+    messages,
     environment,
     validation,
     violations,

@@ -15,7 +15,7 @@ EXERCISE_TAG = "exercise"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _EXERCISE = re.compile(r"^#\s*(Exercise \d+):")
 _LETTER = re.compile(r"[^\W\d_]")
-NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
+NOT_PROSE = re.compile(r"\{[^{}\n]*\}|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]*>", re.DOTALL)
 REGION_MARK = "builder:begin"
 _REGION = re.compile(r"<!--\s*builder:begin.*?builder:end[^>]*-->", re.DOTALL)
 
@@ -53,7 +53,8 @@ class CodeText:
 
 FIGURE_CALL = "show_figure"
 PRINT_CALL = "print"
-READER_CALLS = (FIGURE_CALL,)  # the calls whose text arguments are units: PRINT_CALL joins once the lesson's prints are translated
+SECTION_CALL = "report_section"
+READER_CALLS = (FIGURE_CALL, PRINT_CALL, SECTION_CALL)  # the calls whose text arguments are units
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 TITLE = "# @title "
 
@@ -158,8 +159,8 @@ def code_texts(source: str) -> list[CodeText]:
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id in READER_CALLS and n.lineno not in inlined]
     for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
-        if call.func.id == PRINT_CALL:
-            name, arguments = "", {"printed": call.args[0]} if len(call.args) == 1 else {}
+        if call.func.id in (PRINT_CALL, SECTION_CALL):
+            name, arguments = "", {"printed": call.args[0]} if call.args and (len(call.args) == 1 or call.func.id == SECTION_CALL) else {}
         else:
             figure = call.args[0] if call.args else None
             name = ast.unparse(figure.func) if isinstance(figure, ast.Call) else (ast.unparse(figure) if figure else "?")
