@@ -137,7 +137,7 @@ if __name__ == "__main__":  # measure without asserting
         print(report(shares(found)))
         if "-v" in sys.argv:
             for category, texts in found.items():
-                print(f"== {category}\n" + "\n".join(texts)[:3000])
+                print(f"== {category}\n" + "\n".join(texts))
 
 
 def _figure_cell(caption: str) -> str:

@@ -54,7 +54,14 @@ class CodeText:
 FIGURE_CALL = "show_figure"
 PRINT_CALL = "print"
 SECTION_CALL = "report_section"
-READER_CALLS = (FIGURE_CALL, PRINT_CALL, SECTION_CALL)  # the calls whose text arguments are units
+# The calls whose string arguments a reader sees, and which ones (position, keyword); print only with one argument.
+READER_ARGUMENTS = {
+    FIGURE_CALL: (("caption", 1), ("alt", 2)),
+    PRINT_CALL: (("printed", 0),),
+    SECTION_CALL: (("printed", 0),),
+    "judge_prediction": (("printed", 0), ("printed", 3)),
+}
+READER_CALLS = tuple(READER_ARGUMENTS)
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 TITLE = "# @title "
 
@@ -136,7 +143,10 @@ _KINDS = {"title": "cell title", "printed": "printed"}
 
 
 def code_texts(source: str) -> list[CodeText]:
-    """The reader's text in one code cell, in order: its ``# @title``, then each ``show_figure`` call's caption and alt."""
+    """The reader's text in one code cell, in order: its ``# @title``, then the string arguments of ``READER_ARGUMENTS``' calls.
+
+    Calls inside generated regions are left out: their text is the builder's (``MESSAGES`` translates it).
+    """
     found = []
     if source.startswith(TITLE) and source.split("\n")[0][len(TITLE):].strip():
         first = source.split("\n")[0]
@@ -159,14 +169,14 @@ def code_texts(source: str) -> list[CodeText]:
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id in READER_CALLS and n.lineno not in inlined]
     for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
-        if call.func.id in (PRINT_CALL, SECTION_CALL):
-            name, arguments = "", {"printed": call.args[0]} if call.args and (len(call.args) == 1 or call.func.id == SECTION_CALL) else {}
-        else:
-            figure = call.args[0] if call.args else None
-            name = ast.unparse(figure.func) if isinstance(figure, ast.Call) else (ast.unparse(figure) if figure else "?")
-            arguments = dict(zip(("figure", "caption", "alt"), call.args)) | {k.arg: k.value for k in call.keywords}
-        for kind in ("caption", "alt", "printed"):
-            node = arguments.get(kind)
+        if call.func.id == PRINT_CALL and len(call.args) != 1:
+            continue  # print(a, b): its pieces are no sentence
+        figure = call.args[0] if call.func.id == FIGURE_CALL and call.args else None
+        name = (ast.unparse(figure.func) if isinstance(figure, ast.Call) else ast.unparse(figure)) if figure else ""
+        name = name or ("?" if call.func.id == FIGURE_CALL else "")
+        keywords = {k.arg: k.value for k in call.keywords}
+        chosen = [(kind, call.args[at] if at < len(call.args) else keywords.get(kind)) for kind, at in READER_ARGUMENTS[call.func.id]]
+        for kind, node in chosen:
             text = _string_text(node) if node is not None else None
             if text is not None and _WORDS.search(re.sub(r"\{[^{}]*\}", " ", text[0])):
                 start = _char_offset(source, starts, node.lineno, node.col_offset)

@@ -3374,7 +3374,7 @@ import contextlib
 import io
 
 with contextlib.redirect_stdout(io.StringIO()) as printed:  # the three verdicts, judged here instead of shown
-    verdicts = [judge_prediction("a test", given, "c", "why") for given in (" C", "a", None)]
+    verdicts = [judge_prediction("проверочный пример", given, "c", "почему") for given in (" C", "a", None)]
 expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts, printed.getvalue().count("\n")), "==", ([True, False, None], 3))
 
 # %%
@@ -3535,9 +3535,12 @@ show_figure(
 # %%
 top_512 = by_key[512, False]["max_weight"]
 answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
-judge_prediction("Predict, then run (1)", PREDICTION_UNSCALED_512, answer_512,
-                 f"unscaled, the best of 16 keys takes {top_512:.0%} of a query's attention at d_k = 512 (scaled: "
-                 f"{by_key[512, True]['max_weight']:.0%}); the raw scores spread by about √512 ≈ 23, so one key wins outright.")
+judge_prediction("Предскажите, затем запустите (1)", PREDICTION_UNSCALED_512, answer_512,
+                 "без масштабирования лучший из 16 ключей забирает "
+                 f"{top_512:.0%}"
+                 " внимания запроса при d_k = 512 (с масштабированием: "
+                 f"{by_key[512, True]['max_weight']:.0%}"
+                 "); исходные оценки разбросаны примерно на √512 ≈ 23, так что один ключ побеждает безоговорочно.")
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
 # %% tags=["hide-input"]
@@ -5598,10 +5601,17 @@ no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)
 with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
-judge_prediction("Predict, then run (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
-                 f"without positions the loss ends at {no_position_loss:.2f} nats and the accuracy at {no_position_accuracy:.0%} "
-                 f"(with positions {full_loss:.3f} and {full_accuracy:.0%}): every key looks the same to a query except for its "
-                 f"token, so 'the key 5 places back' cannot be found, and the causal mask alone gives only a weak hint of order.")
+judge_prediction("Предскажите, затем запустите (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
+                 "без позиций потери заканчиваются на "
+                 f"{no_position_loss:.2f}"
+                 " ната, а точность — на "
+                 f"{no_position_accuracy:.0%}"
+                 " (с позициями "
+                 f"{full_loss:.3f}"
+                 " и "
+                 f"{full_accuracy:.0%}"
+                 "): для запроса каждый ключ выглядит одинаково, кроме своего токена, так что «ключ на 5 позиций "
+                 "назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на порядок.")
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
