@@ -182,3 +182,74 @@ def test_a_caption_translation_keeps_exactly_the_english_fstring_fields():
                 "Потери {loss:.3f} после {steps} шагов."):  # a field changed
         kept, [written, _] = translate_code(source, [bad, None])
         assert not written and kept == source, bad
+
+
+def test_the_message_table_is_written_as_data_and_keeps_the_english_fields():
+    import ast
+
+    import polib
+
+    from builder.translation import messages
+    from builder.translation.units import Unit
+
+    found = [Unit("pass", "{label}: PASS, every contract property of {name} holds", 0),
+             Unit("none", "none", 0), Unit("positions: 1", "positions start at 0, so row 0 is (0, 1, 0, 1, ...)", 0)]
+    catalog = polib.POFile()
+    for unit, text in zip(found, ("{label}: ПРОЙДЕНО ({nam})", '"); import os; ("', "позиции начинаются с 0, строка 0 — (0, 1, 0, 1, ...)")):
+        catalog.append(polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr=text))
+    table = messages.table(catalog, found)
+    assert "pass" not in table, "a translation with other fields keeps the English"
+    line = messages.table_line(table)
+    tree = ast.parse(line)
+    assert len(tree.body) == 1 and not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert ast.literal_eval(tree.body[0].value.args[0]) == {"none": '"); import os; ("', found[2].text: "позиции начинаются с 0, строка 0 — (0, 1, 0, 1, ...)"}
+
+
+def _russian_checks():
+    """A namespace holding the exercise machinery under the committed Russian message table."""
+    import copy
+
+    from builder.contracts import exercises, messages, violations
+    from builder.translation import messages as catalog
+
+    saved = copy.deepcopy(messages.MESSAGES)
+    messages.MESSAGES.update(catalog.table(catalog.load("ru"), catalog.units()))
+    return saved, messages, exercises, violations
+
+
+def test_a_russian_reader_sees_russian_labels_and_violations_and_show_reference_takes_both_labels(capsys):
+    saved, messages, exercises, violations = _russian_checks()
+    try:
+        namespace = {"REFERENCE_SOURCES": {"Exercise 3": "def f():\n    return 3\n"}}
+        exercises.show_reference("Упражнение 3", namespace)
+        exercises.show_reference("Exercise 3", namespace)
+        assert capsys.readouterr().out.count("def f():") == 2
+        shown = violations.ContractViolation("position 0 is (0, 1, 0, 1, ...)", "x", "0.0", "1.0", "positions start at 0, so row 0 is (0, 1, 0, 1, ...)")
+        lines = shown._render_traceback_()
+        assert lines[0] == "ContractViolation: свойство контракта «позиция 0 — это (0, 1, 0, 1, ...)» не выполнено", lines
+        assert lines[-1].startswith("  обычная причина: позиции начинаются с 0"), lines
+        assert len({line.index(line.split(":", 1)[1].strip()) for line in lines[1:]}) == 1, "the values line up"
+        exercises.exercise_summary({"EXERCISE_OUTCOMES": {"Exercise 1": "passed", "Exercise 2": "not attempted"}})
+        out = capsys.readouterr().out
+        assert "Упражнения, пройденные вашим собственным кодом: Упражнение 1" in out and "Exercise" not in out, out
+    finally:
+        messages.MESSAGES.clear()
+        messages.MESSAGES.update(saved)
+
+
+def test_the_last_cell_names_the_reference_values_left_waiting_instead_of_claiming_all_were_used(capsys):
+    from builder.contracts.exercises import report_references
+    from builder.contracts.reference import Reference
+
+    reference = Reference({"a": 1, "b": {"c": 2, "d": 3}}, "references/toy.json")
+    reference.value("a")
+    namespace = {"REFERENCE": reference, "REFERENCE_SOURCE": "references/toy.json", "EXERCISES_WAITING": {"f": "Exercise 2"}}
+    assert report_references(namespace) == 1
+    out = capsys.readouterr().out
+    assert out == "1 of 3 reference values of references/toy.json were used or checked; the other 2 wait with the cells that wait for Exercise 2\n"
+    assert "All" not in out
+    namespace["EXERCISES_WAITING"] = {}
+    with pytest.raises(AssertionError, match="2 value"):  # nothing waits: an unchecked value fails loudly, as before
+        report_references(namespace)
+    reference.value("b.c"), reference.value("b.d")
+    assert report_references(namespace) == 3 and capsys.readouterr().out == "All 3 reference values of references/toy.json were used or checked by a cell.\n"
