@@ -9,6 +9,7 @@ differ from the English keeps the English.
 """
 
 import ast
+import functools
 import re
 import string
 from pathlib import Path
@@ -36,11 +37,19 @@ def units(root: Path = ROOT) -> list[Unit]:
     for path in sorted((root / "builder" / "contracts").glob("*.py")):
         if path.stem in _NOT_CHECKS:
             continue
-        for text in contract_texts(path.read_text(encoding="utf-8")):
+        stat, count = path.stat(), 0
+        for text in _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size):
             if text not in seen:
                 seen.add(text)
-                found.append(Unit(f"{path.stem}: {len([u for u in found if u.context.startswith(path.stem + ':')]) + 1}", text, 0))
+                count += 1
+                found.append(Unit(f"{path.stem}: {count}", text, 0))
     return found
+
+
+@functools.cache
+def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """``contract_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
+    return tuple(contract_texts(Path(path).read_text(encoding="utf-8")))
 
 
 def contract_texts(source: str) -> list[str]:
