@@ -227,7 +227,7 @@ def python_literal(text: str) -> str:
     return written
 
 
-def translated_code(text: CodeText, translation: str, indent: str, width: int = 100) -> str | None:
+def translated_code(text: CodeText, translation: str, indent: str, width: int = 110) -> str | None:
     """What replaces ``text``'s span in its cell: the translation as data, or None when it cannot stand there safely.
 
     A title is one comment line (white space, line breaks included, becomes one space). A caption
@@ -242,13 +242,7 @@ def translated_code(text: CodeText, translation: str, indent: str, width: int = 
         pieces = re.split(pattern, translation)
         if sorted(pieces[1::2]) != sorted(text.fields) or any(c in p for p in pieces[::2] for c in "{}"):
             return None
-    written = []
-    for i, piece in enumerate(pieces):
-        if i % 2:
-            quote = '"' if '"' not in piece else "'"
-            written.append(f"f{quote}{piece}{quote}")
-        else:
-            written += [python_literal(chunk) for chunk in _chunks(piece, width)]
+    written = [_line_literal(line) for line in _lines(pieces, width)]
     source = f"\n{indent}".join(written) or '""'
     try:  # prove it: the source reads back as the translation, with the English's own fields
         node = ast.parse(f"(\n{source}\n)", mode="eval").body
@@ -260,15 +254,35 @@ def translated_code(text: CodeText, translation: str, indent: str, width: int = 
     return source if sorted(dumps) == sorted(text.field_nodes) else None
 
 
-def _chunks(text: str, width: int) -> list[str]:
-    """``text`` cut after spaces into pieces of about ``width`` characters (none for an empty text)."""
-    chunks, current = [], ""
-    for word in re.split(r"(?<= )", text):
-        if current and len(current) + len(word) > width:
-            chunks.append(current)
-            current = ""
-        current += word
-    return chunks + [current] if current else chunks
+def _lines(pieces: list[str], width: int) -> list[list[tuple[str, bool]]]:
+    """The translation cut after spaces into lines of about ``width`` characters: (text, is a field) runs, fields kept whole."""
+    lines, current, size = [], [], 0
+    for i, piece in enumerate(pieces):
+        for word in ([piece] if i % 2 else re.split(r"(?<= )", piece)):
+            if word and current and size + len(word) > width:
+                lines.append(current)
+                current, size = [], 0
+            if word:
+                current.append((word, bool(i % 2)))
+                size += len(word)
+    return lines + [current] if current else lines
+
+
+def _line_literal(runs: list[tuple[str, bool]]) -> str:
+    """One line of a caption as Python: ``python_literal`` of its text, or an f-string when it holds the English's fields."""
+    text = "".join(run for run, _ in runs)
+    if not any(field for _, field in runs):
+        return python_literal(text)
+    quote = '"' if not any('"' in run for run, field in runs if field) else "'"
+    return "f" + quote + "".join(run if field else _escaped(run, quote) for run, field in runs) + quote
+
+
+def _escaped(text: str, quote: str) -> str:
+    """Literal text inside an f-string delimited by ``quote``: repr's escapes, that quote escaped, braces doubled."""
+    inner = repr(text)[1:-1]
+    if repr(text)[0] != quote:  # repr chose the other quote: undo its escapes of that one, escape ours
+        inner = inner.replace("\\" + repr(text)[0], repr(text)[0]).replace(quote, "\\" + quote)
+    return inner.replace("{", "{{").replace("}", "}}")
 
 
 def translate_code(source: str, translations: list[str | None], indent_of=None) -> tuple[str, list[bool]]:

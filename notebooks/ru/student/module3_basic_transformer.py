@@ -432,9 +432,7 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE}"
-      " сверен: sha256 "
-      f"{REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% [markdown]
 # ## Инструменты: проверка аргументов, проверка контрактов и единый стиль рисунков
@@ -1989,19 +1987,8 @@ it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float
 it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
-    print(f"{word:>6}"
-          ": оценка "
-          f"{score:.1f}"
-          "   e^оценка "
-          f"{e:5.2f}"
-          "   доля "
-          f"{e:5.2f}"
-          " / "
-          f"{float(it_exps.sum()):.2f}"
-          " = "
-          f"{w:.2f}")
-print("простое деление дало бы animal "
-      f"{2.0 / 3.5:.2f}")
+    print(f"{word:>6}: оценка {score:.1f}   e^оценка {e:5.2f}   доля {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
+print(f"простое деление дало бы animal {2.0 / 3.5:.2f}")
 
 # The numbers above, as the prose states them.
 expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
@@ -2014,10 +2001,9 @@ expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tenso
 
 show_figure(
     plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
-    "Для каждого слова-кандидата серый столбец — его доля в исходных оценках, синий — его вес softmax. "
-    "Оценка animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое больше: "
-    "возведение в экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя "
-    "немного и остальным.",
+    "Для каждого слова-кандидата серый столбец — его доля в исходных оценках, синий — его вес softmax. Оценка "
+    "animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое больше: возведение в "
+    "экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя немного и остальным.",
 )
 
 # %% tags=["hide-input"]
@@ -2156,14 +2142,9 @@ scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
 shares = softmax(scaled)
 blend = shares @ values                    # (2,) the new vector of "it"
 print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
-print("исходные оценки "
-      f"{raw.tolist()}"
-      " -> масштабированные "
-      f"{scaled.tolist()}"
-      " -> доли "
+print(f"исходные оценки {raw.tolist()} -> масштабированные {scaled.tolist()} -> доли "
       f"{[round(s, 2) for s in shares.tolist()]}")
-print("новое 'it' = "
-      f"{[round(b, 2) for b in blend.tolist()]}")
+print(f"новое 'it' = {[round(b, 2) for b in blend.tolist()]}")
 
 # The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
 gen = torch.Generator().manual_seed(SEED)
@@ -2189,11 +2170,11 @@ expect("the matrix formula must equal one softmax per query", torch.allclose(row
 
 show_figure(
     plot_attention_flow(language=LANGUAGE),
-    "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на "
-    "свою обучаемую матрицу (жёлтые метки: W_q, W_k, W_v — единственное, что в механизме внимания меняет "
-    "обучение). Запросы и ключи (синие) встречаются в блоке оценок, где решается, что важно; оценки "
-    "масштабируются, маскируются и построчно превращаются в доли. Значения (оранжевые) ждут нетронутыми "
-    "на нижнем пути, пока доли не решат, сколько каждого из них войдёт в выход.",
+    "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на свою "
+    "обучаемую матрицу (жёлтые метки: W_q, W_k, W_v — единственное, что в механизме внимания меняет обучение). "
+    "Запросы и ключи (синие) встречаются в блоке оценок, где решается, что важно; оценки масштабируются, "
+    "маскируются и построчно превращаются в доли. Значения (оранжевые) ждут нетронутыми на нижнем пути, пока доли "
+    "не решат, сколько каждого из них войдёт в выход.",
 )
 
 
@@ -2359,11 +2340,7 @@ def plot_positions(table, language="en"):
 # %%
 pe_length, pe_width = REFERENCE.value("positional_encoding.length"), REFERENCE.value("positional_encoding.d_model")
 small_table = sinusoidal_encoding(pe_length, pe_width)
-print("sinusoidal_encoding("
-      f"{pe_length}"
-      ", "
-      f"{pe_width}"
-      "):")
+print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
@@ -2381,18 +2358,16 @@ for pair in range(4):
     rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
     moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
     expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
-print("сдвиг каждой позиции на "
-      f"{offset}"
-      " поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 пар")
+print(f"сдвиг каждой позиции на {offset} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
+      "пар")
 
 
 show_figure(
     plot_positions(pe.numpy(), language=LANGUAGE),
-    "Каждый маркер — одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция "
-    "80); тонкая кривая за маркерами — синус или косинус, значения которого они берут. Верхняя пара "
-    "поворачивается на один радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6.3 "
-    "позиции; нижняя пара вращается в 100 раз медленнее и мало меняется между соседями, зато отличает "
-    "позицию 10 от позиции 70.",
+    "Каждый маркер — одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция 80); "
+    "тонкая кривая за маркерами — синус или косинус, значения которого они берут. Верхняя пара поворачивается на "
+    "один радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6.3 позиции; нижняя пара "
+    "вращается в 100 раз медленнее и мало меняется между соседями, зато отличает позицию 10 от позиции 70.",
 )
 
 
@@ -2557,12 +2532,8 @@ key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 p
 padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
 combined = ordinary & padding
 cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
-print("разрешённых элементов: каузальная "
-      f"{int(ordinary.sum())}"
-      ", декодирование без сдвига "
-      f"{int(local_decode_wrong.sum())}"
-      ", декодирование со сдвигом "
-      f"{int(cached_decode.sum())}")
+print(f"разрешённых элементов: каузальная {int(ordinary.sum())}, декодирование без сдвига "
+      f"{int(local_decode_wrong.sum())}, декодирование со сдвигом {int(cached_decode.sum())}")
 REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
@@ -2575,9 +2546,8 @@ expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print("is_causal=True при 1 запросе и 5 ключах читает только ключ 0: "
-      f"{torch.allclose(top_left, v5[:, :1])}"
-      "; совпадает с правильной маской со сдвигом (все 5 ключей): "
+print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {torch.allclose(top_left, v5[:, :1])}; "
+      "совпадает с правильной маской со сдвигом (все 5 ключей): "
       f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
 expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
 expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
@@ -2593,12 +2563,11 @@ mask_titles = {
 show_figure(
     plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
                row_starts=[0, 0, 0, 0, 3, 3]),
-    "Строки — запросы, столбцы — ключи; зелёные клетки можно читать. Маска заполнения скрывает целые "
-    "столбцы, каузальная маска — всё правее диагонали, а их сочетание оставляет только то, что разрешают "
-    "обе. Перекрёстное внимание скрывает лишь столбец заполнения кодировщика. В нижнем ряду два "
-    "закэшированных запроса на позициях 3 и 4 сохраняют сдвинутый треугольник (в середине), а "
-    "is_causal=True из PyTorch при той же форме выравнивает его по левому верхнему углу и скрывает "
-    "большую часть прошлого (справа).",
+    "Строки — запросы, столбцы — ключи; зелёные клетки можно читать. Маска заполнения скрывает целые столбцы, "
+    "каузальная маска — всё правее диагонали, а их сочетание оставляет только то, что разрешают обе. Перекрёстное "
+    "внимание скрывает лишь столбец заполнения кодировщика. В нижнем ряду два закэшированных запроса на позициях 3 "
+    "и 4 сохраняют сдвинутый треугольник (в середине), а is_causal=True из PyTorch при той же форме выравнивает "
+    "его по левому верхнему углу и скрывает большую часть прошлого (справа).",
 )
 
 # %% tags=["hide-input"]
@@ -2624,8 +2593,7 @@ tokens_x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)  # (T
 lower = causal_allowed(4, 4).double()                                       # (4, 4) 1 on and below the diagonal
 average = lower / lower.sum(dim=-1, keepdim=True)                          # row t: 1/(t+1) on keys 0..t
 uniform_scores = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~causal_allowed(4, 4), float("-inf"))
-print("текущие средние 1, 2, 3, 4: "
-      f"{(average @ tokens_x).flatten().tolist()}")
+print(f"текущие средние 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
 expect("softmax of zero scores with the future at -inf is the running average", torch.allclose(torch.softmax(uniform_scores, dim=-1), average, atol=1e-15))
 
 
@@ -3005,9 +2973,7 @@ expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
-print("политика по умолчанию: ValueError ("
-      f"{message[:46]}"
-      "...)")
+print(f"политика по умолчанию: ValueError ({message[:46]}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
     torch_says = "NaN"
@@ -3015,20 +2981,16 @@ elif bool((torch_row == 0).all()):
     torch_says = "zeros"
 else:
     torch_says = f"{torch_row.tolist()}"
-print("torch "
-      f"{torch.__version__.split('+')[0]}"
-      " возвращает "
-      f"{torch_says}"
-      " для полностью замаскированной строки; наша функция возвращает нули только по запросу "
-      "(empty_row='zero')")
+print(f"torch {torch.__version__.split('+')[0]} возвращает {torch_says} для полностью замаскированной строки; наша "
+      "функция возвращает нули только по запросу (empty_row='zero')")
 
 
 show_figure(
     plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
-    "Слева — масштабированные оценки примера из 3 токенов; клетки с −∞ закрыты каузальной маской. Справа "
-    "— веса: каждая строка — это бюджет одного запроса, равный 1 и потраченный только на разрешённые "
-    "ключи. Оценки строки 1, 0 и 0.707, становятся весами 0.330 и 0.670; в строке 2 наибольшая оценка "
-    "(1.414) забирает около половины внимания.",
+    "Слева — масштабированные оценки примера из 3 токенов; клетки с −∞ закрыты каузальной маской. Справа — веса: "
+    "каждая строка — это бюджет одного запроса, равный 1 и потраченный только на разрешённые ключи. Оценки строки "
+    "1, 0 и 0.707, становятся весами 0.330 и 0.670; в строке 2 наибольшая оценка (1.414) забирает около половины "
+    "внимания.",
 )
 
 
@@ -3095,21 +3057,10 @@ for causal in (False, True):
 it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
 it_row = {key: weights[it] for key, weights in sentence_weights.items()}
 it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
-print("оценки 'it' для animal, tired, street: "
-      f"{it_scores_here.tolist()}")
+print(f"оценки 'it' для animal, tired, street: {it_scores_here.tolist()}")
 for (causal, temperature), row in it_row.items():
-    print("маска "
-          f"{'on ' if causal else 'off'}"
-          " T = "
-          f"{temperature}"
-          ": 'it' даёт animal "
-          f"{float(row[animal]):.3f}"
-          ", tired "
-          f"{float(row[tired]):.3f}"
-          ", street "
-          f"{float(row[street]):.3f}"
-          "; наибольший вес "
-          f"{float(row.max()):.3f}")
+    print(f"маска {'on ' if causal else 'off'} T = {temperature}: 'it' даёт animal {float(row[animal]):.3f}, tired "
+          f"{float(row[tired]):.3f}, street {float(row[street]):.3f}; наибольший вес {float(row.max()):.3f}")
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -3124,15 +3075,13 @@ if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtyp
 
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
-    "Шесть тепловых карт одного и того же предложения: строки — слово, которое смотрит, столбцы — слово, "
-    "на которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая "
-    "рамка — строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
-    f"{float(it_row[False, 1.0][animal]):.2f}"
-    " на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее диагонали равно ровно 0, «tired» "
-    "выпадает из строки «it», а «animal» поднимается до "
-    f"{float(it_row[True, 1.0][animal]):.2f}"
-    ". Слева направо температура растёт от 0.5 до 2: строки из почти one-hot расплываются в равномерную "
-    "заливку.",
+    "Шесть тепловых карт одного и того же предложения: строки — слово, которое смотрит, столбцы — слово, на "
+    "которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая рамка — "
+    "строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
+    f"{float(it_row[False, 1.0][animal]):.2f} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
+    "диагонали равно ровно 0, «tired» выпадает из строки «it», а «animal» поднимается до "
+    f"{float(it_row[True, 1.0][animal]):.2f}. Слева направо температура растёт от 0.5 до 2: строки из почти one-hot "
+    "расплываются в равномерную заливку.",
 )
 
 # %% [markdown]
@@ -3201,8 +3150,7 @@ order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
 shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
 permutation_error = float((shuffled - plain[order]).abs().max())
-print("переставленные входы дают переставленные выходы: наибольшая разница "
-      f"{permutation_error:.1e}")
+print(f"переставленные входы дают переставленные выходы: наибольшая разница {permutation_error:.1e}")
 expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
 
 # One query and one key broadcast against a batch of two value sets, each with its own mask.
@@ -3227,12 +3175,7 @@ expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.
 
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
-print(f"{'comparison':<42}"
-      " "
-      f"{'largest |difference|':>20}"
-      " "
-      f"{'in epsilons':>12}"
-      "   вердикт")
+print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   вердикт")
 for key, label, bound, must_be_small in (
     ("output_max_error", "our output against PyTorch's", 1e-12, True),
     ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
@@ -3244,10 +3187,8 @@ for key, label, bound, must_be_small in (
     print(f"{label:<42} {value:>20.2e} {value / EPSILON:>12.3g}   {verdict}")
     if verdict in ("TOO LARGE", "TOO SMALL"):
         raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
-print("Читайте последний столбец: несколько эпсилон — это то же число, посчитанное в другом порядке; "
-      "неверная маска отличается примерно на "
-      f"{measured['wrong_cache_mask_max_error'] / EPSILON:.0e}"
-      " эпсилон — это другой ответ.")
+print("Читайте последний столбец: несколько эпсилон — это то же число, посчитанное в другом порядке; неверная маска "
+      f"отличается примерно на {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} эпсилон — это другой ответ.")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -3353,21 +3294,12 @@ PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
 def judge_prediction(label, prediction, measured, explanation):
     """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
     if prediction is None:
-        print(f"{label}"
-              ": прогноза пока нет (задайте его выше и запустите ту ячейку, затем эту). Измеренный ответ — ("
-              f"{measured}"
-              "): "
-              f"{explanation}")
+        print(f"{label}: прогноза пока нет (задайте его выше и запустите ту ячейку, затем эту). Измеренный ответ — ({measured}"
+              f"): {explanation}")
         return None
     prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
     verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
-    print(f"{label}"
-          ": ваш прогноз ("
-          f"{prediction}"
-          "), "
-          f"{verdict}"
-          ": "
-          f"{explanation}")
+    print(f"{label}: ваш прогноз ({prediction}), {verdict}: {explanation}")
     return prediction == measured
 
 
@@ -3382,23 +3314,16 @@ expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts,
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
 exact = torch.tensor(sums, dtype=torch.float64)
-print("d_k = 4: частоты сумм -4..4: "
-      f"{[sums.count(s) for s in (-4, -2, 0, 2, 4)]}"
-      ", дисперсия "
-      f"{float(exact.var(unbiased=False)):.0f}"
-      ", после масштабирования "
-      f"{float((exact / 2).var(unbiased=False)):.0f}"
-      "; sqrt(128) = "
-      f"{math.sqrt(128):.1f}")
+print(f"d_k = 4: частоты сумм -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, дисперсия "
+      f"{float(exact.var(unbiased=False)):.0f}, после масштабирования {float((exact / 2).var(unbiased=False)):.0f}; "
+      f"sqrt(128) = {math.sqrt(128):.1f}")
 expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
 expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
 expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
 die = torch.arange(1, 7, dtype=torch.float64)
 expect("a die's variance is 35/12, so 100 dice stray by sqrt(100 · 35/12) ≈ 17", (float(die.var(unbiased=False)), round(math.sqrt(100 * float(die.var(unbiased=False))))), "==", (35 / 12, 17))
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
-print("softmax(16, 3, -9) = "
-      f"{[f'{p:.6f}' for p in spread.tolist()]}"
-      ": один ключ забирает практически всё")
+print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: один ключ забирает практически всё")
 expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
@@ -3410,14 +3335,7 @@ q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k,
 dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
 unscaled_variance = float(dots.var(unbiased=False))
 scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
-print("d_k = "
-      f"{d_k}"
-      ", "
-      f"{samples:,}"
-      " пар: Var(q·k) = "
-      f"{unscaled_variance:.2f}"
-      ", Var(q·k/√d_k) = "
-      f"{scaled_variance:.3f}")
+print(f"d_k = {d_k}, {samples:,} пар: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
 for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
     target = REFERENCE.value(f"scaling_experiment.{name}")
     expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
@@ -3495,19 +3413,9 @@ for width in WIDTHS:
 shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
 shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
 scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
-print("при d_k = 512 без масштаба: наибольший вес "
-      f"{by_key[512, False]['max_weight']:.2f}"
-      ", градиент в "
-      f"{shrink_512:.1f}"
-      "x меньше, чем с масштабом; при 1024: "
-      f"{by_key[1024, False]['max_weight']:.2f}"
-      " и "
-      f"{shrink_1024:.1f}"
-      "x; наибольший вес с масштабом остаётся в ["
-      f"{min(scaled_tops):.2f}"
-      ", "
-      f"{max(scaled_tops):.2f}"
-      "]")
+print(f"при d_k = 512 без масштаба: наибольший вес {by_key[512, False]['max_weight']:.2f}, градиент в {shrink_512:.1f}"
+      f"x меньше, чем с масштабом; при 1024: {by_key[1024, False]['max_weight']:.2f} и {shrink_1024:.1f}x; наибольший "
+      f"вес с масштабом остаётся в [{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -3524,24 +3432,22 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
-    "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний "
-    "наибольший вес внимания по 16 ключам, где 1.0 означает всё внимание на одном ключе. Справа: "
-    "величина якобиана softmax ∂p/∂s — насколько сильно доли откликаются на оценки. Немасштабированные "
-    "оценки (красные) с ростом размерности головы приближаются к one-hot, и их якобиан сжимается; "
-    "масштабированные (синие) остаются ровными при любой размерности. При размерностях от 2 до 8 красная "
-    "линия выше синей, потому что там немасштабированные оценки умеренно разбросаны — при таком разбросе "
-    "softmax откликается сильнее всего, — а масштабированные почти равномерны.",
+    "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний наибольший вес "
+    "внимания по 16 ключам, где 1.0 означает всё внимание на одном ключе. Справа: величина якобиана softmax ∂p/∂s "
+    "— насколько сильно доли откликаются на оценки. Немасштабированные оценки (красные) с ростом размерности "
+    "головы приближаются к one-hot, и их якобиан сжимается; масштабированные (синие) остаются ровными при любой "
+    "размерности. При размерностях от 2 до 8 красная линия выше синей, потому что там немасштабированные оценки "
+    "умеренно разбросаны — при таком разбросе softmax откликается сильнее всего, — а масштабированные почти "
+    "равномерны.",
 )
 
 # %%
 top_512 = by_key[512, False]["max_weight"]
 answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
 judge_prediction("Предскажите, затем запустите (1)", PREDICTION_UNSCALED_512, answer_512,
-                 "без масштабирования лучший из 16 ключей забирает "
-                 f"{top_512:.0%}"
-                 " внимания запроса при d_k = 512 (с масштабированием: "
-                 f"{by_key[512, True]['max_weight']:.0%}"
-                 "); исходные оценки разбросаны примерно на √512 ≈ 23, так что один ключ побеждает безоговорочно.")
+                 f"без масштабирования лучший из 16 ключей забирает {top_512:.0%} внимания запроса при d_k = 512 (с "
+                 f"масштабированием: {by_key[512, True]['max_weight']:.0%}); исходные оценки разбросаны примерно на √512 ≈ 23, "
+                 "так что один ключ побеждает безоговорочно.")
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
 # %% tags=["hide-input"]
@@ -3669,15 +3575,9 @@ print(" d_k | медиана |dL/dq| без масштаба, с масштаб�
 for width in WIDTHS:
     print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
           f"{almost_none[width]:.2f}")
-print("при d_k = 512: медианный запрос без масштаба получает в "
-      f"{median_ratio_512:.0f}"
-      "x меньше градиента, чем с масштабом, "
-      f"{almost_none[512]:.0%}"
-      " получают почти ничего, а наибольший получает "
-      f"{largest_512[0]:.0f}"
-      " против "
-      f"{largest_512[1]:.0f}"
-      " с масштабом")
+print(f"при d_k = 512: медианный запрос без масштаба получает в {median_ratio_512:.0f}x меньше градиента, чем с "
+      f"масштабом, {almost_none[512]:.0%} получают почти ничего, а наибольший получает {largest_512[0]:.0f} против "
+      f"{largest_512[1]:.0f} с масштабом")
 if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
@@ -3693,10 +3593,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
-print("пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом "
-      f"{[f'{s:.0%}' for s in starving]}"
-      "; медианный множитель "
-      f"{[f'{f:.0f}x' for f in factors]}")
+print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {[f'{s:.0%}' for s in starving]}; медианный "
+      f"множитель {[f'{f:.0f}x' for f in factors]}")
 expect("in every seed between 40% and 50% of the unscaled queries starve", all(0.40 <= s <= 0.50 for s in starving))
 per_root = [float(query_gradients[w, True].median()) / math.sqrt(w) for w in WIDTHS if w >= 32]
 expect("the scaled median grows like sqrt(d_k) (the loss's direction r): within 10% of flat from width 32 on", max(per_root) / min(per_root), "<", 1.1)
@@ -3706,14 +3604,12 @@ if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
 
 show_figure(
     plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
-    "Каждая линия — медианный градиент, который получает один запрос, закрашенная полоса — средние 80% "
-    "из 400 запросов, обе оси логарифмические. С масштабированием (синяя) градиент плавно растёт с "
-    "размерностью, а полоса остаётся узкой. Без масштабирования (красная) медиана обваливается после "
-    "размерности 64, а полоса расширяется на порядки: при d_k = 512 "
-    f"{almost_none[512]:.0%}"
-    " запросов получают почти ничего (softmax насыщен), а немногие, у которых две лучшие оценки близки, "
-    "получают градиенты намного больше, чем любой масштабированный запрос. Обучение без масштабирования "
-    "не везде медленное; оно непредсказуемое.",
+    "Каждая линия — медианный градиент, который получает один запрос, закрашенная полоса — средние 80% из 400 "
+    "запросов, обе оси логарифмические. С масштабированием (синяя) градиент плавно растёт с размерностью, а полоса "
+    "остаётся узкой. Без масштабирования (красная) медиана обваливается после размерности 64, а полоса расширяется "
+    f"на порядки: при d_k = 512 {almost_none[512]:.0%} запросов получают почти ничего (softmax насыщен), а "
+    "немногие, у которых две лучшие оценки близки, получают градиенты намного больше, чем любой масштабированный "
+    "запрос. Обучение без масштабирования не везде медленное; оно непредсказуемое.",
 )
 
 # %% tags=["hide-input"]
@@ -4213,14 +4109,7 @@ x_heads = torch.randn(2, 6, 64)
 layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
 for name, layer in layers.items():
     y, w = layer(x_heads, return_weights=True)
-    print(f"{name}"
-          ": K/V-голов "
-          f"{layer.n_kv_heads}"
-          ", выход "
-          f"{tuple(y.shape)}"
-          ", веса "
-          f"{tuple(w.shape)}"
-          ", веса K+V "
+    print(f"{name}: K/V-голов {layer.n_kv_heads}, выход {tuple(y.shape)}, веса {tuple(w.shape)}, веса K+V "
           f"{layer.kv_parameter_count():,}")
 kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
 expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
@@ -4243,8 +4132,7 @@ with torch.no_grad():
         shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
         getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
     gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
-print("GQA против MHA с повторёнными K/V-головами: наибольшая разница "
-      f"{gqa_error:.1e}")
+print(f"GQA против MHA с повторёнными K/V-головами: наибольшая разница {gqa_error:.1e}")
 expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
 
 # And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
@@ -4275,28 +4163,27 @@ expect("torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3))", torch.allclo
 expect("torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))", torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5)))
 expect("padding must not change the real tokens' outputs", torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6))
 expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
-print("заполнение: нулевые строки для заполненных запросов, веса настоящих в сумме дают 1, настоящие "
-      "выходы заполнение не меняет")
+print("заполнение: нулевые строки для заполненных запросов, веса настоящих в сумме дают 1, настоящие выходы "
+      "заполнение не меняет")
 
 
 show_figure(
     plot_head_sharing(language=LANGUAGE),
-    "Синие квадраты — головы запросов, оранжевые — головы ключей и значений, которые они читают; каждая "
-    "линия — одна голова запросов, читающая одну KV-голову. Сосчитайте оранжевые квадраты: именно их "
-    "KV-кэш хранит на каждый токен и слой. MHA хранит 8, GQA позволяет каждой группе из 4 соседних голов "
-    "запросов делить одну (всего 2), MQA делит одну-единственную на все 8.",
+    "Синие квадраты — головы запросов, оранжевые — головы ключей и значений, которые они читают; каждая линия — "
+    "одна голова запросов, читающая одну KV-голову. Сосчитайте оранжевые квадраты: именно их KV-кэш хранит на "
+    "каждый токен и слой. MHA хранит 8, GQA позволяет каждой группе из 4 соседних голов запросов делить одну "
+    "(всего 2), MQA делит одну-единственную на все 8.",
 )
 
 
 show_figure(
     plot_split_merge(language=LANGUAGE),
-    "Читайте слева направо; каждый маленький квадрат — одно число, строки — токены, а цвет говорит, "
-    "какой голове число принадлежит. Широкие проекции дают запросы, ключи и значения всех голов сразу "
-    "(по одной сетке для каждой из Q, K и V); split_heads разрезает признаки на H пластов ширины d_head "
-    "(= d_k) и складывает их в пакет голов; каждая голова вычисляет свои веса T × T (здесь каузальные: "
-    "пустые квадраты над диагональю) и смешивает свои значения; merge_heads снова кладёт выходы рядом, "
-    "начиная с головы 0; а W_o смешивает все головы в каждом выходном признаке (нарисованы одним бледным "
-    "цветом), возвращая ширину модели.",
+    "Читайте слева направо; каждый маленький квадрат — одно число, строки — токены, а цвет говорит, какой голове "
+    "число принадлежит. Широкие проекции дают запросы, ключи и значения всех голов сразу (по одной сетке для "
+    "каждой из Q, K и V); split_heads разрезает признаки на H пластов ширины d_head (= d_k) и складывает их в "
+    "пакет голов; каждая голова вычисляет свои веса T × T (здесь каузальные: пустые квадраты над диагональю) и "
+    "смешивает свои значения; merge_heads снова кладёт выходы рядом, начиная с головы 0; а W_o смешивает все "
+    "головы в каждом выходном признаке (нарисованы одним бледным цветом), возвращая ширину модели.",
 )
 
 # %% tags=["hide-input"]
@@ -4361,10 +4248,7 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
 WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
 LONG = REFERENCE.value("attention_cost.long_context")
 for n in (1_000, 2_000, LONG):
-    print(f"{n:>7,}"
-          " токенов: "
-          f"{attention_cost(n, WIDE)['score_entries']:>14,}"
-          " элементов оценок на голову и слой")
+    print(f"{n:>7,} токенов: {attention_cost(n, WIDE)['score_entries']:>14,} элементов оценок на голову и слой")
 crossover = 2 * WIDE
 REFERENCE.check("attention_cost.crossover_tokens", crossover)
 REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
@@ -4419,17 +4303,9 @@ for key, difference in conventions.items():
     if difference(n_cross) != 0:
         raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
     REFERENCE.check(f"attention_cost.{key}", n_cross)
-    print(f"{key}"
-          ": "
-          f"{n_cross:,}"
-          " токенов")
-print("часть n² равна проекциям при n = "
-      f"{crossover:,}"
-      "; n² / линейная = "
-      f"{ratios[8000]:.2f}"
-      " при 8,000 токенов и "
-      f"{ratios[128000]:.1f}"
-      " при 128,000")
+    print(f"{key}: {n_cross:,} токенов")
+print(f"часть n² равна проекциям при n = {crossover:,}; n² / линейная = {ratios[8000]:.2f} при 8,000 токенов и "
+      f"{ratios[128000]:.1f} при 128,000")
 
 # Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
 per_token = kv_cache_bytes_per_token(
@@ -4441,36 +4317,18 @@ conversation_gb = per_token * 32_000 / 1e9
 fits = int((80 - 16) // conversation_gb)
 all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
 gqa_gb = per_token * 128_000 / 1e9
-print("KV-кэш: "
-      f"{per_token:,}"
-      " байт на токен; диалог из 32,000 токенов занимает "
-      f"{conversation_gb:.1f}"
-      " ГБ; "
-      f"{fits}"
-      " таких помещаются рядом с 16 ГБ весов на GPU на 80 ГБ")
-print("один запрос на 128,000 токенов: "
-      f"{all_heads_gb:.0f}"
-      " ГБ при 32 K/V-головах, "
-      f"{gqa_gb:.1f}"
-      " ГБ при 8")
+print(f"KV-кэш: {per_token:,} байт на токен; диалог из 32,000 токенов занимает {conversation_gb:.1f} ГБ; {fits} таких "
+      "помещаются рядом с 16 ГБ весов на GPU на 80 ГБ")
+print(f"один запрос на 128,000 токенов: {all_heads_gb:.0f} ГБ при 32 K/V-головах, {gqa_gb:.1f} ГБ при 8")
 
 price_per_million = 5.0  # an illustrative price in USD per million input tokens
 full_price = 100_000 * price_per_million / 1e6
 cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
 write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
-print("промпт на 100,000 токенов по USD "
-      f"{price_per_million:.0f}"
-      "/M: USD "
-      f"{full_price:.2f}"
-      " каждый раз, USD "
-      f"{cached_price:.2f}"
-      " как чтение из кэша, USD "
-      f"{write_price:.3f}"
-      " как запись в кэш на 5 минут")
+print(f"промпт на 100,000 токенов по USD {price_per_million:.0f}/M: USD {full_price:.2f} каждый раз, USD "
+      f"{cached_price:.2f} как чтение из кэша, USD {write_price:.3f} как запись в кэш на 5 минут")
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
-print("охват Mistral 7B v0.1 через 32 слоя с окном: "
-      f"{mistral_reach:,}"
-      " токенов")
+print(f"охват Mistral 7B v0.1 через 32 слоя с окном: {mistral_reach:,} токенов")
 
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
@@ -4535,9 +4393,7 @@ costs = [attention_cost(int(n), WIDE) for n in lengths]
 quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
 linear = np.array([c["linear_flops"] for c in costs], dtype=float)
 cross_at = 2 * WIDE
-print("пересечение при n = 2·d_model = "
-      f"{cross_at:,}"
-      "; отношение при 128,000 токенов: "
+print(f"пересечение при n = 2·d_model = {cross_at:,}; отношение при 128,000 токенов: "
       f"{attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops']:.1f}")
 expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
 expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
@@ -4547,10 +4403,9 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 
 show_figure(
     plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
-    "Обе оси логарифмические, поэтому степенной закон — прямая, и чем круче прямая, тем быстрее рост. У "
-    "проекций (синие) наклон 1, у шага оценок и смешивания (красный) — наклон 2. Левее пунктирной линии "
-    "n = 2·d дороже проекции; правее неё член n² преобладает и уходит вперёд: вчетверо больше работы на "
-    "каждое удвоение контекста.",
+    "Обе оси логарифмические, поэтому степенной закон — прямая, и чем круче прямая, тем быстрее рост. У проекций "
+    "(синие) наклон 1, у шага оценок и смешивания (красный) — наклон 2. Левее пунктирной линии n = 2·d дороже "
+    "проекции; правее неё член n² преобладает и уходит вперёд: вчетверо больше работы на каждое удвоение контекста.",
 )
 
 
@@ -4702,15 +4557,8 @@ check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
 mean_ln = x_ln.mean()
 variance_ln = ((x_ln - mean_ln) ** 2).mean()
-print("x = "
-      f"{x_ln.tolist()}"
-      ": среднее "
-      f"{float(mean_ln)}"
-      ", смещённая дисперсия "
-      f"{float(variance_ln)}"
-      ", несмещённая "
-      f"{float(x_ln.var(unbiased=True)):.2f}"
-      ", нормированный "
+print(f"x = {x_ln.tolist()}: среднее {float(mean_ln)}, смещённая дисперсия {float(variance_ln)}, несмещённая "
+      f"{float(x_ln.var(unbiased=True)):.2f}, нормированный "
       f"{[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
 REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
@@ -4774,13 +4622,8 @@ expect("a decoder block is causal: changing the last token leaves every earlier 
 expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
 expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
 expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
-print("блок декодера: "
-      f"{tuple(block_input.shape)}"
-      " -> "
-      f"{tuple(block_output.shape)}"
-      ", "
-      f"{sum((p.numel() for p in block.parameters())):,}"
-      " параметров")
+print(f"блок декодера: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
+      f"{sum((p.numel() for p in block.parameters())):,} параметров")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -4858,15 +4701,9 @@ def transformer_parameter_floor(d_model, d_ff):
 
 base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
 big = transformer_parameter_floor(1024, 4096)
-print("base: "
-      f"{base}")
-print("big:  слой кодировщика "
-      f"{big.encoder_layer:,}"
-      ", слой декодера "
-      f"{big.decoder_layer:,}"
-      " ("
-      f"{big.encoder_layer // base.encoder_layer}"
-      "x base)")
+print(f"base: {base}")
+print(f"big:  слой кодировщика {big.encoder_layer:,}, слой декодера {big.decoder_layer:,} ("
+      f"{big.encoder_layer // base.encoder_layer}x base)")
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
@@ -4878,10 +4715,10 @@ expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == b
 
 show_figure(
     plot_decoder_block(language=LANGUAGE),
-    "Читайте снизу вверх. Вход нормализуется, проходит через внимание (где токены обмениваются "
-    "информацией) и прибавляется к самому себе в первом ⊕; результат снова нормализуется, проходит через "
-    "сеть прямого распространения (каждый токен отдельно) и прибавляется во втором ⊕. Зелёные остаточные "
-    "пути проносят вход мимо каждого подслоя без изменений, так что каждый подслой учит только поправку.",
+    "Читайте снизу вверх. Вход нормализуется, проходит через внимание (где токены обмениваются информацией) и "
+    "прибавляется к самому себе в первом ⊕; результат снова нормализуется, проходит через сеть прямого "
+    "распространения (каждый токен отдельно) и прибавляется во втором ⊕. Зелёные остаточные пути проносят вход "
+    "мимо каждого подслоя без изменений, так что каждый подслой учит только поправку.",
 )
 
 # %% [markdown]
@@ -4899,14 +4736,8 @@ show_figure(
 torch.manual_seed(SEED)
 dropout, ones = nn.Dropout(p=0.1), torch.ones(100_000)
 kept = dropout.train()(ones)  # training mode: about 10% zeros, the rest 1 / 0.9
-print("обучение: обнулено "
-      f"{float((kept == 0).double().mean()):.3f}"
-      " элементов, остальные "
-      f"{float(kept.max()):.4f}"
-      ", среднее "
-      f"{float(kept.mean()):.3f}"
-      "; оценка: без изменений "
-      f"{torch.equal(dropout.eval()(ones), ones)}")
+print(f"обучение: обнулено {float((kept == 0).double().mean()):.3f} элементов, остальные {float(kept.max()):.4f}, "
+      f"среднее {float(kept.mean()):.3f}; оценка: без изменений {torch.equal(dropout.eval()(ones), ones)}")
 expect("training-mode dropout zeroes about p and scales the rest by 1/(1 − p), keeping the mean near 1",
        abs(float(kept.mean()) - 1) < 0.01 and math.isclose(float(kept.max()), 1 / 0.9, rel_tol=1e-6))
 expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), ones))
@@ -5013,9 +4844,7 @@ with torch.no_grad():
         probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
-    print(f"{name:>8}"
-          ": наибольшее изменение по позициям "
-          f"{[round(v, 4) for v in shift.tolist()]}")
+    print(f"{name:>8}: наибольшее изменение по позициям {[round(v, 4) for v in shift.tolist()]}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
 with torch.no_grad():
@@ -5031,10 +4860,10 @@ for shift in probe_shift["no mask"][:4].tolist():
 
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
-    "Каждая пара столбцов — одна позиция; высота показывает, насколько сдвинулся выход этой позиции, "
-    "когда изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие) "
-    "ровно нулевые, отмечено 0: оттуда будущее не видно. Без маски (красные) каждая позиция сдвигается "
-    "на одни и те же 0.64. На последней позиции сдвигаются обе, как и должно быть.",
+    "Каждая пара столбцов — одна позиция; высота показывает, насколько сдвинулся выход этой позиции, когда "
+    "изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие) ровно нулевые, "
+    "отмечено 0: оттуда будущее не видно. Без маски (красные) каждая позиция сдвигается на одни и те же 0.64. На "
+    "последней позиции сдвигаются обе, как и должно быть.",
 )
 
 # %% [markdown]
@@ -5096,17 +4925,8 @@ nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.
 nll_target = REFERENCE.value("next_token_nll.target")
 nll_probabilities = softmax(nll_logits)
 nll = float(-torch.log(nll_probabilities[nll_target]))
-print("вероятности "
-      f"{[round(p, 4) for p in nll_probabilities.tolist()]}"
-      ", NLL токена "
-      f"{nll_target}"
-      ": "
-      f"{nll:.4f}"
-      " ната = "
-      f"{nll / math.log(2):.3f}"
-      " бита; равномерно по 8 токенам: "
-      f"{math.log(8):.2f}"
-      " ната")
+print(f"вероятности {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL токена {nll_target}: {nll:.4f} ната = "
+      f"{nll / math.log(2):.3f} бита; равномерно по 8 токенам: {math.log(8):.2f} ната")
 if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
     raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
@@ -5393,46 +5213,18 @@ held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_se
 with torch.no_grad():
     full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
     ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
-print(f"{recipe['steps']}"
-      " шагов AdamW на свежих пакетах из "
-      f"{recipe['batch']}"
-      " последовательностей, lr "
-      f"{recipe['learning_rate']}"
-      "; оценка на "
-      f"{recipe['eval_sequences']}"
-      " новых последовательностях, только повторённая половина")
-print("с вниманием:      потери "
-      f"{losses[0]:.3f}"
-      " -> "
-      f"{full_loss:.4f}"
-      " ната/токен, точность "
-      f"{full_accuracy:.3f}")
-print("без внимания:     потери "
-      f"{ablated_losses[0]:.3f}"
-      " -> "
-      f"{ablated_loss:.4f}"
-      " ната/токен, точность "
-      f"{ablated_accuracy:.3f}"
-      " (случайно: ln "
-      f"{recipe['vocab_size']}"
-      " = "
-      f"{math.log(recipe['vocab_size']):.3f}"
-      ", точность "
-      f"{1 / recipe['vocab_size']:.3f}"
-      ")")
+print(f"{recipe['steps']} шагов AdamW на свежих пакетах из {recipe['batch']} последовательностей, lr "
+      f"{recipe['learning_rate']}; оценка на {recipe['eval_sequences']} новых последовательностях, только повторённая "
+      "половина")
+print(f"с вниманием:      потери {losses[0]:.3f} -> {full_loss:.4f} ната/токен, точность {full_accuracy:.3f}")
+print(f"без внимания:     потери {ablated_losses[0]:.3f} -> {ablated_loss:.4f} ната/токен, точность "
+      f"{ablated_accuracy:.3f} (случайно: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, точность "
+      f"{1 / recipe['vocab_size']:.3f})")
 first_step, last_step = step_ratios[0], step_ratios[-1]
 largest_ratio, adam_bound = max(float(r.max()) for r in step_ratios), (1 - 0.9) / math.sqrt(1 - 0.999)
-print("шаг AdamW / lr: первый шаг весь "
-      f"{float(first_step.min()):.4f}"
-      ".."
-      f"{float(first_step.max()):.4f}"
-      "; медиана последнего шага "
-      f"{float(last_step.median()):.4f}"
-      "; наибольший по всем шагам "
-      f"{largest_ratio:.3f}"
-      " (граница (1 − β1)/√(1 − β2) = "
-      f"{adam_bound:.2f}"
-      ")")
+print(f"шаг AdamW / lr: первый шаг весь {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; медиана "
+      f"последнего шага {float(last_step.median()):.4f}; наибольший по всем шагам {largest_ratio:.3f} (граница (1 − "
+      f"β1)/√(1 − β2) = {adam_bound:.2f})")
 
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
@@ -5448,11 +5240,7 @@ if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated
                          f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
                          f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
 loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
-print("разрывы абляции: "
-      f"{loss_gap:.2f}"
-      " ната на токен, "
-      f"{accuracy_gap:.3f}"
-      " точности")
+print(f"разрывы абляции: {loss_gap:.2f} ната на токен, {accuracy_gap:.3f} точности")
 if not (loss_gap > 1.5 and accuracy_gap > 0.7):
     raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
                          f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
@@ -5461,16 +5249,8 @@ expect("later steps are smaller than lr: last-step median of step / lr", float(l
 threshold = REFERENCE.value("tiny_lm.loss_threshold")
 first_pass = next(step for step, value in enumerate(losses) if value < threshold)
 jumps = [step for step in range(1, recipe["steps"]) if constant_losses[step] > max(threshold, 1.5 * constant_losses[step - 1])]
-print("с затуханием потери обучения впервые опускаются ниже "
-      f"{threshold}"
-      " на шаге "
-      f"{first_pass}"
-      " из "
-      f"{recipe['steps']}"
-      " и остаются там; при постоянном lr они подскакивают выше "
-      f"{threshold}"
-      " на шагах "
-      f"{jumps}")
+print(f"с затуханием потери обучения впервые опускаются ниже {threshold} на шаге {first_pass} из {recipe['steps']} и "
+      f"остаются там; при постоянном lr они подскакивают выше {threshold} на шагах {jumps}")
 expect("with the decay, once the loss is below the threshold it stays there", max(losses[first_pass:]), "<", threshold)
 expect("at a constant lr the loss jumps back up (the prose's reason for the decay)", len(jumps), ">", 0)
 
@@ -5488,45 +5268,27 @@ expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
 continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
-print("промпт "
-      f"{prompt[0].tolist()}"
-      " -> продолжение "
-      f"{generated[segment_length:].tolist()}"
-      " (точность "
-      f"{continuation_accuracy:.3f}"
-      ")")
+print(f"промпт {prompt[0].tolist()} -> продолжение {generated[segment_length:].tolist()} (точность "
+      f"{continuation_accuracy:.3f})")
 if continuation_accuracy != 1.0:
     raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
 
 
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
-    "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск "
-    "начинается на пунктирной линии ln "
-    f"{recipe['vocab_size']}"
-    " — цене угадывания. Полная модель (синяя) падает на порядки: она научилась смотреть на "
-    f"{segment_length - 1}"
-    " позиций назад. Та же модель с выключенным вниманием (красная, крестики) видит по одному токену и "
-    "остаётся на пунктирной линии: на новых последовательностях она набирает "
-    f"{ablated_loss:.2f}"
-    " ната и точность "
-    f"{ablated_accuracy:.0%}"
-    " против "
-    f"{full_loss:.3f}"
-    " ната и "
-    f"{full_accuracy:.1%}"
-    " с вниманием. Серый штриховой запуск держит скорость обучения постоянной и подскакивает вверх на "
-    "шагах "
-    f"{', '.join(map(str, jumps))}"
-    "; синий снижает её до 0 и не подскакивает.",
+    "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск начинается на "
+    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя) падает на порядки: она "
+    f"научилась смотреть на {segment_length - 1} позиций назад. Та же модель с выключенным вниманием (красная, "
+    "крестики) видит по одному токену и остаётся на пунктирной линии: на новых последовательностях она набирает "
+    f"{ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против {full_loss:.3f} ната и {full_accuracy:.1%} с "
+    "вниманием. Серый штриховой запуск держит скорость обучения постоянной и подскакивает вверх на шагах "
+    f"{', '.join(map(str, jumps))}; синий снижает её до 0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
 expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
-print("повторные запросы на позициях "
-      f"{list(range(segment_length - 1, 2 * segment_length - 1))}"
-      " больше всего читают ключи "
-      f"{look_back.tolist()}")
+print(f"повторные запросы на позициях {list(range(segment_length - 1, 2 * segment_length - 1))} больше всего читают "
+      f"ключи {look_back.tolist()}")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
 expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
 # A positional copy, not an induction head: put one token in front of a 5-token segment written twice, and the
@@ -5536,30 +5298,19 @@ shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_see
 shifted = tuple(torch.cat((torch.zeros(len(s), 1, dtype=torch.long), s), dim=1) for s in shifted)  # token 0 in front
 with torch.no_grad():
     shifted_accuracy = copy_loss_and_accuracy(model, *shifted, segment_length)[1]
-print("та же модель на повторе, сдвинутом на одну позицию: точность "
-      f"{shifted_accuracy:.3f}"
-      " (случайно "
-      f"{1 / recipe['vocab_size']:.3f}"
-      ")")
+print(f"та же модель на повторе, сдвинутом на одну позицию: точность {shifted_accuracy:.3f} (случайно "
+      f"{1 / recipe['vocab_size']:.3f})")
 expect("shifted by one place, the positional copy falls to chance", shifted_accuracy, "<", REFERENCE.value("tiny_lm.ablated_accuracy_ceiling"))
 show_figure(
     plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
-    "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки — запросы, столбцы "
-    "— ключи, каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний "
-    "треугольник пуст из-за каузальной маски. Начиная с позиции "
-    f"{segment_length - 1}"
-    ", тёмная диагональ лежит на "
-    f"{segment_length - 1}"
-    " столбцов левее главной: запрос на позиции p читает ключ на p − "
-    f"{segment_length - 1}"
-    ", где в этой задаче всегда лежит следующий токен для записи. Этот ключ он находит по позиции, а не "
-    "по содержимому: запрос, чей токен дважды встречается в отрезке, всё равно читает p − "
-    f"{segment_length - 1}"
-    ", а сдвиг повтора на одну позицию роняет копирование до "
-    f"{shifted_accuracy:.0%}"
-    ". Первые "
-    f"{segment_length - 1}"
-    " строк никогда не оцениваются, поэтому обучение не определяет, куда они смотрят.",
+    "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки — запросы, столбцы — ключи, "
+    "каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний треугольник пуст из-за "
+    f"каузальной маски. Начиная с позиции {segment_length - 1}, тёмная диагональ лежит на {segment_length - 1} "
+    f"столбцов левее главной: запрос на позиции p читает ключ на p − {segment_length - 1}, где в этой задаче всегда "
+    "лежит следующий токен для записи. Этот ключ он находит по позиции, а не по содержимому: запрос, чей токен "
+    f"дважды встречается в отрезке, всё равно читает p − {segment_length - 1}, а сдвиг повтора на одну позицию "
+    f"роняет копирование до {shifted_accuracy:.0%}. Первые {segment_length - 1} строк никогда не оцениваются, "
+    "поэтому обучение не определяет, куда они смотрят.",
 )
 
 # %% [markdown]
@@ -5579,16 +5330,10 @@ with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
 judge_prediction("Предскажите, затем запустите (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
-                 "без позиций потери заканчиваются на "
-                 f"{no_position_loss:.2f}"
-                 " ната, а точность — на "
-                 f"{no_position_accuracy:.0%}"
-                 " (с позициями "
-                 f"{full_loss:.3f}"
-                 " и "
-                 f"{full_accuracy:.0%}"
-                 "): для запроса каждый ключ выглядит одинаково, кроме своего токена, так что «ключ на 5 позиций "
-                 "назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на порядок.")
+                 f"без позиций потери заканчиваются на {no_position_loss:.2f} ната, а точность — на {no_position_accuracy:.0%} "
+                 f"(с позициями {full_loss:.3f} и {full_accuracy:.0%}): для запроса каждый ключ выглядит одинаково, кроме своего "
+                 "токена, так что «ключ на 5 позиций назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на "
+                 "порядок.")
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
@@ -5832,8 +5577,7 @@ policies = {
 for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
 running_mass = list(itertools.accumulate(policies["T = 1"]))
-print("накопленная масса распределения при T = 1, сначала самые вероятные: "
-      f"{[round(m, 3) for m in running_mass]}")
+print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {[round(m, 3) for m in running_mass]}")
 expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
 expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
@@ -5859,20 +5603,17 @@ nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
 frequencies = [draws.count(i) / len(draws) for i in range(4)]
 gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
-print("20,000 выборок из top-p = 0.9: частоты "
-      f"{[round(f, 3) for f in frequencies]}"
-      ", наибольшее расхождение "
-      f"{gap:.4f}")
+print(f"20,000 выборок из top-p = 0.9: частоты {[round(f, 3) for f in frequencies]}, наибольшее расхождение {gap:.4f}")
 expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
 expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
 
 
 show_figure(
     plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
-    "Каждая группа столбцов — один токен, каждый цвет — одна политика декодирования. Температура 2 "
-    "(оранжевые) переносит вероятность с токена 0 на остальные, но ничего не убирает. Top-k = 2 "
-    "(зелёные) и top-p = 0.9 (фиолетовые) обнуляют некоторые токены и отдают их вероятность выжившим; "
-    "top-p сохраняет токен 2, потому что именно на нём сумма переходит 0.9.",
+    "Каждая группа столбцов — один токен, каждый цвет — одна политика декодирования. Температура 2 (оранжевые) "
+    "переносит вероятность с токена 0 на остальные, но ничего не убирает. Top-k = 2 (зелёные) и top-p = 0.9 "
+    "(фиолетовые) обнуляют некоторые токены и отдают их вероятность выжившим; top-p сохраняет токен 2, потому что "
+    "именно на нём сумма переходит 0.9.",
 )
 
 
@@ -5957,10 +5698,7 @@ check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals(
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
 limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
-print("EOS на шаге 2: "
-      f"{eos_trace}"
-      "; без EOS в пределах 3 токенов: "
-      f"{limit_trace}")
+print(f"EOS на шаге 2: {eos_trace}; без EOS в пределах 3 токенов: {limit_trace}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
 # Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
@@ -5975,10 +5713,7 @@ stop_token = int(generated[-1])
 model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
 expected_trace = generated[segment_length:].tolist()
 expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
-print("логиты TinyLM через greedy_trace с токеном "
-      f"{stop_token}"
-      " в роли EOS: "
-      f"{model_trace}")
+print(f"логиты TinyLM через greedy_trace с токеном {stop_token} в роли EOS: {model_trace}")
 if model_trace != (expected_trace, "eos"):
     raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
                          f"got {model_trace}, expected {(expected_trace, 'eos')}")
@@ -6105,10 +5840,8 @@ NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for 
 for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
-print(f"{len(NEGATIVE_TESTS)}"
-      " неверных входов отвергнуто с сообщением, называющим проблему, в "
-      f"{len(tested)}"
-      " открытых функциях и классах")
+print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто с сообщением, называющим проблему, в {len(tested)} открытых "
+      "функциях и классах")
 
 # %% [markdown]
 # ## За 20 секунд
@@ -6309,10 +6042,8 @@ running = list(itertools.accumulate(plain))
 crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
 if crossing != 0:
     raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
-print("один верхний токен держит "
-      f"{plain[0]:.3f}"
-      " >= 0.5, так что правило, отбрасывающее токен перехода порога, оставило бы токенов: "
-      f"{crossing}")
+print(f"один верхний токен держит {plain[0]:.3f} >= 0.5, так что правило, отбрасывающее токен перехода порога, "
+      f"оставило бы токенов: {crossing}")
 
 # %% [markdown]
 # ## Приложение · Внимание на практике: варианты, затраты и сбои

@@ -324,9 +324,7 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE}"
-      " сверен: sha256 "
-      f"{REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
 # @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
@@ -2713,11 +2711,11 @@ REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (token
 # %%
 show_figure(
     draw_taxonomy(language=LANGUAGE),
-    "Читайте сверху вниз. Красный блок — проблема, которую создают оба счёта; каждый столбец — одна "
-    "стратегия против неё, а пунктирные блоки под ним — конструкции, которые строит этот модуль. Синяя "
-    "стратегия читает меньше токенов, зелёная заменяет растущий кэш состоянием фиксированного размера, "
-    "оранжевая хранит каждый токен, но в меньшем числе байтов. Фиолетовый блок — место, где встречаются "
-    "две стратегии: гибриды ставят несколько слоёв внимания или окна среди слоёв пространства состояний.",
+    "Читайте сверху вниз. Красный блок — проблема, которую создают оба счёта; каждый столбец — одна стратегия "
+    "против неё, а пунктирные блоки под ним — конструкции, которые строит этот модуль. Синяя стратегия читает "
+    "меньше токенов, зелёная заменяет растущий кэш состоянием фиксированного размера, оранжевая хранит каждый "
+    "токен, но в меньшем числе байтов. Фиолетовый блок — место, где встречаются две стратегии: гибриды ставят "
+    "несколько слоёв внимания или окна среди слоёв пространства состояний.",
 )
 
 
@@ -2767,20 +2765,13 @@ def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
     return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
 
 
-print("рукопожатий среди 10 гостей: "
-      f"{10 * 9 // 2}"
-      "; среди 1,000: "
-      f"{1000 * 999 // 2:,}")
+print(f"рукопожатий среди 10 гостей: {10 * 9 // 2}; среди 1,000: {1000 * 999 // 2:,}")
 CONTEXTS = (8_192, 131_072, 1_048_576)
 bills = [context_cost(n) for n in CONTEXTS]
 print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
 for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
-print("8k -> 1M: токены x"
-      f"{CONTEXTS[2] // CONTEXTS[0]}"
-      ", пары x"
-      f"{bills[2]['pairs'] // bills[0]['pairs']:,}"
-      ", кэш x"
+print(f"8k -> 1M: токены x{CONTEXTS[2] // CONTEXTS[0]}, пары x{bills[2]['pairs'] // bills[0]['pairs']:,}, кэш x"
       f"{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
 expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
@@ -2821,10 +2812,9 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
 # %%
 show_figure(
     plot_two_bills(bills, language=LANGUAGE),
-    "Слева: пары запрос–ключ на голову и слой на логарифмической оси, по столбцу на длину контекста; "
-    "каждый шаг вправо умножает столбец на 256, затем на 64. Справа: KV-кэш одного диалога в ГБ на "
-    "линейной оси, пунктиром — один GPU на 80 ГБ. Столбец для 1M токенов пересекает линию раньше, чем "
-    "загружен хоть один вес.",
+    "Слева: пары запрос–ключ на голову и слой на логарифмической оси, по столбцу на длину контекста; каждый шаг "
+    "вправо умножает столбец на 256, затем на 64. Справа: KV-кэш одного диалога в ГБ на линейной оси, пунктиром — "
+    "один GPU на 80 ГБ. Столбец для 1M токенов пересекает линию раньше, чем загружен хоть один вес.",
 )
 REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
 REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
@@ -2842,11 +2832,10 @@ report_section("Два счёта", globals())
 # %%
 show_figure(
     draw_kv_trip(per_token, L8B, language=LANGUAGE),
-    "Проследите один шаг декодирования от оранжевого блока наверху. Ключ и значение токена n "
-    "записываются в последнюю ячейку кэша (оранжевая); его запрос идёт вправо, сравнивается со всеми n "
-    "ключами, и веса softmax смешивают все n значений в выход токена n. Синие ячейки читаются, но "
-    "никогда не пересчитываются: это вычисления, которые экономит кэш, и память, которой он стоит, в "
-    "каждом слое, пока длится диалог.",
+    "Проследите один шаг декодирования от оранжевого блока наверху. Ключ и значение токена n записываются в "
+    "последнюю ячейку кэша (оранжевая); его запрос идёт вправо, сравнивается со всеми n ключами, и веса softmax "
+    "смешивают все n значений в выход токена n. Синие ячейки читаются, но никогда не пересчитываются: это "
+    "вычисления, которые экономит кэш, и память, которой он стоит, в каждом слое, пока длится диалог.",
 )
 
 
@@ -2901,10 +2890,7 @@ check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
 MASK_N = 24
 mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
 for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
-    print(f"{name:20s}"
-          " разрешённых пар: "
-          f"{int((m == 0).sum()):4d}"
-          "   строка 23 читает ключи "
+    print(f"{name:20s} разрешённых пар: {int((m == 0).sum()):4d}   строка 23 читает ключи "
           f"{np.flatnonzero(m[23] == 0).tolist()}")
 expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
 expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
@@ -2946,10 +2932,9 @@ show_figure(
         (localized(LANGUAGE, "window w = 8", "окно w = 8"), mask_window),
         (localized(LANGUAGE, "window 8 + 2 sinks", "окно 8 + 2 стока"), mask_sinks),
     ], language=LANGUAGE),
-    "Каждая панель — маска 24 x 24: строки — запросы, столбцы — ключи, тёмные клетки разрешены. "
-    "Каузальная маска — сплошной нижний треугольник; окно оставляет диагональную полосу шириной в восемь "
-    "клеток; стоки возвращают первые два столбца каждой строке ниже них. Ни на одной панели нет тёмной "
-    "клетки над диагональю.",
+    "Каждая панель — маска 24 x 24: строки — запросы, столбцы — ключи, тёмные клетки разрешены. Каузальная маска — "
+    "сплошной нижний треугольник; окно оставляет диагональную полосу шириной в восемь клеток; стоки возвращают "
+    "первые два столбца каждой строке ниже них. Ни на одной панели нет тёмной клетки над диагональю.",
 )
 report_section("Маски", globals())
 
@@ -3081,11 +3066,7 @@ expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))",
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
 for logit, share in shares.items():
-    print("логит стока "
-          f"{logit:.0f}"
-          ": доля стока среди 128 равных ключей = "
-          f"{100 * share:.2f}"
-          "%")
+    print(f"логит стока {logit:.0f}: доля стока среди 128 равных ключей = {100 * share:.2f}%")
 REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
@@ -3172,10 +3153,10 @@ def plot_sink_share(n_keys, logits, language="en"):
 # %%
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
-    "Кривая — доля вероятности, которую сток забирает из строки из 128 ключей, у которых все оценки "
-    "равны 0, по мере роста его логита (ось x). Оранжевые точки отмечают логиты 0, 2 и 5. Пунктирная "
-    "линия на ln 128 — место, где сток весит столько же, сколько все токены вместе: половина массы. "
-    "Левее неё сток — небольшая утечка; правее голова в основном воздерживается.",
+    "Кривая — доля вероятности, которую сток забирает из строки из 128 ключей, у которых все оценки равны 0, по "
+    "мере роста его логита (ось x). Оранжевые точки отмечают логиты 0, 2 и 5. Пунктирная линия на ln 128 — место, "
+    "где сток весит столько же, сколько все токены вместе: половина массы. Левее неё сток — небольшая утечка; "
+    "правее голова в основном воздерживается.",
 )
 report_section("Внимание со стоком и пустые строки", globals())
 
@@ -3239,14 +3220,12 @@ causal12 = make_mask(T)
 grouped = gqa_attention(Qh, Kh, Vh, causal12)
 # The invariant: GQA equals MHA whose KV heads were copied group by group.
 as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
-print("GQA против MHA со скопированными головами: наибольшая |разность| "
-      f"{np.abs(grouped - as_mha).max():.1e}")
+print(f"GQA против MHA со скопированными головами: наибольшая |разность| {np.abs(grouped - as_mha).max():.1e}")
 expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
 # The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
-print("GQA против tile вместо repeat: наибольшая |разность| "
-      f"{np.abs(grouped - tiled_heads).max():.2f}"
-      " (должна быть большой)")
+print(f"GQA против tile вместо repeat: наибольшая |разность| {np.abs(grouped - tiled_heads).max():.2f} (должна быть "
+      "большой)")
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
 expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
@@ -3293,10 +3272,10 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
 # %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
-    "Верхний ряд: 8 голов запросов, окрашенных по своей группе; нижний ряд: 2 KV-головы. Каждая линия "
-    "показывает, какую KV-голову читает голова запросов. Слева (repeat) каждая линия остаётся внутри "
-    "своего цвета: головы 0-3 читают KV-голову 0. Справа (tile, повтор тайлами) линии пересекают границы "
-    "групп, так что половина голов запросов читает ключи и значения чужой группы.",
+    "Верхний ряд: 8 голов запросов, окрашенных по своей группе; нижний ряд: 2 KV-головы. Каждая линия показывает, "
+    "какую KV-голову читает голова запросов. Слева (repeat) каждая линия остаётся внутри своего цвета: головы 0-3 "
+    "читают KV-голову 0. Справа (tile, повтор тайлами) линии пересекают границы групп, так что половина голов "
+    "запросов читает ключи и значения чужой группы.",
 )
 
 
@@ -3354,9 +3333,8 @@ if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zer
     expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
     rows = slice(None)
 else:
-    print("ПРОПУСК: torch "
-          f"{torch.__version__}"
-          " возвращает NaN в полностью замаскированных строках; сравниваются только остальные строки")
+    print(f"ПРОПУСК: torch {torch.__version__} возвращает NaN в полностью замаскированных строках; сравниваются только "
+          "остальные строки")
     rows = slice(1, None)
 expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
 probe = torch.from_numpy(rng.standard_normal(explicit.shape))
@@ -3365,8 +3343,8 @@ grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).s
 for name, a, b in zip("qkv", grads_explicit, grads_api):
     expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
     expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
-print("sdpa на NumPy, явный torch и F.scaled_dot_product_attention совпадают по выходам, маскам обоих "
-      "видов, пустым строкам и градиентам")
+print("sdpa на NumPy, явный torch и F.scaled_dot_product_attention совпадают по выходам, маскам обоих видов, пустым "
+      "строкам и градиентам")
 # One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
 q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
 expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
@@ -3382,8 +3360,7 @@ top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
 expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
 bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
 expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
-print("is_causal=True при 1 запросе и 5 ключах читает только ключ 0: декодированию нужна явная маска или "
-      "сдвиг")
+print("is_causal=True при 1 запросе и 5 ключах читает только ключ 0: декодированию нужна явная маска или сдвиг")
 
 if ENVIRONMENT["torch_has_enable_gqa"]:
     qg, kg, vg = (torch.tensor(a, requires_grad=True) for a in (Qh[None], Kh[None], Vh[None]))  # (1, H, T, d), (1, H_kv, T, d)
@@ -3396,9 +3373,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
     report_section("enable_gqa=True равно repeat_interleave + явному вниманию, по выходам и градиентам", globals())
 else:
-    print("ПРОПУСК: в torch "
-          f"{torch.__version__}"
-          " нет enable_gqa (добавлен в 2.5); repeat_kv_heads выше — переносимый путь")
+    print(f"ПРОПУСК: в torch {torch.__version__} нет enable_gqa (добавлен в 2.5); repeat_kv_heads выше — переносимый путь")
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
@@ -3483,14 +3458,8 @@ rows = {
     "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s}"
-          " "
-          f"{per_token_bytes / KIB:6.0f}"
-          " КиБ/токен   "
-          f"{per_token_bytes * context / GIB:6.2f}"
-          " ГиБ при "
-          f"{context:,}"
-          " токенов")
+    print(f"{key:34s} {per_token_bytes / KIB:6.0f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
+          "токенов")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
 full_layers = hybrid_windows.count(None)
 hybrid = {
@@ -3507,23 +3476,12 @@ hybrid = {
 for key, value in hybrid.items():
     REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
 expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
-print("gpt-oss-120b при "
-      f"{context:,}"
-      " токенов: полные слои "
-      f"{hybrid['full_bytes'] / GIB:.2f}"
-      " ГиБ + слои с окном "
-      f"{hybrid['sliding_bytes'] / MIB:.1f}"
-      " МиБ = "
-      f"{hybrid['hybrid_total_bytes'] / GIB:.4f}"
-      " ГиБ; со всеми полными слоями было бы "
-      f"{hybrid['all_full_bytes'] / GIB:.2f}"
-      " ГиБ (x"
-      f"{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f}"
-      ")")
+print(f"gpt-oss-120b при {context:,} токенов: полные слои {hybrid['full_bytes'] / GIB:.2f} ГиБ + слои с окном "
+      f"{hybrid['sliding_bytes'] / MIB:.1f} МиБ = {hybrid['hybrid_total_bytes'] / GIB:.4f} ГиБ; со всеми полными "
+      f"слоями было бы {hybrid['all_full_bytes'] / GIB:.2f} ГиБ (x"
+      f"{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
-print("gpt-oss-20b: его растущая часть стоит "
-      f"{kv_bytes_per_token(12, 8, 64) / KIB:.0f}"
-      " КиБ на токен")
+print(f"gpt-oss-20b: его растущая часть стоит {kv_bytes_per_token(12, 8, 64) / KIB:.0f} КиБ на токен")
 REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
 check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
 check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
@@ -3534,14 +3492,7 @@ cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
 for name, (card_layers, card_kv, card_dim) in cards.items():
     per_token_bytes = kv_bytes_per_token(card_layers, card_kv, card_dim)
     total = kv_cache_bytes(context, [None] * card_layers, card_kv, card_dim)
-    print(f"{name:14s}"
-          " "
-          f"{per_token_bytes / KIB:4.0f}"
-          " КиБ/токен -> "
-          f"{total / GIB:4.0f}"
-          " ГиБ при "
-          f"{context:,}"
-          " токенов")
+    print(f"{name:14s} {per_token_bytes / KIB:4.0f} КиБ/токен -> {total / GIB:4.0f} ГиБ при {context:,} токенов")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
 # By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
@@ -3578,15 +3529,8 @@ def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
 latent_bytes = mla_bytes_per_token(61, 512, 64)
 v2_convention = kv_bytes_per_token(61, 128, 128)  # DeepSeek-V2 Table 1: d_h = 128 for keys and values
 expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide keys, 128-wide values
-print("латентный вектор "
-      f"{latent_bytes:,}"
-      " Б/токен; эквивалент MHA (d_h = 128) "
-      f"{v2_convention:,}"
-      " Б = x"
-      f"{v2_convention / latent_bytes:.1f}"
-      "; развёрнутый с ключами ширины 192 "
-      f"{expanded_192:,}"
-      " Б = x"
+print(f"латентный вектор {latent_bytes:,} Б/токен; эквивалент MHA (d_h = 128) {v2_convention:,} Б = x"
+      f"{v2_convention / latent_bytes:.1f}; развёрнутый с ключами ширины 192 {expanded_192:,} Б = x"
       f"{expanded_192 / latent_bytes:.1f}")
 REFERENCE.check("mla.bytes_per_token", latent_bytes)
 REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
@@ -3644,11 +3588,11 @@ card_rows = [
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
-    "Каждый столбец — KV-кэш, которого стоит один лишний токен во всех слоях, на логарифмической оси, "
-    "где каждая линия сетки вдесятеро больше предыдущей; цвет показывает, к какой модели относится "
-    "столбец. Столбцы одного цвета (gpt-oss-120b, DeepSeek-V3) показывают, что сэкономил выбор "
-    "конструкции: общие KV-головы (от MHA к GQA и MQA), окно в половине слоёв или кэширование латентного "
-    "вектора. Два близнеца DeepSeek-V3 различаются только соглашением о подсчёте.",
+    "Каждый столбец — KV-кэш, которого стоит один лишний токен во всех слоях, на логарифмической оси, где каждая "
+    "линия сетки вдесятеро больше предыдущей; цвет показывает, к какой модели относится столбец. Столбцы одного "
+    "цвета (gpt-oss-120b, DeepSeek-V3) показывают, что сэкономил выбор конструкции: общие KV-головы (от MHA к GQA "
+    "и MQA), окно в половине слоёв или кэширование латентного вектора. Два близнеца DeepSeek-V3 различаются только "
+    "соглашением о подсчёте.",
 )
 expect("growing_hybrid == 36 * KIB", growing_hybrid, "==", 36 * KIB)
 print("калькулятор KV-кэша: каждое зафиксированное число модуля 5 воспроизведено")
@@ -3735,18 +3679,9 @@ def plot_online_softmax(trace, exact, language="en"):
 # %%
 online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
 for t, state in enumerate(online_trace, start=1):
-    print("после тайла "
-          f"{t}"
-          ": m = "
-          f"{state['m']:.0f}"
-          ", alpha = "
-          f"{state['alpha']:.4f}"
-          ", l = "
-          f"{state['l']:.4f}"
-          ", u = "
+    print(f"после тайла {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = "
           f"{state['u']:.4f}")
-print("выход u / l = "
-      f"{online_output:.4f}")
+print(f"выход u / l = {online_output:.4f}")
 REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
@@ -3765,10 +3700,10 @@ expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "Ось x считает прочитанные тайлы по 4 логита; синяя линия — текущий выход u / l, пунктирная — "
-    "среднее по softmax всех 48 логитов. Оранжевые квадраты отмечают тайлы, чей максимум превзошёл все "
-    "прежние логиты, — там старые суммы умножались на alpha. Вначале линия может сильно двигаться, но её "
-    "последняя точка ложится на пунктирную линию точно, а не приблизительно.",
+    "Ось x считает прочитанные тайлы по 4 логита; синяя линия — текущий выход u / l, пунктирная — среднее по "
+    "softmax всех 48 логитов. Оранжевые квадраты отмечают тайлы, чей максимум превзошёл все прежние логиты, — там "
+    "старые суммы умножались на alpha. Вначале линия может сильно двигаться, но её последняя точка ложится на "
+    "пунктирную линию точно, а не приблизительно.",
 )
 report_section("Онлайн-softmax", globals())
 
@@ -3887,15 +3822,9 @@ check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention
 gen_tiles = np.random.default_rng(11)
 Qt, Kt, Vt = (gen_tiles.standard_normal((64, 8)) for _ in range(3))
 plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_size=16), causal_tiled_attention(Qt, Kt, Vt, tile_size=16)
-print("простые тайлы против плотного: "
-      f"{np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}"
-      "; каузальные тайлы против плотного: "
-      f"{np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}"
-      "; вычислено "
-      f"{causal_tiles}"
-      " из "
-      f"{(64 // 16) ** 2}"
-      " тайлов")
+print(f"простые тайлы против плотного: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; каузальные тайлы против "
+      f"плотного: {np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; вычислено {causal_tiles} из "
+      f"{(64 // 16) ** 2} тайлов")
 if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
 expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
@@ -4027,9 +3956,7 @@ n40 = 40
 Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
 for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
-    print(f"{name:20s}"
-          " по тайлам (тайл 7) против плотного: наибольшая |разность| "
-          f"{error:.1e}")
+    print(f"{name:20s} по тайлам (тайл 7) против плотного: наибольшая |разность| {error:.1e}")
     expect("error < 1e-12", error, "<", 1e-12)
 
 # %% tags=["hide-input"]
@@ -4048,11 +3975,7 @@ expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_s
 # Float16 inputs are computed, and returned, in float32 by both implementations.
 Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
 dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
-print("входы float16: dtype "
-      f"{dense16.dtype}"
-      " / "
-      f"{tiled16.dtype}"
-      ", наибольшая |разность| "
+print(f"входы float16: dtype {dense16.dtype} / {tiled16.dtype}, наибольшая |разность| "
       f"{np.abs(dense16 - tiled16).max():.1e}")
 expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
 expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
@@ -4093,8 +4016,7 @@ for window in (None, 3):
         expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
 print("декодирование с локальными позициями против правильного: наибольшая |разность| "
-      f"{np.abs(local_positions - complete[5:6]).max():.2f}"
-      " (должна быть большой)")
+      f"{np.abs(local_positions - complete[5:6]).max():.2f} (должна быть большой)")
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 
 # %% tags=["hide-input"]
@@ -4183,23 +4105,17 @@ def block_kinds(allowed, tile):
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
-    print("блоки 16 x 16, "
-          f"{name:14s}"
-          ": вычислено "
-          f"{int((kinds > 0).sum()):3d}"
-          " из "
-          f"{kinds.size}"
-          ", из них замаскировано "
+    print(f"блоки 16 x 16, {name:14s}: вычислено {int((kinds > 0).sum()):3d} из {kinds.size}, из них замаскировано "
           f"{int((kinds == 1).sum())}")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
 REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
-    "Каждый квадрат — один блок матрицы оценок (128 x 128 при n = 2048): строки — блоки запросов, "
-    "столбцы — блоки ключей. Серые блоки никогда не вычисляются, жёлтые пересекают границу маски и "
-    "маскируются внутри, синие вычисляются вовсе без маски. Каузальное внимание пропускает почти "
-    "половину блоков; окно пропускает все, кроме полосы.",
+    "Каждый квадрат — один блок матрицы оценок (128 x 128 при n = 2048): строки — блоки запросов, столбцы — блоки "
+    "ключей. Серые блоки никогда не вычисляются, жёлтые пересекают границу маски и маскируются внутри, синие "
+    "вычисляются вовсе без маски. Каузальное внимание пропускает почти половину блоков; окно пропускает все, кроме "
+    "полосы.",
 )
 report_section("Внимание по тайлам", globals())
 
@@ -4285,22 +4201,14 @@ for n in LENGTHS:
     if n >= 512:  # wall times vary; only a verdict with a wide margin is printed
         faster[n] = best_seconds(tiled_attention, Qm, Km, Vm, causal=True) < best_seconds(sdpa, Qm, Km, Vm, causal_n)
 for key, value in score_bytes.items():
-    print(f"{key:20s}"
-          " "
-          f"{value / MIB:8.3f}"
-          " МиБ, "
-          f"{value // score_bytes['tile_128_fp32_bytes']:,}"
-          " тайлов")
+    print(f"{key:20s} {value / MIB:8.3f} МиБ, {value // score_bytes['tile_128_fp32_bytes']:,} тайлов")
 print(f"{'n':>5} {'dense peak MiB':>15} {'tiled peak MiB':>15} {'dense / tiled':>14} {'tiled faster?':>14}")
 for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]):
     verdict = ("yes" if faster[n] else "no") if n in faster else "-"
     print(f"{n:>5} {dense_bytes / MIB:>15.2f} {tiled_bytes / MIB:>15.2f} {dense_bytes / tiled_bytes:>14.0f} {verdict:>14}")
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
-print("от n = 512 до 1024: пик плотного x"
-      f"{dense_growth:.1f}"
-      ", пик по тайлам x"
-      f"{tiled_growth:.1f}")
+print(f"от n = 512 до 1024: пик плотного x{dense_growth:.1f}, пик по тайлам x{tiled_growth:.1f}")
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
@@ -4329,11 +4237,10 @@ def plot_memory_vs_length(lengths, memory, language="en"):
 # %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
-    "Обе оси логарифмические, поэтому наклон линии — степень n. У плотного внимания (красное) наклон 2: "
-    "его пик учетверяется при удвоении n и лежит на высоте нескольких матриц n x n из float64 (пунктир). "
-    "Внимание по тайлам (зелёное) — это выход, растущий как n, плюс буферы тайлов фиксированного "
-    "размера, поэтому его наклон не больше 1 и при малых n ещё положе. Разрыв между красным и зелёным "
-    "растёт с каждым удвоением.",
+    "Обе оси логарифмические, поэтому наклон линии — степень n. У плотного внимания (красное) наклон 2: его пик "
+    "учетверяется при удвоении n и лежит на высоте нескольких матриц n x n из float64 (пунктир). Внимание по "
+    "тайлам (зелёное) — это выход, растущий как n, плюс буферы тайлов фиксированного размера, поэтому его наклон "
+    "не больше 1 и при малых n ещё положе. Разрыв между красным и зелёным растёт с каждым удвоением.",
 )
 report_section("Память и скорость внимания по тайлам", globals())
 
@@ -4450,23 +4357,10 @@ H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit nu
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print("M_sram = "
-      f"{H100_SRAM_NUMBERS:,}"
-      " чисел, d = 128: B_c = "
-      f"{block_c}"
-      ", B_r = "
-      f"{block_r}"
-      ", T_c = "
+print(f"M_sram = {H100_SRAM_NUMBERS:,} чисел, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = "
       f"{math.ceil(8192 / block_c)}")
-print("n = 8,192: стандартное "
-      f"{io_8k['standard']:.3g}"
-      " чисел, FlashAttention "
-      f"{io_8k['flash']:.3g}"
-      ", нижняя граница "
-      f"{io_8k['floor']:.3g}"
-      ": в x"
-      f"{io_8k['standard'] / io_8k['flash']:.2f}"
-      " меньше; одни Θ-оценки дали бы x"
+print(f"n = 8,192: стандартное {io_8k['standard']:.3g} чисел, FlashAttention {io_8k['flash']:.3g}, нижняя граница "
+      f"{io_8k['floor']:.3g}: в x{io_8k['standard'] / io_8k['flash']:.2f} меньше; одни Θ-оценки дали бы x"
       f"{H100_SRAM_NUMBERS / 128 ** 2:.1f}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
@@ -4486,13 +4380,12 @@ expect("every count, standard and FlashAttention, at every n drawn, stays at or 
        min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Обе оси логарифмические: каждый шаг вправо удваивает n, каждая линия сетки вверх умножает счёт на "
-    "10. Красное — стандартное внимание, где преобладают n² оценок, которые оно пишет в HBM и дважды "
-    "читает обратно; синее — FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из "
-    "статьи: в 2.3 раза меньше при n = 8,192 для d = 128 на H100. Пунктирная серая линия — нижняя "
-    "граница: прочитать входы и записать выход по одному разу; ни одна линия не опускается ниже неё. Обе "
-    "линии внимания изгибаются к наклону 2: тайлы уменьшают константу, и уменьшить её дальше может "
-    "только большая SRAM.",
+    "Обе оси логарифмические: каждый шаг вправо удваивает n, каждая линия сетки вверх умножает счёт на 10. Красное "
+    "— стандартное внимание, где преобладают n² оценок, которые оно пишет в HBM и дважды читает обратно; синее — "
+    "FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из статьи: в 2.3 раза меньше при n = 8,192 "
+    "для d = 128 на H100. Пунктирная серая линия — нижняя граница: прочитать входы и записать выход по одному "
+    "разу; ни одна линия не опускается ниже неё. Обе линии внимания изгибаются к наклону 2: тайлы уменьшают "
+    "константу, и уменьшить её дальше может только большая SRAM.",
 )
 
 # %% [markdown]
@@ -4546,34 +4439,24 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
-        print("в torch "
-              f"{torch.__version__}"
-              " нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только выбор по умолчанию")
+        print(f"в torch {torch.__version__} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
+              "выбор по умолчанию")
         return times
     for name in ("MATH", "FLASH_ATTENTION"):
         try:
             with sdpa_kernel(getattr(SDPBackend, name)):
                 times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
         except RuntimeError as exc:  # a backend that cannot run this input says so
-            print("ядро "
-                  f"{name.lower()}"
-                  " здесь недоступно: "
-                  f"{str(exc).splitlines()[0]}")
+            print(f"ядро {name.lower()} здесь недоступно: {str(exc).splitlines()[0]}")
     return times
 
 
 backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
 tiled_seconds = backend_times["NumPy tiled_attention"]
 for name, seconds in backend_times.items():
-    print("время: "
-          f"{name:34s}"
-          " "
-          f"{1000 * seconds:8.2f}"
-          " мс   тайлы NumPy / это = "
-          f"{tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
-print("время: два каузальных произведения занимают "
-      f"{backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%}"
-      " времени тайлов NumPy")
+    print(f"время: {name:34s} {1000 * seconds:8.2f} мс   тайлы NumPy / это = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
+print(f"время: два каузальных произведения занимают {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} "
+      "времени тайлов NumPy")
 if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
     raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
 print("Иерархия памяти и замеры бэкендов: ПРОЙДЕНО")
@@ -4669,16 +4552,8 @@ pool = ToyBlockPool(n_blocks=8, block_size=4)
 pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
 pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
 pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
-print("таблицы блоков: "
-      f"{pool.tables}"
-      "; длины "
-      f"{pool.lengths}"
-      "; свободные блоки "
-      f"{sorted(pool.free)}")
-print("токен 8 из A лежит в (блок, смещение) "
-      f"{pool.slot('A', 8)}"
-      "; токен 2 из B — в "
-      f"{pool.slot('B', 2)}")
+print(f"таблицы блоков: {pool.tables}; длины {pool.lengths}; свободные блоки {sorted(pool.free)}")
+print(f"токен 8 из A лежит в (блок, смещение) {pool.slot('A', 8)}; токен 2 из B — в {pool.slot('B', 2)}")
 if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
     raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
 wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
@@ -4699,11 +4574,8 @@ expect("a sequence grows into its partly filled block first", (grow.tables, grow
 huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
 huge_pool.append("H", 20)
 expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print("после завершения B запрос C переиспользует его блок: "
-      f"{pool.tables}"
-      "; неиспользованные ячейки в частично заполненных блоках: "
-      f"{wasted}"
-      ". Страничный кэш: ПРОЙДЕНО")
+print(f"после завершения B запрос C переиспользует его блок: {pool.tables}; неиспользованные ячейки в частично "
+      f"заполненных блоках: {wasted}. Страничный кэш: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
@@ -4785,16 +4657,10 @@ self_test_answers = {
     "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s}"
-          " вычислено "
-          f"{computed:>15,}"
-          "   заявлено "
-          f"{stated:>15,}")
+    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print("Самопроверка: пересчитано числовых ответов: "
-      f"{len(self_test_answers)}"
-      ": ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4814,8 +4680,7 @@ print("Самопроверка: пересчитано числовых отв�
 # - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172 — как модели на самом деле пользуются длинным контекстом
 
 # %%
-print("версия схемы эталона "
-      f"{REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.1", globals())

@@ -313,9 +313,7 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=5310261b8a55a3a4701e70028459708e3c94ee574b4131c26c44909b7fcec62a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE}"
-      " сверен: sha256 "
-      f"{REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
 # @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
@@ -2579,16 +2577,9 @@ def reach(window, layers):
     return require_int("layers", layers, minimum=0) * (require_int("window", window, minimum=1) - 1)
 
 
-print("n = 8, w = 3: "
-      f"{pairs_computed(make_mask(8, 3))}"
-      " пар, полное каузальное "
-      f"{pairs_computed(make_mask(8))}")
+print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} пар, полное каузальное {pairs_computed(make_mask(8))}")
 field = receptive_field(8, 3, 3)
-print("после 3 слоёв с w = 3: токен 1 доходит до токена 7: "
-      f"{bool(field[7, 1])}"
-      "; токен 0: "
-      f"{bool(field[7, 0])}"
-      "; охват "
+print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {bool(field[7, 1])}; токен 0: {bool(field[7, 0])}; охват "
       f"{reach(3, 3)}")
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
@@ -2598,11 +2589,8 @@ REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
 REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
-print("сквозной пример, w = 4,096 при 128k токенов: "
-      f"{window_cache / GB:.2f}"
-      " ГБ, в x"
-      f"{bills[1]['cache_bytes'] / window_cache:.0f}"
-      " меньше, чем полный")
+print(f"сквозной пример, w = 4,096 при 128k токенов: {window_cache / GB:.2f} ГБ, в x"
+      f"{bills[1]['cache_bytes'] / window_cache:.0f} меньше, чем полный")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 
 # %% tags=["hide-input"]
@@ -2625,12 +2613,12 @@ relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand examp
 expect("the relay figure's third-layer field equals the receptive field computed above", np.array_equal(relay_fields[3], field))
 show_figure(
     draw_window_relay(np.isfinite(make_mask(8, 3)), relay_fields, language=LANGUAGE),
-    "Слева: окно одного слоя для 8 токенов при w = 3, строка на каждый запрос i и столбец на каждый ключ "
-    "j; галочка — вычисляемая оценка. Ни в одной строке нет больше 3 галочек, так что 21 оценка заменяет "
-    "36 оценок каузального треугольника. Справа: то же окно в трёх слоях друг над другом. Закрашенные "
-    "кружки — токены, которые ещё могут дойти до выхода токена 7 на каждом уровне, а тёмный путь — самая "
-    "длинная эстафета: 7 читает 5, который прочитал 3, который прочитал 1, на две позиции назад за слой. "
-    "Токен 0 (красный) недосягаем до четвёртого слоя.",
+    "Слева: окно одного слоя для 8 токенов при w = 3, строка на каждый запрос i и столбец на каждый ключ j; "
+    "галочка — вычисляемая оценка. Ни в одной строке нет больше 3 галочек, так что 21 оценка заменяет 36 оценок "
+    "каузального треугольника. Справа: то же окно в трёх слоях друг над другом. Закрашенные кружки — токены, "
+    "которые ещё могут дойти до выхода токена 7 на каждом уровне, а тёмный путь — самая длинная эстафета: 7 читает "
+    "5, который прочитал 3, который прочитал 1, на две позиции назад за слой. Токен 0 (красный) недосягаем до "
+    "четвёртого слоя.",
 )
 
 
@@ -2658,9 +2646,7 @@ check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_window_decod
 Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
-print("50 токенов с буфером на 4 ячейки: наибольший буфер "
-      f"{largest}"
-      ", наибольшая |разность| с маскированным вниманием "
+print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {largest}, наибольшая |разность| с маскированным вниманием "
       f"{np.abs(streamed - masked).max():.1e}")
 expect("largest == 4", largest, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
@@ -2671,10 +2657,8 @@ needle[20] += 100.0  # a "fact" at position 20
 late = sdpa(Q50, K50, V50, make_mask(50, 8, n_sink=4))[49]
 late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
-print("токен 49 со стоками + окном 8: сдвинулся на "
-      f"{np.abs(late_with_needle - late).max():.1f}"
-      ", когда изменился токен 20; с полным вниманием: "
-      f"{np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
+print(f"токен 49 со стоками + окном 8: сдвинулся на {np.abs(late_with_needle - late).max():.1f}, когда изменился "
+      f"токен 20; с полным вниманием: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
@@ -2692,11 +2676,10 @@ expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot b
 # %%
 show_figure(
     draw_rolling_buffer(largest, 10, language=LANGUAGE),
-    "Вверху: поток токенов. Синяя полоса — окно после прихода токена 10 (оранжевый); токен 6 (красный, "
-    "пунктир) только что его покинул. Внизу: тот же буфер на 4 ячейки до и после. Токен 10 идёт в ячейку "
-    "10 mod 4 = 2, где лежал токен 6, так что другие ячейки не двигаются. Ячейки оказываются не по "
-    "порядку времени (8, 9, 10, 7), что softmax не мешает, а память остаётся 4 ячейки, сколько бы ни "
-    "длился поток.",
+    "Вверху: поток токенов. Синяя полоса — окно после прихода токена 10 (оранжевый); токен 6 (красный, пунктир) "
+    "только что его покинул. Внизу: тот же буфер на 4 ячейки до и после. Токен 10 идёт в ячейку 10 mod 4 = 2, где "
+    "лежал токен 6, так что другие ячейки не двигаются. Ячейки оказываются не по порядку времени (8, 9, 10, 7), "
+    "что softmax не мешает, а память остаётся 4 ячейки, сколько бы ни длился поток.",
 )
 
 
@@ -2761,17 +2744,10 @@ patterns = {
     "strided, stride 4": additive_mask(strided_allowed(16, 4)),
 }
 for name, mask in patterns.items():
-    print(f"{name:20s}"
-          " "
-          f"{pairs_computed(mask):4d}"
-          " пар")
+    print(f"{name:20s} {pairs_computed(mask):4d} пар")
 print("strided row 13 reads keys", np.flatnonzero(strided_allowed(16, 4)[13]).tolist())
 full_4096, window_4096 = 4096 * 4097 // 2, sum(min(i + 1, 64) for i in range(4096))
-print("4,096 токенов: полное каузальное "
-      f"{full_4096:,}"
-      " пар, окно 64 "
-      f"{window_4096:,}"
-      " пар, x"
+print(f"4,096 токенов: полное каузальное {full_4096:,} пар, окно 64 {window_4096:,} пар, x"
       f"{full_4096 / window_4096:.1f}")
 REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
@@ -2780,10 +2756,10 @@ expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))
 show_figure(
     plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
         "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
-    "Четыре маски 16 x 16, строки — запросы, столбцы — ключи, тёмные там, где вычисляется оценка; в "
-    "каждом заголовке дан счёт. Полное каузальное внимание — сплошной треугольник; окно — диагональная "
-    "полоса; глобальный токен заполняет первый столбец (все читают токен 0); строчный шаблон добавляет "
-    "пунктирные диагонали через каждые 4 столбца.",
+    "Четыре маски 16 x 16, строки — запросы, столбцы — ключи, тёмные там, где вычисляется оценка; в каждом "
+    "заголовке дан счёт. Полное каузальное внимание — сплошной треугольник; окно — диагональная полоса; глобальный "
+    "токен заполняет первый столбец (все читают токен 0); строчный шаблон добавляет пунктирные диагонали через "
+    "каждые 4 столбца.",
 )
 
 # %% tags=["hide-input"]
@@ -2800,12 +2776,11 @@ expect("the last token, 15, may be global: it reads all 16 keys", int(global_loc
 # %%
 show_figure(
     draw_global_tokens(global_local_allowed(16, 4), (0,), language=LANGUAGE),
-    "Токены от 0 до 15 стоят на прямой, и каждая дуга — одна пара, получающая оценку (токен читает и "
-    "себя, это не нарисовано). Синие дуги внизу — окно из 4: каждый токен читает трёх предшественников. "
-    "Оранжевые дуги вверху соединяют глобальный токен 0 с каждым следующим токеном, так что любой токен "
-    "читает первый за один переход. В этой каузальной форме токен 0 читает только себя и работает как "
-    "узел, как и сток; в кодировщике вроде Longformer он ещё и читает всех, так что любые два токена "
-    "находятся не дальше двух переходов друг от друга.",
+    "Токены от 0 до 15 стоят на прямой, и каждая дуга — одна пара, получающая оценку (токен читает и себя, это не "
+    "нарисовано). Синие дуги внизу — окно из 4: каждый токен читает трёх предшественников. Оранжевые дуги вверху "
+    "соединяют глобальный токен 0 с каждым следующим токеном, так что любой токен читает первый за один переход. В "
+    "этой каузальной форме токен 0 читает только себя и работает как узел, как и сток; в кодировщике вроде "
+    "Longformer он ещё и читает всех, так что любые два токена находятся не дальше двух переходов друг от друга.",
 )
 
 # %%
@@ -2991,13 +2966,7 @@ check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_r
 Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [4.0], [6.0]])
 out_lin, S_lin, z_lin = linear_attention_recurrent(Qw, Kw, Vw)
 softmax_w = np.exp(Qw[2] @ Kw.T)  # unscaled softmax weights e, 1, e
-print("S = "
-      f"{S_lin.ravel().tolist()}"
-      ", z = "
-      f"{z_lin.tolist()}"
-      ", выход "
-      f"{out_lin[2, 0]:.3f}"
-      " (62/15); softmax даёт "
+print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, выход {out_lin[2, 0]:.3f} (62/15); softmax даёт "
       f"{softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
 REFERENCE.check("linear.S", S_lin.ravel())
 REFERENCE.check("linear.z", z_lin)
@@ -3006,11 +2975,7 @@ REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(),
 Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print("200 случайных токенов: текущая сумма против формы n x n, наибольшая |разность| "
-      f"{np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}"
-      "; состояние "
-      f"{S200.shape}"
-      " + "
-      f"{z200.shape}"
+      f"{np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; состояние {S200.shape} + {z200.shape}"
       " при любой длине")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
@@ -3056,11 +3021,10 @@ def _draw_running_sums(keys, values, query, S, z, language="en"):
 
 show_figure(
     _draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
-    "Слева — три токена примера, посчитанного вручную, каждый со своими признаками ключа и своим "
-    "значением. Каждый токен вливает в состояние две вещи и уходит: своё внешнее произведение в S "
-    "(верхние стрелки) и признаки своего ключа в z (нижние стрелки). Справа третий запрос один раз "
-    "читает S и z: 62 / 15 = 4.133 — то же число, что и в форме n x n. Ничто справа не зависит от того, "
-    "сколько токенов было раньше; в этом и вся экономия.",
+    "Слева — три токена примера, посчитанного вручную, каждый со своими признаками ключа и своим значением. Каждый "
+    "токен вливает в состояние две вещи и уходит: своё внешнее произведение в S (верхние стрелки) и признаки "
+    "своего ключа в z (нижние стрелки). Справа третий запрос один раз читает S и z: 62 / 15 = 4.133 — то же число, "
+    "что и в форме n x n. Ничто справа не зависит от того, сколько токенов было раньше; в этом и вся экономия.",
 )
 
 # %%
@@ -3069,10 +3033,7 @@ Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
 lin10 = linear_attention_weights(Q10, K10)
 peak_soft, peak_lin = soft10[5:].max(1).mean(), lin10[5:].max(1).mean()
-print("наибольший вес в последних пяти строках, в среднем: softmax "
-      f"{peak_soft:.2f}"
-      ", линейное "
-      f"{peak_lin:.2f}")
+print(f"наибольший вес в последних пяти строках, в среднем: softmax {peak_soft:.2f}, линейное {peak_lin:.2f}")
 expect("np.allclose(soft10.sum(1), 1)", np.allclose(soft10.sum(1), 1))
 expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
@@ -3102,11 +3063,11 @@ def plot_softmax_vs_linear(soft, lin, language="en"):
 
 show_figure(
     plot_softmax_vs_linear(soft10, lin10, language=LANGUAGE),
-    "Обе тепловые карты используют одни и те же 10 запросов и ключей; строки — запросы, столбцы — ключи, "
-    "темнее — больше веса (от 0 до 1), как показывает цветовая шкала, и каждая строка внутри своего "
-    "каузального треугольника в сумме даёт 1. Softmax (слева) сосредотачивает каждую позднюю строку на "
-    "любимом ключе; линейное внимание (справа) тонко размазывает те же строки. Заголовки дают наибольший "
-    "вес последних пяти строк, усреднённый: эта размытость — цена состояния фиксированного размера.",
+    "Обе тепловые карты используют одни и те же 10 запросов и ключей; строки — запросы, столбцы — ключи, темнее — "
+    "больше веса (от 0 до 1), как показывает цветовая шкала, и каждая строка внутри своего каузального "
+    "треугольника в сумме даёт 1. Softmax (слева) сосредотачивает каждую позднюю строку на любимом ключе; линейное "
+    "внимание (справа) тонко размазывает те же строки. Заголовки дают наибольший вес последних пяти строк, "
+    "усреднённый: эта размытость — цена состояния фиксированного размера.",
 )
 
 # %%
@@ -3225,11 +3186,11 @@ def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
 
 show_figure(
     _draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
-    "Две дороги к тем же четырём выходам примера с чаем. Вверху — цикл: каждый вход прибавляется к "
-    "состоянию, а состояние по пути к следующему шагу умножается на Ā = 0.5, так что шаги должны идти "
-    "один за другим, зато хранится лишь одно число. Внизу — свёртка: ядро 1, 0.5, 0.25, 0.125 говорит, "
-    "сколько вход весит через k шагов, и все выходы получаются за один проход умножений и сложений. Обе "
-    "дороги приходят к 2.125; нижняя возможна только при фиксированном Ā.",
+    "Две дороги к тем же четырём выходам примера с чаем. Вверху — цикл: каждый вход прибавляется к состоянию, а "
+    "состояние по пути к следующему шагу умножается на Ā = 0.5, так что шаги должны идти один за другим, зато "
+    "хранится лишь одно число. Внизу — свёртка: ядро 1, 0.5, 0.25, 0.125 говорит, сколько вход весит через k "
+    "шагов, и все выходы получаются за один проход умножений и сложений. Обе дороги приходят к 2.125; нижняя "
+    "возможна только при фиксированном Ā.",
 )
 
 
@@ -3254,15 +3215,14 @@ def plot_ssm_kernels(decays, steps, language="en"):
 
 show_figure(
     plot_ssm_kernels((0.5, 0.9, 0.99), 151, language=LANGUAGE),
-    "Ось x — сколько шагов назад пришёл вход, ось y — сколько он ещё весит в сегодняшнем выходе. При Ā = "
-    "0.5 (пунктир из точек) вход забывается за несколько шагов; при 0.9 (штрихи) — за несколько "
-    "десятков; при 0.99 (сплошная) он и через 150 шагов весит около пятой части. В настоящем слое тысячи "
-    "каналов с разными Ā, поэтому он помнит сразу на многих масштабах времени.",
+    "Ось x — сколько шагов назад пришёл вход, ось y — сколько он ещё весит в сегодняшнем выходе. При Ā = 0.5 "
+    "(пунктир из точек) вход забывается за несколько шагов; при 0.9 (штрихи) — за несколько десятков; при 0.99 "
+    "(сплошная) он и через 150 шагов весит около пятой части. В настоящем слое тысячи каналов с разными Ā, поэтому "
+    "он помнит сразу на многих масштабах времени.",
 )
 
 # %%
-print("A = 0.99 после 150 шагов: вес "
-      f"{0.99 ** 150:.2f}")
+print(f"A = 0.99 после 150 шагов: вес {0.99 ** 150:.2f}")
 
 
 # %% [markdown]
@@ -3337,19 +3297,9 @@ selective = selective_ssm(RECALL_VALUES, deltas)
 grid = np.geomspace(1e-3, 10, 60)  # fixed step sizes to try
 fixed_final = [selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), d))[-1] for d in grid]
 best_delta = float(grid[int(np.argmax(fixed_final))])
-print("помеченный токен: delta "
-      f"{deltas[2]:.3f}"
-      ", сохранение "
-      f"{discretize(deltas[2])[0]:.4f}"
-      ", запись "
-      f"{discretize(deltas[2])[1]:.4f}"
-      "; обычный: delta "
-      f"{deltas[0]:.4f}")
-print("итоговое состояние: селективная "
-      f"{selective[-1]:.2f}"
-      "; лучшая фиксированная delta ("
-      f"{best_delta:.2f}"
-      ") "
+print(f"помеченный токен: delta {deltas[2]:.3f}, сохранение {discretize(deltas[2])[0]:.4f}, запись "
+      f"{discretize(deltas[2])[1]:.4f}; обычный: delta {deltas[0]:.4f}")
+print(f"итоговое состояние: селективная {selective[-1]:.2f}; лучшая фиксированная delta ({best_delta:.2f}) "
       f"{max(fixed_final):.2f}")
 REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
@@ -3394,11 +3344,11 @@ def _draw_delta_path(marker, delta, keep, write, language="en"):
 
 show_figure(
     _draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
-    "Путь, который проходит размер шага одного токена, с помеченной 7 из задачи на запоминание: маркер "
-    "u_t = 1 становится 10 · 1 − 5 = 5, softplus сохраняет его положительным (Δ_t = 5.007), а фиксация "
-    "нулевого порядка превращает его в множитель сохранения этого токена e^(Δ_t A) = 0.0067 и множитель "
-    "записи 0.9933, которые входят в обычное обновление. Обычный токен (u_t = 0) проходит тот же путь к "
-    "Δ_t = 0.0067, множителю сохранения 0.9933 и множителю записи 0.0067.",
+    "Путь, который проходит размер шага одного токена, с помеченной 7 из задачи на запоминание: маркер u_t = 1 "
+    "становится 10 · 1 − 5 = 5, softplus сохраняет его положительным (Δ_t = 5.007), а фиксация нулевого порядка "
+    "превращает его в множитель сохранения этого токена e^(Δ_t A) = 0.0067 и множитель записи 0.9933, которые "
+    "входят в обычное обновление. Обычный токен (u_t = 0) проходит тот же путь к Δ_t = 0.0067, множителю "
+    "сохранения 0.9933 и множителю записи 0.0067.",
 )
 
 
@@ -3431,12 +3381,12 @@ show_figure(
         best_delta: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), best_delta)),
         5.0: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), 5.0)),
     }, language=LANGUAGE),
-    "Серые столбцы — входы, помеченная 7 стоит на позиции 2. Сплошная линия с кружками (селективная) "
-    "прыгает примерно до 7 на помеченном токене и потом почти не движется, потому что у каждого "
-    "следующего токена крошечный шаг. Штриховая линия с квадратами — лучший единый фиксированный шаг: он "
-    "может записать лишь малую часть каждого входа, так что 7 поднимает её немного, и она заканчивается "
-    "низко. Пунктирная линия с треугольниками — большой фиксированный шаг: он копирует то, что пришло "
-    "последним, так что 7 исчезает шагом позже.",
+    "Серые столбцы — входы, помеченная 7 стоит на позиции 2. Сплошная линия с кружками (селективная) прыгает "
+    "примерно до 7 на помеченном токене и потом почти не движется, потому что у каждого следующего токена "
+    "крошечный шаг. Штриховая линия с квадратами — лучший единый фиксированный шаг: он может записать лишь малую "
+    "часть каждого входа, так что 7 поднимает её немного, и она заканчивается низко. Пунктирная линия с "
+    "треугольниками — большой фиксированный шаг: он копирует то, что пришло последним, так что 7 исчезает шагом "
+    "позже.",
 )
 
 
@@ -3490,20 +3440,14 @@ check_exercise("Exercise 3", check_parallel_scan_contract, parallel_scan, global
 
 # %%
 states, rounds = parallel_scan([0.5] * 4, [1.0, 0.0, 0.0, 2.0])
-print("шаги примера с чаем: состояния "
-      f"{states.tolist()}"
-      " за "
-      f"{rounds}"
-      " раунда")
+print(f"шаги примера с чаем: состояния {states.tolist()} за {rounds} раунда")
 keep, write = discretize(deltas)
 scanned, _ = parallel_scan(keep, write * np.array(RECALL_VALUES))
 print("задача на запоминание через сканирование: наибольшая |разность| с циклом "
       f"{np.abs(scanned - selective).max():.1e}")
 expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
-print("1,024 шага: "
-      f"{rounds_1024}"
-      " раундов")
+print(f"1,024 шага: {rounds_1024} раундов")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
@@ -3530,11 +3474,11 @@ expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.
 expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
-    "Каждый столбец — один шаг времени, каждый блок — шаг (λ, μ), означающий, что h становится λ·h + μ. "
-    "Одна строка вниз — один раунд: каждый блок сливается с блоком на shift позиций левее (синяя "
-    "диагональ), а блок, у которого так далеко слева ничего нет, проходит прямо вниз. После log2(4) = 2 "
-    "раундов части b нижней строки — это все состояния цикла: 1, 0.5, 0.25, 2.125. Слияния в одной "
-    "строке независимы, поэтому GPU выполняет каждую строку сразу.",
+    "Каждый столбец — один шаг времени, каждый блок — шаг (λ, μ), означающий, что h становится λ·h + μ. Одна "
+    "строка вниз — один раунд: каждый блок сливается с блоком на shift позиций левее (синяя диагональ), а блок, у "
+    "которого так далеко слева ничего нет, проходит прямо вниз. После log2(4) = 2 раундов части b нижней строки — "
+    "это все состояния цикла: 1, 0.5, 0.25, 2.125. Слияния в одной строке независимы, поэтому GPU выполняет каждую "
+    "строку сразу.",
 )
 
 
@@ -3588,21 +3532,13 @@ hybrid_rows = {
     "pure_ssm_stack_bytes": hybrid_cache_bytes(131_072, attention_layers=0),
 }
 for key, value in hybrid_rows.items():
-    print(f"{key:28s}"
-          " "
-          f"{value:>16,}"
-          " байт = "
-          f"{value / GB:8.4f}"
-          " ГБ")
+    print(f"{key:28s} {value:>16,} байт = {value / GB:8.4f} ГБ")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 # The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
 mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
-print("один слой SSM: упрощённый (4,096 x 16, 16 бит) "
-      f"{hybrid_rows['ssm_layer_bytes']:,}"
-      " байт; в форме Mamba (8,192 x 16 + свёртка 8,192 x 4, fp32) "
-      f"{mamba_real_layer:,}"
-      " байт, x"
+print(f"один слой SSM: упрощённый (4,096 x 16, 16 бит) {hybrid_rows['ssm_layer_bytes']:,} байт; в форме Mamba (8,192 "
+      f"x 16 + свёртка 8,192 x 4, fp32) {mamba_real_layer:,} байт, x"
       f"{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
 check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
 check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
@@ -3636,18 +3572,13 @@ layer_stacks = [
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
-    "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои "
-    "хранят KV-кэш, растущий с каждым токеном, жёлтые — не больше окна, синие — состояние фиксированного "
-    "размера ("
-    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f}"
-    " КиБ здесь) при любой длине. Подпись под каждым названием — кэш стека при 128k токенов: если "
-    "оставить 4 из 32 слоёв вниманием, на позициях "
-    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}"
-    ", как в конфигурации Jamba-v0.1, это сокращает "
-    f"{layer_stacks[0][2] / GB:.2f}"
-    " ГБ до "
-    f"{layer_stacks[1][2] / GB:.2f}"
-    " ГБ; gpt-oss-120b чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
+    "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои хранят KV-кэш, "
+    "растущий с каждым токеном, жёлтые — не больше окна, синие — состояние фиксированного размера ("
+    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f} КиБ здесь) при любой длине. Подпись под каждым названием — кэш "
+    "стека при 128k токенов: если оставить 4 из 32 слоёв вниманием, на позициях "
+    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}, как в конфигурации "
+    f"Jamba-v0.1, это сокращает {layer_stacks[0][2] / GB:.2f} ГБ до {layer_stacks[1][2] / GB:.2f} ГБ; gpt-oss-120b "
+    "чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
 )
 
 # %% [markdown]
@@ -3699,11 +3630,7 @@ show_figure(
 # DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
 yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
 mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
-print("масштаб MLA 1/sqrt(192) = "
-      f"{1 / math.sqrt(128 + 64):.4f}"
-      "; с YaRN x mscale^2 = "
-      f"{mscale:.3f}"
-      "^2 = "
+print(f"масштаб MLA 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; с YaRN x mscale^2 = {mscale:.3f}^2 = "
       f"{mscale ** 2:.3f}")
 check_stated("mscale", mscale, 1.37, 2)
 check_stated("mscale squared", mscale**2, 1.87, 2)
@@ -3716,16 +3643,8 @@ q_token = np.array([1.0, 2.0, 0.0, 1.0])
 latent_c = x_token @ W_down
 key_full = latent_c @ W_up_k
 q_absorbed = q_token @ W_up_k.T
-print("латентный вектор "
-      f"{latent_c.tolist()}"
-      ", ключ "
-      f"{key_full.tolist()}"
-      ", q . k = "
-      f"{q_token @ key_full:.0f}"
-      ", поглощённый запрос "
-      f"{q_absorbed.tolist()}"
-      ", поглощённая оценка "
-      f"{q_absorbed @ latent_c:.0f}")
+print(f"латентный вектор {latent_c.tolist()}, ключ {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, поглощённый "
+      f"запрос {q_absorbed.tolist()}, поглощённая оценка {q_absorbed @ latent_c:.0f}")
 REFERENCE.check("latent_example.latent", latent_c)
 REFERENCE.check("latent_example.key", key_full)
 REFERENCE.check("latent_example.q_latent", q_absorbed)
@@ -3793,18 +3712,13 @@ mla_args = (mla_rng.normal(size=(Hm, Tq, d_nope)), mla_rng.normal(size=(Hm, Tq, 
             mla_rng.normal(size=(Hm, d_v, d_model)))
 decode_mask = additive_mask(np.arange(Tk)[None, :] <= (Tk - Tq + np.arange(Tq))[:, None])  # the last 3 of 9 tokens
 expanded_out, absorbed_out = mla_expanded_attention(*mla_args, decode_mask), mla_absorbed_attention(*mla_args, decode_mask)
-print("развёрнутое против поглощённого: наибольшая |разность| "
-      f"{np.abs(expanded_out - absorbed_out).max():.1e}"
-      "; кэшируемых чисел на токен "
-      f"{d_c + d_rope}"
-      " вместо "
-      f"{Hm * (d_nope + d_rope + d_v)}")
+print(f"развёрнутое против поглощённого: наибольшая |разность| {np.abs(expanded_out - absorbed_out).max():.1e}; "
+      f"кэшируемых чисел на токен {d_c + d_rope} вместо {Hm * (d_nope + d_rope + d_v)}")
 expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expanded_out, absorbed_out, atol=1e-12))
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
-print("поглощённое без ветви RoPE: наибольшая |разность| "
-      f"{np.abs(without_rope - expanded_out).max():.2f}"
-      " (должна быть большой)")
+print(f"поглощённое без ветви RoPE: наибольшая |разность| {np.abs(without_rope - expanded_out).max():.2f} (должна "
+      "быть большой)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
 # %% tags=["hide-input"]
@@ -3829,23 +3743,16 @@ mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_r
 expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
-    "Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из "
-    f"{mla_widths['latent']}"
-    " чисел, кэшируемый вместе с одним общим RoPE-ключом из "
-    f"{mla_widths['rope']}"
-    " чисел: "
-    f"{mla_widths['latent'] + mla_widths['rope']}"
-    " чисел на токен и слой. Пунктирный блок — то, что кэшировало бы обычное многоголовое внимание и "
-    "чего MLA с поглощением никогда не строит: "
-    f"{v2_convention // (61 * 2):,}"
-    " чисел на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для "
-    "ключей, и для значений, 2 x 128 x 128; с настоящими ключами ширины 192 это 40,960). Нижний ряд: как "
-    "запрос читает кэш. W_uk вкладывается в запрос, который сравнивается с каждым закэшированным c (его "
-    "RoPE-часть — с RoPE-ключом); веса смешивают те же c, а W_uv W_o превращает смесь в выход. Все "
-    "головы читают один общий кэш: декодирование — это внимание с одним запросом на все головы "
-    "(multi-query) по латентным векторам ширины "
-    f"{mla_widths['latent'] + mla_widths['rope']}"
-    ".",
+    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {mla_widths['latent']} чисел, "
+    f"кэшируемый вместе с одним общим RoPE-ключом из {mla_widths['rope']} чисел: "
+    f"{mla_widths['latent'] + mla_widths['rope']} чисел на токен и слой. Пунктирный блок — то, что кэшировало бы "
+    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {v2_convention // (61 * 2):,} чисел "
+    "на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для ключей, и для "
+    "значений, 2 x 128 x 128; с настоящими ключами ширины 192 это 40,960). Нижний ряд: как запрос читает кэш. W_uk "
+    "вкладывается в запрос, который сравнивается с каждым закэшированным c (его RoPE-часть — с RoPE-ключом); веса "
+    "смешивают те же c, а W_uv W_o превращает смесь в выход. Все головы читают один общий кэш: декодирование — это "
+    "внимание с одним запросом на все головы (multi-query) по латентным векторам ширины "
+    f"{mla_widths['latent'] + mla_widths['rope']}.",
 )
 
 
@@ -3906,11 +3813,11 @@ def plot_rope_obstruction(distances, effective, language="en"):
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
     "Каждая сплошная линия — одна компонента поглощённого запроса W^T R(j - i)^T q, которая должна быть "
-    "постоянной, чтобы трюк с поглощением работал; ось x — поворот между позициями запроса и ключа. "
-    "Компоненты колеблются при сдвиге ключа, так что повёрнутому латентному вектору нужен был бы новый "
-    "поглощённый запрос для каждого закэшированного токена. Штриховая линия того же цвета — та же "
-    "компонента, когда латентный вектор не поворачивается, как в MLA: ровная, один вектор для каждого "
-    "ключа, а позиция едет в отдельном ключе из 64 чисел.",
+    "постоянной, чтобы трюк с поглощением работал; ось x — поворот между позициями запроса и ключа. Компоненты "
+    "колеблются при сдвиге ключа, так что повёрнутому латентному вектору нужен был бы новый поглощённый запрос для "
+    "каждого закэшированного токена. Штриховая линия того же цвета — та же компонента, когда латентный вектор не "
+    "поворачивается, как в MLA: ровная, один вектор для каждого ключа, а позиция едет в отдельном ключе из 64 "
+    "чисел.",
 )
 
 # %%
@@ -3972,21 +3879,12 @@ def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16
 
 
 codes, scale = quantize([0.7, -0.3, 0.2, 0.04], 4, shared_axis=-1)
-print("коды "
-      f"{codes.tolist()}"
-      ", масштаб "
-      f"{scale.item():.2f}"
-      ", прочитано обратно "
+print(f"коды {codes.tolist()}, масштаб {scale.item():.2f}, прочитано обратно "
       f"{dequantize(codes, scale).round(2).tolist()}")
 REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
-print("сквозной пример: "
-      f"{bytes_4bit:,}"
-      " байт на токен при 4 битах против "
-      f"{per_token:,}"
-      " при 16: в x"
-      f"{per_token / bytes_4bit:.2f}"
-      " меньше")
+print(f"сквозной пример: {bytes_4bit:,} байт на токен при 4 битах против {per_token:,} при 16: в x"
+      f"{per_token / bytes_4bit:.2f} меньше")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
@@ -4041,12 +3939,11 @@ def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
 
 show_figure(
     _draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
-    "Вверху — запись: ключ из ручного примера делит один масштаб γ, равный его наибольшему модулю, "
-    "делённому на верхний 4-битный код, 0.7 / 7 = 0.1, и хранится как коды 7, −3, 2, 0 (по 4 бита) плюс "
-    "γ (16 бит). Внизу — чтение: каждый запрос, который обращает на него внимание, снова умножает коды "
-    "на γ и получает обратно 0.7, −0.3, 0.2 и 0; значение 0.04 было меньше половины шага, поэтому оно "
-    "пропало. Какие числа делят одну γ (вектор токена или канал по токенам) — в этом и весь вопрос "
-    "раздела 14.",
+    "Вверху — запись: ключ из ручного примера делит один масштаб γ, равный его наибольшему модулю, делённому на "
+    "верхний 4-битный код, 0.7 / 7 = 0.1, и хранится как коды 7, −3, 2, 0 (по 4 бита) плюс γ (16 бит). Внизу — "
+    "чтение: каждый запрос, который обращает на него внимание, снова умножает коды на γ и получает обратно 0.7, "
+    "−0.3, 0.2 и 0; значение 0.04 было меньше половины шага, поэтому оно пропало. Какие числа делят одну γ (вектор "
+    "токена или канал по токенам) — в этом и весь вопрос раздела 14.",
 )
 
 # %%
@@ -4092,11 +3989,8 @@ check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
-print("при 2 битах (коды -1, 0, 1): по токенам "
-      f"{100 * two_bit[1]:.0f}"
-      "%, по каналам "
-      f"{100 * two_bit[0]:.0f}"
-      "%: в таком простом виде оба непригодны")
+print(f"при 2 битах (коды -1, 0, 1): по токенам {100 * two_bit[1]:.0f}%, по каналам {100 * two_bit[0]:.0f}%: в таком "
+      "простом виде оба непригодны")
 
 # %% tags=["hide-input"]
 # @title Крайние случаи эксперимента с квантованием: воспроизводимые ошибки число в число, отвергаемые аргументы, один токен
@@ -4155,13 +4049,12 @@ def plot_quantization_errors(bits, errors, language="en"):
 
 show_figure(
     plot_quantization_errors(BITS, errors, language=LANGUAGE),
-    "Каждая группа столбцов — одна разрядность; высота показывает, насколько сдвинулся выход внимания "
-    "относительно своей величины, на логарифмической оси (каждая линия сетки вдесятеро больше "
-    "предыдущей). Простые серые столбцы: обычные случайные ключи, один масштаб на токен. Оранжевые со "
-    "штриховкой: ключи с четырьмя большими каналами, по-прежнему один масштаб на токен, так что малые "
-    "каналы раздавлены. Синие с точками: те же ключи с одним масштабом на канал (в стиле KIVI: ось KIVI "
-    "без её групп токенов и окна последних токенов в полной точности), что снимает большую часть этого "
-    "ущерба при каждой показанной разрядности.",
+    "Каждая группа столбцов — одна разрядность; высота показывает, насколько сдвинулся выход внимания относительно "
+    "своей величины, на логарифмической оси (каждая линия сетки вдесятеро больше предыдущей). Простые серые "
+    "столбцы: обычные случайные ключи, один масштаб на токен. Оранжевые со штриховкой: ключи с четырьмя большими "
+    "каналами, по-прежнему один масштаб на токен, так что малые каналы раздавлены. Синие с точками: те же ключи с "
+    "одним масштабом на канал (в стиле KIVI: ось KIVI без её групп токенов и окна последних токенов в полной "
+    "точности), что снимает большую часть этого ущерба при каждой показанной разрядности.",
 )
 
 # %%
@@ -4191,9 +4084,7 @@ K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
 K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
 small = K_outliers[:, 4:]  # the 60 ordinary channels
 kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
-print("4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал "
-      f"{kivi_error:.1%}"
-      ", один масштаб на токен "
+print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {kivi_error:.1%}, один масштаб на токен "
       f"{token_error:.1%}")
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
@@ -4223,9 +4114,7 @@ h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
     stepped.append(y_t)
-print("задача на запоминание, пройденная вручную: итоговое состояние "
-      f"{stepped[-1]:.4f}"
-      ", у selective_ssm "
+print(f"задача на запоминание, пройденная вручную: итоговое состояние {stepped[-1]:.4f}, у selective_ssm "
       f"{selective[-1]:.4f}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
@@ -4292,18 +4181,12 @@ def cache_bytes_by_design(context):
 
 at_1m = cache_bytes_by_design(2**20)
 for name, value in at_1m.items():
-    print(f"{name:32s}"
-          " "
-          f"{value / GB:10.3f}"
-          " ГБ при 1,048,576 токенов")
+    print(f"{name:32s} {value / GB:10.3f} ГБ при 1,048,576 токенов")
 REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
-print("растущая часть на токен: GQA-8 "
-      f"{kv_bytes_per_token(32, 8, 128) / KIB:.0f}"
-      " КиБ, гибрид "
-      f"{kv_bytes_per_token(4, 8, 128) / KIB:.0f}"
-      " КиБ")
+print(f"растущая часть на токен: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} КиБ, гибрид "
+      f"{kv_bytes_per_token(4, 8, 128) / KIB:.0f} КиБ")
 check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
@@ -4346,12 +4229,12 @@ def plot_memory_vs_context(language="en"):
 
 show_figure(
     plot_memory_vs_context(language=LANGUAGE),
-    "Обе оси логарифмические; пунктирная линия — один GPU на 80 ГБ. Линии, растущие с одним наклоном, "
-    "растут пропорционально контексту и хранят каждый токен: сжатие (меньше голов, латентный вектор, 4 "
-    "бита, гибрид в основном из SSM) лишь сдвигает их вниз. Толстая синяя линия GQA идёт под зелёной "
-    "штриховой линией окна до 4,096 токенов, где окно выходит на горизонталь; линия 4 бит с короткими "
-    "штрихами идёт чуть ниже латентной линии. Стек пространства состояний горизонтален с самого начала: "
-    "горизонтальные линии делают миллион токенов доступным, и именно они забывают.",
+    "Обе оси логарифмические; пунктирная линия — один GPU на 80 ГБ. Линии, растущие с одним наклоном, растут "
+    "пропорционально контексту и хранят каждый токен: сжатие (меньше голов, латентный вектор, 4 бита, гибрид в "
+    "основном из SSM) лишь сдвигает их вниз. Толстая синяя линия GQA идёт под зелёной штриховой линией окна до "
+    "4,096 токенов, где окно выходит на горизонталь; линия 4 бит с короткими штрихами идёт чуть ниже латентной "
+    "линии. Стек пространства состояний горизонтален с самого начала: горизонтальные линии делают миллион токенов "
+    "доступным, и именно они забывают.",
 )
 
 # %%
@@ -4498,28 +4381,14 @@ def design_numbers(parts):
 
 
 sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s}"
-      " "
-      f"{'grows per token':>16}"
-      " "
-      f"{'fixed':>10}"
-      " "
-      f"{'at 1M tokens':>13}"
-      "  статус")
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  статус")
 for design in DESIGNS:
     if design["parts"] is None:
         print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
         continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s}"
-          " "
-          f"{2 * growing / KIB:>12.2f}"
-          " КиБ "
-          f"{2 * fixed / GB:>7.2f}"
-          " ГБ "
-          f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f}"
-          " ГБ  "
-          f"{design['status']}")
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {2 * fixed / GB:>7.2f} ГБ "
+          f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f} ГБ  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
 check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
@@ -4574,12 +4443,12 @@ def plot_per_token_bars(running, designs, language="en"):
 
 show_figure(
     plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
-    "Длина столбца — кэш, которого стоит ещё один токен контекста, в КиБ при 16 битах на число; число у "
-    "конца каждого столбца — его значение. Слева сквозной пример: 512 КиБ при 32 KV-головах, 128 при 8, "
-    "36 для латентного вектора 512 + 64, 33 для 8 голов по 4 бита, 16 при единственной KV-голове. Справа "
-    "современные модели, посчитанные по таблице DESIGNS; столбцы со штриховкой отчасти опираются на "
-    "заявленные, а не проверенные числа (их источники указаны в таблице), а модели, размер которых "
-    "таблица оценить не смогла, не нарисованы.",
+    "Длина столбца — кэш, которого стоит ещё один токен контекста, в КиБ при 16 битах на число; число у конца "
+    "каждого столбца — его значение. Слева сквозной пример: 512 КиБ при 32 KV-головах, 128 при 8, 36 для "
+    "латентного вектора 512 + 64, 33 для 8 голов по 4 бита, 16 при единственной KV-голове. Справа современные "
+    "модели, посчитанные по таблице DESIGNS; столбцы со штриховкой отчасти опираются на заявленные, а не "
+    "проверенные числа (их источники указаны в таблице), а модели, размер которых таблица оценить не смогла, не "
+    "нарисованы.",
 )
 
 # %% tags=["hide-input"]
@@ -4611,12 +4480,7 @@ def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
 as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MASK_N)[None, :])
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
-print("mask_mod на сетке "
-      f"{MASK_N}"
-      " x "
-      f"{MASK_N}"
-      " воспроизводит маску окна + стоков из раздела 2: "
-      f"{int(as_function.sum())}"
+print(f"mask_mod на сетке {MASK_N} x {MASK_N} воспроизводит маску окна + стоков из раздела 2: {int(as_function.sum())}"
       " пар")
 
 # %% tags=["hide-input"]
@@ -4725,16 +4589,10 @@ self_test_answers = {
     "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s}"
-          " вычислено "
-          f"{computed:>15,}"
-          "   заявлено "
-          f"{stated:>15,}")
+    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print("Самопроверка: пересчитано числовых ответов: "
-      f"{len(self_test_answers)}"
-      ": ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4756,8 +4614,7 @@ print("Самопроверка: пересчитано числовых отв�
 # - Zheng и др., *SGLang* (2023): https://arxiv.org/abs/2312.07104 — RadixAttention и переиспользование кэша общего префикса
 
 # %%
-print("версия схемы эталона "
-      f"{REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.2", globals())
