@@ -143,6 +143,7 @@ def test_the_graded_edition_runs_to_the_end_and_grades_as_expected(name, tmp_pat
     assert run.error is None, f"the graded edition as shipped stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert f"Exercises not attempted: {', '.join(labels)}\n" in out and "This cell waits for Exercise 1: " in out
+    assert "wait with the cells that wait for Exercise 1" in out and "were used or checked by a cell" not in out, "the last cell says the true thing"
     answered = solved(shipped, nb.source.read_text(encoding="utf-8"), tmp_path / f"{name}.ipynb")
     run = execute.run(answered, tmp_path / "solved")
     assert run.error is None, f"the graded edition with every solution stopped at cell {run.failed_cell}: {run.error[-1500:]}"
