@@ -25,7 +25,8 @@ from . import exits, pairing
 
 TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
+# "# Exercise 3: ...", or in a translated edition "# Exercise 3 · Упражнение 3: ...": the grader's key, then the reader's word
+_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+)(?:\s*·[^:]*)?:\s*(?P<text>.*)$")
 
 
 class ExerciseError(ValueError):

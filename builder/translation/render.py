@@ -52,7 +52,7 @@ def render_notebook(nb: nbformat.NotebookNode, catalog: polib.POFile, language: 
                                       for b in blocks(cell.source))
         elif cell.cell_type == "code":
             if EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
-                cell.source = _translate_exercise(cell.source, _marked(*next(texts)[:2], UNTRANSLATED_EXERCISE))
+                cell.source = _translate_exercise(cell.source, _marked(*next(texts)[:2], UNTRANSLATED_EXERCISE), language)
             wanted = [next(texts) for _ in code_texts(cell.source)]
             cell.source, written = translate_code(cell.source, [text if current else None for text, current, _ in wanted])
             english += [f"{context} (its f-string fields differ from the English)" for (_, current, context), done in zip(wanted, written)
@@ -69,9 +69,13 @@ def _marked(text: str, current: bool, mark: str) -> str:
     return text if current else mark + text
 
 
-def _translate_exercise(source: str, instructions: str) -> str:
-    """An exercise cell with its leading comment block replaced; the 'Exercise N:' label stays."""
+def _translate_exercise(source: str, instructions: str, language: str = "en") -> str:
+    """An exercise cell with its leading comment block replaced; the grader's 'Exercise N' label stays, the reader's word follows it."""
+    from ..student import EXERCISE_WORD
+
     label, _, count = exercise_instructions(source)
+    if language in EXERCISE_WORD and language != "en":
+        label = f"{label} · {EXERCISE_WORD[language]} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])
