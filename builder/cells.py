@@ -4,8 +4,9 @@ import re
 
 HIDDEN_TAG = "hide-input"  # an author's hidden, titled machinery cell (its first line is ``# @title ...``)
 COLLAPSED = {"cellView": "form", "jupyter": {"source_hidden": True}}  # what build sets on it: Colab's form, Jupyter's fold
-# The first line of an exercise cell: "# Exercise 3: <instructions>".
-EXERCISE_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+):\s*(?P<text>.*)$")
+# The first line of an exercise cell: "# Exercise 3: <instructions>", or in a translated edition
+# "# Exercise 3 · Упражнение 3: <instructions>" (the grader's key, then the reader's word).
+EXERCISE_LABEL = re.compile(r"^#\s*(?P<label>Exercise \d+)(?:\s*·[^:]*)?:\s*(?P<text>.*)$")
 
 
 def collapsed(cell: dict) -> bool:

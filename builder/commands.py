@@ -53,7 +53,7 @@ def check(course, args) -> int:
     for nb in chosen:
         result = editions.editions(course, nb)
         findings += result.findings + editions.pair_findings(course, result)
-    findings += reference_problems(chosen)
+    findings += reference_problems(chosen) + editions.message_findings(course)
     findings += glossary.course_violations(course) + typography.other_catalog_findings(course)  # the catalogs no notebook owns
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
@@ -276,7 +276,6 @@ def translations(course, args) -> int:
     --update keeps every translation: changed English marks its entry fuzzy with the old English kept,
     new English gets an empty entry, and entries whose English is gone become obsolete.
     """
-    from .translation import catalog as po
     from .translation.units import units
 
     if not course.languages:
@@ -289,22 +288,12 @@ def translations(course, args) -> int:
         result = editions.editions(course, nb)
         found = units(result.expected[nb.source], course.root)
         for edition in result.translations:
-            try:
-                catalog = po.load(edition.catalog, course.shown(edition.catalog))
-            except po.CatalogError as exc:
-                raise files.MalformedFile(str(exc)) from None
-            if args.update:
-                merged = po.merge(catalog, found, course.shown(nb.source))
-                outputs[edition.catalog] = po.dumps(merged, edition.language, course.shown(nb.source))
-                catalog = merged
-            drift = po.findings(catalog, found, course.shown(edition.catalog), edition.language)
-            translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
-            for finding in drift:
-                print(finding)
-                if finding.diff:
-                    print(finding.diff)
-            print(f"{course.shown(edition.catalog)}: {translated} of {len(found)} units translated, {len(drift)} finding(s)")
-            problems += sum(1 for f in drift if strict or f.kind not in editions.UNTRANSLATED_KINDS)
+            problems += _catalog_drift(course, edition.catalog, found, course.shown(nb.source), edition.language, args.update, outputs, strict)
+    from .translation import messages
+
+    for language in course.languages:  # the checks' messages: one catalog per language, for every notebook
+        path = course.root / "translations" / language / messages.CATALOG
+        problems += _catalog_drift(course, path, messages.units(course.root), "builder/contracts", language, args.update, outputs, strict)
     for path in files.write_all(outputs):
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
@@ -327,6 +316,27 @@ def typeset_catalogs(course) -> int:
     for path in files.write_all(outputs):
         print(f"wrote {course.shown(path)}")
     return exits.OK
+
+
+def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool) -> int:
+    """Print one catalog's drift from its units (merged first with ``update``, into ``outputs``); return the problems."""
+    from .translation import catalog as po
+
+    try:
+        catalog = po.load(path, course.shown(path))
+    except po.CatalogError as exc:
+        raise files.MalformedFile(str(exc)) from None
+    if update:
+        catalog = po.merge(catalog, found, occurrence)
+        outputs[path] = po.dumps(catalog, language, occurrence)
+    drift = po.findings(catalog, found, course.shown(path), language)
+    translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
+    for finding in drift:
+        print(finding)
+        if finding.diff:
+            print(finding.diff)
+    print(f"{course.shown(path)}: {translated} of {len(found)} units translated, {len(drift)} finding(s)")
+    return sum(1 for f in drift if strict or f.kind not in editions.UNTRANSLATED_KINDS)
 
 
 def everything(course, args) -> int:

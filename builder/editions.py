@@ -223,8 +223,10 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     Units without a current translation keep their English, marked untranslated in the edition's
     source; ``build`` lists them and ``check`` reports each one (a warning, or an error when strict).
     """
+    import nbformat
+
     from .translation import catalog as po
-    from .translation import glossary, typography
+    from .translation import glossary, messages, typography
     from .translation.render import render_notebook
     from .translation.units import units
 
@@ -244,8 +246,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
                         for f in drift]
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
-    import nbformat
-
+    messages.add_table(parsed, messages.table(message_catalog(course, edition.language), messages.units(course.root)))
     if terms:  # the reader-facing glossary closes the edition, as the Hugging Face course's Russian edition does
         parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)
@@ -257,6 +258,30 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(edition.name, "student", edition.language))
+
+
+def message_catalog(course: Course, language: str):
+    """The checks' message catalog of ``language``; a malformed one is a MalformedFile naming its line."""
+    from .translation import catalog as po
+    from .translation import messages
+
+    try:
+        return messages.load(language, course.root)
+    except po.CatalogError as exc:
+        raise files.MalformedFile(str(exc)) from None
+
+
+def message_findings(course: Course) -> list[Finding]:
+    """The drift of each language's message catalog from the checks' messages (once for the course, not per notebook)."""
+    from .translation import catalog as po
+    from .translation import messages
+
+    found, drift = messages.units(course.root), []
+    for language in course.languages:
+        shown = f"translations/{language}/{messages.CATALOG}"
+        drift += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
+                  for f in po.findings(message_catalog(course, language), found, shown, language)]
+    return drift
 
 
 def fallback_notes(results: list[Editions]) -> list[str]:

@@ -23,8 +23,22 @@ class ReleaseError(ValueError):
     exit_code = exits.USAGE
 
 
-def guide(found: list[student.Exercise]) -> str:
+GUIDE_RU = (
+    "**Версия для оценивания.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку "
+    "`# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную "
+    "проверку: она печатает «ПРОЙДЕНО» или называет невыполненное свойство, вход, ожидаемое и фактическое значения. "
+    "В этой версии нет решений: ячейка, которой нужно незаконченное упражнение, печатает, какое упражнение она ждёт; "
+    "когда это упражнение пройдёт проверку, запустите ячейки под ним снова. Сдайте этот ноутбук; оценщик читает только "
+    "ячейки упражнений (ячейки кода, которые начинаются с `# Exercise N · Упражнение N:`), поэтому сохраните эту первую строку.\n\n"
+)
+WAITING_TITLE = {"en": "Graded edition: a cell that needs an unfinished exercise prints which one it waits for",
+                 "ru": "Версия для оценивания: ячейка, которой нужно незаконченное упражнение, печатает, какое она ждёт"}
+
+
+def guide(found: list[student.Exercise], language: str = "en") -> str:
     """The note at the top of a graded edition: what to write, what the checks say, and what to hand in."""
+    if language == "ru":
+        return GUIDE_RU + student.listing(found, language)
     return (
         "**Graded edition.** The functions below are stubs that raise `NotImplementedError`; replace the line "
         "`# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its "
@@ -36,10 +50,11 @@ def guide(found: list[student.Exercise]) -> str:
     )
 
 
-def waiting_cell(root: Path) -> nbformat.NotebookNode:
+def waiting_cell(root: Path, language: str = "en") -> nbformat.NotebookNode:
     """The hidden cell that makes cells needing an unfinished exercise wait for it."""
     body = inline.source_of("wait_for_exercises", root)
-    source = f"# @title Graded edition: a cell that needs an unfinished exercise prints which one it waits for\n{body}\n\nwait_for_exercises(globals())"
+    title = WAITING_TITLE.get(language, WAITING_TITLE["en"])
+    source = f"# @title {title}\n{body}\n\nwait_for_exercises(globals())"
     return nbformat.v4.new_code_cell(source, metadata={"tags": [pairing.COLLAPSED_TAG]})
 
 
@@ -48,7 +63,8 @@ def without_reference_prose(markdown: str) -> str:
     return "\n\n".join(p for p in markdown.split("\n\n") if "show_reference" not in p)
 
 
-def graded_notebook(student_nb: nbformat.NotebookNode, found: list[student.Exercise], title: tuple[str, str], root: Path):
+def graded_notebook(student_nb: nbformat.NotebookNode, found: list[student.Exercise], title: tuple[str, str], root: Path,
+                    language: str = "en"):
     """The graded edition of a parsed student edition: (the notebook, or None; what is wrong)."""
     cells = []
     for cell in student_nb.cells:
@@ -58,9 +74,9 @@ def graded_notebook(student_nb: nbformat.NotebookNode, found: list[student.Exerc
         cells.append(nbformat.NotebookNode(dict(cell, source=source)))
     cells[0].source = cells[0].source.replace(title[0], title[1])
     cells[0].source = "\n".join(line for line in cells[0].source.splitlines() if "colab-badge.svg" not in line)
-    cells[1] = nbformat.v4.new_markdown_cell(guide(found))  # student_notebook's guide
+    cells[1] = nbformat.v4.new_markdown_cell(guide(found, language))  # student_notebook's guide
     first = next(i for i, c in enumerate(cells) if student.TAG in c.metadata.get("tags", []))
-    cells.insert(first, waiting_cell(root))
+    cells.insert(first, waiting_cell(root, language))
     graded = nbformat.NotebookNode(dict(student_nb, cells=cells))
     left = [c.source.splitlines()[0] for c in cells if "def show_reference" in c.source or "REFERENCE_SOURCES =" in c.source]
     return graded, left
@@ -74,7 +90,7 @@ def releases(course, nb) -> dict[Path, str]:
     for edition in [nb] + [nb.translated(language) for language in course.languages]:
         parsed = pairing.read_source(built.expected[edition.student_source], course.root)
         title = (edition.student_title, f"{edition.title} · {GRADED_EDITION.get(edition.language, GRADED_EDITION['en'])}")
-        graded, left = graded_notebook(parsed, found, title, course.root)
+        graded, left = graded_notebook(parsed, found, title, course.root, edition.language)
         if left:
             raise files.MalformedFile(f"{course.shown(edition.student_source)}: the graded edition would still mention a "
                                       f"solution in the cells starting {left}; keep show_reference in its own inline region")

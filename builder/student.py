@@ -111,13 +111,18 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
-def stubbed(source: str, exercise: Exercise) -> str:
-    """The exercise cell with every solution block replaced by a NotImplementedError stub."""
+# What a student edition writes where a solution was, and the word its guide calls an exercise, by language.
+YOUR_CODE = {"en": "# Your code here.", "ru": "# Ваш код здесь."}
+EXERCISE_WORD = {"en": "Exercise", "ru": "Упражнение"}
+
+
+def stubbed(source: str, exercise: Exercise, language: str = "en") -> str:
+    """The exercise cell with every solution block replaced by a NotImplementedError stub (its message keeps the grader's label)."""
     lines = source.splitlines()
     message = f"{exercise.label}: {exercise.instructions}"
     for begin, end in reversed(_solution_blocks(source, exercise.label)):
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        lines[begin:end + 1] = [f"{indent}# Your code here.", f"{indent}raise NotImplementedError({message!r})"]
+        lines[begin:end + 1] = [f"{indent}{YOUR_CODE.get(language, YOUR_CODE['en'])}", f"{indent}raise NotImplementedError({message!r})"]
     return "\n".join(lines)
 
 
@@ -130,16 +135,17 @@ def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbforma
     """The student edition of a parsed source (left unchanged): stubs, and the guide in ``language`` after the first cell."""
     found = exercises(nb)
     by_index = {e.index: e for e in found}
-    cells = [nbformat.NotebookNode(dict(cell, source=stubbed(cell.source, by_index[i]))) if i in by_index else cell
+    cells = [nbformat.NotebookNode(dict(cell, source=stubbed(cell.source, by_index[i], language))) if i in by_index else cell
              for i, cell in enumerate(nb.cells)]
     edition = nbformat.NotebookNode(dict(nb))
     edition.cells = cells[:1] + [nbformat.v4.new_markdown_cell(guide(found, language))] + cells[1:]
     return edition
 
 
-def listing(found: list[Exercise]) -> str:
-    """The exercise index: each label with the names the student writes."""
-    return "\n".join(f"- **{e.label}:** `{'`, `'.join(e.written)}`" for e in found) or "- (none yet)"
+def listing(found: list[Exercise], language: str = "en") -> str:
+    """The exercise index: each label, in the reader's language, with the names the student writes."""
+    word = EXERCISE_WORD.get(language, EXERCISE_WORD["en"])
+    return "\n".join(f"- **{e.label.replace('Exercise', word, 1)}:** `{'`, `'.join(e.written)}`" for e in found) or "- (none yet)"
 
 
 GRADING_EN = (
@@ -152,14 +158,14 @@ GRADING_EN = (
 
 GUIDE_RU = (
     "**Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; "
-    "замените строку `# Your code here.` и `raise` под ней своим кодом. Ячейка сразу после каждого "
+    "замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого "
     "упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, "
     "на каком входе, с ожидаемым и фактическим значениями.\n\n"
-    "*Выполнить все* доходит до конца: упражнение, которое вы ещё не трогали, печатает «not attempted yet», "
+    "*Выполнить все* доходит до конца: упражнение, которое вы ещё не трогали, печатает «ещё не начато», "
     "и следующие ячейки работают на эталонном решении. Упражнение, которое вы начали и которое не проходит "
     "проверку, останавливает выполнение на своей ячейке проверки; эталон подменяет его и там, поэтому "
     "*Среда выполнения → Выполнить после* на этой ячейке (Colab) или *Run → Run Selected Cell and All Below* "
-    "на следующей (JupyterLab) продолжает работу. `show_reference(\"Exercise 1\")` печатает решение; "
+    "на следующей (JupyterLab) продолжает работу. `show_reference(\"Упражнение 1\")` печатает решение; "
     "последняя ячейка перечисляет упражнения пройденные, не пройденные и не начатые.\n\n"
     "**Как оценивается ноутбук.** Оценщик находит ячейки упражнений и берёт из них, а также из ваших "
     "собственных ячеек, функции, классы, импорты и константы (имена ЗАГЛАВНЫМИ буквами). Каждое упражнение "
@@ -172,7 +178,7 @@ GUIDE_RU = (
 def guide(found: list[Exercise], language: str = "en") -> str:
     """The note at the top of a student edition: what to do and how the checks respond (English, or Russian for "ru")."""
     if language == "ru":
-        return GUIDE_RU + listing(found)
+        return GUIDE_RU + listing(found, language)
     return (
         "**Student edition.** The functions below are stubs that raise `NotImplementedError`; "
         "replace the line `# Your code here.` and the `raise` under it with your code. The cell right "

@@ -57,8 +57,9 @@ def test_the_graded_edition_has_no_reference_fallback_and_a_hidden_waiting_cell(
             assert "def show_reference" not in body and "REFERENCE_SOURCES =" not in body and 'show_reference("' not in body, path
             waiting = [c for c in cells if "wait_for_exercises(globals())" in "".join(c["source"])]
             assert len(waiting) == 1 and waiting[0]["metadata"]["cellView"] == "form", path
-            assert "".join(waiting[0]["source"]).startswith("# @title Graded edition")
-            assert release.GRADED_EDITION["en" if path.parent.name == "" else "ru"] in "".join(cells[0]["source"])
+            language = "en" if path.parent.name == "" else "ru"
+            assert "".join(waiting[0]["source"]).startswith(f"# @title {release.WAITING_TITLE[language]}\n")
+            assert release.GRADED_EDITION[language] in "".join(cells[0]["source"])
 
 
 def test_release_refuses_a_folder_inside_notebooks_and_writes_nothing(tmp_path):
@@ -79,7 +80,8 @@ WAITING_SESSION = textwrap.dedent('''\
 
 def ipython_session(*cells: str) -> list[str]:
     """The lines an IPython shell prints for ``cells``, after the graded edition's waiting cell."""
-    code = [sys.executable, "-c", WAITING_SESSION, inline.source_of("wait_for_exercises"), *cells]
+    toolkit = "\n".join(inline.source_of(name) for name in ("MESSAGES", "say", "shown_label", "wait_for_exercises"))  # as the edition inlines them
+    code = [sys.executable, "-c", WAITING_SESSION, toolkit, *cells]
     done = subprocess.run(code, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.splitlines()
@@ -141,6 +143,7 @@ def test_the_graded_edition_runs_to_the_end_and_grades_as_expected(name, tmp_pat
     assert run.error is None, f"the graded edition as shipped stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert f"Exercises not attempted: {', '.join(labels)}\n" in out and "This cell waits for Exercise 1: " in out
+    assert "wait with the cells that wait for Exercise 1" in out and "were used or checked by a cell" not in out, "the last cell says the true thing"
     answered = solved(shipped, nb.source.read_text(encoding="utf-8"), tmp_path / f"{name}.ipynb")
     run = execute.run(answered, tmp_path / "solved")
     assert run.error is None, f"the graded edition with every solution stopped at cell {run.failed_cell}: {run.error[-1500:]}"

@@ -121,7 +121,7 @@ def test_render_translates_prose_and_switches_the_figure_language():
     assert english == []
     assert "# Маска скрывает 3 из 4 ключей" in text and "A mask hides" not in text
     assert 'LANGUAGE = "ru"  # figure labels' in text
-    assert "# Exercise 1: верните каузальную маску размера `n`.\n# Строка i разрешает ключи 0 ... i.\ndef mask(n):" in text
+    assert "# Exercise 1 · Упражнение 1: верните каузальную маску размера `n`.\n# Строка i разрешает ключи 0 ... i.\ndef mask(n):" in text
     assert "<!-- builder:begin header -->" in text and 'print("not prose")' in text
 
 

@@ -245,7 +245,7 @@ def test_python_dash_o_keeps_every_check(module, tmp_path, script_runs):
     assert script_exit_codes(broken, tmp_path) == [1, 1], f"breaking {first!r} must fail with and without -O"
 
 
-TOOLKIT = ("require_namespace", "ContractViolation", "contract_assert", "contract_call", "use_reference", "exercises_on_reference",
+TOOLKIT = ("MESSAGES", "say", "in_language", "shown_label", "key_label", "require_namespace", "ContractViolation", "contract_assert", "contract_call", "use_reference", "exercises_on_reference",
            "check_exercise", "exercise_summary", "CheckFailed", "expect")
 SESSION = [
     'def contract(f):\n    got = contract_call("double(3) is 6", "x=3", "the lines above show where", f, 3)\n'

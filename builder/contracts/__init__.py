@@ -16,6 +16,7 @@ from . import (
     gqa,
     kv_cache,
     masking,
+    messages,
     decoding,
     heads,
     norms,
@@ -30,6 +31,7 @@ from . import (
 
 # Order matters only for error messages; each module lists its inlinable names in __all__.
 MODULES = (
+    messages,
     environment,
     validation,
     violations,

@@ -44,7 +44,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
-    case = "keys (1,0), (0,1), (1,1); values 2, 4, 6; third query (1,0)"
+    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)"
     out, S, z = run(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,

@@ -21,9 +21,11 @@ edition's hidden cells fill) or else from ``REFERENCE_SOURCES[label]`` (the solu
 which every edition embeds).
 """
 
+from .messages import key_label, say, shown_label
 from .violations import ContractViolation
 
-__all__ = ["require_namespace", "use_reference", "exercises_on_reference", "check_exercise", "show_reference", "report_section", "exercise_summary"]
+__all__ = ["require_namespace", "use_reference", "exercises_on_reference", "check_exercise", "show_reference", "report_section", "exercise_summary",
+           "report_references"]
 
 
 def require_namespace(namespace, label="Exercise"):
@@ -83,7 +85,7 @@ def check_exercise(label, contract, implementation, namespace):
         libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
         frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
                   if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
-        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        lines = [say("your frames", error=type(error).__name__)] if frames else []
         for frame in frames[-most:]:
             lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
         return lines
@@ -97,7 +99,7 @@ def check_exercise(label, contract, implementation, namespace):
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
-            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+            print(say("reference in place", label=shown_label(label), name=name))
         return summary
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
@@ -109,45 +111,42 @@ def check_exercise(label, contract, implementation, namespace):
             waited = stub.group(1)
         elif stub and stub.group(1) == label:
             if use_reference(label, namespace, "not attempted"):
-                print(f"{label}: not attempted yet; later cells use the reference solution")
+                print(say("not attempted, reference", label=shown_label(label)))
             else:
                 outcomes[label], waiting[name] = "not attempted", label
-                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+                print(say("not attempted, waiting", label=shown_label(label), name=name))
             return None
         else:
             failure = error if isinstance(error, ContractViolation) else ContractViolation(
-                "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
-                "a result the contract can judge", f"{type(error).__name__}: {error}",
-                f"the traceback above this message shows the line of {name} that raised",
+                say("crash property"), say("crash input", label=shown_label(label)),
+                say("crash expected"), f"{type(error).__name__}: {error}", say("crash hint", name=name),
             )
             failure.frames = own_frames(error.__cause__ if failure is error else error)
-            reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+            reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
+                      else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = (
-                    f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                    f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                    f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-                )
+                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
             else:
                 outcomes[label], waiting[name] = reason, label
-                failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
-            failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+                failure.go_on = say("go on, waiting", name=name)
+            failure.args = (f"{failure.args[0]}\n{failure.line('to go on', failure.go_on)}",)
             if failure is error:
                 raise
             raise failure from error
     if waited:
         outcomes[label], waiting[name] = f"waits for {waited}", label
-        print(f"{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again")
+        print(say("waits for", label=shown_label(label), waited=shown_label(waited), name=name))
         return None
     for waiter in [n for n, held in waiting.items() if held == label]:
         del waiting[waiter]
     outcomes[label] = "passed"
-    print(f"{label}: PASS, every contract property of {name} holds")
+    print(say("pass", label=shown_label(label), name=name))
     return summary
 
 
 def show_reference(label, namespace=None):
-    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
+    label = key_label(label)
     sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
@@ -159,13 +158,15 @@ def report_section(section, namespace):
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    section = shown_label(section)
     if waited:
-        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+        print(say("section waits", section=section, labels=", ".join(map(shown_label, waited))))
     elif not standing_in:
-        print(f"{section}: PASS")
+        print(say("section pass", section=section))
     else:
-        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
-        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
+        named = ", ".join(map(shown_label, standing_in[:3]))
+        named = say("and more", labels=named, count=len(standing_in) - 3) if len(standing_in) > 3 else named
+        print(say("section on reference", section=section, labels=named))
 
 
 def exercise_summary(namespace):
@@ -174,8 +175,32 @@ def exercise_summary(namespace):
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
     failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
-    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
-    print(f"Exercises failed: {', '.join(failed) or 'none'}")
-    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+
+    def listed(labels):
+        """Labels as the reader sees them, or the word for none."""
+        return ", ".join(map(shown_label, labels)) or say("none")
+
+    print(say("summary passed", labels=listed(label for label, o in outcomes.items() if o == "passed")))
+    print(say("summary failed", labels=listed(failed)))
+    print(say("summary not attempted", labels=listed(skipped)))
     if failed:
-        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
+        print(say("summary first failure", label=shown_label(failed[0]), reason=outcomes[failed[0]]))
+
+
+def report_references(namespace):
+    """Print how many reference values the cells used or checked, and return it; fail loudly on one left unchecked.
+
+    While cells wait for an unfinished exercise (the graded edition), the values they would have
+    checked are left unchecked: say how many, and for which exercises, instead of failing.
+    """
+    require_namespace(namespace)
+    reference, waiting = namespace["REFERENCE"], namespace.get("EXERCISES_WAITING", {})
+    source, left = namespace.get("REFERENCE_SOURCE", reference.source), reference.unused()
+    if left and waiting:
+        used = len(reference._used)
+        labels = ", ".join(map(shown_label, dict.fromkeys(waiting.values())))
+        print(say("references waiting", used=used, count=used + len(left), source=source, left=len(left), labels=labels))
+        return used
+    count = reference.assert_all_used()
+    print(say("references used", count=count, source=source))
+    return count

@@ -1,5 +1,7 @@
 """How a check fails: a contract property with its input, both values and a hint, or a notebook check with both values."""
 
+from .messages import in_language, say
+
 __all__ = ["ContractViolation", "contract_assert", "contract_close", "CheckFailed", "expect", "expect_close"]
 
 
@@ -8,13 +10,16 @@ class ContractViolation(AssertionError):
 
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
-        super().__init__(
-            f"contract property '{prop}' failed\n"
-            f"  on input:    {on_input}\n"
-            f"  expected:    {expected}\n"
-            f"  actual:      {actual}\n"
-            f"  usual cause: {hint}"
-        )
+        self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
+        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
+                  ("usual cause", in_language(hint)))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+
+    @staticmethod
+    def line(name, value):
+        """One field of the message: its name in the reader's language, padded so the values line up."""
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
@@ -23,10 +28,11 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields = tuple((name, in_language(value)) for name, value in
+                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
         fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
-        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
+        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
 
 
 def contract_assert(condition, prop, on_input, expected, actual, hint):
@@ -56,22 +62,22 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         got = as_array(actual)
     except unreadable:
         raise ContractViolation(
-            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+            prop, on_input, say("numbers of shape", shape=want.shape), f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None
     if got.shape != want.shape:
-        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+        raise ContractViolation(prop, on_input, say("shape", shape=want.shape), say("shape", shape=got.shape), hint)
     with np.errstate(invalid="ignore"):
         error = np.abs(got - want)
         agree = (got == want) | (error <= atol + rtol * np.abs(want))
     if not agree.all():
         where = tuple(int(i) for i in np.argwhere(~agree)[0])
         finite_errors = error[~agree][np.isfinite(error[~agree])]
-        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else say("not finite")
         raise ContractViolation(
             prop,
             on_input,
-            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            say("close expected", value=repr(float(want[where])), index=where, atol=atol, rtol=rtol),
+            say("close actual", value=repr(float(got[where])), count=int((~agree).sum()), size=agree.size, worst=worst),
             hint,
         )
     return float(error.max()) if error.size else 0.0
@@ -107,8 +113,8 @@ def expect(claim, actual, relation=None, expected=None):
             text = repr(value)
             return text if len(text) <= 300 else text[:300] + " ..."
 
-        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
+        want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
 
 
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
@@ -120,4 +126,4 @@ def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
-        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{failed.expected}\n  {say('actual') + ':':<10}{failed.actual}") from None

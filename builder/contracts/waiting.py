@@ -1,5 +1,7 @@
 """The graded edition's cell guard: a cell that needs an unfinished exercise prints one line instead of failing."""
 
+from .messages import say, shown_label
+
 __all__ = ["wait_for_exercises"]
 
 
@@ -16,7 +18,7 @@ def wait_for_exercises(namespace):
     ``check_exercise`` asks ``namespace["EXERCISE_NEEDS"]`` whether the implementation it judges
     needs another exercise that waits, and then says so instead of judging it.
     IPython may transform a cell more than once before it runs; the answer does not change.
-    ``REFERENCE.assert_all_used`` counts the values of the waiting cells instead of failing.
+    ``report_references`` then counts the values of the waiting cells instead of failing.
     Outside IPython (a plain script) nothing changes.
     """
     import ast
@@ -104,23 +106,10 @@ def wait_for_exercises(namespace):
                 lines = "".join(lines).splitlines(keepends=True)
                 spans = [(min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]), n.end_lineno) for n in kept]
                 return [line for first, last in spans for line in lines[first - 1:last]] + [
-                    f"\nprint({f'This cell waits for {label}: run it again once {label} passes its check.'!r})\n"]
+                    f"\nprint({say('cell waits', label=shown_label(label))!r})\n"]
         return lines
 
     namespace["EXERCISE_NEEDS"] = lambda implementation, label: needs(implementation, set(), label)  # for check_exercise
-    reference = namespace.get("REFERENCE")
-    if reference is not None and hasattr(reference, "unused"):
-        strict = type(reference).assert_all_used
-
-        def assert_all_used():
-            """Every reference value used, unless cells wait for an exercise: then say how many their waiting left out."""
-            if not waiting:
-                return strict(reference)
-            print(f"{len(reference.unused())} reference value(s) wait with the cells that wait for "
-                  f"{', '.join(dict.fromkeys(waiting.values()))}")
-            return len(reference._used)
-
-        reference.assert_all_used = assert_all_used
     try:
         from IPython import get_ipython
     except ImportError:

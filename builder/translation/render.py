@@ -10,7 +10,7 @@ import polib
 from ..config import ROOT
 from ..pairing import read_source, write_percent
 from .catalog import translations
-from .units import EXERCISE_TAG, blocks, exercise_instructions, is_prose, translatable, units
+from .units import EXERCISE_TAG, blocks, code_texts, exercise_instructions, is_prose, translatable, translate_code, units
 
 # How a unit left in English is marked in a translated edition's source: invisible in a rendered
 # markdown cell, and a word a reader of the exercise's comment sees.
@@ -44,14 +44,19 @@ def render_notebook(nb: nbformat.NotebookNode, catalog: polib.POFile, language: 
         raise StaleTranslationError(
             f"{len(english)} unit(s) have no current {language} translation ({shown}); translate them, "
             "or build with the English fallback")
-    texts = iter((text if current else found[i].text, current) for i, (text, current) in sorted(chosen.items()))
+    texts = iter((text if current else found[i].text, current, found[i].context) for i, (text, current) in sorted(chosen.items()))
     switched = 0
     for cell in nb.cells:
         if translatable(cell):
-            cell.source = "\n\n".join(_marked(*next(texts), UNTRANSLATED_MARK + "\n") if is_prose(b) else b for b in blocks(cell.source))
+            cell.source = "\n\n".join(_marked(*next(texts)[:2], UNTRANSLATED_MARK + "\n") if is_prose(b) else b
+                                      for b in blocks(cell.source))
         elif cell.cell_type == "code":
             if EXERCISE_TAG in cell.metadata.get("tags", []) and exercise_instructions(cell.source):
-                cell.source = _translate_exercise(cell.source, _marked(*next(texts), UNTRANSLATED_EXERCISE))
+                cell.source = _translate_exercise(cell.source, _marked(*next(texts)[:2], UNTRANSLATED_EXERCISE), language)
+            wanted = [next(texts) for _ in code_texts(cell.source)]
+            cell.source, written = translate_code(cell.source, [text if current else None for text, current, _ in wanted])
+            english += [f"{context} (its f-string fields differ from the English)" for (_, current, context), done in zip(wanted, written)
+                        if current and not done]
             cell.source, n = _LANGUAGE_LINE.subn(lambda m: f'LANGUAGE = "{language}"{m.group("rest")}', cell.source)
             switched += n
     if switched != 1:
@@ -64,9 +69,13 @@ def _marked(text: str, current: bool, mark: str) -> str:
     return text if current else mark + text
 
 
-def _translate_exercise(source: str, instructions: str) -> str:
-    """An exercise cell with its leading comment block replaced; the 'Exercise N:' label stays."""
+def _translate_exercise(source: str, instructions: str, language: str = "en") -> str:
+    """An exercise cell with its leading comment block replaced; the grader's 'Exercise N' label stays, the reader's word follows it."""
+    from ..student import EXERCISE_WORD
+
     label, _, count = exercise_instructions(source)
+    if language in EXERCISE_WORD and language != "en":
+        label = f"{label} · {EXERCISE_WORD[language]} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])

@@ -13,7 +13,7 @@ from pathlib import Path
 NBSP = "\u00a0"
 _PROTECTED = re.compile(
     r"```.*?```|`[^`\n]+`|\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$"  # code and math
-    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\s]*\}|%[sd]",  # URLs, tags, format fields
+    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\n]*\}|%[sd]",  # URLs, tags, format fields (an f-string's may hold spaces)
     re.DOTALL)
 # A number with a dot that is a name, not a fraction: a module or section, a version, a model.
 _NAMED_BEFORE = re.compile(

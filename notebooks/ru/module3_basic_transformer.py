@@ -66,7 +66,7 @@
 # решении.
 
 # %% tags=["hide-input"]
-# @title Setup 1 of 3: install only the allow-listed packages that are missing (open to read)
+# @title Подготовка 1 из 3: установить только недостающие пакеты из разрешённого списка (откройте, чтобы прочитать)
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -150,7 +150,7 @@ ENVIRONMENT = report_environment()
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 3: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 3: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -416,7 +416,7 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% [markdown]
 # ## Инструменты: проверка аргументов, проверка контрактов и единый стиль рисунков
@@ -436,7 +436,7 @@ print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
 #   которое объясняет, как его читать.
 
 # %% tags=["hide-input"]
-# @title The toolkit: shared helpers and contract checks, copied from the course's single source (open to read)
+# @title Инструменты: общие вспомогательные функции и контрактные проверки, скопированные из единого источника курса (откройте, чтобы прочитать)
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -592,19 +592,559 @@ def expect_raises(expected, function, *args, match=None, **kwargs):
         raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
     raise AssertionError(f"{label} should raise {names} on this input, but returned normally")
 # builder:end sha256=a5d1f439e9dcfa9452861dcd8355d8b3325eab10038af490f0717956e7d547c7
+# builder:begin inline MESSAGES
+MESSAGES = {
+    # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
+    "Exercise": "Exercise",
+    "Module": "Module",
+    # check_exercise
+    "pass": "{label}: PASS, every contract property of {name} holds",
+    "reference in place": "{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.",
+    "not attempted, reference": "{label}: not attempted yet; later cells use the reference solution",
+    "not attempted, waiting": "{label}: not attempted yet; the cells that need {name} wait for it",
+    "waits for": "{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again",
+    "your frames": "Your code raised {error} here (the course's frames are left out):",
+    "crash property": "the contract check runs to the end on this implementation",
+    "crash input": "{label}'s contract inputs",
+    "crash expected": "a result the contract can judge",
+    "crash hint": "the traceback above this message shows the line of {name} that raised",
+    "failed reason": "{name} failed '{property}'",
+    "crash reason": "{name} broke its contract check ({error})",
+    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                         "{call} prints the solution; fix your cell, then run it and this one again."),
+    "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
+    # a contract violation and a failed notebook check
+    "violation": "contract property '{property}' failed",
+    "on input": "on input",
+    "expected": "expected",
+    "actual": "actual",
+    "usual cause": "usual cause",
+    "to go on": "to go on",
+    "check failed": "check failed: {claim}",
+    "a true value": "a true value",
+    "numbers of shape": "numbers of shape {shape}",
+    "shape": "shape {shape}",
+    "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
+    "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
+    "not finite": "not finite (NaN or infinity)",
+    # report_section and exercise_summary
+    "section pass": "{section}: PASS",
+    "section waits": "{section}: not judged yet; some cells wait for {labels}",
+    "section on reference": "{section}: the checks hold, but with the reference solution standing in for {labels}: not a pass of your own code yet",
+    "and more": "{labels} and {count} more",
+    "none": "none",
+    "summary passed": "Exercises passed with your own code: {labels}",
+    "summary failed": "Exercises failed: {labels}",
+    "summary not attempted": "Exercises not attempted: {labels}",
+    "summary first failure": "First failing check: the check cell of {label} ({reason}); fix that exercise first",
+    "references used": "All {count} reference values of {source} were used or checked by a cell.",
+    "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
+                           "cells that wait for {labels}"),
+    # the graded edition's waiting cells
+    "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+}
+# builder:end sha256=62213a6662452236621970f4e5ace504abfc79689047bbcc0fd4fbb6051aa68c
+MESSAGES.update({
+    "Exercise": "Упражнение",
+    "Module": "Модуль",
+    "pass": "{label}: ПРОЙДЕНО, все свойства контракта {name} выполняются",
+    "reference in place": "{label}: на месте эталонное решение {name}, а не ваше. Исправьте свою ячейку, запустите её, затем запустите эту.",
+    "not attempted, reference": "{label}: ещё не начато; следующие ячейки используют эталонное решение",
+    "not attempted, waiting": "{label}: ещё не начато; ячейки, которым нужна {name}, ждут её",
+    "waits for": "{label}: ждёт {waited}, которое использует {name}; сначала закончите {waited}, затем запустите эту ячейку снова",
+    "your frames": "Ваш код вызвал {error} здесь (кадры курса опущены):",
+    "crash property": "контрактная проверка доходит до конца на этой реализации",
+    "crash input": "входы контракта: {label}",
+    "crash expected": "результат, который контракт может оценить",
+    "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
+    "failed reason": "{name} нарушает «{property}»",
+    "crash reason": "{name} прервала свою контрактную проверку ({error})",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите «Среда выполнения → Выполнить после» (Colab) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
+    "violation": "свойство контракта «{property}» не выполнено",
+    "on input": "на входе",
+    "expected": "ожидалось",
+    "actual": "получено",
+    "usual cause": "обычная причина",
+    "to go on": "что дальше",
+    "check failed": "проверка не прошла: {claim}",
+    "a true value": "истинное значение",
+    "numbers of shape": "числа формы {shape}",
+    "shape": "форма {shape}",
+    "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
+    "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
+    "not finite": "не конечна (NaN или бесконечность)",
+    "section pass": "{section}: ПРОЙДЕНО",
+    "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
+    "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
+    "and more": "{labels} и ещё {count}",
+    "none": "нет",
+    "summary passed": "Упражнения, пройденные вашим собственным кодом: {labels}",
+    "summary failed": "Упражнения с ошибкой: {labels}",
+    "summary not attempted": "Упражнения, которые ещё не начаты: {labels}",
+    "summary first failure": "Первая непройденная проверка: ячейка проверки ({label}: {reason}); сначала исправьте это упражнение",
+    "references used": "Все {count} эталонных значений из {source} использованы или проверены ячейками.",
+    "references waiting": "Использованы или проверены {used} из {count} эталонных значений из {source}; остальные {left} ждут вместе с ячейками, которые ждут: {labels}",
+    "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
+    "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
+    "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT": "работает на 2-D q, k, v, но не на пакетных: k.T переворачивает все оси пакетного тензора (устарело для размерности больше 2-D), так что (B, H, T, d) становится (d, T, H, B); транспонируйте две последние оси через k.transpose(-2, -1) или k.mT",
+    "a result with tensor attributes .output and .weights": "результат с тензорными атрибутами .output и .weights",
+    "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)": "верните AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    "divide the scores by sqrt(d_k), take softmax over the key axis (the last one), and set masked scores to -inf before the softmax": "разделите оценки на sqrt(d_k), возьмите softmax по оси ключей (последней) и до softmax поставьте -inf в замаскированные оценки",
+    "the scores were divided by d_k; divide by sqrt(d_k)": "оценки разделены на d_k; делите на sqrt(d_k)",
+    "the scores were not scaled; divide q @ k^T by sqrt(d_k)": "оценки не масштабированы; разделите q @ k^T на sqrt(d_k)",
+    "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)": "softmax нормирован по оси запросов (dim=-2); веса каждого запроса должны давать в сумме 1 по ключам (dim=-1)",
+    "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax": "маска проигнорирована: закрытые ключи всё ещё получили вес; поставьте их оценкам -inf до softmax",
+    "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead": "маска применена после softmax: обнуление весов оставляет строки, сумма которых не равна 1; маскируйте оценки",
+    "attention weights: every row sums to 1": "веса внимания: каждая строка в сумме даёт 1",
+    "softmax normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "attention weights: masked keys get exactly 0": "веса внимания: замаскированные ключи получают ровно 0",
+    "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'": "маска применена после softmax, или True прочитано как «закрыто» вместо «разрешено»",
+    "scores are q.k / sqrt(d_k) at every allowed entry": "оценки равны q.k / sqrt(d_k) в каждой разрешённой позиции",
+    "return the scaled scores (before the softmax), not the weights or the unscaled dot products": "верните масштабированные оценки (до softmax), а не веса и не немасштабированные скалярные произведения",
+    "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention": "detach(), изменение на месте или недифференцируемый шаг (argmax, .item()) внутри внимания",
+    "gradients flow from the output to q, k and v": "градиенты проходят от выхода к q, k и v",
+    "an output that requires grad": "выход, который требует градиента",
+    "an output cut off from the autograd graph": "выход, отрезанный от графа autograd",
+    "a batch axis carried only by V broadcasts with its mask": "пакетная ось, которая есть только у V, транслируется вместе со своей маской",
+    "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]": "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]",
+    "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]": "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, маска по пакетам mask[2,2,3]",
+    "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape": "форма пакета взята только из q и k; транслируйте q, k, v и маску к их общей форме пакета",
+    "a fully masked row raises ValueError by default": "полностью замаскированная строка по умолчанию вызывает ValueError",
+    ", row 1 fully masked": ", строка 1 полностью замаскирована",
+    "softmax over an all -inf row gives NaN; detect empty rows before it": "softmax по строке из одних -inf даёт NaN; находите пустые строки до него",
+    "empty_row='zero' gives a zero output row": "empty_row='zero' даёт нулевую строку выхода",
+    "the empty row was filled with NaN or with a uniform average": "пустая строка заполнена NaN или равномерным средним",
+    ", row 1 fully masked, empty_row='zero'": ", строка 1 полностью замаскирована, empty_row='zero'",
+    "NaN or infinity in the gradient": "NaN или бесконечность в градиенте",
+    "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows": "exp(-inf - -inf) = NaN внутри обратного прохода; для пустых строк берите безопасный максимум 0",
+    "an empty row passes no gradient to its query": "пустая строка не передаёт градиента своему запросу",
+    "the empty row still received weights before being zeroed": "пустая строка всё равно получила веса до обнуления",
+    "empty_rows flags exactly the fully masked query rows": "empty_rows отмечает ровно полностью замаскированные строки запросов",
+    "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape": "empty_rows = ~allowed.any(dim=-1), вычисленное после трансляции маски к форме оценок",
+    "cached queries keep their absolute positions": "закэшированные запросы сохраняют абсолютные позиции",
+    "queries 3..4 against 5 keys": "запросы 3..4 против 5 ключей",
+    "5 tokens, queries 3..4 against all 5 cached keys": "5 токенов, запросы 3..4 против всех 5 закэшированных ключей",
+    "the causal mask for cached queries was built from local positions 0..1": "каузальная маска для закэшированных запросов построена по локальным позициям 0..1",
+    "a local-position mask changes cached outputs": "маска по локальным позициям меняет закэшированные выходы",
+    "5 tokens, queries 3..4 with a top-left triangle": "5 токенов, запросы 3..4 с треугольником от левого верхнего угла",
+    "a visible difference (> 1e-3)": "заметная разница (> 1e-3)",
+    "the implementation ignored the mask it was given": "реализация проигнорировала переданную маску",
+    "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
+    "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
+    "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "a sequence of probabilities": "последовательность вероятностей",
+    "return a list of floats, one per token": "верните список чисел float, по одному на токен",
+    ": one probability per token": ": по одной вероятности на токен",
+    "return a probability for every token id, with 0.0 for the ones a filter removed": "верните вероятность для каждого id токена, с 0,0 для отброшенных фильтром",
+    ": finite, non-negative probabilities": ": конечные неотрицательные вероятности",
+    "finite values >= 0": "конечные значения >= 0",
+    "subtract the largest logit before exp() so large logits cannot overflow": "вычтите наибольший логит до exp(), чтобы большие логиты не переполнялись",
+    ": probabilities sum to 1": ": вероятности в сумме дают 1",
+    "renormalise over the kept tokens after filtering; a temperature applied after the softmax also breaks the sum": "после фильтрации перенормируйте по оставшимся токенам; температура, применённая после softmax, тоже ломает сумму",
+    "softmax(logits): exp(z - max z) / sum": "softmax(logits): exp(z - max z) / сумма",
+    "temperature 1 is the plain softmax": "температура 1\xa0— это обычный softmax",
+    "temperature divides the logits before the softmax": "температура делит логиты до softmax",
+    "divide the logits by the temperature, then take the softmax": "разделите логиты на температуру, затем возьмите softmax",
+    "the temperature was ignored or applied to the probabilities after the softmax": "температура проигнорирована или применена к вероятностям после softmax",
+    "the logits were multiplied by the temperature instead of divided": "логиты умножены на температуру вместо деления",
+    "a temperature below 1 sharpens": "температура ниже 1 заостряет распределение",
+    "top_k keeps exactly the k most likely tokens": "top_k оставляет ровно k самых вероятных токенов",
+    "sort by logit (largest first), keep the first k, renormalise": "отсортируйте по логиту (сначала наибольшие), оставьте первые k, перенормируйте",
+    "off by one: top_k=2 kept three tokens": "ошибка на единицу: top_k=2 оставил три токена",
+    "off by one: top_k=2 kept one token": "ошибка на единицу: top_k=2 оставил один токен",
+    "top_k picks the largest logits, wherever they sit": "top_k выбирает наибольшие логиты, где бы они ни стояли",
+    "rank tokens by logit, not by position in the vector": "ранжируйте токены по логиту, а не по позиции в векторе",
+    "the first k ids were kept instead of the k largest logits": "оставлены первые k id вместо k наибольших логитов",
+    "top_p keeps the token that crosses the threshold": "top_p оставляет токен, на котором сумма переходит порог",
+    "keep adding tokens (most likely first) until the kept mass reaches top_p; the token that reaches it stays": "добавляйте токены (сначала самые вероятные), пока оставленная масса не достигнет top_p; токен, на котором она достигнута, остаётся",
+    "the token that crosses the threshold was dropped: stop after adding the token whose cumulative mass reaches top_p, not before it": "токен, на котором сумма переходит порог, отброшен: останавливайтесь после добавления токена, чья накопленная масса достигает top_p, а не перед ним",
+    "top_p = 1 keeps every token": "top_p = 1 оставляет все токены",
+    "top_p=1 is no filter at all": "top_p=1 вообще не фильтрует",
+    "ties in top_p go to the lower token id": "при равенстве в top_p выигрывает меньший id токена",
+    "sort by (-logit, id) so equal logits keep their order; with mass 0.25 each, top_p=0.5 keeps ids 0 and 1": "сортируйте по (-logit, id), чтобы равные логиты сохраняли порядок; при массе 0,25 у каждого top_p=0,5 оставляет id 0 и 1",
+    "ties in top_k go to the lower token id": "при равенстве в top_k выигрывает меньший id токена",
+    "a stable sort keeps id 0 before id 1": "устойчивая сортировка оставляет id 0 перед id 1",
+    "temperature, then top_k, then top_p measured on the kept mass": "сначала температура, затем top_k, затем top_p, измеренный по оставшейся массе",
+    "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors": "сначала примените температуру, затем top_k, затем top_p к вероятностям, перенормированным по выжившим после top_k",
+    "the temperature was applied after the filters (or not at all)": "температура применена после фильтров (или не применена вовсе)",
+    "top_p was measured on the mass of all tokens, not of the top_k survivors": "top_p измерен по массе всех токенов, а не выживших после top_k",
+    "large logits do not overflow": "большие логиты не переполняются",
+    "subtract the largest logit before exp()": "вычтите наибольший логит до exp()",
+    "EOS stops the trace and is kept": "EOS останавливает трассу и сохраняется",
+    "append the token first, then stop if it is eos_id; the EOS token belongs to the output": "сначала добавьте токен, затем остановитесь, если это eos_id; токен EOS входит в выход",
+    "the length limit stops the trace": "предел длины останавливает трассу",
+    "stop as soon as max_new_tokens tokens have been generated, even if more logits are available": "остановитесь, как только сгенерировано max_new_tokens токенов, даже если логитов больше",
+    "EOS on the last allowed step reports 'eos'": "EOS на последнем разрешённом шаге сообщает 'eos'",
+    "check for EOS before checking the length limit": "проверяйте EOS до проверки предела длины",
+    "one step emits one token": "один шаг выдаёт один токен",
+    "greedy ties go to the lower token id": "при равенстве жадный выбор берёт меньший id токена",
+    "take the first index of the maximum (max over range with a key, or argmax)": "берите первый индекс максимума (max по range с key или argmax)",
+    "greedy takes the largest logit, not the first": "жадный выбор берёт наибольший логит, а не первый",
+    "argmax over the whole score vector of each step": "argmax по всему вектору оценок на каждом шаге",
+    "return a pair: the list of token ids and 'eos' or 'length_limit'": "верните пару: список id токенов и 'eos' или 'length_limit'",
+    "greedy takes the largest logit at every step": "жадный выбор берёт наибольший логит на каждом шаге",
+    ", not a token id": ", а не id токена",
+    "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token": "берите argmax оценок каждого шага; сортировка по возрастанию (или argmin) берёт наименее вероятный токен",
+    "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
+    "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
+    "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
+    "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
+    "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
+    "write outputs[i] for every token i": "запишите outputs[i] для каждого токена i",
+    "the state is (d_k, d_v) and (d_k,), whatever the length": "состояние имеет формы (d_k, d_v) и (d_k,) при любой длине",
+    "keep sums over tokens, not a list of tokens": "храните суммы по токенам, а не список токенов",
+    "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)": "ключи (1, 0), (0, 1), (1, 1); значения 2, 4, 6; третий запрос (1, 0)",
+    "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)": "текущие суммы после 3 токенов равны S = (20, 22) и z = (5, 5)",
+    "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise": "S прибавляет phi(k) v^T, а z прибавляет phi(k) для каждого токена, где phi(x) = x + 1 при x > 0 и e^x иначе",
+    "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself": "запрос i прочитал S и z до добавления токена i: сначала добавьте phi(k_i) v_i^T и phi(k_i), чтобы токен видел себя",
+    "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average": "разделите phi(q)^T S на phi(q)^T z; без нормировщика z выход не будет взвешенным средним",
+    "the third output is 62 / 15": "третий выход равен 62 / 15",
+    "the running sum equals the quadratic causal form": "текущая сумма равна квадратичной каузальной форме",
+    "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens": "обновите S и z токеном i ДО их чтения для запроса i (токен i видит себя) и никогда не обновляйте более поздними токенами",
+    "a later token does not change earlier outputs (causal)": "более поздний токен не меняет ранние выходы (каузальность)",
+    "random Q, K [16, 2], V [16, 5]; the last value changed": "случайные Q, K [16, 2], V [16, 5]; последнее значение изменено",
+    "build the sums as you go; the totals over all tokens let every query see the future": "стройте суммы по ходу; итоги по всем токенам позволяют каждому запросу видеть будущее",
+    "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)": "шаги (a, b) = (0,5; 1), (0,5; 0), (0,5; 0), (0,5; 2)",
+    "valid steps give (states, rounds)": "допустимые шаги дают (states, rounds)",
+    "return the states and the number of rounds": "верните состояния и число раундов",
+    "rounds is a whole number": "rounds\xa0— целое число",
+    "count the rounds with an int counter": "считайте раунды целочисленным счётчиком",
+    "the states equal the loop 1, 0.5, 0.25, 2.125": "состояния равны результатам цикла 1; 0,5; 0,25; 2,125",
+    "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides": "слейте (a1, b1), затем (a2, b2) в (a1 a2, a2 b1 + b2); в обеих правых частях используйте старое a",
+    "4 steps take log2(4) = 2 rounds": "4 шага занимают log2(4) = 2 раунда",
+    "double the merge distance each round": "удваивайте расстояние слияния каждый раунд",
+    "every state equals the sequential loop": "каждое состояние равно последовательному циклу",
+    "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r": "до начала шаг\xa0— тождественное отображение (1, 0); в раунде r объединяйте со шагом на 2^r позиций раньше",
+    "T steps take ceil(log2 T) rounds": "T шагов занимают ceil(log2 T) раундов",
+    "one round per doubling of the merge distance, stopping when the distance reaches T": "один раунд на каждое удвоение расстояния слияния, остановка, когда расстояние достигает T",
+    "the inputs are left unchanged": "входы остаются неизменными",
+    "a and b as passed in": "a и b такими, как переданы",
+    "they were modified in place": "они изменены на месте",
+    "work on copies (np.array(a, dtype=float))": "работайте с копиями (np.array(a, dtype=float))",
+    "2 heads, 3 queries at positions 3..5 over 6 cached latents (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7": "2 головы, 3 запроса на позициях 3..5 по 6 закэшированным латентным векторам (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7",
+    "absorbed attention equals expanded attention (position branch zero)": "внимание с поглощением равно развёрнутому вниманию (позиционная ветвь нулевая)",
+    ", q_rope = k_rope = 0": ", q_rope = k_rope = 0",
+    "score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width": "оцените латентный вектор через q W_uk^T (форма (T_q, d_c)), смешайте латентные векторы весами, затем примените W_uv и W_o для каждой головы и сложите головы; масштабируйте на sqrt(d_nope + d_rope), полную размерность ключа",
+    "the scores were scaled by sqrt(d_nope); a key is d_nope + d_rope wide, so scale by sqrt(d_nope + d_rope)": "оценки масштабированы на sqrt(d_nope); ключ имеет размерность d_nope + d_rope, так что масштабируйте на sqrt(d_nope + d_rope)",
+    "the RoPE branch q_rope . k_rope is added to the latent scores": "ветвь RoPE q_rope . k_rope прибавляется к латентным оценкам",
+    "latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, so add q_rope @ k_rope^T to the absorbed scores before the softmax": "поглощение латентного вектора, забывшее ветвь RoPE: позиция живёт только в маленьком отделённом ключе, поэтому прибавьте q_rope @ k_rope^T к поглощённым оценкам до softmax",
+    "mask=None attends to every cached latent": "mask=None позволяет читать каждый закэшированный латентный вектор",
+    "treat a missing mask as all zeros": "считайте отсутствующую маску нулевой",
+    "mismatched RoPE widths are rejected": "несовпадающие размерности RoPE отвергаются",
+    ", q_rope width 1 against k_rope width 2": ", размерность q_rope 1 против размерности k_rope 2",
+    "keep the shape checks at the top of the function": "оставьте проверки форм в начале функции",
+    "K with a large first channel, V with a large first token, 4 bits": "K с большим первым каналом, V с большим первым токеном, 4 бита",
+    "valid K, V and bits give (K_hat, V_hat)": "допустимые K, V и bits дают (K_hat, V_hat)",
+    "return the two read-back arrays": "верните два прочитанных обратно массива",
+    "keys get one scale per channel, so a large channel leaves the small ones readable": "ключи получают по масштабу на канал, так что большой канал оставляет малые читаемыми",
+    "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)": "ключи делят масштаб по токенам: np.abs(K).max(axis=0) (один на канал), а не axis=1 (один на токен)",
+    "values get one scale per token, so a large token leaves the others readable": "значения получают по масштабу на токен, так что большой токен оставляет остальные читаемыми",
+    "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0": "значения делят масштаб по каналам: np.abs(V).max(axis=1) (один на токен), а не axis=0",
+    "keys per channel, values per token, at any size and bit width": "ключи по каналам, значения по токенам, при любом размере и разрядности",
+    "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale": "верхний код 2**(bits - 1) - 1, масштаб = наибольший модуль группы / верхний код, round(x / scale) * scale",
+    "an all-zero K and V": "полностью нулевые K и V",
+    "an all-zero group reads back as zeros, not NaN": "полностью нулевая группа читается обратно как нули, а не NaN",
+    "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN": "группе, у которой наибольший модуль равен 0, нужен любой ненулевой масштаб (1,0), иначе 0 / 0 даёт NaN",
+    "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1": "помеченная 7 из задачи на воспроизведение: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1",
+    "a valid step gives (h_new, y)": "допустимый шаг даёт (h_new, y)",
+    "return the new state and the output": "верните новое состояние и выход",
+    "the marked token writes almost all of itself: h_new = 0.9933 x 7": "помеченный токен записывает почти всего себя: h_new = 0,9933 x 7",
+    "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b": "дискретизуйте фиксацией нулевого порядка: keep = exp(delta * a), write = (keep - 1) / a * b, а не delta * b",
+    "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)": "обычный токен после него: h = 6,953, x = 0,4, delta = softplus(-5)",
+    "an ordinary token keeps 0.9933 of the state": "обычный токен сохраняет 0,9933 состояния",
+    "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state": "keep = exp(delta * a) умножает СТАРОЕ состояние; выход читает НОВОЕ состояние",
+    "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
+    "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
+    "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "layer_windows needs one entry per layer (None = full attention, int = window)": "layer_windows нужна одна запись на слой (None = полное внимание, int = окно)",
+    "n_sink only matters with a window (without one every earlier key is visible); pass window=...": "n_sink имеет смысл только с окном (без него видны все более ранние ключи); передайте window=...",
+    "mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)": "маска аддитивная (0,0 = можно, -inf = закрыто); булеву маску переведите через additive_mask(allowed)",
+    "mask may hold finite biases and -inf, but not NaN or +inf": "маска может содержать конечные смещения и -inf, но не NaN и не +inf",
+    "Q @ K^T overflowed; rescale Q and K (or compute in float64)": "Q @ K^T переполнилось; уменьшите масштаб Q и K (или считайте в float64)",
+    "adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)": "прибавление конечного смещения маски переполнило оценку; возьмите смещение поменьше (или -inf, чтобы закрыть)",
+    "none (a leaf value)": "нет (листовое значение)",
+    "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
+    "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
+    "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
+    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
+    "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
+    "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
+    "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
+    "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
+    "reshaping straight to (B, H, T, d) mixes tokens; reshape to (B, T, H, d) first, then transpose(1, 2)": "reshape сразу в (B, H, T, d) перемешивает токены; сначала reshape в (B, T, H, d), затем transpose(1, 2)",
+    "view the last axis as (H, d_head) (head-major), then swap the token and head axes": "рассматривайте последнюю ось как (H, d_head) (сначала головы), затем поменяйте местами оси токенов и голов",
+    "x of shape (7, 6) with no batch axis, n_heads=3": "x формы (7, 6) без пакетной оси, n_heads=3",
+    "leading axes are kept as they are": "ведущие оси сохраняются как есть",
+    "shape (3, 7, 2)": "форма (3, 7, 2)",
+    "index the axes from the end (-1, -2) so any number of leading axes works": "индексируйте оси с конца (-1, -2), чтобы работало любое число ведущих осей",
+    "merging undoes the split: token t gets head 0's features, then head 1's, ...": "слияние отменяет разбиение: токен t получает признаки головы 0, затем головы 1, ...",
+    "shape (B, H, T, d) -> (B, T, H*d)": "форма (B, H, T, d) -> (B, T, H*d)",
+    "move the head axis behind the token axis, then flatten the last two axes": "переставьте ось голов за ось токенов, затем сплющьте две последние оси",
+    "the heads were merged without moving the head axis back: transpose(-3, -2) before flattening": "головы слиты без возврата оси голов на место: transpose(-3, -2) до сплющивания",
+    "the wrong axes were transposed: swap heads and tokens (-3, -2), not tokens and features": "транспонированы не те оси: меняйте местами головы и токены (-3, -2), а не токены и признаки",
+    "transpose(-3, -2) gives (..., T, H, d); then flatten(-2) or reshape(..., T, H*d)": "transpose(-3, -2) даёт (..., T, H, d); затем flatten(-2) или reshape(..., T, H*d)",
+    "the exercise is the class MultiHeadSelfAttention; keep its __init__": "упражнение\xa0— класс MultiHeadSelfAttention; сохраните его __init__",
+    "the layer keeps q_proj, k_proj, v_proj and out_proj": "слой сохраняет q_proj, k_proj, v_proj и out_proj",
+    "keep the four projections built in __init__": "сохраните четыре проекции, построенные в __init__",
+    "the output equals an independent multi-head attention built from the layer's weights": "выход равен независимому многоголовому вниманию, построенному из весов слоя",
+    "output shape (B, T, d_model)": "форма выхода (B, T, d_model)",
+    "merge the heads back to (B, T, H*d) and apply out_proj": "слейте головы обратно в (B, T, H*d) и примените out_proj",
+    "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj": "проекция, разбиение на головы, повтор каждой KV-головы для её группы, внимание с каузальной маской, слияние, out_proj",
+    "the causal mask was not applied: with causal=True a token may not read later tokens": "каузальная маска не применена: при causal=True токен не может читать более поздние токены",
+    "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave": "KV-головы размножены через tile (kv0, kv1, kv0, kv1); соседние головы запросов делят одну: repeat_interleave",
+    "the merged heads were returned without the output projection out_proj": "слитые головы возвращены без выходной проекции out_proj",
+    "the heads were merged without moving the head axis back: reshaping (B, H, T, d) straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)": "головы слиты без возврата оси голов на место: reshape (B, H, T, d) сразу в (B, T, H*d) перемешивает токены и головы; используйте merge_heads (transpose, затем flatten)",
+    "return_weights=True returns (output, weights)": "return_weights=True возвращает (output, weights)",
+    "return (output, result.weights) when return_weights is set: one weight matrix per query head": "при заданном return_weights верните (output, result.weights): одна матрица весов на голову запросов",
+    ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
+    "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
+    "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
+    "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
+    "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
+    "multiply by bytes_per_value instead of assuming 2 bytes": "умножайте на bytes_per_value, а не считайте, что это 2 байта",
+    "a windowed layer keeps min(context, window) tokens": "слой с окном хранит min(context, window) токенов",
+    "a short context does not fill the window: keep min(context, window) tokens, not window": "короткий контекст не заполняет окно: храните min(context, window) токенов, а не window",
+    "a windowed layer stops growing at its window": "слой с окном перестаёт расти на размере окна",
+    "beyond the window the oldest tokens are evicted: keep window tokens, not context": "за пределами окна старейшие токены вытесняются: храните window токенов, а не context",
+    "each layer is sized by its own entry (gpt-oss: even layers windowed)": "размер каждого слоя задаёт его собственная запись (gpt-oss: чётные слои с окном)",
+    "sum over the layers; do not apply one layer's window to every layer": "суммируйте по слоям; не применяйте окно одного слоя ко всем слоям",
+    "mixed layers add up": "смешанные слои складываются",
+    "sum over the layers; a window larger than the context keeps the whole context": "суммируйте по слоям; окно больше контекста хранит весь контекст",
+    "the size is an exact integer number of bytes": "размер\xa0— точное целое число байтов",
+    "use integer arithmetic (// not /); floats lose bytes above 2**53": "используйте целочисленную арифметику (// а не /); числа float теряют байты выше 2**53",
+    "invalid sizes are rejected with TypeError or ValueError": "недопустимые размеры отвергаются с TypeError или ValueError",
+    "an error naming the argument": "ошибка, называющая аргумент",
+    "any window of at least 1 is accepted": "принимается любое окно не меньше 1",
+    "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them": "окно длиннее последовательности просто никогда не заполняется: выделяйте min(window, T) ячеек, а не `window`",
+    "the buffer never holds more than `window` keys": "буфер никогда не хранит больше `window` ключей",
+    "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after": "кольцевой буфер, который хранит window + 1 ключей: перезаписывайте ячейку t % window до внимания, а не после",
+    "each token attends to exactly the last `window` tokens, itself included": "каждый токен обращает внимание ровно на последние `window` токенов, включая себя",
+    "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window": "когда токен t обращает внимание, буфер должен хранить токены t - window + 1 .. t; ячейка = t % window",
+    "a window of 1 returns each token's own value": "окно из 1 возвращает собственное значение каждого токена",
+    "with one slot the only key is the token itself, whose weight is 1": "при одной ячейке единственный ключ\xa0— сам токен, и его вес равен 1",
+    "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
+    "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
+    "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "valid sizes give a mask": "допустимые размеры дают маску",
+    "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
+    "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
+    "build the mask from query positions (rows) against key positions (columns)": "стройте маску из позиций запросов (строки) против позиций ключей (столбцы)",
+    "the mask is additive: floats that are added to the scores": "маска аддитивная: числа float, которые прибавляются к оценкам",
+    "a float array of 0.0 and -inf": "массив float из 0,0 и -inf",
+    "a boolean mask was returned; convert with np.where(allowed, 0.0, -np.inf)": "возвращена булева маска; преобразуйте её через np.where(allowed, 0,0, -np.inf)",
+    "every entry is exactly 0.0 (allowed) or -inf (blocked)": "каждый элемент равен ровно 0,0 (разрешено) или -inf (закрыто)",
+    "only 0.0 and -inf": "только 0,0 и -inf",
+    "a blocked entry must be -inf (not a large negative number, not 1) so its softmax weight is exactly 0": "закрытый элемент должен быть -inf (не большим отрицательным числом и не 1), чтобы его вес softmax был ровно 0",
+    "no query reads a future key (causal)": "ни один запрос не читает будущий ключ (каузальность)",
+    "-inf above the diagonal": "-inf над диагональю",
+    "compare key <= query, not key < query + 1 on the wrong axis; rows are queries": "сравнивайте key <= query, а не key < query + 1 по неверной оси; строки\xa0— это запросы",
+    "every query reads its own key": "каждый запрос читает собственный ключ",
+    "0.0 on the diagonal": "0,0 на диагонали",
+    "the comparison excluded the diagonal (key < query instead of key <= query)": "сравнение исключило диагональ (key < query вместо key <= query)",
+    "the window keeps exactly `window` recent keys, the query's own included": "окно оставляет ровно `window` недавних ключей, включая ключ самого запроса",
+    "off by one: keep query - key < window (not <= window), which counts the query itself": "ошибка на единицу: оставляйте query - key < window (а не <= window), что учитывает и сам запрос",
+    "the first n_sink keys stay visible to every later query; nothing else outside the window": "первые n_sink ключей остаются видимыми каждому более позднему запросу; больше ничего вне окна",
+    "sinks are keys j < n_sink, still only for j <= i; a window without sinks drops everything older than window - 1": "стоки\xa0— это ключи j < n_sink, по-прежнему только при j <= i; окно без стоков отбрасывает всё старше window - 1",
+    "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64": "Q, K [2 головы, 5 токенов, d_k=4], V [2, 5, 3], float64",
+    "return_weights=True also returns the token weights [..., T_q, T_k]": "return_weights=True возвращает ещё и веса токенов [..., T_q, T_k]",
+    "return (output, weights), the weights without the sink's column": "верните (output, weights), веса без столбца стока",
+    "output equals softmax(Q K^T / sqrt(d_k)) V": "выход равен softmax(Q K^T / sqrt(d_k)) V",
+    "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)": "разделите оценки на sqrt(d_k) (а не на d_k) и возьмите softmax по оси ключей (последней)",
+    "without a sink every row of weights sums to 1": "без стока каждая строка весов в сумме даёт 1",
+    "the softmax was normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "a finite mask entry is added to the score, -inf blocks the key": "конечный элемент маски прибавляется к оценке, -inf закрывает ключ",
+    ", causal mask with finite biases": ", каузальная маска с конечными смещениями",
+    "add the mask to the scaled scores before the softmax (do not multiply, do not apply it after)": "прибавьте маску к масштабированным оценкам до softmax (не умножайте и не применяйте после)",
+    "a sink is an extra logit whose value vector is zero": "сток\xa0— это дополнительный логит с нулевым вектором значения",
+    "the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score (which softmax ignores), gives a different output": "сток входит только в знаменатель: прибавление exp(sink) к числителю или прибавление стока к каждой оценке (которое softmax игнорирует) даёт другой выход",
+    "with a sink the token weights sum to 1 minus the sink's share": "со стоком веса токенов в сумме дают 1 минус долю стока",
+    "return the token weights, without the sink's column": "верните веса токенов без столбца стока",
+    "each query head uses its own sink logit": "каждая голова запросов использует свой логит стока",
+    ", causal, sink shape (2, 1, 1) = [-2, 3]": ", каузальная, форма стока (2, 1, 1) = [-2, 3]",
+    "broadcast the sink to [..., T_q, 1]; do not use one head's sink (or their mean) for every head": "транслируйте сток к [..., T_q, 1]; не используйте сток одной головы (или их среднее) для всех голов",
+    "a common shift of every score and the sink changes nothing": "общий сдвиг всех оценок и стока ничего не меняет",
+    ", mask + 2 and sink + 2": ", mask + 2 и sink + 2",
+    "the sink must be compared with the scores inside one softmax, not normalised separately": "сток нужно сравнивать с оценками внутри одного softmax, а не нормировать отдельно",
+    "large scores and a large sink stay finite": "большие оценки и большой сток остаются конечными",
+    ", Q and K scaled by 40, sink=900": ", Q и K умножены на 40, sink=900",
+    "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN": "вычитайте максимум строки по токенам И стоку до exp, иначе exp переполнится до inf и NaN",
+    ", row 2 fully masked": ", строка 2 полностью замаскирована",
+    "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it": "softmax по строке из -inf\xa0— это 0/0 = NaN; находите строки без разрешённого ключа до него",
+    "empty_row='zero' gives an exact zero row": "empty_row='zero' даёт точно нулевую строку",
+    "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0": "NaN в полностью замаскированной строке: для пустых строк берите безопасный максимум 0 и делите только там, где сумма > 0",
+    "empty_row='zero' leaves the other rows unchanged": "empty_row='zero' оставляет остальные строки без изменений",
+    "the zero policy must act on the empty rows only": "нулевая политика должна действовать только на пустые строки",
+    "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
+    ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
+    "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
+    ": same shape as x": ": та же форма, что у x",
+    "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
+    "subtract the mean of the last axis, divide by sqrt(biased variance + eps), then scale and shift": "вычтите среднее по последней оси, разделите на sqrt(смещённая дисперсия + eps), затем масштабируйте и сдвиньте",
+    "the variance is unbiased (divides by n - 1); LayerNorm uses the biased one (n): var(unbiased=False)": "дисперсия несмещённая (делится на n - 1); LayerNorm использует смещённую (n): var(unbiased=False)",
+    "normalised over the wrong axis: LayerNorm averages over the features of each token, the last axis": "нормировано не по той оси: LayerNorm усредняет по признакам каждого токена, по последней оси",
+    "eps goes inside the square root: sqrt(variance + eps), not sqrt(variance) + eps": "eps стоит под корнем: sqrt(variance + eps), а не sqrt(variance) + eps",
+    "weight and bias were ignored: return normalised * weight + bias": "weight и bias проигнорированы: верните normalised * weight + bias",
+    "weight and bias are swapped: the weight multiplies, the bias adds": "weight и bias перепутаны: weight умножает, bias прибавляет",
+    "each row has mean 0 and biased variance 1": "у каждой строки среднее 0 и смещённая дисперсия 1",
+    "eps sits inside the square root": "eps стоит под квадратным корнем",
+    "weight scales and bias shifts each feature": "weight масштабирует, а bias сдвигает каждый признак",
+    ", eps=1e-5, weight and bias of length 5": ", eps=1e-5, weight и bias длины 5",
+    ", eps=1e-5 with weight and bias": ", eps=1e-5 с weight и bias",
+    "compare your mean, variance and eps with F.layer_norm's definition": "сравните своё среднее, дисперсию и eps с определением F.layer_norm",
+    "gradients flow through layer_norm": "градиенты проходят через layer_norm",
+    "an output detached from x": "выход, отсоединённый от x",
+    "no .detach(), .item(), numpy round trip or in-place edit of the input": "без .detach(), .item(), перехода через numpy и изменения входа на месте",
+    "the mean or variance was detached, so the gradient misses their dependence on x": "среднее или дисперсия отсоединены, поэтому градиент теряет их зависимость от x",
+    "a constant token maps to zeros": "постоянный токен переходит в нули",
+    "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
+    "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
+    ": shape is (length, d_model)": ": форма равна (length, d_model)",
+    "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
+    "sine and cosine are swapped: sine goes on the even coordinates 0, 2, ... and cosine on the odd ones": "синус и косинус перепутаны: синус идёт в чётные координаты 0, 2, ..., а косинус в нечётные",
+    "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines": "синус и косинус должны чередоваться (sin, cos, sin, cos, ...), а не идти все синусы, а за ними все косинусы",
+    "pair i has frequency base^(-2i/d_model): the exponent counts coordinates (2i), not pairs (i)": "у пары i частота base^(-2i/d_model): показатель считает координаты (2i), а не пары (i)",
+    "positions start at 0, so row 0 is (0, 1, 0, 1, ...)": "позиции начинаются с 0, так что строка 0\xa0— это (0, 1, 0, 1, ...)",
+    "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1": "angle = position / base^(2i/d_model) для пары i; sin идёт в столбец 2i, а cos в столбец 2i+1",
+    "position 0 is (0, 1, 0, 1, ...)": "позиция 0\xa0— это (0, 1, 0, 1, ...)",
+    "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones": "синус и косинус перепутаны: sin(0) = 0 должен стоять в чётных координатах, cos(0) = 1\xa0— в нечётных",
+    "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones": "строка 0\xa0— это позиция 0: sin(0) = 0 в чётных координатах и cos(0) = 1 в нечётных",
+    "table equals sin/cos of position / 10000^(2i/d_model)": "таблица равна sin/cos от position / 10000^(2i/d_model)",
+    "the base argument sets the frequencies": "аргумент base задаёт частоты",
+    ": a bool tensor": ": булев тензор",
+    "a torch.Tensor of dtype torch.bool": "torch.Tensor с dtype torch.bool",
+    "compare positions (key <= query) to get booleans; do not return 0/1 floats or -inf scores": "сравнивайте позиции (key <= query), чтобы получить булевы значения; не возвращайте числа 0/1 или оценки -inf",
+    ": shape is (t_q, t_k)": ": форма равна (t_q, t_k)",
+    "queries go down the rows and keys across the columns": "запросы идут по строкам, а ключи по столбцам",
+    "the mask is inverted: True must mean 'may attend' (PyTorch's convention for bool attn_mask)": "маска инвертирована: True должно означать «можно смотреть» (соглашение PyTorch для булевой attn_mask)",
+    "off by one: a query may read its own key (key <= query), not only strictly earlier ones": "ошибка на единицу: запрос может читать собственный ключ (key <= query), а не только строго более ранние",
+    "off by one: the query one step ahead of this one is still in the future (use key <= query)": "ошибка на единицу: запрос на шаг впереди этого всё ещё в будущем (используйте key <= query)",
+    "query_offset was ignored: row r is the query at absolute position query_offset + r": "query_offset проигнорирован: строка r\xa0— это запрос на абсолютной позиции query_offset + r",
+    "allowed[r, j] = (j <= query_offset + r)": "allowed[r, j] = (j <= query_offset + r)",
+    "a token sees itself and the past, never the future": "токен видит себя и прошлое, но никогда не будущее",
+    "a single token sees itself": "одиночный токен видит себя",
+    "cached queries keep their absolute positions (query_offset)": "закэшированные запросы сохраняют абсолютные позиции (query_offset)",
+    "the newest token of a cached decode sees every key": "новейший токен закэшированного декодирования видит каждый ключ",
+    "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
+    "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
+    "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
+    "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
+    "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
+    "the trace has one dict per tile": "в трассе по одному словарю на тайл",
+    "2 dicts with keys m, alpha, l, u": "2 словаря с ключами m, alpha, l, u",
+    "append {'m': ..., 'alpha': ..., 'l': ..., 'u': ...} after each tile": "после каждого тайла добавляйте {'m': ..., 'alpha': ..., 'l': ..., 'u': ...}",
+    "the running max is the max of the old max and this tile's max": "текущий максимум\xa0— это максимум из старого максимума и максимума этого тайла",
+    "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0": "alpha = exp(m_old - m_new); до первого тайла m_old = -inf, поэтому первое alpha равно 0",
+    "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)": "онлайн-softmax без пересчёта на alpha: умножьте старую текущую сумму на alpha, прежде чем прибавлять exp(x - m_new) тайла",
+    "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)": "умножьте на alpha и старый числитель, затем прибавьте sum(exp(x - m_new) * v)",
+    "the output is n / l and equals the direct softmax average": "выход равен n / l и совпадает с прямым средним по softmax",
+    "divide the final numerator by the final running sum": "разделите итоговый числитель на итоговую текущую сумму",
+    "any split into tiles gives the direct softmax average": "любое разбиение на тайлы даёт прямое среднее по softmax",
+    "the rescale must use the max over everything seen so far, in any order": "пересчёт должен использовать максимум по всему, что уже прочитано, в любом порядке",
+    "logits near 1000 stay finite": "логиты около 1000 остаются конечными",
+    "logit tiles [[1000, 999], [998]]": "тайлы логитов [[1000, 999], [998]]",
+    "subtract the running max inside exp; exp(1000) overflows": "вычитайте текущий максимум внутри exp; exp(1000) переполняется",
+    "logits near -1000 stay finite": "логиты около -1000 остаются конечными",
+    "logit tiles [[-1000], [-1001, -999]]": "тайлы логитов [[-1000], [-1001, -999]]",
+    "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0": "начинайте текущий максимум с -inf, а не с 0: exp(-1000 - 0) уходит в 0, и выход становится 0/0",
+    "Q [7, d_k=4], K [10, 4], V [10, 3], float64": "Q [7, d_k=4], K [10, 4], V [10, 3], float64",
+    "nothing here is invalid": "здесь ничего не недопустимо",
+    "plain tiled output equals dense softmax attention for any tile size": "простой выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "when a key tile raises a row's max, multiply that row's running sum and accumulator by alpha = exp(m_old - m_new)": "когда тайл ключей поднимает максимум строки, умножьте текущую сумму и накопитель этой строки на alpha = exp(m_old - m_new)",
+    "Q, K and V as given": "Q, K и V такими, как переданы",
+    "one of them was modified in place": "один из них изменён на месте",
+    "scale a copy (Q * scale), never Q itself": "масштабируйте копию (Q * scale), никогда не сам Q",
+    "logits far beyond exp's range run": "логиты далеко за пределами диапазона exp обрабатываются",
+    "large logits stay finite and exact (the running max is subtracted before exp)": "большие логиты остаются конечными и точными (текущий максимум вычитается до exp)",
+    "subtract the running max m from the scores before exp, and rescale the old sums by exp(m_old - m_new)": "вычитайте текущий максимум m из оценок до exp и пересчитывайте старые суммы на exp(m_old - m_new)",
+    "a long input runs": "длинный вход обрабатывается",
+    "plain tiled attention never holds a T_q x T_k score matrix": "простое внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute one (query block, key block) score tile at a time; keep only m, l and the accumulator per query block": "вычисляйте по одному тайлу оценок (блок запросов, блок ключей) за раз; храните только m, l и накопитель на блок запросов",
+    "Q, K [11 tokens, d_k=4], V [11, 3], float64": "Q, K [11 токенов, d_k=4], V [11, 3], float64",
+    "causal tiles give (output, tiles_computed)": "каузальные тайлы дают (output, tiles_computed)",
+    "causal tiled output equals dense causal attention: query i reads keys 0..i": "каузальный выход по тайлам равен плотному каузальному вниманию: запрос i читает ключи 0..i",
+    "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key": "внутри диагонального тайла закрывайте key > query значением -inf до максимума; никогда не пропускайте тайл, где есть разрешённый ключ",
+    "only the key tiles on or below the block diagonal are computed": "вычисляются только тайлы ключей на блочной диагонали или под ней",
+    "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future": "для блока запросов [q0, q1) обходите только тайлы ключей, начинающиеся с k0 <= q1 - 1; более поздние тайлы целиком в будущем",
+    "tiled output equals dense softmax attention for any tile size": "выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max": "пересчитывайте накопитель и текущую сумму на alpha = exp(m_old - m_new), когда тайл поднимает максимум строки",
+    "tiles with no allowed key are skipped without NaN": "тайлы без разрешённого ключа пропускаются без NaN",
+    "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0": "тайл из одних -inf даёт exp(-inf - -inf) = NaN; пропустите его или возьмите безопасный максимум 0",
+    "causal=True: query i reads keys 0..i": "causal=True: запрос i читает ключи 0..i",
+    "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked": "ключ разрешён, когда key <= query; блоки целиком над диагональю пропускаются, частичные маскируются",
+    "window=w keeps the last w keys, the query's own included": "window=w оставляет последние w ключей, включая ключ самого запроса",
+    "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key": "ошибка на единицу: разрешайте query - key < window (а не <= window) и не пропускайте блок, где ещё есть разрешённый ключ",
+    "an additive mask (finite biases and -inf) is added tile by tile": "аддитивная маска (конечные смещения и -inf) прибавляется тайл за тайлом",
+    "slice the mask with the same query and key ranges as the scores of the block": "вырезайте маску по тем же диапазонам запросов и ключей, что и оценки блока",
+    "query_start places the first query at that absolute position (a cached prefix)": "query_start ставит первый запрос на эту абсолютную позицию (закэшированный префикс)",
+    "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i": "сдвиг запросов проигнорирован: запрос i стоит на позиции query_start + i, так что сравнивайте ключи с query_start + i",
+    "decoding one query at a time equals attending all at once": "декодирование по одному запросу равно вниманию для всех сразу",
+    "each decode step sees the keys cached so far; its query sits at position t": "каждый шаг декодирования видит уже закэшированные ключи; его запрос стоит на позиции t",
+    "after the last tile, a row whose running sum is 0 had no key at all": "после последнего тайла строка, чья текущая сумма равна 0, не имела ни одного ключа",
+    "empty_row='zero' gives an exact zero row and leaves the others alone": "empty_row='zero' даёт точно нулевую строку и не трогает остальные",
+    "NaN on a fully masked row: divide only where the running sum is positive": "NaN в полностью замаскированной строке: делите только там, где текущая сумма положительна",
+    "a sink joins the denominator with a zero value": "сток входит в знаменатель с нулевым значением",
+    "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0": "начинайте каждую строку с m = sink и l = 1 (exp(sink - m) стока), а накопитель\xa0— с 0",
+    "float16 inputs are accepted": "входы float16 принимаются",
+    "promote to float32 before any arithmetic": "повышайте до float32 до любой арифметики",
+    "float16 inputs are accumulated and returned in float32": "входы float16 накапливаются и возвращаются во float32",
+    "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic": "повышайте через np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) до любой арифметики",
+    "float16 inputs give the float32 result": "входы float16 дают результат во float32",
+    "accumulate in float32, never in float16": "накапливайте во float32, никогда во float16",
+    "an overflowing finite bias is rejected with a message that says what overflowed": "переполняющееся конечное смещение отвергается с сообщением о том, что переполнилось",
+    "say what overflowed so the reader knows to shrink the bias": "скажите, что переполнилось, чтобы читатель знал, что нужно уменьшить смещение",
+    "an overflowing finite bias is rejected": "переполняющееся конечное смещение отвергается",
+    "score + bias overflowed to +-inf; -inf would silently read as 'blocked'": "score + bias переполнилось до +-inf; -inf молча читалось бы как «закрыто»",
+    "a long causal input runs": "длинный каузальный вход обрабатывается",
+    "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+})
+# builder:begin inline say
+def say(key, **fields):
+    """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
+    return MESSAGES[key].format(**fields)
+# builder:end sha256=961bd5317ec04cb702eb5b60e795adc11fedc2eb2d498bcf080fc5ef5d7e7a1a
+# builder:begin inline in_language
+def in_language(text):
+    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
+# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+# builder:begin inline shown_label
+def shown_label(label):
+    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    word, _, rest = str(label).partition(" ")
+    return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
+# builder:end sha256=151ecd4218b7fa63df5192f644414e4a709918df8c774d3bb1aa7e93fbd8bbc6
+# builder:begin inline key_label
+def key_label(label):
+    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
+    return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label
+# builder:end sha256=4a6b52f5840a463d2990c1d8219aa0c332aa2d9949de10bd2ba33f65b966d24f
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
 
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
-        super().__init__(
-            f"contract property '{prop}' failed\n"
-            f"  on input:    {on_input}\n"
-            f"  expected:    {expected}\n"
-            f"  actual:      {actual}\n"
-            f"  usual cause: {hint}"
-        )
+        self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
+        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
+                  ("usual cause", in_language(hint)))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+
+    @staticmethod
+    def line(name, value):
+        """One field of the message: its name in the reader's language, padded so the values line up."""
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
@@ -613,11 +1153,12 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields = tuple((name, in_language(value)) for name, value in
+                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
         fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
-        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
-# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
+        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
+# builder:end sha256=d555997c9668ffce66fec5e9d16b88719b1498788acfe499e4d21b1048d77891
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -646,26 +1187,26 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         got = as_array(actual)
     except unreadable:
         raise ContractViolation(
-            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+            prop, on_input, say("numbers of shape", shape=want.shape), f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None
     if got.shape != want.shape:
-        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+        raise ContractViolation(prop, on_input, say("shape", shape=want.shape), say("shape", shape=got.shape), hint)
     with np.errstate(invalid="ignore"):
         error = np.abs(got - want)
         agree = (got == want) | (error <= atol + rtol * np.abs(want))
     if not agree.all():
         where = tuple(int(i) for i in np.argwhere(~agree)[0])
         finite_errors = error[~agree][np.isfinite(error[~agree])]
-        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else say("not finite")
         raise ContractViolation(
             prop,
             on_input,
-            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            say("close expected", value=repr(float(want[where])), index=where, atol=atol, rtol=rtol),
+            say("close actual", value=repr(float(got[where])), count=int((~agree).sum()), size=agree.size, worst=worst),
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=3122610b60e801573fc1a9e96e08bad19392cc0b9946adbc463592a0e99bd8d8
+# builder:end sha256=174bfed6f581e89f89c141b0ed70c83565478a172487b1d3f7537e838ff334d2
 # builder:begin inline contract_call
 def contract_call(prop, on_input, hint, function, *args, **kwargs):
     """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
@@ -712,9 +1253,9 @@ def expect(claim, actual, relation=None, expected=None):
             text = repr(value)
             return text if len(text) <= 300 else text[:300] + " ..."
 
-        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
-# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+        want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
+# builder:end sha256=57473e0d976e438cbcf77366342ba6e7e39fe2d8b83e3ba8e32f26bdc3f62e06
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
@@ -773,7 +1314,7 @@ def check_exercise(label, contract, implementation, namespace):
         libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
         frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
                   if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
-        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        lines = [say("your frames", error=type(error).__name__)] if frames else []
         for frame in frames[-most:]:
             lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
         return lines
@@ -787,7 +1328,7 @@ def check_exercise(label, contract, implementation, namespace):
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
-            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+            print(say("reference in place", label=shown_label(label), name=name))
         return summary
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
@@ -799,64 +1340,63 @@ def check_exercise(label, contract, implementation, namespace):
             waited = stub.group(1)
         elif stub and stub.group(1) == label:
             if use_reference(label, namespace, "not attempted"):
-                print(f"{label}: not attempted yet; later cells use the reference solution")
+                print(say("not attempted, reference", label=shown_label(label)))
             else:
                 outcomes[label], waiting[name] = "not attempted", label
-                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+                print(say("not attempted, waiting", label=shown_label(label), name=name))
             return None
         else:
             failure = error if isinstance(error, ContractViolation) else ContractViolation(
-                "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
-                "a result the contract can judge", f"{type(error).__name__}: {error}",
-                f"the traceback above this message shows the line of {name} that raised",
+                say("crash property"), say("crash input", label=shown_label(label)),
+                say("crash expected"), f"{type(error).__name__}: {error}", say("crash hint", name=name),
             )
             failure.frames = own_frames(error.__cause__ if failure is error else error)
-            reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+            reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
+                      else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = (
-                    f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                    f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                    f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-                )
+                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
             else:
                 outcomes[label], waiting[name] = reason, label
-                failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
-            failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+                failure.go_on = say("go on, waiting", name=name)
+            failure.args = (f"{failure.args[0]}\n{failure.line('to go on', failure.go_on)}",)
             if failure is error:
                 raise
             raise failure from error
     if waited:
         outcomes[label], waiting[name] = f"waits for {waited}", label
-        print(f"{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again")
+        print(say("waits for", label=shown_label(label), waited=shown_label(waited), name=name))
         return None
     for waiter in [n for n, held in waiting.items() if held == label]:
         del waiting[waiter]
     outcomes[label] = "passed"
-    print(f"{label}: PASS, every contract property of {name} holds")
+    print(say("pass", label=shown_label(label), name=name))
     return summary
-# builder:end sha256=d07a0a08d71274417c0417df2f946aed7a4b8f502f557cd1c93e0bc277ad2aad
+# builder:end sha256=75bb777113f7b9ff835c3eb863e92f7bf046cf2d1dff65c923ca629e17a929a4
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
-    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
+    label = key_label(label)
     sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
     print(sources[label])
-# builder:end sha256=bd3b6bb9461a1927a76482d1e9f349de89a2e7be63700c2026c4a0cde5377b5e
+# builder:end sha256=961194d29c1f707feff62a1f5065e53319d456554899ef31485d51f35e4b0b2a
 # builder:begin inline report_section
 def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    section = shown_label(section)
     if waited:
-        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+        print(say("section waits", section=section, labels=", ".join(map(shown_label, waited))))
     elif not standing_in:
-        print(f"{section}: PASS")
+        print(say("section pass", section=section))
     else:
-        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
-        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
-# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
+        named = ", ".join(map(shown_label, standing_in[:3]))
+        named = say("and more", labels=named, count=len(standing_in) - 3) if len(standing_in) > 3 else named
+        print(say("section on reference", section=section, labels=named))
+# builder:end sha256=8ca689cc0603f77f26f44dad6086a00253cb608244f49da96c76aa3ca0984967
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
     """Print the exercises passed, failed and not attempted, and name the first failing check."""
@@ -864,12 +1404,36 @@ def exercise_summary(namespace):
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
     failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
-    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
-    print(f"Exercises failed: {', '.join(failed) or 'none'}")
-    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+
+    def listed(labels):
+        """Labels as the reader sees them, or the word for none."""
+        return ", ".join(map(shown_label, labels)) or say("none")
+
+    print(say("summary passed", labels=listed(label for label, o in outcomes.items() if o == "passed")))
+    print(say("summary failed", labels=listed(failed)))
+    print(say("summary not attempted", labels=listed(skipped)))
     if failed:
-        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
-# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
+        print(say("summary first failure", label=shown_label(failed[0]), reason=outcomes[failed[0]]))
+# builder:end sha256=b83d917828f3325fbfd33b565677e33dd396d6f95c14a209749d86000963806b
+# builder:begin inline report_references
+def report_references(namespace):
+    """Print how many reference values the cells used or checked, and return it; fail loudly on one left unchecked.
+
+    While cells wait for an unfinished exercise (the graded edition), the values they would have
+    checked are left unchecked: say how many, and for which exercises, instead of failing.
+    """
+    require_namespace(namespace)
+    reference, waiting = namespace["REFERENCE"], namespace.get("EXERCISES_WAITING", {})
+    source, left = namespace.get("REFERENCE_SOURCE", reference.source), reference.unused()
+    if left and waiting:
+        used = len(reference._used)
+        labels = ", ".join(map(shown_label, dict.fromkeys(waiting.values())))
+        print(say("references waiting", used=used, count=used + len(left), source=source, left=len(left), labels=labels))
+        return used
+    count = reference.assert_all_used()
+    print(say("references used", count=count, source=source))
+    return count
+# builder:end sha256=6abe858b8fb9cd3346b86f78a5606b40c6a5d10bb9b491c71e67ad98f51af7fa
 # builder:begin inline LANGUAGES
 LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
@@ -1043,10 +1607,10 @@ expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outs
        [log_tick_label(value) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)], "==",
        ["", "10⁻¹²", "0.0005", "0.001", "0.5", "2", "50000", "10⁵"])
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
-print("toolkit ready: argument checks, contract checks and the course figure style")
+print("инструменты готовы: проверки аргументов, контрактные проверки и стиль рисунков курса")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1377,7 +1941,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # возведением в экспоненту сохраняет результат и не даёт $e^{1000}$ переполниться.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_it_weights (open to read)
+# @title Код рисунка следующей ячейки: plot_it_weights (откройте, чтобы прочитать)
 def plot_it_weights(words, scores, weights, language="en"):
     """Bars of each word's share of the raw scores next to its softmax weight."""
     require_choice("language", language, LANGUAGES)
@@ -1414,7 +1978,7 @@ it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float
 it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
-    print(f"{word:>6}: score {score:.1f}   e^score {e:5.2f}   share {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
+    print(f"{word:>6}: оценка {score:.1f}   e^оценка {e:5.2f}   доля {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
 print(f"plain division would give animal {2.0 / 3.5:.2f}")
 
 # The numbers above, as the prose states them.
@@ -1428,13 +1992,13 @@ expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tenso
 
 show_figure(
     plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
-    "For each candidate word, the grey bar is its share of the raw scores and the blue bar its softmax weight. "
-    "Animal scores only twice as much as tired yet gets almost three times the attention: "
-    "exponentiating stretches the gaps, so attention commits to the best match while keeping a little of the rest.",
+    "Для каждого слова-кандидата серый столбец\xa0— его доля в исходных оценках, синий\xa0— его вес softmax. Оценка "
+    "animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое больше: возведение в "
+    "экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя немного и остальным.",
 )
 
 # %% tags=["hide-input"]
-# @title Softmax's edge cases: extreme scores, every axis, a scalar (checked; open to read)
+# @title Крайние случаи softmax: экстремальные оценки, каждая ось, скаляр (проверено; откройте, чтобы прочитать)
 # Scores spanning [-1000, 1000]: a shift by the smallest score would overflow exp(2000) to inf and give NaN.
 expect("softmax over scores spanning [-1000, 1000] must be (0, 0, 1)", softmax(torch.tensor([-1000.0, 0.0, 1000.0], dtype=torch.float64)).tolist(), "==", [0.0, 0.0, 1.0])
 # dim: any axis from -ndim to ndim - 1, each normalising its own axis; a scalar has no axis to normalise.
@@ -1516,7 +2080,7 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 # | выход | $(n, d_v)$ | по одному вектору с учётом контекста на каждый токен |
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_attention_flow (open to read)
+# @title Код рисунка следующей ячейки: plot_attention_flow (откройте, чтобы прочитать)
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
@@ -1569,8 +2133,9 @@ scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
 shares = softmax(scaled)
 blend = shares @ values                    # (2,) the new vector of "it"
 print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
-print(f"raw scores {raw.tolist()} -> scaled {scaled.tolist()} -> shares {[round(s, 2) for s in shares.tolist()]}")
-print(f"new 'it' = {[round(b, 2) for b in blend.tolist()]}")
+print(f"исходные оценки {raw.tolist()} -> масштабированные {scaled.tolist()} -> доли "
+      f"{[round(s, 2) for s in shares.tolist()]}")
+print(f"новое 'it' = {[round(b, 2) for b in blend.tolist()]}")
 
 # The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
 gen = torch.Generator().manual_seed(SEED)
@@ -1596,10 +2161,11 @@ expect("the matrix formula must equal one softmax per query", torch.allclose(row
 
 show_figure(
     plot_attention_flow(language=LANGUAGE),
-    "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
-    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue) meet in the "
-    "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
-    "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
+    "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на свою "
+    "обучаемую матрицу (жёлтые метки: W_q, W_k, W_v\xa0— единственное, что в механизме внимания меняет обучение). "
+    "Запросы и ключи (синие) встречаются в блоке оценок, где решается, что важно; оценки масштабируются, "
+    "маскируются и построчно превращаются в доли. Значения (оранжевые) ждут нетронутыми на нижнем пути, пока доли "
+    "не решат, сколько каждого из них войдёт в выход.",
 )
 
 
@@ -1633,7 +2199,7 @@ show_figure(
 # отображение, которое слой может выучить один раз и применять везде.
 
 # %% tags=["exercise"]
-# Exercise 1: постройте таблицу синусоидальных позиций. Верните тензор (length, d_model), строка p которого
+# Exercise 1 · Упражнение 1: постройте таблицу синусоидальных позиций. Верните тензор (length, d_model), строка p которого
 # кодирует позицию p: в столбце 2i стоит sin(p / base**(2i / d_model)), в столбце 2i+1 — косинус того
 # же угла. Работайте с целыми тензорами (внешнее произведение позиций и частот), без циклов.
 # Проверка требует: форма (length, d_model); позиция 0 равна (0, 1, 0, 1, ...); таблица совпадает с sin/cos
@@ -1658,7 +2224,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 1: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 1: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_positional_encoding_contract
 def check_positional_encoding_contract(sinusoidal_encoding):
     """Judge ``sinusoidal_encoding(length, d_model, *, base=10000.0)`` against a table worked out with ``math``.
@@ -1736,7 +2302,7 @@ check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_enco
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_positions (open to read)
+# @title Код рисунка следующей ячейки: plot_positions (откройте, чтобы прочитать)
 def plot_positions(table, language="en"):
     """Two fast and two slow coordinates of a sinusoidal table against position."""
     require_choice("language", language, LANGUAGES)
@@ -1788,15 +2354,16 @@ for pair in range(4):
     rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
     moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
     expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
-print(f"moving every position by {offset} rotates each (sin, cos) pair by a fixed angle: verified for all 4 pairs")
+print(f"сдвиг каждой позиции на {offset} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
+      "пар")
 
 
 show_figure(
     plot_positions(pe.numpy(), language=LANGUAGE),
-    "Each marker is one coordinate of the position vector at a whole position, read from left (position 0) to right "
-    "(position 80); the thin curve behind the markers is the sine or cosine they sample. "
-    "The top pair turns one radian per position, so it separates neighbours but repeats every 2π ≈ 6.3 positions; "
-    "the bottom pair turns 100 times slower and changes little between neighbours, but tells position 10 from position 70.",
+    "Каждый маркер\xa0— одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция 80); "
+    "тонкая кривая за маркерами\xa0— синус или косинус, значения которого они берут. Верхняя пара поворачивается на "
+    "один радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6,3 позиции; нижняя пара "
+    "вращается в 100 раз медленнее и мало меняется между соседями, зато отличает позицию 10 от позиции 70.",
 )
 
 
@@ -1839,7 +2406,7 @@ show_figure(
 # сдвиг, как ниже). Ячейка после упражнения это показывает.
 
 # %% tags=["exercise"]
-# Exercise 2: постройте каузальную маску для t_q запросов и t_k ключей. Строка запроса r стоит на абсолютной
+# Exercise 2 · Упражнение 2: постройте каузальную маску для t_q запросов и t_k ключей. Строка запроса r стоит на абсолютной
 # позиции query_offset + r и может читать ключ j ровно тогда, когда j <= query_offset + r. Верните
 # булев тензор формы (t_q, t_k), True там, где внимание разрешено. Сравнивайте сетки позиций, без циклов.
 # Проверка требует: булев тензор формы (t_q, t_k); токен видит себя и прошлое, но никогда не будущее;
@@ -1864,7 +2431,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 2: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 2: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_causal_mask_contract
 def check_causal_mask_contract(causal_allowed):
     """Judge ``causal_allowed(t_q, t_k, *, query_offset=0)``: True where a query may read a key.
@@ -1927,7 +2494,7 @@ check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_masks (open to read)
+# @title Код рисунка следующей ячейки: plot_masks (откройте, чтобы прочитать)
 def plot_masks(masks, titles, language="en", *, row_starts=None):
     """A grid of boolean masks: green = may attend, grey = blocked, queries down, keys across."""
     require_choice("language", language, LANGUAGES)
@@ -1964,8 +2531,8 @@ key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 p
 padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
 combined = ordinary & padding
 cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
-print(f"allowed entries: causal {int(ordinary.sum())}, decode without offset {int(local_decode_wrong.sum())}, "
-      f"decode with offset {int(cached_decode.sum())}")
+print(f"разрешённых элементов: каузальная {int(ordinary.sum())}, декодирование без сдвига "
+      f"{int(local_decode_wrong.sum())}, декодирование со сдвигом {int(cached_decode.sum())}")
 REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
@@ -1978,8 +2545,8 @@ expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print(f"is_causal=True with 1 query and 5 keys reads only key 0: {torch.allclose(top_left, v5[:, :1])}; "
-      f"it matches the correct offset mask (all 5 keys): "
+print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {torch.allclose(top_left, v5[:, :1])}; "
+      "совпадает с правильной маской со сдвигом (все 5 ключей): "
       f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
 expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
 expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
@@ -1995,14 +2562,15 @@ mask_titles = {
 show_figure(
     plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
                row_starts=[0, 0, 0, 0, 3, 3]),
-    "Rows are queries, columns are keys; green cells may be read. Padding hides whole columns, the causal mask hides "
-    "everything right of the diagonal, and combining them keeps only what both allow. Cross-attention hides only the "
-    "encoder's padding column. In the bottom row, two cached queries at positions 3 and 4 keep a shifted triangle "
-    "(middle), while PyTorch's is_causal=True for the same shape aligns it top-left and hides most of the past (right).",
+    "Строки\xa0— запросы, столбцы\xa0— ключи; зелёные клетки можно читать. Маска заполнения скрывает целые столбцы, "
+    "каузальная маска\xa0— всё правее диагонали, а их сочетание оставляет только то, что разрешают обе. Перекрёстное "
+    "внимание скрывает лишь столбец заполнения кодировщика. В нижнем ряду два закэшированных запроса на позициях 3 "
+    "и 4 сохраняют сдвинутый треугольник (в середине), а is_causal=True из PyTorch при той же форме выравнивает "
+    "его по левому верхнему углу и скрывает большую часть прошлого (справа).",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, causal_allowed, 0, 5, match="t_q")
 expect_raises(ValueError, causal_allowed, 5, 5, query_offset=1, match="t_k")
 expect_raises(ValueError, causal_allowed, 1, 2**40, match=f"the causal mask of shape (1, 1099511627776) would take {2**40:,} bytes")
@@ -2024,7 +2592,7 @@ tokens_x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)  # (T
 lower = causal_allowed(4, 4).double()                                       # (4, 4) 1 on and below the diagonal
 average = lower / lower.sum(dim=-1, keepdim=True)                          # row t: 1/(t+1) on keys 0..t
 uniform_scores = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~causal_allowed(4, 4), float("-inf"))
-print(f"running means of 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
+print(f"текущие средние 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
 expect("softmax of zero scores with the future at -inf is the running average", torch.allclose(torch.softmax(uniform_scores, dim=-1), average, atol=1e-15))
 
 
@@ -2083,7 +2651,7 @@ class AttentionResult:
 
 
 # %% tags=["hide-input"]
-# @title _attention_inputs: the argument checks, broadcasting and empty-row policy of Exercise 3 (open to read)
+# @title _attention_inputs: проверки аргументов, трансляция форм и политика для пустых строк упражнения 3 (откройте, чтобы прочитать)
 def _attention_inputs(q, k, v, allowed, empty_row):
     """Checked q, k, v broadcast to one batch shape and dtype, allowed as a (..., T_q, T_k) bool tensor, and the empty rows."""
     require_choice("empty_row", empty_row, ("error", "zero"))
@@ -2120,7 +2688,7 @@ def _attention_inputs(q, k, v, allowed, empty_row):
 
 
 # %% tags=["exercise"]
-# Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже
+# Exercise 3 · Упражнение 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже
 # сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки
 # q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который
 # остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения.
@@ -2146,7 +2714,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 3: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 3: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_attention_contract
 def check_attention_contract(attention):
     """Judge ``attention(q, k, v, allowed=None, *, empty_row='error')`` against PyTorch and geometry.
@@ -2353,7 +2921,7 @@ check_exercise("Exercise 3", check_attention_contract, scaled_dot_product_attent
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_scores_and_weights (open to read)
+# @title Код рисунка следующей ячейки: plot_scores_and_weights (откройте, чтобы прочитать)
 def plot_scores_and_weights(scores, weights, language="en"):
     """Two heatmaps of one attention call: scaled scores (−∞ where blocked) and the softmax weights."""
     require_choice("language", language, LANGUAGES)
@@ -2411,7 +2979,7 @@ expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
-print(f"default policy: ValueError ({message[:46]}...)")
+print(f"политика по умолчанию: ValueError ({message[:46]}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
     torch_says = "NaN"
@@ -2419,15 +2987,16 @@ elif bool((torch_row == 0).all()):
     torch_says = "zeros"
 else:
     torch_says = f"{torch_row.tolist()}"
-print(f"torch {torch.__version__.split('+')[0]} returns {torch_says} for the fully masked row; "
-      f"ours returns zeros only when asked (empty_row='zero')")
+print(f"torch {torch.__version__.split('+')[0]} возвращает {torch_says} для полностью замаскированной строки; наша "
+      "функция возвращает нули только по запросу (empty_row='zero')")
 
 
 show_figure(
     plot_scores_and_weights(result.scores.numpy(), result.weights.numpy(), language=LANGUAGE),
-    "Left, the scaled scores of the 3-token example; the cells marked −∞ are blocked by the causal mask. Right, the "
-    "weights: each row is one query's budget of 1, spent only on allowed keys. Row 1's scores 0 and 0.707 become "
-    "0.330 and 0.670; in row 2 the largest score (1.414) takes about half of the attention.",
+    "Слева\xa0— масштабированные оценки примера из 3 токенов; клетки с −∞ закрыты каузальной маской. Справа\xa0— веса: "
+    "каждая строка\xa0— это бюджет одного запроса, равный 1 и потраченный только на разрешённые ключи. Оценки строки "
+    "1, 0 и 0,707, становятся весами 0,330 и 0,670; в строке 2 наибольшая оценка (1,414) забирает около половины "
+    "внимания.",
 )
 
 
@@ -2442,7 +3011,7 @@ show_figure(
 # распределению.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_sentence_attention (open to read)
+# @title Код рисунка следующей ячейки: plot_sentence_attention (откройте, чтобы прочитать)
 def plot_sentence_attention(weights, tokens, temperatures, highlight, language="en"):
     """Small multiples of a sentence's attention weights: mask off and on (rows) by temperature (columns)."""
     require_choice("language", language, LANGUAGES)
@@ -2494,10 +3063,10 @@ for causal in (False, True):
 it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
 it_row = {key: weights[it] for key, weights in sentence_weights.items()}
 it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
-print(f"'it' scores animal, tired, street: {it_scores_here.tolist()}")
+print(f"оценки 'it' для animal, tired, street: {it_scores_here.tolist()}")
 for (causal, temperature), row in it_row.items():
-    print(f"mask {'on ' if causal else 'off'} T = {temperature}: 'it' gives animal {float(row[animal]):.3f}, "
-          f"tired {float(row[tired]):.3f}, street {float(row[street]):.3f}; its largest weight {float(row.max()):.3f}")
+    print(f"маска {'on ' if causal else 'off'} T = {temperature}: 'it' даёт animal {float(row[animal]):.3f}, tired "
+          f"{float(row[tired]):.3f}, street {float(row[street]):.3f}; наибольший вес {float(row.max()):.3f}")
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -2586,7 +3155,7 @@ order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
 shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
 permutation_error = float((shuffled - plain[order]).abs().max())
-print(f"permuted inputs give permuted outputs: max difference {permutation_error:.1e}")
+print(f"переставленные входы дают переставленные выходы: наибольшая разница {permutation_error:.1e}")
 expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
 
 # One query and one key broadcast against a batch of two value sets, each with its own mask.
@@ -2611,7 +3180,7 @@ expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.
 
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
-print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   verdict")
+print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   вердикт")
 for key, label, bound, must_be_small in (
     ("output_max_error", "our output against PyTorch's", 1e-12, True),
     ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
@@ -2623,11 +3192,11 @@ for key, label, bound, must_be_small in (
     print(f"{label:<42} {value:>20.2e} {value / EPSILON:>12.3g}   {verdict}")
     if verdict in ("TOO LARGE", "TOO SMALL"):
         raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
-print("Read the last column: a few epsilons is the same number computed in another order; "
-      f"the wrong mask is off by about {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} epsilons, a different answer.")
+print("Читайте последний столбец: несколько эпсилон\xa0— это то же число, посчитанное в другом порядке; неверная маска "
+      f"отличается примерно на {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} эпсилон\xa0— это другой ответ.")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(2), q3, q3, match="dimensions")
 expect_raises(TypeError, scaled_dot_product_attention, q3, q3, q3, torch.ones(3, 3, dtype=torch.bool, device="meta"), match="CPU")
 expect_raises(ValueError, scaled_dot_product_attention, torch.zeros(6, 2), q3, q3, torch.zeros(6, 3, dtype=torch.bool),
@@ -2672,7 +3241,7 @@ expect_raises(FloatingPointError, scaled_dot_product_attention, torch.full((1, 2
 # запросов на каждую размерность), с масштабированием и без него.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _saturation_by_hand, plot_saturation (open to read)
+# @title Код рисунка и ручные проверки следующей ячейки: _saturation_by_hand, plot_saturation (откройте, чтобы прочитать)
 def _saturation_by_hand(widths, n_keys, trials, seed):
     """saturation_experiment's draws, scored with the full Jacobian diag(p) − p pᵀ and elementwise dot products."""
     gen = torch.Generator().manual_seed(seed)
@@ -2726,16 +3295,16 @@ PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
 
 
 # %% tags=["hide-input"]
-# @title judge_prediction: how a prediction compares with the measurement (open to read)
+# @title judge_prediction: как прогноз сравнивается с измерением (откройте, чтобы прочитать)
 def judge_prediction(label, prediction, measured, explanation):
     """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
     if prediction is None:
-        print(f"{label}: no prediction yet (set it above and run that cell, then this one). The measured answer is "
-              f"({measured}): {explanation}")
+        print(f"{label}: прогноза пока нет (задайте его выше и запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}"
+              f"): {explanation}")
         return None
     prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
     verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
-    print(f"{label}: you predicted ({prediction}), {verdict}: {explanation}")
+    print(f"{label}: ваш прогноз ({prediction}), {verdict}: {explanation}")
     return prediction == measured
 
 
@@ -2743,15 +3312,15 @@ import contextlib
 import io
 
 with contextlib.redirect_stdout(io.StringIO()) as printed:  # the three verdicts, judged here instead of shown
-    verdicts = [judge_prediction("a test", given, "c", "why") for given in (" C", "a", None)]
+    verdicts = [judge_prediction("проверочный пример", given, "c", "почему") for given in (" C", "a", None)]
 expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts, printed.getvalue().count("\n")), "==", ([True, False, None], 3))
 
 # %%
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
 exact = torch.tensor(sums, dtype=torch.float64)
-print(f"d_k = 4: counts of the sums -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, "
-      f"variance {float(exact.var(unbiased=False)):.0f}, scaled {float((exact / 2).var(unbiased=False)):.0f}; "
+print(f"d_k = 4: частоты сумм -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, дисперсия "
+      f"{float(exact.var(unbiased=False)):.0f}, после масштабирования {float((exact / 2).var(unbiased=False)):.0f}; "
       f"sqrt(128) = {math.sqrt(128):.1f}")
 expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
 expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
@@ -2759,7 +3328,7 @@ expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(un
 die = torch.arange(1, 7, dtype=torch.float64)
 expect("a die's variance is 35/12, so 100 dice stray by sqrt(100 · 35/12) ≈ 17", (float(die.var(unbiased=False)), round(math.sqrt(100 * float(die.var(unbiased=False))))), "==", (35 / 12, 17))
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
-print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: one key takes essentially everything")
+print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: один ключ забирает практически всё")
 expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
@@ -2771,7 +3340,7 @@ q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k,
 dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
 unscaled_variance = float(dots.var(unbiased=False))
 scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
-print(f"d_k = {d_k}, {samples:,} pairs: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
+print(f"d_k = {d_k}, {samples:,} пар: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
 for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
     target = REFERENCE.value(f"scaling_experiment.{name}")
     expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
@@ -2842,16 +3411,16 @@ WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
 expect("saturation_experiment's defaults are the prose's 16 keys and 400 trials", saturation_experiment((2,)), "==", saturation_experiment((2,), n_keys=16, trials=400))
 by_key = {(row["d_k"], row["scaled"]): row for row in saturation}
-print(" d_k | unscaled: top weight, Jacobian | scaled: top weight, Jacobian")
+print(" d_k | без масштаба: наибольший вес, якобиан | с масштабом: наибольший вес, якобиан")
 for width in WIDTHS:
     u, s = by_key[width, False], by_key[width, True]
     print(f"{width:>4} | {u['max_weight']:>19.3f}  {u['jacobian_norm']:.3f} | {s['max_weight']:>17.3f}  {s['jacobian_norm']:.3f}")
 shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
 shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
 scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
-print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}, gradient {shrink_512:.1f}x smaller than scaled; "
-      f"at 1024: {by_key[1024, False]['max_weight']:.2f} and {shrink_1024:.1f}x; scaled top weight stays in "
-      f"[{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+print(f"при d_k = 512 без масштаба: наибольший вес {by_key[512, False]['max_weight']:.2f}, градиент в {shrink_512:.1f}"
+      f"x меньше, чем с масштабом; при 1024: {by_key[1024, False]['max_weight']:.2f} и {shrink_1024:.1f}x; наибольший "
+      f"вес с масштабом остаётся в [{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -2868,23 +3437,26 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
-    "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
-    "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
-    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
-    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
-    "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
+    "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний наибольший вес "
+    "внимания по 16 ключам, где 1,0 означает всё внимание на одном ключе. Справа: величина якобиана softmax "
+    "∂p/∂s\xa0— насколько сильно доли откликаются на оценки. Немасштабированные оценки (красные) с ростом размерности "
+    "головы приближаются к one-hot, и их якобиан сжимается; масштабированные (синие) остаются ровными при любой "
+    "размерности. При размерностях от 2 до 8 красная линия выше синей, потому что там немасштабированные оценки "
+    "умеренно разбросаны\xa0— при таком разбросе softmax откликается сильнее всего,\xa0— а масштабированные почти "
+    "равномерны.",
 )
 
 # %%
 top_512 = by_key[512, False]["max_weight"]
 answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
-judge_prediction("Predict, then run (1)", PREDICTION_UNSCALED_512, answer_512,
-                 f"unscaled, the best of 16 keys takes {top_512:.0%} of a query's attention at d_k = 512 (scaled: "
-                 f"{by_key[512, True]['max_weight']:.0%}); the raw scores spread by about √512 ≈ 23, so one key wins outright.")
+judge_prediction("Предскажите, затем запустите (1)", PREDICTION_UNSCALED_512, answer_512,
+                 f"без масштабирования лучший из 16 ключей забирает {top_512:.0%} внимания запроса при d_k = 512 (с "
+                 f"масштабированием: {by_key[512, True]['max_weight']:.0%}); исходные оценки разбросаны примерно на √512 ≈ 23, "
+                 "так что один ключ побеждает безоговорочно.")
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, jacobian_norm, torch.tensor(0.5), match="dimensions")
 expect_raises(ValueError, softmax_jacobian, torch.zeros(1, 2**15).expand(8, 2**15), match=f"of shape (8, 32768, 32768) would take {8 * 2**30 * 4:,} bytes")
 for outside in ([-0.5, 0.5], [1.5, 0.0]):
@@ -2912,7 +3484,7 @@ expect_raises(ValueError, saturation_experiment, (1, 2**40), n_keys=2, trials=1,
 # функция потерь доходит до выхода именно так), с масштабированием и без.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _query_gradients_by_hand, plot_query_gradients (open to read)
+# @title Код рисунка и ручные проверки следующей ячейки: _query_gradients_by_hand, plot_query_gradients (откройте, чтобы прочитать)
 def _query_gradients_by_hand(widths, n_keys, trials, seed):
     """query_gradient_experiment's draws, with ∂L/∂q from autograd instead of the closed form."""
     gen = torch.Generator().manual_seed(seed)
@@ -3004,12 +3576,13 @@ for width in WIDTHS:
     almost_none[width] = float((unscaled < 0.01 * scaled_norms.median()).double().mean())
 median_ratio_512 = float(query_gradients[512, True].median() / query_gradients[512, False].median())
 largest_512 = (float(query_gradients[512, False].max()), float(query_gradients[512, True].max()))
-print(" d_k | median |dL/dq| unscaled, scaled | unscaled queries under 1% of the scaled median")
+print(" d_k | медиана |dL/dq| без масштаба, с масштабом | запросы без масштаба ниже 1% медианы с масштабом")
 for width in WIDTHS:
     print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
           f"{almost_none[width]:.2f}")
-print(f"at d_k = 512: the median unscaled query gets {median_ratio_512:.0f}x less gradient than a scaled one, "
-      f"{almost_none[512]:.0%} get almost none, and the largest gets {largest_512[0]:.0f} against {largest_512[1]:.0f} scaled")
+print(f"при d_k = 512: медианный запрос без масштаба получает в {median_ratio_512:.0f}x меньше градиента, чем с "
+      f"масштабом, {almost_none[512]:.0%} получают почти ничего, а наибольший получает {largest_512[0]:.0f} против "
+      f"{largest_512[1]:.0f} с масштабом")
 if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
@@ -3025,8 +3598,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
-print(f"five seeds at d_k = 512: share under 1% of the scaled median {[f'{s:.0%}' for s in starving]}; "
-      f"median factor {[f'{f:.0f}x' for f in factors]}")
+print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {[f'{s:.0%}' for s in starving]}; медианный "
+      f"множитель {[f'{f:.0f}x' for f in factors]}")
 expect("in every seed between 40% and 50% of the unscaled queries starve", all(0.40 <= s <= 0.50 for s in starving))
 per_root = [float(query_gradients[w, True].median()) / math.sqrt(w) for w in WIDTHS if w >= 32]
 expect("the scaled median grows like sqrt(d_k) (the loss's direction r): within 10% of flat from width 32 on", max(per_root) / min(per_root), "<", 1.1)
@@ -3036,15 +3609,16 @@ if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
 
 show_figure(
     plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
-    "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
-    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
-    f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
-    "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
-    "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
+    "Каждая линия\xa0— медианный градиент, который получает один запрос, закрашенная полоса\xa0— средние 80% из 400 "
+    "запросов, обе оси логарифмические. С масштабированием (синяя) градиент плавно растёт с размерностью, а полоса "
+    "остаётся узкой. Без масштабирования (красная) медиана обваливается после размерности 64, а полоса расширяется "
+    f"на порядки: при d_k = 512 {almost_none[512]:.0%} запросов получают почти ничего (softmax насыщен), а "
+    "немногие, у которых две лучшие оценки близки, получают градиенты намного больше, чем любой масштабированный "
+    "запрос. Обучение без масштабирования не везде медленное; оно непредсказуемое.",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad in ({"widths": (0,)}, {"widths": ()}, {"n_keys": 1}, {"trials": 0}, {"seed": -1}):
     expect_raises(ValueError, query_gradient_experiment, **{"widths": (4,), "n_keys": 2, "trials": 1, **bad})
 expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trials=1, match=f"would take {2 * 2**40 * 20:,} bytes")
@@ -3103,7 +3677,7 @@ expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trial
 # `scaled_dot_product_attention`, и головы для него — просто ещё одна ось батча.
 
 # %% tags=["exercise"]
-# Exercise 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы
+# Exercise 4 · Упражнение 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы
 # (..., T, n_heads * d_head) и возвращает (..., n_heads, T, d_head), где голова h токена t содержит признаки
 # h*d_head .. (h+1)*d_head - 1 этого токена; индексируйте оси с конца, чтобы ведущие оси проходили насквозь.
 # merge_heads — в точности обратное к ней, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), сначала
@@ -3144,7 +3718,7 @@ def repeat_kv_heads(x, group):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 4: the contracts your three functions must meet (open it to read the properties)
+# @title Проверка упражнения 4: контракты, которым должны отвечать ваши три функции (откройте, чтобы прочитать свойства)
 # builder:begin inline check_split_heads_contract
 def check_split_heads_contract(split_heads):
     """Judge ``split_heads(x, n_heads)``: (..., T, H*d) -> (..., H, T, d), head h owning features h*d..(h+1)*d-1."""
@@ -3260,7 +3834,7 @@ check_exercise("Exercise 4", check_merge_heads_contract, merge_heads, globals())
 check_exercise("Exercise 4", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 # %% tags=["hide-input"]
-# @title The smallest shapes split_heads, merge_heads and repeat_kv_heads accept (checked; open to read)
+# @title Самые маленькие формы, которые принимают split_heads, merge_heads и repeat_kv_heads (проверено; откройте, чтобы прочитать)
 # The smallest shapes each move accepts, NaN passing through untouched (a reshape cannot create it), and one too small.
 nan_row = torch.tensor([[float("nan"), 1.0, 2.0, 3.0]])                     # (T=1, 4)
 expect("split_heads of one token into 2 heads", split_heads(nan_row, 2).shape, "==", (2, 1, 2))
@@ -3270,7 +3844,7 @@ expect("repeat_kv_heads of (H_kv, T, d) = (2, 1, 2) by 2", repeat_kv_heads(split
 expect("repeat_kv_heads by 1 changes nothing", torch.allclose(repeat_kv_heads(split_heads(nan_row, 2), 1), split_heads(nan_row, 2), equal_nan=True))
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, split_heads, torch.zeros(4), 2, match="dimensions")
 expect_raises(ValueError, repeat_kv_heads, torch.zeros(3, 4), 2, match="dimensions")
 # The repeated copy is budgeted first: (2, 3·2**40, 4, 5) float32.
@@ -3278,7 +3852,7 @@ expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match
 
 
 # %% tags=["exercise"]
-# Exercise 5: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску
+# Exercise 5 · Упражнение 5: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску
 # (паддинг из token_valid для ключей и для запросов; каузальный треугольник, если self.causal), спроецируйте
 # x в запросы, ключи и значения, разбейте их на головы, дайте каждой группе голов запросов делить свою
 # KV-голову, запустите scaled_dot_product_attention, передав empty_row дальше, слейте головы и
@@ -3349,7 +3923,7 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 5: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 5: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_multi_head_attention_contract
 def check_multi_head_attention_contract(attention_class):
     """Judge ``attention_class(d_model, n_heads, n_kv_heads=None, *, causal=True)`` and its ``forward``.
@@ -3453,7 +4027,7 @@ check_exercise("Exercise 5", check_multi_head_attention_contract, MultiHeadSelfA
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_head_sharing, plot_split_merge (open to read)
+# @title Код рисунков следующей ячейки: plot_head_sharing, plot_split_merge (откройте, чтобы прочитать)
 def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     """Three panels of query heads (top) joined to the K/V heads they read (bottom): MHA, GQA, MQA."""
     require_choice("language", language, LANGUAGES)
@@ -3556,8 +4130,8 @@ x_heads = torch.randn(2, 6, 64)
 layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
 for name, layer in layers.items():
     y, w = layer(x_heads, return_weights=True)
-    print(f"{name}: {layer.n_kv_heads} K/V heads, output {tuple(y.shape)}, weights {tuple(w.shape)}, "
-          f"K+V weights {layer.kv_parameter_count():,}")
+    print(f"{name}: KV-голов {layer.n_kv_heads}, выход {tuple(y.shape)}, веса {tuple(w.shape)}, веса K+V "
+          f"{layer.kv_parameter_count():,}")
 kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
 expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
 expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
@@ -3579,7 +4153,7 @@ with torch.no_grad():
         shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
         getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
     gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
-print(f"GQA against MHA with repeated K/V heads: max difference {gqa_error:.1e}")
+print(f"GQA против MHA с повторёнными KV-головами: наибольшая разница {gqa_error:.1e}")
 expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
 
 # And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
@@ -3589,10 +4163,11 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         k, v = (split_heads(proj(x_heads), 2).double() for proj in (gqa.k_proj, gqa.v_proj))
         ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
         theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
-    print(f"against F.scaled_dot_product_attention(enable_gqa=True): max difference {float((ours - theirs).abs().max()):.1e}")
+    print("против F.scaled_dot_product_attention(enable_gqa=True): наибольшая разница "
+          f"{float((ours - theirs).abs().max()):.1e}")
     expect("torch.allclose(ours, theirs, atol=1e-12)", torch.allclose(ours, theirs, atol=1e-12))
 else:
-    print("torch < 2.5 has no enable_gqa; the comparison with PyTorch's GQA path is skipped")
+    print("в torch < 2,5 нет enable_gqa; сравнение с путём GQA из PyTorch пропущено")
 
 # Padding: padded queries read nothing (zero rows on request); real queries never read padding keys.
 torch.manual_seed(SEED)
@@ -3609,29 +4184,31 @@ expect("torch.allclose(w_pad[1, :, :3].sum(-1), torch.ones(4, 3))", torch.allclo
 expect("torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5))", torch.allclose(w_pad[0].sum(-1), torch.ones(4, 5)))
 expect("padding must not change the real tokens' outputs", torch.allclose(y_pad[1, :3], mha(x_pad[1:, :3])[0], atol=1e-6))
 expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
-print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
+print("заполнение: нулевые строки для заполненных запросов, веса настоящих в сумме дают 1, настоящие выходы "
+      "заполнение не меняет")
 
 
 show_figure(
     plot_head_sharing(language=LANGUAGE),
-    "Blue squares are query heads, orange squares are the key/value heads they read; each line is one query head "
-    "reading one K/V head. Count the orange squares: that is what the KV cache stores per token and layer. MHA keeps "
-    "8, GQA lets each group of 4 consecutive query heads share one (2 in all), MQA shares a single one among all 8.",
+    "Синие квадраты\xa0— головы запросов, оранжевые\xa0— головы ключей и значений, которые они читают; каждая линия\xa0— "
+    "одна голова запросов, читающая одну KV-голову. Сосчитайте оранжевые квадраты: именно их KV-кэш хранит на "
+    "каждый токен и слой. MHA хранит 8, GQA позволяет каждой группе из 4 соседних голов запросов делить одну "
+    "(всего 2), MQA делит одну-единственную на все 8.",
 )
 
 
 show_figure(
     plot_split_merge(language=LANGUAGE),
-    "Read left to right; each small square is one number, rows are tokens, and the colour says which head owns it. "
-    "Wide projections make every head's queries, keys and values at once (one grid stands for each of Q, K and V); "
-    "split_heads cuts the features into H slabs of width d_head (= d_k) and stacks them as a batch of heads; each head "
-    "computes its own T × T weights (here causal: blank squares above the diagonal) and blends its own values; "
-    "merge_heads lays the outputs side by side again, head 0 first; and W_o mixes all heads into every output feature "
-    "(drawn in one faded colour), back to the model's width.",
+    "Читайте слева направо; каждый маленький квадрат\xa0— одно число, строки\xa0— токены, а цвет говорит, какой голове "
+    "число принадлежит. Широкие проекции дают запросы, ключи и значения всех голов сразу (по одной сетке для "
+    "каждой из Q, K и V); split_heads разрезает признаки на H пластов размерности d_head (= d_k) и складывает их в "
+    "пакет голов; каждая голова вычисляет свои веса T × T (здесь каузальные: пустые квадраты над диагональю) и "
+    "смешивает свои значения; merge_heads снова кладёт выходы рядом, начиная с головы 0; а W_o смешивает все "
+    "головы в каждом выходном признаке (нарисованы одним бледным цветом), возвращая размерность модели.",
 )
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad_args in ((0, 1), (8, 0), (8, 2, 0)):
     expect_raises(ValueError, MultiHeadSelfAttention, *bad_args)
 expect_raises(ValueError, MultiHeadSelfAttention, 2**31, 4, 2, match=f"of shape ({2 * 2**31 + 2 * 2 * 2**29}, {2**31}) would take {(2 * 2**31 + 2 * 2 * 2**29) * 2**31 * 4:,} bytes")
@@ -3692,7 +4269,7 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
 WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
 LONG = REFERENCE.value("attention_cost.long_context")
 for n in (1_000, 2_000, LONG):
-    print(f"{n:>7,} tokens: {attention_cost(n, WIDE)['score_entries']:>14,} score entries per head per layer")
+    print(f"{n:>7,} токенов: {attention_cost(n, WIDE)['score_entries']:>14,} элементов оценок на голову и слой")
 crossover = 2 * WIDE
 REFERENCE.check("attention_cost.crossover_tokens", crossover)
 REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
@@ -3747,9 +4324,9 @@ for key, difference in conventions.items():
     if difference(n_cross) != 0:
         raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
     REFERENCE.check(f"attention_cost.{key}", n_cross)
-    print(f"{key}: {n_cross:,} tokens")
-print(f"n² part equals the projections at n = {crossover:,}; n² / linear is {ratios[8_000]:.2f} at 8,000 tokens "
-      f"and {ratios[128_000]:.1f} at 128,000")
+    print(f"{key}: {n_cross:,} токенов")
+print(f"часть n² равна проекциям при n = {crossover:,}; n² / линейная = {ratios[8000]:.2f} при 8000 токенов и "
+      f"{ratios[128000]:.1f} при 128\xa0000")
 
 # Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
 per_token = kv_cache_bytes_per_token(
@@ -3761,18 +4338,18 @@ conversation_gb = per_token * 32_000 / 1e9
 fits = int((80 - 16) // conversation_gb)
 all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
 gqa_gb = per_token * 128_000 / 1e9
-print(f"KV cache: {per_token:,} bytes per token; a 32,000-token conversation holds {conversation_gb:.1f} GB; "
-      f"{fits} of them fit next to 16 GB of weights on an 80 GB GPU")
-print(f"one 128,000-token request: {all_heads_gb:.0f} GB with 32 K/V heads, {gqa_gb:.1f} GB with 8")
+print(f"KV-кэш: {per_token:,} байт на токен; диалог из 32\xa0000 токенов занимает {conversation_gb:.1f} ГБ; {fits} таких "
+      "помещаются рядом с 16\xa0ГБ весов на GPU на 80\xa0ГБ")
+print(f"один запрос на 128\xa0000 токенов: {all_heads_gb:.0f} ГБ при 32 KV-головах, {gqa_gb:.1f} ГБ при 8")
 
 price_per_million = 5.0  # an illustrative price in USD per million input tokens
 full_price = 100_000 * price_per_million / 1e6
 cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
 write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
-print(f"a 100,000-token prompt at USD {price_per_million:.0f}/M: USD {full_price:.2f} each time, USD {cached_price:.2f} "
-      f"as a cache read, USD {write_price:.3f} as a 5-minute cache write")
+print(f"промпт на 100\xa0000 токенов по USD {price_per_million:.0f}/M: USD {full_price:.2f} каждый раз, USD "
+      f"{cached_price:.2f} как чтение из кэша, USD {write_price:.3f} как запись в кэш на 5 минут")
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
-print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
+print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {mistral_reach:,} токенов")
 
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
@@ -3791,7 +4368,7 @@ expect('(round(all_heads_gb), round(gqa_gb, 1)) == (67, 16.8)', (round(all_heads
 expect('(full_price, round(cached_price, 2), write_price, mistral_reach) == (0.5, 0.05, 0.625, 131072)', (full_price, round(cached_price, 2), write_price, mistral_reach), "==", (0.5, 0.05, 0.625, 131072))
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, first_crossing, lambda n: n - 10, upper=9, match="do not meet")
 expect_raises(ValueError, first_crossing, lambda n: n - 100_001, match="by n = 100,000")  # the default upper
 expect_raises(ValueError, first_crossing, lambda n: n, upper=0, match="upper")
@@ -3804,7 +4381,7 @@ for flops in (grouped_projection_flops, ffn_flops):
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_cost (open to read)
+# @title Код рисунка следующей ячейки: plot_cost (откройте, чтобы прочитать)
 def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     """Log-log FLOPs of the n² score-and-mix step and the linear projections, with their crossover."""
     require_choice("language", language, LANGUAGES)
@@ -3837,8 +4414,8 @@ costs = [attention_cost(int(n), WIDE) for n in lengths]
 quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
 linear = np.array([c["linear_flops"] for c in costs], dtype=float)
 cross_at = 2 * WIDE
-print(f"crossover at n = 2·d_model = {cross_at:,}; ratio at 128,000 tokens: "
-      f"{attention_cost(128_000, WIDE)['quadratic_flops'] / attention_cost(128_000, WIDE)['linear_flops']:.1f}")
+print(f"пересечение при n = 2·d_model = {cross_at:,}; отношение при 128\xa0000 токенов: "
+      f"{attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops']:.1f}")
 expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
 expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
 doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
@@ -3847,9 +4424,9 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 
 show_figure(
     plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
-    "Both axes are logarithmic, so a power law is a straight line and a steeper line grows faster. The projections "
-    "(blue) have slope 1, the score-and-mix step (red) slope 2. Left of the dashed line at n = 2·d the projections "
-    "cost more; right of it the n² term dominates and pulls away, four times the work for every doubling of the context.",
+    "Обе оси логарифмические, поэтому степенной закон\xa0— прямая, и чем круче прямая, тем быстрее рост. У проекций "
+    "(синие) наклон 1, у шага оценок и смешивания (красный)\xa0— наклон 2. Левее пунктирной линии n = 2·d дороже "
+    "проекции; правее неё член n² преобладает и уходит вперёд: вчетверо больше работы на каждое удвоение контекста.",
 )
 
 
@@ -3894,7 +4471,7 @@ show_figure(
 # ошибка). При $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
 
 # %% tags=["exercise"]
-# Exercise 6: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
+# Exercise 6 · Упражнение 6: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
 # из его смещённой дисперсии плюс eps (делите на d, а не на d - 1), затем умножьте на weight и
 # прибавьте bias, если они заданы. Сохраняйте дифференцируемость: никаких .item(), NumPy и изменений x на месте.
 # Проверка требует: среднее 0 и смещённая дисперсия 1 в каждой строке; eps под корнем; weight масштабирует,
@@ -3923,7 +4500,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 6: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 6: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_layer_norm_contract
 def check_layer_norm_contract(layer_norm):
     """Judge ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` over the last axis against a float64 recomputation.
@@ -4081,11 +4658,11 @@ expect("a decoder block is causal: changing the last token leaves every earlier 
 expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
 expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
 expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
-print(f"decoder block: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
-      f"{sum(p.numel() for p in block.parameters()):,} parameters")
+print(f"блок декодера: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
+      f"{sum((p.numel() for p in block.parameters())):,} параметров")
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 expect_raises(ValueError, layer_norm, torch.tensor([[1.0, 2.0], [3.0, 3.0], [5.0, 7.0]]), eps=0.0, match="constant token")
 expect_raises(ValueError, layer_norm, torch.tensor(1.0), match="dimensions")
 expect_raises(ValueError, FeedForward, 0, 8, match="d_model")
@@ -4103,7 +4680,7 @@ expect_raises(ValueError, FeedForward, 2**31, 2**31, match=f"of shape (2, {2**31
 # модель ($d = 1024$, $d_{ff} = 4096$, 16 голов), у которой параметров на слой в четыре раза больше.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_decoder_block (open to read)
+# @title Код рисунка следующей ячейки: plot_decoder_block (откройте, чтобы прочитать)
 def plot_decoder_block(language="en"):
     """A diagram of the pre-norm decoder block, bottom to top, with both residual paths."""
     require_choice("language", language, LANGUAGES)
@@ -4161,7 +4738,8 @@ def transformer_parameter_floor(d_model, d_ff):
 base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
 big = transformer_parameter_floor(1024, 4096)
 print(f"base: {base}")
-print(f"big:  encoder layer {big.encoder_layer:,}, decoder layer {big.decoder_layer:,} ({big.encoder_layer // base.encoder_layer}x base)")
+print(f"big:  слой кодировщика {big.encoder_layer:,}, слой декодера {big.decoder_layer:,} ("
+      f"{big.encoder_layer // base.encoder_layer}x base)")
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
@@ -4173,10 +4751,10 @@ expect("sum(p.numel() for p in MultiHeadSelfAttention(512, 8).parameters()) == b
 
 show_figure(
     plot_decoder_block(language=LANGUAGE),
-    "Read from bottom to top. The input is normalised, passed through attention (where tokens exchange information) "
-    "and added back to itself at the first ⊕; the result is normalised again, passed through the feed-forward network "
-    "(each token on its own) and added back at the second ⊕. The green residual paths carry the input around each "
-    "sublayer unchanged, so each sublayer only learns a correction.",
+    "Читайте снизу вверх. Вход нормализуется, проходит через внимание (где токены обмениваются информацией) и "
+    "прибавляется к самому себе в первом ⊕; результат снова нормализуется, проходит через сеть прямого "
+    "распространения (каждый токен отдельно) и прибавляется во втором ⊕. Зелёные остаточные пути проносят вход "
+    "мимо каждого подслоя без изменений, так что каждый подслой учит только поправку.",
 )
 
 # %% [markdown]
@@ -4194,8 +4772,8 @@ show_figure(
 torch.manual_seed(SEED)
 dropout, ones = nn.Dropout(p=0.1), torch.ones(100_000)
 kept = dropout.train()(ones)  # training mode: about 10% zeros, the rest 1 / 0.9
-print(f"train: {float((kept == 0).double().mean()):.3f} of the entries zeroed, the others {float(kept.max()):.4f}, "
-      f"mean {float(kept.mean()):.3f}; eval: unchanged {torch.equal(dropout.eval()(ones), ones)}")
+print(f"обучение: обнулено {float((kept == 0).double().mean()):.3f} элементов, остальные {float(kept.max()):.4f}, "
+      f"среднее {float(kept.mean()):.3f}; оценка: без изменений {torch.equal(dropout.eval()(ones), ones)}")
 expect("training-mode dropout zeroes about p and scales the rest by 1/(1 − p), keeping the mean near 1",
        abs(float(kept.mean()) - 1) < 0.01 and math.isclose(float(kept.max()), 1 / 0.9, rel_tol=1e-6))
 expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), ones))
@@ -4227,7 +4805,7 @@ expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), on
 # сдвигаются на $3.2 / 5 = 0.64$.
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_leakage (open to read)
+# @title Код рисунка следующей ячейки: plot_leakage (откройте, чтобы прочитать)
 def plot_leakage(shifts, language="en"):
     """Bars of how much each position's output moved when only the last token changed, with and without the mask."""
     require_choice("language", language, LANGUAGES)
@@ -4302,7 +4880,7 @@ with torch.no_grad():
         probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
-    print(f"{name:>8}: largest change per position {[round(v, 4) for v in shift.tolist()]}")
+    print(f"{name:>8}: наибольшее изменение по позициям {[round(v, 4) for v in shift.tolist()]}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
 with torch.no_grad():
@@ -4318,9 +4896,10 @@ for shift in probe_shift["no mask"][:4].tolist():
 
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
-    "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
-    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
-    "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
+    "Каждая пара столбцов\xa0— одна позиция; высота показывает, насколько сдвинулся выход этой позиции, когда "
+    "изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие) ровно нулевые, "
+    "отмечено 0: оттуда будущее не видно. Без маски (красные) каждая позиция сдвигается на одни и те же 0,64. На "
+    "последней позиции сдвигаются обе, как и должно быть.",
 )
 
 # %% [markdown]
@@ -4382,8 +4961,8 @@ nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.
 nll_target = REFERENCE.value("next_token_nll.target")
 nll_probabilities = softmax(nll_logits)
 nll = float(-torch.log(nll_probabilities[nll_target]))
-print(f"probabilities {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL of token {nll_target}: {nll:.4f} nats "
-      f"= {nll / math.log(2):.3f} bits; uniform over 8 tokens: {math.log(8):.2f} nats")
+print(f"вероятности {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL токена {nll_target}: {nll:.4f} ната = "
+      f"{nll / math.log(2):.3f} бита; равномерно по 8 токенам: {math.log(8):.2f} ната")
 if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
     raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
@@ -4446,7 +5025,7 @@ class TinyLM(nn.Module):
 
 
 # %% tags=["hide-input"]
-# @title TinyLM's defaults, its smallest size, and the wiring of its forward pass (checked; open to read)
+# @title Значения TinyLM по умолчанию, её наименьший размер и устройство её прямого прохода (проверено; откройте, чтобы прочитать)
 default_lm = TinyLM()
 expect("TinyLM() is 6 token ids, width 24, 4 heads, an FFN of 48, a context of 32, with attention",
        (default_lm.vocab_size, default_lm.token_embedding.embedding_dim, default_lm.block.attention.n_heads, default_lm.block.ffn.up.out_features,
@@ -4509,7 +5088,7 @@ expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of sh
 # функция потерь опустилась ниже 0,05, она там и остаётся.
 
 # %% tags=["hide-input"]
-# @title The figure code and checks by hand of the next cell: _adamw_by_hand, plot_ablation, plot_copy_attention (open to read)
+# @title Код рисунков и ручные проверки следующей ячейки: _adamw_by_hand, plot_ablation, plot_copy_attention (откройте, чтобы прочитать)
 def _adamw_by_hand(theta, gradients, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
     """One weight through AdamW (Loshchilov & Hutter; PyTorch's defaults), in plain floats: decay, moments, bias correction."""
     m = v = 0.0
@@ -4670,16 +5249,18 @@ held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_se
 with torch.no_grad():
     full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
     ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
-print(f"{recipe['steps']} AdamW steps on fresh batches of {recipe['batch']} sequences, lr {recipe['learning_rate']}; "
-      f"scored on {recipe['eval_sequences']} unseen sequences, repeated half only")
-print(f"with attention:    loss {losses[0]:.3f} -> {full_loss:.4f} nats/token, accuracy {full_accuracy:.3f}")
-print(f"attention ablated: loss {ablated_losses[0]:.3f} -> {ablated_loss:.4f} nats/token, accuracy {ablated_accuracy:.3f} "
-      f"(chance: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, accuracy {1 / recipe['vocab_size']:.3f})")
+print(f"{recipe['steps']} шагов AdamW на свежих пакетах из {recipe['batch']} последовательностей, lr "
+      f"{recipe['learning_rate']}; оценка на {recipe['eval_sequences']} новых последовательностях, только повторённая "
+      "половина")
+print(f"с вниманием:      потери {losses[0]:.3f} -> {full_loss:.4f} ната/токен, точность {full_accuracy:.3f}")
+print(f"без внимания:     потери {ablated_losses[0]:.3f} -> {ablated_loss:.4f} ната/токен, точность "
+      f"{ablated_accuracy:.3f} (случайно: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, точность "
+      f"{1 / recipe['vocab_size']:.3f})")
 first_step, last_step = step_ratios[0], step_ratios[-1]
 largest_ratio, adam_bound = max(float(r.max()) for r in step_ratios), (1 - 0.9) / math.sqrt(1 - 0.999)
-print(f"AdamW step / lr: first step all {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; "
-      f"last step median {float(last_step.median()):.4f}; largest over all steps {largest_ratio:.3f} "
-      f"(bound (1 − β1)/√(1 − β2) = {adam_bound:.2f})")
+print(f"шаг AdamW / lr: первый шаг весь {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; медиана "
+      f"последнего шага {float(last_step.median()):.4f}; наибольший по всем шагам {largest_ratio:.3f} (граница (1 − "
+      f"β1)/√(1 − β2) = {adam_bound:.2f})")
 
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
@@ -4695,7 +5276,7 @@ if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated
                          f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
                          f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
 loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
-print(f"ablation gaps: {loss_gap:.2f} nats per token, {accuracy_gap:.3f} accuracy")
+print(f"разрывы абляции: {loss_gap:.2f} ната на токен, {accuracy_gap:.3f} точности")
 if not (loss_gap > 1.5 and accuracy_gap > 0.7):
     raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
                          f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
@@ -4704,8 +5285,8 @@ expect("later steps are smaller than lr: last-step median of step / lr", float(l
 threshold = REFERENCE.value("tiny_lm.loss_threshold")
 first_pass = next(step for step, value in enumerate(losses) if value < threshold)
 jumps = [step for step in range(1, recipe["steps"]) if constant_losses[step] > max(threshold, 1.5 * constant_losses[step - 1])]
-print(f"with the decay the training loss first drops below {threshold} at step {first_pass} of {recipe['steps']} and stays there; "
-      f"at a constant lr it jumps back above {threshold} at steps {jumps}")
+print(f"с затуханием потери обучения впервые опускаются ниже {threshold} на шаге {first_pass} из {recipe['steps']} и "
+      f"остаются там; при постоянном lr они подскакивают выше {threshold} на шагах {jumps}")
 expect("with the decay, once the loss is below the threshold it stays there", max(losses[first_pass:]), "<", threshold)
 expect("at a constant lr the loss jumps back up (the prose's reason for the decay)", len(jumps), ">", 0)
 
@@ -4723,24 +5304,27 @@ expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
 continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
-print(f"prompt {prompt[0].tolist()} -> continuation {generated[segment_length:].tolist()} (accuracy {continuation_accuracy:.3f})")
+print(f"промпт {prompt[0].tolist()} -> продолжение {generated[segment_length:].tolist()} (точность "
+      f"{continuation_accuracy:.3f})")
 if continuation_accuracy != 1.0:
     raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
 
 
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
-    f"Training loss on the scored positions, per step, on a log scale. Every run starts at the dotted line, ln "
-    f"{recipe['vocab_size']}, the price of guessing. The full model (blue) falls by orders of magnitude: it has learnt to "
-    f"look back {segment_length - 1} places. The same model with its attention switched off (red, crosses) sees one token at "
-    f"a time and stays on the dotted line: on unseen sequences it scores {ablated_loss:.2f} nats and {ablated_accuracy:.0%} "
-    f"accuracy against {full_loss:.3f} nats and {full_accuracy:.1%} with attention. The grey dashed run keeps the learning "
-    f"rate constant and jumps back up at steps {', '.join(map(str, jumps))}; the blue run lowers it to 0 and does not.",
+    "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск начинается на "
+    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя) падает на порядки: она "
+    f"научилась смотреть на {segment_length - 1} позиций назад. Та же модель с выключенным вниманием (красная, "
+    "крестики) видит по одному токену и остаётся на пунктирной линии: на новых последовательностях она набирает "
+    f"{ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против {full_loss:.3f} ната и {full_accuracy:.1%} с "
+    "вниманием. Серый штриховой запуск держит скорость обучения постоянной и подскакивает вверх на шагах "
+    f"{', '.join(map(str, jumps))}; синий снижает её до 0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
 expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
-print(f"repeat queries at positions {list(range(segment_length - 1, 2 * segment_length - 1))} read keys {look_back.tolist()} most")
+print(f"повторные запросы на позициях {list(range(segment_length - 1, 2 * segment_length - 1))} больше всего читают "
+      f"ключи {look_back.tolist()}")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
 expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
 # A positional copy, not an induction head: put one token in front of a 5-token segment written twice, and the
@@ -4750,17 +5334,19 @@ shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_see
 shifted = tuple(torch.cat((torch.zeros(len(s), 1, dtype=torch.long), s), dim=1) for s in shifted)  # token 0 in front
 with torch.no_grad():
     shifted_accuracy = copy_loss_and_accuracy(model, *shifted, segment_length)[1]
-print(f"the same model on a repeat shifted by one place: accuracy {shifted_accuracy:.3f} (chance {1 / recipe['vocab_size']:.3f})")
+print(f"та же модель на повторе, сдвинутом на одну позицию: точность {shifted_accuracy:.3f} (случайно "
+      f"{1 / recipe['vocab_size']:.3f})")
 expect("shifted by one place, the positional copy falls to chance", shifted_accuracy, "<", REFERENCE.value("tiny_lm.ablated_accuracy_ceiling"))
 show_figure(
     plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
-    f"Where the trained model looks, on an unseen segment and the copy it wrote. Rows are queries, columns keys, each "
-    f"labelled with its position and, in brackets, its token; dark cells carry the weight, and the upper triangle is empty because of the "
-    f"causal mask. From position {segment_length - 1} on, the dark diagonal sits {segment_length - 1} columns left of the main one: the "
-    f"query at position p reads the key at p − {segment_length - 1}, which in this task always holds the next token to write. It "
-    f"finds that key by position, not by content: a query whose token occurs twice in the segment still reads p − "
-    f"{segment_length - 1}, and shifting the repeat by one place drops the copy to {shifted_accuracy:.0%}. The first "
-    f"{segment_length - 1} rows are never scored, so training does not shape where they look.",
+    "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки\xa0— запросы, столбцы\xa0— ключи, "
+    "каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний треугольник пуст из-за "
+    f"каузальной маски. Начиная с позиции {segment_length - 1}, тёмная диагональ лежит на {segment_length - 1} "
+    f"столбцов левее главной: запрос на позиции p читает ключ на p − {segment_length - 1}, где в этой задаче всегда "
+    "лежит следующий токен для записи. Этот ключ он находит по позиции, а не по содержимому: запрос, чей токен "
+    f"дважды встречается в отрезке, всё равно читает p − {segment_length - 1}, а сдвиг повтора на одну позицию "
+    f"роняет копирование до {shifted_accuracy:.0%}. Первые {segment_length - 1} строк никогда не оцениваются, "
+    "поэтому обучение не определяет, куда они смотрят.",
 )
 
 # %% [markdown]
@@ -4779,14 +5365,15 @@ no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)
 with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
-judge_prediction("Predict, then run (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
-                 f"without positions the loss ends at {no_position_loss:.2f} nats and the accuracy at {no_position_accuracy:.0%} "
-                 f"(with positions {full_loss:.3f} and {full_accuracy:.0%}): every key looks the same to a query except for its "
-                 f"token, so 'the key 5 places back' cannot be found, and the causal mask alone gives only a weak hint of order.")
+judge_prediction("Предскажите, затем запустите (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
+                 f"без позиций потери заканчиваются на {no_position_loss:.2f} ната, а точность\xa0— на {no_position_accuracy:.0%} "
+                 f"(с позициями {full_loss:.3f} и {full_accuracy:.0%}): для запроса каждый ключ выглядит одинаково, кроме своего "
+                 "токена, так что «ключ на 5 позиций назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на "
+                 "порядок.")
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
 
 # %% tags=["hide-input"]
-# @title AdamW against the update written out by hand; copy_task_batch on its smallest input (checked; open to read)
+# @title AdamW против обновления, выписанного вручную; copy_task_batch на наименьшем входе (проверено; откройте, чтобы прочитать)
 # Three steps with the defaults (betas 0.9, 0.999, eps 1e-8, weight decay 0.01) and a large lr so that the decay shows,
 # against the formulas by hand: one weight gets gradients near eps, where eps shows, and one none at all (decay only).
 ours_w = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
@@ -4814,7 +5401,7 @@ expect("copy_task_batch writes each segment twice, targets the inputs shifted by
 expect("copy_task_batch draws every id from 0 to vocab_size - 1", sorted(sequences.unique().tolist()), "==", [0, 1, 2, 3, 4])
 
 # %% tags=["hide-input"]
-# @title Bad inputs the functions above refuse, each with a message that names the problem (checked; open to read)
+# @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
 for bad in ({"betas": (-0.1, 0.999)}, {"eps": 0.0}, {"betas": (0.9, 0.999, 0.5)}):
     expect_raises(ValueError, AdamW, [ours_w], lr=0.1, **bad)
 for bad in ({"segment_length": 0, "vocab_size": 2}, {"segment_length": 1, "vocab_size": 1}):
@@ -4861,7 +5448,7 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 #   $(0.665, 0.245, 0.090, 0)$.
 
 # %% tags=["exercise"]
-# Exercise 7: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
+# Exercise 7 · Упражнение 7: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
 # упорядочьте токены по логиту, от большего к меньшему, при равенстве — меньший id первым; оставьте
 # top_k лучших (все, если None); из них оставьте кратчайший префикс, перенормированная масса которого
 # достигает top_p, включая токен, который её пересекает (все, если None); верните список с
@@ -4897,7 +5484,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 7: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 7: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_token_distribution_contract
 def check_token_distribution_contract(token_distribution):
     """Judge ``token_distribution(logits, temperature=1.0, top_k=None, top_p=None)`` against a fsum recomputation.
@@ -4997,7 +5584,7 @@ check_exercise("Exercise 7", check_token_distribution_contract, token_distributi
 
 
 # %% tags=["hide-input"]
-# @title The figure code of the next cell: plot_policies (open to read)
+# @title Код рисунка следующей ячейки: plot_policies (откройте, чтобы прочитать)
 def plot_policies(policies, logits, language="en"):
     """Grouped bars: the probability of each token under each decoding policy."""
     require_choice("language", language, LANGUAGES)
@@ -5038,7 +5625,7 @@ policies = {
 for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
 running_mass = list(itertools.accumulate(policies["T = 1"]))
-print(f"running mass of the T = 1 distribution, most likely first: {[round(m, 3) for m in running_mass]}")
+print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {[round(m, 3) for m in running_mass]}")
 expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
 expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
@@ -5064,21 +5651,22 @@ nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
 frequencies = [draws.count(i) / len(draws) for i in range(4)]
 gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
-print(f"20,000 draws from top-p = 0.9: frequencies {[round(f, 3) for f in frequencies]}, largest gap {gap:.4f}")
+print(f"20\xa0000 выборок из top-p = 0,9: частоты {[round(f, 3) for f in frequencies]}, наибольшее расхождение {gap:.4f}")
 expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
 expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
 
 
 show_figure(
     plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
-    "Each group of bars is one token, each colour one decoding policy. Temperature 2 (orange) moves probability from "
-    "token 0 to the others but removes nothing. Top-k = 2 (green) and top-p = 0.9 (purple) set some tokens to exactly "
-    "zero and give their probability to the survivors; top-p keeps token 2 because it is the one that crosses 0.9.",
+    "Каждая группа столбцов\xa0— один токен, каждый цвет\xa0— одна политика декодирования. Температура 2 (оранжевые) "
+    "переносит вероятность с токена 0 на остальные, но ничего не убирает. Top-k = 2 (зелёные) и top-p = 0,9 "
+    "(фиолетовые) обнуляют некоторые токены и отдают их вероятность выжившим; top-p сохраняет токен 2, потому что "
+    "именно на нём сумма переходит 0,9.",
 )
 
 
 # %% tags=["exercise"]
-# Exercise 8: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый
+# Exercise 8 · Упражнение 8: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый
 # вероятный токен (при равенстве — меньший id); остановитесь сразу после EOS с причиной 'eos' (EOS
 # остаётся в выходе) или когда выдано max_new_tokens токенов, с причиной 'length_limit' (если оба
 # случаются одновременно, побеждает EOS). Верните (tokens, reason). Если векторы оценок закончились
@@ -5107,7 +5695,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
 
 
 # %% tags=["hide-input"]
-# @title The check of Exercise 8: the contract your function must meet (open it to read the properties)
+# @title Проверка упражнения 8: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
 # builder:begin inline check_greedy_trace_contract
 def check_greedy_trace_contract(greedy_trace):
     """Judge ``greedy_trace(prepared_logits, eos_id, max_new_tokens)`` -> (tokens, reason).
@@ -5167,7 +5755,7 @@ check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals(
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
 limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
-print(f"EOS at step 2: {eos_trace}; no EOS within 3 tokens: {limit_trace}")
+print(f"EOS на шаге 2: {eos_trace}; без EOS в пределах 3 токенов: {limit_trace}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
 # Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
@@ -5182,7 +5770,7 @@ stop_token = int(generated[-1])
 model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
 expected_trace = generated[segment_length:].tolist()
 expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
-print(f"TinyLM's logits through greedy_trace with token {stop_token} as EOS: {model_trace}")
+print(f"логиты TinyLM через greedy_trace с токеном {stop_token} в роли EOS: {model_trace}")
 if model_trace != (expected_trace, "eos"):
     raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
                          f"got {model_trace}, expected {(expected_trace, 'eos')}")
@@ -5207,7 +5795,7 @@ for label, _bad_call in (("softmax of a list", lambda: softmax([1.0, 2.0])),
     print(f"{label}:\n  {expect_raises((TypeError, ValueError), _bad_call)}")
 
 # %% tags=["hide-input"]
-# @title Every public function on inputs it must refuse (checked; open to read)
+# @title Каждая открытая функция на входах, которые она обязана отвергнуть (проверено; откройте, чтобы прочитать)
 torch.manual_seed(SEED)
 small_mha = MultiHeadSelfAttention(8, 2)
 NEGATIVE_TESTS = [
@@ -5309,7 +5897,8 @@ NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for 
 for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
-print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the problem, across {len(tested)} public functions and classes")
+print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто с сообщением, называющим проблему, в {len(tested)} открытых "
+      "функциях и классах")
 
 # %% [markdown]
 # ## За 20 секунд
@@ -5511,7 +6100,8 @@ running = list(itertools.accumulate(plain))
 crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
 if crossing != 0:
     raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
-print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops the crossing token would keep {crossing} tokens")
+print(f"один верхний токен держит {plain[0]:.3f} >= 0,5, так что правило, отбрасывающее токен перехода порога, "
+      f"оставило бы токенов: {crossing}")
 
 # %% [markdown]
 # ## Приложение · Внимание на практике: варианты, затраты и сбои
@@ -5663,10 +6253,9 @@ print(f"the top token alone holds {plain[0]:.3f} >= 0.5, so a rule that drops th
 # (https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html).
 
 # %%
-checked = REFERENCE.assert_all_used()
-print(f"All {checked} reference values of {REFERENCE_SOURCE} were used or checked by a cell.")
+report_references(globals())
 exercise_summary(globals())
-report_section("Module 3", globals())
+report_section("Модуль 3", globals())
 
 # %% [markdown]
 # ## Словарь терминов

@@ -113,7 +113,7 @@ gc.freeze()  # the objects imported so far (torch's are many) are never garbage:
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 5: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -307,10 +307,10 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
-# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -667,22 +667,561 @@ expect_raises(ValueError, check_stated, "pi", math.pi, 3.0, -1, match="digits")
 check_stated("pi rounded to 0 places", math.pi, 3, 0)  # digits = 0 is the smallest allowed
 print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
-
 # %% tags=["hide-input"]
-# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# @title Подготовка 5 из 5: судьи. За каждым упражнением ниже идёт один вызов, запускающий его контрактную проверку.
+# builder:begin inline MESSAGES
+MESSAGES = {
+    # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
+    "Exercise": "Exercise",
+    "Module": "Module",
+    # check_exercise
+    "pass": "{label}: PASS, every contract property of {name} holds",
+    "reference in place": "{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.",
+    "not attempted, reference": "{label}: not attempted yet; later cells use the reference solution",
+    "not attempted, waiting": "{label}: not attempted yet; the cells that need {name} wait for it",
+    "waits for": "{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again",
+    "your frames": "Your code raised {error} here (the course's frames are left out):",
+    "crash property": "the contract check runs to the end on this implementation",
+    "crash input": "{label}'s contract inputs",
+    "crash expected": "a result the contract can judge",
+    "crash hint": "the traceback above this message shows the line of {name} that raised",
+    "failed reason": "{name} failed '{property}'",
+    "crash reason": "{name} broke its contract check ({error})",
+    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                         "{call} prints the solution; fix your cell, then run it and this one again."),
+    "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
+    # a contract violation and a failed notebook check
+    "violation": "contract property '{property}' failed",
+    "on input": "on input",
+    "expected": "expected",
+    "actual": "actual",
+    "usual cause": "usual cause",
+    "to go on": "to go on",
+    "check failed": "check failed: {claim}",
+    "a true value": "a true value",
+    "numbers of shape": "numbers of shape {shape}",
+    "shape": "shape {shape}",
+    "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
+    "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
+    "not finite": "not finite (NaN or infinity)",
+    # report_section and exercise_summary
+    "section pass": "{section}: PASS",
+    "section waits": "{section}: not judged yet; some cells wait for {labels}",
+    "section on reference": "{section}: the checks hold, but with the reference solution standing in for {labels}: not a pass of your own code yet",
+    "and more": "{labels} and {count} more",
+    "none": "none",
+    "summary passed": "Exercises passed with your own code: {labels}",
+    "summary failed": "Exercises failed: {labels}",
+    "summary not attempted": "Exercises not attempted: {labels}",
+    "summary first failure": "First failing check: the check cell of {label} ({reason}); fix that exercise first",
+    "references used": "All {count} reference values of {source} were used or checked by a cell.",
+    "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
+                           "cells that wait for {labels}"),
+    # the graded edition's waiting cells
+    "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+}
+# builder:end sha256=62213a6662452236621970f4e5ace504abfc79689047bbcc0fd4fbb6051aa68c
+MESSAGES.update({
+    "Exercise": "Упражнение",
+    "Module": "Модуль",
+    "pass": "{label}: ПРОЙДЕНО, все свойства контракта {name} выполняются",
+    "reference in place": "{label}: на месте эталонное решение {name}, а не ваше. Исправьте свою ячейку, запустите её, затем запустите эту.",
+    "not attempted, reference": "{label}: ещё не начато; следующие ячейки используют эталонное решение",
+    "not attempted, waiting": "{label}: ещё не начато; ячейки, которым нужна {name}, ждут её",
+    "waits for": "{label}: ждёт {waited}, которое использует {name}; сначала закончите {waited}, затем запустите эту ячейку снова",
+    "your frames": "Ваш код вызвал {error} здесь (кадры курса опущены):",
+    "crash property": "контрактная проверка доходит до конца на этой реализации",
+    "crash input": "входы контракта: {label}",
+    "crash expected": "результат, который контракт может оценить",
+    "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
+    "failed reason": "{name} нарушает «{property}»",
+    "crash reason": "{name} прервала свою контрактную проверку ({error})",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите «Среда выполнения → Выполнить после» (Colab) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
+    "violation": "свойство контракта «{property}» не выполнено",
+    "on input": "на входе",
+    "expected": "ожидалось",
+    "actual": "получено",
+    "usual cause": "обычная причина",
+    "to go on": "что дальше",
+    "check failed": "проверка не прошла: {claim}",
+    "a true value": "истинное значение",
+    "numbers of shape": "числа формы {shape}",
+    "shape": "форма {shape}",
+    "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
+    "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
+    "not finite": "не конечна (NaN или бесконечность)",
+    "section pass": "{section}: ПРОЙДЕНО",
+    "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
+    "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
+    "and more": "{labels} и ещё {count}",
+    "none": "нет",
+    "summary passed": "Упражнения, пройденные вашим собственным кодом: {labels}",
+    "summary failed": "Упражнения с ошибкой: {labels}",
+    "summary not attempted": "Упражнения, которые ещё не начаты: {labels}",
+    "summary first failure": "Первая непройденная проверка: ячейка проверки ({label}: {reason}); сначала исправьте это упражнение",
+    "references used": "Все {count} эталонных значений из {source} использованы или проверены ячейками.",
+    "references waiting": "Использованы или проверены {used} из {count} эталонных значений из {source}; остальные {left} ждут вместе с ячейками, которые ждут: {labels}",
+    "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
+    "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
+    "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT": "работает на 2-D q, k, v, но не на пакетных: k.T переворачивает все оси пакетного тензора (устарело для размерности больше 2-D), так что (B, H, T, d) становится (d, T, H, B); транспонируйте две последние оси через k.transpose(-2, -1) или k.mT",
+    "a result with tensor attributes .output and .weights": "результат с тензорными атрибутами .output и .weights",
+    "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)": "верните AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    "divide the scores by sqrt(d_k), take softmax over the key axis (the last one), and set masked scores to -inf before the softmax": "разделите оценки на sqrt(d_k), возьмите softmax по оси ключей (последней) и до softmax поставьте -inf в замаскированные оценки",
+    "the scores were divided by d_k; divide by sqrt(d_k)": "оценки разделены на d_k; делите на sqrt(d_k)",
+    "the scores were not scaled; divide q @ k^T by sqrt(d_k)": "оценки не масштабированы; разделите q @ k^T на sqrt(d_k)",
+    "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)": "softmax нормирован по оси запросов (dim=-2); веса каждого запроса должны давать в сумме 1 по ключам (dim=-1)",
+    "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax": "маска проигнорирована: закрытые ключи всё ещё получили вес; поставьте их оценкам -inf до softmax",
+    "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead": "маска применена после softmax: обнуление весов оставляет строки, сумма которых не равна 1; маскируйте оценки",
+    "attention weights: every row sums to 1": "веса внимания: каждая строка в сумме даёт 1",
+    "softmax normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "attention weights: masked keys get exactly 0": "веса внимания: замаскированные ключи получают ровно 0",
+    "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'": "маска применена после softmax, или True прочитано как «закрыто» вместо «разрешено»",
+    "scores are q.k / sqrt(d_k) at every allowed entry": "оценки равны q.k / sqrt(d_k) в каждой разрешённой позиции",
+    "return the scaled scores (before the softmax), not the weights or the unscaled dot products": "верните масштабированные оценки (до softmax), а не веса и не немасштабированные скалярные произведения",
+    "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention": "detach(), изменение на месте или недифференцируемый шаг (argmax, .item()) внутри внимания",
+    "gradients flow from the output to q, k and v": "градиенты проходят от выхода к q, k и v",
+    "an output that requires grad": "выход, который требует градиента",
+    "an output cut off from the autograd graph": "выход, отрезанный от графа autograd",
+    "a batch axis carried only by V broadcasts with its mask": "пакетная ось, которая есть только у V, транслируется вместе со своей маской",
+    "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]": "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]",
+    "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]": "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, маска по пакетам mask[2,2,3]",
+    "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape": "форма пакета взята только из q и k; транслируйте q, k, v и маску к их общей форме пакета",
+    "a fully masked row raises ValueError by default": "полностью замаскированная строка по умолчанию вызывает ValueError",
+    ", row 1 fully masked": ", строка 1 полностью замаскирована",
+    "softmax over an all -inf row gives NaN; detect empty rows before it": "softmax по строке из одних -inf даёт NaN; находите пустые строки до него",
+    "empty_row='zero' gives a zero output row": "empty_row='zero' даёт нулевую строку выхода",
+    "the empty row was filled with NaN or with a uniform average": "пустая строка заполнена NaN или равномерным средним",
+    ", row 1 fully masked, empty_row='zero'": ", строка 1 полностью замаскирована, empty_row='zero'",
+    "NaN or infinity in the gradient": "NaN или бесконечность в градиенте",
+    "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows": "exp(-inf - -inf) = NaN внутри обратного прохода; для пустых строк берите безопасный максимум 0",
+    "an empty row passes no gradient to its query": "пустая строка не передаёт градиента своему запросу",
+    "the empty row still received weights before being zeroed": "пустая строка всё равно получила веса до обнуления",
+    "empty_rows flags exactly the fully masked query rows": "empty_rows отмечает ровно полностью замаскированные строки запросов",
+    "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape": "empty_rows = ~allowed.any(dim=-1), вычисленное после трансляции маски к форме оценок",
+    "cached queries keep their absolute positions": "закэшированные запросы сохраняют абсолютные позиции",
+    "queries 3..4 against 5 keys": "запросы 3..4 против 5 ключей",
+    "5 tokens, queries 3..4 against all 5 cached keys": "5 токенов, запросы 3..4 против всех 5 закэшированных ключей",
+    "the causal mask for cached queries was built from local positions 0..1": "каузальная маска для закэшированных запросов построена по локальным позициям 0..1",
+    "a local-position mask changes cached outputs": "маска по локальным позициям меняет закэшированные выходы",
+    "5 tokens, queries 3..4 with a top-left triangle": "5 токенов, запросы 3..4 с треугольником от левого верхнего угла",
+    "a visible difference (> 1e-3)": "заметная разница (> 1e-3)",
+    "the implementation ignored the mask it was given": "реализация проигнорировала переданную маску",
+    "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
+    "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
+    "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "a sequence of probabilities": "последовательность вероятностей",
+    "return a list of floats, one per token": "верните список чисел float, по одному на токен",
+    ": one probability per token": ": по одной вероятности на токен",
+    "return a probability for every token id, with 0.0 for the ones a filter removed": "верните вероятность для каждого id токена, с 0,0 для отброшенных фильтром",
+    ": finite, non-negative probabilities": ": конечные неотрицательные вероятности",
+    "finite values >= 0": "конечные значения >= 0",
+    "subtract the largest logit before exp() so large logits cannot overflow": "вычтите наибольший логит до exp(), чтобы большие логиты не переполнялись",
+    ": probabilities sum to 1": ": вероятности в сумме дают 1",
+    "renormalise over the kept tokens after filtering; a temperature applied after the softmax also breaks the sum": "после фильтрации перенормируйте по оставшимся токенам; температура, применённая после softmax, тоже ломает сумму",
+    "softmax(logits): exp(z - max z) / sum": "softmax(logits): exp(z - max z) / сумма",
+    "temperature 1 is the plain softmax": "температура 1\xa0— это обычный softmax",
+    "temperature divides the logits before the softmax": "температура делит логиты до softmax",
+    "divide the logits by the temperature, then take the softmax": "разделите логиты на температуру, затем возьмите softmax",
+    "the temperature was ignored or applied to the probabilities after the softmax": "температура проигнорирована или применена к вероятностям после softmax",
+    "the logits were multiplied by the temperature instead of divided": "логиты умножены на температуру вместо деления",
+    "a temperature below 1 sharpens": "температура ниже 1 заостряет распределение",
+    "top_k keeps exactly the k most likely tokens": "top_k оставляет ровно k самых вероятных токенов",
+    "sort by logit (largest first), keep the first k, renormalise": "отсортируйте по логиту (сначала наибольшие), оставьте первые k, перенормируйте",
+    "off by one: top_k=2 kept three tokens": "ошибка на единицу: top_k=2 оставил три токена",
+    "off by one: top_k=2 kept one token": "ошибка на единицу: top_k=2 оставил один токен",
+    "top_k picks the largest logits, wherever they sit": "top_k выбирает наибольшие логиты, где бы они ни стояли",
+    "rank tokens by logit, not by position in the vector": "ранжируйте токены по логиту, а не по позиции в векторе",
+    "the first k ids were kept instead of the k largest logits": "оставлены первые k id вместо k наибольших логитов",
+    "top_p keeps the token that crosses the threshold": "top_p оставляет токен, на котором сумма переходит порог",
+    "keep adding tokens (most likely first) until the kept mass reaches top_p; the token that reaches it stays": "добавляйте токены (сначала самые вероятные), пока оставленная масса не достигнет top_p; токен, на котором она достигнута, остаётся",
+    "the token that crosses the threshold was dropped: stop after adding the token whose cumulative mass reaches top_p, not before it": "токен, на котором сумма переходит порог, отброшен: останавливайтесь после добавления токена, чья накопленная масса достигает top_p, а не перед ним",
+    "top_p = 1 keeps every token": "top_p = 1 оставляет все токены",
+    "top_p=1 is no filter at all": "top_p=1 вообще не фильтрует",
+    "ties in top_p go to the lower token id": "при равенстве в top_p выигрывает меньший id токена",
+    "sort by (-logit, id) so equal logits keep their order; with mass 0.25 each, top_p=0.5 keeps ids 0 and 1": "сортируйте по (-logit, id), чтобы равные логиты сохраняли порядок; при массе 0,25 у каждого top_p=0,5 оставляет id 0 и 1",
+    "ties in top_k go to the lower token id": "при равенстве в top_k выигрывает меньший id токена",
+    "a stable sort keeps id 0 before id 1": "устойчивая сортировка оставляет id 0 перед id 1",
+    "temperature, then top_k, then top_p measured on the kept mass": "сначала температура, затем top_k, затем top_p, измеренный по оставшейся массе",
+    "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors": "сначала примените температуру, затем top_k, затем top_p к вероятностям, перенормированным по выжившим после top_k",
+    "the temperature was applied after the filters (or not at all)": "температура применена после фильтров (или не применена вовсе)",
+    "top_p was measured on the mass of all tokens, not of the top_k survivors": "top_p измерен по массе всех токенов, а не выживших после top_k",
+    "large logits do not overflow": "большие логиты не переполняются",
+    "subtract the largest logit before exp()": "вычтите наибольший логит до exp()",
+    "EOS stops the trace and is kept": "EOS останавливает трассу и сохраняется",
+    "append the token first, then stop if it is eos_id; the EOS token belongs to the output": "сначала добавьте токен, затем остановитесь, если это eos_id; токен EOS входит в выход",
+    "the length limit stops the trace": "предел длины останавливает трассу",
+    "stop as soon as max_new_tokens tokens have been generated, even if more logits are available": "остановитесь, как только сгенерировано max_new_tokens токенов, даже если логитов больше",
+    "EOS on the last allowed step reports 'eos'": "EOS на последнем разрешённом шаге сообщает 'eos'",
+    "check for EOS before checking the length limit": "проверяйте EOS до проверки предела длины",
+    "one step emits one token": "один шаг выдаёт один токен",
+    "greedy ties go to the lower token id": "при равенстве жадный выбор берёт меньший id токена",
+    "take the first index of the maximum (max over range with a key, or argmax)": "берите первый индекс максимума (max по range с key или argmax)",
+    "greedy takes the largest logit, not the first": "жадный выбор берёт наибольший логит, а не первый",
+    "argmax over the whole score vector of each step": "argmax по всему вектору оценок на каждом шаге",
+    "return a pair: the list of token ids and 'eos' or 'length_limit'": "верните пару: список id токенов и 'eos' или 'length_limit'",
+    "greedy takes the largest logit at every step": "жадный выбор берёт наибольший логит на каждом шаге",
+    ", not a token id": ", а не id токена",
+    "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token": "берите argmax оценок каждого шага; сортировка по возрастанию (или argmin) берёт наименее вероятный токен",
+    "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
+    "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
+    "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
+    "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
+    "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
+    "write outputs[i] for every token i": "запишите outputs[i] для каждого токена i",
+    "the state is (d_k, d_v) and (d_k,), whatever the length": "состояние имеет формы (d_k, d_v) и (d_k,) при любой длине",
+    "keep sums over tokens, not a list of tokens": "храните суммы по токенам, а не список токенов",
+    "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)": "ключи (1, 0), (0, 1), (1, 1); значения 2, 4, 6; третий запрос (1, 0)",
+    "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)": "текущие суммы после 3 токенов равны S = (20, 22) и z = (5, 5)",
+    "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise": "S прибавляет phi(k) v^T, а z прибавляет phi(k) для каждого токена, где phi(x) = x + 1 при x > 0 и e^x иначе",
+    "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself": "запрос i прочитал S и z до добавления токена i: сначала добавьте phi(k_i) v_i^T и phi(k_i), чтобы токен видел себя",
+    "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average": "разделите phi(q)^T S на phi(q)^T z; без нормировщика z выход не будет взвешенным средним",
+    "the third output is 62 / 15": "третий выход равен 62 / 15",
+    "the running sum equals the quadratic causal form": "текущая сумма равна квадратичной каузальной форме",
+    "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens": "обновите S и z токеном i ДО их чтения для запроса i (токен i видит себя) и никогда не обновляйте более поздними токенами",
+    "a later token does not change earlier outputs (causal)": "более поздний токен не меняет ранние выходы (каузальность)",
+    "random Q, K [16, 2], V [16, 5]; the last value changed": "случайные Q, K [16, 2], V [16, 5]; последнее значение изменено",
+    "build the sums as you go; the totals over all tokens let every query see the future": "стройте суммы по ходу; итоги по всем токенам позволяют каждому запросу видеть будущее",
+    "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)": "шаги (a, b) = (0,5; 1), (0,5; 0), (0,5; 0), (0,5; 2)",
+    "valid steps give (states, rounds)": "допустимые шаги дают (states, rounds)",
+    "return the states and the number of rounds": "верните состояния и число раундов",
+    "rounds is a whole number": "rounds\xa0— целое число",
+    "count the rounds with an int counter": "считайте раунды целочисленным счётчиком",
+    "the states equal the loop 1, 0.5, 0.25, 2.125": "состояния равны результатам цикла 1; 0,5; 0,25; 2,125",
+    "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides": "слейте (a1, b1), затем (a2, b2) в (a1 a2, a2 b1 + b2); в обеих правых частях используйте старое a",
+    "4 steps take log2(4) = 2 rounds": "4 шага занимают log2(4) = 2 раунда",
+    "double the merge distance each round": "удваивайте расстояние слияния каждый раунд",
+    "every state equals the sequential loop": "каждое состояние равно последовательному циклу",
+    "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r": "до начала шаг\xa0— тождественное отображение (1, 0); в раунде r объединяйте со шагом на 2^r позиций раньше",
+    "T steps take ceil(log2 T) rounds": "T шагов занимают ceil(log2 T) раундов",
+    "one round per doubling of the merge distance, stopping when the distance reaches T": "один раунд на каждое удвоение расстояния слияния, остановка, когда расстояние достигает T",
+    "the inputs are left unchanged": "входы остаются неизменными",
+    "a and b as passed in": "a и b такими, как переданы",
+    "they were modified in place": "они изменены на месте",
+    "work on copies (np.array(a, dtype=float))": "работайте с копиями (np.array(a, dtype=float))",
+    "2 heads, 3 queries at positions 3..5 over 6 cached latents (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7": "2 головы, 3 запроса на позициях 3..5 по 6 закэшированным латентным векторам (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7",
+    "absorbed attention equals expanded attention (position branch zero)": "внимание с поглощением равно развёрнутому вниманию (позиционная ветвь нулевая)",
+    ", q_rope = k_rope = 0": ", q_rope = k_rope = 0",
+    "score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width": "оцените латентный вектор через q W_uk^T (форма (T_q, d_c)), смешайте латентные векторы весами, затем примените W_uv и W_o для каждой головы и сложите головы; масштабируйте на sqrt(d_nope + d_rope), полную размерность ключа",
+    "the scores were scaled by sqrt(d_nope); a key is d_nope + d_rope wide, so scale by sqrt(d_nope + d_rope)": "оценки масштабированы на sqrt(d_nope); ключ имеет размерность d_nope + d_rope, так что масштабируйте на sqrt(d_nope + d_rope)",
+    "the RoPE branch q_rope . k_rope is added to the latent scores": "ветвь RoPE q_rope . k_rope прибавляется к латентным оценкам",
+    "latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, so add q_rope @ k_rope^T to the absorbed scores before the softmax": "поглощение латентного вектора, забывшее ветвь RoPE: позиция живёт только в маленьком отделённом ключе, поэтому прибавьте q_rope @ k_rope^T к поглощённым оценкам до softmax",
+    "mask=None attends to every cached latent": "mask=None позволяет читать каждый закэшированный латентный вектор",
+    "treat a missing mask as all zeros": "считайте отсутствующую маску нулевой",
+    "mismatched RoPE widths are rejected": "несовпадающие размерности RoPE отвергаются",
+    ", q_rope width 1 against k_rope width 2": ", размерность q_rope 1 против размерности k_rope 2",
+    "keep the shape checks at the top of the function": "оставьте проверки форм в начале функции",
+    "K with a large first channel, V with a large first token, 4 bits": "K с большим первым каналом, V с большим первым токеном, 4 бита",
+    "valid K, V and bits give (K_hat, V_hat)": "допустимые K, V и bits дают (K_hat, V_hat)",
+    "return the two read-back arrays": "верните два прочитанных обратно массива",
+    "keys get one scale per channel, so a large channel leaves the small ones readable": "ключи получают по масштабу на канал, так что большой канал оставляет малые читаемыми",
+    "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)": "ключи делят масштаб по токенам: np.abs(K).max(axis=0) (один на канал), а не axis=1 (один на токен)",
+    "values get one scale per token, so a large token leaves the others readable": "значения получают по масштабу на токен, так что большой токен оставляет остальные читаемыми",
+    "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0": "значения делят масштаб по каналам: np.abs(V).max(axis=1) (один на токен), а не axis=0",
+    "keys per channel, values per token, at any size and bit width": "ключи по каналам, значения по токенам, при любом размере и разрядности",
+    "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale": "верхний код 2**(bits - 1) - 1, масштаб = наибольший модуль группы / верхний код, round(x / scale) * scale",
+    "an all-zero K and V": "полностью нулевые K и V",
+    "an all-zero group reads back as zeros, not NaN": "полностью нулевая группа читается обратно как нули, а не NaN",
+    "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN": "группе, у которой наибольший модуль равен 0, нужен любой ненулевой масштаб (1,0), иначе 0 / 0 даёт NaN",
+    "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1": "помеченная 7 из задачи на воспроизведение: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1",
+    "a valid step gives (h_new, y)": "допустимый шаг даёт (h_new, y)",
+    "return the new state and the output": "верните новое состояние и выход",
+    "the marked token writes almost all of itself: h_new = 0.9933 x 7": "помеченный токен записывает почти всего себя: h_new = 0,9933 x 7",
+    "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b": "дискретизуйте фиксацией нулевого порядка: keep = exp(delta * a), write = (keep - 1) / a * b, а не delta * b",
+    "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)": "обычный токен после него: h = 6,953, x = 0,4, delta = softplus(-5)",
+    "an ordinary token keeps 0.9933 of the state": "обычный токен сохраняет 0,9933 состояния",
+    "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state": "keep = exp(delta * a) умножает СТАРОЕ состояние; выход читает НОВОЕ состояние",
+    "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
+    "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
+    "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "layer_windows needs one entry per layer (None = full attention, int = window)": "layer_windows нужна одна запись на слой (None = полное внимание, int = окно)",
+    "n_sink only matters with a window (without one every earlier key is visible); pass window=...": "n_sink имеет смысл только с окном (без него видны все более ранние ключи); передайте window=...",
+    "mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)": "маска аддитивная (0,0 = можно, -inf = закрыто); булеву маску переведите через additive_mask(allowed)",
+    "mask may hold finite biases and -inf, but not NaN or +inf": "маска может содержать конечные смещения и -inf, но не NaN и не +inf",
+    "Q @ K^T overflowed; rescale Q and K (or compute in float64)": "Q @ K^T переполнилось; уменьшите масштаб Q и K (или считайте в float64)",
+    "adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)": "прибавление конечного смещения маски переполнило оценку; возьмите смещение поменьше (или -inf, чтобы закрыть)",
+    "none (a leaf value)": "нет (листовое значение)",
+    "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
+    "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
+    "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
+    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
+    "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
+    "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
+    "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
+    "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
+    "reshaping straight to (B, H, T, d) mixes tokens; reshape to (B, T, H, d) first, then transpose(1, 2)": "reshape сразу в (B, H, T, d) перемешивает токены; сначала reshape в (B, T, H, d), затем transpose(1, 2)",
+    "view the last axis as (H, d_head) (head-major), then swap the token and head axes": "рассматривайте последнюю ось как (H, d_head) (сначала головы), затем поменяйте местами оси токенов и голов",
+    "x of shape (7, 6) with no batch axis, n_heads=3": "x формы (7, 6) без пакетной оси, n_heads=3",
+    "leading axes are kept as they are": "ведущие оси сохраняются как есть",
+    "shape (3, 7, 2)": "форма (3, 7, 2)",
+    "index the axes from the end (-1, -2) so any number of leading axes works": "индексируйте оси с конца (-1, -2), чтобы работало любое число ведущих осей",
+    "merging undoes the split: token t gets head 0's features, then head 1's, ...": "слияние отменяет разбиение: токен t получает признаки головы 0, затем головы 1, ...",
+    "shape (B, H, T, d) -> (B, T, H*d)": "форма (B, H, T, d) -> (B, T, H*d)",
+    "move the head axis behind the token axis, then flatten the last two axes": "переставьте ось голов за ось токенов, затем сплющьте две последние оси",
+    "the heads were merged without moving the head axis back: transpose(-3, -2) before flattening": "головы слиты без возврата оси голов на место: transpose(-3, -2) до сплющивания",
+    "the wrong axes were transposed: swap heads and tokens (-3, -2), not tokens and features": "транспонированы не те оси: меняйте местами головы и токены (-3, -2), а не токены и признаки",
+    "transpose(-3, -2) gives (..., T, H, d); then flatten(-2) or reshape(..., T, H*d)": "transpose(-3, -2) даёт (..., T, H, d); затем flatten(-2) или reshape(..., T, H*d)",
+    "the exercise is the class MultiHeadSelfAttention; keep its __init__": "упражнение\xa0— класс MultiHeadSelfAttention; сохраните его __init__",
+    "the layer keeps q_proj, k_proj, v_proj and out_proj": "слой сохраняет q_proj, k_proj, v_proj и out_proj",
+    "keep the four projections built in __init__": "сохраните четыре проекции, построенные в __init__",
+    "the output equals an independent multi-head attention built from the layer's weights": "выход равен независимому многоголовому вниманию, построенному из весов слоя",
+    "output shape (B, T, d_model)": "форма выхода (B, T, d_model)",
+    "merge the heads back to (B, T, H*d) and apply out_proj": "слейте головы обратно в (B, T, H*d) и примените out_proj",
+    "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj": "проекция, разбиение на головы, повтор каждой KV-головы для её группы, внимание с каузальной маской, слияние, out_proj",
+    "the causal mask was not applied: with causal=True a token may not read later tokens": "каузальная маска не применена: при causal=True токен не может читать более поздние токены",
+    "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave": "KV-головы размножены через tile (kv0, kv1, kv0, kv1); соседние головы запросов делят одну: repeat_interleave",
+    "the merged heads were returned without the output projection out_proj": "слитые головы возвращены без выходной проекции out_proj",
+    "the heads were merged without moving the head axis back: reshaping (B, H, T, d) straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)": "головы слиты без возврата оси голов на место: reshape (B, H, T, d) сразу в (B, T, H*d) перемешивает токены и головы; используйте merge_heads (transpose, затем flatten)",
+    "return_weights=True returns (output, weights)": "return_weights=True возвращает (output, weights)",
+    "return (output, result.weights) when return_weights is set: one weight matrix per query head": "при заданном return_weights верните (output, result.weights): одна матрица весов на голову запросов",
+    ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
+    "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
+    "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
+    "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
+    "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
+    "multiply by bytes_per_value instead of assuming 2 bytes": "умножайте на bytes_per_value, а не считайте, что это 2 байта",
+    "a windowed layer keeps min(context, window) tokens": "слой с окном хранит min(context, window) токенов",
+    "a short context does not fill the window: keep min(context, window) tokens, not window": "короткий контекст не заполняет окно: храните min(context, window) токенов, а не window",
+    "a windowed layer stops growing at its window": "слой с окном перестаёт расти на размере окна",
+    "beyond the window the oldest tokens are evicted: keep window tokens, not context": "за пределами окна старейшие токены вытесняются: храните window токенов, а не context",
+    "each layer is sized by its own entry (gpt-oss: even layers windowed)": "размер каждого слоя задаёт его собственная запись (gpt-oss: чётные слои с окном)",
+    "sum over the layers; do not apply one layer's window to every layer": "суммируйте по слоям; не применяйте окно одного слоя ко всем слоям",
+    "mixed layers add up": "смешанные слои складываются",
+    "sum over the layers; a window larger than the context keeps the whole context": "суммируйте по слоям; окно больше контекста хранит весь контекст",
+    "the size is an exact integer number of bytes": "размер\xa0— точное целое число байтов",
+    "use integer arithmetic (// not /); floats lose bytes above 2**53": "используйте целочисленную арифметику (// а не /); числа float теряют байты выше 2**53",
+    "invalid sizes are rejected with TypeError or ValueError": "недопустимые размеры отвергаются с TypeError или ValueError",
+    "an error naming the argument": "ошибка, называющая аргумент",
+    "any window of at least 1 is accepted": "принимается любое окно не меньше 1",
+    "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them": "окно длиннее последовательности просто никогда не заполняется: выделяйте min(window, T) ячеек, а не `window`",
+    "the buffer never holds more than `window` keys": "буфер никогда не хранит больше `window` ключей",
+    "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after": "кольцевой буфер, который хранит window + 1 ключей: перезаписывайте ячейку t % window до внимания, а не после",
+    "each token attends to exactly the last `window` tokens, itself included": "каждый токен обращает внимание ровно на последние `window` токенов, включая себя",
+    "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window": "когда токен t обращает внимание, буфер должен хранить токены t - window + 1 .. t; ячейка = t % window",
+    "a window of 1 returns each token's own value": "окно из 1 возвращает собственное значение каждого токена",
+    "with one slot the only key is the token itself, whose weight is 1": "при одной ячейке единственный ключ\xa0— сам токен, и его вес равен 1",
+    "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
+    "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
+    "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "valid sizes give a mask": "допустимые размеры дают маску",
+    "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
+    "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
+    "build the mask from query positions (rows) against key positions (columns)": "стройте маску из позиций запросов (строки) против позиций ключей (столбцы)",
+    "the mask is additive: floats that are added to the scores": "маска аддитивная: числа float, которые прибавляются к оценкам",
+    "a float array of 0.0 and -inf": "массив float из 0,0 и -inf",
+    "a boolean mask was returned; convert with np.where(allowed, 0.0, -np.inf)": "возвращена булева маска; преобразуйте её через np.where(allowed, 0,0, -np.inf)",
+    "every entry is exactly 0.0 (allowed) or -inf (blocked)": "каждый элемент равен ровно 0,0 (разрешено) или -inf (закрыто)",
+    "only 0.0 and -inf": "только 0,0 и -inf",
+    "a blocked entry must be -inf (not a large negative number, not 1) so its softmax weight is exactly 0": "закрытый элемент должен быть -inf (не большим отрицательным числом и не 1), чтобы его вес softmax был ровно 0",
+    "no query reads a future key (causal)": "ни один запрос не читает будущий ключ (каузальность)",
+    "-inf above the diagonal": "-inf над диагональю",
+    "compare key <= query, not key < query + 1 on the wrong axis; rows are queries": "сравнивайте key <= query, а не key < query + 1 по неверной оси; строки\xa0— это запросы",
+    "every query reads its own key": "каждый запрос читает собственный ключ",
+    "0.0 on the diagonal": "0,0 на диагонали",
+    "the comparison excluded the diagonal (key < query instead of key <= query)": "сравнение исключило диагональ (key < query вместо key <= query)",
+    "the window keeps exactly `window` recent keys, the query's own included": "окно оставляет ровно `window` недавних ключей, включая ключ самого запроса",
+    "off by one: keep query - key < window (not <= window), which counts the query itself": "ошибка на единицу: оставляйте query - key < window (а не <= window), что учитывает и сам запрос",
+    "the first n_sink keys stay visible to every later query; nothing else outside the window": "первые n_sink ключей остаются видимыми каждому более позднему запросу; больше ничего вне окна",
+    "sinks are keys j < n_sink, still only for j <= i; a window without sinks drops everything older than window - 1": "стоки\xa0— это ключи j < n_sink, по-прежнему только при j <= i; окно без стоков отбрасывает всё старше window - 1",
+    "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64": "Q, K [2 головы, 5 токенов, d_k=4], V [2, 5, 3], float64",
+    "return_weights=True also returns the token weights [..., T_q, T_k]": "return_weights=True возвращает ещё и веса токенов [..., T_q, T_k]",
+    "return (output, weights), the weights without the sink's column": "верните (output, weights), веса без столбца стока",
+    "output equals softmax(Q K^T / sqrt(d_k)) V": "выход равен softmax(Q K^T / sqrt(d_k)) V",
+    "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)": "разделите оценки на sqrt(d_k) (а не на d_k) и возьмите softmax по оси ключей (последней)",
+    "without a sink every row of weights sums to 1": "без стока каждая строка весов в сумме даёт 1",
+    "the softmax was normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "a finite mask entry is added to the score, -inf blocks the key": "конечный элемент маски прибавляется к оценке, -inf закрывает ключ",
+    ", causal mask with finite biases": ", каузальная маска с конечными смещениями",
+    "add the mask to the scaled scores before the softmax (do not multiply, do not apply it after)": "прибавьте маску к масштабированным оценкам до softmax (не умножайте и не применяйте после)",
+    "a sink is an extra logit whose value vector is zero": "сток\xa0— это дополнительный логит с нулевым вектором значения",
+    "the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score (which softmax ignores), gives a different output": "сток входит только в знаменатель: прибавление exp(sink) к числителю или прибавление стока к каждой оценке (которое softmax игнорирует) даёт другой выход",
+    "with a sink the token weights sum to 1 minus the sink's share": "со стоком веса токенов в сумме дают 1 минус долю стока",
+    "return the token weights, without the sink's column": "верните веса токенов без столбца стока",
+    "each query head uses its own sink logit": "каждая голова запросов использует свой логит стока",
+    ", causal, sink shape (2, 1, 1) = [-2, 3]": ", каузальная, форма стока (2, 1, 1) = [-2, 3]",
+    "broadcast the sink to [..., T_q, 1]; do not use one head's sink (or their mean) for every head": "транслируйте сток к [..., T_q, 1]; не используйте сток одной головы (или их среднее) для всех голов",
+    "a common shift of every score and the sink changes nothing": "общий сдвиг всех оценок и стока ничего не меняет",
+    ", mask + 2 and sink + 2": ", mask + 2 и sink + 2",
+    "the sink must be compared with the scores inside one softmax, not normalised separately": "сток нужно сравнивать с оценками внутри одного softmax, а не нормировать отдельно",
+    "large scores and a large sink stay finite": "большие оценки и большой сток остаются конечными",
+    ", Q and K scaled by 40, sink=900": ", Q и K умножены на 40, sink=900",
+    "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN": "вычитайте максимум строки по токенам И стоку до exp, иначе exp переполнится до inf и NaN",
+    ", row 2 fully masked": ", строка 2 полностью замаскирована",
+    "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it": "softmax по строке из -inf\xa0— это 0/0 = NaN; находите строки без разрешённого ключа до него",
+    "empty_row='zero' gives an exact zero row": "empty_row='zero' даёт точно нулевую строку",
+    "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0": "NaN в полностью замаскированной строке: для пустых строк берите безопасный максимум 0 и делите только там, где сумма > 0",
+    "empty_row='zero' leaves the other rows unchanged": "empty_row='zero' оставляет остальные строки без изменений",
+    "the zero policy must act on the empty rows only": "нулевая политика должна действовать только на пустые строки",
+    "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
+    ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
+    "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
+    ": same shape as x": ": та же форма, что у x",
+    "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
+    "subtract the mean of the last axis, divide by sqrt(biased variance + eps), then scale and shift": "вычтите среднее по последней оси, разделите на sqrt(смещённая дисперсия + eps), затем масштабируйте и сдвиньте",
+    "the variance is unbiased (divides by n - 1); LayerNorm uses the biased one (n): var(unbiased=False)": "дисперсия несмещённая (делится на n - 1); LayerNorm использует смещённую (n): var(unbiased=False)",
+    "normalised over the wrong axis: LayerNorm averages over the features of each token, the last axis": "нормировано не по той оси: LayerNorm усредняет по признакам каждого токена, по последней оси",
+    "eps goes inside the square root: sqrt(variance + eps), not sqrt(variance) + eps": "eps стоит под корнем: sqrt(variance + eps), а не sqrt(variance) + eps",
+    "weight and bias were ignored: return normalised * weight + bias": "weight и bias проигнорированы: верните normalised * weight + bias",
+    "weight and bias are swapped: the weight multiplies, the bias adds": "weight и bias перепутаны: weight умножает, bias прибавляет",
+    "each row has mean 0 and biased variance 1": "у каждой строки среднее 0 и смещённая дисперсия 1",
+    "eps sits inside the square root": "eps стоит под квадратным корнем",
+    "weight scales and bias shifts each feature": "weight масштабирует, а bias сдвигает каждый признак",
+    ", eps=1e-5, weight and bias of length 5": ", eps=1e-5, weight и bias длины 5",
+    ", eps=1e-5 with weight and bias": ", eps=1e-5 с weight и bias",
+    "compare your mean, variance and eps with F.layer_norm's definition": "сравните своё среднее, дисперсию и eps с определением F.layer_norm",
+    "gradients flow through layer_norm": "градиенты проходят через layer_norm",
+    "an output detached from x": "выход, отсоединённый от x",
+    "no .detach(), .item(), numpy round trip or in-place edit of the input": "без .detach(), .item(), перехода через numpy и изменения входа на месте",
+    "the mean or variance was detached, so the gradient misses their dependence on x": "среднее или дисперсия отсоединены, поэтому градиент теряет их зависимость от x",
+    "a constant token maps to zeros": "постоянный токен переходит в нули",
+    "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
+    "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
+    ": shape is (length, d_model)": ": форма равна (length, d_model)",
+    "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
+    "sine and cosine are swapped: sine goes on the even coordinates 0, 2, ... and cosine on the odd ones": "синус и косинус перепутаны: синус идёт в чётные координаты 0, 2, ..., а косинус в нечётные",
+    "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines": "синус и косинус должны чередоваться (sin, cos, sin, cos, ...), а не идти все синусы, а за ними все косинусы",
+    "pair i has frequency base^(-2i/d_model): the exponent counts coordinates (2i), not pairs (i)": "у пары i частота base^(-2i/d_model): показатель считает координаты (2i), а не пары (i)",
+    "positions start at 0, so row 0 is (0, 1, 0, 1, ...)": "позиции начинаются с 0, так что строка 0\xa0— это (0, 1, 0, 1, ...)",
+    "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1": "angle = position / base^(2i/d_model) для пары i; sin идёт в столбец 2i, а cos в столбец 2i+1",
+    "position 0 is (0, 1, 0, 1, ...)": "позиция 0\xa0— это (0, 1, 0, 1, ...)",
+    "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones": "синус и косинус перепутаны: sin(0) = 0 должен стоять в чётных координатах, cos(0) = 1\xa0— в нечётных",
+    "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones": "строка 0\xa0— это позиция 0: sin(0) = 0 в чётных координатах и cos(0) = 1 в нечётных",
+    "table equals sin/cos of position / 10000^(2i/d_model)": "таблица равна sin/cos от position / 10000^(2i/d_model)",
+    "the base argument sets the frequencies": "аргумент base задаёт частоты",
+    ": a bool tensor": ": булев тензор",
+    "a torch.Tensor of dtype torch.bool": "torch.Tensor с dtype torch.bool",
+    "compare positions (key <= query) to get booleans; do not return 0/1 floats or -inf scores": "сравнивайте позиции (key <= query), чтобы получить булевы значения; не возвращайте числа 0/1 или оценки -inf",
+    ": shape is (t_q, t_k)": ": форма равна (t_q, t_k)",
+    "queries go down the rows and keys across the columns": "запросы идут по строкам, а ключи по столбцам",
+    "the mask is inverted: True must mean 'may attend' (PyTorch's convention for bool attn_mask)": "маска инвертирована: True должно означать «можно смотреть» (соглашение PyTorch для булевой attn_mask)",
+    "off by one: a query may read its own key (key <= query), not only strictly earlier ones": "ошибка на единицу: запрос может читать собственный ключ (key <= query), а не только строго более ранние",
+    "off by one: the query one step ahead of this one is still in the future (use key <= query)": "ошибка на единицу: запрос на шаг впереди этого всё ещё в будущем (используйте key <= query)",
+    "query_offset was ignored: row r is the query at absolute position query_offset + r": "query_offset проигнорирован: строка r\xa0— это запрос на абсолютной позиции query_offset + r",
+    "allowed[r, j] = (j <= query_offset + r)": "allowed[r, j] = (j <= query_offset + r)",
+    "a token sees itself and the past, never the future": "токен видит себя и прошлое, но никогда не будущее",
+    "a single token sees itself": "одиночный токен видит себя",
+    "cached queries keep their absolute positions (query_offset)": "закэшированные запросы сохраняют абсолютные позиции (query_offset)",
+    "the newest token of a cached decode sees every key": "новейший токен закэшированного декодирования видит каждый ключ",
+    "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
+    "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
+    "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
+    "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
+    "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
+    "the trace has one dict per tile": "в трассе по одному словарю на тайл",
+    "2 dicts with keys m, alpha, l, u": "2 словаря с ключами m, alpha, l, u",
+    "append {'m': ..., 'alpha': ..., 'l': ..., 'u': ...} after each tile": "после каждого тайла добавляйте {'m': ..., 'alpha': ..., 'l': ..., 'u': ...}",
+    "the running max is the max of the old max and this tile's max": "текущий максимум\xa0— это максимум из старого максимума и максимума этого тайла",
+    "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0": "alpha = exp(m_old - m_new); до первого тайла m_old = -inf, поэтому первое alpha равно 0",
+    "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)": "онлайн-softmax без пересчёта на alpha: умножьте старую текущую сумму на alpha, прежде чем прибавлять exp(x - m_new) тайла",
+    "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)": "умножьте на alpha и старый числитель, затем прибавьте sum(exp(x - m_new) * v)",
+    "the output is n / l and equals the direct softmax average": "выход равен n / l и совпадает с прямым средним по softmax",
+    "divide the final numerator by the final running sum": "разделите итоговый числитель на итоговую текущую сумму",
+    "any split into tiles gives the direct softmax average": "любое разбиение на тайлы даёт прямое среднее по softmax",
+    "the rescale must use the max over everything seen so far, in any order": "пересчёт должен использовать максимум по всему, что уже прочитано, в любом порядке",
+    "logits near 1000 stay finite": "логиты около 1000 остаются конечными",
+    "logit tiles [[1000, 999], [998]]": "тайлы логитов [[1000, 999], [998]]",
+    "subtract the running max inside exp; exp(1000) overflows": "вычитайте текущий максимум внутри exp; exp(1000) переполняется",
+    "logits near -1000 stay finite": "логиты около -1000 остаются конечными",
+    "logit tiles [[-1000], [-1001, -999]]": "тайлы логитов [[-1000], [-1001, -999]]",
+    "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0": "начинайте текущий максимум с -inf, а не с 0: exp(-1000 - 0) уходит в 0, и выход становится 0/0",
+    "Q [7, d_k=4], K [10, 4], V [10, 3], float64": "Q [7, d_k=4], K [10, 4], V [10, 3], float64",
+    "nothing here is invalid": "здесь ничего не недопустимо",
+    "plain tiled output equals dense softmax attention for any tile size": "простой выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "when a key tile raises a row's max, multiply that row's running sum and accumulator by alpha = exp(m_old - m_new)": "когда тайл ключей поднимает максимум строки, умножьте текущую сумму и накопитель этой строки на alpha = exp(m_old - m_new)",
+    "Q, K and V as given": "Q, K и V такими, как переданы",
+    "one of them was modified in place": "один из них изменён на месте",
+    "scale a copy (Q * scale), never Q itself": "масштабируйте копию (Q * scale), никогда не сам Q",
+    "logits far beyond exp's range run": "логиты далеко за пределами диапазона exp обрабатываются",
+    "large logits stay finite and exact (the running max is subtracted before exp)": "большие логиты остаются конечными и точными (текущий максимум вычитается до exp)",
+    "subtract the running max m from the scores before exp, and rescale the old sums by exp(m_old - m_new)": "вычитайте текущий максимум m из оценок до exp и пересчитывайте старые суммы на exp(m_old - m_new)",
+    "a long input runs": "длинный вход обрабатывается",
+    "plain tiled attention never holds a T_q x T_k score matrix": "простое внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute one (query block, key block) score tile at a time; keep only m, l and the accumulator per query block": "вычисляйте по одному тайлу оценок (блок запросов, блок ключей) за раз; храните только m, l и накопитель на блок запросов",
+    "Q, K [11 tokens, d_k=4], V [11, 3], float64": "Q, K [11 токенов, d_k=4], V [11, 3], float64",
+    "causal tiles give (output, tiles_computed)": "каузальные тайлы дают (output, tiles_computed)",
+    "causal tiled output equals dense causal attention: query i reads keys 0..i": "каузальный выход по тайлам равен плотному каузальному вниманию: запрос i читает ключи 0..i",
+    "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key": "внутри диагонального тайла закрывайте key > query значением -inf до максимума; никогда не пропускайте тайл, где есть разрешённый ключ",
+    "only the key tiles on or below the block diagonal are computed": "вычисляются только тайлы ключей на блочной диагонали или под ней",
+    "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future": "для блока запросов [q0, q1) обходите только тайлы ключей, начинающиеся с k0 <= q1 - 1; более поздние тайлы целиком в будущем",
+    "tiled output equals dense softmax attention for any tile size": "выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max": "пересчитывайте накопитель и текущую сумму на alpha = exp(m_old - m_new), когда тайл поднимает максимум строки",
+    "tiles with no allowed key are skipped without NaN": "тайлы без разрешённого ключа пропускаются без NaN",
+    "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0": "тайл из одних -inf даёт exp(-inf - -inf) = NaN; пропустите его или возьмите безопасный максимум 0",
+    "causal=True: query i reads keys 0..i": "causal=True: запрос i читает ключи 0..i",
+    "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked": "ключ разрешён, когда key <= query; блоки целиком над диагональю пропускаются, частичные маскируются",
+    "window=w keeps the last w keys, the query's own included": "window=w оставляет последние w ключей, включая ключ самого запроса",
+    "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key": "ошибка на единицу: разрешайте query - key < window (а не <= window) и не пропускайте блок, где ещё есть разрешённый ключ",
+    "an additive mask (finite biases and -inf) is added tile by tile": "аддитивная маска (конечные смещения и -inf) прибавляется тайл за тайлом",
+    "slice the mask with the same query and key ranges as the scores of the block": "вырезайте маску по тем же диапазонам запросов и ключей, что и оценки блока",
+    "query_start places the first query at that absolute position (a cached prefix)": "query_start ставит первый запрос на эту абсолютную позицию (закэшированный префикс)",
+    "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i": "сдвиг запросов проигнорирован: запрос i стоит на позиции query_start + i, так что сравнивайте ключи с query_start + i",
+    "decoding one query at a time equals attending all at once": "декодирование по одному запросу равно вниманию для всех сразу",
+    "each decode step sees the keys cached so far; its query sits at position t": "каждый шаг декодирования видит уже закэшированные ключи; его запрос стоит на позиции t",
+    "after the last tile, a row whose running sum is 0 had no key at all": "после последнего тайла строка, чья текущая сумма равна 0, не имела ни одного ключа",
+    "empty_row='zero' gives an exact zero row and leaves the others alone": "empty_row='zero' даёт точно нулевую строку и не трогает остальные",
+    "NaN on a fully masked row: divide only where the running sum is positive": "NaN в полностью замаскированной строке: делите только там, где текущая сумма положительна",
+    "a sink joins the denominator with a zero value": "сток входит в знаменатель с нулевым значением",
+    "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0": "начинайте каждую строку с m = sink и l = 1 (exp(sink - m) стока), а накопитель\xa0— с 0",
+    "float16 inputs are accepted": "входы float16 принимаются",
+    "promote to float32 before any arithmetic": "повышайте до float32 до любой арифметики",
+    "float16 inputs are accumulated and returned in float32": "входы float16 накапливаются и возвращаются во float32",
+    "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic": "повышайте через np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) до любой арифметики",
+    "float16 inputs give the float32 result": "входы float16 дают результат во float32",
+    "accumulate in float32, never in float16": "накапливайте во float32, никогда во float16",
+    "an overflowing finite bias is rejected with a message that says what overflowed": "переполняющееся конечное смещение отвергается с сообщением о том, что переполнилось",
+    "say what overflowed so the reader knows to shrink the bias": "скажите, что переполнилось, чтобы читатель знал, что нужно уменьшить смещение",
+    "an overflowing finite bias is rejected": "переполняющееся конечное смещение отвергается",
+    "score + bias overflowed to +-inf; -inf would silently read as 'blocked'": "score + bias переполнилось до +-inf; -inf молча читалось бы как «закрыто»",
+    "a long causal input runs": "длинный каузальный вход обрабатывается",
+    "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+})
+# builder:begin inline say
+def say(key, **fields):
+    """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
+    return MESSAGES[key].format(**fields)
+# builder:end sha256=961bd5317ec04cb702eb5b60e795adc11fedc2eb2d498bcf080fc5ef5d7e7a1a
+# builder:begin inline in_language
+def in_language(text):
+    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
+# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+# builder:begin inline shown_label
+def shown_label(label):
+    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    word, _, rest = str(label).partition(" ")
+    return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
+# builder:end sha256=151ecd4218b7fa63df5192f644414e4a709918df8c774d3bb1aa7e93fbd8bbc6
+# builder:begin inline key_label
+def key_label(label):
+    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
+    return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label
+# builder:end sha256=4a6b52f5840a463d2990c1d8219aa0c332aa2d9949de10bd2ba33f65b966d24f
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
 
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
-        super().__init__(
-            f"contract property '{prop}' failed\n"
-            f"  on input:    {on_input}\n"
-            f"  expected:    {expected}\n"
-            f"  actual:      {actual}\n"
-            f"  usual cause: {hint}"
-        )
+        self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
+        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
+                  ("usual cause", in_language(hint)))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+
+    @staticmethod
+    def line(name, value):
+        """One field of the message: its name in the reader's language, padded so the values line up."""
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
@@ -691,11 +1230,12 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields = tuple((name, in_language(value)) for name, value in
+                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
         fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
-        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
-# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
+        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
+# builder:end sha256=d555997c9668ffce66fec5e9d16b88719b1498788acfe499e4d21b1048d77891
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -724,26 +1264,26 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         got = as_array(actual)
     except unreadable:
         raise ContractViolation(
-            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+            prop, on_input, say("numbers of shape", shape=want.shape), f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None
     if got.shape != want.shape:
-        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+        raise ContractViolation(prop, on_input, say("shape", shape=want.shape), say("shape", shape=got.shape), hint)
     with np.errstate(invalid="ignore"):
         error = np.abs(got - want)
         agree = (got == want) | (error <= atol + rtol * np.abs(want))
     if not agree.all():
         where = tuple(int(i) for i in np.argwhere(~agree)[0])
         finite_errors = error[~agree][np.isfinite(error[~agree])]
-        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else say("not finite")
         raise ContractViolation(
             prop,
             on_input,
-            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            say("close expected", value=repr(float(want[where])), index=where, atol=atol, rtol=rtol),
+            say("close actual", value=repr(float(got[where])), count=int((~agree).sum()), size=agree.size, worst=worst),
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=3122610b60e801573fc1a9e96e08bad19392cc0b9946adbc463592a0e99bd8d8
+# builder:end sha256=174bfed6f581e89f89c141b0ed70c83565478a172487b1d3f7537e838ff334d2
 # builder:begin inline contract_call
 def contract_call(prop, on_input, hint, function, *args, **kwargs):
     """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
@@ -800,9 +1340,9 @@ def expect(claim, actual, relation=None, expected=None):
             text = repr(value)
             return text if len(text) <= 300 else text[:300] + " ..."
 
-        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
-# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+        want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
+# builder:end sha256=57473e0d976e438cbcf77366342ba6e7e39fe2d8b83e3ba8e32f26bdc3f62e06
 # builder:begin inline expect_close
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
@@ -813,8 +1353,8 @@ def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
-        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
-# builder:end sha256=c0a4e65bd28bfc345681b88763904e0029c4be652253e787a3bfb4a129aa03fe
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{failed.expected}\n  {say('actual') + ':':<10}{failed.actual}") from None
+# builder:end sha256=72022284891892cb180b287452b2b9050f6aefe606467ab733d89358b95e5ab1
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
@@ -873,7 +1413,7 @@ def check_exercise(label, contract, implementation, namespace):
         libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
         frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
                   if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
-        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        lines = [say("your frames", error=type(error).__name__)] if frames else []
         for frame in frames[-most:]:
             lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
         return lines
@@ -887,7 +1427,7 @@ def check_exercise(label, contract, implementation, namespace):
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
-            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+            print(say("reference in place", label=shown_label(label), name=name))
         return summary
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
@@ -899,64 +1439,63 @@ def check_exercise(label, contract, implementation, namespace):
             waited = stub.group(1)
         elif stub and stub.group(1) == label:
             if use_reference(label, namespace, "not attempted"):
-                print(f"{label}: not attempted yet; later cells use the reference solution")
+                print(say("not attempted, reference", label=shown_label(label)))
             else:
                 outcomes[label], waiting[name] = "not attempted", label
-                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+                print(say("not attempted, waiting", label=shown_label(label), name=name))
             return None
         else:
             failure = error if isinstance(error, ContractViolation) else ContractViolation(
-                "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
-                "a result the contract can judge", f"{type(error).__name__}: {error}",
-                f"the traceback above this message shows the line of {name} that raised",
+                say("crash property"), say("crash input", label=shown_label(label)),
+                say("crash expected"), f"{type(error).__name__}: {error}", say("crash hint", name=name),
             )
             failure.frames = own_frames(error.__cause__ if failure is error else error)
-            reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+            reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
+                      else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = (
-                    f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                    f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                    f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-                )
+                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
             else:
                 outcomes[label], waiting[name] = reason, label
-                failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
-            failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+                failure.go_on = say("go on, waiting", name=name)
+            failure.args = (f"{failure.args[0]}\n{failure.line('to go on', failure.go_on)}",)
             if failure is error:
                 raise
             raise failure from error
     if waited:
         outcomes[label], waiting[name] = f"waits for {waited}", label
-        print(f"{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again")
+        print(say("waits for", label=shown_label(label), waited=shown_label(waited), name=name))
         return None
     for waiter in [n for n, held in waiting.items() if held == label]:
         del waiting[waiter]
     outcomes[label] = "passed"
-    print(f"{label}: PASS, every contract property of {name} holds")
+    print(say("pass", label=shown_label(label), name=name))
     return summary
-# builder:end sha256=d07a0a08d71274417c0417df2f946aed7a4b8f502f557cd1c93e0bc277ad2aad
+# builder:end sha256=75bb777113f7b9ff835c3eb863e92f7bf046cf2d1dff65c923ca629e17a929a4
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
-    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
+    label = key_label(label)
     sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
     print(sources[label])
-# builder:end sha256=bd3b6bb9461a1927a76482d1e9f349de89a2e7be63700c2026c4a0cde5377b5e
+# builder:end sha256=961194d29c1f707feff62a1f5065e53319d456554899ef31485d51f35e4b0b2a
 # builder:begin inline report_section
 def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    section = shown_label(section)
     if waited:
-        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+        print(say("section waits", section=section, labels=", ".join(map(shown_label, waited))))
     elif not standing_in:
-        print(f"{section}: PASS")
+        print(say("section pass", section=section))
     else:
-        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
-        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
-# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
+        named = ", ".join(map(shown_label, standing_in[:3]))
+        named = say("and more", labels=named, count=len(standing_in) - 3) if len(standing_in) > 3 else named
+        print(say("section on reference", section=section, labels=named))
+# builder:end sha256=8ca689cc0603f77f26f44dad6086a00253cb608244f49da96c76aa3ca0984967
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
     """Print the exercises passed, failed and not attempted, and name the first failing check."""
@@ -964,12 +1503,36 @@ def exercise_summary(namespace):
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
     failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
-    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
-    print(f"Exercises failed: {', '.join(failed) or 'none'}")
-    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+
+    def listed(labels):
+        """Labels as the reader sees them, or the word for none."""
+        return ", ".join(map(shown_label, labels)) or say("none")
+
+    print(say("summary passed", labels=listed(label for label, o in outcomes.items() if o == "passed")))
+    print(say("summary failed", labels=listed(failed)))
+    print(say("summary not attempted", labels=listed(skipped)))
     if failed:
-        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
-# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
+        print(say("summary first failure", label=shown_label(failed[0]), reason=outcomes[failed[0]]))
+# builder:end sha256=b83d917828f3325fbfd33b565677e33dd396d6f95c14a209749d86000963806b
+# builder:begin inline report_references
+def report_references(namespace):
+    """Print how many reference values the cells used or checked, and return it; fail loudly on one left unchecked.
+
+    While cells wait for an unfinished exercise (the graded edition), the values they would have
+    checked are left unchecked: say how many, and for which exercises, instead of failing.
+    """
+    require_namespace(namespace)
+    reference, waiting = namespace["REFERENCE"], namespace.get("EXERCISES_WAITING", {})
+    source, left = namespace.get("REFERENCE_SOURCE", reference.source), reference.unused()
+    if left and waiting:
+        used = len(reference._used)
+        labels = ", ".join(map(shown_label, dict.fromkeys(waiting.values())))
+        print(say("references waiting", used=used, count=used + len(left), source=source, left=len(left), labels=labels))
+        return used
+    count = reference.assert_all_used()
+    print(say("references used", count=count, source=source))
+    return count
+# builder:end sha256=6abe858b8fb9cd3346b86f78a5606b40c6a5d10bb9b491c71e67ad98f51af7fa
 # builder:begin inline check_additive_mask_contract
 def check_additive_mask_contract(make_mask):
     """Judge ``make_mask(n, window=None, n_sink=0)``: an additive causal mask with a window and sinks.
@@ -1588,10 +2151,10 @@ def check_tiled_attention_contract(tiled_attention):
     )
     return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
 # builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
-print("8 contract checks loaded")
+print("загружено контрактных проверок: 8")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1879,7 +2442,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # builder:end sha256=d06eefabe05e73850bafc0d0bbf62c4a88e1426ec5bc4855f212c753d4a6f044
 
 # %% tags=["hide-input"]
-# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
 # builder:begin inline text_color_on
 def text_color_on(fill):
     """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
@@ -2157,10 +2720,11 @@ REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (token
 # %%
 show_figure(
     draw_taxonomy(language=LANGUAGE),
-    "Read it from the top down. The red box is the problem both bills create; each column is one strategy against it, and the "
-    "dashed boxes under it are the designs this module builds. The left column (blue) reads fewer tokens, the middle (green) "
-    "swaps the growing cache for a fixed-size state, the right (orange) keeps every token in fewer bytes. The purple box at "
-    "the bottom left is where two strategies meet: hybrids put a few attention or window layers among state-space layers.",
+    "Читайте сверху вниз. Красный блок\xa0— проблема, которую создают оба счёта; каждый столбец\xa0— одна стратегия "
+    "против неё, а пунктирные блоки под ним\xa0— конструкции, которые строит этот модуль. Левый столбец (синий) "
+    "читает меньше токенов, средний (зелёный) заменяет растущий кэш состоянием фиксированного размера, правый "
+    "(оранжевый) хранит каждый токен в меньшем числе байтов. Фиолетовый блок внизу слева\xa0— место, где встречаются "
+    "две стратегии: гибриды ставят несколько слоёв внимания или окна среди слоёв пространства состояний.",
 )
 
 
@@ -2210,25 +2774,26 @@ def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
     return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
 
 
-print(f"handshakes among 10 guests: {10 * 9 // 2}; among 1,000: {1000 * 999 // 2:,}")
+print(f"рукопожатий среди 10 гостей: {10 * 9 // 2}; среди 1000: {1000 * 999 // 2:,}")
 CONTEXTS = (8_192, 131_072, 1_048_576)
 bills = [context_cost(n) for n in CONTEXTS]
 print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
 for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
-print(f"8k -> 1M: tokens x{CONTEXTS[2] // CONTEXTS[0]}, pairs x{bills[2]['pairs'] // bills[0]['pairs']:,}, cache x{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
+print(f"8k -> 1M: токены x{CONTEXTS[2] // CONTEXTS[0]}, пары x{bills[2]['pairs'] // bills[0]['pairs']:,}, кэш x"
+      f"{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
 expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
 expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_two_bills (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_two_bills (только matplotlib; читать необязательно)
 def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
     """Two panels: pairs scored (log scale) and KV-cache gigabytes per context, with one GPU's memory."""
     gpu_bytes = require_int("gpu_bytes", gpu_bytes, minimum=1)
@@ -2256,16 +2821,16 @@ def plot_two_bills(bills, gpu_bytes=80 * 10**9, language="en"):
 # %%
 show_figure(
     plot_two_bills(bills, language=LANGUAGE),
-    "Left: query-key pairs per head per layer on a log axis, one bar per context length; each step right multiplies "
-    "the bar by 256, then by 64. Right: the KV cache of one conversation in GB on a linear axis, with one 80 GB GPU "
-    "dashed. The 1M-token bar crosses the line before any weight is loaded.",
+    "Слева: пары запрос–ключ на голову и слой на логарифмической оси, по столбцу на длину контекста; каждый шаг "
+    "вправо умножает столбец на 256, затем на 64. Справа: KV-кэш одного диалога в ГБ на линейной оси, пунктиром\xa0— "
+    "один GPU на 80\xa0ГБ. Столбец для 1M токенов пересекает линию раньше, чем загружен хоть один вес.",
 )
 REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
 REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
 REFERENCE.check("two_bills.cache_bytes", [b["cache_bytes"] for b in bills])
 expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
 expect('bills[2]["cache_bytes"] > 80 * GB', bills[2]["cache_bytes"], ">", 80 * GB)
-report_section("The two bills", globals())
+report_section("Два счёта", globals())
 
 # %% [markdown]
 # Счёт за вычисления оплачивается один раз на промпт, на этапе префилла, и точное разбиение на тайлы (разделы 6–8)
@@ -2276,10 +2841,11 @@ report_section("The two bills", globals())
 # %%
 show_figure(
     draw_kv_trip(per_token, L8B, language=LANGUAGE),
-    "Follow one decoding step from the orange box at the top. Token n's key and value are written into the last "
-    "slot of the cache (orange, solid); its query goes right, is scored against all n keys, and the softmax weights mix "
-    "all n values into token n's output. The other slots (blue, tinted) are read, never recomputed: that is the compute the cache "
-    "saves, and the memory it costs, in every layer, for as long as the conversation lasts.",
+    "Проследите один шаг декодирования от оранжевого блока наверху. Ключ и значение токена n записываются в "
+    "последнюю ячейку кэша (оранжевая, сплошная); его запрос идёт вправо, сравнивается со всеми n ключами, и веса "
+    "softmax смешивают все n значений в выход токена n. Остальные ячейки (синие, светлые) читаются, но никогда не "
+    "пересчитываются: это вычисления, которые экономит кэш, и память, которой он стоит, в каждом слое, пока длится "
+    "диалог.",
 )
 
 
@@ -2311,7 +2877,7 @@ show_figure(
 # каузальная маска разрешает $24 \cdot 25 / 2 = 300$ пар.
 
 # %% tags=["exercise"]
-# Exercise 1: Постройте аддитивную маску. Верните массив float формы (n, n), где 0,0 стоит там, где запрос i может
+# Exercise 1 · Упражнение 1: Постройте аддитивную маску. Верните массив float формы (n, n), где 0,0 стоит там, где запрос i может
 # читать ключ j, и -inf там, где не может: никогда не будущий ключ; при заданном окне — только ключи с
 # i - j < window; при n_sink > 0 первые n_sink ключей остаются доступными (но будущее по-прежнему закрыто).
 def make_mask(n, window=None, n_sink=0):
@@ -2342,7 +2908,8 @@ check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
 MASK_N = 24
 mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
 for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
-    print(f"{name:20s} allowed pairs: {int((m == 0).sum()):4d}   row 23 reads keys {np.flatnonzero(m[23] == 0).tolist()}")
+    print(f"{name:20s} разрешённых пар: {int((m == 0).sum()):4d}   строка 23 читает ключи "
+          f"{np.flatnonzero(m[23] == 0).tolist()}")
 expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
 expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
 expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
@@ -2352,7 +2919,7 @@ expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
 expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
@@ -2361,7 +2928,7 @@ expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of floa
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_masks (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_masks (только matplotlib; читать необязательно)
 # builder:begin inline plot_masks
 def plot_masks(panels, language="en"):
     """One heatmap per (title, additive mask): dark where a query may read a key."""
@@ -2388,11 +2955,11 @@ show_figure(
         (localized(LANGUAGE, "window w = 8", "окно w = 8"), mask_window),
         (localized(LANGUAGE, "window 8 + 2 sinks", "окно 8 + 2 стока"), mask_sinks),
     ], language=LANGUAGE),
-    "Each panel is a 24 x 24 mask: rows are queries, columns are keys, dark cells are allowed. Causal is a solid "
-    "lower triangle; the window keeps a diagonal band eight cells wide; sinks add the first two columns back to "
-    "every row below them. No panel has a dark cell above the diagonal.",
+    "Каждая панель\xa0— маска 24 x 24: строки\xa0— запросы, столбцы\xa0— ключи, тёмные клетки разрешены. Каузальная маска\xa0— "
+    "сплошной нижний треугольник; окно оставляет диагональную полосу в восемь клеток; стоки возвращают первые два "
+    "столбца каждой строке ниже них. Ни на одной панели нет тёмной клетки над диагональю.",
 )
-report_section("Masks", globals())
+report_section("Маски", globals())
 
 
 # %% [markdown]
@@ -2447,7 +3014,7 @@ def _as_additive(mask, shape, dtype):
 
 
 # %% tags=["exercise"]
-# Exercise 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска,
+# Exercise 2 · Упражнение 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска,
 # уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1])
 # входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp
 # вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает
@@ -2539,7 +3106,7 @@ expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))",
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
 for logit, share in shares.items():
-    print(f"sink logit {logit:.0f}: sink share of 128 equal keys = {100 * share:.2f}%")
+    print(f"логит стока {logit:.0f}: доля стока среди 128 равных ключей = {100 * share:.2f}%")
 REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
@@ -2553,7 +3120,8 @@ extended = np.concatenate([Q24 @ K24.T / 4.0 + mask_causal, np.full((MASK_N, 1),
 extended_w = np.exp(extended - extended.max(1, keepdims=True))
 extended_w /= extended_w.sum(1, keepdims=True)
 column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
-print(f"sink vs extra zero-value column: max |difference| {np.abs(out_sink - column_out).max():.1e}")
+print("сток против лишнего столбца с нулевым значением: наибольшая |разность| "
+      f"{np.abs(out_sink - column_out).max():.1e}")
 expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
 expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
 expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
@@ -2588,7 +3156,7 @@ expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (
 expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
 expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
 expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
@@ -2602,7 +3170,7 @@ expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_sink_share (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_sink_share (только matplotlib; читать необязательно)
 def plot_sink_share(n_keys, logits, language="en"):
     """The sink's share of a row against its logit, for n_keys keys that all score 0."""
     n_keys = require_int("n_keys", n_keys, minimum=1)
@@ -2625,12 +3193,12 @@ def plot_sink_share(n_keys, logits, language="en"):
 # %%
 show_figure(
     plot_sink_share(128, tuple(shares), language=LANGUAGE),
-    "The curve is the share of probability the sink takes from a row of 128 keys that all score 0, as its logit "
-    "grows (x-axis). Orange diamonds, each labelled with its share, mark logits 0, 2 and 5. The dotted line at ln 128 is where the sink weighs as "
-    "much as all tokens together: half the mass. Left of it the sink is a small leak; right of it, the head mostly "
-    "abstains.",
+    "Кривая\xa0— доля вероятности, которую сток забирает из строки из 128 ключей, у которых все оценки равны 0, по "
+    "мере роста его логита (ось x). Оранжевые ромбы, каждый с подписью своей доли, отмечают логиты 0, 2 и 5. "
+    "Пунктирная линия на ln 128\xa0— место, где сток весит столько же, сколько все токены вместе: половина массы. "
+    "Левее неё сток\xa0— небольшая утечка; правее голова в основном воздерживается.",
 )
-report_section("Sink attention and empty rows", globals())
+report_section("Внимание со стоком и пустые строки", globals())
 
 
 # %% [markdown]
@@ -2659,7 +3227,7 @@ report_section("Sink attention and empty rows", globals())
 # 0,1,0,1,0,1,0,1, так что голова запросов 1 читала бы KV-голову 1, хотя принадлежит группе 0.
 
 # %% tags=["exercise"]
-# Exercise 3: Повторите KV-головы для внимания с группировкой запросов. В x KV-головы лежат на оси -3;
+# Exercise 3 · Упражнение 3: Повторите KV-головы для внимания с группировкой запросов. В x KV-головы лежат на оси -3;
 # верните массив, в котором на этой оси в group раз больше голов и голова запросов h получает KV-голову
 # h // group: соседние головы запросов делят одну KV-голову.
 def repeat_kv_heads(x, group):
@@ -2693,17 +3261,18 @@ causal12 = make_mask(T)
 grouped = gqa_attention(Qh, Kh, Vh, causal12)
 # The invariant: GQA equals MHA whose KV heads were copied group by group.
 as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
-print(f"GQA vs MHA with copied heads: max |difference| {np.abs(grouped - as_mha).max():.1e}")
+print(f"GQA против MHA со скопированными головами: наибольшая |разность| {np.abs(grouped - as_mha).max():.1e}")
 expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
 # The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
-print(f"GQA vs tile-instead-of-repeat: max |difference| {np.abs(grouped - tiled_heads).max():.2f} (must be large)")
+print(f"GQA против tile вместо repeat: наибольшая |разность| {np.abs(grouped - tiled_heads).max():.2f} (должна быть "
+      "большой)")
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
 expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
@@ -2713,7 +3282,7 @@ expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_head_mapping (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_head_mapping (только matplotlib; читать необязательно)
 def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     """Which KV head each query head reads, with repeat (correct) and tile (wrong)."""
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=64)  # a figure, not a model: 64 dots fit a row
@@ -2744,9 +3313,10 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
 # %%
 show_figure(
     plot_head_mapping(H, H_KV, language=LANGUAGE),
-    "Top row: 8 query heads, coloured by the group they belong to (heads 0-3 and 4-7); bottom row: 2 KV heads. Each line says which KV "
-    "head a query head reads. Left (repeat) every line stays inside its colour: heads 0-3 read KV head 0. Right "
-    "(tile) lines cross between groups, so half the query heads read the other group's keys and values.",
+    "Верхний ряд: 8 голов запросов, окрашенных по своей группе (головы 0–3 и 4–7); нижний ряд: 2 KV-головы. Каждая "
+    "линия показывает, какую KV-голову читает голова запросов. Слева (repeat) каждая линия остаётся внутри своего "
+    "цвета: головы 0–3 читают KV-голову 0. Справа (tile, повтор тайлами) линии пересекают границы групп, так что "
+    "половина голов запросов читает ключи и значения чужой группы.",
 )
 
 
@@ -2804,7 +3374,8 @@ if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zer
     expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
     rows = slice(None)
 else:
-    print(f"SKIP: torch {torch.__version__} returns NaN on fully masked rows; comparing the other rows only")
+    print(f"ПРОПУСК: torch {torch.__version__} возвращает NaN в полностью замаскированных строках; сравниваются только "
+          "остальные строки")
     rows = slice(1, None)
 expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
 probe = torch.from_numpy(rng.standard_normal(explicit.shape))
@@ -2813,7 +3384,8 @@ grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).s
 for name, a, b in zip("qkv", grads_explicit, grads_api):
     expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
     expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
-print("NumPy sdpa, explicit torch and F.scaled_dot_product_attention agree on outputs, both mask kinds, empty rows and gradients")
+print("sdpa на NumPy, явный torch и F.scaled_dot_product_attention совпадают по выходам, маскам обоих видов, пустым "
+      "строкам и градиентам")
 # One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
 q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
 expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
@@ -2829,7 +3401,7 @@ top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
 expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
 bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
 expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
-print("is_causal=True with 1 query and 5 keys reads key 0 only: decode needs an explicit mask or an offset")
+print("is_causal=True при 1 запросе и 5 ключах читает только ключ 0: декодированию нужна явная маска или сдвиг")
 
 if ENVIRONMENT["torch_has_enable_gqa"]:
     qg, kg, vg = (torch.tensor(a, requires_grad=True) for a in (Qh[None], Kh[None], Vh[None]))  # (1, H, T, d), (1, H_kv, T, d)
@@ -2840,13 +3412,13 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
     expect_close("enable_gqa=True equals this notebook's grouped attention", api_gqa[0], torch.from_numpy(grouped), rtol=1e-10, atol=1e-12)
     for a, b in zip(torch.autograd.grad(api_gqa.square().sum(), (qg, kg, vg)), torch.autograd.grad(explicit_gqa.square().sum(), (qg, kg, vg))):
         expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
-    report_section("enable_gqa=True equals repeat_interleave + explicit attention, outputs and gradients", globals())
+    report_section("enable_gqa=True равно repeat_interleave + явному вниманию, по выходам и градиентам", globals())
 else:
-    print(f"SKIP: torch {torch.__version__} has no enable_gqa (added in 2.5); repeat_kv_heads above is the portable path")
+    print(f"ПРОПУСК: в torch {torch.__version__} нет enable_gqa (добавлен в 2,5); repeat_kv_heads выше\xa0— переносимый путь")
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
@@ -2895,7 +3467,7 @@ expect('(gpt_oss["num_hidden_layers"], gpt_oss["num_attention_heads"], gpt_oss["
 
 
 # %% tags=["exercise"]
-# Exercise 4: Посчитайте размер KV-кэша слой за слоем. В layer_windows по одному элементу на слой: None для слоя
+# Exercise 4 · Упражнение 4: Посчитайте размер KV-кэша слой за слоем. В layer_windows по одному элементу на слой: None для слоя
 # с полным вниманием (он хранит весь контекст, `context` токенов) или целое окно w (он хранит последние
 # min(context, w) токенов). Каждый хранимый токен стоит один ключ и одно значение на каждую KV-голову.
 # Верните точное число байт типа int.
@@ -2929,7 +3501,8 @@ rows = {
     "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
+    print(f"{key:34s} {per_token_bytes / KIB:6.0f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
+          "токенов")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
 full_layers = hybrid_windows.count(None)
 hybrid = {
@@ -2946,11 +3519,12 @@ hybrid = {
 for key, value in hybrid.items():
     REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
 expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
-print(f"gpt-oss-120b at {context:,} tokens: full layers {hybrid['full_bytes'] / GIB:.2f} GiB + windowed layers "
-      f"{hybrid['sliding_bytes'] / MIB:.1f} MiB = {hybrid['hybrid_total_bytes'] / GIB:.4f} GiB; all-full would be "
-      f"{hybrid['all_full_bytes'] / GIB:.2f} GiB (x{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
+print(f"gpt-oss-120b при {context:,} токенов: полные слои {hybrid['full_bytes'] / GIB:.2f} ГиБ + слои с окном "
+      f"{hybrid['sliding_bytes'] / MIB:.1f} МиБ = {hybrid['hybrid_total_bytes'] / GIB:.4f} ГиБ; со всеми полными "
+      f"слоями было бы {hybrid['all_full_bytes'] / GIB:.2f} ГиБ (x"
+      f"{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
-print(f"gpt-oss-20b: its growing part costs {kv_bytes_per_token(12, 8, 64) / KIB:.0f} KiB per token")
+print(f"gpt-oss-20b: его растущая часть стоит {kv_bytes_per_token(12, 8, 64) / KIB:.0f} КиБ на токен")
 REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
 check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
 check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
@@ -2961,7 +3535,7 @@ cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
 for name, (card_layers, card_kv, card_dim) in cards.items():
     per_token_bytes = kv_bytes_per_token(card_layers, card_kv, card_dim)
     total = kv_cache_bytes(context, [None] * card_layers, card_kv, card_dim)
-    print(f"{name:14s} {per_token_bytes / KIB:4.0f} KiB/token -> {total / GIB:4.0f} GiB at {context:,} tokens")
+    print(f"{name:14s} {per_token_bytes / KIB:4.0f} КиБ/токен -> {total / GIB:4.0f} ГиБ при {context:,} токенов")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
 # By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
@@ -2969,7 +3543,7 @@ expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_
 expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
@@ -2998,8 +3572,9 @@ def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
 latent_bytes = mla_bytes_per_token(61, 512, 64)
 v2_convention = kv_bytes_per_token(61, 128, 128)  # DeepSeek-V2 Table 1: d_h = 128 for keys and values
 expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide keys, 128-wide values
-print(f"latent {latent_bytes:,} B/token; MHA-equivalent (d_h = 128) {v2_convention:,} B = x{v2_convention / latent_bytes:.1f}; "
-      f"expanded with 192-wide keys {expanded_192:,} B = x{expanded_192 / latent_bytes:.1f}")
+print(f"латентный вектор {latent_bytes:,} Б/токен; эквивалент MHA (d_h = 128) {v2_convention:,} Б = x"
+      f"{v2_convention / latent_bytes:.1f}; развёрнутый с ключами размерности 192 {expanded_192:,} Б = x"
+      f"{expanded_192 / latent_bytes:.1f}")
 REFERENCE.check("mla.bytes_per_token", latent_bytes)
 REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
 REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
@@ -3008,12 +3583,12 @@ REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-1
 expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_bytes_per_token (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_bytes_per_token (только matplotlib; читать необязательно)
 def plot_bytes_per_token(rows, title, language="en"):
     """Horizontal bars of cache bytes per token (log axis), one per design, labelled in KiB."""
     if not isinstance(title, str):
@@ -3056,13 +3631,14 @@ card_rows = [
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
-    "Each bar is the KV cache one extra token costs across all layers, on a log axis where each gridline is ten "
-    "times the last; the colour says which model a bar belongs to. Bars of one colour (gpt-oss-120b, DeepSeek-V3) show what its design choice saved: "
-    "sharing KV heads (MHA to GQA to MQA), windowing half the layers, or caching a latent. The two DeepSeek-V3 "
-    "twins differ only by the counting convention.",
+    "Каждый столбец\xa0— KV-кэш, которого стоит один лишний токен во всех слоях, на логарифмической оси, где каждая "
+    "линия сетки вдесятеро больше предыдущей; цвет показывает, к какой модели относится столбец. Столбцы одного "
+    "цвета (gpt-oss-120b, DeepSeek-V3) показывают, что сэкономил выбор конструкции: общие KV-головы (от MHA к GQA "
+    "и MQA), окно в половине слоёв или кэширование латентного вектора. Два близнеца DeepSeek-V3 различаются только "
+    "соглашением о подсчёте.",
 )
 expect("growing_hybrid == 36 * KIB", growing_hybrid, "==", 36 * KIB)
-print("KV-cache calculator: every frozen Module 5 number reproduced")
+print("калькулятор KV-кэша: каждое зафиксированное число модуля 5 воспроизведено")
 
 
 # %% [markdown]
@@ -3101,7 +3677,7 @@ print("KV-cache calculator: every frozen Module 5 number reproduced")
 # по всем четырём логитам сразу. Забудьте про $\alpha$, и слагаемые тайла 1 окажутся в $e$ раз тяжелее, чем нужно.
 
 # %% tags=["exercise"]
-# Exercise 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
+# Exercise 5 · Упражнение 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
 # (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель u,
 # как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "u": u} в трассу. Верните (u / l, trace).
 def online_softmax_dot(logit_tiles, value_tiles):
@@ -3134,7 +3710,7 @@ check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, 
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_online_softmax (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_online_softmax (только matplotlib; читать необязательно)
 def plot_online_softmax(trace, exact, language="en"):
     """The running estimate u / l after each tile, against the exact softmax average; rescaled tiles marked."""
     exact = require_real("exact", exact)
@@ -3157,8 +3733,9 @@ def plot_online_softmax(trace, exact, language="en"):
 # %%
 online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
 for t, state in enumerate(online_trace, start=1):
-    print(f"after tile {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = {state['u']:.4f}")
-print(f"output u / l = {online_output:.4f}")
+    print(f"после тайла {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = "
+          f"{state['u']:.4f}")
+print(f"выход u / l = {online_output:.4f}")
 REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
@@ -3177,15 +3754,15 @@ expect('abs(long_trace[-1]["u"] / long_trace[-1]["l"] - exact_row) < 1e-12', abs
 
 show_figure(
     plot_online_softmax(long_trace, exact_row, language=LANGUAGE),
-    "The x-axis counts tiles of 4 logits read so far; the solid blue line with dots is the running output u / l, the dashed line the "
-    "softmax average of all 48 logits. Orange squares mark tiles whose maximum beat every earlier logit, where the "
-    "old sums were multiplied by alpha. The line can move a lot early, but its last point lands on the dashed line "
-    "exactly, not approximately.",
+    "Ось x считает прочитанные тайлы по 4 логита; сплошная синяя линия с точками\xa0— текущий выход u / l, "
+    "пунктирная\xa0— среднее по softmax всех 48 логитов. Оранжевые квадраты отмечают тайлы, чей максимум превзошёл "
+    "все прежние логиты,\xa0— там старые суммы умножались на alpha. Вначале линия может сильно двигаться, но её "
+    "последняя точка ложится на пунктирную линию точно, а не приблизительно.",
 )
-report_section("Online softmax", globals())
+report_section("Онлайн-softmax", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
 expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
 
@@ -3251,7 +3828,7 @@ def _refuse_overflow(Q, K, V):
 
 
 # %% tags=["exercise"]
-# Exercise 6: Простые тайлы. Для каждого блока из tile_size запросов храните для каждой строки m (начало -inf),
+# Exercise 6 · Упражнение 6: Простые тайлы. Для каждого блока из tile_size запросов храните для каждой строки m (начало -inf),
 # l (начало 0) и накопитель O (нули, размерность d_v). Для каждого блока из tile_size ключей: вычислите
 # тайл оценок Q_b K_c^T / sqrt(d_k), затем онлайн-обновление по формуле выше. После последнего
 # блока ключей верните O / l для каждого блока запросов. Никогда не стройте массив T_q x T_k.
@@ -3294,7 +3871,7 @@ check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, 
 # и никогда не вычисляются. Только диагональный тайл пересекает границу маски.
 
 # %% tags=["exercise"]
-# Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов
+# Exercise 7 · Упражнение 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов
 # [q0, q1) посещайте только тайлы ключей, начинающиеся с k0 <= q1 - 1 (более поздние целиком в будущем);
 # внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей,
 # стоящих после запроса. Верните (output, tiles_computed) — число вычисленных тайлов оценок.
@@ -3336,15 +3913,16 @@ check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention
 gen_tiles = np.random.default_rng(11)
 Qt, Kt, Vt = (gen_tiles.standard_normal((64, 8)) for _ in range(3))
 plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_size=16), causal_tiled_attention(Qt, Kt, Vt, tile_size=16)
-print(f"plain tiles vs dense: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; causal tiles vs dense: "
-      f"{np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; {causal_tiles} of {(64 // 16) ** 2} tiles computed")
+print(f"простые тайлы против плотного: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; каузальные тайлы против "
+      f"плотного: {np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; вычислено {causal_tiles} из "
+      f"{(64 // 16) ** 2} тайлов")
 if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
 expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
 expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the two tile kernels: the default tile, scores spanning thousands, the overflow guard at its boundary
+# @title Крайние случаи двух ядер по тайлам: тайл по умолчанию, оценки в тысячи, защита от переполнения на её границе
 for kernel in (tiled_attention_plain, causal_tiled_attention):
     expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
     expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
@@ -3379,7 +3957,7 @@ for kernel in (tiled_attention_plain, lambda *a, **k: causal_tiled_attention(*a,
 # абсолютных позициях $p_0 + i$, и маску внутри тайла, который пересекает границу.
 
 # %% tags=["exercise"]
-# Exercise 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска,
+# Exercise 8 · Упражнение 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска,
 # проверки переполнения и пустые строки. Заполните два отмеченных места. (1) Диапазон ключей для блока
 # запросов, чьи запросы стоят на абсолютных позициях first..last (= query_start + q0 ..
 # query_start + q1 - 1): при каузальном режиме (causal=True) — ни одного ключа после last; при окне — ни одного ключа до
@@ -3476,11 +4054,11 @@ n40 = 40
 Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
 for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
-    print(f"{name:20s} tiled (tile 7) vs dense: max |difference| {error:.1e}")
+    print(f"{name:20s} по тайлам (тайл 7) против плотного: наибольшая |разность| {error:.1e}")
     expect("error < 1e-12", error, "<", 1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of tiled_attention: window and sink arguments, empty rows and tiles, float16, overflowing biases
+# @title Крайние случаи tiled_attention: аргументы окна и стока, пустые строки и тайлы, float16, переполняющиеся смещения
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, window=8) - sdpa(Q40, K40, V40, make_mask(n40, 8))).max(), "<", 1e-12)
 expect("np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max() < 1e-12", np.abs(tiled_attention(Q40, K40, V40, tile_size=7, causal=True, sink=1.3) - sdpa(Q40, K40, V40, make_mask(n40), sink=1.3)).max(), "<", 1e-12)
 
@@ -3495,7 +4073,8 @@ expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_s
 # Float16 inputs are computed, and returned, in float32 by both implementations.
 Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
 dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
-print(f"float16 inputs: dtypes {dense16.dtype} / {tiled16.dtype}, max |difference| {np.abs(dense16 - tiled16).max():.1e}")
+print(f"входы float16: dtype {dense16.dtype} / {tiled16.dtype}, наибольшая |разность| "
+      f"{np.abs(dense16 - tiled16).max():.1e}")
 expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
 expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
 
@@ -3514,7 +4093,7 @@ Q_over, K_over = np.array([[2.0, 2.0], [1e-3, 1e-3]]), np.array([[1e308, 1e308],
 expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(np.array([[1e200, 0.0]]), np.array([[0.0, 1e200]]), np.ones((1, 1))).tolist(), "==", [[1.0]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
 
 # %% [markdown]
@@ -3534,11 +4113,12 @@ for window in (None, 3):
         streamed = tiled_attention(Qp[prefix:end], Kp[:end], Vp[:end], causal=True, window=window, query_start=prefix, tile_size=2)
         expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
-print(f"decode with local positions vs correct: max |difference| {np.abs(local_positions - complete[5:6]).max():.2f} (must be large)")
+print("декодирование с локальными позициями против правильного: наибольшая |разность| "
+      f"{np.abs(local_positions - complete[5:6]).max():.2f} (должна быть большой)")
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 
 # %% tags=["hide-input"]
-# @title Edge cases of the cached-prefix stream: tiles of 1, rows with nothing to read, skipped tiles never read, the memory bound
+# @title Крайние случаи потока с закэшированным префиксом: тайлы из 1, строки, которым нечего читать, пропущенные тайлы, которые никогда не читаются, граница памяти
 expect("tiled_attention's default tile is the tau = 128 of the text", tiled_attention.__kwdefaults__["tile_size"], "==", 128)
 expect("window=1 with tiles of 1: each query reads only its own key, so the output is V", np.abs(tiled_attention(Qp, Kp, Vp, tile_size=1, causal=True, window=1) - Vp).max(), "<", 1e-12)
 expect("tiles of 1 with an additive mask equal dense", np.abs(tiled_attention(Qp, Kp, Vp, make_mask(9, 3), tile_size=1) - sdpa(Qp, Kp, Vp, make_mask(9, 3))).max(), "<", 1e-12)
@@ -3569,10 +4149,10 @@ try:
 finally:
     tracemalloc.stop()
 expect("tiled_attention's peak memory < its output + 16 tiles of 16 x 16", stream_peak, "<", Q_long.nbytes + 16 * 16 * 16 * 8)
-report_section("Cached prefix, chunked decode, windows, sinks, empty tiles, float16 and overflow", globals())
+report_section("Закэшированный префикс, декодирование кусками, окна, стоки, пустые тайлы, float16 и переполнение", globals())
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, query_start=2, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, window=3, match="causal=True")
 expect_raises(ValueError, tiled_attention, Qp, Kp[:, :5], Vp, match="d_k")
@@ -3585,7 +4165,7 @@ expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, 
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_block_kinds (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_block_kinds (только matplotlib; читать необязательно)
 def plot_block_kinds(panels, language="en"):
     """One grid per (title, kinds): which blocks tiled attention skips, masks, or computes whole."""
     from matplotlib.colors import ListedColormap
@@ -3625,20 +4205,22 @@ def block_kinds(allowed, tile):
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
-    print(f"16 x 16 blocks, {name:14s}: {int((kinds > 0).sum()):3d} of {kinds.size} computed, {int((kinds == 1).sum())} of them masked")
+    print(f"блоки 16 x 16, {name:14s}: вычислено {int((kinds > 0).sum()):3d} из {kinds.size}, из них замаскировано "
+          f"{int((kinds == 1).sum())}")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
 REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
-    "Each square is one block of the score matrix (128 x 128 when n = 2048): rows are query blocks, columns key blocks. "
-    "Grey blocks are never computed, yellow ones marked × straddle the mask boundary and are masked inside, blue ones are "
-    "computed with no mask at all. Causal attention skips almost half the blocks; a window skips all but a band.",
+    "Каждый квадрат\xa0— один блок матрицы оценок (128 x 128 при n = 2048): строки\xa0— блоки запросов, столбцы\xa0— блоки "
+    "ключей. Серые блоки никогда не вычисляются, жёлтые, помеченные ×, пересекают границу маски и маскируются "
+    "внутри, синие вычисляются вовсе без маски. Каузальное внимание пропускает почти половину блоков; окно "
+    "пропускает все, кроме полосы.",
 )
-report_section("Tiled attention", globals())
+report_section("Внимание по тайлам", globals())
 
 # %% tags=["hide-input"]
-# @title By-hand checks of block_kinds: partial blocks, tiles of 1, one query row, a tensor input
+# @title Ручные проверки block_kinds: частичные блоки, тайлы из 1, одна строка запросов, тензор на входе
 # By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
 # [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
 expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
@@ -3647,7 +4229,7 @@ expect("block_kinds(np.ones((1, 5), dtype=bool), 2)", block_kinds(np.ones((1, 5)
 expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(np.tri(5, 3, dtype=bool)), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
@@ -3719,21 +4301,21 @@ for n in LENGTHS:
     if n >= 512:  # wall times vary; only a verdict with a wide margin is printed
         faster[n] = best_seconds(tiled_attention, Qm, Km, Vm, causal=True) < best_seconds(sdpa, Qm, Km, Vm, causal_n)
 for key, value in score_bytes.items():
-    print(f"{key:20s} {value / MIB:8.3f} MiB, {value // score_bytes['tile_128_fp32_bytes']:,} tiles")
+    print(f"{key:20s} {value / MIB:8.3f} МиБ, {value // score_bytes['tile_128_fp32_bytes']:,} тайлов")
 print(f"{'n':>5} {'dense peak MiB':>15} {'tiled peak MiB':>15} {'dense / tiled':>14} {'tiled faster?':>14}")
 for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]):
     verdict = ("yes" if faster[n] else "no") if n in faster else "-"
     print(f"{n:>5} {dense_bytes / MIB:>15.2f} {tiled_bytes / MIB:>15.2f} {dense_bytes / tiled_bytes:>14.0f} {verdict:>14}")
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
-print(f"from n = 512 to 1024: dense peak x{dense_growth:.1f}, tiled peak x{tiled_growth:.1f}")
+print(f"от n = 512 до 1024: пик плотного x{dense_growth:.1f}, пик по тайлам x{tiled_growth:.1f}")
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
 
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_memory_vs_length (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_memory_vs_length (только matplotlib; читать необязательно)
 def plot_memory_vs_length(lengths, memory, language="en"):
     """Measured peak memory of dense and tiled attention against sequence length, with the n x n matrix for scale."""
     n = np.array(lengths, dtype=float)
@@ -3755,15 +4337,16 @@ def plot_memory_vs_length(lengths, memory, language="en"):
 # %%
 show_figure(
     plot_memory_vs_length(LENGTHS, memory, language=LANGUAGE),
-    "Both axes are logarithmic, so a line's slope is the power of n. Dense attention (red, solid, circles) has slope 2: its peak "
-    "quadruples when n doubles and sits a few n x n float64 matrices (dotted) high. Tiled attention (green, dashed, squares) is the "
-    "output, which grows like n, plus tile buffers of fixed size, so its slope is at most 1 and flatter at small n. "
-    "The gap between red and green widens with every doubling.",
+    "Обе оси логарифмические, поэтому наклон линии\xa0— степень n. У плотного внимания (красное, сплошная линия, "
+    "кружки) наклон 2: его пик учетверяется при удвоении n и лежит на высоте нескольких матриц n x n из float64 "
+    "(пунктир). Внимание по тайлам (зелёное, штриховая линия, квадраты)\xa0— это выход, растущий как n, плюс буферы "
+    "тайлов фиксированного размера, поэтому его наклон не больше 1 и при малых n ещё положе. Разрыв между красным "
+    "и зелёным растёт с каждым удвоением.",
 )
-report_section("Memory and speed of tiled attention", globals())
+report_section("Память и скорость внимания по тайлам", globals())
 
 # %% tags=["hide-input"]
-# @title The two measuring tools on answers known in advance: a 1 MiB buffer, and a programmed clock (no wall time decides these)
+# @title Два измерительных инструмента на заранее известных ответах: буфер в 1 МиБ и программируемые часы (здесь ничего не решает настенное время)
 expect("a function that builds a 1 MiB array peaks at 1 MiB or more", peak_traced_bytes(np.ones, 2**17), ">=", 2**20)
 _clock_ticks = iter([0.0, 0.020, 1.0, 1.001, 2.0, 2.001])  # the first run takes 20 ms, the next two 1 ms each
 _clocked_best = types.FunctionType(best_seconds.__code__, {**globals(), "time": types.SimpleNamespace(perf_counter=lambda: next(_clock_ticks))})
@@ -3839,7 +4422,7 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # для каждого нового поколения GPU, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
 
 # %% tags=["hide-input"]
-# @title Drawing code for the figure below: plot_hbm_accesses (matplotlib only; reading it is optional)
+# @title Код рисования для рисунка ниже: plot_hbm_accesses (только matplotlib; читать необязательно)
 def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
@@ -3875,15 +4458,17 @@ H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit nu
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print(f"M_sram = {H100_SRAM_NUMBERS:,} numbers, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = {math.ceil(8_192 / block_c)}")
-print(f"n = 8,192: standard {io_8k['standard']:.3g} numbers, FlashAttention {io_8k['flash']:.3g}, floor {io_8k['floor']:.3g}: "
-      f"x{io_8k['standard'] / io_8k['flash']:.2f} fewer; the Θ-bounds alone would say x{H100_SRAM_NUMBERS / 128**2:.1f}")
+print(f"M_sram = {H100_SRAM_NUMBERS:,} чисел, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = "
+      f"{math.ceil(8192 / block_c)}")
+print(f"n = 8192: стандартное {io_8k['standard']:.3g} чисел, FlashAttention {io_8k['flash']:.3g}, нижняя граница "
+      f"{io_8k['floor']:.3g}: в x{io_8k['standard'] / io_8k['flash']:.2f} меньше; одни Θ-оценки дали бы x"
+      f"{H100_SRAM_NUMBERS / 128 ** 2:.1f}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
 check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
 
 # %% tags=["hide-input"]
-# @title The HBM counts by hand on a tiny problem, and their argument check
+# @title Подсчёт обращений к HBM вручную на крошечной задаче и проверка его аргументов
 # n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
 expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
 expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
@@ -3896,12 +4481,12 @@ expect("every count, standard and FlashAttention, at every n drawn, stays at or 
        min(min(r["standard"], r["flash"]) / r["floor"] for r in hbm_rows), ">=", 1.0)
 show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
-    "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red with circles is "
-    "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue with squares is "
-    "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
-    "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
-    "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
-    "SRAM cuts it further.",
+    "Обе оси логарифмические: каждый шаг вправо удваивает n, каждая линия сетки вверх умножает счёт на 10. Красное "
+    "с кружками\xa0— стандартное внимание, где преобладают n² оценок, которые оно пишет в HBM и дважды читает "
+    "обратно; синее с квадратами\xa0— FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из статьи: в "
+    "2,3 раза меньше при n = 8192 для d = 128 на H100. Пунктирная серая линия\xa0— нижняя граница: прочитать входы и "
+    "записать выход по одному разу; ни одна линия не опускается ниже неё. Обе линии внимания изгибаются к наклону "
+    "2: тайлы уменьшают константу, и уменьшить её дальше может только большая SRAM.",
 )
 
 # %% [markdown]
@@ -3955,28 +4540,30 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
-        print(f"torch {torch.__version__} has no torch.nn.attention.sdpa_kernel; timing the default choice only")
+        print(f"в torch {torch.__version__} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
+              "выбор по умолчанию")
         return times
     for name in ("MATH", "FLASH_ATTENTION"):
         try:
             with sdpa_kernel(getattr(SDPBackend, name)):
                 times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
         except RuntimeError as exc:  # a backend that cannot run this input says so
-            print(f"the {name.lower()} kernel is not available here: {str(exc).splitlines()[0]}")
+            print(f"ядро {name.lower()} здесь недоступно: {str(exc).splitlines()[0]}")
     return times
 
 
 backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
 tiled_seconds = backend_times["NumPy tiled_attention"]
 for name, seconds in backend_times.items():
-    print(f"time: {name:34s} {1000 * seconds:8.2f} ms   NumPy tiled / this = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
-print(f"time: the two causal products take {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} of the NumPy tiles' time")
+    print(f"время: {name:34s} {1000 * seconds:8.2f} мс   тайлы NumPy / это = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
+print(f"время: два каузальных произведения занимают {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} "
+      "времени тайлов NumPy")
 if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
     raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
-print("The memory hierarchy and the backend timings: PASS")
+print("Иерархия памяти и замеры бэкендов: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
-# @title The backend timing on the smallest input, the causal products on a small one, and the inputs it refuses
+# @title Замер бэкенда на наименьшем входе, каузальные произведения на небольшом и входы, которые он отвергает
 Q5, K5, V5 = (np.random.default_rng(5).standard_normal((5, 3)) for _ in range(3))
 reads = np.arange(5)[None, :] < np.minimum((np.arange(5) // 2 + 1) * 2, 5)[:, None]  # query i's block of 2 reads keys up to its end
 expect_close("the causal products in blocks of 2 equal (Q K^T restricted to each block's keys) V", _causal_block_products(Q5, K5, V5, 2), ((Q5 @ K5.T) * reads) @ V5)
@@ -4066,8 +4653,8 @@ pool = ToyBlockPool(n_blocks=8, block_size=4)
 pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
 pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
 pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
-print(f"block tables: {pool.tables}; lengths {pool.lengths}; free blocks {sorted(pool.free)}")
-print(f"token 8 of A lives at (block, offset) {pool.slot('A', 8)}; token 2 of B at {pool.slot('B', 2)}")
+print(f"таблицы блоков: {pool.tables}; длины {pool.lengths}; свободные блоки {sorted(pool.free)}")
+print(f"токен 8 из A лежит в (блок, смещение) {pool.slot('A', 8)}; токен 2 из B\xa0— в {pool.slot('B', 2)}")
 if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
     raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
 wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
@@ -4088,10 +4675,11 @@ expect("a sequence grows into its partly filled block first", (grow.tables, grow
 huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
 huge_pool.append("H", 20)
 expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
+print(f"после завершения B запрос C переиспользует его блок: {pool.tables}; неиспользованные ячейки в частично "
+      f"заполненных блоках: {wasted}. Страничный кэш: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
+# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
 expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
 expect_raises(ValueError, small_pool.slot, "E", -1, match="position")
@@ -4170,10 +4758,10 @@ self_test_answers = {
     "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
+    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
+print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4192,11 +4780,10 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
 
 # %%
-print(f"reference schema version {REFERENCE.value('schema_version')}")
-checked = REFERENCE.assert_all_used()
-print(f"{checked} reference values of {REFERENCE_SOURCE} were used or checked, none left unused.")
+print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+report_references(globals())
 exercise_summary(globals())
-report_section("Module 5.1", globals())
+report_section("Модуль 5.1", globals())
 
 # %% [markdown]
 # ## Словарь терминов

@@ -23,7 +23,7 @@
 # упражнения пройденные, не пройденные и не начатые.
 
 # %% tags=["hide-input"]
-# @title Setup 1 of 5: install only the allow-listed packages that are missing, and report the versions.
+# @title Подготовка 1 из 5: установить только недостающие пакеты из разрешённого списка и сообщить версии.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -114,7 +114,7 @@ gc.freeze()  # the objects imported so far (torch's are many) are never garbage:
 
 
 # %% tags=["hide-input"]
-# @title Setup 3 of 5: the frozen reference metrics, verified against their SHA-256 before any use.
+# @title Подготовка 3 из 5: зафиксированные эталонные метрики, сверенные со своим SHA-256 до любого использования.
 # builder:begin inline ReferenceChecksumError
 class ReferenceChecksumError(RuntimeError):
     """Embedded reference text whose SHA-256 differs from the digest recorded beside it."""
@@ -298,10 +298,10 @@ REFERENCE_JSON = r"""{
 # builder:end sha256=5310261b8a55a3a4701e70028459708e3c94ee574b4131c26c44909b7fcec62a
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
-print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
+print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
 
 # %% tags=["hide-input"]
-# @title Setup 4 of 5: argument checks, the bad-input helper, the figure style and the exercise runner.
+# @title Подготовка 4 из 5: проверки аргументов, помощник для неверных входов, стиль рисунков и запуск упражнений.
 # builder:begin inline ALLOCATION_BUDGET_BYTES
 # The most memory one call of a notebook function may ask for (Colab's free runtime has about 12 GB in all):
 # a size that would need more is refused, before anything is allocated, by require_budget.
@@ -658,22 +658,561 @@ expect_raises(ValueError, check_stated, "pi", math.pi, 3.0, -1, match="digits")
 check_stated("pi rounded to 0 places", math.pi, 3, 0)  # digits = 0 is the smallest allowed
 print("helpers ready; figures use the course style, labels in", LANGUAGE)
 
-
 # %% tags=["hide-input"]
-# @title Setup 5 of 5: the judges. Each exercise below is followed by one call that runs its contract check.
+# @title Подготовка 5 из 5: судьи. За каждым упражнением ниже идёт один вызов, запускающий его контрактную проверку.
+# builder:begin inline MESSAGES
+MESSAGES = {
+    # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
+    "Exercise": "Exercise",
+    "Module": "Module",
+    # check_exercise
+    "pass": "{label}: PASS, every contract property of {name} holds",
+    "reference in place": "{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.",
+    "not attempted, reference": "{label}: not attempted yet; later cells use the reference solution",
+    "not attempted, waiting": "{label}: not attempted yet; the cells that need {name} wait for it",
+    "waits for": "{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again",
+    "your frames": "Your code raised {error} here (the course's frames are left out):",
+    "crash property": "the contract check runs to the end on this implementation",
+    "crash input": "{label}'s contract inputs",
+    "crash expected": "a result the contract can judge",
+    "crash hint": "the traceback above this message shows the line of {name} that raised",
+    "failed reason": "{name} failed '{property}'",
+    "crash reason": "{name} broke its contract check ({error})",
+    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                         "{call} prints the solution; fix your cell, then run it and this one again."),
+    "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
+    # a contract violation and a failed notebook check
+    "violation": "contract property '{property}' failed",
+    "on input": "on input",
+    "expected": "expected",
+    "actual": "actual",
+    "usual cause": "usual cause",
+    "to go on": "to go on",
+    "check failed": "check failed: {claim}",
+    "a true value": "a true value",
+    "numbers of shape": "numbers of shape {shape}",
+    "shape": "shape {shape}",
+    "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
+    "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
+    "not finite": "not finite (NaN or infinity)",
+    # report_section and exercise_summary
+    "section pass": "{section}: PASS",
+    "section waits": "{section}: not judged yet; some cells wait for {labels}",
+    "section on reference": "{section}: the checks hold, but with the reference solution standing in for {labels}: not a pass of your own code yet",
+    "and more": "{labels} and {count} more",
+    "none": "none",
+    "summary passed": "Exercises passed with your own code: {labels}",
+    "summary failed": "Exercises failed: {labels}",
+    "summary not attempted": "Exercises not attempted: {labels}",
+    "summary first failure": "First failing check: the check cell of {label} ({reason}); fix that exercise first",
+    "references used": "All {count} reference values of {source} were used or checked by a cell.",
+    "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
+                           "cells that wait for {labels}"),
+    # the graded edition's waiting cells
+    "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+}
+# builder:end sha256=62213a6662452236621970f4e5ace504abfc79689047bbcc0fd4fbb6051aa68c
+MESSAGES.update({
+    "Exercise": "Упражнение",
+    "Module": "Модуль",
+    "pass": "{label}: ПРОЙДЕНО, все свойства контракта {name} выполняются",
+    "reference in place": "{label}: на месте эталонное решение {name}, а не ваше. Исправьте свою ячейку, запустите её, затем запустите эту.",
+    "not attempted, reference": "{label}: ещё не начато; следующие ячейки используют эталонное решение",
+    "not attempted, waiting": "{label}: ещё не начато; ячейки, которым нужна {name}, ждут её",
+    "waits for": "{label}: ждёт {waited}, которое использует {name}; сначала закончите {waited}, затем запустите эту ячейку снова",
+    "your frames": "Ваш код вызвал {error} здесь (кадры курса опущены):",
+    "crash property": "контрактная проверка доходит до конца на этой реализации",
+    "crash input": "входы контракта: {label}",
+    "crash expected": "результат, который контракт может оценить",
+    "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
+    "failed reason": "{name} нарушает «{property}»",
+    "crash reason": "{name} прервала свою контрактную проверку ({error})",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите «Среда выполнения → Выполнить после» (Colab) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
+    "violation": "свойство контракта «{property}» не выполнено",
+    "on input": "на входе",
+    "expected": "ожидалось",
+    "actual": "получено",
+    "usual cause": "обычная причина",
+    "to go on": "что дальше",
+    "check failed": "проверка не прошла: {claim}",
+    "a true value": "истинное значение",
+    "numbers of shape": "числа формы {shape}",
+    "shape": "форма {shape}",
+    "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
+    "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
+    "not finite": "не конечна (NaN или бесконечность)",
+    "section pass": "{section}: ПРОЙДЕНО",
+    "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
+    "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
+    "and more": "{labels} и ещё {count}",
+    "none": "нет",
+    "summary passed": "Упражнения, пройденные вашим собственным кодом: {labels}",
+    "summary failed": "Упражнения с ошибкой: {labels}",
+    "summary not attempted": "Упражнения, которые ещё не начаты: {labels}",
+    "summary first failure": "Первая непройденная проверка: ячейка проверки ({label}: {reason}); сначала исправьте это упражнение",
+    "references used": "Все {count} эталонных значений из {source} использованы или проверены ячейками.",
+    "references waiting": "Использованы или проверены {used} из {count} эталонных значений из {source}; остальные {left} ждут вместе с ячейками, которые ждут: {labels}",
+    "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
+    "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
+    "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT": "работает на 2-D q, k, v, но не на пакетных: k.T переворачивает все оси пакетного тензора (устарело для размерности больше 2-D), так что (B, H, T, d) становится (d, T, H, B); транспонируйте две последние оси через k.transpose(-2, -1) или k.mT",
+    "a result with tensor attributes .output and .weights": "результат с тензорными атрибутами .output и .weights",
+    "return AttentionResult(output=..., weights=..., scores=..., empty_rows=...)": "верните AttentionResult(output=..., weights=..., scores=..., empty_rows=...)",
+    "divide the scores by sqrt(d_k), take softmax over the key axis (the last one), and set masked scores to -inf before the softmax": "разделите оценки на sqrt(d_k), возьмите softmax по оси ключей (последней) и до softmax поставьте -inf в замаскированные оценки",
+    "the scores were divided by d_k; divide by sqrt(d_k)": "оценки разделены на d_k; делите на sqrt(d_k)",
+    "the scores were not scaled; divide q @ k^T by sqrt(d_k)": "оценки не масштабированы; разделите q @ k^T на sqrt(d_k)",
+    "the softmax normalised over the query axis (dim=-2); each query's weights must sum to 1 over the keys (dim=-1)": "softmax нормирован по оси запросов (dim=-2); веса каждого запроса должны давать в сумме 1 по ключам (dim=-1)",
+    "the mask was ignored: blocked keys still got weight; set their scores to -inf before the softmax": "маска проигнорирована: закрытые ключи всё ещё получили вес; поставьте их оценкам -inf до softmax",
+    "the mask was applied after the softmax: zeroing weights leaves rows that do not sum to 1; mask the scores instead": "маска применена после softmax: обнуление весов оставляет строки, сумма которых не равна 1; маскируйте оценки",
+    "attention weights: every row sums to 1": "веса внимания: каждая строка в сумме даёт 1",
+    "softmax normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "attention weights: masked keys get exactly 0": "веса внимания: замаскированные ключи получают ровно 0",
+    "the mask was applied after the softmax, or True was read as 'blocked' instead of 'allowed'": "маска применена после softmax, или True прочитано как «закрыто» вместо «разрешено»",
+    "scores are q.k / sqrt(d_k) at every allowed entry": "оценки равны q.k / sqrt(d_k) в каждой разрешённой позиции",
+    "return the scaled scores (before the softmax), not the weights or the unscaled dot products": "верните масштабированные оценки (до softmax), а не веса и не немасштабированные скалярные произведения",
+    "a detach(), an in-place edit or a non-differentiable step (argmax, .item()) inside the attention": "detach(), изменение на месте или недифференцируемый шаг (argmax, .item()) внутри внимания",
+    "gradients flow from the output to q, k and v": "градиенты проходят от выхода к q, k и v",
+    "an output that requires grad": "выход, который требует градиента",
+    "an output cut off from the autograd graph": "выход, отрезанный от графа autograd",
+    "a batch axis carried only by V broadcasts with its mask": "пакетная ось, которая есть только у V, транслируется вместе со своей маской",
+    "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]": "q[1,2,1], k[1,3,1], v[2,3,1], mask[2,2,3]",
+    "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, per-batch mask[2,2,3]": "q[1,2,1]=0, k[1,3,1]=0, v[2,3,1]=1..6, маска по пакетам mask[2,2,3]",
+    "the batch shape was taken from q and k only; broadcast q, k, v and the mask to their joint batch shape": "форма пакета взята только из q и k; транслируйте q, k, v и маску к их общей форме пакета",
+    "a fully masked row raises ValueError by default": "полностью замаскированная строка по умолчанию вызывает ValueError",
+    ", row 1 fully masked": ", строка 1 полностью замаскирована",
+    "softmax over an all -inf row gives NaN; detect empty rows before it": "softmax по строке из одних -inf даёт NaN; находите пустые строки до него",
+    "empty_row='zero' gives a zero output row": "empty_row='zero' даёт нулевую строку выхода",
+    "the empty row was filled with NaN or with a uniform average": "пустая строка заполнена NaN или равномерным средним",
+    ", row 1 fully masked, empty_row='zero'": ", строка 1 полностью замаскирована, empty_row='zero'",
+    "NaN or infinity in the gradient": "NaN или бесконечность в градиенте",
+    "exp(-inf - -inf) = NaN inside the backward pass; use a safe max of 0 for empty rows": "exp(-inf - -inf) = NaN внутри обратного прохода; для пустых строк берите безопасный максимум 0",
+    "an empty row passes no gradient to its query": "пустая строка не передаёт градиента своему запросу",
+    "the empty row still received weights before being zeroed": "пустая строка всё равно получила веса до обнуления",
+    "empty_rows flags exactly the fully masked query rows": "empty_rows отмечает ровно полностью замаскированные строки запросов",
+    "empty_rows = ~allowed.any(dim=-1), taken after broadcasting the mask to the scores' shape": "empty_rows = ~allowed.any(dim=-1), вычисленное после трансляции маски к форме оценок",
+    "cached queries keep their absolute positions": "закэшированные запросы сохраняют абсолютные позиции",
+    "queries 3..4 against 5 keys": "запросы 3..4 против 5 ключей",
+    "5 tokens, queries 3..4 against all 5 cached keys": "5 токенов, запросы 3..4 против всех 5 закэшированных ключей",
+    "the causal mask for cached queries was built from local positions 0..1": "каузальная маска для закэшированных запросов построена по локальным позициям 0..1",
+    "a local-position mask changes cached outputs": "маска по локальным позициям меняет закэшированные выходы",
+    "5 tokens, queries 3..4 with a top-left triangle": "5 токенов, запросы 3..4 с треугольником от левого верхнего угла",
+    "a visible difference (> 1e-3)": "заметная разница (> 1e-3)",
+    "the implementation ignored the mask it was given": "реализация проигнорировала переданную маску",
+    "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
+    "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
+    "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "a sequence of probabilities": "последовательность вероятностей",
+    "return a list of floats, one per token": "верните список чисел float, по одному на токен",
+    ": one probability per token": ": по одной вероятности на токен",
+    "return a probability for every token id, with 0.0 for the ones a filter removed": "верните вероятность для каждого id токена, с 0,0 для отброшенных фильтром",
+    ": finite, non-negative probabilities": ": конечные неотрицательные вероятности",
+    "finite values >= 0": "конечные значения >= 0",
+    "subtract the largest logit before exp() so large logits cannot overflow": "вычтите наибольший логит до exp(), чтобы большие логиты не переполнялись",
+    ": probabilities sum to 1": ": вероятности в сумме дают 1",
+    "renormalise over the kept tokens after filtering; a temperature applied after the softmax also breaks the sum": "после фильтрации перенормируйте по оставшимся токенам; температура, применённая после softmax, тоже ломает сумму",
+    "softmax(logits): exp(z - max z) / sum": "softmax(logits): exp(z - max z) / сумма",
+    "temperature 1 is the plain softmax": "температура 1\xa0— это обычный softmax",
+    "temperature divides the logits before the softmax": "температура делит логиты до softmax",
+    "divide the logits by the temperature, then take the softmax": "разделите логиты на температуру, затем возьмите softmax",
+    "the temperature was ignored or applied to the probabilities after the softmax": "температура проигнорирована или применена к вероятностям после softmax",
+    "the logits were multiplied by the temperature instead of divided": "логиты умножены на температуру вместо деления",
+    "a temperature below 1 sharpens": "температура ниже 1 заостряет распределение",
+    "top_k keeps exactly the k most likely tokens": "top_k оставляет ровно k самых вероятных токенов",
+    "sort by logit (largest first), keep the first k, renormalise": "отсортируйте по логиту (сначала наибольшие), оставьте первые k, перенормируйте",
+    "off by one: top_k=2 kept three tokens": "ошибка на единицу: top_k=2 оставил три токена",
+    "off by one: top_k=2 kept one token": "ошибка на единицу: top_k=2 оставил один токен",
+    "top_k picks the largest logits, wherever they sit": "top_k выбирает наибольшие логиты, где бы они ни стояли",
+    "rank tokens by logit, not by position in the vector": "ранжируйте токены по логиту, а не по позиции в векторе",
+    "the first k ids were kept instead of the k largest logits": "оставлены первые k id вместо k наибольших логитов",
+    "top_p keeps the token that crosses the threshold": "top_p оставляет токен, на котором сумма переходит порог",
+    "keep adding tokens (most likely first) until the kept mass reaches top_p; the token that reaches it stays": "добавляйте токены (сначала самые вероятные), пока оставленная масса не достигнет top_p; токен, на котором она достигнута, остаётся",
+    "the token that crosses the threshold was dropped: stop after adding the token whose cumulative mass reaches top_p, not before it": "токен, на котором сумма переходит порог, отброшен: останавливайтесь после добавления токена, чья накопленная масса достигает top_p, а не перед ним",
+    "top_p = 1 keeps every token": "top_p = 1 оставляет все токены",
+    "top_p=1 is no filter at all": "top_p=1 вообще не фильтрует",
+    "ties in top_p go to the lower token id": "при равенстве в top_p выигрывает меньший id токена",
+    "sort by (-logit, id) so equal logits keep their order; with mass 0.25 each, top_p=0.5 keeps ids 0 and 1": "сортируйте по (-logit, id), чтобы равные логиты сохраняли порядок; при массе 0,25 у каждого top_p=0,5 оставляет id 0 и 1",
+    "ties in top_k go to the lower token id": "при равенстве в top_k выигрывает меньший id токена",
+    "a stable sort keeps id 0 before id 1": "устойчивая сортировка оставляет id 0 перед id 1",
+    "temperature, then top_k, then top_p measured on the kept mass": "сначала температура, затем top_k, затем top_p, измеренный по оставшейся массе",
+    "apply the temperature first, then top_k, then top_p on the probabilities renormalised over the top_k survivors": "сначала примените температуру, затем top_k, затем top_p к вероятностям, перенормированным по выжившим после top_k",
+    "the temperature was applied after the filters (or not at all)": "температура применена после фильтров (или не применена вовсе)",
+    "top_p was measured on the mass of all tokens, not of the top_k survivors": "top_p измерен по массе всех токенов, а не выживших после top_k",
+    "large logits do not overflow": "большие логиты не переполняются",
+    "subtract the largest logit before exp()": "вычтите наибольший логит до exp()",
+    "EOS stops the trace and is kept": "EOS останавливает трассу и сохраняется",
+    "append the token first, then stop if it is eos_id; the EOS token belongs to the output": "сначала добавьте токен, затем остановитесь, если это eos_id; токен EOS входит в выход",
+    "the length limit stops the trace": "предел длины останавливает трассу",
+    "stop as soon as max_new_tokens tokens have been generated, even if more logits are available": "остановитесь, как только сгенерировано max_new_tokens токенов, даже если логитов больше",
+    "EOS on the last allowed step reports 'eos'": "EOS на последнем разрешённом шаге сообщает 'eos'",
+    "check for EOS before checking the length limit": "проверяйте EOS до проверки предела длины",
+    "one step emits one token": "один шаг выдаёт один токен",
+    "greedy ties go to the lower token id": "при равенстве жадный выбор берёт меньший id токена",
+    "take the first index of the maximum (max over range with a key, or argmax)": "берите первый индекс максимума (max по range с key или argmax)",
+    "greedy takes the largest logit, not the first": "жадный выбор берёт наибольший логит, а не первый",
+    "argmax over the whole score vector of each step": "argmax по всему вектору оценок на каждом шаге",
+    "return a pair: the list of token ids and 'eos' or 'length_limit'": "верните пару: список id токенов и 'eos' или 'length_limit'",
+    "greedy takes the largest logit at every step": "жадный выбор берёт наибольший логит на каждом шаге",
+    ", not a token id": ", а не id токена",
+    "take the argmax of each step's scores; an ascending sort (or argmin) takes the least likely token": "берите argmax оценок каждого шага; сортировка по возрастанию (или argmin) берёт наименее вероятный токен",
+    "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
+    "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
+    "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
+    "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
+    "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
+    "write outputs[i] for every token i": "запишите outputs[i] для каждого токена i",
+    "the state is (d_k, d_v) and (d_k,), whatever the length": "состояние имеет формы (d_k, d_v) и (d_k,) при любой длине",
+    "keep sums over tokens, not a list of tokens": "храните суммы по токенам, а не список токенов",
+    "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)": "ключи (1, 0), (0, 1), (1, 1); значения 2, 4, 6; третий запрос (1, 0)",
+    "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)": "текущие суммы после 3 токенов равны S = (20, 22) и z = (5, 5)",
+    "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise": "S прибавляет phi(k) v^T, а z прибавляет phi(k) для каждого токена, где phi(x) = x + 1 при x > 0 и e^x иначе",
+    "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself": "запрос i прочитал S и z до добавления токена i: сначала добавьте phi(k_i) v_i^T и phi(k_i), чтобы токен видел себя",
+    "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average": "разделите phi(q)^T S на phi(q)^T z; без нормировщика z выход не будет взвешенным средним",
+    "the third output is 62 / 15": "третий выход равен 62 / 15",
+    "the running sum equals the quadratic causal form": "текущая сумма равна квадратичной каузальной форме",
+    "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens": "обновите S и z токеном i ДО их чтения для запроса i (токен i видит себя) и никогда не обновляйте более поздними токенами",
+    "a later token does not change earlier outputs (causal)": "более поздний токен не меняет ранние выходы (каузальность)",
+    "random Q, K [16, 2], V [16, 5]; the last value changed": "случайные Q, K [16, 2], V [16, 5]; последнее значение изменено",
+    "build the sums as you go; the totals over all tokens let every query see the future": "стройте суммы по ходу; итоги по всем токенам позволяют каждому запросу видеть будущее",
+    "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)": "шаги (a, b) = (0,5; 1), (0,5; 0), (0,5; 0), (0,5; 2)",
+    "valid steps give (states, rounds)": "допустимые шаги дают (states, rounds)",
+    "return the states and the number of rounds": "верните состояния и число раундов",
+    "rounds is a whole number": "rounds\xa0— целое число",
+    "count the rounds with an int counter": "считайте раунды целочисленным счётчиком",
+    "the states equal the loop 1, 0.5, 0.25, 2.125": "состояния равны результатам цикла 1; 0,5; 0,25; 2,125",
+    "merge (a1, b1) then (a2, b2) into (a1 a2, a2 b1 + b2); use the old a on both right-hand sides": "слейте (a1, b1), затем (a2, b2) в (a1 a2, a2 b1 + b2); в обеих правых частях используйте старое a",
+    "4 steps take log2(4) = 2 rounds": "4 шага занимают log2(4) = 2 раунда",
+    "double the merge distance each round": "удваивайте расстояние слияния каждый раунд",
+    "every state equals the sequential loop": "каждое состояние равно последовательному циклу",
+    "before the start the step is the do-nothing map (1, 0); combine with the step 2^r places earlier in round r": "до начала шаг\xa0— тождественное отображение (1, 0); в раунде r объединяйте со шагом на 2^r позиций раньше",
+    "T steps take ceil(log2 T) rounds": "T шагов занимают ceil(log2 T) раундов",
+    "one round per doubling of the merge distance, stopping when the distance reaches T": "один раунд на каждое удвоение расстояния слияния, остановка, когда расстояние достигает T",
+    "the inputs are left unchanged": "входы остаются неизменными",
+    "a and b as passed in": "a и b такими, как переданы",
+    "they were modified in place": "они изменены на месте",
+    "work on copies (np.array(a, dtype=float))": "работайте с копиями (np.array(a, dtype=float))",
+    "2 heads, 3 queries at positions 3..5 over 6 cached latents (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7": "2 головы, 3 запроса на позициях 3..5 по 6 закэшированным латентным векторам (d_c=4), d_nope=5, d_rope=2, d_v=3, d_model=7",
+    "absorbed attention equals expanded attention (position branch zero)": "внимание с поглощением равно развёрнутому вниманию (позиционная ветвь нулевая)",
+    ", q_rope = k_rope = 0": ", q_rope = k_rope = 0",
+    "score the latent with q W_uk^T (shape (T_q, d_c)), mix latents with the weights, then apply W_uv and W_o per head and sum the heads; scale by sqrt(d_nope + d_rope), the full key width": "оцените латентный вектор через q W_uk^T (форма (T_q, d_c)), смешайте латентные векторы весами, затем примените W_uv и W_o для каждой головы и сложите головы; масштабируйте на sqrt(d_nope + d_rope), полную размерность ключа",
+    "the scores were scaled by sqrt(d_nope); a key is d_nope + d_rope wide, so scale by sqrt(d_nope + d_rope)": "оценки масштабированы на sqrt(d_nope); ключ имеет размерность d_nope + d_rope, так что масштабируйте на sqrt(d_nope + d_rope)",
+    "the RoPE branch q_rope . k_rope is added to the latent scores": "ветвь RoPE q_rope . k_rope прибавляется к латентным оценкам",
+    "latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, so add q_rope @ k_rope^T to the absorbed scores before the softmax": "поглощение латентного вектора, забывшее ветвь RoPE: позиция живёт только в маленьком отделённом ключе, поэтому прибавьте q_rope @ k_rope^T к поглощённым оценкам до softmax",
+    "mask=None attends to every cached latent": "mask=None позволяет читать каждый закэшированный латентный вектор",
+    "treat a missing mask as all zeros": "считайте отсутствующую маску нулевой",
+    "mismatched RoPE widths are rejected": "несовпадающие размерности RoPE отвергаются",
+    ", q_rope width 1 against k_rope width 2": ", размерность q_rope 1 против размерности k_rope 2",
+    "keep the shape checks at the top of the function": "оставьте проверки форм в начале функции",
+    "K with a large first channel, V with a large first token, 4 bits": "K с большим первым каналом, V с большим первым токеном, 4 бита",
+    "valid K, V and bits give (K_hat, V_hat)": "допустимые K, V и bits дают (K_hat, V_hat)",
+    "return the two read-back arrays": "верните два прочитанных обратно массива",
+    "keys get one scale per channel, so a large channel leaves the small ones readable": "ключи получают по масштабу на канал, так что большой канал оставляет малые читаемыми",
+    "keys share a scale over the tokens: np.abs(K).max(axis=0) (one per channel), not axis=1 (one per token)": "ключи делят масштаб по токенам: np.abs(K).max(axis=0) (один на канал), а не axis=1 (один на токен)",
+    "values get one scale per token, so a large token leaves the others readable": "значения получают по масштабу на токен, так что большой токен оставляет остальные читаемыми",
+    "values share a scale over the channels: np.abs(V).max(axis=1) (one per token), not axis=0": "значения делят масштаб по каналам: np.abs(V).max(axis=1) (один на токен), а не axis=0",
+    "keys per channel, values per token, at any size and bit width": "ключи по каналам, значения по токенам, при любом размере и разрядности",
+    "top code 2**(bits - 1) - 1, scale = largest magnitude of the group / top code, round(x / scale) * scale": "верхний код 2**(bits - 1) - 1, масштаб = наибольший модуль группы / верхний код, round(x / scale) * scale",
+    "an all-zero K and V": "полностью нулевые K и V",
+    "an all-zero group reads back as zeros, not NaN": "полностью нулевая группа читается обратно как нули, а не NaN",
+    "a group whose largest magnitude is 0 needs any nonzero scale (1.0), or 0 / 0 gives NaN": "группе, у которой наибольший модуль равен 0, нужен любой ненулевой масштаб (1,0), иначе 0 / 0 даёт NaN",
+    "the marked 7 of the recall task: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1": "помеченная 7 из задачи на воспроизведение: h = 0, x = 7, delta = softplus(5), a = -1, b = c = 1",
+    "a valid step gives (h_new, y)": "допустимый шаг даёт (h_new, y)",
+    "return the new state and the output": "верните новое состояние и выход",
+    "the marked token writes almost all of itself: h_new = 0.9933 x 7": "помеченный токен записывает почти всего себя: h_new = 0,9933 x 7",
+    "discretise with the zero-order hold: keep = exp(delta * a), write = (keep - 1) / a * b, not delta * b": "дискретизуйте фиксацией нулевого порядка: keep = exp(delta * a), write = (keep - 1) / a * b, а не delta * b",
+    "an ordinary token after it: h = 6.953, x = 0.4, delta = softplus(-5)": "обычный токен после него: h = 6,953, x = 0,4, delta = softplus(-5)",
+    "an ordinary token keeps 0.9933 of the state": "обычный токен сохраняет 0,9933 состояния",
+    "keep = exp(delta * a) multiplies the OLD state; the output reads the NEW state": "keep = exp(delta * a) умножает СТАРОЕ состояние; выход читает НОВОЕ состояние",
+    "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
+    "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
+    "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "layer_windows needs one entry per layer (None = full attention, int = window)": "layer_windows нужна одна запись на слой (None = полное внимание, int = окно)",
+    "n_sink only matters with a window (without one every earlier key is visible); pass window=...": "n_sink имеет смысл только с окном (без него видны все более ранние ключи); передайте window=...",
+    "mask is additive (0.0 = allowed, -inf = blocked); convert a boolean mask with additive_mask(allowed)": "маска аддитивная (0,0 = можно, -inf = закрыто); булеву маску переведите через additive_mask(allowed)",
+    "mask may hold finite biases and -inf, but not NaN or +inf": "маска может содержать конечные смещения и -inf, но не NaN и не +inf",
+    "Q @ K^T overflowed; rescale Q and K (or compute in float64)": "Q @ K^T переполнилось; уменьшите масштаб Q и K (или считайте в float64)",
+    "adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)": "прибавление конечного смещения маски переполнило оценку; возьмите смещение поменьше (или -inf, чтобы закрыть)",
+    "none (a leaf value)": "нет (листовое значение)",
+    "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
+    "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
+    "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
+    "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
+    "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
+    "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
+    "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
+    "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
+    "reshaping straight to (B, H, T, d) mixes tokens; reshape to (B, T, H, d) first, then transpose(1, 2)": "reshape сразу в (B, H, T, d) перемешивает токены; сначала reshape в (B, T, H, d), затем transpose(1, 2)",
+    "view the last axis as (H, d_head) (head-major), then swap the token and head axes": "рассматривайте последнюю ось как (H, d_head) (сначала головы), затем поменяйте местами оси токенов и голов",
+    "x of shape (7, 6) with no batch axis, n_heads=3": "x формы (7, 6) без пакетной оси, n_heads=3",
+    "leading axes are kept as they are": "ведущие оси сохраняются как есть",
+    "shape (3, 7, 2)": "форма (3, 7, 2)",
+    "index the axes from the end (-1, -2) so any number of leading axes works": "индексируйте оси с конца (-1, -2), чтобы работало любое число ведущих осей",
+    "merging undoes the split: token t gets head 0's features, then head 1's, ...": "слияние отменяет разбиение: токен t получает признаки головы 0, затем головы 1, ...",
+    "shape (B, H, T, d) -> (B, T, H*d)": "форма (B, H, T, d) -> (B, T, H*d)",
+    "move the head axis behind the token axis, then flatten the last two axes": "переставьте ось голов за ось токенов, затем сплющьте две последние оси",
+    "the heads were merged without moving the head axis back: transpose(-3, -2) before flattening": "головы слиты без возврата оси голов на место: transpose(-3, -2) до сплющивания",
+    "the wrong axes were transposed: swap heads and tokens (-3, -2), not tokens and features": "транспонированы не те оси: меняйте местами головы и токены (-3, -2), а не токены и признаки",
+    "transpose(-3, -2) gives (..., T, H, d); then flatten(-2) or reshape(..., T, H*d)": "transpose(-3, -2) даёт (..., T, H, d); затем flatten(-2) или reshape(..., T, H*d)",
+    "the exercise is the class MultiHeadSelfAttention; keep its __init__": "упражнение\xa0— класс MultiHeadSelfAttention; сохраните его __init__",
+    "the layer keeps q_proj, k_proj, v_proj and out_proj": "слой сохраняет q_proj, k_proj, v_proj и out_proj",
+    "keep the four projections built in __init__": "сохраните четыре проекции, построенные в __init__",
+    "the output equals an independent multi-head attention built from the layer's weights": "выход равен независимому многоголовому вниманию, построенному из весов слоя",
+    "output shape (B, T, d_model)": "форма выхода (B, T, d_model)",
+    "merge the heads back to (B, T, H*d) and apply out_proj": "слейте головы обратно в (B, T, H*d) и примените out_proj",
+    "project, split into heads, repeat each K/V head for its group, attend with the causal mask, merge, out_proj": "проекция, разбиение на головы, повтор каждой KV-головы для её группы, внимание с каузальной маской, слияние, out_proj",
+    "the causal mask was not applied: with causal=True a token may not read later tokens": "каузальная маска не применена: при causal=True токен не может читать более поздние токены",
+    "K/V heads were tiled (kv0, kv1, kv0, kv1); consecutive query heads share one: repeat_interleave": "KV-головы размножены через tile (kv0, kv1, kv0, kv1); соседние головы запросов делят одну: repeat_interleave",
+    "the merged heads were returned without the output projection out_proj": "слитые головы возвращены без выходной проекции out_proj",
+    "the heads were merged without moving the head axis back: reshaping (B, H, T, d) straight to (B, T, H*d) mixes tokens and heads; use merge_heads (transpose, then flatten)": "головы слиты без возврата оси голов на место: reshape (B, H, T, d) сразу в (B, T, H*d) перемешивает токены и головы; используйте merge_heads (transpose, затем flatten)",
+    "return_weights=True returns (output, weights)": "return_weights=True возвращает (output, weights)",
+    "return (output, result.weights) when return_weights is set: one weight matrix per query head": "при заданном return_weights верните (output, result.weights): одна матрица весов на голову запросов",
+    ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
+    "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
+    "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
+    "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
+    "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
+    "multiply by bytes_per_value instead of assuming 2 bytes": "умножайте на bytes_per_value, а не считайте, что это 2 байта",
+    "a windowed layer keeps min(context, window) tokens": "слой с окном хранит min(context, window) токенов",
+    "a short context does not fill the window: keep min(context, window) tokens, not window": "короткий контекст не заполняет окно: храните min(context, window) токенов, а не window",
+    "a windowed layer stops growing at its window": "слой с окном перестаёт расти на размере окна",
+    "beyond the window the oldest tokens are evicted: keep window tokens, not context": "за пределами окна старейшие токены вытесняются: храните window токенов, а не context",
+    "each layer is sized by its own entry (gpt-oss: even layers windowed)": "размер каждого слоя задаёт его собственная запись (gpt-oss: чётные слои с окном)",
+    "sum over the layers; do not apply one layer's window to every layer": "суммируйте по слоям; не применяйте окно одного слоя ко всем слоям",
+    "mixed layers add up": "смешанные слои складываются",
+    "sum over the layers; a window larger than the context keeps the whole context": "суммируйте по слоям; окно больше контекста хранит весь контекст",
+    "the size is an exact integer number of bytes": "размер\xa0— точное целое число байтов",
+    "use integer arithmetic (// not /); floats lose bytes above 2**53": "используйте целочисленную арифметику (// а не /); числа float теряют байты выше 2**53",
+    "invalid sizes are rejected with TypeError or ValueError": "недопустимые размеры отвергаются с TypeError или ValueError",
+    "an error naming the argument": "ошибка, называющая аргумент",
+    "any window of at least 1 is accepted": "принимается любое окно не меньше 1",
+    "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them": "окно длиннее последовательности просто никогда не заполняется: выделяйте min(window, T) ячеек, а не `window`",
+    "the buffer never holds more than `window` keys": "буфер никогда не хранит больше `window` ключей",
+    "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after": "кольцевой буфер, который хранит window + 1 ключей: перезаписывайте ячейку t % window до внимания, а не после",
+    "each token attends to exactly the last `window` tokens, itself included": "каждый токен обращает внимание ровно на последние `window` токенов, включая себя",
+    "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window": "когда токен t обращает внимание, буфер должен хранить токены t - window + 1 .. t; ячейка = t % window",
+    "a window of 1 returns each token's own value": "окно из 1 возвращает собственное значение каждого токена",
+    "with one slot the only key is the token itself, whose weight is 1": "при одной ячейке единственный ключ\xa0— сам токен, и его вес равен 1",
+    "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
+    "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
+    "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "valid sizes give a mask": "допустимые размеры дают маску",
+    "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
+    "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
+    "build the mask from query positions (rows) against key positions (columns)": "стройте маску из позиций запросов (строки) против позиций ключей (столбцы)",
+    "the mask is additive: floats that are added to the scores": "маска аддитивная: числа float, которые прибавляются к оценкам",
+    "a float array of 0.0 and -inf": "массив float из 0,0 и -inf",
+    "a boolean mask was returned; convert with np.where(allowed, 0.0, -np.inf)": "возвращена булева маска; преобразуйте её через np.where(allowed, 0,0, -np.inf)",
+    "every entry is exactly 0.0 (allowed) or -inf (blocked)": "каждый элемент равен ровно 0,0 (разрешено) или -inf (закрыто)",
+    "only 0.0 and -inf": "только 0,0 и -inf",
+    "a blocked entry must be -inf (not a large negative number, not 1) so its softmax weight is exactly 0": "закрытый элемент должен быть -inf (не большим отрицательным числом и не 1), чтобы его вес softmax был ровно 0",
+    "no query reads a future key (causal)": "ни один запрос не читает будущий ключ (каузальность)",
+    "-inf above the diagonal": "-inf над диагональю",
+    "compare key <= query, not key < query + 1 on the wrong axis; rows are queries": "сравнивайте key <= query, а не key < query + 1 по неверной оси; строки\xa0— это запросы",
+    "every query reads its own key": "каждый запрос читает собственный ключ",
+    "0.0 on the diagonal": "0,0 на диагонали",
+    "the comparison excluded the diagonal (key < query instead of key <= query)": "сравнение исключило диагональ (key < query вместо key <= query)",
+    "the window keeps exactly `window` recent keys, the query's own included": "окно оставляет ровно `window` недавних ключей, включая ключ самого запроса",
+    "off by one: keep query - key < window (not <= window), which counts the query itself": "ошибка на единицу: оставляйте query - key < window (а не <= window), что учитывает и сам запрос",
+    "the first n_sink keys stay visible to every later query; nothing else outside the window": "первые n_sink ключей остаются видимыми каждому более позднему запросу; больше ничего вне окна",
+    "sinks are keys j < n_sink, still only for j <= i; a window without sinks drops everything older than window - 1": "стоки\xa0— это ключи j < n_sink, по-прежнему только при j <= i; окно без стоков отбрасывает всё старше window - 1",
+    "Q, K [2 heads, 5 tokens, d_k=4], V [2, 5, 3], float64": "Q, K [2 головы, 5 токенов, d_k=4], V [2, 5, 3], float64",
+    "return_weights=True also returns the token weights [..., T_q, T_k]": "return_weights=True возвращает ещё и веса токенов [..., T_q, T_k]",
+    "return (output, weights), the weights without the sink's column": "верните (output, weights), веса без столбца стока",
+    "output equals softmax(Q K^T / sqrt(d_k)) V": "выход равен softmax(Q K^T / sqrt(d_k)) V",
+    "divide the scores by sqrt(d_k) (not d_k), and take the softmax over the key axis (the last one)": "разделите оценки на sqrt(d_k) (а не на d_k) и возьмите softmax по оси ключей (последней)",
+    "without a sink every row of weights sums to 1": "без стока каждая строка весов в сумме даёт 1",
+    "the softmax was normalised over the query axis instead of the key axis": "softmax нормирован по оси запросов вместо оси ключей",
+    "a finite mask entry is added to the score, -inf blocks the key": "конечный элемент маски прибавляется к оценке, -inf закрывает ключ",
+    ", causal mask with finite biases": ", каузальная маска с конечными смещениями",
+    "add the mask to the scaled scores before the softmax (do not multiply, do not apply it after)": "прибавьте маску к масштабированным оценкам до softmax (не умножайте и не применяйте после)",
+    "a sink is an extra logit whose value vector is zero": "сток\xa0— это дополнительный логит с нулевым вектором значения",
+    "the sink joins the denominator only: adding exp(sink) to the numerator, or adding the sink to every score (which softmax ignores), gives a different output": "сток входит только в знаменатель: прибавление exp(sink) к числителю или прибавление стока к каждой оценке (которое softmax игнорирует) даёт другой выход",
+    "with a sink the token weights sum to 1 minus the sink's share": "со стоком веса токенов в сумме дают 1 минус долю стока",
+    "return the token weights, without the sink's column": "верните веса токенов без столбца стока",
+    "each query head uses its own sink logit": "каждая голова запросов использует свой логит стока",
+    ", causal, sink shape (2, 1, 1) = [-2, 3]": ", каузальная, форма стока (2, 1, 1) = [-2, 3]",
+    "broadcast the sink to [..., T_q, 1]; do not use one head's sink (or their mean) for every head": "транслируйте сток к [..., T_q, 1]; не используйте сток одной головы (или их среднее) для всех голов",
+    "a common shift of every score and the sink changes nothing": "общий сдвиг всех оценок и стока ничего не меняет",
+    ", mask + 2 and sink + 2": ", mask + 2 и sink + 2",
+    "the sink must be compared with the scores inside one softmax, not normalised separately": "сток нужно сравнивать с оценками внутри одного softmax, а не нормировать отдельно",
+    "large scores and a large sink stay finite": "большие оценки и большой сток остаются конечными",
+    ", Q and K scaled by 40, sink=900": ", Q и K умножены на 40, sink=900",
+    "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN": "вычитайте максимум строки по токенам И стоку до exp, иначе exp переполнится до inf и NaN",
+    ", row 2 fully masked": ", строка 2 полностью замаскирована",
+    "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it": "softmax по строке из -inf\xa0— это 0/0 = NaN; находите строки без разрешённого ключа до него",
+    "empty_row='zero' gives an exact zero row": "empty_row='zero' даёт точно нулевую строку",
+    "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0": "NaN в полностью замаскированной строке: для пустых строк берите безопасный максимум 0 и делите только там, где сумма > 0",
+    "empty_row='zero' leaves the other rows unchanged": "empty_row='zero' оставляет остальные строки без изменений",
+    "the zero policy must act on the empty rows only": "нулевая политика должна действовать только на пустые строки",
+    "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
+    ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
+    "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
+    ": same shape as x": ": та же форма, что у x",
+    "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
+    "subtract the mean of the last axis, divide by sqrt(biased variance + eps), then scale and shift": "вычтите среднее по последней оси, разделите на sqrt(смещённая дисперсия + eps), затем масштабируйте и сдвиньте",
+    "the variance is unbiased (divides by n - 1); LayerNorm uses the biased one (n): var(unbiased=False)": "дисперсия несмещённая (делится на n - 1); LayerNorm использует смещённую (n): var(unbiased=False)",
+    "normalised over the wrong axis: LayerNorm averages over the features of each token, the last axis": "нормировано не по той оси: LayerNorm усредняет по признакам каждого токена, по последней оси",
+    "eps goes inside the square root: sqrt(variance + eps), not sqrt(variance) + eps": "eps стоит под корнем: sqrt(variance + eps), а не sqrt(variance) + eps",
+    "weight and bias were ignored: return normalised * weight + bias": "weight и bias проигнорированы: верните normalised * weight + bias",
+    "weight and bias are swapped: the weight multiplies, the bias adds": "weight и bias перепутаны: weight умножает, bias прибавляет",
+    "each row has mean 0 and biased variance 1": "у каждой строки среднее 0 и смещённая дисперсия 1",
+    "eps sits inside the square root": "eps стоит под квадратным корнем",
+    "weight scales and bias shifts each feature": "weight масштабирует, а bias сдвигает каждый признак",
+    ", eps=1e-5, weight and bias of length 5": ", eps=1e-5, weight и bias длины 5",
+    ", eps=1e-5 with weight and bias": ", eps=1e-5 с weight и bias",
+    "compare your mean, variance and eps with F.layer_norm's definition": "сравните своё среднее, дисперсию и eps с определением F.layer_norm",
+    "gradients flow through layer_norm": "градиенты проходят через layer_norm",
+    "an output detached from x": "выход, отсоединённый от x",
+    "no .detach(), .item(), numpy round trip or in-place edit of the input": "без .detach(), .item(), перехода через numpy и изменения входа на месте",
+    "the mean or variance was detached, so the gradient misses their dependence on x": "среднее или дисперсия отсоединены, поэтому градиент теряет их зависимость от x",
+    "a constant token maps to zeros": "постоянный токен переходит в нули",
+    "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
+    "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
+    ": shape is (length, d_model)": ": форма равна (length, d_model)",
+    "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
+    "sine and cosine are swapped: sine goes on the even coordinates 0, 2, ... and cosine on the odd ones": "синус и косинус перепутаны: синус идёт в чётные координаты 0, 2, ..., а косинус в нечётные",
+    "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines": "синус и косинус должны чередоваться (sin, cos, sin, cos, ...), а не идти все синусы, а за ними все косинусы",
+    "pair i has frequency base^(-2i/d_model): the exponent counts coordinates (2i), not pairs (i)": "у пары i частота base^(-2i/d_model): показатель считает координаты (2i), а не пары (i)",
+    "positions start at 0, so row 0 is (0, 1, 0, 1, ...)": "позиции начинаются с 0, так что строка 0\xa0— это (0, 1, 0, 1, ...)",
+    "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1": "angle = position / base^(2i/d_model) для пары i; sin идёт в столбец 2i, а cos в столбец 2i+1",
+    "position 0 is (0, 1, 0, 1, ...)": "позиция 0\xa0— это (0, 1, 0, 1, ...)",
+    "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones": "синус и косинус перепутаны: sin(0) = 0 должен стоять в чётных координатах, cos(0) = 1\xa0— в нечётных",
+    "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones": "строка 0\xa0— это позиция 0: sin(0) = 0 в чётных координатах и cos(0) = 1 в нечётных",
+    "table equals sin/cos of position / 10000^(2i/d_model)": "таблица равна sin/cos от position / 10000^(2i/d_model)",
+    "the base argument sets the frequencies": "аргумент base задаёт частоты",
+    ": a bool tensor": ": булев тензор",
+    "a torch.Tensor of dtype torch.bool": "torch.Tensor с dtype torch.bool",
+    "compare positions (key <= query) to get booleans; do not return 0/1 floats or -inf scores": "сравнивайте позиции (key <= query), чтобы получить булевы значения; не возвращайте числа 0/1 или оценки -inf",
+    ": shape is (t_q, t_k)": ": форма равна (t_q, t_k)",
+    "queries go down the rows and keys across the columns": "запросы идут по строкам, а ключи по столбцам",
+    "the mask is inverted: True must mean 'may attend' (PyTorch's convention for bool attn_mask)": "маска инвертирована: True должно означать «можно смотреть» (соглашение PyTorch для булевой attn_mask)",
+    "off by one: a query may read its own key (key <= query), not only strictly earlier ones": "ошибка на единицу: запрос может читать собственный ключ (key <= query), а не только строго более ранние",
+    "off by one: the query one step ahead of this one is still in the future (use key <= query)": "ошибка на единицу: запрос на шаг впереди этого всё ещё в будущем (используйте key <= query)",
+    "query_offset was ignored: row r is the query at absolute position query_offset + r": "query_offset проигнорирован: строка r\xa0— это запрос на абсолютной позиции query_offset + r",
+    "allowed[r, j] = (j <= query_offset + r)": "allowed[r, j] = (j <= query_offset + r)",
+    "a token sees itself and the past, never the future": "токен видит себя и прошлое, но никогда не будущее",
+    "a single token sees itself": "одиночный токен видит себя",
+    "cached queries keep their absolute positions (query_offset)": "закэшированные запросы сохраняют абсолютные позиции (query_offset)",
+    "the newest token of a cached decode sees every key": "новейший токен закэшированного декодирования видит каждый ключ",
+    "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
+    "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
+    "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
+    "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
+    "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
+    "the trace has one dict per tile": "в трассе по одному словарю на тайл",
+    "2 dicts with keys m, alpha, l, u": "2 словаря с ключами m, alpha, l, u",
+    "append {'m': ..., 'alpha': ..., 'l': ..., 'u': ...} after each tile": "после каждого тайла добавляйте {'m': ..., 'alpha': ..., 'l': ..., 'u': ...}",
+    "the running max is the max of the old max and this tile's max": "текущий максимум\xa0— это максимум из старого максимума и максимума этого тайла",
+    "alpha = exp(m_old - m_new); before any tile m_old = -inf, so the first alpha is 0": "alpha = exp(m_old - m_new); до первого тайла m_old = -inf, поэтому первое alpha равно 0",
+    "online softmax without the alpha rescale: multiply the old running sum by alpha before adding the tile's exp(x - m_new)": "онлайн-softmax без пересчёта на alpha: умножьте старую текущую сумму на alpha, прежде чем прибавлять exp(x - m_new) тайла",
+    "multiply the old numerator by alpha as well, then add sum(exp(x - m_new) * v)": "умножьте на alpha и старый числитель, затем прибавьте sum(exp(x - m_new) * v)",
+    "the output is n / l and equals the direct softmax average": "выход равен n / l и совпадает с прямым средним по softmax",
+    "divide the final numerator by the final running sum": "разделите итоговый числитель на итоговую текущую сумму",
+    "any split into tiles gives the direct softmax average": "любое разбиение на тайлы даёт прямое среднее по softmax",
+    "the rescale must use the max over everything seen so far, in any order": "пересчёт должен использовать максимум по всему, что уже прочитано, в любом порядке",
+    "logits near 1000 stay finite": "логиты около 1000 остаются конечными",
+    "logit tiles [[1000, 999], [998]]": "тайлы логитов [[1000, 999], [998]]",
+    "subtract the running max inside exp; exp(1000) overflows": "вычитайте текущий максимум внутри exp; exp(1000) переполняется",
+    "logits near -1000 stay finite": "логиты около -1000 остаются конечными",
+    "logit tiles [[-1000], [-1001, -999]]": "тайлы логитов [[-1000], [-1001, -999]]",
+    "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0": "начинайте текущий максимум с -inf, а не с 0: exp(-1000 - 0) уходит в 0, и выход становится 0/0",
+    "Q [7, d_k=4], K [10, 4], V [10, 3], float64": "Q [7, d_k=4], K [10, 4], V [10, 3], float64",
+    "nothing here is invalid": "здесь ничего не недопустимо",
+    "plain tiled output equals dense softmax attention for any tile size": "простой выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "when a key tile raises a row's max, multiply that row's running sum and accumulator by alpha = exp(m_old - m_new)": "когда тайл ключей поднимает максимум строки, умножьте текущую сумму и накопитель этой строки на alpha = exp(m_old - m_new)",
+    "Q, K and V as given": "Q, K и V такими, как переданы",
+    "one of them was modified in place": "один из них изменён на месте",
+    "scale a copy (Q * scale), never Q itself": "масштабируйте копию (Q * scale), никогда не сам Q",
+    "logits far beyond exp's range run": "логиты далеко за пределами диапазона exp обрабатываются",
+    "large logits stay finite and exact (the running max is subtracted before exp)": "большие логиты остаются конечными и точными (текущий максимум вычитается до exp)",
+    "subtract the running max m from the scores before exp, and rescale the old sums by exp(m_old - m_new)": "вычитайте текущий максимум m из оценок до exp и пересчитывайте старые суммы на exp(m_old - m_new)",
+    "a long input runs": "длинный вход обрабатывается",
+    "plain tiled attention never holds a T_q x T_k score matrix": "простое внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute one (query block, key block) score tile at a time; keep only m, l and the accumulator per query block": "вычисляйте по одному тайлу оценок (блок запросов, блок ключей) за раз; храните только m, l и накопитель на блок запросов",
+    "Q, K [11 tokens, d_k=4], V [11, 3], float64": "Q, K [11 токенов, d_k=4], V [11, 3], float64",
+    "causal tiles give (output, tiles_computed)": "каузальные тайлы дают (output, tiles_computed)",
+    "causal tiled output equals dense causal attention: query i reads keys 0..i": "каузальный выход по тайлам равен плотному каузальному вниманию: запрос i читает ключи 0..i",
+    "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key": "внутри диагонального тайла закрывайте key > query значением -inf до максимума; никогда не пропускайте тайл, где есть разрешённый ключ",
+    "only the key tiles on or below the block diagonal are computed": "вычисляются только тайлы ключей на блочной диагонали или под ней",
+    "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future": "для блока запросов [q0, q1) обходите только тайлы ключей, начинающиеся с k0 <= q1 - 1; более поздние тайлы целиком в будущем",
+    "tiled output equals dense softmax attention for any tile size": "выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
+    "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max": "пересчитывайте накопитель и текущую сумму на alpha = exp(m_old - m_new), когда тайл поднимает максимум строки",
+    "tiles with no allowed key are skipped without NaN": "тайлы без разрешённого ключа пропускаются без NaN",
+    "an all -inf tile gives exp(-inf - -inf) = NaN; skip it or use a safe max of 0": "тайл из одних -inf даёт exp(-inf - -inf) = NaN; пропустите его или возьмите безопасный максимум 0",
+    "causal=True: query i reads keys 0..i": "causal=True: запрос i читает ключи 0..i",
+    "a key is allowed when key <= query; blocks entirely above the diagonal are skipped, partial ones masked": "ключ разрешён, когда key <= query; блоки целиком над диагональю пропускаются, частичные маскируются",
+    "window=w keeps the last w keys, the query's own included": "window=w оставляет последние w ключей, включая ключ самого запроса",
+    "off by one: allow query - key < window (not <= window), and do not skip a block that still holds an allowed key": "ошибка на единицу: разрешайте query - key < window (а не <= window) и не пропускайте блок, где ещё есть разрешённый ключ",
+    "an additive mask (finite biases and -inf) is added tile by tile": "аддитивная маска (конечные смещения и -inf) прибавляется тайл за тайлом",
+    "slice the mask with the same query and key ranges as the scores of the block": "вырезайте маску по тем же диапазонам запросов и ключей, что и оценки блока",
+    "query_start places the first query at that absolute position (a cached prefix)": "query_start ставит первый запрос на эту абсолютную позицию (закэшированный префикс)",
+    "query offset ignored: query i sits at position query_start + i, so compare keys with query_start + i": "сдвиг запросов проигнорирован: запрос i стоит на позиции query_start + i, так что сравнивайте ключи с query_start + i",
+    "decoding one query at a time equals attending all at once": "декодирование по одному запросу равно вниманию для всех сразу",
+    "each decode step sees the keys cached so far; its query sits at position t": "каждый шаг декодирования видит уже закэшированные ключи; его запрос стоит на позиции t",
+    "after the last tile, a row whose running sum is 0 had no key at all": "после последнего тайла строка, чья текущая сумма равна 0, не имела ни одного ключа",
+    "empty_row='zero' gives an exact zero row and leaves the others alone": "empty_row='zero' даёт точно нулевую строку и не трогает остальные",
+    "NaN on a fully masked row: divide only where the running sum is positive": "NaN в полностью замаскированной строке: делите только там, где текущая сумма положительна",
+    "a sink joins the denominator with a zero value": "сток входит в знаменатель с нулевым значением",
+    "start each row with m = sink and l = 1 (the sink's exp(sink - m)), and the accumulator at 0": "начинайте каждую строку с m = sink и l = 1 (exp(sink - m) стока), а накопитель\xa0— с 0",
+    "float16 inputs are accepted": "входы float16 принимаются",
+    "promote to float32 before any arithmetic": "повышайте до float32 до любой арифметики",
+    "float16 inputs are accumulated and returned in float32": "входы float16 накапливаются и возвращаются во float32",
+    "promote with np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) before any arithmetic": "повышайте через np.result_type(Q.dtype, K.dtype, V.dtype, np.float32) до любой арифметики",
+    "float16 inputs give the float32 result": "входы float16 дают результат во float32",
+    "accumulate in float32, never in float16": "накапливайте во float32, никогда во float16",
+    "an overflowing finite bias is rejected with a message that says what overflowed": "переполняющееся конечное смещение отвергается с сообщением о том, что переполнилось",
+    "say what overflowed so the reader knows to shrink the bias": "скажите, что переполнилось, чтобы читатель знал, что нужно уменьшить смещение",
+    "an overflowing finite bias is rejected": "переполняющееся конечное смещение отвергается",
+    "score + bias overflowed to +-inf; -inf would silently read as 'blocked'": "score + bias переполнилось до +-inf; -inf молча читалось бы как «закрыто»",
+    "a long causal input runs": "длинный каузальный вход обрабатывается",
+    "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+})
+# builder:begin inline say
+def say(key, **fields):
+    """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
+    return MESSAGES[key].format(**fields)
+# builder:end sha256=961bd5317ec04cb702eb5b60e795adc11fedc2eb2d498bcf080fc5ef5d7e7a1a
+# builder:begin inline in_language
+def in_language(text):
+    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
+# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+# builder:begin inline shown_label
+def shown_label(label):
+    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    word, _, rest = str(label).partition(" ")
+    return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
+# builder:end sha256=151ecd4218b7fa63df5192f644414e4a709918df8c774d3bb1aa7e93fbd8bbc6
+# builder:begin inline key_label
+def key_label(label):
+    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
+    return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label
+# builder:end sha256=4a6b52f5840a463d2990c1d8219aa0c332aa2d9949de10bd2ba33f65b966d24f
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
 
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
-        super().__init__(
-            f"contract property '{prop}' failed\n"
-            f"  on input:    {on_input}\n"
-            f"  expected:    {expected}\n"
-            f"  actual:      {actual}\n"
-            f"  usual cause: {hint}"
-        )
+        self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
+        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
+                  ("usual cause", in_language(hint)))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+
+    @staticmethod
+    def line(name, value):
+        """One field of the message: its name in the reader's language, padded so the values line up."""
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
@@ -682,11 +1221,12 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        fields = tuple((name, in_language(value)) for name, value in
+                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
         fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: contract property '{one_line(self.property)}' failed"]
-        return list(getattr(self, "frames", ())) + message + [f"  {name + ':':<13}{one_line(value)}" for name, value in fields]
-# builder:end sha256=0999b074788c24c62a9d05814f78b097459e3bd295d4d82bd0efa23c9494be51
+        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
+# builder:end sha256=d555997c9668ffce66fec5e9d16b88719b1498788acfe499e4d21b1048d77891
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -715,26 +1255,26 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
         got = as_array(actual)
     except unreadable:
         raise ContractViolation(
-            prop, on_input, f"numbers of shape {want.shape}", f"{type(actual).__name__} {actual!r}"[:160], hint,
+            prop, on_input, say("numbers of shape", shape=want.shape), f"{type(actual).__name__} {actual!r}"[:160], hint,
         ) from None
     if got.shape != want.shape:
-        raise ContractViolation(prop, on_input, f"shape {want.shape}", f"shape {got.shape}", hint)
+        raise ContractViolation(prop, on_input, say("shape", shape=want.shape), say("shape", shape=got.shape), hint)
     with np.errstate(invalid="ignore"):
         error = np.abs(got - want)
         agree = (got == want) | (error <= atol + rtol * np.abs(want))
     if not agree.all():
         where = tuple(int(i) for i in np.argwhere(~agree)[0])
         finite_errors = error[~agree][np.isfinite(error[~agree])]
-        worst = f"{finite_errors.max():.3g}" if finite_errors.size else "not finite (NaN or infinity)"
+        worst = f"{finite_errors.max():.3g}" if finite_errors.size else say("not finite")
         raise ContractViolation(
             prop,
             on_input,
-            f"{float(want[where])!r} at index {where} (tolerance atol={atol}, rtol={rtol})",
-            f"{float(got[where])!r}; {int((~agree).sum())} of {agree.size} entries disagree, largest |difference| {worst}",
+            say("close expected", value=repr(float(want[where])), index=where, atol=atol, rtol=rtol),
+            say("close actual", value=repr(float(got[where])), count=int((~agree).sum()), size=agree.size, worst=worst),
             hint,
         )
     return float(error.max()) if error.size else 0.0
-# builder:end sha256=3122610b60e801573fc1a9e96e08bad19392cc0b9946adbc463592a0e99bd8d8
+# builder:end sha256=174bfed6f581e89f89c141b0ed70c83565478a172487b1d3f7537e838ff334d2
 # builder:begin inline contract_call
 def contract_call(prop, on_input, hint, function, *args, **kwargs):
     """Return ``function(*args, **kwargs)``; an error it raises on valid input fails ``prop`` instead.
@@ -791,9 +1331,9 @@ def expect(claim, actual, relation=None, expected=None):
             text = repr(value)
             return text if len(text) <= 300 else text[:300] + " ..."
 
-        want = "a true value" if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"check failed: {claim}\n  expected: {want}\n  actual:   {shown(actual)}")
-# builder:end sha256=fc9fc56c38d9fc6f2fc643f336a69fe433cde3826ebf69d215abf53e4d51bbee
+        want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
+# builder:end sha256=57473e0d976e438cbcf77366342ba6e7e39fe2d8b83e3ba8e32f26bdc3f62e06
 # builder:begin inline expect_close
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
@@ -804,8 +1344,8 @@ def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
-        raise CheckFailed(f"check failed: {claim}\n  expected: {failed.expected}\n  actual:   {failed.actual}") from None
-# builder:end sha256=c0a4e65bd28bfc345681b88763904e0029c4be652253e787a3bfb4a129aa03fe
+        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{failed.expected}\n  {say('actual') + ':':<10}{failed.actual}") from None
+# builder:end sha256=72022284891892cb180b287452b2b9050f6aefe606467ab733d89358b95e5ab1
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
@@ -864,7 +1404,7 @@ def check_exercise(label, contract, implementation, namespace):
         libraries = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
         frames = [f for f in traceback.extract_tb(getattr(error, "__traceback__", None))
                   if f.filename not in course and not f.filename.startswith(libraries) and "site-packages" not in f.filename]
-        lines = [f"Your code raised {type(error).__name__} here (the course's frames are left out):"] if frames else []
+        lines = [say("your frames", error=type(error).__name__)] if frames else []
         for frame in frames[-most:]:
             lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}'] + [f"    {frame.line.strip()}"] * bool(frame.line)
         return lines
@@ -878,7 +1418,7 @@ def check_exercise(label, contract, implementation, namespace):
     if getattr(implementation, "__reference_solution__", None) == label:
         summary = contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
-            print(f"{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.")
+            print(say("reference in place", label=shown_label(label), name=name))
         return summary
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
@@ -890,64 +1430,63 @@ def check_exercise(label, contract, implementation, namespace):
             waited = stub.group(1)
         elif stub and stub.group(1) == label:
             if use_reference(label, namespace, "not attempted"):
-                print(f"{label}: not attempted yet; later cells use the reference solution")
+                print(say("not attempted, reference", label=shown_label(label)))
             else:
                 outcomes[label], waiting[name] = "not attempted", label
-                print(f"{label}: not attempted yet; the cells that need {name} wait for it")
+                print(say("not attempted, waiting", label=shown_label(label), name=name))
             return None
         else:
             failure = error if isinstance(error, ContractViolation) else ContractViolation(
-                "the contract check runs to the end on this implementation", f"{label}'s contract inputs",
-                "a result the contract can judge", f"{type(error).__name__}: {error}",
-                f"the traceback above this message shows the line of {name} that raised",
+                say("crash property"), say("crash input", label=shown_label(label)),
+                say("crash expected"), f"{type(error).__name__}: {error}", say("crash hint", name=name),
             )
             failure.frames = own_frames(error.__cause__ if failure is error else error)
-            reason = f"{name} failed '{failure.property}'" if failure is error else f"{name} broke its contract check ({type(error).__name__})"
+            reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
+                      else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = (
-                    f"later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                    f"(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                    f"show_reference({label!r}) prints the solution; fix your cell, then run it and this one again."
-                )
+                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
             else:
                 outcomes[label], waiting[name] = reason, label
-                failure.go_on = f"fix {name}, run its cell and this one again; the cells that need {name} wait until it passes."
-            failure.args = (f"{failure.args[0]}\n  to go on:    {failure.go_on}",)
+                failure.go_on = say("go on, waiting", name=name)
+            failure.args = (f"{failure.args[0]}\n{failure.line('to go on', failure.go_on)}",)
             if failure is error:
                 raise
             raise failure from error
     if waited:
         outcomes[label], waiting[name] = f"waits for {waited}", label
-        print(f"{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again")
+        print(say("waits for", label=shown_label(label), waited=shown_label(waited), name=name))
         return None
     for waiter in [n for n, held in waiting.items() if held == label]:
         del waiting[waiter]
     outcomes[label] = "passed"
-    print(f"{label}: PASS, every contract property of {name} holds")
+    print(say("pass", label=shown_label(label), name=name))
     return summary
-# builder:end sha256=d07a0a08d71274417c0417df2f946aed7a4b8f502f557cd1c93e0bc277ad2aad
+# builder:end sha256=75bb777113f7b9ff835c3eb863e92f7bf046cf2d1dff65c923ca629e17a929a4
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
-    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")``."""
+    """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
+    label = key_label(label)
     sources = require_namespace(globals() if namespace is None else namespace, label).get("REFERENCE_SOURCES", {})
     if label not in sources:
         raise ValueError(f"no exercise is labelled {label!r}; the labels are {', '.join(sources) or '(none)'}")
     print(sources[label])
-# builder:end sha256=bd3b6bb9461a1927a76482d1e9f349de89a2e7be63700c2026c4a0cde5377b5e
+# builder:end sha256=961194d29c1f707feff62a1f5065e53319d456554899ef31485d51f35e4b0b2a
 # builder:begin inline report_section
 def report_section(section, namespace):
     """Print '<section>: PASS' only while every exercise so far runs on the student's own code."""
     require_namespace(namespace, section)
     standing_in = exercises_on_reference(namespace)
     waited = list(dict.fromkeys(namespace.get("EXERCISES_WAITING", {}).values()))
+    section = shown_label(section)
     if waited:
-        print(f"{section}: not judged yet; some cells wait for {', '.join(waited)}")
+        print(say("section waits", section=section, labels=", ".join(map(shown_label, waited))))
     elif not standing_in:
-        print(f"{section}: PASS")
+        print(say("section pass", section=section))
     else:
-        named = ", ".join(standing_in[:3]) + (f" and {len(standing_in) - 3} more" if len(standing_in) > 3 else "")
-        print(f"{section}: the checks hold, but with the reference solution standing in for {named}: not a pass of your own code yet")
-# builder:end sha256=4ff71542242b91eeb29e096ed4004d9dac3ac9de415e7de36dc8f08b5c85c029
+        named = ", ".join(map(shown_label, standing_in[:3]))
+        named = say("and more", labels=named, count=len(standing_in) - 3) if len(standing_in) > 3 else named
+        print(say("section on reference", section=section, labels=named))
+# builder:end sha256=8ca689cc0603f77f26f44dad6086a00253cb608244f49da96c76aa3ca0984967
 # builder:begin inline exercise_summary
 def exercise_summary(namespace):
     """Print the exercises passed, failed and not attempted, and name the first failing check."""
@@ -955,12 +1494,36 @@ def exercise_summary(namespace):
     outcomes = namespace.get("EXERCISE_OUTCOMES", {})
     skipped = [label for label, outcome in outcomes.items() if outcome == "not attempted" or outcome.startswith("waits for")]
     failed = [label for label in exercises_on_reference(namespace) if label not in skipped]
-    print(f"Exercises passed with your own code: {', '.join(label for label, o in outcomes.items() if o == 'passed') or 'none'}")
-    print(f"Exercises failed: {', '.join(failed) or 'none'}")
-    print(f"Exercises not attempted: {', '.join(skipped) or 'none'}")
+
+    def listed(labels):
+        """Labels as the reader sees them, or the word for none."""
+        return ", ".join(map(shown_label, labels)) or say("none")
+
+    print(say("summary passed", labels=listed(label for label, o in outcomes.items() if o == "passed")))
+    print(say("summary failed", labels=listed(failed)))
+    print(say("summary not attempted", labels=listed(skipped)))
     if failed:
-        print(f"First failing check: the check cell of {failed[0]} ({outcomes[failed[0]]}); fix that exercise first")
-# builder:end sha256=de85e67f8fa15e21c4465813d60df38f90e94506de00611274f0856ca6fee13f
+        print(say("summary first failure", label=shown_label(failed[0]), reason=outcomes[failed[0]]))
+# builder:end sha256=b83d917828f3325fbfd33b565677e33dd396d6f95c14a209749d86000963806b
+# builder:begin inline report_references
+def report_references(namespace):
+    """Print how many reference values the cells used or checked, and return it; fail loudly on one left unchecked.
+
+    While cells wait for an unfinished exercise (the graded edition), the values they would have
+    checked are left unchecked: say how many, and for which exercises, instead of failing.
+    """
+    require_namespace(namespace)
+    reference, waiting = namespace["REFERENCE"], namespace.get("EXERCISES_WAITING", {})
+    source, left = namespace.get("REFERENCE_SOURCE", reference.source), reference.unused()
+    if left and waiting:
+        used = len(reference._used)
+        labels = ", ".join(map(shown_label, dict.fromkeys(waiting.values())))
+        print(say("references waiting", used=used, count=used + len(left), source=source, left=len(left), labels=labels))
+        return used
+    count = reference.assert_all_used()
+    print(say("references used", count=count, source=source))
+    return count
+# builder:end sha256=6abe858b8fb9cd3346b86f78a5606b40c6a5d10bb9b491c71e67ad98f51af7fa
 # builder:begin inline check_rolling_buffer_contract
 def check_rolling_buffer_contract(rolling_window_decode):
     """Judge ``rolling_window_decode(Q, K, V, window) -> (outputs, largest)``.
@@ -1047,7 +1610,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
-    case = "keys (1,0), (0,1), (1,1); values 2, 4, 6; third query (1,0)"
+    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)"
     out, S, z = run(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
@@ -1076,7 +1639,7 @@ def check_linear_attention_contract(linear_attention_recurrent):
     hint = "build the sums as you go; the totals over all tokens let every query see the future"
     contract_close(prop, case, run(case, Q, K, changed)[0][:-1], out[:-1], hint)
     return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
-# builder:end sha256=3e8efe93b6e92720d2d8efb4a861475c73fbf1498944f721b08d19c223cf0584
+# builder:end sha256=5f78b685da38bbe9d47277816d02f9bb23a40d46fe196f68219e73407233dc3b
 # builder:begin inline check_parallel_scan_contract
 def check_parallel_scan_contract(parallel_scan):
     """Judge ``parallel_scan(a, b) -> (states, rounds)`` for h_t = a_t h_(t-1) + b_t with h_0 = 0.
@@ -1270,10 +1833,10 @@ def check_selective_step_contract(selective_step):
                                           "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
     return {"max_error": worst, "zero_order_hold": "PASS"}
 # builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
-print("4 contract checks loaded")
+print("загружено контрактных проверок: 4")
 
 # %% tags=["hide-input", "remove-cell"]
-# @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
+# @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
 # The solution edition of every exercise cell, base64-encoded so that no solution is read by accident:
 # show_reference(label) prints one, and check_exercise runs it in place of an exercise not attempted or failed.
@@ -1419,7 +1982,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 # builder:end sha256=664420dd5d13edc9578767b1fc2a4e0cb38922279fbf73bcadca99aeb4402930
 
 # %% tags=["hide-input"]
-# @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
+# @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
 # builder:begin inline text_color_on
 def text_color_on(fill):
     """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
@@ -1767,7 +2330,7 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # нечего читать, всё равно нужно куда-то пристроить свою массу.
 
 # %% tags=["hide-input"]
-# @title What Module 5.1 built: the functions and numbers this part reuses (Module 5.1 derives each one; run it, reading it is optional)
+# @title Что построил модуль 5.1: функции и числа, которые использует эта часть (модуль 5.1 выводит каждое из них; запустите, читать необязательно)
 # builder:begin inline kv_bytes_per_token
 def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value=2):
     """KV-cache bytes one token costs: a key and a value per KV head, per layer."""
@@ -1950,7 +2513,7 @@ print("reused from Module 5.1:", ", ".join(name for name in ['kv_bytes_per_token
 
 
 # %% tags=["hide-input"]
-# @title One guard this part's functions share: refuse a product that could pass float64's range, before computing it
+# @title Одна общая защита функций этой части: отвергнуть произведение, которое может выйти за диапазон float64, до его вычисления
 def require_product_in_range(what, factors, fix):
     """Raise FloatingPointError when the product of the factors' largest magnitudes could pass float64's largest number."""
     with np.errstate(divide="ignore"):  # an all-zero factor bounds the product by 0: log 0 = -inf is the right answer
@@ -2042,9 +2605,10 @@ def reach(window, layers):
     return require_int("layers", layers, minimum=0) * (require_int("window", window, minimum=1) - 1)
 
 
-print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} pairs, full causal {pairs_computed(make_mask(8))}")
+print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} пар, полное каузальное {pairs_computed(make_mask(8))}")
 field = receptive_field(8, 3, 3)
-print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; token 0: {bool(field[7, 0])}; reach {reach(3, 3)}")
+print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {bool(field[7, 1])}; токен 0: {bool(field[7, 0])}; охват "
+      f"{reach(3, 3)}")
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
@@ -2053,11 +2617,12 @@ REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
 REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
-print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
+print(f"сквозной пример, w = 4096 при 128k токенов: {window_cache / GB:.2f} ГБ, в x"
+      f"{bills[1]['cache_bytes'] / window_cache:.0f} меньше, чем полный")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 
 # %% tags=["hide-input"]
-# @title Edge cases of section 9: boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+# @title Крайние случаи раздела 9: булевы и неверные маски, ноль слоёв, предел размера, неверные окна (запустите; читать необязательно)
 expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
 for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
     expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
@@ -2076,16 +2641,17 @@ relay_fields = [receptive_field(8, 3, k) for k in range(4)]  # the by-hand examp
 expect("the relay figure's third-layer field equals the receptive field computed above", np.array_equal(relay_fields[3], field))
 show_figure(
     draw_window_relay(np.isfinite(make_mask(8, 3)), relay_fields, language=LANGUAGE),
-    "Left: one layer's window for 8 tokens with w = 3, a row per query i and a column per key j; a tick is a score "
-    "that is computed. No row holds more than 3 ticks, so 21 scores replace the causal triangle's 36. Right: the "
-    "same window in three stacked layers. Shaded circles are the tokens that can still reach token 7's output at "
-    "each level, and the dark path is the longest relay: 7 reads 5, which read 3, which read 1, two back per layer. "
-    "Token 0 (a hollow red ring) is out of reach until a fourth layer.",
+    "Слева: окно одного слоя для 8 токенов при w = 3, строка на каждый запрос i и столбец на каждый ключ j; "
+    "галочка\xa0— вычисляемая оценка. Ни в одной строке нет больше 3 галочек, так что 21 оценка заменяет 36 оценок "
+    "каузального треугольника. Справа: то же окно в трёх слоях друг над другом. Закрашенные кружки\xa0— токены, "
+    "которые ещё могут дойти до выхода токена 7 на каждом уровне, а тёмный путь\xa0— самая длинная эстафета: 7 читает "
+    "5, который прочитал 3, который прочитал 1, на две позиции назад за слой. Токен 0 (полое красное кольцо) "
+    "недосягаем до четвёртого слоя.",
 )
 
 
 # %% tags=["exercise"]
-# Exercise 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала
+# Exercise 1 · Упражнение 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала
 # перезаписывает своим ключом и значением ячейку t % window (ячейку токена t - window, который только что
 # покинул окно), затем применяет внимание к заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните
 # выходы формы (T, d_v) и наибольшее число ключей, которое когда-либо было в буфере. Окно длиннее
@@ -2121,7 +2687,8 @@ check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_window_decod
 Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
-print(f"50 tokens with a 4-slot buffer: largest buffer {largest}, max |difference| from masked attention {np.abs(streamed - masked).max():.1e}")
+print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {largest}, наибольшая |разность| с маскированным вниманием "
+      f"{np.abs(streamed - masked).max():.1e}")
 expect("largest == 4", largest, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
@@ -2131,17 +2698,17 @@ needle[20] += 100.0  # a "fact" at position 20
 late = sdpa(Q50, K50, V50, make_mask(50, 8, n_sink=4))[49]
 late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
-print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late).max():.1f} when token 20 changed; "
-      f"with full attention: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
+print(f"токен 49 со стоками + окном 8: сдвинулся на {np.abs(late_with_needle - late).max():.1f}, когда изменился "
+      f"токен 20; с полным вниманием: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
 expect("scores of +-1000 decode to the masked softmax, with no overflow (if not: shift each row's scores by their max before np.exp, then rerun Exercise 1)", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
-report_section("Sliding window, reach and rolling buffer", globals())
+report_section("Скользящее окно, охват и кольцевой буфер", globals())
 
 # %% tags=["hide-input"]
-# @title Edge cases of the rolling buffer: mismatched shapes, a zero window, a window longer than the stream
+# @title Крайние случаи кольцевого буфера: несовпадающие формы, нулевое окно, окно длиннее потока
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
 endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
@@ -2150,10 +2717,10 @@ expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot b
 # %%
 show_figure(
     draw_rolling_buffer(largest, 10, language=LANGUAGE),
-    "Top: the token stream. The blue bar is the window once token 10 (orange, solid) has arrived; token 6 (red, dashed) "
-    "has just left it. Bottom: the same 4-slot buffer before and after. Token 10 goes to slot 10 mod 4 = 2, which "
-    "held token 6, so no other slot moves. The slots end up out of time order (8, 9, 10, 7), which a softmax does "
-    "not mind, and the memory stays at 4 slots however long the stream runs.",
+    "Вверху: поток токенов. Синяя полоса\xa0— окно после прихода токена 10 (оранжевый, сплошной); токен 6 (красный, "
+    "пунктир) только что его покинул. Внизу: тот же буфер на 4 ячейки до и после. Токен 10 идёт в ячейку 10 mod 4 "
+    "= 2, где лежал токен 6, так что другие ячейки не двигаются. Ячейки оказываются не по порядку времени (8, 9, "
+    "10, 7), что softmax не мешает, а память остаётся 4 ячейки, сколько бы ни длился поток.",
 )
 
 
@@ -2218,10 +2785,10 @@ patterns = {
     "strided, stride 4": additive_mask(strided_allowed(16, 4)),
 }
 for name, mask in patterns.items():
-    print(f"{name:20s} {pairs_computed(mask):4d} pairs")
+    print(f"{name:20s} {pairs_computed(mask):4d} пар")
 print("strided row 13 reads keys", np.flatnonzero(strided_allowed(16, 4)[13]).tolist())
 full_4096, window_4096 = 4096 * 4097 // 2, sum(min(i + 1, 64) for i in range(4096))
-print(f"4,096 tokens: full causal {full_4096:,} pairs, window 64 {window_4096:,} pairs, x{full_4096 / window_4096:.1f}")
+print(f"4096 токенов: полное каузальное {full_4096:,} пар, окно 64 {window_4096:,} пар, x{full_4096 / window_4096:.1f}")
 REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
@@ -2229,13 +2796,14 @@ expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))
 show_figure(
     plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
         "полная каузальная", "окно 4", "окно 4 + глобальный 0", "шаг 4"))], language=LANGUAGE),
-    "Four 16 x 16 masks, rows are queries and columns keys, dark where a score is computed; each title gives the "
-    "count. Full causal attention is a solid triangle; the window is a diagonal band; a global token fills the "
-    "first column (everyone reads token 0); the strided pattern adds dotted diagonals every 4 columns.",
+    "Четыре маски 16 x 16, строки\xa0— запросы, столбцы\xa0— ключи, тёмные там, где вычисляется оценка; в каждом "
+    "заголовке дан счёт. Полное каузальное внимание\xa0— сплошной треугольник; окно\xa0— диагональная полоса; глобальный "
+    "токен заполняет первый столбец (все читают токен 0); строчный шаблон добавляет пунктирные диагонали через "
+    "каждые 4 столбца.",
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of the sparse patterns: global tokens out of range, stride 1, bad strides and windows
+# @title Крайние случаи разреженных шаблонов: глобальные токены вне диапазона, шаг 1, неверные шаги и окна
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 expect_raises(ValueError, strided_allowed, 0, 4, match="n")
@@ -2248,11 +2816,11 @@ expect("the last token, 15, may be global: it reads all 16 keys", int(global_loc
 # %%
 show_figure(
     draw_global_tokens(global_local_allowed(16, 4), (0,), language=LANGUAGE),
-    "Tokens 0 to 15 sit on a line, and each arc is one pair that gets a score (a token also reads itself, not "
-    "drawn). Blue arcs below are the window of 4: each token reads its three predecessors. Orange arcs above join "
-    "the global token 0 to every later token, so any token reads the first one in one hop. In this causal form "
-    "token 0 reads only itself and acts as a hub, as a sink does; in an encoder such as Longformer it also reads "
-    "everyone, so any two tokens are at most two hops apart.",
+    "Токены от 0 до 15 стоят на прямой, и каждая дуга\xa0— одна пара, получающая оценку (токен читает и себя, это не "
+    "нарисовано). Синие дуги внизу\xa0— окно из 4: каждый токен читает трёх предшественников. Оранжевые дуги вверху "
+    "соединяют глобальный токен 0 с каждым следующим токеном, так что любой токен читает первый за один переход. В "
+    "этой каузальной форме токен 0 читает только себя и работает как узел, как и сток; в кодировщике вроде "
+    "Longformer он ещё и читает всех, так что любые два токена находятся не дальше двух переходов друг от друга.",
 )
 
 # %%
@@ -2317,10 +2885,10 @@ check_stated("the diffuse head's kept mass (%)", 100 * shortlists[1.0]["kept_mas
 check_stated("the diffuse head's output change", shortlists[1.0]["output_error"], 4.2, 1)
 check_stated("the confident head's kept mass (%)", 100 * shortlists[3.0]["kept_mass"], 84, 0)
 check_stated("the confident head's output change", shortlists[3.0]["output_error"], 0.23, 2)
-report_section("Sparse patterns and the shortlist", globals())
+report_section("Разреженные шаблоны и короткий список", globals())
 
 # %% tags=["hide-input"]
-# @title Edge cases of the shortlist: bad arguments, the size limit, an overflowing query, the seeded results number for number
+# @title Крайние случаи короткого списка: неверные аргументы, предел размера, переполняющийся запрос, воспроизводимые результаты число в число
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -2417,7 +2985,7 @@ def linear_attention_quadratic(Q, K, V):
 
 
 # %% tags=["exercise"]
-# Exercise 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба
+# Exercise 2 · Упражнение 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба
 # нулевые. Для каждого токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте
 # phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (outputs, S, z).
 def linear_attention_recurrent(Q, K, V):
@@ -2445,19 +3013,21 @@ check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_r
 Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [4.0], [6.0]])
 out_lin, S_lin, z_lin = linear_attention_recurrent(Qw, Kw, Vw)
 softmax_w = np.exp(Qw[2] @ Kw.T)  # unscaled softmax weights e, 1, e
-print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, output {out_lin[2, 0]:.3f} (62/15); softmax gives {softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
+print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, выход {out_lin[2, 0]:.3f} (62/15); softmax даёт "
+      f"{softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
 REFERENCE.check("linear.S", S_lin.ravel())
 REFERENCE.check("linear.z", z_lin)
 REFERENCE.check("linear.output", out_lin[2, 0], rtol=1e-15)
 REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(), rtol=1e-14)
 Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
-print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; "
-      f"state {S200.shape} + {z200.shape} at any length")
+print("200 случайных токенов: текущая сумма против формы n x n, наибольшая |разность| "
+      f"{np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; состояние {S200.shape} + {z200.shape}"
+      " при любой длине")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
 # %% tags=["hide-input"]
-# @title Edge cases of linear attention: mismatched shapes, the feature map at a few points
+# @title Крайние случаи линейного внимания: несовпадающие формы, карта признаков в нескольких точках
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(TypeError, feature_map, None, match="x")
 contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
@@ -2467,7 +3037,7 @@ expect_raises(ValueError, linear_attention_quadratic, Qw, Kw, Vw[:2], match="one
 
 
 # %% tags=["hide-input"]
-# @title Figure: linear attention's two running sums (the drawing code)
+# @title Рисунок: две текущие суммы линейного внимания (код рисования)
 def _draw_running_sums(keys, values, query, S, z, language="en"):
     """Tokens pour phi(k) v^T into S and phi(k) into z; a query reads both once. Numbers from the by-hand example."""
     from functools import partial
@@ -2498,10 +3068,10 @@ def _draw_running_sums(keys, values, query, S, z, language="en"):
 
 show_figure(
     _draw_running_sums(Kw, Vw, Qw[2], S_lin, z_lin, language=LANGUAGE),
-    "Left, the three tokens of the by-hand example, each with its key features and its value. Every token pours two "
-    "things into the state and then leaves: its outer product into S (upper arrows) and its key features into z "
-    "(lower arrows). Right, the third query reads S and z once: 62 / 15 = 4.133, the same number as the n x n form. "
-    "Nothing on the right depends on how many tokens came before; that is the whole saving.",
+    "Слева\xa0— три токена примера, посчитанного вручную, каждый со своими признаками ключа и своим значением. Каждый "
+    "токен вливает в состояние две вещи и уходит: своё внешнее произведение в S (верхние стрелки) и признаки "
+    "своего ключа в z (нижние стрелки). Справа третий запрос один раз читает S и z: 62 / 15 = 4,133\xa0— то же число, "
+    "что и в форме n x n. Ничто справа не зависит от того, сколько токенов было раньше; в этом и вся экономия.",
 )
 
 # %%
@@ -2510,14 +3080,14 @@ Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
 lin10 = linear_attention_weights(Q10, K10)
 peak_soft, peak_lin = soft10[5:].max(1).mean(), lin10[5:].max(1).mean()
-print(f"largest weight in the last five rows, averaged: softmax {peak_soft:.2f}, linear {peak_lin:.2f}")
+print(f"наибольший вес в последних пяти строках, в среднем: softmax {peak_soft:.2f}, линейное {peak_lin:.2f}")
 expect("np.allclose(soft10.sum(1), 1)", np.allclose(soft10.sum(1), 1))
 expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
 
 
 # %% tags=["hide-input"]
-# @title Figure: softmax against linear attention weights (the plotting code; run it, reading it is optional)
+# @title Рисунок: веса softmax против весов линейного внимания (код рисования; запустите, читать необязательно)
 def plot_softmax_vs_linear(soft, lin, language="en"):
     """Two heatmaps of causal attention weights on the same queries and keys: softmax and linear."""
     soft, lin = require_array("soft", soft, ndim=2), require_array("lin", lin, ndim=2)
@@ -2540,14 +3110,15 @@ def plot_softmax_vs_linear(soft, lin, language="en"):
 
 show_figure(
     plot_softmax_vs_linear(soft10, lin10, language=LANGUAGE),
-    "Both heatmaps use the same 10 queries and keys; rows are queries, columns keys, darker is more weight (0 to 1), "
-    "as the colour bar shows, and every row sums to 1 inside its causal triangle. Softmax (left) concentrates each late row on a favourite "
-    "key; linear attention (right) spreads the same rows thinly. The titles give the largest weight of the last "
-    "five rows, averaged: the bluntness is the price of a fixed-size state.",
+    "Обе тепловые карты используют одни и те же 10 запросов и ключей; строки\xa0— запросы, столбцы\xa0— ключи, темнее\xa0— "
+    "больше веса (от 0 до 1), как показывает цветовая шкала, и каждая строка внутри своего каузального "
+    "треугольника в сумме даёт 1. Softmax (слева) сосредотачивает каждую позднюю строку на любимом ключе; линейное "
+    "внимание (справа) тонко размазывает те же строки. Заголовки дают наибольший вес последних пяти строк, "
+    "усреднённый: эта размытость\xa0— цена состояния фиксированного размера.",
 )
 
 # %%
-report_section("Linear attention", globals())
+report_section("Линейное внимание", globals())
 
 
 # %% [markdown]
@@ -2597,7 +3168,7 @@ report_section("Linear attention", globals())
 # $\alpha_t$ и $\beta_t$; здесь это $\lambda_t$ и $\eta_t$, потому что $\beta$ уже занято смещением Mamba.
 
 # %% tags=["hide-input"]
-# @title The argument checks of gated_delta_step (run it; reading it is optional)
+# @title Проверки аргументов gated_delta_step (запустите; читать необязательно)
 def _gated_delta_arguments(R, k, v, decay, rate):
     """R [d_k, d_v], k [d_k] and v [d_v] as finite arrays, decay and rate in [0, 1]: each checked, then returned."""
     R, k, v = require_array("R", R, ndim=2), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
@@ -2623,7 +3194,7 @@ print(f"key (1, 0) held 5 and now writes 2: the delta rule reads back {R_delta[0
 expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the gated delta step: a faded half-rate write by hand, arguments that are refused
+# @title Крайние случаи шага дельта-правила с затуханием: затухшая запись с половинной скоростью вручную и отвергаемые аргументы
 # k = (3, 4) / 5 = (0.6, 0.8); the faded state 0.5 (5, 0) = (2.5, 0) reads 0.6 x 2.5 = 1.5 under k; the error 2 - 1.5 = 0.5,
 # written at rate 0.5 along k, adds (0.15, 0.2): the state becomes (2.65, 0.2).
 contract_close("gated delta step, decay 0.5, rate 0.5, k = (3, 4), v = 2, state (5, 0)", "gated_delta_step(stored, [3, 4], [2], 0.5, 0.5)",
@@ -2676,7 +3247,7 @@ expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0
 expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the fixed SSM: other write and read factors, a kernel of length 1, an unstable decay
+# @title Крайние случаи фиксированной SSM: другие множители записи и чтения, ядро длины 1, неустойчивое затухание
 contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
                [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
 contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
@@ -2687,7 +3258,7 @@ expect_raises(FloatingPointError, ssm_kernel, 2.0, 1.0, 0.0, 2000, match="unstab
 
 
 # %% tags=["hide-input"]
-# @title Figure: an SSM's two roads, the loop and the convolution (the drawing code)
+# @title Рисунок: две дороги SSM — цикл и свёртка (код рисования)
 def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
     """Top: the loop h_t = Ā h_(t-1) + B̄ x_t, one step after another. Bottom: the same outputs as one convolution."""
     from functools import partial
@@ -2714,15 +3285,16 @@ def _draw_ssm_roads(inputs, states, kernel, keep, language="en"):
 
 show_figure(
     _draw_ssm_roads(tea, ssm_recurrent(tea, 0.5, 1.0, 1.0), ssm_kernel(0.5, 1.0, 1.0, 4), 0.5, language=LANGUAGE),
-    "Two roads to the same four outputs of the tea example. Top, the loop: each input is added to the state, and the "
-    "state is multiplied by Ā = 0.5 on its way to the next step, so the steps must run one after another, but only one "
-    "number is kept. Bottom, the convolution: the kernel 1, 0.5, 0.25, 0.125 says how much an input counts k steps "
-    "later, and all outputs come out of one multiply-and-add pass. Both end at 2.125; only a fixed Ā allows the bottom road.",
+    "Две дороги к тем же четырём выходам примера с чаем. Вверху\xa0— цикл: каждый вход прибавляется к состоянию, а "
+    "состояние по пути к следующему шагу умножается на Ā = 0,5, так что шаги должны идти один за другим, зато "
+    "хранится лишь одно число. Внизу\xa0— свёртка: ядро 1, 0,5, 0,25, 0,125 говорит, сколько вход весит через k "
+    "шагов, и все выходы получаются за один проход умножений и сложений. Обе дороги приходят к 2,125; нижняя "
+    "возможна только при фиксированном Ā.",
 )
 
 
 # %% tags=["hide-input"]
-# @title Figure: how fast a fixed SSM forgets (the plotting code)
+# @title Рисунок: как быстро забывает фиксированная SSM (код рисования)
 def plot_ssm_kernels(decays, steps, language="en"):
     """The kernel C Ā^k B̄ (B̄ = C = 1) against the age k of an input, one curve per keep factor Ā."""
     kernels = [ssm_kernel(A, 1.0, 1.0, steps) for A in decays]  # validates every A and steps before drawing
@@ -2742,10 +3314,10 @@ def plot_ssm_kernels(decays, steps, language="en"):
 
 show_figure(
     plot_ssm_kernels((0.5, 0.9, 0.99), 151, language=LANGUAGE),
-    "The x-axis is how many steps ago an input arrived, the y-axis how much it still counts in today's output. "
-    "With Ā = 0.5 (dotted) an input is forgotten within a few steps; with 0.9 (dashed) within a few dozen; with 0.99 "
-    "(solid) it still counts about a fifth after 150 steps. A real layer has thousands of channels with different Ā, so it "
-    "remembers at many time scales at once.",
+    "Ось x\xa0— сколько шагов назад пришёл вход, ось y\xa0— сколько он ещё весит в сегодняшнем выходе. При Ā = 0,5 "
+    "(пунктир из точек) вход забывается за несколько шагов; при 0,9 (штрихи)\xa0— за несколько десятков; при 0,99 "
+    "(сплошная) он и через 150 шагов весит около пятой части. В настоящем слое тысячи каналов с разными Ā, поэтому "
+    "он помнит сразу на многих масштабах времени.",
 )
 
 # %%
@@ -2828,16 +3400,17 @@ selective = selective_ssm(RECALL_VALUES, deltas)
 grid = np.geomspace(1e-3, 10, 60)  # fixed step sizes to try
 fixed_final = [selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), d))[-1] for d in grid]
 best_delta = float(grid[int(np.argmax(fixed_final))])
-print(f"marked token: delta {deltas[2]:.3f}, keep {discretize(deltas[2])[0]:.4f}, write {discretize(deltas[2])[1]:.4f}; "
-      f"ordinary: delta {deltas[0]:.4f}")
-print(f"final state: selective {selective[-1]:.2f}; best fixed delta ({best_delta:.2f}) {max(fixed_final):.2f}")
+print(f"помеченный токен: delta {deltas[2]:.3f}, сохранение {discretize(deltas[2])[0]:.4f}, запись "
+      f"{discretize(deltas[2])[1]:.4f}; обычный: delta {deltas[0]:.4f}")
+print(f"итоговое состояние: селективная {selective[-1]:.2f}; лучшая фиксированная delta ({best_delta:.2f}) "
+      f"{max(fixed_final):.2f}")
 REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
 REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the selective SSM: step sizes and decay rates that are refused, one discretisation by hand
+# @title Крайние случаи селективной SSM: отвергаемые размеры шага и скорости затухания, одна дискретизация вручную
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
 expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
@@ -2850,7 +3423,7 @@ expect_raises(TypeError, softplus, None, match="x")
 
 
 # %% tags=["hide-input"]
-# @title Figure: the selective SSM's Δ path (the drawing code)
+# @title Рисунок: путь Δ в селективной SSM (код рисования)
 def _draw_delta_path(marker, delta, keep, write, language="en"):
     """From what the model sees about a token to its step size, its keep and write factors, and the state update."""
     from functools import partial
@@ -2874,15 +3447,16 @@ def _draw_delta_path(marker, delta, keep, write, language="en"):
 
 show_figure(
     _draw_delta_path(1.0, float(deltas[2]), *(float(f) for f in discretize(deltas[2])), language=LANGUAGE),
-    "The path one token's step size takes, with the marked 7 of the recall task: the marker u_t = 1 becomes "
-    "10 · 1 − 5 = 5, softplus keeps it positive (Δ_t = 5.007), and the zero-order hold turns it into this token's keep "
-    "factor e^(Δ_t A) = 0.0067 and write factor 0.9933, which enter the usual update. An ordinary token (u_t = 0) takes "
-    "the same path to Δ_t = 0.0067, a keep factor of 0.9933 and a write factor of 0.0067.",
+    "Путь, который проходит размер шага одного токена, с помеченной 7 из задачи на воспроизведение: маркер u_t = 1 "
+    "становится 10 · 1 − 5 = 5, softplus сохраняет его положительным (Δ_t = 5,007), а фиксация нулевого порядка "
+    "превращает его в множитель сохранения этого токена e^(Δ_t A) = 0,0067 и множитель записи 0,9933, которые "
+    "входят в обычное обновление. Обычный токен (u_t = 0) проходит тот же путь к Δ_t = 0,0067, множителю "
+    "сохранения 0,9933 и множителю записи 0,0067.",
 )
 
 
 # %% tags=["hide-input"]
-# @title Figure: remembering one marked token (the plotting code)
+# @title Рисунок: как запомнить один помеченный токен (код рисования)
 def plot_selective_recall(values, selective, fixed, language="en"):
     """Inputs as bars; the selective state and fixed-step states as lines, position by position."""
     values, selective = require_array("values", values, ndim=1), require_array("selective", selective, ndim=1)
@@ -2910,11 +3484,12 @@ show_figure(
         best_delta: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), best_delta)),
         5.0: selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), 5.0)),
     }, language=LANGUAGE),
-    "Grey bars are the inputs, with the marked 7 at position 2. The solid line with circles (selective) jumps to about "
-    "7 at the marked token and barely moves afterwards, because every later token has a tiny step. The dashed line with "
-    "squares is the best single fixed step: it can only write a small part of each input, so the 7 lifts it a little "
-    "and it ends low. The dotted line with triangles is a large fixed step: it copies whatever came last, so the 7 is "
-    "gone one step later.",
+    "Серые столбцы\xa0— входы, помеченная 7 стоит на позиции 2. Сплошная линия с кружками (селективная) прыгает "
+    "примерно до 7 на помеченном токене и потом почти не движется, потому что у каждого следующего токена "
+    "крошечный шаг. Штриховая линия с квадратами\xa0— лучший единый фиксированный шаг: он может записать лишь малую "
+    "часть каждого входа, так что 7 поднимает её немного, и она заканчивается низко. Пунктирная линия с "
+    "треугольниками\xa0— большой фиксированный шаг: он копирует то, что пришло последним, так что 7 исчезает шагом "
+    "позже.",
 )
 
 
@@ -2945,7 +3520,7 @@ show_figure(
 # $1, 0.5, 0.25, 2.125$ — это все состояния цикла, полученные за $\log_2 4 = 2$ раунда.
 
 # %% tags=["exercise"]
-# Exercise 3: Вычислите все состояния h_t = λ_t h_(t-1) + μ_t (h_0 = 0) параллельным сканированием; массивы
+# Exercise 3 · Упражнение 3: Вычислите все состояния h_t = λ_t h_(t-1) + μ_t (h_0 = 0) параллельным сканированием; массивы
 # a и b хранят λ и μ, так что шаг (λ, μ) — это (a[t], b[t]) в коде.
 # В каждом раунде каждая позиция сливается с позицией, стоящей на `shift` мест раньше (до начала
 # используйте шаг, который ничего не делает, (1, 0)): (a_prev, b_prev), затем (a, b) дают (a_prev * a, a * b_prev + b).
@@ -2978,17 +3553,18 @@ check_exercise("Exercise 3", check_parallel_scan_contract, parallel_scan, global
 
 # %%
 states, rounds = parallel_scan([0.5] * 4, [1.0, 0.0, 0.0, 2.0])
-print(f"tea steps: states {states.tolist()} in {rounds} rounds")
+print(f"шаги примера с чаем: состояния {states.tolist()} за {rounds} раунда")
 keep, write = discretize(deltas)
 scanned, _ = parallel_scan(keep, write * np.array(RECALL_VALUES))
-print(f"the recall task through the scan: max |difference| from the loop {np.abs(scanned - selective).max():.1e}")
+print("задача на воспроизведение через сканирование: наибольшая |разность| с циклом "
+      f"{np.abs(scanned - selective).max():.1e}")
 expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
-print(f"1,024 steps: {rounds_1024} rounds")
+print(f"1024 шага: {rounds_1024} раундов")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the scan: mismatched lengths, states past float64 refused, large decaying inputs accepted
+# @title Крайние случаи сканирования: несовпадающие длины, отвергаемые состояния за пределами float64, допустимые большие затухающие входы
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
@@ -3011,10 +3587,11 @@ expect("round 1 of the tree is the by-hand (0.5, 1), (0.25, 0.5), (0.25, 0), (0.
 expect("round 2 ends with the merged step (0.0625, 2.125)", scan_levels[2][3], "==", (0.0625, 2.125))
 show_figure(
     draw_scan_tree(scan_levels, language=LANGUAGE),
-    "Each column is one time step, each box a step (λ, μ) that means h becomes λ·h + μ. One row down is one round: "
-    "every box merges with the box shift places to its left (blue diagonal), and a box with nothing that far left "
-    "passes straight down. After log2(4) = 2 rounds the b parts of the bottom row are every state of the loop: "
-    "1, 0.5, 0.25, 2.125. The merges in one row are independent, so a GPU does each row at once.",
+    "Каждый столбец\xa0— один шаг времени, каждый блок\xa0— шаг (λ, μ), означающий, что h становится λ·h + μ. Одна "
+    "строка вниз\xa0— один раунд: каждый блок сливается с блоком на shift позиций левее (синяя диагональ), а блок, у "
+    "которого так далеко слева ничего нет, проходит прямо вниз. После log2(4) = 2 раундов части b нижней строки\xa0— "
+    "это все состояния цикла: 1, 0,5, 0,25, 2,125. Слияния в одной строке независимы, поэтому GPU выполняет каждую "
+    "строку сразу.",
 )
 
 
@@ -3068,19 +3645,20 @@ hybrid_rows = {
     "pure_ssm_stack_bytes": hybrid_cache_bytes(131_072, attention_layers=0),
 }
 for key, value in hybrid_rows.items():
-    print(f"{key:28s} {value:>16,} bytes = {value / GB:8.4f} GB")
+    print(f"{key:28s} {value:>16,} байт = {value / GB:8.4f} ГБ")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 # The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
 mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
-print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_bytes']:,} bytes; "
-      f"Mamba-shaped (8,192 x 16 + conv 8,192 x 4, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+print(f"один слой SSM: упрощённый (4096 x 16, 16 бит) {hybrid_rows['ssm_layer_bytes']:,} байт; в форме Mamba (8192 x "
+      f"16 + свёртка 8192 x 4, fp32) {mamba_real_layer:,} байт, x"
+      f"{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
 check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
 check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
+# @title Крайние случаи гибридного кэша: невозможные числа слоёв, контекст строкой, стеки из одного числа вручную
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
@@ -3092,7 +3670,7 @@ expect("a single SSM layer of one number at one byte holds 1 byte", hybrid_cache
 expect("ssm_state_bytes(3, 5, 7) == 105 and ssm_state_bytes(1, 1, 1) == 1", (ssm_state_bytes(3, 5, 7), ssm_state_bytes(1, 1, 1)), "==", (105, 1))
 for argument in ("channels", "state_size", "bytes_per_value"):
     expect_raises(ValueError, ssm_state_bytes, **{"channels": 1, "state_size": 1, "bytes_per_value": 1, argument: 0}, match=argument)
-report_section("State-space models, the scan and the hybrid cache", globals())
+report_section("Модели пространства состояний, сканирование и гибридный кэш", globals())
 
 # %%
 jamba_kinds = ["attention" if layer % 8 == 4 else "ssm" for layer in range(32)]  # Jamba-v0.1: attn_layer_offset 4, period 8
@@ -3107,13 +3685,13 @@ layer_stacks = [
 show_figure(
     draw_layer_stacks([(name, localized(LANGUAGE, f"{size / GB:.2f} GB at 128k tokens", f"{size / GB:.2f} ГБ при 128k токенов"), kinds)
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
-    "One row per stack, one block per layer, from the first layer (left) to the last. Orange layers (tall) keep a KV "
-    "cache that grows with every token, yellow ones (half height) at most a window, blue ones (short) a fixed state "
-    f"({hybrid_rows['ssm_layer_bytes'] / KIB:.0f} KiB here) at any length. The note under each name is the stack's "
-    "cache at 128k tokens: keeping 4 of 32 layers as attention, at "
-    f"positions {', '.join(str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')} as in Jamba-v0.1's "
-    f"config, cuts {layer_stacks[0][2] / GB:.2f} GB to {layer_stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
-    "full layers, so only half of its layers grow.",
+    "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои (высокие) "
+    "хранят KV-кэш, растущий с каждым токеном, жёлтые\xa0— не больше окна, синие\xa0— состояние фиксированного размера ("
+    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f} КиБ здесь) при любой длине. Подпись под каждым названием\xa0— кэш "
+    "стека при 128k токенов: если оставить 4 из 32 слоёв вниманием, на позициях "
+    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}, как в конфигурации "
+    f"Jamba-v0.1, это сокращает {layer_stacks[0][2] / GB:.2f} ГБ до {layer_stacks[1][2] / GB:.2f} ГБ; gpt-oss-120b "
+    "чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
 )
 
 # %% [markdown]
@@ -3167,7 +3745,8 @@ show_figure(
 # DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
 yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
 mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
-print(f"MLA scale 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; with YaRN x mscale^2 = {mscale:.3f}^2 = {mscale ** 2:.3f}")
+print(f"масштаб MLA 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; с YaRN x mscale^2 = {mscale:.3f}^2 = "
+      f"{mscale ** 2:.3f}")
 check_stated("mscale", mscale, 1.37, 2)
 check_stated("mscale squared", mscale**2, 1.87, 2)
 check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
@@ -3179,8 +3758,8 @@ q_token = np.array([1.0, 2.0, 0.0, 1.0])
 latent_c = x_token @ W_down
 key_full = latent_c @ W_up_k
 q_absorbed = q_token @ W_up_k.T
-print(f"latent {latent_c.tolist()}, key {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, "
-      f"absorbed query {q_absorbed.tolist()}, absorbed score {q_absorbed @ latent_c:.0f}")
+print(f"латентный вектор {latent_c.tolist()}, ключ {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, поглощённый "
+      f"запрос {q_absorbed.tolist()}, поглощённая оценка {q_absorbed @ latent_c:.0f}")
 REFERENCE.check("latent_example.latent", latent_c)
 REFERENCE.check("latent_example.key", key_full)
 REFERENCE.check("latent_example.q_latent", q_absorbed)
@@ -3222,7 +3801,7 @@ def mla_expanded_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
 
 
 # %% tags=["exercise"]
-# Exercise 4: Вычислите внимание по латентному кэшу, не разворачивая его. Переведите запрос каждой головы в латентное
+# Exercise 4 · Упражнение 4: Вычислите внимание по латентному кэшу, не разворачивая его. Переведите запрос каждой головы в латентное
 # пространство (q_nope @ W_uk^T), вычислите его оценки относительно латентных векторов, ПРИБАВЬТЕ RoPE-ветвь
 # q_rope @ k_rope^T, умножьте на 1/sqrt(d_nope + d_rope), прибавьте маску и возьмите устойчивый softmax по
 # закэшированным токенам. Смешайте латентные векторы с этими весами, затем примените W_uv @ W_o для каждой
@@ -3255,16 +3834,17 @@ mla_args = (mla_rng.normal(size=(Hm, Tq, d_nope)), mla_rng.normal(size=(Hm, Tq, 
             mla_rng.normal(size=(Hm, d_v, d_model)))
 decode_mask = additive_mask(np.arange(Tk)[None, :] <= (Tk - Tq + np.arange(Tq))[:, None])  # the last 3 of 9 tokens
 expanded_out, absorbed_out = mla_expanded_attention(*mla_args, decode_mask), mla_absorbed_attention(*mla_args, decode_mask)
-print(f"expanded vs absorbed: max |difference| {np.abs(expanded_out - absorbed_out).max():.1e}; cached numbers per token "
-      f"{d_c + d_rope} instead of {Hm * (d_nope + d_rope + d_v)}")
+print(f"развёрнутое против поглощённого: наибольшая |разность| {np.abs(expanded_out - absorbed_out).max():.1e}; "
+      f"кэшируемых чисел на токен {d_c + d_rope} вместо {Hm * (d_nope + d_rope + d_v)}")
 expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expanded_out, absorbed_out, atol=1e-12))
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
-print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope - expanded_out).max():.2f} (must be large)")
+print(f"поглощённое без ветви RoPE: наибольшая |разность| {np.abs(without_rope - expanded_out).max():.2f} (должна "
+      "быть большой)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
 # %% tags=["hide-input"]
-# @title Edge cases of latent attention: wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
+# @title Крайние случаи латентного внимания: неверные формы, закрытые строки, маска-тензор, отсутствие маски, оценки в тысячи
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 first_row_blocked = decode_mask.copy()
@@ -3285,14 +3865,16 @@ mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_r
 expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
-    f"Top row: what is stored. W_down squeezes each token into a latent c of {mla_widths['latent']} numbers, cached "
-    f"with one shared {mla_widths['rope']}-number RoPE key: {mla_widths['latent'] + mla_widths['rope']} numbers per "
-    "token and layer. The dashed box is what plain multi-head attention would "
-    f"cache and absorbed MLA never builds: {v2_convention // (61 * 2):,} numbers per token and layer, counted as DeepSeek-V2's "
-    "Table 1 does (128 heads, d_h = 128 for both keys and values, 2 x 128 x 128; with the real 192-wide keys it is 40,960). Bottom row: how a query reads the cache. W_uk is folded into the query, "
-    "which is scored against every cached c (its RoPE part against the RoPE key); the weights mix the same c's, "
-    "and W_uv W_o turns the mix into the output. All heads read one shared cache: decoding is multi-query attention "
-    f"over {mla_widths['latent'] + mla_widths['rope']}-wide latents.",
+    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {mla_widths['latent']} чисел, "
+    f"кэшируемый вместе с одним общим RoPE-ключом из {mla_widths['rope']} чисел: "
+    f"{mla_widths['latent'] + mla_widths['rope']} чисел на токен и слой. Пунктирный блок\xa0— то, что кэшировало бы "
+    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {v2_convention // (61 * 2):,} чисел "
+    "на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для ключей, и для "
+    "значений, 2 x 128 x 128; с настоящими ключами размерности 192 это 40\xa0960). Нижний ряд: как запрос читает кэш. "
+    "W_uk вкладывается в запрос, который сравнивается с каждым закэшированным c (его RoPE-часть\xa0— с RoPE-ключом); "
+    "веса смешивают те же c, а W_uv W_o превращает смесь в выход. Все головы читают один общий кэш: "
+    "декодирование\xa0— это внимание с одной KV-головой (MQA) по латентным векторам размерности "
+    f"{mla_widths['latent'] + mla_widths['rope']}.",
 )
 
 
@@ -3324,11 +3906,12 @@ expect("abs(rotated_score - effective_query @ c_small) < 1e-12", abs(rotated_sco
 expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small)", not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q_small))  # another key position, another query
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
-print(f"absorbed query entries vary with the key's distance: ranges {np.ptp(effective, axis=0).round(2).tolist()}")
+print("компоненты поглощённого запроса меняются с расстоянием до ключа: размахи "
+      f"{np.ptp(effective, axis=0).round(2).tolist()}")
 
 
 # %% tags=["hide-input"]
-# @title Figure: RoPE on the latent (the plotting code)
+# @title Рисунок: RoPE на латентном векторе (код рисования)
 def plot_rope_obstruction(distances, effective, language="en"):
     """Entries of the absorbed query W^T R(j - i)^T q against the query-key distance: no single fixed vector."""
     distances, effective = require_array("distances", distances, ndim=1), require_array("effective", effective, ndim=2)
@@ -3351,15 +3934,16 @@ def plot_rope_obstruction(distances, effective, language="en"):
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each solid line is one entry of the absorbed query W^T R(j - i)^T q, which would have to be fixed for the "
-    "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
-    "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
-    "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
-    "while position travels in a separate 64-number key.",
+    "Каждая сплошная линия\xa0— одна компонента поглощённого запроса W^T R(j - i)^T q, которая должна быть "
+    "постоянной, чтобы трюк с поглощением работал; ось x\xa0— поворот между позициями запроса и ключа. Компоненты "
+    "колеблются при сдвиге ключа, так что повёрнутому латентному вектору нужен был бы новый поглощённый запрос для "
+    "каждого закэшированного токена. Штриховая линия того же цвета\xa0— та же компонента, когда латентный вектор не "
+    "поворачивается, как в MLA: ровная, один вектор для каждого ключа, а позиция едет в отдельном ключе из 64 "
+    "чисел.",
 )
 
 # %%
-report_section("Latent attention", globals())
+report_section("Латентное внимание", globals())
 
 
 # %% [markdown]
@@ -3417,15 +4001,17 @@ def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16
 
 
 codes, scale = quantize([0.7, -0.3, 0.2, 0.04], 4, shared_axis=-1)
-print(f"codes {codes.tolist()}, scale {scale.item():.2f}, read back {dequantize(codes, scale).round(2).tolist()}")
+print(f"коды {codes.tolist()}, масштаб {scale.item():.2f}, прочитано обратно "
+      f"{dequantize(codes, scale).round(2).tolist()}")
 REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
-print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:,} at 16: x{per_token / bytes_4bit:.2f} smaller")
+print(f"сквозной пример: {bytes_4bit:,} байт на токен при 4 битах против {per_token:,} при 16: в x"
+      f"{per_token / bytes_4bit:.2f} меньше")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
 # %% tags=["hide-input"]
-# @title Edge cases of quantize and dequantize: bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
+# @title Крайние случаи quantize и dequantize: отвергаемые разрядности, оси и масштабы, нулевой токен, 16-битные коды
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
@@ -3448,7 +4034,7 @@ expect_raises(ValueError, quantized_kv_bytes_per_token, 32, 8, 128, 4, scale_bit
 
 
 # %% tags=["hide-input"]
-# @title Figure: the quantized cache's write and read (the drawing code)
+# @title Рисунок: запись и чтение квантованного кэша (код рисования)
 def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
     """Write: a vector becomes integer codes and one scale. Read: codes times the scale give the numbers back."""
     from functools import partial
@@ -3475,10 +4061,11 @@ def _draw_quantized_cache(vector, codes, scale, bits, language="en"):
 
 show_figure(
     _draw_quantized_cache([0.7, -0.3, 0.2, 0.04], codes.ravel().tolist(), float(scale.item()), 4, language=LANGUAGE),
-    "Top, the write: the by-hand key shares one scale γ, its largest magnitude divided by the top 4-bit code, 0.7 / 7 = "
-    "0.1, and is stored as the codes 7, −3, 2, 0 (4 bits each) plus γ (16 bits). Bottom, the read: every query that "
-    "attends multiplies the codes by γ again and gets 0.7, −0.3, 0.2 and 0 back; the 0.04 was smaller than half a "
-    "step, so it is gone. Which numbers share a γ (a token's vector, or a channel over tokens) is the whole of section 14's question.",
+    "Вверху\xa0— запись: ключ из ручного примера делит один масштаб γ, равный его наибольшему модулю, делённому на "
+    "верхний 4-битный код, 0,7 / 7 = 0,1, и хранится как коды 7, −3, 2, 0 (по 4 бита) плюс γ (16 бит). Внизу\xa0— "
+    "чтение: каждый запрос, который обращает на него внимание, снова умножает коды на γ и получает обратно 0,7, "
+    "−0,3, 0,2 и 0; значение 0,04 было меньше половины шага, поэтому оно пропало. Какие числа делят одну γ (вектор "
+    "токена или канал по токенам)\xa0— в этом и весь вопрос раздела 14.",
 )
 
 # %%
@@ -3524,10 +4111,11 @@ check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
-print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+print(f"при 2 битах (коды -1, 0, 1): по токенам {100 * two_bit[1]:.0f}%, по каналам {100 * two_bit[0]:.0f}%: в таком "
+      "простом виде оба непригодны")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the quantization experiment: the seeded errors number for number, arguments that are refused, one token
+# @title Крайние случаи эксперимента с квантованием: воспроизводимые ошибки число в число, отвергаемые аргументы, один токен
 # The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
 # per token) moves them in the third significant digit or more, far beyond rounding noise.
 recorded_errors = {
@@ -3554,7 +4142,7 @@ expect("one token, one channel, shrunk outliers, seed 0: no error at all", quant
 
 
 # %% tags=["hide-input"]
-# @title Figure: where the scales go (the plotting code)
+# @title Рисунок: куда идут масштабы (код рисования)
 def plot_quantization_errors(bits, errors, language="en"):
     """Grouped bars: relative attention-output error per bit width, one bar per quantization scheme."""
     bits = [require_int("bits", b, minimum=1) for b in (bits if isinstance(bits, (list, tuple)) else [None])]
@@ -3583,20 +4171,20 @@ def plot_quantization_errors(bits, errors, language="en"):
 
 show_figure(
     plot_quantization_errors(BITS, errors, language=LANGUAGE),
-    "Each group of bars is one bit width; the height is how much the attention output moved, relative to its size, "
-    "on a log axis (each gridline ten times the last). Plain grey bars: ordinary random keys, one scale per token. "
-    "Hatched orange bars: keys with four large channels, still one scale per token, so the small channels are crushed. "
-    "Dotted blue bars: the same keys with one "
-    "scale per channel (KIVI-style: KIVI's axis, without its token groups or full-precision recent window), which removes "
-    "most of that damage at every bit width shown.",
+    "Каждая группа столбцов\xa0— одна разрядность; высота показывает, насколько сдвинулся выход внимания относительно "
+    "своей величины, на логарифмической оси (каждая линия сетки вдесятеро больше предыдущей). Простые серые "
+    "столбцы: обычные случайные ключи, один масштаб на токен. Оранжевые со штриховкой: ключи с четырьмя большими "
+    "каналами, по-прежнему один масштаб на токен, так что малые каналы раздавлены. Синие с точками: те же ключи с "
+    "одним масштабом на канал (в стиле KIVI: ось KIVI без её групп токенов и окна последних токенов в полной "
+    "точности), что снимает большую часть этого ущерба при каждой показанной разрядности.",
 )
 
 # %%
-report_section("Quantized KV cache", globals())
+report_section("Квантованный KV-кэш", globals())
 
 
 # %% tags=["exercise"]
-# Exercise 5: Квантуйте кэш по осям KIVI и прочитайте его обратно. Ключи K [T, d] получают по одному масштабу на канал (его делят
+# Exercise 5 · Упражнение 5: Квантуйте кэш по осям KIVI и прочитайте его обратно. Ключи K [T, d] получают по одному масштабу на канал (его делят
 # T чисел канала); значения V [T, d] получают по одному масштабу на токен (его делят d чисел токена). Используйте
 # quantize(x, bits, shared_axis) и dequantize из этого раздела. Верните (K_hat, V_hat).
 def kivi_cache(K, V, bits):
@@ -3621,12 +4209,13 @@ K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
 K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
 small = K_outliers[:, 4:]  # the 60 ordinary channels
 kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
-print(f"4-bit keys, error on the 60 ordinary channels: one scale per channel {kivi_error:.1%}, one scale per token {token_error:.1%}")
+print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {kivi_error:.1%}, один масштаб на токен "
+      f"{token_error:.1%}")
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
 
 # %% tags=["exercise"]
-# Exercise 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого
+# Exercise 6 · Упражнение 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого
 # токена delta > 0, скорость затухания a < 0 и множители записи и чтения b и c:
 # keep = e^(delta a), write = (keep - 1) / a * b, затем h_new = keep * h + write * x и y = c * h_new. Верните (h_new, y).
 def selective_step(h, x, delta, a, b, c):
@@ -3653,11 +4242,12 @@ h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
     stepped.append(y_t)
-print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selective_ssm's {selective[-1]:.4f}")
+print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {stepped[-1]:.4f}, у selective_ssm "
+      f"{selective[-1]:.4f}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
 # %% tags=["hide-input"]
-# @title Edge cases of Exercises 5 and 6: bit widths, step sizes and decay rates that are refused, a state past float64
+# @title Крайние случаи упражнений 5 и 6: отвергаемые разрядности, размеры шага и скорости затухания, состояние за пределами float64
 for bad_bits in (1, 17):
     expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
 expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
@@ -3719,16 +4309,17 @@ def cache_bytes_by_design(context):
 
 at_1m = cache_bytes_by_design(2**20)
 for name, value in at_1m.items():
-    print(f"{name:32s} {value / GB:10.3f} GB at 1,048,576 tokens")
+    print(f"{name:32s} {value / GB:10.3f} ГБ при 1\xa0048\xa0576 токенов")
 REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
-print(f"growing part per token: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} KiB, hybrid {kv_bytes_per_token(4, 8, 128) / KIB:.0f} KiB")
+print(f"растущая часть на токен: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} КиБ, гибрид "
+      f"{kv_bytes_per_token(4, 8, 128) / KIB:.0f} КиБ")
 check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
 # %% tags=["hide-input"]
-# @title Figure: what each design keeps as the context grows (the plotting code)
+# @title Рисунок: что хранит каждая конструкция по мере роста контекста (код рисования)
 def plot_memory_vs_context(language="en"):
     """Cache of one conversation against context length for every design, both axes logarithmic."""
     contexts = np.unique(np.geomspace(1024, 2**20, 41).astype(int))
@@ -3766,16 +4357,17 @@ def plot_memory_vs_context(language="en"):
 
 show_figure(
     plot_memory_vs_context(language=LANGUAGE),
-    "Both axes are logarithmic; the dashed line is one 80 GB GPU. Lines that rise with the same slope grow in "
-    "proportion to the context and keep every token: compression (fewer heads, a latent, 4 bits, a mostly-SSM hybrid) "
-    "only shifts them down. The thick blue GQA line runs under the dashed green window line up to 4,096 tokens, where "
-    "the window bends flat; the short-dashed 4-bit line runs just under the latent line. The state-space stack is "
-    "flat from the start: flat lines are what make a million tokens affordable, and they are the lines that forget.",
+    "Обе оси логарифмические; пунктирная линия\xa0— один GPU на 80\xa0ГБ. Линии, растущие с одним наклоном, растут "
+    "пропорционально контексту и хранят каждый токен: сжатие (меньше голов, латентный вектор, 4 бита, гибрид в "
+    "основном из SSM) лишь сдвигает их вниз. Толстая синяя линия GQA идёт под зелёной штриховой линией окна до "
+    "4096 токенов, где окно выходит на горизонталь; линия 4 бит с короткими штрихами идёт чуть ниже латентной "
+    "линии. Стек пространства состояний горизонтален с самого начала: горизонтальные линии делают миллион токенов "
+    "доступным, и именно они забывают.",
 )
 
 # %%
 expect('at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"]', at_1m["multi-head, 32 KV heads"] > 80 * GB > at_1m["grouped-query 8, 4-bit"] > at_1m["sliding window 4,096"])
-report_section("Every design at a glance", globals())
+report_section("Все конструкции одним взглядом", globals())
 
 # %% [markdown]
 # | Архитектура | Что она сокращает | Чем она платит |
@@ -3848,7 +4440,7 @@ report_section("Every design at a glance", globals())
 #   который PyTorch предпочитает на современных GPU NVIDIA ([документация SDPA](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
 
 # %% tags=["hide-input"]
-# @title Today's designs as data: each row's layers, its source, the date it was checked and its status (open it to read them)
+# @title Современные конструкции как данные: слои каждой строки, её источник, дата проверки и статус (откройте, чтобы прочитать)
 # Today's designs as data: each one's layers as parts, where its numbers come from, when they were checked, and how
 # sure we are. Next year's update is an edit of this list (and a reference regeneration), not of the code below.
 # A part is (kind, layers, sizes). "full" layers keep a key and a value per KV head for every token ("k_eq_v": one
@@ -3936,13 +4528,14 @@ def design_numbers(parts):
 
 
 sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  status")
+print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  статус")
 for design in DESIGNS:
     if design["parts"] is None:
         print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
         continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {2 * fixed / GB:>7.2f} ГБ "
+          f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f} ГБ  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
 check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
@@ -3973,7 +4566,7 @@ REFERENCE.check("per_token_bars_bytes", list(per_token_bars.values()))
 
 
 # %% tags=["hide-input"]
-# @title Figure: cache per token of context, the running example's designs and today's models (the plotting code)
+# @title Рисунок: кэш на токен контекста — конструкции сквозного примера и современные модели (код рисования)
 def plot_per_token_bars(running, designs, language="en"):
     """Two bar panels of KiB per token: the running example's designs, and today's models (hatched where only reported)."""
     rows = [len(running), sum(1 for d in designs if d["parts"])]  # one bar per row; stacked panels: long names, full width
@@ -4000,15 +4593,16 @@ def plot_per_token_bars(running, designs, language="en"):
 
 show_figure(
     plot_per_token_bars(per_token_bars, DESIGNS, language=LANGUAGE),
-    "Bar length is the cache one more token of context costs, in KiB at 16 bits per number; the number at each bar's "
-    "end is its value. Top, the running example: 512 KiB with 32 KV heads, 128 with 8, 36 for a 512 + 64 latent, 33 "
-    "for 8 heads at 4 bits, 16 with a single KV head. Bottom, today's models computed from the DESIGNS table; hatched "
-    "bars rest partly on reported, not checked, numbers (their sources are in the table), and the models the table "
-    "could not size are not drawn.",
+    "Длина столбца\xa0— кэш, которого стоит ещё один токен контекста, в КиБ при 16 битах на число; число у конца "
+    "каждого столбца\xa0— его значение. Вверху сквозной пример: 512\xa0КиБ при 32 KV-головах, 128 при 8, 36 для "
+    "латентного вектора 512 + 64, 33 для 8 голов по 4 бита, 16 при единственной KV-голове. Внизу современные "
+    "модели, посчитанные по таблице DESIGNS; столбцы со штриховкой отчасти опираются на заявленные, а не "
+    "проверенные числа (их источники указаны в таблице), а модели, размер которых таблица оценить не смогла, не "
+    "нарисованы.",
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
+# @title Крайние случаи layered_cache_bytes: нулевой контекст, отрицательные или нулевые размеры, доли числа на токен
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
 expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
@@ -4036,10 +4630,11 @@ def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
 as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MASK_N)[None, :])
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
-print(f"a mask_mod over a {MASK_N} x {MASK_N} grid reproduces section 2's window + sinks mask: {int(as_function.sum())} pairs")
+print(f"mask_mod на сетке {MASK_N} x {MASK_N} воспроизводит маску окна + стоков из раздела 2: {int(as_function.sum())}"
+      " пар")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the mask function: float positions, shapes that do not broadcast, bad windows and sinks
+# @title Крайние случаи функции маски: дробные позиции, формы, которые не транслируются, неверные окна и стоки
 expect_raises(TypeError, sliding_window_with_sinks, np.arange(4)[:, None], np.arange(4.0)[None, :], match="integers")  # one float grid is enough
 expect_raises(ValueError, sliding_window_with_sinks, np.arange(4), np.arange(3), match="broadcast")
 expect_raises(ValueError, sliding_window_with_sinks, 3, 1, window=0, match="window")
@@ -4149,10 +4744,10 @@ self_test_answers = {
     "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} computed {computed:>15,}   stated {stated:>15,}")
+    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
+print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4173,11 +4768,10 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Zheng и др., *SGLang* (2024): https://arxiv.org/abs/2312.07104
 
 # %%
-print(f"reference schema version {REFERENCE.value('schema_version')}")
-checked = REFERENCE.assert_all_used()
-print(f"{checked} reference values of {REFERENCE_SOURCE} were used or checked, none left unused.")
+print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+report_references(globals())
 exercise_summary(globals())
-report_section("Module 5.2", globals())
+report_section("Модуль 5.2", globals())
 
 # %% [markdown]
 # ## Словарь терминов

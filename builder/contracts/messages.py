@@ -1,0 +1,84 @@
+"""What the checks print and raise for a student, one table in the notebook's language.
+
+``MESSAGES`` holds the English; a translated edition follows it with a ``MESSAGES.update({...})``
+line built from ``translations/<language>/messages.po`` (``builder/translation/messages.py``). Keys
+are short names for sentences with ``{fields}``; a usual cause or a property name of a contract is
+its own English text, so ``in_language`` finds it whatever check raised it. Errors of argument
+guards (TypeError, ValueError) are for programmers and stay English.
+"""
+
+__all__ = ["MESSAGES", "say", "in_language", "shown_label", "key_label"]
+
+MESSAGES = {
+    # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
+    "Exercise": "Exercise",
+    "Module": "Module",
+    # check_exercise
+    "pass": "{label}: PASS, every contract property of {name} holds",
+    "reference in place": "{label}: the reference solution of {name} is in place, not yours. Fix your cell, run it, then run this one.",
+    "not attempted, reference": "{label}: not attempted yet; later cells use the reference solution",
+    "not attempted, waiting": "{label}: not attempted yet; the cells that need {name} wait for it",
+    "waits for": "{label}: waits for {waited}, which {name} uses; finish {waited} first, then run this cell again",
+    "your frames": "Your code raised {error} here (the course's frames are left out):",
+    "crash property": "the contract check runs to the end on this implementation",
+    "crash input": "{label}'s contract inputs",
+    "crash expected": "a result the contract can judge",
+    "crash hint": "the traceback above this message shows the line of {name} that raised",
+    "failed reason": "{name} failed '{property}'",
+    "crash reason": "{name} broke its contract check ({error})",
+    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
+                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
+                         "{call} prints the solution; fix your cell, then run it and this one again."),
+    "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
+    # a contract violation and a failed notebook check
+    "violation": "contract property '{property}' failed",
+    "on input": "on input",
+    "expected": "expected",
+    "actual": "actual",
+    "usual cause": "usual cause",
+    "to go on": "to go on",
+    "check failed": "check failed: {claim}",
+    "a true value": "a true value",
+    "numbers of shape": "numbers of shape {shape}",
+    "shape": "shape {shape}",
+    "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
+    "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
+    "not finite": "not finite (NaN or infinity)",
+    # report_section and exercise_summary
+    "section pass": "{section}: PASS",
+    "section waits": "{section}: not judged yet; some cells wait for {labels}",
+    "section on reference": "{section}: the checks hold, but with the reference solution standing in for {labels}: not a pass of your own code yet",
+    "and more": "{labels} and {count} more",
+    "none": "none",
+    "summary passed": "Exercises passed with your own code: {labels}",
+    "summary failed": "Exercises failed: {labels}",
+    "summary not attempted": "Exercises not attempted: {labels}",
+    "summary first failure": "First failing check: the check cell of {label} ({reason}); fix that exercise first",
+    "references used": "All {count} reference values of {source} were used or checked by a cell.",
+    "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
+                           "cells that wait for {labels}"),
+    # the graded edition's waiting cells
+    "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+}
+
+
+def say(key, **fields):
+    """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
+    return MESSAGES[key].format(**fields)
+
+
+def in_language(text):
+    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
+
+
+def shown_label(label):
+    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    word, _, rest = str(label).partition(" ")
+    return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
+
+
+def key_label(label):
+    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
+    return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label

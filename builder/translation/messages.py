@@ -1,0 +1,112 @@
+"""The checks' messages in a translated edition: ``translations/<language>/messages.po``, inlined as a table.
+
+Its units are the sentences of ``builder/contracts/messages.py``'s ``MESSAGES`` (context: their key)
+and the usual causes and property names the contract checks of ``builder/contracts`` write as plain
+string literals (context: their file), each looked up by its English text. A translated edition
+gets one line after the inlined ``MESSAGES``, ``MESSAGES.update({...})``, written by
+``python_literal``: translations are data there, never code. A translation whose ``{fields}``
+differ from the English keeps the English.
+"""
+
+import ast
+import functools
+import re
+import string
+from pathlib import Path
+
+import polib
+
+from ..config import ROOT
+from .catalog import translations
+from .units import Unit, python_literal
+
+CATALOG = "messages.po"
+TABLE_REGION = "# builder:begin inline MESSAGES"
+# Modules whose texts are not a student's usual causes: guards, figures, the environment, the machinery.
+_NOT_CHECKS = {"__init__", "calls", "diagrams", "environment", "exercises", "messages", "reference", "style", "validation",
+               "violations", "waiting"}
+_MIN_WORDS = 4
+
+
+def units(root: Path = ROOT) -> list[Unit]:
+    """The keyed messages, then each contract check's plain usual causes and property names, in file order."""
+    from ..contracts.messages import MESSAGES
+
+    found = [Unit(key, text, 0) for key, text in MESSAGES.items()]
+    seen = set(MESSAGES.values())
+    for path in sorted((root / "builder" / "contracts").glob("*.py")):
+        if path.stem in _NOT_CHECKS:
+            continue
+        stat, count = path.stat(), 0
+        for text in _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size):
+            if text not in seen:
+                seen.add(text)
+                count += 1
+                found.append(Unit(f"{path.stem}: {count}", text, 0))
+    return found
+
+
+@functools.cache
+def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """``contract_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
+    return tuple(contract_texts(Path(path).read_text(encoding="utf-8")))
+
+
+def contract_texts(source: str) -> list[str]:
+    """Plain string literals of at least four words in a contracts module, docstrings and f-string parts left out."""
+    tree = ast.parse(source)
+    skipped = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            skipped.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):
+            skipped.update(id(v) for v in node.values)
+    texts = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skipped
+             and len(n.value.split()) >= _MIN_WORDS]
+    return [n.value for n in sorted(texts, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def load(language: str, root: Path = ROOT) -> polib.POFile:
+    """The message catalog of ``language`` (empty when there is none yet)."""
+    from .catalog import load as load_catalog
+
+    path = root / "translations" / language / CATALOG
+    return load_catalog(path, str(path.relative_to(root)))
+
+
+def _fields(text: str) -> list[str]:
+    """The names of a message's ``{fields}``, sorted."""
+    try:
+        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+    except ValueError:
+        return ["(unbalanced braces)"]
+
+
+def table(catalog: polib.POFile, found: list[Unit]) -> dict[str, str]:
+    """Key or English text -> translation, for every current translation that keeps the English's fields."""
+    result = {}
+    for i, (text, current) in translations(catalog, found).items():
+        unit = found[i]
+        keyed = ":" not in unit.context  # a MESSAGES key; a contract's text has "file: n"
+        if current and (_fields(text) == _fields(unit.text) or not keyed):
+            result[unit.context if keyed else unit.text] = text
+    return result
+
+
+def table_line(entries: dict[str, str]) -> str:
+    """The line a translated edition runs after the inlined ``MESSAGES``: the table, every key and text a literal."""
+    body = ",\n".join(f"    {python_literal(key)}: {python_literal(text)}" for key, text in entries.items())
+    return f"MESSAGES.update({{\n{body},\n}})" if entries else ""
+
+
+def add_table(nb, entries: dict[str, str]) -> None:
+    """Put the translated table right after the region that inlines ``MESSAGES``, in the same (hidden) cell."""
+    line = table_line(entries)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and TABLE_REGION in cell.source:
+            start = cell.source.index(TABLE_REGION)
+            end = re.compile(r"^# builder:end[^\n]*\n?", re.MULTILINE).search(cell.source, start)
+            if line and end:
+                cell.source = cell.source[:end.end()] + ("" if cell.source[end.end() - 1:end.end()] == "\n" else "\n") + line + "\n" + cell.source[end.end():]
+            return
