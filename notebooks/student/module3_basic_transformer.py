@@ -1528,6 +1528,12 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 
 # %% tags=["hide-input"]
 # @title The figure code of the next cell: plot_attention_flow (open to read)
+def _draw_text_style(fill):
+    """Text colour and weight for a diagram box: white and bold on the dark palette fills, ink elsewhere."""
+    dark = fill in (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.GREY)
+    return {"color": "white" if dark else Palette.INK, "fontweight": "bold" if dark else "normal"}
+
+
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
@@ -1549,10 +1555,8 @@ def plot_attention_flow(language="en"):
         "w": (10.2, 0.6, localized(language, "weights · V", "веса · V"), Palette.PAPER),
         "o": (11.85, 1.55, localized(language, "output", "выход"), Palette.GREEN),
     }
-    dark = (Palette.BLUE, Palette.ORANGE, Palette.GREEN)  # fills that need white text to be read
     drawn = {
-        key: ax.text(x, y, text, ha="center", va="center", fontsize=10, color="white" if color in dark else Palette.INK,
-                     fontweight="bold" if color in dark else "normal",
+        key: ax.text(x, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                      bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
         for key, (x, y, text, color) in boxes.items()
     }
@@ -2973,9 +2977,10 @@ def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
         direction = torch.randn(trials, width, generator=gen).double()      # (trials, d): r
         # L = sum_j p_j (v_j · r). Given r, each v_j · r is N(0, |r|²) and independent, so draw u_j = v_j · r directly.
         u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # (trials, n)
+        raw = (k @ q[:, :, None])[..., 0]                                       # (trials, n) scores q·k_j, unscaled
         for scaled in (False, True):
             c = math.sqrt(width) if scaled else 1.0
-            p = torch.softmax((k @ q[:, :, None])[..., 0] / c, dim=-1)          # (trials, n) shares
+            p = torch.softmax(raw / c, dim=-1)                                  # (trials, n) shares
             d_scores = p * (u - (p * u).sum(-1, keepdim=True))                  # ∂L/∂s = (diag(p) − p pᵀ) u
             gradient = (d_scores[:, None, :] @ k)[:, 0] / c                     # (trials, d) ∂L/∂q = Σ_j ∂L/∂s_j k_j / c
             norms[width, scaled] = gradient.norm(dim=-1)                        # (trials,) one norm per query
@@ -3017,8 +3022,9 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
     expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
            sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
 # Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
-# The same measurement at d_k = 512 with five seeds: the starving share is stable, the median factor is not.
-by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
+# The same measurement at d_k = 512 with five seeds (the run above and four more): the starving share is stable,
+# the median factor is not.
+by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
 print(f"five seeds at d_k = 512: share under 1% of the scaled median {[f'{s:.0%}' for s in starving]}; "
@@ -3470,9 +3476,12 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
     d_head = require_int("d_head", d_head, minimum=1, maximum=4)
     apply_plot_style()
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import to_rgba
     from matplotlib.patches import Rectangle
 
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
+    cells, fills = [], []  # every grid cell, drawn at the end as one collection (one patch each would cost a redraw of limits)
     fig, ax = plt.subplots(figsize=(8.3, 1.45))  # 797 px wide: shown at its own size, labels at 9 pt
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.8)  # fixed margins: a layout engine would draw everything twice
     ax.set_aspect("equal")
@@ -3485,8 +3494,8 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
         for r in range(rows):
             for j in range(columns):
                 index = color_of(r, j)
-                ax.add_patch(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell, edgecolor="white", lw=1,
-                                       facecolor=Palette.PAPER if index is None else colors[index % 6], alpha=alpha))
+                cells.append(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell))
+                fills.append(to_rgba(Palette.PAPER if index is None else colors[index % 6], alpha))
         return x0 + columns * cell
 
     def arrow(x0, x1, label):
@@ -3521,6 +3530,7 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     arrow(x, out, "× W_o")
     grid(out, n_tokens, width, lambda r, j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
     label(out, localized(language, "output\n(T, d_model)", "выход\n(T, d_model)"))
+    ax.add_collection(PatchCollection(cells, facecolors=fills, edgecolors="white", linewidths=1))
     ax.set_xlim(-0.1, out + max(width * cell, 3.2) + 0.1)  # room for the last label
     ax.set_ylim(top - n_tokens * cell - 0.1, top + 0.95)
     ax.set_title(localized(language, "Multi-head attention: split, weigh per head, merge, mix",
@@ -4083,11 +4093,15 @@ def plot_decoder_block(language="en"):
         (7.0, localized(language, "feed-forward\n(each token alone)", "полносвязная сеть\n(каждый токен отдельно)"), Palette.ORANGE),
         (8.4, "⊕  →  y", "white"),
     ]
-    for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
-        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
-                    zorder=4)  # above the boxes, so no arrow hides behind one
+    def half_height(text):
+        """Half the height of a box, in data units: two-line boxes are taller."""
+        return 0.5 if "\n" in text else 0.32
+
+    for (y0, text0, _), (y1, text1, _) in zip(steps, steps[1:]):
+        ax.annotate("", xy=(3, y1 - half_height(text1)), xytext=(3, y0 + half_height(text0)),
+                    arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4}, zorder=4)  # above the boxes, edge to edge
     for y, text, color in steps:
-        ax.text(3, y, text, ha="center", va="center", fontsize=10,
+        ax.text(3, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
     for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
         ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
