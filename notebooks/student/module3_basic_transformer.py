@@ -2977,10 +2977,9 @@ def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
         direction = torch.randn(trials, width, generator=gen).double()      # (trials, d): r
         # L = sum_j p_j (v_j · r). Given r, each v_j · r is N(0, |r|²) and independent, so draw u_j = v_j · r directly.
         u = direction.norm(dim=-1, keepdim=True) * torch.randn(trials, n_keys, generator=gen).double()  # (trials, n)
-        raw = (k @ q[:, :, None])[..., 0]                                       # (trials, n) scores q·k_j, unscaled
         for scaled in (False, True):
             c = math.sqrt(width) if scaled else 1.0
-            p = torch.softmax(raw / c, dim=-1)                                  # (trials, n) shares
+            p = torch.softmax((k @ q[:, :, None])[..., 0] / c, dim=-1)          # (trials, n) shares
             d_scores = p * (u - (p * u).sum(-1, keepdim=True))                  # ∂L/∂s = (diag(p) − p pᵀ) u
             gradient = (d_scores[:, None, :] @ k)[:, 0] / c                     # (trials, d) ∂L/∂q = Σ_j ∂L/∂s_j k_j / c
             norms[width, scaled] = gradient.norm(dim=-1)                        # (trials,) one norm per query
@@ -3022,8 +3021,7 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
     expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
            sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
 # Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
-# The same measurement at d_k = 512 with five seeds (the run above and four more): the starving share is stable,
-# the median factor is not.
+# Five seeds at d_k = 512 (the run above and four more): the starving share is stable, the median factor is not.
 by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
@@ -4612,8 +4610,8 @@ def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     return loss, float((logits.argmax(-1) == wanted).float().mean())
 
 
-def train_copy_model(*, use_attention, decay=True, use_positions=True, measure_steps=False):
-    """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios (if measured)."""
+def train_copy_model(*, use_attention, decay=True, use_positions=True):
+    """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios."""
     torch.manual_seed(recipe["seed"])
     model = TinyLM(vocab_size=recipe["vocab_size"], d_model=recipe["d_model"], n_heads=recipe["n_heads"],
                    d_ff=recipe["d_ff"], max_length=2 * segment_length, use_attention=use_attention, use_positions=use_positions)
@@ -4625,17 +4623,16 @@ def train_copy_model(*, use_attention, decay=True, use_positions=True, measure_s
         loss, _ = copy_loss_and_accuracy(model, *copy_task_batch(recipe["batch"], data, **task), segment_length)
         optimizer.zero_grad()
         loss.backward()
-        measured = [p for p in optimizer.parameters if p.grad is not None] if measure_steps else []  # ablated attention: no gradient
+        measured = [p for p in optimizer.parameters if p.grad is not None]  # the ablated attention has no gradient
         before = [p.detach().clone() for p in measured]
         optimizer.step()
-        if measure_steps:
-            moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)]) / optimizer.lr
-            step_ratios.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
+        moved = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(measured, before)]) / optimizer.lr
+        step_ratios.append(moved[torch.cat([p.grad.abs().flatten() > 1e-4 for p in measured])])
         losses.append(loss.item())
     return model, losses, step_ratios
 
 
-model, losses, step_ratios = train_copy_model(use_attention=True, measure_steps=True)
+model, losses, step_ratios = train_copy_model(use_attention=True)
 ablated, ablated_losses, _ = train_copy_model(use_attention=False)
 _, constant_losses, _ = train_copy_model(use_attention=True, decay=False)  # the same recipe without the decay
 held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_seed(recipe["seed"] + 1), **task)  # unseen segments
