@@ -55,14 +55,14 @@
 # code cell installs only what is missing, and on Colab that is nothing. Every section ends
 # with a check that stops the notebook loudly if a number is wrong.
 #
-# **When a check stops the notebook.** After every exercise a check cell judges your function. If
-# it fails, that cell shows which property broke, on what input, the expected and actual values and
-# the usual cause, and *Run all* stops there. From then on the notebook uses the reference solution
-# of that exercise, so you can go on: in Colab click the failed cell and choose *Runtime → Run
-# after*; in JupyterLab select the cell below it and choose *Run → Run Selected Cell and All Below*
-# (classic Notebook: *Cell → Run All Below*). `show_reference("Exercise 3")` prints an exercise's
-# solution. Fix your cell, run it and its check again; the last cell lists every exercise that
-# still runs on the reference.
+# **When a check stops the notebook.** After every exercise a check cell judges your function. An
+# exercise you have not touched prints "not attempted yet", and *Run all* goes on with the reference
+# solution in its place. An exercise you attempted that fails stops *Run all* at its own check, which
+# shows the broken property, the input, expected against actual and the usual cause. Later cells then
+# use the reference: to go on, click that check and choose *Runtime → Run after* (Colab) or select the
+# cell below it and choose *Run → Run Selected Cell and All Below* (JupyterLab). `show_reference("Exercise 3")`
+# prints a solution; fix your cell, run it and its check again. The last cell lists every exercise
+# that still runs on the reference.
 
 # %% tags=["hide-input"]
 # @title Setup 1 of 3: install only the allow-listed packages that are missing (open to read)
@@ -1485,7 +1485,7 @@ def plot_it_weights(words, scores, weights, language="en"):
     fig, ax = plt.subplots(figsize=(6.4, 3.3))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)  # fixed margins: a layout engine would draw everything twice
     x = np.arange(len(words))
-    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY,
+    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY, hatch="//", edgecolor="white", lw=0,  # hatched: not colour alone
            label=localized(language, "score / sum of scores", "оценка / сумма оценок"))
     ax.bar(x + 0.2, weights, 0.4, color=Palette.BLUE, label=localized(language, "softmax weight", "вес softmax"))
     for xi, w in zip(x, weights):
@@ -1527,7 +1527,7 @@ expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tenso
 
 show_figure(
     plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
-    "For each candidate word, the grey bar is its share of the raw scores and the blue bar its softmax weight. "
+    "For each candidate word, the grey hatched bar is its share of the raw scores and the plain blue bar its softmax weight. "
     "Animal scores only twice as much as tired yet gets almost three times the attention: "
     "exponentiating stretches the gaps, so attention commits to the best match while keeping a little of the rest.",
 )
@@ -1614,11 +1614,17 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 
 # %% tags=["hide-input"]
 # @title The figure code of the next cell: plot_attention_flow (open to read)
+def _draw_text_style(fill):
+    """Text colour and weight for a diagram box: white and bold on the dark palette fills, ink elsewhere."""
+    dark = fill in (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.GREY)
+    return {"color": "white" if dark else Palette.INK, "fontweight": "bold" if dark else "normal"}
+
+
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(9.6, 3.4))
+    fig, ax = plt.subplots(figsize=(8.3, 3.2))  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
     ax.set_xlim(0, 12.4)
     ax.set_ylim(0, 3.8)
@@ -1636,7 +1642,7 @@ def plot_attention_flow(language="en"):
         "o": (11.85, 1.55, localized(language, "output", "выход"), Palette.GREEN),
     }
     drawn = {
-        key: ax.text(x, y, text, ha="center", va="center", fontsize=10,
+        key: ax.text(x, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                      bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
         for key, (x, y, text, color) in boxes.items()
     }
@@ -1694,9 +1700,9 @@ expect("the matrix formula must equal one softmax per query", torch.allclose(row
 show_figure(
     plot_attention_flow(language=LANGUAGE),
     "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
-    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue) meet in the "
+    "matrix (yellow tags: W_q, W_k, W_v, the only part of attention that training changes). Queries and keys (blue boxes, upper paths) meet in the "
     "scores box, where relevance is decided; the scores are scaled, masked and turned into shares row by row. "
-    "The values (orange) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
+    "The values (orange box, bottom path) wait untouched on the lower path until the shares decide how much of each is mixed into the output.",
 )
 
 
@@ -2031,7 +2037,7 @@ def plot_masks(masks, titles, language="en", *, row_starts=None):
     apply_plot_style()
     from matplotlib.colors import ListedColormap
 
-    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
+    fig, axes = plt.subplots(2, 3, figsize=(8.3, 5.4))  # 797 px wide: shown at its own size
 
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
     row_starts = [0] * len(masks) if row_starts is None else list(row_starts)  # the absolute position of each panel's row 0
@@ -2085,9 +2091,9 @@ expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=loca
 decode_pair = causal_allowed(2, 5, query_offset=3)
 mask_titles = {
     "en": ("Padding keys hidden", "Future hidden (causal)", "Both at once", "Cross-attention",
-           "queries at 3, 4 (offset 3)", "is_causal=True, same shape"),
+           "queries at 3, 4 (offset 3)", "is_causal=True (top-left)"),
     "ru": ("PAD-ключи скрыты", "Будущее скрыто (каузально)", "Оба ограничения", "Перекрёстное внимание",
-           "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
+           "запросы 3, 4 (сдвиг 3)", "is_causal=True (от угла)"),
 }
 show_figure(
     plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
@@ -2549,15 +2555,16 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     if missing or not 1 <= len(temperatures) <= 4:
         raise ValueError(f"weights must hold a (causal, temperature) entry for 1 to 4 temperatures; missing {missing[:4]}")
     highlight = require_int("highlight", highlight, minimum=0, maximum=len(tokens) - 1)
-    fig, axes = plt.subplots(2, len(temperatures), figsize=(8.8, 5.9), squeeze=False)  # 792 px wide: shown at its own size
+    fig, axes = plt.subplots(2, len(temperatures), figsize=(8.3, 5.6), squeeze=False)  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.15, right=0.87, bottom=0.17, top=0.88, wspace=0.08, hspace=0.14)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
         for c, temperature in enumerate(temperatures):
             ax = axes[r][c]
             image = ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
             ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
-            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=9)  # labels once per column
-            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=9)                          # and once per row
+            # Labels once per column and once per row; inner panels get no ticks at all (each tick costs drawing time).
+            ax.set_xticks(range(len(tokens)) if r == 1 else [], tokens if r == 1 else [], rotation=60, ha="right", fontsize=9)
+            ax.set_yticks(range(len(tokens)) if c == 0 else [], tokens if c == 0 else [], fontsize=9)
             ax.tick_params(length=0)
             ax.grid(False)
             mask_name = localized(language, "causal mask", "каузальная маска") if causal else localized(language, "no mask", "без маски")
@@ -2784,14 +2791,15 @@ def plot_saturation(rows, language="en"):
     """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.3, 3.4))  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.15, top=0.9, wspace=0.25)  # fixed margins: a layout engine would draw everything twice
     for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
                                  (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
         chosen = [r for r in rows if r["scaled"] == scaled]
         widths = [r["d_k"] for r in chosen]
-        left.plot(widths, [r["max_weight"] for r in chosen], "o-", color=color, label=label, ms=4)
-        right.plot(widths, [r["jacobian_norm"] for r in chosen], "o-", color=color, label=label, ms=4)
+        style = "s--" if scaled else "o-"  # squares dashed, circles solid: not colour alone
+        left.plot(widths, [r["max_weight"] for r in chosen], style, color=color, label=label, ms=4)
+        right.plot(widths, [r["jacobian_norm"] for r in chosen], style, color=color, label=label, ms=4)
     for ax, title, ylabel in (
         (left, localized(language, "Softmax saturates", "Softmax насыщается"),
          localized(language, "mean largest weight", "средний наибольший вес")),
@@ -2964,8 +2972,8 @@ show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
     "where 1.0 means all attention on one key. Right: the size of the softmax Jacobian ∂p/∂s, how strongly the shares "
-    "respond to the scores. Unscaled scores (red) climb towards one-hot and their Jacobian shrinks as the head widens; "
-    "scaled scores (blue) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
+    "respond to the scores. Unscaled scores (red circles, solid) climb towards one-hot and their Jacobian shrinks as the head widens; "
+    "scaled scores (blue squares, dashed) stay flat at every width. Red sits above blue at widths 2 to 8 because there unscaled scores are "
     "moderately spread, where softmax responds most, while scaled ones are nearly uniform.",
 )
 
@@ -3114,8 +3122,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
     expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
            sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
 # Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
-# The same measurement at d_k = 512 with five seeds: the starving share is stable, the median factor is not.
-by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
+# Five seeds at d_k = 512 (the run above and four more): the starving share is stable, the median factor is not.
+by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
 print(f"five seeds at d_k = 512: share under 1% of the scaled median {[f'{s:.0%}' for s in starving]}; "
@@ -3130,7 +3138,7 @@ if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
 show_figure(
     plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
     "Each line is the median gradient that one query receives, the shaded band the middle 80% of the 400 queries, on "
-    "log axes. Scaled (blue), the gradient grows gently with the width and the band stays narrow. Unscaled (red), the "
+    "log axes. Scaled (blue squares, dashed), the gradient grows gently with the width and the band stays narrow. Unscaled (red circles, solid), the "
     f"median collapses beyond width 64 and the band widens by orders of magnitude: at d_k = 512, {almost_none[512]:.0%} "
     "of the queries get almost nothing (a saturated softmax), while the few whose top two scores are close get far "
     "larger gradients than any scaled query. Training without the scaling is not slow everywhere; it is erratic.",
@@ -3553,7 +3561,7 @@ def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     if not 1 <= len(kv_options) <= 4 or any(n_heads % n_kv for n_kv in kv_options):
         raise ValueError(f"kv_options must be 1 to 4 divisors of n_heads={n_heads}, got {kv_options}")
     apply_plot_style()
-    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(8.3, 2.8), squeeze=False)  # 797 px wide: labels at 9 pt as shown
     axes = axes[0]
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
     names = {n_heads: "MHA", 1: "MQA"}
@@ -3583,14 +3591,17 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
     d_head = require_int("d_head", d_head, minimum=1, maximum=4)
     apply_plot_style()
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import to_rgba
     from matplotlib.patches import Rectangle
 
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
-    fig, ax = plt.subplots(figsize=(8.8, 1.9))  # 792 px wide: shown at its own size, labels at 9 pt
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.84)  # fixed margins: a layout engine would draw everything twice
+    cells, fills = [], []  # every grid cell, drawn at the end as one collection (one patch each would cost a redraw of limits)
+    fig, ax = plt.subplots(figsize=(8.3, 1.45))  # 797 px wide: shown at its own size, labels at 9 pt
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.8)  # fixed margins: a layout engine would draw everything twice
     ax.set_aspect("equal")
     ax.axis("off")
-    cell, width, gap = 0.5, n_heads * d_head, 2.2
+    cell, width, gap = 0.4, n_heads * d_head, 3.3  # a gap as wide as the 9 pt label of its arrow
     top = n_tokens * cell + 0.1
 
     def grid(x0, rows, columns, color_of, alpha=0.85):
@@ -3598,15 +3609,15 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
         for r in range(rows):
             for j in range(columns):
                 index = color_of(r, j)
-                ax.add_patch(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell, edgecolor="white", lw=1,
-                                       facecolor=Palette.PAPER if index is None else colors[index % 6], alpha=alpha))
+                cells.append(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell))
+                fills.append(to_rgba(Palette.PAPER if index is None else colors[index % 6], alpha))
         return x0 + columns * cell
 
     def arrow(x0, x1, label):
         """A labelled arrow from x0 to x1 at the grids' mid-height."""
         y = top - n_tokens * cell / 2
         ax.annotate("", xy=(x1 - 0.08, y), xytext=(x0 + 0.08, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.2})
-        ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
+        ax.text((x0 + x1) / 2, y - 0.12, label, ha="center", va="top", fontsize=9)  # below: the shape labels sit above
 
     def label(x0, text):
         ax.text(x0, top + 0.15, text, fontsize=9)
@@ -3634,10 +3645,11 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     arrow(x, out, "× W_o")
     grid(out, n_tokens, width, lambda r, j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
     label(out, localized(language, "output\n(T, d_model)", "выход\n(T, d_model)"))
-    ax.set_xlim(-0.1, out + width * cell + 0.1)
+    ax.add_collection(PatchCollection(cells, facecolors=fills, edgecolors="white", linewidths=1))
+    ax.set_xlim(-0.1, out + max(width * cell, 3.2) + 0.1)  # room for the last label
     ax.set_ylim(top - n_tokens * cell - 0.1, top + 0.95)
     ax.set_title(localized(language, "Multi-head attention: split, weigh per head, merge, mix",
-                           "Многоголовое внимание: разделить, взвесить в каждой голове, склеить, смешать"))
+                           "Многоголовое внимание: разделить, взвесить, склеить, смешать"))
     return fig
 
 
@@ -3939,7 +3951,7 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 show_figure(
     plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
     "Both axes are logarithmic, so a power law is a straight line and a steeper line grows faster. The projections "
-    "(blue) have slope 1, the score-and-mix step (red) slope 2. Left of the dashed line at n = 2·d the projections "
+    "(blue squares, dashed) have slope 1, the score-and-mix step (red circles, solid) slope 2. Left of the dashed line at n = 2·d the projections "
     "cost more; right of it the n² term dominates and pulls away, four times the work for every doubling of the context.",
 )
 
@@ -4212,11 +4224,15 @@ def plot_decoder_block(language="en"):
         (7.0, localized(language, "feed-forward\n(each token alone)", "FFN\n(каждый токен отдельно)"), Palette.ORANGE),
         (8.4, "⊕  →  y", "white"),
     ]
-    for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
-        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
-                    zorder=4)  # above the boxes, so no arrow hides behind one
+    def half_height(text):
+        """Half the height of a box, in data units: two-line boxes are taller."""
+        return 0.5 if "\n" in text else 0.32
+
+    for (y0, text0, _), (y1, text1, _) in zip(steps, steps[1:]):
+        ax.annotate("", xy=(3, y1 - half_height(text1)), xytext=(3, y0 + half_height(text0)),
+                    arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4}, zorder=4)  # above the boxes, edge to edge
     for y, text, color in steps:
-        ax.text(3, y, text, ha="center", va="center", fontsize=10,
+        ax.text(3, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
     for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
         ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
@@ -4332,7 +4348,7 @@ def plot_leakage(shifts, language="en"):
     for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "каузальная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
         values = curves[0 if offset < 0 else 1]
-        ax.bar(positions + offset, values, 0.4, color=color, label=name)
+        ax.bar(positions + offset, values, 0.4, color=color, label=name, hatch="" if offset < 0 else "//", edgecolor="white", lw=0)
         for x, value in zip(positions + offset, values):
             if value == 0:  # a zero bar has no height: say so
                 ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
@@ -4408,8 +4424,8 @@ for shift in probe_shift["no mask"][:4].tolist():
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
-    "changed. In the shaded earlier positions the causal bars (blue) are exactly zero, marked 0: nothing there can see the future. "
-    "Without the mask (red) every position moves by the same 0.64. At the last position both move, as they should.",
+    "changed. In the shaded earlier positions the causal bars (plain blue) are exactly zero, marked 0: nothing there can see the future. "
+    "Without the mask (hatched red) every position moves by the same 0.64. At the last position both move, as they should.",
 )
 
 # %% [markdown]
@@ -4641,12 +4657,13 @@ def plot_copy_attention(weights, tokens, language="en"):
     if not 1 <= weights.shape[0] <= 8 or weights.shape[1] != weights.shape[2] or weights.shape[1] > 64 or not isinstance(tokens, list) or len(tokens) != weights.shape[1]:
         raise ValueError(f"weights must be (H, T, T) with 1 to 8 heads and at most 64 tokens, and tokens a list of T labels; "
                          f"got weights {weights.shape} and tokens {type(tokens).__name__} of length {len(tokens) if hasattr(tokens, '__len__') else '?'}")
-    fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
+    fig, axes = plt.subplots(1, weights.shape[0], figsize=(min(4.15 * weights.shape[0], 8.3), 4.1), squeeze=False)  # at most 797 px wide
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     for head, ax in enumerate(axes[0]):
         ax.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
-        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=8)
-        ax.set_yticks(range(len(tokens)), [f"{i} ({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=9)
+        # Rows are labelled once, on the left panel; the others get no ticks at all (each tick costs drawing time).
+        ax.set_yticks(range(len(tokens)) if head == 0 else [], [f"{i} ({t})" for i, t in enumerate(tokens)] if head == 0 else [], fontsize=9)
         ax.tick_params(length=0)
         ax.grid(False)
         ax.set_title(localized(language, f"head {head}", f"голова {head}"), fontsize=11)
@@ -4816,10 +4833,10 @@ if continuation_accuracy != 1.0:
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
     f"Training loss on the scored positions, per step, on a log scale. Every run starts at the dotted line, ln "
-    f"{recipe['vocab_size']}, the price of guessing. The full model (blue) falls by orders of magnitude: it has learnt to "
-    f"look back {segment_length - 1} places. The same model with its attention switched off (red, crosses) sees one token at "
+    f"{recipe['vocab_size']}, the price of guessing. The full model (blue, dashed with squares) falls by orders of magnitude: it has learnt to "
+    f"look back {segment_length - 1} places. The same model with its attention switched off (red, dotted with crosses) sees one token at "
     f"a time and stays on the dotted line: on unseen sequences it scores {ablated_loss:.2f} nats and {ablated_accuracy:.0%} "
-    f"accuracy against {full_loss:.3f} nats and {full_accuracy:.1%} with attention. The grey dashed run keeps the learning "
+    f"accuracy against {full_loss:.3f} nats and {full_accuracy:.1%} with attention. The thin grey dashed run with circles keeps the learning "
     f"rate constant and jumps back up at steps {', '.join(map(str, jumps))}; the blue run lowers it to 0 and does not.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
@@ -5152,8 +5169,8 @@ expect("sampling must follow the distribution and never pick a filtered token", 
 
 show_figure(
     plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
-    "Each group of bars is one token, each colour one decoding policy. Temperature 2 (orange) moves probability from "
-    "token 0 to the others but removes nothing. Top-k = 2 (green) and top-p = 0.9 (purple) set some tokens to exactly "
+    "Each group of bars is one token, each colour and pattern one decoding policy (T = 1 plain blue). Temperature 2 (orange, //) moves probability from "
+    "token 0 to the others but removes nothing. Top-k = 2 (green, dotted) and top-p = 0.9 (purple, crossed) set some tokens to exactly "
     "zero and give their probability to the survivors; top-p keeps token 2 because it is the one that crosses 0.9.",
 )
 

@@ -226,11 +226,26 @@ def test_every_plot_draws_in_english_and_russian(nb):
         "plot_policies": ({"T = 1": [0.7, 0.3], "T = 2": [0.6, 0.4], "k": [1.0, 0.0], "p": [1.0, 0.0]}, [1.0, 0.0]),
     }
     assert set(cases) == {name for name in nb if name.startswith("plot_")}, "a new plot function needs a case here"
+    too_small = []
     for name, args in cases.items():
         for language in ("en", "ru"):
             fig = nb[name](*args, language=language)
             fig.savefig(io.BytesIO(), format="png")
+            if shown_text_pt(fig) < 9:
+                too_small.append(f"{name} ({language}): {shown_text_pt(fig):.1f} pt")
             plt.close(fig)
+    assert not too_small, f"figures whose smallest text is under 9 pt as shown (at most 800 px wide): {too_small}"
+
+
+def shown_text_pt(fig):
+    """The smallest visible text of ``fig`` in points at the width Colab shows it, as show_figure measures it."""
+    import matplotlib.text
+
+    from builder.contracts.style import Palette
+
+    width_px = fig.get_figwidth() * Palette.DPI
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * min(width_px, Palette.SHOWN_WIDTH_PX) / width_px
 
 
 def test_hand_written_adamw_matches_torch_optim(nb):

@@ -56,14 +56,14 @@
 # если какое-то число неверно.
 #
 # **Когда проверка останавливает ноутбук.** После каждого упражнения ячейка проверки оценивает вашу
-# функцию. Если проверка не пройдена, ячейка показывает, какое свойство нарушено, на каком входе,
-# ожидаемое и фактическое значения и обычную причину ошибки, и *Run all* останавливается на ней.
-# Дальше ноутбук использует эталонное решение этого упражнения, так что можно продолжать: в Colab
-# щёлкните по упавшей ячейке и выберите *Runtime → Run after*; в JupyterLab выделите ячейку под ней
-# и выберите *Run → Run Selected Cell and All Below* (в классическом Notebook: *Cell → Run All Below*).
-# `show_reference("Exercise 3")` печатает решение упражнения. Исправьте свою ячейку, запустите её и её
-# проверку ещё раз; последняя ячейка перечисляет все упражнения, которые всё ещё работают на эталонном
-# решении.
+# функцию. Упражнение, которого вы ещё не касались, печатает «not attempted yet», и *Run all* идёт
+# дальше с эталонным решением на его месте. Упражнение, которое вы начали, но решили неверно,
+# останавливает *Run all* на своей проверке: она показывает нарушенное свойство, вход, ожидаемое и
+# фактическое значения и обычную причину ошибки. Дальше ячейки используют эталон: чтобы продолжить,
+# щёлкните по этой проверке и выберите *Runtime → Run after* (Colab) или выделите ячейку под ней и
+# выберите *Run → Run Selected Cell and All Below* (JupyterLab). `show_reference("Exercise 3")`
+# печатает решение; исправьте свою ячейку и запустите её и её проверку ещё раз. Последняя ячейка
+# перечисляет все упражнения, которые всё ещё работают на эталонном решении.
 
 # %% tags=["hide-input"]
 # @title Подготовка 1 из 3: установить только недостающие пакеты из разрешённого списка (откройте, чтобы прочитать)
@@ -1950,7 +1950,7 @@ def plot_it_weights(words, scores, weights, language="en"):
     fig, ax = plt.subplots(figsize=(6.4, 3.3))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)  # fixed margins: a layout engine would draw everything twice
     x = np.arange(len(words))
-    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY,
+    ax.bar(x - 0.2, scores / scores.sum(), 0.4, color=Palette.GREY, hatch="//", edgecolor="white", lw=0,  # hatched: not colour alone
            label=localized(language, "score / sum of scores", "оценка / сумма оценок"))
     ax.bar(x + 0.2, weights, 0.4, color=Palette.BLUE, label=localized(language, "softmax weight", "вес softmax"))
     for xi, w in zip(x, weights):
@@ -1992,9 +1992,10 @@ expect("the max shift must prevent overflow", torch.isfinite(softmax(torch.tenso
 
 show_figure(
     plot_it_weights(IT_WORDS, it_scores.tolist(), it_weights.tolist(), language=LANGUAGE),
-    "Для каждого слова-кандидата серый столбец\xa0— его доля в исходных оценках, синий\xa0— его вес softmax. Оценка "
-    "animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое больше: возведение в "
-    "экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя немного и остальным.",
+    "Для каждого слова-кандидата серый заштрихованный столбец\xa0— его доля в исходных оценках, синий без штриховки\xa0— "
+    "его вес softmax. Оценка animal всего вдвое выше, чем у tired, но внимания это слово получает почти втрое "
+    "больше: возведение в экспоненту растягивает разрывы, поэтому внимание выбирает лучшее совпадение, оставляя "
+    "немного и остальным.",
 )
 
 # %% tags=["hide-input"]
@@ -2081,11 +2082,17 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 
 # %% tags=["hide-input"]
 # @title Код рисунка следующей ячейки: plot_attention_flow (откройте, чтобы прочитать)
+def _draw_text_style(fill):
+    """Text colour and weight for a diagram box: white and bold on the dark palette fills, ink elsewhere."""
+    dark = fill in (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.RED, Palette.PURPLE, Palette.GREY)
+    return {"color": "white" if dark else Palette.INK, "fontweight": "bold" if dark else "normal"}
+
+
 def plot_attention_flow(language="en"):
     """A box-and-arrow diagram of attention's data flow: Q and K decide how much, V carries what."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, ax = plt.subplots(figsize=(9.6, 3.4))
+    fig, ax = plt.subplots(figsize=(8.3, 3.2))  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92)  # fixed margins: a layout engine would draw everything twice
     ax.set_xlim(0, 12.4)
     ax.set_ylim(0, 3.8)
@@ -2103,7 +2110,7 @@ def plot_attention_flow(language="en"):
         "o": (11.85, 1.55, localized(language, "output", "выход"), Palette.GREEN),
     }
     drawn = {
-        key: ax.text(x, y, text, ha="center", va="center", fontsize=10,
+        key: ax.text(x, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                      bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
         for key, (x, y, text, color) in boxes.items()
     }
@@ -2163,9 +2170,9 @@ show_figure(
     plot_attention_flow(language=LANGUAGE),
     "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на свою "
     "обучаемую матрицу (жёлтые метки: W_q, W_k, W_v\xa0— единственное, что в механизме внимания меняет обучение). "
-    "Запросы и ключи (синие) встречаются в блоке оценок, где решается, что важно; оценки масштабируются, "
-    "маскируются и построчно превращаются в доли. Значения (оранжевые) ждут нетронутыми на нижнем пути, пока доли "
-    "не решат, сколько каждого из них войдёт в выход.",
+    "Запросы и ключи (синие блоки, верхние пути) встречаются в блоке оценок, где решается, что важно; оценки "
+    "масштабируются, маскируются и построчно превращаются в доли. Значения (оранжевый блок, нижний путь) ждут "
+    "нетронутыми на нижнем пути, пока доли не решат, сколько каждого из них войдёт в выход.",
 )
 
 
@@ -2501,7 +2508,7 @@ def plot_masks(masks, titles, language="en", *, row_starts=None):
     apply_plot_style()
     from matplotlib.colors import ListedColormap
 
-    fig, axes = plt.subplots(2, 3, figsize=(10, 6.2))
+    fig, axes = plt.subplots(2, 3, figsize=(8.3, 5.4))  # 797 px wide: shown at its own size
 
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.09, top=0.89, wspace=0.25, hspace=0.35)  # fixed margins: a layout engine would draw everything twice
     row_starts = [0] * len(masks) if row_starts is None else list(row_starts)  # the absolute position of each panel's row 0
@@ -2555,9 +2562,9 @@ expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=loca
 decode_pair = causal_allowed(2, 5, query_offset=3)
 mask_titles = {
     "en": ("Padding keys hidden", "Future hidden (causal)", "Both at once", "Cross-attention",
-           "queries at 3, 4 (offset 3)", "is_causal=True, same shape"),
+           "queries at 3, 4 (offset 3)", "is_causal=True (top-left)"),
     "ru": ("PAD-ключи скрыты", "Будущее скрыто (каузально)", "Оба ограничения", "Перекрёстное внимание",
-           "запросы 3, 4 (сдвиг 3)", "is_causal=True, та же форма"),
+           "запросы 3, 4 (сдвиг 3)", "is_causal=True (от угла)"),
 }
 show_figure(
     plot_masks([padding, ordinary, combined, cross, decode_pair, causal_allowed(2, 5)], mask_titles[LANGUAGE], language=LANGUAGE,
@@ -3023,15 +3030,16 @@ def plot_sentence_attention(weights, tokens, temperatures, highlight, language="
     if missing or not 1 <= len(temperatures) <= 4:
         raise ValueError(f"weights must hold a (causal, temperature) entry for 1 to 4 temperatures; missing {missing[:4]}")
     highlight = require_int("highlight", highlight, minimum=0, maximum=len(tokens) - 1)
-    fig, axes = plt.subplots(2, len(temperatures), figsize=(8.8, 5.9), squeeze=False)  # 792 px wide: shown at its own size
+    fig, axes = plt.subplots(2, len(temperatures), figsize=(8.3, 5.6), squeeze=False)  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.15, right=0.87, bottom=0.17, top=0.88, wspace=0.08, hspace=0.14)  # fixed margins: a layout engine would draw everything twice
     for r, causal in enumerate((False, True)):
         for c, temperature in enumerate(temperatures):
             ax = axes[r][c]
             image = ax.imshow(np.asarray(weights[causal, temperature], dtype=float), cmap="Blues", vmin=0, vmax=1)
             ax.add_patch(Rectangle((-0.5, highlight - 0.5), len(tokens), 1, fill=False, edgecolor=Palette.ORANGE, lw=2))
-            ax.set_xticks(range(len(tokens)), tokens if r == 1 else [], rotation=60, ha="right", fontsize=9)  # labels once per column
-            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=9)                          # and once per row
+            # Labels once per column and once per row; inner panels get no ticks at all (each tick costs drawing time).
+            ax.set_xticks(range(len(tokens)) if r == 1 else [], tokens if r == 1 else [], rotation=60, ha="right", fontsize=9)
+            ax.set_yticks(range(len(tokens)) if c == 0 else [], tokens if c == 0 else [], fontsize=9)
             ax.tick_params(length=0)
             ax.grid(False)
             mask_name = localized(language, "causal mask", "каузальная маска") if causal else localized(language, "no mask", "без маски")
@@ -3259,14 +3267,15 @@ def plot_saturation(rows, language="en"):
     """Mean largest weight and mean softmax-Jacobian norm against head width, unscaled and scaled."""
     require_choice("language", language, LANGUAGES)
     apply_plot_style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.3, 3.4))  # 797 px wide: shown at its own size
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.15, top=0.9, wspace=0.25)  # fixed margins: a layout engine would draw everything twice
     for scaled, color, label in ((False, Palette.RED, localized(language, "unscaled  q·k", "без масштаба  q·k")),
                                  (True, Palette.BLUE, localized(language, "scaled  q·k/√d_k", "с масштабом  q·k/√d_k"))):
         chosen = [r for r in rows if r["scaled"] == scaled]
         widths = [r["d_k"] for r in chosen]
-        left.plot(widths, [r["max_weight"] for r in chosen], "o-", color=color, label=label, ms=4)
-        right.plot(widths, [r["jacobian_norm"] for r in chosen], "o-", color=color, label=label, ms=4)
+        style = "s--" if scaled else "o-"  # squares dashed, circles solid: not colour alone
+        left.plot(widths, [r["max_weight"] for r in chosen], style, color=color, label=label, ms=4)
+        right.plot(widths, [r["jacobian_norm"] for r in chosen], style, color=color, label=label, ms=4)
     for ax, title, ylabel in (
         (left, localized(language, "Softmax saturates", "Softmax насыщается"),
          localized(language, "mean largest weight", "средний наибольший вес")),
@@ -3439,11 +3448,11 @@ show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний наибольший вес "
     "внимания по 16 ключам, где 1,0 означает всё внимание на одном ключе. Справа: величина якобиана softmax "
-    "∂p/∂s\xa0— насколько сильно доли откликаются на оценки. Немасштабированные оценки (красные) с ростом размерности "
-    "головы приближаются к one-hot, и их якобиан сжимается; масштабированные (синие) остаются ровными при любой "
-    "размерности. При размерностях от 2 до 8 красная линия выше синей, потому что там немасштабированные оценки "
-    "умеренно разбросаны\xa0— при таком разбросе softmax откликается сильнее всего,\xa0— а масштабированные почти "
-    "равномерны.",
+    "∂p/∂s\xa0— насколько сильно доли откликаются на оценки. Немасштабированные оценки (красные кружки, сплошная "
+    "линия) с ростом размерности головы приближаются к one-hot, и их якобиан сжимается; масштабированные (синие "
+    "квадраты, штриховая линия) остаются ровными при любой размерности. При размерностях от 2 до 8 красная линия "
+    "выше синей, потому что там немасштабированные оценки умеренно разбросаны\xa0— при таком разбросе softmax "
+    "откликается сильнее всего,\xa0— а масштабированные почти равномерны.",
 )
 
 # %%
@@ -3594,8 +3603,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
     expect(f"query_gradient_experiment{tiny_args} must match autograd on the same draws",
            sorted(closed) == sorted(auto) and all(closed[key].shape == auto[key].shape and torch.allclose(closed[key], auto[key], rtol=1e-9, atol=0) for key in auto))
 # Float32 draws, their float64 copy and one float64 product: 20 bytes per key entry of the widest head.
-# The same measurement at d_k = 512 with five seeds: the starving share is stable, the median factor is not.
-by_seed = [query_gradient_experiment((512,), seed=SEED + i) for i in range(5)]
+# Five seeds at d_k = 512 (the run above and four more): the starving share is stable, the median factor is not.
+by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
 print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {[f'{s:.0%}' for s in starving]}; медианный "
@@ -3610,11 +3619,12 @@ if not max(almost_none[w] for w in WIDTHS if w <= 8) <= 0.01:
 show_figure(
     plot_query_gradients(query_gradients, WIDTHS, language=LANGUAGE),
     "Каждая линия\xa0— медианный градиент, который получает один запрос, закрашенная полоса\xa0— средние 80% из 400 "
-    "запросов, обе оси логарифмические. С масштабированием (синяя) градиент плавно растёт с размерностью, а полоса "
-    "остаётся узкой. Без масштабирования (красная) медиана обваливается после размерности 64, а полоса расширяется "
-    f"на порядки: при d_k = 512 {almost_none[512]:.0%} запросов получают почти ничего (softmax насыщен), а "
-    "немногие, у которых две лучшие оценки близки, получают градиенты намного больше, чем любой масштабированный "
-    "запрос. Обучение без масштабирования не везде медленное; оно непредсказуемое.",
+    "запросов, обе оси логарифмические. С масштабированием (синие квадраты, штриховая линия) градиент плавно "
+    "растёт с размерностью, а полоса остаётся узкой. Без масштабирования (красные кружки, сплошная линия) медиана "
+    f"обваливается после размерности 64, а полоса расширяется на порядки: при d_k = 512 {almost_none[512]:.0%} "
+    "запросов получают почти ничего (softmax насыщен), а немногие, у которых две лучшие оценки близки, получают "
+    "градиенты намного больше, чем любой масштабированный запрос. Обучение без масштабирования не везде медленное; "
+    "оно непредсказуемое.",
 )
 
 # %% tags=["hide-input"]
@@ -4036,7 +4046,7 @@ def plot_head_sharing(n_heads=8, kv_options=(8, 2, 1), language="en"):
     if not 1 <= len(kv_options) <= 4 or any(n_heads % n_kv for n_kv in kv_options):
         raise ValueError(f"kv_options must be 1 to 4 divisors of n_heads={n_heads}, got {kv_options}")
     apply_plot_style()
-    fig, axes = plt.subplots(1, len(kv_options), figsize=(10, 3.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(8.3, 2.8), squeeze=False)  # 797 px wide: labels at 9 pt as shown
     axes = axes[0]
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88, wspace=0.05)  # fixed margins: a layout engine would draw everything twice
     names = {n_heads: "MHA", 1: "MQA"}
@@ -4066,14 +4076,17 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     n_heads = require_int("n_heads", n_heads, minimum=1, maximum=6)
     d_head = require_int("d_head", d_head, minimum=1, maximum=4)
     apply_plot_style()
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import to_rgba
     from matplotlib.patches import Rectangle
 
     colors = (Palette.BLUE, Palette.ORANGE, Palette.GREEN, Palette.PURPLE, Palette.RED, Palette.YELLOW)
-    fig, ax = plt.subplots(figsize=(8.8, 1.9))  # 792 px wide: shown at its own size, labels at 9 pt
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.84)  # fixed margins: a layout engine would draw everything twice
+    cells, fills = [], []  # every grid cell, drawn at the end as one collection (one patch each would cost a redraw of limits)
+    fig, ax = plt.subplots(figsize=(8.3, 1.45))  # 797 px wide: shown at its own size, labels at 9 pt
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.8)  # fixed margins: a layout engine would draw everything twice
     ax.set_aspect("equal")
     ax.axis("off")
-    cell, width, gap = 0.5, n_heads * d_head, 2.2
+    cell, width, gap = 0.4, n_heads * d_head, 3.3  # a gap as wide as the 9 pt label of its arrow
     top = n_tokens * cell + 0.1
 
     def grid(x0, rows, columns, color_of, alpha=0.85):
@@ -4081,15 +4094,15 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
         for r in range(rows):
             for j in range(columns):
                 index = color_of(r, j)
-                ax.add_patch(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell, edgecolor="white", lw=1,
-                                       facecolor=Palette.PAPER if index is None else colors[index % 6], alpha=alpha))
+                cells.append(Rectangle((x0 + j * cell, top - (r + 1) * cell), cell, cell))
+                fills.append(to_rgba(Palette.PAPER if index is None else colors[index % 6], alpha))
         return x0 + columns * cell
 
     def arrow(x0, x1, label):
         """A labelled arrow from x0 to x1 at the grids' mid-height."""
         y = top - n_tokens * cell / 2
         ax.annotate("", xy=(x1 - 0.08, y), xytext=(x0 + 0.08, y), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.2})
-        ax.text((x0 + x1) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=9)
+        ax.text((x0 + x1) / 2, y - 0.12, label, ha="center", va="top", fontsize=9)  # below: the shape labels sit above
 
     def label(x0, text):
         ax.text(x0, top + 0.15, text, fontsize=9)
@@ -4117,10 +4130,11 @@ def plot_split_merge(n_tokens=4, n_heads=2, d_head=2, language="en"):
     arrow(x, out, "× W_o")
     grid(out, n_tokens, width, lambda r, j: 6, alpha=0.35)  # colour 6 % 6 = 0 faded: W_o mixes every head into every feature
     label(out, localized(language, "output\n(T, d_model)", "выход\n(T, d_model)"))
-    ax.set_xlim(-0.1, out + width * cell + 0.1)
+    ax.add_collection(PatchCollection(cells, facecolors=fills, edgecolors="white", linewidths=1))
+    ax.set_xlim(-0.1, out + max(width * cell, 3.2) + 0.1)  # room for the last label
     ax.set_ylim(top - n_tokens * cell - 0.1, top + 0.95)
     ax.set_title(localized(language, "Multi-head attention: split, weigh per head, merge, mix",
-                           "Многоголовое внимание: разделить, взвесить в каждой голове, склеить, смешать"))
+                           "Многоголовое внимание: разделить, взвесить, склеить, смешать"))
     return fig
 
 
@@ -4425,8 +4439,9 @@ expect("doubling the context must quadruple the n² term", doubled, "==", 4.0)
 show_figure(
     plot_cost(lengths, quadratic, linear, WIDE, language=LANGUAGE),
     "Обе оси логарифмические, поэтому степенной закон\xa0— прямая, и чем круче прямая, тем быстрее рост. У проекций "
-    "(синие) наклон 1, у шага оценок и смешивания (красный)\xa0— наклон 2. Левее пунктирной линии n = 2·d дороже "
-    "проекции; правее неё член n² преобладает и уходит вперёд: вчетверо больше работы на каждое удвоение контекста.",
+    "(синие квадраты, штриховая линия) наклон 1, у шага оценок и смешивания (красные кружки, сплошная линия)\xa0— "
+    "наклон 2. Левее пунктирной линии n = 2·d дороже проекции; правее неё член n² преобладает и уходит вперёд: "
+    "вчетверо больше работы на каждое удвоение контекста.",
 )
 
 
@@ -4699,11 +4714,15 @@ def plot_decoder_block(language="en"):
         (7.0, localized(language, "feed-forward\n(each token alone)", "FFN\n(каждый токен отдельно)"), Palette.ORANGE),
         (8.4, "⊕  →  y", "white"),
     ]
-    for (y0, _, _), (y1, _, _) in zip(steps, steps[1:]):
-        ax.annotate("", xy=(3, y1 - 0.32), xytext=(3, y0 + 0.32), arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4},
-                    zorder=4)  # above the boxes, so no arrow hides behind one
+    def half_height(text):
+        """Half the height of a box, in data units: two-line boxes are taller."""
+        return 0.5 if "\n" in text else 0.32
+
+    for (y0, text0, _), (y1, text1, _) in zip(steps, steps[1:]):
+        ax.annotate("", xy=(3, y1 - half_height(text1)), xytext=(3, y0 + half_height(text0)),
+                    arrowprops={"arrowstyle": "-|>", "color": Palette.INK, "lw": 1.4}, zorder=4)  # above the boxes, edge to edge
     for y, text, color in steps:
-        ax.text(3, y, text, ha="center", va="center", fontsize=10,
+        ax.text(3, y, text, ha="center", va="center", fontsize=10, **_draw_text_style(color),
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": color, "edgecolor": Palette.MUTED, "alpha": 0.9})
     for (source, start, target, lane) in ((0.6, 3.9, 4.6, 5.3), (5.2, 3.0, 8.4, 5.9)):
         ax.plot([start, lane, lane], [source, source, target], color=Palette.GREEN, lw=2)  # out to the side and up
@@ -4821,7 +4840,7 @@ def plot_leakage(shifts, language="en"):
     for offset, (name, color) in zip((-0.2, 0.2), ((localized(language, "causal", "каузальная"), Palette.BLUE),
                                                    (localized(language, "no mask", "без маски"), Palette.RED))):
         values = curves[0 if offset < 0 else 1]
-        ax.bar(positions + offset, values, 0.4, color=color, label=name)
+        ax.bar(positions + offset, values, 0.4, color=color, label=name, hatch="" if offset < 0 else "//", edgecolor="white", lw=0)
         for x, value in zip(positions + offset, values):
             if value == 0:  # a zero bar has no height: say so
                 ax.text(x, 0.05, "0", ha="center", va="bottom", fontsize=9, color=color, fontweight="bold")
@@ -4897,9 +4916,9 @@ for shift in probe_shift["no mask"][:4].tolist():
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Каждая пара столбцов\xa0— одна позиция; высота показывает, насколько сдвинулся выход этой позиции, когда "
-    "изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие) ровно нулевые, "
-    "отмечено 0: оттуда будущее не видно. Без маски (красные) каждая позиция сдвигается на одни и те же 0,64. На "
-    "последней позиции сдвигаются обе, как и должно быть.",
+    "изменился только последний токен. На закрашенных ранних позициях каузальные столбцы (синие, без штриховки) "
+    "ровно нулевые, отмечено 0: оттуда будущее не видно. Без маски (красные, заштрихованные) каждая позиция "
+    "сдвигается на одни и те же 0,64. На последней позиции сдвигаются обе, как и должно быть.",
 )
 
 # %% [markdown]
@@ -5135,12 +5154,13 @@ def plot_copy_attention(weights, tokens, language="en"):
     if not 1 <= weights.shape[0] <= 8 or weights.shape[1] != weights.shape[2] or weights.shape[1] > 64 or not isinstance(tokens, list) or len(tokens) != weights.shape[1]:
         raise ValueError(f"weights must be (H, T, T) with 1 to 8 heads and at most 64 tokens, and tokens a list of T labels; "
                          f"got weights {weights.shape} and tokens {type(tokens).__name__} of length {len(tokens) if hasattr(tokens, '__len__') else '?'}")
-    fig, axes = plt.subplots(1, weights.shape[0], figsize=(4.3 * weights.shape[0], 4.1), squeeze=False)
+    fig, axes = plt.subplots(1, weights.shape[0], figsize=(min(4.15 * weights.shape[0], 8.3), 4.1), squeeze=False)  # at most 797 px wide
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.3)  # fixed margins: a layout engine would draw everything twice
     for head, ax in enumerate(axes[0]):
         ax.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
-        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=8)
-        ax.set_yticks(range(len(tokens)), [f"{i} ({t})" for i, t in enumerate(tokens)], fontsize=8)
+        ax.set_xticks(range(len(tokens)), [f"{i}\n({t})" for i, t in enumerate(tokens)], fontsize=9)
+        # Rows are labelled once, on the left panel; the others get no ticks at all (each tick costs drawing time).
+        ax.set_yticks(range(len(tokens)) if head == 0 else [], [f"{i} ({t})" for i, t in enumerate(tokens)] if head == 0 else [], fontsize=9)
         ax.tick_params(length=0)
         ax.grid(False)
         ax.set_title(localized(language, f"head {head}", f"голова {head}"), fontsize=11)
@@ -5313,12 +5333,13 @@ if continuation_accuracy != 1.0:
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
     "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск начинается на "
-    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя) падает на порядки: она "
-    f"научилась смотреть на {segment_length - 1} позиций назад. Та же модель с выключенным вниманием (красная, "
-    "крестики) видит по одному токену и остаётся на пунктирной линии: на новых последовательностях она набирает "
-    f"{ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против {full_loss:.3f} ната и {full_accuracy:.1%} с "
-    "вниманием. Серый штриховой запуск держит скорость обучения постоянной и подскакивает вверх на шагах "
-    f"{', '.join(map(str, jumps))}; синий снижает её до 0 и не подскакивает.",
+    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя, штриховая линия с "
+    f"квадратами) падает на порядки: она научилась смотреть на {segment_length - 1} позиций назад. Та же модель с "
+    "выключенным вниманием (красная, пунктир с крестиками) видит по одному токену и остаётся на пунктирной линии: "
+    f"на новых последовательностях она набирает {ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против "
+    f"{full_loss:.3f} ната и {full_accuracy:.1%} с вниманием. Тонкий серый штриховой запуск с кружками держит "
+    f"скорость обучения постоянной и подскакивает вверх на шагах {', '.join(map(str, jumps))}; синий снижает её до "
+    "0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
@@ -5658,10 +5679,10 @@ expect("sampling must follow the distribution and never pick a filtered token", 
 
 show_figure(
     plot_policies(policies, SAMPLING_LOGITS, language=LANGUAGE),
-    "Каждая группа столбцов\xa0— один токен, каждый цвет\xa0— одна политика декодирования. Температура 2 (оранжевые) "
-    "переносит вероятность с токена 0 на остальные, но ничего не убирает. Top-k = 2 (зелёные) и top-p = 0,9 "
-    "(фиолетовые) обнуляют некоторые токены и отдают их вероятность выжившим; top-p сохраняет токен 2, потому что "
-    "именно на нём сумма переходит 0,9.",
+    "Каждая группа столбцов\xa0— один токен, каждый цвет и узор\xa0— одна политика декодирования (T = 1\xa0— синие без "
+    "узора). Температура 2 (оранжевые, //) переносит вероятность с токена 0 на остальные, но ничего не убирает. "
+    "Top-k = 2 (зелёные, точки) и top-p = 0,9 (фиолетовые, крестики) обнуляют некоторые токены и отдают их "
+    "вероятность выжившим; top-p сохраняет токен 2, потому что именно на нём сумма переходит 0,9.",
 )
 
 
