@@ -239,7 +239,7 @@ def test_a_russian_reader_sees_russian_labels_and_violations_and_show_reference_
 
 def test_the_last_cell_names_the_reference_values_left_waiting_instead_of_claiming_all_were_used(capsys):
     from builder.contracts.exercises import report_references
-    from builder.contracts.reference import Reference
+    from builder.contracts.frozen import Reference
 
     reference = Reference({"a": 1, "b": {"c": 2, "d": 3}}, "references/toy.json")
     reference.value("a")
