@@ -79,6 +79,19 @@ def test_numbers_changed_is_a_finding():
     assert kinds == [("number", "1. Masks ¶1"), ("number", "1. Masks ¶1")]
 
 
+def test_an_fstring_field_changed_by_a_translation_is_a_finding():
+    """Typography once wrote {x[1.0]:.2f} as {x[1,0]:.2f}; the edition then fell back to English without a word."""
+    from builder.translation.units import Unit
+
+    unit = Unit("figure f: caption", "the row reaches {float(row[1.0]):.2f} at T = 1", 0, fields=("{float(row[1.0]):.2f}",))
+    entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="строка доходит до {float(row[1,0]):.2f} при T = 1")
+    catalog = polib.POFile()
+    catalog.append(entry)
+    assert [f.kind for f in po.findings(catalog, [unit], "toy.po", "ru")] == ["field"]
+    entry.msgstr = "строка доходит до {float(row[1.0]):.2f} при T = 1"
+    assert po.findings(catalog, [unit], "toy.po", "ru") == []
+
+
 def test_missing_translation_is_a_finding():
     found = po.findings(translated({k: v for k, v in RU.items() if k != "Exercise 1"}), units(SOURCE), "toy.po")
     assert [(f.kind, f.context) for f in found] == [("missing", "Exercise 1")]

@@ -160,3 +160,9 @@ def test_catalogs_no_notebook_owns_are_linted_and_glossary_checked(tmp_path):
     course = SimpleNamespace(languages=("ru",), root=tmp_path, translations=[], shown=lambda p: Path(p).name)
     assert {f.kind for f in typography.other_catalog_findings(course)} == {"typography"}
     assert [f.path for f in glossary.course_violations(course)] == ["messages.po", "messages.po"]
+
+
+def test_typography_leaves_an_fstring_field_with_spaces_alone():
+    """A field is code: {float(row[False, 1.0]):.2f} keeps its 1.0, while the prose around it is typeset."""
+    english = "reaches {float(row[False, 1.0]):.2f} at 0.5"
+    assert typeset("доходит до {float(row[False, 1.0]):.2f} при 0.5", english) == "доходит до {float(row[False, 1.0]):.2f} при 0,5"

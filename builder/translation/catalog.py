@@ -144,9 +144,16 @@ def findings(catalog: polib.POFile, units: list[Unit], path: str, language: str 
             found.append(Finding(path, line, "stale", unit.context, "the English changed since it was translated", _diff(old, unit.text)))
         else:
             found += [Finding(path, line, kind, unit.context, what) for kind, what in differences(unit.text, entry.msgstr, language)]
+            found += [Finding(path, line, "field", unit.context, what) for what in _field_changes(unit, entry.msgstr)]
             found += [Finding(path, line, "typography", unit.context, what) for what in TYPOGRAPHY.get(language or "", lambda *_: [])(entry.msgstr, unit.text)]
     found += [Finding(path, e.linenum, "orphan", e.msgctxt or "", "its English text is gone") for e in orphans if e.msgstr]
     return found
+
+
+def _field_changes(unit: Unit, translation: str) -> list[str]:
+    """An f-string field of the English that the translation drops or changes: the edition would fall back to English."""
+    return [f"the f-string field {field} must appear in the translation exactly as in the English (it is code, not prose)"
+            for field in dict.fromkeys(unit.fields) if translation.count(field) != unit.text.count(field)]
 
 
 def translations(catalog: polib.POFile, units: list[Unit]) -> dict[int, tuple[str, bool]]:

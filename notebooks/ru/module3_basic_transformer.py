@@ -1979,7 +1979,7 @@ it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
     print(f"{word:>6}: оценка {score:.1f}   e^оценка {e:5.2f}   доля {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
-print(f"plain division would give animal {2.0 / 3.5:.2f}")
+print(f"простое деление дало бы animal {2.0 / 3.5:.2f}")
 
 # The numbers above, as the prose states them.
 expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
@@ -3089,12 +3089,13 @@ if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtyp
 
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
-    "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
-    "cells carry more of the row's budget of 1. The orange box is the row of \"it\". Top row, no mask: \"it\" spreads its "
-    f"weight over the whole sentence, {float(it_row[False, 1.0][animal]):.2f} on \"animal\" at T = 1. Bottom row, causal "
-    f"mask: everything right of the diagonal is exactly 0, \"tired\" drops out of the row of \"it\" and \"animal\" rises "
-    f"to {float(it_row[True, 1.0][animal]):.2f}. Left to right, the temperature grows from 0.5 to 2: rows turn from "
-    "nearly one-hot into a wash.",
+    "Шесть тепловых карт одного и того же предложения: строки\xa0— слово, которое смотрит, столбцы\xa0— слово, на "
+    "которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая рамка\xa0— "
+    "строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
+    f"{float(it_row[False, 1.0][animal]):.2f} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
+    "диагонали равно ровно 0, «tired» выпадает из строки «it», а «animal» поднимается до "
+    f"{float(it_row[True, 1.0][animal]):.2f}. Слева направо температура растёт от 0,5 до 2: строки из почти one-hot "
+    "расплываются в равномерную заливку.",
 )
 
 # %% [markdown]
@@ -4609,8 +4610,9 @@ check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
 mean_ln = x_ln.mean()
 variance_ln = ((x_ln - mean_ln) ** 2).mean()
-print(f"x = {x_ln.tolist()}: mean {float(mean_ln)}, biased variance {float(variance_ln)}, "
-      f"unbiased {float(x_ln.var(unbiased=True)):.2f}, normalised {[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
+print(f"x = {x_ln.tolist()}: среднее {float(mean_ln)}, смещённая дисперсия {float(variance_ln)}, несмещённая "
+      f"{float(x_ln.var(unbiased=True)):.2f}, нормированный "
+      f"{[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
 REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
 REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)

@@ -3184,7 +3184,8 @@ def gated_delta_step(R, k, v, decay, rate):
 
 stored = np.outer([1.0, 0.0], [5.0])  # key (1, 0) holds the value 5
 R_delta = gated_delta_step(stored, [1.0, 0.0], [2.0], decay=1.0, rate=1.0)
-print(f"key (1, 0) held 5 and now writes 2: the delta rule reads back {R_delta[0, 0]:g}, a running sum {(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
+print(f"ключ (1, 0) хранил 5 и теперь записывает 2: дельта-правило читает обратно {R_delta[0, 0]:g}, бегущая сумма\xa0— "
+      f"{(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
 expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
 
 # %% tags=["hide-input"]
@@ -3315,7 +3316,7 @@ show_figure(
 )
 
 # %%
-print(f"A = 0.99 after 150 steps: weight {0.99 ** 150:.2f}")
+print(f"A = 0,99 после 150 шагов: вес {0.99 ** 150:.2f}")
 
 
 # %% [markdown]
