@@ -66,12 +66,14 @@ def load_terms(glossary: polib.POFile) -> list[Term]:
 def problems(english: str, russian: str, terms: list[Term]) -> list[str]:
     """How ``russian`` breaks the glossary: a term of ``english`` rendered otherwise, or a rendering the glossary avoids."""
     found, text = [], russian.lower()
+    english_prose, russian_prose = NOT_PROSE.sub(" ", english), NOT_PROSE.sub(" ", russian)
     for term in terms:
-        prose = _without_longer_terms(NOT_PROSE.sub(" ", english), term, terms)
-        kept = term.pattern.search(russian)  # the English word kept as a name ("tile" for torch's tile)
-        if term.english.lower() in prose.lower() and term.pattern.search(prose) and not kept and not any(stem in text for stem in term.stems):
-            found.append(f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)")
-        other = term.others.search(NOT_PROSE.sub(" ", russian)) if term.others else None
+        if term.english.lower() in english_prose.lower():  # else no longer-term removal can make it appear
+            prose = _without_longer_terms(english_prose, term, terms)
+            kept = term.pattern.search(russian)  # the English word kept as a name ("tile" for torch's tile)
+            if term.english.lower() in prose.lower() and term.pattern.search(prose) and not kept and not any(stem in text for stem in term.stems):
+                found.append(f"{term.english!r} should be rendered {term.rendering!r} (or an inflection of it)")
+        other = term.others.search(russian_prose) if term.others else None
         if other:
             found.append(f"{term.english!r} is rendered {other.group(0)!r} here and {term.rendering!r} by the glossary; "
                          "one term, one rendering (translations/ru/glossary.po)")
@@ -126,12 +128,13 @@ def _pairs(node: ast.AST) -> list[tuple[str, str]]:
     return []
 
 
-def figure_strings(source: str) -> list[tuple[int, str, str]]:
+@functools.lru_cache(maxsize=16)  # the glossary and the typography lint both read every source's labels
+def figure_strings(source: str) -> tuple[tuple[int, str, str], ...]:
     """(line, English, Russian) for every label a notebook source gives in both languages."""
     found = []
     for node in ast.walk(ast.parse(source)):
         found += [(node.lineno, en, ru) for en, ru in _pairs(node)]
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:

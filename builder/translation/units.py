@@ -2,6 +2,7 @@
 titles, and the captions and alt texts of its figures."""
 
 import ast
+import functools
 import re
 from pathlib import Path
 from dataclasses import dataclass
@@ -147,11 +148,17 @@ def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit
 _KINDS = {"title": "cell title", "printed": "printed"}
 
 
-def code_texts(source: str) -> list[CodeText]:
+@functools.lru_cache(maxsize=4096)  # check and build ask for each cell's texts several times; a cell parses once
+def code_texts(source: str) -> tuple[CodeText, ...]:
     """The reader's text in one code cell, in order: its ``# @title``, then the string arguments of ``READER_ARGUMENTS``' calls.
 
     Calls inside generated regions are left out: their text is the builder's (``MESSAGES`` translates it).
     """
+    return tuple(_code_texts(source))
+
+
+def _code_texts(source: str) -> list[CodeText]:
+    """``code_texts``, uncached."""
     found = []
     if source.startswith(TITLE) and source.split("\n")[0][len(TITLE):].strip():
         first = source.split("\n")[0]
