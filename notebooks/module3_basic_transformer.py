@@ -640,10 +640,15 @@ MESSAGES = {
     "references used": "All {count} reference values of {source} were used or checked by a cell.",
     "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
                            "cells that wait for {labels}"),
+    # judge_prediction: a predict-then-run exercise
+    "prediction missing": ("{label}: no prediction yet (set it above and run that cell, then this one). The measured answer "
+                           "is ({measured}): {explanation}"),
+    "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
+    "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=62213a6662452236621970f4e5ace504abfc79689047bbcc0fd4fbb6051aa68c
+# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -2832,12 +2837,11 @@ PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
 def judge_prediction(label, prediction, measured, explanation):
     """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
     if prediction is None:
-        print(f"{label}: no prediction yet (set it above and run that cell, then this one). The measured answer is "
-              f"({measured}): {explanation}")
+        print(say("prediction missing", label=label, measured=measured, explanation=explanation))
         return None
     prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
-    verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
-    print(f"{label}: you predicted ({prediction}), {verdict}: {explanation}")
+    verdict = "prediction right" if prediction == measured else "prediction wrong"
+    print(say(verdict, label=label, prediction=prediction, measured=measured, explanation=explanation))
     return prediction == measured
 
 

@@ -57,6 +57,11 @@ MESSAGES = {
     "references used": "All {count} reference values of {source} were used or checked by a cell.",
     "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
                            "cells that wait for {labels}"),
+    # judge_prediction: a predict-then-run exercise
+    "prediction missing": ("{label}: no prediction yet (set it above and run that cell, then this one). The measured answer "
+                           "is ({measured}): {explanation}"),
+    "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
+    "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }

@@ -641,10 +641,15 @@ MESSAGES = {
     "references used": "All {count} reference values of {source} were used or checked by a cell.",
     "references waiting": ("{used} of {count} reference values of {source} were used or checked; the other {left} wait with the "
                            "cells that wait for {labels}"),
+    # judge_prediction: a predict-then-run exercise
+    "prediction missing": ("{label}: no prediction yet (set it above and run that cell, then this one). The measured answer "
+                           "is ({measured}): {explanation}"),
+    "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
+    "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=62213a6662452236621970f4e5ace504abfc79689047bbcc0fd4fbb6051aa68c
+# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -686,6 +691,9 @@ MESSAGES.update({
     "summary first failure": "Первая непройденная проверка: ячейка проверки ({label}: {reason}); сначала исправьте это упражнение",
     "references used": "Все {count} эталонных значений из {source} использованы или проверены ячейками.",
     "references waiting": "Использованы или проверены {used} из {count} эталонных значений из {source}; остальные {left} ждут вместе с ячейками, которые ждут: {labels}",
+    "prediction missing": "{label}: прогноза ещё нет (впишите его выше, запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}): {explanation}",
+    "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
+    "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
@@ -3309,12 +3317,11 @@ PREDICTION_UNSCALED_512 = None  # your answer: "a", "b" or "c"
 def judge_prediction(label, prediction, measured, explanation):
     """Print whether ``prediction`` ("a", "b" or "c") matches the ``measured`` answer; None only asks for a prediction."""
     if prediction is None:
-        print(f"{label}: прогноза пока нет (задайте его выше и запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}"
-              f"): {explanation}")
+        print(say("prediction missing", label=label, measured=measured, explanation=explanation))
         return None
     prediction = require_choice("prediction", prediction.strip().lower() if isinstance(prediction, str) else prediction, ("a", "b", "c"))
-    verdict = "right" if prediction == measured else f"not what the measurement says, which is ({measured})"
-    print(f"{label}: ваш прогноз ({prediction}), {verdict}: {explanation}")
+    verdict = "prediction right" if prediction == measured else "prediction wrong"
+    print(say(verdict, label=label, prediction=prediction, measured=measured, explanation=explanation))
     return prediction == measured
 
 
