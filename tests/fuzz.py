@@ -80,6 +80,15 @@ def _exercise_namespace() -> dict:
             "EXERCISE_OUTCOMES": {"Exercise 1": "passed", "Exercise 2": "double is still a stub"}}
 
 
+def _reference_namespace() -> dict:
+    """A namespace whose frozen values were all used, as the last cell's ``globals()`` holds them."""
+    from builder.contracts.frozen import Reference
+
+    reference = Reference({"a": 1}, "references/toy.json")
+    reference.value("a")
+    return {"REFERENCE": reference, "REFERENCE_SOURCE": "references/toy.json"}
+
+
 # Baseline calls for public functions that the notebook never calls with copyable arguments (a namespace is
 # the notebook's globals(), which cannot be copied): name -> (args, kwargs).
 BASELINES: dict[str, tuple[tuple, dict]] = {
@@ -96,6 +105,9 @@ BASELINES: dict[str, tuple[tuple, dict]] = {
     "show_reference": (("Exercise 1", _exercise_namespace()), {}),
     "report_section": (("Section 1", _exercise_namespace()), {}),
     "exercise_summary": ((_exercise_namespace(),), {}),
+    "in_language": (("the usual cause",), {}),  # called inside the checks with each contract's own texts
+    "key_label": (("Exercise 3",), {}),  # called by show_reference with what the student typed
+    "report_references": ((_reference_namespace(),), {}),  # the last cell passes globals(), which cannot be copied
 }
 
 

@@ -101,7 +101,7 @@ def run_builder_process(root: Path, *args: str) -> subprocess.CompletedProcess:
 _VOLATILE = [
     (re.compile(r"0x[0-9a-fA-F]{6,}"), "<ADDR>"),
     (re.compile(r"\b(Python|numpy|torch|matplotlib) \d+\.\d+[\w.+]*"), r"\1 <VERSION>"),
-    (re.compile(r"^time:.*$", re.MULTILINE), "time: <TIMING>"),
+    (re.compile(r"^(time|время):.*$", re.MULTILINE), "time: <TIMING>"),  # the timing lines, in either language
 ]
 
 

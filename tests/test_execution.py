@@ -45,12 +45,17 @@ def test_notebook_runs_alone_with_no_error(executions, nb):
     assert len(result.cells) == sum(c["cell_type"] == "code" for c in cells)
 
 
+# The last cell's call that asserts every frozen value was used (REFERENCE.assert_all_used inside); a Russian
+# edition closes with its glossary page after it.
+FINAL_CHECK = "report_references(globals())"
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
 def test_every_reference_value_is_checked(executions, nb):
     cells = nbformat.read(executions[nb.edition].executed, as_version=4).cells
     text = "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
-    assert "assert_all_used" in "".join(c.source for c in cells[-3:]), "the last cells must call REFERENCE.assert_all_used()"
-    assert re.search(r"\d+ reference values", text), "the final check must print how many reference values it verified"
+    assert FINAL_CHECK in "".join(c.source for c in cells[-4:]), f"the last cells must call {FINAL_CHECK}, which asserts every value was used"
+    assert re.search(r"\d+ (reference values|эталонных значений)", text), "the final check must print how many reference values it verified"
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
@@ -100,7 +105,7 @@ def test_student_edition_as_shipped_stops_only_at_exercise_stubs(student_runs, n
     executed_nb = nbformat.read(result.executed, as_version=4)
     labels = [e.label for e in student.exercises(pairing.read_source(nb.source.read_text()))]
     assert student.shipped_run_problems(result.errors, labels) == []
-    assert "assert_all_used" in executed_nb.cells[-1].source or any("assert_all_used" in c.source for c in executed_nb.cells[-3:])
+    assert any(FINAL_CHECK in c.source for c in executed_nb.cells[-4:]), f"the student edition must end with {FINAL_CHECK}"
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)

@@ -7,7 +7,7 @@ sits two inches from the left edge in every language.
 """
 
 from .style import Palette, localized
-from .validation import require_int, require_mask
+from .validation import require_int, require_mask, require_real
 
 __all__ = [
     "text_color_on", "diagram_canvas", "diagram_box", "diagram_arrow",
@@ -38,6 +38,8 @@ def diagram_canvas(width, height):
     """
     import matplotlib.pyplot as plt
 
+    width = require_real("width", width, minimum=0.0, strict_minimum=True)
+    height = require_real("height", height, minimum=0.0, strict_minimum=True)
     scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
     fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))

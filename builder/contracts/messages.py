@@ -69,7 +69,12 @@ MESSAGES = {
 
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
-    return MESSAGES[key].format(**fields)
+    if not isinstance(key, str) or key not in MESSAGES:
+        raise ValueError(f"no message {key!r}: say() takes a key of MESSAGES, such as 'pass' or 'summary failed'")
+    try:
+        return MESSAGES[key].format(**fields)
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 
 
 def in_language(text):

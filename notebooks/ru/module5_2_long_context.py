@@ -1186,8 +1186,13 @@ MESSAGES.update({
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
-    return MESSAGES[key].format(**fields)
-# builder:end sha256=961bd5317ec04cb702eb5b60e795adc11fedc2eb2d498bcf080fc5ef5d7e7a1a
+    if not isinstance(key, str) or key not in MESSAGES:
+        raise ValueError(f"no message {key!r}: say() takes a key of MESSAGES, such as 'pass' or 'summary failed'")
+    try:
+        return MESSAGES[key].format(**fields)
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
+# builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
 def in_language(text):
     """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
@@ -2014,6 +2019,8 @@ def diagram_canvas(width, height):
     """
     import matplotlib.pyplot as plt
 
+    width = require_real("width", width, minimum=0.0, strict_minimum=True)
+    height = require_real("height", height, minimum=0.0, strict_minimum=True)
     scale = min(1.0, Palette.SHOWN_WIDTH_PX / (width * Palette.DPI))
     fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes((0, 0, 1, 1))
@@ -2021,7 +2028,7 @@ def diagram_canvas(width, height):
     ax.set_ylim(0, height)
     ax.set_axis_off()
     return fig, ax
-# builder:end sha256=5306b497d0233be39c315657c0f03914c0d7eac4e8f5843ed558abf23f097380
+# builder:end sha256=0bbc84eb7be35d559f6d79fb078f55f7cc9e3daa3e31cf43af1b88cdeb1dd238
 # builder:begin inline diagram_box
 def diagram_box(ax, x, y, width, height, text, color, *, solid=False, dashed=False, size=9, weight="normal"):
     """A rounded box centred at (x, y) holding centred text: tinted in ``color`` (or solid, with text that contrasts with it)."""

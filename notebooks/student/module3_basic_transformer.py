@@ -668,8 +668,13 @@ MESSAGES = {
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
-    return MESSAGES[key].format(**fields)
-# builder:end sha256=961bd5317ec04cb702eb5b60e795adc11fedc2eb2d498bcf080fc5ef5d7e7a1a
+    if not isinstance(key, str) or key not in MESSAGES:
+        raise ValueError(f"no message {key!r}: say() takes a key of MESSAGES, such as 'pass' or 'summary failed'")
+    try:
+        return MESSAGES[key].format(**fields)
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
+# builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
 def in_language(text):
     """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
