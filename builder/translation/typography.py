@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from .invariants import UNIT_FORMS
+
 NBSP = "\u00a0"
 _PROTECTED = re.compile(
     r"```.*?```|`[^`\n]+`|\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$"  # code and math
@@ -21,8 +23,8 @@ _NAMED_BEFORE = re.compile(
     r"IPython|matplotlib|ipykernel|Colab|Qwen|Gemma|Gemini|Mistral|GPT|Claude|рис\.|табл\.)[\s\u00a0(]*$", re.IGNORECASE)
 _MODULE = re.compile(r"5\.[12]")
 _FRACTION_AFTER = re.compile(r"^[\s\u00a0]*(?:раз|%|[КМГТ]?и?Б|[KMGT]i?B|мс|ms|байт|бит|нат|млрд|миллиард|USD)")
-_UNITS = {"KiB": "КиБ", "MiB": "МиБ", "GiB": "ГиБ", "TiB": "ТиБ", "kB": "кБ", "KB": "КБ", "MB": "МБ", "GB": "ГБ", "TB": "ТБ",
-          "ms": "мс", "µs": "мкс", "ns": "нс"}
+# English symbol -> Russian, from the table the invariants compare units by (a bare s stays: с is also "with")
+_UNITS = {english: russian for russian, english in UNIT_FORMS["ru"].items() if english != "s"}
 _NUMBER = r"\d+(?:[.,]\d+)?"
 _GROUPED = re.compile(r"(?<![\w.,])([1-9]\d{0,2}(?:,\d{3})+)(?![\d]|[.,]\d)")
 _DECIMAL = re.compile(r"(?<![\w.,])(?<!\w-)(\d+)\.(\d+)(?![\w]|\.\d)")
