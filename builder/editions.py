@@ -79,15 +79,19 @@ class Editions:
     on_disk: str = ""  # the source as read: a build refuses to write over anything else
 
 
-def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str) -> str:
-    """Title, Open-in-Colab badge and provenance line of a notebook's first cell."""
+# The provenance line under a notebook's title, per language.
+PROVENANCE = {
+    "en": "*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`.*",
+    "ru": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`.*",
+}
+
+
+def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str, language: str = "en") -> str:
+    """Title, Open-in-Colab badge and provenance line of a notebook's first cell, in the edition's language."""
     url = course.colab_url(course.shown(ipynb_path))
-    return (
-        f"# {title}\n\n"
-        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n\n"
-        f"*Provenance: course builder {__version__}; reference `references/{nb.reference}.json`, "
-        f"SHA-256 `{nb.reference_sha256}`.*\n"
-    )
+    line = PROVENANCE.get(language, PROVENANCE["en"]).format(
+        version=__version__, path=f"references/{nb.reference}.json", sha256=nb.reference_sha256)
+    return f"# {title}\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n\n{line}\n"
 
 
 def reference_code(course: Course, nb: Notebook, name: str) -> str:
@@ -251,11 +255,12 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
         parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
-    swap_header(course, result.nb, parsed, edition.ipynb, edition.title)
+    swap_header(course, result.nb, parsed, edition.ipynb, edition.title, language=edition.language)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
     result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(edition.name, "solution", edition.language))
     student_nb = student.student_notebook(parsed, edition.language)
-    swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title))
+    swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title),
+                language=edition.language)
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(edition.name, "student", edition.language))
 
@@ -295,11 +300,15 @@ def student_header(course: Course, nb: Notebook, edition) -> None:
     swap_header(course, nb, edition, nb.student_ipynb, nb.student_title)
 
 
-def swap_header(course: Course, nb: Notebook, edition, ipynb_path: Path, title: str, *, after: tuple[Path, str] | None = None) -> None:
-    """Replace the header region that ``nb``'s solution edition has (or, with ``after``, that one) by one for ``ipynb_path``."""
+def swap_header(course: Course, nb: Notebook, edition, ipynb_path: Path, title: str, *, after: tuple[Path, str] | None = None,
+                language: str = "en") -> None:
+    """Replace the header region that ``nb``'s solution edition has (or, with ``after``, that one) by one for ``ipynb_path``.
+
+    The new header is in ``language``; the one it replaces is English, or in ``language`` too when ``after`` names it.
+    """
     before_path, before_title = after or (nb.ipynb, nb.title)
-    solution = regions.as_markdown(header_markdown(course, nb, before_path, before_title))
-    own = regions.as_markdown(header_markdown(course, nb, ipynb_path, title))
+    solution = regions.as_markdown(header_markdown(course, nb, before_path, before_title, language if after else "en"))
+    own = regions.as_markdown(header_markdown(course, nb, ipynb_path, title, language))
     swaps = [(_uncommented(solution), _uncommented(own)), (regions.digest(solution), regions.digest(own))]
     for index, cell in enumerate(edition.cells):
         if "builder:begin header" in cell.source:
