@@ -24,10 +24,6 @@ from . import cells
 from .config import ROOT
 
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
-# Cells with this tag open collapsed: in Colab as a titled form, in Jupyter with the input hidden.
-COLLAPSED_TAG = cells.HIDDEN_TAG
-
-
 @functools.cache
 def filters(root: Path = ROOT) -> dict[str, str]:
     """``[tool.jupytext]``'s metadata filters and pairing formats, as jupytext itself reads them from ``root``."""
@@ -94,7 +90,7 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT, course: dict | None
         cell["id"] = base if seen[base] == 1 else f"{base}-{seen[base]}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-        if COLLAPSED_TAG in cell.metadata.get("tags", []):
+        if cells.HIDDEN_TAG in cell.metadata.get("tags", []):
             cell.metadata.update(copy.deepcopy(cells.COLLAPSED))
     nb.nbformat, nb.nbformat_minor = 4, 5
     invalid: dict = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import editions, exits, files, inline, pairing, student
+from . import cells, editions, exits, files, inline, pairing, student
 
 GRADED_EDITION = {"en": "Graded edition", "ru": "версия для оценивания"}
 _REGION = re.compile(r"^# builder:begin inline show_reference\n.*?^# builder:end[^\n]*\n", re.MULTILINE | re.DOTALL)
@@ -55,7 +55,7 @@ def waiting_cell(root: Path, language: str = "en") -> nbformat.NotebookNode:
     body = inline.source_of("wait_for_exercises", root)
     title = WAITING_TITLE.get(language, WAITING_TITLE["en"])
     source = f"# @title {title}\n{body}\n\nwait_for_exercises(globals())"
-    return nbformat.v4.new_code_cell(source, metadata={"tags": [pairing.COLLAPSED_TAG]})
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [cells.HIDDEN_TAG]})
 
 
 def without_reference_prose(markdown: str) -> str:
