@@ -22,9 +22,10 @@ from .units import Unit, python_literal
 
 CATALOG = "messages.po"
 TABLE_REGION = "# builder:begin inline MESSAGES"
-# Modules whose texts are not a student's usual causes: guards, figures, the environment, the machinery.
-_NOT_CHECKS = {"__init__", "calls", "diagrams", "environment", "exercises", "messages", "reference", "style", "validation",
-               "violations", "waiting"}
+# Modules whose texts are not a student's usual causes: guards, figures, the environment, the machinery, and the
+# lesson functions shared by two notebooks (their texts are guard errors, which stay English).
+_NOT_CHECKS = {"__init__", "calls", "diagrams", "environment", "exact_attention", "exercises", "frozen", "messages", "style",
+               "validation", "violations", "waiting"}
 _MIN_WORDS = 4
 
 
