@@ -10,7 +10,6 @@ as regular expressions). The check covers the notebook catalogs, every other cat
 import ast
 import functools
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,20 +145,6 @@ def source_violations(source: str, terms: list[Term], path: str) -> list[Finding
 def other_catalogs(folder: Path, notebook_catalogs: set[Path]) -> list[Path]:
     """The catalogs of a language folder that no notebook owns (captions, messages), the glossary itself left out."""
     return [p for p in sorted(folder.glob("*.po")) if p.name != GLOSSARY and p not in notebook_catalogs]
-
-
-def renderings(russian: list[str], terms: list[Term]) -> dict[str, Counter]:
-    """For each term, how often each of its renderings occurs in ``russian``: the glossary's and every avoided one."""
-    counts: dict[str, Counter] = {}
-    for term in terms:
-        tally: Counter = Counter()
-        for text in russian:
-            prose = NOT_PROSE.sub(" ", text)
-            tally[term.rendering] += sum(prose.lower().count(stem) for stem in term.stems[:1])
-            for other in term.others.finditer(prose) if term.others else ():
-                tally[other.group(0).lower()] += 1
-        counts[term.english] = tally
-    return counts
 
 
 def page(terms: list[Term], title: str = PAGE_TITLE) -> str:
