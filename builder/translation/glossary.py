@@ -142,9 +142,11 @@ def source_violations(source: str, terms: list[Term], path: str) -> list[Finding
             for line, en, ru in figure_strings(source) for what in problems(en, ru, terms)]
 
 
-def other_catalogs(folder: Path, notebook_catalogs: set[Path]) -> list[Path]:
-    """The catalogs of a language folder that no notebook owns (captions, messages), the glossary itself left out."""
-    return [p for p in sorted(folder.glob("*.po")) if p.name != GLOSSARY and p not in notebook_catalogs]
+def other_catalogs(course, language: str) -> list[Path]:
+    """The catalogs of ``language`` that no notebook owns (captions, messages), the glossary itself left out."""
+    owned = {nb.catalog for nb in course.translations if nb.language == language}
+    folder = course.root / "translations" / language
+    return [p for p in sorted(folder.glob("*.po")) if p.name != GLOSSARY and p not in owned]
 
 
 def page(terms: list[Term], title: str = PAGE_TITLE) -> str:
@@ -164,12 +166,10 @@ def course_violations(course) -> list[Finding]:
 
     found = []
     for language in course.languages:
-        folder = course.root / "translations" / language
-        glossary_path = folder / GLOSSARY
+        glossary_path = course.root / "translations" / language / GLOSSARY
         if not glossary_path.exists():
             continue
         terms = load_terms(po.load(glossary_path, course.shown(glossary_path)))
-        owned = {nb.catalog for nb in course.translations if nb.language == language}
-        for path in other_catalogs(folder, owned):
+        for path in other_catalogs(course, language):
             found += violations(po.load(path, course.shown(path)), terms, course.shown(path))
     return found

@@ -223,8 +223,7 @@ def other_catalog_findings(course) -> list:
 
     found = []
     for language in (lang for lang in course.languages if lang in po.TYPOGRAPHY):
-        owned = {nb.catalog for nb in course.translations if nb.language == language}
-        for path in other_catalogs(course.root / "translations" / language, owned):
+        for path in other_catalogs(course, language):
             found += [po.Finding(course.shown(path), e.linenum, "typography", e.msgctxt or "", what)
                       for e in po.load(path, course.shown(path)) if e.msgstr and not e.obsolete
                       for what in po.TYPOGRAPHY[language](e.msgstr, e.msgid)]
