@@ -4754,6 +4754,8 @@ for question, (computed, stated) in self_test_answers.items():
     print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
+check_stated("16-bit over 4-bit cache of the running example (times; question 10, section 15)",
+             kv_bytes_per_token(32, 8, 128) / quantized_kv_bytes_per_token(32, 8, 128, 4), 3.9, 1)
 print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
 
 # %% [markdown]
