@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -139,14 +140,19 @@ def attacked(tmp_path_factory, course):
         shutil.copyfile(book.ipynb, folder / sub / "alice.ipynb")
     odd = os.fsencode(folder) + b"/caf\xe9.ipynb"
     shutil.copyfile(book.ipynb, odd)
-    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="")
+    scratch = Path(tempfile.mkdtemp(prefix="course-grade-tmp-"))  # the grader's TMPDIR: empty again once it is done
+    scratch.chmod(0o755)  # the student processes, dropped to nobody, enter their folders here
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="", TMPDIR=str(scratch))
     argv = [sys.executable, "-m", "builder", "--root", str(ROOT), "grade", *map(str, paths.values()), str(folder / "x" / "alice.ipynb"),
             str(folder / "y" / "alice.ipynb"), odd, "--out", str(out), "--timeout", str(TIMEOUT), "--jobs", "2"]
     start = time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, timeout=1800)
     time.sleep(max(0.0, 5 - (time.monotonic() - start)))  # longer than the double-forked survivor waits before it writes
     results = {p.parent.name: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*/results.json")}
-    return {"done": done, "results": results, "out": out, "marker": marker, "labels": variants.labels(variants.solved(book))}
+    left = sorted(p.name for p in scratch.iterdir())
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"done": done, "results": results, "out": out, "marker": marker, "labels": variants.labels(variants.solved(book)),
+            "left": left}
 
 
 def scores(result):
@@ -172,6 +178,7 @@ def test_honest_variants_and_the_russian_edition_score_full_marks(attacked):
 @pytest.mark.slow
 def test_nobody_is_harmed_nothing_outlives_the_batch_and_no_secret_leaks(attacked):
     assert not attacked["marker"].exists()  # the double-forked survivor was killed before it could write
+    assert attacked["left"] == [], "the grader left its temporary folders behind"
     for name, result in attacked["results"].items():
         assert result.get("tests"), name  # every results.json intact, none rewritten to {"score": 0}
         assert attacks.SECRET not in json.dumps(result) or name == "classmate"

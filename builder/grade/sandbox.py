@@ -130,12 +130,11 @@ def _virtual_bytes() -> int:
         return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def become_student(sock: socket.socket, config: dict) -> None:
-    """In the forked child: shed the course process, confine itself, then answer the judge."""
+def become_student(sock: socket.socket, config: dict, folder: str) -> None:
+    """In the forked child: shed the course process, confine itself to ``folder``, then answer the judge."""
     os.setsid()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     root = os.geteuid() == 0
-    folder = tempfile.mkdtemp(prefix="grade-student-")
     user = pwd.getpwnam(config["user"]) if root and config.get("user") else None
     if root:
         _mount_private(config.get("hide", []))
@@ -211,7 +210,7 @@ def course_process(fd: int) -> None:
             if pid == 0:
                 control.close()
                 try:
-                    become_student(socket.socket(fileno=fds[0]), config)
+                    become_student(socket.socket(fileno=fds[0]), config, header["folder"])
                 finally:
                     os._exit(0)
             os.close(fds[0])
@@ -234,6 +233,7 @@ class Host:
 
     def __init__(self, config: dict, env: dict | None = None):
         self.config, self.env, self.cells = config, env, []
+        self.folders: list[str] = []  # the student processes' working folders, removed once they are reaped
         self._start()
 
     def _start(self) -> None:
@@ -268,8 +268,9 @@ class Host:
 
     def fork(self, end: socket.socket) -> int:
         """A new student process holding ``end``; its pid."""
+        self.folders.append(tempfile.mkdtemp(prefix="grade-student-"))
         try:
-            wire.send(self.control, {"op": "fork"})
+            wire.send(self.control, {"op": "fork", "folder": self.folders[-1]})
             socket.send_fds(self.control, [b"x"], [end.fileno()])
             return int(wire.receive(self.control)[0]["pid"])
         except (EOFError, OSError) as exc:
@@ -277,7 +278,15 @@ class Host:
 
     def reap(self) -> None:
         """Kill every process the last student started; CourseDied when the course process itself is gone."""
-        self._ask({"op": "reap"})
+        try:
+            self._ask({"op": "reap"})
+        finally:
+            self._remove_folders()
+
+    def _remove_folders(self) -> None:
+        """Remove the working folders of the student processes (all reaped by now)."""
+        while self.folders:
+            remove_folder(self.folders.pop())
 
     def restart(self) -> None:
         """A fresh course process, replayed up to where the last one was (after a student killed it)."""
@@ -295,6 +304,7 @@ class Host:
             except ProcessLookupError:
                 pass
             self.process.wait()
+            self._remove_folders()
 
 
 def student_cell(source: str) -> str:
