@@ -1,21 +1,25 @@
 """Shared fixtures: the course configuration, throwaway copies of the repository, and each notebook run once.
 
-A kernel run of a course notebook costs 10-40 s, so every test that needs an edition executed as committed
-reads it from ``executions`` (one run per edition per session, started on first request), and every test
-that needs ``python notebooks/<name>.py`` reads it from ``script_runs``. Set ``COURSE_RUN_LOG`` to a file
-path to have each real run of either kind appended there as one line (how the count per tier is measured).
+A kernel run of a course notebook costs 5-40 s, so every test that needs an edition executed as committed
+reads it from ``executions`` (one run per edition per test run, started on first request), and every test
+that needs ``python notebooks/<name>.py`` reads it from ``script_runs``. Under pytest-xdist (``-n 2``) the
+workers share these runs through ``Once``: a file lock and a pickle per run in a folder of this test run, so
+each is still made once. Set ``COURSE_RUN_LOG`` to a file path to have each real run of either kind appended
+there as one line (how the count per tier is measured).
 """
 
 import contextlib
 import dataclasses
 import io
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock, Timeout
 
 from builder.config import load_course
 from tests.support import ROOT, copy_repo
@@ -40,24 +44,83 @@ def log_run(what: str) -> None:
             log.write(what + "\n")
 
 
-class Executions:
-    """Each edition executed as committed, at most once per session, laid out as ``python -m builder html --out`` reads it."""
+def run_folder(tmp_path_factory) -> Path:
+    """The folder of this test run that every pytest-xdist worker sees (each worker's basetemp is inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
-    def __init__(self, course, folder: Path):
-        self.course, self.folder, self._done = course, folder, {}
+
+class Once:
+    """Results made at most once per test run across pytest-xdist workers: one lock and one pickle per key in ``folder``."""
+
+    MISSING = object()
+
+    def __init__(self, folder: Path):
+        self.folder, self._memo = folder, {}
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def get(self, key: str, make, *, wait: bool = True):
+        """The result stored under ``key``, made by ``make()`` first if no worker made it; MISSING if busy and not ``wait``."""
+        if key not in self._memo:
+            value = self._shared(key, make, wait)
+            if value is self.MISSING:
+                return value
+            self._memo[key] = value
+        return self._memo[key]
+
+    def _shared(self, key: str, make, wait: bool):
+        """``get`` across processes: under the key's lock, read its pickle or make and write it."""
+        path = self.folder / f"{key}.pickle"
+        lock = FileLock(f"{path}.lock")
+        try:
+            lock.acquire(timeout=-1 if wait else 0)
+        except Timeout:
+            return self.MISSING
+        try:
+            if path.exists():
+                return pickle.loads(path.read_bytes())  # written by this test run's own workers
+            value = make()
+            path.with_suffix(".part").write_bytes(pickle.dumps(value))
+            path.with_suffix(".part").replace(path)
+            return value
+        finally:
+            lock.release()
+
+
+@pytest.fixture(scope="session")
+def once(tmp_path_factory) -> Once:
+    """This test run's shared results (see ``Once``)."""
+    return Once(run_folder(tmp_path_factory) / "once")
+
+
+class Executions:
+    """Each edition executed as committed, at most once per test run, laid out as ``python -m builder html --out`` reads it."""
+
+    def __init__(self, course, folder: Path, once: Once):
+        self.course, self.folder, self.once, self._done = course, folder, once, {}
         self.editions = {nb.edition: nb for nb in course.select_editions(None)}
 
     def __getitem__(self, edition: str):
         """The RunResult of ``edition`` (run with ``coalesce_streams``, so a second run compares equal)."""
-        if edition not in self._done:
-            from builder import commands, execute
-
-            nb = self.editions[edition]
-            self._done[edition] = execute.run(nb.ipynb, commands.edition_dir(self.folder, nb), coalesce_streams=True)
+        self._fetch(edition, wait=True)
         return self._done[edition]
 
+    def _fetch(self, edition: str, *, wait: bool) -> None:
+        """Run ``edition`` here, or take the run another worker made; skipped while another worker runs it, unless ``wait``."""
+        if edition in self._done:
+            return
+        from builder import commands, execute
+
+        nb = self.editions[edition]
+        result = self.once.get(f"execution-{edition}", lambda: execute.run(nb.ipynb, commands.edition_dir(self.folder, nb),
+                                                                          coalesce_streams=True), wait=wait)
+        if result is not Once.MISSING:
+            self._done[edition] = result
+
     def all(self) -> dict:
-        """Every edition's RunResult, running those not run yet."""
+        """Every edition's RunResult: first those no other worker is running, then waiting for the rest."""
+        for edition in self.editions:
+            self._fetch(edition, wait=False)
         return {edition: self[edition] for edition in self.editions}
 
     def replaying(self, names: list[str]):
@@ -99,24 +162,29 @@ def count_kernel_runs():
 
 
 @pytest.fixture(scope="session")
-def executions(course, tmp_path_factory) -> Executions:
-    """Every edition of every notebook executed once per session, on first request.
+def executions(course, tmp_path_factory, once) -> Executions:
+    """Every edition of every notebook executed once per test run, on first request.
 
     With ``COURSE_KEEP_RUNS=FOLDER`` the executed copies go to FOLDER/executed and the handouts to FOLDER/handouts
     (CI uploads them from dist/), instead of a temporary folder.
     """
     keep = os.environ.get("COURSE_KEEP_RUNS")
-    return Executions(course, Path(keep).resolve() / "executed" if keep else tmp_path_factory.mktemp("executed"))
+    return Executions(course, Path(keep).resolve() / "executed" if keep else run_folder(tmp_path_factory) / "executed", once)
 
 
 @pytest.fixture(scope="session")
-def course_handouts(course, executions) -> tuple[list[Path], str]:
-    """``python -m builder html`` on the course notebooks, exporting the session's executed editions (no second run)."""
+def course_handouts(course, executions, once) -> tuple[list[Path], str]:
+    """``python -m builder html`` on the course notebooks, exporting the test run's executed editions (no second run)."""
+    executions.all()
+    return once.get("course-handouts", lambda: export_handouts(course, executions.folder))
+
+
+def export_handouts(course, executed: Path) -> tuple[list[Path], str]:
+    """``python -m builder html --out EXECUTED`` with the handouts beside EXECUTED: their paths and the command's report."""
     from builder import cli, commands
 
-    executions.all()
-    handouts = executions.folder.parent / "handouts"
-    args = cli.parse_args(["html", "--out", str(executions.folder), "--handouts", str(handouts)])
+    handouts = executed.parent / "handouts"
+    args = cli.parse_args(["html", "--out", str(executed), "--handouts", str(handouts)])
     report = io.StringIO()
     with contextlib.redirect_stdout(report):
         code = commands.html(course, args, execute_first=False)
@@ -125,67 +193,80 @@ def course_handouts(course, executions) -> tuple[list[Path], str]:
 
 
 class StudentRuns:
-    """Each student edition executed at most once per session: as shipped, and with its solutions put back."""
+    """Each student edition executed at most once per test run: as shipped, and with its solutions put back."""
 
-    def __init__(self, folder: Path):
-        self.folder, self._done = folder, {}
+    def __init__(self, folder: Path, once: Once):
+        self.folder, self.once = folder, once
 
     def shipped(self, nb):
         """The student edition as committed, run with every cell even after an error (``allow_errors``)."""
-        return self._run(("shipped", nb.edition), nb.student_ipynb, allow_errors=True)
+        return self._run(f"shipped-{nb.edition}", lambda: nb.student_ipynb, allow_errors=True)
 
     def reinserted(self, nb):
         """The student edition with its solutions put back: the solution edition's code, cell for cell."""
         from builder import pairing, student
 
-        key = ("reinserted", nb.edition)
-        if key not in self._done:
-            path = self.folder / f"reinserted{len(self._done)}" / nb.student_ipynb.name
-            path.parent.mkdir()
+        def write() -> Path:
+            path = self.folder / f"reinserted-{nb.edition}" / nb.student_ipynb.name
+            path.parent.mkdir(parents=True)
             path.write_text(pairing.to_ipynb(student.reinsert_solutions(nb.student_source.read_text(encoding="utf-8"),
                                                                          nb.source.read_text(encoding="utf-8"))))
-            self._run(key, path)
-        return self._done[key]
+            return path
+        return self._run(f"reinserted-{nb.edition}", write)
 
-    def _run(self, key, ipynb: Path, *, allow_errors: bool = False):
-        if key not in self._done:
-            from builder import execute
+    def _run(self, key: str, ipynb, *, allow_errors: bool = False):
+        """The run stored under ``key``, executing the notebook ``ipynb()`` returns if no worker has."""
+        from builder import execute
 
-            out = self.folder / f"run{len(self._done)}"
-            self._done[key] = execute.run(ipynb, out, allow_errors=allow_errors, coalesce_streams=True)
-        return self._done[key]
+        return self.once.get(f"student-{key}", lambda: execute.run(ipynb(), self.folder / f"run-{key}", allow_errors=allow_errors,
+                                                                   coalesce_streams=True))
 
 
 @pytest.fixture(scope="session")
-def student_runs(tmp_path_factory) -> StudentRuns:
-    """Each student edition run once per session as shipped and once with its solutions back (shared by test_execution and test_student)."""
-    return StudentRuns(tmp_path_factory.mktemp("student_runs"))
+def student_runs(tmp_path_factory, once) -> StudentRuns:
+    """Each student edition run once per test run as shipped and once with its solutions back (shared by test_execution and test_student)."""
+    return StudentRuns(run_folder(tmp_path_factory) / "student_runs", once)
 
 
 class ScriptRuns:
-    """``python [FLAGS] notebooks/<name>.py``, each alone in an empty folder, at most once per session."""
+    """``python [FLAGS] notebooks/<name>.py``, each alone in an empty folder, at most once per test run."""
 
-    def __init__(self, folder: Path):
-        self.folder, self._done = folder, {}
+    def __init__(self, folder: Path, once: Once):
+        self.folder, self.once = folder, once
 
     def __call__(self, source: Path, *flags: str) -> subprocess.CompletedProcess:
-        key = (source.resolve(), flags)
-        if key not in self._done:
-            log_run(f"script {' '.join(flags)} {source.relative_to(ROOT)}".replace("  ", " "))
-            cwd = self.folder / f"run{len(self._done)}"
-            cwd.mkdir()
-            self._done[key] = subprocess.run([sys.executable, *flags, str(source)], cwd=cwd, capture_output=True, text=True, timeout=900)
-        return self._done[key]
+        key = f"script-{source.stem}{''.join(flags)}"
+        return self.once.get(key, lambda: self._run(self.folder / key, source, flags))
+
+    @staticmethod
+    def _run(cwd: Path, source: Path, flags: tuple[str, ...]) -> subprocess.CompletedProcess:
+        """Run the script in the empty folder ``cwd``."""
+        log_run(f"script {' '.join(flags)} {source.relative_to(ROOT)}".replace("  ", " "))
+        cwd.mkdir(parents=True)
+        return subprocess.run([sys.executable, *flags, str(source)], cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="session")
-def script_runs(tmp_path_factory) -> ScriptRuns:
-    """Each notebook source run as a plain script (and with ``-O`` where asked), once per session."""
-    return ScriptRuns(tmp_path_factory.mktemp("scripts"))
+def script_runs(tmp_path_factory, once) -> ScriptRuns:
+    """Each notebook source run as a plain script (and with ``-O`` where asked), once per test run."""
+    return ScriptRuns(run_folder(tmp_path_factory) / "scripts", once)
+
+
+# The test files that take longest in the full tier, longest first (measured with --durations; a scheduling hint only).
+LONGEST_FIRST = ("test_execution", "test_wrong_answers", "test_release", "test_grade", "test_print", "test_grade_attacks",
+                 "test_frontend", "test_mutants", "test_fuzz", "test_properties", "test_a11y", "test_html", "test_student")
+
+
+def longest_first(items: list) -> None:
+    """Under pytest-xdist, order the files longest first, so that ``--dist loadfile`` does not end on one long file."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))  # stable: each file keeps its order
 
 
 def pytest_collection_modifyitems(config, items):
-    """The full wrong-answer sweep is long: it runs only when selected with ``-m wrong_answer``."""
+    """Longest files first under pytest-xdist; the full wrong-answer sweep runs only when selected with ``-m wrong_answer``."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        longest_first(items)
     if "wrong_answer" in (config.getoption("markexpr") or ""):
         return
     skip = pytest.mark.skip(reason="the full wrong-answer sweep runs with -m wrong_answer")
