@@ -79,4 +79,6 @@ def use_kernel(venv: Path) -> str:
     paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
     if share not in paths:
         os.environ["JUPYTER_PATH"] = os.pathsep.join([share, *paths])
+    # ipykernel 6.17's debugger warns about Python's frozen modules at every kernel start; nothing here debugs
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     return KERNEL_NAME
