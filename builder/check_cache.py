@@ -78,6 +78,7 @@ class Record:
         self.course, self.path = course, course.root / RECORD
         self.entries: dict[str, dict] = self._load() if use else {}
         self.fresh: dict[str, dict] = {}
+        self.derived: dict[str, object] = {}  # key -> the notebook (None: the course) of each entry derived in this run
         self.shared = self._shared_digest()
 
     def _load(self) -> dict[str, dict]:
@@ -133,16 +134,25 @@ class Record:
         self.fresh[key] = entry
         return found
 
-    def put(self, key: str, findings: list, outputs: dict[Path, str] | None = None) -> None:
-        """Keep ``findings`` under ``key``, with the digest of each generated file's expected text."""
+    def put(self, key: str, findings: list, outputs: dict[Path, str] | None = None, nb=None) -> None:
+        """Keep ``findings`` derived for notebook ``nb`` (None: the course) under ``key``, with the digest of each generated file's expected text."""
+        self.derived[key] = nb
         self.fresh[key] = {
             "findings": [vars(recorded(f)) for f in findings],
             "outputs": {Path(p).relative_to(self.course.root).as_posix(): digest(text) for p, text in (outputs or {}).items()},
         }
 
+    def unchanged_since_read(self) -> set[str]:
+        """The keys derived in this run whose inputs still hash to them: an input saved while ``check`` ran keeps its entry out."""
+        if self._shared_digest() != self.shared:
+            return set()
+        return {key for key, nb in self.derived.items() if key == (self.course_key() if nb is None else self.notebook_key(nb))}
+
     def save(self) -> None:
         """Write the record at once (a temporary file renamed over it); a checkout that cannot be written keeps none."""
-        entries = {k: v for k, v in self.entries.items() if k not in self.fresh} | self.fresh
+        stale = set(self.derived) - self.unchanged_since_read() if self.derived else set()
+        fresh = {k: v for k, v in self.fresh.items() if k not in stale}
+        entries = {k: v for k, v in self.entries.items() if k not in fresh} | fresh
         entries = dict(list(entries.items())[-KEPT:])
         temporary = None
         try:

@@ -85,7 +85,7 @@ def notebook_findings(course, nb, record) -> list:
     from . import editions
 
     result = editions.editions(course, nb)
-    record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != nb.source})
+    record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != nb.source}, nb)
     return result.findings + editions.pair_findings(course, result)
 
 

@@ -11,7 +11,8 @@ import re
 import pytest
 
 from builder import editions, exits
-from builder.check_cache import RECORD
+from builder.check_cache import RECORD, Record
+from builder.config import load_course
 from tests.support import copy_repo, run_builder, run_builder_process
 
 M3, M5 = "notebooks/module3_basic_transformer", "notebooks/module5_1_exact_attention"
@@ -103,6 +104,30 @@ def test_drift_behind_a_current_record_is_reported_as_without_it(warm, relative,
         derived = run_builder(warm, "check", "--no-cache", *names)
     assert recorded.returncode != exits.OK and words in recorded.stdout + recorded.stderr, recorded.stdout + recorded.stderr
     assert (recorded.returncode, recorded.stdout, recorded.stderr) == (derived.returncode, derived.stdout, derived.stderr)
+
+
+def test_a_source_saved_while_check_runs_keeps_its_entry_out_of_the_record(warm, monkeypatch):
+    """Findings derived from a source that changed before they were kept would be replayed for text they never saw."""
+    record_path, source = warm / RECORD, warm / f"{M5}.py"
+    kept, text = record_path.read_bytes(), source.read_bytes()
+    derive = editions.editions
+
+    def save_while_deriving(course, nb, *args):
+        result = derive(course, nb, *args)
+        source.write_bytes(text + b"# saved while check ran\n")
+        return result
+
+    monkeypatch.setattr(editions, "editions", save_while_deriving)
+    record_path.unlink()
+    try:
+        run_builder(warm, "check", *QUICK)
+        source.write_bytes(text)
+        course = load_course(warm)
+        record = Record(course)
+        assert record_path.is_file() and record.notebook_findings(record.notebook_key(course.select(QUICK)[0])) is None
+    finally:
+        source.write_bytes(text)
+        record_path.write_bytes(kept)
 
 
 def _broken_entries(text: str) -> str:

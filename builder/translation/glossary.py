@@ -145,9 +145,7 @@ def figure_strings(source: str) -> tuple[tuple[int, str, str], ...]:
         for begin, end in zip(starts, starts[1:]):
             cell = source[begin:end]
             if _MAY_PAIR.search(cell):
-                tree = ast.parse(cell)
-                ast.increment_lineno(tree, source.count("\n", 0, begin))
-                found += _pairs_in(tree)
+                found += _pairs_in(ast.parse(cell), source.count("\n", 0, begin))
             elif (cell.count('"""') + cell.count("'''")) % 2:  # a string left open: a "# %%" line may lie inside it
                 raise SyntaxError("a cell that does not stand alone")
     except SyntaxError:
@@ -155,9 +153,9 @@ def figure_strings(source: str) -> tuple[tuple[int, str, str], ...]:
     return tuple(sorted(found))
 
 
-def _pairs_in(tree: ast.AST) -> list[tuple[int, str, str]]:
-    """(line, English, Russian) of every label pair in a parsed tree."""
-    return [(node.lineno, en, ru) for node in ast.walk(tree) for en, ru in _pairs(node)]
+def _pairs_in(tree: ast.AST, offset: int = 0) -> list[tuple[int, str, str]]:
+    """(line, English, Russian) of every label pair in a parsed tree whose first line is line ``offset + 1`` of the source."""
+    return [(node.lineno + offset, en, ru) for node in ast.walk(tree) for en, ru in _pairs(node)]
 
 
 def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:
