@@ -7,7 +7,8 @@ the findings derived from them and the SHA-256 of every generated file the build
 A hit replays the findings and still reads every generated file: one whose bytes are not what would
 be written (edited by hand, stale, missing) sends that notebook down the full derivation, which
 names the drift. The course-wide findings (message catalogs, catalogs no notebook owns) are kept
-the same way, keyed by the shared inputs and every source. References are always regenerated.
+the same way, keyed by the shared inputs alone, so an edited source re-derives only its notebook.
+References are always regenerated.
 
 The record is ``build/check-cache.json`` (ignored by git). A missing, corrupt or unwritable record
 only means the full derivation.
@@ -107,8 +108,8 @@ class Record:
         return digest(f"notebook {nb.name} {nb.reference} {self.shared} {digest(_read(nb.source))}")
 
     def course_key(self) -> str:
-        """The digest of everything the course-wide findings are derived from (every source, to be safe)."""
-        return digest("course " + self.shared + " ".join(digest(_read(nb.source)) for nb in self.course.notebooks))
+        """The digest of everything the course-wide findings are derived from: the shared inputs, no notebook source."""
+        return digest("course " + self.shared)
 
     def notebook_findings(self, key: str) -> list[Recorded] | None:
         """The findings kept under ``key`` when every generated file still holds what would be written; else None."""

@@ -94,12 +94,17 @@ def course_findings(course, record) -> list:
     key = record.course_key()
     found = record.course_findings(key)
     if found is None:
-        from . import editions
-        from .translation import glossary, typography
-
-        found = editions.message_findings(course) + glossary.course_violations(course) + typography.other_catalog_findings(course)
+        found = course_wide_findings(course)
         record.put(key, found)
     return found
+
+
+def course_wide_findings(course) -> list:
+    """Derived from the catalogs, builder/contracts and the config alone, never a notebook source (the record's course key relies on it)."""
+    from . import editions
+    from .translation import glossary, typography
+
+    return editions.message_findings(course) + glossary.course_violations(course) + typography.other_catalog_findings(course)
 
 
 def strict_translations(course, args) -> bool:

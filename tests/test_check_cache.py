@@ -154,6 +154,18 @@ def test_a_corrupt_record_only_means_deriving_again(warm, damage):
         path.write_bytes(kept)
 
 
+@pytest.mark.slow  # the course-wide findings derived twice
+def test_the_course_wide_findings_read_no_notebook_source(repo_copy):
+    """The record keeps them under a key without the sources: so no source may change them, even one that no longer parses."""
+    from builder.commands import course_wide_findings
+
+    course = load_course(repo_copy)
+    before = [str(f) for f in course_wide_findings(course)]
+    for nb in course.notebooks:
+        nb.source.write_text("this is not Python (\n", encoding="utf-8")
+    assert [str(f) for f in course_wide_findings(course)] == before
+
+
 @pytest.mark.slow  # two checks in fresh interpreters of a repository copy
 def test_an_edit_to_the_builder_itself_is_not_hidden_by_the_record(repo_copy):
     """The builder package's own code is an input: a change to what it writes is drift, though no source changed."""
