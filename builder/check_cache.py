@@ -19,9 +19,10 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .files import write_all
 
 RECORD = Path("build") / "check-cache.json"  # under the course root
 FORMAT = 1  # bump when an entry's layout changes
@@ -77,7 +78,8 @@ class Record:
 
     def __init__(self, course, *, use: bool = True):
         self.course, self.path = course, course.root / RECORD
-        self.entries: dict[str, dict] = self._load() if use else {}
+        self.entries: dict[str, dict] = self._load()
+        self.use = use  # False: replay nothing (check --no-cache, build), but keep the other entries
         self.fresh: dict[str, dict] = {}
         self.derived: dict[str, object] = {}  # key -> the notebook (None: the course) of each entry derived in this run
         self.shared = self._shared_digest()
@@ -113,7 +115,7 @@ class Record:
 
     def notebook_findings(self, key: str) -> list[Recorded] | None:
         """The findings kept under ``key`` when every generated file still holds what would be written; else None."""
-        entry = self.entries.get(key)
+        entry = self.entries.get(key) if self.use else None
         try:
             if entry is None or any(digest(_read(self.course.root / path)) != sha for path, sha in entry["outputs"].items()):
                 return None
@@ -123,7 +125,7 @@ class Record:
 
     def course_findings(self, key: str) -> list[Recorded] | None:
         """The course-wide findings kept under ``key``; else None."""
-        entry = self.entries.get(key)
+        entry = self.entries.get(key) if self.use else None
         try:
             return None if entry is None else self._keep(key, entry)
         except (TypeError, KeyError, AttributeError, ValueError):
@@ -150,21 +152,12 @@ class Record:
         return {key for key, nb in self.derived.items() if key == (self.course_key() if nb is None else self.notebook_key(nb))}
 
     def save(self) -> None:
-        """Write the record at once (a temporary file renamed over it); a checkout that cannot be written keeps none."""
+        """Write the record (a temporary file renamed over it); a checkout that cannot be written keeps none."""
         stale = set(self.derived) - self.unchanged_since_read() if self.derived else set()
         fresh = {k: v for k, v in self.fresh.items() if k not in stale}
         entries = {k: v for k, v in self.entries.items() if k not in fresh} | fresh
         entries = dict(list(entries.items())[-KEPT:])
-        temporary = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".check-cache-", suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump({"format": FORMAT, "entries": entries}, stream)
-            os.replace(temporary, self.path)
-            temporary = None
+        try:  # all at once, Ctrl-C held back until it is written, as every file the builder writes
+            write_all({self.path: json.dumps({"format": FORMAT, "entries": entries})})
         except OSError:
             pass
-        finally:  # an error or Ctrl-C leaves the record as it was, never a temporary file
-            if temporary:
-                Path(temporary).unlink(missing_ok=True)

@@ -19,10 +19,14 @@ def build(course, args, *, sources: dict | None = None) -> int:
     """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing.
 
     ``sources`` maps a notebook source to new text to build from and write with everything else (``adopt``).
+    A build that succeeds leaves what it derived in check's record (build/check-cache.json), so ``check`` need not derive it again.
     """
     from . import editions
+    from .check_cache import Record
 
     chosen = course.select(getattr(args, "names", None))
+    record = Record(course, use=False)
+    keys = [record.notebook_key(nb) for nb in chosen]  # the sources as read, before anything is derived from them
     results = [editions.editions(course, nb, (sources or {}).get(nb.source)) for nb in chosen]
     # Every generated file as it is now: one saved (from Jupyter, Colab) after this point is never overwritten.
     seen = {path: files.read_if_exists(path) for result in results for path in result.expected if path != result.nb.source}
@@ -38,6 +42,9 @@ def build(course, args, *, sources: dict | None = None) -> int:
     outputs = {path: text for result in results for path, text in result.expected.items()}
     for path in files.write_all(outputs, unchanged_since={**seen, **{result.nb.source: result.on_disk for result in results}}):
         print(f"wrote {course.shown(path)}")
+    for key, result in zip(keys, results):  # what check would derive; kept only where the build left the source as it read it
+        record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != result.nb.source}, result.nb)
+    record.save()
     print("build: up to date")
     return exits.OK
 

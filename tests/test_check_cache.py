@@ -130,6 +130,38 @@ def test_a_source_saved_while_check_runs_keeps_its_entry_out_of_the_record(warm,
         record_path.write_bytes(kept)
 
 
+@contextlib.contextmanager
+def notebooks_kept(root):
+    """Every file under notebooks/ put back as it was afterwards (a build rewrites several)."""
+    kept = {p: p.read_bytes() for p in (root / "notebooks").rglob("*") if p.is_file()}
+    try:
+        yield
+    finally:
+        for path, data in kept.items():
+            path.write_bytes(data)
+
+
+def derivations(monkeypatch) -> list[str]:
+    """The notebooks ``check`` derives from here on, by name (it still derives them)."""
+    seen, derive = [], editions.editions
+    monkeypatch.setattr(editions, "editions", lambda course, nb, *args: seen.append(nb.name) or derive(course, nb, *args))
+    return seen
+
+
+@pytest.mark.parametrize("added, derived", [(b"\n# %%\nunused = 1\n", []), (b"# %%\nunused = 2\n", ["module5_1_exact_attention"])],
+                         ids=["source-kept", "source-rewritten"])
+def test_a_build_leaves_check_nothing_to_derive_unless_it_rewrote_the_source(warm, monkeypatch, added, derived):
+    """A build keeps what it derived, as check would; a source the build rewrote (here: into jupytext's layout) was derived before it."""
+    source = warm / f"{M5}.py"
+    with notebooks_kept(warm):
+        source.write_bytes(source.read_bytes() + added)
+        built = run_builder(warm, "build", *QUICK)
+        assert built.returncode == exits.OK and ("wrote notebooks/module5_1_exact_attention.py" in built.stdout) == bool(derived), built.stdout
+        seen = derivations(monkeypatch)
+        checked = run_builder(warm, "check", *QUICK)
+    assert checked.returncode == exits.OK and seen == derived, checked.stdout + checked.stderr
+
+
 def _broken_entries(text: str) -> str:
     """The record with each entry's fields of the wrong shape."""
     data = json.loads(text)
