@@ -1,4 +1,4 @@
-"""What ``check`` derived from its inputs, kept under the SHA-256 of those inputs, so an unchanged checkout is not derived twice.
+"""What ``check`` (or a ``build``) derived, kept under the SHA-256 of its inputs, so an unchanged checkout is not derived twice.
 
 A notebook's entry is keyed by the digest of everything its editions are derived from: its English
 source, and the course's shared inputs (pyproject.toml, the builder package and the checkout's
@@ -100,7 +100,8 @@ class Record:
             spec = importlib.util.find_spec(name)
             stat = os.stat(spec.origin) if spec and spec.origin else None
             h.update(f"{name} {spec and spec.origin} {stat and (stat.st_mtime_ns, stat.st_size)}\n".encode())
-        for base, paths in [(package, _tree(package))] + [(root, _tree(root / name)) for name in SHARED]:
+        running = [] if package == (root / "builder").resolve() else [(package, _tree(package))]  # the package, when not the checkout's
+        for base, paths in running + [(root, _tree(root / name)) for name in SHARED]:
             for path in paths:
                 h.update(f"{path.relative_to(base).as_posix()} {digest(_read(path))}\n".encode())
         return h.hexdigest()
