@@ -106,6 +106,7 @@ def test_drift_behind_a_current_record_is_reported_as_without_it(warm, relative,
     assert (recorded.returncode, recorded.stdout, recorded.stderr) == (derived.returncode, derived.stdout, derived.stderr)
 
 
+@pytest.mark.slow  # the default tier keeps the replay, a hand edit and a build's entries; the full tier all of these
 def test_a_source_saved_while_check_runs_keeps_its_entry_out_of_the_record(warm, monkeypatch):
     """Findings derived from a source that changed before they were kept would be replayed for text they never saw."""
     record_path, source = warm / RECORD, warm / f"{M5}.py"
@@ -148,8 +149,10 @@ def derivations(monkeypatch) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("added, derived", [(b"\n# %%\nunused = 1\n", []), (b"# %%\nunused = 2\n", ["module5_1_exact_attention"])],
-                         ids=["source-kept", "source-rewritten"])
+@pytest.mark.parametrize("added, derived", [
+    (b"\n# %%\nunused = 1\n", []),
+    pytest.param(b"# %%\nunused = 2\n", ["module5_1_exact_attention"], marks=pytest.mark.slow),
+], ids=["source-kept", "source-rewritten"])
 def test_a_build_leaves_check_nothing_to_derive_unless_it_rewrote_the_source(warm, monkeypatch, added, derived):
     """A build keeps what it derived, as check would; a source the build rewrote (here: into jupytext's layout) was derived before it."""
     source = warm / f"{M5}.py"
@@ -170,7 +173,7 @@ def _broken_entries(text: str) -> str:
 
 
 @pytest.mark.parametrize("damage", [
-    lambda text: "not json {",
+    pytest.param(lambda text: "not json {", marks=pytest.mark.slow),
     pytest.param(_broken_entries, marks=pytest.mark.slow),
     pytest.param(lambda text: '{"format": 1, "entries": []}', marks=pytest.mark.slow),
 ], ids=["corrupt", "wrong-entry", "wrong-entries"])
