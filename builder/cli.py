@@ -53,6 +53,8 @@ def check_options(p):
     _names(p)
     p.add_argument("--strict-translations", action=argparse.BooleanOptionalAction, default=None,
                    help="fail on units not translated yet (default: [tool.course] translations_strict, else warn)")
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="derive every edition again, ignoring what build/check-cache.json kept (the record is still refreshed)")
 
 
 def new_exercise_options(p):

@@ -1,7 +1,8 @@
 """The body of each ``python -m builder`` command: ``(course, args) -> exit code``.
 
 Heavy libraries (nbclient, nbconvert, bs4, playwright) are imported inside the commands that use them,
-so ``build`` and ``check`` start fast.
+so ``build`` and ``check`` start fast; so is ``editions`` (jupytext and nbformat), which a ``check`` whose
+record is current never needs.
 """
 
 import argparse
@@ -10,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import editions, exits, files, frozen
+from . import exits, files, frozen
 from .progress import Progress
 
 
@@ -18,8 +19,14 @@ def build(course, args, *, sources: dict | None = None) -> int:
     """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing.
 
     ``sources`` maps a notebook source to new text to build from and write with everything else (``adopt``).
+    A build that succeeds leaves what it derived in check's record (build/check-cache.json), so ``check`` need not derive it again.
     """
+    from . import editions
+    from .check_cache import Record
+
     chosen = course.select(getattr(args, "names", None))
+    record = Record(course, use=False)
+    keys = [record.notebook_key(nb) for nb in chosen]  # the sources as read, before anything is derived from them
     results = [editions.editions(course, nb, (sources or {}).get(nb.source)) for nb in chosen]
     # Every generated file as it is now: one saved (from Jupyter, Colab) after this point is never overwritten.
     seen = {path: files.read_if_exists(path) for result in results for path in result.expected if path != result.nb.source}
@@ -35,26 +42,27 @@ def build(course, args, *, sources: dict | None = None) -> int:
     outputs = {path: text for result in results for path, text in result.expected.items()}
     for path in files.write_all(outputs, unchanged_since={**seen, **{result.nb.source: result.on_disk for result in results}}):
         print(f"wrote {course.shown(path)}")
+    for key, result in zip(keys, results):  # what check would derive; kept only where the build left the source as it read it
+        record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != result.nb.source}, result.nb)
+    record.save()
     print("build: up to date")
     return exits.OK
 
 
 def check(course, args) -> int:
-    """Write nothing; fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce.
+    """Fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce; write nothing but build/check-cache.json.
 
     Units not translated yet are warnings (their editions keep the English), errors with
     --strict-translations or ``translations_strict = true`` in [tool.course].
     """
-    from .translation import glossary, typography
+    from .check_cache import Record
 
     chosen = course.select(getattr(args, "names", None))
     strict = strict_translations(course, args)
-    findings: list[object] = []
-    for nb in chosen:
-        result = editions.editions(course, nb)
-        findings += result.findings + editions.pair_findings(course, result)
-    findings += reference_problems(chosen) + editions.message_findings(course)
-    findings += glossary.course_violations(course) + typography.other_catalog_findings(course)  # the catalogs no notebook owns
+    record = Record(course, use=getattr(args, "cache", True))
+    findings: list[object] = [f for nb in chosen for f in notebook_findings(course, nb, record)]
+    findings += reference_problems(chosen) + course_findings(course, record)
+    record.save()
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
     for finding in errors + warnings:
@@ -73,6 +81,37 @@ def check(course, args) -> int:
               "(`python -m builder translations` lists them; --strict-translations makes this an error)")
     print(f"check: {len(chosen)} notebooks, their student and translated editions, regions, pairs and references are in sync")
     return exits.OK
+
+
+def notebook_findings(course, nb, record) -> list:
+    """One notebook's findings: replayed from ``record`` when its inputs and generated files are as recorded, else derived."""
+    key = record.notebook_key(nb)
+    found = record.notebook_findings(key)
+    if found is not None:
+        return found
+    from . import editions
+
+    result = editions.editions(course, nb)
+    record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != nb.source}, nb)
+    return result.findings + editions.pair_findings(course, result)
+
+
+def course_findings(course, record) -> list:
+    """The course-wide findings: each language's message catalog, and the catalogs no notebook owns."""
+    key = record.course_key()
+    found = record.course_findings(key)
+    if found is None:
+        found = course_wide_findings(course)
+        record.put(key, found)
+    return found
+
+
+def course_wide_findings(course) -> list:
+    """Derived from the catalogs, builder/contracts and the config alone, never a notebook source (the record's course key relies on it)."""
+    from . import editions
+    from .translation import glossary, typography
+
+    return editions.message_findings(course) + glossary.course_violations(course) + typography.other_catalog_findings(course)
 
 
 def strict_translations(course, args) -> bool:
@@ -97,6 +136,8 @@ def untranslated_summary(found) -> str:
 
 def adopt(course, args) -> int:
     """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse, writing nothing, when that would lose work."""
+    from . import editions
+
     adopted = {}
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
@@ -276,6 +317,7 @@ def translations(course, args) -> int:
     --update keeps every translation: changed English marks its entry fuzzy with the old English kept,
     new English gets an empty entry, and entries whose English is gone become obsolete.
     """
+    from . import editions
     from .translation.units import units
 
     if not course.languages:
@@ -320,6 +362,7 @@ def typeset_catalogs(course) -> int:
 
 def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool) -> int:
     """Print one catalog's drift from its units (merged first with ``update``, into ``outputs``); return the problems."""
+    from . import editions
     from .translation import catalog as po
 
     try:

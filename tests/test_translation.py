@@ -1,5 +1,7 @@
 """Translation catalogs: units, msgmerge-style merging, the four drift findings, rendering, glossary."""
 
+import ast
+
 import polib
 import pytest
 
@@ -226,6 +228,32 @@ def test_glossary_covers_figure_labels_of_every_form():
         ("head width ", "размерность головы "), ("Both", "Оба"), ("Future hidden (causal)", "Будущее скрыто")]
     found = glossary.source_violations(FIGURES, glossary.load_terms(polib.pofile(GLOSSARY)), "toy.py")
     assert [f.line for f in found] == [4, 4, 5, 5, 7]
+
+
+def _labels_of_the_whole_parse(source):
+    return sorted((node.lineno, en, ru) for node in ast.walk(ast.parse(source)) for en, ru in glossary._pairs(node))
+
+
+# "# %%" lines inside a string: the cells are not Python one by one, so the whole source is parsed.
+SPLIT_STRINGS = [
+    'x = 1\n# %%\nNOTE = """\n# %%\nt("not", "a label")\n"""\n# %%\ny = t("mask", "маска")\n',
+    'x = 1\n# %%\nNOTE = """\n# %%\nt("not", "a label")\n"""  # closes """\n',  # the last cell parses alone, wrongly
+]
+
+
+@pytest.mark.parametrize("source", SPLIT_STRINGS, ids=["unterminated-alone", "parses-alone"])
+def test_figure_labels_parsed_by_cell_are_those_of_the_whole_source(source):
+    """Only the cells that can hold a label are parsed; the labels found are those of one parse of the whole source."""
+    glossary.figure_strings.cache_clear()
+    assert list(glossary.figure_strings(source)) == _labels_of_the_whole_parse(source)
+
+
+def test_figure_labels_of_every_course_source_are_those_of_the_whole_source():
+    from tests.support import ROOT
+
+    for path in sorted((ROOT / "notebooks").glob("*.py")):  # the English sources: the only ones check reads labels from
+        source = path.read_text(encoding="utf-8")
+        assert list(glossary.figure_strings(source)) == _labels_of_the_whole_parse(source), path
 
 
 def test_the_course_renders_each_glossary_term_one_way():

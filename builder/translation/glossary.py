@@ -127,13 +127,35 @@ def _pairs(node: ast.AST) -> list[tuple[str, str]]:
     return []
 
 
+# What a cell must hold to give a label pair: a t(...) or localized(...) call, or an "ru" key.
+_MAY_PAIR = re.compile(r"\blocalized\s*\(|\bt\s*\(|[\"']ru[\"']")
+_CELL_MARK = re.compile(r"^# %%", re.MULTILINE)
+
+
 @functools.lru_cache(maxsize=16)  # the glossary and the typography lint both read every source's labels
 def figure_strings(source: str) -> tuple[tuple[int, str, str], ...]:
-    """(line, English, Russian) for every label a notebook source gives in both languages."""
+    """(line, English, Russian) for every label a notebook source gives in both languages.
+
+    Only the cells that can hold a pair are parsed (most of a notebook cannot); a source whose cells do
+    not parse one by one is parsed whole, and ``_pairs_in`` finds the same labels either way.
+    """
+    starts = [0] + [m.start() for m in _CELL_MARK.finditer(source)] + [len(source)]
     found = []
-    for node in ast.walk(ast.parse(source)):
-        found += [(node.lineno, en, ru) for en, ru in _pairs(node)]
+    try:
+        for begin, end in zip(starts, starts[1:]):
+            cell = source[begin:end]
+            if _MAY_PAIR.search(cell):
+                found += _pairs_in(ast.parse(cell), source.count("\n", 0, begin))
+            elif (cell.count('"""') + cell.count("'''")) % 2:  # a string left open: a "# %%" line may lie inside it
+                raise SyntaxError("a cell that does not stand alone")
+    except SyntaxError:
+        found = _pairs_in(ast.parse(source))
     return tuple(sorted(found))
+
+
+def _pairs_in(tree: ast.AST, offset: int = 0) -> list[tuple[int, str, str]]:
+    """(line, English, Russian) of every label pair in a parsed tree whose first line is line ``offset + 1`` of the source."""
+    return [(node.lineno + offset, en, ru) for node in ast.walk(tree) for en, ru in _pairs(node)]
 
 
 def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:

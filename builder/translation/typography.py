@@ -148,8 +148,13 @@ def _pieces(text: str) -> list[tuple[bool, str]]:
 
 def _apply(text: str, rules) -> str:
     """``text`` with ``rules`` applied to its prose only."""
+    return _rewrite(_pieces(text), rules)
+
+
+def _rewrite(pieces: list[tuple[bool, str]], rules) -> str:
+    """The text of ``pieces`` (from ``_pieces``) with ``rules`` applied to the prose pieces only."""
     out = []
-    for prose, piece in _pieces(text):
+    for prose, piece in pieces:
         for _, rule, _ in rules if prose else ():
             piece = rule(piece)
         out.append(piece)
@@ -167,10 +172,10 @@ LINT_ONLY = ("multiplier sign",)
 
 def english_forms(text: str, english: str | None = None) -> list[str]:
     """Each kind of English-form number or unit left in the Russian prose of ``text`` (translating ``english``), with the fix."""
-    found = []
+    found, pieces = [], _pieces(text)  # cut once; each lint rule is tried alone on the prose
     for name, rule, lint in rules(english):
-        fixed = _apply(text, ((name, rule, lint),))
-        if lint and fixed != text:
+        fixed = _rewrite(pieces, ((name, rule, lint),)) if lint else text
+        if fixed != text:
             first = next(i for i, (a, b) in enumerate(zip(text, fixed)) if a != b) if fixed[:len(text)] != text else len(text)
             shown = text[max(0, first - 15):first + 20].replace("\n", " ")
             found.append(f"{name} in English form near {shown!r}; Russian typography writes it otherwise "
