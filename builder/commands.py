@@ -50,7 +50,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
 
 
 def check(course, args) -> int:
-    """Fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce; write nothing but build/check-cache.json.
+    """Fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce; write only build/check-cache.json, and only on success.
 
     Units not translated yet are warnings (their editions keep the English), errors with
     --strict-translations or ``translations_strict = true`` in [tool.course].
@@ -62,9 +62,10 @@ def check(course, args) -> int:
     record = Record(course, use=getattr(args, "cache", True))
     findings: list[object] = [f for nb in chosen for f in notebook_findings(course, nb, record)]
     findings += reference_problems(chosen) + course_findings(course, record)
-    record.save()
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
+    if not errors:  # a check that fails writes nothing, not even its record
+        record.save()
     for finding in errors + warnings:
         print(f"warning: {finding}" if finding in warnings else finding)
         if getattr(finding, "diff", ""):

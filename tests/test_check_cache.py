@@ -224,3 +224,11 @@ def test_warnings_replayed_from_the_record_read_as_derived_ones(repo_copy):
     assert derived.returncode == replayed.returncode == exits.OK and "1 unit(s) not translated yet" in replayed.stdout, replayed.stdout
     assert (replayed.stdout, replayed.stderr) == (derived.stdout, derived.stderr)
     assert strict.returncode == exits.FAILED and "translations are strict here" in strict.stderr, strict.stdout + strict.stderr
+
+
+def test_a_failing_check_writes_no_record(tmp_path):
+    root = copy_repo(tmp_path / "repo")
+    with planted(root, f"{M5}.ipynb", _ipynb_cell_edit):
+        failed = run_builder(root, "check", *QUICK)
+    assert failed.returncode == exits.FAILED, failed.stdout + failed.stderr
+    assert not (root / RECORD).exists(), "a check that fails writes nothing, not even its record"
