@@ -604,7 +604,7 @@ def log_scale(ax, which="x", base=10):
 # builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
 # builder:begin inline png_bytes
 def png_bytes(rgba):
-    """An opaque RGBA image (height, width, 4) as PNG bytes: RGB, zlib level 1, no row filters (a quarter of Pillow's time)."""
+    """An RGBA image (height, width, 4) as PNG bytes: zlib level 1 and no row filters, half of Pillow's time."""
     import struct
     import zlib
 
@@ -614,15 +614,16 @@ def png_bytes(rgba):
     if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 4 or pixels.size == 0:
         raise ValueError(f"rgba must be a non-empty (height, width, 4) uint8 image, got {pixels.dtype} of shape {pixels.shape}")
     height, width = pixels.shape[:2]
-    rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)  # (height, 1 + 3 width): filter byte 0 ("none"), then RGB
-    rows[:, 1:] = pixels[:, :, :3].reshape(height, 3 * width)
+    rows = np.empty((height, 1 + 4 * width), dtype=np.uint8)  # (height, 1 + 4 width): filter byte 0 ("none"), then RGBA
+    rows[:, 0] = 0
+    rows[:, 1:] = pixels.reshape(height, 4 * width)
 
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, deflate, no interlace
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA, deflate, no interlace
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
-# builder:end sha256=0442934078d5b271b461ee97673e31d26c0b98955be43f243428ecd74cbb516b
+# builder:end sha256=7c618560546a66f06e3c7d96330ad4a01047f73adf896adadb26c519dd777cbf
 # builder:begin inline show_figure
 def show_figure(fig, caption, alt=None):
     """Show a figure at most 800 px wide, sharp at twice its pixels, with alt text and its how-to-read caption.

@@ -156,10 +156,9 @@ def test_png_bytes_decodes_to_the_rendered_pixels_and_refuses_what_is_not_an_rgb
     from builder.contracts.style import png_bytes
 
     rgba = np.random.default_rng(0).integers(0, 256, size=(5, 7, 4), dtype=np.uint8)
-    rgba[..., 3] = 255  # a figure's canvas is opaque
     decoded = Image.open(io.BytesIO(png_bytes(rgba)))
-    assert decoded.mode == "RGB" and decoded.size == (7, 5)
-    assert np.array_equal(np.asarray(decoded), rgba[..., :3])
+    assert decoded.mode == "RGBA" and decoded.size == (7, 5)
+    assert np.array_equal(np.asarray(decoded), rgba)
     for bad in (rgba.astype(float), rgba[..., :3], rgba[0], np.zeros((0, 3, 4), dtype=np.uint8)):
         with pytest.raises(ValueError, match="uint8 image"):
             png_bytes(bad)
