@@ -146,3 +146,19 @@ def test_log_scale_draws_plain_labels_without_minor_ticks_and_refuses_what_it_ca
         log_scale(wide, "x", base=1)
     with pytest.raises(TypeError, match="real number"):
         log_tick_label("10")
+
+
+def test_png_bytes_decodes_to_the_rendered_pixels_and_refuses_what_is_not_an_rgba_image():
+    import io
+
+    from PIL import Image
+
+    from builder.contracts.style import png_bytes
+
+    rgba = np.random.default_rng(0).integers(0, 256, size=(5, 7, 4), dtype=np.uint8)
+    decoded = Image.open(io.BytesIO(png_bytes(rgba)))
+    assert decoded.mode == "RGBA" and decoded.size == (7, 5)
+    assert np.array_equal(np.asarray(decoded), rgba)
+    for bad in (rgba.astype(float), rgba[..., :3], rgba[0], np.zeros((0, 3, 4), dtype=np.uint8)):
+        with pytest.raises(ValueError, match="uint8 image"):
+            png_bytes(bad)

@@ -603,6 +603,28 @@ def log_scale(ax, which="x", base=10):
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _, base=base: log_tick_label(value, base)))
     return ax
 # builder:end sha256=19fe7efeb9bc31ee247366658c32f0f0bb4d71397c8b1eaba9ecfec662692977
+# builder:begin inline png_bytes
+def png_bytes(rgba):
+    """An RGBA image (height, width, 4) as PNG bytes: zlib level 1 and no row filters, half of Pillow's time."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    pixels = np.asarray(rgba)
+    if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 4 or pixels.size == 0:
+        raise ValueError(f"rgba must be a non-empty (height, width, 4) uint8 image, got {pixels.dtype} of shape {pixels.shape}")
+    height, width = pixels.shape[:2]
+    rows = np.empty((height, 1 + 4 * width), dtype=np.uint8)  # (height, 1 + 4 width): filter byte 0 ("none"), then RGBA
+    rows[:, 0] = 0
+    rows[:, 1:] = pixels.reshape(height, 4 * width)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA, deflate, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
+# builder:end sha256=7c618560546a66f06e3c7d96330ad4a01047f73adf896adadb26c519dd777cbf
 # builder:begin inline show_figure
 def show_figure(fig, caption, alt=None):
     """Show a figure at most 800 px wide, sharp at twice its pixels, with alt text and its how-to-read caption.
@@ -610,7 +632,6 @@ def show_figure(fig, caption, alt=None):
     ``alt`` is one short sentence saying what the figure shows, read by a screen reader before the
     caption; by default it is the caption's first sentence. In a plain script the figure is only closed.
     """
-    import io
     import re
 
     import matplotlib.pyplot as plt
@@ -629,20 +650,22 @@ def show_figure(fig, caption, alt=None):
     if kernel is not None:
         from IPython.display import Image, Markdown, display
 
-        buffer = io.BytesIO()
-        # zlib level 1: a PNG about 8% larger, written in a fraction of the default level's time
-        fig.savefig(buffer, format="png", dpi=Palette.DPI * Palette.PIXEL_DENSITY, metadata={"Software": None},
-                    pil_kwargs={"compress_level": 1})
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig.set_dpi(Palette.DPI * Palette.PIXEL_DENSITY)
+        canvas = FigureCanvasAgg(fig)  # draws off-screen whatever backend the kernel uses
+        canvas.draw()
+        png = png_bytes(canvas.buffer_rgba())
         width = min(round(fig.get_figwidth() * Palette.DPI), Palette.SHOWN_WIDTH_PX)
         # the caption's first sentence: up to a full stop, ? or ! followed by a capital
         alt = alt or re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁ])", " ".join(caption.split()), maxsplit=1)[0]
         texts = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
         # the smallest text as shown, in CSS points (a test of the handouts reads it; readers need 9 or more)
         smallest = round(min(texts, default=0) * width / (fig.get_figwidth() * Palette.DPI), 1)
-        display(Image(data=buffer.getvalue(), width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
+        display(Image(data=png, width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=b2fc65c098d2d5fc089acc14bfb64cb11b8b4fbca2ee0763f41dad6e0faaeac1
+# builder:end sha256=bd751828ac9ad602af13784295e45ebbf30b126d5ed454de1035089bfe5f3dfa
 
 apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)
