@@ -43,6 +43,14 @@ def test_the_budget_message_names_the_shape_and_the_bytes(nb):
         nb["causal_allowed"](131072, 131072)
 
 
+@pytest.mark.parametrize("dtype, bytes_needed", [(torch.float64, "9,600,000,000"), (torch.float32, "4,800,000,000")])
+def test_attention_budgets_scores_exponentials_and_weights_at_its_dtype(nb, dtype, bytes_needed):
+    """T = 20,000: three (T, T) tensors of 8 (float64) or 4 (float32) bytes an entry, refused before any is allocated."""
+    q = torch.zeros(20_000, 4, dtype=dtype)
+    with pytest.raises(ValueError, match=rf"\(20000, 20000\) would take {bytes_needed} bytes"):
+        nb["scaled_dot_product_attention"](q, q, q)
+
+
 def test_layer_norm_with_eps_zero_gives_no_nan(nb):
     _finite_or_refused(lambda: nb["layer_norm"](torch.full((2, 4), 3.0, dtype=torch.float64), eps=0.0))
     spread = nb["layer_norm"](torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64), eps=0.0)  # still allowed
