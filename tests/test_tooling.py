@@ -96,6 +96,16 @@ def test_the_pre_commit_hook_entry_passes_on_this_checkout():
     assert result.returncode == 0 and "in sync" in result.stdout, result.stdout + result.stderr
 
 
+def test_the_pre_commit_hook_runs_on_a_change_to_any_input_of_check():
+    """Its ``files`` pattern matches the notebooks and every shared input check's record is keyed by (a catalog included)."""
+    from builder.check_cache import SHARED
+
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    pattern = re.compile(next(h for repo in config["repos"] for h in repo["hooks"] if h["id"] == "builder-check")["files"])
+    inputs = ["notebooks/module3_basic_transformer.py", *(f"{name}/x" if (ROOT / name).is_dir() else name for name in SHARED)]
+    assert [path for path in inputs if not pattern.search(path)] == []
+
+
 @pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_check_imports_no_export_execution_or_browser_library():
     probe = ("import sys; from builder import cli; code = cli.main(['check']); "
