@@ -243,7 +243,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
         raise files.MalformedFile(str(exc)) from None
     found = units(english, course.root)
     drift = po.findings(catalog, found, shown, edition.language) + glossary.violations(catalog, terms, shown)
-    source = result.on_disk  # the English source as editions() read it: its figure labels, without a second read
+    source = result.source_text  # the English source being built (adopt's rewritten text, else as read): its figure labels
     drift += glossary.source_violations(source, terms, course.shown(result.nb.source))
     drift += typography.label_findings(source, course.shown(result.nb.source)) if edition.language == "ru" else []
     result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)

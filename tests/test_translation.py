@@ -5,6 +5,7 @@ import ast
 import polib
 import pytest
 
+from builder import editions
 from builder.translation import catalog as po
 from builder.translation import glossary
 from builder.translation.invariants import changed, invariants
@@ -285,3 +286,11 @@ def test_a_formula_with_words_is_a_unit_and_a_formula_of_symbols_is_not():
     english = r"$$M = 0 \text{ if allowed}, \; -\infty \text{ otherwise}$$"
     assert changed(english, r"$$M = 0 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") == []
     assert changed(english, r"$$M = 1 \text{ если разрешено}, \; -\infty \text{ иначе}$$", "ru") != []
+
+
+def test_figure_labels_are_linted_in_the_text_being_built_not_the_file_on_disk(course):
+    """``adopt`` builds from rewritten text: a figure label it brings is linted at once, not at the next check."""
+    nb = course.select(["module5_1"])[0]
+    text = nb.source.read_text(encoding="utf-8") + '\n# %%\nlabel = localized(LANGUAGE, "attention weights", "веса фокуса")\n'
+    found = [str(f) for f in editions.editions(course, nb, text).findings if "веса фокуса" in str(f)]
+    assert len(found) == 1 and "'attention' should be rendered 'внимание'" in found[0], found
