@@ -22,6 +22,11 @@ class ConfigError(ValueError):
 STUDENT_EDITION = {"en": "Student edition", "ru": "версия для студента"}
 
 
+def worded(table: dict[str, str], language: str) -> str:
+    """The text of ``language`` in a per-language table, or its English where the table has no entry for it."""
+    return table.get(language, table["en"])
+
+
 class UnknownNotebook(LookupError):
     """A notebook name on the command line that the course does not have (a usage error)."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import __version__, canonical, course_metadata, exits, files, inline, pairing, regions, student
 from .cells import first_line
-from .config import FIX_COMMAND, Course, Notebook
+from .config import FIX_COMMAND, Course, Notebook, worded
 
 ADOPT_COMMAND = "python -m builder adopt"
 
@@ -89,7 +89,7 @@ PROVENANCE = {
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str, language: str = "en") -> str:
     """Title, Open-in-Colab badge and provenance line of a notebook's first cell, in the edition's language."""
     url = course.colab_url(course.shown(ipynb_path))
-    line = PROVENANCE.get(language, PROVENANCE["en"]).format(
+    line = worded(PROVENANCE, language).format(
         version=__version__, path=f"references/{nb.reference}.json", sha256=nb.reference_sha256)
     return f"# {title}\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n\n{line}\n"
 

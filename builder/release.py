@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 
 from . import cells, editions, exits, files, inline, pairing, student
+from .config import worded
 
 GRADED_EDITION = {"en": "Graded edition", "ru": "версия для оценивания"}
 _REGION = re.compile(r"^# builder:begin inline show_reference\n.*?^# builder:end[^\n]*\n", re.MULTILINE | re.DOTALL)
@@ -53,7 +54,7 @@ def guide(found: list[student.Exercise], language: str = "en") -> str:
 def waiting_cell(root: Path, language: str = "en") -> nbformat.NotebookNode:
     """The hidden cell that makes cells needing an unfinished exercise wait for it."""
     body = inline.source_of("wait_for_exercises", root)
-    title = WAITING_TITLE.get(language, WAITING_TITLE["en"])
+    title = worded(WAITING_TITLE, language)
     source = f"# @title {title}\n{body}\n\nwait_for_exercises(globals())"
     return nbformat.v4.new_code_cell(source, metadata={"tags": [cells.HIDDEN_TAG]})
 
@@ -89,7 +90,7 @@ def releases(course, nb) -> dict[Path, str]:
     written: dict[Path, str] = {}
     for edition in [nb] + [nb.translated(language) for language in course.languages]:
         parsed = pairing.read_source(built.expected[edition.student_source], course.root)
-        title = (edition.student_title, f"{edition.title} · {GRADED_EDITION.get(edition.language, GRADED_EDITION['en'])}")
+        title = (edition.student_title, f"{edition.title} · {worded(GRADED_EDITION, edition.language)}")
         graded, left = graded_notebook(parsed, found, title, course.root, edition.language)
         if left:
             raise files.MalformedFile(f"{course.shown(edition.student_source)}: the graded edition would still mention a "

@@ -24,10 +24,10 @@ import nbformat
 
 from . import exits, pairing
 from .cells import EXERCISE_LABEL
+from .config import worded
 
 TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-_LABEL = EXERCISE_LABEL
 
 
 class ExerciseError(ValueError):
@@ -50,7 +50,7 @@ class Exercise:
 def parse_exercise(cell: nbformat.NotebookNode, index: int) -> Exercise:
     """Read the label, instructions and defined names of one exercise cell."""
     lines = cell.source.splitlines()
-    first = _LABEL.match(lines[0]) if lines else None
+    first = EXERCISE_LABEL.match(lines[0]) if lines else None
     if not first:
         raise ExerciseError(f"cell {index}: an exercise cell must start with '# Exercise N: instructions'")
     text = [first.group("text").strip()]
@@ -122,7 +122,7 @@ def stubbed(source: str, exercise: Exercise, language: str = "en") -> str:
     message = f"{exercise.label}: {exercise.instructions}"
     for begin, end in reversed(_solution_blocks(source, exercise.label)):
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        lines[begin:end + 1] = [f"{indent}{YOUR_CODE.get(language, YOUR_CODE['en'])}", f"{indent}raise NotImplementedError({message!r})"]
+        lines[begin:end + 1] = [f"{indent}{worded(YOUR_CODE, language)}", f"{indent}raise NotImplementedError({message!r})"]
     return "\n".join(lines)
 
 
@@ -144,7 +144,7 @@ def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbforma
 
 def listing(found: list[Exercise], language: str = "en") -> str:
     """The exercise index: each label, in the reader's language, with the names the student writes."""
-    word = EXERCISE_WORD.get(language, EXERCISE_WORD["en"])
+    word = worded(EXERCISE_WORD, language)
     return "\n".join(f"- **{e.label.replace('Exercise', word, 1)}:** `{'`, `'.join(e.written)}`" for e in found) or "- (none yet)"
 
 
@@ -228,7 +228,7 @@ def reinsert_solutions(student: str, source_text: str) -> str:
     nb = pairing.read_source(student)
     for cell in nb.cells:
         if cell.cell_type == "code" and TAG in cell.metadata.get("tags", []):
-            cell.source = solutions[_LABEL.match(cell.source.splitlines()[0]).group("label")]
+            cell.source = solutions[EXERCISE_LABEL.match(cell.source.splitlines()[0]).group("label")]
     return pairing.write_percent(nb)
 
 

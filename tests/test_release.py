@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from builder import cli, execute, inline, pairing, release, student
+from builder.cells import EXERCISE_LABEL
 from builder.config import load_course
 from tests.support import ROOT
 
@@ -111,7 +112,7 @@ def solved(graded_path, source_text: str, out):
     nb = nbformat.read(graded_path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code" and student.TAG in cell.metadata.get("tags", []):
-            cell.source = solutions[student._LABEL.match(cell.source.splitlines()[0]).group("label")]
+            cell.source = solutions[EXERCISE_LABEL.match(cell.source.splitlines()[0]).group("label")]
     nbformat.write(nb, out)
     return out
 
