@@ -11,9 +11,12 @@ class ContractViolation(AssertionError):
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
         self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
-        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
-                  ("usual cause", in_language(hint)))
-        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self.fields()]))
+
+    def fields(self):
+        """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
+        values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
 
     @staticmethod
     def line(name, value):
@@ -28,11 +31,8 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = tuple((name, in_language(value)) for name, value in
-                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
-        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
+        message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self.fields()]
 
 
 def contract_assert(condition, prop, on_input, expected, actual, hint):
@@ -86,6 +86,11 @@ def contract_close(prop, on_input, actual, expected, hint, *, atol=1e-12, rtol=1
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
 
+    @classmethod
+    def of(cls, claim, expected, actual):
+        """The failure of ``claim``: its expected and actual values, one line each, in the reader's language."""
+        return cls(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{expected}\n  {say('actual') + ':':<10}{actual}")
+
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
         lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
@@ -114,7 +119,7 @@ def expect(claim, actual, relation=None, expected=None):
             return text if len(text) <= 300 else text[:300] + " ..."
 
         want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
+        raise CheckFailed.of(claim, want, shown(actual))
 
 
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
@@ -126,4 +131,4 @@ def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
-        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{failed.expected}\n  {say('actual') + ':':<10}{failed.actual}") from None
+        raise CheckFailed.of(claim, failed.expected, failed.actual) from None

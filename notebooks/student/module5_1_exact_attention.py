@@ -798,9 +798,12 @@ class ContractViolation(AssertionError):
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
         self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
-        fields = (("on input", in_language(on_input)), ("expected", in_language(expected)), ("actual", in_language(actual)),
-                  ("usual cause", in_language(hint)))
-        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in fields]))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self.fields()]))
+
+    def fields(self):
+        """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
+        values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
+        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
 
     @staticmethod
     def line(name, value):
@@ -815,12 +818,9 @@ class ContractViolation(AssertionError):
             text = " ".join(str(text).split())
             return text if len(text) <= 400 else text[:400] + " ..."
 
-        fields = tuple((name, in_language(value)) for name, value in
-                       (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint)))
-        fields += (("to go on", self.go_on),) if getattr(self, "go_on", "") else ()
-        message = [f"ContractViolation: {say('violation', property=one_line(in_language(self.property)))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in fields]
-# builder:end sha256=d555997c9668ffce66fec5e9d16b88719b1498788acfe499e4d21b1048d77891
+        message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self.fields()]
+# builder:end sha256=59e19de673b23aba328103ff117f9c8fe45a64ac8f626479dfae694ed505e0e2
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -898,11 +898,16 @@ def contract_parts(prop, on_input, result, names):
 class CheckFailed(AssertionError):
     """A notebook check that does not hold: what should hold, and the value found against the one required."""
 
+    @classmethod
+    def of(cls, claim, expected, actual):
+        """The failure of ``claim``: its expected and actual values, one line each, in the reader's language."""
+        return cls(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{expected}\n  {say('actual') + ':':<10}{actual}")
+
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
         lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=f891a8b4c8c297628c6aecdeb81021edb896e9bfd50e2d35d0044d638fecf0f6
+# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -926,8 +931,8 @@ def expect(claim, actual, relation=None, expected=None):
             return text if len(text) <= 300 else text[:300] + " ..."
 
         want = say("a true value") if relation is None else f"{relation} {shown(expected)}"
-        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{want}\n  {say('actual') + ':':<10}{shown(actual)}")
-# builder:end sha256=57473e0d976e438cbcf77366342ba6e7e39fe2d8b83e3ba8e32f26bdc3f62e06
+        raise CheckFailed.of(claim, want, shown(actual))
+# builder:end sha256=1894781fc48f3ddf5c9b03c71e0bf98b683ff62bf7f81f1e8ff2171fbf1f11b8
 # builder:begin inline expect_close
 def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     """Raise CheckFailed unless two arrays or tensors agree entry by entry (``contract_close``'s rule); return the largest error.
@@ -938,8 +943,8 @@ def expect_close(claim, actual, expected, *, atol=1e-12, rtol=1e-12):
     try:
         return contract_close(claim, "", actual, expected, "", atol=atol, rtol=rtol)
     except ContractViolation as failed:
-        raise CheckFailed(f"{say('check failed', claim=claim)}\n  {say('expected') + ':':<10}{failed.expected}\n  {say('actual') + ':':<10}{failed.actual}") from None
-# builder:end sha256=72022284891892cb180b287452b2b9050f6aefe606467ab733d89358b95e5ab1
+        raise CheckFailed.of(claim, failed.expected, failed.actual) from None
+# builder:end sha256=ab56d8fab37117cc34b5a3228fa551bb4c6128d022cb27ecf50a4eedc08ebfe2
 # builder:begin inline require_namespace
 def require_namespace(namespace, label="Exercise"):
     """Return ``namespace`` when it is a notebook's globals (a dict) and ``label`` a str; else a TypeError naming the fix."""
