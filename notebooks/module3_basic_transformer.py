@@ -683,9 +683,9 @@ class ContractViolation(AssertionError):
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
         self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
-        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self.fields()]))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self._fields()]))
 
-    def fields(self):
+    def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
         return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
@@ -704,8 +704,8 @@ class ContractViolation(AssertionError):
             return text if len(text) <= 400 else text[:400] + " ..."
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self.fields()]
-# builder:end sha256=59e19de673b23aba328103ff117f9c8fe45a64ac8f626479dfae694ed505e0e2
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
+# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""

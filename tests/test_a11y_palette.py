@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from builder.contracts.style import Palette, apply_plot_style
-from builder.handout.colour import AA_GRAPHICS, AA_TEXT, contrast, linear, rgb
+from builder.contracts.diagrams import srgb_to_linear
+from builder.handout.colour import AA_GRAPHICS, AA_TEXT, contrast
 
 MACHADO = {
     "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
@@ -29,7 +30,7 @@ WHITE_XYZ = np.array([0.95047, 1.0, 1.08883])
 
 def lab(colour: str, vision: str) -> np.ndarray:
     """CIELAB of ``colour`` as seen with ``vision`` (Machado's matrix on linear sRGB, clipped to the gamut)."""
-    seen = np.clip(np.array(MACHADO[vision]) @ np.array([linear(c) for c in rgb(colour)]), 0, 1)
+    seen = np.clip(np.array(MACHADO[vision]) @ np.array(srgb_to_linear(colour)), 0, 1)
     t = SRGB_TO_XYZ @ seen / WHITE_XYZ
     f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
     return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])

@@ -10,25 +10,33 @@ from .style import Palette, localized
 from .validation import require_int, require_mask, require_real
 
 __all__ = [
-    "text_color_on", "diagram_canvas", "diagram_box", "diagram_arrow",
+    "srgb_to_linear", "contrast_ratio", "text_color_on", "diagram_canvas", "diagram_box", "diagram_arrow",
     "draw_taxonomy", "draw_kv_trip", "draw_window_relay", "draw_rolling_buffer",
     "draw_global_tokens", "draw_mla_flow", "draw_scan_tree", "draw_layer_stacks",
 ]
 
 
-def text_color_on(fill):
-    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+def srgb_to_linear(color):
+    """The three channels of an opaque colour (any matplotlib colour) without sRGB's gamma (IEC 61966-2-1), each from 0 to 1."""
     from matplotlib.colors import to_rgb
 
+    return tuple(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color))
+
+
+def contrast_ratio(first, second):
+    """The WCAG 2.2 contrast ratio of two opaque colours: 1 for equal luminance, 21 for black on white."""
+
     def luminance(color):
-        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
-        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+        red, green, blue = srgb_to_linear(color)
+        return 0.2126 * red + 0.7152 * green + 0.0722 * blue
 
-    def contrast(a, b):
-        high, low = sorted((luminance(a), luminance(b)), reverse=True)
-        return (high + 0.05) / (low + 0.05)
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
-    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
+
+def text_color_on(fill):
+    """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
+    return next((c for c in ("white", Palette.INK) if contrast_ratio(c, fill) >= 4.5), "black")
 
 
 def diagram_canvas(width, height):

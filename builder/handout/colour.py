@@ -2,6 +2,8 @@
 
 import re
 
+from ..contracts.diagrams import contrast_ratio
+
 AA_TEXT = 4.5  # WCAG 2.2 SC 1.4.3, normal-size text
 AA_GRAPHICS = 3.0  # WCAG 2.2 SC 1.4.11, lines and other non-text graphics
 _HEX = re.compile(r"#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})\b")
@@ -18,21 +20,9 @@ def rgb(colour: str) -> tuple[float, float, float]:
     return tuple(int(digits[i:i + 2], 16) / 255 for i in (0, 2, 4))
 
 
-def linear(channel: float) -> float:
-    """One sRGB channel without its gamma (IEC 61966-2-1)."""
-    return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
-
-
-def luminance(colour: str) -> float:
-    """WCAG relative luminance, 0 for black to 1 for white."""
-    r, g, b = (linear(c) for c in rgb(colour))
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
 def contrast(foreground: str, background: str) -> float:
-    """WCAG contrast ratio, from 1 (same luminance) to 21 (black on white)."""
-    low, high = sorted((luminance(foreground), luminance(background)))
-    return (high + 0.05) / (low + 0.05)
+    """WCAG contrast ratio of two hex colours, from 1 (same luminance) to 21 (black on white): the notebooks' own rule."""
+    return contrast_ratio(rgb(foreground), rgb(background))
 
 
 def darkened(colour: str, background: str, ratio: float = AA_TEXT) -> str:

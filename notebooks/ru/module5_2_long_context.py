@@ -1232,9 +1232,9 @@ class ContractViolation(AssertionError):
     def __init__(self, prop, on_input, expected, actual, hint):
         self.property, self.on_input, self.expected, self.actual, self.hint = prop, on_input, expected, actual, hint
         self.shown_property = in_language(prop)  # the property and the usual cause as the reader's language writes them
-        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self.fields()]))
+        super().__init__("\n".join([say("violation", property=self.shown_property)] + [self.line(name, value) for name, value in self._fields()]))
 
-    def fields(self):
+    def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
         return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
@@ -1253,8 +1253,8 @@ class ContractViolation(AssertionError):
             return text if len(text) <= 400 else text[:400] + " ..."
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self.fields()]
-# builder:end sha256=59e19de673b23aba328103ff117f9c8fe45a64ac8f626479dfae694ed505e0e2
+        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
+# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -2016,21 +2016,29 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
+# builder:begin inline srgb_to_linear
+def srgb_to_linear(color):
+    """The three channels of an opaque colour (any matplotlib colour) without sRGB's gamma (IEC 61966-2-1), each from 0 to 1."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color))
+# builder:end sha256=b56e7f47d34dc59d22b573b8f7365ee5e8fe9af164524ea2e3c056559b2733cc
+# builder:begin inline contrast_ratio
+def contrast_ratio(first, second):
+    """The WCAG 2.2 contrast ratio of two opaque colours: 1 for equal luminance, 21 for black on white."""
+
+    def luminance(color):
+        red, green, blue = srgb_to_linear(color)
+        return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+# builder:end sha256=82e43536a2d7f122c1dd40424ccdc5d05d71d66a97181cf27b001ea2b18088b7
 # builder:begin inline text_color_on
 def text_color_on(fill):
     """White, ink or black, the first whose WCAG contrast ratio with the opaque ``fill`` reaches 4.5:1."""
-    from matplotlib.colors import to_rgb
-
-    def luminance(color):
-        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
-        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-    def contrast(a, b):
-        high, low = sorted((luminance(a), luminance(b)), reverse=True)
-        return (high + 0.05) / (low + 0.05)
-
-    return next((c for c in ("white", Palette.INK) if contrast(c, fill) >= 4.5), "black")
-# builder:end sha256=12a87a73673fcd1a81dd70105d63541cb4bd7ce6f26c7c92cc09b40a645d14ac
+    return next((c for c in ("white", Palette.INK) if contrast_ratio(c, fill) >= 4.5), "black")
+# builder:end sha256=3fd460341cf99258a2a955712fab945ce16bf097a117f36d31e0de6aa322525d
 # builder:begin inline diagram_canvas
 def diagram_canvas(width, height):
     """A blank figure whose data units are inches of a width x height drawing, (0, 0) at the bottom left.
