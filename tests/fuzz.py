@@ -122,7 +122,12 @@ def _figure_baselines() -> None:
     """show_figure encodes its pixels with png_bytes only inside a kernel, never when the source runs as a script."""
     import numpy as np
 
+    from matplotlib.figure import Figure
+
     BASELINES["png_bytes"] = ((np.full((2, 3, 4), 255, dtype=np.uint8),), {})
+    labelled = Figure(figsize=(4, 3))
+    labelled.text(0.5, 0.5, "a label", fontsize=10)
+    BASELINES["shown_text_pt"] = ((labelled,), {})
 
 
 _module3_baselines()

@@ -96,7 +96,8 @@ def fixture_notebook() -> nbformat.NotebookNode:
     """Markdown, math, a table, code, a captioned figure and the removal tags, as a course notebook has them."""
     figure_code = (
         "import matplotlib\nimport matplotlib.pyplot as plt\n\n"
-        + inline.source_of("Palette") + "\n\n" + inline.source_of("png_bytes") + "\n\n" + inline.source_of("show_figure")
+        + inline.source_of("Palette") + "\n\n" + inline.source_of("png_bytes") + "\n\n" + inline.source_of("shown_text_pt") + "\n\n"
+        + inline.source_of("show_figure")
         + "\n\nfig, ax = plt.subplots(figsize=(3, 2), dpi=60)\nax.plot([0, 1], [0, 1])\n"
         + f"show_figure(fig, {FIGURE_CAPTION!r})\n"
     )

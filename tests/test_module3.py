@@ -10,6 +10,7 @@ import torch
 
 from builder import cli, exits
 from builder.contracts import attention, gqa, decoding, heads, norms, positions
+from builder.contracts.style import shown_text_pt
 from builder.contracts.violations import ContractViolation
 from tests.support import ROOT, notebook
 
@@ -237,15 +238,6 @@ def test_every_plot_draws_in_english_and_russian(nb):
     assert not too_small, f"figures whose smallest text is under 9 pt as shown (at most 800 px wide): {too_small}"
 
 
-def shown_text_pt(fig):
-    """The smallest visible text of ``fig`` in points at the width Colab shows it, as show_figure measures it."""
-    import matplotlib.text
-
-    from builder.contracts.style import Palette
-
-    width_px = fig.get_figwidth() * Palette.DPI
-    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-    return min(sizes) * min(width_px, Palette.SHOWN_WIDTH_PX) / width_px
 
 
 def test_hand_written_adamw_matches_torch_optim(nb):

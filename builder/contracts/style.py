@@ -2,7 +2,8 @@
 
 from .validation import require_int, require_real
 
-__all__ = ["LANGUAGES", "Palette", "apply_plot_style", "localized", "log_scale", "log_tick_label", "png_bytes", "show_figure"]
+__all__ = ["LANGUAGES", "Palette", "apply_plot_style", "localized", "log_scale", "log_tick_label", "png_bytes", "shown_text_pt",
+           "show_figure"]
 
 LANGUAGES = ("en", "ru")
 
@@ -151,6 +152,18 @@ def png_bytes(rgba):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
 
 
+def shown_text_pt(fig):
+    """The smallest visible text of ``fig`` in points as shown, at most ``Palette.SHOWN_WIDTH_PX`` wide (readers need 9 or more)."""
+    import matplotlib.figure
+    import matplotlib.text
+
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    drawn = fig.get_figwidth() * Palette.DPI
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0) * min(round(drawn), Palette.SHOWN_WIDTH_PX) / drawn
+
+
 def show_figure(fig, caption, alt=None):
     """Show a figure at most 800 px wide, sharp at twice its pixels, with alt text and its how-to-read caption.
 
@@ -160,7 +173,6 @@ def show_figure(fig, caption, alt=None):
     import re
 
     import matplotlib.pyplot as plt
-    import matplotlib.text
 
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError("every figure needs a caption that says how to read it")
@@ -184,9 +196,7 @@ def show_figure(fig, caption, alt=None):
         width = min(round(fig.get_figwidth() * Palette.DPI), Palette.SHOWN_WIDTH_PX)
         # the caption's first sentence: up to a full stop, ? or ! followed by a capital
         alt = alt or re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁ])", " ".join(caption.split()), maxsplit=1)[0]
-        texts = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-        # the smallest text as shown, in CSS points (a test of the handouts reads it; readers need 9 or more)
-        smallest = round(min(texts, default=0) * width / (fig.get_figwidth() * Palette.DPI), 1)
-        display(Image(data=png, width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
+        # the smallest text as shown, in CSS points (a test of the handouts reads it)
+        display(Image(data=png, width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": round(shown_text_pt(fig), 1)}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)

@@ -616,6 +616,18 @@ def png_bytes(rgba):
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8-bit RGBA, deflate, no interlace
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
 # builder:end sha256=7c618560546a66f06e3c7d96330ad4a01047f73adf896adadb26c519dd777cbf
+# builder:begin inline shown_text_pt
+def shown_text_pt(fig):
+    """The smallest visible text of ``fig`` in points as shown, at most ``Palette.SHOWN_WIDTH_PX`` wide (readers need 9 or more)."""
+    import matplotlib.figure
+    import matplotlib.text
+
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    drawn = fig.get_figwidth() * Palette.DPI
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0) * min(round(drawn), Palette.SHOWN_WIDTH_PX) / drawn
+# builder:end sha256=ec5ccfdd7175412dafe1eb7ed9e3554980a1a294b5aca5289143f56b32b1c100
 # builder:begin inline show_figure
 def show_figure(fig, caption, alt=None):
     """Show a figure at most 800 px wide, sharp at twice its pixels, with alt text and its how-to-read caption.
@@ -626,7 +638,6 @@ def show_figure(fig, caption, alt=None):
     import re
 
     import matplotlib.pyplot as plt
-    import matplotlib.text
 
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError("every figure needs a caption that says how to read it")
@@ -650,13 +661,11 @@ def show_figure(fig, caption, alt=None):
         width = min(round(fig.get_figwidth() * Palette.DPI), Palette.SHOWN_WIDTH_PX)
         # the caption's first sentence: up to a full stop, ? or ! followed by a capital
         alt = alt or re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁ])", " ".join(caption.split()), maxsplit=1)[0]
-        texts = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-        # the smallest text as shown, in CSS points (a test of the handouts reads it; readers need 9 or more)
-        smallest = round(min(texts, default=0) * width / (fig.get_figwidth() * Palette.DPI), 1)
-        display(Image(data=png, width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": smallest}})
+        # the smallest text as shown, in CSS points (a test of the handouts reads it)
+        display(Image(data=png, width=width), metadata={"image/png": {"alt": alt, "smallest_text_pt": round(shown_text_pt(fig), 1)}})
         display(Markdown(f"*{caption}*"))
     plt.close(fig)
-# builder:end sha256=bd751828ac9ad602af13784295e45ebbf30b126d5ed454de1035089bfe5f3dfa
+# builder:end sha256=f95ed61838a4ebe98625defff2c2a82cae776a873d7b7d20d06046a2b9669527
 
 apply_plot_style()
 np.set_printoptions(precision=4, suppress=True)
