@@ -43,10 +43,6 @@ def words(text: str) -> tuple[int, int]:
     return russian, english
 
 
-def _lines(source: str) -> list[str]:
-    return source.splitlines()
-
-
 def reader_text(executed: nbformat.NotebookNode, exercise_cells: set[int]) -> dict[str, list[str]]:
     """The texts a student meets in an executed student edition, by category."""
     found = {category: [] for category in CATEGORIES}
@@ -55,7 +51,7 @@ def reader_text(executed: nbformat.NotebookNode, exercise_cells: set[int]) -> di
             found["instructions and titles"].append(cell.source)
         if cell.cell_type != "code":
             continue
-        lines = _lines(cell.source)
+        lines = cell.source.splitlines()
         if lines and lines[0].startswith("# @title"):
             found["instructions and titles"].append(lines[0].removeprefix("# @title"))
         if index in exercise_cells:
@@ -124,20 +120,6 @@ def test_a_russian_student_meets_russian_words(tmp_path):
     assert all(ru + en for ru, en in counts.values()), f"a category is empty:\n{shown}"
     ru, en = counts["all"]
     assert ru / (ru + en) >= 0.9, f"with bug {bug.id}, fewer than 90% of the words a Russian student reads are Russian:\n{shown}"
-
-
-if __name__ == "__main__":  # measure without asserting
-    import tempfile
-    from pathlib import Path
-
-    sys.path.insert(0, str(ROOT))
-    with tempfile.TemporaryDirectory() as folder:
-        executed, cells, bug = run_russian_student_edition(Path(folder))
-        found = reader_text(executed, cells)
-        print(report(shares(found)))
-        if "-v" in sys.argv:
-            for category, texts in found.items():
-                print(f"== {category}\n" + "\n".join(texts))
 
 
 def _figure_cell(caption: str) -> str:
@@ -253,3 +235,17 @@ def test_the_last_cell_names_the_reference_values_left_waiting_instead_of_claimi
         report_references(namespace)
     reference.value("b.c"), reference.value("b.d")
     assert report_references(namespace) == 3 and capsys.readouterr().out == "All 3 reference values of references/toy.json were used or checked by a cell.\n"
+
+
+if __name__ == "__main__":  # measure without asserting
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as folder:
+        executed, cells, bug = run_russian_student_edition(Path(folder))
+        found = reader_text(executed, cells)
+        print(report(shares(found)))
+        if "-v" in sys.argv:
+            for category, texts in found.items():
+                print(f"== {category}\n" + "\n".join(texts))
