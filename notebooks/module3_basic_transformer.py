@@ -122,6 +122,7 @@ installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the 
 
 # %%
 # Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
+import gc
 import itertools
 import math
 import random
@@ -146,6 +147,7 @@ torch.set_num_threads(1)  # one thread: identical numbers on every run
 # No torch.use_deterministic_algorithms(True): every op here runs on CPU kernels that are already deterministic,
 # and in recent torch that call imports the compiler stack (torch._inductor), about a second of start-up.
 ENVIRONMENT = report_environment()
+gc.freeze()  # the objects imported so far (torch's are many) are never garbage: later collections skip them
 
 
 # %% tags=["hide-input"]

@@ -68,7 +68,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import matplotlib
 
 if "ipykernel" not in sys.modules:
-    matplotlib.use("Agg")  # `python notebooks/module5_modern_attention.py` draws off-screen
+    matplotlib.use("Agg")  # `python notebooks/module5_1_exact_attention.py` draws off-screen
 
 import matplotlib.pyplot as plt
 import numpy as np
