@@ -154,13 +154,27 @@ def png_bytes(rgba):
 
 def shown_text_pt(fig):
     """The smallest visible text of ``fig`` in points as shown, at most ``Palette.SHOWN_WIDTH_PX`` wide (readers need 9 or more)."""
+    import matplotlib.axes
+    import matplotlib.axis
     import matplotlib.figure
+    import matplotlib.spines
     import matplotlib.text
 
     if not isinstance(fig, matplotlib.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     drawn = fig.get_figwidth() * Palette.DPI
-    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    sizes, artists = [], [fig]
+    while artists:  # only what is drawn: findobj would also make and visit every tick of every hidden axis
+        artist = artists.pop()
+        if not artist.get_visible():
+            continue
+        if isinstance(artist, matplotlib.text.Text):
+            sizes += [artist.get_fontsize()] if artist.get_text().strip() else []
+        elif isinstance(artist, matplotlib.axis.Axis):
+            artists += [artist.label, artist.offsetText, *artist.get_ticklabels(which="both")]
+        else:
+            hidden_axes = isinstance(artist, matplotlib.axes.Axes) and not artist.axison
+            artists += [c for c in artist.get_children() if not (hidden_axes and isinstance(c, (matplotlib.axis.Axis, matplotlib.spines.Spine)))]
     return min(sizes, default=0) * min(round(drawn), Palette.SHOWN_WIDTH_PX) / drawn
 
 
