@@ -148,6 +148,34 @@ def test_log_scale_draws_plain_labels_without_minor_ticks_and_refuses_what_it_ca
         log_tick_label("10")
 
 
+def test_shown_text_pt_reads_only_the_text_that_is_drawn():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from builder.contracts.style import Palette, shown_text_pt
+
+    fig, (shown, hidden) = plt.subplots(1, 2, figsize=(16, 3))  # 1,536 px drawn, shown at 800
+    shown.plot([0, 1], [0, 1], label="a line")
+    shown.legend(fontsize=9)
+    shown.tick_params(labelsize=8)
+    shown.text(0, 0, "invisible", fontsize=4, visible=False)
+    shown.text(0, 1, "   ", fontsize=3)  # blank: nothing to read
+    hidden.set_xticks([0, 1], ["never", "drawn"], fontsize=5)  # its axis is off, so its tick labels are not drawn
+    hidden.axis("off")
+    hidden.set_title("a title", fontsize=12)
+    fig.canvas.draw()
+    scale = Palette.SHOWN_WIDTH_PX / (16 * Palette.DPI)
+    assert shown_text_pt(fig) == pytest.approx(8 * scale)
+    shown.xaxis.set_visible(False)
+    shown.yaxis.set_visible(False)
+    assert shown_text_pt(fig) == pytest.approx(9 * scale)  # the legend is now the smallest drawn text
+    plt.close(fig)
+    with pytest.raises(TypeError, match="Figure"):
+        shown_text_pt(shown)
+
+
 def test_png_bytes_decodes_to_the_rendered_pixels_and_refuses_what_is_not_an_rgba_image():
     import io
 
