@@ -111,9 +111,8 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
-# What a student edition writes where a solution was, and the word its guide calls an exercise, by language.
+# What a student edition writes where a solution was, by language.
 YOUR_CODE = {"en": "# Your code here.", "ru": "# Ваш код здесь."}
-EXERCISE_WORD = {"en": "Exercise", "ru": "Упражнение"}
 
 
 def stubbed(source: str, exercise: Exercise, language: str = "en") -> str:
@@ -144,7 +143,9 @@ def student_notebook(nb: nbformat.NotebookNode, language: str = "en") -> nbforma
 
 def listing(found: list[Exercise], language: str = "en") -> str:
     """The exercise index: each label, in the reader's language, with the names the student writes."""
-    word = worded(EXERCISE_WORD, language)
+    from .translation.messages import reader_word
+
+    word = reader_word("Exercise", language)
     return "\n".join(f"- **{e.label.replace('Exercise', word, 1)}:** `{'`, `'.join(e.written)}`" for e in found) or "- (none yet)"
 
 

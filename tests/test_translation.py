@@ -294,3 +294,23 @@ def test_figure_labels_are_linted_in_the_text_being_built_not_the_file_on_disk(c
     text = nb.source.read_text(encoding="utf-8") + '\n# %%\nlabel = localized(LANGUAGE, "attention weights", "веса фокуса")\n'
     found = [str(f) for f in editions.editions(course, nb, text).findings if "веса фокуса" in str(f)]
     assert len(found) == 1 and "'attention' should be rendered 'внимание'" in found[0], found
+
+
+def test_the_readers_word_for_an_exercise_is_the_messages_catalogs(tmp_path):
+    import shutil
+
+    from builder import student
+    from builder.config import ROOT
+    from builder.translation.messages import reader_word
+
+    assert reader_word("Exercise", "en") == "Exercise"
+    assert reader_word("Exercise", "ru") == po.load(ROOT / "translations/ru/messages.po").find("Exercise", msgctxt="Exercise").msgstr
+    found = [student.Exercise(index=0, label="Exercise 1", instructions="", names=("f",), written=("f",))]
+    assert student.listing(found, "ru") == f"- **{reader_word('Exercise', 'ru')} 1:** `f`"
+    # Another word in the catalog is the word everywhere: nothing else holds it.
+    shutil.copytree(ROOT / "builder", tmp_path / "builder")
+    (tmp_path / "translations/ru").mkdir(parents=True)
+    text = (ROOT / "translations/ru/messages.po").read_text(encoding="utf-8")
+    (tmp_path / "translations/ru/messages.po").write_text(text.replace('msgstr "Упражнение"', 'msgstr "Задание"', 1), encoding="utf-8")
+    assert reader_word("Exercise", "ru", tmp_path) == "Задание"
+    assert reader_word("Exercise", "de", tmp_path) == "Exercise"  # no catalog yet: the English word

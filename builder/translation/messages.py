@@ -76,6 +76,21 @@ def load(language: str, root: Path = ROOT) -> polib.POFile:
     return load_catalog(path, str(path.relative_to(root)))
 
 
+def reader_word(word: str, language: str, root: Path = ROOT) -> str:
+    """What a reader of ``language`` calls ``word`` ("Exercise", "Module"): the messages catalog's word, which the checks print too."""
+    path = root / "translations" / language / CATALOG
+    if language == "en" or not path.exists():
+        return word
+    stat = path.stat()
+    return _table_of(str(root), language, stat.st_mtime_ns, stat.st_size).get(word, word)
+
+
+@functools.cache
+def _table_of(root: str, language: str, mtime_ns: int, size: int) -> dict[str, str]:
+    """``table`` of one catalog as it stands (its time and size key the cache: every exercise cell of an edition asks)."""
+    return table(load(language, Path(root)), units(Path(root)))
+
+
 def _fields(text: str) -> list[str]:
     """The names of a message's ``{fields}``, sorted."""
     try:

@@ -71,11 +71,11 @@ def _marked(text: str, current: bool, mark: str) -> str:
 
 def _translate_exercise(source: str, instructions: str, language: str = "en") -> str:
     """An exercise cell with its leading comment block replaced; the grader's 'Exercise N' label stays, the reader's word follows it."""
-    from ..student import EXERCISE_WORD
+    from .messages import reader_word
 
     label, _, count = exercise_instructions(source)
-    if language in EXERCISE_WORD and language != "en":
-        label = f"{label} · {EXERCISE_WORD[language]} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
+    if reader_word("Exercise", language) != "Exercise":
+        label = f"{label} · {reader_word('Exercise', language)} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])
