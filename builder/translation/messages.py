@@ -82,13 +82,16 @@ def reader_word(word: str, language: str, root: Path = ROOT) -> str:
     if language == "en" or not path.exists():
         return word
     stat = path.stat()
-    return _table_of(str(root), language, stat.st_mtime_ns, stat.st_size).get(word, word)
+    return _keyed_table(str(path), stat.st_mtime_ns, stat.st_size).get(word, word)
 
 
 @functools.cache
-def _table_of(root: str, language: str, mtime_ns: int, size: int) -> dict[str, str]:
-    """``table`` of one catalog as it stands (its time and size key the cache: every exercise cell of an edition asks)."""
-    return table(load(language, Path(root)), units(Path(root)))
+def _keyed_table(path: str, mtime_ns: int, size: int) -> dict[str, str]:
+    """``table`` of one catalog's keyed messages as it stands (its time and size key the cache: every exercise cell asks)."""
+    from ..contracts.messages import MESSAGES
+    from .catalog import load as load_catalog
+
+    return table(load_catalog(Path(path)), [Unit(key, text, 0) for key, text in MESSAGES.items()])
 
 
 def _fields(text: str) -> list[str]:

@@ -74,8 +74,9 @@ def _translate_exercise(source: str, instructions: str, language: str = "en") ->
     from .messages import reader_word
 
     label, _, count = exercise_instructions(source)
-    if reader_word("Exercise", language) != "Exercise":
-        label = f"{label} · {reader_word('Exercise', language)} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
+    word = reader_word("Exercise", language)
+    if word != "Exercise":
+        label = f"{label} · {word} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])
