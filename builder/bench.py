@@ -169,7 +169,7 @@ def speed_verdict(seconds: list[float], floors: list[float]) -> tuple[list[float
     return ratios, ratio, f"{'within' if ratio <= SPEED_LIMIT else 'OVER'} the {SPEED_LIMIT:g}x budget"
 
 
-def notebook_ratio(course, nb, repeats: int = 1) -> dict:
+def notebook_ratio(course, nb, repeats: int = 1, kernel_name: str = "python3") -> dict:
     """Measure the floor and one notebook in the same process, ``repeats`` times each, interleaved.
 
     Prints the median floor and notebook times, the median of the paired ratios (each run over the floor
@@ -180,8 +180,8 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
 
     floors, runs = [], []
     for _ in range(require_repeats(repeats)):
-        floors.append(floor_seconds())
-        result = execute.run(nb.ipynb)
+        floors.append(floor_seconds(kernel_name=kernel_name))
+        result = execute.run(nb.ipynb, kernel_name=kernel_name)
         if result.error:
             raise NotebookFailed(f"{nb.edition} failed at cell {result.failed_cell}:\n{result.error}")
         runs.append(result)
@@ -197,11 +197,11 @@ def notebook_ratio(course, nb, repeats: int = 1) -> dict:
             "slowest": [(c.index, c.seconds, c.first_line) for c in best.slowest(3)]}
 
 
-def speed(course, names: list[str], repeats: int = 3, against: str | None = None) -> list[dict]:
+def speed(course, names: list[str], repeats: int = 3, against: str | None = None, kernel_name: str = "python3") -> list[dict]:
     """``notebook_ratio`` for each named notebook (all of them when ``names`` is empty); ``speed_against`` with a revision."""
     if against is not None:
-        return speed_against(course, names, against, repeats=repeats)
-    return [notebook_ratio(course, nb, repeats=repeats) for nb in course.select_editions(names)]
+        return speed_against(course, names, against, repeats=repeats, kernel_name=kernel_name)
+    return [notebook_ratio(course, nb, repeats=repeats, kernel_name=kernel_name) for nb in course.select_editions(names)]
 
 
 def committed_text(root: Path, revision: str, path: Path) -> str:
@@ -213,7 +213,7 @@ def committed_text(root: Path, revision: str, path: Path) -> str:
     return done.stdout
 
 
-def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> list[dict]:
+def speed_against(course, names: list[str], revision: str, repeats: int = 3, kernel_name: str = "python3") -> list[dict]:
     """Each notebook now and as committed at ``revision``, in interleaved rounds with the floor.
 
     Machine speed drifts between runs far more than a small edit changes a notebook, so each round
@@ -233,11 +233,11 @@ def speed_against(course, names: list[str], revision: str, repeats: int = 3) -> 
             then_paths.append(then_path)
         floors, times = [], {nb.edition: {"now": [], "then": []} for nb in editions}
         for round_index in range(repeats):
-            floors.append(floor_seconds())
+            floors.append(floor_seconds(kernel_name=kernel_name))
             for nb, then_path in zip(editions, then_paths):
                 order = (("now", nb.ipynb), ("then", then_path))
                 for label, path in order if round_index % 2 == 0 else order[::-1]:
-                    result = execute.run(path)
+                    result = execute.run(path, kernel_name=kernel_name)
                     if result.error:
                         raise NotebookFailed(f"{nb.edition} ({label}) failed at cell {result.failed_cell}:\n{result.error}")
                     times[nb.edition][label].append(result.seconds)

@@ -114,6 +114,8 @@ def bench_options(p):
     p.add_argument("--repeats", type=int, help="runs of each measurement (default: check 5, speed 3, tiled 7, grade 3; mutants takes none)")
     p.add_argument("--against", metavar="REV", help="speed only: also time each notebook as committed at this git revision, "
                    "in interleaved rounds, and report now / then per round")
+    p.add_argument("--colab", action="store_true", help="speed only: time the floor and the notebooks on the Colab-pinned kernel "
+                   "of .colab-venv (Colab's IPython, ipykernel, numpy and matplotlib), which `python -m builder colab` builds")
 
 
 # name: (parser function, command body). The body's docstring is the command's help and description.

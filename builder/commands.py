@@ -405,6 +405,8 @@ def bench(course, args) -> int:
             raise ValueError("bench mutants runs each mutant once; --repeats does not apply to it")
         extra = {"against": args.against} if args.against is not None else {}
         extra |= {"repeats": args.repeats} if args.repeats is not None else {}
+        if args.colab:
+            extra["kernel_name"] = _colab_kernel(course, args.what)
         results = benchmarks.BENCHES[args.what](course, args.names, **extra)
     except benchmarks.NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -413,6 +415,20 @@ def bench(course, args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exits.USAGE
     return exits.OK if all(benchmarks.within_budget(r) for r in results) else exits.FAILED
+
+
+def _colab_kernel(course, what: str) -> str:
+    """The Colab-pinned kernel of the checkout's .colab-venv, made visible; ValueError when ``what`` is not speed or it is missing."""
+    from . import colab as pinned
+
+    if what != "speed":
+        raise ValueError(f"--colab times notebooks on the Colab-pinned kernel and applies to `bench speed` only, not `bench {what}`")
+    venv = course.root / ".colab-venv"
+    if not pinned.pins_file(venv).exists():
+        raise ValueError("--colab needs the Colab-pinned environment: run `python -m builder colab` once, which builds .colab-venv")
+    versions = json.loads(pinned.pins_file(venv).read_text(encoding="utf-8"))["versions"]
+    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+    return pinned.use_kernel(venv)
 
 
 def new_exercise(course, args) -> int:

@@ -197,6 +197,28 @@ def test_against_applies_to_the_speed_bench_only(capsys):
     assert "applies to `bench speed` only" in capsys.readouterr().err
 
 
+def test_bench_speed_on_the_colab_kernel_needs_its_environment_and_times_on_its_kernel(monkeypatch, tmp_path, capsys):
+    import json
+
+    from builder import bench, cli, colab
+
+    assert cli.main(["bench", "tiled", "--colab"]) == 2
+    assert "applies to `bench speed` only" in capsys.readouterr().err
+    monkeypatch.setattr(colab, "pins_file", lambda venv: tmp_path / "missing.json")
+    assert cli.main(["bench", "speed", "module3", "--colab"]) == 2
+    assert "run `python -m builder colab` once" in capsys.readouterr().err
+    pins = tmp_path / "colab-pins.json"
+    pins.write_text(json.dumps({"versions": {"ipython": "7.34.0", "ipykernel": "6.17.1"}}), encoding="utf-8")
+    monkeypatch.setattr(colab, "pins_file", lambda venv: pins)
+    monkeypatch.setenv("JUPYTER_PATH", "")  # use_kernel points Jupyter at the environment; restored after the test
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    asked = {}
+    monkeypatch.setitem(bench.BENCHES, "speed", lambda course, names, **options: asked.update(options) or [{"ok": True}])
+    assert cli.main(["bench", "speed", "module3", "--colab", "--repeats", "2"]) == 0
+    assert asked == {"repeats": 2, "kernel_name": colab.KERNEL_NAME}
+    assert "colab-pinned kernel: ipython 7.34.0, ipykernel 6.17.1" in capsys.readouterr().out
+
+
 def test_every_plot_draws_in_english_and_russian(nb):
     import io
 
