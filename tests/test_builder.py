@@ -56,11 +56,11 @@ def test_build_refuses_to_overwrite_a_hand_edit_unless_forced(repo_copy):
 @pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
 def test_changing_the_shared_function_makes_the_region_stale(repo_copy):
     source = repo_copy / "builder/contracts/environment.py"
-    source.write_text(source.read_text().replace("All required packages are already installed.", "Nothing to install."))
+    source.write_text(source.read_text().replace("Installing {module} ...", "Fetching {module} ..."))
     result = run_builder(repo_copy, "check")
     assert result.returncode == 1
     assert re.search(r"module3_basic_transformer\.py\(\d+\): region 'inline install_missing' is stale", result.stdout)
-    assert "+        print(\"Nothing to install.\")" in result.stdout  # the unified diff shows the fix
+    assert "+        print(f\"Fetching {module} ...\", flush=True)" in result.stdout  # the unified diff shows the fix
     assert run_builder(repo_copy, "build").returncode == 0
     assert run_builder(repo_copy, "check").returncode == 0
 

@@ -60,7 +60,7 @@ def _translation_edit(data: bytes) -> bytes:
 
 
 def _contract_edit(data: bytes) -> bytes:
-    return data.replace(b"All required packages are already installed.", b"Nothing to install.")
+    return data.replace(b"Installing {module} ...", b"Fetching {module} ...")
 
 
 # (file, change, words the report must hold, notebooks checked): each is drift a stale record could hide.

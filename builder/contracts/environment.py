@@ -11,7 +11,7 @@ ALLOWED_PACKAGES = {
 
 
 def install_missing(modules):
-    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed."""
+    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed (the cell says when none was)."""
     import importlib.util
     import subprocess
     import sys
@@ -23,8 +23,6 @@ def install_missing(modules):
     for module in missing:
         print(f"Installing {module} ...", flush=True)
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *ALLOWED_PACKAGES[module]])
-    if not missing:
-        print("All required packages are already installed.")
     return missing
 
 

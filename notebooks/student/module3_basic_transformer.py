@@ -92,7 +92,7 @@ ALLOWED_PACKAGES = {
 # builder:end sha256=af425060cccb602349f42ada708a396063ea0836be5d4dd0071ab9e26b56d887
 # builder:begin inline install_missing
 def install_missing(modules):
-    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed."""
+    """Pip-install the allow-listed ``modules`` that cannot be imported; return the ones installed (the cell says when none was)."""
     import importlib.util
     import subprocess
     import sys
@@ -104,10 +104,8 @@ def install_missing(modules):
     for module in missing:
         print(f"Installing {module} ...", flush=True)
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *ALLOWED_PACKAGES[module]])
-    if not missing:
-        print("All required packages are already installed.")
     return missing
-# builder:end sha256=e9a0ef08a52d76ad760a84c37d17cef35d5f5b273e696ad16485a074ba57ec34
+# builder:end sha256=51bb8d10e463959eec8160187592ed24c962d8af9b09c6775405eb8520391aa0
 
 # builder:begin inline report_environment
 def report_environment():
@@ -135,6 +133,8 @@ def report_environment():
 # builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
 
 installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
+if not installed:
+    print("All required packages are already installed.")
 
 # %%
 # Setup 2 of 3: imports, seeds and a plotting backend that also works as a plain script.
