@@ -94,12 +94,12 @@ def refs_options(p):
 
 
 def colab_options(p):
-    from .colab import DEFAULT_TORCH, TORCH_CPU_INDEX
+    from .colab import DEFAULT_TORCH, DEFAULT_VENV, TORCH_CPU_INDEX
 
     _names(p)
     _timing(p)
     p.add_argument("--out", type=Path, help="folder for the executed copies (default: dist/colab)")
-    p.add_argument("--venv", type=Path, default=Path(".colab-venv"), help="where to create the pinned environment (default: .colab-venv)")
+    p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help=f"where to create the pinned environment (default: {DEFAULT_VENV})")
     p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
     p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
     p.add_argument("--torch-index", default=TORCH_CPU_INDEX, help=f"package index for torch (default: PyTorch's CPU index, {TORCH_CPU_INDEX}; '' for PyPI)")

@@ -9,6 +9,7 @@ from pathlib import Path
 from . import exits
 
 KERNEL_NAME = "colab-pinned"
+DEFAULT_VENV = Path(".colab-venv")  # relative to the checkout
 # What Colab's CPU runtime pins (late 2026): old ipykernel and IPython, numpy 2.0, matplotlib 3.10.
 COLAB_PINS = ("ipykernel==6.17.1", "ipython==7.34.0", "numpy==2.0.2", "matplotlib==3.10.*")
 # The nearest CPU build of torch that installs on this machine, from PyTorch's CPU index (PyPI's Linux torch is
@@ -59,6 +60,11 @@ def create(venv: Path, *, python: str = sys.executable, torch: str = DEFAULT_TOR
         versions = installed_versions(venv)
         pins_file(venv).write_text(json.dumps({"wanted": wanted, "versions": versions}, indent=2) + "\n")
     return json.loads(pins_file(venv).read_text())["versions"]
+
+
+def versions_line(versions: dict) -> str:
+    """The line that says which pinned stack a run used."""
+    return "colab-pinned kernel: " + ", ".join(f"{name} {version}" for name, version in versions.items())
 
 
 def installed_versions(venv: Path) -> dict:

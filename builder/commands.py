@@ -268,7 +268,7 @@ def colab(course, args) -> int:
 
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
     versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
-    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+    print(pinned.versions_line(versions), flush=True)
     return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True, reinserted=False)
 
 
@@ -423,11 +423,10 @@ def _colab_kernel(course, what: str) -> str:
 
     if what != "speed":
         raise ValueError(f"--colab times notebooks on the Colab-pinned kernel and applies to `bench speed` only, not `bench {what}`")
-    venv = course.root / ".colab-venv"
+    venv = course.root / pinned.DEFAULT_VENV
     if not pinned.pins_file(venv).exists():
-        raise ValueError("--colab needs the Colab-pinned environment: run `python -m builder colab` once, which builds .colab-venv")
-    versions = json.loads(pinned.pins_file(venv).read_text(encoding="utf-8"))["versions"]
-    print("colab-pinned kernel: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+        raise ValueError(f"--colab needs the Colab-pinned environment: run `python -m builder colab` once, which builds {pinned.DEFAULT_VENV}")
+    print(pinned.versions_line(json.loads(pinned.pins_file(venv).read_text(encoding="utf-8"))["versions"]), flush=True)
     return pinned.use_kernel(venv)
 
 
