@@ -29,7 +29,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
     keys = [record.notebook_key(nb) for nb in chosen]  # the sources as read, before anything is derived from them
     results = [editions.editions(course, nb, (sources or {}).get(nb.source)) for nb in chosen]
     # Every generated file as it is now: one saved (from Jupyter, Colab) after this point is never overwritten.
-    seen = {path: files.read_if_exists(path) for result in results for path in result.expected if path != result.nb.source}
+    seen = {path: files.read_if_exists(path) for result in results for path in result.generated}
     problems = reference_problems(chosen)
     if problems:  # never embed a reference its generator no longer reproduces
         raise files.MalformedFile("refusing to embed references that do not reproduce: " + "; ".join(str(p) for p in problems)
@@ -43,7 +43,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
     for path in files.write_all(outputs, unchanged_since={**seen, **{result.nb.source: result.on_disk for result in results}}):
         print(f"wrote {course.shown(path)}")
     for key, result in zip(keys, results):  # what check would derive; kept only where the build left the source as it read it
-        record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != result.nb.source}, result.nb)
+        record.put(key, result.findings, result.generated, result.nb)
     record.save()
     print("build: up to date")
     return exits.OK
@@ -93,7 +93,7 @@ def notebook_findings(course, nb, record) -> list:
     from . import editions
 
     result = editions.editions(course, nb)
-    record.put(key, result.findings, {path: text for path, text in result.expected.items() if path != nb.source}, nb)
+    record.put(key, result.findings, result.generated, nb)
     return result.findings + editions.pair_findings(course, result)
 
 

@@ -78,6 +78,11 @@ class Editions:
     refused: list[str] = field(default_factory=list)  # translations that would end a comment line or add links or HTML
     on_disk: str = ""  # the source as read: a build refuses to write over anything else
 
+    @property
+    def generated(self) -> dict[Path, str]:
+        """Every output except the English source: the files the builder alone writes."""
+        return {path: text for path, text in self.expected.items() if path != self.nb.source}
+
 
 # The provenance line under a notebook's title, per language.
 PROVENANCE = {
@@ -442,8 +447,8 @@ def pair_findings(course: Course, result: Editions) -> list[Finding]:
     """Generated files that differ from what the builder writes: every file ``build`` writes except the English source."""
     nb, findings = result.nb, []
     edited = {path: (what, sources) for path, what, sources in generated_edits(course, result)}
-    for path in [p for p in result.expected if p != nb.source]:
-        committed, expected = files.read_if_exists(path), result.expected[path]
+    for path, expected in result.generated.items():
+        committed = files.read_if_exists(path)
         if committed is None:
             findings.append(Finding(Path(course.shown(path)), 1, f"generated file is missing; run `{FIX_COMMAND}`"))
         elif committed != expected:

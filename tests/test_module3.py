@@ -200,7 +200,7 @@ def test_against_applies_to_the_speed_bench_only(capsys):
 def test_bench_speed_on_the_colab_kernel_needs_its_environment_and_times_on_its_kernel(monkeypatch, tmp_path, capsys):
     import json
 
-    from builder import bench, cli, colab
+    from builder import bench, colab
 
     assert cli.main(["bench", "tiled", "--colab"]) == 2
     assert "applies to `bench speed` only" in capsys.readouterr().err
@@ -258,8 +258,6 @@ def test_every_plot_draws_in_english_and_russian(nb):
                 too_small.append(f"{name} ({language}): {shown_text_pt(fig):.1f} pt")
             plt.close(fig)
     assert not too_small, f"figures whose smallest text is under 9 pt as shown (at most 800 px wide): {too_small}"
-
-
 
 
 def test_hand_written_adamw_matches_torch_optim(nb):
