@@ -232,7 +232,7 @@ def test_glossary_covers_figure_labels_of_every_form():
 
 
 def _labels_of_the_whole_parse(source):
-    return sorted((node.lineno, en, ru) for node in ast.walk(ast.parse(source)) for en, ru in glossary._pairs(node))
+    return sorted(glossary._pairs_in(ast.parse(source)))
 
 
 # "# %%" lines inside a string: the cells are not Python one by one, so the whole source is parsed.
@@ -305,7 +305,7 @@ def test_the_readers_word_for_an_exercise_is_the_messages_catalogs(tmp_path):
     assert reader_word("Exercise", "ru") == po.load(ROOT / "translations/ru/messages.po").find("Exercise", msgctxt="Exercise").msgstr
     found = [student.Exercise(index=0, label="Exercise 1", instructions="", names=("f",), written=("f",))]
     assert student.listing(found, "ru") == f"- **{reader_word('Exercise', 'ru')} 1:** `f`"
-    # Another word in the catalog is the word everywhere: nothing else holds it.
+    # Another word in the catalog is the word the guide and the cells get: no second table holds it.
     (tmp_path / "translations/ru").mkdir(parents=True)
     text = (ROOT / "translations/ru/messages.po").read_text(encoding="utf-8")
     (tmp_path / "translations/ru/messages.po").write_text(text.replace('msgstr "Упражнение"', 'msgstr "Задание"', 1), encoding="utf-8")
