@@ -2,10 +2,6 @@
 
 import sys
 
-from .lean import skip_format_checkers
-
-skip_format_checkers()  # before anything imports nbformat, and with it jsonschema
-
 try:
     from .cli import main
 except KeyboardInterrupt:  # Ctrl-C while the libraries load: one line, as any later interrupt

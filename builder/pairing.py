@@ -4,19 +4,13 @@ The metadata filters are jupytext's own configuration, the ``[tool.jupytext]`` t
 course's pyproject.toml, read by ``jupytext.config``.
 """
 
-import contextlib
 import copy
 import functools
 import hashlib
-import re
 from pathlib import Path
 
 import jupytext
-import jupytext.cell_to_text
-import jupytext.pep8
-import jupytext.stringparser
 import nbformat
-import nbformat.v4.nbbase
 from jupytext.config import load_jupytext_configuration_file
 from jupytext.metadata_filter import filter_metadata
 
@@ -42,22 +36,7 @@ def cell_id(cell_type: str, source: str) -> str:
 
 def read_source(py_text: str, root: Path = ROOT) -> nbformat.NotebookNode:
     """Parse a percent-format source into a notebook whose cell metadata passes the configured filter."""
-    with _cells_validated_once():
-        return filtered(jupytext.reads(py_text, fmt="py:percent"), root)
-
-
-@contextlib.contextmanager
-def _cells_validated_once():
-    """While jupytext builds a notebook's cells, skip the schema check each ``new_*_cell`` runs on its cell alone.
-
-    That check (jsonschema with a ``$ref``) was 40% of a read; ``ipynb_text`` validates the whole notebook as it writes it.
-    """
-    check = nbformat.v4.nbbase.validate
-    nbformat.v4.nbbase.validate = lambda node, ref=None: None
-    try:
-        yield
-    finally:
-        nbformat.v4.nbbase.validate = check
+    return filtered(jupytext.reads(py_text, fmt="py:percent"), root)
 
 
 def filtered(nb: nbformat.NotebookNode, root: Path = ROOT) -> nbformat.NotebookNode:
@@ -103,100 +82,6 @@ def ipynb_text(nb: nbformat.NotebookNode, root: Path = ROOT, course: dict | None
 def to_ipynb(py_text: str, root: Path = ROOT) -> str:
     """The exact .ipynb text paired with ``py_text``."""
     return ipynb_text(read_source(py_text, root), root)
-
-
-def _memo_lines(function, *, in_place: bool, key=tuple):
-    """``function(lines, *flags)`` remembered by its arguments' values; ``in_place`` for one that rewrites ``lines`` itself.
-
-    jupytext scans every line of every cell character by character when it writes; the four editions
-    of a notebook share most cells, so ``check`` and ``build`` scan each distinct cell once.
-    """
-    seen: dict = {}
-    lines_key = key
-
-    def remembered(lines, *flags, **options):
-        key = (lines_key(lines), flags, tuple(sorted(options.items())))
-        if key not in seen:
-            if len(seen) > 50_000:  # a long-lived process (the tests) building many variants
-                seen.clear()
-            seen[key] = function(list(lines) if in_place else lines, *flags, **options)
-            seen[key] = list(seen[key]) if in_place else seen[key]
-        if in_place:
-            lines[:] = seen[key]
-            return lines
-        return seen[key]
-
-    remembered.__wrapped__ = function
-    return remembered
-
-
-def _remember_cell_scans() -> None:
-    """Memoise jupytext's two per-cell scans (pure functions of a cell's lines) where this jupytext has them."""
-    for module, name, in_place, key in ((jupytext.cell_to_text, "comment_magic", True, tuple),
-                                        (jupytext.pep8, "cell_ends_with_function_or_class", False, _without_marker)):
-        function = getattr(module, name, None)
-        if callable(function) and not hasattr(function, "__wrapped__"):
-            setattr(module, name, _memo_lines(function, in_place=in_place, key=key))
-
-
-def _without_marker(lines) -> tuple:
-    """A cell's lines without a leading ``# %%`` marker: a comment line the scan skips, so a read and a write share one entry."""
-    return tuple(lines[1:]) if lines and lines[0].startswith("# %%") else tuple(lines)
-
-
-_remember_cell_scans()
-
-
-_QUOTE_OR_COMMENT = re.compile(r"[\"'#]")
-
-
-def _read_python_line(self, line: str) -> None:
-    """jupytext's ``StringParser.read_line`` for Python, visiting only the quotes and ``#`` instead of every character."""
-    if not self.is_quoted() and line.lstrip().startswith("#"):
-        return
-    self.triple_start = -1
-    for match in _QUOTE_OR_COMMENT.finditer(line):
-        i, char = match.start(), match.group()
-        if char == "#":
-            if self.single is None and self.triple is None:
-                break
-        elif line[i - 1:i] == "\\":
-            continue
-        elif self.single == char:
-            self.single = None
-        elif self.single is not None:
-            continue
-        elif line[i - 2:i + 1] == 3 * char and i >= self.triple_start + 3:
-            if self.triple == char:
-                self.triple, self.triple_start = None, i
-            elif self.triple is None:
-                self.triple, self.triple_start = char, i
-        elif self.triple is None:
-            self.single = char
-    self.single = None
-
-
-def _scan_only_quotes() -> None:
-    """Replace jupytext's character-by-character quote tracker with ``_read_python_line`` for Python sources.
-
-    ``StringParser.read_line`` was most of ``check``'s time: a read calls it on every line of every cell.
-    Other languages keep jupytext's own loop.
-    """
-    parser = getattr(jupytext.stringparser, "StringParser", None)
-    scan = getattr(parser, "read_line", None)
-    if not callable(scan) or hasattr(scan, "__wrapped__"):
-        return
-
-    def read_line(self, line):
-        if self.ignore or not self.python or self.comment != "#":
-            return scan(self, line)
-        return _read_python_line(self, line)
-
-    read_line.__wrapped__ = scan
-    parser.read_line = read_line
-
-
-_scan_only_quotes()
 
 
 def write_percent(nb: nbformat.NotebookNode, root: Path = ROOT) -> str:
