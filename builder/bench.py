@@ -333,7 +333,7 @@ def check(course, names: list[str], repeats: int = 5) -> list[dict]:
     derived_wall = statistics.median(d[0] for d in derived)
     wall, cpu = check_wall / floor_wall, check_cpu / floor_cpu
     ok = wall <= CHECK_LIMIT
-    print(f"check: floor (import nbformat, jupytext without format checkers) {floor_wall:.2f} s wall / {floor_cpu:.2f} s CPU; "
+    print(f"check: floor (import nbformat, jupytext) {floor_wall:.2f} s wall / {floor_cpu:.2f} s CPU; "
           f"check {check_wall:.2f} s wall / {check_cpu:.2f} s CPU; ratio {wall:.2f} wall, {cpu:.2f} CPU "
           f"({'within' if ok else 'OVER'} the {CHECK_LIMIT:g}x budget; median of {repeats}); "
           f"check --no-cache (every edition derived again) {derived_wall:.2f} s wall, ratio {derived_wall / floor_wall:.2f} (reported, not judged)")
