@@ -105,19 +105,6 @@ def colab_options(p):
     p.add_argument("--torch-index", default=TORCH_CPU_INDEX, help=f"package index for torch (default: PyTorch's CPU index, {TORCH_CPU_INDEX}; '' for PyPI)")
 
 
-def bench_options(p):
-    from .bench import BENCHES
-
-    p.add_argument("what", choices=sorted(BENCHES), help="check: the check command against importing nbformat and jupytext; speed: each notebook against the floor of a kernel start and its imports; "
-                   "tiled: the course's tiled attention against dense, time and memory; grade: time per submission of a batch of 20; mutants: the mutation score of 60 sampled mutants per notebook")
-    _names(p, "notebook names or reference keys (speed only; default: all)")
-    p.add_argument("--repeats", type=int, help="runs of each measurement (default: check 5, speed 3, tiled 7, grade 3; mutants takes none)")
-    p.add_argument("--against", metavar="REV", help="speed only: also time each notebook as committed at this git revision, "
-                   "in interleaved rounds, and report now / then per round")
-    p.add_argument("--colab", action="store_true", help="speed only: time the floor and the notebooks on the Colab-pinned kernel "
-                   "of .colab-venv (Colab's IPython, ipykernel, numpy and matplotlib), which `python -m builder colab` builds")
-
-
 # name: (parser function, command body). The body's docstring is the command's help and description.
 COMMANDS = {
     "build": (build_options, commands.build),
@@ -130,50 +117,52 @@ COMMANDS = {
     "html": (html_options, commands.html),
     "all": (all_options, commands.everything),
     "colab": (colab_options, commands.colab),
-    "bench": (bench_options, commands.bench),
     "grade": ".grade.cli",  # a module with options() and command(), imported only when that command (or --help) runs
-    "mutants": ".mutants",
     "stats": ".stats",
     "release": ".release",
 }
 
 
-def command(name: str) -> tuple:
+def command(name: str, commands: dict | None = None) -> tuple:
     """(parser function, command body) of one command; a lazily listed command's module is imported here."""
-    entry = COMMANDS[name]
+    entry = (COMMANDS if commands is None else commands)[name]
     if isinstance(entry, str):
         module = importlib.import_module(entry, __package__)
         return module.options, module.command
     return entry
 
 
-def parser(only: str | None = None) -> argparse.ArgumentParser:
+def parser(only: str | None = None, commands: dict | None = None, prog: str = "python -m builder",
+           summary: str | None = None) -> argparse.ArgumentParser:
     """The command line: one subcommand per job, each with only the flags it uses.
 
     With ``only``, every other command gets a bare entry, so ``check`` starts without importing what bench, colab,
     grade or mutants need.
     """
-    top = argparse.ArgumentParser(prog="python -m builder", description=__doc__.splitlines()[0],
+    commands = COMMANDS if commands is None else commands
+    top = argparse.ArgumentParser(prog=prog, description=(summary or __doc__).splitlines()[0],
                                   epilog=exits.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"course builder {__version__}")
     top.add_argument("--root", type=Path, default=None, help="repository root (default: the checkout holding the current folder)")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, entry in COMMANDS.items():
+    for name in commands:
         if only not in (None, name):  # another command's options, some of which import their module, are not needed
             sub.add_parser(name)
             continue
-        options, body = command(name)
+        options, body = command(name, commands)
         text = (body.__doc__ or name).strip()
         options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(),
                                formatter_class=argparse.RawDescriptionHelpFormatter))
     return top
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parsed arguments; argparse exits 2 on a usage error."""
+def parse_args(argv: list[str] | None, commands: dict | None = None, **names) -> argparse.Namespace:
+    """Parsed arguments; argparse exits 2 on a usage error. ``names``: ``prog`` and ``summary`` of ``parser``."""
     argv = sys.argv[1:] if argv is None else argv
-    chosen = next((word for before, word in zip([None, *argv], argv) if word in COMMANDS and before != "--root"), None)
-    return parser(None if chosen is None or "-h" in argv or "--help" in argv else chosen).parse_args(argv)
+    commands = COMMANDS if commands is None else commands
+    chosen = next((word for before, word in zip([None, *argv], argv) if word in commands and before != "--root"), None)
+    only = None if chosen is None or "-h" in argv or "--help" in argv else chosen
+    return parser(only, commands, **names).parse_args(argv)
 
 
 def find_root(start: Path) -> Path:
@@ -185,10 +174,10 @@ def find_root(start: Path) -> Path:
     return ROOT
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one builder command and return its exit code; no traceback escapes."""
+def main(argv: list[str] | None = None, commands: dict | None = None, **names) -> int:
+    """Run one builder command (or one of ``commands``, with ``prog`` and ``summary``) and return its exit code."""
     try:
-        args = parse_args(argv)
+        args = parse_args(argv, commands, **names)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already explained
         return exc.code if isinstance(exc.code, int) else exits.USAGE
     except KeyboardInterrupt:
@@ -196,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
-        return command(args.command)[1](course, args)
+        return command(args.command, commands)[1](course, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

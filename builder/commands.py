@@ -394,42 +394,6 @@ def everything(course, args) -> int:
     return html(course, args, execute_first=False)
 
 
-def bench(course, args) -> int:
-    """Benchmarks reported as ratios within one run; fail when a result misses its target."""
-    from . import bench as benchmarks
-
-    try:
-        if args.against is not None and args.what != "speed":
-            raise ValueError(f"--against compares notebook times and applies to `bench speed` only, not `bench {args.what}`")
-        if args.repeats is not None and args.what == "mutants":
-            raise ValueError("bench mutants runs each mutant once; --repeats does not apply to it")
-        extra = {"against": args.against} if args.against is not None else {}
-        extra |= {"repeats": args.repeats} if args.repeats is not None else {}
-        if args.colab:
-            extra["kernel_name"] = _colab_kernel(course, args.what)
-        results = benchmarks.BENCHES[args.what](course, args.names, **extra)
-    except benchmarks.NotebookFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exits.FAILED
-    except ValueError as exc:  # bad names or repeats: say what is allowed
-        print(f"error: {exc}", file=sys.stderr)
-        return exits.USAGE
-    return exits.OK if all(benchmarks.within_budget(r) for r in results) else exits.FAILED
-
-
-def _colab_kernel(course, what: str) -> str:
-    """The Colab-pinned kernel of the checkout's .colab-venv, made visible; ValueError when ``what`` is not speed or it is missing."""
-    from . import colab as pinned
-
-    if what != "speed":
-        raise ValueError(f"--colab times notebooks on the Colab-pinned kernel and applies to `bench speed` only, not `bench {what}`")
-    venv = course.root / pinned.DEFAULT_VENV
-    if not pinned.pins_file(venv).exists():
-        raise ValueError(f"--colab needs the Colab-pinned environment: run `python -m builder colab` once, which builds {pinned.DEFAULT_VENV}")
-    print(pinned.versions_line(json.loads(pinned.pins_file(venv).read_text(encoding="utf-8"))["versions"]), flush=True)
-    return pinned.use_kernel(venv)
-
-
 def new_exercise(course, args) -> int:
     """Add an exercise after a heading: its cell, its check cell, a contract stub, a bug-catalog stub, the build and the catalog entries."""
     from . import authoring

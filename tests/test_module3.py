@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from builder import cli, exits
+from tools import cli as tools_cli
 from builder.contracts import attention, gqa, decoding, heads, norms, positions
 from builder.contracts.style import shown_text_pt
 from builder.contracts.violations import ContractViolation
@@ -166,14 +167,14 @@ def test_plots_refuse_unknown_languages_before_drawing(nb):
 
 
 def test_bench_takes_a_benchmark_name_and_notebooks():
-    args = cli.parse_args(["bench", "speed", "module3", "--repeats", "2"])
+    args = tools_cli.parse_args(["bench", "speed", "module3", "--repeats", "2"])
     assert (args.command, args.what, args.names, args.repeats) == ("bench", "speed", ["module3"], 2)
     with pytest.raises(SystemExit):
-        cli.parse_args(["bench", "nonsense"])
+        tools_cli.parse_args(["bench", "nonsense"])
 
 
 def test_notebook_ratio_rejects_zero_repeats():
-    from builder import bench
+    from tools import bench
     from builder.config import load_course
 
     with pytest.raises(ValueError, match="repeats"):
@@ -182,7 +183,7 @@ def test_notebook_ratio_rejects_zero_repeats():
 
 
 def test_committed_text_reads_a_file_at_a_revision_and_names_what_is_missing():
-    from builder import bench
+    from tools import bench
 
     path = ROOT / "README.md"
     assert bench.committed_text(ROOT, "HEAD", path).splitlines()[0] == path.read_text(encoding="utf-8").splitlines()[0]
@@ -193,19 +194,20 @@ def test_committed_text_reads_a_file_at_a_revision_and_names_what_is_missing():
 def test_against_applies_to_the_speed_bench_only(capsys):
     from builder import cli
 
-    assert cli.main(["bench", "tiled", "--against", "HEAD"]) == 2
+    assert tools_cli.main(["bench", "tiled", "--against", "HEAD"]) == 2
     assert "applies to `bench speed` only" in capsys.readouterr().err
 
 
 def test_bench_speed_on_the_colab_kernel_needs_its_environment_and_times_on_its_kernel(monkeypatch, tmp_path, capsys):
     import json
 
-    from builder import bench, colab
+    from builder import colab
+    from tools import bench
 
-    assert cli.main(["bench", "tiled", "--colab"]) == 2
+    assert tools_cli.main(["bench", "tiled", "--colab"]) == 2
     assert "applies to `bench speed` only" in capsys.readouterr().err
     monkeypatch.setattr(colab, "pins_file", lambda venv: tmp_path / "missing.json")
-    assert cli.main(["bench", "speed", "module3", "--colab"]) == 2
+    assert tools_cli.main(["bench", "speed", "module3", "--colab"]) == 2
     assert "run `python -m builder colab` once" in capsys.readouterr().err
     pins = tmp_path / "colab-pins.json"
     pins.write_text(json.dumps({"versions": {"ipython": "7.34.0", "ipykernel": "6.17.1"}}), encoding="utf-8")
@@ -214,7 +216,7 @@ def test_bench_speed_on_the_colab_kernel_needs_its_environment_and_times_on_its_
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     asked = {}
     monkeypatch.setitem(bench.BENCHES, "speed", lambda course, names, **options: asked.update(options) or [{"ok": True}])
-    assert cli.main(["bench", "speed", "module3", "--colab", "--repeats", "2"]) == 0
+    assert tools_cli.main(["bench", "speed", "module3", "--colab", "--repeats", "2"]) == 0
     assert asked == {"repeats": 2, "kernel_name": colab.KERNEL_NAME}
     assert "colab-pinned kernel: ipython 7.34.0, ipykernel 6.17.1" in capsys.readouterr().out
 
@@ -278,7 +280,7 @@ def test_hand_written_adamw_matches_torch_optim(nb):
 
 
 def test_bench_with_bad_arguments_is_a_usage_error(capsys):
-    assert cli.main(["bench", "speed", "--repeats", "0"]) == exits.USAGE
-    assert cli.main(["bench", "tiled", "module3"]) == exits.USAGE
+    assert tools_cli.main(["bench", "speed", "--repeats", "0"]) == exits.USAGE
+    assert tools_cli.main(["bench", "tiled", "module3"]) == exits.USAGE
     err = capsys.readouterr().err
     assert "repeats must be at least 1" in err and "takes no notebook names" in err

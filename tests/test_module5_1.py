@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from builder import bench
+from tools import bench
 from builder.notebook_code import definitions
 from tests.support import NOTEBOOK_SOURCES, ROOT, notebook
 

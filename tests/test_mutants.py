@@ -1,4 +1,4 @@
-"""``python -m builder mutants``: the mutator, the runner, the score and the checked-in equivalent list."""
+"""``python -m tools mutants``: the mutator, the runner, the score and the checked-in equivalent list."""
 
 import re
 import tomllib
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from builder import mutants
+from tools import mutants
 from builder.regions import digest
 from tests.support import NOTEBOOK_SOURCES, ROOT
 
@@ -154,7 +154,7 @@ def test_the_real_notebook_kills_a_known_bad_mutant(course):
 def test_a_seeded_sample_of_real_mutants_is_all_killed(course, key):
     """Four sampled mutants per notebook (seed 7), run as scripts: every non-equivalent one must be killed.
 
-    The benchmark (`python -m builder bench mutants`) runs 60 per notebook against the 97% target; this is its
+    The benchmark (`python -m tools bench mutants`) runs 60 per notebook against the 97% target; this is its
     smaller sample in the slow tier, so a check weakened by an edit shows up in CI.
     """
     (nb,) = course.select([key])

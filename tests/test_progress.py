@@ -3,7 +3,9 @@
 import io
 import re
 
-from builder import cli, exits, mutants
+from builder import cli, exits
+from tools import cli as tools_cli
+from tools import mutants
 from builder.progress import Progress, duration
 
 
@@ -53,7 +55,7 @@ def test_mutants_state_the_expected_duration_before_they_run(monkeypatch, capsys
     monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip, **options: real(name, TINY, path, [], **options))
     # the unmutated run (the notebook's own text) passes; every mutant of TINY is killed
     monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed" if "def double" in source else "survived", 2.0))
-    assert cli.main(["mutants", course.notebooks[0].name, "--sample", "3"]) == exits.OK
+    assert tools_cli.main(["mutants", course.notebooks[0].name, "--sample", "3"]) == exits.OK
     err = capsys.readouterr().err
     first, expected = err.splitlines()[:2]
     assert "timing the unmutated notebook first" in first

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from builder import cli, commands, exits
+from tools import cli as tools_cli
 from tests import support
 from tests.support import ROOT
 
@@ -152,13 +153,13 @@ def test_no_traceback_escapes_main(monkeypatch, capsys):
 
 
 def test_a_notebook_that_fails_under_bench_is_exit_1(monkeypatch, capsys):
-    from builder import bench
+    from tools import bench
 
     def failing(course, names, repeats=3):
         raise bench.NotebookFailed("module3_basic_transformer failed at cell 7")
 
     monkeypatch.setitem(bench.BENCHES, "speed", failing)
-    assert cli.main(["bench", "speed"]) == exits.FAILED
+    assert tools_cli.main(["bench", "speed"]) == exits.FAILED
     assert "failed at cell 7" in capsys.readouterr().err
 
 
@@ -251,41 +252,41 @@ def test_the_frontend_extra_is_where_the_format_checkers_come_from():
 
 def test_the_bench_check_floor_is_the_plain_import_check_pays_too():
     """`bench check`'s floor imports nbformat and jupytext as this environment installs them, as `check` itself does."""
-    from builder import bench
+    from tools import bench
 
     assert bench.CHECK_FLOOR_CODE == "import nbformat, jupytext"
 
 
 def test_bench_passes_repeats_only_when_given_and_mutants_refuses_it(monkeypatch, capsys):
-    from builder import bench
+    from tools import bench
 
     seen = []
     monkeypatch.setitem(bench.BENCHES, "tiled", lambda course, names, **kw: seen.append(kw) or [{"ok": True}])
-    assert cli.main(["bench", "tiled"]) == exits.OK and seen == [{}]  # tiled keeps its own 7
-    assert cli.main(["bench", "tiled", "--repeats", "2"]) == exits.OK and seen[-1] == {"repeats": 2}
-    assert cli.main(["bench", "mutants", "--repeats", "2"]) == exits.USAGE
+    assert tools_cli.main(["bench", "tiled"]) == exits.OK and seen == [{}]  # tiled keeps its own 7
+    assert tools_cli.main(["bench", "tiled", "--repeats", "2"]) == exits.OK and seen[-1] == {"repeats": 2}
+    assert tools_cli.main(["bench", "mutants", "--repeats", "2"]) == exits.USAGE
     assert "--repeats does not apply" in capsys.readouterr().err
 
 
 def test_a_submission_that_fails_to_grade_under_bench_is_exit_1(monkeypatch, capsys):
-    from builder import bench
+    from tools import bench
 
     def failing(course, names, repeats):
         raise ValueError("student03: not graded")
 
     monkeypatch.setattr(bench, "grade_batches", failing)
-    assert cli.main(["bench", "grade"]) == exits.FAILED
+    assert tools_cli.main(["bench", "grade"]) == exits.FAILED
     assert "student03: not graded" in capsys.readouterr().err
-    assert cli.main(["bench", "grade", "--repeats", "0"]) == exits.USAGE
+    assert tools_cli.main(["bench", "grade", "--repeats", "0"]) == exits.USAGE
 
 
 def test_mutants_refuses_zero_jobs_and_a_failing_baseline_is_exit_1(monkeypatch, capsys, course):
-    from builder import mutants
+    from tools import mutants
 
-    assert cli.main(["mutants", "--jobs", "0"]) == exits.USAGE
+    assert tools_cli.main(["mutants", "--jobs", "0"]) == exits.USAGE
     monkeypatch.setattr(mutants, "generate", lambda name, text, path, skip, **options: [])  # the baseline fails before any mutant matters
     monkeypatch.setattr(mutants, "run_script", lambda source, filename, timeout: ("killed", 1.0))
-    assert cli.main(["mutants", course.notebooks[0].name, "--sample", "1"]) == exits.FAILED
+    assert tools_cli.main(["mutants", course.notebooks[0].name, "--sample", "1"]) == exits.FAILED
     err = capsys.readouterr().err
     assert "does not pass as a script" in err and "internal error" not in err
 

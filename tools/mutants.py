@@ -1,4 +1,4 @@
-"""``python -m builder mutants [NAMES]``: how many one-token bugs the notebooks' own checks catch.
+"""``python -m tools mutants [NAMES]``: how many one-token bugs the notebooks' own checks catch.
 
 Each mutant changes one token of a function that a notebook defines outside its inlined
 regions (``# builder:begin`` ... ``# builder:end``): a comparison, an arithmetic operator, a
@@ -27,9 +27,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import exits, regions
-from .grade.runner import THREAD_VARIABLES
-from .progress import Progress, duration
+from builder import exits, regions
+from builder.grade.runner import THREAD_VARIABLES
+from builder.progress import Progress, duration
 
 EQUIVALENTS = Path("equivalent_mutants.toml")
 TARGET = 0.97  # issue 12: the checks catch at least 97% of the non-equivalent mutants

@@ -1,11 +1,11 @@
 """Benchmarks, reported as ratios measured within one run.
 
-- ``python -m builder bench speed [NAMES]``: each notebook's nbclient run against the floor of
+- ``python -m tools bench speed [NAMES]``: each notebook's nbclient run against the floor of
   starting a kernel and importing numpy, torch and matplotlib.
-- ``python -m builder bench check``: ``python -m builder check`` in a fresh interpreter against the
+- ``python -m tools bench check``: ``python -m builder check`` in a fresh interpreter against the
   floor of importing nbformat and jupytext in one; wall and CPU time, medians of interleaved runs.
   ``check --no-cache`` (every edition derived again) is measured beside it and reported.
-- ``python -m builder bench tiled``: the course's tiled (streaming) attention against the same
+- ``python -m tools bench tiled``: the course's tiled (streaming) attention against the same
   notebook's dense NumPy attention: best-of-several wall time and tracemalloc peak memory.
 """
 
@@ -19,10 +19,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from .config import ROOT, load_course
-from .grade.bench import grade as grade_batches
-from .grade.runner import THREAD_VARIABLES
-from .notebook_code import definitions
+from builder.config import ROOT, load_course
+from builder.grade.runner import THREAD_VARIABLES
+from builder.notebook_code import definitions
+
+from .grade_bench import grade as grade_batches
 
 FLOOR_CODE = "import numpy\nimport torch\nimport matplotlib.pyplot\n"
 SPEED_LIMIT = 2.5  # a notebook may take at most this many floors
@@ -140,7 +141,7 @@ def floor_seconds(*, kernel_name: str = "python3", timeout: int = 600) -> float:
     """Wall time of a run, exactly as ``execute.run`` does it, of one cell importing numpy, torch and pyplot."""
     import nbformat
 
-    from . import execute
+    from builder import execute
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FLOOR_CODE)])
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "Python 3", "language": "python"}
     with tempfile.TemporaryDirectory(prefix="course-floor-") as tmp:
@@ -173,7 +174,7 @@ def notebook_ratio(course, nb, repeats: int = 1, kernel_name: str = "python3") -
     measured just before it) and the three slowest cells of the fastest notebook run; returns the same
     numbers. NotebookFailed when the notebook fails.
     """
-    from . import execute
+    from builder import execute
 
     floors, runs = [], []
     for _ in range(require_repeats(repeats)):
@@ -217,7 +218,7 @@ def speed_against(course, names: list[str], revision: str, repeats: int = 3, ker
     times the floor and both versions back to back (alternating which goes first) and the verdict
     rests on per-round ratios: now over then, and now over the floor (held to SPEED_LIMIT).
     """
-    from . import execute
+    from builder import execute
 
     require_repeats(repeats)
     editions = course.select_editions(names)
@@ -281,7 +282,7 @@ def grade(course, names: list[str], repeats: int = 3) -> list[dict]:
 
 
 def mutants(course, names: list[str], sample: int = 60, seed: int = 0) -> list[dict]:
-    """``python -m builder mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents.
+    """``python -m tools mutants --sample 60 --seed 0`` for each notebook; ok at a 97% score without equivalents.
 
     Each mutant runs once (its verdict is killed or not, not a time), so it takes no ``repeats``.
     """

@@ -1,4 +1,4 @@
-"""``python -m builder bench grade [NAMES]``: a batch of 20 graded with --jobs 1 and with --jobs 2, and one submission alone.
+"""``python -m tools bench grade [NAMES]``: a batch of 20 graded with --jobs 1 and with --jobs 2, and one submission alone.
 
 The mix includes an infinite loop every tenth submission, the case that made a class wait:
 with two judge processes its timeout overlaps other submissions' work instead of queueing.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import batch, variants
+from builder.grade import batch, variants
 
 BATCH = 20
 TIMEOUT = 10  # seconds per exercise in the benchmark: the cost of each infinite loop

@@ -1,0 +1,1 @@
+"""The course's development tools: benchmarks and mutation testing (``python -m tools``); not part of the shipped package."""
