@@ -100,7 +100,7 @@ def colab_options(p):
     _timing(p)
     p.add_argument("--out", type=Path, help="folder for the executed copies (default: dist/colab)")
     p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help=f"where to create the pinned environment (default: {DEFAULT_VENV})")
-    p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
+    p.add_argument("--python", help="interpreter for the environment (default: python3.13, Colab's, when on PATH, else this one)")
     p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
     p.add_argument("--torch-index", default=TORCH_CPU_INDEX, help=f"package index for torch (default: PyTorch's CPU index, {TORCH_CPU_INDEX}; '' for PyPI)")
 

@@ -1,7 +1,9 @@
-"""A Colab-like kernel: a virtual environment pinned to Colab's old IPython stack, registered as a kernel."""
+"""A Colab-like kernel: a virtual environment pinned to Colab's current runtime (RUNTIME), registered as a kernel."""
 
 import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +12,44 @@ from . import exits
 
 KERNEL_NAME = "colab-pinned"
 DEFAULT_VENV = Path(".colab-venv")  # relative to the checkout
-# What Colab's CPU runtime pins (late 2026): old ipykernel and IPython, numpy 2.0, matplotlib 3.10.
-COLAB_PINS = ("ipykernel==6.17.1", "ipython==7.34.0", "numpy==2.0.2", "matplotlib==3.10.*")
-# The nearest CPU build of torch that installs on this machine, from PyTorch's CPU index (PyPI's Linux torch is
-# the CUDA build, several GB of nvidia-* wheels); CI's colab job passes Colab's own pin.
-DEFAULT_TORCH = "torch==2.13.0"
+
+# Colab's default CPU runtime, the one place that pins it: googlecolab/backend-info at commit a724079 ("Upgrade to
+# Python 3.13", 2026-08-19; pip-freeze.txt and os-info.txt). Update all of it together, from one such commit.
+RUNTIME = {
+    "date": "2026-08-19",
+    "source": "https://github.com/googlecolab/backend-info/commit/a72407924822ea377410b69f0a290150bcb5c9c2",
+    "python": "3.13.15",
+    "torch": "2.11.0",  # Colab installs torch-2.11.0+cpu from PyTorch's CPU index
+    "numpy": "2.1.3",
+    "matplotlib": "3.10.0",
+    "ipython": "7.34.0",
+    "ipykernel": "6.17.1",
+    "ipywidgets": "7.7.1",
+    "transformers": "5.15.0",  # on Colab; not installed here, since no notebook imports it
+}
+# What the pinned environment installs besides torch: the kernel stack and every library the notebooks import.
+COLAB_PINS = tuple(f"{name}=={RUNTIME[name]}" for name in ("ipykernel", "ipython", "ipywidgets", "numpy", "matplotlib"))
+# Colab's own torch, the CPU build from PyTorch's CPU index (PyPI's Linux torch is the CUDA build, several GB of nvidia-* wheels).
+DEFAULT_TORCH = f"torch=={RUNTIME['torch']}"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def runtime_line() -> str:
+    """The runtime the canary copies, for its first line of output and the docs."""
+    return (f"Colab's CPU runtime of {RUNTIME['date']}: Python {RUNTIME['python']}, torch {RUNTIME['torch']}+cpu, "
+            f"numpy {RUNTIME['numpy']}, matplotlib {RUNTIME['matplotlib']}, IPython {RUNTIME['ipython']}, "
+            f"ipykernel {RUNTIME['ipykernel']}, ipywidgets {RUNTIME['ipywidgets']} (source: {RUNTIME['source']})")
+
+
+def default_python() -> tuple[str, str]:
+    """(interpreter, note): Colab's Python minor version when it is on PATH, else this interpreter, with a note saying so."""
+    minor = ".".join(RUNTIME["python"].split(".")[:2])
+    found = shutil.which(f"python{minor}")
+    if found:
+        return found, f"using python{minor} ({found}), Colab's Python minor version"
+    return sys.executable, (f"python{minor} is not on PATH: building the pinned environment with Python "
+                            f"{platform.python_version()} ({sys.executable}); Colab runs {RUNTIME['python']}. "
+                            "Pass --python to choose another interpreter")
 
 
 class SetupFailed(RuntimeError):
@@ -48,7 +82,7 @@ def _run(command: list[str], what: str) -> None:
                           "check the network and the package index, then rerun; the environment is rebuilt from scratch")
 
 
-def create(venv: Path, *, python: str = sys.executable, torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX) -> dict:
+def create(venv: Path, *, python: str, torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX) -> dict:
     """Create (or reuse) the pinned environment and register its kernel; return its versions."""
     wanted = {"python": python, "pins": list(COLAB_PINS), "torch": torch, "torch_index": torch_index}
     if not (pins_file(venv).exists() and json.loads(pins_file(venv).read_text()).get("wanted") == wanted):
@@ -68,11 +102,11 @@ def versions_line(versions: dict) -> str:
 
 
 def installed_versions(venv: Path) -> dict:
-    """Python, IPython, ipykernel, numpy, matplotlib and torch versions inside the environment."""
+    """Python, IPython, ipykernel, ipywidgets, numpy, matplotlib and torch versions inside the environment."""
     probe = (
-        "import json, platform, IPython, ipykernel, numpy, matplotlib, torch; "
+        "import json, platform, IPython, ipykernel, ipywidgets, numpy, matplotlib, torch; "
         "print(json.dumps({'python': platform.python_version(), 'ipython': IPython.__version__, "
-        "'ipykernel': ipykernel.__version__, 'numpy': numpy.__version__, "
+        "'ipykernel': ipykernel.__version__, 'ipywidgets': ipywidgets.__version__, 'numpy': numpy.__version__, "
         "'matplotlib': matplotlib.__version__, 'torch': torch.__version__}))"
     )
     out = subprocess.run([str(_python(venv)), "-c", probe], check=True, capture_output=True, text=True).stdout

@@ -267,7 +267,9 @@ def colab(course, args) -> int:
     from . import colab as pinned
 
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
-    versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
+    python, note = (args.python, f"using --python {args.python}") if args.python else pinned.default_python()
+    print(f"colab: copying {pinned.runtime_line()}\ncolab: {note}", flush=True)
+    versions = pinned.create(venv, python=python, torch=args.torch, torch_index=args.torch_index)
     print(pinned.versions_line(versions), flush=True)
     return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True, reinserted=False)
 

@@ -16,16 +16,35 @@ COLAB_URL = re.compile(r"https://colab\.research\.google\.com/github/([^/\s)]+/[
 
 @pytest.mark.colab
 def test_notebooks_pass_on_a_colab_pinned_kernel():
-    """ipykernel 6.17.1, IPython 7.34.0, numpy 2.0, matplotlib 3.10: every notebook runs clean."""
+    """Colab's runtime (colab.RUNTIME: IPython 7.34.0, ipykernel 6.17.1, numpy 2.1.3, torch 2.11 CPU): every edition runs clean."""
     venv = ROOT / ".colab-venv"
     result = subprocess.run(
         [sys.executable, "-m", "builder", "colab", "--venv", str(venv)], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     versions = colab.installed_versions(venv)
-    assert versions["ipykernel"] == "6.17.1" and versions["ipython"] == "7.34.0"
-    assert versions["numpy"].startswith("2.0.") and versions["matplotlib"].startswith("3.10.")
+    for name in ("ipykernel", "ipython", "ipywidgets", "numpy", "matplotlib"):
+        assert versions[name] == colab.RUNTIME[name], (name, versions[name])
+    assert versions["torch"].split("+")[0] == colab.RUNTIME["torch"], versions["torch"]
     assert "FAILED" not in result.stdout
+
+
+def test_the_canary_pins_colabs_runtime_of_august_2026_in_one_place():
+    """Python 3.13, torch 2.11 and numpy 2.1.3 (googlecolab/backend-info, "Upgrade to Python 3.13"); every install line reads RUNTIME."""
+    assert colab.RUNTIME["python"].startswith("3.13.") and colab.RUNTIME["date"] == "2026-08-19"
+    assert "googlecolab/backend-info" in colab.RUNTIME["source"]
+    lines = [arg for line in colab.install_lines() for arg in line]
+    assert "torch==2.11.0" in lines and "numpy==2.1.3" in lines and "ipywidgets==7.7.1" in lines
+    assert not [arg for arg in lines if arg.startswith(("numpy==2.0", "torch==2.9"))], lines
+    assert colab.TORCH_CPU_INDEX in lines
+
+
+def test_the_canary_says_which_interpreter_it_uses_when_colabs_python_is_missing(monkeypatch):
+    monkeypatch.setattr(colab.shutil, "which", lambda name: None)
+    python, note = colab.default_python()
+    assert python == sys.executable and "python3.13 is not on PATH" in note and "Colab runs 3.13.15" in note
+    monkeypatch.setattr(colab.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert colab.default_python()[0] == "/usr/bin/python3.13"
 
 
 def test_colab_links_point_to_notebooks_in_this_repository(course):
