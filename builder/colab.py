@@ -42,14 +42,23 @@ def runtime_line() -> str:
 
 
 def default_python() -> tuple[str, str]:
-    """(interpreter, note): Colab's Python minor version when it is on PATH, else this interpreter, with a note saying so."""
+    """(interpreter, note): Colab's Python minor version when one on PATH runs and has venv, else this interpreter, saying so."""
     minor = ".".join(RUNTIME["python"].split(".")[:2])
     found = shutil.which(f"python{minor}")
-    if found:
+    if found and _runs_venv(found):
         return found, f"using python{minor} ({found}), Colab's Python minor version"
-    return sys.executable, (f"python{minor} is not on PATH: building the pinned environment with Python "
+    why = "is not on PATH" if not found else f"on PATH ({found}) does not run or lacks venv"
+    return sys.executable, (f"python{minor} {why}: building the pinned environment with Python "
                             f"{platform.python_version()} ({sys.executable}); Colab runs {RUNTIME['python']}. "
                             "Pass --python to choose another interpreter")
+
+
+def _runs_venv(python: str) -> bool:
+    """Whether ``python`` starts and can make a virtual environment (a pyenv shim of an unselected version cannot)."""
+    try:
+        return subprocess.run([python, "-c", "import venv, ensurepip"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 class SetupFailed(RuntimeError):
@@ -82,23 +91,45 @@ def _run(command: list[str], what: str) -> None:
                           "check the network and the package index, then rerun; the environment is rebuilt from scratch")
 
 
-def create(venv: Path, *, python: str, torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX) -> dict:
-    """Create (or reuse) the pinned environment and register its kernel; return its versions."""
-    wanted = {"python": python, "pins": list(COLAB_PINS), "torch": torch, "torch_index": torch_index}
+def create(venv: Path, *, python: str, torch: str = DEFAULT_TORCH, torch_index: str | None = TORCH_CPU_INDEX,
+           fallback_torch: str | None = None) -> dict:
+    """Create (or reuse) the pinned environment and register its kernel; return its versions.
+
+    With ``fallback_torch``, a ``torch`` that pip cannot install (the CPU index unreachable, no wheel for this Python)
+    gives way to that one, and the versions say ``torch_fallback``: for a machine that cannot copy Colab exactly anyway.
+    """
+    wanted = {"python": python, "pins": list(COLAB_PINS), "torch": torch, "torch_index": torch_index, "fallback_torch": fallback_torch}
     if not (pins_file(venv).exists() and json.loads(pins_file(venv).read_text()).get("wanted") == wanted):
         _run([python, "-m", "venv", "--clear", str(venv)], f"creating the virtual environment {venv}")
+        fell_back = None
         for line in install_lines(torch, torch_index):
-            _run([str(_python(venv)), "-m", "pip", "install", "--quiet", *line], f"pip install {' '.join(line)}")
+            try:
+                _run([str(_python(venv)), "-m", "pip", "install", "--quiet", *line], f"pip install {' '.join(line)}")
+            except SetupFailed:
+                if not (fallback_torch and line and line[0] == torch):
+                    raise
+                fell_back = (f"{torch} does not install here ({torch_index or 'PyPI'}); "
+                             f"the environment has {fallback_torch} instead, the CPU build the builder runs")
+                _run([str(_python(venv)), "-m", "pip", "install", "--quiet", fallback_torch, *line[1:]], f"pip install {fallback_torch}")
         _run([str(_python(venv)), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
               "--display-name", "Python 3 (Colab-pinned)"], "registering the colab-pinned kernel spec")
-        versions = installed_versions(venv)
+        versions = installed_versions(venv) | ({"torch_fallback": fell_back} if fell_back else {})
         pins_file(venv).write_text(json.dumps({"wanted": wanted, "versions": versions}, indent=2) + "\n")
     return json.loads(pins_file(venv).read_text())["versions"]
 
 
+def own_torch() -> str:
+    """The requirement of the torch this builder runs on (its CPU build): the canary's fallback off Colab's Python."""
+    from importlib.metadata import version
+
+    return f"torch=={version('torch').split('+')[0]}"
+
+
 def versions_line(versions: dict) -> str:
-    """The line that says which pinned stack a run used."""
-    return "colab-pinned kernel: " + ", ".join(f"{name} {version}" for name, version in versions.items())
+    """The line that says which pinned stack a run used (and, on a new line, any torch it fell back to)."""
+    shown = {name: version for name, version in versions.items() if name != "torch_fallback"}
+    line = "colab-pinned kernel: " + ", ".join(f"{name} {version}" for name, version in shown.items())
+    return line + (f"\ncolab: note: {versions['torch_fallback']}" if versions.get("torch_fallback") else "")
 
 
 def installed_versions(venv: Path) -> dict:

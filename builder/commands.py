@@ -269,7 +269,10 @@ def colab(course, args) -> int:
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
     python, note = (args.python, f"using --python {args.python}") if args.python else pinned.default_python()
     print(f"colab: copying {pinned.runtime_line()}\ncolab: {note}", flush=True)
-    versions = pinned.create(venv, python=python, torch=args.torch, torch_index=args.torch_index)
+    # Where Colab's Python is missing the copy is approximate anyway: Colab's torch may then give way to the builder's own.
+    approximate = not args.python and python == sys.executable and args.torch == pinned.DEFAULT_TORCH
+    versions = pinned.create(venv, python=python, torch=args.torch, torch_index=args.torch_index,
+                             fallback_torch=pinned.own_torch() if approximate else None)
     print(pinned.versions_line(versions), flush=True)
     return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True, reinserted=False)
 

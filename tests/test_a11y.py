@@ -208,7 +208,7 @@ def axe_violations(browser, path: Path) -> list[dict]:  # noqa: F811
     """axe-core's violations on one page at WCAG 2.0-2.2 A/AA and best practice."""
     if not AXE.exists():
         pytest.fail(f"{AXE} is missing: `npm ci --prefix .ci/axe` (run by .ci/run) installs the pinned axe-core")
-    page = browser.new_page()
+    page = browser.new_page(bypass_csp=True)  # the handout's own policy refuses every script, axe's too
     try:
         page.goto(path.resolve().as_uri(), wait_until="load")
         page.add_script_tag(path=str(AXE))
@@ -285,3 +285,25 @@ def test_the_harness_sees_what_the_audit_refuses(browser, tmp_path):  # noqa: F8
     seen = run_and_count(browser, page)
     assert "http://example.invalid/set.png" in seen["foreign"] and "http://example.invalid/svg.png" in seen["foreign"]
     assert seen["handlers"] == 1 and seen["compiled"] and seen["dialogs"] == ["handler"]
+
+
+def page_with_slipped_payloads(tmp_path, policy: bool) -> Path:
+    """A real handout with every HTML5 payload of test_html.py put into its body past the audit (its CSP removed unless ``policy``)."""
+    from tests.test_html import HTML5_PAYLOADS
+
+    page, _, _ = handout.render(new_notebook(cells=[new_markdown_cell("# A page\n\nText.")]), "slipped", english())
+    if not policy:
+        page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    body = re.search(r"<body[^>]*>", page).end()
+    path = tmp_path / f"slipped-{'with' if policy else 'without'}-policy.html"
+    path.write_text(page[:body] + "".join(p[1] for p in HTML5_PAYLOADS) + page[body:], encoding="utf-8")
+    return path
+
+
+@pytest.mark.browser
+def test_the_content_security_policy_stops_what_slips_past_the_audit(browser, tmp_path):  # noqa: F811
+    """The payloads the html.parser audit missed fetch and run in Chromium without the page's policy, and do neither with it."""
+    without = run_and_count(browser, page_with_slipped_payloads(tmp_path, policy=False))
+    assert any("example.invalid/slip" in url for url in without["foreign"]) and without["dialogs"], without
+    with_policy = run_and_count(browser, page_with_slipped_payloads(tmp_path, policy=True))
+    assert with_policy["foreign"] == [] and with_policy["dialogs"] == [], with_policy

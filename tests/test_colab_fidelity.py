@@ -44,7 +44,18 @@ def test_the_canary_says_which_interpreter_it_uses_when_colabs_python_is_missing
     python, note = colab.default_python()
     assert python == sys.executable and "python3.13 is not on PATH" in note and "Colab runs 3.13.15" in note
     monkeypatch.setattr(colab.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(colab, "_runs_venv", lambda python: True)
     assert colab.default_python()[0] == "/usr/bin/python3.13"
+    monkeypatch.setattr(colab, "_runs_venv", lambda python: False)  # a pyenv shim of a version not selected, say
+    python, note = colab.default_python()
+    assert python == sys.executable and "on PATH (/usr/bin/python3.13) does not run" in note
+
+
+def test_a_shim_that_cannot_run_is_not_taken_for_an_interpreter(tmp_path):
+    shim = tmp_path / "python3.13"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.13: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    assert not colab._runs_venv(str(shim)) and colab._runs_venv(sys.executable)
 
 
 def test_colab_links_point_to_notebooks_in_this_repository(course):

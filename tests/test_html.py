@@ -315,6 +315,65 @@ def test_no_script_and_no_network_resources():
     assert handout.audit(soup) == []
 
 
+U = "http://example.invalid/slip"
+# Payloads that Python's html.parser read as inert and Chromium's HTML5 parser does not (issue 41): comments and CDATA
+# that end earlier than html.parser thought, an <img> that breaks out of SVG's <style>, and url() in SVG presentation
+# attributes. (case id, raw HTML, a phrase the refusal must contain)
+HTML5_PAYLOADS = [
+    ("comment-abrupt", f"<!--><img src={U}/a.png>-->", "loads from outside"),
+    ("comment-abrupt-onerror", "<!--><img src=x onerror=alert(1)>-->", "event handler"),
+    ("comment-bang-end", f"<!-- x --!><img src={U}/b.png> -->", "loads from outside"),
+    ("comment-bang-end-onerror", "<!-- x --!><img src=x onerror=alert(2)> -->", "event handler"),
+    ("cdata-in-html", f"<![CDATA[><img src={U}/c.png>]]>", "loads from outside"),
+    ("cdata-in-html-onerror", "<![CDATA[><img src=x onerror=alert(3)>]]>", "event handler"),
+    ("svg-style-breakout", f"<svg><style><img src={U}/d.png></style></svg>", "loads from outside"),
+    ("svg-style-breakout-onerror", "<svg><style><img src=x onerror=alert(4)></style></svg>", "event handler"),
+    # Inert as parsed, but its serialization is not: the text "<img ...>" inside SVG's <style> is written unescaped.
+    ("svg-style-escaped-breakout", f"<svg><style>&lt;img src={U}/j.png&gt;</style></svg>", "loads from outside"),
+    ("svg-fill-url", f'<svg width="10" height="10"><rect width="10" height="10" fill="url({U}/e.svg#g)"/></svg>', "url("),
+    ("svg-mask-url", f'<svg width="10" height="10"><rect width="10" height="10" mask="url({U}/f.svg#m)"/></svg>', "url("),
+    ("svg-marker-end-url", f'<svg width="10" height="10"><line x2="10" y2="10" stroke="black" marker-end="url({U}/g.svg#k)"/></svg>', "url("),
+    ("svg-cursor-url", f'<svg width="10" height="10"><rect width="10" height="10" cursor="url({U}/h.cur), auto"/></svg>', "url("),
+    ("svg-filter-url-escaped", f'<svg width="10" height="10"><rect width="10" height="10" filter="\\75 rl({U}/i.svg#f)"/></svg>', "url("),
+]
+
+
+@pytest.mark.parametrize("payload, expected", [p[1:] for p in HTML5_PAYLOADS], ids=[p[0] for p in HTML5_PAYLOADS])
+def test_the_audit_reads_the_page_as_a_browser_does(payload, expected):
+    """Each payload, in Markdown or in an HTML output, is refused, named; nothing of it is written."""
+    for cell in (new_markdown_cell(f"Text before.\n\n{payload}\n\nText after."),
+                 new_code_cell("show()", outputs=[new_output("display_data", data={"text/html": payload, "text/plain": "x"})])):
+        with pytest.raises(handout.HandoutError) as caught:
+            render(fake_executed([cell]))
+        assert "would not be self-contained" in str(caught.value) and expected in str(caught.value), str(caught.value)
+
+
+def test_internal_svg_references_and_plain_comments_pass():
+    """url(#id) inside the page is no fetch, and a comment that closes where both parsers agree is dropped, not refused."""
+    nb = fake_executed([new_markdown_cell('<svg width="10" height="10"><defs><linearGradient id="g"/></defs>'
+                                          '<rect width="10" height="10" fill="url(#g)"/></svg>\n\n<!-- a note for authors -->\n\nText.')])
+    page, soup = render(nb)
+    assert soup.find("rect")["fill"] == "url(#g)" and "a note for authors" not in page
+
+
+def test_every_page_carries_its_own_content_security_policy():
+    page, soup = render(fake_executed([new_markdown_cell(ATTENTION)]))
+    policy = handout.page.own_csp(soup)
+    assert policy is not None and policy["content"] == handout.page.CSP
+    assert "default-src 'none'" in handout.page.CSP and "img-src data:" in handout.page.CSP
+    assert "style-src 'unsafe-inline'" in handout.page.CSP and "script-src" not in handout.page.CSP
+    assert page.count("http-equiv") == 1
+
+
+def test_what_is_written_is_what_was_audited(monkeypatch):
+    """A serialization a browser would read differently from the audited tree is refused: the audit parses the output again."""
+    real = handout.page.audit
+    calls = []
+    monkeypatch.setattr(handout.page, "audit", lambda soup: calls.append(str(soup)) or real(soup))
+    page, _ = render(fake_executed([new_markdown_cell(ATTENTION)]))
+    assert len(calls) == 2 and calls[0] == calls[1]  # a clean page reads back as the same tree
+
+
 def test_audit_catches_network_resources():
     soup = BeautifulSoup(
         '<html><head><link rel="stylesheet" href="https://x/y.css"><style>@import url(https://x/f.css);'

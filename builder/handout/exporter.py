@@ -19,7 +19,7 @@ from .colour import accessible_css
 from .errors import HandoutError
 from .figures import attach_captions
 from .mathml import markdown_to_html, math_problems
-from .page import Provenance, finish_page, strip_active_content
+from .page import CSP, Provenance, finish_page, strip_active_content
 from .words import furniture
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -158,6 +158,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "language": prov.language,
             "words": furniture(prov.language),
             "hidden_tag": HIDDEN_TAG,
+            "csp": CSP,
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
