@@ -278,10 +278,11 @@ def colab(course, args) -> int:
 
 
 def html(course, args, *, execute_first: bool = True) -> int:
-    """Execute the chosen notebooks (as execute does) and export their offline HTML handouts to dist/handouts."""
+    """Execute the chosen notebooks (as execute does) and export their offline HTML handouts to dist/handouts, with index.html linking every handout there."""
     import nbformat
 
     from . import handout
+    from .handout.site import write_index
 
     executed_dir = getattr(args, "out", None) or course.executed_dir
     out_dir = getattr(args, "handouts", None) or course.handouts_dir
@@ -314,6 +315,14 @@ def html(course, args, *, execute_first: bool = True) -> int:
             status = exits.FAILED
     if progress:
         progress.close()
+    if status != exits.OK:  # a failed export leaves the index as it was
+        return status
+    try:
+        index = write_index(course, out_dir)
+        print(f"wrote {course.shown(index)}: every module in {1 + len(course.languages)} language(s), linking the handouts in {course.shown(out_dir)}")
+    except handout.HandoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = exits.FAILED
     return status
 
 

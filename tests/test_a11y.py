@@ -307,3 +307,12 @@ def test_the_content_security_policy_stops_what_slips_past_the_audit(browser, tm
     assert any("example.invalid/slip" in url for url in without["foreign"]) and without["dialogs"], without
     with_policy = run_and_count(browser, page_with_slipped_payloads(tmp_path, policy=True))
     assert with_policy["foreign"] == [] and with_policy["dialogs"] == [], with_policy
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_axe_finds_no_violation_in_the_index(browser, course_handouts):  # noqa: F811
+    index = course_handouts[0][0].parent / "index.html"
+    assert index.exists()
+    assert axe_violations(browser, index) == []
+    assert run_and_count(browser, index) == {"compiled": [], "foreign": [], "dialogs": [], "scripts": 0, "handlers": 0, "scriptUrls": 0}

@@ -84,7 +84,8 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
                 candidate, number = f"{base}-{number}", number + 1
             heading["id"] = candidate
             used.add(candidate)
-        entries.append(heading)
+        if heading.name != "h1":  # the page's title: the contents list what lies under it
+            entries.append(heading)
     toc = soup.find("nav", id="toc")
     if toc is not None:
         toc.append(_toc_list(soup, entries))
