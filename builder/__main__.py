@@ -2,13 +2,12 @@
 
 import sys
 
-from .lean import skip_format_checkers
+try:  # Ctrl-C while the libraries load: one line and 130, as any later interrupt
+    from .lean import skip_format_checkers
 
-skip_format_checkers()  # before anything imports nbformat, and with it jsonschema
-
-try:
+    skip_format_checkers()  # before anything imports nbformat, and with it jsonschema
     from .cli import main
-except KeyboardInterrupt:  # Ctrl-C while the libraries load: one line, as any later interrupt
+except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
     sys.exit(130)
 

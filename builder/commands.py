@@ -16,11 +16,12 @@ from .progress import Progress
 
 
 def build(course, args, *, sources: dict | None = None) -> int:
-    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing.
+    """Refresh inlined regions and embedded references, and re-pair every edition of each notebook; a failing build writes nothing.
 
-    ``sources`` maps a notebook source to new text to build from and write with everything else (``adopt``).
-    A build that succeeds leaves what it derived in check's record (build/check-cache.json), so ``check`` need not derive it again.
+    A build that succeeds leaves what it derived in build/check-cache.json, so a later check need not derive it again.
     """
+    # ``sources`` maps a notebook source to new text to build from and write with everything else (adopt). The
+    # docstring above is the command's --help, so what only callers need to know stays here.
     from . import editions
     from .check_cache import Record
 
@@ -53,7 +54,7 @@ def check(course, args) -> int:
     """Fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce; write only build/check-cache.json, and only on success.
 
     Units not translated yet are warnings (their editions keep the English), errors with
-    --strict-translations or ``translations_strict = true`` in [tool.course].
+    --strict-translations or `translations_strict = true` in [tool.course].
     """
     from .check_cache import Record
 
@@ -262,7 +263,7 @@ def colab(course, args) -> int:
     """Execute every notebook, its solution and student editions, once each on a kernel in a venv pinned to Colab's stack (created when missing).
 
     The student edition with its solutions re-inserted runs the solution's code again, so the canary leaves it to
-    ``execute --student`` and the tests, which run it on the ordinary kernel.
+    `execute --student` and the tests, which run it on the ordinary kernel.
     """
     from . import colab as pinned
 
@@ -406,6 +407,23 @@ def everything(course, args) -> int:
             return code
     print("all: stage 4/4, html", file=sys.stderr, flush=True)
     return html(course, args, execute_first=False)
+
+
+def docs(course, args) -> int:
+    """Write docs/cli.md, the command-line reference, from the parser (--check: fail when it is stale, writing nothing)."""
+    from .cli import reference
+
+    path = course.root / "docs" / "cli.md"
+    text = reference()
+    if files.read_if_exists(path) == text:
+        print(f"docs: {course.shown(path)} is up to date")
+        return exits.OK
+    if args.check:
+        print(f"docs: {course.shown(path)} is stale: run `python -m builder docs`", file=sys.stderr)
+        return exits.FAILED
+    for written in files.write_all({path: text}):
+        print(f"wrote {course.shown(written)}")
+    return exits.OK
 
 
 def bench(course, args) -> int:
