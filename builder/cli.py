@@ -95,7 +95,9 @@ def html_options(p):
 def all_options(p):
     html_options(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
-    p.add_argument("--student", action="store_true", help="also run each student edition while executing")
+    students = p.add_mutually_exclusive_group()
+    students.add_argument("--student", action="store_true", help="also run each student edition with its solutions re-inserted (it must pass)")
+    students.add_argument("--solutions-only", action="store_true", help="execute the solution editions only, not the student editions as shipped")
 
 
 def refs_options(p):

@@ -399,10 +399,19 @@ def _catalog_drift(course, path, found, occurrence: str, language: str, update: 
 
 
 def everything(course, args) -> int:
-    """Build, check, execute, then export the HTML handouts of the chosen notebooks (all by default)."""
-    for number, step in enumerate((build, check, execute), start=1):
-        print(f"all: stage {number}/4, {step.__name__}", file=sys.stderr, flush=True)
-        code = step(course, args)
+    """Build, check, execute every solution edition and every student edition as shipped (what students open), then export the HTML handouts.
+
+    --solutions-only leaves the student editions out; --student also runs each with its solutions re-inserted.
+    """
+    students = not getattr(args, "solutions_only", False)
+    chosen = len(course.select_editions(args.names))
+    runs = f"{chosen} solution edition(s)" + (f" and {chosen} student edition(s) as shipped" if students else "")
+    runs += (", each student edition also with its solutions re-inserted" if getattr(args, "student", False) else "")
+    runs += ("" if students else "; --solutions-only leaves out the student editions")
+    steps = (("build", build, {}), ("check", check, {}), ("execute", execute, {"student_too": students, "reinserted": bool(args.student)}))
+    for number, (name, step, options) in enumerate(steps, start=1):
+        print(f"all: stage {number}/4, {name}" + (f": {runs}" if name == "execute" else ""), file=sys.stderr, flush=True)
+        code = step(course, args, **options)
         if code != exits.OK:
             return code
     print("all: stage 4/4, html", file=sys.stderr, flush=True)

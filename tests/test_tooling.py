@@ -283,6 +283,22 @@ def test_all_passes_its_names_to_every_step(monkeypatch):
     assert seen == [(s, ["module5_1"]) for s in ("build", "check", "execute", "html")]
 
 
+@pytest.mark.parametrize("flags, student_too, reinserted, said", [
+    ([], True, False, "and 6 student edition(s) as shipped"),
+    (["--student"], True, True, "also with its solutions re-inserted"),
+    (["--solutions-only"], False, False, "--solutions-only leaves out the student editions"),
+])
+def test_all_executes_the_student_editions_students_open_and_says_which_it_runs(monkeypatch, capsys, flags, student_too, reinserted, said):
+    seen = {}
+    for step in ("build", "check", "html"):
+        monkeypatch.setattr(commands, step, lambda course, args, **kw: exits.OK)
+    monkeypatch.setattr(commands, "execute", lambda course, args, **kw: seen.update(kw) or exits.OK)
+    assert cli.main(["all", *flags]) == exits.OK
+    assert seen == {"student_too": student_too, "reinserted": reinserted}
+    err = capsys.readouterr().err
+    assert "stage 3/4, execute: 6 solution edition(s)" in err and said in err, err
+
+
 def install_lines() -> list[tuple[str, list[str]]]:
     """(where, pip install arguments) for every ``pip install`` the project runs: the README, docs/, .ci/run, the workflows, builder colab.
 
