@@ -317,7 +317,8 @@ def install_lines() -> list[tuple[str, list[str]]]:
                 texts[where] = texts.get(where, "") + step.get("run", "") + "\n"
     for where, text in texts.items():
         for line in text.splitlines():
-            command = shlex.split(line.split("&&")[0].split("#")[0].strip().rstrip("\\"), posix=True) if "pip install" in line else []
+            command = (shlex.split(line.split("&&")[0].split("#")[0].strip().rstrip("\\"), posix=True)
+                       if line.strip().startswith("python -m pip install") else [])  # a command line, not prose that names one
             if command[:4] == ["python", "-m", "pip", "install"]:
                 args = [a for a in command[4:] if a != "--quiet" and "$" not in a]
                 found.append((f"{where} (macOS)" if "# macOS" in line and "(macOS)" not in where else where, args))
