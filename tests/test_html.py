@@ -421,11 +421,13 @@ def test_a_reading_handout_carries_no_instructions_for_running_code():
                       outputs=[new_output("stream", name="stdout", text="All required packages are already installed.\n")]),
         new_code_cell("judge_prediction('Predict, then run (1)', None, 'c')", outputs=[new_output(
             "stream", name="stdout", text="Predict, then run (1): no prediction yet (set it above and run that cell, then this one).\n")]),
+        new_code_cell("# @title The toolkit\nprint('toolkit ready')", metadata={"tags": ["hide-input"]},
+                      outputs=[new_output("stream", name="stdout", text="toolkit ready\n")]),
         new_code_cell("print(2 + 2)", outputs=[new_output("stream", name="stdout", text="4\n")]),
     ])
     _, soup = render(nb, variant="reading")
     text = soup.find("main").get_text(" ")
-    for phrase in ("How to run", "Run all", "Predict, then run", "run that cell", "already installed"):
+    for phrase in ("How to run", "Run all", "Predict, then run", "run that cell", "already installed", "toolkit ready"):
         assert phrase not in text, phrase
     assert "The lesson goes on here." in text and "4" in text
     _, full = render(nb, variant="full")
@@ -574,7 +576,7 @@ def test_no_handout_shows_solution_markers_or_run_instructions_and_each_states_i
         if path.name.endswith(".reading.html"):
             text = soup.find("main").get_text(" ")
             found = [label for labels in RUN_LABELS.values() for label in labels if label in text]
-            found += [phrase for phrase in ("Run all", "Выполнить все", "run that cell", "already installed") if phrase in text]
+            found += [phrase for phrase in ("Run all", "Выполнить все", "run that cell", "already installed", "toolkit ready") if phrase in text]
             assert found == [], (path.name, found)
 
 

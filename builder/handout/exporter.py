@@ -153,8 +153,8 @@ def _starts_with_label(text: str, labels: tuple[str, ...]) -> bool:
 
 def for_the_page(nb: nbformat.NotebookNode, variant: str, language: str) -> None:
     """Shape the notebook for a handout (in place): no solution markers, the provenance only in the page header, and,
-    in a reading handout, nothing that tells a reader how to run code (run-instruction paragraphs, set-up chatter,
-    a prediction's verdict)."""
+    in a reading handout, nothing that tells a reader how to run code (run-instruction paragraphs, set-up chatter and
+    what hidden machinery cells print, a prediction's verdict)."""
     labels = RUN_LABELS.get(language, ())
     for cell in nb.cells:
         if cell.cell_type == "markdown" and HEADER_REGION in cell.source:  # the page header states the provenance
@@ -168,6 +168,8 @@ def for_the_page(nb: nbformat.NotebookNode, variant: str, language: str) -> None
             cell.source = "\n\n".join(kept)
         elif SETUP_CELL.match(cell.source.lstrip()):
             cell.outputs = []
+        elif HIDDEN_TAG in cell.get("metadata", {}).get("tags", []):  # machinery: its printed lines are chatter, its figures stay
+            cell.outputs = [out for out in cell.get("outputs", []) if out.get("output_type") != "stream"]
         else:
             cell.outputs = [out for out in cell.get("outputs", []) if not _starts_with_label(_output_text(out), labels)]
 
