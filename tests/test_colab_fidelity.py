@@ -113,3 +113,23 @@ def test_environment_report_warns_without_failing_on_old_torch(monkeypatch, caps
 def test_environment_report_on_current_torch_has_no_warning(capsys):
     assert environment.report_environment()["torch_has_enable_gqa"]
     assert "WARNING" not in capsys.readouterr().out
+
+
+def test_where_colabs_torch_does_not_install_the_canary_falls_back_only_when_allowed_and_says_so(monkeypatch, tmp_path):
+    calls = []
+
+    def pip(command, **kwargs):
+        calls.append(command)
+        failed = colab.DEFAULT_TORCH in command  # Colab's torch: no wheel for this Python, or the CPU index unreachable
+        return subprocess.CompletedProcess(command, 1 if failed else 0, "", "ERROR: No matching distribution found" if failed else "")
+
+    monkeypatch.setattr(colab.subprocess, "run", pip)
+    monkeypatch.setattr(colab, "installed_versions", lambda venv: {"python": "3.11.2", "torch": "2.13.0+cpu"})
+    with pytest.raises(colab.SetupFailed, match="torch==2.11.0"):
+        colab.create(tmp_path / "strict", python=sys.executable)
+    (tmp_path / "approximate").mkdir()  # what `python -m venv` would have made
+    versions = colab.create(tmp_path / "approximate", python=sys.executable, fallback_torch="torch==2.13.0")
+    assert any("torch==2.13.0" in c and colab.TORCH_CPU_INDEX in c for c in calls)
+    assert "torch==2.11.0 does not install here" in versions["torch_fallback"]
+    line = colab.versions_line(versions)
+    assert line.startswith("colab-pinned kernel: python 3.11.2, torch 2.13.0+cpu") and "colab: note: torch==2.11.0" in line
