@@ -2,9 +2,9 @@
 
 import sys
 
-try:
+try:  # Ctrl-C while the libraries load: one line and 130, as any later interrupt
     from .cli import main
-except KeyboardInterrupt:  # Ctrl-C while the libraries load: one line, as any later interrupt
+except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
     sys.exit(130)
 

@@ -4,10 +4,10 @@ Add a command with a parser function below and one row in COMMANDS; its body liv
 """
 
 import argparse
+import importlib
+import inspect
 import sys
 from pathlib import Path
-
-import importlib
 
 from . import __version__, commands, exits
 from .config import ROOT, load_course
@@ -20,7 +20,7 @@ def _names(parser: argparse.ArgumentParser, what: str = "notebook names or refer
 
 def _timing(parser: argparse.ArgumentParser) -> None:
     """--budget and --timeout, for the commands that execute notebooks."""
-    parser.add_argument("--budget", type=float, help="fail when a notebook takes longer than this many seconds")
+    parser.add_argument("--budget", type=_positive_seconds, help="fail when a notebook takes longer than this many seconds")
     parser.add_argument("--timeout", type=_positive_int, default=600, help="per-cell timeout in seconds (default: 600)")
 
 
@@ -28,6 +28,17 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (refused before anything runs)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text}")
     return value
 
 
@@ -84,7 +95,9 @@ def html_options(p):
 def all_options(p):
     html_options(p)
     p.add_argument("--force", action="store_true", help="overwrite regions edited by hand and cells edited only in a .ipynb")
-    p.add_argument("--student", action="store_true", help="also run each student edition while executing")
+    students = p.add_mutually_exclusive_group()
+    students.add_argument("--student", action="store_true", help="also run each student edition with its solutions re-inserted (it must pass)")
+    students.add_argument("--solutions-only", action="store_true", help="execute the solution editions only, not the student editions as shipped")
 
 
 def refs_options(p):
@@ -100,9 +113,13 @@ def colab_options(p):
     _timing(p)
     p.add_argument("--out", type=Path, help="folder for the executed copies (default: dist/colab)")
     p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help=f"where to create the pinned environment (default: {DEFAULT_VENV})")
-    p.add_argument("--python", default=sys.executable, help="interpreter for the environment (Colab: 3.12; default: this one)")
+    p.add_argument("--python", help="interpreter for the environment (default: python3.13, Colab's, when on PATH, else this one)")
     p.add_argument("--torch", default=DEFAULT_TORCH, help=f"torch requirement, a CPU build (default: {DEFAULT_TORCH})")
     p.add_argument("--torch-index", default=TORCH_CPU_INDEX, help=f"package index for torch (default: PyTorch's CPU index, {TORCH_CPU_INDEX}; '' for PyPI)")
+
+
+def docs_options(p):
+    p.add_argument("--check", action="store_true", help="write nothing; fail when docs/cli.md differs from what the parser says")
 
 
 # name: (parser function, command body). The body's docstring is the command's help and description.
@@ -117,6 +134,7 @@ COMMANDS = {
     "html": (html_options, commands.html),
     "all": (all_options, commands.everything),
     "colab": (colab_options, commands.colab),
+    "docs": (docs_options, commands.docs),
     "grade": ".grade.cli",  # a module with options() and command(), imported only when that command (or --help) runs
     "stats": ".stats",
     "release": ".release",
@@ -150,8 +168,8 @@ def parser(only: str | None = None, commands: dict | None = None, prog: str = "p
             sub.add_parser(name)
             continue
         options, body = command(name, commands)
-        text = (body.__doc__ or name).strip()
-        options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(),
+        text = inspect.cleandoc(body.__doc__ or name)
+        options(sub.add_parser(name, help=text.splitlines()[0], description=text, epilog=exits.epilog(name),
                                formatter_class=argparse.RawDescriptionHelpFormatter))
     return top
 
@@ -163,6 +181,46 @@ def parse_args(argv: list[str] | None, commands: dict | None = None, **names) ->
     chosen = next((word for before, word in zip([None, *argv], argv) if word in commands and before != "--root"), None)
     only = None if chosen is None or "-h" in argv or "--help" in argv else chosen
     return parser(only, commands, **names).parse_args(argv)
+
+
+def _argument(action: argparse.Action) -> str:
+    """One argument as the reference writes it: ``--flag VALUE``, ``--flag {a,b}`` or ``NAME ...``."""
+    if not action.option_strings:
+        return f"{action.metavar or action.dest}{' ...' if action.nargs in ('*', '+') else ''}"
+    flags = " | ".join(action.option_strings)
+    if action.nargs == 0:
+        return flags
+    value = action.metavar or ("{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper())
+    return f"{flags} {value}"
+
+
+def _usage(name: str, actions: list) -> str:
+    """``python -m builder NAME ...`` with optional arguments in brackets."""
+    needed = [(a.required if a.option_strings else a.nargs not in ("*", "?")) for a in actions]
+    parts = [_argument(a) if must else f"[{_argument(a)}]" for a, must in zip(actions, needed)]
+    return " ".join([f"python -m builder {name}", *parts])
+
+
+def reference() -> str:
+    """docs/cli.md: every command with its description, its arguments and its exit codes, read from the parser itself.
+
+    Written from the parser's actions, not argparse's help text, so it reads the same on every Python version.
+    """
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    lines = ["# Command-line reference", "",
+             "<!-- Generated from builder/cli.py by `python -m builder docs`; tests/test_readme.py fails when it is stale. -->", "",
+             "Every command is `python -m builder COMMAND` (or `course-builder COMMAND`), run from the checkout. Before the command: "
+             "`--root DIR` (the repository root; default: the checkout holding the current folder), `--version`, `--help`. "
+             "`python -m builder COMMAND --help` prints the same as below for one command.", ""]
+    for name, command_parser in sub.choices.items():
+        actions = [a for a in command_parser._actions if not isinstance(a, argparse._HelpAction) and a.help != argparse.SUPPRESS]
+        lines += [f"## {name}", "", "```", _usage(name, actions), "```", "", command_parser.description, ""]
+        lines += [f"- `{_argument(action)}`: {action.help or ''}" for action in actions]
+        lines += ["", "Exit codes: " + ", ".join(f"`{code}`" for code in exits.codes(name)) + " ([meanings](#exit-codes)).", ""]
+    lines += ["## Exit codes", "", "| Code | Meaning |", "|---|---|"]
+    lines += [f"| `{code}` | {text} |" for code, text in exits.MEANINGS.items()]
+    return "\n".join(lines) + "\n"
 
 
 def find_root(start: Path) -> Path:
@@ -182,13 +240,13 @@ def main(argv: list[str] | None = None, commands: dict | None = None, **names) -
         return exc.code if isinstance(exc.code, int) else exits.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return exits.INTERRUPTED
     try:
         course = load_course((args.root or find_root(Path.cwd())).resolve())
         return command(args.command, commands)[1](course, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return exits.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a message, never a traceback
         return report(exc)
 
@@ -202,6 +260,9 @@ def report(exc: Exception) -> int:
             where = where.tb_next
         at = f" at {where.tb_frame.f_code.co_filename}:{where.tb_lineno}" if where else ""
         print(f"internal error: {type(exc).__name__}: {exc}{at}; please report it", file=sys.stderr)
+    elif isinstance(exc, FileNotFoundError) and exc.filename and not Path(exc.filename).parent.exists():
+        target = Path(str(exc.filename).removesuffix(".partial"))  # a file written whole or not at all, through NAME.partial
+        print(f"error: cannot write {target}: the folder {target.parent} does not exist; create it, or choose another", file=sys.stderr)
     else:
         print(f"error: {exc}", file=sys.stderr)
     return code

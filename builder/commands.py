@@ -16,11 +16,12 @@ from .progress import Progress
 
 
 def build(course, args, *, sources: dict | None = None) -> int:
-    """Refresh inlined regions and embedded references, and re-pair both editions of each notebook; a failing build writes nothing.
+    """Refresh inlined regions and embedded references, and re-pair every edition of each notebook; a failing build writes nothing.
 
-    ``sources`` maps a notebook source to new text to build from and write with everything else (``adopt``).
-    A build that succeeds leaves what it derived in check's record (build/check-cache.json), so ``check`` need not derive it again.
+    A build that succeeds leaves what it derived in build/check-cache.json, so a later check need not derive it again.
     """
+    # ``sources`` maps a notebook source to new text to build from and write with everything else (adopt). The
+    # docstring above is the command's --help, so what only callers need to know stays here.
     from . import editions
     from .check_cache import Record
 
@@ -53,7 +54,7 @@ def check(course, args) -> int:
     """Fail on stale or hand-edited regions, generated files that differ, or references that do not reproduce; write only build/check-cache.json, and only on success.
 
     Units not translated yet are warnings (their editions keep the English), errors with
-    --strict-translations or ``translations_strict = true`` in [tool.course].
+    --strict-translations or `translations_strict = true` in [tool.course].
     """
     from .check_cache import Record
 
@@ -262,21 +263,27 @@ def colab(course, args) -> int:
     """Execute every notebook, its solution and student editions, once each on a kernel in a venv pinned to Colab's stack (created when missing).
 
     The student edition with its solutions re-inserted runs the solution's code again, so the canary leaves it to
-    ``execute --student`` and the tests, which run it on the ordinary kernel.
+    `execute --student` and the tests, which run it on the ordinary kernel.
     """
     from . import colab as pinned
 
     venv = args.venv if args.venv.is_absolute() else course.root / args.venv
-    versions = pinned.create(venv, python=args.python, torch=args.torch, torch_index=args.torch_index)
+    python, note = (args.python, f"using --python {args.python}") if args.python else pinned.default_python()
+    print(f"colab: copying {pinned.runtime_line()}\ncolab: {note}", flush=True)
+    # Where Colab's Python is missing the copy is approximate anyway: Colab's torch may then give way to the builder's own.
+    approximate = not args.python and python == sys.executable and args.torch == pinned.DEFAULT_TORCH
+    versions = pinned.create(venv, python=python, torch=args.torch, torch_index=args.torch_index,
+                             fallback_torch=pinned.own_torch() if approximate else None)
     print(pinned.versions_line(versions), flush=True)
     return execute(course, args, kernel_name=pinned.use_kernel(venv), out=args.out or course.colab_dir, student_too=True, reinserted=False)
 
 
 def html(course, args, *, execute_first: bool = True) -> int:
-    """Execute the chosen notebooks (as execute does) and export their offline HTML handouts to dist/handouts."""
+    """Execute the chosen notebooks (as execute does) and export their offline HTML handouts to dist/handouts, with index.html linking every handout there."""
     import nbformat
 
     from . import handout
+    from .handout.site import write_index
 
     executed_dir = getattr(args, "out", None) or course.executed_dir
     out_dir = getattr(args, "handouts", None) or course.handouts_dir
@@ -309,6 +316,14 @@ def html(course, args, *, execute_first: bool = True) -> int:
             status = exits.FAILED
     if progress:
         progress.close()
+    if status != exits.OK:  # a failed export leaves the index as it was
+        return status
+    try:
+        index = write_index(course, out_dir)
+        print(f"wrote {course.shown(index)}: every module in {1 + len(course.languages)} language(s), linking the handouts in {course.shown(out_dir)}")
+    except handout.HandoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = exits.FAILED
     return status
 
 
@@ -384,14 +399,40 @@ def _catalog_drift(course, path, found, occurrence: str, language: str, update: 
 
 
 def everything(course, args) -> int:
-    """Build, check, execute, then export the HTML handouts of the chosen notebooks (all by default)."""
-    for number, step in enumerate((build, check, execute), start=1):
-        print(f"all: stage {number}/4, {step.__name__}", file=sys.stderr, flush=True)
-        code = step(course, args)
+    """Build, check, execute every solution edition and every student edition as shipped (what students open), then export the HTML handouts.
+
+    --solutions-only leaves the student editions out; --student also runs each with its solutions re-inserted.
+    """
+    students = not getattr(args, "solutions_only", False)
+    chosen = len(course.select_editions(args.names))
+    runs = f"{chosen} solution edition(s)" + (f" and {chosen} student edition(s) as shipped" if students else "")
+    runs += (", each student edition also with its solutions re-inserted" if getattr(args, "student", False) else "")
+    runs += ("" if students else "; --solutions-only leaves out the student editions")
+    steps = (("build", build, {}), ("check", check, {}), ("execute", execute, {"student_too": students, "reinserted": bool(args.student)}))
+    for number, (name, step, options) in enumerate(steps, start=1):
+        print(f"all: stage {number}/4, {name}" + (f": {runs}" if name == "execute" else ""), file=sys.stderr, flush=True)
+        code = step(course, args, **options)
         if code != exits.OK:
             return code
     print("all: stage 4/4, html", file=sys.stderr, flush=True)
     return html(course, args, execute_first=False)
+
+
+def docs(course, args) -> int:
+    """Write docs/cli.md, the command-line reference, from the parser (--check: fail when it is stale, writing nothing)."""
+    from .cli import reference
+
+    path = course.root / "docs" / "cli.md"
+    text = reference()
+    if files.read_if_exists(path) == text:
+        print(f"docs: {course.shown(path)} is up to date")
+        return exits.OK
+    if args.check:
+        print(f"docs: {course.shown(path)} is stale: run `python -m builder docs`", file=sys.stderr)
+        return exits.FAILED
+    for written in files.write_all({path: text}):
+        print(f"wrote {course.shown(written)}")
+    return exits.OK
 
 
 def new_exercise(course, args) -> int:

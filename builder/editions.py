@@ -84,10 +84,10 @@ class Editions:
         return {path: text for path, text in self.expected.items() if path != self.nb.source}
 
 
-# The provenance line under a notebook's title, per language.
+# The provenance line under a notebook's title, per language; it names the licences (LICENSE-CONTENT, LICENSE).
 PROVENANCE = {
-    "en": "*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`.*",
-    "ru": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`.*",
+    "en": "*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`. Licence: text and figures CC BY-SA 4.0, code MIT.*",
+    "ru": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*",
 }
 
 

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
-# <!-- builder:end sha256=6f7b7218d545f0fe7f88d344022df138101eda77a3969629fe9a207fe81d5d4a -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=9ab585e738a04f1796a4d58f8ddac28ad7e3af4c75236e0035c8a88863f29bee -->
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module5_1_exact_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=c449729dea9af99312353d5e55a7755f93bc80d7829d54ea37eddb5abb8a9148 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=2c5dc57638f224f3a2785d5d45cc4bb695c087a8d9664340da719bc04e353e30 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first

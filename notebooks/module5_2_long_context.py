@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module5_2_long_context.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
-# <!-- builder:end sha256=f25865f89931068905bcfa34f8c7ff127eb6916ac5d76f2e9d2979e7db6c9050 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=7c77cdf964df774b54ccd9f5e0a0882808bc1c7716f0828d5cdef7713eb35fa2 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first

@@ -189,7 +189,7 @@ def export_handouts(course, executed: Path) -> tuple[list[Path], str]:
     with contextlib.redirect_stdout(report):
         code = commands.html(course, args, execute_first=False)
     assert code == 0, report.getvalue()
-    return sorted(handouts.glob("*.html")), report.getvalue()
+    return sorted(p for p in handouts.glob("*.html") if p.name != "index.html"), report.getvalue()  # the handouts; index.html lies beside them
 
 
 class StudentRuns:

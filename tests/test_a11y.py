@@ -208,7 +208,7 @@ def axe_violations(browser, path: Path) -> list[dict]:  # noqa: F811
     """axe-core's violations on one page at WCAG 2.0-2.2 A/AA and best practice."""
     if not AXE.exists():
         pytest.fail(f"{AXE} is missing: `npm ci --prefix .ci/axe` (run by .ci/run) installs the pinned axe-core")
-    page = browser.new_page()
+    page = browser.new_page(bypass_csp=True)  # the handout's own policy refuses every script, axe's too
     try:
         page.goto(path.resolve().as_uri(), wait_until="load")
         page.add_script_tag(path=str(AXE))
@@ -285,3 +285,56 @@ def test_the_harness_sees_what_the_audit_refuses(browser, tmp_path):  # noqa: F8
     seen = run_and_count(browser, page)
     assert "http://example.invalid/set.png" in seen["foreign"] and "http://example.invalid/svg.png" in seen["foreign"]
     assert seen["handlers"] == 1 and seen["compiled"] and seen["dialogs"] == ["handler"]
+
+
+def page_with_slipped_payloads(tmp_path, policy: bool) -> Path:
+    """A real handout with every HTML5 payload of test_html.py put into its body past the audit (its CSP removed unless ``policy``)."""
+    from tests.test_html import HTML5_PAYLOADS
+
+    page, _, _ = handout.render(new_notebook(cells=[new_markdown_cell("# A page\n\nText.")]), "slipped", english())
+    assert page.count("Content-Security-Policy") == 1
+    if not policy:
+        page = re.sub(r"<meta[^>]*Content-Security-Policy[^>]*>", "", page)
+    body = re.search(r"<body[^>]*>", page).end()
+    path = tmp_path / f"slipped-{'with' if policy else 'without'}-policy.html"
+    path.write_text(page[:body] + "".join(p[1] for p in HTML5_PAYLOADS) + page[body:], encoding="utf-8")
+    return path
+
+
+def reached_and_ran(browser, path: Path) -> tuple[list[str], list[str]]:  # noqa: F811
+    """(the URLs that reached the network layer, the dialogs opened): a request the page's policy blocks never gets there."""
+    context = browser.new_context()
+    page = context.new_page()
+    own, reached, dialogs = path.resolve().as_uri(), [], []
+
+    def route(request_route):
+        url = request_route.request.url
+        if url == own or url.startswith("data:"):
+            request_route.continue_()
+        else:
+            reached.append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(own, wait_until="load")
+    page.wait_for_timeout(300)
+    context.close()
+    return reached, dialogs
+
+
+@pytest.mark.browser
+def test_the_content_security_policy_stops_what_slips_past_the_audit(browser, tmp_path):  # noqa: F811
+    """The payloads the html.parser audit missed fetch and run in Chromium without the page's policy, and do neither with it."""
+    reached, dialogs = reached_and_ran(browser, page_with_slipped_payloads(tmp_path, policy=False))
+    assert sum("example.invalid/slip" in url for url in reached) >= 8 and len(dialogs) == 4, (reached, dialogs)
+    assert reached_and_ran(browser, page_with_slipped_payloads(tmp_path, policy=True)) == ([], [])
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_axe_finds_no_violation_in_the_index(browser, course_handouts):  # noqa: F811
+    index = course_handouts[0][0].parent / "index.html"
+    assert index.exists()
+    assert axe_violations(browser, index) == []
+    assert run_and_count(browser, index) == {"compiled": [], "foreign": [], "dialogs": [], "scripts": 0, "handlers": 0, "scriptUrls": 0}

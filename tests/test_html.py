@@ -315,6 +315,65 @@ def test_no_script_and_no_network_resources():
     assert handout.audit(soup) == []
 
 
+U = "http://example.invalid/slip"
+# Payloads that Python's html.parser read as inert and Chromium's HTML5 parser does not (issue 41): comments and CDATA
+# that end earlier than html.parser thought, an <img> that breaks out of SVG's <style>, and url() in SVG presentation
+# attributes. (case id, raw HTML, a phrase the refusal must contain)
+HTML5_PAYLOADS = [
+    ("comment-abrupt", f"<!--><img src={U}/a.png>-->", "loads from outside"),
+    ("comment-abrupt-onerror", "<!--><img src=x onerror=alert(1)>-->", "event handler"),
+    ("comment-bang-end", f"<!-- x --!><img src={U}/b.png> -->", "loads from outside"),
+    ("comment-bang-end-onerror", "<!-- x --!><img src=x onerror=alert(2)> -->", "event handler"),
+    ("cdata-in-html", f"<![CDATA[><img src={U}/c.png>]]>", "loads from outside"),
+    ("cdata-in-html-onerror", "<![CDATA[><img src=x onerror=alert(3)>]]>", "event handler"),
+    ("svg-style-breakout", f"<svg><style><img src={U}/d.png></style></svg>", "loads from outside"),
+    ("svg-style-breakout-onerror", "<svg><style><img src=x onerror=alert(4)></style></svg>", "event handler"),
+    # Inert as parsed, but its serialization is not: the text "<img ...>" inside SVG's <style> is written unescaped.
+    ("svg-style-escaped-breakout", f"<svg><style>&lt;img src={U}/j.png&gt;</style></svg>", "loads from outside"),
+    ("svg-fill-url", f'<svg width="10" height="10"><rect width="10" height="10" fill="url({U}/e.svg#g)"/></svg>', "url("),
+    ("svg-mask-url", f'<svg width="10" height="10"><rect width="10" height="10" mask="url({U}/f.svg#m)"/></svg>', "url("),
+    ("svg-marker-end-url", f'<svg width="10" height="10"><line x2="10" y2="10" stroke="black" marker-end="url({U}/g.svg#k)"/></svg>', "url("),
+    ("svg-cursor-url", f'<svg width="10" height="10"><rect width="10" height="10" cursor="url({U}/h.cur), auto"/></svg>', "url("),
+    ("svg-filter-url-escaped", f'<svg width="10" height="10"><rect width="10" height="10" filter="\\75 rl({U}/i.svg#f)"/></svg>', "url("),
+]
+
+
+@pytest.mark.parametrize("payload, expected", [p[1:] for p in HTML5_PAYLOADS], ids=[p[0] for p in HTML5_PAYLOADS])
+def test_the_audit_reads_the_page_as_a_browser_does(payload, expected):
+    """Each payload, in Markdown or in an HTML output, is refused, named; nothing of it is written."""
+    for cell in (new_markdown_cell(f"Text before.\n\n{payload}\n\nText after."),
+                 new_code_cell("show()", outputs=[new_output("display_data", data={"text/html": payload, "text/plain": "x"})])):
+        with pytest.raises(handout.HandoutError) as caught:
+            render(fake_executed([cell]))
+        assert "would not be self-contained" in str(caught.value) and expected in str(caught.value), str(caught.value)
+
+
+def test_internal_svg_references_and_plain_comments_pass():
+    """url(#id) inside the page is no fetch, and a comment that closes where both parsers agree is dropped, not refused."""
+    nb = fake_executed([new_markdown_cell('<svg width="10" height="10"><defs><linearGradient id="g"/></defs>'
+                                          '<rect width="10" height="10" fill="url(#g)"/></svg>\n\n<!-- a note for authors -->\n\nText.')])
+    page, soup = render(nb)
+    assert soup.find("rect")["fill"] == "url(#g)" and "a note for authors" not in page
+
+
+def test_every_page_carries_its_own_content_security_policy():
+    page, soup = render(fake_executed([new_markdown_cell(ATTENTION)]))
+    policy = handout.page.own_csp(soup)
+    assert policy is not None and policy["content"] == handout.page.CSP
+    assert "default-src 'none'" in handout.page.CSP and "img-src data:" in handout.page.CSP
+    assert "style-src 'unsafe-inline'" in handout.page.CSP and "script-src" not in handout.page.CSP
+    assert page.count("http-equiv") == 1
+
+
+def test_what_is_written_is_what_was_audited(monkeypatch):
+    """A serialization a browser would read differently from the audited tree is refused: the audit parses the output again."""
+    real = handout.page.audit
+    calls = []
+    monkeypatch.setattr(handout.page, "audit", lambda soup: calls.append(str(soup)) or real(soup))
+    page, _ = render(fake_executed([new_markdown_cell(ATTENTION)]))
+    assert len(calls) == 2 and calls[0] == calls[1]  # a clean page reads back as the same tree
+
+
 def test_audit_catches_network_resources():
     soup = BeautifulSoup(
         '<html><head><link rel="stylesheet" href="https://x/y.css"><style>@import url(https://x/f.css);'
@@ -330,18 +389,85 @@ def test_header_toc_and_print_stylesheet():
                         new_markdown_cell(SUMMARY), new_markdown_cell("## Summary\n\nA second heading with the same text.")])
     page, soup = render(nb)
     header = soup.find("header").get_text(" ")
-    for fact in (PROVENANCE.title, PROVENANCE.commit, PROVENANCE.version, PROVENANCE.reference_sha256):
+    for fact in (PROVENANCE.commit, PROVENANCE.version, PROVENANCE.reference_sha256, "CC BY-SA 4.0"):
         assert fact in header
+    # The title once on the page (its <h1>), the provenance once (the header): not again in the lesson or the contents.
+    body = soup.find("body")
+    assert body.get_text(" ").count(PROVENANCE.title) == 1 and soup.find("h1").get_text(strip=True) == PROVENANCE.title
+    assert "Provenance" not in soup.find("main").get_text(" ")
     links = soup.find("nav", id="toc").find_all("a")
     targets = [a["href"][1:] for a in links]
-    assert len(targets) == 5 and len(set(targets)) == 5
+    assert len(targets) == 4 and len(set(targets)) == 4
     for target in targets:
-        assert soup.find(id=target).name in ("h1", "h2", "h3")
-    assert links[1].find("math") is not None  # the heading's math is kept in its entry
+        assert soup.find(id=target).name in ("h2", "h3")
+    assert links[0].find("math") is not None  # the heading's math is kept in its entry
     css = " ".join(s.get_text() for s in soup.find_all("style"))
     assert re.search(r"@page\s*{[^}]*size:\s*A4", css)
     assert re.search(r"break-inside:\s*avoid", css)
     assert re.search(r"pre\s*{[^}]*white-space:\s*pre-wrap", css)
+
+
+RUN_PROSE = """**How to run this notebook.** Use *Runtime → Run all*. A CPU runtime is enough.
+
+**Predict, then run (1).** Before you run the next code cell, guess. Write your letter in the cell below and run it.
+
+The lesson goes on here."""
+
+
+def test_a_reading_handout_carries_no_instructions_for_running_code():
+    nb = fake_executed([
+        new_markdown_cell(HEADER), new_markdown_cell(RUN_PROSE),
+        new_code_cell("# Setup 1 of 3: install what is missing\ninstall_missing([])",
+                      outputs=[new_output("stream", name="stdout", text="All required packages are already installed.\n")]),
+        new_code_cell("judge_prediction('Predict, then run (1)', None, 'c')", outputs=[new_output(
+            "stream", name="stdout", text="Predict, then run (1): no prediction yet (set it above and run that cell, then this one).\n")]),
+        new_code_cell("# @title The toolkit\nprint('toolkit ready')", metadata={"tags": ["hide-input"]},
+                      outputs=[new_output("stream", name="stdout", text="toolkit ready\n")]),
+        new_code_cell("print(2 + 2)", outputs=[new_output("stream", name="stdout", text="4\n")]),
+    ])
+    _, soup = render(nb, variant="reading")
+    text = soup.find("main").get_text(" ")
+    for phrase in ("How to run", "Run all", "Predict, then run", "run that cell", "already installed", "toolkit ready"):
+        assert phrase not in text, phrase
+    assert "The lesson goes on here." in text and "4" in text
+    _, full = render(nb, variant="full")
+    assert "How to run" in full.find("main").get_text(" ") and "already installed" in full.get_text()
+
+
+def test_a_russian_reading_handout_leaves_out_the_same_instructions():
+    prov = handout.Provenance("Модуль 0", "0", "9.9.9", "references/fixture.json", "f" * 64, "ru")
+    nb = fake_executed([new_markdown_cell("**Как запускать этот ноутбук.** Выберите *Выполнить все*.\n\nУрок идёт дальше."),
+                        new_code_cell("judge_prediction(...)", outputs=[new_output(
+                            "stream", name="stdout", text="Предскажите, затем запустите (1): прогноза ещё нет.\n")])])
+    page, _, _ = handout.render(nb, "fixture", prov, variant="reading")
+    assert "Как запускать" not in page and "прогноза ещё нет" not in page and "Урок идёт дальше." in page
+
+
+def test_no_handout_shows_solution_markers_but_each_keeps_the_solution():
+    nb = fake_executed([new_code_cell("# Exercise 1: add\ndef add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION\n")])
+    for variant in handout.VARIANTS:
+        page, _ = render(nb, variant=variant)
+        assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page, variant
+    page, soup = render(nb, variant="full")
+    assert "return" in soup.find("main").get_text() and "add" in soup.find("main").get_text()
+
+
+def test_the_index_lists_every_module_in_every_language_with_summary_time_and_links(tmp_path):
+    from builder.handout import site
+
+    course = load_course()
+    editions = course.select_editions(None)
+    (tmp_path / f"{editions[0].edition}.html").write_text("x")  # one handout written, the others not yet
+    page = (site.write_index(course, tmp_path)).read_text(encoding="utf-8")
+    soup = BeautifulSoup(page, "html5lib")
+    rows = soup.select("tbody tr")
+    assert len(rows) == len(editions) == len(course.notebooks) * (1 + len(course.languages))
+    for nb, row in zip(sorted(editions, key=lambda e: e.language != "en"), rows):
+        assert row.find("th").get_text() == nb.title and re.search(r"\d h|\d ч", row.get_text())
+    assert [a["href"] for a in soup.find_all("a")] == [f"{editions[0].edition}.html"]
+    assert "python -m builder html" in soup.get_text()  # a handout not written yet says how to write it
+    assert {t["lang"] for t in soup.find_all("table")} == {"en", *course.languages}
+    assert handout.page.own_csp(soup) is not None and not soup.find_all("script") and handout.audit(soup) == []
 
 
 def test_course_notebooks_math_converts():
@@ -429,7 +555,29 @@ def test_builder_html_writes_full_and_reading_handouts(course_handouts):
     course = load_course()
     expected = sorted(f"{nb.edition}{suffix}" for nb in course.select_editions(None) for suffix in (".html", ".reading.html"))
     assert [p.name for p in paths] == expected
-    assert report.count("wrote ") == len(expected) and "<math>" in report
+    assert report.count("wrote ") == len(expected) + 1 and "<math>" in report  # and index.html
+    index = BeautifulSoup((paths[0].parent / "index.html").read_text(encoding="utf-8"), "html5lib")
+    assert sorted(a["href"] for a in index.find_all("a")) == expected  # every handout, each once
+
+
+@pytest.mark.slow
+def test_no_handout_shows_solution_markers_or_run_instructions_and_each_states_its_title_once(course_handouts):
+    """The course's own handouts: 0 solution markers anywhere; a reading handout says nothing about running code."""
+    from builder.handout.words import RUN_LABELS
+
+    course = load_course()
+    titles = {f"{nb.edition}": nb.title for nb in course.select_editions(None)}
+    for path in course_handouts[0]:
+        page = path.read_text(encoding="utf-8")
+        assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page, path.name
+        soup = BeautifulSoup(page, "html.parser")
+        edition = path.name.removesuffix(".html").removesuffix(".reading")
+        assert soup.find("body").get_text(" ").count(titles[edition]) == 1 + (titles[edition] in soup.find("nav").get_text(" ")), path.name
+        if path.name.endswith(".reading.html"):
+            text = soup.find("main").get_text(" ")
+            found = [label for labels in RUN_LABELS.values() for label in labels if label in text]
+            found += [phrase for phrase in ("Run all", "Выполнить все", "run that cell", "already installed", "toolkit ready") if phrase in text]
+            assert found == [], (path.name, found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,7 +594,7 @@ INSPECT = """() => {
   const box = (el) => { const r = el.getBoundingClientRect(); return [r.width, r.height]; };
   // The answers gathered for print repeat the lesson's math and headings; the screen never shows them.
   const shown = (el) => !el.closest('.print-answers');
-  const headings = [...document.querySelectorAll('main h1, main h2, main h3')].filter(shown).map(h => h.id);
+  const headings = [...document.querySelectorAll('main h2, main h3')].filter(shown).map(h => h.id);  // the h1 is the title
   const toc = [...document.querySelectorAll('nav#toc a')].map(a => {
     const id = decodeURIComponent(a.getAttribute('href').slice(1));
     const target = document.getElementById(id);
@@ -597,7 +745,7 @@ def test_browser_toc_links_resolve_to_headings(browser, fixture_handouts, course
         seen = inspect_in_browser(browser, path)
         assert seen["toc"], path.name
         for link in seen["toc"]:
-            assert link["tag"] in ("H1", "H2", "H3"), (path.name, link)
+            assert link["tag"] in ("H2", "H3"), (path.name, link)  # the contents list what lies under the title
         assert [link["id"] for link in seen["toc"]] == seen["headings"], path.name
 
 

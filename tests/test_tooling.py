@@ -60,33 +60,70 @@ def test_the_workflow_readme_and_ci_run_run_the_same_tiers():
         assert "python -m builder colab" in text
 
 
-def test_the_workflow_is_hardened():
-    """Least permissions, one run per pull request, cancelled when superseded, pip cached, actions pinned by SHA."""
-    text = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
-    workflow = yaml.safe_load(text)
-    assert workflow["permissions"] == {"contents": "read"}
-    assert workflow["concurrency"]["cancel-in-progress"] is True
-    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+def test_the_workflows_are_hardened():
+    """Least permissions, cancelled when superseded, pip cached, actions pinned by SHA; ci.yml runs once per pull request."""
+    for path in WORKFLOWS:
+        text = path.read_text(encoding="utf-8")
+        workflow = yaml.safe_load(text)
+        assert workflow["permissions"] == {"contents": "read"}, path.name
+        assert workflow["concurrency"]["cancel-in-progress"] is True, path.name
+        for line in text.splitlines():
+            if "uses:" in line:
+                assert re.search(r"uses: [\w-]+/[\w-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), line
+        for job in workflow["jobs"].values():
+            setup = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+            assert setup["with"]["cache"] == "pip"
+    triggers = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))[True]  # YAML 1.1 reads `on` as True
     assert "pull_request" in triggers and triggers["push"] == {"branches": ["main"]}
-    for line in text.splitlines():
-        if "uses:" in line:
-            assert re.search(r"uses: [\w-]+/[\w-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), line
-    jobs = workflow["jobs"]
-    assert jobs["default"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
-    for job in jobs.values():
-        setup = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
-        assert setup["with"]["cache"] == "pip"
 
 
-def test_the_workflow_installs_torch_as_ci_run_does_and_pins_colab_only_in_the_colab_job():
+def workflow(name: str) -> dict:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text(encoding="utf-8"))
+
+
+def test_the_default_tier_runs_on_linux_macos_and_windows_and_on_python_3_11_to_3_14():
+    matrix = workflow("ci.yml")["jobs"]["default"]["strategy"]["matrix"]
+    cells = {(matrix["os"][0], py) for py in matrix["python"]} | {(extra["os"], extra["python"]) for extra in matrix["include"]}
+    assert {py for _, py in cells} == {"3.11", "3.12", "3.13", "3.14"}
+    assert {os for os, _ in cells} == {"ubuntu-latest", "macos-latest", "windows-latest"}
+
+
+def test_the_lint_job_runs_ruff_check_and_format_on_the_code_with_the_dev_extras_ruff():
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    run = "\n".join(s.get("run", "") for s in workflow("ci.yml")["jobs"]["lint"]["steps"])
+    assert "ruff check" in run and "ruff format --check" in run
+    assert all("builder/ tests/" in line for line in run.splitlines() if "python -m ruff" in line), run
+    assert any(r.startswith("ruff") for r in dev), "ruff belongs in the dev extra"
+
+
+def test_a_weekly_schedule_runs_the_full_tier_the_canary_the_network_tests_and_the_wrong_answer_sweep():
+    weekly = workflow("weekly.yml")
+    assert weekly[True]["schedule"] and "workflow_dispatch" in weekly[True]
+    run = "\n".join(s.get("run", "") for job in weekly["jobs"].values() for s in job["steps"])
+    full = next(e for e in tier_expressions((ROOT / ".ci" / "run").read_text(encoding="utf-8")) if e)
+    assert tier_expressions(run) == {full, "network", "colab", "wrong_answer"}
+
+
+def test_every_job_installs_torch_as_ci_run_does_and_none_pins_colabs_torch_but_the_canary_itself():
+    """One CPU torch line everywhere (PyPI's macOS wheel is already the CPU build); Colab's pins live in builder/colab.py alone."""
     ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     torch_line = next(line for line in ci_run.splitlines() if "pip install" in line and "torch==" in line)
     wanted = [a for a in shlex.split(torch_line) if a != "--quiet"]
-    for name, job in yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))["jobs"].items():
-        run = "\n".join(s.get("run", "") for s in job["steps"])
-        installs = [shlex.split(line) for line in run.splitlines() if "pip install" in line and "torch" in line]
-        assert installs == [wanted], f"job {name}: {installs}"
-        assert ("--torch " in run) == (name == "colab"), f"job {name}: Colab's torch pin belongs to the colab job only"
+    on_macos = wanted[:4] + [wanted[4].replace("+cpu", "")]
+    for path in WORKFLOWS:
+        for name, job in yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"].items():
+            installs = [(step.get("if", ""), shlex.split(line)) for step in job["steps"] for line in step.get("run", "").splitlines()
+                        if "pip install" in line and "torch" in line]
+            run = "\n".join(s.get("run", "") for s in job["steps"])
+            assert "--torch " not in run, f"{path.name} job {name}: Colab's torch pin belongs to builder/colab.py"
+            if name == "lint":
+                assert installs == [], installs
+                continue
+            assert installs, f"{path.name} job {name} installs no torch"
+            for condition, command in installs:
+                assert command == (on_macos if "== 'macOS'" in condition else wanted), f"{path.name} job {name}: {command}"
 
 
 @pytest.mark.slow  # a subprocess or two full builds of a repository copy: the full tier runs it
@@ -136,10 +173,88 @@ def test_every_command_has_a_description_and_only_its_own_flags():
     assert "--timeout" not in flags["build"] and "--force" not in flags["check"]
 
 
-def test_the_readme_lists_every_exit_code():
-    readme = (ROOT / "README.md").read_text()
+def test_the_cli_reference_lists_every_exit_code():
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     for code in exits.MEANINGS:
-        assert re.search(rf"^\| `{code}` \|", readme, re.M), code
+        assert re.search(rf"^\| `{code}` \|", reference, re.M), code
+
+
+def command_help(name: str, capsys) -> str:
+    assert cli.main([name, "--help"]) == exits.OK
+    return capsys.readouterr().out
+
+
+def test_every_commands_help_shows_what_a_user_needs_and_no_internals(capsys):
+    """No reST markup, no parameter of the Python function behind it; 130 everywhere, 4 and 5 only where a build runs."""
+    for name in cli.COMMANDS:
+        text = command_help(name, capsys)
+        assert "``" not in text and ":func:" not in text and "sources" not in text.split("exit codes:")[0].split("options:")[0], name
+        codes = {int(m) for m in re.findall(r"^  (\d+) ", text.split("exit codes:")[1], re.M)}
+        assert exits.INTERRUPTED in codes and exits.INTERNAL in codes, name
+        assert ({exits.HAND_EDIT, exits.IPYNB_EDIT} <= codes) == (name in exits.BUILDING), (name, codes)
+
+
+def test_build_help_is_the_users_description(capsys):
+    text = command_help("build", capsys)
+    assert "re-pair every edition" in text and "``sources``" not in text and "adopt)" not in text
+    assert "\n    A build" not in text  # the docstring's indentation is not the description's
+
+
+@pytest.mark.parametrize("value", ["-3", "0", "nan", "inf", "soon"])
+def test_a_budget_that_is_not_a_positive_number_of_seconds_is_refused_before_anything_runs(value, capsys, monkeypatch):
+    monkeypatch.setattr(commands, "run_notebooks", lambda *a, **k: pytest.fail("ran notebooks"))
+    for name in ("execute", "html", "all", "colab"):
+        assert cli.main([name, "--budget", value]) == exits.USAGE, (name, value)
+        assert "--budget" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_a_mutant_sample_below_one_is_a_usage_error_not_an_internal_one(value, capsys):
+    assert tools_cli.main(["mutants", "--sample", value]) == exits.USAGE
+    err = capsys.readouterr().err
+    assert "--sample" in err and "internal error" not in err
+
+
+def test_a_gradescope_bundle_into_a_missing_folder_names_the_folder(tmp_path, capsys):
+    target = tmp_path / "missing" / "bundle.zip"
+    assert cli.main(["grade", "--gradescope-bundle", str(target)]) == exits.FAILED
+    err = capsys.readouterr().err
+    assert f"the folder {target.parent} does not exist" in err and ".partial" not in err and "Errno" not in err, err
+    assert not target.parent.exists()
+
+
+def test_an_interrupt_is_130_with_one_line_from_every_command(monkeypatch, capsys):
+    def interrupted(course, args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "check", (cli.check_options, interrupted))
+    assert cli.main(["check"]) == exits.INTERRUPTED == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_an_interrupt_while_the_builder_loads_is_130_and_one_line(tmp_path):
+    """Ctrl-C before main() runs (Python still importing the builder's libraries): no traceback, exit 130.
+
+    A sitecustomize raises KeyboardInterrupt at the first import of builder.cli, the first thing ``python -m builder`` imports,
+    exactly where a Ctrl-C in the first hundredths of a second lands.
+    """
+    (tmp_path / "sitecustomize.py").write_text(
+        "import builtins\n_real = builtins.__import__\n"
+        "def _imp(name, *a, **k):\n"
+        "    if name in ('cli', 'builder.cli') or (a and len(a) > 2 and a[2] and 'main' in a[2] and a[3:4] == (1,)):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return _real(name, *a, **k)\n"
+        "builtins.__import__ = _imp\n")
+    env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path}{__import__('os').pathsep}{ROOT}"}
+    result = subprocess.run([sys.executable, "-m", "builder", "check"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert result.returncode == 130 and result.stderr == "interrupted\n", (result.returncode, result.stderr)
+
+
+def test_the_cli_reference_is_generated_from_the_parser():
+    """docs/cli.md is what `python -m builder docs` writes: it cannot drift from the parser."""
+    assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == cli.reference(), "docs/cli.md is stale: run `python -m builder docs`"
+    for name in cli.COMMANDS:
+        assert f"\n## {name}\n" in cli.reference(), name
 
 
 def test_no_traceback_escapes_main(monkeypatch, capsys):
@@ -171,20 +286,45 @@ def test_all_passes_its_names_to_every_step(monkeypatch):
     assert seen == [(s, ["module5_1"]) for s in ("build", "check", "execute", "html")]
 
 
+@pytest.mark.parametrize("flags, student_too, reinserted, said", [
+    ([], True, False, "and 6 student edition(s) as shipped"),
+    (["--student"], True, True, "also with its solutions re-inserted"),
+    (["--solutions-only"], False, False, "--solutions-only leaves out the student editions"),
+])
+def test_all_executes_the_student_editions_students_open_and_says_which_it_runs(monkeypatch, capsys, flags, student_too, reinserted, said):
+    seen = {}
+    for step in ("build", "check", "html"):
+        monkeypatch.setattr(commands, step, lambda course, args, **kw: exits.OK)
+    monkeypatch.setattr(commands, "execute", lambda course, args, **kw: seen.update(kw) or exits.OK)
+    assert cli.main(["all", *flags]) == exits.OK
+    assert seen == {"student_too": student_too, "reinserted": reinserted}
+    err = capsys.readouterr().err
+    assert "stage 3/4, execute: 6 solution edition(s)" in err and said in err, err
+
+
 def install_lines() -> list[tuple[str, list[str]]]:
-    """(where, pip install arguments) for every ``pip install`` the project runs: the README, .ci/run, the workflow, builder colab."""
+    """(where, pip install arguments) for every ``pip install`` the project runs: the README, docs/, .ci/run, the workflows, builder colab.
+
+    A line for macOS alone (a workflow step with ``runner.os == 'macOS'``, or a README line that says ``# macOS``) is named
+    "... (macOS)"; an argument that is a shell variable (the lint job's ruff, read from pyproject.toml) is left out.
+    """
     from builder import colab
 
     found = []
     texts = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8"), ".ci/run": (ROOT / ".ci" / "run").read_text(encoding="utf-8")}
+    texts |= {f"docs/{p.name}": p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "cli.md"}
     for path in WORKFLOWS:
         for job in yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"].values():
-            texts[f"{path.name}"] = texts.get(path.name, "") + "\n".join(s.get("run", "") for s in job["steps"]) + "\n"
+            for step in job["steps"]:
+                where = f"{path.name} (macOS)" if "== 'macOS'" in step.get("if", "") else path.name
+                texts[where] = texts.get(where, "") + step.get("run", "") + "\n"
     for where, text in texts.items():
         for line in text.splitlines():
-            command = shlex.split(line.split("&&")[0].split("#")[0].strip().rstrip("\\"), posix=True) if "pip install" in line else []
+            command = (shlex.split(line.split("&&")[0].split("#")[0].strip().rstrip("\\"), posix=True)
+                       if line.strip().startswith("python -m pip install") else [])  # a command line, not prose that names one
             if command[:4] == ["python", "-m", "pip", "install"]:
-                found.append((where, [a for a in command[4:] if a != "--quiet"]))
+                args = [a for a in command[4:] if a != "--quiet" and "$" not in a]
+                found.append((f"{where} (macOS)" if "# macOS" in line and "(macOS)" not in where else where, args))
         for line in text.replace(">\n", " ").replace("\n  ", " ").splitlines():  # `builder colab --torch X --torch-index Y`
             if "builder colab" in line and "--torch " in line:
                 args = shlex.split(line.split("builder colab", 1)[1])
@@ -194,8 +334,8 @@ def install_lines() -> list[tuple[str, list[str]]]:
     unique = {}
     for where, args in found:
         if args and args != ["--upgrade", "pip"]:
-            unique.setdefault(tuple(args), where)
-    return [(where, list(args)) for args, where in unique.items()]
+            unique.setdefault((tuple(args), where.endswith("(macOS)")), where)
+    return [(where, list(args)) for (args, _), where in unique.items()]
 
 
 def test_the_install_lines_cover_every_place_that_installs():
@@ -214,6 +354,8 @@ def test_every_install_line_the_project_runs_pulls_no_nvidia_wheels(tmp_path, wh
     """
     import torch
 
+    if where.endswith("(macOS)"):
+        pytest.skip("a macOS-only line (PyPI's CPU wheel there); the macOS job of ci.yml installs it")
     project = any(a.startswith("-e") or a.startswith(".") for a in args)
     if project:
         assert torch.version.cuda is None, f"this environment's torch {torch.__version__} is a CUDA build"

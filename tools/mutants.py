@@ -527,7 +527,7 @@ def stale_equivalents(course, nb) -> list[str]:
 def options(p) -> None:
     """The flags of ``mutants``."""
     p.add_argument("names", nargs="*", help="notebook names or reference keys (default: all)")
-    p.add_argument("--sample", type=int, help="run a seeded random sample of this many mutants per notebook (default: all)")
+    p.add_argument("--sample", type=_at_least_one, help="run a seeded random sample of this many mutants per notebook (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     p.add_argument("--jobs", type=_at_least_one, default=1, help="mutants run at the same time (default 1)")
     p.add_argument("--timeout", type=float, help="seconds per mutant before it counts as killed by timeout (default: 4x the unmutated run, at least 60)")

@@ -3,6 +3,7 @@
 import base64
 import copy
 import html
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,17 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
 from ..cells import HIDDEN_TAG
+from ..editions import PROVENANCE
+from ..student import BEGIN, END
 from .colour import accessible_css
 from .errors import HandoutError
 from .figures import attach_captions
 from .mathml import markdown_to_html, math_problems
-from .page import Provenance, finish_page, strip_active_content
-from .words import furniture
+from .page import CSP, Provenance, finish_page, strip_active_content
+from .words import RUN_LABELS, furniture
+
+# How the builder's header region opens its provenance line, in every language (builder/editions.py writes it).
+PROVENANCE_OPENINGS = tuple(line.split(":", 1)[0] + ":" for line in PROVENANCE.values())
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "handout"
@@ -131,6 +137,49 @@ class Handout:
         return f"{self.path.name}: {self.summary()}"
 
 
+# The course's setup cells open with "# Setup N of M" (or "# @title Setup N of M"): their output is set-up chatter.
+SETUP_CELL = re.compile(r"#\s*(?:@title\s+)?Setup \d+ of \d+\b")
+HEADER_REGION = "<!-- builder:begin header -->"
+
+
+def _without_solution_markers(source: str) -> str:
+    """A code cell's source without the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` lines (the code between stays)."""
+    return "\n".join(line for line in source.split("\n") if line.strip() not in (BEGIN, END))
+
+
+def _starts_with_label(text: str, labels: tuple[str, ...]) -> bool:
+    return text.lstrip().lstrip("*").lstrip().startswith(labels)
+
+
+def for_the_page(nb: nbformat.NotebookNode, variant: str, language: str) -> None:
+    """Shape the notebook for a handout (in place): no solution markers, the provenance only in the page header, and,
+    in a reading handout, nothing that tells a reader how to run code (run-instruction paragraphs, set-up chatter and
+    what hidden machinery cells print, a prediction's verdict)."""
+    labels = RUN_LABELS.get(language, ())
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and HEADER_REGION in cell.source:  # the page header states the provenance
+            cell.source = "\n".join(line for line in cell.source.split("\n") if not line.startswith(PROVENANCE_OPENINGS))
+        elif cell.cell_type == "code":
+            cell.source = _without_solution_markers(cell.source)
+        if variant != "reading":
+            continue
+        if cell.cell_type == "markdown":
+            kept = [part for part in re.split(r"\n\s*\n", cell.source) if not _starts_with_label(part, labels)]
+            cell.source = "\n\n".join(kept)
+        elif SETUP_CELL.match(cell.source.lstrip()):
+            cell.outputs = []
+        elif HIDDEN_TAG in cell.get("metadata", {}).get("tags", []):  # machinery: its printed lines are chatter, its figures stay
+            cell.outputs = [out for out in cell.get("outputs", []) if out.get("output_type") != "stream"]
+        else:
+            cell.outputs = [out for out in cell.get("outputs", []) if not _starts_with_label(_output_text(out), labels)]
+
+
+def _output_text(output) -> str:
+    """The text of a stream or text/plain output ("" for others)."""
+    text = output.get("text") if output.get("output_type") == "stream" else output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else str(text or "")
+
+
 def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: str = "full", path: Path | None = None) -> tuple[str, int, int]:
     """The handout HTML of an executed notebook: (html, number of <math> elements, number of figures).
 
@@ -144,6 +193,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
         raise HandoutError(f"{len(problems)} LaTeX problem(s):\n  " + "\n  ".join(problems))
     for index, cell in enumerate(nb.cells):
         cell.setdefault("metadata", {})["handout_index"] = index
+    for_the_page(nb, variant, prov.language)
     attach_captions(nb, name)
     exporter = HandoutExporter(name, exclude_input=(variant == "reading"))
     resources = {
@@ -158,6 +208,7 @@ def render(nb: nbformat.NotebookNode, name: str, prov: Provenance, *, variant: s
             "language": prov.language,
             "words": furniture(prov.language),
             "hidden_tag": HIDDEN_TAG,
+            "csp": CSP,
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)

@@ -7,13 +7,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Comment, Tag
+from bs4 import BeautifulSoup, CData, Comment, Declaration, NavigableString, ProcessingInstruction, Tag
 
 from .. import __version__
 from .errors import HandoutError
 from .words import BARE_ANSWER, furniture
 
 TOC_LEVELS = ("h1", "h2", "h3")
+# Each page's own second wall, should anything slip past the audit: nothing fetched but images inside the page,
+# no script at all, styles only from the page itself (its <style> elements and style attributes).
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+PARSER = "html5lib"  # the audit reads a page as the browser's HTML5 parser does (comments, CDATA, foreign content)
 _CSS_URL = re.compile(r"url\(\s*['\"]?(?!\s*data:|\s*#)([^'\")]*)", re.IGNORECASE)
 
 
@@ -67,7 +71,7 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
     from a URL).
     """
     aside = CodeAside(page)
-    soup = BeautifulSoup(aside.page, "html.parser")
+    soup = BeautifulSoup(aside.page, PARSER)
     focusable_cells(soup)
     main = soup.find("main")
     used = {tag["id"] for tag in soup.find_all(id=True)}
@@ -80,7 +84,8 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
                 candidate, number = f"{base}-{number}", number + 1
             heading["id"] = candidate
             used.add(candidate)
-        entries.append(heading)
+        if heading.name != "h1":  # the page's title: the contents list what lies under it
+            entries.append(heading)
     toc = soup.find("nav", id="toc")
     if toc is not None:
         toc.append(_toc_list(soup, entries))
@@ -94,10 +99,20 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
                 "attach it to the notebook or draw it with matplotlib"
             )
         del span["data-url"], span["data-where"]
-    problems = audit(soup)
+    drop_markup_declarations(soup, aside.mark)
+    written = str(soup)
+    # What is written is what was audited: the serialization is parsed again, as a browser would, and audited too.
+    problems = audit(soup) or audit(BeautifulSoup(written, PARSER))
     if problems:
         raise HandoutError(f"{name}: the handout would not be self-contained:\n  " + "\n  ".join(problems))
-    return aside.restore(str(soup)), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
+    return aside.restore(written), len(soup.find_all("math")), len(soup.select("figure.handout-figure"))
+
+
+def drop_markup_declarations(soup: BeautifulSoup, keep: str) -> None:
+    """Remove comments (but the set-aside code's), CDATA sections and processing instructions: a reader sees none of them."""
+    for node in soup.find_all(string=lambda s: isinstance(s, (Comment, CData, ProcessingInstruction, Declaration))):
+        if not (isinstance(node, Comment) and node.startswith(keep)):
+            node.extract()
 
 
 # A highlighted code block's inside as Pygments writes it: spans (with a class, or the empty first one) around
@@ -287,10 +302,14 @@ def css_problems(css: str, where: str) -> list[str]:
 
 
 def _attribute_problems(tag) -> list[str]:
-    """The URL, event-handler and animation attributes of one element that fetch or run something."""
+    """The URL, event-handler, CSS ``url()`` and animation attributes of one element that fetch or run something.
+
+    Names compare in lower case: the HTML5 parser keeps SVG's own spelling (``attributeName``, ``feImage``).
+    """
     problems = []
+    element = tag.name.lower()
     for attr, value in tag.attrs.items():
-        name = attr.lower()
+        name = str(attr).lower()
         text = " ".join(value) if isinstance(value, list) else str(value)
         url = url_as_browsers_read_it(text)
         if name.startswith("on"):
@@ -299,15 +318,30 @@ def _attribute_problems(tag) -> list[str]:
             problems.append(f"<{tag.name} {attr}={text[:100]!r}> runs a script")
         elif name in SENDING_ATTRIBUTES:
             problems.append(f"<{tag.name} {attr}={text[:100]!r}> sends a request to {text[:100] or 'the page'}")
-        elif name in URL_ATTRIBUTES and not url.startswith("data:") and not (name == "href" and (tag.name in LINKS or url.startswith("#"))):
+        elif name in URL_ATTRIBUTES and not url.startswith("data:") and not (name == "href" and (element in LINKS or url.startswith("#"))):
             problems.append(f"<{tag.name} {attr}={text[:100]!r}> loads from outside the page")
-        elif name == "href" and tag.name in LINKS and url.startswith("data:"):
+        elif name == "href" and element in LINKS and url.startswith("data:"):
             problems.append(f"<{tag.name} href={text[:100]!r}> opens a document made inside the link")
         elif name == "style":
             problems += css_problems(text, f"the style of <{tag.name}>")
-    if tag.name in SVG_ANIMATIONS and str(tag.get("attributename", "")).lower().strip() in ("href", "xlink:href"):
-        problems.append(f"<{tag.name} attributeName={tag['attributename']!r}> animates a link target")
+        elif not (name == "href" and element in LINKS):  # SVG presentation attributes (fill, mask, marker-end, cursor...) take url()
+            problems += css_problems(text, f"the {attr} of <{tag.name}>")
+    animated = next((str(v) for k, v in tag.attrs.items() if str(k).lower() == "attributename"), "")
+    if element in SVG_ANIMATIONS and animated.lower().strip() in ("href", "xlink:href"):
+        problems.append(f"<{tag.name} attributeName={animated!r}> animates a link target")
     return problems
+
+
+def raw_text(tag) -> str:
+    """Every string inside ``tag``, whatever its kind (``get_text`` skips a style's text under some tree builders)."""
+    return "".join(str(piece) for piece in tag.descendants if isinstance(piece, NavigableString) and not isinstance(piece, Comment))
+
+
+def own_csp(soup: BeautifulSoup):
+    """The page's own Content-Security-Policy: the first <meta http-equiv> of <head>, holding exactly ``CSP``; else None."""
+    first = soup.head.find("meta", attrs={"http-equiv": True}, recursive=False) if soup.head else None
+    return first if (first is not None and str(first["http-equiv"]).lower() == "content-security-policy"
+                     and first.get("content") == CSP) else None
 
 
 def audit(soup: BeautifulSoup) -> list[str]:
@@ -315,11 +349,12 @@ def audit(soup: BeautifulSoup) -> list[str]:
     problems = []
     for tag in soup.find_all(ACTIVE_ELEMENTS):
         problems.append(f"<{tag.name}> element: {str(tag)[:120]}")
+    own_policy = own_csp(soup)
     for tag in soup.find_all("meta"):
-        if tag.has_attr("http-equiv"):
+        if tag.has_attr("http-equiv") and tag is not own_policy:
             problems.append(f"<meta http-equiv={tag['http-equiv']!r}>: it can reload, redirect or change the page's rules")
     for tag in soup.find_all(True):
         problems += _attribute_problems(tag)
-        if tag.name == "style":
-            problems += css_problems(tag.get_text(), "a <style> element")
+        if tag.name.lower() == "style":
+            problems += css_problems(raw_text(tag), "a <style> element")
     return problems

@@ -20,6 +20,18 @@ FURNITURE = {
         "javascript": "JavaScript output omitted from the handout",
         "widget": "interactive widget omitted from the handout",
         "figure": "Figure",
+        "licence": "Licence",
+        "licence_terms": "text and figures CC BY-SA 4.0, code MIT",
+        "index_title": "Course handouts",
+        "index_intro": "Every module of the course as a page to read offline or print: the full handout with the code, "
+                       "and the reading handout without it.",
+        "module": "Module",
+        "summary": "What it covers",
+        "time": "Time",
+        "hours": "about {hours} h",
+        "full_link": "full handout (with code)",
+        "reading_link": "reading handout",
+        "language_name": "English",
     },
     "ru": {
         "handout": "Конспект",
@@ -38,7 +50,28 @@ FURNITURE = {
         "javascript": "вывод JavaScript в конспект не включён",
         "widget": "интерактивный виджет в конспект не включён",
         "figure": "Рисунок",
+        "licence": "Лицензия",
+        "licence_terms": "текст и рисунки — CC BY-SA 4.0, код — MIT",
+        "index_title": "Конспекты курса",
+        "index_intro": "Каждый модуль курса — страница для чтения без сети или для печати: полный конспект с кодом "
+                       "и конспект для чтения без кода.",
+        "module": "Модуль",
+        "summary": "О чём он",
+        "time": "Время",
+        "hours": "около {hours} ч",
+        "full_link": "полный конспект (с кодом)",
+        "reading_link": "конспект для чтения",
+        "language_name": "Русский",
     },
+}
+
+# A reading handout has no code, so it leaves out what tells a reader how to run the code: a Markdown paragraph that
+# opens with one of these bold labels, and an output that starts with one (a prediction's verdict). Per language,
+# as the notebooks and their catalogs write them.
+RUN_LABELS = {
+    "en": ("How to run this notebook", "When a check stops the notebook", "Predict, then run"),
+    "ru": ("Как запускать этот ноутбук", "Когда проверка останавливает ноутбук", "Предскажите, потом запустите",
+           "Предскажите, затем запустите"),
 }
 
 # A disclosure whose summary is only this word gets the numbered summary above.

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module3_basic_transformer.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
-# <!-- builder:end sha256=24ba49c2dfca75a07e5f11d64725fb8788b103ebe2f71f42408a5e4d8c10948f -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=b7df4c95060d9e626d5d5ae9706af48795bba28b5ea85aa994634e53ba9977db -->
 
 # %% [markdown]
 # ## Уровень 1 · Внимание для практиков

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module5_1_exact_attention.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=e192d4cde8fe6aadf570eab1795728cd72412dfe31be95cedcdb66d658a7f203 -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=b24c306b547366a76ddd7b1f6cdeced9f34e58cf2828f9abfad4f2a7fad2bd71 -->
 
 # %% [markdown]
 # **Как запускать этот ноутбук.** Выберите *Среда выполнения → Выполнить все* (в английском интерфейсе Colab *Runtime → Run all*, в JupyterLab *Run → Run All Cells*). Хватит

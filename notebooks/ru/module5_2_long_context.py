@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module5_2_long_context.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
-# <!-- builder:end sha256=99e14fc154faa405fead4ea44c2b692cc6ae50d0f48392036f6c436adb4f186d -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=2d7e9d8d5806c81a72a34d6634382f1d01aa26d56d032a43f634424a5c856aad -->
 
 # %% [markdown]
 # **Как запускать этот ноутбук.** Выберите *Среда выполнения → Выполнить все* (в английском интерфейсе Colab *Runtime → Run all*, в JupyterLab *Run → Run All Cells*). Хватит

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
-# <!-- builder:end sha256=7c6a60faa90c8b6ffba513b387cdc27d27a1cc7fd8bfa3227f9154f35af15d04 -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=f6e4ab3e82e635aa3a7bfd920bf2f72f729dc3046cfc5a06011d402e77d3ec1e -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.

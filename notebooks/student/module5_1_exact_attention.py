@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module5_1_exact_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=6b4ec4de98b2c7247379d958117aefb42b3f75a23c4122d17ec4ca16e40dc92d -->
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=b9f2e6762302392a03cb7a6fc0e7ce15ccd5284ea19958ee8f434c239ae35593 -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.

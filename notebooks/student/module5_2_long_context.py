@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module5_2_long_context.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
-# <!-- builder:end sha256=35a745a4db62107dd9169ccb21769e9ab9adc52a2662bdf2e9382470b14bd0a2 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=35f01ebc147c3f09e710ac61fdda26715114d4f9cdcd656afddac580547443ee -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module3_basic_transformer.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`.*
-# <!-- builder:end sha256=15751b2de92e3471c91f6b88833476e1e911554d2380790b5f3808825630c432 -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=5e8bd7d23ff501103cdb076a31062c291602ad38094781e20692ab02513c8d35 -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module5_1_exact_attention.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=e3dbd3c249a0ee6898bbac46c40e40dcef4a523d5e20432fffae54f5224680ce -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=1f33ef099617032f017ecbed34edaa1aca382920733a01d2f84c4a5e7bc6109b -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module5_2_long_context.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`.*
-# <!-- builder:end sha256=0ec99d15c1b34ba1ec8386cc17b4dea404f26e8a085d8414923cf105b5bd455e -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=4e8b36f1d0a8863ccf5b36cd0aa9dada9fc07d3738be138937c9a34f52c41caa -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.
