@@ -14,8 +14,8 @@ from .units import Unit
 FUZZY = "fuzzy"
 # language -> a lint of its typography: English-form numbers and units a reader of that language would misread.
 TYPOGRAPHY = {"ru": english_forms}
-# Findings that make a translation unsafe to write: it would end a comment line or add a link or HTML.
-REFUSED = ("line-break", "markup")
+# Findings that make a translation unsafe to write: it would end a comment line, become code, or add a link or HTML.
+REFUSED = ("line-break", "code-line", "markup")
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _PO_LINE = re.compile(rf'^(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?{_QUOTED}$')
 
