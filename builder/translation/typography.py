@@ -15,7 +15,8 @@ from .invariants import UNIT_FORMS
 NBSP = "\u00a0"
 _PROTECTED = re.compile(
     r"```.*?```|`[^`\n]+`|\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$"  # code and math
-    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\n]*\}|%[sd]",  # URLs, tags, format fields (an f-string's may hold spaces)
+    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\n]*\}|%[sd]"  # URLs, tags, format fields (an f-string's may hold spaces)
+    r"|(?<![\w.])[A-Za-z_]\w*=[^\s,;)\]]+",  # a code value: an argument as code writes it (sink=1.3, eps=1e-5) stays code
     re.DOTALL)
 # A number with a dot that is a name, not a fraction: a module or section, a version, a model.
 _NAMED_BEFORE = re.compile(

@@ -630,7 +630,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -646,6 +646,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -667,7 +668,7 @@ MESSAGES = {
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -683,7 +684,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -698,6 +699,7 @@ MESSAGES.update({
     "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
     "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
     "not finite": "не конечна (NaN или бесконечность)",
+    "library error": "{error} (сообщение библиотеки: «{message}»)",
     "section pass": "{section}: ПРОЙДЕНО",
     "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
     "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
@@ -761,6 +763,17 @@ MESSAGES.update({
     "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
     "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
     "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "output matches F.scaled_dot_product_attention": "выход совпадает с F.scaled_dot_product_attention",
+    "gradient with respect to {name} matches F.scaled_dot_product_attention": "градиент по {name} совпадает с F.scaled_dot_product_attention",
+    "a gradient for {name}": "градиент для {name}",
+    "none: {name} does not reach the output through autograd": "нет: {name} не доходит до выхода через autograd",
+    "returned normally": "завершилась без ошибки",
+    "gradients stay finite with an empty row (d{name})": "градиенты остаются конечными при пустой строке (d{name})",
+    "finite gradients": "конечные градиенты",
+    "max difference {wrong_error:.3g}": "наибольшая разность {wrong_error:.3g}",
+    "a result (the input is valid)": "результат (вход допустим)",
+    "a tuple {expected}": "кортеж {expected}",
+    "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -817,6 +830,15 @@ MESSAGES.update({
     "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
     "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
     "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "{len(want)} entries": "элементов: {len(want)}",
+    "{len(got)} entries": "элементов: {len(got)}",
+    "sum 1": "сумма 1",
+    "sum {math.fsum(got)!r}": "сумма {math.fsum(got)!r}",
+    "a single step": "один шаг",
+    "(tokens, reason)": "(tokens, reason)",
+    "step {step}: a token with logit {max(scores)}": "шаг {step}: токен с логитом {max(scores)}",
+    "token {token}": "токен {token}",
+    " with logit {scores[token]}": " с логитом {scores[token]}",
     "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
     "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
     "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
@@ -886,12 +908,30 @@ MESSAGES.update({
     "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
     "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
     "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "shape {(n, dv)}": "форма {(n, dv)}",
+    "shape {np.shape(out)}": "форма {np.shape(out)}",
+    "random Q, K [{n}, {dk}], V [{n}, {dv}]": "случайные Q, K [{n}, {dk}], V [{n}, {dv}]",
+    "an int": "целое число (int)",
+    "2 rounds": "2 прохода",
+    "{rounds} rounds": "проходов: {rounds}",
+    "{T} random steps": "случайных шагов: {T}",
+    "{want} rounds": "проходов: {want}",
+    ", mask=None": ", mask=None",
+    "random K, V [{T}, {d}] at {bits} bits": "случайные K, V [{T}, {d}], разрядность {bits} бит",
     "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
     "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
     "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
     "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
     "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
     "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "x of shape {shape} (K/V heads on axis -3), group={group}": "x формы {shape} (KV-головы по оси -3), group={group}",
+    "shape {want_shape}": "форма {want_shape}",
+    "shape {out.shape}": "форма {out.shape}",
+    "query head {h} -> K/V head {h // group}": "голова запросов {h} -> KV-голова {h // group}",
+    "query head {h} -> K/V head {read[0] if read else 'none (values changed)'}": "голова запросов {h} -> KV-голова {read[0] if read else 'none (values changed)'}",
+    "none (values changed)": "нет (значения изменены)",
+    "x of shape (3, 4, 2), group={bad!r}": "x формы (3, 4, 2), group={bad!r}",
+    "TypeError or ValueError": "TypeError или ValueError",
     "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
     "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
     "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
@@ -923,6 +963,22 @@ MESSAGES.update({
     ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
     "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
     "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}": "x = arange в форме ({batch}, {tokens}, {heads * width}), n_heads={heads}",
+    "shape {(batch, heads, tokens, width)}": "форма {(batch, heads, tokens, width)}",
+    "shape {tuple(getattr(result, 'shape', ()))}": "форма {tuple(getattr(result, 'shape', ()))}",
+    "; batch {b}, head {h}, token {t}": "; пример {b}, голова {h}, токен {t}",
+    "shape {tuple(single.shape)}": "форма {tuple(single.shape)}",
+    "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()": "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()",
+    "shape {(batch, tokens, heads * width)}": "форма {(batch, tokens, heads * width)}",
+    "{float(flat[tuple(where)])} at {tuple(where)}": "{float(flat[tuple(where)])} в позиции {tuple(where)}",
+    "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})": "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) во float64, x формы ({batch}, {length}, {d_model})",
+    "the layer builds": "слой создаётся",
+    "an nn.Module instance": "экземпляр nn.Module",
+    "a linear layer {name}": "линейный слой {name}",
+    "shape {(batch, length, d_model)}": "форма {(batch, length, d_model)}",
+    "shape {tuple(getattr(got, 'shape', ()))}": "форма {tuple(getattr(got, 'shape', ()))}",
+    ", return_weights=True": ", return_weights=True",
+    "a pair whose weights have shape {(batch, n_heads, length, length)}": "пара, веса в которой имеют форму {(batch, n_heads, length, length)}",
     "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
     "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
     "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
@@ -950,6 +1006,12 @@ MESSAGES.update({
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
     "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
     "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "int {want}": "int {want}",
+    "{want} bytes": "{want} байт",
+    "{got} bytes": "{got} байт",
+    "Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}": "Q, K [11 токенов, d_k=4], V [11, 3], window={window:,}",
+    "largest buffer {min(n, window)}": "наибольший буфер {min(n, window)}",
+    "largest buffer {largest}": "наибольший буфер {largest}",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1002,6 +1064,23 @@ MESSAGES.update({
     "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
     ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
     "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "shape {(n, n)}": "форма {(n, n)}",
+    "shape {mask.shape}": "форма {mask.shape}",
+    "dtype {mask.dtype}": "тип {mask.dtype}",
+    "values {sorted(set(np.unique(mask).tolist()))[:6]}": "значения {sorted(set(np.unique(mask).tolist()))[:6]}",
+    "query {where[0]} may read key {where[1]}": "запрос {where[0]} может читать ключ {where[1]}",
+    "diagonal {np.diag(mask).tolist()}": "диагональ {np.diag(mask).tolist()}",
+    "allowed non-sink keys per row {expected_recent}": "разрешённых ключей вне стока в каждой строке: {expected_recent}",
+    "query {where[0]} {'may' if want[where] else 'may not'} read key {where[1]}": "запрос {where[0]} {'may' if want[where] else 'may not'} читать ключ {where[1]}",
+    "may": "может",
+    "may not": "не может",
+    "it {'may' if got[where] else 'may not'}": "на деле {'may' if got[where] else 'may not'}",
+    "shape {(H, T, T)}": "форма {(H, T, T)}",
+    "shape {np.shape(weights)}": "форма {np.shape(weights)}",
+    ", no mask": ", без маски",
+    ", causal, sink=1.3": ", каузальная маска, sink=1.3",
+    "shape {(H, T, dv)}": "форма {(H, T, dv)}",
+    "shape {np.shape(zero)}": "форма {np.shape(zero)}",
     "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
     ": same shape as x": ": та же форма, что у x",
     "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
@@ -1024,6 +1103,9 @@ MESSAGES.update({
     "a constant token maps to zeros": "постоянный токен переходит в нули",
     "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
     "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "shape {tuple(x.shape)}": "форма {tuple(x.shape)}",
+    "gradients match F.layer_norm": "градиенты совпадают с F.layer_norm",
+    "output matches F.layer_norm": "выход совпадает с F.layer_norm",
     "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
     ": shape is (length, d_model)": ": форма равна (length, d_model)",
     "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
@@ -1054,6 +1136,12 @@ MESSAGES.update({
     "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "shape {(length, d_model)}": "форма {(length, d_model)}",
+    "shape {tuple(result.shape)}": "форма {tuple(result.shape)}",
+    "shape {(t_q, t_k)}": "форма {(t_q, t_k)}",
+    "shape {tuple(mask.shape)}": "форма {tuple(mask.shape)}",
+    "{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}": "{mask.int().tolist()}; первый неверный элемент в (запрос, ключ) = {tuple(bad)}",
+    "causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})": "causal_allowed({t_q}, {t_k}, query_offset={offset}) в сравнении с последними {t_q} строками causal_allowed({t_k}, {t_k})",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
     "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
     "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
@@ -1125,6 +1213,33 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "after tile {tile + 1} the running '{key}' is exact": "после тайла {tile + 1} текущее '{key}' точно",
+    "random logits split into tiles of sizes {sizes}": "случайные логиты, разбитые на тайлы размеров {sizes}",
+    "plain tiles run": "простые тайлы выполняются",
+    "{case}, after every call": "{case}, после каждого вызова",
+    "{case}, Q times 300, tile_size=3": "{case}, Q умножено на 300, tile_size=3",
+    "{big} tokens, d=8, tile_size=32": "{big} токенов, d=8, tile_size=32",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({big * big * 4} байт)",
+    "{peak} bytes": "{peak} байт",
+    "causal tiles run": "каузальные тайлы выполняются",
+    "{expected} score tiles": "тайлов оценок: {expected}",
+    "{tiles} score tiles": "тайлов оценок: {tiles}",
+    "{case}, no mask, tile_size={tile}": "{case}, без маски, tile_size={tile}",
+    "{case}, 2 queries whose only allowed key is the last, tile_size=2": "{case}, 2 запроса, единственный разрешённый ключ которых последний, tile_size=2",
+    "{case}, causal=True, tile_size={tile}": "{case}, causal=True, tile_size={tile}",
+    "{case}, causal=True, window=3, tile_size={tile}": "{case}, causal=True, window=3, tile_size={tile}",
+    "{case}, random additive mask, tile_size=3": "{case}, случайная аддитивная маска, tile_size=3",
+    "{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}": "{case}, запросы {start}..{n - 1} ко всем {n} ключам, causal=True, window={window}, query_start={start}",
+    "{case}, 11 single-query steps, window=4": "{case}, 11 шагов по одному запросу, window=4",
+    "{case}, row 4 fully masked": "{case}, строка 4 полностью замаскирована",
+    "{case}, row 4 fully masked, empty_row='zero'": "{case}, строка 4 полностью замаскирована, empty_row='zero'",
+    "{case}, causal=True, sink=0.7, tile_size=3": "{case}, causal=True, sink=0.7, tile_size=3",
+    "{case} cast to float16, causal=True": "{case}, приведённые к float16, causal=True",
+    "dtype float32": "тип float32",
+    "dtype {np.asarray(half).dtype}": "тип {np.asarray(half).dtype}",
+    "score {sign * 0.75:+} * float32 max plus a bias of the same sign": "оценка {sign * 0.75:+} * максимум float32 плюс сдвиг того же знака",
+    "a non-empty message": "непустое сообщение",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({score_matrix // 2} байт)",
 })
 # builder:begin inline say
 def say(key, **fields):
@@ -1137,10 +1252,80 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 # builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
-# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+# builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
     """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
@@ -1176,13 +1361,19 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
+# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -1257,9 +1448,12 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
+# builder:end sha256=270479f92d28a784d89583ce6f5e65a4ab03de45140010316e995276336212e1
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
