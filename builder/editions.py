@@ -237,7 +237,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
 
     from .translation import catalog as po
     from .translation import glossary, messages, typography
-    from .translation.render import render_notebook
+    from .translation.render import localize_numbers, render_notebook
     from .translation.units import units
 
     shown = course.shown(edition.catalog)
@@ -257,6 +257,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     messages.add_table(parsed, messages.table(message_catalog(course, edition.language), messages.units(course.root)))
+    localize_numbers(parsed, edition.language, course.root)  # its prints and captions write numbers as the language does
     if terms:  # the reader-facing glossary closes the edition, as the Hugging Face course's Russian edition does
         parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)

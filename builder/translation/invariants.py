@@ -138,9 +138,42 @@ def swapped(english: str, translation: str, language: str | None = None) -> list
     return problems
 
 
+def russian_math(formula: str) -> str:
+    """A formula in Russian typography (decimal ``0{,}63``, thousands ``5\\,120`` or ``2048``) with English decimals and no grouping."""
+    formula = re.sub(r"(?<=\d)\{,\}(?=\d)", ".", formula)
+    formula = re.sub(r"(?<=\d); (?=\d)", ", ", formula)  # a list of decimals: (2{,}0; 1{,}0) is (2.0, 1.0)
+    return re.sub(r"(?<=\d)\\,(?=\d{3}(?!\d))", "", formula)
+
+
+def _ungrouped(formula: str) -> str:
+    """An English formula without its thousands groups (``131{,}072`` -> ``131072``)."""
+    return re.sub(r"(?<=\d)\{,\}(?=\d{3}(?!\d))", "", formula)
+
+
+# language -> how that language's typography writes a formula's numbers, as English decimals without grouping.
+MATH_FORMS: dict[str, Callable[[str], str]] = {"ru": russian_math}
+
+
+def _same_math(want: Counter, got: Counter, language: str | None) -> None:
+    """Pair off (in place) each formula the translation writes in its language's number typography with its English one."""
+    normal = MATH_FORMS.get(language or "")
+    if normal is None:
+        return
+    for (kind, item), count in list((got - want).items()):
+        if kind != "math":
+            continue
+        for english, left in (want - got).items():
+            if english[0] == "math" and _ungrouped(english[1]) == normal(item):
+                paired = min(count, left)
+                got[(kind, item)] -= paired
+                got[english] += paired
+                break
+
+
 def differences(english: str, translation: str, language: str | None = None) -> list[tuple[str, str]]:
     """(kind, what) for each way ``translation`` fails to carry ``english``'s invariants; kind ``markup`` for added links or tags."""
     want, got = invariants(english), invariants(translation, language)
+    _same_math(want, got, language)
     problems = []
     for (kind, item), count in sorted((want - got).items()):
         problems.append((kind, f"{kind} {item!r} is in the English {count}x more often than in the translation"))

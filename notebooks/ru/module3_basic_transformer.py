@@ -1863,6 +1863,22 @@ expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outs
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("инструменты готовы: проверки аргументов, контрактные проверки и стиль рисунков курса")
 
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
@@ -2232,8 +2248,8 @@ it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float
 it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
-    print(f"{word:>6}: оценка {score:.1f}   e^оценка {e:5.2f}   доля {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
-print(f"простое деление дало бы animal {2.0 / 3.5:.2f}")
+    print(f"{number(word, '>6', 'ru')}: оценка {number(score, '.1f', 'ru')}   e^оценка {number(e, '5.2f', 'ru')}   доля {number(e, '5.2f', 'ru')} / {number(float(it_exps.sum()), '.2f', 'ru')} = {number(w, '.2f', 'ru')}")
+print(f"простое деление дало бы animal {number(2.0 / 3.5, '.2f', 'ru')}")
 
 # The numbers above, as the prose states them.
 expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
@@ -2394,9 +2410,9 @@ scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
 shares = softmax(scaled)
 blend = shares @ values                    # (2,) the new vector of "it"
 print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
-print(f"исходные оценки {raw.tolist()} -> масштабированные {scaled.tolist()} -> доли "
-      f"{[round(s, 2) for s in shares.tolist()]}")
-print(f"новое 'it' = {[round(b, 2) for b in blend.tolist()]}")
+print(f"исходные оценки {number(raw.tolist(), '', 'ru')} -> масштабированные {number(scaled.tolist(), '', 'ru')} -> доли "
+      f"{number([round(s, 2) for s in shares.tolist()], '', 'ru')}")
+print(f"новое 'it' = {number([round(b, 2) for b in blend.tolist()], '', 'ru')}")
 
 # The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
 gen = torch.Generator().manual_seed(SEED)
@@ -2597,7 +2613,7 @@ def plot_positions(table, language="en"):
 # %%
 pe_length, pe_width = REFERENCE.value("positional_encoding.length"), REFERENCE.value("positional_encoding.d_model")
 small_table = sinusoidal_encoding(pe_length, pe_width)
-print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
+print(f"sinusoidal_encoding({number(pe_length, '', 'ru')}, {number(pe_width, '', 'ru')}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
@@ -2615,7 +2631,7 @@ for pair in range(4):
     rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
     moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
     expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
-print(f"сдвиг каждой позиции на {offset} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
+print(f"сдвиг каждой позиции на {number(offset, '', 'ru')} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
       "пар")
 
 
@@ -2792,8 +2808,8 @@ key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 p
 padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
 combined = ordinary & padding
 cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
-print(f"разрешённых элементов: каузальная {int(ordinary.sum())}, декодирование без сдвига "
-      f"{int(local_decode_wrong.sum())}, декодирование со сдвигом {int(cached_decode.sum())}")
+print(f"разрешённых элементов: каузальная {number(int(ordinary.sum()), '', 'ru')}, декодирование без сдвига "
+      f"{number(int(local_decode_wrong.sum()), '', 'ru')}, декодирование со сдвигом {number(int(cached_decode.sum()), '', 'ru')}")
 REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
@@ -2806,9 +2822,9 @@ expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {torch.allclose(top_left, v5[:, :1])}; "
+print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {number(torch.allclose(top_left, v5[:, :1]), '', 'ru')}; "
       "совпадает с правильной маской со сдвигом (все 5 ключей): "
-      f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
+      f"{number(torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode)), '', 'ru')}")
 expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
 expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
 
@@ -2853,7 +2869,7 @@ tokens_x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)  # (T
 lower = causal_allowed(4, 4).double()                                       # (4, 4) 1 on and below the diagonal
 average = lower / lower.sum(dim=-1, keepdim=True)                          # row t: 1/(t+1) on keys 0..t
 uniform_scores = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~causal_allowed(4, 4), float("-inf"))
-print(f"текущие средние 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
+print(f"текущие средние 1, 2, 3, 4: {number((average @ tokens_x).flatten().tolist(), '', 'ru')}")
 expect("softmax of zero scores with the future at -inf is the running average", torch.allclose(torch.softmax(uniform_scores, dim=-1), average, atol=1e-15))
 
 
@@ -3240,7 +3256,7 @@ expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
-print(f"политика по умолчанию: ValueError ({message[:46]}...)")
+print(f"политика по умолчанию: ValueError ({number(message[:46], '', 'ru')}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
     torch_says = "NaN"
@@ -3248,7 +3264,7 @@ elif bool((torch_row == 0).all()):
     torch_says = "zeros"
 else:
     torch_says = f"{torch_row.tolist()}"
-print(f"torch {torch.__version__.split('+')[0]} возвращает {torch_says} для полностью замаскированной строки; наша "
+print(f"torch {number(torch.__version__.split('+')[0], '', 'ru')} возвращает {number(torch_says, '', 'ru')} для полностью замаскированной строки; наша "
       "функция возвращает нули только по запросу (empty_row='zero')")
 
 
@@ -3325,10 +3341,10 @@ for causal in (False, True):
 it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
 it_row = {key: weights[it] for key, weights in sentence_weights.items()}
 it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
-print(f"оценки 'it' для animal, tired, street: {it_scores_here.tolist()}")
+print(f"оценки 'it' для animal, tired, street: {number(it_scores_here.tolist(), '', 'ru')}")
 for (causal, temperature), row in it_row.items():
-    print(f"маска {'on ' if causal else 'off'} T = {temperature}: 'it' даёт animal {float(row[animal]):.3f}, tired "
-          f"{float(row[tired]):.3f}, street {float(row[street]):.3f}; наибольший вес {float(row.max()):.3f}")
+    print(f"маска {number('on ' if causal else 'off', '', 'ru')} T = {number(temperature, '', 'ru')}: 'it' даёт animal {number(float(row[animal]), '.3f', 'ru')}, tired "
+          f"{number(float(row[tired]), '.3f', 'ru')}, street {number(float(row[street]), '.3f', 'ru')}; наибольший вес {number(float(row.max()), '.3f', 'ru')}")
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -3346,9 +3362,9 @@ show_figure(
     "Шесть тепловых карт одного и того же предложения: строки\xa0— слово, которое смотрит, столбцы\xa0— слово, на "
     "которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая рамка\xa0— "
     "строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
-    f"{float(it_row[False, 1.0][animal]):.2f} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
+    f"{number(float(it_row[False, 1.0][animal]), '.2f', 'ru')} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
     "диагонали равно ровно 0, «tired» выпадает из строки «it», а «animal» поднимается до "
-    f"{float(it_row[True, 1.0][animal]):.2f}. Слева направо температура растёт от 0,5 до 2: строки из почти one-hot "
+    f"{number(float(it_row[True, 1.0][animal]), '.2f', 'ru')}. Слева направо температура растёт от 0,5 до 2: строки из почти one-hot "
     "расплываются в равномерную заливку.",
 )
 
@@ -3418,7 +3434,7 @@ order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
 shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
 permutation_error = float((shuffled - plain[order]).abs().max())
-print(f"переставленные входы дают переставленные выходы: наибольшая разница {permutation_error:.1e}")
+print(f"переставленные входы дают переставленные выходы: наибольшая разница {number(permutation_error, '.1e', 'ru')}")
 expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
 
 # One query and one key broadcast against a batch of two value sets, each with its own mask.
@@ -3443,7 +3459,7 @@ expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.
 
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
-print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   вердикт")
+print(f"{number('comparison', '<42', 'ru')} {number('largest |difference|', '>20', 'ru')} {number('in epsilons', '>12', 'ru')}   вердикт")
 for key, label, bound, must_be_small in (
     ("output_max_error", "our output against PyTorch's", 1e-12, True),
     ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
@@ -3456,7 +3472,7 @@ for key, label, bound, must_be_small in (
     if verdict in ("TOO LARGE", "TOO SMALL"):
         raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
 print("Читайте последний столбец: несколько эпсилон\xa0— это то же число, посчитанное в другом порядке; неверная маска "
-      f"отличается примерно на {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} эпсилон\xa0— это другой ответ.")
+      f"отличается примерно на {number(measured['wrong_cache_mask_max_error'] / EPSILON, '.0e', 'ru')} эпсилон\xa0— это другой ответ.")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -3582,16 +3598,16 @@ expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts,
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
 exact = torch.tensor(sums, dtype=torch.float64)
-print(f"d_k = 4: частоты сумм -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, дисперсия "
-      f"{float(exact.var(unbiased=False)):.0f}, после масштабирования {float((exact / 2).var(unbiased=False)):.0f}; "
-      f"sqrt(128) = {math.sqrt(128):.1f}")
+print(f"d_k = 4: частоты сумм -4..4: {number([sums.count(s) for s in (-4, -2, 0, 2, 4)], '', 'ru')}, дисперсия "
+      f"{number(float(exact.var(unbiased=False)), '.0f', 'ru')}, после масштабирования {number(float((exact / 2).var(unbiased=False)), '.0f', 'ru')}; "
+      f"sqrt(128) = {number(math.sqrt(128), '.1f', 'ru')}")
 expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
 expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
 expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
 die = torch.arange(1, 7, dtype=torch.float64)
 expect("a die's variance is 35/12, so 100 dice stray by sqrt(100 · 35/12) ≈ 17", (float(die.var(unbiased=False)), round(math.sqrt(100 * float(die.var(unbiased=False))))), "==", (35 / 12, 17))
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
-print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: один ключ забирает практически всё")
+print(f"softmax(16, 3, -9) = {number([f'{p:.6f}' for p in spread.tolist()], '', 'ru')}: один ключ забирает практически всё")
 expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
@@ -3603,7 +3619,7 @@ q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k,
 dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
 unscaled_variance = float(dots.var(unbiased=False))
 scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
-print(f"d_k = {d_k}, {samples:,} пар: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
+print(f"d_k = {number(d_k, '', 'ru')}, {number(samples, ',', 'ru')} пар: Var(q·k) = {number(unscaled_variance, '.2f', 'ru')}, Var(q·k/√d_k) = {number(scaled_variance, '.3f', 'ru')}")
 for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
     target = REFERENCE.value(f"scaling_experiment.{name}")
     expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
@@ -3681,9 +3697,9 @@ for width in WIDTHS:
 shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
 shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
 scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
-print(f"при d_k = 512 без масштаба: наибольший вес {by_key[512, False]['max_weight']:.2f}, градиент в {shrink_512:.1f}"
-      f"x меньше, чем с масштабом; при 1024: {by_key[1024, False]['max_weight']:.2f} и {shrink_1024:.1f}x; наибольший "
-      f"вес с масштабом остаётся в [{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+print(f"при d_k = 512 без масштаба: наибольший вес {number(by_key[512, False]['max_weight'], '.2f', 'ru')}, градиент в {number(shrink_512, '.1f', 'ru')}"
+      f"x меньше, чем с масштабом; при 1024: {number(by_key[1024, False]['max_weight'], '.2f', 'ru')} и {number(shrink_1024, '.1f', 'ru')}x; наибольший "
+      f"вес с масштабом остаётся в [{number(min(scaled_tops), '.2f', 'ru')}, {number(max(scaled_tops), '.2f', 'ru')}]")
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -3713,8 +3729,8 @@ show_figure(
 top_512 = by_key[512, False]["max_weight"]
 answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
 judge_prediction("Предскажите, затем запустите (1)", PREDICTION_UNSCALED_512, answer_512,
-                 f"без масштабирования лучший из 16 ключей забирает {top_512:.0%} внимания запроса при d_k = 512 (с "
-                 f"масштабированием: {by_key[512, True]['max_weight']:.0%}); исходные оценки разбросаны примерно на √512 ≈ 23, "
+                 f"без масштабирования лучший из 16 ключей забирает {number(top_512, '.0%', 'ru')} внимания запроса при d_k = 512 (с "
+                 f"масштабированием: {number(by_key[512, True]['max_weight'], '.0%', 'ru')}); исходные оценки разбросаны примерно на √512 ≈ 23, "
                  "так что один ключ побеждает безоговорочно.")
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
@@ -3843,9 +3859,9 @@ print(" d_k | медиана |dL/dq| без масштаба, с масштаб�
 for width in WIDTHS:
     print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
           f"{almost_none[width]:.2f}")
-print(f"при d_k = 512: медианный запрос без масштаба получает в {median_ratio_512:.0f}x меньше градиента, чем с "
-      f"масштабом, {almost_none[512]:.0%} получают почти ничего, а наибольший получает {largest_512[0]:.0f} против "
-      f"{largest_512[1]:.0f} с масштабом")
+print(f"при d_k = 512: медианный запрос без масштаба получает в {number(median_ratio_512, '.0f', 'ru')}x меньше градиента, чем с "
+      f"масштабом, {number(almost_none[512], '.0%', 'ru')} получают почти ничего, а наибольший получает {number(largest_512[0], '.0f', 'ru')} против "
+      f"{number(largest_512[1], '.0f', 'ru')} с масштабом")
 if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
@@ -3861,8 +3877,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
-print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {[f'{s:.0%}' for s in starving]}; медианный "
-      f"множитель {[f'{f:.0f}x' for f in factors]}")
+print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {number([f'{s:.0%}' for s in starving], '', 'ru')}; медианный "
+      f"множитель {number([f'{f:.0f}x' for f in factors], '', 'ru')}")
 expect("in every seed between 40% and 50% of the unscaled queries starve", all(0.40 <= s <= 0.50 for s in starving))
 per_root = [float(query_gradients[w, True].median()) / math.sqrt(w) for w in WIDTHS if w >= 32]
 expect("the scaled median grows like sqrt(d_k) (the loss's direction r): within 10% of flat from width 32 on", max(per_root) / min(per_root), "<", 1.1)
@@ -3875,7 +3891,7 @@ show_figure(
     "Каждая линия\xa0— медианный градиент, который получает один запрос, закрашенная полоса\xa0— средние 80% из 400 "
     "запросов, обе оси логарифмические. С масштабированием (синие квадраты, штриховая линия) градиент плавно "
     "растёт с размерностью, а полоса остаётся узкой. Без масштабирования (красные кружки, сплошная линия) медиана "
-    f"обваливается после размерности 64, а полоса расширяется на порядки: при d_k = 512 {almost_none[512]:.0%} "
+    f"обваливается после размерности 64, а полоса расширяется на порядки: при d_k = 512 {number(almost_none[512], '.0%', 'ru')} "
     "запросов получают почти ничего (softmax насыщен), а немногие, у которых две лучшие оценки близки, получают "
     "градиенты намного больше, чем любой масштабированный запрос. Обучение без масштабирования не везде медленное; "
     "оно непредсказуемое.",
@@ -4398,8 +4414,8 @@ x_heads = torch.randn(2, 6, 64)
 layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
 for name, layer in layers.items():
     y, w = layer(x_heads, return_weights=True)
-    print(f"{name}: KV-голов {layer.n_kv_heads}, выход {tuple(y.shape)}, веса {tuple(w.shape)}, веса K+V "
-          f"{layer.kv_parameter_count():,}")
+    print(f"{number(name, '', 'ru')}: KV-голов {number(layer.n_kv_heads, '', 'ru')}, выход {number(tuple(y.shape), '', 'ru')}, веса {number(tuple(w.shape), '', 'ru')}, веса K+V "
+          f"{number(layer.kv_parameter_count(), ',', 'ru')}")
 kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
 expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
 expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
@@ -4421,7 +4437,7 @@ with torch.no_grad():
         shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
         getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
     gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
-print(f"GQA против MHA с повторёнными KV-головами: наибольшая разница {gqa_error:.1e}")
+print(f"GQA против MHA с повторёнными KV-головами: наибольшая разница {number(gqa_error, '.1e', 'ru')}")
 expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
 
 # And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
@@ -4432,7 +4448,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
         theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
     print("против F.scaled_dot_product_attention(enable_gqa=True): наибольшая разница "
-          f"{float((ours - theirs).abs().max()):.1e}")
+          f"{number(float((ours - theirs).abs().max()), '.1e', 'ru')}")
     expect("torch.allclose(ours, theirs, atol=1e-12)", torch.allclose(ours, theirs, atol=1e-12))
 else:
     print("в torch < 2,5 нет enable_gqa; сравнение с путём GQA из PyTorch пропущено")
@@ -4537,7 +4553,7 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
 WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
 LONG = REFERENCE.value("attention_cost.long_context")
 for n in (1_000, 2_000, LONG):
-    print(f"{n:>7,} токенов: {attention_cost(n, WIDE)['score_entries']:>14,} элементов оценок на голову и слой")
+    print(f"{number(n, '>7,', 'ru')} токенов: {number(attention_cost(n, WIDE)['score_entries'], '>14,', 'ru')} элементов оценок на голову и слой")
 crossover = 2 * WIDE
 REFERENCE.check("attention_cost.crossover_tokens", crossover)
 REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
@@ -4592,9 +4608,9 @@ for key, difference in conventions.items():
     if difference(n_cross) != 0:
         raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
     REFERENCE.check(f"attention_cost.{key}", n_cross)
-    print(f"{key}: {n_cross:,} токенов")
-print(f"часть n² равна проекциям при n = {crossover:,}; n² / линейная = {ratios[8000]:.2f} при 8000 токенов и "
-      f"{ratios[128000]:.1f} при 128\xa0000")
+    print(f"{number(key, '', 'ru')}: {number(n_cross, ',', 'ru')} токенов")
+print(f"часть n² равна проекциям при n = {number(crossover, ',', 'ru')}; n² / линейная = {number(ratios[8000], '.2f', 'ru')} при 8000 токенов и "
+      f"{number(ratios[128000], '.1f', 'ru')} при 128\xa0000")
 
 # Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
 per_token = kv_cache_bytes_per_token(
@@ -4606,18 +4622,18 @@ conversation_gb = per_token * 32_000 / 1e9
 fits = int((80 - 16) // conversation_gb)
 all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
 gqa_gb = per_token * 128_000 / 1e9
-print(f"KV-кэш: {per_token:,} байт на токен; диалог из 32\xa0000 токенов занимает {conversation_gb:.1f} ГБ; {fits} таких "
+print(f"KV-кэш: {number(per_token, ',', 'ru')} байт на токен; диалог из 32\xa0000 токенов занимает {number(conversation_gb, '.1f', 'ru')} ГБ; {number(fits, '', 'ru')} таких "
       "помещаются рядом с 16\xa0ГБ весов на GPU на 80\xa0ГБ")
-print(f"один запрос на 128\xa0000 токенов: {all_heads_gb:.0f} ГБ при 32 KV-головах, {gqa_gb:.1f} ГБ при 8")
+print(f"один запрос на 128\xa0000 токенов: {number(all_heads_gb, '.0f', 'ru')} ГБ при 32 KV-головах, {number(gqa_gb, '.1f', 'ru')} ГБ при 8")
 
 price_per_million = 5.0  # an illustrative price in USD per million input tokens
 full_price = 100_000 * price_per_million / 1e6
 cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
 write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
-print(f"промпт на 100\xa0000 токенов по USD {price_per_million:.0f}/M: USD {full_price:.2f} каждый раз, USD "
-      f"{cached_price:.2f} как чтение из кэша, USD {write_price:.3f} как запись в кэш на 5 минут")
+print(f"промпт на 100\xa0000 токенов по USD {number(price_per_million, '.0f', 'ru')}/M: USD {number(full_price, '.2f', 'ru')} каждый раз, USD "
+      f"{number(cached_price, '.2f', 'ru')} как чтение из кэша, USD {number(write_price, '.3f', 'ru')} как запись в кэш на 5 минут")
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
-print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {mistral_reach:,} токенов")
+print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {number(mistral_reach, ',', 'ru')} токенов")
 
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
@@ -4682,8 +4698,8 @@ costs = [attention_cost(int(n), WIDE) for n in lengths]
 quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
 linear = np.array([c["linear_flops"] for c in costs], dtype=float)
 cross_at = 2 * WIDE
-print(f"пересечение при n = 2·d_model = {cross_at:,}; отношение при 128\xa0000 токенов: "
-      f"{attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops']:.1f}")
+print(f"пересечение при n = 2·d_model = {number(cross_at, ',', 'ru')}; отношение при 128\xa0000 токенов: "
+      f"{number(attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops'], '.1f', 'ru')}")
 expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
 expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
 doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
@@ -4863,9 +4879,9 @@ check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
 mean_ln = x_ln.mean()
 variance_ln = ((x_ln - mean_ln) ** 2).mean()
-print(f"x = {x_ln.tolist()}: среднее {float(mean_ln)}, смещённая дисперсия {float(variance_ln)}, несмещённая "
-      f"{float(x_ln.var(unbiased=True)):.2f}, нормированный "
-      f"{[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
+print(f"x = {number(x_ln.tolist(), '', 'ru')}: среднее {number(float(mean_ln), '', 'ru')}, смещённая дисперсия {number(float(variance_ln), '', 'ru')}, несмещённая "
+      f"{number(float(x_ln.var(unbiased=True)), '.2f', 'ru')}, нормированный "
+      f"{number([round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()], '', 'ru')}")
 REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
 REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
@@ -4928,8 +4944,8 @@ expect("a decoder block is causal: changing the last token leaves every earlier 
 expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
 expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
 expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
-print(f"блок декодера: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
-      f"{sum((p.numel() for p in block.parameters())):,} параметров")
+print(f"блок декодера: {number(tuple(block_input.shape), '', 'ru')} -> {number(tuple(block_output.shape), '', 'ru')}, "
+      f"{number(sum((p.numel() for p in block.parameters())), ',', 'ru')} параметров")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -5011,9 +5027,9 @@ def transformer_parameter_floor(d_model, d_ff):
 
 base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
 big = transformer_parameter_floor(1024, 4096)
-print(f"base: {base}")
-print(f"big:  слой кодировщика {big.encoder_layer:,}, слой декодера {big.decoder_layer:,} ("
-      f"{big.encoder_layer // base.encoder_layer}x base)")
+print(f"base: {number(base, '', 'ru')}")
+print(f"big:  слой кодировщика {number(big.encoder_layer, ',', 'ru')}, слой декодера {number(big.decoder_layer, ',', 'ru')} ("
+      f"{number(big.encoder_layer // base.encoder_layer, '', 'ru')}x base)")
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
@@ -5046,8 +5062,8 @@ show_figure(
 torch.manual_seed(SEED)
 dropout, ones = nn.Dropout(p=0.1), torch.ones(100_000)
 kept = dropout.train()(ones)  # training mode: about 10% zeros, the rest 1 / 0.9
-print(f"обучение: обнулено {float((kept == 0).double().mean()):.3f} элементов, остальные {float(kept.max()):.4f}, "
-      f"среднее {float(kept.mean()):.3f}; оценка: без изменений {torch.equal(dropout.eval()(ones), ones)}")
+print(f"обучение: обнулено {number(float((kept == 0).double().mean()), '.3f', 'ru')} элементов, остальные {number(float(kept.max()), '.4f', 'ru')}, "
+      f"среднее {number(float(kept.mean()), '.3f', 'ru')}; оценка: без изменений {number(torch.equal(dropout.eval()(ones), ones), '', 'ru')}")
 expect("training-mode dropout zeroes about p and scales the rest by 1/(1 − p), keeping the mean near 1",
        abs(float(kept.mean()) - 1) < 0.01 and math.isclose(float(kept.max()), 1 / 0.9, rel_tol=1e-6))
 expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), ones))
@@ -5154,7 +5170,7 @@ with torch.no_grad():
         probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
-    print(f"{name:>8}: наибольшее изменение по позициям {[round(v, 4) for v in shift.tolist()]}")
+    print(f"{number(name, '>8', 'ru')}: наибольшее изменение по позициям {number([round(v, 4) for v in shift.tolist()], '', 'ru')}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
 with torch.no_grad():
@@ -5235,8 +5251,8 @@ nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.
 nll_target = REFERENCE.value("next_token_nll.target")
 nll_probabilities = softmax(nll_logits)
 nll = float(-torch.log(nll_probabilities[nll_target]))
-print(f"вероятности {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL токена {nll_target}: {nll:.4f} ната = "
-      f"{nll / math.log(2):.3f} бита; равномерно по 8 токенам: {math.log(8):.2f} ната")
+print(f"вероятности {number([round(p, 4) for p in nll_probabilities.tolist()], '', 'ru')}, NLL токена {number(nll_target, '', 'ru')}: {number(nll, '.4f', 'ru')} ната = "
+      f"{number(nll / math.log(2), '.3f', 'ru')} бита; равномерно по 8 токенам: {number(math.log(8), '.2f', 'ru')} ната")
 if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
     raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
@@ -5524,18 +5540,18 @@ held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_se
 with torch.no_grad():
     full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
     ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
-print(f"{recipe['steps']} шагов AdamW на свежих пакетах из {recipe['batch']} последовательностей, lr "
-      f"{recipe['learning_rate']}; оценка на {recipe['eval_sequences']} новых последовательностях, только повторённая "
+print(f"{number(recipe['steps'], '', 'ru')} шагов AdamW на свежих пакетах из {number(recipe['batch'], '', 'ru')} последовательностей, lr "
+      f"{number(recipe['learning_rate'], '', 'ru')}; оценка на {number(recipe['eval_sequences'], '', 'ru')} новых последовательностях, только повторённая "
       "половина")
-print(f"с вниманием:      потери {losses[0]:.3f} -> {full_loss:.4f} ната/токен, точность {full_accuracy:.3f}")
-print(f"без внимания:     потери {ablated_losses[0]:.3f} -> {ablated_loss:.4f} ната/токен, точность "
-      f"{ablated_accuracy:.3f} (случайно: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, точность "
-      f"{1 / recipe['vocab_size']:.3f})")
+print(f"с вниманием:      потери {number(losses[0], '.3f', 'ru')} -> {number(full_loss, '.4f', 'ru')} ната/токен, точность {number(full_accuracy, '.3f', 'ru')}")
+print(f"без внимания:     потери {number(ablated_losses[0], '.3f', 'ru')} -> {number(ablated_loss, '.4f', 'ru')} ната/токен, точность "
+      f"{number(ablated_accuracy, '.3f', 'ru')} (случайно: ln {number(recipe['vocab_size'], '', 'ru')} = {number(math.log(recipe['vocab_size']), '.3f', 'ru')}, точность "
+      f"{number(1 / recipe['vocab_size'], '.3f', 'ru')})")
 first_step, last_step = step_ratios[0], step_ratios[-1]
 largest_ratio, adam_bound = max(float(r.max()) for r in step_ratios), (1 - 0.9) / math.sqrt(1 - 0.999)
-print(f"шаг AdamW / lr: первый шаг весь {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; медиана "
-      f"последнего шага {float(last_step.median()):.4f}; наибольший по всем шагам {largest_ratio:.3f} (граница (1 − "
-      f"β1)/√(1 − β2) = {adam_bound:.2f})")
+print(f"шаг AdamW / lr: первый шаг весь {number(float(first_step.min()), '.4f', 'ru')}..{number(float(first_step.max()), '.4f', 'ru')}; медиана "
+      f"последнего шага {number(float(last_step.median()), '.4f', 'ru')}; наибольший по всем шагам {number(largest_ratio, '.3f', 'ru')} (граница (1 − "
+      f"β1)/√(1 − β2) = {number(adam_bound, '.2f', 'ru')})")
 
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
@@ -5551,7 +5567,7 @@ if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated
                          f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
                          f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
 loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
-print(f"разрывы абляции: {loss_gap:.2f} ната на токен, {accuracy_gap:.3f} точности")
+print(f"разрывы абляции: {number(loss_gap, '.2f', 'ru')} ната на токен, {number(accuracy_gap, '.3f', 'ru')} точности")
 if not (loss_gap > 1.5 and accuracy_gap > 0.7):
     raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
                          f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
@@ -5560,8 +5576,8 @@ expect("later steps are smaller than lr: last-step median of step / lr", float(l
 threshold = REFERENCE.value("tiny_lm.loss_threshold")
 first_pass = next(step for step, value in enumerate(losses) if value < threshold)
 jumps = [step for step in range(1, recipe["steps"]) if constant_losses[step] > max(threshold, 1.5 * constant_losses[step - 1])]
-print(f"с затуханием потери обучения впервые опускаются ниже {threshold} на шаге {first_pass} из {recipe['steps']} и "
-      f"остаются там; при постоянном lr они подскакивают выше {threshold} на шагах {jumps}")
+print(f"с затуханием потери обучения впервые опускаются ниже {number(threshold, '', 'ru')} на шаге {number(first_pass, '', 'ru')} из {number(recipe['steps'], '', 'ru')} и "
+      f"остаются там; при постоянном lr они подскакивают выше {number(threshold, '', 'ru')} на шагах {number(jumps, '', 'ru')}")
 expect("with the decay, once the loss is below the threshold it stays there", max(losses[first_pass:]), "<", threshold)
 expect("at a constant lr the loss jumps back up (the prose's reason for the decay)", len(jumps), ">", 0)
 
@@ -5579,8 +5595,8 @@ expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
 continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
-print(f"промпт {prompt[0].tolist()} -> продолжение {generated[segment_length:].tolist()} (точность "
-      f"{continuation_accuracy:.3f})")
+print(f"промпт {number(prompt[0].tolist(), '', 'ru')} -> продолжение {number(generated[segment_length:].tolist(), '', 'ru')} (точность "
+      f"{number(continuation_accuracy, '.3f', 'ru')})")
 if continuation_accuracy != 1.0:
     raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
 
@@ -5588,19 +5604,19 @@ if continuation_accuracy != 1.0:
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
     "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск начинается на "
-    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя, штриховая линия с "
-    f"квадратами) падает на порядки: она научилась смотреть на {segment_length - 1} позиций назад. Та же модель с "
+    f"пунктирной линии ln {number(recipe['vocab_size'], '', 'ru')} — цене угадывания. Полная модель (синяя, штриховая линия с "
+    f"квадратами) падает на порядки: она научилась смотреть на {number(segment_length - 1, '', 'ru')} позиций назад. Та же модель с "
     "выключенным вниманием (красная, пунктир с крестиками) видит по одному токену и остаётся на пунктирной линии: "
-    f"на новых последовательностях она набирает {ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против "
-    f"{full_loss:.3f} ната и {full_accuracy:.1%} с вниманием. Тонкий серый штриховой запуск с кружками держит "
-    f"скорость обучения постоянной и подскакивает вверх на шагах {', '.join(map(str, jumps))}; синий снижает её до "
+    f"на новых последовательностях она набирает {number(ablated_loss, '.2f', 'ru')} ната и точность {number(ablated_accuracy, '.0%', 'ru')} против "
+    f"{number(full_loss, '.3f', 'ru')} ната и {number(full_accuracy, '.1%', 'ru')} с вниманием. Тонкий серый штриховой запуск с кружками держит "
+    f"скорость обучения постоянной и подскакивает вверх на шагах {number(', '.join(map(str, jumps)), '', 'ru')}; синий снижает её до "
     "0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
 expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
-print(f"повторные запросы на позициях {list(range(segment_length - 1, 2 * segment_length - 1))} больше всего читают "
-      f"ключи {look_back.tolist()}")
+print(f"повторные запросы на позициях {number(list(range(segment_length - 1, 2 * segment_length - 1)), '', 'ru')} больше всего читают "
+      f"ключи {number(look_back.tolist(), '', 'ru')}")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
 expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
 # A positional copy, not an induction head: put one token in front of a 5-token segment written twice, and the
@@ -5610,18 +5626,18 @@ shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_see
 shifted = tuple(torch.cat((torch.zeros(len(s), 1, dtype=torch.long), s), dim=1) for s in shifted)  # token 0 in front
 with torch.no_grad():
     shifted_accuracy = copy_loss_and_accuracy(model, *shifted, segment_length)[1]
-print(f"та же модель на повторе, сдвинутом на одну позицию: точность {shifted_accuracy:.3f} (случайно "
-      f"{1 / recipe['vocab_size']:.3f})")
+print(f"та же модель на повторе, сдвинутом на одну позицию: точность {number(shifted_accuracy, '.3f', 'ru')} (случайно "
+      f"{number(1 / recipe['vocab_size'], '.3f', 'ru')})")
 expect("shifted by one place, the positional copy falls to chance", shifted_accuracy, "<", REFERENCE.value("tiny_lm.ablated_accuracy_ceiling"))
 show_figure(
     plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
     "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки\xa0— запросы, столбцы\xa0— ключи, "
     "каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний треугольник пуст из-за "
-    f"каузальной маски. Начиная с позиции {segment_length - 1}, тёмная диагональ лежит на {segment_length - 1} "
-    f"столбцов левее главной: запрос на позиции p читает ключ на p − {segment_length - 1}, где в этой задаче всегда "
+    f"каузальной маски. Начиная с позиции {number(segment_length - 1, '', 'ru')}, тёмная диагональ лежит на {number(segment_length - 1, '', 'ru')} "
+    f"столбцов левее главной: запрос на позиции p читает ключ на p − {number(segment_length - 1, '', 'ru')}, где в этой задаче всегда "
     "лежит следующий токен для записи. Этот ключ он находит по позиции, а не по содержимому: запрос, чей токен "
-    f"дважды встречается в отрезке, всё равно читает p − {segment_length - 1}, а сдвиг повтора на одну позицию "
-    f"роняет копирование до {shifted_accuracy:.0%}. Первые {segment_length - 1} строк никогда не оцениваются, "
+    f"дважды встречается в отрезке, всё равно читает p − {number(segment_length - 1, '', 'ru')}, а сдвиг повтора на одну позицию "
+    f"роняет копирование до {number(shifted_accuracy, '.0%', 'ru')}. Первые {number(segment_length - 1, '', 'ru')} строк никогда не оцениваются, "
     "поэтому обучение не определяет, куда они смотрят.",
 )
 
@@ -5642,8 +5658,8 @@ with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
 judge_prediction("Предскажите, затем запустите (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
-                 f"без позиций потери заканчиваются на {no_position_loss:.2f} ната, а точность\xa0— на {no_position_accuracy:.0%} "
-                 f"(с позициями {full_loss:.3f} и {full_accuracy:.0%}): для запроса каждый ключ выглядит одинаково, кроме своего "
+                 f"без позиций потери заканчиваются на {number(no_position_loss, '.2f', 'ru')} ната, а точность\xa0— на {number(no_position_accuracy, '.0%', 'ru')} "
+                 f"(с позициями {number(full_loss, '.3f', 'ru')} и {number(full_accuracy, '.0%', 'ru')}): для запроса каждый ключ выглядит одинаково, кроме своего "
                  "токена, так что «ключ на 5 позиций назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на "
                  "порядок.")
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
@@ -5901,7 +5917,7 @@ policies = {
 for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
 running_mass = list(itertools.accumulate(policies["T = 1"]))
-print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {[round(m, 3) for m in running_mass]}")
+print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {number([round(m, 3) for m in running_mass], '', 'ru')}")
 expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
 expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
@@ -5927,7 +5943,7 @@ nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
 frequencies = [draws.count(i) / len(draws) for i in range(4)]
 gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
-print(f"20\xa0000 выборок из top-p = 0,9: частоты {[round(f, 3) for f in frequencies]}, наибольшее расхождение {gap:.4f}")
+print(f"20\xa0000 выборок из top-p = 0,9: частоты {number([round(f, 3) for f in frequencies], '', 'ru')}, наибольшее расхождение {number(gap, '.4f', 'ru')}")
 expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
 expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
 
@@ -6031,7 +6047,7 @@ check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals(
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
 limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
-print(f"EOS на шаге 2: {eos_trace}; без EOS в пределах 3 токенов: {limit_trace}")
+print(f"EOS на шаге 2: {number(eos_trace, '', 'ru')}; без EOS в пределах 3 токенов: {number(limit_trace, '', 'ru')}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
 # Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
@@ -6046,7 +6062,7 @@ stop_token = int(generated[-1])
 model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
 expected_trace = generated[segment_length:].tolist()
 expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
-print(f"логиты TinyLM через greedy_trace с токеном {stop_token} в роли EOS: {model_trace}")
+print(f"логиты TinyLM через greedy_trace с токеном {number(stop_token, '', 'ru')} в роли EOS: {number(model_trace, '', 'ru')}")
 if model_trace != (expected_trace, "eos"):
     raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
                          f"got {model_trace}, expected {(expected_trace, 'eos')}")
@@ -6173,7 +6189,7 @@ NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for 
 for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
-print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто с сообщением, называющим проблему, в {len(tested)} открытых "
+print(f"{number(len(NEGATIVE_TESTS), '', 'ru')} неверных входов отвергнуто с сообщением, называющим проблему, в {number(len(tested), '', 'ru')} открытых "
       "функциях и классах")
 
 # %% [markdown]
@@ -6376,8 +6392,8 @@ running = list(itertools.accumulate(plain))
 crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
 if crossing != 0:
     raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
-print(f"один верхний токен держит {plain[0]:.3f} >= 0,5, так что правило, отбрасывающее токен перехода порога, "
-      f"оставило бы токенов: {crossing}")
+print(f"один верхний токен держит {number(plain[0], '.3f', 'ru')} >= 0,5, так что правило, отбрасывающее токен перехода порога, "
+      f"оставило бы токенов: {number(crossing, '', 'ru')}")
 
 # %% [markdown]
 # ## Приложение · Внимание на практике: варианты, затраты и сбои

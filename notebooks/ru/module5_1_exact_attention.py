@@ -2404,6 +2404,22 @@ def check_tiled_attention_contract(tiled_attention):
 # builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
 print("загружено контрактных проверок: 8")
 
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
@@ -3035,14 +3051,14 @@ def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
     return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
 
 
-print(f"рукопожатий среди 10 гостей: {10 * 9 // 2}; среди 1000: {1000 * 999 // 2:,}")
+print(f"рукопожатий среди 10 гостей: {number(10 * 9 // 2, '', 'ru')}; среди 1000: {number(1000 * 999 // 2, ',', 'ru')}")
 CONTEXTS = (8_192, 131_072, 1_048_576)
 bills = [context_cost(n) for n in CONTEXTS]
 print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
 for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
-print(f"8k -> 1M: токены x{CONTEXTS[2] // CONTEXTS[0]}, пары x{bills[2]['pairs'] // bills[0]['pairs']:,}, кэш x"
-      f"{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
+print(f"8k -> 1M: токены x{number(CONTEXTS[2] // CONTEXTS[0], '', 'ru')}, пары x{number(bills[2]['pairs'] // bills[0]['pairs'], ',', 'ru')}, кэш x"
+      f"{number(bills[2]['cache_bytes'] // bills[0]['cache_bytes'], '', 'ru')}")
 expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
@@ -3169,8 +3185,8 @@ check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
 MASK_N = 24
 mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
 for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
-    print(f"{name:20s} разрешённых пар: {int((m == 0).sum()):4d}   строка 23 читает ключи "
-          f"{np.flatnonzero(m[23] == 0).tolist()}")
+    print(f"{number(name, '20s', 'ru')} разрешённых пар: {number(int((m == 0).sum()), '4d', 'ru')}   строка 23 читает ключи "
+          f"{number(np.flatnonzero(m[23] == 0).tolist(), '', 'ru')}")
 expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
 expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
 expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
@@ -3367,7 +3383,7 @@ expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))",
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
 for logit, share in shares.items():
-    print(f"логит стока {logit:.0f}: доля стока среди 128 равных ключей = {100 * share:.2f}%")
+    print(f"логит стока {number(logit, '.0f', 'ru')}: доля стока среди 128 равных ключей = {number(100 * share, '.2f', 'ru')}%")
 REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
@@ -3382,7 +3398,7 @@ extended_w = np.exp(extended - extended.max(1, keepdims=True))
 extended_w /= extended_w.sum(1, keepdims=True)
 column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
 print("сток против лишнего столбца с нулевым значением: наибольшая |разность| "
-      f"{np.abs(out_sink - column_out).max():.1e}")
+      f"{number(np.abs(out_sink - column_out).max(), '.1e', 'ru')}")
 expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
 expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
 expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
@@ -3522,11 +3538,11 @@ causal12 = make_mask(T)
 grouped = gqa_attention(Qh, Kh, Vh, causal12)
 # The invariant: GQA equals MHA whose KV heads were copied group by group.
 as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
-print(f"GQA против MHA со скопированными головами: наибольшая |разность| {np.abs(grouped - as_mha).max():.1e}")
+print(f"GQA против MHA со скопированными головами: наибольшая |разность| {number(np.abs(grouped - as_mha).max(), '.1e', 'ru')}")
 expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
 # The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
-print(f"GQA против tile вместо repeat: наибольшая |разность| {np.abs(grouped - tiled_heads).max():.2f} (должна быть "
+print(f"GQA против tile вместо repeat: наибольшая |разность| {number(np.abs(grouped - tiled_heads).max(), '.2f', 'ru')} (должна быть "
       "большой)")
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
@@ -3635,7 +3651,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zer
     expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
     rows = slice(None)
 else:
-    print(f"ПРОПУСК: torch {torch.__version__} возвращает NaN в полностью замаскированных строках; сравниваются только "
+    print(f"ПРОПУСК: torch {number(torch.__version__, '', 'ru')} возвращает NaN в полностью замаскированных строках; сравниваются только "
           "остальные строки")
     rows = slice(1, None)
 expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
@@ -3675,7 +3691,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
     report_section("enable_gqa=True равно repeat_interleave + явному вниманию, по выходам и градиентам", globals())
 else:
-    print(f"ПРОПУСК: в torch {torch.__version__} нет enable_gqa (добавлен в 2,5); repeat_kv_heads выше\xa0— переносимый путь")
+    print(f"ПРОПУСК: в torch {number(torch.__version__, '', 'ru')} нет enable_gqa (добавлен в 2,5); repeat_kv_heads выше\xa0— переносимый путь")
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
@@ -3762,7 +3778,7 @@ rows = {
     "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
+    print(f"{number(key, '34s', 'ru')} {number(per_token_bytes / KIB, '6.0f', 'ru')} КиБ/токен   {number(per_token_bytes * context / GIB, '6.2f', 'ru')} ГиБ при {number(context, ',', 'ru')} "
           "токенов")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
 full_layers = hybrid_windows.count(None)
@@ -3780,12 +3796,12 @@ hybrid = {
 for key, value in hybrid.items():
     REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
 expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
-print(f"gpt-oss-120b при {context:,} токенов: полные слои {hybrid['full_bytes'] / GIB:.2f} ГиБ + слои с окном "
-      f"{hybrid['sliding_bytes'] / MIB:.1f} МиБ = {hybrid['hybrid_total_bytes'] / GIB:.4f} ГиБ; со всеми полными "
-      f"слоями было бы {hybrid['all_full_bytes'] / GIB:.2f} ГиБ (x"
-      f"{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
+print(f"gpt-oss-120b при {number(context, ',', 'ru')} токенов: полные слои {number(hybrid['full_bytes'] / GIB, '.2f', 'ru')} ГиБ + слои с окном "
+      f"{number(hybrid['sliding_bytes'] / MIB, '.1f', 'ru')} МиБ = {number(hybrid['hybrid_total_bytes'] / GIB, '.4f', 'ru')} ГиБ; со всеми полными "
+      f"слоями было бы {number(hybrid['all_full_bytes'] / GIB, '.2f', 'ru')} ГиБ (x"
+      f"{number(hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes'], '.3f', 'ru')})")
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
-print(f"gpt-oss-20b: его растущая часть стоит {kv_bytes_per_token(12, 8, 64) / KIB:.0f} КиБ на токен")
+print(f"gpt-oss-20b: его растущая часть стоит {number(kv_bytes_per_token(12, 8, 64) / KIB, '.0f', 'ru')} КиБ на токен")
 REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
 check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
 check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
@@ -3796,7 +3812,7 @@ cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
 for name, (card_layers, card_kv, card_dim) in cards.items():
     per_token_bytes = kv_bytes_per_token(card_layers, card_kv, card_dim)
     total = kv_cache_bytes(context, [None] * card_layers, card_kv, card_dim)
-    print(f"{name:14s} {per_token_bytes / KIB:4.0f} КиБ/токен -> {total / GIB:4.0f} ГиБ при {context:,} токенов")
+    print(f"{number(name, '14s', 'ru')} {number(per_token_bytes / KIB, '4.0f', 'ru')} КиБ/токен -> {number(total / GIB, '4.0f', 'ru')} ГиБ при {number(context, ',', 'ru')} токенов")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
 # By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
@@ -3833,9 +3849,9 @@ def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
 latent_bytes = mla_bytes_per_token(61, 512, 64)
 v2_convention = kv_bytes_per_token(61, 128, 128)  # DeepSeek-V2 Table 1: d_h = 128 for keys and values
 expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide keys, 128-wide values
-print(f"латентный вектор {latent_bytes:,} Б/токен; эквивалент MHA (d_h = 128) {v2_convention:,} Б = x"
-      f"{v2_convention / latent_bytes:.1f}; развёрнутый с ключами размерности 192 {expanded_192:,} Б = x"
-      f"{expanded_192 / latent_bytes:.1f}")
+print(f"латентный вектор {number(latent_bytes, ',', 'ru')} Б/токен; эквивалент MHA (d_h = 128) {number(v2_convention, ',', 'ru')} Б = x"
+      f"{number(v2_convention / latent_bytes, '.1f', 'ru')}; развёрнутый с ключами размерности 192 {number(expanded_192, ',', 'ru')} Б = x"
+      f"{number(expanded_192 / latent_bytes, '.1f', 'ru')}")
 REFERENCE.check("mla.bytes_per_token", latent_bytes)
 REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
 REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
@@ -3994,9 +4010,9 @@ def plot_online_softmax(trace, exact, language="en"):
 # %%
 online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
 for t, state in enumerate(online_trace, start=1):
-    print(f"после тайла {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = "
-          f"{state['u']:.4f}")
-print(f"выход u / l = {online_output:.4f}")
+    print(f"после тайла {number(t, '', 'ru')}: m = {number(state['m'], '.0f', 'ru')}, alpha = {number(state['alpha'], '.4f', 'ru')}, l = {number(state['l'], '.4f', 'ru')}, u = "
+          f"{number(state['u'], '.4f', 'ru')}")
+print(f"выход u / l = {number(online_output, '.4f', 'ru')}")
 REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
@@ -4174,9 +4190,9 @@ check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention
 gen_tiles = np.random.default_rng(11)
 Qt, Kt, Vt = (gen_tiles.standard_normal((64, 8)) for _ in range(3))
 plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_size=16), causal_tiled_attention(Qt, Kt, Vt, tile_size=16)
-print(f"простые тайлы против плотного: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; каузальные тайлы против "
-      f"плотного: {np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; вычислено {causal_tiles} из "
-      f"{(64 // 16) ** 2} тайлов")
+print(f"простые тайлы против плотного: {number(np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), '.1e', 'ru')}; каузальные тайлы против "
+      f"плотного: {number(np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), '.1e', 'ru')}; вычислено {number(causal_tiles, '', 'ru')} из "
+      f"{number((64 // 16) ** 2, '', 'ru')} тайлов")
 if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
 expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
@@ -4315,7 +4331,7 @@ n40 = 40
 Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
 for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
-    print(f"{name:20s} по тайлам (тайл 7) против плотного: наибольшая |разность| {error:.1e}")
+    print(f"{number(name, '20s', 'ru')} по тайлам (тайл 7) против плотного: наибольшая |разность| {number(error, '.1e', 'ru')}")
     expect("error < 1e-12", error, "<", 1e-12)
 
 # %% tags=["hide-input"]
@@ -4334,8 +4350,8 @@ expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_s
 # Float16 inputs are computed, and returned, in float32 by both implementations.
 Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
 dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
-print(f"входы float16: dtype {dense16.dtype} / {tiled16.dtype}, наибольшая |разность| "
-      f"{np.abs(dense16 - tiled16).max():.1e}")
+print(f"входы float16: dtype {number(dense16.dtype, '', 'ru')} / {number(tiled16.dtype, '', 'ru')}, наибольшая |разность| "
+      f"{number(np.abs(dense16 - tiled16).max(), '.1e', 'ru')}")
 expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
 expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
 
@@ -4375,7 +4391,7 @@ for window in (None, 3):
         expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
 print("декодирование с локальными позициями против правильного: наибольшая |разность| "
-      f"{np.abs(local_positions - complete[5:6]).max():.2f} (должна быть большой)")
+      f"{number(np.abs(local_positions - complete[5:6]).max(), '.2f', 'ru')} (должна быть большой)")
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 
 # %% tags=["hide-input"]
@@ -4466,8 +4482,8 @@ def block_kinds(allowed, tile):
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
-    print(f"блоки 16 x 16, {name:14s}: вычислено {int((kinds > 0).sum()):3d} из {kinds.size}, из них замаскировано "
-          f"{int((kinds == 1).sum())}")
+    print(f"блоки 16 x 16, {number(name, '14s', 'ru')}: вычислено {number(int((kinds > 0).sum()), '3d', 'ru')} из {number(kinds.size, '', 'ru')}, из них замаскировано "
+          f"{number(int((kinds == 1).sum()), '', 'ru')}")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
 REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 show_figure(
@@ -4562,14 +4578,14 @@ for n in LENGTHS:
     if n >= 512:  # wall times vary; only a verdict with a wide margin is printed
         faster[n] = best_seconds(tiled_attention, Qm, Km, Vm, causal=True) < best_seconds(sdpa, Qm, Km, Vm, causal_n)
 for key, value in score_bytes.items():
-    print(f"{key:20s} {value / MIB:8.3f} МиБ, {value // score_bytes['tile_128_fp32_bytes']:,} тайлов")
+    print(f"{number(key, '20s', 'ru')} {number(value / MIB, '8.3f', 'ru')} МиБ, {number(value // score_bytes['tile_128_fp32_bytes'], ',', 'ru')} тайлов")
 print(f"{'n':>5} {'dense peak MiB':>15} {'tiled peak MiB':>15} {'dense / tiled':>14} {'tiled faster?':>14}")
 for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]):
     verdict = ("yes" if faster[n] else "no") if n in faster else "-"
     print(f"{n:>5} {dense_bytes / MIB:>15.2f} {tiled_bytes / MIB:>15.2f} {dense_bytes / tiled_bytes:>14.0f} {verdict:>14}")
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
-print(f"от n = 512 до 1024: пик плотного x{dense_growth:.1f}, пик по тайлам x{tiled_growth:.1f}")
+print(f"от n = 512 до 1024: пик плотного x{number(dense_growth, '.1f', 'ru')}, пик по тайлам x{number(tiled_growth, '.1f', 'ru')}")
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
@@ -4719,11 +4735,11 @@ H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit nu
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print(f"M_sram = {H100_SRAM_NUMBERS:,} чисел, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = "
-      f"{math.ceil(8192 / block_c)}")
-print(f"n = 8192: стандартное {io_8k['standard']:.3g} чисел, FlashAttention {io_8k['flash']:.3g}, нижняя граница "
-      f"{io_8k['floor']:.3g}: в x{io_8k['standard'] / io_8k['flash']:.2f} меньше; одни Θ-оценки дали бы x"
-      f"{H100_SRAM_NUMBERS / 128 ** 2:.1f}")
+print(f"M_sram = {number(H100_SRAM_NUMBERS, ',', 'ru')} чисел, d = 128: B_c = {number(block_c, '', 'ru')}, B_r = {number(block_r, '', 'ru')}, T_c = "
+      f"{number(math.ceil(8192 / block_c), '', 'ru')}")
+print(f"n = 8192: стандартное {number(io_8k['standard'], '.3g', 'ru')} чисел, FlashAttention {number(io_8k['flash'], '.3g', 'ru')}, нижняя граница "
+      f"{number(io_8k['floor'], '.3g', 'ru')}: в x{number(io_8k['standard'] / io_8k['flash'], '.2f', 'ru')} меньше; одни Θ-оценки дали бы x"
+      f"{number(H100_SRAM_NUMBERS / 128 ** 2, '.1f', 'ru')}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
 check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
@@ -4801,7 +4817,7 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
-        print(f"в torch {torch.__version__} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
+        print(f"в torch {number(torch.__version__, '', 'ru')} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
               "выбор по умолчанию")
         return times
     for name in ("MATH", "FLASH_ATTENTION"):
@@ -4809,15 +4825,15 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
             with sdpa_kernel(getattr(SDPBackend, name)):
                 times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
         except RuntimeError as exc:  # a backend that cannot run this input says so
-            print(f"ядро {name.lower()} здесь недоступно: {str(exc).splitlines()[0]}")
+            print(f"ядро {number(name.lower(), '', 'ru')} здесь недоступно: {number(str(exc).splitlines()[0], '', 'ru')}")
     return times
 
 
 backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
 tiled_seconds = backend_times["NumPy tiled_attention"]
 for name, seconds in backend_times.items():
-    print(f"время: {name:34s} {1000 * seconds:8.2f} мс   тайлы NumPy / это = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
-print(f"время: два каузальных произведения занимают {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} "
+    print(f"время: {number(name, '34s', 'ru')} {number(1000 * seconds, '8.2f', 'ru')} мс   тайлы NumPy / это = {number(tiled_seconds / seconds, '5.2f', 'ru')}")  # "time:" lines vary run to run
+print(f"время: два каузальных произведения занимают {number(backend_times['two causal matmuls (NumPy)'] / tiled_seconds, '.0%', 'ru')} "
       "времени тайлов NumPy")
 if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
     raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
@@ -4914,8 +4930,8 @@ pool = ToyBlockPool(n_blocks=8, block_size=4)
 pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
 pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
 pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
-print(f"таблицы блоков: {pool.tables}; длины {pool.lengths}; свободные блоки {sorted(pool.free)}")
-print(f"токен 8 из A лежит в (блок, смещение) {pool.slot('A', 8)}; токен 2 из B\xa0— в {pool.slot('B', 2)}")
+print(f"таблицы блоков: {number(pool.tables, '', 'ru')}; длины {number(pool.lengths, '', 'ru')}; свободные блоки {number(sorted(pool.free), '', 'ru')}")
+print(f"токен 8 из A лежит в (блок, смещение) {number(pool.slot('A', 8), '', 'ru')}; токен 2 из B\xa0— в {number(pool.slot('B', 2), '', 'ru')}")
 if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
     raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
 wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
@@ -4936,8 +4952,8 @@ expect("a sequence grows into its partly filled block first", (grow.tables, grow
 huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
 huge_pool.append("H", 20)
 expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print(f"после завершения B запрос C переиспользует его блок: {pool.tables}; неиспользованные ячейки в частично "
-      f"заполненных блоках: {wasted}. Страничный кэш: ПРОЙДЕНО")
+print(f"после завершения B запрос C переиспользует его блок: {number(pool.tables, '', 'ru')}; неиспользованные ячейки в частично "
+      f"заполненных блоках: {number(wasted, '', 'ru')}. Страничный кэш: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
@@ -5019,10 +5035,10 @@ self_test_answers = {
     "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
+    print(f"{number(question, '45s', 'ru')} вычислено {number(computed, '>15,', 'ru')}   заявлено {number(stated, '>15,', 'ru')}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {number(len(self_test_answers), '', 'ru')}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -5041,7 +5057,7 @@ print(f"Самопроверка: пересчитано числовых отв
 # - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
 
 # %%
-print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {number(REFERENCE.value('schema_version'), '', 'ru')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.1", globals())

@@ -2086,6 +2086,22 @@ def check_selective_step_contract(selective_step):
 # builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
 print("загружено контрактных проверок: 4")
 
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
@@ -2866,10 +2882,10 @@ def reach(window, layers):
     return require_int("layers", layers, minimum=0) * (require_int("window", window, minimum=1) - 1)
 
 
-print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} пар, полное каузальное {pairs_computed(make_mask(8))}")
+print(f"n = 8, w = 3: {number(pairs_computed(make_mask(8, 3)), '', 'ru')} пар, полное каузальное {number(pairs_computed(make_mask(8)), '', 'ru')}")
 field = receptive_field(8, 3, 3)
-print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {bool(field[7, 1])}; токен 0: {bool(field[7, 0])}; охват "
-      f"{reach(3, 3)}")
+print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {number(bool(field[7, 1]), '', 'ru')}; токен 0: {number(bool(field[7, 0]), '', 'ru')}; охват "
+      f"{number(reach(3, 3), '', 'ru')}")
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
@@ -2878,8 +2894,8 @@ REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
 REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
-print(f"сквозной пример, w = 4096 при 128k токенов: {window_cache / GB:.2f} ГБ, в x"
-      f"{bills[1]['cache_bytes'] / window_cache:.0f} меньше, чем полный")
+print(f"сквозной пример, w = 4096 при 128k токенов: {number(window_cache / GB, '.2f', 'ru')} ГБ, в x"
+      f"{number(bills[1]['cache_bytes'] / window_cache, '.0f', 'ru')} меньше, чем полный")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 
 # %% tags=["hide-input"]
@@ -2948,8 +2964,8 @@ check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_window_decod
 Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
-print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {largest}, наибольшая |разность| с маскированным вниманием "
-      f"{np.abs(streamed - masked).max():.1e}")
+print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {number(largest, '', 'ru')}, наибольшая |разность| с маскированным вниманием "
+      f"{number(np.abs(streamed - masked).max(), '.1e', 'ru')}")
 expect("largest == 4", largest, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
@@ -2959,8 +2975,8 @@ needle[20] += 100.0  # a "fact" at position 20
 late = sdpa(Q50, K50, V50, make_mask(50, 8, n_sink=4))[49]
 late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
-print(f"токен 49 со стоками + окном 8: сдвинулся на {np.abs(late_with_needle - late).max():.1f}, когда изменился "
-      f"токен 20; с полным вниманием: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
+print(f"токен 49 со стоками + окном 8: сдвинулся на {number(np.abs(late_with_needle - late).max(), '.1f', 'ru')}, когда изменился "
+      f"токен 20; с полным вниманием: {number(np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max(), '.1f', 'ru')}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
@@ -3046,10 +3062,10 @@ patterns = {
     "strided, stride 4": additive_mask(strided_allowed(16, 4)),
 }
 for name, mask in patterns.items():
-    print(f"{name:20s} {pairs_computed(mask):4d} пар")
+    print(f"{number(name, '20s', 'ru')} {number(pairs_computed(mask), '4d', 'ru')} пар")
 print("strided row 13 reads keys", np.flatnonzero(strided_allowed(16, 4)[13]).tolist())
 full_4096, window_4096 = 4096 * 4097 // 2, sum(min(i + 1, 64) for i in range(4096))
-print(f"4096 токенов: полное каузальное {full_4096:,} пар, окно 64 {window_4096:,} пар, x{full_4096 / window_4096:.1f}")
+print(f"4096 токенов: полное каузальное {number(full_4096, ',', 'ru')} пар, окно 64 {number(window_4096, ',', 'ru')} пар, x{number(full_4096 / window_4096, '.1f', 'ru')}")
 REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
@@ -3274,8 +3290,8 @@ check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_r
 Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [4.0], [6.0]])
 out_lin, S_lin, z_lin = linear_attention_recurrent(Qw, Kw, Vw)
 softmax_w = np.exp(Qw[2] @ Kw.T)  # unscaled softmax weights e, 1, e
-print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, выход {out_lin[2, 0]:.3f} (62/15); softmax даёт "
-      f"{softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
+print(f"S = {number(S_lin.ravel().tolist(), '', 'ru')}, z = {number(z_lin.tolist(), '', 'ru')}, выход {number(out_lin[2, 0], '.3f', 'ru')} (62/15); softmax даёт "
+      f"{number(softmax_w @ Vw[:, 0] / softmax_w.sum(), '.3f', 'ru')}")
 REFERENCE.check("linear.S", S_lin.ravel())
 REFERENCE.check("linear.z", z_lin)
 REFERENCE.check("linear.output", out_lin[2, 0], rtol=1e-15)
@@ -3283,7 +3299,7 @@ REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(),
 Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print("200 случайных токенов: текущая сумма против формы n x n, наибольшая |разность| "
-      f"{np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; состояние {S200.shape} + {z200.shape}"
+      f"{number(np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max(), '.1e', 'ru')}; состояние {number(S200.shape, '', 'ru')} + {number(z200.shape, '', 'ru')}"
       " при любой длине")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
@@ -3341,7 +3357,7 @@ Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
 lin10 = linear_attention_weights(Q10, K10)
 peak_soft, peak_lin = soft10[5:].max(1).mean(), lin10[5:].max(1).mean()
-print(f"наибольший вес в последних пяти строках, в среднем: softmax {peak_soft:.2f}, линейное {peak_lin:.2f}")
+print(f"наибольший вес в последних пяти строках, в среднем: softmax {number(peak_soft, '.2f', 'ru')}, линейное {number(peak_lin, '.2f', 'ru')}")
 expect("np.allclose(soft10.sum(1), 1)", np.allclose(soft10.sum(1), 1))
 expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
@@ -3451,8 +3467,8 @@ def gated_delta_step(R, k, v, decay, rate):
 
 stored = np.outer([1.0, 0.0], [5.0])  # key (1, 0) holds the value 5
 R_delta = gated_delta_step(stored, [1.0, 0.0], [2.0], decay=1.0, rate=1.0)
-print(f"ключ (1, 0) хранил 5 и теперь записывает 2: дельта-правило читает обратно {R_delta[0, 0]:g}, бегущая сумма\xa0— "
-      f"{(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
+print(f"ключ (1, 0) хранил 5 и теперь записывает 2: дельта-правило читает обратно {number(R_delta[0, 0], 'g', 'ru')}, бегущая сумма\xa0— "
+      f"{number((stored + np.outer([1.0, 0.0], [2.0]))[0, 0], 'g', 'ru')}")
 expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
 
 # %% tags=["hide-input"]
@@ -3583,7 +3599,7 @@ show_figure(
 )
 
 # %%
-print(f"A = 0,99 после 150 шагов: вес {0.99 ** 150:.2f}")
+print(f"A = 0,99 после 150 шагов: вес {number(0.99 ** 150, '.2f', 'ru')}")
 
 
 # %% [markdown]
@@ -3662,10 +3678,10 @@ selective = selective_ssm(RECALL_VALUES, deltas)
 grid = np.geomspace(1e-3, 10, 60)  # fixed step sizes to try
 fixed_final = [selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), d))[-1] for d in grid]
 best_delta = float(grid[int(np.argmax(fixed_final))])
-print(f"помеченный токен: delta {deltas[2]:.3f}, сохранение {discretize(deltas[2])[0]:.4f}, запись "
-      f"{discretize(deltas[2])[1]:.4f}; обычный: delta {deltas[0]:.4f}")
-print(f"итоговое состояние: селективная {selective[-1]:.2f}; лучшая фиксированная delta ({best_delta:.2f}) "
-      f"{max(fixed_final):.2f}")
+print(f"помеченный токен: delta {number(deltas[2], '.3f', 'ru')}, сохранение {number(discretize(deltas[2])[0], '.4f', 'ru')}, запись "
+      f"{number(discretize(deltas[2])[1], '.4f', 'ru')}; обычный: delta {number(deltas[0], '.4f', 'ru')}")
+print(f"итоговое состояние: селективная {number(selective[-1], '.2f', 'ru')}; лучшая фиксированная delta ({number(best_delta, '.2f', 'ru')}) "
+      f"{number(max(fixed_final), '.2f', 'ru')}")
 REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
@@ -3815,14 +3831,14 @@ check_exercise("Exercise 3", check_parallel_scan_contract, parallel_scan, global
 
 # %%
 states, rounds = parallel_scan([0.5] * 4, [1.0, 0.0, 0.0, 2.0])
-print(f"шаги примера с чаем: состояния {states.tolist()} за {rounds} раунда")
+print(f"шаги примера с чаем: состояния {number(states.tolist(), '', 'ru')} за {number(rounds, '', 'ru')} раунда")
 keep, write = discretize(deltas)
 scanned, _ = parallel_scan(keep, write * np.array(RECALL_VALUES))
 print("задача на воспроизведение через сканирование: наибольшая |разность| с циклом "
-      f"{np.abs(scanned - selective).max():.1e}")
+      f"{number(np.abs(scanned - selective).max(), '.1e', 'ru')}")
 expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
-print(f"1024 шага: {rounds_1024} раундов")
+print(f"1024 шага: {number(rounds_1024, '', 'ru')} раундов")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
@@ -3907,14 +3923,14 @@ hybrid_rows = {
     "pure_ssm_stack_bytes": hybrid_cache_bytes(131_072, attention_layers=0),
 }
 for key, value in hybrid_rows.items():
-    print(f"{key:28s} {value:>16,} байт = {value / GB:8.4f} ГБ")
+    print(f"{number(key, '28s', 'ru')} {number(value, '>16,', 'ru')} байт = {number(value / GB, '8.4f', 'ru')} ГБ")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 # The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
 mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
-print(f"один слой SSM: упрощённый (4096 x 16, 16 бит) {hybrid_rows['ssm_layer_bytes']:,} байт; в форме Mamba (8192 x "
-      f"16 + свёртка 8192 x 4, fp32) {mamba_real_layer:,} байт, x"
-      f"{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+print(f"один слой SSM: упрощённый (4096 x 16, 16 бит) {number(hybrid_rows['ssm_layer_bytes'], ',', 'ru')} байт; в форме Mamba (8192 x "
+      f"16 + свёртка 8192 x 4, fp32) {number(mamba_real_layer, ',', 'ru')} байт, x"
+      f"{number(mamba_real_layer / hybrid_rows['ssm_layer_bytes'], '.2f', 'ru')}")
 check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
 check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
@@ -3949,10 +3965,10 @@ show_figure(
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
     "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои (высокие) "
     "хранят KV-кэш, растущий с каждым токеном, жёлтые\xa0— не больше окна, синие\xa0— состояние фиксированного размера ("
-    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f} КиБ здесь) при любой длине. Подпись под каждым названием\xa0— кэш "
+    f"{number(hybrid_rows['ssm_layer_bytes'] / KIB, '.0f', 'ru')} КиБ здесь) при любой длине. Подпись под каждым названием\xa0— кэш "
     "стека при 128k токенов: если оставить 4 из 32 слоёв вниманием, на позициях "
-    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}, как в конфигурации "
-    f"Jamba-v0.1, это сокращает {layer_stacks[0][2] / GB:.2f} ГБ до {layer_stacks[1][2] / GB:.2f} ГБ; gpt-oss-120b "
+    f"{number(', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')), '', 'ru')}, как в конфигурации "
+    f"Jamba-v0.1, это сокращает {number(layer_stacks[0][2] / GB, '.2f', 'ru')} ГБ до {number(layer_stacks[1][2] / GB, '.2f', 'ru')} ГБ; gpt-oss-120b "
     "чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
 )
 
@@ -4007,8 +4023,8 @@ show_figure(
 # DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
 yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
 mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
-print(f"масштаб MLA 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; с YaRN x mscale^2 = {mscale:.3f}^2 = "
-      f"{mscale ** 2:.3f}")
+print(f"масштаб MLA 1/sqrt(192) = {number(1 / math.sqrt(128 + 64), '.4f', 'ru')}; с YaRN x mscale^2 = {number(mscale, '.3f', 'ru')}^2 = "
+      f"{number(mscale ** 2, '.3f', 'ru')}")
 check_stated("mscale", mscale, 1.37, 2)
 check_stated("mscale squared", mscale**2, 1.87, 2)
 check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
@@ -4020,8 +4036,8 @@ q_token = np.array([1.0, 2.0, 0.0, 1.0])
 latent_c = x_token @ W_down
 key_full = latent_c @ W_up_k
 q_absorbed = q_token @ W_up_k.T
-print(f"латентный вектор {latent_c.tolist()}, ключ {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, поглощённый "
-      f"запрос {q_absorbed.tolist()}, поглощённая оценка {q_absorbed @ latent_c:.0f}")
+print(f"латентный вектор {number(latent_c.tolist(), '', 'ru')}, ключ {number(key_full.tolist(), '', 'ru')}, q . k = {number(q_token @ key_full, '.0f', 'ru')}, поглощённый "
+      f"запрос {number(q_absorbed.tolist(), '', 'ru')}, поглощённая оценка {number(q_absorbed @ latent_c, '.0f', 'ru')}")
 REFERENCE.check("latent_example.latent", latent_c)
 REFERENCE.check("latent_example.key", key_full)
 REFERENCE.check("latent_example.q_latent", q_absorbed)
@@ -4096,12 +4112,12 @@ mla_args = (mla_rng.normal(size=(Hm, Tq, d_nope)), mla_rng.normal(size=(Hm, Tq, 
             mla_rng.normal(size=(Hm, d_v, d_model)))
 decode_mask = additive_mask(np.arange(Tk)[None, :] <= (Tk - Tq + np.arange(Tq))[:, None])  # the last 3 of 9 tokens
 expanded_out, absorbed_out = mla_expanded_attention(*mla_args, decode_mask), mla_absorbed_attention(*mla_args, decode_mask)
-print(f"развёрнутое против поглощённого: наибольшая |разность| {np.abs(expanded_out - absorbed_out).max():.1e}; "
-      f"кэшируемых чисел на токен {d_c + d_rope} вместо {Hm * (d_nope + d_rope + d_v)}")
+print(f"развёрнутое против поглощённого: наибольшая |разность| {number(np.abs(expanded_out - absorbed_out).max(), '.1e', 'ru')}; "
+      f"кэшируемых чисел на токен {number(d_c + d_rope, '', 'ru')} вместо {number(Hm * (d_nope + d_rope + d_v), '', 'ru')}")
 expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expanded_out, absorbed_out, atol=1e-12))
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
-print(f"поглощённое без ветви RoPE: наибольшая |разность| {np.abs(without_rope - expanded_out).max():.2f} (должна "
+print(f"поглощённое без ветви RoPE: наибольшая |разность| {number(np.abs(without_rope - expanded_out).max(), '.2f', 'ru')} (должна "
       "быть большой)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
@@ -4127,16 +4143,16 @@ mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_r
 expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
-    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {mla_widths['latent']} чисел, "
-    f"кэшируемый вместе с одним общим RoPE-ключом из {mla_widths['rope']} чисел: "
-    f"{mla_widths['latent'] + mla_widths['rope']} чисел на токен и слой. Пунктирный блок\xa0— то, что кэшировало бы "
-    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {v2_convention // (61 * 2):,} чисел "
+    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {number(mla_widths['latent'], '', 'ru')} чисел, "
+    f"кэшируемый вместе с одним общим RoPE-ключом из {number(mla_widths['rope'], '', 'ru')} чисел: "
+    f"{number(mla_widths['latent'] + mla_widths['rope'], '', 'ru')} чисел на токен и слой. Пунктирный блок\xa0— то, что кэшировало бы "
+    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {number(v2_convention // (61 * 2), ',', 'ru')} чисел "
     "на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для ключей, и для "
     "значений, 2 x 128 x 128; с настоящими ключами размерности 192 это 40\xa0960). Нижний ряд: как запрос читает кэш. "
     "W_uk вкладывается в запрос, который сравнивается с каждым закэшированным c (его RoPE-часть\xa0— с RoPE-ключом); "
     "веса смешивают те же c, а W_uv W_o превращает смесь в выход. Все головы читают один общий кэш: "
     "декодирование\xa0— это внимание с одной KV-головой (MQA) по латентным векторам размерности "
-    f"{mla_widths['latent'] + mla_widths['rope']}.",
+    f"{number(mla_widths['latent'] + mla_widths['rope'], '', 'ru')}.",
 )
 
 
@@ -4169,7 +4185,7 @@ expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
 print("компоненты поглощённого запроса меняются с расстоянием до ключа: размахи "
-      f"{np.ptp(effective, axis=0).round(2).tolist()}")
+      f"{number(np.ptp(effective, axis=0).round(2).tolist(), '', 'ru')}")
 
 
 # %% tags=["hide-input"]
@@ -4263,12 +4279,12 @@ def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16
 
 
 codes, scale = quantize([0.7, -0.3, 0.2, 0.04], 4, shared_axis=-1)
-print(f"коды {codes.tolist()}, масштаб {scale.item():.2f}, прочитано обратно "
-      f"{dequantize(codes, scale).round(2).tolist()}")
+print(f"коды {number(codes.tolist(), '', 'ru')}, масштаб {number(scale.item(), '.2f', 'ru')}, прочитано обратно "
+      f"{number(dequantize(codes, scale).round(2).tolist(), '', 'ru')}")
 REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
-print(f"сквозной пример: {bytes_4bit:,} байт на токен при 4 битах против {per_token:,} при 16: в x"
-      f"{per_token / bytes_4bit:.2f} меньше")
+print(f"сквозной пример: {number(bytes_4bit, ',', 'ru')} байт на токен при 4 битах против {number(per_token, ',', 'ru')} при 16: в x"
+      f"{number(per_token / bytes_4bit, '.2f', 'ru')} меньше")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
@@ -4373,7 +4389,7 @@ check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
-print(f"при 2 битах (коды -1, 0, 1): по токенам {100 * two_bit[1]:.0f}%, по каналам {100 * two_bit[0]:.0f}%: в таком "
+print(f"при 2 битах (коды -1, 0, 1): по токенам {number(100 * two_bit[1], '.0f', 'ru')}%, по каналам {number(100 * two_bit[0], '.0f', 'ru')}%: в таком "
       "простом виде оба непригодны")
 
 # %% tags=["hide-input"]
@@ -4471,8 +4487,8 @@ K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
 K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
 small = K_outliers[:, 4:]  # the 60 ordinary channels
 kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
-print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {kivi_error:.1%}, один масштаб на токен "
-      f"{token_error:.1%}")
+print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {number(kivi_error, '.1%', 'ru')}, один масштаб на токен "
+      f"{number(token_error, '.1%', 'ru')}")
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
 
@@ -4504,8 +4520,8 @@ h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
     stepped.append(y_t)
-print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {stepped[-1]:.4f}, у selective_ssm "
-      f"{selective[-1]:.4f}")
+print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {number(stepped[-1], '.4f', 'ru')}, у selective_ssm "
+      f"{number(selective[-1], '.4f', 'ru')}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
 # %% tags=["hide-input"]
@@ -4571,12 +4587,12 @@ def cache_bytes_by_design(context):
 
 at_1m = cache_bytes_by_design(2**20)
 for name, value in at_1m.items():
-    print(f"{name:32s} {value / GB:10.3f} ГБ при 1\xa0048\xa0576 токенов")
+    print(f"{number(name, '32s', 'ru')} {number(value / GB, '10.3f', 'ru')} ГБ при 1\xa0048\xa0576 токенов")
 REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
-print(f"растущая часть на токен: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} КиБ, гибрид "
-      f"{kv_bytes_per_token(4, 8, 128) / KIB:.0f} КиБ")
+print(f"растущая часть на токен: GQA-8 {number(kv_bytes_per_token(32, 8, 128) / KIB, '.0f', 'ru')} КиБ, гибрид "
+      f"{number(kv_bytes_per_token(4, 8, 128) / KIB, '.0f', 'ru')} КиБ")
 check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
@@ -4790,14 +4806,14 @@ def design_numbers(parts):
 
 
 sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  статус")
+print(f"{number('design', '48s', 'ru')} {number('grows per token', '>16', 'ru')} {number('fixed', '>10', 'ru')} {number('at 1M tokens', '>13', 'ru')}  статус")
 for design in DESIGNS:
     if design["parts"] is None:
         print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
         continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {2 * fixed / GB:>7.2f} ГБ "
-          f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f} ГБ  {design['status']}")
+    print(f"{number(design['name'], '48s', 'ru')} {number(2 * growing / KIB, '>12.2f', 'ru')} КиБ {number(2 * fixed / GB, '>7.2f', 'ru')} ГБ "
+          f"{number(layered_cache_bytes(2 ** 20, growing, fixed) / GB, '>10.1f', 'ru')} ГБ  {number(design['status'], '', 'ru')}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
 check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
@@ -4892,7 +4908,7 @@ def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
 as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MASK_N)[None, :])
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
-print(f"mask_mod на сетке {MASK_N} x {MASK_N} воспроизводит маску окна + стоков из раздела 2: {int(as_function.sum())}"
+print(f"mask_mod на сетке {number(MASK_N, '', 'ru')} x {number(MASK_N, '', 'ru')} воспроизводит маску окна + стоков из раздела 2: {number(int(as_function.sum()), '', 'ru')}"
       " пар")
 
 # %% tags=["hide-input"]
@@ -5005,12 +5021,12 @@ self_test_answers = {
     "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
+    print(f"{number(question, '45s', 'ru')} вычислено {number(computed, '>15,', 'ru')}   заявлено {number(stated, '>15,', 'ru')}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
 check_stated("16-bit over 4-bit cache of the running example (times; question 10, section 15)",
              kv_bytes_per_token(32, 8, 128) / quantized_kv_bytes_per_token(32, 8, 128, 4), 3.9, 1)
-print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {number(len(self_test_answers), '', 'ru')}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -5031,7 +5047,7 @@ print(f"Самопроверка: пересчитано числовых отв
 # - Zheng и др., *SGLang* (2024): https://arxiv.org/abs/2312.07104
 
 # %%
-print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {number(REFERENCE.value('schema_version'), '', 'ru')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.2", globals())
