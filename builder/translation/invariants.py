@@ -141,7 +141,7 @@ def swapped(english: str, translation: str, language: str | None = None) -> list
 def russian_math(formula: str) -> str:
     """A formula in Russian typography (decimal ``0{,}63``, thousands ``5\\,120`` or ``2048``) with English decimals and no grouping."""
     formula = re.sub(r"(?<=\d)\{,\}(?=\d)", ".", formula)
-    formula = re.sub(r"(?<=\d); (?=\d)", ", ", formula)  # a list of decimals: (2{,}0; 1{,}0) is (2.0, 1.0)
+    formula = re.sub(r"(?<=\d);(?=\s+\d)", ",", formula)  # a list of decimals: (2{,}0; 1{,}0) is (2.0, 1.0)
     return re.sub(r"(?<=\d)\\,(?=\d{3}(?!\d))", "", formula)
 
 

@@ -139,7 +139,7 @@ def rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], 
 
 
 _MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$", re.DOTALL)
-_MATH_DECIMAL = re.compile(r"(?<![\w.{}])(\d+)\.(\d+)(?![\w.])")
+_MATH_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?![\w.])")
 _MATH_GROUPED = re.compile(r"(?<![\d{}])\d{1,3}(?:\{,\}\d{3})+(?![\d{])")
 
 
@@ -149,7 +149,7 @@ _MATH_LIST = re.compile(r"(?<![\w.{}])\d+(?:\.\d+)?(?:,\s*\d+(?:\.\d+)?)+(?![\w.
 
 def _math_list(match: re.Match) -> str:
     """A formula's list of numbers, its items split by «;» once one of them is a decimal."""
-    return re.sub(r",\s*", "; ", match.group(0)) if "." in match.group(0) else match.group(0)
+    return re.sub(r",(\s*)", lambda m: ";" + (m.group(1) or " "), match.group(0)) if "." in match.group(0) else match.group(0)
 
 
 def _math_group(number: str) -> str:
@@ -205,7 +205,7 @@ def typeset(text: str, english: str | None = None) -> str:
 
 
 # Whether typeset rewrites, and the lint reports, numbers in formulas and «в {field}x» as well as in prose.
-LINT_NUMBERS_IN_CODE = False
+LINT_NUMBERS_IN_CODE = True
 # Reported, never rewritten: "стоит 0.1× от цены" needs a rewording («стоит 0,1 цены»), not a substitution.
 LINT_ONLY = ("multiplier sign",)
 
