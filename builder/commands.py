@@ -337,6 +337,13 @@ def translations(course, args) -> int:
     for language in course.languages:  # the checks' messages: one catalog per language, for every notebook
         path = course.root / "translations" / language / messages.CATALOG
         problems += _catalog_drift(course, path, messages.units(course.root), "builder/contracts", language, args.update, outputs, strict, seen)
+        if args.update:  # the glossary as Weblate imports it (CSV and TBX), written from glossary.po
+            from .translation import catalog as po
+            from .translation import glossary
+
+            terms = course.root / "translations" / language / glossary.GLOSSARY
+            if terms.exists():
+                outputs |= glossary.weblate_files(terms, language, po.load(terms, course.shown(terms)))
     for path in files.write_all(outputs, unchanged_since=seen):  # a translator's save meanwhile is never overwritten
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
@@ -374,7 +381,8 @@ def _catalog_drift(course, path, found, occurrence: str, language: str, update: 
         raise files.MalformedFile(str(exc)) from None
     if update:
         catalog = po.merge(catalog, found, occurrence)
-        outputs[path] = po.dumps(catalog, language, occurrence)
+        outputs[path] = po.dumps(catalog, language, occurrence, seen[path])
+        outputs[po.template_path(course.root, path)] = po.template(catalog, occurrence)
     drift = po.findings(catalog, found, course.shown(path), language)
     translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
     for finding in drift:

@@ -39,7 +39,7 @@ def units(root: Path = ROOT) -> list[Unit]:
     """The keyed messages, then each contract check's plain usual causes and property names, in file order."""
     from ..contracts.messages import MESSAGES
 
-    found = [Unit(key, text, 0) for key, text in MESSAGES.items()]
+    found = [Unit(key, text, 0, fields=tuple(_template_fields(text))) for key, text in MESSAGES.items()]
     seen = set(MESSAGES.values())
     for path in sorted((root / "builder" / "contracts").glob("*.py")):
         if path.stem in _NOT_CHECKS - _VALUES_ONLY:

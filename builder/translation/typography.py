@@ -253,8 +253,7 @@ def rewrite(paths: list[Path], language: str, shown: Callable[[Path], str]) -> t
                 refused.append(f"{shown(path)}({entry.linenum}): [{entry.msgctxt or entry.msgid[:30]}] typography would change: {'; '.join(added)}")
             entry.msgstr, changed = new, changed + 1
         if changed:
-            catalog.wrapwidth = 0
-            outputs[path] = str(catalog).rstrip("\n") + "\n"
+            outputs[path] = po.written(catalog, path.read_text(encoding="utf-8"))
     return outputs, refused
 
 
