@@ -96,3 +96,13 @@ def test_the_templates_and_the_glossarys_weblate_files_are_current():
     terms = ROOT / "translations" / "ru" / glossary.GLOSSARY
     for written, text in glossary.weblate_files(terms, "ru", po.load(terms)).items():
         assert written.read_text(encoding="utf-8") == text, f"{written.name}: run `python -m builder translations --update`"
+
+
+def test_the_translators_guide_exists_in_english_and_russian_and_names_what_it_promises():
+    for name in ("translators.md", "translators.ru.md"):
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for needed in ("translations --update", "translations --typography", "msgcat --width=79", "python-brace-format",
+                       "Plural-Forms", "translations/templates/", "glossary.tbx", "0{,}63", "131\\,072"):
+            assert needed in text, (name, needed)
+    russian = (ROOT / "docs" / "translators.ru.md").read_text(encoding="utf-8")
+    assert sum(ch.isalpha() and "а" <= ch.lower() <= "я" for ch in russian) > 0.5 * sum(ch.isalpha() for ch in russian)
