@@ -2101,6 +2101,46 @@ def number(value, spec="", language="en"):
         text = format(value, ",")
     return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
 
+def localize_ticks(language="en"):
+    """Make matplotlib write tick labels and axis offsets in ``language``'s numbers: ``0,5``, ``10 000`` in Russian.
+
+    Every formatter's output is rewritten, the number in it and nothing else (``2.5 GB`` -> ``2,5 GB``);
+    a translated edition calls this once, after ``number``. English keeps matplotlib's own labels.
+    """
+    import re
+
+    import matplotlib.ticker as ticker
+
+    if language == "en" or language not in NUMBER_FORMS or getattr(ticker, "course_language", None) == language:
+        return
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    pattern = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,])")
+
+    def local(text):
+        def one(match):
+            whole, fraction = match.group(1).replace(",", ""), match.group(2)
+            if group_from and len(whole) >= group_from:
+                whole = format(int(whole), ",").replace(",", thousands)
+            return whole + (decimal + fraction if fraction else "")
+        return pattern.sub(one, text) if isinstance(text, str) else text
+
+    def wrapped(original):
+        def call(self, *args, **kwargs):
+            return local(original(self, *args, **kwargs))
+        call.course_original = original
+        return call
+
+    for name in ("ScalarFormatter", "StrMethodFormatter", "FormatStrFormatter", "FuncFormatter", "PercentFormatter",
+                 "LogFormatter", "EngFormatter", "FixedFormatter"):
+        cls = getattr(ticker, name, None)
+        for method in ("__call__", "get_offset", "format_data_short"):
+            original = getattr(cls, method, None) if cls is not None else None
+            if original is not None and method in vars(cls) and not hasattr(original, "course_original"):
+                setattr(cls, method, wrapped(original))
+    ticker.course_language = language
+
+
+localize_ticks('ru')  # the figures' ticks in the reader's numbers
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
