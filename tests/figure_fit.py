@@ -57,6 +57,21 @@ def problems(figure, renderer) -> list[dict]:
     return found
 
 
+# A decimal point (0.5): in a translated edition's figure the number is English (a comma there may be a decimal comma).
+_ENGLISH_NUMBER = __import__("re").compile(r"(?<![\w.,])\d+\.\d+(?![\w.])")
+
+
+def english_numbers(figure) -> list[dict]:
+    """Texts of a translated edition's figure that write a number with a decimal point (``0.5``), not a version (``5.1``)."""
+    from matplotlib.text import Text
+
+    return [{"kind": "English number", "text": text.get_text().strip().replace("\n", " ")[:60]} for text in figure.findobj(Text)
+            if text.get_visible() and _ENGLISH_NUMBER.search(text.get_text()) and not _NAMED.search(text.get_text())]
+
+
+_NAMED = __import__("re").compile(r"(?:[Mm]odule|[Мм]одуль|torch|Python|Llama|Qwen)\s*\d+\.\d")
+
+
 def main(path: str) -> None:
     """Run the edition at ``path`` with every figure draw measured; print one JSON line per problem."""
     import matplotlib
@@ -75,7 +90,8 @@ def main(path: str) -> None:
             canvas = FigureCanvasAgg(fig)
             canvas.draw()
             titles = [t.get_text() for t in [fig._suptitle] + [a.title for a in fig.axes] if t is not None and t.get_text()]
-            for problem in problems(fig, canvas.get_renderer()):
+            found = problems(fig, canvas.get_renderer()) + (english_numbers(fig) if "/ru/" in path else [])
+            for problem in found:
                 print(json.dumps({"figure": drawn[0], "title": (titles or [""])[0][:60], **problem}, ensure_ascii=False),
                       file=sys.__stdout__, flush=True)
         return original(fig)

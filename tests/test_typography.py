@@ -223,3 +223,21 @@ def test_a_fraction_multiplier_field_reads_v_raza(formulas):
 
 def test_a_code_value_in_prose_stays_code():
     assert typeset("окно, sink=1.3, eps=1e-5", "window, sink=1.3, eps=1e-5") == "окно, sink=1.3, eps=1e-5"
+
+
+def test_a_russian_figure_writes_its_numbers_in_russian_and_keeps_versions():
+    import subprocess
+    import sys
+
+    script = (
+        "import matplotlib; matplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
+        "from builder.contracts.numerals import localize_figures\n"
+        "localize_figures('ru')\n"
+        "fig, ax = plt.subplots(); ax.plot([0, 20000], [0, 0.5])\n"
+        "texts = [ax.set_title(t).get_text() for t in ('M = 116,736', 'ядро = 1, 0.5, -0.25', '4,880 КиБ', 'Модуль 5.1', 'torch 2.4')]\n"
+        "fig.canvas.draw()\n"
+        "print(repr(texts)); print(repr([t.get_text() for t in ax.get_xticklabels()][-2:] + [t.get_text() for t in ax.get_yticklabels()][1:3]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert eval(out[0]) == ["M = 116\u202f736", "ядро = 1; 0,5; -0,25", "4880 КиБ", "Модуль 5.1", "torch 2.4"]
+    assert eval(out[1]) == ["20\u202f000", "22\u202f500", "0,0", "0,1"], out[1]

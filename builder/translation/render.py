@@ -96,8 +96,8 @@ def localize_numbers(nb: nbformat.NotebookNode, language: str, root: Path = ROOT
         if cell.cell_type != "code":
             continue
         if not started and TABLE_REGION in cell.source:
-            helper = "\n\n".join(source_of(name, root).strip("\n") for name in ("NUMBER_FORMS", "number", "localize_ticks"))
-            cell.source = cell.source.rstrip("\n") + "\n\n" + helper + f"\n\n\nlocalize_ticks({language!r})  # the figures' ticks in the reader's numbers"
+            helper = "\n\n".join(source_of(name, root).strip("\n") for name in ("NUMBER_FORMS", "number", "localize_figures"))
+            cell.source = cell.source.rstrip("\n") + "\n\n" + helper + f"\n\n\nlocalize_figures({language!r})  # every figure's numbers in the reader's typography"
             started = True
         elif started:
             cell.source = numbered(cell.source, language)

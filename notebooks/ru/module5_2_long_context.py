@@ -2101,46 +2101,49 @@ def number(value, spec="", language="en"):
         text = format(value, ",")
     return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
 
-def localize_ticks(language="en"):
-    """Make matplotlib write tick labels and axis offsets in ``language``'s numbers: ``0,5``, ``10 000`` in Russian.
+def localize_figures(language="en"):
+    """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
 
-    Every formatter's output is rewritten, the number in it and nothing else (``2.5 GB`` -> ``2,5 GB``);
-    a translated edition calls this once, after ``number``. English keeps matplotlib's own labels.
+    A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    stays. English keeps matplotlib's own text.
     """
     import re
 
-    import matplotlib.ticker as ticker
+    import matplotlib.text
 
-    if language == "en" or language not in NUMBER_FORMS or getattr(ticker, "course_language", None) == language:
+    if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
         return
     thousands, decimal, group_from = NUMBER_FORMS[language]
-    pattern = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,])")
+    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
+    listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
+
+    def one(match, text):
+        if named.search(text[max(0, match.start() - 12):match.start()]):
+            return match.group(0)
+        whole, fraction = match.group(1).replace(",", ""), match.group(2)
+        if group_from and len(whole) >= group_from:
+            whole = format(int(whole), ",").replace(",", thousands)
+        return whole + (decimal + fraction if fraction else "")
 
     def local(text):
-        def one(match):
-            whole, fraction = match.group(1).replace(",", ""), match.group(2)
-            if group_from and len(whole) >= group_from:
-                whole = format(int(whole), ",").replace(",", thousands)
-            return whole + (decimal + fraction if fraction else "")
-        return pattern.sub(one, text) if isinstance(text, str) else text
+        if not isinstance(text, str) or not any(c.isdigit() for c in text):
+            return text
+        text = listed.sub(lambda m: m.group(0).replace(", ", "; ") if "." in m.group(0) else m.group(0), text)
+        return numbers.sub(lambda m: one(m, text), text)
 
-    def wrapped(original):
-        def call(self, *args, **kwargs):
-            return local(original(self, *args, **kwargs))
-        call.course_original = original
-        return call
+    original = matplotlib.text.Text.set_text
 
-    for name in ("ScalarFormatter", "StrMethodFormatter", "FormatStrFormatter", "FuncFormatter", "PercentFormatter",
-                 "LogFormatter", "EngFormatter", "FixedFormatter"):
-        cls = getattr(ticker, name, None)
-        for method in ("__call__", "get_offset", "format_data_short"):
-            original = getattr(cls, method, None) if cls is not None else None
-            if original is not None and method in vars(cls) and not hasattr(original, "course_original"):
-                setattr(cls, method, wrapped(original))
-    ticker.course_language = language
+    def set_text(self, s):
+        return original(self, local(s if isinstance(s, str) or s is None else str(s)))
+
+    matplotlib.text.Text.set_text = set_text
+    matplotlib.text.course_language = language
 
 
-localize_ticks('ru')  # the figures' ticks in the reader's numbers
+localize_figures('ru')  # every figure's numbers in the reader's typography
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
