@@ -341,18 +341,25 @@ def translations(course, args) -> int:
         return exits.USAGE
     if getattr(args, "typography", False):
         return typeset_catalogs(course)
-    problems, outputs, strict = 0, {}, strict_translations(course, args)
+    problems, outputs, seen, strict = 0, {}, {}, strict_translations(course, args)
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
         found = units(result.expected[nb.source], course.root)
         for edition in result.translations:
-            problems += _catalog_drift(course, edition.catalog, found, course.shown(nb.source), edition.language, args.update, outputs, strict)
+            problems += _catalog_drift(course, edition.catalog, found, course.shown(nb.source), edition.language, args.update, outputs, strict, seen)
     from .translation import messages
 
     for language in course.languages:  # the checks' messages: one catalog per language, for every notebook
         path = course.root / "translations" / language / messages.CATALOG
-        problems += _catalog_drift(course, path, messages.units(course.root), "builder/contracts", language, args.update, outputs, strict)
-    for path in files.write_all(outputs):
+        problems += _catalog_drift(course, path, messages.units(course.root), "builder/contracts", language, args.update, outputs, strict, seen)
+        if args.update:  # the glossary as Weblate imports it (CSV and TBX), written from glossary.po
+            from .translation import catalog as po
+            from .translation import glossary
+
+            terms = course.root / "translations" / language / glossary.GLOSSARY
+            if terms.exists():
+                outputs |= glossary.weblate_files(terms, language, po.load(terms, course.shown(terms)))
+    for path in files.write_all(outputs, unchanged_since=seen):  # a translator's save meanwhile is never overwritten
         print(f"wrote {course.shown(path)}")
     return exits.OK if args.update or not problems else exits.FAILED
 
@@ -361,9 +368,10 @@ def typeset_catalogs(course) -> int:
     """Rewrite every catalog of every language in that language's typography, all or nothing."""
     from .translation import typography
 
-    outputs, refused = {}, []
+    outputs, refused, seen = {}, [], {}
     for language in course.languages:
         paths = sorted((course.root / "translations" / language).glob("*.po"))
+        seen |= {path: files.read_if_exists(path) for path in paths}  # read before rewrite parses them: a later save is kept
         written, problems = typography.rewrite(paths, language, course.shown)
         outputs |= written
         refused += problems
@@ -371,23 +379,25 @@ def typeset_catalogs(course) -> int:
         print("\n".join(refused), file=sys.stderr)
         print(f"translations: {len(refused)} rewrite(s) would change an invariant; nothing was written", file=sys.stderr)
         return exits.FAILED
-    for path in files.write_all(outputs):
+    for path in files.write_all(outputs, unchanged_since=seen):
         print(f"wrote {course.shown(path)}")
     return exits.OK
 
 
-def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool) -> int:
+def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool, seen: dict) -> int:
     """Print one catalog's drift from its units (merged first with ``update``, into ``outputs``); return the problems."""
     from . import editions
     from .translation import catalog as po
 
+    seen[path] = files.read_if_exists(path)  # what this run read: write_all refuses if a save replaced it
     try:
         catalog = po.load(path, course.shown(path))
     except po.CatalogError as exc:
         raise files.MalformedFile(str(exc)) from None
     if update:
         catalog = po.merge(catalog, found, occurrence)
-        outputs[path] = po.dumps(catalog, language, occurrence)
+        outputs[path] = po.dumps(catalog, language, occurrence, seen[path])
+        outputs[po.template_path(course.root, path)] = po.template(catalog, occurrence)
     drift = po.findings(catalog, found, course.shown(path), language)
     translated = sum(1 for e in catalog if e.msgstr and not e.obsolete and "fuzzy" not in e.flags)
     for finding in drift:

@@ -194,6 +194,7 @@ def editions(course: Course, nb: Notebook, text: str | None = None) -> Editions:
     student_nb = student.student_notebook(parsed)  # leaves ``parsed`` as it is; swap_header replaces cells, never edits them
     student_header(course, nb, student_nb)
     result.expected[nb.student_source] = pairing.write_percent(student_nb, course.root)
+    read_back(course, result, nb.student_source, student_nb)
     result.expected[nb.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(nb.name, "student", nb.language))
     result.findings = source_findings(course, result, found, fresh, label)
     if course.languages:
@@ -236,7 +237,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
 
     from .translation import catalog as po
     from .translation import glossary, messages, typography
-    from .translation.render import render_notebook
+    from .translation.render import localize_numbers, render_notebook
     from .translation.units import units
 
     shown = course.shown(edition.catalog)
@@ -256,18 +257,29 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     messages.add_table(parsed, messages.table(message_catalog(course, edition.language), messages.units(course.root)))
+    localize_numbers(parsed, edition.language, course.root)  # its prints and captions write numbers as the language does
     if terms:  # the reader-facing glossary closes the edition, as the Hugging Face course's Russian edition does
         parsed.cells.append(nbformat.v4.new_markdown_cell(glossary.page(terms)))
     result.translations.append(edition)
     result.fallbacks[edition.edition] = text_left
     swap_header(course, result.nb, parsed, edition.ipynb, edition.title, language=edition.language)
     result.expected[edition.source] = pairing.write_percent(parsed, course.root)
+    read_back(course, result, edition.source, parsed)
     result.expected[edition.ipynb] = pairing.ipynb_text(parsed, course.root, course_metadata.stamp(edition.name, "solution", edition.language))
     student_nb = student.student_notebook(parsed, edition.language)
     swap_header(course, result.nb, student_nb, edition.student_ipynb, edition.student_title, after=(edition.ipynb, edition.title),
                 language=edition.language)
     result.expected[edition.student_source] = pairing.write_percent(student_nb, course.root)
+    read_back(course, result, edition.student_source, student_nb)
     result.expected[edition.student_ipynb] = pairing.ipynb_text(student_nb, course.root, course_metadata.stamp(edition.name, "student", edition.language))
+
+
+def read_back(course: Course, result: Editions, path: Path, written) -> None:
+    """Refuse an edition whose .py jupytext reads back as other cells than the .ipynb written beside it (check and build alike)."""
+    for what in pairing.read_back(result.expected[path], written, course.root):
+        message = f"read-back: {what}; its .py and .ipynb would be two notebooks (a translated line became a cell marker or code?)"
+        result.findings.append(Finding(Path(course.shown(path)), 1, message))
+        result.refused.append(f"{course.shown(path)}(1): {message}")
 
 
 def message_catalog(course: Course, language: str):

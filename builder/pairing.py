@@ -96,3 +96,17 @@ def cell_lines(text: str, count: int) -> list[int]:
     """The 1-based line of each of ``count`` cells' ``# %%`` marker in a percent source (0 for a first cell without one)."""
     starts = [n for n, line in enumerate(text.split("\n"), start=1) if line.startswith("# %%")][-count:] if count else []
     return [0] * (count - len(starts)) + starts
+
+
+def read_back(py_text: str, nb: nbformat.NotebookNode, root: Path = ROOT) -> list[str]:
+    """How jupytext reads ``py_text`` (written from ``nb``) back otherwise than ``nb``: each cell split, joined, or changed.
+
+    A written edition must read back as the notebook it was written from, or its .py and its .ipynb
+    are two different notebooks (a translated ``%%`` line would be a cell marker in the .py only).
+    """
+    back = read_source(py_text, root).cells
+    found = [f"cell {i + 1} ({a.cell_type}) reads back as {b.cell_type} {cells.first_line(b.source)!r}"
+             for i, (a, b) in enumerate(zip(nb.cells, back)) if (a.cell_type, a.source) != (b.cell_type, b.source)]
+    if len(back) != len(nb.cells):
+        found.append(f"{len(nb.cells)} cells read back as {len(back)}")
+    return found[:3]

@@ -613,7 +613,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -629,6 +629,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -650,7 +651,7 @@ MESSAGES = {
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -662,10 +663,80 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 # builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
-# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+# builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
     """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
@@ -701,13 +772,19 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
+# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -782,9 +859,12 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
+# builder:end sha256=270479f92d28a784d89583ce6f5e65a4ab03de45140010316e995276336212e1
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.

@@ -78,9 +78,9 @@ def test_typeset_writes_russian_typography_and_keeps_the_values(english, russian
     assert typeset(expected, english) == expected  # a second run changes nothing
 
 
-def test_typeset_never_touches_code_math_urls_or_minus_signs():
+def test_typeset_never_touches_code_urls_or_minus_signs_and_gives_formulas_russian_decimals():
     text = "Код `x = 1,024 * 0.5`, формула $0.5 - 1{,}024$, [статья](https://arxiv.org/abs/2307.03172), d - 1 и {count}."
-    assert typeset(text, "") == text
+    assert typeset(text, "") == text.replace("$0.5 - ", "$0{,}5 - ")  # 1{,}024 is no English thousands group here: the English lacks it
 
 
 def test_the_lint_reports_english_forms_and_is_silent_on_russian_ones():
@@ -166,3 +166,78 @@ def test_typography_leaves_an_fstring_field_with_spaces_alone():
     """A field is code: {float(row[False, 1.0]):.2f} keeps its 1.0, while the prose around it is typeset."""
     english = "reaches {float(row[False, 1.0]):.2f} at 0.5"
     assert typeset("доходит до {float(row[False, 1.0]):.2f} при 0.5", english) == "доходит до {float(row[False, 1.0]):.2f} при 0,5"
+
+
+# ---- numbers in printed lines and formulas ------------------------------------------------------------
+
+def test_number_writes_the_readers_typography_and_leaves_what_is_no_number():
+    from builder.contracts.numerals import number
+
+    assert [number(v, s, "ru") for v, s in ((131072, ","), (131072, ""), (0.6312, ".2f"), (1024, ""), (1.5e-5, ".1e"))] == [
+        "131\u202f072", "131\u202f072", "0,63", "1024", "1,5e-05"]
+    assert [number(v, "", "ru") for v in ("3.5", True, None)] == ["3.5", "True", "None"]
+    assert number(131072, ",") == "131,072" and number(0.63, ".2f", "en") == "0.63"
+
+
+def test_a_russian_edition_prints_its_fields_through_number_and_keeps_the_rest():
+    from builder.translation.render import numbered
+
+    cell = 'x = 3\nprint(f"всего {x:,} байт, доля {r:.2f}, {name!r}, {{x}}")\n'
+    out = numbered(cell, "ru")
+    assert "{number(x, ',', 'ru')}" in out and "{number(r, '.2f', 'ru')}" in out and "{name!r}" in out and "{{x}}" in out
+    assert out.startswith("x = 3\n")
+
+
+def test_the_russian_editions_print_russian_numbers():
+    text = (ROOT / "notebooks" / "ru" / "module3_basic_transformer.py").read_text(encoding="utf-8")
+    assert "def number(value" in text and "number(" in text.split("def number(value", 1)[1]
+    assert "def number(value" not in (ROOT / "notebooks" / "module3_basic_transformer.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def formulas(monkeypatch):
+    """The typography with formulas and «в {field}x» rules on."""
+    from builder.translation import typography
+
+    monkeypatch.setattr(typography, "LINT_NUMBERS_IN_CODE", True)
+    return typography
+
+
+def test_formulas_get_russian_decimals_and_thousands_and_keep_their_invariant(formulas):
+    from builder.translation.invariants import differences
+
+    english = "At $n = 131{,}072$ the share is $0.63$, $n = 1.25 d = 5{,}120$ and $(2.0, 1.0)$."
+    russian = "При $n = 131{,}072$ доля $0.63$, $n = 1.25 d = 5{,}120$ и $(2.0, 1.0)$."
+    fixed = formulas.typeset(russian, english)
+    assert fixed == "При $n = 131\\,072$ доля $0{,}63$, $n = 1{,}25 d = 5120$ и $(2{,}0; 1{,}0)$."
+    assert differences(english, fixed, "ru") == [] and formulas.english_forms(fixed, english) == []
+    assert {f.split(" in English")[0] for f in formulas.english_forms(russian, english)} == {
+        "grouped thousands in a formula", "decimal point in a formula"}
+    assert "math" in [k for k, _ in differences(english, "При $n = 131\\,073$ доля $0{,}63$.", "ru")]
+
+
+def test_a_fraction_multiplier_field_reads_v_raza(formulas):
+    assert formulas.typeset("градиент в {r:.1f}x меньше", "gradient {r:.1f}x smaller") == "градиент в\u00a0{r:.1f}\u00a0раза меньше"
+    assert formulas.english_forms("в {r:.1f}x меньше") and not formulas.english_forms("в {n:.0f}x меньше")
+
+
+def test_a_code_value_in_prose_stays_code():
+    assert typeset("окно, sink=1.3, eps=1e-5", "window, sink=1.3, eps=1e-5") == "окно, sink=1.3, eps=1e-5"
+
+
+def test_a_russian_figure_writes_its_numbers_in_russian_and_keeps_versions():
+    import subprocess
+    import sys
+
+    script = (
+        "import matplotlib; matplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
+        "from builder.contracts.numerals import localize_figures\n"
+        "localize_figures('ru')\n"
+        "fig, ax = plt.subplots(); ax.plot([0, 20000], [0, 0.5])\n"
+        "texts = [ax.set_title(t).get_text() for t in ('M = 116,736', 'ядро = 1, 0.5, -0.25', '4,880 КиБ', 'Модуль 5.1', 'torch 2.4')]\n"
+        "fig.canvas.draw()\n"
+        "print(repr(texts)); print(repr([t.get_text() for t in ax.get_xticklabels()][-2:] + [t.get_text() for t in ax.get_yticklabels()][1:3]))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert eval(out[0]) == ["M = 116\u202f736", "ядро = 1; 0,5; -0,25", "4880 КиБ", "Модуль 5.1", "torch 2.4"]
+    assert eval(out[1]) == ["20\u202f000", "22\u202f500", "0,0", "0,1"], out[1]

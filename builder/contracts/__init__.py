@@ -20,6 +20,7 @@ from . import (
     decoding,
     heads,
     norms,
+    numerals,
     positions,
     frozen,
     streaming,
@@ -32,6 +33,7 @@ from . import (
 # Order matters only for error messages; each module lists its inlinable names in __all__.
 MODULES = (
     messages,
+    numerals,
     environment,
     validation,
     violations,

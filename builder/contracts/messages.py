@@ -28,7 +28,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -44,6 +44,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -77,9 +78,79 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 
 
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
 
 
 def shown_label(label):

@@ -27,12 +27,18 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
 
 
 def contract_assert(condition, prop, on_input, expected, actual, hint):
@@ -93,7 +99,10 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
 
 

@@ -12,10 +12,13 @@ from .typography import english_forms
 from .units import Unit
 
 FUZZY = "fuzzy"
+BRACE_FORMAT = "python-brace-format"  # gettext's flag for a string with {fields}: Poedit and Weblate check them
+# language -> gettext's Plural-Forms header (the GNU gettext manual's table)
+PLURAL_FORMS = {"ru": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);"}
 # language -> a lint of its typography: English-form numbers and units a reader of that language would misread.
 TYPOGRAPHY = {"ru": english_forms}
-# Findings that make a translation unsafe to write: it would end a comment line or add a link or HTML.
-REFUSED = ("line-break", "markup")
+# Findings that make a translation unsafe to write: it would end a comment line, become code, or add a link or HTML.
+REFUSED = ("line-break", "code-line", "markup")
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _PO_LINE = re.compile(rf'^(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?{_QUOTED}$')
 
@@ -51,6 +54,11 @@ def load(path: Path, shown: str | None = None) -> polib.POFile:
         text = read_text(path, path_shown, what="catalog")
     except MalformedFile as exc:
         raise CatalogError(str(exc)) from None
+    return load_text(text, path_shown)
+
+
+def load_text(text: str, path_shown: str) -> polib.POFile:
+    """A catalog from its text (``load`` once the file is read); CatalogError names ``file(line)``."""
     for number, line in enumerate(text.split("\n"), start=1):
         odd = [c for c in line if c in LINE_SEPARATORS]
         if odd:  # polib would split the line there, and an edition's comment would end there
@@ -66,17 +74,42 @@ def load(path: Path, shown: str | None = None) -> polib.POFile:
     return catalog
 
 
-def dumps(catalog: polib.POFile, language: str, source_name: str) -> str:
-    """The catalog's text, with a header naming the language and the English source."""
-    catalog.metadata = {
-        "Project-Id-Version": source_name,
-        "Language": language,
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-    }
+def dumps(catalog: polib.POFile, language: str, source_name: str, original: str | None = None) -> str:
+    """The catalog's text in gettext's layout, its header kept: a translator's fields (Last-Translator, X-Generator) stay.
+
+    The builder sets only what it owns (Language, the charset) and adds what is missing (Project-Id-Version,
+    Plural-Forms). Every string whose text is the same as in ``original`` (the file as read) keeps that
+    file's line layout, so a catalog saved by Poedit, Weblate or msgcat is not rewritten by a merge.
+    """
+    header = {"Project-Id-Version": source_name, "MIME-Version": "1.0", "Content-Transfer-Encoding": "8bit",
+              **({"Plural-Forms": PLURAL_FORMS[language]} if language in PLURAL_FORMS else {})}
+    catalog.metadata = {**header, **dict(catalog.metadata), "Language": language, "Content-Type": "text/plain; charset=UTF-8"}
+    return written(catalog, original)
+
+
+def written(catalog: polib.POFile, original: str | None = None) -> str:
+    """``catalog`` as text: wrapped at 79 columns as gettext wraps, each string unchanged since ``original`` laid out as there."""
+    from .layout import rewrap
+
     catalog.wrapwidth = 0
-    return str(catalog).rstrip("\n") + "\n"
+    return rewrap(str(catalog).rstrip("\n") + "\n", original)
+
+
+def template_path(root: Path, catalog_path: Path) -> Path:
+    """Where a catalog's POT template lives: ``translations/templates/<name>.pot``, one per catalog name, for every language."""
+    return root / "translations" / "templates" / f"{catalog_path.stem}.pot"
+
+
+def template(catalog: polib.POFile, source_name: str) -> str:
+    """The POT template of a merged catalog: every live entry, untranslated, with its context, flags and reference."""
+    pot = polib.POFile(wrapwidth=0)
+    pot.metadata = {"Project-Id-Version": source_name, "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
+                    "Content-Transfer-Encoding": "8bit"}
+    for entry in catalog:
+        if not entry.obsolete:
+            pot.append(polib.POEntry(msgctxt=entry.msgctxt, msgid=entry.msgid, msgstr="", occurrences=entry.occurrences,
+                                     flags=[f for f in entry.flags if f != FUZZY], comment=entry.comment))
+    return written(pot)
 
 
 def _match(units: list[Unit], catalog: polib.POFile):
@@ -112,9 +145,11 @@ def merge(catalog: polib.POFile, units: list[Unit], occurrence: str) -> polib.PO
     """
     pairs, orphans = _match(units, catalog)
     merged = polib.POFile(wrapwidth=0)
+    merged.header, merged.metadata = catalog.header, dict(catalog.metadata)  # the translator's header stays
     for i, unit in enumerate(units):
         how, old = pairs[i]
-        entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="", occurrences=[(occurrence, str(unit.line or unit.cell + 1))])
+        # the reference is the file only: a line number would move whenever a line above it moves
+        entry = polib.POEntry(msgctxt=unit.context, msgid=unit.text, msgstr="", occurrences=[(occurrence, "")])
         if how == "same":
             entry.msgstr, entry.flags = old.msgstr, list(old.flags)
             entry.previous_msgid, entry.tcomment = old.previous_msgid, old.tcomment
@@ -122,6 +157,7 @@ def merge(catalog: polib.POFile, units: list[Unit], occurrence: str) -> polib.PO
             entry.msgstr, entry.tcomment = old.msgstr, old.tcomment
             entry.flags = sorted(set(old.flags) | {FUZZY}) if old.msgstr else list(old.flags)
             entry.previous_msgid = (old.previous_msgid or old.msgid) if old.msgstr else None
+        entry.flags = [f for f in entry.flags if f != BRACE_FORMAT] + ([BRACE_FORMAT] if unit.fields else [])
         merged.append(entry)
     for old in orphans + [e for e in catalog if e.obsolete]:
         if old.msgstr:

@@ -195,3 +195,31 @@ def course_violations(course) -> list[Finding]:
         for path in other_catalogs(course, language):
             found += violations(po.load(path, course.shown(path)), terms, course.shown(path))
     return found
+
+
+def weblate_files(path: Path, language: str, catalog: polib.POFile) -> dict[Path, str]:
+    """The glossary as files Weblate (and translate-toolkit) import: ``glossary.csv`` and ``glossary.tbx`` beside ``glossary.po``.
+
+    Both hold each term, its one rendering and, as a developer's comment, the stems and the renderings to avoid.
+    """
+    import csv
+    import io
+    from xml.sax.saxutils import escape, quoteattr
+
+    rows = [(e.msgid, e.msgstr, e.msgctxt or "", " ".join((e.comment or "").split("\n")))
+            for e in catalog if e.msgid and e.msgstr and not e.obsolete]
+    table = io.StringIO()
+    writer = csv.writer(table, lineterminator="\n")
+    writer.writerow(("source", "target", "context", "developer_comments"))
+    writer.writerows(rows)
+    entries = "".join(
+        f'<termEntry id={quoteattr(f"term-{number}")}>'
+        + (f'<descrip type="definition">{escape(note)}</descrip>' if note else "")
+        + f'<langSet xml:lang="en"><tig><term>{escape(source)}</term></tig></langSet>'
+        + f'<langSet xml:lang={quoteattr(language)}><tig><term>{escape(target)}</term></tig></langSet></termEntry>\n'
+        for number, (source, target, _, note) in enumerate(rows, start=1))
+    tbx = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE martif SYSTEM "TBXcoreStructV02.dtd">\n'
+           '<martif type="TBX" xml:lang="en">\n<martifHeader><fileDesc><sourceDesc><p>The course glossary, written from '
+           f'translations/{language}/{GLOSSARY} by `python -m builder translations --update`</p></sourceDesc></fileDesc></martifHeader>\n'
+           f"<text><body>\n{entries}</body></text>\n</martif>\n")
+    return {path.with_suffix(".csv"): table.getvalue(), path.with_suffix(".tbx"): tbx}

@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from . import markup
+
 _CODE = re.compile(r"`[^`\n]+`")
 _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.DOTALL)
 _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$")
@@ -33,10 +35,11 @@ _OPERATOR = re.compile(r"<=|>=|==|!=|≤|≥|≠|(?<=\s)[<>](?=\s)")
 # Line separators other than LF (str.splitlines and Python's tokenizer end a line at several of them).
 LINE_SEPARATORS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
-# Extraction order matters: a code span may hold a dollar, a formula may hold digits.
+# Extraction order matters: a code span may hold a dollar, a formula may hold digits. Links and tags are cut from the
+# prose here only so that their digits are not read as numbers; ``markup.items`` finds them, with a real parser.
 _SPANS = (("code", _CODE), ("math", _DISPLAY_MATH), ("math", _INLINE_MATH), ("link", _URL), ("tag", _TAG))
 # Items a translation may not add: they would load, run or link to something the English does not.
-MARKUP = ("link", "tag")
+MARKUP = ("link", "image", "tag")
 
 
 
@@ -78,9 +81,10 @@ def invariants(text: str, language: str | None = None) -> Counter:
 
 def _items(text: str, language: str | None) -> list[tuple[str, str]]:
     """Every invariant item of ``text`` in order: spans first, then units, operators and numbers in the prose left."""
-    found, rest = [], text
+    found, rest = list(markup.items(text)), text
     for kind, pattern in _SPANS:
-        found += [(kind, _span(kind, m.group(1) if kind == "link" else m.group(0))) for m in pattern.finditer(rest)]
+        if kind not in MARKUP:
+            found += [(kind, _span(kind, m.group(0))) for m in pattern.finditer(rest)]
         rest = pattern.sub(" ", rest)
     units = UNIT_FORMS.get(language or "", {})
     found += [("unit", units.get(m.group(0), m.group(0))) for m in _UNIT.finditer(rest)]
@@ -134,9 +138,42 @@ def swapped(english: str, translation: str, language: str | None = None) -> list
     return problems
 
 
+def russian_math(formula: str) -> str:
+    """A formula in Russian typography (decimal ``0{,}63``, thousands ``5\\,120`` or ``2048``) with English decimals and no grouping."""
+    formula = re.sub(r"(?<=\d)\{,\}(?=\d)", ".", formula)
+    formula = re.sub(r"(?<=\d);(?=\s+\d)", ",", formula)  # a list of decimals: (2{,}0; 1{,}0) is (2.0, 1.0)
+    return re.sub(r"(?<=\d)\\,(?=\d{3}(?!\d))", "", formula)
+
+
+def _ungrouped(formula: str) -> str:
+    """An English formula without its thousands groups (``131{,}072`` -> ``131072``)."""
+    return re.sub(r"(?<=\d)\{,\}(?=\d{3}(?!\d))", "", formula)
+
+
+# language -> how that language's typography writes a formula's numbers, as English decimals without grouping.
+MATH_FORMS: dict[str, Callable[[str], str]] = {"ru": russian_math}
+
+
+def _same_math(want: Counter, got: Counter, language: str | None) -> None:
+    """Pair off (in place) each formula the translation writes in its language's number typography with its English one."""
+    normal = MATH_FORMS.get(language or "")
+    if normal is None:
+        return
+    for (kind, item), count in list((got - want).items()):
+        if kind != "math":
+            continue
+        for english, left in (want - got).items():
+            if english[0] == "math" and _ungrouped(english[1]) == normal(item):
+                paired = min(count, left)
+                got[(kind, item)] -= paired
+                got[english] += paired
+                break
+
+
 def differences(english: str, translation: str, language: str | None = None) -> list[tuple[str, str]]:
     """(kind, what) for each way ``translation`` fails to carry ``english``'s invariants; kind ``markup`` for added links or tags."""
     want, got = invariants(english), invariants(translation, language)
+    _same_math(want, got, language)
     problems = []
     for (kind, item), count in sorted((want - got).items()):
         problems.append((kind, f"{kind} {item!r} is in the English {count}x more often than in the translation"))
@@ -150,21 +187,24 @@ def differences(english: str, translation: str, language: str | None = None) -> 
 
 
 def line_breaks(english: str, translation: str) -> list[tuple[str, str]]:
-    """A line separator that could end a comment or a string in the edition: any but LF, or LF in a one-line unit."""
+    """A line that could end a comment or a string in the edition (a separator other than LF, or LF in a one-line unit),
+    or that jupytext would read back as a cell marker or a magic (``code-line``)."""
     odd = sorted({repr(c) for c in translation if c in LINE_SEPARATORS})
     if odd:
         return [("line-break", f"holds the line separator(s) {', '.join(odd)}, which would end a comment line in the edition")]
     if "\n" in translation and "\n" not in english and english.lstrip().startswith(("#", "|")):
         return [("line-break", "breaks a one-line heading or table row into several lines; keep it on one line")]
-    return []
+    english_lines = set(markup.code_lines(english))
+    return [("code-line", f"{what} when the edition's .py is read back; a translated line may not begin with %, !, "
+                          "'# %%' or be one word ending in '?'") for what in markup.code_lines(translation) if what not in english_lines]
 
 
 def unsafe(english: str, translation: str) -> bool:
-    """Whether a translation adds a link or tag, or holds a line break that could end a comment (cheaper than ``differences``)."""
+    """Whether a translation adds a link, image or tag, or holds a line that could end a comment or become code."""
     if line_breaks(english, translation):
         return True
-    added = Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(translation))
-    return bool(added - Counter((p.pattern, m) for p in (_URL, _TAG) for m in p.findall(english)))
+    wanted = Counter(item for item in markup.items(english))
+    return bool(Counter(markup.items(translation)) - wanted)
 
 
 def changed(english: str, translation: str, language: str | None = None) -> list[str]:

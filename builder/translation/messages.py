@@ -27,31 +27,92 @@ TABLE_REGION = "# builder:begin inline MESSAGES"
 _NOT_CHECKS = {"__init__", "calls", "diagrams", "environment", "exact_attention", "exercises", "frozen", "messages", "style",
                "validation", "violations", "waiting"}
 _MIN_WORDS = 4
+# A shorter text is a unit too when it is a property, a value or an input a student reads ("output matches F.layer_norm",
+# "returned normally", "shape {tuple(x.shape)}"): two words or more, one of them an English word, outside a raise.
+_SHORT_WORDS = 2
+_ENGLISH_WORD = re.compile(r"(?<![\w.{])[A-Za-z]{3,}(?![\w.(=}])")
+# Modules whose plain texts are no checks' words but which hand a check its values ("a result (the input is valid)").
+_VALUES_ONLY = {"calls"}
 
 
 def units(root: Path = ROOT) -> list[Unit]:
     """The keyed messages, then each contract check's plain usual causes and property names, in file order."""
     from ..contracts.messages import MESSAGES
 
-    found = [Unit(key, text, 0) for key, text in MESSAGES.items()]
+    found = [Unit(key, text, 0, fields=tuple(_template_fields(text))) for key, text in MESSAGES.items()]
     seen = set(MESSAGES.values())
     for path in sorted((root / "builder" / "contracts").glob("*.py")):
-        if path.stem in _NOT_CHECKS:
+        if path.stem in _NOT_CHECKS - _VALUES_ONLY:
             continue
-        stat, count = path.stat(), 0
-        for text in _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size):
-            if text not in seen:
-                seen.add(text)
-                count += 1
-                found.append(Unit(f"{path.stem}: {count}", text, 0))
+        stat = path.stat()
+        texts, short = _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size)
+        for label, group in (("", () if path.stem in _VALUES_ONLY else texts), ("t", short)):
+            count = 0
+            for text in group:
+                if text not in seen:
+                    seen.add(text)
+                    count += 1
+                    found.append(Unit(f"{path.stem}: {label}{count}", text, 0, fields=tuple(_template_fields(text)) if label else ()))
     return found
 
 
-@functools.cache
-def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
-    """``contract_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
-    return tuple(contract_texts(Path(path).read_text(encoding="utf-8")))
+def _template_fields(text: str) -> list[str]:
+    """The ``{fields}`` of a template as it writes them: a translation keeps each."""
+    return re.findall(r"\{[^{}]*\}", text)
 
+
+@functools.cache
+def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``contract_texts`` and ``short_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
+    source = Path(path).read_text(encoding="utf-8")
+    return tuple(contract_texts(source)), tuple(short_texts(source))
+
+
+def _raises_violation(node: ast.Raise) -> bool:
+    """Whether a ``raise`` raises a check's failure, which a student reads, rather than a guard's error."""
+    call = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+    name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
+    return name in ("ContractViolation", "CheckFailed") or (name == "of" and "CheckFailed" in ast.unparse(call))
+
+
+def short_texts(source: str) -> list[str]:
+    """A contracts module's shorter texts and f-string templates a student reads, outside ``raise`` and docstrings.
+
+    An f-string is written with its fields as the source writes them (``shape {tuple(x.shape)}``):
+    ``in_language`` matches a message against it and carries the fields' values into the translation.
+    """
+    from .units import _field_text
+
+    tree = ast.parse(source)
+    skipped = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            skipped.add(id(body[0].value))
+        if isinstance(node, ast.Raise) and not _raises_violation(node):
+            skipped.update(id(n) for n in ast.walk(node))  # a guard's error: for programmers, it stays English
+        if isinstance(node, ast.JoinedStr):
+            skipped.update(id(v) for v in ast.walk(node) if v is not node)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text, words = node.value, node.value
+        elif isinstance(node, ast.JoinedStr):
+            parts = [(v.value, True) if isinstance(v, ast.Constant) else (_field_text(v), False) for v in node.values]
+            text, words = "".join(p for p, _ in parts), " ".join(p for p, literal in parts if literal)
+            shown = [c for v in node.values if isinstance(v, ast.FormattedValue) for choice in ast.walk(v.value)
+                     if isinstance(choice, ast.IfExp) for c in (choice.body, choice.orelse)
+                     if isinstance(c, ast.Constant) and isinstance(c.value, str) and re.search(r"[A-Za-z]{2}", c.value)]
+            found += [(c.lineno, c.col_offset, c.value) for c in shown]  # a field's own words ('may not'): a value the reader sees
+        else:
+            continue
+        templated = text != words  # a template needs one English word of two letters ("{value} at {index}")
+        english = _ENGLISH_WORD.search(words) or (templated and re.search(r"(?<![\w.])[A-Za-z]{2}(?![\w.(=])", words))
+        if (len(words.split()) >= _SHORT_WORDS or templated) and english and "\n" not in text:
+            found.append((node.lineno, node.col_offset, text))
+    return [text for *_, text in sorted(found)]
 
 def contract_texts(source: str) -> list[str]:
     """Plain string literals of at least four words in a contracts module, docstrings and f-string parts left out."""

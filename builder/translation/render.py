@@ -80,3 +80,65 @@ def _translate_exercise(source: str, instructions: str, language: str = "en") ->
     first, *rest = instructions.split("\n")
     comment = [f"# {label}: {first}".rstrip()] + [f"# {line}".rstrip() if line else "#" for line in rest]
     return "\n".join(comment + source.split("\n")[count:])
+
+
+def localize_numbers(nb: nbformat.NotebookNode, language: str, root: Path = ROOT) -> None:
+    """Give a translated edition its language's numbers: each field of a print or caption after the checks' table
+    goes through ``number`` (inlined into that table's cell), so ``{x:,}`` prints 131 072 and ``{r:.1f}`` 3,7 in Russian."""
+    from ..contracts.numerals import NUMBER_FORMS
+    from ..inline import source_of
+    from .messages import TABLE_REGION
+
+    if language == "en" or language not in NUMBER_FORMS:
+        return
+    started = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if not started and TABLE_REGION in cell.source:
+            helper = "\n\n".join(source_of(name, root).strip("\n") for name in ("NUMBER_FORMS", "number", "localize_figures"))
+            cell.source = cell.source.rstrip("\n") + "\n\n" + helper + f"\n\n\nlocalize_figures({language!r})  # every figure's numbers in the reader's typography"
+            started = True
+        elif started:
+            cell.source = numbered(cell.source, language)
+
+
+def numbered(source: str, language: str) -> str:
+    """A code cell whose reader's f-strings (prints, captions) format each plain field with ``number(value, spec, language)``."""
+    for text in reversed(code_texts(source)):
+        if not text.literal or not text.fields:
+            continue
+        lines = source[text.start:text.end].split("\n")
+        source = source[:text.start] + "\n".join(_numbered_line(line, text.fields, language) for line in lines) + source[text.end:]
+    return source
+
+
+def _numbered_line(line: str, fields: tuple[str, ...], language: str) -> str:
+    """One line of an f-string literal with its plain ``fields`` through ``number``; the line as it was where that cannot be proved."""
+    import ast
+
+    body = line.strip()
+    if not body.startswith(("f'", 'f"')):
+        return line
+    other = "'" if body[1] == '"' else '"'
+    new = body
+    for field in sorted(set(fields), key=len, reverse=True):
+        try:
+            value = ast.parse(f"f{body[1]}{field}{body[1]}", mode="eval").body.values[0]
+        except (SyntaxError, AttributeError, IndexError):
+            continue
+        spec = value.format_spec
+        if value.conversion != -1 or (spec is not None and not all(isinstance(p, ast.Constant) for p in spec.values)):
+            continue
+        spec_text = "".join(p.value for p in spec.values) if spec is not None else ""
+        new = new.replace(field, f"{{number({ast.unparse(value.value)}, {other}{spec_text}{other}, {other}{language}{other})}}")
+    try:
+        before, after = ast.parse(body, mode="eval").body, ast.parse(new, mode="eval").body
+    except SyntaxError:
+        return line
+    if not (isinstance(before, ast.JoinedStr) and isinstance(after, ast.JoinedStr)):
+        return line
+    literal = [v.value for v in before.values if isinstance(v, ast.Constant)]
+    if [v.value for v in after.values if isinstance(v, ast.Constant)] != literal or len(after.values) != len(before.values):
+        return line
+    return line[:len(line) - len(line.lstrip())] + new

@@ -15,7 +15,8 @@ from .invariants import UNIT_FORMS
 NBSP = "\u00a0"
 _PROTECTED = re.compile(
     r"```.*?```|`[^`\n]+`|\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$"  # code and math
-    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\n]*\}|%[sd]",  # URLs, tags, format fields (an f-string's may hold spaces)
+    r"|\]\([^)\s]+\)|https?://[^\s)>\]]+|</?[a-zA-Z][^>\n]*>|\{[^{}\n]*\}|%[sd]"  # URLs, tags, format fields (an f-string's may hold spaces)
+    r"|(?<![\w.])[A-Za-z_]\w*=[^\s,;)\]]+",  # a code value: an argument as code writes it (sink=1.3, eps=1e-5) stays code
     re.DOTALL)
 # A number with a dot that is a name, not a fraction: a module or section, a version, a model.
 _NAMED_BEFORE = re.compile(
@@ -137,6 +138,39 @@ def rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], 
     )
 
 
+_MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?!\$)(?:[^$\n]|\n(?![ \t]*\n))+?(?<!\\)\$", re.DOTALL)
+_MATH_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?![\w.])")
+_MATH_GROUPED = re.compile(r"(?<![\d{}])\d{1,3}(?:\{,\}\d{3})+(?![\d{])")
+
+
+# A list of numbers with a decimal among them, (2.0, 1.0, 0.5): with decimal commas its items are split by «;».
+_MATH_LIST = re.compile(r"(?<![\w.{}])\d+(?:\.\d+)?(?:,\s*\d+(?:\.\d+)?)+(?![\w.{])")
+
+
+def _math_list(match: re.Match) -> str:
+    """A formula's list of numbers, its items split by «;» once one of them is a decimal."""
+    return re.sub(r",(\s*)", lambda m: ";" + (m.group(1) or " "), match.group(0)) if "." in match.group(0) else match.group(0)
+
+
+def _math_group(number: str) -> str:
+    """An English formula's grouped number in Russian: ``5{,}120`` -> ``5120``, ``131{,}072`` -> ``131\\,072`` (as prose groups five digits and more)."""
+    digits = number.replace("{,}", "")
+    return digits if len(digits) <= 4 else number.replace("{,}", "\\,")
+
+
+# "в {ratio:.1f}x" reads «в {ratio:.1f} раза»: a number with a fraction always takes «раза»; an integer's form depends on it.
+_FIELD_TIMES = re.compile(rf"(?<!\w)(в|до)[ {NBSP}]+(\{{[^{{}}]*?(:[^{{}}]*\.[1-9][fg])?\}})[x×](?!\w)")
+
+
+def math_rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], bool], ...]:
+    """The rules for a formula's numbers: ``0.63`` -> ``0{,}63``, and the English's ``5{,}120`` -> ``5\\,120`` (Russian thousands)."""
+    grouped = {m.group(0) for m in _MATH_GROUPED.finditer(english or "")}
+    return (
+        ("grouped thousands in a formula", lambda f: _MATH_GROUPED.sub(lambda m: _math_group(m.group(0)) if m.group(0) in grouped else m.group(0), f), True),
+        ("decimal point in a formula", lambda f: _MATH_DECIMAL.sub(r"\1{,}\2", _MATH_LIST.sub(_math_list, f)), True),
+    )
+
+
 def _pieces(text: str) -> list[tuple[bool, str]]:
     """``text`` cut into (is prose, piece): code, formulas, URLs, tags and format fields are not prose."""
     pieces, at = [], 0
@@ -151,11 +185,12 @@ def _apply(text: str, rules) -> str:
     return _rewrite(_pieces(text), rules)
 
 
-def _rewrite(pieces: list[tuple[bool, str]], rules) -> str:
-    """The text of ``pieces`` (from ``_pieces``) with ``rules`` applied to the prose pieces only."""
+def _rewrite(pieces: list[tuple[bool, str]], rules, formula_rules=()) -> str:
+    """The text of ``pieces`` (from ``_pieces``) with ``rules`` applied to the prose pieces and ``formula_rules`` to the formulas."""
     out = []
     for prose, piece in pieces:
-        for _, rule, _ in rules if prose else ():
+        chosen = rules if prose else formula_rules if _MATH.fullmatch(piece) else ()
+        for _, rule, _ in chosen:
             piece = rule(piece)
         out.append(piece)
     return "".join(out)
@@ -163,18 +198,29 @@ def _rewrite(pieces: list[tuple[bool, str]], rules) -> str:
 
 def typeset(text: str, english: str | None = None) -> str:
     """``text`` (translating ``english``) in Russian typography; code, formulas, URLs, tags and format fields stay as they are."""
-    return _apply(text, [rule for rule in rules(english) if rule[0] not in LINT_ONLY])
+    if not LINT_NUMBERS_IN_CODE:
+        return _apply(text, [rule for rule in rules(english) if rule[0] not in LINT_ONLY])
+    text = _FIELD_TIMES.sub(lambda m: f"{m.group(1)}{NBSP}{m.group(2)}{NBSP}раза" if m.group(3) else m.group(0), text)
+    return _rewrite(_pieces(text), [rule for rule in rules(english) if rule[0] not in LINT_ONLY], math_rules(english))
 
 
+# Whether typeset rewrites, and the lint reports, numbers in formulas and «в {field}x» as well as in prose.
+LINT_NUMBERS_IN_CODE = True
 # Reported, never rewritten: "стоит 0.1× от цены" needs a rewording («стоит 0,1 цены»), not a substitution.
 LINT_ONLY = ("multiplier sign",)
 
 
 def english_forms(text: str, english: str | None = None) -> list[str]:
     """Each kind of English-form number or unit left in the Russian prose of ``text`` (translating ``english``), with the fix."""
-    found, pieces = [], _pieces(text)  # cut once; each lint rule is tried alone on the prose
-    for name, rule, lint in rules(english):
-        fixed = _rewrite(pieces, ((name, rule, lint),)) if lint else text
+    found, pieces = [], _pieces(text)  # cut once; each lint rule is tried alone on the prose, each formula rule on the formulas
+    times_field = _FIELD_TIMES.search(text) if LINT_NUMBERS_IN_CODE else None
+    if times_field and times_field.group(3):
+        found.append(f"multiplier {times_field.group(0)!r} in English form; Russian writes «в … раза» (a fraction) or «в … раз»: "
+                     "`python -m builder translations --typography` rewrites a fraction's")
+    tried = [(rule, ()) for rule in rules(english)] + [(None, (rule,)) for rule in math_rules(english) if LINT_NUMBERS_IN_CODE]
+    for prose_rule, formula_rule in tried:
+        name, _, lint = prose_rule or formula_rule[0]
+        fixed = _rewrite(pieces, (prose_rule,) if prose_rule else (), formula_rule) if lint else text
         if fixed != text:
             first = next(i for i, (a, b) in enumerate(zip(text, fixed)) if a != b) if fixed[:len(text)] != text else len(text)
             shown = text[max(0, first - 15):first + 20].replace("\n", " ")
@@ -207,8 +253,7 @@ def rewrite(paths: list[Path], language: str, shown: Callable[[Path], str]) -> t
                 refused.append(f"{shown(path)}({entry.linenum}): [{entry.msgctxt or entry.msgid[:30]}] typography would change: {'; '.join(added)}")
             entry.msgstr, changed = new, changed + 1
         if changed:
-            catalog.wrapwidth = 0
-            outputs[path] = str(catalog).rstrip("\n") + "\n"
+            outputs[path] = po.written(catalog, path.read_text(encoding="utf-8"))
     return outputs, refused
 
 

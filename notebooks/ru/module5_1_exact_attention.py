@@ -735,7 +735,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -751,6 +751,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -772,7 +773,7 @@ MESSAGES = {
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -788,7 +789,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -803,6 +804,7 @@ MESSAGES.update({
     "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
     "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
     "not finite": "не конечна (NaN или бесконечность)",
+    "library error": "{error} (сообщение библиотеки: «{message}»)",
     "section pass": "{section}: ПРОЙДЕНО",
     "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
     "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
@@ -866,6 +868,17 @@ MESSAGES.update({
     "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
     "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
     "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "output matches F.scaled_dot_product_attention": "выход совпадает с F.scaled_dot_product_attention",
+    "gradient with respect to {name} matches F.scaled_dot_product_attention": "градиент по {name} совпадает с F.scaled_dot_product_attention",
+    "a gradient for {name}": "градиент для {name}",
+    "none: {name} does not reach the output through autograd": "нет: {name} не доходит до выхода через autograd",
+    "returned normally": "завершилась без ошибки",
+    "gradients stay finite with an empty row (d{name})": "градиенты остаются конечными при пустой строке (d{name})",
+    "finite gradients": "конечные градиенты",
+    "max difference {wrong_error:.3g}": "наибольшая разность {wrong_error:.3g}",
+    "a result (the input is valid)": "результат (вход допустим)",
+    "a tuple {expected}": "кортеж {expected}",
+    "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -922,6 +935,15 @@ MESSAGES.update({
     "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
     "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
     "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "{len(want)} entries": "элементов: {len(want)}",
+    "{len(got)} entries": "элементов: {len(got)}",
+    "sum 1": "сумма 1",
+    "sum {math.fsum(got)!r}": "сумма {math.fsum(got)!r}",
+    "a single step": "один шаг",
+    "(tokens, reason)": "(tokens, reason)",
+    "step {step}: a token with logit {max(scores)}": "шаг {step}: токен с логитом {max(scores)}",
+    "token {token}": "токен {token}",
+    " with logit {scores[token]}": " с логитом {scores[token]}",
     "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
     "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
     "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
@@ -991,12 +1013,30 @@ MESSAGES.update({
     "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
     "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
     "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "shape {(n, dv)}": "форма {(n, dv)}",
+    "shape {np.shape(out)}": "форма {np.shape(out)}",
+    "random Q, K [{n}, {dk}], V [{n}, {dv}]": "случайные Q, K [{n}, {dk}], V [{n}, {dv}]",
+    "an int": "целое число (int)",
+    "2 rounds": "2 прохода",
+    "{rounds} rounds": "проходов: {rounds}",
+    "{T} random steps": "случайных шагов: {T}",
+    "{want} rounds": "проходов: {want}",
+    ", mask=None": ", mask=None",
+    "random K, V [{T}, {d}] at {bits} bits": "случайные K, V [{T}, {d}], разрядность {bits} бит",
     "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
     "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
     "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
     "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
     "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
     "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "x of shape {shape} (K/V heads on axis -3), group={group}": "x формы {shape} (KV-головы по оси -3), group={group}",
+    "shape {want_shape}": "форма {want_shape}",
+    "shape {out.shape}": "форма {out.shape}",
+    "query head {h} -> K/V head {h // group}": "голова запросов {h} -> KV-голова {h // group}",
+    "query head {h} -> K/V head {read[0] if read else 'none (values changed)'}": "голова запросов {h} -> KV-голова {read[0] if read else 'none (values changed)'}",
+    "none (values changed)": "нет (значения изменены)",
+    "x of shape (3, 4, 2), group={bad!r}": "x формы (3, 4, 2), group={bad!r}",
+    "TypeError or ValueError": "TypeError или ValueError",
     "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
     "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
     "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
@@ -1028,6 +1068,22 @@ MESSAGES.update({
     ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
     "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
     "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}": "x = arange в форме ({batch}, {tokens}, {heads * width}), n_heads={heads}",
+    "shape {(batch, heads, tokens, width)}": "форма {(batch, heads, tokens, width)}",
+    "shape {tuple(getattr(result, 'shape', ()))}": "форма {tuple(getattr(result, 'shape', ()))}",
+    "; batch {b}, head {h}, token {t}": "; пример {b}, голова {h}, токен {t}",
+    "shape {tuple(single.shape)}": "форма {tuple(single.shape)}",
+    "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()": "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()",
+    "shape {(batch, tokens, heads * width)}": "форма {(batch, tokens, heads * width)}",
+    "{float(flat[tuple(where)])} at {tuple(where)}": "{float(flat[tuple(where)])} в позиции {tuple(where)}",
+    "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})": "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) во float64, x формы ({batch}, {length}, {d_model})",
+    "the layer builds": "слой создаётся",
+    "an nn.Module instance": "экземпляр nn.Module",
+    "a linear layer {name}": "линейный слой {name}",
+    "shape {(batch, length, d_model)}": "форма {(batch, length, d_model)}",
+    "shape {tuple(getattr(got, 'shape', ()))}": "форма {tuple(getattr(got, 'shape', ()))}",
+    ", return_weights=True": ", return_weights=True",
+    "a pair whose weights have shape {(batch, n_heads, length, length)}": "пара, веса в которой имеют форму {(batch, n_heads, length, length)}",
     "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
     "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
     "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
@@ -1055,6 +1111,12 @@ MESSAGES.update({
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
     "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
     "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "int {want}": "int {want}",
+    "{want} bytes": "{want} байт",
+    "{got} bytes": "{got} байт",
+    "Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}": "Q, K [11 токенов, d_k=4], V [11, 3], window={window:,}",
+    "largest buffer {min(n, window)}": "наибольший буфер {min(n, window)}",
+    "largest buffer {largest}": "наибольший буфер {largest}",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1107,6 +1169,23 @@ MESSAGES.update({
     "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
     ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
     "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "shape {(n, n)}": "форма {(n, n)}",
+    "shape {mask.shape}": "форма {mask.shape}",
+    "dtype {mask.dtype}": "тип {mask.dtype}",
+    "values {sorted(set(np.unique(mask).tolist()))[:6]}": "значения {sorted(set(np.unique(mask).tolist()))[:6]}",
+    "query {where[0]} may read key {where[1]}": "запрос {where[0]} может читать ключ {where[1]}",
+    "diagonal {np.diag(mask).tolist()}": "диагональ {np.diag(mask).tolist()}",
+    "allowed non-sink keys per row {expected_recent}": "разрешённых ключей вне стока в каждой строке: {expected_recent}",
+    "query {where[0]} {'may' if want[where] else 'may not'} read key {where[1]}": "запрос {where[0]} {'may' if want[where] else 'may not'} читать ключ {where[1]}",
+    "may": "может",
+    "may not": "не может",
+    "it {'may' if got[where] else 'may not'}": "на деле {'may' if got[where] else 'may not'}",
+    "shape {(H, T, T)}": "форма {(H, T, T)}",
+    "shape {np.shape(weights)}": "форма {np.shape(weights)}",
+    ", no mask": ", без маски",
+    ", causal, sink=1.3": ", каузальная маска, sink=1.3",
+    "shape {(H, T, dv)}": "форма {(H, T, dv)}",
+    "shape {np.shape(zero)}": "форма {np.shape(zero)}",
     "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
     ": same shape as x": ": та же форма, что у x",
     "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
@@ -1129,6 +1208,9 @@ MESSAGES.update({
     "a constant token maps to zeros": "постоянный токен переходит в нули",
     "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
     "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "shape {tuple(x.shape)}": "форма {tuple(x.shape)}",
+    "gradients match F.layer_norm": "градиенты совпадают с F.layer_norm",
+    "output matches F.layer_norm": "выход совпадает с F.layer_norm",
     "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
     ": shape is (length, d_model)": ": форма равна (length, d_model)",
     "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
@@ -1159,6 +1241,12 @@ MESSAGES.update({
     "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "shape {(length, d_model)}": "форма {(length, d_model)}",
+    "shape {tuple(result.shape)}": "форма {tuple(result.shape)}",
+    "shape {(t_q, t_k)}": "форма {(t_q, t_k)}",
+    "shape {tuple(mask.shape)}": "форма {tuple(mask.shape)}",
+    "{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}": "{mask.int().tolist()}; первый неверный элемент в (запрос, ключ) = {tuple(bad)}",
+    "causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})": "causal_allowed({t_q}, {t_k}, query_offset={offset}) в сравнении с последними {t_q} строками causal_allowed({t_k}, {t_k})",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
     "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
     "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
@@ -1230,6 +1318,33 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "after tile {tile + 1} the running '{key}' is exact": "после тайла {tile + 1} текущее '{key}' точно",
+    "random logits split into tiles of sizes {sizes}": "случайные логиты, разбитые на тайлы размеров {sizes}",
+    "plain tiles run": "простые тайлы выполняются",
+    "{case}, after every call": "{case}, после каждого вызова",
+    "{case}, Q times 300, tile_size=3": "{case}, Q умножено на 300, tile_size=3",
+    "{big} tokens, d=8, tile_size=32": "{big} токенов, d=8, tile_size=32",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({big * big * 4} байт)",
+    "{peak} bytes": "{peak} байт",
+    "causal tiles run": "каузальные тайлы выполняются",
+    "{expected} score tiles": "тайлов оценок: {expected}",
+    "{tiles} score tiles": "тайлов оценок: {tiles}",
+    "{case}, no mask, tile_size={tile}": "{case}, без маски, tile_size={tile}",
+    "{case}, 2 queries whose only allowed key is the last, tile_size=2": "{case}, 2 запроса, единственный разрешённый ключ которых последний, tile_size=2",
+    "{case}, causal=True, tile_size={tile}": "{case}, causal=True, tile_size={tile}",
+    "{case}, causal=True, window=3, tile_size={tile}": "{case}, causal=True, window=3, tile_size={tile}",
+    "{case}, random additive mask, tile_size=3": "{case}, случайная аддитивная маска, tile_size=3",
+    "{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}": "{case}, запросы {start}..{n - 1} ко всем {n} ключам, causal=True, window={window}, query_start={start}",
+    "{case}, 11 single-query steps, window=4": "{case}, 11 шагов по одному запросу, window=4",
+    "{case}, row 4 fully masked": "{case}, строка 4 полностью замаскирована",
+    "{case}, row 4 fully masked, empty_row='zero'": "{case}, строка 4 полностью замаскирована, empty_row='zero'",
+    "{case}, causal=True, sink=0.7, tile_size=3": "{case}, causal=True, sink=0.7, tile_size=3",
+    "{case} cast to float16, causal=True": "{case}, приведённые к float16, causal=True",
+    "dtype float32": "тип float32",
+    "dtype {np.asarray(half).dtype}": "тип {np.asarray(half).dtype}",
+    "score {sign * 0.75:+} * float32 max plus a bias of the same sign": "оценка {sign * 0.75:+} * максимум float32 плюс сдвиг того же знака",
+    "a non-empty message": "непустое сообщение",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({score_matrix // 2} байт)",
 })
 # builder:begin inline say
 def say(key, **fields):
@@ -1242,10 +1357,80 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 # builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
-# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+# builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
     """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
@@ -1281,13 +1466,19 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
+# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -1372,9 +1563,12 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
+# builder:end sha256=270479f92d28a784d89583ce6f5e65a4ab03de45140010316e995276336212e1
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -2210,6 +2404,65 @@ def check_tiled_attention_contract(tiled_attention):
 # builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
 print("загружено контрактных проверок: 8")
 
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+def localize_figures(language="en"):
+    """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
+
+    A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    stays. English keeps matplotlib's own text.
+    """
+    import re
+
+    import matplotlib.text
+
+    if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
+        return
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
+    listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
+
+    def one(match, text):
+        if named.search(text[max(0, match.start() - 12):match.start()]):
+            return match.group(0)
+        whole, fraction = match.group(1).replace(",", ""), match.group(2)
+        if group_from and len(whole) >= group_from:
+            whole = format(int(whole), ",").replace(",", thousands)
+        return whole + (decimal + fraction if fraction else "")
+
+    def local(text):
+        if not isinstance(text, str) or not any(c.isdigit() for c in text):
+            return text
+        text = listed.sub(lambda m: m.group(0).replace(", ", "; ") if "." in m.group(0) else m.group(0), text)
+        return numbers.sub(lambda m: one(m, text), text)
+
+    original = matplotlib.text.Text.set_text
+
+    def set_text(self, s):
+        return original(self, local(s if isinstance(s, str) or s is None else str(s)))
+
+    matplotlib.text.Text.set_text = set_text
+    matplotlib.text.course_language = language
+
+
+localize_figures('ru')  # every figure's numbers in the reader's typography
+
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
@@ -2814,17 +3067,17 @@ show_figure(
 # | Обозначение | Смысл | Сквозной пример |
 # |---|---|---|
 # | $n$ | длина контекста в токенах | 131 072 (128k) |
-# | $n^2$ | пар запрос–ключ на голову на слой (каузальная маска делит это число пополам; характер роста тот же) | $1.7 \times 10^{10}$ |
+# | $n^2$ | пар запрос–ключ на голову на слой (каузальная маска делит это число пополам; характер роста тот же) | $1{,}7 \times 10^{10}$ |
 # | $2$ | один ключ и одно значение на токен | |
 # | $L$ | слои, у каждого свой кэш | 32 |
 # | $H_{kv}$ | головы ключей/значений в слое | 8 |
 # | $d_h$ | чисел на голову | 128 |
 # | $b$ | байтов на хранимое число | 2 (16 бит) |
 #
-# **Вручную.** Один токен стоит $2 \cdot 32 \cdot 8 \cdot 128 \cdot 2 = 131{,}072$ байта, 128 КиБ.
-# При $n = 131{,}072$ это $2^{17} \cdot 2^{17} = 2^{34}$ байт, около 17,2 ГБ, и
-# $n^2 \approx 1.7 \times 10^{10}$ пар. Переход от 8k к 1M токенов умножает число токенов на 128,
-# число пар — на $128^2 = 16{,}384$, а кэш — на 128: 137 ГБ, больше, чем вмещает одна GPU на 80 ГБ,
+# **Вручную.** Один токен стоит $2 \cdot 32 \cdot 8 \cdot 128 \cdot 2 = 131\,072$ байта, 128 КиБ.
+# При $n = 131\,072$ это $2^{17} \cdot 2^{17} = 2^{34}$ байт, около 17,2 ГБ, и
+# $n^2 \approx 1{,}7 \times 10^{10}$ пар. Переход от 8k к 1M токенов умножает число токенов на 128,
+# число пар — на $128^2 = 16\,384$, а кэш — на 128: 137 ГБ, больше, чем вмещает одна GPU на 80 ГБ,
 # ещё до загрузки единого веса.
 
 # %%
@@ -2841,14 +3094,14 @@ def context_cost(n, layers=32, kv_heads=8, head_dim=128, bytes_per_value=2):
     return {"n": n, "pairs": n * n, "cache_bytes": n * kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value)}
 
 
-print(f"рукопожатий среди 10 гостей: {10 * 9 // 2}; среди 1000: {1000 * 999 // 2:,}")
+print(f"рукопожатий среди 10 гостей: {number(10 * 9 // 2, '', 'ru')}; среди 1000: {number(1000 * 999 // 2, ',', 'ru')}")
 CONTEXTS = (8_192, 131_072, 1_048_576)
 bills = [context_cost(n) for n in CONTEXTS]
 print(f"{'context':>10} {'pairs per head per layer':>26} {'KV cache (GB)':>14}")
 for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
-print(f"8k -> 1M: токены x{CONTEXTS[2] // CONTEXTS[0]}, пары x{bills[2]['pairs'] // bills[0]['pairs']:,}, кэш x"
-      f"{bills[2]['cache_bytes'] // bills[0]['cache_bytes']}")
+print(f"8k -> 1M: токены x{number(CONTEXTS[2] // CONTEXTS[0], '', 'ru')}, пары x{number(bills[2]['pairs'] // bills[0]['pairs'], ',', 'ru')}, кэш x"
+      f"{number(bills[2]['cache_bytes'] // bills[0]['cache_bytes'], '', 'ru')}")
 expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
 expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
@@ -2975,8 +3228,8 @@ check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
 MASK_N = 24
 mask_causal, mask_window, mask_sinks = make_mask(MASK_N), make_mask(MASK_N, window=8), make_mask(MASK_N, window=8, n_sink=2)
 for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 + 2 sinks", mask_sinks)):
-    print(f"{name:20s} разрешённых пар: {int((m == 0).sum()):4d}   строка 23 читает ключи "
-          f"{np.flatnonzero(m[23] == 0).tolist()}")
+    print(f"{number(name, '20s', 'ru')} разрешённых пар: {number(int((m == 0).sum()), '4d', 'ru')}   строка 23 читает ключи "
+          f"{number(np.flatnonzero(m[23] == 0).tolist(), '', 'ru')}")
 expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
 expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
 expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
@@ -3052,8 +3305,8 @@ report_section("Маски", globals())
 # | $o_i$ | выход: взвешенные значения; значение стока — нулевой вектор | |
 #
 # **Вручную.** 128 ключей, у которых все оценки равны 0, дают знаменатель $e^{\sigma} + 128$. При
-# $\sigma = 0$ сток забирает $1/129 = 0.78\%$; при $\sigma = 2$ — $7.39 / 135.39 = 5.46\%$; при
-# $\sigma = 5$ — $148.4 / 276.4 = 53.69\%$ массы, и вес каждого токена уменьшается в одно и то же число раз.
+# $\sigma = 0$ сток забирает $1/129 = 0{,}78\%$; при $\sigma = 2$ — $7{,}39 / 135{,}39 = 5{,}46\%$; при
+# $\sigma = 5$ — $148{,}4 / 276{,}4 = 53{,}69\%$ массы, и вес каждого токена уменьшается в одно и то же число раз.
 
 # %%
 def additive_mask(allowed):
@@ -3173,7 +3426,7 @@ expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))",
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
 for logit, share in shares.items():
-    print(f"логит стока {logit:.0f}: доля стока среди 128 равных ключей = {100 * share:.2f}%")
+    print(f"логит стока {number(logit, '.0f', 'ru')}: доля стока среди 128 равных ключей = {number(100 * share, '.2f', 'ru')}%")
 REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
 REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
@@ -3188,7 +3441,7 @@ extended_w = np.exp(extended - extended.max(1, keepdims=True))
 extended_w /= extended_w.sum(1, keepdims=True)
 column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
 print("сток против лишнего столбца с нулевым значением: наибольшая |разность| "
-      f"{np.abs(out_sink - column_out).max():.1e}")
+      f"{number(np.abs(out_sink - column_out).max(), '.1e', 'ru')}")
 expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
 expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
 expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
@@ -3328,11 +3581,11 @@ causal12 = make_mask(T)
 grouped = gqa_attention(Qh, Kh, Vh, causal12)
 # The invariant: GQA equals MHA whose KV heads were copied group by group.
 as_mha = sdpa(Qh, np.stack([Kh[h // (H // H_KV)] for h in range(H)]), np.stack([Vh[h // (H // H_KV)] for h in range(H)]), causal12)
-print(f"GQA против MHA со скопированными головами: наибольшая |разность| {np.abs(grouped - as_mha).max():.1e}")
+print(f"GQA против MHA со скопированными головами: наибольшая |разность| {number(np.abs(grouped - as_mha).max(), '.1e', 'ru')}")
 expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, atol=1e-12))
 # The negative test: np.tile interleaves the groups, and the outputs change although every shape is right.
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
-print(f"GQA против tile вместо repeat: наибольшая |разность| {np.abs(grouped - tiled_heads).max():.2f} (должна быть "
+print(f"GQA против tile вместо repeat: наибольшая |разность| {number(np.abs(grouped - tiled_heads).max(), '.2f', 'ru')} (должна быть "
       "большой)")
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
@@ -3441,7 +3694,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:  # torch 2.5+: fully masked rows are zer
     expect_close("F.scaled_dot_product_attention with an additive mask equals explicit attention", api_float, explicit, rtol=1e-10, atol=1e-12)
     rows = slice(None)
 else:
-    print(f"ПРОПУСК: torch {torch.__version__} возвращает NaN в полностью замаскированных строках; сравниваются только "
+    print(f"ПРОПУСК: torch {number(torch.__version__, '', 'ru')} возвращает NaN в полностью замаскированных строках; сравниваются только "
           "остальные строки")
     rows = slice(1, None)
 expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
@@ -3481,7 +3734,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         expect_close("enable_gqa=True has the gradients of the explicit path", a, b, rtol=1e-9, atol=1e-11)
     report_section("enable_gqa=True равно repeat_interleave + явному вниманию, по выходам и градиентам", globals())
 else:
-    print(f"ПРОПУСК: в torch {torch.__version__} нет enable_gqa (добавлен в 2,5); repeat_kv_heads выше\xa0— переносимый путь")
+    print(f"ПРОПУСК: в torch {number(torch.__version__, '', 'ru')} нет enable_gqa (добавлен в 2,5); repeat_kv_heads выше\xa0— переносимый путь")
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
@@ -3513,11 +3766,11 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match
 # | $\min(n, w_\kappa)$ | сколько токенов хранит слой $\kappa$ | 128 или 131 072 |
 # | $H_{kv}$, $d_h$, $b$ | KV-головы, размерность головы, байтов на число | 8, 64, 2 |
 #
-# **Вручную.** Один слой стоит $2 \cdot 8 \cdot 64 \cdot 2 = 2{,}048$ байт на хранимый токен. Если бы все
-# 36 слоёв были полными, токен стоил бы $36 \cdot 2{,}048 = 73{,}728$ байт (72 КиБ), а 128k токенов —
-# 9,0 ГиБ. В реальном гибриде 18 полных слоёв хранят $18 \cdot 131{,}072 \cdot 2{,}048$ байт = 4,5 ГиБ,
-# а 18 слоёв с окном — всего $18 \cdot 128 \cdot 2{,}048$ байт = 4,5 МиБ, так что окна вдвое уменьшают кэш.
-# На каждый токен контекста растут только 18 полных слоёв: $18 \cdot 2{,}048 = 36{,}864$ байта,
+# **Вручную.** Один слой стоит $2 \cdot 8 \cdot 64 \cdot 2 = 2048$ байт на хранимый токен. Если бы все
+# 36 слоёв были полными, токен стоил бы $36 \cdot 2048 = 73\,728$ байт (72 КиБ), а 128k токенов —
+# 9,0 ГиБ. В реальном гибриде 18 полных слоёв хранят $18 \cdot 131\,072 \cdot 2048$ байт = 4,5 ГиБ,
+# а 18 слоёв с окном — всего $18 \cdot 128 \cdot 2048$ байт = 4,5 МиБ, так что окна вдвое уменьшают кэш.
+# На каждый токен контекста растут только 18 полных слоёв: $18 \cdot 2048 = 36\,864$ байта,
 # **36 КиБ на токен** для gpt-oss-120b; у gpt-oss-20b 24 слоя (12 полных, 12 с окном), и она растёт на
 # **24 КиБ на токен**. (Единицы: КиБ и ГиБ — двоичные, $2^{10}$ и $2^{30}$ байт, ими меряют размеры на токен;
 # ГБ — десятичный, $10^9$ байт, так продают память GPU. 4,5 ГиБ — это 4,83 ГБ.) Варианты, которые авторы
@@ -3568,7 +3821,7 @@ rows = {
     "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
+    print(f"{number(key, '34s', 'ru')} {number(per_token_bytes / KIB, '6.0f', 'ru')} КиБ/токен   {number(per_token_bytes * context / GIB, '6.2f', 'ru')} ГиБ при {number(context, ',', 'ru')} "
           "токенов")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
 full_layers = hybrid_windows.count(None)
@@ -3586,12 +3839,12 @@ hybrid = {
 for key, value in hybrid.items():
     REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
 expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
-print(f"gpt-oss-120b при {context:,} токенов: полные слои {hybrid['full_bytes'] / GIB:.2f} ГиБ + слои с окном "
-      f"{hybrid['sliding_bytes'] / MIB:.1f} МиБ = {hybrid['hybrid_total_bytes'] / GIB:.4f} ГиБ; со всеми полными "
-      f"слоями было бы {hybrid['all_full_bytes'] / GIB:.2f} ГиБ (x"
-      f"{hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes']:.3f})")
+print(f"gpt-oss-120b при {number(context, ',', 'ru')} токенов: полные слои {number(hybrid['full_bytes'] / GIB, '.2f', 'ru')} ГиБ + слои с окном "
+      f"{number(hybrid['sliding_bytes'] / MIB, '.1f', 'ru')} МиБ = {number(hybrid['hybrid_total_bytes'] / GIB, '.4f', 'ru')} ГиБ; со всеми полными "
+      f"слоями было бы {number(hybrid['all_full_bytes'] / GIB, '.2f', 'ru')} ГиБ (x"
+      f"{number(hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes'], '.3f', 'ru')})")
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
-print(f"gpt-oss-20b: его растущая часть стоит {kv_bytes_per_token(12, 8, 64) / KIB:.0f} КиБ на токен")
+print(f"gpt-oss-20b: его растущая часть стоит {number(kv_bytes_per_token(12, 8, 64) / KIB, '.0f', 'ru')} КиБ на токен")
 REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
 check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
 check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
@@ -3602,7 +3855,7 @@ cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
 for name, (card_layers, card_kv, card_dim) in cards.items():
     per_token_bytes = kv_bytes_per_token(card_layers, card_kv, card_dim)
     total = kv_cache_bytes(context, [None] * card_layers, card_kv, card_dim)
-    print(f"{name:14s} {per_token_bytes / KIB:4.0f} КиБ/токен -> {total / GIB:4.0f} ГиБ при {context:,} токенов")
+    print(f"{number(name, '14s', 'ru')} {number(per_token_bytes / KIB, '4.0f', 'ru')} КиБ/токен -> {number(total / GIB, '4.0f', 'ru')} ГиБ при {number(context, ',', 'ru')} токенов")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
 # By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
@@ -3620,11 +3873,11 @@ expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="byte
 # %% [markdown]
 # **Латентный кэш в том же масштабе.** DeepSeek-V3 ([конфигурация](https://huggingface.co/deepseek-ai/DeepSeek-V3))
 # кэширует на каждый слой и токен один латентный вектор из 512 чисел плюс один RoPE-ключ из 64 чисел, общий
-# для всех 128 голов: $61 \cdot (512 + 64) \cdot 2 = 70{,}272$ байта. С чем это сравнивать? Соглашение
+# для всех 128 голов: $61 \cdot (512 + 64) \cdot 2 = 70\,272$ байта. С чем это сравнивать? Соглашение
 # таблицы 1 статьи DeepSeek-V2 берёт MHA-двойника с размерностью головы $d_h = 128$ для ключей и значений:
-# $2 \cdot 61 \cdot 128 \cdot 128 \cdot 2 = 3{,}997{,}696$ байт, в 56,9 раза больше. Но реальные ключи имеют
+# $2 \cdot 61 \cdot 128 \cdot 128 \cdot 2 = 3\,997\,696$ байт, в 56,9 раза больше. Но реальные ключи имеют
 # размерность 192 (128 без позиции + 64 RoPE), а значения — 128, так что развёрнутый кэш на самом деле стоил бы
-# $61 \cdot 128 \cdot (192 + 128) \cdot 2 = 4{,}997{,}120$ байт, примерно в 71 раз больше. «Верны» оба числа;
+# $61 \cdot 128 \cdot (192 + 128) \cdot 2 = 4\,997\,120$ байт, примерно в 71 раз больше. «Верны» оба числа;
 # называйте соглашение вместе с отношением. Раздел 13 показывает, как внимание работает прямо на латентных
 # векторах, ни разу их не разворачивая.
 
@@ -3639,9 +3892,9 @@ def mla_bytes_per_token(layers, latent_dim, rope_dim, bytes_per_value=2):
 latent_bytes = mla_bytes_per_token(61, 512, 64)
 v2_convention = kv_bytes_per_token(61, 128, 128)  # DeepSeek-V2 Table 1: d_h = 128 for keys and values
 expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide keys, 128-wide values
-print(f"латентный вектор {latent_bytes:,} Б/токен; эквивалент MHA (d_h = 128) {v2_convention:,} Б = x"
-      f"{v2_convention / latent_bytes:.1f}; развёрнутый с ключами размерности 192 {expanded_192:,} Б = x"
-      f"{expanded_192 / latent_bytes:.1f}")
+print(f"латентный вектор {number(latent_bytes, ',', 'ru')} Б/токен; эквивалент MHA (d_h = 128) {number(v2_convention, ',', 'ru')} Б = x"
+      f"{number(v2_convention / latent_bytes, '.1f', 'ru')}; развёрнутый с ключами размерности 192 {number(expanded_192, ',', 'ru')} Б = x"
+      f"{number(expanded_192 / latent_bytes, '.1f', 'ru')}")
 REFERENCE.check("mla.bytes_per_token", latent_bytes)
 REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
 REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
@@ -3733,14 +3986,14 @@ print("калькулятор KV-кэша: каждое зафиксирован
 # | $t$ | номер тайла; $j \in t$ пробегает элементы тайла | 2 |
 # | $x_j$, $v_j$ | логит и его значение | тайл 2: (3; 0,5) и (3, 4) |
 # | $m_t$ | текущий максимум ($m_0 = -\infty$) | 3 |
-# | $\alpha_t$ | множитель пересчёта для накопленного до тайла $t$ ($\alpha_1 = 0$) | $e^{2 - 3} = 0.3679$ |
+# | $\alpha_t$ | множитель пересчёта для накопленного до тайла $t$ ($\alpha_1 = 0$) | $e^{2 - 3} = 0{,}3679$ |
 # | $\ell_t$, $u_t$ | текущая сумма и текущий числитель (`l` и `u` в коде) | 1,5853; 3,9669 |
 # | $u_T / \ell_T$ | выход после последнего тайла $T$ | 2,5023 |
 #
-# **Вручную.** Логиты $(2, 1 \mid 3, 0.5)$ со значениями $(1, 2 \mid 3, 4)$. Тайл 1: $m = 2$,
-# $\ell = e^0 + e^{-1} = 1.3679$, $u = 1 + 2e^{-1} = 1.7358$. Тайл 2 поднимает $m$ до 3, поэтому
-# $\alpha = e^{-1} = 0.3679$: $\ell = 0.3679 \cdot 1.3679 + e^0 + e^{-2.5} = 1.5853$ и
-# $u = 0.3679 \cdot 1.7358 + 3 + 4e^{-2.5} = 3.9669$. Выход $3.9669 / 1.5853 = 2.5023$ — то же, что softmax
+# **Вручную.** Логиты $(2, 1 \mid 3; 0{,}5)$ со значениями $(1, 2 \mid 3, 4)$. Тайл 1: $m = 2$,
+# $\ell = e^0 + e^{-1} = 1{,}3679$, $u = 1 + 2e^{-1} = 1{,}7358$. Тайл 2 поднимает $m$ до 3, поэтому
+# $\alpha = e^{-1} = 0{,}3679$: $\ell = 0{,}3679 \cdot 1{,}3679 + e^0 + e^{-2{,}5} = 1{,}5853$ и
+# $u = 0{,}3679 \cdot 1{,}7358 + 3 + 4e^{-2{,}5} = 3{,}9669$. Выход $3{,}9669 / 1{,}5853 = 2{,}5023$ — то же, что softmax
 # по всем четырём логитам сразу. Забудьте про $\alpha$, и слагаемые тайла 1 окажутся в $e$ раз тяжелее, чем нужно.
 
 # %% tags=["exercise"]
@@ -3800,9 +4053,9 @@ def plot_online_softmax(trace, exact, language="en"):
 # %%
 online_output, online_trace = online_softmax_dot([[2.0, 1.0], [3.0, 0.5]], [[1.0, 2.0], [3.0, 4.0]])
 for t, state in enumerate(online_trace, start=1):
-    print(f"после тайла {t}: m = {state['m']:.0f}, alpha = {state['alpha']:.4f}, l = {state['l']:.4f}, u = "
-          f"{state['u']:.4f}")
-print(f"выход u / l = {online_output:.4f}")
+    print(f"после тайла {number(t, '', 'ru')}: m = {number(state['m'], '.0f', 'ru')}, alpha = {number(state['alpha'], '.4f', 'ru')}, l = {number(state['l'], '.4f', 'ru')}, u = "
+          f"{number(state['u'], '.4f', 'ru')}")
+print(f"выход u / l = {number(online_output, '.4f', 'ru')}")
 REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
 REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
@@ -3980,9 +4233,9 @@ check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention
 gen_tiles = np.random.default_rng(11)
 Qt, Kt, Vt = (gen_tiles.standard_normal((64, 8)) for _ in range(3))
 plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_size=16), causal_tiled_attention(Qt, Kt, Vt, tile_size=16)
-print(f"простые тайлы против плотного: {np.abs(plain_out - sdpa(Qt, Kt, Vt)).max():.1e}; каузальные тайлы против "
-      f"плотного: {np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max():.1e}; вычислено {causal_tiles} из "
-      f"{(64 // 16) ** 2} тайлов")
+print(f"простые тайлы против плотного: {number(np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), '.1e', 'ru')}; каузальные тайлы против "
+      f"плотного: {number(np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), '.1e', 'ru')}; вычислено {number(causal_tiles, '', 'ru')} из "
+      f"{number((64 // 16) ** 2, '', 'ru')} тайлов")
 if not causal_tiles == 4 * 5 // 2:
     raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
 expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
@@ -4121,7 +4374,7 @@ n40 = 40
 Q40, K40, V40 = (rng.standard_normal((n40, 16)) for _ in range(3))
 for name, m in (("causal", make_mask(n40)), ("window 8", make_mask(n40, 8)), ("window 8 + 2 sinks", make_mask(n40, 8, 2))):
     error = np.abs(tiled_attention(Q40, K40, V40, m, tile_size=7) - sdpa(Q40, K40, V40, m)).max()
-    print(f"{name:20s} по тайлам (тайл 7) против плотного: наибольшая |разность| {error:.1e}")
+    print(f"{number(name, '20s', 'ru')} по тайлам (тайл 7) против плотного: наибольшая |разность| {number(error, '.1e', 'ru')}")
     expect("error < 1e-12", error, "<", 1e-12)
 
 # %% tags=["hide-input"]
@@ -4140,8 +4393,8 @@ expect("np.allclose(tiled_attention(Q40[:1], K40[:9], V40[:9], last_only, tile_s
 # Float16 inputs are computed, and returned, in float32 by both implementations.
 Q16, K16, V16 = (x.astype(np.float16) for x in (Q40, K40, V40))
 dense16, tiled16 = sdpa(Q16, K16, V16, make_mask(n40)), tiled_attention(Q16, K16, V16, tile_size=7, causal=True)
-print(f"входы float16: dtype {dense16.dtype} / {tiled16.dtype}, наибольшая |разность| "
-      f"{np.abs(dense16 - tiled16).max():.1e}")
+print(f"входы float16: dtype {number(dense16.dtype, '', 'ru')} / {number(tiled16.dtype, '', 'ru')}, наибольшая |разность| "
+      f"{number(np.abs(dense16 - tiled16).max(), '.1e', 'ru')}")
 expect("dense16.dtype == tiled16.dtype == np.float32", dense16.dtype == tiled16.dtype == np.float32)
 expect("np.allclose(dense16, tiled16, atol=2e-6)", np.allclose(dense16, tiled16, atol=2e-6))
 
@@ -4181,7 +4434,7 @@ for window in (None, 3):
         expect(f"window {window}, queries {prefix}..{end - 1}: the cached-prefix stream equals the full pass", np.abs(streamed - complete[prefix:end]).max(), "<", 1e-12)
 local_positions = sdpa(Qp[5:6], Kp[:6], Vp[:6], additive_mask(np.tri(1, 6, dtype=bool)))  # the bug: position 0 instead of 5
 print("декодирование с локальными позициями против правильного: наибольшая |разность| "
-      f"{np.abs(local_positions - complete[5:6]).max():.2f} (должна быть большой)")
+      f"{number(np.abs(local_positions - complete[5:6]).max(), '.2f', 'ru')} (должна быть большой)")
 expect("not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6]))", not np.allclose(local_positions, sdpa(Qp[5:6], Kp[:6], Vp[:6])))
 
 # %% tags=["hide-input"]
@@ -4272,8 +4525,8 @@ def block_kinds(allowed, tile):
 blocks_causal = block_kinds(np.isfinite(make_mask(1024)), 64)  # the same 16 x 16 grid as n = 2048, tile 128
 blocks_window = block_kinds(np.isfinite(make_mask(1024, window=128)), 64)  # ... and as a window of 256 there
 for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)):
-    print(f"блоки 16 x 16, {name:14s}: вычислено {int((kinds > 0).sum()):3d} из {kinds.size}, из них замаскировано "
-          f"{int((kinds == 1).sum())}")
+    print(f"блоки 16 x 16, {number(name, '14s', 'ru')}: вычислено {number(int((kinds > 0).sum()), '3d', 'ru')} из {number(kinds.size, '', 'ru')}, из них замаскировано "
+          f"{number(int((kinds == 1).sum()), '', 'ru')}")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
 REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 show_figure(
@@ -4368,14 +4621,14 @@ for n in LENGTHS:
     if n >= 512:  # wall times vary; only a verdict with a wide margin is printed
         faster[n] = best_seconds(tiled_attention, Qm, Km, Vm, causal=True) < best_seconds(sdpa, Qm, Km, Vm, causal_n)
 for key, value in score_bytes.items():
-    print(f"{key:20s} {value / MIB:8.3f} МиБ, {value // score_bytes['tile_128_fp32_bytes']:,} тайлов")
+    print(f"{number(key, '20s', 'ru')} {number(value / MIB, '8.3f', 'ru')} МиБ, {number(value // score_bytes['tile_128_fp32_bytes'], ',', 'ru')} тайлов")
 print(f"{'n':>5} {'dense peak MiB':>15} {'tiled peak MiB':>15} {'dense / tiled':>14} {'tiled faster?':>14}")
 for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]):
     verdict = ("yes" if faster[n] else "no") if n in faster else "-"
     print(f"{n:>5} {dense_bytes / MIB:>15.2f} {tiled_bytes / MIB:>15.2f} {dense_bytes / tiled_bytes:>14.0f} {verdict:>14}")
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
-print(f"от n = 512 до 1024: пик плотного x{dense_growth:.1f}, пик по тайлам x{tiled_growth:.1f}")
+print(f"от n = 512 до 1024: пик плотного x{number(dense_growth, '.1f', 'ru')}, пик по тайлам x{number(tiled_growth, '.1f', 'ru')}")
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
 expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
@@ -4469,10 +4722,10 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # | $T_c$ | блоков ключей и значений, то есть проходов по $Q$ и $O$ | 36 |
 # | минимум | прочитать $Q$, $K$, $V$ и записать $O$ один раз: ни один точный метод не передаёт меньше | $4nd$ |
 #
-# **Вручную.** При $n = 8{,}192$: стандартное внимание передаёт $4 \cdot 8{,}192 \cdot 128 + 4 \cdot 8{,}192^2
-# \approx 2.73 \times 10^8$ чисел; FlashAttention с $T_c = \lceil 8{,}192 / 228 \rceil = 36$ проходами
-# передаёт около $1.18 \times 10^8$: в 2,3 раза меньше, а не в $M_{\text{sram}} / d^2 \approx 7$, как подсказывает
-# деление двух Θ-оценок. Для длинных входов отношение стремится к $M_{\text{sram}} / (3d^2) \approx 2.4$: каждый проход
+# **Вручную.** При $n = 8192$: стандартное внимание передаёт $4 \cdot 8192 \cdot 128 + 4 \cdot 8192^2
+# \approx 2{,}73 \times 10^8$ чисел; FlashAttention с $T_c = \lceil 8192 / 228 \rceil = 36$ проходами
+# передаёт около $1{,}18 \times 10^8$: в 2,3 раза меньше, а не в $M_{\text{sram}} / d^2 \approx 7$, как подсказывает
+# деление двух Θ-оценок. Для длинных входов отношение стремится к $M_{\text{sram}} / (3d^2) \approx 2{,}4$: каждый проход
 # по $Q$ ещё и читает и пишет $O$, три числа на элемент запроса вместо одного. Оба счёта остаются
 # выше минимума $4nd$, а преимущество FlashAttention растёт с $M_{\text{sram}}$ и уменьшается с ростом $d$.
 #
@@ -4525,11 +4778,11 @@ H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit nu
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
-print(f"M_sram = {H100_SRAM_NUMBERS:,} чисел, d = 128: B_c = {block_c}, B_r = {block_r}, T_c = "
-      f"{math.ceil(8192 / block_c)}")
-print(f"n = 8192: стандартное {io_8k['standard']:.3g} чисел, FlashAttention {io_8k['flash']:.3g}, нижняя граница "
-      f"{io_8k['floor']:.3g}: в x{io_8k['standard'] / io_8k['flash']:.2f} меньше; одни Θ-оценки дали бы x"
-      f"{H100_SRAM_NUMBERS / 128 ** 2:.1f}")
+print(f"M_sram = {number(H100_SRAM_NUMBERS, ',', 'ru')} чисел, d = 128: B_c = {number(block_c, '', 'ru')}, B_r = {number(block_r, '', 'ru')}, T_c = "
+      f"{number(math.ceil(8192 / block_c), '', 'ru')}")
+print(f"n = 8192: стандартное {number(io_8k['standard'], '.3g', 'ru')} чисел, FlashAttention {number(io_8k['flash'], '.3g', 'ru')}, нижняя граница "
+      f"{number(io_8k['floor'], '.3g', 'ru')}: в x{number(io_8k['standard'] / io_8k['flash'], '.2f', 'ru')} меньше; одни Θ-оценки дали бы x"
+      f"{number(H100_SRAM_NUMBERS / 128 ** 2, '.1f', 'ru')}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
 check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
@@ -4607,7 +4860,7 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
-        print(f"в torch {torch.__version__} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
+        print(f"в torch {number(torch.__version__, '', 'ru')} нет torch.nn.attention.sdpa_kernel (выбора ядра внимания); замеряется только "
               "выбор по умолчанию")
         return times
     for name in ("MATH", "FLASH_ATTENTION"):
@@ -4615,15 +4868,15 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
             with sdpa_kernel(getattr(SDPBackend, name)):
                 times[f"torch SDPA, {name.lower()} kernel"] = best_seconds(torch_sdpa, repeats=repeats)
         except RuntimeError as exc:  # a backend that cannot run this input says so
-            print(f"ядро {name.lower()} здесь недоступно: {str(exc).splitlines()[0]}")
+            print(f"ядро {number(name.lower(), '', 'ru')} здесь недоступно: {number(str(exc).splitlines()[0], '', 'ru')}")
     return times
 
 
 backend_times = time_attention_backends(n=512, d=64, tile_size=128, repeats=3)
 tiled_seconds = backend_times["NumPy tiled_attention"]
 for name, seconds in backend_times.items():
-    print(f"время: {name:34s} {1000 * seconds:8.2f} мс   тайлы NumPy / это = {tiled_seconds / seconds:5.2f}")  # "time:" lines vary run to run
-print(f"время: два каузальных произведения занимают {backend_times['two causal matmuls (NumPy)'] / tiled_seconds:.0%} "
+    print(f"время: {number(name, '34s', 'ru')} {number(1000 * seconds, '8.2f', 'ru')} мс   тайлы NumPy / это = {number(tiled_seconds / seconds, '5.2f', 'ru')}")  # "time:" lines vary run to run
+print(f"время: два каузальных произведения занимают {number(backend_times['two causal matmuls (NumPy)'] / tiled_seconds, '.0%', 'ru')} "
       "времени тайлов NumPy")
 if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
     raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
@@ -4720,8 +4973,8 @@ pool = ToyBlockPool(n_blocks=8, block_size=4)
 pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
 pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
 pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
-print(f"таблицы блоков: {pool.tables}; длины {pool.lengths}; свободные блоки {sorted(pool.free)}")
-print(f"токен 8 из A лежит в (блок, смещение) {pool.slot('A', 8)}; токен 2 из B\xa0— в {pool.slot('B', 2)}")
+print(f"таблицы блоков: {number(pool.tables, '', 'ru')}; длины {number(pool.lengths, '', 'ru')}; свободные блоки {number(sorted(pool.free), '', 'ru')}")
+print(f"токен 8 из A лежит в (блок, смещение) {number(pool.slot('A', 8), '', 'ru')}; токен 2 из B\xa0— в {number(pool.slot('B', 2), '', 'ru')}")
 if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
     raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
 wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
@@ -4742,8 +4995,8 @@ expect("a sequence grows into its partly filled block first", (grow.tables, grow
 huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
 huge_pool.append("H", 20)
 expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print(f"после завершения B запрос C переиспользует его блок: {pool.tables}; неиспользованные ячейки в частично "
-      f"заполненных блоках: {wasted}. Страничный кэш: ПРОЙДЕНО")
+print(f"после завершения B запрос C переиспользует его блок: {number(pool.tables, '', 'ru')}; неиспользованные ячейки в частично "
+      f"заполненных блоках: {number(wasted, '', 'ru')}. Страничный кэш: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
@@ -4825,10 +5078,10 @@ self_test_answers = {
     "causal tiles, n = 2,048, B = 128": (sum(1 for b in range(16) for c in range(16) if c <= b), 136),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
+    print(f"{number(question, '45s', 'ru')} вычислено {number(computed, '>15,', 'ru')}   заявлено {number(stated, '>15,', 'ru')}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
-print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {number(len(self_test_answers), '', 'ru')}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4847,7 +5100,7 @@ print(f"Самопроверка: пересчитано числовых отв
 # - Hsieh и др., *RULER* (2024, версия COLM): https://arxiv.org/abs/2404.06654; Liu и др., *Lost in the Middle* (2023): https://arxiv.org/abs/2307.03172
 
 # %%
-print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {number(REFERENCE.value('schema_version'), '', 'ru')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.1", globals())

@@ -630,7 +630,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -646,6 +646,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -667,7 +668,7 @@ MESSAGES = {
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -683,7 +684,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -698,6 +699,7 @@ MESSAGES.update({
     "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
     "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
     "not finite": "не конечна (NaN или бесконечность)",
+    "library error": "{error} (сообщение библиотеки: «{message}»)",
     "section pass": "{section}: ПРОЙДЕНО",
     "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
     "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
@@ -761,6 +763,17 @@ MESSAGES.update({
     "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
     "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
     "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "output matches F.scaled_dot_product_attention": "выход совпадает с F.scaled_dot_product_attention",
+    "gradient with respect to {name} matches F.scaled_dot_product_attention": "градиент по {name} совпадает с F.scaled_dot_product_attention",
+    "a gradient for {name}": "градиент для {name}",
+    "none: {name} does not reach the output through autograd": "нет: {name} не доходит до выхода через autograd",
+    "returned normally": "завершилась без ошибки",
+    "gradients stay finite with an empty row (d{name})": "градиенты остаются конечными при пустой строке (d{name})",
+    "finite gradients": "конечные градиенты",
+    "max difference {wrong_error:.3g}": "наибольшая разность {wrong_error:.3g}",
+    "a result (the input is valid)": "результат (вход допустим)",
+    "a tuple {expected}": "кортеж {expected}",
+    "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -817,6 +830,15 @@ MESSAGES.update({
     "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
     "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
     "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "{len(want)} entries": "элементов: {len(want)}",
+    "{len(got)} entries": "элементов: {len(got)}",
+    "sum 1": "сумма 1",
+    "sum {math.fsum(got)!r}": "сумма {math.fsum(got)!r}",
+    "a single step": "один шаг",
+    "(tokens, reason)": "(tokens, reason)",
+    "step {step}: a token with logit {max(scores)}": "шаг {step}: токен с логитом {max(scores)}",
+    "token {token}": "токен {token}",
+    " with logit {scores[token]}": " с логитом {scores[token]}",
     "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
     "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
     "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
@@ -886,12 +908,30 @@ MESSAGES.update({
     "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
     "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
     "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "shape {(n, dv)}": "форма {(n, dv)}",
+    "shape {np.shape(out)}": "форма {np.shape(out)}",
+    "random Q, K [{n}, {dk}], V [{n}, {dv}]": "случайные Q, K [{n}, {dk}], V [{n}, {dv}]",
+    "an int": "целое число (int)",
+    "2 rounds": "2 прохода",
+    "{rounds} rounds": "проходов: {rounds}",
+    "{T} random steps": "случайных шагов: {T}",
+    "{want} rounds": "проходов: {want}",
+    ", mask=None": ", mask=None",
+    "random K, V [{T}, {d}] at {bits} bits": "случайные K, V [{T}, {d}], разрядность {bits} бит",
     "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
     "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
     "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
     "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
     "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
     "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "x of shape {shape} (K/V heads on axis -3), group={group}": "x формы {shape} (KV-головы по оси -3), group={group}",
+    "shape {want_shape}": "форма {want_shape}",
+    "shape {out.shape}": "форма {out.shape}",
+    "query head {h} -> K/V head {h // group}": "голова запросов {h} -> KV-голова {h // group}",
+    "query head {h} -> K/V head {read[0] if read else 'none (values changed)'}": "голова запросов {h} -> KV-голова {read[0] if read else 'none (values changed)'}",
+    "none (values changed)": "нет (значения изменены)",
+    "x of shape (3, 4, 2), group={bad!r}": "x формы (3, 4, 2), group={bad!r}",
+    "TypeError or ValueError": "TypeError или ValueError",
     "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
     "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
     "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
@@ -923,6 +963,22 @@ MESSAGES.update({
     ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
     "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
     "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}": "x = arange в форме ({batch}, {tokens}, {heads * width}), n_heads={heads}",
+    "shape {(batch, heads, tokens, width)}": "форма {(batch, heads, tokens, width)}",
+    "shape {tuple(getattr(result, 'shape', ()))}": "форма {tuple(getattr(result, 'shape', ()))}",
+    "; batch {b}, head {h}, token {t}": "; пример {b}, голова {h}, токен {t}",
+    "shape {tuple(single.shape)}": "форма {tuple(single.shape)}",
+    "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()": "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()",
+    "shape {(batch, tokens, heads * width)}": "форма {(batch, tokens, heads * width)}",
+    "{float(flat[tuple(where)])} at {tuple(where)}": "{float(flat[tuple(where)])} в позиции {tuple(where)}",
+    "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})": "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) во float64, x формы ({batch}, {length}, {d_model})",
+    "the layer builds": "слой создаётся",
+    "an nn.Module instance": "экземпляр nn.Module",
+    "a linear layer {name}": "линейный слой {name}",
+    "shape {(batch, length, d_model)}": "форма {(batch, length, d_model)}",
+    "shape {tuple(getattr(got, 'shape', ()))}": "форма {tuple(getattr(got, 'shape', ()))}",
+    ", return_weights=True": ", return_weights=True",
+    "a pair whose weights have shape {(batch, n_heads, length, length)}": "пара, веса в которой имеют форму {(batch, n_heads, length, length)}",
     "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
     "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
     "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
@@ -950,6 +1006,12 @@ MESSAGES.update({
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
     "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
     "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "int {want}": "int {want}",
+    "{want} bytes": "{want} байт",
+    "{got} bytes": "{got} байт",
+    "Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}": "Q, K [11 токенов, d_k=4], V [11, 3], window={window:,}",
+    "largest buffer {min(n, window)}": "наибольший буфер {min(n, window)}",
+    "largest buffer {largest}": "наибольший буфер {largest}",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1002,6 +1064,23 @@ MESSAGES.update({
     "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
     ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
     "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "shape {(n, n)}": "форма {(n, n)}",
+    "shape {mask.shape}": "форма {mask.shape}",
+    "dtype {mask.dtype}": "тип {mask.dtype}",
+    "values {sorted(set(np.unique(mask).tolist()))[:6]}": "значения {sorted(set(np.unique(mask).tolist()))[:6]}",
+    "query {where[0]} may read key {where[1]}": "запрос {where[0]} может читать ключ {where[1]}",
+    "diagonal {np.diag(mask).tolist()}": "диагональ {np.diag(mask).tolist()}",
+    "allowed non-sink keys per row {expected_recent}": "разрешённых ключей вне стока в каждой строке: {expected_recent}",
+    "query {where[0]} {'may' if want[where] else 'may not'} read key {where[1]}": "запрос {where[0]} {'may' if want[where] else 'may not'} читать ключ {where[1]}",
+    "may": "может",
+    "may not": "не может",
+    "it {'may' if got[where] else 'may not'}": "на деле {'may' if got[where] else 'may not'}",
+    "shape {(H, T, T)}": "форма {(H, T, T)}",
+    "shape {np.shape(weights)}": "форма {np.shape(weights)}",
+    ", no mask": ", без маски",
+    ", causal, sink=1.3": ", каузальная маска, sink=1.3",
+    "shape {(H, T, dv)}": "форма {(H, T, dv)}",
+    "shape {np.shape(zero)}": "форма {np.shape(zero)}",
     "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
     ": same shape as x": ": та же форма, что у x",
     "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
@@ -1024,6 +1103,9 @@ MESSAGES.update({
     "a constant token maps to zeros": "постоянный токен переходит в нули",
     "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
     "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "shape {tuple(x.shape)}": "форма {tuple(x.shape)}",
+    "gradients match F.layer_norm": "градиенты совпадают с F.layer_norm",
+    "output matches F.layer_norm": "выход совпадает с F.layer_norm",
     "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
     ": shape is (length, d_model)": ": форма равна (length, d_model)",
     "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
@@ -1054,6 +1136,12 @@ MESSAGES.update({
     "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "shape {(length, d_model)}": "форма {(length, d_model)}",
+    "shape {tuple(result.shape)}": "форма {tuple(result.shape)}",
+    "shape {(t_q, t_k)}": "форма {(t_q, t_k)}",
+    "shape {tuple(mask.shape)}": "форма {tuple(mask.shape)}",
+    "{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}": "{mask.int().tolist()}; первый неверный элемент в (запрос, ключ) = {tuple(bad)}",
+    "causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})": "causal_allowed({t_q}, {t_k}, query_offset={offset}) в сравнении с последними {t_q} строками causal_allowed({t_k}, {t_k})",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
     "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
     "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
@@ -1125,6 +1213,33 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "after tile {tile + 1} the running '{key}' is exact": "после тайла {tile + 1} текущее '{key}' точно",
+    "random logits split into tiles of sizes {sizes}": "случайные логиты, разбитые на тайлы размеров {sizes}",
+    "plain tiles run": "простые тайлы выполняются",
+    "{case}, after every call": "{case}, после каждого вызова",
+    "{case}, Q times 300, tile_size=3": "{case}, Q умножено на 300, tile_size=3",
+    "{big} tokens, d=8, tile_size=32": "{big} токенов, d=8, tile_size=32",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({big * big * 4} байт)",
+    "{peak} bytes": "{peak} байт",
+    "causal tiles run": "каузальные тайлы выполняются",
+    "{expected} score tiles": "тайлов оценок: {expected}",
+    "{tiles} score tiles": "тайлов оценок: {tiles}",
+    "{case}, no mask, tile_size={tile}": "{case}, без маски, tile_size={tile}",
+    "{case}, 2 queries whose only allowed key is the last, tile_size=2": "{case}, 2 запроса, единственный разрешённый ключ которых последний, tile_size=2",
+    "{case}, causal=True, tile_size={tile}": "{case}, causal=True, tile_size={tile}",
+    "{case}, causal=True, window=3, tile_size={tile}": "{case}, causal=True, window=3, tile_size={tile}",
+    "{case}, random additive mask, tile_size=3": "{case}, случайная аддитивная маска, tile_size=3",
+    "{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}": "{case}, запросы {start}..{n - 1} ко всем {n} ключам, causal=True, window={window}, query_start={start}",
+    "{case}, 11 single-query steps, window=4": "{case}, 11 шагов по одному запросу, window=4",
+    "{case}, row 4 fully masked": "{case}, строка 4 полностью замаскирована",
+    "{case}, row 4 fully masked, empty_row='zero'": "{case}, строка 4 полностью замаскирована, empty_row='zero'",
+    "{case}, causal=True, sink=0.7, tile_size=3": "{case}, causal=True, sink=0.7, tile_size=3",
+    "{case} cast to float16, causal=True": "{case}, приведённые к float16, causal=True",
+    "dtype float32": "тип float32",
+    "dtype {np.asarray(half).dtype}": "тип {np.asarray(half).dtype}",
+    "score {sign * 0.75:+} * float32 max plus a bias of the same sign": "оценка {sign * 0.75:+} * максимум float32 плюс сдвиг того же знака",
+    "a non-empty message": "непустое сообщение",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({score_matrix // 2} байт)",
 })
 # builder:begin inline say
 def say(key, **fields):
@@ -1137,10 +1252,80 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 # builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
-# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+# builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
     """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
@@ -1176,13 +1361,19 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
+# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -1257,9 +1448,12 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
+# builder:end sha256=270479f92d28a784d89583ce6f5e65a4ab03de45140010316e995276336212e1
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -1685,6 +1879,65 @@ expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outs
 REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
 print("инструменты готовы: проверки аргументов, контрактные проверки и стиль рисунков курса")
 
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+def localize_figures(language="en"):
+    """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
+
+    A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    stays. English keeps matplotlib's own text.
+    """
+    import re
+
+    import matplotlib.text
+
+    if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
+        return
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
+    listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
+
+    def one(match, text):
+        if named.search(text[max(0, match.start() - 12):match.start()]):
+            return match.group(0)
+        whole, fraction = match.group(1).replace(",", ""), match.group(2)
+        if group_from and len(whole) >= group_from:
+            whole = format(int(whole), ",").replace(",", thousands)
+        return whole + (decimal + fraction if fraction else "")
+
+    def local(text):
+        if not isinstance(text, str) or not any(c.isdigit() for c in text):
+            return text
+        text = listed.sub(lambda m: m.group(0).replace(", ", "; ") if "." in m.group(0) else m.group(0), text)
+        return numbers.sub(lambda m: one(m, text), text)
+
+    original = matplotlib.text.Text.set_text
+
+    def set_text(self, s):
+        return original(self, local(s if isinstance(s, str) or s is None else str(s)))
+
+    matplotlib.text.Text.set_text = set_text
+    matplotlib.text.course_language = language
+
+
+localize_figures('ru')  # every figure's numbers in the reader's typography
+
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
 # builder:begin solutions
@@ -1996,22 +2249,22 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
 #
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
-# | $z$ | входные оценки, по одной на каждое слово-кандидат | $(2.0, 1.0, 0.5)$ |
+# | $z$ | входные оценки, по одной на каждое слово-кандидат | $(2{,}0; 1{,}0; 0{,}5)$ |
 # | $n$ | сколько всего оценок | $3$ |
 # | $i$ | кандидат, чью долю мы вычисляем | $i = 1$ — это «animal» |
-# | $e^{x}$ | экспонента, где $e \approx 2.718$; положительна при любом $x$ | $e^{2.0} \approx 7.39$ |
-# | $\sum_{j=1}^{n}$ | сумма слагаемых по $j = 1, \dots, n$ | $e^{2.0} + e^{1.0} + e^{0.5}$ |
-# | $\operatorname{softmax}(z)_i$ | доля внимания, которую получает кандидат $i$ | $0.63$ |
+# | $e^{x}$ | экспонента, где $e \approx 2{,}718$; положительна при любом $x$ | $e^{2{,}0} \approx 7{,}39$ |
+# | $\sum_{j=1}^{n}$ | сумма слагаемых по $j = 1, \dots, n$ | $e^{2{,}0} + e^{1{,}0} + e^{0{,}5}$ |
+# | $\operatorname{softmax}(z)_i$ | доля внимания, которую получает кандидат $i$ | $0{,}63$ |
 #
-# **Вручную.** Возводим в экспоненту: $e^{2.0} = 7.39$, $e^{1.0} = 2.72$, $e^{0.5} = 1.65$. Складываем:
-# $11.76$. Делим каждое на сумму: animal $7.39 / 11.76 = 0.63$, tired $0.23$, street $0.14$.
+# **Вручную.** Возводим в экспоненту: $e^{2{,}0} = 7{,}39$, $e^{1{,}0} = 2{,}72$, $e^{0{,}5} = 1{,}65$. Складываем:
+# $11{,}76$. Делим каждое на сумму: animal $7{,}39 / 11{,}76 = 0{,}63$, tired $0{,}23$, street $0{,}14$.
 # Новый смысл «it» на 63% состоит из «animal». Никто не сообщал модели правил грамматики — всё сделали оценки.
 #
 # Почему экспонента, а не просто деление каждой оценки на сумму оценок? Три причины видны прямо по
 # числам: экспонента положительна даже для отрицательных оценок, поэтому ни одна доля не бывает
 # отрицательной; бо́льшая оценка всегда даёт бо́льшую долю; а прибавление 1 к оценке умножает её вес на
-# $e \approx 2.72$, так что лучший кандидат заметно вырывается вперёд. Простое деление дало бы «animal»
-# всего $2.0 / 3.5 = 0.57$, а на отрицательных оценках и вовсе не работает. Для кода важно ещё одно
+# $e \approx 2{,}72$, так что лучший кандидат заметно вырывается вперёд. Простое деление дало бы «animal»
+# всего $2{,}0 / 3{,}5 = 0{,}57$, а на отрицательных оценках и вовсе не работает. Для кода важно ещё одно
 # свойство: прибавление одной и той же константы ко всем оценкам ничего не меняет, потому что числитель
 # и знаменатель умножаются на один и тот же множитель. Поэтому вычитание наибольшей оценки перед
 # возведением в экспоненту сохраняет результат и не даёт $e^{1000}$ переполниться.
@@ -2054,8 +2307,8 @@ it_scores = torch.tensor(REFERENCE.value("it_example.scores"), dtype=torch.float
 it_exps = it_scores.exp()
 it_weights = softmax(it_scores)
 for word, score, e, w in zip(IT_WORDS, it_scores.tolist(), it_exps.tolist(), it_weights.tolist()):
-    print(f"{word:>6}: оценка {score:.1f}   e^оценка {e:5.2f}   доля {e:5.2f} / {float(it_exps.sum()):.2f} = {w:.2f}")
-print(f"простое деление дало бы animal {2.0 / 3.5:.2f}")
+    print(f"{number(word, '>6', 'ru')}: оценка {number(score, '.1f', 'ru')}   e^оценка {number(e, '5.2f', 'ru')}   доля {number(e, '5.2f', 'ru')} / {number(float(it_exps.sum()), '.2f', 'ru')} = {number(w, '.2f', 'ru')}")
+print(f"простое деление дало бы animal {number(2.0 / 3.5, '.2f', 'ru')}")
 
 # The numbers above, as the prose states them.
 expect("[round(x, 2) for x in it_exps.tolist()] == [7.39, 2.72, 1.65]", [round(x, 2) for x in it_exps.tolist()], "==", [7.39, 2.72, 1.65])
@@ -2111,11 +2364,11 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 #
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
-# | $q$, $k$ | запрос и ключ, каждый — список из $d_k$ чисел | $(1, 2)$ и $(3, 0.5)$ |
+# | $q$, $k$ | запрос и ключ, каждый — список из $d_k$ чисел | $(1, 2)$ и $(3; 0{,}5)$ |
 # | $d_k$ | их длина, размерность головы | $2$ |
 # | $q_m$, $k_m$ | их $m$-е элементы | $q_1 = 1$, $k_1 = 3$ |
 #
-# **Вручную.** $(1, 2) \cdot (3, 0.5) = 1 \cdot 3 + 2 \cdot 0.5 = 4$. Векторы, смотрящие в одну сторону,
+# **Вручную.** $(1, 2) \cdot (3; 0{,}5) = 1 \cdot 3 + 2 \cdot 0{,}5 = 4$. Векторы, смотрящие в одну сторону,
 # дают большие положительные оценки, перпендикулярные векторы дают 0, противоположные — отрицательные
 # оценки; именно поэтому скалярное произведение годится как мера релевантности.
 #
@@ -2139,9 +2392,9 @@ expect("torch.allclose(softmax(it_scores), torch.softmax(it_scores, dim=-1), ato
 #
 # **Вручную, целиком.** Возьмём $d_k = 4$. Пусть запрос «it» равен $(2, 0, 1, 1)$, а ключи animal, tired
 # и street — $(1, 1, 1, 1)$, $(1, 0, 0, 0)$ и $(0, 1, 1, 0)$. Скалярные произведения равны $4$, $2$ и $1$;
-# деление на $\sqrt{4} = 2$ даёт в точности оценки из раздела 1, $(2.0, 1.0, 0.5)$, а значит, и доли
-# $(0.63, 0.23, 0.14)$. При значениях $(2, 0)$, $(0, 1)$ и $(1, 1)$ новое «it» равно
-# $0.63 \cdot (2, 0) + 0.23 \cdot (0, 1) + 0.14 \cdot (1, 1) = (1.40, 0.37)$.
+# деление на $\sqrt{4} = 2$ даёт в точности оценки из раздела 1, $(2{,}0; 1{,}0; 0{,}5)$, а значит, и доли
+# $(0{,}63; 0{,}23; 0{,}14)$. При значениях $(2, 0)$, $(0, 1)$ и $(1, 1)$ новое «it» равно
+# $0{,}63 \cdot (2, 0) + 0{,}23 \cdot (0, 1) + 0{,}14 \cdot (1, 1) = (1{,}40; 0{,}37)$.
 #
 # **Формы** для одной последовательности из $n$ токенов размерности $d_{model}$; именно здесь прячется
 # большинство ошибок:
@@ -2216,9 +2469,9 @@ scaled = raw / math.sqrt(q_it.numel())     # (3,) divided by sqrt(d_k) = 2
 shares = softmax(scaled)
 blend = shares @ values                    # (2,) the new vector of "it"
 print(f"(1, 2)·(3, 0.5) = {float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])):.0f}")
-print(f"исходные оценки {raw.tolist()} -> масштабированные {scaled.tolist()} -> доли "
-      f"{[round(s, 2) for s in shares.tolist()]}")
-print(f"новое 'it' = {[round(b, 2) for b in blend.tolist()]}")
+print(f"исходные оценки {number(raw.tolist(), '', 'ru')} -> масштабированные {number(scaled.tolist(), '', 'ru')} -> доли "
+      f"{number([round(s, 2) for s in shares.tolist()], '', 'ru')}")
+print(f"новое 'it' = {number([round(b, 2) for b in blend.tolist()], '', 'ru')}")
 
 # The shapes table, walked through with random numbers: n = 5 tokens, d_model = 8, d_k = 4, d_v = 3.
 gen = torch.Generator().manual_seed(SEED)
@@ -2273,9 +2526,9 @@ show_figure(
 # | $b^{2i/d}$ | сколько позиций уходит на один радиан поворота пары $i$; растёт с $i$ | $1$ и $100$ |
 #
 # **Вручную**, для $d = 4$: пара 0 поворачивается на один радиан за позицию, а пара 1 — на
-# $10000^{-2/4} = 0.01$ радиана за позицию. Позиция 0 — это $(\sin 0, \cos 0, \sin 0, \cos 0) =
-# (0, 1, 0, 1)$. Позиция 1 — это $(\sin 1, \cos 1, \sin 0.01, \cos 0.01) = (0.8415, 0.5403, 0.0100,
-# 0.99995)$. Первая пара уже сильно повернулась, вторая почти не сдвинулась.
+# $10000^{-2/4} = 0{,}01$ радиана за позицию. Позиция 0 — это $(\sin 0, \cos 0, \sin 0, \cos 0) =
+# (0, 1, 0, 1)$. Позиция 1 — это $(\sin 1, \cos 1, \sin 0{,}01, \cos 0{,}01) = (0{,}8415; 0{,}5403; 0{,}0100;
+# 0{,}99995)$. Первая пара уже сильно повернулась, вторая почти не сдвинулась.
 #
 # Полезное следствие: сдвиг всех позиций на $k$ поворачивает каждую пару (синус, косинус) на один и тот же
 # угол, какой бы ни была позиция. Фиксированный сдвиг — это фиксированный поворот, то есть линейное
@@ -2414,7 +2667,7 @@ def plot_positions(table, language="en"):
 # %%
 pe_length, pe_width = REFERENCE.value("positional_encoding.length"), REFERENCE.value("positional_encoding.d_model")
 small_table = sinusoidal_encoding(pe_length, pe_width)
-print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
+print(f"sinusoidal_encoding({number(pe_length, '', 'ru')}, {number(pe_width, '', 'ru')}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
@@ -2432,7 +2685,7 @@ for pair in range(4):
     rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64)
     moved = pe[:-offset, 2 * pair:2 * pair + 2] @ rotation  # (74, 2) rotate each (sin, cos) pair
     expect(f"pair {pair}: offset is not a rotation", torch.allclose(moved, pe[offset:, 2 * pair:2 * pair + 2], atol=1e-12))
-print(f"сдвиг каждой позиции на {offset} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
+print(f"сдвиг каждой позиции на {number(offset, '', 'ru')} поворачивает каждую пару (sin, cos) на постоянный угол: проверено для всех 4 "
       "пар")
 
 
@@ -2606,8 +2859,8 @@ key_valid = torch.tensor([True, True, True, False, False])  # 3 real tokens, 2 p
 padding = key_valid[None, :].expand(5, 5)             # (5, 5) no query reads a padding key
 combined = ordinary & padding
 cross = torch.tensor([True] * 5 + [False]).expand(4, 6)  # 4 decoder queries over 6 encoder keys, the last one padding
-print(f"разрешённых элементов: каузальная {int(ordinary.sum())}, декодирование без сдвига "
-      f"{int(local_decode_wrong.sum())}, декодирование со сдвигом {int(cached_decode.sum())}")
+print(f"разрешённых элементов: каузальная {number(int(ordinary.sum()), '', 'ru')}, декодирование без сдвига "
+      f"{number(int(local_decode_wrong.sum()), '', 'ru')}, декодирование со сдвигом {number(int(cached_decode.sum()), '', 'ru')}")
 REFERENCE.check("masks.causal_allowed", int(ordinary.sum()))
 REFERENCE.check("masks.decode_without_offset", int(local_decode_wrong.sum()))
 REFERENCE.check("masks.decode_with_offset", int(cached_decode.sum()))
@@ -2620,9 +2873,9 @@ expect("causal_allowed(1, 1).tolist() == [[True]]", causal_allowed(1, 1).tolist(
 gen = torch.Generator().manual_seed(SEED)
 q1, k5, v5 = (torch.randn(1, n, 4, generator=gen, dtype=torch.float64) for n in (1, 5, 5))
 top_left = F.scaled_dot_product_attention(q1, k5, v5, is_causal=True)
-print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {torch.allclose(top_left, v5[:, :1])}; "
+print(f"is_causal=True при 1 запросе и 5 ключах читает только ключ 0: {number(torch.allclose(top_left, v5[:, :1]), '', 'ru')}; "
       "совпадает с правильной маской со сдвигом (все 5 ключей): "
-      f"{torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode))}")
+      f"{number(torch.allclose(top_left, F.scaled_dot_product_attention(q1, k5, v5, attn_mask=cached_decode)), '', 'ru')}")
 expect("is_causal=True should read only the first key here (top-left alignment)", torch.allclose(top_left, v5[:, :1]))
 expect("torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left)", torch.allclose(F.scaled_dot_product_attention(q1, k5, v5, attn_mask=local_decode_wrong), top_left))
 
@@ -2667,7 +2920,7 @@ tokens_x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)  # (T
 lower = causal_allowed(4, 4).double()                                       # (4, 4) 1 on and below the diagonal
 average = lower / lower.sum(dim=-1, keepdim=True)                          # row t: 1/(t+1) on keys 0..t
 uniform_scores = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~causal_allowed(4, 4), float("-inf"))
-print(f"текущие средние 1, 2, 3, 4: {(average @ tokens_x).flatten().tolist()}")
+print(f"текущие средние 1, 2, 3, 4: {number((average @ tokens_x).flatten().tolist(), '', 'ru')}")
 expect("softmax of zero scores with the future at -inf is the running average", torch.allclose(torch.softmax(uniform_scores, dim=-1), average, atol=1e-15))
 
 
@@ -2696,18 +2949,18 @@ expect("softmax of zero scores with the future at -inf is the running average", 
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
 # | $Q$, $K$, $V$ | запросы, ключи, значения, по одной строке на токен | $3 \times 2$ каждая |
-# | $d_k$ | размерность запроса и ключа | $2$, так что $\sqrt{d_k} \approx 1.414$ |
+# | $d_k$ | размерность запроса и ключа | $2$, так что $\sqrt{d_k} \approx 1{,}414$ |
 # | $M$ | маска в виде чисел: 0 там, где разрешено, $-\infty$ там, где запрещено | каузальная |
 # | $e^{-\infty} = 0$ | почему заблокированный ключ получает ровно нулевой вес | |
 #
 # **Вручную.** Три токена, каузальная маска: $Q = K = \begin{pmatrix} 1 & 0 \\ 0 & 1 \\ 1 & 1 \end{pmatrix}$,
 # $V = \begin{pmatrix} 1 & 0 \\ 0 & 2 \\ 3 & 1 \end{pmatrix}$.
 #
-# - Строка 0 может читать только ключ 0: оценка $1/\sqrt{2} = 0.7071$, вес 1, выход $v_0 = (1, 0)$.
-# - Строка 1 читает ключи 0 и 1 с оценками $(0, 0.7071)$. Веса равны $1 / (1 + e^{0.7071}) =
-#   0.3302$ и $0.6698$, так что выход равен $0.3302 \cdot (1, 0) + 0.6698 \cdot (0, 2) = (0.3302, 1.3395)$.
-# - Строка 2 читает все три ключа, оценки $(0.7071, 0.7071, 1.4142)$, веса $(0.2483, 0.2483, 0.5035)$,
-#   выход $(0.2483 + 3 \cdot 0.5035,\; 2 \cdot 0.2483 + 0.5035) = (1.7587, 1.0000)$.
+# - Строка 0 может читать только ключ 0: оценка $1/\sqrt{2} = 0{,}7071$, вес 1, выход $v_0 = (1, 0)$.
+# - Строка 1 читает ключи 0 и 1 с оценками $(0; 0{,}7071)$. Веса равны $1 / (1 + e^{0{,}7071}) =
+#   0{,}3302$ и $0{,}6698$, так что выход равен $0{,}3302 \cdot (1, 0) + 0{,}6698 \cdot (0, 2) = (0{,}3302; 1{,}3395)$.
+# - Строка 2 читает все три ключа, оценки $(0{,}7071; 0{,}7071; 1{,}4142)$, веса $(0{,}2483; 0{,}2483; 0{,}5035)$,
+#   выход $(0{,}2483 + 3 \cdot 0{,}5035,\; 2 \cdot 0{,}2483 + 0{,}5035) = (1{,}7587; 1{,}0000)$.
 #
 # Код повторяет эти шаги один за другим. Он считает в float64, если хотя бы один вход имеет тип float64
 # (иначе в float32), распространяет (broadcasting) q, k и v по их ведущим осям (батч, голова), включая ось,
@@ -3047,7 +3300,7 @@ expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
-print(f"политика по умолчанию: ValueError ({message[:46]}...)")
+print(f"политика по умолчанию: ValueError ({number(message[:46], '', 'ru')}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
     torch_says = "NaN"
@@ -3055,7 +3308,7 @@ elif bool((torch_row == 0).all()):
     torch_says = "zeros"
 else:
     torch_says = f"{torch_row.tolist()}"
-print(f"torch {torch.__version__.split('+')[0]} возвращает {torch_says} для полностью замаскированной строки; наша "
+print(f"torch {number(torch.__version__.split('+')[0], '', 'ru')} возвращает {number(torch_says, '', 'ru')} для полностью замаскированной строки; наша "
       "функция возвращает нули только по запросу (empty_row='zero')")
 
 
@@ -3132,10 +3385,10 @@ for causal in (False, True):
 it, animal, street, tired = (SENTENCE.index(word) for word in ("it", "animal", "street", "tired"))
 it_row = {key: weights[it] for key, weights in sentence_weights.items()}
 it_scores_here = (q_sentence[it] @ k_sentence.T / 2.0)[[animal, tired, street]]
-print(f"оценки 'it' для animal, tired, street: {it_scores_here.tolist()}")
+print(f"оценки 'it' для animal, tired, street: {number(it_scores_here.tolist(), '', 'ru')}")
 for (causal, temperature), row in it_row.items():
-    print(f"маска {'on ' if causal else 'off'} T = {temperature}: 'it' даёт animal {float(row[animal]):.3f}, tired "
-          f"{float(row[tired]):.3f}, street {float(row[street]):.3f}; наибольший вес {float(row.max()):.3f}")
+    print(f"маска {number('on ' if causal else 'off', '', 'ru')} T = {number(temperature, '', 'ru')}: 'it' даёт animal {number(float(row[animal]), '.3f', 'ru')}, tired "
+          f"{number(float(row[tired]), '.3f', 'ru')}, street {number(float(row[street]), '.3f', 'ru')}; наибольший вес {number(float(row.max()), '.3f', 'ru')}")
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -3153,9 +3406,9 @@ show_figure(
     "Шесть тепловых карт одного и того же предложения: строки\xa0— слово, которое смотрит, столбцы\xa0— слово, на "
     "которое смотрят, а более тёмные клетки несут большую часть бюджета строки, равного 1. Оранжевая рамка\xa0— "
     "строка «it». Верхний ряд, без маски: «it» распределяет вес по всему предложению, "
-    f"{float(it_row[False, 1.0][animal]):.2f} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
+    f"{number(float(it_row[False, 1.0][animal]), '.2f', 'ru')} на «animal» при T = 1. Нижний ряд, каузальная маска: всё правее "
     "диагонали равно ровно 0, «tired» выпадает из строки «it», а «animal» поднимается до "
-    f"{float(it_row[True, 1.0][animal]):.2f}. Слева направо температура растёт от 0,5 до 2: строки из почти one-hot "
+    f"{number(float(it_row[True, 1.0][animal]), '.2f', 'ru')}. Слева направо температура растёт от 0,5 до 2: строки из почти one-hot "
     "расплываются в равномерную заливку.",
 )
 
@@ -3225,7 +3478,7 @@ order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
 shuffled = scaled_dot_product_attention(tq[order], tk[order], tv[order]).output
 permutation_error = float((shuffled - plain[order]).abs().max())
-print(f"переставленные входы дают переставленные выходы: наибольшая разница {permutation_error:.1e}")
+print(f"переставленные входы дают переставленные выходы: наибольшая разница {number(permutation_error, '.1e', 'ru')}")
 expect("permutation_error < 1e-12", permutation_error, "<", 1e-12)
 
 # One query and one key broadcast against a batch of two value sets, each with its own mask.
@@ -3250,7 +3503,7 @@ expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.
 
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
-print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   вердикт")
+print(f"{number('comparison', '<42', 'ru')} {number('largest |difference|', '>20', 'ru')} {number('in epsilons', '>12', 'ru')}   вердикт")
 for key, label, bound, must_be_small in (
     ("output_max_error", "our output against PyTorch's", 1e-12, True),
     ("gradient_max_error", "our gradients against PyTorch's", 1e-11, True),
@@ -3263,7 +3516,7 @@ for key, label, bound, must_be_small in (
     if verdict in ("TOO LARGE", "TOO SMALL"):
         raise AssertionError(f"{label}: {value:.3g} is on the wrong side of its bound {bound:g}")
 print("Читайте последний столбец: несколько эпсилон\xa0— это то же число, посчитанное в другом порядке; неверная маска "
-      f"отличается примерно на {measured['wrong_cache_mask_max_error'] / EPSILON:.0e} эпсилон\xa0— это другой ответ.")
+      f"отличается примерно на {number(measured['wrong_cache_mask_max_error'] / EPSILON, '.0e', 'ru')} эпсилон\xa0— это другой ответ.")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -3304,7 +3557,7 @@ expect_raises(FloatingPointError, scaled_dot_product_attention, torch.full((1, 2
 # 16 равновероятных наборов знаков дают суммы $-4, -2, 0, 2, 4$ с частотами $1, 4, 6, 4, 1$.
 # Их дисперсия равна $(16 + 4 \cdot 4 + 0 + 4 \cdot 4 + 16) / 16 = 4 = d_k$. Деление каждой суммы на
 # $\sqrt{4} = 2$ делит дисперсию на 4, до 1. При $d_k = 128$ «сырое» стандартное отклонение равно
-# $\sqrt{128} \approx 11.3$: типичная сырая оценка — около $\pm 11$, типичная отмасштабированная — около $\pm 1$.
+# $\sqrt{128} \approx 11{,}3$: типичная сырая оценка — около $\pm 11$, типичная отмасштабированная — около $\pm 1$.
 #
 # Ячейка проверяет это тремя способами: точно, перебирая все 16 наборов; методом Монте-Карло, с эталонным
 # зерном генератора и допуском; и измеряя само насыщение на размерностях от 2 до 1024 (16 ключей, 400 случайных
@@ -3357,7 +3610,7 @@ def plot_saturation(rows, language="en"):
 # %% [markdown]
 # **Предскажите, потом запустите (1).** Прежде чем запускать следующую ячейку с кодом, которая измеряет
 # насыщение: без деления на $\sqrt{d_k}$, при $d_k = 512$, какую долю своего внимания типичный запрос
-# отдаёт лучшему ключу из 16 случайных? (a) около $1/16 \approx 0.06$, как будто ключи равны;
+# отдаёт лучшему ключу из 16 случайных? (a) около $1/16 \approx 0{,}06$, как будто ключи равны;
 # (b) около половины; (c) почти всё, так что его строка тепловой карты — одна тёмная клетка. Впишите
 # букву в ячейку ниже и запустите её; ячейка после рисунка её проверит.
 
@@ -3389,16 +3642,16 @@ expect("judge_prediction: a right, a wrong and a missing prediction", (verdicts,
 # 1) Exactly: every sign pattern of four ±1 products.
 sums = [sum(signs) for signs in itertools.product((-1, 1), repeat=4)]
 exact = torch.tensor(sums, dtype=torch.float64)
-print(f"d_k = 4: частоты сумм -4..4: {[sums.count(s) for s in (-4, -2, 0, 2, 4)]}, дисперсия "
-      f"{float(exact.var(unbiased=False)):.0f}, после масштабирования {float((exact / 2).var(unbiased=False)):.0f}; "
-      f"sqrt(128) = {math.sqrt(128):.1f}")
+print(f"d_k = 4: частоты сумм -4..4: {number([sums.count(s) for s in (-4, -2, 0, 2, 4)], '', 'ru')}, дисперсия "
+      f"{number(float(exact.var(unbiased=False)), '.0f', 'ru')}, после масштабирования {number(float((exact / 2).var(unbiased=False)), '.0f', 'ru')}; "
+      f"sqrt(128) = {number(math.sqrt(128), '.1f', 'ru')}")
 expect("[sums.count(s) for s in (-4, -2, 0, 2, 4)] == [1, 4, 6, 4, 1]", [sums.count(s) for s in (-4, -2, 0, 2, 4)], "==", [1, 4, 6, 4, 1])
 expect("float(exact.var(unbiased=False)) == 4.0", float(exact.var(unbiased=False)), "==", 4.0)
 expect("float((exact / 2).var(unbiased=False)) == 1.0", float((exact / 2).var(unbiased=False)), "==", 1.0)
 die = torch.arange(1, 7, dtype=torch.float64)
 expect("a die's variance is 35/12, so 100 dice stray by sqrt(100 · 35/12) ≈ 17", (float(die.var(unbiased=False)), round(math.sqrt(100 * float(die.var(unbiased=False))))), "==", (35 / 12, 17))
 spread = softmax(torch.tensor([16.0, 3.0, -9.0], dtype=torch.float64))
-print(f"softmax(16, 3, -9) = {[f'{p:.6f}' for p in spread.tolist()]}: один ключ забирает практически всё")
+print(f"softmax(16, 3, -9) = {number([f'{p:.6f}' for p in spread.tolist()], '', 'ru')}: один ключ забирает практически всё")
 expect("float(spread[0]) > 0.99999", float(spread[0]), ">", 0.99999)
 
 # 2) By Monte Carlo, with the reference seed, sample count, width and tolerance.
@@ -3410,7 +3663,7 @@ q_mc, k_mc = torch.randn(samples, d_k, generator=gen), torch.randn(samples, d_k,
 dots = (q_mc * k_mc).sum(dim=-1)  # (samples,) one raw score per pair
 unscaled_variance = float(dots.var(unbiased=False))
 scaled_variance = float((dots / math.sqrt(d_k)).var(unbiased=False))
-print(f"d_k = {d_k}, {samples:,} пар: Var(q·k) = {unscaled_variance:.2f}, Var(q·k/√d_k) = {scaled_variance:.3f}")
+print(f"d_k = {number(d_k, '', 'ru')}, {number(samples, ',', 'ru')} пар: Var(q·k) = {number(unscaled_variance, '.2f', 'ru')}, Var(q·k/√d_k) = {number(scaled_variance, '.3f', 'ru')}")
 for name, measured in (("unscaled_variance_target", unscaled_variance), ("scaled_variance_target", scaled_variance)):
     target = REFERENCE.value(f"scaling_experiment.{name}")
     expect(f"{name}: measured {measured:.3f} is not within {tolerance:.0%} of {target}", abs(measured / target - 1.0), "<", tolerance)
@@ -3488,9 +3741,9 @@ for width in WIDTHS:
 shrink_512 = by_key[512, True]["jacobian_norm"] / by_key[512, False]["jacobian_norm"]
 shrink_1024 = by_key[1024, True]["jacobian_norm"] / by_key[1024, False]["jacobian_norm"]
 scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
-print(f"при d_k = 512 без масштаба: наибольший вес {by_key[512, False]['max_weight']:.2f}, градиент в {shrink_512:.1f}"
-      f"x меньше, чем с масштабом; при 1024: {by_key[1024, False]['max_weight']:.2f} и {shrink_1024:.1f}x; наибольший "
-      f"вес с масштабом остаётся в [{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+print(f"при d_k = 512 без масштаба: наибольший вес {number(by_key[512, False]['max_weight'], '.2f', 'ru')}, градиент в\xa0{number(shrink_512, '.1f', 'ru')}"
+      f"\xa0раза меньше, чем с масштабом; при 1024: {number(by_key[1024, False]['max_weight'], '.2f', 'ru')} и {number(shrink_1024, '.1f', 'ru')}x; "
+      f"наибольший вес с масштабом остаётся в [{number(min(scaled_tops), '.2f', 'ru')}, {number(max(scaled_tops), '.2f', 'ru')}]")
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -3520,8 +3773,8 @@ show_figure(
 top_512 = by_key[512, False]["max_weight"]
 answer_512 = "a" if top_512 < 0.2 else "b" if top_512 < 0.75 else "c"
 judge_prediction("Предскажите, затем запустите (1)", PREDICTION_UNSCALED_512, answer_512,
-                 f"без масштабирования лучший из 16 ключей забирает {top_512:.0%} внимания запроса при d_k = 512 (с "
-                 f"масштабированием: {by_key[512, True]['max_weight']:.0%}); исходные оценки разбросаны примерно на √512 ≈ 23, "
+                 f"без масштабирования лучший из 16 ключей забирает {number(top_512, '.0%', 'ru')} внимания запроса при d_k = 512 (с "
+                 f"масштабированием: {number(by_key[512, True]['max_weight'], '.0%', 'ru')}); исходные оценки разбросаны примерно на √512 ≈ 23, "
                  "так что один ключ побеждает безоговорочно.")
 expect("the measurement behind the answer: unscaled at 512, nearly all weight on one key", answer_512, "==", "c")
 
@@ -3650,9 +3903,9 @@ print(" d_k | медиана |dL/dq| без масштаба, с масштаб�
 for width in WIDTHS:
     print(f"{width:>4} | {float(query_gradients[width, False].median()):>10.3g} {float(query_gradients[width, True].median()):>8.3g} | "
           f"{almost_none[width]:.2f}")
-print(f"при d_k = 512: медианный запрос без масштаба получает в {median_ratio_512:.0f}x меньше градиента, чем с "
-      f"масштабом, {almost_none[512]:.0%} получают почти ничего, а наибольший получает {largest_512[0]:.0f} против "
-      f"{largest_512[1]:.0f} с масштабом")
+print(f"при d_k = 512: медианный запрос без масштаба получает в {number(median_ratio_512, '.0f', 'ru')}x меньше градиента, чем с "
+      f"масштабом, {number(almost_none[512], '.0%', 'ru')} получают почти ничего, а наибольший получает {number(largest_512[0], '.0f', 'ru')} против "
+      f"{number(largest_512[1], '.0f', 'ru')} с масштабом")
 if not (10 < median_ratio_512 < 150 and round(almost_none[512], 1) == 0.5 and 10 < largest_512[0] / largest_512[1] < 100):
     raise AssertionError(f"the prose says: at d_k = 512 the median unscaled gradient is tens of times smaller (measured "
                          f"{median_ratio_512:.1f}x), about half get almost none (measured {almost_none[512]:.2f}), and "
@@ -3668,8 +3921,8 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
 by_seed = [query_gradients] + [query_gradient_experiment((512,), seed=SEED + i) for i in range(1, 5)]
 starving = [float((g[512, False] < 0.01 * g[512, True].median()).double().mean()) for g in by_seed]
 factors = [float(g[512, True].median() / g[512, False].median()) for g in by_seed]
-print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {[f'{s:.0%}' for s in starving]}; медианный "
-      f"множитель {[f'{f:.0f}x' for f in factors]}")
+print(f"пять зёрен при d_k = 512: доля ниже 1% медианы с масштабом {number([f'{s:.0%}' for s in starving], '', 'ru')}; медианный "
+      f"множитель {number([f'{f:.0f}x' for f in factors], '', 'ru')}")
 expect("in every seed between 40% and 50% of the unscaled queries starve", all(0.40 <= s <= 0.50 for s in starving))
 per_root = [float(query_gradients[w, True].median()) / math.sqrt(w) for w in WIDTHS if w >= 32]
 expect("the scaled median grows like sqrt(d_k) (the loss's direction r): within 10% of flat from width 32 on", max(per_root) / min(per_root), "<", 1.1)
@@ -3682,7 +3935,7 @@ show_figure(
     "Каждая линия\xa0— медианный градиент, который получает один запрос, закрашенная полоса\xa0— средние 80% из 400 "
     "запросов, обе оси логарифмические. С масштабированием (синие квадраты, штриховая линия) градиент плавно "
     "растёт с размерностью, а полоса остаётся узкой. Без масштабирования (красные кружки, сплошная линия) медиана "
-    f"обваливается после размерности 64, а полоса расширяется на порядки: при d_k = 512 {almost_none[512]:.0%} "
+    f"обваливается после размерности 64, а полоса расширяется на порядки: при d_k = 512 {number(almost_none[512], '.0%', 'ru')} "
     "запросов получают почти ничего (softmax насыщен), а немногие, у которых две лучшие оценки близки, получают "
     "градиенты намного больше, чем любой масштабированный запрос. Обучение без масштабирования не везде медленное; "
     "оно непредсказуемое.",
@@ -4189,8 +4442,8 @@ x_heads = torch.randn(2, 6, 64)
 layers = {name: MultiHeadSelfAttention(64, 8, kv) for name, kv in (("MHA", 8), ("GQA", 2), ("MQA", 1))}
 for name, layer in layers.items():
     y, w = layer(x_heads, return_weights=True)
-    print(f"{name}: KV-голов {layer.n_kv_heads}, выход {tuple(y.shape)}, веса {tuple(w.shape)}, веса K+V "
-          f"{layer.kv_parameter_count():,}")
+    print(f"{number(name, '', 'ru')}: KV-голов {number(layer.n_kv_heads, '', 'ru')}, выход {number(tuple(y.shape), '', 'ru')}, веса {number(tuple(w.shape), '', 'ru')}, веса K+V "
+          f"{number(layer.kv_parameter_count(), ',', 'ru')}")
 kv_counts = [layer.kv_parameter_count() for layer in layers.values()]
 expect("kv_counts == [8192, 2048, 1024]", kv_counts, "==", [8192, 2048, 1024])
 expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 4)
@@ -4212,7 +4465,7 @@ with torch.no_grad():
         shared = getattr(gqa, name).weight.unflatten(0, (2, 8))                  # (H_kv, d, d_model)
         getattr(twin, name).weight.copy_(shared.repeat_interleave(4, dim=0).flatten(0, 1))  # (H·d, d_model)
     gqa_error = float((gqa(x_heads) - twin(x_heads)).abs().max())
-print(f"GQA против MHA с повторёнными KV-головами: наибольшая разница {gqa_error:.1e}")
+print(f"GQA против MHA с повторёнными KV-головами: наибольшая разница {number(gqa_error, '.1e', 'ru')}")
 expect("gqa_error < 1e-6", gqa_error, "<", 1e-6)
 
 # And against PyTorch's own grouped-query path (torch >= 2.5), head by head.
@@ -4223,7 +4476,7 @@ if ENVIRONMENT["torch_has_enable_gqa"]:
         ours = scaled_dot_product_attention(q, repeat_kv_heads(k, 4), repeat_kv_heads(v, 4), causal_allowed(6, 6)).output
         theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_allowed(6, 6), enable_gqa=True)
     print("против F.scaled_dot_product_attention(enable_gqa=True): наибольшая разница "
-          f"{float((ours - theirs).abs().max()):.1e}")
+          f"{number(float((ours - theirs).abs().max()), '.1e', 'ru')}")
     expect("torch.allclose(ours, theirs, atol=1e-12)", torch.allclose(ours, theirs, atol=1e-12))
 else:
     print("в torch < 2,5 нет enable_gqa; сравнение с путём GQA из PyTorch пропущено")
@@ -4293,13 +4546,13 @@ expect_raises(ValueError, layers["MQA"], torch.zeros(1, 2**16, 64), match=f"of s
 # | множитель 2 | одно умножение со сложением считается за 2 операции с плавающей точкой | |
 #
 # **Вручную.** Отношение $n / 2d$ равно 1 при $n = 2d$: для $d = 4096$ точка пересечения приходится
-# на 8192 токена. При 128 000 токенов отношение равно $128000 / 8192 \approx 15.6$. **Важно, что именно
+# на 8192 токена. При 128 000 токенов отношение равно $128000 / 8192 \approx 15{,}6$. **Важно, что именно
 # считать**: здесь учтены четыре проекции $d \times d$, нет слоя FFN и берётся весь квадрат $n \times n$.
 # У Llama 3.1 8B (32 головы запросов, 8 KV-голов) матрицы $W_k$ и $W_v$ имеют размерность $d/4$, поэтому её
-# проекции обходятся в $2.5 d^2$ умножений со сложением на токен, и точка пересечения сдвигается к
-# $n = 1.25 d = 5{,}120$. Добавьте слой FFN размерности $4d$ (ещё $8 d^2$) — и для всего слоя пересечение
+# проекции обходятся в $2{,}5 d^2$ умножений со сложением на токен, и точка пересечения сдвигается к
+# $n = 1{,}25 d = 5120$. Добавьте слой FFN размерности $4d$ (ещё $8 d^2$) — и для всего слоя пересечение
 # наступает при $n = 6d =
-# 24{,}576$. Каузальное ядро вычисляет только разрешённую половину квадрата, и точка пересечения
+# 24\,576$. Каузальное ядро вычисляет только разрешённую половину квадрата, и точка пересечения
 # удваивается (16 384 при первом способе подсчёта). Следующая ячейка вычисляет все четыре варианта. Ни
 # один из этих подсчётов не учитывает softmax и постоянные множители реальных ядер: они показывают форму
 # кривой, а не время выполнения.
@@ -4328,7 +4581,7 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
 WIDE = REFERENCE.value("attention_cost.d_model")  # 4,096: the width of a 7-8B model such as Llama 3.1 8B
 LONG = REFERENCE.value("attention_cost.long_context")
 for n in (1_000, 2_000, LONG):
-    print(f"{n:>7,} токенов: {attention_cost(n, WIDE)['score_entries']:>14,} элементов оценок на голову и слой")
+    print(f"{number(n, '>7,', 'ru')} токенов: {number(attention_cost(n, WIDE)['score_entries'], '>14,', 'ru')} элементов оценок на голову и слой")
 crossover = 2 * WIDE
 REFERENCE.check("attention_cost.crossover_tokens", crossover)
 REFERENCE.check("attention_cost.long_context_score_entries", attention_cost(LONG, WIDE)["score_entries"])
@@ -4383,9 +4636,9 @@ for key, difference in conventions.items():
     if difference(n_cross) != 0:
         raise AssertionError(f"{key}: the two sides should meet exactly at a whole token count, got a gap of {difference(n_cross)} at n = {n_cross}")
     REFERENCE.check(f"attention_cost.{key}", n_cross)
-    print(f"{key}: {n_cross:,} токенов")
-print(f"часть n² равна проекциям при n = {crossover:,}; n² / линейная = {ratios[8000]:.2f} при 8000 токенов и "
-      f"{ratios[128000]:.1f} при 128\xa0000")
+    print(f"{number(key, '', 'ru')}: {number(n_cross, ',', 'ru')} токенов")
+print(f"часть n² равна проекциям при n = {number(crossover, ',', 'ru')}; n² / линейная = {number(ratios[8000], '.2f', 'ru')} при 8000 токенов и "
+      f"{number(ratios[128000], '.1f', 'ru')} при 128\xa0000")
 
 # Llama 3.1 8B: 32 layers, 8 K/V heads of width 128, 16-bit cache (its config.json on Hugging Face).
 per_token = kv_cache_bytes_per_token(
@@ -4397,18 +4650,18 @@ conversation_gb = per_token * 32_000 / 1e9
 fits = int((80 - 16) // conversation_gb)
 all_heads_gb = kv_cache_bytes_per_token(32, 32, 128) * 128_000 / 1e9
 gqa_gb = per_token * 128_000 / 1e9
-print(f"KV-кэш: {per_token:,} байт на токен; диалог из 32\xa0000 токенов занимает {conversation_gb:.1f} ГБ; {fits} таких "
+print(f"KV-кэш: {number(per_token, ',', 'ru')} байт на токен; диалог из 32\xa0000 токенов занимает {number(conversation_gb, '.1f', 'ru')} ГБ; {number(fits, '', 'ru')} таких "
       "помещаются рядом с 16\xa0ГБ весов на GPU на 80\xa0ГБ")
-print(f"один запрос на 128\xa0000 токенов: {all_heads_gb:.0f} ГБ при 32 KV-головах, {gqa_gb:.1f} ГБ при 8")
+print(f"один запрос на 128\xa0000 токенов: {number(all_heads_gb, '.0f', 'ru')} ГБ при 32 KV-головах, {number(gqa_gb, '.1f', 'ru')} ГБ при 8")
 
 price_per_million = 5.0  # an illustrative price in USD per million input tokens
 full_price = 100_000 * price_per_million / 1e6
 cached_price = 0.1 * full_price  # cache reads billed at 0.1x the input price
 write_price = 1.25 * full_price  # a write to the 5-minute cache: 1.25x (the 1-hour cache: 2x)
-print(f"промпт на 100\xa0000 токенов по USD {price_per_million:.0f}/M: USD {full_price:.2f} каждый раз, USD "
-      f"{cached_price:.2f} как чтение из кэша, USD {write_price:.3f} как запись в кэш на 5 минут")
+print(f"промпт на 100\xa0000 токенов по USD {number(price_per_million, '.0f', 'ru')}/M: USD {number(full_price, '.2f', 'ru')} каждый раз, USD "
+      f"{number(cached_price, '.2f', 'ru')} как чтение из кэша, USD {number(write_price, '.3f', 'ru')} как запись в кэш на 5 минут")
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
-print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {mistral_reach:,} токенов")
+print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {number(mistral_reach, ',', 'ru')} токенов")
 
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
@@ -4473,8 +4726,8 @@ costs = [attention_cost(int(n), WIDE) for n in lengths]
 quadratic = np.array([c["quadratic_flops"] for c in costs], dtype=float)
 linear = np.array([c["linear_flops"] for c in costs], dtype=float)
 cross_at = 2 * WIDE
-print(f"пересечение при n = 2·d_model = {cross_at:,}; отношение при 128\xa0000 токенов: "
-      f"{attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops']:.1f}")
+print(f"пересечение при n = 2·d_model = {number(cross_at, ',', 'ru')}; отношение при 128\xa0000 токенов: "
+      f"{number(attention_cost(128000, WIDE)['quadratic_flops'] / attention_cost(128000, WIDE)['linear_flops'], '.1f', 'ru')}")
 expect("below 2·d the projections must dominate", all(q < l for q, l, n in zip(quadratic, linear, lengths) if n < cross_at))
 expect("above 2·d the n² term must dominate", all(q > l for q, l, n in zip(quadratic, linear, lengths) if n > cross_at))
 doubled = attention_cost(2_000, WIDE)["quadratic_flops"] / attention_cost(1_000, WIDE)["quadratic_flops"]
@@ -4519,16 +4772,16 @@ show_figure(
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
 # | $x$ | вектор признаков одного токена, размерности $d$ | $(1, 2, 3, 4)$ |
-# | $\mu$, $\sigma^2$ | среднее и **смещённая** дисперсия его признаков (делим на $d$, а не на $d - 1$) | $2.5$, $1.25$ |
+# | $\mu$, $\sigma^2$ | среднее и **смещённая** дисперсия его признаков (делим на $d$, а не на $d - 1$) | $2{,}5$, $1{,}25$ |
 # | $\epsilon$ | малая константа, которая не даёт делению уйти в бесконечность, если все признаки токена одинаковы | $10^{-5}$; $0$ в примере |
 # | $\gamma$, $\beta$ | обучаемые масштаб и сдвиг для каждого признака, инициализированные значениями 1 и 0 | $1$, $0$ |
 # | $\odot$ | поэлементное произведение | |
 # | $W_1$, $W_2$ | расширяющая ($d \to d_{ff}$) и сужающая ($d_{ff} \to d$) матрицы FFN | |
 # | GELU | гладкий аналог ReLU: $z \, \Phi(z)$, где $\Phi$ — функция распределения стандартного нормального закона | |
 #
-# **Вручную.** Для $x = (1, 2, 3, 4)$: $\mu = 2.5$; квадраты отклонений равны $2.25, 0.25, 0.25,
-# 2.25$, поэтому $\sigma^2 = 5 / 4 = 1.25$ (несмещённая оценка дала бы $5/3 \approx 1.67$ — частая
-# ошибка). При $\epsilon = 0$: $(x - \mu) / \sqrt{1.25} = (-1.342, -0.447, 0.447, 1.342)$.
+# **Вручную.** Для $x = (1, 2, 3, 4)$: $\mu = 2{,}5$; квадраты отклонений равны $2{,}25; 0{,}25; 0{,}25;
+# 2{,}25$, поэтому $\sigma^2 = 5 / 4 = 1{,}25$ (несмещённая оценка дала бы $5/3 \approx 1{,}67$ — частая
+# ошибка). При $\epsilon = 0$: $(x - \mu) / \sqrt{1{,}25} = (-1{,}342, -0{,}447; 0{,}447; 1{,}342)$.
 
 # %% tags=["exercise"]
 # Exercise 6 · Упражнение 6: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень
@@ -4646,9 +4899,9 @@ check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 x_ln = torch.tensor(REFERENCE.value("layer_norm.input"), dtype=torch.float64)
 mean_ln = x_ln.mean()
 variance_ln = ((x_ln - mean_ln) ** 2).mean()
-print(f"x = {x_ln.tolist()}: среднее {float(mean_ln)}, смещённая дисперсия {float(variance_ln)}, несмещённая "
-      f"{float(x_ln.var(unbiased=True)):.2f}, нормированный "
-      f"{[round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()]}")
+print(f"x = {number(x_ln.tolist(), '', 'ru')}: среднее {number(float(mean_ln), '', 'ru')}, смещённая дисперсия {number(float(variance_ln), '', 'ru')}, несмещённая "
+      f"{number(float(x_ln.var(unbiased=True)), '.2f', 'ru')}, нормированный "
+      f"{number([round(v, 3) for v in layer_norm(x_ln, eps=0.0).tolist()], '', 'ru')}")
 REFERENCE.check("layer_norm.mean", float(mean_ln), atol=1e-15)
 REFERENCE.check("layer_norm.variance", float(variance_ln), atol=1e-15)
 REFERENCE.check("layer_norm.normalized", layer_norm(x_ln, eps=0.0), atol=1e-12)
@@ -4711,8 +4964,8 @@ expect("a decoder block is causal: changing the last token leaves every earlier 
 expect("and the last token's own output moves", not torch.allclose(block(changed)[:, -1], block_output[:, -1], atol=1e-3))
 expect("the FFN takes a single token too", block.ffn(block_input[0, 0]).shape, "==", (32,))
 expect("FeedForward(1, 1) has 4 weights and biases", sum(p.numel() for p in FeedForward(1, 1).parameters()), "==", 4)
-print(f"блок декодера: {tuple(block_input.shape)} -> {tuple(block_output.shape)}, "
-      f"{sum((p.numel() for p in block.parameters())):,} параметров")
+print(f"блок декодера: {number(tuple(block_input.shape), '', 'ru')} -> {number(tuple(block_output.shape), '', 'ru')}, "
+      f"{number(sum((p.numel() for p in block.parameters())), ',', 'ru')} параметров")
 
 # %% tags=["hide-input"]
 # @title Неверные входы, которые отвергают функции выше, каждый с сообщением, называющим проблему (проверено; откройте, чтобы прочитать)
@@ -4727,9 +4980,9 @@ expect_raises(ValueError, FeedForward, 2**31, 2**31, match=f"of shape (2, {2**31
 # исходного трансформера: у внимания четыре проекции $d \times d$, то есть $4 d^2$; у FFN две матрицы
 # $d \times d_{ff}$, то есть $2 d\, d_{ff}$. В слое энкодера одно внимание и одна FFN; в слое декодера —
 # самовнимание, перекрёстное внимание (cross-attention) и FFN. Для **базовой** (base) модели ($d = 512$,
-# $d_{ff} = 2048$, 8 голов размерности 64): внимание $4 \cdot 512^2 = 1{,}048{,}576$, FFN
-# $2 \cdot 512 \cdot 2048 = 2{,}097{,}152$, слой энкодера $3{,}145{,}728$, слой декодера
-# $4{,}194{,}304$, и на FFN приходится две трети слоя энкодера. Ячейка считает и **большую** (big)
+# $d_{ff} = 2048$, 8 голов размерности 64): внимание $4 \cdot 512^2 = 1\,048\,576$, FFN
+# $2 \cdot 512 \cdot 2048 = 2\,097\,152$, слой энкодера $3\,145\,728$, слой декодера
+# $4\,194\,304$, и на FFN приходится две трети слоя энкодера. Ячейка считает и **большую** (big)
 # модель ($d = 1024$, $d_{ff} = 4096$, 16 голов), у которой параметров на слой в четыре раза больше.
 
 # %% tags=["hide-input"]
@@ -4794,9 +5047,9 @@ def transformer_parameter_floor(d_model, d_ff):
 
 base = transformer_parameter_floor(REFERENCE.value("parameter_floor.d_model"), REFERENCE.value("parameter_floor.d_ff"))
 big = transformer_parameter_floor(1024, 4096)
-print(f"base: {base}")
-print(f"big:  слой кодировщика {big.encoder_layer:,}, слой декодера {big.decoder_layer:,} ("
-      f"{big.encoder_layer // base.encoder_layer}x base)")
+print(f"base: {number(base, '', 'ru')}")
+print(f"big:  слой кодировщика {number(big.encoder_layer, ',', 'ru')}, слой декодера {number(big.decoder_layer, ',', 'ru')} ("
+      f"{number(big.encoder_layer // base.encoder_layer, '', 'ru')}x base)")
 for field in ("mha_weights", "ffn_weights", "encoder_layer", "decoder_layer", "ffn_share_encoder"):
     REFERENCE.check(f"parameter_floor.{field}", getattr(base, field))
 expect("big.encoder_layer == 4 * base.encoder_layer", big.encoder_layer, "==", 4 * base.encoder_layer)
@@ -4818,7 +5071,7 @@ show_figure(
 # **Dropout, и обучение против вывода.** Исходный трансформер применяет ещё и **dropout**: во время
 # обучения он обнуляет каждый элемент с вероятностью $p$ и умножает оставшиеся на $1/(1 - p)$, чтобы
 # среднее не изменилось. Он стоит на выходе каждого подслоя, перед тем как этот выход прибавляется к
-# остаточному потоку, и на сумме эмбеддингов токенов и позиций, с $p = 0.1$ у базовой модели
+# остаточному потоку, и на сумме эмбеддингов токенов и позиций, с $p = 0{,}1$ у базовой модели
 # ([Vaswani и др., 2017](https://arxiv.org/abs/1706.03762), раздел 5.4); многие реализации также
 # применяют dropout к весам внимания. В PyTorch `model.train()` его включает, а `model.eval()` выключает,
 # и если забыть `eval()` при выводе, каждый ответ станет немного случайным. В блоках здесь dropout нет:
@@ -4829,8 +5082,8 @@ show_figure(
 torch.manual_seed(SEED)
 dropout, ones = nn.Dropout(p=0.1), torch.ones(100_000)
 kept = dropout.train()(ones)  # training mode: about 10% zeros, the rest 1 / 0.9
-print(f"обучение: обнулено {float((kept == 0).double().mean()):.3f} элементов, остальные {float(kept.max()):.4f}, "
-      f"среднее {float(kept.mean()):.3f}; оценка: без изменений {torch.equal(dropout.eval()(ones), ones)}")
+print(f"обучение: обнулено {number(float((kept == 0).double().mean()), '.3f', 'ru')} элементов, остальные {number(float(kept.max()), '.4f', 'ru')}, "
+      f"среднее {number(float(kept.mean()), '.3f', 'ru')}; оценка: без изменений {number(torch.equal(dropout.eval()(ones), ones), '', 'ru')}")
 expect("training-mode dropout zeroes about p and scales the rest by 1/(1 − p), keeping the mean near 1",
        abs(float(kept.mean()) - 1) < 0.01 and math.isclose(float(kept.max()), 1 / 0.9, rel_tol=1e-6))
 expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), ones))
@@ -4856,10 +5109,10 @@ expect("eval-mode dropout is the identity", torch.equal(dropout.eval()(ones), on
 # | $n$ | длина последовательности | $5$ |
 # | $\frac{1}{p + 1}$ | равные веса для $p + 1$ разрешённых ключей (все оценки равны 0) | |
 #
-# **Вручную.** Заменим последний токен с 5 на 9. Его эмбеддинг сдвигается на $(9 - 5) \cdot 8 / 10 = 3.2$
+# **Вручную.** Заменим последний токен с 5 на 9. Его эмбеддинг сдвигается на $(9 - 5) \cdot 8 / 10 = 3{,}2$
 # по каждой координате. С каузальной маской позиции от 0 до 3 его никогда не читают: их выходы
 # сдвигаются ровно на 0. Без маски каждая позиция усредняет все 5 токенов, поэтому позиции от 0 до 3
-# сдвигаются на $3.2 / 5 = 0.64$.
+# сдвигаются на $3{,}2 / 5 = 0{,}64$.
 
 # %% tags=["hide-input"]
 # @title Код рисунка следующей ячейки: plot_leakage (откройте, чтобы прочитать)
@@ -4937,7 +5190,7 @@ with torch.no_grad():
         probe = CausalityProbe(causal=causal).eval()  # token ids 0 to 10, width 8
         probe_shift[name] = (probe(changed_ids) - probe(original_ids)).abs().amax(-1)[0]  # (5,) per position
 for name, shift in probe_shift.items():
-    print(f"{name:>8}: наибольшее изменение по позициям {[round(v, 4) for v in shift.tolist()]}")
+    print(f"{number(name, '>8', 'ru')}: наибольшее изменение по позициям {number([round(v, 4) for v in shift.tolist()], '', 'ru')}")
 expect("the causal mask leaks: earlier positions saw the last token", float(probe_shift["causal"][:4].max()), "<=", 1e-7)
 expect("without a mask the probe must leak, or it tests nothing", float(probe_shift["no mask"][:4].min()), ">", 0.1)
 with torch.no_grad():
@@ -5001,16 +5254,16 @@ show_figure(
 # | Обозначение | Смысл | В примере |
 # |---|---|---|
 # | $x_{\le t}$ | токены до позиции $t$ включительно — всё, что модели разрешено читать | |
-# | $z$ | логиты, которые модель выдаёт в позиции $t$, по одному на каждый элемент словаря | $(1.2, 0.3, -0.4, 2.0)$ |
+# | $z$ | логиты, которые модель выдаёт в позиции $t$, по одному на каждый элемент словаря | $(1{,}2; 0{,}3, -0{,}4; 2{,}0)$ |
 # | $y$ | id токена, который на самом деле идёт следующим | $3$ |
 # | $V$ | размер словаря | $4$ в примере, $8$ у модели |
 # | $p_\theta$ | вероятности модели, softmax логитов | |
 #
-# **Вручную.** Для логитов $(1.2, 0.3, -0.4, 2.0)$ softmax равен $(0.2608, 0.1060, 0.0527,
-# 0.5805)$. Истинный следующий токен — 3, поэтому NLL равно $-\ln 0.5805 = 0.5439$ **ната** (функция
-# потерь, вычисленная с натуральным логарифмом, измеряется в натах; 1 нат равен $1 / \ln 2 \approx 1.44$
+# **Вручную.** Для логитов $(1{,}2; 0{,}3, -0{,}4; 2{,}0)$ softmax равен $(0{,}2608; 0{,}1060; 0{,}0527;
+# 0{,}5805)$. Истинный следующий токен — 3, поэтому NLL равно $-\ln 0{,}5805 = 0{,}5439$ **ната** (функция
+# потерь, вычисленная с натуральным логарифмом, измеряется в натах; 1 нат равен $1 / \ln 2 \approx 1{,}44$
 # бита). Модель, которая ничего не знает, распределяет ставки поровну между 8 токенами и платит
-# $\ln 8 \approx 2.08$ ната на токен: с этого начинается обучение, и здесь же обречена остаться модель,
+# $\ln 8 \approx 2{,}08$ ната на токен: с этого начинается обучение, и здесь же обречена остаться модель,
 # которая не может смотреть назад. Модель, копирующая отрезок, должна в итоге прийти почти к 0.
 
 # %%
@@ -5018,8 +5271,8 @@ nll_logits = torch.tensor(REFERENCE.value("next_token_nll.logits"), dtype=torch.
 nll_target = REFERENCE.value("next_token_nll.target")
 nll_probabilities = softmax(nll_logits)
 nll = float(-torch.log(nll_probabilities[nll_target]))
-print(f"вероятности {[round(p, 4) for p in nll_probabilities.tolist()]}, NLL токена {nll_target}: {nll:.4f} ната = "
-      f"{nll / math.log(2):.3f} бита; равномерно по 8 токенам: {math.log(8):.2f} ната")
+print(f"вероятности {number([round(p, 4) for p in nll_probabilities.tolist()], '', 'ru')}, NLL токена {number(nll_target, '', 'ru')}: {number(nll, '.4f', 'ru')} ната = "
+      f"{number(nll / math.log(2), '.3f', 'ru')} бита; равномерно по 8 токенам: {number(math.log(8), '.2f', 'ru')} ната")
 if round(math.log(8), 2) != 2.08 or round(1 / math.log(2), 2) != 1.44:
     raise AssertionError(f"the prose quotes ln 8 = 2.08 and 1/ln 2 = 1.44, got {math.log(8):.4f} and {1 / math.log(2):.4f}")
 REFERENCE.check("next_token_nll.probabilities", nll_probabilities, atol=1e-12)
@@ -5113,7 +5366,7 @@ expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of sh
 # шагает на их отношение, поэтому везде, где $|g|$ намного больше $\epsilon$, размер шага задаёт
 # скорость обучения, а не величина градиента. На первом шаге каждый такой вес сдвигается ровно на
 # скорость обучения. Позже отношение скользящих средних может достигать
-# $(1 - \beta_1)/\sqrt{1 - \beta_2} \approx 3.2$ при стандартных beta, когда один большой градиент
+# $(1 - \beta_1)/\sqrt{1 - \beta_2} \approx 3{,}2$ при стандартных beta, когда один большой градиент
 # следует за долгой серией маленьких ([Kingma and Ba, 2015](https://arxiv.org/abs/1412.6980), раздел 2.1);
 # в обычных случаях оно остаётся около 1 или ниже и уменьшается там, где градиенты постоянно меняют знак
 # (ячейка измеряет его на каждом шаге). Затухание весов (weight decay), когда оно включено, уменьшает
@@ -5126,22 +5379,22 @@ expect_raises(ValueError, TinyLM, **{**TINY, "vocab_size": 2**40}, match=f"of sh
 # |---|---|---|
 # | $g$ | градиент функции потерь по одному весу $\theta$ | |
 # | $m$, $v$ | скользящие средние $g$ и $g^2$, оба начинаются с 0 | |
-# | $\beta_1$, $\beta_2$ | насколько медленно эти средние забывают | $0.9$, $0.999$ |
+# | $\beta_1$, $\beta_2$ | насколько медленно эти средние забывают | $0{,}9$, $0{,}999$ |
 # | $t$ | номер шага; деление на $1 - \beta^t$ отменяет старт с 0 | $1, \dots, 45$ |
-# | $\eta$ | скорость обучения | $0.03$ на шаге 1, линейно снижается к 0 |
+# | $\eta$ | скорость обучения | $0{,}03$ на шаге 1, линейно снижается к 0 |
 # | $\lambda$ | затухание весов | $0$ |
 # | $\epsilon$ | не даёт делению стать бесконечным | $10^{-8}$ |
 #
-# **Вручную**, первый шаг: $m = 0.1\, g$ и $v = 0.001\, g^2$, поэтому скорректированные средние равны $g$
+# **Вручную**, первый шаг: $m = 0{,}1\, g$ и $v = 0{,}001\, g^2$, поэтому скорректированные средние равны $g$
 # и $g^2$, а шаг равен $\eta\, g / (|g| + \epsilon)$: каждый вес с ненулевым градиентом сдвигается на
-# $\eta = 0.03$ вверх или вниз. Ячейка проверяет ровно это после первого шага и измеряет отношение
+# $\eta = 0{,}03$ вверх или вниз. Ячейка проверяет ровно это после первого шага и измеряет отношение
 # (шаг / $\eta$) на каждом шаге.
 #
 # **Расписание.** При постоянной скорости 0,03 функция потерь этого рецепта опускалась почти до 0, а
 # затем время от времени подскакивала обратно (ячейка печатает, на каких шагах): когда подгонка почти
 # точна, шаг такой же величины, как в начале, на неудачном батче проскакивает мимо. Разогрев (warm-up)
 # и обрезка градиента, опробованные на том же seed, скачков не убрали. Линейное снижение скорости до 0
-# за 45 шагов, $\eta_t = 0.03\,(1 - (t - 1)/45)$, убрало, и ячейка проверяет, что после того как
+# за 45 шагов, $\eta_t = 0{,}03\,(1 - (t - 1)/45)$, убрало, и ячейка проверяет, что после того как
 # функция потерь опустилась ниже 0,05, она там и остаётся.
 
 # %% tags=["hide-input"]
@@ -5307,18 +5560,18 @@ held_out = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_se
 with torch.no_grad():
     full_loss, full_accuracy = (float(v) for v in copy_loss_and_accuracy(model, *held_out, segment_length))
     ablated_loss, ablated_accuracy = (float(v) for v in copy_loss_and_accuracy(ablated, *held_out, segment_length))
-print(f"{recipe['steps']} шагов AdamW на свежих пакетах из {recipe['batch']} последовательностей, lr "
-      f"{recipe['learning_rate']}; оценка на {recipe['eval_sequences']} новых последовательностях, только повторённая "
+print(f"{number(recipe['steps'], '', 'ru')} шагов AdamW на свежих пакетах из {number(recipe['batch'], '', 'ru')} последовательностей, lr "
+      f"{number(recipe['learning_rate'], '', 'ru')}; оценка на {number(recipe['eval_sequences'], '', 'ru')} новых последовательностях, только повторённая "
       "половина")
-print(f"с вниманием:      потери {losses[0]:.3f} -> {full_loss:.4f} ната/токен, точность {full_accuracy:.3f}")
-print(f"без внимания:     потери {ablated_losses[0]:.3f} -> {ablated_loss:.4f} ната/токен, точность "
-      f"{ablated_accuracy:.3f} (случайно: ln {recipe['vocab_size']} = {math.log(recipe['vocab_size']):.3f}, точность "
-      f"{1 / recipe['vocab_size']:.3f})")
+print(f"с вниманием:      потери {number(losses[0], '.3f', 'ru')} -> {number(full_loss, '.4f', 'ru')} ната/токен, точность {number(full_accuracy, '.3f', 'ru')}")
+print(f"без внимания:     потери {number(ablated_losses[0], '.3f', 'ru')} -> {number(ablated_loss, '.4f', 'ru')} ната/токен, точность "
+      f"{number(ablated_accuracy, '.3f', 'ru')} (случайно: ln {number(recipe['vocab_size'], '', 'ru')} = {number(math.log(recipe['vocab_size']), '.3f', 'ru')}, точность "
+      f"{number(1 / recipe['vocab_size'], '.3f', 'ru')})")
 first_step, last_step = step_ratios[0], step_ratios[-1]
 largest_ratio, adam_bound = max(float(r.max()) for r in step_ratios), (1 - 0.9) / math.sqrt(1 - 0.999)
-print(f"шаг AdamW / lr: первый шаг весь {float(first_step.min()):.4f}..{float(first_step.max()):.4f}; медиана "
-      f"последнего шага {float(last_step.median()):.4f}; наибольший по всем шагам {largest_ratio:.3f} (граница (1 − "
-      f"β1)/√(1 − β2) = {adam_bound:.2f})")
+print(f"шаг AdamW / lr: первый шаг весь {number(float(first_step.min()), '.4f', 'ru')}..{number(float(first_step.max()), '.4f', 'ru')}; медиана "
+      f"последнего шага {number(float(last_step.median()), '.4f', 'ru')}; наибольший по всем шагам {number(largest_ratio, '.3f', 'ru')} (граница (1 − "
+      f"β1)/√(1 − β2) = {number(adam_bound, '.2f', 'ru')})")
 
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
@@ -5334,7 +5587,7 @@ if not (ablated_loss > REFERENCE.value("tiny_lm.ablated_loss_floor") and ablated
                          f"{REFERENCE.value('tiny_lm.ablated_loss_floor'):.3f}) and accuracy {ablated_accuracy:.3f} (ceiling "
                          f"{REFERENCE.value('tiny_lm.ablated_accuracy_ceiling')}): the task leaks an answer the FFN can read")
 loss_gap, accuracy_gap = ablated_loss - full_loss, full_accuracy - ablated_accuracy
-print(f"разрывы абляции: {loss_gap:.2f} ната на токен, {accuracy_gap:.3f} точности")
+print(f"разрывы абляции: {number(loss_gap, '.2f', 'ru')} ната на токен, {number(accuracy_gap, '.3f', 'ru')} точности")
 if not (loss_gap > 1.5 and accuracy_gap > 0.7):
     raise AssertionError(f"the ablation gaps are too small to say attention does the work: loss gap {loss_gap:.3f} (need > 1.5), "
                          f"accuracy gap {accuracy_gap:.3f} (need > 0.7)")
@@ -5343,8 +5596,8 @@ expect("later steps are smaller than lr: last-step median of step / lr", float(l
 threshold = REFERENCE.value("tiny_lm.loss_threshold")
 first_pass = next(step for step, value in enumerate(losses) if value < threshold)
 jumps = [step for step in range(1, recipe["steps"]) if constant_losses[step] > max(threshold, 1.5 * constant_losses[step - 1])]
-print(f"с затуханием потери обучения впервые опускаются ниже {threshold} на шаге {first_pass} из {recipe['steps']} и "
-      f"остаются там; при постоянном lr они подскакивают выше {threshold} на шагах {jumps}")
+print(f"с затуханием потери обучения впервые опускаются ниже {number(threshold, '', 'ru')} на шаге {number(first_pass, '', 'ru')} из {number(recipe['steps'], '', 'ru')} и "
+      f"остаются там; при постоянном lr они подскакивают выше {number(threshold, '', 'ru')} на шагах {number(jumps, '', 'ru')}")
 expect("with the decay, once the loss is below the threshold it stays there", max(losses[first_pass:]), "<", threshold)
 expect("at a constant lr the loss jumps back up (the prose's reason for the decay)", len(jumps), ">", 0)
 
@@ -5362,8 +5615,8 @@ expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
 continuation_accuracy = float((generated[segment_length:] == prompt[0]).float().mean())
-print(f"промпт {prompt[0].tolist()} -> продолжение {generated[segment_length:].tolist()} (точность "
-      f"{continuation_accuracy:.3f})")
+print(f"промпт {number(prompt[0].tolist(), '', 'ru')} -> продолжение {number(generated[segment_length:].tolist(), '', 'ru')} (точность "
+      f"{number(continuation_accuracy, '.3f', 'ru')})")
 if continuation_accuracy != 1.0:
     raise AssertionError(f"the model did not copy the unseen segment: {prompt[0].tolist()} -> {generated[segment_length:].tolist()}")
 
@@ -5371,19 +5624,19 @@ if continuation_accuracy != 1.0:
 show_figure(
     plot_ablation(losses, ablated_losses, recipe["vocab_size"], language=LANGUAGE, constant_losses=constant_losses),
     "Потери обучения на оцениваемых позициях, по шагам, в логарифмическом масштабе. Каждый запуск начинается на "
-    f"пунктирной линии ln {recipe['vocab_size']} — цене угадывания. Полная модель (синяя, штриховая линия с "
-    f"квадратами) падает на порядки: она научилась смотреть на {segment_length - 1} позиций назад. Та же модель с "
+    f"пунктирной линии ln {number(recipe['vocab_size'], '', 'ru')} — цене угадывания. Полная модель (синяя, штриховая линия с "
+    f"квадратами) падает на порядки: она научилась смотреть на {number(segment_length - 1, '', 'ru')} позиций назад. Та же модель с "
     "выключенным вниманием (красная, пунктир с крестиками) видит по одному токену и остаётся на пунктирной линии: "
-    f"на новых последовательностях она набирает {ablated_loss:.2f} ната и точность {ablated_accuracy:.0%} против "
-    f"{full_loss:.3f} ната и {full_accuracy:.1%} с вниманием. Тонкий серый штриховой запуск с кружками держит "
-    f"скорость обучения постоянной и подскакивает вверх на шагах {', '.join(map(str, jumps))}; синий снижает её до "
+    f"на новых последовательностях она набирает {number(ablated_loss, '.2f', 'ru')} ната и точность {number(ablated_accuracy, '.0%', 'ru')} против "
+    f"{number(full_loss, '.3f', 'ru')} ната и {number(full_accuracy, '.1%', 'ru')} с вниманием. Тонкий серый штриховой запуск с кружками держит "
+    f"скорость обучения постоянной и подскакивает вверх на шагах {number(', '.join(map(str, jumps)), '', 'ru')}; синий снижает её до "
     "0 и не подскакивает.",
 )
 copy_weights = model.attention_weights(generated[None, :-1])[0]   # (H, T, T) on the prompt and its copy
 look_back = copy_weights[:, segment_length - 1:].amax(0).argmax(-1)       # the key each repeat query reads most, over heads
 expected_keys = torch.arange(segment_length - 1, 2 * segment_length - 1) - (segment_length - 1)
-print(f"повторные запросы на позициях {list(range(segment_length - 1, 2 * segment_length - 1))} больше всего читают "
-      f"ключи {look_back.tolist()}")
+print(f"повторные запросы на позициях {number(list(range(segment_length - 1, 2 * segment_length - 1)), '', 'ru')} больше всего читают "
+      f"ключи {number(look_back.tolist(), '', 'ru')}")
 expect(f"query p reads key p − {segment_length - 1}, by position", look_back.tolist(), "==", expected_keys.tolist())
 expect("the caption's prompt holds a token twice, so reading by content would pick another key", len(set(prompt[0].tolist())), "<", segment_length)
 # A positional copy, not an induction head: put one token in front of a 5-token segment written twice, and the
@@ -5393,18 +5646,18 @@ shifted = copy_task_batch(recipe["eval_sequences"], torch.Generator().manual_see
 shifted = tuple(torch.cat((torch.zeros(len(s), 1, dtype=torch.long), s), dim=1) for s in shifted)  # token 0 in front
 with torch.no_grad():
     shifted_accuracy = copy_loss_and_accuracy(model, *shifted, segment_length)[1]
-print(f"та же модель на повторе, сдвинутом на одну позицию: точность {shifted_accuracy:.3f} (случайно "
-      f"{1 / recipe['vocab_size']:.3f})")
+print(f"та же модель на повторе, сдвинутом на одну позицию: точность {number(shifted_accuracy, '.3f', 'ru')} (случайно "
+      f"{number(1 / recipe['vocab_size'], '.3f', 'ru')})")
 expect("shifted by one place, the positional copy falls to chance", shifted_accuracy, "<", REFERENCE.value("tiny_lm.ablated_accuracy_ceiling"))
 show_figure(
     plot_copy_attention(copy_weights.numpy(), generated[:-1].tolist(), language=LANGUAGE),
     "Куда смотрит обученная модель на новом отрезке и на написанной ею копии. Строки\xa0— запросы, столбцы\xa0— ключи, "
     "каждый подписан позицией и, в скобках, токеном; вес несут тёмные клетки, а верхний треугольник пуст из-за "
-    f"каузальной маски. Начиная с позиции {segment_length - 1}, тёмная диагональ лежит на {segment_length - 1} "
-    f"столбцов левее главной: запрос на позиции p читает ключ на p − {segment_length - 1}, где в этой задаче всегда "
+    f"каузальной маски. Начиная с позиции {number(segment_length - 1, '', 'ru')}, тёмная диагональ лежит на {number(segment_length - 1, '', 'ru')} "
+    f"столбцов левее главной: запрос на позиции p читает ключ на p − {number(segment_length - 1, '', 'ru')}, где в этой задаче всегда "
     "лежит следующий токен для записи. Этот ключ он находит по позиции, а не по содержимому: запрос, чей токен "
-    f"дважды встречается в отрезке, всё равно читает p − {segment_length - 1}, а сдвиг повтора на одну позицию "
-    f"роняет копирование до {shifted_accuracy:.0%}. Первые {segment_length - 1} строк никогда не оцениваются, "
+    f"дважды встречается в отрезке, всё равно читает p − {number(segment_length - 1, '', 'ru')}, а сдвиг повтора на одну позицию "
+    f"роняет копирование до {number(shifted_accuracy, '.0%', 'ru')}. Первые {number(segment_length - 1, '', 'ru')} строк никогда не оцениваются, "
     "поэтому обучение не определяет, куда они смотрят.",
 )
 
@@ -5412,7 +5665,7 @@ show_figure(
 # **Предскажите, потом запустите (2).** Модель выше находит ключ для копирования по его позиции.
 # Обучим ту же модель ещё раз, на тех же данных и по тому же рецепту, но без эмбеддингов позиций: в блок
 # входят только эмбеддинги токенов. Её функция потерь на повторе в конце окажется (a) около 0, как с
-# позициями; (b) около уровня случайного угадывания, $\ln 8 \approx 2.08$; (c) примерно посередине, около 1.
+# позициями; (b) около уровня случайного угадывания, $\ln 8 \approx 2{,}08$; (c) примерно посередине, около 1.
 # Впишите букву в следующую ячейку и запустите её, затем запустите ячейку после неё (она обучается
 # около секунды).
 
@@ -5425,8 +5678,8 @@ with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
 judge_prediction("Предскажите, затем запустите (2)", PREDICTION_NO_POSITIONS, answer_no_positions,
-                 f"без позиций потери заканчиваются на {no_position_loss:.2f} ната, а точность\xa0— на {no_position_accuracy:.0%} "
-                 f"(с позициями {full_loss:.3f} и {full_accuracy:.0%}): для запроса каждый ключ выглядит одинаково, кроме своего "
+                 f"без позиций потери заканчиваются на {number(no_position_loss, '.2f', 'ru')} ната, а точность\xa0— на {number(no_position_accuracy, '.0%', 'ru')} "
+                 f"(с позициями {number(full_loss, '.3f', 'ru')} и {number(full_accuracy, '.0%', 'ru')}): для запроса каждый ключ выглядит одинаково, кроме своего "
                  "токена, так что «ключ на 5 позиций назад» найти нельзя, а одна каузальная маска даёт лишь слабый намёк на "
                  "порядок.")
 expect("the measurement behind the answer: without positions the copy stays near chance", answer_no_positions, "==", "b")
@@ -5494,17 +5747,17 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 # | $T$ | температура, $T > 0$ | $1$ или $2$ |
 # | $\pi_1, \pi_2, \dots$ | id токенов, упорядоченные от самого вероятного к наименее вероятному (при равенстве первым идёт меньший id) | $0, 1, 2, 3$ |
 # | $k$ | сколько токенов оставляет top-k | $2$ |
-# | $p$ | вероятностная масса, которую должен набрать top-p | $0.9$ |
+# | $p$ | вероятностная масса, которую должен набрать top-p | $0{,}9$ |
 # | $m$ | сколько токенов оставляет top-p | $3$ |
 #
 # **Вручную**, для логитов $(3, 2, 1, 0)$:
 #
-# - $T = 1$: $(0.644, 0.237, 0.087, 0.032)$. $T = 2$ вдвое уменьшает разрывы: $(0.455, 0.276, 0.167, 0.102)$.
-# - top-k с $k = 2$ оставляет токены 0 и 1 и перенормирует $0.644$ и $0.237$ на их сумму $0.881$:
-#   $(0.731, 0.269, 0, 0)$.
-# - top-p с $p = 0.9$: накопленная масса равна $0.644$, затем $0.881$ (всё ещё не дотягивает до $0.9$),
-#   затем $0.968$. Порог пересекается на токене 2, поэтому он остаётся: $m = 3$, что даёт
-#   $(0.665, 0.245, 0.090, 0)$.
+# - $T = 1$: $(0{,}644; 0{,}237; 0{,}087; 0{,}032)$. $T = 2$ вдвое уменьшает разрывы: $(0{,}455; 0{,}276; 0{,}167; 0{,}102)$.
+# - top-k с $k = 2$ оставляет токены 0 и 1 и перенормирует $0{,}644$ и $0{,}237$ на их сумму $0{,}881$:
+#   $(0{,}731; 0{,}269; 0; 0)$.
+# - top-p с $p = 0{,}9$: накопленная масса равна $0{,}644$, затем $0{,}881$ (всё ещё не дотягивает до $0{,}9$),
+#   затем $0{,}968$. Порог пересекается на токене 2, поэтому он остаётся: $m = 3$, что даёт
+#   $(0{,}665; 0{,}245; 0{,}090; 0)$.
 
 # %% tags=["exercise"]
 # Exercise 7 · Упражнение 7: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру;
@@ -5672,7 +5925,7 @@ policies = {
 for name, probabilities in policies.items():
     print(f"{name:>18}: {[round(p, 3) for p in probabilities]}")
 running_mass = list(itertools.accumulate(policies["T = 1"]))
-print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {[round(m, 3) for m in running_mass]}")
+print(f"накопленная масса распределения при T = 1, сначала самые вероятные: {number([round(m, 3) for m in running_mass], '', 'ru')}")
 expect("the top-p worked example above quotes these", [round(m, 3) for m in running_mass[:3]], "==", [0.644, 0.881, 0.968])
 z = torch.tensor(SAMPLING_LOGITS, dtype=torch.float64)
 expect('torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)', torch.allclose(torch.tensor(policies["T = 1"], dtype=torch.float64), torch.softmax(z, 0), atol=1e-15))
@@ -5698,7 +5951,7 @@ nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
 frequencies = [draws.count(i) / len(draws) for i in range(4)]
 gap = max(abs(f - p) for f, p in zip(frequencies, nucleus))
-print(f"20\xa0000 выборок из top-p = 0,9: частоты {[round(f, 3) for f in frequencies]}, наибольшее расхождение {gap:.4f}")
+print(f"20\xa0000 выборок из top-p = 0,9: частоты {number([round(f, 3) for f in frequencies], '', 'ru')}, наибольшее расхождение {number(gap, '.4f', 'ru')}")
 expect("sampling must follow the distribution and never pick a filtered token", gap, "<", 0.015)
 expect("sampling must follow the distribution and never pick a filtered token", frequencies[3], "==", 0.0)
 
@@ -5793,7 +6046,7 @@ check_exercise("Exercise 8", check_greedy_trace_contract, greedy_trace, globals(
 # %%
 eos_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]], eos_id=3, max_new_tokens=3)
 limit_trace = greedy_trace([[3.0, 2.0, 1.0, 0.0]] * 3, eos_id=3, max_new_tokens=3)
-print(f"EOS на шаге 2: {eos_trace}; без EOS в пределах 3 токенов: {limit_trace}")
+print(f"EOS на шаге 2: {number(eos_trace, '', 'ru')}; без EOS в пределах 3 токенов: {number(limit_trace, '', 'ru')}")
 expect('eos_trace == ([0, 3], "eos")', eos_trace, "==", ([0, 3], "eos"))
 expect('limit_trace == ([0, 0, 0], "length_limit")', limit_trace, "==", ([0, 0, 0], "length_limit"))
 # Boundaries: EOS may be token 0, one new token is a limit, and an EOS id equal to the vocabulary size is refused.
@@ -5808,7 +6061,7 @@ stop_token = int(generated[-1])
 model_trace = greedy_trace(steps, eos_id=stop_token, max_new_tokens=segment_length)
 expected_trace = generated[segment_length:].tolist()
 expected_trace = expected_trace[: expected_trace.index(stop_token) + 1]
-print(f"логиты TinyLM через greedy_trace с токеном {stop_token} в роли EOS: {model_trace}")
+print(f"логиты TinyLM через greedy_trace с токеном {number(stop_token, '', 'ru')} в роли EOS: {number(model_trace, '', 'ru')}")
 if model_trace != (expected_trace, "eos"):
     raise AssertionError(f"greedy_trace must agree with TinyLM.generate up to the first {stop_token}: "
                          f"got {model_trace}, expected {(expected_trace, 'eos')}")
@@ -5935,7 +6188,7 @@ NEGATIVE_TESTS += [(ValueError, plot, args, {"language": "de"}, "language") for 
 for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
-print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто с сообщением, называющим проблему, в {len(tested)} открытых "
+print(f"{number(len(NEGATIVE_TESTS), '', 'ru')} неверных входов отвергнуто с сообщением, называющим проблему, в {number(len(tested), '', 'ru')} открытых "
       "функциях и классах")
 
 # %% [markdown]
@@ -6072,7 +6325,7 @@ print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто
 #
 #    <details><summary>Ответ</summary>
 #
-#    $2 \cdot 28 \cdot 4 \cdot 128 \cdot 2 = 57{,}344$ байта, то есть 56 КиБ: ключи и значения, в каждом слое, для каждой KV-головы.
+#    $2 \cdot 28 \cdot 4 \cdot 128 \cdot 2 = 57\,344$ байта, то есть 56 КиБ: ключи и значения, в каждом слое, для каждой KV-головы.
 #
 #    </details>
 #
@@ -6080,7 +6333,7 @@ print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто
 #
 #    <details><summary>Ответ</summary>
 #
-#    В $e^{\ln 3} = 3$ раза больше, чем каждому из остальных, поэтому $3 / (1 + 1 + 1 + 3) = 0.5$; остальные получают по $1/6$.
+#    В $e^{\ln 3} = 3$ раза больше, чем каждому из остальных, поэтому $3 / (1 + 1 + 1 + 3) = 0{,}5$; остальные получают по $1/6$.
 #
 #    </details>
 #
@@ -6101,12 +6354,12 @@ print(f"{len(NEGATIVE_TESTS)} неверных входов отвергнуто
 #
 #    </details>
 #
-# 5. Логиты $(3, 2, 1, 0)$ и top-p с $p = 0.5$: какие токены выживут и что оставило бы правило, которое
+# 5. Логиты $(3, 2, 1, 0)$ и top-p с $p = 0{,}5$: какие токены выживут и что оставило бы правило, которое
 #    отбрасывает токен, пересекающий порог?
 #
 #    <details><summary>Ответ</summary>
 #
-#    У самого вероятного токена в одиночку $0.644 \ge 0.5$, так что порог пересекается на нём: top-p
+#    У самого вероятного токена в одиночку $0{,}644 \ge 0{,}5$, так что порог пересекается на нём: top-p
 #    оставляет только токен 0 с вероятностью 1. Правило, отбрасывающее этот токен, не оставило бы ничего.
 #
 #    </details>
@@ -6138,8 +6391,8 @@ running = list(itertools.accumulate(plain))
 crossing = next(i for i, mass in enumerate(running) if mass >= 0.5)
 if crossing != 0:
     raise AssertionError(f"the answer says the top token alone reaches p = 0.5; running mass {running}")
-print(f"один верхний токен держит {plain[0]:.3f} >= 0,5, так что правило, отбрасывающее токен перехода порога, "
-      f"оставило бы токенов: {crossing}")
+print(f"один верхний токен держит {number(plain[0], '.3f', 'ru')} >= 0,5, так что правило, отбрасывающее токен перехода порога, "
+      f"оставило бы токенов: {number(crossing, '', 'ru')}")
 
 # %% [markdown]
 # ## Приложение · Внимание на практике: варианты, затраты и сбои

@@ -740,7 +740,7 @@ MESSAGES = {
     "crash reason": "{name} broke its contract check ({error})",
     "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
                          "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "{call} prints the solution; fix your cell, then run it and this one again."),
+                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -756,6 +756,7 @@ MESSAGES = {
     "close expected": "{value} at index {index} (tolerance atol={atol}, rtol={rtol})",
     "close actual": "{value}; {count} of {size} entries disagree, largest |difference| {worst}",
     "not finite": "not finite (NaN or infinity)",
+    "library error": "{error}: {message}",
     # report_section and exercise_summary
     "section pass": "{section}: PASS",
     "section waits": "{section}: not judged yet; some cells wait for {labels}",
@@ -777,7 +778,7 @@ MESSAGES = {
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -793,7 +794,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). {call} печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -808,6 +809,7 @@ MESSAGES.update({
     "close expected": "{value} в позиции {index} (допуск atol={atol}, rtol={rtol})",
     "close actual": "{value}; не совпадают {count} из {size} элементов, наибольшая |разность| {worst}",
     "not finite": "не конечна (NaN или бесконечность)",
+    "library error": "{error} (сообщение библиотеки: «{message}»)",
     "section pass": "{section}: ПРОЙДЕНО",
     "section waits": "{section}: пока не оценено; некоторые ячейки ждут: {labels}",
     "section on reference": "{section}: проверки выполняются, но вместо вашего кода работает эталонное решение ({labels}): это ещё не зачёт вашего собственного кода",
@@ -871,6 +873,17 @@ MESSAGES.update({
     "permutation equivariance without a mask": "эквивариантность к перестановкам без маски",
     "5 tokens permuted by [2, 0, 4, 1, 3]": "5 токенов, переставленных как [2, 0, 4, 1, 3]",
     "position information leaked into the attention itself (a hidden mask or positional term)": "информация о позициях просочилась в само внимание (скрытая маска или позиционный член)",
+    "output matches F.scaled_dot_product_attention": "выход совпадает с F.scaled_dot_product_attention",
+    "gradient with respect to {name} matches F.scaled_dot_product_attention": "градиент по {name} совпадает с F.scaled_dot_product_attention",
+    "a gradient for {name}": "градиент для {name}",
+    "none: {name} does not reach the output through autograd": "нет: {name} не доходит до выхода через autograd",
+    "returned normally": "завершилась без ошибки",
+    "gradients stay finite with an empty row (d{name})": "градиенты остаются конечными при пустой строке (d{name})",
+    "finite gradients": "конечные градиенты",
+    "max difference {wrong_error:.3g}": "наибольшая разность {wrong_error:.3g}",
+    "a result (the input is valid)": "результат (вход допустим)",
+    "a tuple {expected}": "кортеж {expected}",
+    "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -927,6 +940,15 @@ MESSAGES.update({
     "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
     "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
     "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
+    "{len(want)} entries": "элементов: {len(want)}",
+    "{len(got)} entries": "элементов: {len(got)}",
+    "sum 1": "сумма 1",
+    "sum {math.fsum(got)!r}": "сумма {math.fsum(got)!r}",
+    "a single step": "один шаг",
+    "(tokens, reason)": "(tokens, reason)",
+    "step {step}: a token with logit {max(scores)}": "шаг {step}: токен с логитом {max(scores)}",
+    "token {token}": "токен {token}",
+    " with logit {scores[token]}": " с логитом {scores[token]}",
     "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
     "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
     "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
@@ -996,12 +1018,30 @@ MESSAGES.update({
     "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
     "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
     "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "shape {(n, dv)}": "форма {(n, dv)}",
+    "shape {np.shape(out)}": "форма {np.shape(out)}",
+    "random Q, K [{n}, {dk}], V [{n}, {dv}]": "случайные Q, K [{n}, {dk}], V [{n}, {dv}]",
+    "an int": "целое число (int)",
+    "2 rounds": "2 прохода",
+    "{rounds} rounds": "проходов: {rounds}",
+    "{T} random steps": "случайных шагов: {T}",
+    "{want} rounds": "проходов: {want}",
+    ", mask=None": ", mask=None",
+    "random K, V [{T}, {d}] at {bits} bits": "случайные K, V [{T}, {d}], разрядность {bits} бит",
     "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
     "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
     "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
     "np.tile / torch.Tensor.repeat lay heads out as kv0, kv1, kv0, kv1: consecutive query heads must share a K/V head, so use np.repeat / torch.repeat_interleave": "np.tile / torch.Tensor.repeat раскладывают головы как kv0, kv1, kv0, kv1: соседние головы запросов должны делить одну KV-голову, поэтому используйте np.repeat / torch.repeat_interleave",
     "a group that is not a positive integer is rejected": "group, не являющийся положительным целым, отвергается",
     "keep the argument checks at the top of the function": "оставьте проверки аргументов в начале функции",
+    "x of shape {shape} (K/V heads on axis -3), group={group}": "x формы {shape} (KV-головы по оси -3), group={group}",
+    "shape {want_shape}": "форма {want_shape}",
+    "shape {out.shape}": "форма {out.shape}",
+    "query head {h} -> K/V head {h // group}": "голова запросов {h} -> KV-голова {h // group}",
+    "query head {h} -> K/V head {read[0] if read else 'none (values changed)'}": "голова запросов {h} -> KV-голова {read[0] if read else 'none (values changed)'}",
+    "none (values changed)": "нет (значения изменены)",
+    "x of shape (3, 4, 2), group={bad!r}": "x формы (3, 4, 2), group={bad!r}",
+    "TypeError or ValueError": "TypeError или ValueError",
     "head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token": "голова h токена t хранит признаки h*d_head .. (h+1)*d_head - 1 этого токена",
     "shape (B, T, H*d) -> (B, H, T, d)": "форма (B, T, H*d) -> (B, H, T, d)",
     "split the last axis into (H, d), then move the head axis in front of the token axis": "разбейте последнюю ось на (H, d), затем переставьте ось голов перед осью токенов",
@@ -1033,6 +1073,22 @@ MESSAGES.update({
     ", token_valid marks the last 2 tokens of sequence 1 as padding, empty_row='zero'": ", token_valid помечает последние 2 токена последовательности 1 как заполнение, empty_row='zero'",
     "padding keys are never read and padded queries give zero rows": "ключи заполнения никогда не читаются, а заполненные запросы дают нулевые строки",
     "combine token_valid into the mask for both keys (columns) and queries (rows), and pass empty_row through": "объедините token_valid с маской и для ключей (столбцы), и для запросов (строки) и передайте empty_row дальше",
+    "x = arange reshaped to ({batch}, {tokens}, {heads * width}), n_heads={heads}": "x = arange в форме ({batch}, {tokens}, {heads * width}), n_heads={heads}",
+    "shape {(batch, heads, tokens, width)}": "форма {(batch, heads, tokens, width)}",
+    "shape {tuple(getattr(result, 'shape', ()))}": "форма {tuple(getattr(result, 'shape', ()))}",
+    "; batch {b}, head {h}, token {t}": "; пример {b}, голова {h}, токен {t}",
+    "shape {tuple(single.shape)}": "форма {tuple(single.shape)}",
+    "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()": "heads = x.reshape({batch}, {tokens}, {heads}, {width}).transpose(1, 2).contiguous()",
+    "shape {(batch, tokens, heads * width)}": "форма {(batch, tokens, heads * width)}",
+    "{float(flat[tuple(where)])} at {tuple(where)}": "{float(flat[tuple(where)])} в позиции {tuple(where)}",
+    "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) in float64, x of shape ({batch}, {length}, {d_model})": "attention_class({d_model}, {n_heads}, {n_kv}, causal=True) во float64, x формы ({batch}, {length}, {d_model})",
+    "the layer builds": "слой создаётся",
+    "an nn.Module instance": "экземпляр nn.Module",
+    "a linear layer {name}": "линейный слой {name}",
+    "shape {(batch, length, d_model)}": "форма {(batch, length, d_model)}",
+    "shape {tuple(getattr(got, 'shape', ()))}": "форма {tuple(getattr(got, 'shape', ()))}",
+    ", return_weights=True": ", return_weights=True",
+    "a pair whose weights have shape {(batch, n_heads, length, length)}": "пара, веса в которой имеют форму {(batch, n_heads, length, length)}",
     "a full-attention layer keeps a key and a value per KV head for every token": "слой с полным вниманием хранит ключ и значение на каждую KV-голову для каждого токена",
     "bytes = 2 (key and value) x tokens x KV heads x head_dim x bytes per value, summed over layers": "байты = 2 (ключ и значение) x токены x KV-головы x head_dim x байты на значение, в сумме по слоям",
     "bytes_per_value scales the cache": "bytes_per_value масштабирует кэш",
@@ -1060,6 +1116,12 @@ MESSAGES.update({
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
     "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
     "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "int {want}": "int {want}",
+    "{want} bytes": "{want} байт",
+    "{got} bytes": "{got} байт",
+    "Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}": "Q, K [11 токенов, d_k=4], V [11, 3], window={window:,}",
+    "largest buffer {min(n, window)}": "наибольший буфер {min(n, window)}",
+    "largest buffer {largest}": "наибольший буфер {largest}",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1112,6 +1174,23 @@ MESSAGES.update({
     "with a sink, a fully masked row sends all its mass to the sink (output 0)": "со стоком полностью замаскированная строка отдаёт всю массу стоку (выход 0)",
     ", every key blocked, sink=1.3": ", все ключи закрыты, sink=1,3",
     "a row with only the sink is not empty: its weights are 0 for every token and its output is the zero sink value": "строка, где есть только сток, не пуста: её веса равны 0 для каждого токена, а выход\xa0— нулевое значение стока",
+    "shape {(n, n)}": "форма {(n, n)}",
+    "shape {mask.shape}": "форма {mask.shape}",
+    "dtype {mask.dtype}": "тип {mask.dtype}",
+    "values {sorted(set(np.unique(mask).tolist()))[:6]}": "значения {sorted(set(np.unique(mask).tolist()))[:6]}",
+    "query {where[0]} may read key {where[1]}": "запрос {where[0]} может читать ключ {where[1]}",
+    "diagonal {np.diag(mask).tolist()}": "диагональ {np.diag(mask).tolist()}",
+    "allowed non-sink keys per row {expected_recent}": "разрешённых ключей вне стока в каждой строке: {expected_recent}",
+    "query {where[0]} {'may' if want[where] else 'may not'} read key {where[1]}": "запрос {where[0]} {'may' if want[where] else 'may not'} читать ключ {where[1]}",
+    "may": "может",
+    "may not": "не может",
+    "it {'may' if got[where] else 'may not'}": "на деле {'may' if got[where] else 'may not'}",
+    "shape {(H, T, T)}": "форма {(H, T, T)}",
+    "shape {np.shape(weights)}": "форма {np.shape(weights)}",
+    ", no mask": ", без маски",
+    ", causal, sink=1.3": ", каузальная маска, sink=1.3",
+    "shape {(H, T, dv)}": "форма {(H, T, dv)}",
+    "shape {np.shape(zero)}": "форма {np.shape(zero)}",
     "x of shape (3, 5) float64, rows with means 3, -1, 0.5 and spreads 0.1, 1, 4": "x формы (3, 5) float64, строки со средними 3, -1, 0,5 и разбросами 0,1; 1; 4",
     ": same shape as x": ": та же форма, что у x",
     "LayerNorm keeps the shape: reduce with keepdim=True and broadcast back": "LayerNorm сохраняет форму: сворачивайте с keepdim=True и транслируйте обратно",
@@ -1134,6 +1213,9 @@ MESSAGES.update({
     "a constant token maps to zeros": "постоянный токен переходит в нули",
     "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
     "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
+    "shape {tuple(x.shape)}": "форма {tuple(x.shape)}",
+    "gradients match F.layer_norm": "градиенты совпадают с F.layer_norm",
+    "output matches F.layer_norm": "выход совпадает с F.layer_norm",
     "return the table as a tensor (torch.empty / torch.stack), not a list or an array": "верните таблицу как тензор (torch.empty / torch.stack), а не список или массив",
     ": shape is (length, d_model)": ": форма равна (length, d_model)",
     "positions go down the rows and coordinates across the columns; a transposed table has them swapped": "позиции идут по строкам, а координаты по столбцам; в транспонированной таблице они переставлены",
@@ -1164,6 +1246,12 @@ MESSAGES.update({
     "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
+    "shape {(length, d_model)}": "форма {(length, d_model)}",
+    "shape {tuple(result.shape)}": "форма {tuple(result.shape)}",
+    "shape {(t_q, t_k)}": "форма {(t_q, t_k)}",
+    "shape {tuple(mask.shape)}": "форма {tuple(mask.shape)}",
+    "{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}": "{mask.int().tolist()}; первый неверный элемент в (запрос, ключ) = {tuple(bad)}",
+    "causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})": "causal_allowed({t_q}, {t_k}, query_offset={offset}) в сравнении с последними {t_q} строками causal_allowed({t_k}, {t_k})",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
     "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
     "return the output and the list of per-tile dicts": "верните выход и список словарей по тайлам",
@@ -1235,6 +1323,33 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "after tile {tile + 1} the running '{key}' is exact": "после тайла {tile + 1} текущее '{key}' точно",
+    "random logits split into tiles of sizes {sizes}": "случайные логиты, разбитые на тайлы размеров {sizes}",
+    "plain tiles run": "простые тайлы выполняются",
+    "{case}, after every call": "{case}, после каждого вызова",
+    "{case}, Q times 300, tile_size=3": "{case}, Q умножено на 300, tile_size=3",
+    "{big} tokens, d=8, tile_size=32": "{big} токенов, d=8, tile_size=32",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({big * big * 4} байт)",
+    "{peak} bytes": "{peak} байт",
+    "causal tiles run": "каузальные тайлы выполняются",
+    "{expected} score tiles": "тайлов оценок: {expected}",
+    "{tiles} score tiles": "тайлов оценок: {tiles}",
+    "{case}, no mask, tile_size={tile}": "{case}, без маски, tile_size={tile}",
+    "{case}, 2 queries whose only allowed key is the last, tile_size=2": "{case}, 2 запроса, единственный разрешённый ключ которых последний, tile_size=2",
+    "{case}, causal=True, tile_size={tile}": "{case}, causal=True, tile_size={tile}",
+    "{case}, causal=True, window=3, tile_size={tile}": "{case}, causal=True, window=3, tile_size={tile}",
+    "{case}, random additive mask, tile_size=3": "{case}, случайная аддитивная маска, tile_size=3",
+    "{case}, queries {start}..{n - 1} against all {n} keys, causal=True, window={window}, query_start={start}": "{case}, запросы {start}..{n - 1} ко всем {n} ключам, causal=True, window={window}, query_start={start}",
+    "{case}, 11 single-query steps, window=4": "{case}, 11 шагов по одному запросу, window=4",
+    "{case}, row 4 fully masked": "{case}, строка 4 полностью замаскирована",
+    "{case}, row 4 fully masked, empty_row='zero'": "{case}, строка 4 полностью замаскирована, empty_row='zero'",
+    "{case}, causal=True, sink=0.7, tile_size=3": "{case}, causal=True, sink=0.7, tile_size=3",
+    "{case} cast to float16, causal=True": "{case}, приведённые к float16, causal=True",
+    "dtype float32": "тип float32",
+    "dtype {np.asarray(half).dtype}": "тип {np.asarray(half).dtype}",
+    "score {sign * 0.75:+} * float32 max plus a bias of the same sign": "оценка {sign * 0.75:+} * максимум float32 плюс сдвиг того же знака",
+    "a non-empty message": "непустое сообщение",
+    "peak traced memory below half of one {big} x {big} float64 matrix ({score_matrix // 2} bytes)": "пик отслеживаемой памяти меньше половины одной матрицы float64 {big} x {big} ({score_matrix // 2} байт)",
 })
 # builder:begin inline say
 def say(key, **fields):
@@ -1247,10 +1362,80 @@ def say(key, **fields):
         raise ValueError(f"the message {key!r} needs the field {exc}; pass it as a keyword argument") from None
 # builder:end sha256=798db956b4d3bff634a0a6dbe754e0723cefaee90ec4497429ef800b200ee591
 # builder:begin inline in_language
-def in_language(text):
-    """A contract's usual cause or property name in the notebook's language: its translation, or itself."""
-    return MESSAGES.get(text, text) if isinstance(text, str) else text
-# builder:end sha256=f27126918243ca4bae100fce740a618a325606bb7f02fe7bd6769f18d4bb83e9
+def in_language(text, depth=0):
+    """A contract's text (usual cause, property, input, value) in the notebook's language: its translation, or itself.
+
+    A text is looked up whole, then as translated texts and templates (``"shape {tuple(x.shape)}"``, their
+    fields matched and carried over) joined by ", ", "; " or ": ", so ``case + ", eps=0"`` is translated too; what no
+    entry matches (code, numbers) stays as it is. A wrapped exception (``RuntimeError: ...``) keeps its own text.
+    """
+    import re
+
+    if not isinstance(text, str):
+        return text
+    if text in MESSAGES:
+        return MESSAGES[text]
+    raised = re.fullmatch(r"([A-Z]\w*(?:Error|Exception|Warning)): (.+)", text, re.DOTALL)
+    if raised and "library error" in MESSAGES:
+        return say("library error", error=raised.group(1), message=raised.group(2))
+    field = r"\{[^{}]*\}"
+    if depth > 3 or not any("{" in key for key in MESSAGES if MESSAGES[key] != key and " " in key):
+        return text  # an English edition: no translated templates, nothing to look up in parts
+
+    def templates():
+        """(English, its fields, pattern, translation) of each translated text of two words or more, compiled once per table."""
+        cache = getattr(in_language, "cache", None)
+        if cache is None or cache[0] != len(MESSAGES):
+            found = []
+            for english, translated in MESSAGES.items():
+                if translated == english or (" " not in english.strip(",; ") and "{" not in english):
+                    continue
+                if english[:2] in (", ", "; ", ": ") and translated[:2] in (", ", "; ", ": "):
+                    english, translated = english[2:], translated[2:]  # a clause the contract appends to an input
+                pieces = re.split(f"({field})", english)
+                pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" if i < len(pieces) - 2 or pieces[-1]
+                                  else r"((?:\([^()]*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|[^,;:\s])+)" for i, piece in enumerate(pieces))
+                found.append((pieces[1::2], re.compile(pattern + r"(?=$|[,;:] | )", re.DOTALL), translated))
+            cache = in_language.cache = (len(MESSAGES), found)
+        return cache[1]
+
+    def top_level(separator):
+        """The first index of ``separator`` in ``text`` outside brackets and quoted values, or -1."""
+        level, quote = 0, ""
+        for i, char in enumerate(text):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (i == 0 or text[i - 1] in " =([{"):  # a quoted value, not an apostrophe
+                quote = char
+            elif char in "([{":
+                level += 1
+            elif char in ")]}":
+                level -= 1
+            elif level == 0 and text.startswith(separator, i):
+                return i
+        return -1
+
+    best = None
+    for fields, pattern, translated in templates():
+        match = pattern.match(text)
+        if match and (best is None or match.end() > best[0].end()):
+            best = (match, fields, translated)
+    if best is not None:
+        match, fields, translated = best
+        values = {}
+        for name, value in zip(fields, match.groups()):
+            values.setdefault(name, in_language(value, depth + 1))
+        head = re.sub(field, lambda m: values.get(m.group(0), m.group(0)), translated)
+        rest = text[match.end():]
+        if rest[:2] in (", ", "; ", ": "):
+            return head + rest[:2] + in_language(rest[2:], depth + 1)
+        return head + in_language(rest, depth + 1)  # "" or a clause that opens with a space (" with logit 3.0")
+    cuts = [at for at in (top_level(", "), top_level("; "), top_level(": ")) if at > 0]
+    if not cuts:
+        return text
+    at = min(cuts)
+    return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+# builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
     """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
@@ -1286,13 +1471,19 @@ class ContractViolation(AssertionError):
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the student's own frames, then the message, one line a field."""
 
+        import textwrap
+
         def one_line(text):
-            text = " ".join(str(text).split())
-            return text if len(text) <= 400 else text[:400] + " ..."
+            return " ".join(str(text).split())
+
+        def wrapped(line):  # a long value goes on under itself, cut between words, never inside one
+            indent = " " * (len(line) - len(line.lstrip()) + (len(self.line("on input", "")) - 2 if line.startswith("  ") else 2))
+            return textwrap.wrap(line, 400, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [line]
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
-        return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+        lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
+        return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
+# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -1377,9 +1568,12 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         """What IPython and Jupyter show instead of a traceback: the message alone, at most 15 lines."""
-        lines = [line if len(line) <= 400 else line[:400] + " ..." for line in f"CheckFailed: {self}".splitlines() if line.strip()]
+        import textwrap
+
+        lines = [part for line in f"CheckFailed: {self}".splitlines() if line.strip()  # wrapped between words, never cut
+                 for part in textwrap.wrap(line, 400, subsequent_indent=" " * 12, break_long_words=False, break_on_hyphens=False)]
         return lines[:14] + ["  ..."] if len(lines) > 15 else lines
-# builder:end sha256=24c3de58f32739f1eecb9b8fec0df57858875c1526568b890e4adf253ede2e25
+# builder:end sha256=270479f92d28a784d89583ce6f5e65a4ab03de45140010316e995276336212e1
 # builder:begin inline expect
 def expect(claim, actual, relation=None, expected=None):
     """Raise CheckFailed unless ``actual relation expected`` holds; with no relation, ``actual`` must be true.
@@ -1905,6 +2099,65 @@ def check_selective_step_contract(selective_step):
     return {"max_error": worst, "zero_order_hold": "PASS"}
 # builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
 print("загружено контрактных проверок: 4")
+
+# language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
+NUMBER_FORMS = {"en": (",", ".", 0), "ru": ("\u202f", ",", 5)}
+
+def number(value, spec="", language="en"):
+    """``format(value, spec)`` in ``language``'s number typography: ru ``131 072``, ``0,63``, ``1,5e-05``."""
+    import numbers
+
+    text = format(value, spec)
+    if language not in NUMBER_FORMS or isinstance(value, bool) or not isinstance(value, numbers.Real) or language == "en":
+        return text
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    if not spec and isinstance(value, numbers.Integral) and group_from and len(str(abs(int(value)))) >= group_from:
+        text = format(value, ",")
+    return text.replace(",", "\x00").replace(".", decimal).replace("\x00", thousands)
+
+def localize_figures(language="en"):
+    """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
+
+    A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    stays. English keeps matplotlib's own text.
+    """
+    import re
+
+    import matplotlib.text
+
+    if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
+        return
+    thousands, decimal, group_from = NUMBER_FORMS[language]
+    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
+    listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
+
+    def one(match, text):
+        if named.search(text[max(0, match.start() - 12):match.start()]):
+            return match.group(0)
+        whole, fraction = match.group(1).replace(",", ""), match.group(2)
+        if group_from and len(whole) >= group_from:
+            whole = format(int(whole), ",").replace(",", thousands)
+        return whole + (decimal + fraction if fraction else "")
+
+    def local(text):
+        if not isinstance(text, str) or not any(c.isdigit() for c in text):
+            return text
+        text = listed.sub(lambda m: m.group(0).replace(", ", "; ") if "." in m.group(0) else m.group(0), text)
+        return numbers.sub(lambda m: one(m, text), text)
+
+    original = matplotlib.text.Text.set_text
+
+    def set_text(self, s):
+        return original(self, local(s if isinstance(s, str) or s is None else str(s)))
+
+    matplotlib.text.Text.set_text = set_text
+    matplotlib.text.course_language = language
+
+
+localize_figures('ru')  # every figure's numbers in the reader's typography
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
@@ -2629,8 +2882,8 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 #
 # **Два соглашения для «окна в 4096».** В этом ноутбуке $w$ учитывает собственный ключ запроса, как в
 # gpt-oss (его окно в 128 токенов — это 128 ключей, включая текущий). В статье и коде Mistral позиция $i$
-# читает позиции от $i - W$ до $i$: $W + 1$ ключей. Поэтому $W = 4{,}096$ у Mistral — это
-# $w = 4{,}097$ здесь, и оба дают одну и ту же дальность, $L\,(w - 1) = L \cdot W$.
+# читает позиции от $i - W$ до $i$: $W + 1$ ключей. Поэтому $W = 4096$ у Mistral — это
+# $w = 4097$ здесь, и оба дают одну и ту же дальность, $L\,(w - 1) = L \cdot W$.
 #
 # $$\text{pairs} = \sum_{i=0}^{n-1} \min(i + 1, w), \qquad \text{reach} = L\,(w - 1), \qquad \text{slot}(t) = t \bmod w$$
 #
@@ -2645,11 +2898,11 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 # **Вручную.** Восемь токенов при $w = 3$ дают $1 + 2 + 3 \cdot 6 = 21$ пару оценок вместо
 # $8 \cdot 9 / 2 = 36$. Токен 7 читает токен 5 в слое 3, тот прочитал токен 3 в слое 2, а тот —
 # токен 1 в слое 1: дальность $3 \cdot 2 = 6$; токену 0 понадобился бы четвёртый слой. Mistral 7B
-# v0.1 ($w = 4{,}097$ в нашем соглашении) достаёт на $32 \cdot 4{,}096 = 131{,}072$ токенов, как и сказано
+# v0.1 ($w = 4097$ в нашем соглашении) достаёт на $32 \cdot 4096 = 131\,072$ токенов, как и сказано
 # в её статье, но факт на 100 000 токенов назад должен пройти по эстафете не меньше
-# $\lceil 100{,}000 / 4{,}096 \rceil = 25$ переходов и к тому же лежит за пределами 8K токенов, на которых
+# $\lceil 100\,000 / 4096 \rceil = 25$ переходов и к тому же лежит за пределами 8K токенов, на которых
 # обучалась v0.1. При $w = 4$ токен 10 попадает в ячейку 2, где раньше был токен 6. В сквозном примере
-# буфер на 4096 токенов занимает $4{,}096 \cdot 131{,}072$ байт = 0,54 ГБ на любой длине — в 32 раза
+# буфер на 4096 токенов занимает $4096 \cdot 131\,072$ байт = 0,54 ГБ на любой длине — в 32 раза
 # меньше, чем полный кэш на 128k.
 
 # %%
@@ -2686,10 +2939,10 @@ def reach(window, layers):
     return require_int("layers", layers, minimum=0) * (require_int("window", window, minimum=1) - 1)
 
 
-print(f"n = 8, w = 3: {pairs_computed(make_mask(8, 3))} пар, полное каузальное {pairs_computed(make_mask(8))}")
+print(f"n = 8, w = 3: {number(pairs_computed(make_mask(8, 3)), '', 'ru')} пар, полное каузальное {number(pairs_computed(make_mask(8)), '', 'ru')}")
 field = receptive_field(8, 3, 3)
-print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {bool(field[7, 1])}; токен 0: {bool(field[7, 0])}; охват "
-      f"{reach(3, 3)}")
+print(f"после 3 слоёв с w = 3: токен 1 доходит до токена 7: {number(bool(field[7, 1]), '', 'ru')}; токен 0: {number(bool(field[7, 0]), '', 'ru')}; охват "
+      f"{number(reach(3, 3), '', 'ru')}")
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
@@ -2698,8 +2951,8 @@ REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
 REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
 window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
-print(f"сквозной пример, w = 4096 при 128k токенов: {window_cache / GB:.2f} ГБ, в x"
-      f"{bills[1]['cache_bytes'] / window_cache:.0f} меньше, чем полный")
+print(f"сквозной пример, w = 4096 при 128k токенов: {number(window_cache / GB, '.2f', 'ru')} ГБ, в x"
+      f"{number(bills[1]['cache_bytes'] / window_cache, '.0f', 'ru')} меньше, чем полный")
 REFERENCE.check("window.cache_bytes_4096", window_cache)
 
 # %% tags=["hide-input"]
@@ -2755,8 +3008,8 @@ check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_window_decod
 Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
-print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {largest}, наибольшая |разность| с маскированным вниманием "
-      f"{np.abs(streamed - masked).max():.1e}")
+print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {number(largest, '', 'ru')}, наибольшая |разность| с маскированным вниманием "
+      f"{number(np.abs(streamed - masked).max(), '.1e', 'ru')}")
 expect("largest == 4", largest, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
@@ -2766,8 +3019,8 @@ needle[20] += 100.0  # a "fact" at position 20
 late = sdpa(Q50, K50, V50, make_mask(50, 8, n_sink=4))[49]
 late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
-print(f"токен 49 со стоками + окном 8: сдвинулся на {np.abs(late_with_needle - late).max():.1f}, когда изменился "
-      f"токен 20; с полным вниманием: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
+print(f"токен 49 со стоками + окном 8: сдвинулся на {number(np.abs(late_with_needle - late).max(), '.1f', 'ru')}, когда изменился "
+      f"токен 20; с полным вниманием: {number(np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max(), '.1f', 'ru')}")
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
@@ -2853,10 +3106,10 @@ patterns = {
     "strided, stride 4": additive_mask(strided_allowed(16, 4)),
 }
 for name, mask in patterns.items():
-    print(f"{name:20s} {pairs_computed(mask):4d} пар")
+    print(f"{number(name, '20s', 'ru')} {number(pairs_computed(mask), '4d', 'ru')} пар")
 print("strided row 13 reads keys", np.flatnonzero(strided_allowed(16, 4)[13]).tolist())
 full_4096, window_4096 = 4096 * 4097 // 2, sum(min(i + 1, 64) for i in range(4096))
-print(f"4096 токенов: полное каузальное {full_4096:,} пар, окно 64 {window_4096:,} пар, x{full_4096 / window_4096:.1f}")
+print(f"4096 токенов: полное каузальное {number(full_4096, ',', 'ru')} пар, окно 64 {number(window_4096, ',', 'ru')} пар, x{number(full_4096 / window_4096, '.1f', 'ru')}")
 REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
 REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
 REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
@@ -3021,7 +3274,7 @@ contract_close("scores in the thousands: each softmax is shifted by its row's ma
 #
 # **Вручную.** Ключи $(1,0), (0,1), (1,1)$, значения 2, 4, 6, третий запрос $(1,0)$. Признаки
 # ключей: $(2,1), (1,2), (2,2)$. $R = 2 \cdot (2,1) + 4 \cdot (1,2) + 6 \cdot (2,2) = (20, 22)$,
-# $z = (5, 5)$, $\phi(q) = (2, 1)$: $o_3 = (40 + 22)/(10 + 5) = 62/15 = 4.133$. Медленный путь даёт
+# $z = (5, 5)$, $\phi(q) = (2, 1)$: $o_3 = (40 + 22)/(10 + 5) = 62/15 = 4{,}133$. Медленный путь даёт
 # веса $5, 4, 6$ и то же $62/15$. Немасштабированный softmax на тех же числах взвешивает ключи как
 # $e, 1, e$ и даёт ровно 4: линейное внимание — это *другое* внимание, а не его ускоренная копия.
 
@@ -3074,8 +3327,8 @@ check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_r
 Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [4.0], [6.0]])
 out_lin, S_lin, z_lin = linear_attention_recurrent(Qw, Kw, Vw)
 softmax_w = np.exp(Qw[2] @ Kw.T)  # unscaled softmax weights e, 1, e
-print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, выход {out_lin[2, 0]:.3f} (62/15); softmax даёт "
-      f"{softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
+print(f"S = {number(S_lin.ravel().tolist(), '', 'ru')}, z = {number(z_lin.tolist(), '', 'ru')}, выход {number(out_lin[2, 0], '.3f', 'ru')} (62/15); softmax даёт "
+      f"{number(softmax_w @ Vw[:, 0] / softmax_w.sum(), '.3f', 'ru')}")
 REFERENCE.check("linear.S", S_lin.ravel())
 REFERENCE.check("linear.z", z_lin)
 REFERENCE.check("linear.output", out_lin[2, 0], rtol=1e-15)
@@ -3083,7 +3336,7 @@ REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(),
 Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print("200 случайных токенов: текущая сумма против формы n x n, наибольшая |разность| "
-      f"{np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; состояние {S200.shape} + {z200.shape}"
+      f"{number(np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max(), '.1e', 'ru')}; состояние {number(S200.shape, '', 'ru')} + {number(z200.shape, '', 'ru')}"
       " при любой длине")
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
@@ -3141,7 +3394,7 @@ Q10, K10 = 2 * rng.standard_normal((10, 8)), rng.standard_normal((10, 8))
 _, soft10 = sdpa(Q10, K10, K10, make_mask(10), return_weights=True)
 lin10 = linear_attention_weights(Q10, K10)
 peak_soft, peak_lin = soft10[5:].max(1).mean(), lin10[5:].max(1).mean()
-print(f"наибольший вес в последних пяти строках, в среднем: softmax {peak_soft:.2f}, линейное {peak_lin:.2f}")
+print(f"наибольший вес в последних пяти строках, в среднем: softmax {number(peak_soft, '.2f', 'ru')}, линейное {number(peak_lin, '.2f', 'ru')}")
 expect("np.allclose(soft10.sum(1), 1)", np.allclose(soft10.sum(1), 1))
 expect("np.allclose(lin10.sum(1), 1)", np.allclose(lin10.sum(1), 1))
 expect("peak_soft > peak_lin", peak_soft, ">", peak_lin)
@@ -3203,8 +3456,8 @@ report_section("Линейное внимание", globals())
 # | $\bar A$, $\bar B$, $C$ | множитель сохранения, множитель записи, множитель чтения (одни и те же для всех токенов) | 0,5; 1; 1 |
 # | $C \bar A^k \bar B$ | ядро: насколько ещё учитывается вход, отстоящий на $k$ шагов | 1; 0,5; 0,25; 0,125 |
 #
-# **Вручную.** При $\bar A = 0.5$ и входах $(1, 0, 0, 2)$ цикл даёт $1, 0.5, 0.25$ и
-# $0.5 \cdot 0.25 + 2 = 2.125$. Свёртка: $y_4 = 1 \cdot 2 + 0.5 \cdot 0 + 0.25 \cdot 0 + 0.125 \cdot 1 = 2.125$.
+# **Вручную.** При $\bar A = 0{,}5$ и входах $(1, 0, 0, 2)$ цикл даёт $1; 0{,}5; 0{,}25$ и
+# $0{,}5 \cdot 0{,}25 + 2 = 2{,}125$. Свёртка: $y_4 = 1 \cdot 2 + 0{,}5 \cdot 0 + 0{,}25 \cdot 0 + 0{,}125 \cdot 1 = 2{,}125$.
 #
 # **От линейного внимания к SSM.** Добавьте состоянию из раздела 11 затухание, $R_i = \lambda\, R_{i-1} + \phi(k_i)\, v_i^\top$,
 # и оно *станет* SSM: множитель сохранения $\bar A = \lambda$, запись $\bar B\,x_t$ — это внешнее произведение
@@ -3251,8 +3504,8 @@ def gated_delta_step(R, k, v, decay, rate):
 
 stored = np.outer([1.0, 0.0], [5.0])  # key (1, 0) holds the value 5
 R_delta = gated_delta_step(stored, [1.0, 0.0], [2.0], decay=1.0, rate=1.0)
-print(f"ключ (1, 0) хранил 5 и теперь записывает 2: дельта-правило читает обратно {R_delta[0, 0]:g}, бегущая сумма\xa0— "
-      f"{(stored + np.outer([1.0, 0.0], [2.0]))[0, 0]:g}")
+print(f"ключ (1, 0) хранил 5 и теперь записывает 2: дельта-правило читает обратно {number(R_delta[0, 0], 'g', 'ru')}, бегущая сумма\xa0— "
+      f"{number((stored + np.outer([1.0, 0.0], [2.0]))[0, 0], 'g', 'ru')}")
 expect("a full-rate write with no fading: reading the same key returns the new value 2", float(np.array([1.0, 0.0]) @ R_delta[:, 0]), "==", 2.0)
 
 # %% tags=["hide-input"]
@@ -3383,7 +3636,7 @@ show_figure(
 )
 
 # %%
-print(f"A = 0,99 после 150 шагов: вес {0.99 ** 150:.2f}")
+print(f"A = 0,99 после 150 шагов: вес {number(0.99 ** 150, '.2f', 'ru')}")
 
 
 # %% [markdown]
@@ -3419,10 +3672,10 @@ print(f"A = 0,99 после 150 шагов: вес {0.99 ** 150:.2f}")
 # | $B_t$, $C_t$ | множители записи и чтения; в Mamba вычисляются по токену, здесь фиксированы (`b`, `c`) | 1, 1 |
 # | $\bar{A}_t$, $\bar{B}_t$ | множители сохранения и записи этого токена | 0,0067 и 0,9933 для отмеченного |
 #
-# **Вручную.** Отмеченное значение 7 получает $\Delta = \operatorname{softplus}(5) = 5.007$, поэтому
-# $\bar{A} = e^{-5.007} = 0.0067$ и $\bar{B} = 0.9933$: состояние становится примерно $0.9933 \cdot 7 = 6.95$.
-# У каждого из девяти обычных токенов после него $\Delta = \operatorname{softplus}(-5) = 0.0067$, и каждый
-# сохраняет 0,9933 состояния: в конце $6.95 \cdot 0.9933^9 \approx 6.55$ (плюс немного шума).
+# **Вручную.** Отмеченное значение 7 получает $\Delta = \operatorname{softplus}(5) = 5{,}007$, поэтому
+# $\bar{A} = e^{-5{,}007} = 0{,}0067$ и $\bar{B} = 0{,}9933$: состояние становится примерно $0{,}9933 \cdot 7 = 6{,}95$.
+# У каждого из девяти обычных токенов после него $\Delta = \operatorname{softplus}(-5) = 0{,}0067$, и каждый
+# сохраняет 0,9933 состояния: в конце $6{,}95 \cdot 0{,}9933^9 \approx 6{,}55$ (плюс немного шума).
 
 # %%
 def softplus(x):
@@ -3462,10 +3715,10 @@ selective = selective_ssm(RECALL_VALUES, deltas)
 grid = np.geomspace(1e-3, 10, 60)  # fixed step sizes to try
 fixed_final = [selective_ssm(RECALL_VALUES, np.full(len(RECALL_VALUES), d))[-1] for d in grid]
 best_delta = float(grid[int(np.argmax(fixed_final))])
-print(f"помеченный токен: delta {deltas[2]:.3f}, сохранение {discretize(deltas[2])[0]:.4f}, запись "
-      f"{discretize(deltas[2])[1]:.4f}; обычный: delta {deltas[0]:.4f}")
-print(f"итоговое состояние: селективная {selective[-1]:.2f}; лучшая фиксированная delta ({best_delta:.2f}) "
-      f"{max(fixed_final):.2f}")
+print(f"помеченный токен: delta {number(deltas[2], '.3f', 'ru')}, сохранение {number(discretize(deltas[2])[0], '.4f', 'ru')}, запись "
+      f"{number(discretize(deltas[2])[1], '.4f', 'ru')}; обычный: delta {number(deltas[0], '.4f', 'ru')}")
+print(f"итоговое состояние: селективная {number(selective[-1], '.2f', 'ru')}; лучшая фиксированная delta ({number(best_delta, '.2f', 'ru')}) "
+      f"{number(max(fixed_final), '.2f', 'ru')}")
 REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
 REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
@@ -3571,15 +3824,15 @@ show_figure(
 #
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
-# | $(\lambda, \mu)$ | один шаг: $h \mapsto \lambda h + \mu$ (`a` и `b` в коде) | $(0.5, 1)$ |
+# | $(\lambda, \mu)$ | один шаг: $h \mapsto \lambda h + \mu$ (`a` и `b` в коде) | $(0{,}5; 1)$ |
 # | $\circ$ | «сначала этот шаг, потом тот» | |
-# | $\lambda_2 \mu_1 + \mu_2$ | добавка первого шага, ослабленная вторым, плюс собственная добавка второго | $0.5 \cdot 1 + 0 = 0.5$ |
-# | $\lceil \log_2 T \rceil$ | число раундов: сколько раз $T$ можно поделить пополам, с округлением вверх | 10 для $T = 1{,}024$ |
+# | $\lambda_2 \mu_1 + \mu_2$ | добавка первого шага, ослабленная вторым, плюс собственная добавка второго | $0{,}5 \cdot 1 + 0 = 0{,}5$ |
+# | $\lceil \log_2 T \rceil$ | число раундов: сколько раз $T$ можно поделить пополам, с округлением вверх | 10 для $T = 1024$ |
 #
-# **Вручную.** Шаги с чаем: $(0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)$. Раунд 1 сливает каждый шаг с его
-# левым соседом: $(0.5, 1), (0.25, 0.5), (0.25, 0), (0.25, 2)$. Раунд 2 сливает каждый с результатом,
-# стоящим на два места левее: $(0.25, 0.5) \circ (0.25, 2) = (0.0625, 2.125)$. Части $\mu$ равны
-# $1, 0.5, 0.25, 2.125$ — это все состояния цикла, полученные за $\log_2 4 = 2$ раунда.
+# **Вручную.** Шаги с чаем: $(0{,}5; 1), (0{,}5; 0), (0{,}5; 0), (0{,}5; 2)$. Раунд 1 сливает каждый шаг с его
+# левым соседом: $(0{,}5; 1), (0{,}25; 0{,}5), (0{,}25; 0), (0{,}25; 2)$. Раунд 2 сливает каждый с результатом,
+# стоящим на два места левее: $(0{,}25; 0{,}5) \circ (0{,}25; 2) = (0{,}0625; 2{,}125)$. Части $\mu$ равны
+# $1; 0{,}5; 0{,}25; 2{,}125$ — это все состояния цикла, полученные за $\log_2 4 = 2$ раунда.
 
 # %% tags=["exercise"]
 # Exercise 3 · Упражнение 3: Вычислите все состояния h_t = λ_t h_(t-1) + μ_t (h_0 = 0) параллельным сканированием; массивы
@@ -3607,14 +3860,14 @@ check_exercise("Exercise 3", check_parallel_scan_contract, parallel_scan, global
 
 # %%
 states, rounds = parallel_scan([0.5] * 4, [1.0, 0.0, 0.0, 2.0])
-print(f"шаги примера с чаем: состояния {states.tolist()} за {rounds} раунда")
+print(f"шаги примера с чаем: состояния {number(states.tolist(), '', 'ru')} за {number(rounds, '', 'ru')} раунда")
 keep, write = discretize(deltas)
 scanned, _ = parallel_scan(keep, write * np.array(RECALL_VALUES))
 print("задача на воспроизведение через сканирование: наибольшая |разность| с циклом "
-      f"{np.abs(scanned - selective).max():.1e}")
+      f"{number(np.abs(scanned - selective).max(), '.1e', 'ru')}")
 expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
-print(f"1024 шага: {rounds_1024} раундов")
+print(f"1024 шага: {number(rounds_1024, '', 'ru')} раундов")
 REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
@@ -3667,14 +3920,14 @@ show_figure(
 # | $2\,H_{kv}\,d_h\,b$ | кэш одного слоя внимания на токен | 4096 байт |
 # | $D$, $N$ | каналы SSM, размер состояния канала | 4096, 16 |
 #
-# **Вручную.** Один слой SSM хранит $4{,}096 \cdot 16 \cdot 2 = 131{,}072$ байта (128 КиБ) на любой
-# длине, *если считать*, что у него $D = 4{,}096$ каналов (размерность модели) по 16 бит и больше ничего. Реальные
-# слои Mamba расширяются до $d_{\text{inner}} = 2d = 8{,}192$ каналов и добавляют состояние свёртки из
-# $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ чисел, и оба хранятся в типе данных весов
+# **Вручную.** Один слой SSM хранит $4096 \cdot 16 \cdot 2 = 131\,072$ байта (128 КиБ) на любой
+# длине, *если считать*, что у него $D = 4096$ каналов (размерность модели) по 16 бит и больше ничего. Реальные
+# слои Mamba расширяются до $d_{\text{inner}} = 2d = 8192$ каналов и добавляют состояние свёртки из
+# $d_{\text{inner}} \times d_{\text{conv}} = 8192 \times 4$ чисел, и оба хранятся в типе данных весов
 # (`allocate_inference_cache` в [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), проверено 2026-12-01):
-# $(8{,}192 \cdot 16 + 8{,}192 \cdot 4) \cdot 4 = 655{,}360$ байт на слой в fp32 или 327 680 в bf16, в 5 или 2,5 раза
+# $(8192 \cdot 16 + 8192 \cdot 4) \cdot 4 = 655\,360$ байт на слой в fp32 или 327 680 в bf16, в 5 или 2,5 раза
 # больше, и по-прежнему не зависит от длины (ячейка ниже вычисляет оба варианта); один слой внимания хранит
-# $131{,}072 \cdot 4{,}096$ байт = 537 МБ при 128k токенов. При 4 слоях внимания и 28 слоях SSM кэш на 128k
+# $131\,072 \cdot 4096$ байт = 537 МБ при 128k токенов. При 4 слоях внимания и 28 слоях SSM кэш на 128k
 # падает с 17,2 ГБ примерно до 2,15 ГБ, то есть в восемь раз.
 
 # %%
@@ -3699,14 +3952,14 @@ hybrid_rows = {
     "pure_ssm_stack_bytes": hybrid_cache_bytes(131_072, attention_layers=0),
 }
 for key, value in hybrid_rows.items():
-    print(f"{key:28s} {value:>16,} байт = {value / GB:8.4f} ГБ")
+    print(f"{number(key, '28s', 'ru')} {number(value, '>16,', 'ru')} байт = {number(value / GB, '8.4f', 'ru')} ГБ")
     REFERENCE.check(f"hybrid.{key}", value)
 expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hybrid_rows["all_attention_bytes_128k"], "==", bills[1]["cache_bytes"])
 # The same layer under Mamba's real shapes: d_inner = 2 d channels, a conv state of d_inner x d_conv (4), fp32 weights.
 mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
-print(f"один слой SSM: упрощённый (4096 x 16, 16 бит) {hybrid_rows['ssm_layer_bytes']:,} байт; в форме Mamba (8192 x "
-      f"16 + свёртка 8192 x 4, fp32) {mamba_real_layer:,} байт, x"
-      f"{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+print(f"один слой SSM: упрощённый (4096 x 16, 16 бит) {number(hybrid_rows['ssm_layer_bytes'], ',', 'ru')} байт; в форме Mamba (8192 x "
+      f"16 + свёртка 8192 x 4, fp32) {number(mamba_real_layer, ',', 'ru')} байт, x"
+      f"{number(mamba_real_layer / hybrid_rows['ssm_layer_bytes'], '.2f', 'ru')}")
 check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
 check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
@@ -3741,10 +3994,10 @@ show_figure(
                        for name, kinds, size in layer_stacks], language=LANGUAGE),
     "Одна строка на стек, один блок на слой, от первого слоя (слева) до последнего. Оранжевые слои (высокие) "
     "хранят KV-кэш, растущий с каждым токеном, жёлтые\xa0— не больше окна, синие\xa0— состояние фиксированного размера ("
-    f"{hybrid_rows['ssm_layer_bytes'] / KIB:.0f} КиБ здесь) при любой длине. Подпись под каждым названием\xa0— кэш "
+    f"{number(hybrid_rows['ssm_layer_bytes'] / KIB, '.0f', 'ru')} КиБ здесь) при любой длине. Подпись под каждым названием\xa0— кэш "
     "стека при 128k токенов: если оставить 4 из 32 слоёв вниманием, на позициях "
-    f"{', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention'))}, как в конфигурации "
-    f"Jamba-v0.1, это сокращает {layer_stacks[0][2] / GB:.2f} ГБ до {layer_stacks[1][2] / GB:.2f} ГБ; gpt-oss-120b "
+    f"{number(', '.join((str(i) for i, kind in enumerate(jamba_kinds) if kind == 'attention')), '', 'ru')}, как в конфигурации "
+    f"Jamba-v0.1, это сокращает {number(layer_stacks[0][2] / GB, '.2f', 'ru')} ГБ до {number(layer_stacks[1][2] / GB, '.2f', 'ru')} ГБ; gpt-oss-120b "
     "чередует слои с окном и полные слои, так что растёт лишь половина его слоёв.",
 )
 
@@ -3772,7 +4025,7 @@ show_figure(
 # в качестве значения один и тот же вектор $c_j$ размерности 512. Вот почему ядра MLA похожи на ядра MQA
 # с необычно широкой головой. Масштаб оценок равен $1/\sqrt{d_{\text{nope}} + d_{\text{rope}}} = 1/\sqrt{192}$;
 # когда DeepSeek-V3 работает за пределами исходного контекста с YaRN, масштаб дополнительно умножается на
-# $\text{mscale}^2$, где $\text{mscale} = 0.1 \ln(\text{factor}) + 1$
+# $\text{mscale}^2$, где $\text{mscale} = 0{,}1 \ln(\text{factor}) + 1$
 # ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); при коэффициенте YaRN, равном 40,
 # это около 1,37, так что масштаб вырастает примерно в 1,87 раза.
 #
@@ -3799,8 +4052,8 @@ show_figure(
 # DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
 yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
 mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
-print(f"масштаб MLA 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; с YaRN x mscale^2 = {mscale:.3f}^2 = "
-      f"{mscale ** 2:.3f}")
+print(f"масштаб MLA 1/sqrt(192) = {number(1 / math.sqrt(128 + 64), '.4f', 'ru')}; с YaRN x mscale^2 = {number(mscale, '.3f', 'ru')}^2 = "
+      f"{number(mscale ** 2, '.3f', 'ru')}")
 check_stated("mscale", mscale, 1.37, 2)
 check_stated("mscale squared", mscale**2, 1.87, 2)
 check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
@@ -3812,8 +4065,8 @@ q_token = np.array([1.0, 2.0, 0.0, 1.0])
 latent_c = x_token @ W_down
 key_full = latent_c @ W_up_k
 q_absorbed = q_token @ W_up_k.T
-print(f"латентный вектор {latent_c.tolist()}, ключ {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, поглощённый "
-      f"запрос {q_absorbed.tolist()}, поглощённая оценка {q_absorbed @ latent_c:.0f}")
+print(f"латентный вектор {number(latent_c.tolist(), '', 'ru')}, ключ {number(key_full.tolist(), '', 'ru')}, q . k = {number(q_token @ key_full, '.0f', 'ru')}, поглощённый "
+      f"запрос {number(q_absorbed.tolist(), '', 'ru')}, поглощённая оценка {number(q_absorbed @ latent_c, '.0f', 'ru')}")
 REFERENCE.check("latent_example.latent", latent_c)
 REFERENCE.check("latent_example.key", key_full)
 REFERENCE.check("latent_example.q_latent", q_absorbed)
@@ -3881,12 +4134,12 @@ mla_args = (mla_rng.normal(size=(Hm, Tq, d_nope)), mla_rng.normal(size=(Hm, Tq, 
             mla_rng.normal(size=(Hm, d_v, d_model)))
 decode_mask = additive_mask(np.arange(Tk)[None, :] <= (Tk - Tq + np.arange(Tq))[:, None])  # the last 3 of 9 tokens
 expanded_out, absorbed_out = mla_expanded_attention(*mla_args, decode_mask), mla_absorbed_attention(*mla_args, decode_mask)
-print(f"развёрнутое против поглощённого: наибольшая |разность| {np.abs(expanded_out - absorbed_out).max():.1e}; "
-      f"кэшируемых чисел на токен {d_c + d_rope} вместо {Hm * (d_nope + d_rope + d_v)}")
+print(f"развёрнутое против поглощённого: наибольшая |разность| {number(np.abs(expanded_out - absorbed_out).max(), '.1e', 'ru')}; "
+      f"кэшируемых чисел на токен {number(d_c + d_rope, '', 'ru')} вместо {number(Hm * (d_nope + d_rope + d_v), '', 'ru')}")
 expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expanded_out, absorbed_out, atol=1e-12))
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
-print(f"поглощённое без ветви RoPE: наибольшая |разность| {np.abs(without_rope - expanded_out).max():.2f} (должна "
+print(f"поглощённое без ветви RoPE: наибольшая |разность| {number(np.abs(without_rope - expanded_out).max(), '.2f', 'ru')} (должна "
       "быть большой)")
 expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
@@ -3912,16 +4165,16 @@ mla_widths = {"latent": 512, "rope": 64, "heads": 128}  # DeepSeek-V3: kv_lora_r
 expect("the MLA flow's widths give the section 5 bytes per token", mla_bytes_per_token(61, mla_widths["latent"], mla_widths["rope"]), "==", latent_bytes)
 show_figure(
     draw_mla_flow(mla_widths["latent"], mla_widths["rope"], mla_widths["heads"], v2_convention // (61 * 2), language=LANGUAGE),
-    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {mla_widths['latent']} чисел, "
-    f"кэшируемый вместе с одним общим RoPE-ключом из {mla_widths['rope']} чисел: "
-    f"{mla_widths['latent'] + mla_widths['rope']} чисел на токен и слой. Пунктирный блок\xa0— то, что кэшировало бы "
-    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {v2_convention // (61 * 2):,} чисел "
+    f"Верхний ряд: что хранится. W_down сжимает каждый токен в латентный вектор c из {number(mla_widths['latent'], '', 'ru')} чисел, "
+    f"кэшируемый вместе с одним общим RoPE-ключом из {number(mla_widths['rope'], '', 'ru')} чисел: "
+    f"{number(mla_widths['latent'] + mla_widths['rope'], '', 'ru')} чисел на токен и слой. Пунктирный блок\xa0— то, что кэшировало бы "
+    f"обычное многоголовое внимание и чего MLA с поглощением никогда не строит: {number(v2_convention // (61 * 2), ',', 'ru')} чисел "
     "на токен и слой, если считать, как в таблице 1 DeepSeek-V2 (128 голов, d_h = 128 и для ключей, и для "
     "значений, 2 x 128 x 128; с настоящими ключами размерности 192 это 40\xa0960). Нижний ряд: как запрос читает кэш. "
     "W_uk вкладывается в запрос, который сравнивается с каждым закэшированным c (его RoPE-часть\xa0— с RoPE-ключом); "
     "веса смешивают те же c, а W_uv W_o превращает смесь в выход. Все головы читают один общий кэш: "
     "декодирование\xa0— это внимание с одной KV-головой (MQA) по латентным векторам размерности "
-    f"{mla_widths['latent'] + mla_widths['rope']}.",
+    f"{number(mla_widths['latent'] + mla_widths['rope'], '', 'ru')}.",
 )
 
 
@@ -3954,7 +4207,7 @@ expect("not np.allclose(effective_query, W_small.T @ rotation(0.8 - i_pos).T @ q
 distances = np.arange(0, 13) * 0.5
 effective = np.array([W_small.T @ rotation(d).T @ q_small for d in distances])  # (distances, d_c)
 print("компоненты поглощённого запроса меняются с расстоянием до ключа: размахи "
-      f"{np.ptp(effective, axis=0).round(2).tolist()}")
+      f"{number(np.ptp(effective, axis=0).round(2).tolist(), '', 'ru')}")
 
 
 # %% tags=["hide-input"]
@@ -4012,13 +4265,13 @@ report_section("Латентное внимание", globals())
 # | Обозначение | Смысл | Пример |
 # |---|---|---|
 # | $\nu$ | битов на код | 4: коды $-7 \dots 7$ |
-# | $\gamma$ | масштаб группы (16-битный) | $0.7 / 7 = 0.1$ |
+# | $\gamma$ | масштаб группы (16-битный) | $0{,}7 / 7 = 0{,}1$ |
 # | группа | числа с общим масштабом: вектор одного токена или один канал по всем токенам | |
 # | $2\,L\,H_{kv}$ | векторы голов, которые хранит один токен | $2 \cdot 32 \cdot 8 = 512$ |
 #
-# **Вручную.** Ключ $(0.7, -0.3, 0.2, 0.04)$ при 4 битах: $\gamma = 0.1$, коды $(7, -3, 2, 0)$,
-# после обратного чтения $(0.7, -0.3, 0.2, 0)$: маленькое 0,04 потеряно. В сквозном примере токен стоит
-# $512 \cdot (128 \cdot 0.5 + 2) = 33{,}792$ байта вместо 131 072: в 3,9 раза меньше.
+# **Вручную.** Ключ $(0{,}7, -0{,}3; 0{,}2; 0{,}04)$ при 4 битах: $\gamma = 0{,}1$, коды $(7, -3, 2, 0)$,
+# после обратного чтения $(0{,}7, -0{,}3; 0{,}2; 0)$: маленькое 0,04 потеряно. В сквозном примере токен стоит
+# $512 \cdot (128 \cdot 0{,}5 + 2) = 33\,792$ байта вместо 131 072: в 3,9 раза меньше.
 
 # %%
 def quantize(x, bits, shared_axis):
@@ -4048,12 +4301,12 @@ def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16
 
 
 codes, scale = quantize([0.7, -0.3, 0.2, 0.04], 4, shared_axis=-1)
-print(f"коды {codes.tolist()}, масштаб {scale.item():.2f}, прочитано обратно "
-      f"{dequantize(codes, scale).round(2).tolist()}")
+print(f"коды {number(codes.tolist(), '', 'ru')}, масштаб {number(scale.item(), '.2f', 'ru')}, прочитано обратно "
+      f"{number(dequantize(codes, scale).round(2).tolist(), '', 'ru')}")
 REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
-print(f"сквозной пример: {bytes_4bit:,} байт на токен при 4 битах против {per_token:,} при 16: в x"
-      f"{per_token / bytes_4bit:.2f} меньше")
+print(f"сквозной пример: {number(bytes_4bit, ',', 'ru')} байт на токен при 4 битах против {number(per_token, ',', 'ru')} при 16: в x"
+      f"{number(per_token / bytes_4bit, '.2f', 'ru')} меньше")
 REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
@@ -4158,7 +4411,7 @@ check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
 two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
-print(f"при 2 битах (коды -1, 0, 1): по токенам {100 * two_bit[1]:.0f}%, по каналам {100 * two_bit[0]:.0f}%: в таком "
+print(f"при 2 битах (коды -1, 0, 1): по токенам {number(100 * two_bit[1], '.0f', 'ru')}%, по каналам {number(100 * two_bit[0], '.0f', 'ru')}%: в таком "
       "простом виде оба непригодны")
 
 # %% tags=["hide-input"]
@@ -4253,8 +4506,8 @@ K_kivi, _ = kivi_cache(K_outliers, K_outliers, 4)
 K_per_token = dequantize(*quantize(K_outliers, 4, shared_axis=1))
 small = K_outliers[:, 4:]  # the 60 ordinary channels
 kivi_error, token_error = (float(np.linalg.norm(x[:, 4:] - small) / np.linalg.norm(small)) for x in (K_kivi, K_per_token))
-print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {kivi_error:.1%}, один масштаб на токен "
-      f"{token_error:.1%}")
+print(f"4-битные ключи, ошибка на 60 обычных каналах: один масштаб на канал {number(kivi_error, '.1%', 'ru')}, один масштаб на токен "
+      f"{number(token_error, '.1%', 'ru')}")
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
 
@@ -4283,8 +4536,8 @@ h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
     stepped.append(y_t)
-print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {stepped[-1]:.4f}, у selective_ssm "
-      f"{selective[-1]:.4f}")
+print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {number(stepped[-1], '.4f', 'ru')}, у selective_ssm "
+      f"{number(selective[-1], '.4f', 'ru')}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 
 # %% tags=["hide-input"]
@@ -4326,7 +4579,7 @@ expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10,
 # | $c_{\text{tok}}$ | байтов на токен в слоях, которые хранят каждый токен | 128 КиБ для GQA-8, 16 КиБ для гибрида |
 # | $c_{\text{fix}}$ | байты, не зависящие от $n$: заполненные окна, состояния SSM | 0,54 ГБ для окна в 4k |
 #
-# **Вручную.** При 1M токенов: MHA с 32 KV-головами нужно $4 \cdot 137.4 = 550$ ГБ, GQA — 137 ГБ, GQA при
+# **Вручную.** При 1M токенов: MHA с 32 KV-головами нужно $4 \cdot 137{,}4 = 550$ ГБ, GQA — 137 ГБ, GQA при
 # 4 битах — 35 ГБ, латентному кэшу — 38,7 ГБ, гибриду — 17,2 ГБ, окну в 4k — 0,54 ГБ, стеку SSM —
 # 4,2 МБ. Последнее число относится к упрощённому слою из раздела 12 (4096 × 16 чисел по 16 бит); с
 # реальными формами Mamba (8192 × 16 плюс состояние свёртки 8192 × 4, fp32) стек из 32 слоёв хранит
@@ -4350,12 +4603,12 @@ def cache_bytes_by_design(context):
 
 at_1m = cache_bytes_by_design(2**20)
 for name, value in at_1m.items():
-    print(f"{name:32s} {value / GB:10.3f} ГБ при 1\xa0048\xa0576 токенов")
+    print(f"{number(name, '32s', 'ru')} {number(value / GB, '10.3f', 'ru')} ГБ при 1\xa0048\xa0576 токенов")
 REFERENCE.check("designs_at_1m_bytes", list(at_1m.values()))
 expect("one token of context: GQA-8 holds one token's 131,072 bytes", cache_bytes_by_design(1)["grouped-query, 8 KV heads"], "==", kv_bytes_per_token(32, 8, 128))
 expect_raises(ValueError, cache_bytes_by_design, 0, match="context")
-print(f"растущая часть на токен: GQA-8 {kv_bytes_per_token(32, 8, 128) / KIB:.0f} КиБ, гибрид "
-      f"{kv_bytes_per_token(4, 8, 128) / KIB:.0f} КиБ")
+print(f"растущая часть на токен: GQA-8 {number(kv_bytes_per_token(32, 8, 128) / KIB, '.0f', 'ru')} КиБ, гибрид "
+      f"{number(kv_bytes_per_token(4, 8, 128) / KIB, '.0f', 'ru')} КиБ")
 check_stated("the 32-layer SSM stack under Mamba's real shapes, fp32 (MB)", 32 * mamba_real_layer / 10**6, 21, 0)  # the caveat in the text
 
 
@@ -4569,14 +4822,14 @@ def design_numbers(parts):
 
 
 sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  статус")
+print(f"{number('design', '48s', 'ru')} {number('grows per token', '>16', 'ru')} {number('fixed', '>10', 'ru')} {number('at 1M tokens', '>13', 'ru')}  статус")
 for design in DESIGNS:
     if design["parts"] is None:
         print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
         continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {2 * fixed / GB:>7.2f} ГБ "
-          f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f} ГБ  {design['status']}")
+    print(f"{number(design['name'], '48s', 'ru')} {number(2 * growing / KIB, '>12.2f', 'ru')} КиБ {number(2 * fixed / GB, '>7.2f', 'ru')} ГБ "
+          f"{number(layered_cache_bytes(2 ** 20, growing, fixed) / GB, '>10.1f', 'ru')} ГБ  {number(design['status'], '', 'ru')}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
 check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
@@ -4671,7 +4924,7 @@ def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
 as_function = sliding_window_with_sinks(np.arange(MASK_N)[:, None], np.arange(MASK_N)[None, :])
 if not np.array_equal(as_function, np.isfinite(mask_sinks)):
     raise ValueError("the mask written as a function must equal section 2's mask with a window of 8 and 2 sinks")
-print(f"mask_mod на сетке {MASK_N} x {MASK_N} воспроизводит маску окна + стоков из раздела 2: {int(as_function.sum())}"
+print(f"mask_mod на сетке {number(MASK_N, '', 'ru')} x {number(MASK_N, '', 'ru')} воспроизводит маску окна + стоков из раздела 2: {number(int(as_function.sum()), '', 'ru')}"
       " пар")
 
 # %% tags=["hide-input"]
@@ -4766,7 +5019,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 #
 #    <details><summary>Ответ</summary>80 КиБ</details>
 #
-# 12. **Что несёт между токенами один слой SSM в форме Mamba: $d_{\text{inner}} = 8{,}192$ каналов с состоянием из 16 чисел плюс состояние свёртки $8{,}192 \times 4$, в fp32?**
+# 12. **Что несёт между токенами один слой SSM в форме Mamba: $d_{\text{inner}} = 8192$ каналов с состоянием из 16 чисел плюс состояние свёртки $8192 \times 4$, в fp32?**
 #
 #    <details><summary>Ответ</summary>655 360 байт (327 680 в bf16) при любой длине контекста</details>
 #
@@ -4784,12 +5037,12 @@ self_test_answers = {
     "running example with one KV head (bytes per token)": (kv_bytes_per_token(32, 1, 128), 16_384),
 }
 for question, (computed, stated) in self_test_answers.items():
-    print(f"{question:45s} вычислено {computed:>15,}   заявлено {stated:>15,}")
+    print(f"{number(question, '45s', 'ru')} вычислено {number(computed, '>15,', 'ru')}   заявлено {number(stated, '>15,', 'ru')}")
     if computed != stated:
         raise ValueError(f"self-test answer '{question}': the text says {stated:,}, the cell computes {computed:,}")
 check_stated("16-bit over 4-bit cache of the running example (times; question 10, section 15)",
              kv_bytes_per_token(32, 8, 128) / quantized_kv_bytes_per_token(32, 8, 128, 4), 3.9, 1)
-print(f"Самопроверка: пересчитано числовых ответов: {len(self_test_answers)}: ПРОЙДЕНО")
+print(f"Самопроверка: пересчитано числовых ответов: {number(len(self_test_answers), '', 'ru')}: ПРОЙДЕНО")
 
 # %% [markdown]
 # ## Статьи, на которых основан этот модуль
@@ -4810,7 +5063,7 @@ print(f"Самопроверка: пересчитано числовых отв
 # - Zheng и др., *SGLang* (2024): https://arxiv.org/abs/2312.07104
 
 # %%
-print(f"версия схемы эталона {REFERENCE.value('schema_version')}")
+print(f"версия схемы эталона {number(REFERENCE.value('schema_version'), '', 'ru')}")
 report_references(globals())
 exercise_summary(globals())
 report_section("Модуль 5.2", globals())
