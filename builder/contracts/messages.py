@@ -7,7 +7,7 @@ its own English text, so ``in_language`` finds it whatever check raised it. Erro
 guards (TypeError, ValueError) are for programmers and stay English.
 """
 
-__all__ = ["MESSAGES", "say", "in_language", "shown_label", "key_label"]
+__all__ = ["MESSAGES", "say", "in_language", "shown_label", "key_label", "tr"]
 
 MESSAGES = {
     # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
@@ -151,6 +151,13 @@ def in_language(text, depth=0):
         return text
     at = min(cuts)
     return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
+
+
+def tr(text):
+    """A figure's label, legend, title or bar label marked for translation: in a notebook's own cell the translated
+    edition writes its translation in place (from the notebook's catalog); in an inlined helper it is looked up in the
+    checks' table (from messages.po). Either way the English source holds only English."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
 
 
 def shown_label(label):
