@@ -63,6 +63,8 @@ MESSAGES = {
                            "is ({measured}): {explanation}"),
     "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
+    # the header under a notebook's title (written by the builder, not printed by a check)
+    "provenance": "*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`.*",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
@@ -161,12 +163,12 @@ def tr(text):
 
 
 def shown_label(label):
-    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    """An exercise or section label as the reader sees it: "Exercise 3" in the reader's word for "Exercise" (the table's)."""
     word, _, rest = str(label).partition(" ")
     return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
 
 
 def key_label(label):
-    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    """The grader's key of a label the reader may type in either language: the reader's word and N -> "Exercise N"."""
     word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
     return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label

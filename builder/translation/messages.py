@@ -154,6 +154,17 @@ def reader_word(word: str, language: str, root: Path = ROOT) -> str:
     return _keyed_table(str(path), stat.st_mtime_ns, stat.st_size).get(word, word)
 
 
+def reader_message(key: str, language: str, root: Path = ROOT) -> str:
+    """A keyed message of ``MESSAGES`` in ``language``: the messages catalog's translation, or the English."""
+    from ..contracts.messages import MESSAGES
+
+    path = root / "translations" / language / CATALOG
+    if language == "en" or not path.exists():
+        return MESSAGES[key]
+    stat = path.stat()
+    return _keyed_table(str(path), stat.st_mtime_ns, stat.st_size).get(key, MESSAGES[key])
+
+
 @functools.cache
 def _keyed_table(path: str, mtime_ns: int, size: int) -> dict[str, str]:
     """``table`` of one catalog's keyed messages as it stands (its time and size key the cache: every exercise cell asks)."""
