@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import __version__, canonical, course_metadata, exits, files, inline, pairing, regions, student
 from .cells import first_line
-from .config import FIX_COMMAND, Course, Notebook, worded
+from .config import FIX_COMMAND, Course, Notebook
 
 ADOPT_COMMAND = "python -m builder adopt"
 
@@ -84,17 +84,14 @@ class Editions:
         return {path: text for path, text in self.expected.items() if path != self.nb.source}
 
 
-# The provenance line under a notebook's title, per language; it names the licences (LICENSE-CONTENT, LICENSE).
-PROVENANCE = {
-    "en": "*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`. Licence: text and figures CC BY-SA 4.0, code MIT.*",
-    "ru": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*",
-}
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str, language: str = "en") -> str:
     """Title, Open-in-Colab badge and provenance line of a notebook's first cell, in the edition's language."""
     url = course.colab_url(course.shown(ipynb_path))
-    line = worded(PROVENANCE, language).format(
+    from .translation.messages import reader_message
+
+    line = reader_message("provenance", language, course.root).format(
         version=__version__, path=f"references/{nb.reference}.json", sha256=nb.reference_sha256)
     return f"# {title}\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n\n{line}\n"
 

@@ -760,10 +760,13 @@ MESSAGES = {
                            "is ({measured}): {explanation}"),
     "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
+    # the header under a notebook's title (written by the builder, not printed by a check)
+    "provenance": ("*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`. "
+                   "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
+# builder:end sha256=dbdf2d810b0a0e55e5336d7d4f01608ed1c83fc23beb78b43c693635500764bc
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -851,16 +854,16 @@ def in_language(text, depth=0):
 # builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
-    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    """An exercise or section label as the reader sees it: "Exercise 3" in the reader's word for "Exercise" (the table's)."""
     word, _, rest = str(label).partition(" ")
     return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
-# builder:end sha256=151ecd4218b7fa63df5192f644414e4a709918df8c774d3bb1aa7e93fbd8bbc6
+# builder:end sha256=c18d973c9bab5d34e69e59d81a86865640ae33fe736b78c1fc8299eb7e9aac88
 # builder:begin inline key_label
 def key_label(label):
-    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    """The grader's key of a label the reader may type in either language: the reader's word and N -> "Exercise N"."""
     word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
     return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label
-# builder:end sha256=4a6b52f5840a463d2990c1d8219aa0c332aa2d9949de10bd2ba33f65b966d24f
+# builder:end sha256=59c0a253737a6b9e71a5415dd45d2a3a75aadbf0c251639b8d7f2d151e5c4846
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""

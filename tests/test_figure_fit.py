@@ -8,6 +8,7 @@ only shrinks. The student editions draw the same figures from the reference solu
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -40,7 +41,7 @@ KNOWN = {(edition, kind, text[:30]) for edition, kind, text in _KNOWN}
 def measured(edition: str) -> list[dict]:
     """The problems ``tests/figure_fit.py`` finds in one edition's figures (and the count of figures, last)."""
     run = subprocess.run([sys.executable, "-m", "tests.figure_fit", edition], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                         env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
+                         env={**os.environ, "MPLBACKEND": "Agg"})
     assert run.returncode == 0, run.stderr[-2000:]
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 

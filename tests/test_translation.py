@@ -311,3 +311,38 @@ def test_the_readers_word_for_an_exercise_is_the_messages_catalogs(tmp_path):
     (tmp_path / "translations/ru/messages.po").write_text(text.replace('msgstr "Упражнение"', 'msgstr "Задание"', 1), encoding="utf-8")
     assert reader_word("Exercise", "ru", tmp_path) == "Задание"
     assert reader_word("Exercise", "de", tmp_path) == "Exercise"  # no catalog yet: the English word
+
+
+LABELLED = '''# %% [markdown]
+# ## Weights
+#
+# The weights, drawn.
+
+# %%
+LANGUAGE = "en"
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.set_title(tr("attention weights per key"))
+ax.legend([tr("causal mask"), tr("no mask")])
+'''
+
+
+def test_a_figure_label_marked_with_tr_is_a_catalog_unit_and_the_edition_writes_its_translation():
+    from builder.contracts.messages import tr
+
+    found = [u for u in units(LABELLED) if "figure label" in u.context]
+    assert [u.text for u in found] == ["attention weights per key", "causal mask", "no mask"]
+    merged = po.merge(polib.POFile(), units(LABELLED), "toy.py")
+    for entry in merged:
+        entry.msgstr = {"attention weights per key": "веса внимания по ключам", "causal mask": "каузальная маска",
+                        "no mask": "без маски", "The weights, drawn.": "Веса на рисунке."}.get(entry.msgid, entry.msgid)
+    text, english = render(LABELLED, merged, "ru")
+    assert english == [] and 'tr("веса внимания по ключам")' in text and 'tr("без маски")' in text and "no mask" not in text
+    assert tr("anything") == "anything"
+
+
+def test_an_inlined_helpers_tr_labels_are_messages_units():
+    from builder.translation import messages
+
+    source = 'def plot(ax):\n    """Draw."""\n    ax.set_title(tr("tiles visited"))\n    ax.set_xlabel(tr("key tile"))\n'
+    assert messages.label_texts(source) == ["tiles visited", "key tile"]

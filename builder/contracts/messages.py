@@ -7,7 +7,7 @@ its own English text, so ``in_language`` finds it whatever check raised it. Erro
 guards (TypeError, ValueError) are for programmers and stay English.
 """
 
-__all__ = ["MESSAGES", "say", "in_language", "shown_label", "key_label"]
+__all__ = ["MESSAGES", "say", "in_language", "shown_label", "key_label", "tr"]
 
 MESSAGES = {
     # exercise labels and section names: the keys stay "Exercise N" for the grader, the reader sees these words
@@ -63,6 +63,9 @@ MESSAGES = {
                            "is ({measured}): {explanation}"),
     "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
+    # the header under a notebook's title (written by the builder, not printed by a check)
+    "provenance": ("*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`. "
+                   "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
@@ -153,13 +156,20 @@ def in_language(text, depth=0):
     return in_language(text[:at], depth + 1) + text[at:at + 2] + in_language(text[at + 2:], depth + 1)
 
 
+def tr(text):
+    """A figure's label, legend, title or bar label marked for translation: in a notebook's own cell the translated
+    edition writes its translation in place (from the notebook's catalog); in an inlined helper it is looked up in the
+    checks' table (from messages.po). Either way the English source holds only English."""
+    return MESSAGES.get(text, text) if isinstance(text, str) else text
+
+
 def shown_label(label):
-    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    """An exercise or section label as the reader sees it: "Exercise 3" in the reader's word for "Exercise" (the table's)."""
     word, _, rest = str(label).partition(" ")
     return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
 
 
 def key_label(label):
-    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    """The grader's key of a label the reader may type in either language: the reader's word and N -> "Exercise N"."""
     word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
     return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label

@@ -29,8 +29,8 @@ def localize_figures(language="en"):
     """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
 
     A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
-    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
-    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 KiB`` -> ``4880 KiB``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``Module 5.1``)
     stays. English keeps matplotlib's own text.
     """
     import re
@@ -40,7 +40,7 @@ def localize_figures(language="en"):
     if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
         return
     thousands, decimal, group_from = NUMBER_FORMS[language]
-    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    named = re.compile(r"(?:[Mm]odule|[\u041c\u043c]\u043e\u0434\u0443\u043b\u044c|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
     numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
     listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
 

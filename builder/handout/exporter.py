@@ -16,7 +16,6 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
 
 from ..cells import HIDDEN_TAG
-from ..editions import PROVENANCE
 from ..student import BEGIN, END
 from .colour import accessible_css
 from .errors import HandoutError
@@ -25,8 +24,13 @@ from .mathml import markdown_to_html, math_problems
 from .page import CSP, Provenance, finish_page, strip_active_content
 from .words import RUN_LABELS, furniture
 
-# How the builder's header region opens its provenance line, in every language (builder/editions.py writes it).
-PROVENANCE_OPENINGS = tuple(line.split(":", 1)[0] + ":" for line in PROVENANCE.values())
+
+
+def provenance_openings(language: str) -> tuple[str, ...]:
+    """How the header region opens its provenance line (the messages catalog's ``provenance``), in English and ``language``."""
+    from ..translation.messages import reader_message
+
+    return tuple({reader_message("provenance", lang).split(":", 1)[0] + ":" for lang in ("en", language)})
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "handout"
@@ -158,7 +162,8 @@ def for_the_page(nb: nbformat.NotebookNode, variant: str, language: str) -> None
     labels = RUN_LABELS.get(language, ())
     for cell in nb.cells:
         if cell.cell_type == "markdown" and HEADER_REGION in cell.source:  # the page header states the provenance
-            cell.source = "\n".join(line for line in cell.source.split("\n") if not line.startswith(PROVENANCE_OPENINGS))
+            openings = provenance_openings(language)
+            cell.source = "\n".join(line for line in cell.source.split("\n") if not line.startswith(openings))
         elif cell.cell_type == "code":
             cell.source = _without_solution_markers(cell.source)
         if variant != "reading":

@@ -42,11 +42,11 @@ def units(root: Path = ROOT) -> list[Unit]:
     found = [Unit(key, text, 0, fields=tuple(_template_fields(text))) for key, text in MESSAGES.items()]
     seen = set(MESSAGES.values())
     for path in sorted((root / "builder" / "contracts").glob("*.py")):
-        if path.stem in _NOT_CHECKS - _VALUES_ONLY:
-            continue
         stat = path.stat()
-        texts, short = _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size)
-        for label, group in (("", () if path.stem in _VALUES_ONLY else texts), ("t", short)):
+        texts, short, labels = _contract_texts_of(str(path), stat.st_mtime_ns, stat.st_size)
+        groups = (("l", labels),) if path.stem in _NOT_CHECKS - _VALUES_ONLY else (
+            ("", () if path.stem in _VALUES_ONLY else texts), ("t", short), ("l", labels))
+        for label, group in groups:
             count = 0
             for text in group:
                 if text not in seen:
@@ -62,10 +62,18 @@ def _template_fields(text: str) -> list[str]:
 
 
 @functools.cache
-def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``contract_texts`` and ``short_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
+def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """``contract_texts``, ``short_texts`` and ``label_texts`` of one file as it stands (its time and size key the cache: build and check ask once per edition)."""
     source = Path(path).read_text(encoding="utf-8")
-    return tuple(contract_texts(source)), tuple(short_texts(source))
+    return tuple(contract_texts(source)), tuple(short_texts(source)), tuple(label_texts(source))
+
+
+def label_texts(source: str) -> list[str]:
+    """The figure labels an inlined helper marks for translation: the string given to each ``tr("...")`` call."""
+    tree = ast.parse(source)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tr" and n.args
+             and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
+    return [n.args[0].value for n in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
 
 
 def _raises_violation(node: ast.Raise) -> bool:
@@ -144,6 +152,17 @@ def reader_word(word: str, language: str, root: Path = ROOT) -> str:
         return word
     stat = path.stat()
     return _keyed_table(str(path), stat.st_mtime_ns, stat.st_size).get(word, word)
+
+
+def reader_message(key: str, language: str, root: Path = ROOT) -> str:
+    """A keyed message of ``MESSAGES`` in ``language``: the messages catalog's translation, or the English."""
+    from ..contracts.messages import MESSAGES
+
+    path = root / "translations" / language / CATALOG
+    if language == "en" or not path.exists():
+        return MESSAGES[key]
+    stat = path.stat()
+    return _keyed_table(str(path), stat.st_mtime_ns, stat.st_size).get(key, MESSAGES[key])
 
 
 @functools.cache

@@ -21,7 +21,7 @@ _PROTECTED = re.compile(
 # A number with a dot that is a name, not a fraction: a module or section, a version, a model.
 _NAMED_BEFORE = re.compile(
     r"(?<!\w)(?:модул\w*|Module|раздел\w*|§|torch|PyTorch|верси\w*|version|Llama|MLPerf|Python|CUDA|NumPy|numpy|"
-    r"IPython|matplotlib|ipykernel|Colab|Qwen|Gemma|Gemini|Mistral|GPT|Claude|рис\.|табл\.)[\s\u00a0(]*$", re.IGNORECASE)
+    r"IPython|matplotlib|ipykernel|Colab|Qwen|Gemma|Gemini|Mistral|GPT|Claude|BY-SA|BY|рис\.|табл\.)[\s\u00a0(]*$", re.IGNORECASE)
 _MODULE = re.compile(r"5\.[12]")
 _FRACTION_AFTER = re.compile(r"^[\s\u00a0]*(?:раз|%|[КМГТ]?и?Б|[KMGT]i?B|мс|ms|байт|бит|нат|млрд|миллиард|USD)")
 # English symbol -> Russian, from the table the invariants compare units by (a bare s stays: с is also "with")

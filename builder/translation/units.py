@@ -41,7 +41,7 @@ class CodeText:
     f-string's fields, each as ``{expression!conversion:spec}``, written into ``text`` where they stand.
     """
 
-    kind: str  # "title", "caption", "alt" or "printed"
+    kind: str  # "title", "caption", "alt", "printed" or "label"
     figure: str  # the figure's drawing call (plot_masks), for the context; "" for a title
     text: str
     start: int
@@ -61,6 +61,7 @@ READER_ARGUMENTS = {
     PRINT_CALL: (("printed", 0),),
     SECTION_CALL: (("printed", 0),),
     "judge_prediction": (("printed", 0), ("printed", 3)),
+    "tr": (("label", 0),),  # a figure's label marked for translation (builder/contracts/messages.py's tr)
 }
 READER_CALLS = tuple(READER_ARGUMENTS)
 _WORDS = re.compile(r"[^\W\d_]{3,}")
@@ -145,7 +146,7 @@ def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit
     return found
 
 
-_KINDS = {"title": "cell title", "printed": "printed"}
+_KINDS = {"title": "cell title", "printed": "printed", "label": "figure label"}
 
 
 @functools.lru_cache(maxsize=4096)  # check and build ask for each cell's texts several times; a cell parses once

@@ -665,10 +665,13 @@ MESSAGES = {
                            "is ({measured}): {explanation}"),
     "prediction right": "{label}: you predicted ({prediction}), right: {explanation}",
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
+    # the header under a notebook's title (written by the builder, not printed by a check)
+    "provenance": ("*Provenance: course builder {version}; reference `{path}`, SHA-256 `{sha256}`. "
+                   "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
 }
-# builder:end sha256=c3bce4173ca3f8c5cf8ff0930dee732aa1d2c954556a59655d059781cacd5a95
+# builder:end sha256=dbdf2d810b0a0e55e5336d7d4f01608ed1c83fc23beb78b43c693635500764bc
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -714,6 +717,7 @@ MESSAGES.update({
     "prediction missing": "{label}: прогноза ещё нет (впишите его выше, запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}): {explanation}",
     "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
+    "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
@@ -1328,16 +1332,16 @@ def in_language(text, depth=0):
 # builder:end sha256=22713538abd79876f5f13e3531a3c01faf71e3ba8abfb66732088e7f68031aea
 # builder:begin inline shown_label
 def shown_label(label):
-    """An exercise or section label as the reader sees it: "Exercise 3" becomes "Упражнение 3" in Russian."""
+    """An exercise or section label as the reader sees it: "Exercise 3" in the reader's word for "Exercise" (the table's)."""
     word, _, rest = str(label).partition(" ")
     return f"{MESSAGES[word]} {rest}" if word in ("Exercise", "Module") and rest else str(label)
-# builder:end sha256=151ecd4218b7fa63df5192f644414e4a709918df8c774d3bb1aa7e93fbd8bbc6
+# builder:end sha256=c18d973c9bab5d34e69e59d81a86865640ae33fe736b78c1fc8299eb7e9aac88
 # builder:begin inline key_label
 def key_label(label):
-    """The grader's key of a label the reader may type in either language: "Упражнение 3" -> "Exercise 3"."""
+    """The grader's key of a label the reader may type in either language: the reader's word and N -> "Exercise N"."""
     word, _, rest = str(label).partition(" ") if isinstance(label, str) else ("", "", "")
     return f"Exercise {rest}" if rest and word == MESSAGES["Exercise"] else label
-# builder:end sha256=4a6b52f5840a463d2990c1d8219aa0c332aa2d9949de10bd2ba33f65b966d24f
+# builder:end sha256=59c0a253737a6b9e71a5415dd45d2a3a75aadbf0c251639b8d7f2d151e5c4846
 # builder:begin inline ContractViolation
 class ContractViolation(AssertionError):
     """A broken contract property: which one, on what input, expected against actual, and the usual cause."""
@@ -1898,8 +1902,8 @@ def localize_figures(language="en"):
     """Make matplotlib write every figure's numbers in ``language``'s typography: ticks, titles, labels, annotations.
 
     A translated edition calls this once, after ``number``: each text a figure is given is rewritten, its
-    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 КиБ`` -> ``4880 КиБ``, ``131,072`` -> ``131 072``, a list
-    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``5.1``)
+    numbers and nothing else (``0.5`` -> ``0,5``, ``4,880 KiB`` -> ``4880 KiB``, ``131,072`` -> ``131 072``, a list
+    ``1, 0.5, 0.25`` -> ``1; 0,5; 0,25``); a number that names a version or a module (``torch 2.4``, ``Module 5.1``)
     stays. English keeps matplotlib's own text.
     """
     import re
@@ -1909,7 +1913,7 @@ def localize_figures(language="en"):
     if language == "en" or language not in NUMBER_FORMS or getattr(matplotlib.text, "course_language", None) == language:
         return
     thousands, decimal, group_from = NUMBER_FORMS[language]
-    named = re.compile(r"(?:[Mm]odule|[Мм]одуль|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
+    named = re.compile(r"(?:[Mm]odule|[\u041c\u043c]\u043e\u0434\u0443\u043b\u044c|torch|PyTorch|Python|CUDA|Llama|Qwen|Gemma|Mistral|GPT|§)[\s\u00a0]*$")
     numbers = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w,]|\.\d)")
     listed = re.compile(r"(?<![\w.,])[-−]?\d+(?:\.\d+)?(?:, [-−]?\d+(?:\.\d+)?)+(?![\w.])")
 
