@@ -9,6 +9,7 @@ from . import (
     attention,
     calls,
     capstone,
+    capstone_checks,
     diagrams,
     efficient,
     environment,
@@ -53,6 +54,7 @@ MODULES = (
     efficient,
     exact_attention,
     capstone,
+    capstone_checks,
     waiting,
 )
 

@@ -352,7 +352,7 @@ def generate(model, prompt, n_new, *, cache=True):
 
 
 def to_transformers_llama(model):
-    """The same network as a ``transformers`` LlamaForCausalLM (tiny config, no download), weights copied in.
+    """The same network as a ``transformers`` LlamaForCausalLM (tiny config, no download, model's dtype), weights copied in.
 
     Llama in ``transformers`` rotates the two halves of each head (i, i + hd/2), this model interleaved pairs
     (2i, 2i + 1): the rows of w_q and w_k are permuted per head, as Meta's conversion script does.
@@ -366,7 +366,7 @@ def to_transformers_llama(model):
         num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, head_dim=c.head_dim,
         max_position_embeddings=c.max_len, rope_theta=c.rope_base, rms_norm_eps=c.norm_eps, hidden_act="silu",
         attention_bias=False, mlp_bias=False, tie_word_embeddings=False, attn_implementation="eager",
-    ))
+    )).to(model.embed.weight.dtype)
 
     def halves(weight, heads):
         """Rows of each head from pairs (x0, x1), (x2, x3), ... to halves (x0, x2, ...; x1, x3, ...)."""
