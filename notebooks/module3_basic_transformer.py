@@ -1638,18 +1638,64 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "LCB2b2NhYik=",
     ),
     "Exercise 14": (
-        "IyBFeGVyY2lzZSAxNDogV3JpdGUgb25lIHRyYWluaW5nIHN0ZXAuIENvbXB1dGUgdGhlIGxvZ2l0cyBvZiBpbnB1dHMsIHRo",
-        "ZSBtZWFuIGNyb3NzLWVudHJvcHkKIyAoRi5jcm9zc19lbnRyb3B5KSBvdmVyIHRoZSBwb3NpdGlvbnMgd2hlcmUgc2NvcmVk",
-        "IGlzIFRydWUgb25seSwgY2xlYXIgdGhlIG9sZCBncmFkaWVudHMsIGJhY2twcm9wYWdhdGUsCiMgdGFrZSBvbmUgb3B0aW1p",
-        "emVyIHN0ZXAsIGFuZCByZXR1cm4gdGhlIGxvc3MgYXMgYSBQeXRob24gZmxvYXQuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0",
-        "aGUgbG9zcyBvdmVyIHRoZSBzY29yZWQgcG9zaXRpb25zLCByZXR1cm5lZCBhcyBhIGZsb2F0OyBhbmQgd2VpZ2h0cyB0aGF0",
-        "IG1vdmUgYnkKIyBleGFjdGx5IG9uZSBvcHRpbWl6ZXIgc3RlcCBvbiBpdCwgZXZlbiB3aGVuIGdyYWRpZW50cyBmcm9tIGFu",
-        "IGVhcmxpZXIgc3RlcCBhcmUgbGVmdCBvdmVyLgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVyLCBpbnB1dHMsIHRh",
-        "cmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10b2tlbiBjcm9zcy1l",
-        "bnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIGxvc3MgPSBGLmNyb3Nz",
-        "X2VudHJvcHkobW9kZWwoaW5wdXRzKVtzY29yZWRdLCB0YXJnZXRzW3Njb3JlZF0pICAjIGxvZ2l0cyAoQiwgVCwgVilbc2Nv",
-        "cmVkXSAtPiAoTiwgVikKICAgIG9wdGltaXplci56ZXJvX2dyYWQoKQogICAgbG9zcy5iYWNrd2FyZCgpCiAgICBvcHRpbWl6",
-        "ZXIuc3RlcCgpCiAgICByZXR1cm4gbG9zcy5pdGVtKCk=",
+        "IyBFeGVyY2lzZSAxNDogV3JpdGUgdGhlIHRhc2ssIHRoZSB0cmFpbmluZyBzdGVwLCB0aGUgdHJhaW5pbmcgbG9vcCBhbmQg",
+        "dGhlIHNjb3JlLiBpbmR1Y3Rpb25fYmF0Y2ggZHJhd3MsCiMgZnJvbSB0aGUgZ2VuZXJhdG9yIG9ubHksIGZvciBlYWNoIHJv",
+        "dyBhIGsgZnJvbSBrX21pbiB0byBrX21heCBhbmQgayBkaXN0aW5jdCB0b2tlbnMgKHRoZSBmaXJzdCBrIG9mIGEgcmFuZG9t",
+        "CiMgb3JkZXIgb2YgdGhlIHZvY2FidWxhcnkpLCB3cml0dGVuIHR3aWNlIGFuZCBwYWRkZWQgd2l0aCByYW5kb20gdG9rZW5z",
+        "IHRvIDIgKiBrX21heDsgaXQgcmV0dXJucyBpbnB1dHMKIyAoYWxsIGJ1dCB0aGUgbGFzdCB0b2tlbiksIHRhcmdldHMgKGFs",
+        "bCBidXQgdGhlIGZpcnN0KSBhbmQgc2NvcmVkLCBUcnVlIGF0IHRhcmdldHMgaysxIC4uIDJrLTEgKGlucHV0CiMgcG9zaXRp",
+        "b25zIGsgLi4gMmstMikuIHRyYWluX3N0ZXAgY29tcHV0ZXMgdGhlIG1lYW4gY3Jvc3MtZW50cm9weSBvdmVyIHRoZSBzY29y",
+        "ZWQgcG9zaXRpb25zIG9ubHksIGNsZWFycyB0aGUKIyBvbGQgZ3JhZGllbnRzLCBiYWNrcHJvcGFnYXRlcywgdGFrZXMgb25l",
+        "IG9wdGltaXplciBzdGVwIGFuZCByZXR1cm5zIHRoZSBsb3NzIGFzIGEgZmxvYXQuIGZpdF9pbmR1Y3Rpb24gbWFrZXMKIyBv",
+        "bmUgdG9yY2guR2VuZXJhdG9yKCkubWFudWFsX3NlZWQoc2VlZCArIDEpIGFuZCBvbmUgQWRhbVcgKHdlaWdodF9kZWNheT0w",
+        "KSwgc2V0cyB0aGUgcmF0ZSBhdCBzdGVwIHQgdG8KIyBsciAqIG1pbigxLCAodCArIDEpIC8gd2FybXVwKSAqICgxIC0gdCAv",
+        "IHN0ZXBzKSwgcnVucyBzdGVwIG9uIGEgZnJlc2ggYmF0Y2ggZWFjaCBzdGVwIGluIHRyYWluaW5nIG1vZGUsIGNhbGxzCiMg",
+        "b25fc3RlcCh0ICsgMSwgbG9zcykgd2hlbiBnaXZlbiwgYW5kIHJldHVybnMgdGhlIGxvc3Nlcy4gaW5kdWN0aW9uX2FjY3Vy",
+        "YWN5IHNjb3JlcyBhcmdtYXggPT0gdGFyZ2V0IG9uIHRoZQojIHNjb3JlZCBwb3NpdGlvbnMgb2YgYSBmcmVzaCBiYXRjaCwg",
+        "d2l0aG91dCBncmFkaWVudHMuCiMgVGhlIGNoZWNrcyByZXF1aXJlOiBkaXN0aW5jdCB0b2tlbnMgcmVwZWF0ZWQsIHRoZSBz",
+        "Y29yZWQgcG9zaXRpb25zLCBrIGRyYXduIHBlciByb3csIHRoZSBnZW5lcmF0b3IgYWxvbmUKIyBkZWNpZGluZzsgdGhlIHNj",
+        "b3JlZCBsb3NzIGFuZCBleGFjdGx5IG9uZSBvcHRpbWl6ZXIgc3RlcDsgQWRhbVcgd2l0aG91dCBkZWNheSwgdGhlIHdhcm0t",
+        "dXAgYW5kIGRlY2F5LCBmcmVzaAojIGFuZCBzZWVkZWQgYmF0Y2hlczsgYW5kIGFuIGFjY3VyYWN5IG92ZXIgdGhlIHNjb3Jl",
+        "ZCBwb3NpdGlvbnMgb25seS4KZGVmIGluZHVjdGlvbl9iYXRjaChiYXRjaCwgZ2VuZXJhdG9yLCAqLCB2b2NhYj0xNiwga19t",
+        "aW49NCwga19tYXg9MTIpOgogICAgIiIiUm93cyBvZiBrIGRpc3RpbmN0IHJhbmRvbSB0b2tlbnMgd3JpdHRlbiB0d2ljZSAo",
+        "ayBkcmF3biBwZXIgcm93KSwgcGFkZGVkIHRvIDIga19tYXg6IChpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCkuIiIiCiAgICBy",
+        "ZXF1aXJlX2ludCgia19tYXgiLCBrX21heCwgbWluaW11bT1rX21pbiwgbWF4aW11bT12b2NhYikKICAgIHNlZ21lbnRzID0g",
+        "dG9yY2gucmFuZChiYXRjaCwgdm9jYWIsIGdlbmVyYXRvcj1nZW5lcmF0b3IpLmFyZ3NvcnQoLTEpWzosIDprX21heF0gICAj",
+        "IChCLCBrX21heCkgZGlzdGluY3QgdG9rZW5zCiAgICBrID0gdG9yY2gucmFuZGludChrX21pbiwga19tYXggKyAxLCAoYmF0",
+        "Y2gsIDEpLCBnZW5lcmF0b3I9Z2VuZXJhdG9yKSAgICAgICAgICAgICAgIyAoQiwgMSkgc2VnbWVudCBsZW5ndGhzCiAgICBw",
+        "b3NpdGlvbiA9IHRvcmNoLmFyYW5nZSgyICoga19tYXgpW05vbmUsIDpdICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICMgKDEsIDIga19tYXgpCiAgICByZXBlYXRlZCA9IHNlZ21lbnRzLmdhdGhlcigxLCB0b3JjaC53aGVyZShw",
+        "b3NpdGlvbiA8IGssIHBvc2l0aW9uLCBwb3NpdGlvbiAtIGspLmNsYW1wKG1heD1rX21heCAtIDEpKQogICAgcGFkZGluZyA9",
+        "IHRvcmNoLnJhbmRpbnQodm9jYWIsIChiYXRjaCwgMiAqIGtfbWF4KSwgZ2VuZXJhdG9yPWdlbmVyYXRvcikKICAgIHNlcXVl",
+        "bmNlcyA9IHRvcmNoLndoZXJlKHBvc2l0aW9uIDwgMiAqIGssIHJlcGVhdGVkLCBwYWRkaW5nKSAgICAgICAgICAgICAgICAg",
+        "ICAgICAjIChCLCAyIGtfbWF4KQogICAgc2NvcmVkID0gKHBvc2l0aW9uWzosIDotMV0gPj0gaykgJiAocG9zaXRpb25bOiwg",
+        "Oi0xXSA8PSAyICogayAtIDIpICAgICAgICAgICAgICAgICMgdGFyZ2V0cyBrKzEgLi4gMmstMQogICAgcmV0dXJuIHNlcXVl",
+        "bmNlc1s6LCA6LTFdLCBzZXF1ZW5jZXNbOiwgMTpdLCBzY29yZWQKCgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVy",
+        "LCBpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10",
+        "b2tlbiBjcm9zcy1lbnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIGxv",
+        "c3MgPSBGLmNyb3NzX2VudHJvcHkobW9kZWwoaW5wdXRzKVtzY29yZWRdLCB0YXJnZXRzW3Njb3JlZF0pICAjIGxvZ2l0cyAo",
+        "QiwgVCwgVilbc2NvcmVkXSAtPiAoTiwgVikKICAgIG9wdGltaXplci56ZXJvX2dyYWQoKQogICAgbG9zcy5iYWNrd2FyZCgp",
+        "CiAgICBvcHRpbWl6ZXIuc3RlcCgpCiAgICByZXR1cm4gbG9zcy5pdGVtKCkKCgpkZWYgZml0X2luZHVjdGlvbihtb2RlbCwg",
+        "c3RlcCwgc3RlcHMsIHNlZWQsICosIGJhdGNoPTY0LCBscj0xZS0yLCB3YXJtdXA9MjAsIGtfbWluPTQsIGtfbWF4PTEyLCBv",
+        "bl9zdGVwPU5vbmUpOgogICAgIiIiVHJhaW4gbW9kZWwgb24gZnJlc2ggaW5kdWN0aW9uIGJhdGNoZXMgd2l0aCBzdGVwKG1v",
+        "ZGVsLCBvcHRpbWl6ZXIsIGlucHV0cywgdGFyZ2V0cywgc2NvcmVkKTsgcmV0dXJuIHRoZSBsb3NzZXMuIiIiCiAgICByZXF1",
+        "aXJlX2ludCgic3RlcHMiLCBzdGVwcywgbWluaW11bT0xKQogICAgZ2VuZXJhdG9yID0gdG9yY2guR2VuZXJhdG9yKCkubWFu",
+        "dWFsX3NlZWQoc2VlZCArIDEpCiAgICBvcHRpbWl6ZXIgPSB0b3JjaC5vcHRpbS5BZGFtVyhtb2RlbC5wYXJhbWV0ZXJzKCks",
+        "IGxyPWxyLCB3ZWlnaHRfZGVjYXk9MC4wKQogICAgc2NoZWR1bGUgPSB0b3JjaC5vcHRpbS5scl9zY2hlZHVsZXIuTGFtYmRh",
+        "TFIob3B0aW1pemVyLCBsYW1iZGEgdDogbWluKDEuMCwgKHQgKyAxKSAvIHdhcm11cCkgKiAoMSAtIHQgLyBzdGVwcykpCiAg",
+        "ICBsb3NzZXMgPSBbXQogICAgbW9kZWwudHJhaW4oKQogICAgZm9yIHQgaW4gcmFuZ2Uoc3RlcHMpOgogICAgICAgIGxvc3Nl",
+        "cy5hcHBlbmQoc3RlcChtb2RlbCwgb3B0aW1pemVyLCAqaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCBnZW5lcmF0b3IsIHZvY2Fi",
+        "PW1vZGVsLmNvbmZpZy52b2NhYiwga19taW49a19taW4sIGtfbWF4PWtfbWF4KSkpCiAgICAgICAgc2NoZWR1bGUuc3RlcCgp",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgdGhlIHJhdGUg",
+        "b2Ygc3RlcCB0ICsgMQogICAgICAgIGlmIG9uX3N0ZXAgaXMgbm90IE5vbmU6CiAgICAgICAgICAgIG9uX3N0ZXAodCArIDEs",
+        "IGxvc3Nlc1stMV0pCiAgICBtb2RlbC5ldmFsKCkKICAgIHJldHVybiBsb3NzZXMKCgpkZWYgaW5kdWN0aW9uX2FjY3VyYWN5",
+        "KG1vZGVsLCAqLCBiYXRjaD01MTIsIHNlZWQ9MTIzNDUsIGtfbWluPTQsIGtfbWF4PTEyKToKICAgICIiIkhlbGQtb3V0IGdy",
+        "ZWVkeSBhY2N1cmFjeSBvbiB0aGUgc2NvcmVkIHBvc2l0aW9ucyBvZiBhIGZyZXNoIGluZHVjdGlvbiBiYXRjaC4iIiIKICAg",
+        "IGlucHV0cywgdGFyZ2V0cywgc2NvcmVkID0gaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCB0b3JjaC5HZW5lcmF0b3IoKS5tYW51",
+        "YWxfc2VlZChzZWVkKSwgdm9jYWI9bW9kZWwuY29uZmlnLnZvY2FiLCBrX21pbj1rX21pbiwga19tYXg9a19tYXgpCiAgICB3",
+        "aXRoIHRvcmNoLm5vX2dyYWQoKToKICAgICAgICBoaXRzID0gbW9kZWwoaW5wdXRzKS5hcmdtYXgoZGltPS0xKSA9PSB0YXJn",
+        "ZXRzICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCkKICAgIHJldHVybiBmbG9hdChoaXRzW3Njb3JlZF0u",
+        "ZmxvYXQoKS5tZWFuKCkp",
     ),
     "Exercise 15": (
         "IyBFeGVyY2lzZSAxNTogV3JpdGUgdGhlIEtWIGNhY2hlIGFuZCBncmVlZHkgZGVjb2RpbmcgdGhyb3VnaCBpdC4gTGF5ZXJL",
@@ -1697,7 +1743,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "c3QKICAgIHJldHVybiB0b2tlbnM=",
     ),
 }.items()}
-# builder:end sha256=4f7ed4cd96b698bf89803209177dd9812bde89765c2ccf60d97a82a885ca2141
+# builder:end sha256=385a17d19636f3be7c19e7a01c0fee7d17b86ee6de5651cbf057b3c33f11ece0
 
 # %% [markdown]
 # ## Level 2 · How attention works, from scratch
@@ -1957,6 +2003,8 @@ out = weights @ V                          # (5, 3)
 print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
        "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
 
+# %% tags=["hide-input"]
+# @title The library search's numbers and shapes, checked (open to read)
 expect("float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0", float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])), "==", 4.0)
 expect("raw.tolist() == [4.0, 2.0, 1.0]", raw.tolist(), "==", [4.0, 2.0, 1.0])
 expect("scaled.tolist() == [2.0, 1.0, 0.5]", scaled.tolist(), "==", [2.0, 1.0, 0.5])
@@ -1968,7 +2016,7 @@ expect("torch.allclose(weights.sum(-1), torch.ones(5))", torch.allclose(weights.
 rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
 expect("the matrix formula must equal one softmax per query", torch.allclose(rows, out, atol=1e-5))
 
-
+# %%
 show_figure(
     plot_attention_flow(language=LANGUAGE),
     "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
@@ -2150,12 +2198,16 @@ print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+
+# %% tags=["hide-input"]
+# @title sinusoidal_encoding at its boundaries (checked; open to read)
 # The smallest table, one position of width 2, is (sin 0, cos 0); a base just above 1 is still a base; width 0 is not.
 expect("sinusoidal_encoding(1, 2, base=1.5).tolist() == [[0.0, 1.0]]", sinusoidal_encoding(1, 2, base=1.5).tolist(), "==", [[0.0, 1.0]])
 expect_raises(ValueError, sinusoidal_encoding, 5, 0, match="d_model must be at least 2")
 # The budget counts the table and its angles, 16 bytes an entry in float64, before anything is allocated.
 expect_raises(ValueError, sinusoidal_encoding, 2**40, 2, match=f"of shape (1099511627776, 2) would take {2**41 * 16:,} bytes")
 
+# %%
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
 offset = 7
@@ -2779,11 +2831,16 @@ empty = allowed_ref.clone()
 empty[1] = False
 message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
 zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
+
+# %% tags=["hide-input"]
+# @title The zero policy on the empty row, checked (open to read)
 expect("zeroed.empty_rows.tolist() == [False, True, False]", zeroed.empty_rows.tolist(), "==", [False, True, False])
 expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
+
+# %%
 print(f"default policy: ValueError ({message[:46]}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
@@ -2872,6 +2929,9 @@ print(f"'it' scores animal, tired, street: {it_scores_here.tolist()}")
 for (causal, temperature), row in it_row.items():
     print(f"mask {'on ' if causal else 'off'} T = {temperature}: 'it' gives animal {float(row[animal]):.3f}, "
           f"tired {float(row[tired]):.3f}, street {float(row[street]):.3f}; its largest weight {float(row.max()):.3f}")
+
+# %% tags=["hide-input"]
+# @title The prose's claims about "it", the mask and the temperature, checked (open to read)
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -2883,7 +2943,7 @@ if not peaks[0] > peaks[1] > peaks[2]:
 if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtype=torch.float64)):
     raise AssertionError("with the causal mask every weight above the diagonal must be exactly 0")
 
-
+# %%
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
     "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
@@ -4650,7 +4710,8 @@ def plot_leakage(shifts, language="en"):
     return fig
 
 
-# %%
+# %% tags=["hide-input"]
+# @title _require_token_ids: the argument check of the token-id models below (open to read)
 def _require_token_ids(token_ids, vocab_size, max_length=None):
     """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
     if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
@@ -4665,6 +4726,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
     return token_ids
 
 
+# %%
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
@@ -4703,13 +4765,16 @@ with torch.no_grad():
     first = CausalityProbe(causal=True, vocab_size=11, width=8)
     expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
            torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+
+# %% tags=["hide-input"]
+# @title CausalityProbe's defaults, its smallest size and the exact shift (checked; open to read)
 expect("the default probe reads token ids 0 to 10", CausalityProbe(causal=False)(torch.tensor([[10, 0]])).shape, "==", (1, 2, 8))
 expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
 expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
-
+# %%
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
@@ -5743,7 +5808,7 @@ print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the 
 # second by 0.01 radian to $(-\sin 0.01, \cos 0.01) = (-0.0100, 0.99995)$.
 
 # %% tags=["hide-input"]
-# @title The capstone's sizes, the induction task and the argument checks of Exercises 9-15 (open to read)
+# @title The capstone's sizes and the argument checks of Exercises 9-15 (open to read)
 # builder:begin inline CapstoneConfig
 class CapstoneConfig:
     """The capstone model's sizes: vocabulary, width, layers, query and K/V heads, FFN width, context, RoPE base."""
@@ -5779,57 +5844,6 @@ class CapstoneConfig:
     def __repr__(self):
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 # builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
-# builder:begin inline induction_batch
-def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
-    """Rows of k distinct random tokens repeated once (k drawn per row), padded with random tokens to 2 k_max.
-
-    Returns (inputs [B, T], targets [B, T], scored [B, T]) with T = 2 k_max - 1, targets the next tokens, and
-    scored True where the target is a repeated token the model can find earlier (the repeat's 2nd to k-th).
-    """
-    import torch
-
-    if not 2 <= k_min <= k_max <= vocab:
-        raise ValueError(f"need 2 <= k_min <= k_max <= vocab, got k_min={k_min}, k_max={k_max}, vocab={vocab}")
-    segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
-    k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
-    position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
-    repeated = segments.gather(1, torch.where(position < k, position, position - k).clamp(max=k_max - 1))
-    padding = torch.randint(vocab, (batch, 2 * k_max), generator=generator)
-    sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
-    scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
-    return sequences[:, :-1], sequences[:, 1:], scored
-# builder:end sha256=0b3a0e7aeaae809a0d5bb1fdf6f012b6c88d5d32914f76e87066a1e4f40f9cbb
-# builder:begin inline fit_induction
-def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
-    """Train ``model`` on fresh induction batches with ``step(model, optimizer, inputs, targets, scored)``; return the losses.
-
-    AdamW without weight decay; the rate rises linearly over ``warmup`` steps, then falls linearly to 0.
-    """
-    import torch
-
-    generator = torch.Generator().manual_seed(seed + 1)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
-    losses = []
-    model.train()
-    for t in range(steps):
-        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
-        schedule.step()
-        if on_step is not None:
-            on_step(t + 1, losses[-1])
-    model.eval()
-    return losses
-# builder:end sha256=7749a29de651c80e84e1decc6bd87de876f37c9bb00d49e8e38419b9edfc5f1f
-# builder:begin inline induction_accuracy
-def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
-    """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
-    import torch
-
-    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab,
-                                              k_min=k_min, k_max=k_max)
-    with torch.no_grad():
-        return float((model(inputs).argmax(-1) == targets)[scored].float().mean())
-# builder:end sha256=5a72e4fdbfb00f7a6fdcf0ea525f916a8124fd3fb7ffc2c4d1391a5c3dfae070
 
 
 def _rope_inputs(x, positions, base):
@@ -6434,11 +6448,34 @@ check_exercise("Exercise 13", check_capstone_model_contract, CapstoneLM, globals
 # the NLL of section 12 over the predictable positions only.
 
 # %% tags=["exercise"]
-# Exercise 14: Write one training step. Compute the logits of inputs, the mean cross-entropy
-# (F.cross_entropy) over the positions where scored is True only, clear the old gradients, backpropagate,
-# take one optimizer step, and return the loss as a Python float.
-# The check requires: the loss over the scored positions, returned as a float; and weights that move by
-# exactly one optimizer step on it, even when gradients from an earlier step are left over.
+# Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws,
+# from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random
+# order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs
+# (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input
+# positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the
+# old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes
+# one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to
+# lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls
+# on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the
+# scored positions of a fresh batch, without gradients.
+# The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone
+# deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh
+# and seeded batches; and an accuracy over the scored positions only.
+def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
+    """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    ### BEGIN SOLUTION
+    segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
+    k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
+    position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
+    repeated = segments.gather(1, torch.where(position < k, position, position - k).clamp(max=k_max - 1))
+    padding = torch.randint(vocab, (batch, 2 * k_max), generator=generator)
+    sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
+    scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
+    return sequences[:, :-1], sequences[:, 1:], scored
+    ### END SOLUTION
+
+
 def train_step(model, optimizer, inputs, targets, scored):
     """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
     ### BEGIN SOLUTION
@@ -6450,8 +6487,72 @@ def train_step(model, optimizer, inputs, targets, scored):
     ### END SOLUTION
 
 
+def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
+    """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
+    require_int("steps", steps, minimum=1)
+    ### BEGIN SOLUTION
+    generator = torch.Generator().manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
+    losses = []
+    model.train()
+    for t in range(steps):
+        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
+        schedule.step()                                                             # the rate of step t + 1
+        if on_step is not None:
+            on_step(t + 1, losses[-1])
+    model.eval()
+    return losses
+    ### END SOLUTION
+
+
+def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
+    """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
+    ### BEGIN SOLUTION
+    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab, k_min=k_min, k_max=k_max)
+    with torch.no_grad():
+        hits = model(inputs).argmax(dim=-1) == targets                              # (B, T)
+    return float(hits[scored].float().mean())
+    ### END SOLUTION
+
+
 # %% tags=["hide-input"]
-# @title The check of Exercise 14: the contract your function must meet (open it to read the properties)
+# @title The check of Exercise 14: the contracts your four functions must meet (open it to read the properties)
+# builder:begin inline check_induction_batch_contract
+def check_induction_batch_contract(induction_batch):
+    """Judge ``induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12) -> (inputs, targets, scored)``."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    prop, case = "rows of k distinct tokens written twice, k from k_min to k_max", "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)"
+    parts = contract_call(prop, case, raised, induction_batch, 200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)
+    contract_assert(isinstance(parts, tuple) and len(parts) == 3, prop, case, "a tuple (inputs, targets, scored)", f"{type(parts).__name__}",
+                    "return inputs, targets and the scored mask together")
+    inputs, targets, scored = parts
+    shapes = [tuple(getattr(t, "shape", ())) for t in parts]
+    contract_assert(shapes == [(200, 17)] * 3 and scored.dtype == torch.bool, prop, case, "three tensors of shape (200, 17), scored of dtype bool",
+                    f"{shapes}, scored {getattr(scored, 'dtype', '')}", "sequences of 2 k_max tokens; inputs drop the last, targets the first")
+    contract_assert(torch.equal(inputs[:, 1:], targets[:, :-1]), "targets are the inputs shifted by one", case, "targets[:, t] == inputs[:, t + 1]",
+                    "they differ", "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]")
+    sequences = torch.cat((inputs, targets[:, -1:]), 1)
+    lengths = scored.sum(1) + 1
+    for row, k in zip(sequences, lengths.tolist()):
+        segment = row[:k].tolist()
+        contract_assert(3 <= k <= 9 and len(set(segment)) == k and row[k:2 * k].tolist() == segment, prop, case,
+                        "k distinct tokens, then the same k again", f"{row.tolist()} with {k - 1} scored positions",
+                        "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets")
+    position = torch.arange(17)[None, :]
+    want = (position >= lengths[:, None]) & (position <= 2 * lengths[:, None] - 2)
+    contract_assert(torch.equal(scored, want), "scored marks exactly the targets an induction head can find", case,
+                    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)", "another set of positions",
+                    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither")
+    contract_assert(len(set(lengths.tolist())) >= 5, "k is drawn for each row", case, "several lengths among 200 rows",
+                    f"lengths {sorted(set(lengths.tolist()))}", "draw k for each row, not once for the batch")
+    again = induction_batch(200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)[0]
+    contract_assert(torch.equal(again, inputs), "the generator alone decides the batch", case, "the same batch from the same seed",
+                    "a different batch", "draw every random number from the generator argument, not from torch's global state")
+    return {"rows": 200, "scored": "PASS"}
+# builder:end sha256=ec4d7ae3a086b905619d36653cd35379ba0c84fbcb81eb338bd5a093404f139e
 # builder:begin inline check_train_step_contract
 def check_train_step_contract(train_step):
     """Judge ``train_step(model, optimizer, inputs, targets, scored)``: one optimizer step on the scored positions' cross-entropy."""
@@ -6490,7 +6591,100 @@ def check_train_step_contract(train_step):
         contract_close(prop + f" ({name})", case, p, q, hint, atol=1e-6, rtol=1e-6)
     return {"loss": loss}
 # builder:end sha256=00a4c3e8338a916eab8f29c1f4c5834c4f2432f6717c404c2dc480339e5275e5
+# builder:begin inline check_fit_induction_contract
+def check_fit_induction_contract(fit_induction):
+    """Judge ``fit_induction(model, step, steps, seed, *, batch, lr, warmup, ...)``: AdamW, warm-up then linear decay, fresh batches."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Tiny(torch.nn.Module):
+        """A stand-in model: one weight and the config that names the vocabulary."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.weight = torch.nn.Parameter(torch.zeros(3))
+
+    seen = []
+
+    def step(model, optimizer, inputs, targets, scored):
+        seen.append((optimizer, optimizer.param_groups[0]["lr"], inputs.clone(), model.training))
+        optimizer.step()  # no gradients: moves nothing, but keeps the scheduler's order
+        return float(len(seen))
+
+    case = "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch"
+    prop = "the step runs once per step and the losses are what it returned"
+    losses = contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(isinstance(losses, (list, tuple)) and list(losses) == [float(i) for i in range(1, 11)] and len(seen) == 10, prop, case,
+                    "the floats 1, 2, ..., 10", f"{losses!r}"[:120], "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns")
+    optimizer = seen[0][0]
+    contract_assert(isinstance(optimizer, torch.optim.AdamW) and optimizer.param_groups[0]["weight_decay"] == 0.0 and all(s[0] is optimizer for s in seen),
+                    "one AdamW optimizer without weight decay for the whole run", case, "torch.optim.AdamW(..., weight_decay=0), made once",
+                    f"{type(optimizer).__name__}, weight_decay {optimizer.param_groups[0].get('weight_decay')}",
+                    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop")
+    rates = [round(s[1], 9) for s in seen]
+    want = [round(0.5 * min(1.0, (t + 1) / 4) * (1 - t / 10), 9) for t in range(10)]
+    hint = "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)"
+    if rates == [round(0.5 * (1 - t / 10), 9) for t in range(10)]:
+        hint = "the warm-up is missing: the rate rises linearly over the first `warmup` steps"
+    contract_assert(rates == want, "the rate rises over warmup steps, then falls linearly towards 0", case, f"{want}", f"{rates}", hint)
+    batches = [s[2] for s in seen]
+    contract_assert(all(b.shape == (6, 23) for b in batches) and not torch.equal(batches[0], batches[1]), "every step gets a fresh batch of `batch` rows",
+                    case, "10 different batches of shape (6, 23)", f"shapes {[tuple(b.shape) for b in batches[:3]]} ...",
+                    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it")
+    first = batches
+    seen.clear()
+    contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(all(torch.equal(a, s[2]) for a, s in zip(first, seen)), "the seed alone decides the batches", case,
+                    "the same 10 batches from seed 4 twice", "different batches", "use torch.Generator().manual_seed(seed + 1), made once")
+    contract_assert(all(s[3] for s in seen), "the model trains in training mode", case, "model.training True in every step", "False",
+                    "call model.train() before the loop (and model.eval() after it)")
+    return {"rates": "PASS", "batches": "PASS"}
+# builder:end sha256=55ee4c2aa6d5feb3281cc326342f7528fefd225afe0736094eed80055ec6c8e6
+# builder:begin inline check_induction_accuracy_contract
+def check_induction_accuracy_contract(induction_accuracy):
+    """Judge ``induction_accuracy(model, *, batch, seed, k_min, k_max)``: greedy accuracy on the scored positions only."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def repeat_length(row, k_min=4):
+        """The k of a row: its first k tokens written again right after them."""
+        return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
+
+    class HalfRight(torch.nn.Module):
+        """Predicts the repeat right at odd positions and wrong at even ones; token 0 outside the repeat."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.hits = []
+
+        def forward(self, tokens):
+            guess = torch.zeros_like(tokens)
+            for b, row in enumerate(tokens):
+                k = repeat_length(row)
+                for t in range(k, min(2 * k - 1, tokens.shape[1])):
+                    right = int(row[t + 1 - k])
+                    guess[b, t] = right if t % 2 else (right + 1) % 16
+                    self.hits.append(t % 2 == 1)
+            return torch.nn.functional.one_hot(guess, 16).float()
+
+    model = HalfRight()
+    prop, case = "accuracy counts the scored positions only", "a model right at odd positions of the repeat only, batch=64, seed=5"
+    got = contract_call(prop, case, raised, induction_accuracy, model, batch=64, seed=5)
+    contract_assert(bool(model.hits), prop, case, "a score of the model's own predictions", f"{got!r}, without calling the model",
+                    "call the model on a fresh induction batch and compare its argmax with the targets")
+    want = sum(model.hits) / len(model.hits)
+    hint = "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count"
+    contract_assert(isinstance(got, float) and abs(got - want) < 1e-6, prop, case, f"{want:.4f} as a float", f"{got!r}", hint)
+    return {"accuracy": got}
+# builder:end sha256=8e83d4a57941cfca2f486f602032416b2f2d47ed2be3e7f8fccafda52828df0c
+check_exercise("Exercise 14", check_induction_batch_contract, induction_batch, globals())
 check_exercise("Exercise 14", check_train_step_contract, train_step, globals())
+check_exercise("Exercise 14", check_fit_induction_contract, fit_induction, globals())
+check_exercise("Exercise 14", check_induction_accuracy_contract, induction_accuracy, globals())
 
 # %% tags=["training"]
 # Training (about 3 s on a CPU): your CapstoneLM with 2 layers and with 1 layer, 200 AdamW steps each on

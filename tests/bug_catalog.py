@@ -168,6 +168,7 @@ LAYER_NORM, SAMPLING, GREEDY = "check_layer_norm_contract", "check_token_distrib
 ROPE, RMS, SWIGLU = "check_rope_contract", "check_rms_norm_contract", "check_swiglu_contract"
 ROPE_ATTENTION, MODEL = "check_capstone_attention_contract", "check_capstone_model_contract"
 STEP, GENERATE = "check_train_step_contract", "check_kv_generation_contract"
+INDUCTION_BATCH, FIT, ACCURACY = "check_induction_batch_contract", "check_fit_induction_contract", "check_induction_accuracy_contract"
 MATCHES_SDPA = "output matches F.scaled_dot_product_attention"
 
 STACK = "torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)"
@@ -414,6 +415,18 @@ MODULE3 = [
         STEP, "cross-entropy over the scored positions",
         edit("F.cross_entropy(model(inputs)[scored], targets[scored])", "F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())"),
         hint="every position was scored"),
+    Bug("induction-batch-one-k-per-batch", "module3", "induction_batch", "draws one k for the whole batch instead of one per row",
+        INDUCTION_BATCH, "k is drawn for each row", edit("k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)",
+                                                         "k = torch.randint(k_min, k_max + 1, (1, 1), generator=generator).expand(batch, 1)")),
+    Bug("induction-batch-scores-repeat-start", "module3", "induction_batch", "also scores the first token of the repeat, which nothing predicts",
+        INDUCTION_BATCH, "rows of k distinct tokens written twice", edit("(position[:, :-1] >= k)", "(position[:, :-1] >= k - 1)")),
+    Bug("fit-default-weight-decay", "module3", "fit_induction", "keeps AdamW's default weight decay of 0.01",
+        FIT, "without weight decay", edit("torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)", "torch.optim.AdamW(model.parameters(), lr=lr)"),
+        hint="weight_decay is 0.01"),
+    Bug("fit-no-warmup", "module3", "fit_induction", "starts at the full rate, with no warm-up",
+        FIT, "the rate rises over warmup steps", edit("min(1.0, (t + 1) / warmup) * (1 - t / steps)", "(1 - t / steps)"), hint="warm-up is missing"),
+    Bug("accuracy-counts-every-position", "module3", "induction_accuracy", "averages the hits over every position, filler included",
+        ACCURACY, "scored positions only", edit("return float(hits[scored].float().mean())", "return float(hits.float().mean())")),
     # Exercise 15: LayerKV, KVCache and generate
     Bug("generate-cache-feeds-everything", "module3", "generate", "feeds the whole sequence every step even through the cache",
         GENERATE, "with cache=True gives the model's tokens", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (

@@ -308,6 +308,16 @@ def test_the_notebooks_capstone_equals_the_shared_capstone(nb):
     losses = [[step(model, torch.optim.AdamW(model.parameters(), lr=1e-2), *batch) for batch in batches]
               for step, model in ((nb["train_step"], ours), (capstone.train_step, theirs))]
     assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    for a, b in zip(nb["induction_batch"](16, torch.Generator().manual_seed(2)), capstone.induction_batch(16, torch.Generator().manual_seed(2))):
+        assert torch.equal(a, b)
+    one_layer = capstone.CapstoneConfig(n_layers=1)
+    torch.manual_seed(5)
+    ours = nb["CapstoneLM"](one_layer)
+    ours_losses = nb["fit_induction"](ours, nb["train_step"], 6, 3)
+    torch.manual_seed(5)
+    theirs = capstone.CapstoneLM(one_layer)
+    assert ours_losses == pytest.approx(capstone.fit_induction(theirs, capstone.train_step, 6, 3), rel=1e-4)
+    assert nb["induction_accuracy"](ours, batch=64) == pytest.approx(capstone.induction_accuracy(theirs, batch=64), abs=1e-6)
 
 
 def test_the_notebooks_kv_cache_counts_its_bytes_and_refuses_gaps(nb):

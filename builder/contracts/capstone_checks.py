@@ -17,7 +17,10 @@ __all__ = [
     "check_swiglu_contract",
     "check_capstone_attention_contract",
     "check_capstone_model_contract",
+    "check_induction_batch_contract",
     "check_train_step_contract",
+    "check_fit_induction_contract",
+    "check_induction_accuracy_contract",
     "check_kv_generation_contract",
 ]
 
@@ -425,3 +428,128 @@ def check_kv_generation_contract(generate):
     contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, prompt), "n_new=0 returns the prompt", "prompt (2, 3), n_new=0",
                     f"{prompt.tolist()}", f"{out!r}"[:120], "a loop of zero steps returns the prompt unchanged")
     return {"tokens": "PASS", "fed": "PASS"}
+
+
+def check_induction_batch_contract(induction_batch):
+    """Judge ``induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12) -> (inputs, targets, scored)``."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    prop, case = "rows of k distinct tokens written twice, k from k_min to k_max", "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)"
+    parts = contract_call(prop, case, raised, induction_batch, 200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)
+    contract_assert(isinstance(parts, tuple) and len(parts) == 3, prop, case, "a tuple (inputs, targets, scored)", f"{type(parts).__name__}",
+                    "return inputs, targets and the scored mask together")
+    inputs, targets, scored = parts
+    shapes = [tuple(getattr(t, "shape", ())) for t in parts]
+    contract_assert(shapes == [(200, 17)] * 3 and scored.dtype == torch.bool, prop, case, "three tensors of shape (200, 17), scored of dtype bool",
+                    f"{shapes}, scored {getattr(scored, 'dtype', '')}", "sequences of 2 k_max tokens; inputs drop the last, targets the first")
+    contract_assert(torch.equal(inputs[:, 1:], targets[:, :-1]), "targets are the inputs shifted by one", case, "targets[:, t] == inputs[:, t + 1]",
+                    "they differ", "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]")
+    sequences = torch.cat((inputs, targets[:, -1:]), 1)
+    lengths = scored.sum(1) + 1
+    for row, k in zip(sequences, lengths.tolist()):
+        segment = row[:k].tolist()
+        contract_assert(3 <= k <= 9 and len(set(segment)) == k and row[k:2 * k].tolist() == segment, prop, case,
+                        "k distinct tokens, then the same k again", f"{row.tolist()} with {k - 1} scored positions",
+                        "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets")
+    position = torch.arange(17)[None, :]
+    want = (position >= lengths[:, None]) & (position <= 2 * lengths[:, None] - 2)
+    contract_assert(torch.equal(scored, want), "scored marks exactly the targets an induction head can find", case,
+                    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)", "another set of positions",
+                    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither")
+    contract_assert(len(set(lengths.tolist())) >= 5, "k is drawn for each row", case, "several lengths among 200 rows",
+                    f"lengths {sorted(set(lengths.tolist()))}", "draw k for each row, not once for the batch")
+    again = induction_batch(200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)[0]
+    contract_assert(torch.equal(again, inputs), "the generator alone decides the batch", case, "the same batch from the same seed",
+                    "a different batch", "draw every random number from the generator argument, not from torch's global state")
+    return {"rows": 200, "scored": "PASS"}
+
+
+def check_fit_induction_contract(fit_induction):
+    """Judge ``fit_induction(model, step, steps, seed, *, batch, lr, warmup, ...)``: AdamW, warm-up then linear decay, fresh batches."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Tiny(torch.nn.Module):
+        """A stand-in model: one weight and the config that names the vocabulary."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.weight = torch.nn.Parameter(torch.zeros(3))
+
+    seen = []
+
+    def step(model, optimizer, inputs, targets, scored):
+        seen.append((optimizer, optimizer.param_groups[0]["lr"], inputs.clone(), model.training))
+        optimizer.step()  # no gradients: moves nothing, but keeps the scheduler's order
+        return float(len(seen))
+
+    case = "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch"
+    prop = "the step runs once per step and the losses are what it returned"
+    losses = contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(isinstance(losses, (list, tuple)) and list(losses) == [float(i) for i in range(1, 11)] and len(seen) == 10, prop, case,
+                    "the floats 1, 2, ..., 10", f"{losses!r}"[:120], "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns")
+    optimizer = seen[0][0]
+    contract_assert(isinstance(optimizer, torch.optim.AdamW) and optimizer.param_groups[0]["weight_decay"] == 0.0 and all(s[0] is optimizer for s in seen),
+                    "one AdamW optimizer without weight decay for the whole run", case, "torch.optim.AdamW(..., weight_decay=0), made once",
+                    f"{type(optimizer).__name__}, weight_decay {optimizer.param_groups[0].get('weight_decay')}",
+                    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop")
+    rates = [round(s[1], 9) for s in seen]
+    want = [round(0.5 * min(1.0, (t + 1) / 4) * (1 - t / 10), 9) for t in range(10)]
+    hint = "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)"
+    if rates == [round(0.5 * (1 - t / 10), 9) for t in range(10)]:
+        hint = "the warm-up is missing: the rate rises linearly over the first `warmup` steps"
+    contract_assert(rates == want, "the rate rises over warmup steps, then falls linearly towards 0", case, f"{want}", f"{rates}", hint)
+    batches = [s[2] for s in seen]
+    contract_assert(all(b.shape == (6, 23) for b in batches) and not torch.equal(batches[0], batches[1]), "every step gets a fresh batch of `batch` rows",
+                    case, "10 different batches of shape (6, 23)", f"shapes {[tuple(b.shape) for b in batches[:3]]} ...",
+                    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it")
+    first = batches
+    seen.clear()
+    contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(all(torch.equal(a, s[2]) for a, s in zip(first, seen)), "the seed alone decides the batches", case,
+                    "the same 10 batches from seed 4 twice", "different batches", "use torch.Generator().manual_seed(seed + 1), made once")
+    contract_assert(all(s[3] for s in seen), "the model trains in training mode", case, "model.training True in every step", "False",
+                    "call model.train() before the loop (and model.eval() after it)")
+    return {"rates": "PASS", "batches": "PASS"}
+
+
+def check_induction_accuracy_contract(induction_accuracy):
+    """Judge ``induction_accuracy(model, *, batch, seed, k_min, k_max)``: greedy accuracy on the scored positions only."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def repeat_length(row, k_min=4):
+        """The k of a row: its first k tokens written again right after them."""
+        return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
+
+    class HalfRight(torch.nn.Module):
+        """Predicts the repeat right at odd positions and wrong at even ones; token 0 outside the repeat."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.hits = []
+
+        def forward(self, tokens):
+            guess = torch.zeros_like(tokens)
+            for b, row in enumerate(tokens):
+                k = repeat_length(row)
+                for t in range(k, min(2 * k - 1, tokens.shape[1])):
+                    right = int(row[t + 1 - k])
+                    guess[b, t] = right if t % 2 else (right + 1) % 16
+                    self.hits.append(t % 2 == 1)
+            return torch.nn.functional.one_hot(guess, 16).float()
+
+    model = HalfRight()
+    prop, case = "accuracy counts the scored positions only", "a model right at odd positions of the repeat only, batch=64, seed=5"
+    got = contract_call(prop, case, raised, induction_accuracy, model, batch=64, seed=5)
+    contract_assert(bool(model.hits), prop, case, "a score of the model's own predictions", f"{got!r}, without calling the model",
+                    "call the model on a fresh induction batch and compare its argmax with the targets")
+    want = sum(model.hits) / len(model.hits)
+    hint = "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count"
+    contract_assert(isinstance(got, float) and abs(got - want) < 1e-6, prop, case, f"{want:.4f} as a float", f"{got!r}", hint)
+    return {"accuracy": got}
