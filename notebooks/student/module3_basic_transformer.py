@@ -2096,7 +2096,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     # Your code here.
-    raise NotImplementedError('Exercise 1: Build the sinusoidal position table. Return a (length, d_model) tensor whose row p is position p: column 2i holds sin(p / base**(2i / d_model)) and column 2i+1 holds the cosine of the same angle. Work with whole tensors (an outer product of positions and frequencies), not loops. The check requires: shape (length, d_model); position 0 is (0, 1, 0, 1, ...); the table equals sin/cos with interleaved pairs for several sizes; and the base argument sets the frequencies.')
+    raise NotImplementedError('Exercise 1: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -2302,7 +2302,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
     require_budget("the causal mask", (t_q, t_k), itemsize=1)
     require_budget("the key positions", (t_k,), itemsize=8)
     # Your code here.
-    raise NotImplementedError('Exercise 2: Build the causal mask for t_q queries and t_k keys. Query row r sits at absolute position query_offset + r and may read key j exactly when j <= query_offset + r. Return a bool tensor of shape (t_q, t_k), True where attention is allowed. Compare position grids; no loops. The check requires: a bool tensor of shape (t_q, t_k); a token sees itself and the past, never the future; cached queries keep their absolute positions; decoding in steps gives the rows of the full mask.')
+    raise NotImplementedError('Exercise 2: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -2572,7 +2572,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     # Your code here.
-    raise NotImplementedError("Exercise 3: Write the heart of attention. The argument checks, the broadcasting and the empty-row policy are done for you; `allowed` is already a bool tensor of the scores' full shape. Compute the scaled scores q @ kᵀ / sqrt(d_k), set blocked scores to -inf, take a softmax over the key axis that stays finite on empty rows (their weights must be 0, not NaN), and blend the values. The check requires: outputs and gradients equal F.scaled_dot_product_attention in float64; rows sum to 1; blocked keys get exactly 0 weight (a -1e9 fill passes as well as -inf); a V-only batch axis broadcasts; empty rows raise ValueError by default and, with empty_row='zero', give zero weights and output with finite gradients; permuting tokens permutes outputs.")
+    raise NotImplementedError('Exercise 3: see the instructions above')
     # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
     require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
@@ -3567,14 +3567,14 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     # Your code here.
-    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+    raise NotImplementedError('Exercise 4: see the instructions above')
 
 
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     # Your code here.
-    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+    raise NotImplementedError('Exercise 4: see the instructions above')
 
 
 def repeat_kv_heads(x, group):
@@ -3583,7 +3583,7 @@ def repeat_kv_heads(x, group):
     group = require_int("group", group, minimum=1)
     require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     # Your code here.
-    raise NotImplementedError("Exercise 4: Three moves between head layouts, one or two lines each. split_heads takes x of shape (..., T, n_heads * d_head) and returns (..., n_heads, T, d_head), where head h of token t holds features h*d_head .. (h+1)*d_head - 1 of that token; index axes from the end so leading axes pass through. merge_heads is its exact inverse, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), head 0's features first. repeat_kv_heads takes (..., H_kv, T, d) and returns (..., H_kv * group, T, d) in which query head h reads K/V head h // group. The checks require: head h of token t holds exactly its own feature slab, for any leading axes; merging a contiguous attention output undoes split_heads exactly; query head h sees K/V head h // group for several shapes and groups; and a group that is not a positive integer raises TypeError or ValueError.")
+    raise NotImplementedError('Exercise 4: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -3776,7 +3776,7 @@ class MultiHeadSelfAttention(nn.Module):
         return_weights = require_bool("return_weights", return_weights)
         require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         # Your code here.
-        raise NotImplementedError("Exercise 5: Write MultiHeadSelfAttention.forward from the pieces above. Build the boolean mask (padding from token_valid for keys and for queries; the causal triangle when self.causal), project x to queries, keys and values, split them into heads, let each group of query heads share its K/V head, run scaled_dot_product_attention with empty_row passed through, merge the heads and apply out_proj. The check requires: the output equals an independent multi-head attention built from the layer's own weights (float64, 4 query heads over 2 K/V heads, causal); return_weights=True gives (output, weights of shape (B, H, T, T)); padded keys are never read and padded queries give zero rows.")
+        raise NotImplementedError('Exercise 5: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -4351,7 +4351,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
         raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     # Your code here.
-    raise NotImplementedError("Exercise 6: Write LayerNorm over the last axis. Subtract each token's mean, divide by the square root of its biased variance plus eps (divide by d, not d - 1), then multiply by weight and add bias when they are given. Stay differentiable: no .item(), no NumPy, no in-place edits of x. The check requires: mean 0 and biased variance 1 per row; eps inside the square root; weight scales and bias shifts; outputs and gradients equal F.layer_norm; a constant token maps to zeros.")
+    raise NotImplementedError('Exercise 6: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -5325,7 +5325,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     if top_p is not None:
         top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
     # Your code here.
-    raise NotImplementedError('Exercise 7: Turn one logit vector into next-token probabilities. Divide the logits by the temperature; rank the tokens by logit, largest first, ties to the lower id; keep the top_k best (all if None); of those, keep the shortest prefix whose renormalised mass reaches top_p, including the token that crosses it (all if None); return a list with the renormalised probability of each kept token and 0.0 for every other. Subtract the largest logit before exp() and add with math.fsum. The check requires: one finite probability per token summing to 1; the temperature divides the logits; top_k and top_p keep the right tokens (the crossing one stays, ties to the lower id); filters apply in that order; large logits do not overflow.')
+    raise NotImplementedError('Exercise 7: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -5529,7 +5529,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
         if eos_id >= len(scores):
             raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
     # Your code here.
-    raise NotImplementedError("Exercise 8: Decode greedily from prepared logits. For each score vector in turn, append the most likely token (ties to the lower id); stop right after EOS with reason 'eos' (EOS stays in the output), or once max_new_tokens tokens are out with reason 'length_limit' (EOS wins when both happen at once). Return (tokens, reason). If the score vectors run out first, raise ValueError. The check requires: EOS stops the trace and is kept; the length limit stops it; EOS wins on the last allowed step; a trace that runs out of logits raises ValueError.")
+    raise NotImplementedError('Exercise 8: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -5847,7 +5847,7 @@ def apply_rope(x, positions, base=10_000.0):
     """Turn pair i of the token at position p by the angle p · base^(-2i/d)."""
     x, positions = _rope_inputs(x, positions, base)
     # Your code here.
-    raise NotImplementedError("Exercise 9: Write RoPE. x has shape (..., T, d) with d even, positions holds the absolute position of each of the T tokens. Turn each pair (x[..., 2i], x[..., 2i+1]) of the token at position p by the angle p * base**(-2i/d): (a, b) -> (a cos - b sin, a sin + b cos). Work with whole tensors. The check requires: the shape and dtype of x; each pair turned by its angle for two bases; position 0 unchanged; and q . k depending only on the offset between the query's and the key's positions.")
+    raise NotImplementedError('Exercise 9: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -5960,12 +5960,12 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
         # Your code here.
-        raise NotImplementedError('Exercise 10: Write RMSNorm as a module. __init__ keeps eps and a gain self.weight, an nn.Parameter of d_model ones; forward returns x / sqrt(mean(x²) + eps) * weight over the last axis. The check requires: a weight of d_model ones; the output equals F.rms_norm with a gain; gradients flow.')
+        raise NotImplementedError('Exercise 10: see the instructions above')
 
     def forward(self, x):
         """(..., d) -> (..., d)."""
         # Your code here.
-        raise NotImplementedError('Exercise 10: Write RMSNorm as a module. __init__ keeps eps and a gain self.weight, an nn.Parameter of d_model ones; forward returns x / sqrt(mean(x²) + eps) * weight over the last axis. The check requires: a weight of d_model ones; the output equals F.rms_norm with a gain; gradients flow.')
+        raise NotImplementedError('Exercise 10: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -6023,12 +6023,12 @@ class SwiGLU(nn.Module):
     def __init__(self, d_model, d_ff):
         super().__init__()
         # Your code here.
-        raise NotImplementedError('Exercise 11: Write the SwiGLU feed-forward network. __init__ makes three bias-free nn.Linear layers, w_gate and w_up (d_model -> d_ff) and w_down (d_ff -> d_model); forward returns w_down(silu(w_gate x) * w_up x) (F.silu). The check requires: the three layers with their shapes and no biases; the output of the formula.')
+        raise NotImplementedError('Exercise 11: see the instructions above')
 
     def forward(self, x):
         """(..., d_model) -> (..., d_model)."""
         # Your code here.
-        raise NotImplementedError('Exercise 11: Write the SwiGLU feed-forward network. __init__ makes three bias-free nn.Linear layers, w_gate and w_up (d_model -> d_ff) and w_down (d_ff -> d_model); forward returns w_down(silu(w_gate x) * w_up x) (F.silu). The check requires: the three layers with their shapes and no biases; the output of the formula.')
+        raise NotImplementedError('Exercise 11: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -6113,22 +6113,22 @@ class CapstoneAttention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim, self.rope_base = config.n_heads, config.n_kv_heads, config.head_dim, config.rope_base
         # Your code here.
-        raise NotImplementedError('Exercise 12: Write RoPE attention with grouped K/V heads. __init__ makes bias-free w_q (d_model -> n_heads * head_dim), w_k and w_v (d_model -> n_kv_heads * head_dim) and w_o (back to d_model). qkv(x, positions) returns q (B, n_heads, T, head_dim) and k, v (B, n_kv_heads, T, head_dim), with apply_rope on q and k. merge(out) merges the heads and applies w_o. forward(x, positions, cache=None) appends k, v to the cache when there is one (cache.append(k, v, int(positions[0])) returns all keys and values so far), repeats each K/V head for its group of query heads, masks with causal_allowed and the right query_offset, attends with your scaled_dot_product_attention, and merges. The check requires: the four projections; q, k and v with RoPE on q and k only; merge; the output of causal attention with query head h reading K/V head h // group; and the same output through a cache.')
+        raise NotImplementedError('Exercise 12: see the instructions above')
 
     def qkv(self, x, positions):
         """x (B, T, d) at positions (T,) -> q (B, Hq, T, hd), k and v (B, Hkv, T, hd), RoPE on q and k."""
         # Your code here.
-        raise NotImplementedError('Exercise 12: Write RoPE attention with grouped K/V heads. __init__ makes bias-free w_q (d_model -> n_heads * head_dim), w_k and w_v (d_model -> n_kv_heads * head_dim) and w_o (back to d_model). qkv(x, positions) returns q (B, n_heads, T, head_dim) and k, v (B, n_kv_heads, T, head_dim), with apply_rope on q and k. merge(out) merges the heads and applies w_o. forward(x, positions, cache=None) appends k, v to the cache when there is one (cache.append(k, v, int(positions[0])) returns all keys and values so far), repeats each K/V head for its group of query heads, masks with causal_allowed and the right query_offset, attends with your scaled_dot_product_attention, and merges. The check requires: the four projections; q, k and v with RoPE on q and k only; merge; the output of causal attention with query head h reading K/V head h // group; and the same output through a cache.')
+        raise NotImplementedError('Exercise 12: see the instructions above')
 
     def merge(self, out):
         """out (B, Hq, T, hd) -> (B, T, d): the heads side by side, then w_o."""
         # Your code here.
-        raise NotImplementedError('Exercise 12: Write RoPE attention with grouped K/V heads. __init__ makes bias-free w_q (d_model -> n_heads * head_dim), w_k and w_v (d_model -> n_kv_heads * head_dim) and w_o (back to d_model). qkv(x, positions) returns q (B, n_heads, T, head_dim) and k, v (B, n_kv_heads, T, head_dim), with apply_rope on q and k. merge(out) merges the heads and applies w_o. forward(x, positions, cache=None) appends k, v to the cache when there is one (cache.append(k, v, int(positions[0])) returns all keys and values so far), repeats each K/V head for its group of query heads, masks with causal_allowed and the right query_offset, attends with your scaled_dot_product_attention, and merges. The check requires: the four projections; q, k and v with RoPE on q and k only; merge; the output of causal attention with query head h reading K/V head h // group; and the same output through a cache.')
+        raise NotImplementedError('Exercise 12: see the instructions above')
 
     def forward(self, x, positions, cache=None):
         """x (B, T, d) -> (B, T, d); with a cache this call's keys and values join it and the queries read all of them."""
         # Your code here.
-        raise NotImplementedError('Exercise 12: Write RoPE attention with grouped K/V heads. __init__ makes bias-free w_q (d_model -> n_heads * head_dim), w_k and w_v (d_model -> n_kv_heads * head_dim) and w_o (back to d_model). qkv(x, positions) returns q (B, n_heads, T, head_dim) and k, v (B, n_kv_heads, T, head_dim), with apply_rope on q and k. merge(out) merges the heads and applies w_o. forward(x, positions, cache=None) appends k, v to the cache when there is one (cache.append(k, v, int(positions[0])) returns all keys and values so far), repeats each K/V head for its group of query heads, masks with causal_allowed and the right query_offset, attends with your scaled_dot_product_attention, and merges. The check requires: the four projections; q, k and v with RoPE on q and k only; merge; the output of causal attention with query head h reading K/V head h // group; and the same output through a cache.')
+        raise NotImplementedError('Exercise 12: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -6231,12 +6231,12 @@ class CapstoneBlock(nn.Module):
     def __init__(self, config):
         super().__init__()
         # Your code here.
-        raise NotImplementedError("Exercise 13: Assemble the model. CapstoneBlock holds attn_norm and ffn_norm (your RMSNorm, with config.norm_eps), attn (your CapstoneAttention) and ffn (your SwiGLU of width config.d_ff); its forward is pre-norm with a residual around each sublayer. CapstoneLM holds embed (nn.Embedding), blocks (an nn.ModuleList of config.n_layers blocks), norm and head (bias-free nn.Linear to config.vocab); its forward numbers the tokens from the cache's length (0 without a cache), gives block i the cache's layer i (cache.layers[i]), and returns head(norm(x)). The check requires: exactly these parts by name; the logits of a pre-norm Llama-style model with a final norm; and the same logits when the tokens arrive 5, then 1, 1 and 1 at a time through a cache.")
+        raise NotImplementedError('Exercise 13: see the instructions above')
 
     def forward(self, x, positions, cache=None):
         """(B, T, d) -> (B, T, d)."""
         # Your code here.
-        raise NotImplementedError("Exercise 13: Assemble the model. CapstoneBlock holds attn_norm and ffn_norm (your RMSNorm, with config.norm_eps), attn (your CapstoneAttention) and ffn (your SwiGLU of width config.d_ff); its forward is pre-norm with a residual around each sublayer. CapstoneLM holds embed (nn.Embedding), blocks (an nn.ModuleList of config.n_layers blocks), norm and head (bias-free nn.Linear to config.vocab); its forward numbers the tokens from the cache's length (0 without a cache), gives block i the cache's layer i (cache.layers[i]), and returns head(norm(x)). The check requires: exactly these parts by name; the logits of a pre-norm Llama-style model with a final norm; and the same logits when the tokens arrive 5, then 1, 1 and 1 at a time through a cache.")
+        raise NotImplementedError('Exercise 13: see the instructions above')
 
 
 class CapstoneLM(nn.Module):
@@ -6246,13 +6246,13 @@ class CapstoneLM(nn.Module):
         super().__init__()
         self.config = config
         # Your code here.
-        raise NotImplementedError("Exercise 13: Assemble the model. CapstoneBlock holds attn_norm and ffn_norm (your RMSNorm, with config.norm_eps), attn (your CapstoneAttention) and ffn (your SwiGLU of width config.d_ff); its forward is pre-norm with a residual around each sublayer. CapstoneLM holds embed (nn.Embedding), blocks (an nn.ModuleList of config.n_layers blocks), norm and head (bias-free nn.Linear to config.vocab); its forward numbers the tokens from the cache's length (0 without a cache), gives block i the cache's layer i (cache.layers[i]), and returns head(norm(x)). The check requires: exactly these parts by name; the logits of a pre-norm Llama-style model with a final norm; and the same logits when the tokens arrive 5, then 1, 1 and 1 at a time through a cache.")
+        raise NotImplementedError('Exercise 13: see the instructions above')
 
     def forward(self, tokens, cache=None):
         """tokens (B, T) -> logits (B, T, vocab); with a KVCache the tokens continue the ones it holds."""
         start = _capstone_tokens(tokens, self.config, cache)
         # Your code here.
-        raise NotImplementedError("Exercise 13: Assemble the model. CapstoneBlock holds attn_norm and ffn_norm (your RMSNorm, with config.norm_eps), attn (your CapstoneAttention) and ffn (your SwiGLU of width config.d_ff); its forward is pre-norm with a residual around each sublayer. CapstoneLM holds embed (nn.Embedding), blocks (an nn.ModuleList of config.n_layers blocks), norm and head (bias-free nn.Linear to config.vocab); its forward numbers the tokens from the cache's length (0 without a cache), gives block i the cache's layer i (cache.layers[i]), and returns head(norm(x)). The check requires: exactly these parts by name; the logits of a pre-norm Llama-style model with a final norm; and the same logits when the tokens arrive 5, then 1, 1 and 1 at a time through a cache.")
+        raise NotImplementedError('Exercise 13: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -6382,26 +6382,26 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
     require_int("k_max", k_max, minimum=k_min, maximum=vocab)
     # Your code here.
-    raise NotImplementedError('Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws, from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the scored positions of a fresh batch, without gradients. The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh and seeded batches; and an accuracy over the scored positions only.')
+    raise NotImplementedError('Exercise 14: see the instructions above')
 
 
 def train_step(model, optimizer, inputs, targets, scored):
     """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
     # Your code here.
-    raise NotImplementedError('Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws, from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the scored positions of a fresh batch, without gradients. The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh and seeded batches; and an accuracy over the scored positions only.')
+    raise NotImplementedError('Exercise 14: see the instructions above')
 
 
 def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
     """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
     require_int("steps", steps, minimum=1)
     # Your code here.
-    raise NotImplementedError('Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws, from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the scored positions of a fresh batch, without gradients. The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh and seeded batches; and an accuracy over the scored positions only.')
+    raise NotImplementedError('Exercise 14: see the instructions above')
 
 
 def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
     """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
     # Your code here.
-    raise NotImplementedError('Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws, from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the scored positions of a fresh batch, without gradients. The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh and seeded batches; and an accuracy over the scored positions only.')
+    raise NotImplementedError('Exercise 14: see the instructions above')
 
 
 # %% tags=["hide-input"]
@@ -6686,12 +6686,12 @@ class LayerKV:
 
     def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype=torch.float32):
         # Your code here.
-        raise NotImplementedError("Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1. KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held. generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits): with cache=True it feeds the prompt once and then only the newest token through one KVCache; with cache=False the whole sequence every step. No gradients. The check requires: the model's tokens with and without a cache; the prompt fed once and then one token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.")
+        raise NotImplementedError('Exercise 15: see the instructions above')
 
     def append(self, k, v, start):
         """Write k, v (B, H_kv, T, hd) at positions start..; return the keys and values so far."""
         # Your code here.
-        raise NotImplementedError("Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1. KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held. generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits): with cache=True it feeds the prompt once and then only the newest token through one KVCache; with cache=False the whole sequence every step. No gradients. The check requires: the model's tokens with and without a cache; the prompt fed once and then one token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.")
+        raise NotImplementedError('Exercise 15: see the instructions above')
 
 
 class KVCache:
@@ -6699,7 +6699,7 @@ class KVCache:
 
     def __init__(self, config, batch):
         # Your code here.
-        raise NotImplementedError("Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1. KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held. generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits): with cache=True it feeds the prompt once and then only the newest token through one KVCache; with cache=False the whole sequence every step. No gradients. The check requires: the model's tokens with and without a cache; the prompt fed once and then one token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.")
+        raise NotImplementedError('Exercise 15: see the instructions above')
 
     @property
     def length(self):
@@ -6709,14 +6709,14 @@ class KVCache:
     def nbytes(self):
         """The bytes of the keys and values held."""
         # Your code here.
-        raise NotImplementedError("Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1. KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held. generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits): with cache=True it feeds the prompt once and then only the newest token through one KVCache; with cache=False the whole sequence every step. No gradients. The check requires: the model's tokens with and without a cache; the prompt fed once and then one token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.")
+        raise NotImplementedError('Exercise 15: see the instructions above')
 
 
 def generate(model, prompt, n_new, *, cache=True):
     """Greedy decoding of n_new tokens after prompt (B, T0); with cache=True each step feeds only the newest token."""
     n_new = _generation_length(model, prompt, n_new)
     # Your code here.
-    raise NotImplementedError("Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1. KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held. generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits): with cache=True it feeds the prompt once and then only the newest token through one KVCache; with cache=False the whole sequence every step. No gradients. The check requires: the model's tokens with and without a cache; the prompt fed once and then one token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.")
+    raise NotImplementedError('Exercise 15: see the instructions above')
 
 
 # %% tags=["hide-input"]

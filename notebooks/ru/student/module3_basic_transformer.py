@@ -2695,7 +2695,7 @@ def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: постройте таблицу синусоидальных позиций. Верните тензор (length, d_model), строка p которого кодирует позицию p: в столбце 2i стоит sin(p / base**(2i / d_model)), в столбце 2i+1\xa0— косинус того же угла. Работайте с целыми тензорами (внешнее произведение позиций и частот), без циклов. Проверка требует: форма (length, d_model); позиция 0 равна (0, 1, 0, 1, ...); таблица совпадает с sin/cos с чередующимися парами для нескольких размеров; аргумент base задаёт частоты.')
+    raise NotImplementedError('Exercise 1: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -2903,7 +2903,7 @@ def causal_allowed(t_q, t_k, *, query_offset=0):
     require_budget("the causal mask", (t_q, t_k), itemsize=1)
     require_budget("the key positions", (t_k,), itemsize=8)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: постройте каузальную маску для t_q запросов и t_k ключей. Строка запроса r стоит на абсолютной позиции query_offset + r и может читать ключ j ровно тогда, когда j <= query_offset + r. Верните булев тензор формы (t_q, t_k), True там, где внимание разрешено. Сравнивайте сетки позиций, без циклов. Проверка требует: булев тензор формы (t_q, t_k); токен видит себя и прошлое, но никогда не будущее; запросы из кэша сохраняют абсолютные позиции; пошаговое декодирование даёт строки полной маски.')
+    raise NotImplementedError('Exercise 2: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -3176,7 +3176,7 @@ def scaled_dot_product_attention(q, k, v, allowed=None, *, empty_row="error"):
     """softmax(q kᵀ / sqrt(d_k), blocked keys at -inf) v, with an explicit policy for fully masked rows."""
     q, k, v, allowed, empty_rows = _attention_inputs(q, k, v, allowed, empty_row)  # checked; allowed is (..., T_q, T_k)
     # Ваш код здесь.
-    raise NotImplementedError("Exercise 3: напишите сердце механизма внимания. Проверки аргументов, broadcasting и политика пустых строк уже сделаны за вас; `allowed` — уже булев тензор полной формы оценок. Вычислите масштабированные оценки q @ kᵀ / sqrt(d_k), поставьте -inf в заблокированные оценки, возьмите softmax по оси ключей, который остаётся конечным на пустых строках (их веса должны быть 0, а не NaN), и смешайте значения. Проверка требует: выходы и градиенты совпадают с F.scaled_dot_product_attention во float64; строки в сумме дают 1; заблокированные ключи получают вес ровно 0 (заполнение -1e9 проходит так же, как -inf); ось батча только у V транслируется (broadcast); пустые строки по умолчанию вызывают ValueError, а с empty_row='zero' дают нулевые веса и выход с конечными градиентами; перестановка токенов переставляет выходы.")
+    raise NotImplementedError('Exercise 3: инструкции выше')
     # Only q·kᵀ can overflow (the weights then mix v's rows convexly, never beyond v): name that cause, never return NaN.
     require_finite_result("attention scores", scores.masked_fill(~allowed, 0.0), "q·kᵀ/√d_k overflowed its dtype (entries of q and k too large); scale the inputs down or use float64")
     return AttentionResult(output=output, weights=weights, scores=scores, empty_rows=empty_rows)
@@ -4183,14 +4183,14 @@ def split_heads(x, n_heads):
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы (..., T, n_heads * d_head) и возвращает (..., n_heads, T, d_head), где голова h токена t содержит признаки h*d_head .. (h+1)*d_head - 1 этого токена; индексируйте оси с конца, чтобы ведущие оси проходили насквозь. merge_heads\xa0— в точности обратное к ней, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), сначала признаки головы 0. repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h читает KV-голову h // group. Проверки требуют: голова h токена t содержит ровно свой блок признаков при любых ведущих осях; слияние непрерывного (contiguous) выхода внимания в точности отменяет split_heads; голова запросов h видит KV-голову h // group для нескольких форм и размеров групп; а group, не являющийся положительным целым, вызывает TypeError или ValueError.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 def merge_heads(x):
     """(..., H, T, d) -> (..., T, H·d): the heads side by side again."""
     x = require_tensor("x", x, min_ndim=3, finite=False)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы (..., T, n_heads * d_head) и возвращает (..., n_heads, T, d_head), где голова h токена t содержит признаки h*d_head .. (h+1)*d_head - 1 этого токена; индексируйте оси с конца, чтобы ведущие оси проходили насквозь. merge_heads\xa0— в точности обратное к ней, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), сначала признаки головы 0. repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h читает KV-голову h // group. Проверки требуют: голова h токена t содержит ровно свой блок признаков при любых ведущих осях; слияние непрерывного (contiguous) выхода внимания в точности отменяет split_heads; голова запросов h видит KV-голову h // group для нескольких форм и размеров групп; а group, не являющийся положительным целым, вызывает TypeError или ValueError.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 def repeat_kv_heads(x, group):
@@ -4199,7 +4199,7 @@ def repeat_kv_heads(x, group):
     group = require_int("group", group, minimum=1)
     require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Три перехода между раскладками голов, по одной-две строки каждый. split_heads принимает x формы (..., T, n_heads * d_head) и возвращает (..., n_heads, T, d_head), где голова h токена t содержит признаки h*d_head .. (h+1)*d_head - 1 этого токена; индексируйте оси с конца, чтобы ведущие оси проходили насквозь. merge_heads\xa0— в точности обратное к ней, (..., n_heads, T, d_head) -> (..., T, n_heads * d_head), сначала признаки головы 0. repeat_kv_heads принимает (..., H_kv, T, d) и возвращает (..., H_kv * group, T, d), где голова запросов h читает KV-голову h // group. Проверки требуют: голова h токена t содержит ровно свой блок признаков при любых ведущих осях; слияние непрерывного (contiguous) выхода внимания в точности отменяет split_heads; голова запросов h видит KV-голову h // group для нескольких форм и размеров групп; а group, не являющийся положительным целым, вызывает TypeError или ValueError.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -4392,7 +4392,7 @@ class MultiHeadSelfAttention(nn.Module):
         return_weights = require_bool("return_weights", return_weights)
         require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 5: Напишите MultiHeadSelfAttention.forward из частей, собранных выше. Постройте булеву маску (паддинг из token_valid для ключей и для запросов; каузальный треугольник, если self.causal), спроецируйте x в запросы, ключи и значения, разбейте их на головы, дайте каждой группе голов запросов делить свою KV-голову, запустите scaled_dot_product_attention, передав empty_row дальше, слейте головы и примените out_proj. Проверка требует: выход равен независимому многоголовому вниманию, построенному из собственных весов слоя (float64, 4 головы запросов на 2 KV-головы, каузальное); return_weights=True возвращает (output, веса формы (B, H, T, T)); ключи паддинга никогда не читаются, а запросы паддинга дают нулевые строки.')
+        raise NotImplementedError('Exercise 5: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -4972,7 +4972,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
         raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 6: напишите LayerNorm по последней оси. Вычтите среднее каждого токена, разделите на квадратный корень из его смещённой дисперсии плюс eps (делите на d, а не на d - 1), затем умножьте на weight и прибавьте bias, если они заданы. Сохраняйте дифференцируемость: никаких .item(), NumPy и изменений x на месте. Проверка требует: среднее 0 и смещённая дисперсия 1 в каждой строке; eps под корнем; weight масштабирует, bias сдвигает; выходы и градиенты совпадают с F.layer_norm; постоянный токен переходит в нули.')
+    raise NotImplementedError('Exercise 6: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -5967,7 +5967,7 @@ def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     if top_p is not None:
         top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 7: превратите один вектор логитов в вероятности следующего токена. Разделите логиты на температуру; упорядочьте токены по логиту, от большего к меньшему, при равенстве\xa0— меньший id первым; оставьте top_k лучших (все, если None); из них оставьте кратчайший префикс, перенормированная масса которого достигает top_p, включая токен, который её пересекает (все, если None); верните список с перенормированной вероятностью каждого оставленного токена и 0,0 для всех остальных. Вычитайте наибольший логит перед exp() и складывайте через math.fsum. Проверка требует: по одной конечной вероятности на токен, в сумме 1; температура делит логиты; top_k и top_p оставляют нужные токены (пересекающий остаётся, при равенстве\xa0— меньший id); фильтры применяются в этом порядке; большие логиты не переполняются.')
+    raise NotImplementedError('Exercise 7: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6173,7 +6173,7 @@ def greedy_trace(prepared_logits, eos_id, max_new_tokens):
         if eos_id >= len(scores):
             raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
     # Ваш код здесь.
-    raise NotImplementedError("Exercise 8: декодируйте жадно по готовым логитам. Для каждого вектора оценок по очереди добавляйте самый вероятный токен (при равенстве\xa0— меньший id); остановитесь сразу после EOS с причиной 'eos' (EOS остаётся в выходе) или когда выдано max_new_tokens токенов, с причиной 'length_limit' (если оба случаются одновременно, побеждает EOS). Верните (tokens, reason). Если векторы оценок закончились раньше, вызовите ValueError. Проверка требует: EOS останавливает трассу и сохраняется; ограничение длины её останавливает; EOS побеждает на последнем разрешённом шаге; трасса, которой не хватило логитов, вызывает ValueError.")
+    raise NotImplementedError('Exercise 8: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6492,7 +6492,7 @@ def apply_rope(x, positions, base=10_000.0):
     """Turn pair i of the token at position p by the angle p · base^(-2i/d)."""
     x, positions = _rope_inputs(x, positions, base)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 9: напишите RoPE. x имеет форму (..., T, d) с чётным d, positions хранит абсолютную позицию каждого из T токенов. Поверните каждую пару (x[..., 2i], x[..., 2i+1]) токена на позиции p на угол p * base**(-2i/d): (a, b) -> (a cos - b sin, a sin + b cos). Работайте с целыми тензорами. Проверка требует: форму и dtype x; поворот каждой пары на её угол при двух значениях base; позицию 0 без изменений; и q . k, зависящее только от сдвига между позициями запроса и ключа.')
+    raise NotImplementedError('Exercise 9: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6605,12 +6605,12 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 10: напишите RMSNorm как модуль. __init__ хранит eps и коэффициент self.weight\xa0— nn.Parameter из d_model единиц; forward возвращает x / sqrt(mean(x²) + eps) * weight по последней оси. Проверка требует: weight из d_model единиц; выход, равный F.rms_norm с коэффициентом; проходящие градиенты.')
+        raise NotImplementedError('Exercise 10: инструкции выше')
 
     def forward(self, x):
         """(..., d) -> (..., d)."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 10: напишите RMSNorm как модуль. __init__ хранит eps и коэффициент self.weight\xa0— nn.Parameter из d_model единиц; forward возвращает x / sqrt(mean(x²) + eps) * weight по последней оси. Проверка требует: weight из d_model единиц; выход, равный F.rms_norm с коэффициентом; проходящие градиенты.')
+        raise NotImplementedError('Exercise 10: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6668,12 +6668,12 @@ class SwiGLU(nn.Module):
     def __init__(self, d_model, d_ff):
         super().__init__()
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 11: напишите сеть прямого распространения SwiGLU. __init__ создаёт три слоя nn.Linear без смещений: w_gate и w_up (d_model -> d_ff) и w_down (d_ff -> d_model); forward возвращает w_down(silu(w_gate x) * w_up x) (F.silu). Проверка требует: три слоя нужных форм без смещений; выход по формуле.')
+        raise NotImplementedError('Exercise 11: инструкции выше')
 
     def forward(self, x):
         """(..., d_model) -> (..., d_model)."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 11: напишите сеть прямого распространения SwiGLU. __init__ создаёт три слоя nn.Linear без смещений: w_gate и w_up (d_model -> d_ff) и w_down (d_ff -> d_model); forward возвращает w_down(silu(w_gate x) * w_up x) (F.silu). Проверка требует: три слоя нужных форм без смещений; выход по формуле.')
+        raise NotImplementedError('Exercise 11: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6759,22 +6759,22 @@ class CapstoneAttention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim, self.rope_base = config.n_heads, config.n_kv_heads, config.head_dim, config.rope_base
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 12: напишите внимание с RoPE и сгруппированными KV-головами. __init__ создаёт без смещений w_q (d_model -> n_heads * head_dim), w_k и w_v (d_model -> n_kv_heads * head_dim) и w_o (обратно в d_model). qkv(x, positions) возвращает q (B, n_heads, T, head_dim) и k, v (B, n_kv_heads, T, head_dim), с apply_rope на q и k. merge(out) склеивает головы и применяет w_o. forward(x, positions, cache=None) добавляет k, v в кэш, если он есть (cache.append(k, v, int(positions[0])) возвращает все ключи и значения до сих пор), повторяет каждую KV-голову для её группы голов запросов, маскирует через causal_allowed с правильным query_offset, применяет ваш scaled_dot_product_attention и склеивает головы. Проверка требует: четыре проекции; q, k и v с RoPE только на q и k; merge; выход каузального внимания, где голова запросов h читает KV-голову h // group; и тот же выход через кэш.')
+        raise NotImplementedError('Exercise 12: инструкции выше')
 
     def qkv(self, x, positions):
         """x (B, T, d) at positions (T,) -> q (B, Hq, T, hd), k and v (B, Hkv, T, hd), RoPE on q and k."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 12: напишите внимание с RoPE и сгруппированными KV-головами. __init__ создаёт без смещений w_q (d_model -> n_heads * head_dim), w_k и w_v (d_model -> n_kv_heads * head_dim) и w_o (обратно в d_model). qkv(x, positions) возвращает q (B, n_heads, T, head_dim) и k, v (B, n_kv_heads, T, head_dim), с apply_rope на q и k. merge(out) склеивает головы и применяет w_o. forward(x, positions, cache=None) добавляет k, v в кэш, если он есть (cache.append(k, v, int(positions[0])) возвращает все ключи и значения до сих пор), повторяет каждую KV-голову для её группы голов запросов, маскирует через causal_allowed с правильным query_offset, применяет ваш scaled_dot_product_attention и склеивает головы. Проверка требует: четыре проекции; q, k и v с RoPE только на q и k; merge; выход каузального внимания, где голова запросов h читает KV-голову h // group; и тот же выход через кэш.')
+        raise NotImplementedError('Exercise 12: инструкции выше')
 
     def merge(self, out):
         """out (B, Hq, T, hd) -> (B, T, d): the heads side by side, then w_o."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 12: напишите внимание с RoPE и сгруппированными KV-головами. __init__ создаёт без смещений w_q (d_model -> n_heads * head_dim), w_k и w_v (d_model -> n_kv_heads * head_dim) и w_o (обратно в d_model). qkv(x, positions) возвращает q (B, n_heads, T, head_dim) и k, v (B, n_kv_heads, T, head_dim), с apply_rope на q и k. merge(out) склеивает головы и применяет w_o. forward(x, positions, cache=None) добавляет k, v в кэш, если он есть (cache.append(k, v, int(positions[0])) возвращает все ключи и значения до сих пор), повторяет каждую KV-голову для её группы голов запросов, маскирует через causal_allowed с правильным query_offset, применяет ваш scaled_dot_product_attention и склеивает головы. Проверка требует: четыре проекции; q, k и v с RoPE только на q и k; merge; выход каузального внимания, где голова запросов h читает KV-голову h // group; и тот же выход через кэш.')
+        raise NotImplementedError('Exercise 12: инструкции выше')
 
     def forward(self, x, positions, cache=None):
         """x (B, T, d) -> (B, T, d); with a cache this call's keys and values join it and the queries read all of them."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 12: напишите внимание с RoPE и сгруппированными KV-головами. __init__ создаёт без смещений w_q (d_model -> n_heads * head_dim), w_k и w_v (d_model -> n_kv_heads * head_dim) и w_o (обратно в d_model). qkv(x, positions) возвращает q (B, n_heads, T, head_dim) и k, v (B, n_kv_heads, T, head_dim), с apply_rope на q и k. merge(out) склеивает головы и применяет w_o. forward(x, positions, cache=None) добавляет k, v в кэш, если он есть (cache.append(k, v, int(positions[0])) возвращает все ключи и значения до сих пор), повторяет каждую KV-голову для её группы голов запросов, маскирует через causal_allowed с правильным query_offset, применяет ваш scaled_dot_product_attention и склеивает головы. Проверка требует: четыре проекции; q, k и v с RoPE только на q и k; merge; выход каузального внимания, где голова запросов h читает KV-голову h // group; и тот же выход через кэш.')
+        raise NotImplementedError('Exercise 12: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -6877,12 +6877,12 @@ class CapstoneBlock(nn.Module):
     def __init__(self, config):
         super().__init__()
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 13: соберите модель. CapstoneBlock хранит attn_norm и ffn_norm (ваш RMSNorm с config.norm_eps), attn (ваш CapstoneAttention) и ffn (ваш SwiGLU размерности config.d_ff); его forward устроен по схеме pre-norm с остаточной связью вокруг каждого подслоя. CapstoneLM хранит embed (nn.Embedding), blocks (nn.ModuleList из config.n_layers блоков), norm и head (nn.Linear без смещения в config.vocab); его forward нумерует токены от длины кэша (0 без кэша), отдаёт блоку i слой i кэша (cache.layers[i]) и возвращает head(norm(x)). Проверка требует: ровно эти части по именам; логиты модели в стиле Llama с pre-norm и финальной нормировкой; и те же логиты, когда токены приходят через кэш по 5, затем по 1, 1 и 1.')
+        raise NotImplementedError('Exercise 13: инструкции выше')
 
     def forward(self, x, positions, cache=None):
         """(B, T, d) -> (B, T, d)."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 13: соберите модель. CapstoneBlock хранит attn_norm и ffn_norm (ваш RMSNorm с config.norm_eps), attn (ваш CapstoneAttention) и ffn (ваш SwiGLU размерности config.d_ff); его forward устроен по схеме pre-norm с остаточной связью вокруг каждого подслоя. CapstoneLM хранит embed (nn.Embedding), blocks (nn.ModuleList из config.n_layers блоков), norm и head (nn.Linear без смещения в config.vocab); его forward нумерует токены от длины кэша (0 без кэша), отдаёт блоку i слой i кэша (cache.layers[i]) и возвращает head(norm(x)). Проверка требует: ровно эти части по именам; логиты модели в стиле Llama с pre-norm и финальной нормировкой; и те же логиты, когда токены приходят через кэш по 5, затем по 1, 1 и 1.')
+        raise NotImplementedError('Exercise 13: инструкции выше')
 
 
 class CapstoneLM(nn.Module):
@@ -6892,13 +6892,13 @@ class CapstoneLM(nn.Module):
         super().__init__()
         self.config = config
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 13: соберите модель. CapstoneBlock хранит attn_norm и ffn_norm (ваш RMSNorm с config.norm_eps), attn (ваш CapstoneAttention) и ffn (ваш SwiGLU размерности config.d_ff); его forward устроен по схеме pre-norm с остаточной связью вокруг каждого подслоя. CapstoneLM хранит embed (nn.Embedding), blocks (nn.ModuleList из config.n_layers блоков), norm и head (nn.Linear без смещения в config.vocab); его forward нумерует токены от длины кэша (0 без кэша), отдаёт блоку i слой i кэша (cache.layers[i]) и возвращает head(norm(x)). Проверка требует: ровно эти части по именам; логиты модели в стиле Llama с pre-norm и финальной нормировкой; и те же логиты, когда токены приходят через кэш по 5, затем по 1, 1 и 1.')
+        raise NotImplementedError('Exercise 13: инструкции выше')
 
     def forward(self, tokens, cache=None):
         """tokens (B, T) -> logits (B, T, vocab); with a KVCache the tokens continue the ones it holds."""
         start = _capstone_tokens(tokens, self.config, cache)
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 13: соберите модель. CapstoneBlock хранит attn_norm и ffn_norm (ваш RMSNorm с config.norm_eps), attn (ваш CapstoneAttention) и ffn (ваш SwiGLU размерности config.d_ff); его forward устроен по схеме pre-norm с остаточной связью вокруг каждого подслоя. CapstoneLM хранит embed (nn.Embedding), blocks (nn.ModuleList из config.n_layers блоков), norm и head (nn.Linear без смещения в config.vocab); его forward нумерует токены от длины кэша (0 без кэша), отдаёт блоку i слой i кэша (cache.layers[i]) и возвращает head(norm(x)). Проверка требует: ровно эти части по именам; логиты модели в стиле Llama с pre-norm и финальной нормировкой; и те же логиты, когда токены приходят через кэш по 5, затем по 1, 1 и 1.')
+        raise NotImplementedError('Exercise 13: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -7028,26 +7028,26 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
     require_int("k_max", k_max, minimum=k_min, maximum=vocab)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 14: напишите задачу, шаг обучения, цикл обучения и оценку. induction_batch выбирает, только с помощью генератора, для каждой строки k от k_min до k_max и k различных токенов (первые k из случайного порядка словаря), записывает их дважды и дополняет случайными токенами до 2 * k_max; возвращает inputs (все токены, кроме последнего), targets (все, кроме первого) и scored, равный True на целях k+1 .. 2k-1 (позиции входа k .. 2k-2). train_step вычисляет среднюю кросс-энтропию только по отмеченным позициям, очищает старые градиенты, выполняет обратный проход, делает один шаг оптимизатора и возвращает потерю как float. fit_induction создаёт один torch.Generator().manual_seed(seed + 1) и один AdamW (weight_decay=0), задаёт скорость на шаге t равной lr * min(1, (t + 1) / warmup) * (1 - t / steps), на каждом шаге вызывает step на новом батче в режиме обучения, вызывает on_step(t + 1, loss), если он задан, и возвращает потери. induction_accuracy считает долю argmax == цель на отмеченных позициях нового батча, без градиентов. Проверки требуют: различные токены с повтором, отмеченные позиции, k для каждой строки, батч, зависящий только от генератора; потерю по отмеченным позициям и ровно один шаг оптимизатора; AdamW без weight decay, разогрев и спад, новые и воспроизводимые батчи; и точность только по отмеченным позициям.')
+    raise NotImplementedError('Exercise 14: инструкции выше')
 
 
 def train_step(model, optimizer, inputs, targets, scored):
     """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 14: напишите задачу, шаг обучения, цикл обучения и оценку. induction_batch выбирает, только с помощью генератора, для каждой строки k от k_min до k_max и k различных токенов (первые k из случайного порядка словаря), записывает их дважды и дополняет случайными токенами до 2 * k_max; возвращает inputs (все токены, кроме последнего), targets (все, кроме первого) и scored, равный True на целях k+1 .. 2k-1 (позиции входа k .. 2k-2). train_step вычисляет среднюю кросс-энтропию только по отмеченным позициям, очищает старые градиенты, выполняет обратный проход, делает один шаг оптимизатора и возвращает потерю как float. fit_induction создаёт один torch.Generator().manual_seed(seed + 1) и один AdamW (weight_decay=0), задаёт скорость на шаге t равной lr * min(1, (t + 1) / warmup) * (1 - t / steps), на каждом шаге вызывает step на новом батче в режиме обучения, вызывает on_step(t + 1, loss), если он задан, и возвращает потери. induction_accuracy считает долю argmax == цель на отмеченных позициях нового батча, без градиентов. Проверки требуют: различные токены с повтором, отмеченные позиции, k для каждой строки, батч, зависящий только от генератора; потерю по отмеченным позициям и ровно один шаг оптимизатора; AdamW без weight decay, разогрев и спад, новые и воспроизводимые батчи; и точность только по отмеченным позициям.')
+    raise NotImplementedError('Exercise 14: инструкции выше')
 
 
 def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
     """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
     require_int("steps", steps, minimum=1)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 14: напишите задачу, шаг обучения, цикл обучения и оценку. induction_batch выбирает, только с помощью генератора, для каждой строки k от k_min до k_max и k различных токенов (первые k из случайного порядка словаря), записывает их дважды и дополняет случайными токенами до 2 * k_max; возвращает inputs (все токены, кроме последнего), targets (все, кроме первого) и scored, равный True на целях k+1 .. 2k-1 (позиции входа k .. 2k-2). train_step вычисляет среднюю кросс-энтропию только по отмеченным позициям, очищает старые градиенты, выполняет обратный проход, делает один шаг оптимизатора и возвращает потерю как float. fit_induction создаёт один torch.Generator().manual_seed(seed + 1) и один AdamW (weight_decay=0), задаёт скорость на шаге t равной lr * min(1, (t + 1) / warmup) * (1 - t / steps), на каждом шаге вызывает step на новом батче в режиме обучения, вызывает on_step(t + 1, loss), если он задан, и возвращает потери. induction_accuracy считает долю argmax == цель на отмеченных позициях нового батча, без градиентов. Проверки требуют: различные токены с повтором, отмеченные позиции, k для каждой строки, батч, зависящий только от генератора; потерю по отмеченным позициям и ровно один шаг оптимизатора; AdamW без weight decay, разогрев и спад, новые и воспроизводимые батчи; и точность только по отмеченным позициям.')
+    raise NotImplementedError('Exercise 14: инструкции выше')
 
 
 def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
     """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 14: напишите задачу, шаг обучения, цикл обучения и оценку. induction_batch выбирает, только с помощью генератора, для каждой строки k от k_min до k_max и k различных токенов (первые k из случайного порядка словаря), записывает их дважды и дополняет случайными токенами до 2 * k_max; возвращает inputs (все токены, кроме последнего), targets (все, кроме первого) и scored, равный True на целях k+1 .. 2k-1 (позиции входа k .. 2k-2). train_step вычисляет среднюю кросс-энтропию только по отмеченным позициям, очищает старые градиенты, выполняет обратный проход, делает один шаг оптимизатора и возвращает потерю как float. fit_induction создаёт один torch.Generator().manual_seed(seed + 1) и один AdamW (weight_decay=0), задаёт скорость на шаге t равной lr * min(1, (t + 1) / warmup) * (1 - t / steps), на каждом шаге вызывает step на новом батче в режиме обучения, вызывает on_step(t + 1, loss), если он задан, и возвращает потери. induction_accuracy считает долю argmax == цель на отмеченных позициях нового батча, без градиентов. Проверки требуют: различные токены с повтором, отмеченные позиции, k для каждой строки, батч, зависящий только от генератора; потерю по отмеченным позициям и ровно один шаг оптимизатора; AdamW без weight decay, разогрев и спад, новые и воспроизводимые батчи; и точность только по отмеченным позициям.')
+    raise NotImplementedError('Exercise 14: инструкции выше')
 
 
 # %% tags=["hide-input"]
@@ -7332,12 +7332,12 @@ class LayerKV:
 
     def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype=torch.float32):
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1. KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений. generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов): при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при cache=False\xa0— всю последовательность на каждом шаге. Без градиентов. Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.')
+        raise NotImplementedError('Exercise 15: инструкции выше')
 
     def append(self, k, v, start):
         """Write k, v (B, H_kv, T, hd) at positions start..; return the keys and values so far."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1. KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений. generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов): при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при cache=False\xa0— всю последовательность на каждом шаге. Без градиентов. Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.')
+        raise NotImplementedError('Exercise 15: инструкции выше')
 
 
 class KVCache:
@@ -7345,7 +7345,7 @@ class KVCache:
 
     def __init__(self, config, batch):
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1. KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений. generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов): при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при cache=False\xa0— всю последовательность на каждом шаге. Без градиентов. Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.')
+        raise NotImplementedError('Exercise 15: инструкции выше')
 
     @property
     def length(self):
@@ -7355,14 +7355,14 @@ class KVCache:
     def nbytes(self):
         """The bytes of the keys and values held."""
         # Ваш код здесь.
-        raise NotImplementedError('Exercise 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1. KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений. generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов): при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при cache=False\xa0— всю последовательность на каждом шаге. Без градиентов. Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.')
+        raise NotImplementedError('Exercise 15: инструкции выше')
 
 
 def generate(model, prompt, n_new, *, cache=True):
     """Greedy decoding of n_new tokens after prompt (B, T0); with cache=True each step feeds only the newest token."""
     n_new = _generation_length(model, prompt, n_new)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1. KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений. generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов): при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при cache=False\xa0— всю последовательность на каждом шаге. Без градиентов. Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.')
+    raise NotImplementedError('Exercise 15: инструкции выше')
 
 
 # %% tags=["hide-input"]

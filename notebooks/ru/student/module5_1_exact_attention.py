@@ -3107,7 +3107,7 @@ def make_mask(n, window=None, n_sink=0):
         raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
     require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: Постройте аддитивную маску. Верните массив float формы (n, n), где 0,0 стоит там, где запрос i может читать ключ j, и -inf там, где не может: никогда не будущий ключ; при заданном окне\xa0— только ключи с i - j < window; при n_sink > 0 первые n_sink ключей остаются доступными (но будущее по-прежнему закрыто).')
+    raise NotImplementedError('Exercise 1: инструкции выше')
 
 
 # %%
@@ -3269,7 +3269,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
                 raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
             scores = biased
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска, уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1]) входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает ValueError при empty_row == "error" и состоит из нулей при "zero".')
+    raise NotImplementedError('Exercise 2: инструкции выше')
     return (output, weights) if return_weights else output
 
 
@@ -3428,7 +3428,7 @@ def repeat_kv_heads(x, group):
     group = require_int("group", group, minimum=1)
     require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 3: Повторите KV-головы для внимания с группировкой запросов. В x KV-головы лежат на оси -3; верните массив, в котором на этой оси в group раз больше голов и голова запросов h получает KV-голову h // group: соседние головы запросов делят одну KV-голову.')
+    raise NotImplementedError('Exercise 3: инструкции выше')
 
 
 # %%
@@ -3674,7 +3674,7 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
     for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
         require_int(name, value, minimum=1)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Посчитайте размер KV-кэша слой за слоем. В layer_windows по одному элементу на слой: None для слоя с полным вниманием (он хранит весь контекст, `context` токенов) или целое окно w (он хранит последние min(context, w) токенов). Каждый хранимый токен стоит один ключ и одно значение на каждую KV-голову. Верните точное число байт типа int.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 # %%
@@ -3880,7 +3880,7 @@ def online_softmax_dot(logit_tiles, value_tiles):
             raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
         tiles.append((logits.astype(float), values.astype(float)))
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель u, как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "u": u} в трассу. Верните (u / l, trace).')
+    raise NotImplementedError('Exercise 5: инструкции выше')
 
 
 # %%
@@ -4018,7 +4018,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
     tile_size = require_int("tile_size", tile_size, minimum=1)
     _refuse_overflow(Q, K, V)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 6: Простые тайлы. Для каждого блока из tile_size запросов храните для каждой строки m (начало -inf), l (начало 0) и накопитель O (нули, размерность d_v). Для каждого блока из tile_size ключей: вычислите тайл оценок Q_b K_c^T / sqrt(d_k), затем онлайн-обновление по формуле выше. После последнего блока ключей верните O / l для каждого блока запросов. Никогда не стройте массив T_q x T_k.')
+    raise NotImplementedError('Exercise 6: инструкции выше')
 
 
 # %%
@@ -4044,7 +4044,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
     tile_size = require_int("tile_size", tile_size, minimum=1)
     _refuse_overflow(Q, K, V)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов [q0, q1) посещайте только тайлы ключей, начинающиеся с k0 <= q1 - 1 (более поздние целиком в будущем); внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей, стоящих после запроса. Верните (output, tiles_computed)\xa0— число вычисленных тайлов оценок.')
+    raise NotImplementedError('Exercise 7: инструкции выше')
 
 
 # %%
@@ -4141,7 +4141,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
             first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
             k_lo, k_hi = 0, n_k
             # Ваш код здесь.
-            raise NotImplementedError('Exercise 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска, проверки переполнения и пустые строки. Заполните два отмеченных места. (1) Диапазон ключей для блока запросов, чьи запросы стоят на абсолютных позициях first..last (= query_start + q0 .. query_start + q1 - 1): при каузальном режиме (causal=True)\xa0— ни одного ключа после last; при окне\xa0— ни одного ключа до first - window + 1. (2) Внутри тайла, через который проходит граница, заблокируйте будущее и, при окне, ключи с query_pos - key_pos >= window.')
+            raise NotImplementedError('Exercise 8: инструкции выше')
             m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
             l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
             acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
@@ -4159,7 +4159,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
                 if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
                     query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
                     # Ваш код здесь.
-                    raise NotImplementedError('Exercise 8: Смещения и окна. Всё остальное во внимании по тайлам уже написано за вас: сток, аддитивная маска, проверки переполнения и пустые строки. Заполните два отмеченных места. (1) Диапазон ключей для блока запросов, чьи запросы стоят на абсолютных позициях first..last (= query_start + q0 .. query_start + q1 - 1): при каузальном режиме (causal=True)\xa0— ни одного ключа после last; при окне\xa0— ни одного ключа до first - window + 1. (2) Внутри тайла, через который проходит граница, заблокируйте будущее и, при окне, ключи с query_pos - key_pos >= window.')
+                    raise NotImplementedError('Exercise 8: инструкции выше')
                     s[blocked] = -np.inf
                 m_new = np.maximum(m, s.max(axis=1))
                 safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf

@@ -2879,7 +2879,7 @@ def rolling_window_decode(Q, K, V, window):
     window = require_int("window", window, minimum=1)
     require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала перезаписывает своим ключом и значением ячейку t % window (ячейку токена t - window, который только что покинул окно), затем применяет внимание к заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните выходы формы (T, d_v) и наибольшее число ключей, которое когда-либо было в буфере. Окно длиннее T токенов допустимо и никогда не заполняется: выделяйте не больше T ячеек.')
+    raise NotImplementedError('Exercise 1: инструкции выше')
 
 
 # %%
@@ -3198,7 +3198,7 @@ def linear_attention_recurrent(Q, K, V):
     phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
     require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба нулевые. Для каждого токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (outputs, S, z).')
+    raise NotImplementedError('Exercise 2: инструкции выше')
 
 
 # %%
@@ -3733,7 +3733,7 @@ def parallel_scan(a, b):
         raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
                                  f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 3: Вычислите все состояния h_t = λ_t h_(t-1) + μ_t (h_0 = 0) параллельным сканированием; массивы a и b хранят λ и μ, так что шаг (λ, μ)\xa0— это (a[t], b[t]) в коде. В каждом раунде каждая позиция сливается с позицией, стоящей на `shift` мест раньше (до начала используйте шаг, который ничего не делает, (1, 0)): (a_prev, b_prev), затем (a, b) дают (a_prev * a, a * b_prev + b). Удваивайте `shift` каждый раунд, пока он не достигнет T. Верните (states, rounds). Не изменяйте a и b.')
+    raise NotImplementedError('Exercise 3: инструкции выше')
 
 
 # %%
@@ -4001,7 +4001,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     """
     q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Вычислите внимание по латентному кэшу, не разворачивая его. Переведите запрос каждой головы в латентное пространство (q_nope @ W_uk^T), вычислите его оценки относительно латентных векторов, ПРИБАВЬТЕ RoPE-ветвь q_rope @ k_rope^T, умножьте на 1/sqrt(d_nope + d_rope), прибавьте маску и возьмите устойчивый softmax по закэшированным токенам. Смешайте латентные векторы с этими весами, затем примените W_uv @ W_o для каждой головы и сложите головы. Никогда не вычисляйте latent @ W_uk.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 # %%
@@ -4374,7 +4374,7 @@ def kivi_cache(K, V, bits):
     if K.shape != V.shape:
         raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 5: Квантуйте кэш по осям KIVI и прочитайте его обратно. Ключи K [T, d] получают по одному масштабу на канал (его делят T чисел канала); значения V [T, d] получают по одному масштабу на токен (его делят d чисел токена). Используйте quantize(x, bits, shared_axis) и dequantize из этого раздела. Верните (K_hat, V_hat).')
+    raise NotImplementedError('Exercise 5: инструкции выше')
 
 
 # %%
@@ -4406,7 +4406,7 @@ def selective_step(h, x, delta, a, b, c):
     require_product_in_range("the new state", (bound,), "scale h, x or b down")
     require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого токена delta > 0, скорость затухания a < 0 и множители записи и чтения b и c: keep = e^(delta a), write = (keep - 1) / a * b, затем h_new = keep * h + write * x и y = c * h_new. Верните (h_new, y).')
+    raise NotImplementedError('Exercise 6: инструкции выше')
 
 
 # %%
