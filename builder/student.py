@@ -8,7 +8,7 @@ An exercise is one code cell tagged ``exercise``. It opens with a comment block
     ### END SOLUTION
 
 The next code cell must call ``check_exercise("Exercise N", ...)``. In the student edition each
-solution block becomes ``raise NotImplementedError("Exercise N: instructions")``. The one copy of
+solution block becomes ``raise NotImplementedError("Exercise N: see the instructions above")``. The one copy of
 each solution is the notebook's ``solutions`` region (``solutions_code``), base64-encoded so that
 no solution is read by accident; ``check_exercise`` runs it in place of an exercise that is not
 attempted or fails, and ``show_reference`` prints it.
@@ -111,17 +111,18 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
-# What a student edition writes where a solution was, by language.
+# What a student edition writes where a solution was, by language: a comment and one short raise (the label is the grader's key).
 YOUR_CODE = {"en": "# Your code here.", "ru": "# Ваш код здесь."}
+SEE_ABOVE = {"en": "see the instructions above", "ru": "инструкции выше"}
 
 
 def stubbed(source: str, exercise: Exercise, language: str = "en") -> str:
-    """The exercise cell with every solution block replaced by a NotImplementedError stub (its message keeps the grader's label)."""
+    """The exercise cell with every solution block replaced by a short NotImplementedError stub (its message keeps the grader's label)."""
     lines = source.splitlines()
-    message = f"{exercise.label}: {exercise.instructions}"
+    message = f"{exercise.label}: {worded(SEE_ABOVE, language)}"
     for begin, end in reversed(_solution_blocks(source, exercise.label)):
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        lines[begin:end + 1] = [f"{indent}{worded(YOUR_CODE, language)}", f"{indent}raise NotImplementedError({message!r})"]
+        lines[begin:end + 1] = [f"{indent}{worded(YOUR_CODE, language)}", f"{indent}raise NotImplementedError({message!r})"]  # one short line
     return "\n".join(lines)
 
 

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module3_basic_transformer.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Licence: text and figures CC BY-SA 4.0, code MIT.*
-# <!-- builder:end sha256=9ab585e738a04f1796a4d58f8ddac28ad7e3af4c75236e0035c8a88863f29bee -->
+# *Provenance: course builder 0.1.0; reference `references/module3.json`, SHA-256 `99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=21eed44ae12ad87deff1de367e6c737613772833ba2400ce91e01dc59a21d144 -->
 
 # %% [markdown]
 # ## Level 1 · Attention for practitioners
@@ -273,7 +273,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
+REFERENCE_SHA256 = "99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -323,6 +323,19 @@ REFERENCE_JSON = r"""{
     "long_context_ratio": 15.625,
     "long_context_score_entries": 16384000000,
     "q_heads": 32
+  },
+  "induction_task": {
+    "accuracy_one_layer_at_most": 0.85,
+    "accuracy_two_layers_at_least": 0.95,
+    "batch": 64,
+    "eval_rows": 512,
+    "k_max": 12,
+    "k_min": 4,
+    "learning_rate": 0.01,
+    "seed": 0,
+    "steps": 200,
+    "vocab": 16,
+    "warmup": 20
   },
   "it_example": {
     "scores": [2.0, 1.0, 0.5],
@@ -379,6 +392,12 @@ REFERENCE_JSON = r"""{
       [-0.7568024953079282, -0.6536436208636119, 0.03998933418663416, 0.9992001066609779]
     ]
   },
+  "rms_norm": {
+    "normalized": [0.3651483716701107, 0.7302967433402214, 1.0954451150103321, 1.4605934866804429]
+  },
+  "rope": {
+    "rotated": [0.5403023058681398, 0.8414709848078965, -0.009999833334166664, 0.9999500004166653]
+  },
   "sampling": {
     "logits": [3.0, 2.0, 1.0, 0.0],
     "temperature_1": [0.6439142598879724, 0.23688281808991013, 0.08714431874203257, 0.03205860328008499],
@@ -395,7 +414,7 @@ REFERENCE_JSON = r"""{
     "seed": 18,
     "unscaled_variance_target": 64.0
   },
-  "schema_version": 3,
+  "schema_version": 4,
   "tiny_lm": {
     "ablated_accuracy_ceiling": 0.25,
     "ablated_loss_floor": 1.8714973875118521,
@@ -414,7 +433,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
+# builder:end sha256=a3d837a95011d87423e576165cae0cbd1629206c9e640f9877ceb12a66c3a1e7
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1290,7 +1309,7 @@ apply_plot_style()
 expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outside, nothing at 0",
        [log_tick_label(value) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)], "==",
        ["", "10⁻¹²", "0.0005", "0.001", "0.5", "2", "50000", "10⁵"])
-REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
+REFERENCE.check("schema_version", 4)  # the layout of references/module3.json this notebook was written for
 print("toolkit ready: argument checks, contract checks and the course figure style")
 
 # %% tags=["hide-input", "remove-cell"]
@@ -1571,8 +1590,243 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dGhfbGltaXQiCiAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIHtsZW4oc3RlcHMpfSBwcmVwYXJlZCBzdGVwcyByYW4gb3V0",
         "IGJlZm9yZSBFT1Mgb3IgdGhlIGxpbWl0IG9mIHttYXhfbmV3X3Rva2Vuc30gdG9rZW5zIik=",
     ),
+    "Exercise 9": (
+        "IyBFeGVyY2lzZSA5OiBXcml0ZSBSb1BFLiB4IGhhcyBzaGFwZSAoLi4uLCBULCBkKSB3aXRoIGQgZXZlbiwgcG9zaXRpb25z",
+        "IGhvbGRzIHRoZSBhYnNvbHV0ZSBwb3NpdGlvbiBvZgojIGVhY2ggb2YgdGhlIFQgdG9rZW5zLiBUdXJuIGVhY2ggcGFpciAo",
+        "eFsuLi4sIDJpXSwgeFsuLi4sIDJpKzFdKSBvZiB0aGUgdG9rZW4gYXQgcG9zaXRpb24gcCBieSB0aGUKIyBhbmdsZSBwICog",
+        "YmFzZSoqKC0yaS9kKTogKGEsIGIpIC0+IChhIGNvcyAtIGIgc2luLCBhIHNpbiArIGIgY29zKS4gV29yayB3aXRoIHdob2xl",
+        "IHRlbnNvcnMuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUgc2hhcGUgYW5kIGR0eXBlIG9mIHg7IGVhY2ggcGFpciB0dXJu",
+        "ZWQgYnkgaXRzIGFuZ2xlIGZvciB0d28gYmFzZXM7IHBvc2l0aW9uIDAKIyB1bmNoYW5nZWQ7IGFuZCBxIC4gayBkZXBlbmRp",
+        "bmcgb25seSBvbiB0aGUgb2Zmc2V0IGJldHdlZW4gdGhlIHF1ZXJ5J3MgYW5kIHRoZSBrZXkncyBwb3NpdGlvbnMuCmRlZiBh",
+        "cHBseV9yb3BlKHgsIHBvc2l0aW9ucywgYmFzZT0xMF8wMDAuMCk6CiAgICAiIiJUdXJuIHBhaXIgaSBvZiB0aGUgdG9rZW4g",
+        "YXQgcG9zaXRpb24gcCBieSB0aGUgYW5nbGUgcCDCtyBiYXNlXigtMmkvZCkuIiIiCiAgICB4LCBwb3NpdGlvbnMgPSBfcm9w",
+        "ZV9pbnB1dHMoeCwgcG9zaXRpb25zLCBiYXNlKQogICAgaGFsZiA9IHguc2hhcGVbLTFdIC8vIDIKICAgIGZyZXF1ZW5jeSA9",
+        "IGJhc2UgKiogKC0yICogdG9yY2guYXJhbmdlKGhhbGYsIGR0eXBlPXRvcmNoLmZsb2F0NjQpIC8geC5zaGFwZVstMV0pICAj",
+        "IChkLzIsKQogICAgYW5nbGUgPSBwb3NpdGlvbnMudG8odG9yY2guZmxvYXQ2NClbOiwgTm9uZV0gKiBmcmVxdWVuY3kgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgIyAoVCwgZC8yKQogICAgY29zLCBzaW4gPSB0b3JjaC5jb3MoYW5nbGUpLnRvKHguZHR5",
+        "cGUpLCB0b3JjaC5zaW4oYW5nbGUpLnRvKHguZHR5cGUpCiAgICBldmVuLCBvZGQgPSB4Wy4uLiwgMDo6Ml0sIHhbLi4uLCAx",
+        "OjoyXSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFQsIGQvMikgZWFjaAogICAg",
+        "dHVybmVkID0gdG9yY2guc3RhY2soKGV2ZW4gKiBjb3MgLSBvZGQgKiBzaW4sIGV2ZW4gKiBzaW4gKyBvZGQgKiBjb3MpLCBk",
+        "aW09LTEpICAgIyAoLi4uLCBULCBkLzIsIDIpCiAgICByZXR1cm4gdHVybmVkLmZsYXR0ZW4oLTIpICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFQsIGQpOiBwYWlycyBzaWRlIGJ5IHNp",
+        "ZGU=",
+    ),
+    "Exercise 10": (
+        "IyBFeGVyY2lzZSAxMDogV3JpdGUgUk1TTm9ybSBhcyBhIG1vZHVsZS4gX19pbml0X18ga2VlcHMgZXBzIGFuZCBhIGdhaW4g",
+        "c2VsZi53ZWlnaHQsIGFuIG5uLlBhcmFtZXRlciBvZgojIGRfbW9kZWwgb25lczsgZm9yd2FyZCByZXR1cm5zIHggLyBzcXJ0",
+        "KG1lYW4oeMKyKSArIGVwcykgKiB3ZWlnaHQgb3ZlciB0aGUgbGFzdCBheGlzLgojIFRoZSBjaGVjayByZXF1aXJlczogYSB3",
+        "ZWlnaHQgb2YgZF9tb2RlbCBvbmVzOyB0aGUgb3V0cHV0IGVxdWFscyBGLnJtc19ub3JtIHdpdGggYSBnYWluOyBncmFkaWVu",
+        "dHMgZmxvdy4KY2xhc3MgUk1TTm9ybShubi5Nb2R1bGUpOgogICAgIiIieCAvIHNxcnQobWVhbih4wrIpICsgZXBzKSDCtyB3",
+        "ZWlnaHQgb3ZlciB0aGUgbGFzdCBheGlzOiBMYXllck5vcm0gd2l0aG91dCB0aGUgbWVhbiBhbmQgdGhlIGJpYXMuIiIiCgog",
+        "ICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGVwcz0xZS01KToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAg",
+        "ICAgICBzZWxmLmVwcyA9IGVwcwogICAgICAgIHNlbGYud2VpZ2h0ID0gbm4uUGFyYW1ldGVyKHRvcmNoLm9uZXMoZF9tb2Rl",
+        "bCkpICAjIHRoZSBnYWluIM6zLCBvbmUgcGVyIGZlYXR1cmUKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAi",
+        "IiIoLi4uLCBkKSAtPiAoLi4uLCBkKS4iIiIKICAgICAgICByZXR1cm4geCAqIHRvcmNoLnJzcXJ0KHgucG93KDIpLm1lYW4o",
+        "ZGltPS0xLCBrZWVwZGltPVRydWUpICsgc2VsZi5lcHMpICogc2VsZi53ZWlnaHQ=",
+    ),
+    "Exercise 11": (
+        "IyBFeGVyY2lzZSAxMTogV3JpdGUgdGhlIFN3aUdMVSBmZWVkLWZvcndhcmQgbmV0d29yay4gX19pbml0X18gbWFrZXMgdGhy",
+        "ZWUgYmlhcy1mcmVlIG5uLkxpbmVhciBsYXllcnMsCiMgd19nYXRlIGFuZCB3X3VwIChkX21vZGVsIC0+IGRfZmYpIGFuZCB3",
+        "X2Rvd24gKGRfZmYgLT4gZF9tb2RlbCk7IGZvcndhcmQgcmV0dXJucwojIHdfZG93bihzaWx1KHdfZ2F0ZSB4KSAqIHdfdXAg",
+        "eCkgKEYuc2lsdSkuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUgdGhyZWUgbGF5ZXJzIHdpdGggdGhlaXIgc2hhcGVzIGFu",
+        "ZCBubyBiaWFzZXM7IHRoZSBvdXRwdXQgb2YgdGhlIGZvcm11bGEuCmNsYXNzIFN3aUdMVShubi5Nb2R1bGUpOgogICAgIiIi",
+        "VGhlIGdhdGVkIGZlZWQtZm9yd2FyZCBuZXR3b3JrIG9mIExMYU1BOiB3X2Rvd24oc2lsdSh3X2dhdGUgeCkg4oqZIHdfdXAg",
+        "eCkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGRfZmYpOgogICAgICAgIHN1cGVyKCkuX19pbml0X18o",
+        "KQogICAgICAgIHNlbGYud19nYXRlID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2Vs",
+        "Zi53X3VwID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi53X2Rvd24gPSBubi5M",
+        "aW5lYXIoZF9mZiwgZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAiIiIo",
+        "Li4uLCBkX21vZGVsKSAtPiAoLi4uLCBkX21vZGVsKS4iIiIKICAgICAgICByZXR1cm4gc2VsZi53X2Rvd24oRi5zaWx1KHNl",
+        "bGYud19nYXRlKHgpKSAqIHNlbGYud191cCh4KSk=",
+    ),
+    "Exercise 12": (
+        "IyBFeGVyY2lzZSAxMjogV3JpdGUgUm9QRSBhdHRlbnRpb24gd2l0aCBncm91cGVkIEsvViBoZWFkcy4gX19pbml0X18gbWFr",
+        "ZXMgYmlhcy1mcmVlIHdfcSAoZF9tb2RlbCAtPgojIG5faGVhZHMgKiBoZWFkX2RpbSksIHdfayBhbmQgd192IChkX21vZGVs",
+        "IC0+IG5fa3ZfaGVhZHMgKiBoZWFkX2RpbSkgYW5kIHdfbyAoYmFjayB0byBkX21vZGVsKS4KIyBxa3YoeCwgcG9zaXRpb25z",
+        "KSByZXR1cm5zIHEgKEIsIG5faGVhZHMsIFQsIGhlYWRfZGltKSBhbmQgaywgdiAoQiwgbl9rdl9oZWFkcywgVCwgaGVhZF9k",
+        "aW0pLCB3aXRoCiMgYXBwbHlfcm9wZSBvbiBxIGFuZCBrLiBtZXJnZShvdXQpIG1lcmdlcyB0aGUgaGVhZHMgYW5kIGFwcGxp",
+        "ZXMgd19vLiBmb3J3YXJkKHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9uZSkKIyBhcHBlbmRzIGssIHYgdG8gdGhlIGNhY2hlIHdo",
+        "ZW4gdGhlcmUgaXMgb25lIChjYWNoZS5hcHBlbmQoaywgdiwgaW50KHBvc2l0aW9uc1swXSkpIHJldHVybnMgYWxsIGtleXMK",
+        "IyBhbmQgdmFsdWVzIHNvIGZhciksIHJlcGVhdHMgZWFjaCBLL1YgaGVhZCBmb3IgaXRzIGdyb3VwIG9mIHF1ZXJ5IGhlYWRz",
+        "LCBtYXNrcyB3aXRoIGNhdXNhbF9hbGxvd2VkCiMgYW5kIHRoZSByaWdodCBxdWVyeV9vZmZzZXQsIGF0dGVuZHMgd2l0aCB5",
+        "b3VyIHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24sIGFuZCBtZXJnZXMuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUg",
+        "Zm91ciBwcm9qZWN0aW9uczsgcSwgayBhbmQgdiB3aXRoIFJvUEUgb24gcSBhbmQgayBvbmx5OyBtZXJnZTsgdGhlIG91dHB1",
+        "dAojIG9mIGNhdXNhbCBhdHRlbnRpb24gd2l0aCBxdWVyeSBoZWFkIGggcmVhZGluZyBLL1YgaGVhZCBoIC8vIGdyb3VwOyBh",
+        "bmQgdGhlIHNhbWUgb3V0cHV0IHRocm91Z2ggYSBjYWNoZS4KY2xhc3MgQ2Fwc3RvbmVBdHRlbnRpb24obm4uTW9kdWxlKToK",
+        "ICAgICIiIkNhdXNhbCBzZWxmLWF0dGVudGlvbiB3aXRoIFJvUEUgb24gcXVlcmllcyBhbmQga2V5cyBhbmQgbl9rdl9oZWFk",
+        "cyBLL1YgaGVhZHMgc2hhcmVkIGJ5IGdyb3VwcyBvZiBxdWVyeSBoZWFkcy4iIiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwg",
+        "Y29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBzZWxmLm5faGVhZHMsIHNlbGYubl9rdl9oZWFk",
+        "cywgc2VsZi5oZWFkX2RpbSwgc2VsZi5yb3BlX2Jhc2UgPSBjb25maWcubl9oZWFkcywgY29uZmlnLm5fa3ZfaGVhZHMsIGNv",
+        "bmZpZy5oZWFkX2RpbSwgY29uZmlnLnJvcGVfYmFzZQogICAgICAgIHNlbGYud19xID0gbm4uTGluZWFyKGNvbmZpZy5kX21v",
+        "ZGVsLCBjb25maWcubl9oZWFkcyAqIGNvbmZpZy5oZWFkX2RpbSwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLndfayA9IG5u",
+        "LkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmlnLm5fa3ZfaGVhZHMgKiBjb25maWcuaGVhZF9kaW0sIGJpYXM9RmFsc2Up",
+        "CiAgICAgICAgc2VsZi53X3YgPSBubi5MaW5lYXIoY29uZmlnLmRfbW9kZWwsIGNvbmZpZy5uX2t2X2hlYWRzICogY29uZmln",
+        "LmhlYWRfZGltLCBiaWFzPUZhbHNlKQogICAgICAgIHNlbGYud19vID0gbm4uTGluZWFyKGNvbmZpZy5uX2hlYWRzICogY29u",
+        "ZmlnLmhlYWRfZGltLCBjb25maWcuZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgcWt2KHNlbGYsIHgsIHBvc2l0aW9u",
+        "cyk6CiAgICAgICAgIiIieCAoQiwgVCwgZCkgYXQgcG9zaXRpb25zIChULCkgLT4gcSAoQiwgSHEsIFQsIGhkKSwgayBhbmQg",
+        "diAoQiwgSGt2LCBULCBoZCksIFJvUEUgb24gcSBhbmQgay4iIiIKICAgICAgICBxID0gc3BsaXRfaGVhZHMoc2VsZi53X3Eo",
+        "eCksIHNlbGYubl9oZWFkcykgICAgICAgIyAoQiwgSHEsIFQsIGhkKQogICAgICAgIGsgPSBzcGxpdF9oZWFkcyhzZWxmLndf",
+        "ayh4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHYgPSBzcGxpdF9oZWFkcyhzZWxm",
+        "Lndfdih4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHJldHVybiBhcHBseV9yb3Bl",
+        "KHEsIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2UpLCBhcHBseV9yb3BlKGssIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2Up",
+        "LCB2CgogICAgZGVmIG1lcmdlKHNlbGYsIG91dCk6CiAgICAgICAgIiIib3V0IChCLCBIcSwgVCwgaGQpIC0+IChCLCBULCBk",
+        "KTogdGhlIGhlYWRzIHNpZGUgYnkgc2lkZSwgdGhlbiB3X28uIiIiCiAgICAgICAgcmV0dXJuIHNlbGYud19vKG1lcmdlX2hl",
+        "YWRzKG91dCkpCgogICAgZGVmIGZvcndhcmQoc2VsZiwgeCwgcG9zaXRpb25zLCBjYWNoZT1Ob25lKToKICAgICAgICAiIiJ4",
+        "IChCLCBULCBkKSAtPiAoQiwgVCwgZCk7IHdpdGggYSBjYWNoZSB0aGlzIGNhbGwncyBrZXlzIGFuZCB2YWx1ZXMgam9pbiBp",
+        "dCBhbmQgdGhlIHF1ZXJpZXMgcmVhZCBhbGwgb2YgdGhlbS4iIiIKICAgICAgICBxLCBrLCB2ID0gc2VsZi5xa3YoeCwgcG9z",
+        "aXRpb25zKQogICAgICAgIGlmIGNhY2hlIGlzIG5vdCBOb25lOgogICAgICAgICAgICBrLCB2ID0gY2FjaGUuYXBwZW5kKGss",
+        "IHYsIGludChwb3NpdGlvbnNbMF0pKSAgICAgICAgICAgICAgICAgICMgKEIsIEhrdiwgVF9rLCBoZCk6IGV2ZXJ5IGtleSBz",
+        "byBmYXIKICAgICAgICBncm91cCA9IHNlbGYubl9oZWFkcyAvLyBzZWxmLm5fa3ZfaGVhZHMKICAgICAgICB0X3EsIHRfayA9",
+        "IHEuc2hhcGVbLTJdLCBrLnNoYXBlWy0yXQogICAgICAgIGFsbG93ZWQgPSBjYXVzYWxfYWxsb3dlZCh0X3EsIHRfaywgcXVl",
+        "cnlfb2Zmc2V0PXRfayAtIHRfcSkgICAgICAgICAgIyAoVF9xLCBUX2spOiBxdWVyaWVzIGF0IHRoZWlyIGFic29sdXRlIHBv",
+        "c2l0aW9ucwogICAgICAgIG91dCA9IHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24ocSwgcmVwZWF0X2t2X2hlYWRzKGss",
+        "IGdyb3VwKSwgcmVwZWF0X2t2X2hlYWRzKHYsIGdyb3VwKSwgYWxsb3dlZCkub3V0cHV0CiAgICAgICAgcmV0dXJuIHNlbGYu",
+        "bWVyZ2Uob3V0KSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKEIsIFQsIGQp",
+    ),
+    "Exercise 13": (
+        "IyBFeGVyY2lzZSAxMzogQXNzZW1ibGUgdGhlIG1vZGVsLiBDYXBzdG9uZUJsb2NrIGhvbGRzIGF0dG5fbm9ybSBhbmQgZmZu",
+        "X25vcm0gKHlvdXIgUk1TTm9ybSwgd2l0aAojIGNvbmZpZy5ub3JtX2VwcyksIGF0dG4gKHlvdXIgQ2Fwc3RvbmVBdHRlbnRp",
+        "b24pIGFuZCBmZm4gKHlvdXIgU3dpR0xVIG9mIHdpZHRoIGNvbmZpZy5kX2ZmKTsgaXRzIGZvcndhcmQgaXMKIyBwcmUtbm9y",
+        "bSB3aXRoIGEgcmVzaWR1YWwgYXJvdW5kIGVhY2ggc3VibGF5ZXIuIENhcHN0b25lTE0gaG9sZHMgZW1iZWQgKG5uLkVtYmVk",
+        "ZGluZyksIGJsb2NrcyAoYW4KIyBubi5Nb2R1bGVMaXN0IG9mIGNvbmZpZy5uX2xheWVycyBibG9ja3MpLCBub3JtIGFuZCBo",
+        "ZWFkIChiaWFzLWZyZWUgbm4uTGluZWFyIHRvIGNvbmZpZy52b2NhYik7IGl0cwojIGZvcndhcmQgbnVtYmVycyB0aGUgdG9r",
+        "ZW5zIGZyb20gdGhlIGNhY2hlJ3MgbGVuZ3RoICgwIHdpdGhvdXQgYSBjYWNoZSksIGdpdmVzIGJsb2NrIGkgdGhlIGNhY2hl",
+        "J3MKIyBsYXllciBpIChjYWNoZS5sYXllcnNbaV0pLCBhbmQgcmV0dXJucyBoZWFkKG5vcm0oeCkpLgojIFRoZSBjaGVjayBy",
+        "ZXF1aXJlczogZXhhY3RseSB0aGVzZSBwYXJ0cyBieSBuYW1lOyB0aGUgbG9naXRzIG9mIGEgcHJlLW5vcm0gTGxhbWEtc3R5",
+        "bGUgbW9kZWwgd2l0aCBhCiMgZmluYWwgbm9ybTsgYW5kIHRoZSBzYW1lIGxvZ2l0cyB3aGVuIHRoZSB0b2tlbnMgYXJyaXZl",
+        "IDUsIHRoZW4gMSwgMSBhbmQgMSBhdCBhIHRpbWUgdGhyb3VnaCBhIGNhY2hlLgpjbGFzcyBDYXBzdG9uZUJsb2NrKG5uLk1v",
+        "ZHVsZSk6CiAgICAiIiJBIHByZS1ub3JtIGRlY29kZXIgYmxvY2s6IHggKyBhdHRuKGF0dG5fbm9ybSh4KSksIHRoZW4geCAr",
+        "IGZmbihmZm5fbm9ybSh4KSkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGNvbmZpZyk6CiAgICAgICAgc3VwZXIoKS5f",
+        "X2luaXRfXygpCiAgICAgICAgc2VsZi5hdHRuX25vcm0gPSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9l",
+        "cHMpCiAgICAgICAgc2VsZi5hdHRuID0gQ2Fwc3RvbmVBdHRlbnRpb24oY29uZmlnKQogICAgICAgIHNlbGYuZmZuX25vcm0g",
+        "PSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9lcHMpCiAgICAgICAgc2VsZi5mZm4gPSBTd2lHTFUoY29u",
+        "ZmlnLmRfbW9kZWwsIGNvbmZpZy5kX2ZmKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9u",
+        "ZSk6CiAgICAgICAgIiIiKEIsIFQsIGQpIC0+IChCLCBULCBkKS4iIiIKICAgICAgICB4ID0geCArIHNlbGYuYXR0bihzZWxm",
+        "LmF0dG5fbm9ybSh4KSwgcG9zaXRpb25zLCBjYWNoZSkKICAgICAgICByZXR1cm4geCArIHNlbGYuZmZuKHNlbGYuZmZuX25v",
+        "cm0oeCkpCgoKY2xhc3MgQ2Fwc3RvbmVMTShubi5Nb2R1bGUpOgogICAgIiIiVG9rZW4gZW1iZWRkaW5nLCBuX2xheWVycyBw",
+        "cmUtbm9ybSBibG9ja3Mgd2l0aCBSb1BFIGF0dGVudGlvbiwgYSBmaW5hbCBSTVNOb3JtIGFuZCBhbiBvdXRwdXQgaGVhZC4i",
+        "IiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwgY29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBz",
+        "ZWxmLmNvbmZpZyA9IGNvbmZpZwogICAgICAgIHNlbGYuZW1iZWQgPSBubi5FbWJlZGRpbmcoY29uZmlnLnZvY2FiLCBjb25m",
+        "aWcuZF9tb2RlbCkKICAgICAgICBzZWxmLmJsb2NrcyA9IG5uLk1vZHVsZUxpc3QoQ2Fwc3RvbmVCbG9jayhjb25maWcpIGZv",
+        "ciBfIGluIHJhbmdlKGNvbmZpZy5uX2xheWVycykpCiAgICAgICAgc2VsZi5ub3JtID0gUk1TTm9ybShjb25maWcuZF9tb2Rl",
+        "bCwgY29uZmlnLm5vcm1fZXBzKQogICAgICAgIHNlbGYuaGVhZCA9IG5uLkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmln",
+        "LnZvY2FiLCBiaWFzPUZhbHNlKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHRva2VucywgY2FjaGU9Tm9uZSk6CiAgICAgICAg",
+        "IiIidG9rZW5zIChCLCBUKSAtPiBsb2dpdHMgKEIsIFQsIHZvY2FiKTsgd2l0aCBhIEtWQ2FjaGUgdGhlIHRva2VucyBjb250",
+        "aW51ZSB0aGUgb25lcyBpdCBob2xkcy4iIiIKICAgICAgICBzdGFydCA9IF9jYXBzdG9uZV90b2tlbnModG9rZW5zLCBzZWxm",
+        "LmNvbmZpZywgY2FjaGUpCiAgICAgICAgcG9zaXRpb25zID0gdG9yY2guYXJhbmdlKHN0YXJ0LCBzdGFydCArIHRva2Vucy5z",
+        "aGFwZVsxXSkgICAgICAgICAgICAgICAgICMgYWJzb2x1dGUgcG9zaXRpb25zIChULCkKICAgICAgICB4ID0gc2VsZi5lbWJl",
+        "ZCh0b2tlbnMpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCwgZCkK",
+        "ICAgICAgICBmb3IgaSwgYmxvY2sgaW4gZW51bWVyYXRlKHNlbGYuYmxvY2tzKToKICAgICAgICAgICAgeCA9IGJsb2NrKHgs",
+        "IHBvc2l0aW9ucywgTm9uZSBpZiBjYWNoZSBpcyBOb25lIGVsc2UgY2FjaGUubGF5ZXJzW2ldKQogICAgICAgIHJldHVybiBz",
+        "ZWxmLmhlYWQoc2VsZi5ub3JtKHgpKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChCLCBU",
+        "LCB2b2NhYik=",
+    ),
+    "Exercise 14": (
+        "IyBFeGVyY2lzZSAxNDogV3JpdGUgdGhlIHRhc2ssIHRoZSB0cmFpbmluZyBzdGVwLCB0aGUgdHJhaW5pbmcgbG9vcCBhbmQg",
+        "dGhlIHNjb3JlLiBpbmR1Y3Rpb25fYmF0Y2ggZHJhd3MsCiMgZnJvbSB0aGUgZ2VuZXJhdG9yIG9ubHksIGZvciBlYWNoIHJv",
+        "dyBhIGsgZnJvbSBrX21pbiB0byBrX21heCBhbmQgayBkaXN0aW5jdCB0b2tlbnMgKHRoZSBmaXJzdCBrIG9mIGEgcmFuZG9t",
+        "CiMgb3JkZXIgb2YgdGhlIHZvY2FidWxhcnkpLCB3cml0dGVuIHR3aWNlIGFuZCBwYWRkZWQgd2l0aCByYW5kb20gdG9rZW5z",
+        "IHRvIDIgKiBrX21heDsgaXQgcmV0dXJucyBpbnB1dHMKIyAoYWxsIGJ1dCB0aGUgbGFzdCB0b2tlbiksIHRhcmdldHMgKGFs",
+        "bCBidXQgdGhlIGZpcnN0KSBhbmQgc2NvcmVkLCBUcnVlIGF0IHRhcmdldHMgaysxIC4uIDJrLTEgKGlucHV0CiMgcG9zaXRp",
+        "b25zIGsgLi4gMmstMikuIHRyYWluX3N0ZXAgY29tcHV0ZXMgdGhlIG1lYW4gY3Jvc3MtZW50cm9weSBvdmVyIHRoZSBzY29y",
+        "ZWQgcG9zaXRpb25zIG9ubHksIGNsZWFycyB0aGUKIyBvbGQgZ3JhZGllbnRzLCBiYWNrcHJvcGFnYXRlcywgdGFrZXMgb25l",
+        "IG9wdGltaXplciBzdGVwIGFuZCByZXR1cm5zIHRoZSBsb3NzIGFzIGEgZmxvYXQuIGZpdF9pbmR1Y3Rpb24gbWFrZXMKIyBv",
+        "bmUgdG9yY2guR2VuZXJhdG9yKCkubWFudWFsX3NlZWQoc2VlZCArIDEpIGFuZCBvbmUgQWRhbVcgKHdlaWdodF9kZWNheT0w",
+        "KSwgc2V0cyB0aGUgcmF0ZSBhdCBzdGVwIHQgdG8KIyBsciAqIG1pbigxLCAodCArIDEpIC8gd2FybXVwKSAqICgxIC0gdCAv",
+        "IHN0ZXBzKSwgcnVucyBzdGVwIG9uIGEgZnJlc2ggYmF0Y2ggZWFjaCBzdGVwIGluIHRyYWluaW5nIG1vZGUsIGNhbGxzCiMg",
+        "b25fc3RlcCh0ICsgMSwgbG9zcykgd2hlbiBnaXZlbiwgYW5kIHJldHVybnMgdGhlIGxvc3Nlcy4gaW5kdWN0aW9uX2FjY3Vy",
+        "YWN5IHNjb3JlcyBhcmdtYXggPT0gdGFyZ2V0IG9uIHRoZQojIHNjb3JlZCBwb3NpdGlvbnMgb2YgYSBmcmVzaCBiYXRjaCwg",
+        "d2l0aG91dCBncmFkaWVudHMuCiMgVGhlIGNoZWNrcyByZXF1aXJlOiBkaXN0aW5jdCB0b2tlbnMgcmVwZWF0ZWQsIHRoZSBz",
+        "Y29yZWQgcG9zaXRpb25zLCBrIGRyYXduIHBlciByb3csIHRoZSBnZW5lcmF0b3IgYWxvbmUKIyBkZWNpZGluZzsgdGhlIHNj",
+        "b3JlZCBsb3NzIGFuZCBleGFjdGx5IG9uZSBvcHRpbWl6ZXIgc3RlcDsgQWRhbVcgd2l0aG91dCBkZWNheSwgdGhlIHdhcm0t",
+        "dXAgYW5kIGRlY2F5LCBmcmVzaAojIGFuZCBzZWVkZWQgYmF0Y2hlczsgYW5kIGFuIGFjY3VyYWN5IG92ZXIgdGhlIHNjb3Jl",
+        "ZCBwb3NpdGlvbnMgb25seS4KZGVmIGluZHVjdGlvbl9iYXRjaChiYXRjaCwgZ2VuZXJhdG9yLCAqLCB2b2NhYj0xNiwga19t",
+        "aW49NCwga19tYXg9MTIpOgogICAgIiIiUm93cyBvZiBrIGRpc3RpbmN0IHJhbmRvbSB0b2tlbnMgd3JpdHRlbiB0d2ljZSAo",
+        "ayBkcmF3biBwZXIgcm93KSwgcGFkZGVkIHRvIDIga19tYXg6IChpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCkuIiIiCiAgICBy",
+        "ZXF1aXJlX2ludCgia19tYXgiLCBrX21heCwgbWluaW11bT1rX21pbiwgbWF4aW11bT12b2NhYikKICAgIHNlZ21lbnRzID0g",
+        "dG9yY2gucmFuZChiYXRjaCwgdm9jYWIsIGdlbmVyYXRvcj1nZW5lcmF0b3IpLmFyZ3NvcnQoLTEpWzosIDprX21heF0gICAj",
+        "IChCLCBrX21heCkgZGlzdGluY3QgdG9rZW5zCiAgICBrID0gdG9yY2gucmFuZGludChrX21pbiwga19tYXggKyAxLCAoYmF0",
+        "Y2gsIDEpLCBnZW5lcmF0b3I9Z2VuZXJhdG9yKSAgICAgICAgICAgICAgIyAoQiwgMSkgc2VnbWVudCBsZW5ndGhzCiAgICBw",
+        "b3NpdGlvbiA9IHRvcmNoLmFyYW5nZSgyICoga19tYXgpW05vbmUsIDpdICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICMgKDEsIDIga19tYXgpCiAgICByZXBlYXRlZCA9IHNlZ21lbnRzLmdhdGhlcigxLCB0b3JjaC53aGVyZShw",
+        "b3NpdGlvbiA8IGssIHBvc2l0aW9uLCBwb3NpdGlvbiAtIGspLmNsYW1wKG1heD1rX21heCAtIDEpKQogICAgcGFkZGluZyA9",
+        "IHRvcmNoLnJhbmRpbnQodm9jYWIsIChiYXRjaCwgMiAqIGtfbWF4KSwgZ2VuZXJhdG9yPWdlbmVyYXRvcikKICAgIHNlcXVl",
+        "bmNlcyA9IHRvcmNoLndoZXJlKHBvc2l0aW9uIDwgMiAqIGssIHJlcGVhdGVkLCBwYWRkaW5nKSAgICAgICAgICAgICAgICAg",
+        "ICAgICAjIChCLCAyIGtfbWF4KQogICAgc2NvcmVkID0gKHBvc2l0aW9uWzosIDotMV0gPj0gaykgJiAocG9zaXRpb25bOiwg",
+        "Oi0xXSA8PSAyICogayAtIDIpICAgICAgICAgICAgICAgICMgdGFyZ2V0cyBrKzEgLi4gMmstMQogICAgcmV0dXJuIHNlcXVl",
+        "bmNlc1s6LCA6LTFdLCBzZXF1ZW5jZXNbOiwgMTpdLCBzY29yZWQKCgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVy",
+        "LCBpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10",
+        "b2tlbiBjcm9zcy1lbnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIGxv",
+        "c3MgPSBGLmNyb3NzX2VudHJvcHkobW9kZWwoaW5wdXRzKVtzY29yZWRdLCB0YXJnZXRzW3Njb3JlZF0pICAjIGxvZ2l0cyAo",
+        "QiwgVCwgVilbc2NvcmVkXSAtPiAoTiwgVikKICAgIG9wdGltaXplci56ZXJvX2dyYWQoKQogICAgbG9zcy5iYWNrd2FyZCgp",
+        "CiAgICBvcHRpbWl6ZXIuc3RlcCgpCiAgICByZXR1cm4gbG9zcy5pdGVtKCkKCgpkZWYgZml0X2luZHVjdGlvbihtb2RlbCwg",
+        "c3RlcCwgc3RlcHMsIHNlZWQsICosIGJhdGNoPTY0LCBscj0xZS0yLCB3YXJtdXA9MjAsIGtfbWluPTQsIGtfbWF4PTEyLCBv",
+        "bl9zdGVwPU5vbmUpOgogICAgIiIiVHJhaW4gbW9kZWwgb24gZnJlc2ggaW5kdWN0aW9uIGJhdGNoZXMgd2l0aCBzdGVwKG1v",
+        "ZGVsLCBvcHRpbWl6ZXIsIGlucHV0cywgdGFyZ2V0cywgc2NvcmVkKTsgcmV0dXJuIHRoZSBsb3NzZXMuIiIiCiAgICByZXF1",
+        "aXJlX2ludCgic3RlcHMiLCBzdGVwcywgbWluaW11bT0xKQogICAgZ2VuZXJhdG9yID0gdG9yY2guR2VuZXJhdG9yKCkubWFu",
+        "dWFsX3NlZWQoc2VlZCArIDEpCiAgICBvcHRpbWl6ZXIgPSB0b3JjaC5vcHRpbS5BZGFtVyhtb2RlbC5wYXJhbWV0ZXJzKCks",
+        "IGxyPWxyLCB3ZWlnaHRfZGVjYXk9MC4wKQogICAgc2NoZWR1bGUgPSB0b3JjaC5vcHRpbS5scl9zY2hlZHVsZXIuTGFtYmRh",
+        "TFIob3B0aW1pemVyLCBsYW1iZGEgdDogbWluKDEuMCwgKHQgKyAxKSAvIHdhcm11cCkgKiAoMSAtIHQgLyBzdGVwcykpCiAg",
+        "ICBsb3NzZXMgPSBbXQogICAgbW9kZWwudHJhaW4oKQogICAgZm9yIHQgaW4gcmFuZ2Uoc3RlcHMpOgogICAgICAgIGxvc3Nl",
+        "cy5hcHBlbmQoc3RlcChtb2RlbCwgb3B0aW1pemVyLCAqaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCBnZW5lcmF0b3IsIHZvY2Fi",
+        "PW1vZGVsLmNvbmZpZy52b2NhYiwga19taW49a19taW4sIGtfbWF4PWtfbWF4KSkpCiAgICAgICAgc2NoZWR1bGUuc3RlcCgp",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgdGhlIHJhdGUg",
+        "b2Ygc3RlcCB0ICsgMQogICAgICAgIGlmIG9uX3N0ZXAgaXMgbm90IE5vbmU6CiAgICAgICAgICAgIG9uX3N0ZXAodCArIDEs",
+        "IGxvc3Nlc1stMV0pCiAgICBtb2RlbC5ldmFsKCkKICAgIHJldHVybiBsb3NzZXMKCgpkZWYgaW5kdWN0aW9uX2FjY3VyYWN5",
+        "KG1vZGVsLCAqLCBiYXRjaD01MTIsIHNlZWQ9MTIzNDUsIGtfbWluPTQsIGtfbWF4PTEyKToKICAgICIiIkhlbGQtb3V0IGdy",
+        "ZWVkeSBhY2N1cmFjeSBvbiB0aGUgc2NvcmVkIHBvc2l0aW9ucyBvZiBhIGZyZXNoIGluZHVjdGlvbiBiYXRjaC4iIiIKICAg",
+        "IGlucHV0cywgdGFyZ2V0cywgc2NvcmVkID0gaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCB0b3JjaC5HZW5lcmF0b3IoKS5tYW51",
+        "YWxfc2VlZChzZWVkKSwgdm9jYWI9bW9kZWwuY29uZmlnLnZvY2FiLCBrX21pbj1rX21pbiwga19tYXg9a19tYXgpCiAgICB3",
+        "aXRoIHRvcmNoLm5vX2dyYWQoKToKICAgICAgICBoaXRzID0gbW9kZWwoaW5wdXRzKS5hcmdtYXgoZGltPS0xKSA9PSB0YXJn",
+        "ZXRzICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCkKICAgIHJldHVybiBmbG9hdChoaXRzW3Njb3JlZF0u",
+        "ZmxvYXQoKS5tZWFuKCkp",
+    ),
+    "Exercise 15": (
+        "IyBFeGVyY2lzZSAxNTogV3JpdGUgdGhlIEtWIGNhY2hlIGFuZCBncmVlZHkgZGVjb2RpbmcgdGhyb3VnaCBpdC4gTGF5ZXJL",
+        "Vi5hcHBlbmQoaywgdiwgc3RhcnQpIHdyaXRlcyBrCiMgYW5kIHYgKEIsIEhfa3YsIFQsIGhkKSBpbnRvIHRoZSBidWZmZXJz",
+        "IGF0IHBvc2l0aW9ucyBzdGFydCAuLiBzdGFydCArIFQgLSAxIChyZWZ1c2UgYSBzdGFydCBvdGhlcgojIHRoYW4gc2VsZi5s",
+        "ZW5ndGgpLCBtb3ZlcyBzZWxmLmxlbmd0aCBvbiwgYW5kIHJldHVybnMgdGhlIGtleXMgYW5kIHZhbHVlcyBvZiBwb3NpdGlv",
+        "bnMgMCAuLiBzdGFydCArIFQgLSAxLgojIEtWQ2FjaGUgaG9sZHMgb25lIExheWVyS1YgcGVyIGxheWVyOyBuYnl0ZXMoKSBj",
+        "b3VudHMgdGhlIGJ5dGVzIG9mIHRoZSBrZXlzIGFuZCB2YWx1ZXMgaGVsZC4KIyBnZW5lcmF0ZShtb2RlbCwgcHJvbXB0LCBu",
+        "X25ldywgY2FjaGU9VHJ1ZSkgYXBwZW5kcyBuX25ldyBncmVlZHkgdG9rZW5zIChhcmdtYXggb2YgdGhlIGxhc3QgbG9naXRz",
+        "KToKIyB3aXRoIGNhY2hlPVRydWUgaXQgZmVlZHMgdGhlIHByb21wdCBvbmNlIGFuZCB0aGVuIG9ubHkgdGhlIG5ld2VzdCB0",
+        "b2tlbiB0aHJvdWdoIG9uZSBLVkNhY2hlOyB3aXRoCiMgY2FjaGU9RmFsc2UgdGhlIHdob2xlIHNlcXVlbmNlIGV2ZXJ5IHN0",
+        "ZXAuIE5vIGdyYWRpZW50cy4KIyBUaGUgY2hlY2sgcmVxdWlyZXM6IHRoZSBtb2RlbCdzIHRva2VucyB3aXRoIGFuZCB3aXRo",
+        "b3V0IGEgY2FjaGU7IHRoZSBwcm9tcHQgZmVkIG9uY2UgYW5kIHRoZW4gb25lCiMgdG9rZW4gYSBzdGVwIHRocm91Z2ggdGhl",
+        "IGNhY2hlOyB0aGUgd2hvbGUgc2VxdWVuY2UgYSBzdGVwIHdpdGhvdXQgaXQ7IG5fbmV3PTAgcmV0dXJucyB0aGUgcHJvbXB0",
+        "LgpjbGFzcyBMYXllcktWOgogICAgIiIiT25lIGxheWVyJ3Mga2V5cyBhbmQgdmFsdWVzIGluIHR3byBwcmVhbGxvY2F0ZWQg",
+        "YnVmZmVycyAoQiwgSF9rdiwgbWF4X2xlbiwgaGQpLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBiYXRjaCwgbl9rdl9o",
+        "ZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPXRvcmNoLmZsb2F0MzIpOgogICAgICAgIHNlbGYua2V5cyA9IHRvcmNo",
+        "Lnplcm9zKGJhdGNoLCBuX2t2X2hlYWRzLCBtYXhfbGVuLCBoZWFkX2RpbSwgZHR5cGU9ZHR5cGUpCiAgICAgICAgc2VsZi52",
+        "YWx1ZXMgPSB0b3JjaC56ZXJvcyhiYXRjaCwgbl9rdl9oZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPWR0eXBlKQog",
+        "ICAgICAgIHNlbGYubGVuZ3RoID0gMAoKICAgIGRlZiBhcHBlbmQoc2VsZiwgaywgdiwgc3RhcnQpOgogICAgICAgICIiIldy",
+        "aXRlIGssIHYgKEIsIEhfa3YsIFQsIGhkKSBhdCBwb3NpdGlvbnMgc3RhcnQuLjsgcmV0dXJuIHRoZSBrZXlzIGFuZCB2YWx1",
+        "ZXMgc28gZmFyLiIiIgogICAgICAgIGVuZCA9IHN0YXJ0ICsgay5zaGFwZVsyXQogICAgICAgIGlmIHN0YXJ0ICE9IHNlbGYu",
+        "bGVuZ3RoIG9yIGVuZCA+IHNlbGYua2V5cy5zaGFwZVsyXToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSBj",
+        "YWNoZSBob2xkcyB7c2VsZi5sZW5ndGh9IG9mIHtzZWxmLmtleXMuc2hhcGVbMl19IHBvc2l0aW9uczsgY2Fubm90IHdyaXRl",
+        "IHtzdGFydH0uLntlbmQgLSAxfSIpCiAgICAgICAgc2VsZi5rZXlzWzosIDosIHN0YXJ0OmVuZF0sIHNlbGYudmFsdWVzWzos",
+        "IDosIHN0YXJ0OmVuZF0gPSBrLCB2CiAgICAgICAgc2VsZi5sZW5ndGggPSBlbmQKICAgICAgICByZXR1cm4gc2VsZi5rZXlz",
+        "WzosIDosIDplbmRdLCBzZWxmLnZhbHVlc1s6LCA6LCA6ZW5kXSAgICAgICAgICAgICAgICAgIyB2aWV3cywgbm8gY29weQoK",
+        "CmNsYXNzIEtWQ2FjaGU6CiAgICAiIiJUaGUgS1YgY2FjaGUgb2YgYSB3aG9sZSBtb2RlbDogb25lIExheWVyS1YgcGVyIGxh",
+        "eWVyLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBjb25maWcsIGJhdGNoKToKICAgICAgICBzZWxmLmxheWVycyA9IFtM",
+        "YXllcktWKGJhdGNoLCBjb25maWcubl9rdl9oZWFkcywgY29uZmlnLm1heF9sZW4sIGNvbmZpZy5oZWFkX2RpbSkgZm9yIF8g",
+        "aW4gcmFuZ2UoY29uZmlnLm5fbGF5ZXJzKV0KCiAgICBAcHJvcGVydHkKICAgIGRlZiBsZW5ndGgoc2VsZik6CiAgICAgICAg",
+        "IiIiSG93IG1hbnkgcG9zaXRpb25zIHRoZSBjYWNoZSBob2xkcy4iIiIKICAgICAgICByZXR1cm4gc2VsZi5sYXllcnNbMF0u",
+        "bGVuZ3RoCgogICAgZGVmIG5ieXRlcyhzZWxmKToKICAgICAgICAiIiJUaGUgYnl0ZXMgb2YgdGhlIGtleXMgYW5kIHZhbHVl",
+        "cyBoZWxkLiIiIgogICAgICAgIHJldHVybiBzdW0odFs6LCA6LCA6bGF5ZXIubGVuZ3RoXS5udW1lbCgpICogdC5lbGVtZW50",
+        "X3NpemUoKSBmb3IgbGF5ZXIgaW4gc2VsZi5sYXllcnMgZm9yIHQgaW4gKGxheWVyLmtleXMsIGxheWVyLnZhbHVlcykpCgoK",
+        "ZGVmIGdlbmVyYXRlKG1vZGVsLCBwcm9tcHQsIG5fbmV3LCAqLCBjYWNoZT1UcnVlKToKICAgICIiIkdyZWVkeSBkZWNvZGlu",
+        "ZyBvZiBuX25ldyB0b2tlbnMgYWZ0ZXIgcHJvbXB0IChCLCBUMCk7IHdpdGggY2FjaGU9VHJ1ZSBlYWNoIHN0ZXAgZmVlZHMg",
+        "b25seSB0aGUgbmV3ZXN0IHRva2VuLiIiIgogICAgbl9uZXcgPSBfZ2VuZXJhdGlvbl9sZW5ndGgobW9kZWwsIHByb21wdCwg",
+        "bl9uZXcpCiAgICB0b2tlbnMsIGZlZWQgPSBwcm9tcHQsIHByb21wdAogICAgc3RvcmUgPSBLVkNhY2hlKG1vZGVsLmNvbmZp",
+        "ZywgcHJvbXB0LnNoYXBlWzBdKSBpZiBjYWNoZSBlbHNlIE5vbmUKICAgIHdpdGggdG9yY2gubm9fZ3JhZCgpOgogICAgICAg",
+        "IGZvciBfIGluIHJhbmdlKG5fbmV3KToKICAgICAgICAgICAgbG9naXRzID0gbW9kZWwoZmVlZCBpZiBjYWNoZSBlbHNlIHRv",
+        "a2Vucywgc3RvcmUpWzosIC0xXSAgICMgKEIsIHZvY2FiKSBhdCB0aGUgbmV3ZXN0IHBvc2l0aW9uCiAgICAgICAgICAgIG5l",
+        "d2VzdCA9IGxvZ2l0cy5hcmdtYXgoZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICAjIChCLCAxKQogICAgICAg",
+        "ICAgICB0b2tlbnMgPSB0b3JjaC5jYXQoKHRva2VucywgbmV3ZXN0KSwgZGltPTEpCiAgICAgICAgICAgIGZlZWQgPSBuZXdl",
+        "c3QKICAgIHJldHVybiB0b2tlbnM=",
+    ),
 }.items()}
-# builder:end sha256=e038ddeb156f8b3f45be3c33c6d84442ee3bc085631fcbf559fd54b95f581417
+# builder:end sha256=385a17d19636f3be7c19e7a01c0fee7d17b86ee6de5651cbf057b3c33f11ece0
 
 # %% [markdown]
 # ## Level 2 · How attention works, from scratch
@@ -1832,6 +2086,8 @@ out = weights @ V                          # (5, 3)
 print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
        "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
 
+# %% tags=["hide-input"]
+# @title The library search's numbers and shapes, checked (open to read)
 expect("float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0", float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])), "==", 4.0)
 expect("raw.tolist() == [4.0, 2.0, 1.0]", raw.tolist(), "==", [4.0, 2.0, 1.0])
 expect("scaled.tolist() == [2.0, 1.0, 0.5]", scaled.tolist(), "==", [2.0, 1.0, 0.5])
@@ -1843,7 +2099,7 @@ expect("torch.allclose(weights.sum(-1), torch.ones(5))", torch.allclose(weights.
 rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
 expect("the matrix formula must equal one softmax per query", torch.allclose(rows, out, atol=1e-5))
 
-
+# %%
 show_figure(
     plot_attention_flow(language=LANGUAGE),
     "Follow the arrows from left to right. The token vectors split three ways, each multiplied by its own learned "
@@ -2025,12 +2281,16 @@ print(f"sinusoidal_encoding({pe_length}, {pe_width}):")
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+
+# %% tags=["hide-input"]
+# @title sinusoidal_encoding at its boundaries (checked; open to read)
 # The smallest table, one position of width 2, is (sin 0, cos 0); a base just above 1 is still a base; width 0 is not.
 expect("sinusoidal_encoding(1, 2, base=1.5).tolist() == [[0.0, 1.0]]", sinusoidal_encoding(1, 2, base=1.5).tolist(), "==", [[0.0, 1.0]])
 expect_raises(ValueError, sinusoidal_encoding, 5, 0, match="d_model must be at least 2")
 # The budget counts the table and its angles, 16 bytes an entry in float64, before anything is allocated.
 expect_raises(ValueError, sinusoidal_encoding, 2**40, 2, match=f"of shape (1099511627776, 2) would take {2**41 * 16:,} bytes")
 
+# %%
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
 offset = 7
@@ -2654,11 +2914,16 @@ empty = allowed_ref.clone()
 empty[1] = False
 message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
 zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
+
+# %% tags=["hide-input"]
+# @title The zero policy on the empty row, checked (open to read)
 expect("zeroed.empty_rows.tolist() == [False, True, False]", zeroed.empty_rows.tolist(), "==", [False, True, False])
 expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
+
+# %%
 print(f"default policy: ValueError ({message[:46]}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
@@ -2747,6 +3012,9 @@ print(f"'it' scores animal, tired, street: {it_scores_here.tolist()}")
 for (causal, temperature), row in it_row.items():
     print(f"mask {'on ' if causal else 'off'} T = {temperature}: 'it' gives animal {float(row[animal]):.3f}, "
           f"tired {float(row[tired]):.3f}, street {float(row[street]):.3f}; its largest weight {float(row.max()):.3f}")
+
+# %% tags=["hide-input"]
+# @title The prose's claims about "it", the mask and the temperature, checked (open to read)
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -2758,7 +3026,7 @@ if not peaks[0] > peaks[1] > peaks[2]:
 if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtype=torch.float64)):
     raise AssertionError("with the causal mask every weight above the diagonal must be exactly 0")
 
-
+# %%
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
     "Six heatmaps of the same sentence: rows are the word doing the looking, columns the word looked at, and darker "
@@ -2829,6 +3097,8 @@ expect('measured["gradient_max_error"] < 1e-11', measured["gradient_max_error"],
 expect('measured["cached_rows_error"] < 1e-12', measured["cached_rows_error"], "<", 1e-12)
 expect('measured["wrong_cache_mask_max_error"] > 1e-3', measured["wrong_cache_mask_max_error"], ">", 1e-3)
 
+# %% tags=["hide-input"]
+# @title Permutation, broadcasting, dtypes and overflow, checked (open to read)
 # Permutation equivariance, and a batch axis that only V has.
 order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
@@ -2856,7 +3126,7 @@ expect("mixed dtypes compute in float64", scaled_dot_product_attention(tq.float(
 # Scores beyond float32's range overflow to inf; the result would be NaN, so attention stops and names the cause.
 expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
-
+# %%
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
 print(f"{'comparison':<42} {'largest |difference|':>20} {'in epsilons':>12}   verdict")
@@ -3070,6 +3340,8 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     return rows
 
 
+# %% tags=["hide-input"]
+# @title softmax_jacobian and jacobian_norm against autograd and by hand (checked; open to read)
 p_check = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
 autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p_check.log())
 expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
@@ -3086,6 +3358,7 @@ expect("jacobian_norm gives one norm per row", torch.allclose(jacobian_norm(p_ro
 # Shares lie in [0, 1]; 0 and 1 themselves are shares (the one-hot above), anything outside is refused.
 # The Jacobian is budgeted before it is built: (..., n, n) for shares (..., n); 8 rows of 32,768 shares in float32 here.
 
+# %%
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
 expect("saturation_experiment's defaults are the prose's 16 keys and 400 trials", saturation_experiment((2,)), "==", saturation_experiment((2,), n_keys=16, trials=400))
@@ -3100,6 +3373,9 @@ scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
 print(f"at d_k = 512 unscaled: top weight {by_key[512, False]['max_weight']:.2f}, gradient {shrink_512:.1f}x smaller than scaled; "
       f"at 1024: {by_key[1024, False]['max_weight']:.2f} and {shrink_1024:.1f}x; scaled top weight stays in "
       f"[{min(scaled_tops):.2f}, {max(scaled_tops):.2f}]")
+
+# %% tags=["hide-input"]
+# @title The numbers of the prose, and the smallest cases against the recomputation (checked; open to read)
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -3113,7 +3389,7 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
            [t[:2] for t in tiny] == [b[:2] for b in by_hand] and all(math.isclose(a, b, rel_tol=1e-6) for t, h in zip(tiny, by_hand) for a, b in zip(t[2:], h[2:])))
 # The budget counts the widest head: 2**40 wide, 2 keys, 1 trial, float32 draws and float64 scores (12 bytes an entry).
 
-
+# %%
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Head width d_k runs along both x-axes on a log scale. Left: the average largest attention weight over 16 keys, "
@@ -3206,7 +3482,8 @@ def plot_query_gradients(norms, widths, language="en"):
     return fig
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Going deeper (optional): the gradient each query receives, measured across widths (open to read)
 def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
     widths = [require_int("width", w, minimum=1) for w in widths]
@@ -3813,6 +4090,9 @@ expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 
 expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
 expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
 expect("a layer is causal by default: no weight above the diagonal", all(bool((layer(x_heads, return_weights=True)[1].triu(1) == 0).all()) for layer in layers.values()))
+
+# %% tags=["hide-input"]
+# @title MultiHeadSelfAttention at its boundaries, against MHA, PyTorch's GQA and padding (checked; open to read)
 # Boundaries: one feature and one head is a layer; zero of either, or zero K/V heads, is not.
 expect("MultiHeadSelfAttention(1, 1) has 4 weights", sum(p.numel() for p in MultiHeadSelfAttention(1, 1).parameters()), "==", 4)
 # The weights are budgeted before they exist: W_q, W_o (d x d) and W_k, W_v (H_kv·d_head x d), float32.
@@ -3860,6 +4140,7 @@ expect("padding must not change the real tokens' outputs", torch.allclose(y_pad[
 expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully masked")
 print("padding: zero rows for padded queries, weights sum to 1 for real ones, real outputs unchanged by padding")
 
+# %%
 
 show_figure(
     plot_head_sharing(language=LANGUAGE),
@@ -4023,6 +4304,8 @@ print(f"a 100,000-token prompt at USD {price_per_million:.0f}/M: USD {full_price
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
 print(f"Mistral 7B v0.1 reach through 32 windowed layers: {mistral_reach:,} tokens")
 
+# %% tags=["hide-input"]
+# @title The numbers of the prose below, checked (open to read)
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
 expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
@@ -4317,6 +4600,9 @@ block = DecoderBlock(32, 4, 64)
 block_input = torch.randn(2, 5, 32)
 block_output = block(block_input)
 expect("block_output.shape == block_input.shape", block_output.shape, "==", block_input.shape)
+
+# %% tags=["hide-input"]
+# @title The decoder block's wiring, causality and sizes, checked (open to read)
 expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
 expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
 ffn_alone = block.ffn(block_input)
@@ -4507,7 +4793,8 @@ def plot_leakage(shifts, language="en"):
     return fig
 
 
-# %%
+# %% tags=["hide-input"]
+# @title _require_token_ids: the argument check of the token-id models below (open to read)
 def _require_token_ids(token_ids, vocab_size, max_length=None):
     """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
     if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
@@ -4522,6 +4809,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
     return token_ids
 
 
+# %%
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
@@ -4560,13 +4848,16 @@ with torch.no_grad():
     first = CausalityProbe(causal=True, vocab_size=11, width=8)
     expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
            torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+
+# %% tags=["hide-input"]
+# @title CausalityProbe's defaults, its smallest size and the exact shift (checked; open to read)
 expect("the default probe reads token ids 0 to 10", CausalityProbe(causal=False)(torch.tensor([[10, 0]])).shape, "==", (1, 2, 8))
 expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
 expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
-
+# %%
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Each pair of bars is one position; its height is how far that position's output moved when only the last token "
@@ -4862,6 +5153,8 @@ segment_length = recipe["segment_length"]
 task = {"segment_length": segment_length, "vocab_size": recipe["vocab_size"]}
 
 
+# %% tags=["hide-input"]
+# @title The copy task: its batches, and its loss and accuracy over the repeat (open to read)
 def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
     """Random segments written twice, as (inputs, targets) of shape (n, 2·segment − 1), targets shifted by one."""
     n_sequences = require_int("n_sequences", n_sequences, minimum=1)
@@ -4889,6 +5182,9 @@ def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     return loss, float((logits.argmax(-1) == wanted).float().mean())
 
 
+# %% tags=["training"]
+# Training (about 1 s on a CPU): TinyLM three times on the copy task, 45 AdamW steps each: with attention,
+# with attention switched off, and with attention at a constant learning rate.
 def train_copy_model(*, use_attention, decay=True, use_positions=True):
     """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios."""
     torch.manual_seed(recipe["seed"])
@@ -4929,6 +5225,8 @@ print(f"AdamW step / lr: first step all {float(first_step.min()):.4f}..{float(fi
       f"last step median {float(last_step.median()):.4f}; largest over all steps {largest_ratio:.3f} "
       f"(bound (1 − β1)/√(1 − β2) = {adam_bound:.2f})")
 
+# %% tags=["hide-input"]
+# @title The training runs' claims: the ablation, the step sizes, the schedule (checked; open to read)
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
 expect(f"no AdamW step exceeds lr · (1 − β1)/√(1 − β2) = {adam_bound:.2f} lr", largest_ratio, "<=", adam_bound)
@@ -4967,6 +5265,7 @@ with torch.no_grad():
     whole = copy_loss_and_accuracy(model, *held_out, 2 * segment_length - 1)[1]  # the largest segment: the last position only
 expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 
+# %%
 # Let it write: give it one unseen segment and let it continue greedily.
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
@@ -5296,6 +5595,9 @@ for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_
                   ("top_p_09", "T = 1, top-p = 0.9")):
     REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
 REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
+
+# %% tags=["hide-input"]
+# @title token_distribution on ties and at its boundaries (checked; open to read)
 expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
 expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
 # Boundaries: a single logit is a distribution; top_p = 1 keeps everything; top_k = 0 keeps nothing and is refused.
@@ -5303,6 +5605,7 @@ expect("token_distribution([2.0]) == [1.0]", token_distribution([2.0]), "==", [1
 expect("top_p = 1 keeps every token, even when the running sum rounds to just below 1", token_distribution([0.0] * 10, top_p=1.0), "==", [0.1] * 10)
 expect_raises(ValueError, token_distribution, [1.0, 2.0], top_k=0, match="top_k")
 
+# %%
 # Sampling from the top-p distribution: the observed frequencies approach the probabilities.
 nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
@@ -5553,6 +5856,1240 @@ for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
     expect_raises(error, function, *args, match=phrase, **kwargs)
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
 print(f"{len(NEGATIVE_TESTS)} bad inputs refused, with a message that names the problem, across {len(tested)} public functions and classes")
+
+
+# %% [markdown]
+# ## 15 · The capstone: a modern GPT from your own parts
+#
+# **The idea.** TinyLM (section 12) is built like GPT-2: learned positions added to the tokens,
+# LayerNorm, and a GELU feed-forward network. LLaMA ([Touvron et al., 2023](https://arxiv.org/abs/2302.13971),
+# section 2.2) and most open models since keep the pre-norm decoder block and change three parts:
+# **rotary position embeddings** (RoPE) in place of added positions, **RMSNorm** in place of
+# LayerNorm, and a gated **SwiGLU** feed-forward network in place of GELU; Llama 2's largest models
+# and all of Llama 3 also share K/V heads (GQA, section 8). In this section you write each part, assemble them with your own mask
+# (Exercise 2), attention (Exercise 3) and head moves (Exercise 4) into a model, train it until a
+# two-layer circuit called an **induction head** appears, and decode it through your own KV cache.
+# At the end, `transformers`' own `LlamaForCausalLM` loads your weights and must give your logits.
+#
+# **RoPE** ([Su et al., 2021](https://arxiv.org/abs/2104.09864)). Section 3 showed that moving a
+# position by $k$ turns every (sine, cosine) pair by a fixed angle. RoPE applies that rotation to
+# the queries and keys themselves instead of adding a table to the tokens: the pair
+# $(x_{2i}, x_{2i+1})$ of a query or key at position $p$ turns by the angle $p\,\theta_i$.
+#
+# $$\begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix} \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}, \qquad \theta_i = \text{base}^{-2i/d}$$
+#
+# | Symbol | Meaning | In the example |
+# |---|---|---|
+# | $x$ | one head's query or key, of width $d$ (the head width) | $(1, 0, 0, 1)$ |
+# | $p$ | the token's absolute position | $1$ |
+# | $\theta_i$ | the angle per position of pair $i$, the same frequencies as section 3's table | $1$ and $0.01$ |
+# | base | sets the slowest frequency | $10000$ |
+#
+# Two rotations compose: the query at $m$ and the key at $n$ give the score $q^\top R_{(n - m)\theta}\, k$,
+# which depends on the offset $n - m$ and not on where the pair sits. **By hand**, $x = (1, 0, 0, 1)$
+# at position 1: the first pair turns by 1 radian to $(\cos 1, \sin 1) = (0.5403, 0.8415)$, the
+# second by 0.01 radian to $(-\sin 0.01, \cos 0.01) = (-0.0100, 0.99995)$.
+
+# %% tags=["hide-input"]
+# @title The capstone's sizes and the argument checks of Exercises 9-15 (open to read)
+# builder:begin inline CapstoneConfig
+class CapstoneConfig:
+    """The capstone model's sizes: vocabulary, width, layers, query and K/V heads, FFN width, context, RoPE base."""
+
+    FIELDS = ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len", "rope_base", "norm_eps")
+
+    def __init__(self, vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64,
+                 rope_base=10_000.0, norm_eps=1e-5):
+        for name, value in (("vocab", vocab), ("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads),
+                            ("n_kv_heads", n_kv_heads), ("d_ff", d_ff), ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be an int from 1 to 1,000,000, got {value!r}")
+        if d_model % n_heads or n_heads % n_kv_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"need d_model divisible by n_heads, n_heads by n_kv_heads, and an even head_dim for RoPE's "
+                             f"pairs; got d_model={d_model}, n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+        if not (isinstance(rope_base, (int, float)) and rope_base > 1) or not (isinstance(norm_eps, (int, float)) and norm_eps > 0):
+            raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
+        self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
+        self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+
+    @property
+    def head_dim(self):
+        """The width of one head: d_model / n_heads."""
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes):
+        """A copy with some fields changed (and checked again)."""
+        return CapstoneConfig(**{**{name: getattr(self, name) for name in self.FIELDS}, **changes})
+
+    def __eq__(self, other):
+        return isinstance(other, CapstoneConfig) and all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
+
+    def __repr__(self):
+        return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
+# builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
+
+
+def _rope_inputs(x, positions, base):
+    """Checked x (..., T, d) with an even d and positions (T,) of integers."""
+    x = require_tensor("x", x, min_ndim=2)
+    if x.shape[-1] % 2:
+        raise ValueError(f"RoPE turns pairs of coordinates: the last axis of x must be even, got {x.shape[-1]}")
+    if not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.is_floating_point():
+        raise ValueError(f"positions must be an integer tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
+    require_real("base", base, minimum=1.0, strict_minimum=True)
+    return x, positions
+
+
+def _capstone_tokens(tokens, config, cache):
+    """The first position of tokens (B, T): 0, or how many the cache holds; refuse ids and lengths that do not fit."""
+    start = 0 if cache is None else cache.length
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        raise TypeError(f"tokens must be a torch.long tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if not 1 <= tokens.shape[1] <= config.max_len - start or bool(((tokens < 0) | (tokens >= config.vocab)).any()):
+        raise ValueError(f"tokens must be ids below {config.vocab}, 1 to {config.max_len - start} of them after the {start} cached; "
+                         f"got shape {tuple(tokens.shape)}")
+    return start
+
+
+def _generation_length(model, prompt, n_new):
+    """n_new checked against the room the model's context leaves after prompt (B, T0)."""
+    _capstone_tokens(prompt, model.config, None)
+    return require_int("n_new", n_new, minimum=0, maximum=model.config.max_len - prompt.shape[1])
+
+
+# %% tags=["exercise"]
+# Exercise 9: Write RoPE. x has shape (..., T, d) with d even, positions holds the absolute position of
+# each of the T tokens. Turn each pair (x[..., 2i], x[..., 2i+1]) of the token at position p by the
+# angle p * base**(-2i/d): (a, b) -> (a cos - b sin, a sin + b cos). Work with whole tensors.
+# The check requires: the shape and dtype of x; each pair turned by its angle for two bases; position 0
+# unchanged; and q . k depending only on the offset between the query's and the key's positions.
+def apply_rope(x, positions, base=10_000.0):
+    """Turn pair i of the token at position p by the angle p · base^(-2i/d)."""
+    x, positions = _rope_inputs(x, positions, base)
+    ### BEGIN SOLUTION
+    half = x.shape[-1] // 2
+    frequency = base ** (-2 * torch.arange(half, dtype=torch.float64) / x.shape[-1])  # (d/2,)
+    angle = positions.to(torch.float64)[:, None] * frequency                         # (T, d/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]                                           # (..., T, d/2) each
+    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)   # (..., T, d/2, 2)
+    return turned.flatten(-2)                                                        # (..., T, d): pairs side by side
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 9: the contract your function must meet (open it to read the properties)
+# builder:begin inline rope_by_complex
+def rope_by_complex(x, positions, base=10_000.0, *, halves=False, sign=1.0, exponent=2.0):
+    """RoPE as complex multiplication: pair i of x [..., T, d] times exp(i p base^(-exponent i / d)), in float64.
+
+    ``halves`` pairs coordinate i with i + d/2 (the layout of `transformers`' Llama) instead of 2i with 2i + 1;
+    ``sign`` = -1 turns the other way; ``exponent`` = 1 is the per-pair exponent mistake.
+    """
+    import torch
+
+    d = x.shape[-1]
+    x = x.double()
+    pairs = torch.stack((x[..., : d // 2], x[..., d // 2:]), -1) if halves else x.unflatten(-1, (d // 2, 2))  # (..., T, d/2, 2)
+    angle = sign * positions.double()[:, None] * base ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)
+    turned = torch.view_as_real(torch.view_as_complex(pairs.contiguous()) * torch.polar(torch.ones_like(angle), angle))
+    return torch.cat((turned[..., 0], turned[..., 1]), -1) if halves else turned.flatten(-2)
+# builder:end sha256=cf18d468112e2198f519083107e278668e0d0f3291de79abb707627808062189
+# builder:begin inline check_rope_contract
+def check_rope_contract(apply_rope):
+    """Judge ``apply_rope(x, positions, base=10000.0)``: pair (2i, 2i+1) of the token at position p turned by p base^(-2i/d).
+
+    Returns the largest error; raises ContractViolation naming the first property that fails and the usual mistake.
+    """
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    gen = torch.Generator().manual_seed(909)
+    x = torch.randn(2, 3, 5, 8, dtype=torch.float64, generator=gen)
+    positions = torch.tensor([0, 1, 4, 9, 30])
+    case = "x of shape (2, 3, 5, 8) float64, positions (0, 1, 4, 9, 30)"
+
+    def judge(prop, x, positions, base, case):
+        out = contract_call(prop, case, raised, apply_rope, x, positions, base)
+        contract_assert(
+            isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype, prop, case,
+            f"a {x.dtype} tensor of shape {tuple(x.shape)}", f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))} {getattr(out, 'dtype', '')}",
+            "RoPE turns each pair in place: keep the shape and the dtype of x",
+        )
+        want = rope_by_complex(x, positions, base)
+        if torch.allclose(out, want, atol=1e-10, rtol=0):
+            return float((out - want).abs().max())
+        hint = "pair i = (x[..., 2i], x[..., 2i+1]) turns by positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)"
+        for variant, why in (
+            (dict(halves=True), "you paired coordinate i with i + d/2 (the halves layout of transformers' Llama); this course "
+                                "rotates neighbours (2i, 2i+1), as the RoFormer paper does"),
+            (dict(sign=-1.0), "the pairs turn the wrong way: (a, b) -> (a cos + b sin, -a sin + b cos) is a rotation by minus the angle"),
+            (dict(exponent=1.0), "the frequency of pair i is base**(-2i/d): the exponent counts coordinates (2i), not pairs (i)"),
+        ):
+            if torch.allclose(out, rope_by_complex(x, positions, base, **variant), atol=1e-10, rtol=0):
+                hint = why
+        if torch.allclose(out, rope_by_complex(x, torch.arange(len(positions)), base), atol=1e-10, rtol=0):
+            hint = "the positions argument was ignored (rows were numbered 0, 1, 2, ...): a cached token keeps its absolute position"
+        return contract_close(prop, case, out, want, hint, atol=1e-10, rtol=0)
+
+    error = judge("pair (2i, 2i+1) at position p turns by p * base^(-2i/d)", x, positions, 10_000.0, case)
+    error = max(error, judge("the base argument sets the rotation frequencies", x, positions, 50.0, case + ", base=50"))
+    out = contract_call("position 0 leaves the vector unchanged", "x of shape (1, 8) at position 0", raised, apply_rope, x[0, 0, :1], torch.tensor([0]))
+    contract_close("position 0 leaves the vector unchanged", "x of shape (1, 8) at position 0", out, x[0, 0, :1],
+                   "an angle of 0 is no rotation: cos 0 = 1 and sin 0 = 0", atol=1e-12, rtol=0)
+    q, k = x[0, 0, 0], x[0, 1, 0]
+    scores = [float(apply_rope(q[None], torch.tensor([m + 3]))[0] @ apply_rope(k[None], torch.tensor([m]))[0]) for m in (0, 5, 40)]
+    contract_assert(
+        max(scores) - min(scores) < 1e-9, "q . k depends only on the offset between their positions", "q at m + 3, k at m, m = 0, 5, 40",
+        "one score for every m", f"scores {[round(s, 6) for s in scores]}", "rotate queries and keys with the same rule; a rotation keeps only the offset",
+    )
+    return {"max_error": error, "offset_only": "PASS"}
+# builder:end sha256=0cb3bfe22d3e2bb371e706868f484a95dd0077d90789723ae87a2472d80b7469
+check_exercise("Exercise 9", check_rope_contract, apply_rope, globals())
+
+# %%
+rope_example = apply_rope(torch.tensor([[1.0, 0.0, 0.0, 1.0]] * 2, dtype=torch.float64), torch.tensor([0, 1]))
+print(f"(1, 0, 0, 1) at position 1 -> {[round(v, 5) for v in rope_example[1].tolist()]}")
+REFERENCE.check("rope.rotated", rope_example[1], atol=1e-12)
+q_probe, k_probe = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+offset_scores = [float(apply_rope(q_probe[None], torch.tensor([m + 3]))[0] @ apply_rope(k_probe[None], torch.tensor([m]))[0]) for m in (0, 7, 100)]
+print(f"query 3 places after its key, at m = 0, 7, 100: scores {[round(s, 10) for s in offset_scores]}")
+expect("with RoPE a score depends only on the offset", max(offset_scores) - min(offset_scores), "<", 1e-9)
+
+
+# %% [markdown]
+# **RMSNorm** ([Zhang and Sennrich, 2019](https://arxiv.org/abs/1910.07467)) is LayerNorm without
+# the centring: it divides each token by the root of its mean square and multiplies by a learned
+# gain $\gamma$, with no mean subtracted and no bias. It saves a reduction per token and, in the
+# paper's experiments, trains as well.
+#
+# $$\operatorname{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac{1}{d}\sum_{m=1}^{d} x_m^2 + \epsilon}}$$
+#
+# **By hand**, $x = (1, 2, 3, 4)$ with $\epsilon = 0$: the mean square is $30 / 4 = 7.5$, its root
+# $2.7386$, so $x / 2.7386 = (0.3651, 0.7303, 1.0954, 1.4606)$. LayerNorm gave $(-1.342, -0.447,
+# 0.447, 1.342)$ (section 10): RMSNorm keeps the sign and the mean of the token.
+#
+# **SwiGLU** ([Shazeer, 2020](https://arxiv.org/abs/2002.05202)) replaces $W_2\,\operatorname{GELU}(W_1 z)$
+# with a gated product of two projections; $\operatorname{SiLU}(u) = u\,\sigma(u)$ is the gate.
+#
+# $$\operatorname{SwiGLU}(z) = W_{down}\big(\operatorname{SiLU}(W_{gate}\, z) \odot W_{up}\, z\big)$$
+#
+# It has three matrices instead of two, so at the same parameter count its hidden width is $2/3$ of
+# GELU's (Shazeer, section 2): LLaMA uses $\tfrac{2}{3} \cdot 4d$.
+
+# %% tags=["exercise"]
+# Exercise 10: Write RMSNorm as a module. __init__ keeps eps and a gain self.weight, an nn.Parameter of
+# d_model ones; forward returns x / sqrt(mean(x²) + eps) * weight over the last axis.
+# The check requires: a weight of d_model ones; the output equals F.rms_norm with a gain; gradients flow.
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · weight over the last axis: LayerNorm without the mean and the bias."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # the gain γ, one per feature
+        ### END SOLUTION
+
+    def forward(self, x):
+        """(..., d) -> (..., d)."""
+        ### BEGIN SOLUTION
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 10: the contract your class must meet (open it to read the properties)
+# builder:begin inline check_rms_norm_contract
+def check_rms_norm_contract(RMSNorm):
+    """Judge ``RMSNorm(d_model, eps=1e-5)``: a module with a gain ``weight`` (ones) giving x / sqrt(mean(x^2) + eps) * weight."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    prop, case = "RMSNorm(5) has a gain weight of 5 ones", "RMSNorm(5)"
+    norm = contract_call(prop, case, raised, RMSNorm, 5)
+    weight = getattr(norm, "weight", None)
+    contract_assert(
+        isinstance(weight, torch.nn.Parameter) and weight.shape == (5,) and bool((weight == 1).all()), prop, case,
+        "an nn.Parameter of shape (5,) filled with 1", f"{type(weight).__name__} {tuple(getattr(weight, 'shape', ()))}",
+        "self.weight = nn.Parameter(torch.ones(d_model)): a learned gain that starts as the identity",
+    )
+    gen = torch.Generator().manual_seed(17)
+    x = torch.randn(3, 5, dtype=torch.float64, generator=gen) * 3 + torch.tensor([[4.0], [-1.0], [0.5]], dtype=torch.float64)
+    gain = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    norm = contract_call(prop, "RMSNorm(5, eps=0.5)", raised, RMSNorm, 5, 0.5).double()
+    with torch.no_grad():
+        norm.weight.copy_(gain)
+    case = "x (3, 5) float64 with row means 4, -1, 0.5, eps=0.5, weight (1, 2, -1, 0.5, 3)"
+    out = contract_call("output is x / sqrt(mean(x^2) + eps) * weight", case, raised, norm, x)
+    want = F.rms_norm(x, (5,), gain, eps=0.5)
+    hint = "divide each token by the root of its mean square plus eps over the last axis, then multiply by weight"
+    if isinstance(out, torch.Tensor) and out.shape == x.shape:
+        centred = x - x.mean(-1, keepdim=True)
+        mistakes = (
+            (F.rms_norm(centred, (5,), gain, eps=0.5), "the mean was subtracted: that is LayerNorm; RMSNorm keeps the mean and only rescales"),
+            (x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 0.5) * gain, "eps goes inside the square root: sqrt(mean(x^2) + eps)"),
+            (F.rms_norm(x, (5,), None, eps=0.5), "the gain self.weight was not applied"),
+            (x / (x.pow(2).sum(-1, keepdim=True) + 0.5).sqrt() * gain, "mean of the squares, not their sum: divide by d"),
+        )
+        hint = next((why for value, why in mistakes if torch.allclose(out.detach(), value, atol=1e-9)), hint)
+    error = contract_close("output is x / sqrt(mean(x^2) + eps) * weight", case, out, want, hint, atol=1e-9, rtol=1e-9)
+    contract_assert(out.requires_grad, "the gain receives gradients", case, "an output that requires grad", "an output cut off from autograd",
+                    "no .detach(), .item() or NumPy round trip inside forward")
+    return {"max_error": error}
+# builder:end sha256=d3f1984503a3495673c631ff468f2a6da6987a5ba68b9fb6368739544fc56a4e
+check_exercise("Exercise 10", check_rms_norm_contract, RMSNorm, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 11: Write the SwiGLU feed-forward network. __init__ makes three bias-free nn.Linear layers,
+# w_gate and w_up (d_model -> d_ff) and w_down (d_ff -> d_model); forward returns
+# w_down(silu(w_gate x) * w_up x) (F.silu).
+# The check requires: the three layers with their shapes and no biases; the output of the formula.
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of LLaMA: w_down(silu(w_gate x) ⊙ w_up x)."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.w_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.w_up = nn.Linear(d_model, d_ff, bias=False)
+        self.w_down = nn.Linear(d_ff, d_model, bias=False)
+        ### END SOLUTION
+
+    def forward(self, x):
+        """(..., d_model) -> (..., d_model)."""
+        ### BEGIN SOLUTION
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 11: the contract your class must meet (open it to read the properties)
+# builder:begin inline check_swiglu_contract
+def check_swiglu_contract(SwiGLU):
+    """Judge ``SwiGLU(d_model, d_ff)``: bias-free ``w_gate``, ``w_up`` (d -> d_ff) and ``w_down`` (d_ff -> d), w_down(silu(w_gate x) * w_up x)."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    prop, case = "three bias-free projections w_gate, w_up: 6 -> 10 and w_down: 10 -> 6", "SwiGLU(6, 10)"
+    torch.manual_seed(5)
+    ffn = contract_call(prop, case, raised, SwiGLU, 6, 10)
+    layers = [getattr(ffn, name, None) for name in ("w_gate", "w_up", "w_down")]
+    shapes = [tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None for layer in layers]
+    contract_assert(
+        shapes == [(10, 6), (10, 6), (6, 10)] and all(layer.bias is None for layer in layers), prop, case,
+        "weights (10, 6), (10, 6), (6, 10), no biases", f"weights {shapes}, biases {[getattr(l, 'bias', None) is not None for l in layers]}",
+        "nn.Linear(d_model, d_ff, bias=False) for w_gate and w_up, nn.Linear(d_ff, d_model, bias=False) for w_down",
+    )
+    x = torch.randn(2, 3, 6, generator=torch.Generator().manual_seed(8))
+    prop = "output is w_down(silu(w_gate x) * w_up x)"
+    out = contract_call(prop, "x (2, 3, 6)", raised, ffn, x)
+    gate, up = ffn.w_gate(x), ffn.w_up(x)
+    hint = "gate = silu(w_gate x) (silu(z) = z sigmoid(z)), multiply by w_up x entry by entry, then w_down"
+    if isinstance(out, torch.Tensor) and out.shape == x.shape:
+        mistakes = (
+            (ffn.w_down(F.silu(up) * gate), "silu went on the w_up branch: the gate is silu(w_gate x), w_up x stays linear"),
+            (ffn.w_down(F.gelu(gate) * up), "GELU is GPT-2's activation; SwiGLU gates with SiLU (Swish): z * sigmoid(z)"),
+            (ffn.w_down(torch.sigmoid(gate) * up), "sigmoid alone is the GLU gate; SwiGLU uses silu(z) = z * sigmoid(z)"),
+            (ffn.w_down(F.silu(gate)), "the w_up branch is missing: the gate multiplies w_up x"),
+        )
+        hint = next((why for value, why in mistakes if torch.allclose(out.detach(), value.detach(), atol=1e-6)), hint)
+    error = contract_close(prop, "x (2, 3, 6)", out, ffn.w_down(F.silu(gate) * up), hint, atol=1e-6, rtol=1e-6)
+    return {"max_error": error}
+# builder:end sha256=6e58b9a4dbfad9a5897abc938313e6c7c38f590324709c08b0fa62ef3100270d
+check_exercise("Exercise 11", check_swiglu_contract, SwiGLU, globals())
+
+# %%
+rms_example = RMSNorm(4, eps=0.0)(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)).detach()
+print(f"RMSNorm(1, 2, 3, 4) = {[round(v, 4) for v in rms_example.tolist()]}")
+REFERENCE.check("rms_norm.normalized", rms_example, atol=1e-12)
+gelu_weights, swiglu_weights = 2 * 32 * 128, sum(p.numel() for p in SwiGLU(32, 2 * 128 // 3).parameters())
+print(f"width 32: GELU FFN of 128 has {gelu_weights:,} weights, SwiGLU of 85 has {swiglu_weights:,}")
+expect("a SwiGLU of 2/3 the hidden width costs the same weights (within 1%)", abs(swiglu_weights / gelu_weights - 1), "<", 0.01)
+
+
+# %% [markdown]
+# **The model.** Attention with RoPE takes your pieces in order: project $x$ to queries, keys and
+# values; split the heads (`split_heads`); turn queries and keys with `apply_rope` at their absolute
+# positions (values are not turned: only the score carries position); let each K/V head serve its
+# group of query heads (`repeat_kv_heads`); attend with your causal mask; merge the heads and apply
+# $W_o$. A decoder block is pre-norm: $h = x + \operatorname{Attn}(\operatorname{RMSNorm}_1(x))$,
+# $y = h + \operatorname{SwiGLU}(\operatorname{RMSNorm}_2(h))$. The model embeds the tokens (no
+# position table: RoPE carries the positions), runs the blocks, applies a final RMSNorm and a
+# bias-free output layer. The field names follow the course's capstone interface
+# (`w_q, w_k, w_v, w_o`, `attn_norm, attn, ffn_norm, ffn`, `embed, blocks, norm, head`), which
+# Modules 5.1 and 5.2 reuse.
+#
+# **A KV cache in the forward pass.** Generation feeds the prompt once and then one token at a time.
+# Each layer keeps the keys and values of every token so far, so a new token computes only its
+# own; its query then reads all the cached keys. That query sits at absolute position
+# $T_k - T_q + r$, the `query_offset` of Exercise 2. `forward(x, positions, cache)` receives one
+# layer's cache, whose `append(k, v, start)` stores this call's keys and values at positions
+# `start, start + 1, ...` and returns all of them so far.
+
+# %% tags=["exercise"]
+# Exercise 12: Write RoPE attention with grouped K/V heads. __init__ makes bias-free w_q (d_model ->
+# n_heads * head_dim), w_k and w_v (d_model -> n_kv_heads * head_dim) and w_o (back to d_model).
+# qkv(x, positions) returns q (B, n_heads, T, head_dim) and k, v (B, n_kv_heads, T, head_dim), with
+# apply_rope on q and k. merge(out) merges the heads and applies w_o. forward(x, positions, cache=None)
+# appends k, v to the cache when there is one (cache.append(k, v, int(positions[0])) returns all keys
+# and values so far), repeats each K/V head for its group of query heads, masks with causal_allowed
+# and the right query_offset, attends with your scaled_dot_product_attention, and merges.
+# The check requires: the four projections; q, k and v with RoPE on q and k only; merge; the output
+# of causal attention with query head h reading K/V head h // group; and the same output through a cache.
+class CapstoneAttention(nn.Module):
+    """Causal self-attention with RoPE on queries and keys and n_kv_heads K/V heads shared by groups of query heads."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim, self.rope_base = config.n_heads, config.n_kv_heads, config.head_dim, config.rope_base
+        ### BEGIN SOLUTION
+        self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
+        self.w_k = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_v = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_o = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=False)
+        ### END SOLUTION
+
+    def qkv(self, x, positions):
+        """x (B, T, d) at positions (T,) -> q (B, Hq, T, hd), k and v (B, Hkv, T, hd), RoPE on q and k."""
+        ### BEGIN SOLUTION
+        q = split_heads(self.w_q(x), self.n_heads)       # (B, Hq, T, hd)
+        k = split_heads(self.w_k(x), self.n_kv_heads)    # (B, Hkv, T, hd)
+        v = split_heads(self.w_v(x), self.n_kv_heads)    # (B, Hkv, T, hd)
+        return apply_rope(q, positions, self.rope_base), apply_rope(k, positions, self.rope_base), v
+        ### END SOLUTION
+
+    def merge(self, out):
+        """out (B, Hq, T, hd) -> (B, T, d): the heads side by side, then w_o."""
+        ### BEGIN SOLUTION
+        return self.w_o(merge_heads(out))
+        ### END SOLUTION
+
+    def forward(self, x, positions, cache=None):
+        """x (B, T, d) -> (B, T, d); with a cache this call's keys and values join it and the queries read all of them."""
+        ### BEGIN SOLUTION
+        q, k, v = self.qkv(x, positions)
+        if cache is not None:
+            k, v = cache.append(k, v, int(positions[0]))                  # (B, Hkv, T_k, hd): every key so far
+        group = self.n_heads // self.n_kv_heads
+        t_q, t_k = q.shape[-2], k.shape[-2]
+        allowed = causal_allowed(t_q, t_k, query_offset=t_k - t_q)          # (T_q, T_k): queries at their absolute positions
+        out = scaled_dot_product_attention(q, repeat_kv_heads(k, group), repeat_kv_heads(v, group), allowed).output
+        return self.merge(out)                                             # (B, T, d)
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 12: the contract your class must meet (open it to read the properties)
+# builder:begin inline check_capstone_attention_contract
+def check_capstone_attention_contract(CapstoneAttention):
+    """Judge ``CapstoneAttention(config)``: RoPE attention with grouped K/V heads, its ``qkv``, ``merge`` and a cached ``forward``."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    config = CapstoneConfig(vocab=11, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=8, max_len=12, rope_base=100.0)
+    case = "CapstoneAttention(config): d_model 16, 4 query heads, 2 K/V heads, head_dim 4, rope_base 100"
+    torch.manual_seed(6)
+    prop = "w_q, w_o: 16 -> 16 and w_k, w_v: 16 -> 8, no biases"
+    attn = contract_call(prop, case, raised, CapstoneAttention, config)
+    layers = [getattr(attn, f"w_{n}", None) for n in "qkvo"]
+    shapes = [tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None for layer in layers]
+    contract_assert(
+        shapes == [(16, 16), (8, 16), (8, 16), (16, 16)] and all(layer.bias is None for layer in layers), prop, case,
+        "weights (16, 16), (8, 16), (8, 16), (16, 16)", f"{shapes}", "K and V have n_kv_heads * head_dim outputs; use bias=False",
+    )
+    x = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(7))
+    positions = torch.arange(7)
+    with torch.no_grad():
+        heads = [(x @ layer.weight.T).view(2, 7, -1, 4).transpose(1, 2) for layer in layers[:3]]
+        q, k = (rope_by_complex(t, positions, 100.0).float() for t in heads[:2])
+        v = heads[2]
+        prop = "qkv gives q (B, 4, T, 4) and k, v (B, 2, T, 4), RoPE on q and k only"
+        got = contract_call(prop, "x (2, 7, 16)" , raised, attn.qkv, x, positions)
+        for name, value, want in zip("qkv", got, (q, k, v)):
+            hint = ("head h of token t holds features h*head_dim .. (h+1)*head_dim - 1 of the projection (split_heads), "
+                    "with apply_rope(q or k, positions, rope_base); v is not rotated")
+            if name == "v" and torch.allclose(value, rope_by_complex(v, positions, 100.0).float(), atol=1e-5):
+                hint = "v was rotated: RoPE turns queries and keys, whose dot product carries the position; the values stay as they are"
+            if name == "k" and torch.allclose(value, heads[1], atol=1e-5):
+                hint = "k was not rotated: both q and k turn, so that their dot product depends on the offset"
+            contract_close(f"{prop}: {name}", "x (2, 7, 16)", value, want, hint, atol=1e-5, rtol=1e-5)
+        out = torch.randn(2, 4, 7, 4)
+        contract_close("merge puts the heads side by side, then applies w_o", "out (2, 4, 7, 4)", contract_call(
+            "merge puts the heads side by side, then applies w_o", "out (2, 4, 7, 4)", raised, attn.merge, out),
+            out.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T, "merge_heads(out), then self.w_o", atol=1e-5, rtol=1e-5)
+        want = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), is_causal=True)
+        want = want.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T
+        prop = "forward is causal RoPE attention, query head h reading K/V head h // 2"
+        result = contract_call(prop, "x (2, 7, 16), positions 0..6, no cache", raised, attn, x, positions)
+        hint = "q, k, v = self.qkv(...); repeat each K/V head for its group (repeat_kv_heads), mask with causal_allowed, attend, merge"
+        tiled = F.scaled_dot_product_attention(q, k.repeat(1, 2, 1, 1), v.repeat(1, 2, 1, 1), is_causal=True)
+        if isinstance(result, torch.Tensor) and torch.allclose(result, tiled.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T, atol=1e-5):
+            hint = "the K/V heads were tiled (kv0, kv1, kv0, kv1): consecutive query heads share one K/V head, so repeat_interleave"
+        error = contract_close(prop, "x (2, 7, 16), positions 0..6, no cache", result, want, hint, atol=1e-5, rtol=1e-5)
+
+        class Recorder:
+            """A cache for one layer: keeps every key and value appended, in order."""
+
+            def __init__(self):
+                self.keys = self.values = None
+                self.length = 0
+
+            def append(self, k, v, start):
+                if start != self.length:
+                    raise ContractViolation(
+                        "cached calls append at their own first position", "x split 4 + 3 tokens, positions 0..3 then 4..6",
+                        f"start={self.length}", f"start={start}", "pass int(positions[0]) as the start of the appended keys",
+                    )
+                self.keys = k if self.keys is None else torch.cat((self.keys, k), 2)
+                self.values = v if self.values is None else torch.cat((self.values, v), 2)
+                self.length += k.shape[2]
+                return self.keys, self.values
+
+        prop, cached = "with a cache, later queries read every cached key at their absolute positions", "x split 4 + 3 tokens, positions 0..3 then 4..6"
+        cache = Recorder()
+        parts = [contract_call(prop, cached, raised, attn, x[:, s], positions[s], cache) for s in (slice(0, 4), slice(4, 7))]
+        hint = "append (k, v) to the cache, attend over all it returns, and mask with causal_allowed(T, T_k, query_offset=T_k - T)"
+        if isinstance(parts[1], torch.Tensor) and parts[1].shape == (2, 3, 16):
+            q_late = q[:, :, 4:]
+            top_left = torch.ones(3, 7, dtype=torch.bool).tril()
+            wrong = F.scaled_dot_product_attention(q_late, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=top_left)
+            if torch.allclose(parts[1], wrong.transpose(1, 2).reshape(2, 3, 16) @ layers[3].weight.T, atol=1e-5):
+                hint = ("the mask of the cached queries is top-left aligned (is_causal=True's rule): query r sits at position "
+                        "query_offset + r, so pass query_offset=T_k - T_q to causal_allowed")
+        contract_close(prop, cached, torch.cat(parts, 1), want, hint, atol=1e-5, rtol=1e-5)
+    return {"max_error": error, "cache": "PASS"}
+# builder:end sha256=f6b15799c324ab4f72ba31eb7c2cd6d8c09d0552f54cb99c3a2e787e9d6e98ef
+check_exercise("Exercise 12", check_capstone_attention_contract, CapstoneAttention, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 13: Assemble the model. CapstoneBlock holds attn_norm and ffn_norm (your RMSNorm, with
+# config.norm_eps), attn (your CapstoneAttention) and ffn (your SwiGLU of width config.d_ff); its forward is
+# pre-norm with a residual around each sublayer. CapstoneLM holds embed (nn.Embedding), blocks (an
+# nn.ModuleList of config.n_layers blocks), norm and head (bias-free nn.Linear to config.vocab); its
+# forward numbers the tokens from the cache's length (0 without a cache), gives block i the cache's
+# layer i (cache.layers[i]), and returns head(norm(x)).
+# The check requires: exactly these parts by name; the logits of a pre-norm Llama-style model with a
+# final norm; and the same logits when the tokens arrive 5, then 1, 1 and 1 at a time through a cache.
+class CapstoneBlock(nn.Module):
+    """A pre-norm decoder block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = CapstoneAttention(config)
+        self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.ffn = SwiGLU(config.d_model, config.d_ff)
+        ### END SOLUTION
+
+    def forward(self, x, positions, cache=None):
+        """(B, T, d) -> (B, T, d)."""
+        ### BEGIN SOLUTION
+        x = x + self.attn(self.attn_norm(x), positions, cache)
+        return x + self.ffn(self.ffn_norm(x))
+        ### END SOLUTION
+
+
+class CapstoneLM(nn.Module):
+    """Token embedding, n_layers pre-norm blocks with RoPE attention, a final RMSNorm and an output head."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        ### BEGIN SOLUTION
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+        ### END SOLUTION
+
+    def forward(self, tokens, cache=None):
+        """tokens (B, T) -> logits (B, T, vocab); with a KVCache the tokens continue the ones it holds."""
+        start = _capstone_tokens(tokens, self.config, cache)
+        ### BEGIN SOLUTION
+        positions = torch.arange(start, start + tokens.shape[1])                 # absolute positions (T,)
+        x = self.embed(tokens)                                                   # (B, T, d)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, None if cache is None else cache.layers[i])
+        return self.head(self.norm(x))                                           # (B, T, vocab)
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 13: the contract your classes must meet (open it to read the properties)
+# builder:begin inline capstone_by_hand
+def capstone_by_hand(model, tokens, *, pre_norm=True, final_norm=True):
+    """The logits a Llama-style model must give, from its own state dict, with torch.nn.functional (float64)."""
+    import torch
+    import torch.nn.functional as F
+
+    c, w = model.config, {name: t.detach().double() for name, t in model.state_dict().items()}
+    B, T = tokens.shape
+    positions = torch.arange(T)
+    x = w["embed.weight"][tokens]                                                   # (B, T, d)
+
+    def norm(h, name):
+        return F.rms_norm(h, (c.d_model,), w[name], eps=c.norm_eps)
+
+    for i in range(c.n_layers):
+        at = f"blocks.{i}."
+        h = norm(x, at + "attn_norm.weight") if pre_norm else x
+        heads = [(h @ w[at + f"attn.w_{n}.weight"].T).view(B, T, -1, c.head_dim).transpose(1, 2) for n in "qkv"]
+        q, k = (rope_by_complex(t, positions, c.rope_base) for t in heads[:2])      # (B, H, T, hd)
+        group = c.n_heads // c.n_kv_heads
+        out = F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1), heads[2].repeat_interleave(group, 1), is_causal=True)
+        x = x + out.transpose(1, 2).reshape(B, T, -1) @ w[at + "attn.w_o.weight"].T
+        x = norm(x, at + "attn_norm.weight") if not pre_norm else x
+        h = norm(x, at + "ffn_norm.weight") if pre_norm else x
+        ffn = (F.silu(h @ w[at + "ffn.w_gate.weight"].T) * (h @ w[at + "ffn.w_up.weight"].T)) @ w[at + "ffn.w_down.weight"].T
+        x = x + ffn if pre_norm else norm(x + ffn, at + "ffn_norm.weight")
+    return (norm(x, "norm.weight") if final_norm else x) @ w["head.weight"].T      # (B, T, vocab)
+# builder:end sha256=b81652e49e156134880332f03041049da78b89d8a05d300ef4b54a9250363158
+# builder:begin inline check_capstone_model_contract
+def check_capstone_model_contract(CapstoneLM):
+    """Judge ``CapstoneLM(config)`` (and the ``CapstoneBlock`` it stacks): its parts by name, its logits, causality, the cache."""
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    config = CapstoneConfig(vocab=11, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=24, max_len=12, rope_base=100.0)
+    case = "CapstoneLM(config): vocab 11, d_model 16, 2 layers, 4 query heads, 2 K/V heads, d_ff 24"
+    torch.manual_seed(10)
+    prop = "the model holds embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm and head"
+    model = contract_call(prop, case, raised, CapstoneLM, config)
+    names = {name for name in getattr(model, "state_dict", dict)()}
+    want_names = {"embed.weight", "norm.weight", "head.weight"} | {
+        f"blocks.{i}.{part}.weight" for i in range(2) for part in (
+            "attn_norm", "attn.w_q", "attn.w_k", "attn.w_v", "attn.w_o", "ffn_norm", "ffn.w_gate", "ffn.w_up", "ffn.w_down")}
+    contract_assert(names == want_names, prop, case, "these weights and no others", f"missing {sorted(want_names - names)[:4]}, "
+                    f"extra {sorted(names - want_names)[:4]}", "nn.Embedding, an nn.ModuleList of CapstoneBlock, RMSNorm and a bias-free nn.Linear head")
+    with torch.no_grad():  # weights that are not at their initial values, so a skipped norm gain shows
+        for name, tensor in model.state_dict().items():
+            if name.endswith("norm.weight"):
+                tensor.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(len(name)))
+    tokens = torch.tensor([[1, 5, 2, 7, 1, 5, 9, 0], [3, 3, 10, 4, 8, 6, 2, 1]])
+    prop, tcase = "logits = head(norm(blocks(embed(tokens)))) with pre-norm residual blocks", "tokens (2, 8)"
+    with torch.no_grad():
+        logits = contract_call(prop, tcase, raised, model, tokens)
+        hint = "x = x + attn(attn_norm(x), positions, cache), then x = x + ffn(ffn_norm(x)); after the blocks, norm, then head"
+        if isinstance(logits, torch.Tensor) and logits.shape == (2, 8, 11):
+            for variant, why in ((dict(pre_norm=False), "post-norm: normalise each sublayer's input, not the residual sum"),
+                                 (dict(final_norm=False), "the final norm is missing: head(norm(x))")):
+                if torch.allclose(logits.double(), capstone_by_hand(model, tokens, **variant), atol=1e-4):
+                    hint = why
+        error = contract_close(prop, tcase, logits, capstone_by_hand(model, tokens), hint, atol=1e-4, rtol=1e-4)
+
+        class Recorder:
+            """A cache of one layer that keeps what is appended."""
+
+            def __init__(self):
+                self.keys = self.values = None
+                self.length = 0
+
+            def append(self, k, v, start):
+                self.keys = k if self.keys is None else torch.cat((self.keys, k), 2)
+                self.values = v if self.values is None else torch.cat((self.values, v), 2)
+                self.length += k.shape[2]
+                return self.keys, self.values
+
+        class Cache:
+            """A whole model's cache: one Recorder per layer."""
+
+            def __init__(self):
+                self.layers = [Recorder() for _ in range(2)]
+
+            @property
+            def length(self):
+                return self.layers[0].length
+
+        prop, ccase = "fed 5 tokens, then 1 at a time through a cache, the logits are those of one full pass", "tokens (2, 8) as 5 + 1 + 1 + 1"
+        cache = Cache()
+        steps = [contract_call(prop, ccase, raised, model, tokens[:, s], cache) for s in (slice(0, 5), slice(5, 6), slice(6, 7), slice(7, 8))]
+        contract_close(prop, ccase, torch.cat(steps, 1), logits, "positions continue from cache.length, and each block gets cache.layers[i]",
+                       atol=1e-4, rtol=1e-4)
+    return {"max_error": error, "cache": "PASS"}
+# builder:end sha256=6982c8594a0d06c593ea30c074ee67c4b999f3253855a62331efc946c4fd32bb
+check_exercise("Exercise 13", check_capstone_model_contract, CapstoneLM, globals())
+
+
+# %% [markdown]
+# **A task that needs two layers.** Each sequence is $k$ distinct random tokens (from 16) repeated
+# once, with $k$ drawn from 4 to 12 for each row, then random filler: `9 4 13 2 | 9 4 13 2 | 7 0 ...`.
+# Only the repeat can be predicted, from its second token on: after `9` comes `4` because `4`
+# followed `9` before. Since $k$ changes from row to row, no fixed offset finds it (section 12's
+# positional copy fails here). An **induction head** does
+# ([Olsson et al., 2022](https://arxiv.org/abs/2209.11895)): in layer 1 a *previous-token head*
+# copies each token's predecessor into its position; in layer 2 a head matches the current token
+# against those copies, lands on the token right after the earlier occurrence, and copies it.
+# One layer has no earlier head to read from, so it should stay far below two
+# ([Elhage et al., 2021](https://transformer-circuits.pub/2021/framework/index.html)). The loss is
+# the NLL of section 12 over the predictable positions only.
+
+# %% tags=["exercise"]
+# Exercise 14: Write the task, the training step, the training loop and the score. induction_batch draws,
+# from the generator only, for each row a k from k_min to k_max and k distinct tokens (the first k of a random
+# order of the vocabulary), written twice and padded with random tokens to 2 * k_max; it returns inputs
+# (all but the last token), targets (all but the first) and scored, True at targets k+1 .. 2k-1 (input
+# positions k .. 2k-2). train_step computes the mean cross-entropy over the scored positions only, clears the
+# old gradients, backpropagates, takes one optimizer step and returns the loss as a float. fit_induction makes
+# one torch.Generator().manual_seed(seed + 1) and one AdamW (weight_decay=0), sets the rate at step t to
+# lr * min(1, (t + 1) / warmup) * (1 - t / steps), runs step on a fresh batch each step in training mode, calls
+# on_step(t + 1, loss) when given, and returns the losses. induction_accuracy scores argmax == target on the
+# scored positions of a fresh batch, without gradients.
+# The checks require: distinct tokens repeated, the scored positions, k drawn per row, the generator alone
+# deciding; the scored loss and exactly one optimizer step; AdamW without decay, the warm-up and decay, fresh
+# and seeded batches; and an accuracy over the scored positions only.
+def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
+    """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    ### BEGIN SOLUTION
+    segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
+    k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
+    position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
+    repeated = segments.gather(1, torch.where(position < k, position, position - k).clamp(max=k_max - 1))
+    padding = torch.randint(vocab, (batch, 2 * k_max), generator=generator)
+    sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
+    scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
+    return sequences[:, :-1], sequences[:, 1:], scored
+    ### END SOLUTION
+
+
+def train_step(model, optimizer, inputs, targets, scored):
+    """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
+    ### BEGIN SOLUTION
+    loss = F.cross_entropy(model(inputs)[scored], targets[scored])  # logits (B, T, V)[scored] -> (N, V)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+    ### END SOLUTION
+
+
+def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
+    """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
+    require_int("steps", steps, minimum=1)
+    ### BEGIN SOLUTION
+    generator = torch.Generator().manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
+    losses = []
+    model.train()
+    for t in range(steps):
+        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
+        schedule.step()                                                             # the rate of step t + 1
+        if on_step is not None:
+            on_step(t + 1, losses[-1])
+    model.eval()
+    return losses
+    ### END SOLUTION
+
+
+def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
+    """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
+    ### BEGIN SOLUTION
+    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab, k_min=k_min, k_max=k_max)
+    with torch.no_grad():
+        hits = model(inputs).argmax(dim=-1) == targets                              # (B, T)
+    return float(hits[scored].float().mean())
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 14: the contracts your four functions must meet (open it to read the properties)
+# builder:begin inline check_induction_batch_contract
+def check_induction_batch_contract(induction_batch):
+    """Judge ``induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12) -> (inputs, targets, scored)``."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    prop, case = "rows of k distinct tokens written twice, k from k_min to k_max", "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)"
+    parts = contract_call(prop, case, raised, induction_batch, 200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)
+    contract_assert(isinstance(parts, tuple) and len(parts) == 3, prop, case, "a tuple (inputs, targets, scored)", f"{type(parts).__name__}",
+                    "return inputs, targets and the scored mask together")
+    inputs, targets, scored = parts
+    shapes = [tuple(getattr(t, "shape", ())) for t in parts]
+    contract_assert(shapes == [(200, 17)] * 3 and scored.dtype == torch.bool, prop, case, "three tensors of shape (200, 17), scored of dtype bool",
+                    f"{shapes}, scored {getattr(scored, 'dtype', '')}", "sequences of 2 k_max tokens; inputs drop the last, targets the first")
+    contract_assert(torch.equal(inputs[:, 1:], targets[:, :-1]), "targets are the inputs shifted by one", case, "targets[:, t] == inputs[:, t + 1]",
+                    "they differ", "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]")
+    sequences = torch.cat((inputs, targets[:, -1:]), 1)
+    lengths = scored.sum(1) + 1
+    for row, k in zip(sequences, lengths.tolist()):
+        segment = row[:k].tolist()
+        contract_assert(3 <= k <= 9 and len(set(segment)) == k and row[k:2 * k].tolist() == segment, prop, case,
+                        "k distinct tokens, then the same k again", f"{row.tolist()} with {k - 1} scored positions",
+                        "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets")
+    position = torch.arange(17)[None, :]
+    want = (position >= lengths[:, None]) & (position <= 2 * lengths[:, None] - 2)
+    contract_assert(torch.equal(scored, want), "scored marks exactly the targets an induction head can find", case,
+                    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)", "another set of positions",
+                    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither")
+    contract_assert(len(set(lengths.tolist())) >= 5, "k is drawn for each row", case, "several lengths among 200 rows",
+                    f"lengths {sorted(set(lengths.tolist()))}", "draw k for each row, not once for the batch")
+    again = induction_batch(200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)[0]
+    contract_assert(torch.equal(again, inputs), "the generator alone decides the batch", case, "the same batch from the same seed",
+                    "a different batch", "draw every random number from the generator argument, not from torch's global state")
+    return {"rows": 200, "scored": "PASS"}
+# builder:end sha256=ec4d7ae3a086b905619d36653cd35379ba0c84fbcb81eb338bd5a093404f139e
+# builder:begin inline check_train_step_contract
+def check_train_step_contract(train_step):
+    """Judge ``train_step(model, optimizer, inputs, targets, scored)``: one optimizer step on the scored positions' cross-entropy."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def tiny():
+        torch.manual_seed(12)
+        return torch.nn.Sequential(torch.nn.Embedding(7, 5), torch.nn.Linear(5, 7))
+
+    inputs = torch.tensor([[1, 2, 3, 4], [6, 5, 4, 3]])
+    targets = torch.tensor([[2, 3, 4, 0], [5, 4, 3, 6]])
+    scored = torch.tensor([[False, True, True, False], [False, False, True, True]])
+    case = "an embedding + linear model on 2 rows of 4 tokens, 4 positions scored, SGD lr 0.1, stale gradients of 5 left in"
+    model, mirror = tiny(), tiny()
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 5.0)  # left over from an earlier step: the step must clear them
+    prop = "the step returns the cross-entropy over the scored positions as a float"
+    loss = contract_call(prop, case, raised, train_step, model, torch.optim.SGD(model.parameters(), lr=0.1), inputs, targets, scored)
+    logits = mirror(inputs)
+    want = F.cross_entropy(logits[scored], targets[scored])
+    contract_assert(isinstance(loss, float), prop, case, "a Python float", f"{type(loss).__name__}",
+                    "return loss.item(): a float, not the tensor with its whole graph")
+    hint = "F.cross_entropy(logits[scored], targets[scored]): score only the positions the mask marks"
+    if abs(loss - float(F.cross_entropy(logits.detach().flatten(0, 1), targets.flatten()))) < 1e-6:
+        hint = "every position was scored: index the logits and targets with the scored mask first"
+    contract_close(prop, case, loss, float(want.detach()), hint, atol=1e-6, rtol=1e-6)
+    want.backward()
+    torch.optim.SGD(mirror.parameters(), lr=0.1).step()
+    prop = "the weights move by exactly one optimizer step on this loss"
+    for (name, p), q in zip(model.named_parameters(), mirror.parameters()):
+        hint = "optimizer.zero_grad(), loss.backward(), optimizer.step(), in that order"
+        if torch.allclose(p, q - 0.5, atol=1e-6):
+            hint = "the stale gradients were kept: call optimizer.zero_grad() before loss.backward()"
+        contract_close(prop + f" ({name})", case, p, q, hint, atol=1e-6, rtol=1e-6)
+    return {"loss": loss}
+# builder:end sha256=00a4c3e8338a916eab8f29c1f4c5834c4f2432f6717c404c2dc480339e5275e5
+# builder:begin inline check_fit_induction_contract
+def check_fit_induction_contract(fit_induction):
+    """Judge ``fit_induction(model, step, steps, seed, *, batch, lr, warmup, ...)``: AdamW, warm-up then linear decay, fresh batches."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Tiny(torch.nn.Module):
+        """A stand-in model: one weight and the config that names the vocabulary."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.weight = torch.nn.Parameter(torch.zeros(3))
+
+    seen = []
+
+    def step(model, optimizer, inputs, targets, scored):
+        seen.append((optimizer, optimizer.param_groups[0]["lr"], inputs.clone(), model.training))
+        optimizer.step()  # no gradients: moves nothing, but keeps the scheduler's order
+        return float(len(seen))
+
+    case = "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch"
+    prop = "the step runs once per step and the losses are what it returned"
+    losses = contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(isinstance(losses, (list, tuple)) and list(losses) == [float(i) for i in range(1, 11)] and len(seen) == 10, prop, case,
+                    "the floats 1, 2, ..., 10", f"{losses!r}"[:120], "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns")
+    optimizer = seen[0][0]
+    contract_assert(isinstance(optimizer, torch.optim.AdamW) and optimizer.param_groups[0]["weight_decay"] == 0.0 and all(s[0] is optimizer for s in seen),
+                    "one AdamW optimizer without weight decay for the whole run", case, "torch.optim.AdamW(..., weight_decay=0), made once",
+                    f"{type(optimizer).__name__}, weight_decay {optimizer.param_groups[0].get('weight_decay')}",
+                    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop")
+    rates = [round(s[1], 9) for s in seen]
+    want = [round(0.5 * min(1.0, (t + 1) / 4) * (1 - t / 10), 9) for t in range(10)]
+    hint = "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)"
+    if rates == [round(0.5 * (1 - t / 10), 9) for t in range(10)]:
+        hint = "the warm-up is missing: the rate rises linearly over the first `warmup` steps"
+    contract_assert(rates == want, "the rate rises over warmup steps, then falls linearly towards 0", case, f"{want}", f"{rates}", hint)
+    batches = [s[2] for s in seen]
+    contract_assert(all(b.shape == (6, 23) for b in batches) and not torch.equal(batches[0], batches[1]), "every step gets a fresh batch of `batch` rows",
+                    case, "10 different batches of shape (6, 23)", f"shapes {[tuple(b.shape) for b in batches[:3]]} ...",
+                    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it")
+    first = batches
+    seen.clear()
+    contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(all(torch.equal(a, s[2]) for a, s in zip(first, seen)), "the seed alone decides the batches", case,
+                    "the same 10 batches from seed 4 twice", "different batches", "use torch.Generator().manual_seed(seed + 1), made once")
+    contract_assert(all(s[3] for s in seen), "the model trains in training mode", case, "model.training True in every step", "False",
+                    "call model.train() before the loop (and model.eval() after it)")
+    return {"rates": "PASS", "batches": "PASS"}
+# builder:end sha256=55ee4c2aa6d5feb3281cc326342f7528fefd225afe0736094eed80055ec6c8e6
+# builder:begin inline check_induction_accuracy_contract
+def check_induction_accuracy_contract(induction_accuracy):
+    """Judge ``induction_accuracy(model, *, batch, seed, k_min, k_max)``: greedy accuracy on the scored positions only."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def repeat_length(row, k_min=4):
+        """The k of a row: its first k tokens written again right after them."""
+        return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
+
+    class HalfRight(torch.nn.Module):
+        """Predicts the repeat right at odd positions and wrong at even ones; token 0 outside the repeat."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.hits = []
+
+        def forward(self, tokens):
+            guess = torch.zeros_like(tokens)
+            for b, row in enumerate(tokens):
+                k = repeat_length(row)
+                for t in range(k, min(2 * k - 1, tokens.shape[1])):
+                    right = int(row[t + 1 - k])
+                    guess[b, t] = right if t % 2 else (right + 1) % 16
+                    self.hits.append(t % 2 == 1)
+            return torch.nn.functional.one_hot(guess, 16).float()
+
+    model = HalfRight()
+    prop, case = "accuracy counts the scored positions only", "a model right at odd positions of the repeat only, batch=64, seed=5"
+    got = contract_call(prop, case, raised, induction_accuracy, model, batch=64, seed=5)
+    contract_assert(bool(model.hits), prop, case, "a score of the model's own predictions", f"{got!r}, without calling the model",
+                    "call the model on a fresh induction batch and compare its argmax with the targets")
+    want = sum(model.hits) / len(model.hits)
+    hint = "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count"
+    contract_assert(isinstance(got, float) and abs(got - want) < 1e-6, prop, case, f"{want:.4f} as a float", f"{got!r}", hint)
+    return {"accuracy": got}
+# builder:end sha256=8e83d4a57941cfca2f486f602032416b2f2d47ed2be3e7f8fccafda52828df0c
+check_exercise("Exercise 14", check_induction_batch_contract, induction_batch, globals())
+check_exercise("Exercise 14", check_train_step_contract, train_step, globals())
+check_exercise("Exercise 14", check_fit_induction_contract, fit_induction, globals())
+check_exercise("Exercise 14", check_induction_accuracy_contract, induction_accuracy, globals())
+
+# %% tags=["training"]
+# Training (about 3 s on a CPU): your CapstoneLM with 2 layers and with 1 layer, 200 AdamW steps each on
+# fresh induction batches of 64 rows, then scored on 512 unseen rows.
+induction = {key: REFERENCE.value(f"induction_task.{key}") for key in (
+    "vocab", "seed", "steps", "batch", "learning_rate", "warmup", "k_min", "k_max", "eval_rows",
+    "accuracy_two_layers_at_least", "accuracy_one_layer_at_most")}
+task_sizes = {"k_min": induction["k_min"], "k_max": induction["k_max"]}
+capstone_config = CapstoneConfig(vocab=induction["vocab"], d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64)
+capstone_models, capstone_losses = {}, {}
+for layers in (2, 1):
+    torch.manual_seed(induction["seed"])
+    capstone_models[layers] = CapstoneLM(capstone_config.replace(n_layers=layers))
+    capstone_losses[layers] = fit_induction(
+        capstone_models[layers], train_step, induction["steps"], induction["seed"], batch=induction["batch"],
+        lr=induction["learning_rate"], warmup=induction["warmup"], **task_sizes,
+        on_step=lambda step, loss, layers=layers: step % 50 == 0 and print(f"{layers} layer(s), step {step}: loss {loss:.3f}", flush=True),
+    )
+capstone_accuracy = {layers: induction_accuracy(model, batch=induction["eval_rows"], **task_sizes) for layers, model in capstone_models.items()}
+print(f"held-out accuracy on the repeat: 2 layers {capstone_accuracy[2]:.3f}, 1 layer {capstone_accuracy[1]:.3f}")
+expect("two layers learn the induction task", capstone_accuracy[2], ">=", induction["accuracy_two_layers_at_least"])
+expect("one layer does not", capstone_accuracy[1], "<=", induction["accuracy_one_layer_at_most"])
+
+
+# %% [markdown]
+# **Where the heads look.** Take one sequence with $k = 8$ and read the attention weights of the
+# trained 2-layer model. At a position in the repeat, a previous-token head of layer 1 puts its
+# weight on the position just before; the induction head of layer 2 puts it on the token that
+# followed the earlier occurrence of the current token, $k - 1$ places back. The figure marks those
+# expected positions; the cell measures the mean weight each head puts there over the repeat.
+
+# %% tags=["hide-input"]
+# @title The figure code of the next cell: attention_by_layer, plot_induction_heads (open to read)
+def attention_by_layer(model, tokens):
+    """The attention weights (B, Hq, T, T) of each layer of a CapstoneLM on tokens (B, T), from its own qkv."""
+    weights, positions = [], torch.arange(tokens.shape[1])
+    with torch.no_grad():
+        x = model.embed(tokens)
+        for block in model.blocks:
+            attn = block.attn
+            q, k, v = attn.qkv(block.attn_norm(x), positions)
+            group = attn.n_heads // attn.n_kv_heads
+            result = scaled_dot_product_attention(q, repeat_kv_heads(k, group), repeat_kv_heads(v, group), causal_allowed(q.shape[-2], k.shape[-2]))
+            weights.append(result.weights)
+            x = x + attn.merge(result.output)
+            x = x + block.ffn(block.ffn_norm(x))
+    return weights
+
+
+def plot_induction_heads(maps, k, language="en"):
+    """Two heatmaps, queries down and keys across: the previous-token head of layer 1 and the induction head of layer 2."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
+    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова предыдущего токена"),
+              localized(language, "layer 2: induction head", "слой 2: индукционная голова"))
+    for ax, weights, back, title in zip(axes, maps, (1, k - 1), titles):
+        ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+        rows = np.arange(k, 2 * k)
+        ax.plot(rows - back, rows, ls="none", marker="o", mfc="none", mec=Palette.ORANGE, ms=7, mew=1.6,
+                label=localized(language, f"expected key: {back} back", f"ожидаемый ключ: на {back} назад"))
+        ax.set_title(title)
+        ax.set_xlabel(localized(language, "key position", "позиция ключа"))
+        ax.set_ylabel(localized(language, "query position", "позиция запроса"))
+        ax.legend(loc="lower left")
+    return fig
+
+
+# %%
+probe_tokens = torch.tensor([[9, 4, 13, 2, 11, 0, 6, 15] * 2 + [3, 8]])
+k_probe = 8
+maps = attention_by_layer(capstone_models[2], probe_tokens)
+rows = torch.arange(k_probe, 2 * k_probe)
+head_share = [[float(maps[layer][0, h, rows, rows - back].mean()) for h in range(capstone_config.n_heads)]
+              for layer, back in ((0, 1), (1, k_probe - 1))]
+previous_head, induction_head = (max(range(capstone_config.n_heads), key=shares.__getitem__) for shares in head_share)
+print(f"mean weight on the expected key over the repeat: layer 1 heads {[round(s, 2) for s in head_share[0]]} (1 back), "
+      f"layer 2 heads {[round(s, 2) for s in head_share[1]]} ({k_probe - 1} back)")
+show_figure(
+    plot_induction_heads((maps[0][0, previous_head].numpy(), maps[1][0, induction_head].numpy()), k_probe, LANGUAGE),
+    "Each row is a query position, each column a key; darker is more weight, and rows sum to 1. The orange circles "
+    "mark the expected keys for the repeat (rows 8 to 15): on the left, one place back; on the right, seven places "
+    "back, the token that followed the earlier occurrence of the current one. The dark cells sit inside the circles.",
+)
+uniform_share = float((1 / (rows + 1.0)).mean())  # what a head that reads every key alike would put there
+expect(f"layer 1 has a previous-token head and layer 2 an induction head (weight > 0.4; uniform: {uniform_share:.2f})",
+       min(head_share[0][previous_head], head_share[1][induction_head]), ">", 0.4)
+
+
+# %% [markdown]
+# **Decoding through the cache.** Greedy decoding without a cache runs the whole sequence through
+# the model for every new token: $O(n^2)$ token-passes for $n$ tokens. With a cache the prompt goes
+# through once, and each step feeds one token, whose keys and values join the cache. The cache is
+# two contiguous buffers per layer, (batch, K/V heads, max_len, head_dim), allocated once; its
+# bytes are $2 \times \text{layers} \times \text{batch} \times \text{K/V heads} \times T \times
+# \text{head width} \times \text{bytes per value}$, section 9's formula.
+
+# %% tags=["exercise"]
+# Exercise 15: Write the KV cache and greedy decoding through it. LayerKV.append(k, v, start) writes k
+# and v (B, H_kv, T, hd) into the buffers at positions start .. start + T - 1 (refuse a start other
+# than self.length), moves self.length on, and returns the keys and values of positions 0 .. start + T - 1.
+# KVCache holds one LayerKV per layer; nbytes() counts the bytes of the keys and values held.
+# generate(model, prompt, n_new, cache=True) appends n_new greedy tokens (argmax of the last logits):
+# with cache=True it feeds the prompt once and then only the newest token through one KVCache; with
+# cache=False the whole sequence every step. No gradients.
+# The check requires: the model's tokens with and without a cache; the prompt fed once and then one
+# token a step through the cache; the whole sequence a step without it; n_new=0 returns the prompt.
+class LayerKV:
+    """One layer's keys and values in two preallocated buffers (B, H_kv, max_len, hd)."""
+
+    def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype=torch.float32):
+        ### BEGIN SOLUTION
+        self.keys = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.values = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.length = 0
+        ### END SOLUTION
+
+    def append(self, k, v, start):
+        """Write k, v (B, H_kv, T, hd) at positions start..; return the keys and values so far."""
+        ### BEGIN SOLUTION
+        end = start + k.shape[2]
+        if start != self.length or end > self.keys.shape[2]:
+            raise ValueError(f"the cache holds {self.length} of {self.keys.shape[2]} positions; cannot write {start}..{end - 1}")
+        self.keys[:, :, start:end], self.values[:, :, start:end] = k, v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]                 # views, no copy
+        ### END SOLUTION
+
+
+class KVCache:
+    """The KV cache of a whole model: one LayerKV per layer."""
+
+    def __init__(self, config, batch):
+        ### BEGIN SOLUTION
+        self.layers = [LayerKV(batch, config.n_kv_heads, config.max_len, config.head_dim) for _ in range(config.n_layers)]
+        ### END SOLUTION
+
+    @property
+    def length(self):
+        """How many positions the cache holds."""
+        return self.layers[0].length
+
+    def nbytes(self):
+        """The bytes of the keys and values held."""
+        ### BEGIN SOLUTION
+        return sum(t[:, :, :layer.length].numel() * t.element_size() for layer in self.layers for t in (layer.keys, layer.values))
+        ### END SOLUTION
+
+
+def generate(model, prompt, n_new, *, cache=True):
+    """Greedy decoding of n_new tokens after prompt (B, T0); with cache=True each step feeds only the newest token."""
+    n_new = _generation_length(model, prompt, n_new)
+    ### BEGIN SOLUTION
+    tokens, feed = prompt, prompt
+    store = KVCache(model.config, prompt.shape[0]) if cache else None
+    with torch.no_grad():
+        for _ in range(n_new):
+            logits = model(feed if cache else tokens, store)[:, -1]   # (B, vocab) at the newest position
+            newest = logits.argmax(dim=-1, keepdim=True)              # (B, 1)
+            tokens = torch.cat((tokens, newest), dim=1)
+            feed = newest
+    return tokens
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title The check of Exercise 15: the contract your functions must meet (open it to read the properties)
+# builder:begin inline check_kv_generation_contract
+def check_kv_generation_contract(generate):
+    """Judge ``generate(model, prompt, n_new, *, cache=True)`` with a model whose next token depends on the whole past.
+
+    The model (defined here) reads its past through the student's own ``KVCache`` when given one: its keys are the
+    token ids, so a cache that forgets, repeats or misplaces a key changes the answer.
+    """
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Counter(torch.nn.Module):
+        """Next token = (3 * sum of the past + length) mod 11; counts the tokens each call is fed."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=11, d_model=4, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=4, max_len=16)
+            self.fed = []
+
+        def forward(self, tokens, cache=None):
+            self.fed.append(tokens.shape[1])
+            past = tokens.double()
+            if cache is not None:
+                start = cache.length
+                k = tokens.double()[:, None, :, None].expand(-1, 1, -1, 2)       # (B, 1, T, head_dim 2)
+                for layer in cache.layers:
+                    keys, _ = layer.append(k, k, start)
+                past = keys[:, 0, :, 0]                                          # (B, start + T)
+            t = torch.arange(1, past.shape[1] + 1, dtype=torch.float64)
+            nxt = (3 * past.cumsum(1) + t).remainder(11).long()                  # (B, T): the next token after each position
+            return torch.nn.functional.one_hot(nxt, 11).float() * 5.0
+
+    def by_rule(prompt, n_new):
+        tokens = prompt.tolist()
+        for row in tokens:
+            for _ in range(n_new):
+                row.append((3 * sum(row) + len(row)) % 11)
+        return torch.tensor(tokens)
+
+    prompt = torch.tensor([[4, 1, 7], [0, 9, 2]])
+    for cache in (False, True):
+        model = Counter()
+        prop = f"greedy decoding with cache={cache} gives the model's tokens"
+        case = f"a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}"
+        out = contract_call(prop, case, raised, generate, model, prompt, 6, cache=cache)
+        hint = "append logits[:, -1].argmax(-1) each step; " + (
+            "through the cache: feed the prompt once, then only the newest token, and let the model read the rest from the cache"
+            if cache else "without a cache, feed the whole sequence every step")
+        contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, by_rule(prompt, 6)), prop, case,
+                        f"{by_rule(prompt, 6).tolist()}", f"{out.tolist() if isinstance(out, torch.Tensor) else out!r}", hint)
+        fed = [3] + [1] * 5 if cache else [3, 4, 5, 6, 7, 8]
+        contract_assert(model.fed == fed, "with a cache each step feeds only the newest token" if cache else "without a cache each step feeds the whole sequence",
+                        case, f"tokens fed per call {fed}", f"{model.fed}",
+                        "the prompt goes in once; after that one token per step (its keys join the cache)" if cache else
+                        "cache=False is the baseline: the whole sequence every step, no KVCache")
+    out = contract_call("n_new=0 returns the prompt", "prompt (2, 3), n_new=0", raised, generate, Counter(), prompt, 0)
+    contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, prompt), "n_new=0 returns the prompt", "prompt (2, 3), n_new=0",
+                    f"{prompt.tolist()}", f"{out!r}"[:120], "a loop of zero steps returns the prompt unchanged")
+    return {"tokens": "PASS", "fed": "PASS"}
+# builder:end sha256=c425d02a40a31fc011b9f814ee7b263f44a13686c64b6751ccd585af6b1fbc06
+check_exercise("Exercise 15", check_kv_generation_contract, generate, globals())
+
+# %%
+import time
+
+decode_prompt = induction_batch(8, torch.Generator().manual_seed(SEED), vocab=induction["vocab"], **task_sizes)[0][:, :20]
+decode_times = {}
+for use_cache in (False, True):
+    start_time = time.perf_counter()
+    decoded = generate(capstone_models[2], decode_prompt, 40, cache=use_cache)
+    decode_times[use_cache] = time.perf_counter() - start_time
+    if use_cache:
+        cached_decoded = decoded
+    else:
+        uncached_decoded = decoded
+bytes_cache = KVCache(capstone_config, decode_prompt.shape[0])
+with torch.no_grad():
+    capstone_models[2](cached_decoded[:, :-1], bytes_cache)
+expected_bytes = 2 * capstone_config.n_layers * 8 * capstone_config.n_kv_heads * 59 * capstone_config.head_dim * 4
+print(f"8 prompts of 20 tokens, 40 new tokens each: uncached {decode_times[False] * 1e3:.0f} ms, cached {decode_times[True] * 1e3:.0f} ms, "
+      f"speed-up {decode_times[False] / decode_times[True]:.1f}x; the cache holds {bytes_cache.nbytes():,} bytes for 59 positions")
+expect("cached and uncached decoding give the same tokens", torch.equal(cached_decoded, uncached_decoded))
+expect("the cache holds 2 · layers · batch · K/V heads · T · head_dim · 4 bytes", bytes_cache.nbytes(), "==", expected_bytes)
+
+
+# %% [markdown]
+# **Checked against the library people use.** `transformers`' `LlamaForCausalLM` has the same
+# parts: RoPE, RMSNorm, SwiGLU and grouped K/V heads, without biases. Built from a tiny config (no
+# download), it loads your trained weights and must give your logits. One difference of layout:
+# `transformers` turns coordinate $i$ with $i + d/2$ (the two halves of a head) where this course
+# turns neighbours $2i$ and $2i + 1$, as the RoPE paper does. Permuting the rows of $W_q$ and $W_k$
+# inside each head converts one into the other, which is what the `transformers` script that
+# converts Meta's LLaMA checkpoints does
+# ([`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py), `permute`).
+
+# %% tags=["hide-input"]
+# @title to_transformers_llama: your model's weights in a LlamaForCausalLM (open to read)
+# builder:begin inline to_transformers_llama
+def to_transformers_llama(model):
+    """The same network as a ``transformers`` LlamaForCausalLM (tiny config, no download, model's dtype), weights copied in.
+
+    Llama in ``transformers`` rotates the two halves of each head (i, i + hd/2), this model interleaved pairs
+    (2i, 2i + 1): the rows of w_q and w_k are permuted per head, as Meta's conversion script does.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    c = model.config
+    llama = LlamaForCausalLM(LlamaConfig(
+        vocab_size=c.vocab, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layers,
+        num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, head_dim=c.head_dim,
+        max_position_embeddings=c.max_len, rope_theta=c.rope_base, rms_norm_eps=c.norm_eps, hidden_act="silu",
+        attention_bias=False, mlp_bias=False, tie_word_embeddings=False, attn_implementation="eager",
+    )).to(model.embed.weight.dtype)
+
+    def halves(weight, heads):
+        """Rows of each head from pairs (x0, x1), (x2, x3), ... to halves (x0, x2, ...; x1, x3, ...)."""
+        return weight.view(heads, c.head_dim // 2, 2, -1).transpose(1, 2).reshape(weight.shape)
+
+    state = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm.weight,
+             "lm_head.weight": model.head.weight}
+    for i, block in enumerate(model.blocks):
+        at = f"model.layers.{i}."
+        state |= {
+            at + "input_layernorm.weight": block.attn_norm.weight,
+            at + "self_attn.q_proj.weight": halves(block.attn.w_q.weight, c.n_heads),
+            at + "self_attn.k_proj.weight": halves(block.attn.w_k.weight, c.n_kv_heads),
+            at + "self_attn.v_proj.weight": block.attn.w_v.weight,
+            at + "self_attn.o_proj.weight": block.attn.w_o.weight,
+            at + "post_attention_layernorm.weight": block.ffn_norm.weight,
+            at + "mlp.gate_proj.weight": block.ffn.w_gate.weight,
+            at + "mlp.up_proj.weight": block.ffn.w_up.weight,
+            at + "mlp.down_proj.weight": block.ffn.w_down.weight,
+        }
+    with torch.no_grad():
+        missing, unexpected = llama.load_state_dict({k: v.detach().clone() for k, v in state.items()}, strict=False)
+    if unexpected or [name for name in missing if "rotary" not in name]:
+        raise ValueError(f"the weight names do not match this transformers version: missing {missing}, unexpected {unexpected}")
+    return llama.eval()
+# builder:end sha256=ed51ff223e67cb3db8dca28cefb1ca7774fecd39cc7e6e8c37c9511651ae62d8
+
+
+# %%
+try:
+    import transformers  # noqa: F401 - Colab ships it; the course's tests always run this comparison
+except ImportError:
+    print("transformers is not installed: the comparison with LlamaForCausalLM is skipped (pip install transformers runs it)")
+else:
+    llama = to_transformers_llama(capstone_models[2])
+    with torch.no_grad():
+        ours_logits, llama_logits = capstone_models[2](decode_prompt), llama(decode_prompt).logits
+    llama_gap = float((llama_logits - ours_logits).abs().max() / ours_logits.abs().max())
+    print(f"LlamaForCausalLM with your weights: largest logit difference {llama_gap:.1e} of the largest logit "
+          f"({float(ours_logits.abs().max()):.1f}); float32 rounds each operation at about 6e-8")
+    expect("your model and LlamaForCausalLM give the same logits (to 1e-5 of the largest)", llama_gap, "<", 1e-5)
 
 # %% [markdown]
 # ## In 20 seconds

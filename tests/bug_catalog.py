@@ -133,12 +133,42 @@ def _class_mutant(name, *edits):
     return build
 
 
+def _cell_mutant(names, target, *edits):
+    """Several notebook definitions of one exercise cell rebuilt together with (old, new) edits; returns ``target``.
+
+    An edit may fall in any of them; each must occur exactly once in their joined source.
+    """
+
+    def build(nb):
+        import ast
+
+        from tests.support import NOTEBOOK_SOURCES
+
+        text = NOTEBOOK_SOURCES["module3"].read_text(encoding="utf-8")
+        nodes = {n.name: n for n in ast.parse(text).body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        source = "\n\n".join(ast.get_source_segment(text, nodes[name]) for name in names)
+        for old, new in edits:
+            if source.count(old) != 1:
+                raise AssertionError(f"{old!r} must occur exactly once in {', '.join(names)}")
+            source = source.replace(old, new)
+        namespace = dict(nb)
+        exec(compile(source, f"<mutant of {', '.join(names)}>", "exec"), namespace)
+        return namespace[target]
+
+    build.edits = edits
+    return build
+
+
 # ---- Module 3 ----------------------------------------------------------------------------------------------
 
 PE, CAUSAL, ATTENTION = "check_positional_encoding_contract", "check_causal_mask_contract", "check_attention_contract"
 SPLIT, MERGE, REPEAT = "check_split_heads_contract", "check_merge_heads_contract", "check_kv_repeat_contract"
 MHA, MHA_MATCHES = "check_multi_head_attention_contract", "the output equals an independent multi-head attention"
 LAYER_NORM, SAMPLING, GREEDY = "check_layer_norm_contract", "check_token_distribution_contract", "check_greedy_trace_contract"
+ROPE, RMS, SWIGLU = "check_rope_contract", "check_rms_norm_contract", "check_swiglu_contract"
+ROPE_ATTENTION, MODEL = "check_capstone_attention_contract", "check_capstone_model_contract"
+STEP, GENERATE = "check_train_step_contract", "check_kv_generation_contract"
+INDUCTION_BATCH, FIT, ACCURACY = "check_induction_batch_contract", "check_fit_induction_contract", "check_induction_accuracy_contract"
 MATCHES_SDPA = "output matches F.scaled_dot_product_attention"
 
 STACK = "torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)"
@@ -330,6 +360,81 @@ MODULE3 = [
         GREEDY, "raises ValueError",
         edit('raise ValueError(f"the {len(steps)} prepared steps ran out before EOS or the limit of {max_new_tokens} tokens")',
              'return tokens, "length_limit"')),
+    # Exercise 9: apply_rope
+    Bug("rope-exponent-per-pair", "module3", "apply_rope", "uses base^(-i/d) for pair i, counting pairs instead of coordinates",
+        ROPE, "turns by p * base", edit("base ** (-2 * torch.arange(half", "base ** (-torch.arange(half"), hint="counts coordinates (2i)"),
+    Bug("rope-wrong-direction", "module3", "apply_rope", "turns each pair by minus its angle",
+        ROPE, "turns by p * base", edit("(even * cos - odd * sin, even * sin + odd * cos)", "(even * cos + odd * sin, odd * cos - even * sin)"),
+        hint="wrong way"),
+    Bug("rope-ignores-positions", "module3", "apply_rope", "numbers the tokens 0, 1, 2, ... instead of using their positions",
+        ROPE, "turns by p * base", edit("angle = positions.to(torch.float64)[:, None]", "angle = torch.arange(x.shape[-2], dtype=torch.float64)[:, None]"),
+        hint="positions argument was ignored"),
+    # Exercise 10: RMSNorm
+    Bug("rmsnorm-subtracts-mean", "module3", "RMSNorm", "centres the token first, as LayerNorm does",
+        RMS, "output is x / sqrt(mean(x^2) + eps) * weight", written=_cell_mutant(("RMSNorm",), "RMSNorm", (
+            "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+            "x = x - x.mean(dim=-1, keepdim=True)\n        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight")),
+        hint="that is LayerNorm"),
+    Bug("rmsnorm-eps-outside-sqrt", "module3", "RMSNorm", "adds eps after the square root",
+        RMS, "output is x / sqrt", written=_cell_mutant(("RMSNorm",), "RMSNorm", (
+            "torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)", "1 / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + self.eps)")),
+        hint="inside the square root"),
+    # Exercise 11: SwiGLU
+    Bug("swiglu-gate-on-up", "module3", "SwiGLU", "puts the SiLU on the w_up branch instead of the gate",
+        SWIGLU, "w_down(silu(w_gate x) * w_up x)", written=_cell_mutant(("SwiGLU",), "SwiGLU", (
+            "F.silu(self.w_gate(x)) * self.w_up(x)", "self.w_gate(x) * F.silu(self.w_up(x))")), hint="w_up branch"),
+    Bug("swiglu-gelu", "module3", "SwiGLU", "gates with GELU, GPT-2's activation",
+        SWIGLU, "w_down(silu(w_gate x) * w_up x)", written=_cell_mutant(("SwiGLU",), "SwiGLU", ("F.silu(self.w_gate(x))", "F.gelu(self.w_gate(x))")),
+        hint="GELU"),
+    # Exercise 12: CapstoneAttention
+    Bug("rope-attention-top-left-mask", "module3", "CapstoneAttention", "masks cached queries with a top-left triangle (query_offset=0)",
+        ROPE_ATTENTION, "later queries read every cached key", written=_cell_mutant(("CapstoneAttention",), "CapstoneAttention", (
+            "query_offset=t_k - t_q)", "query_offset=0)")), hint="top-left aligned"),
+    Bug("rope-attention-tiles-kv", "module3", "CapstoneAttention", "shares the K/V heads by tiling them instead of repeating each",
+        ROPE_ATTENTION, "query head h reading K/V head h // 2", written=_cell_mutant(("CapstoneAttention",), "CapstoneAttention", (
+            "repeat_kv_heads(k, group), repeat_kv_heads(v, group)", "k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)")), hint="tiled"),
+    Bug("rope-attention-rotates-v", "module3", "CapstoneAttention", "applies RoPE to the values too",
+        ROPE_ATTENTION, "RoPE on q and k only", written=_cell_mutant(("CapstoneAttention",), "CapstoneAttention", (
+            "apply_rope(k, positions, self.rope_base), v", "apply_rope(k, positions, self.rope_base), apply_rope(v, positions, self.rope_base)")),
+        hint="v was rotated"),
+    # Exercise 13: CapstoneBlock and CapstoneLM
+    Bug("capstone-post-norm", "module3", "CapstoneLM", "normalises the residual sums (post-norm) instead of each sublayer's input",
+        MODEL, "pre-norm residual blocks", written=_cell_mutant(("CapstoneBlock", "CapstoneLM"), "CapstoneLM", (
+            "x = x + self.attn(self.attn_norm(x), positions, cache)\n        return x + self.ffn(self.ffn_norm(x))",
+            "x = self.attn_norm(x + self.attn(x, positions, cache))\n        return self.ffn_norm(x + self.ffn(x))")), hint="post-norm"),
+    Bug("capstone-no-final-norm", "module3", "CapstoneLM", "forgets the final norm before the output head",
+        MODEL, "pre-norm residual blocks", written=_cell_mutant(("CapstoneBlock", "CapstoneLM"), "CapstoneLM", (
+            "return self.head(self.norm(x))", "return self.head(x)")), hint="final norm is missing"),
+    Bug("capstone-positions-from-zero", "module3", "CapstoneLM", "numbers every call's tokens from 0, even after the cached ones",
+        MODEL, "through a cache", written=_cell_mutant(("CapstoneBlock", "CapstoneLM"), "CapstoneLM", (
+            "positions = torch.arange(start, start + tokens.shape[1])", "positions = torch.arange(tokens.shape[1])"))),
+    # Exercise 14: train_step
+    Bug("train-step-keeps-stale-gradients", "module3", "train_step", "never clears the gradients of the previous step",
+        STEP, "one optimizer step", edit("    optimizer.zero_grad()\n", ""), hint="stale gradients were kept"),
+    Bug("train-step-scores-every-position", "module3", "train_step", "averages the loss over every position, the unpredictable ones too",
+        STEP, "cross-entropy over the scored positions",
+        edit("F.cross_entropy(model(inputs)[scored], targets[scored])", "F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())"),
+        hint="every position was scored"),
+    Bug("induction-batch-one-k-per-batch", "module3", "induction_batch", "draws one k for the whole batch instead of one per row",
+        INDUCTION_BATCH, "k is drawn for each row", edit("k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)",
+                                                         "k = torch.randint(k_min, k_max + 1, (1, 1), generator=generator).expand(batch, 1)")),
+    Bug("induction-batch-scores-repeat-start", "module3", "induction_batch", "also scores the first token of the repeat, which nothing predicts",
+        INDUCTION_BATCH, "rows of k distinct tokens written twice", edit("(position[:, :-1] >= k)", "(position[:, :-1] >= k - 1)")),
+    Bug("fit-default-weight-decay", "module3", "fit_induction", "keeps AdamW's default weight decay of 0.01",
+        FIT, "without weight decay", edit("torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)", "torch.optim.AdamW(model.parameters(), lr=lr)"),
+        hint="weight_decay is 0.01"),
+    Bug("fit-no-warmup", "module3", "fit_induction", "starts at the full rate, with no warm-up",
+        FIT, "the rate rises over warmup steps", edit("min(1.0, (t + 1) / warmup) * (1 - t / steps)", "(1 - t / steps)"), hint="warm-up is missing"),
+    Bug("accuracy-counts-every-position", "module3", "induction_accuracy", "averages the hits over every position, filler included",
+        ACCURACY, "scored positions only", edit("return float(hits[scored].float().mean())", "return float(hits.float().mean())")),
+    # Exercise 15: LayerKV, KVCache and generate
+    Bug("generate-cache-feeds-everything", "module3", "generate", "feeds the whole sequence every step even through the cache",
+        GENERATE, "with cache=True gives the model's tokens", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (
+            "model(feed if cache else tokens, store)", "model(tokens, store)"))),
+    Bug("kv-append-from-zero", "module3", "generate", "writes every appended key at the start of the buffer",
+        GENERATE, "with cache=True gives the model's tokens", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (
+            "self.keys[:, :, start:end], self.values[:, :, start:end] = k, v",
+            "self.keys[:, :, :end - start], self.values[:, :, :end - start] = k, v"))),
 ]
 
 # ---- Module 5 (5.1 and 5.2) ---------------------------------------------------------------------------------

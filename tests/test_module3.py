@@ -249,6 +249,7 @@ def test_every_plot_draws_in_english_and_russian(nb):
         "plot_ablation": ([2.1, 0.5, 0.01], [2.1, 2.1, 2.08], 8),
         "plot_copy_attention": (np.full((2, 3, 3), 1 / 3), [4, 1, 4]),
         "plot_policies": ({"T = 1": [0.7, 0.3], "T = 2": [0.6, 0.4], "k": [1.0, 0.0], "p": [1.0, 0.0]}, [1.0, 0.0]),
+        "plot_induction_heads": ((np.full((18, 18), 1 / 18), np.eye(18)), 8),
     }
     assert set(cases) == {name for name in nb if name.startswith("plot_")}, "a new plot function needs a case here"
     too_small = []
@@ -284,3 +285,63 @@ def test_bench_with_bad_arguments_is_a_usage_error(capsys):
     assert tools_cli.main(["bench", "tiled", "module3"]) == exits.USAGE
     err = capsys.readouterr().err
     assert "repeats must be at least 1" in err and "takes no notebook names" in err
+
+
+# --- The capstone (section 15): the exercises' solutions are the reference; builder/contracts/capstone.py is held equal ---
+
+def test_the_notebooks_capstone_equals_the_shared_capstone(nb):
+    """Module 3's solutions and builder/contracts/capstone.py (which 5.1 and 5.2 inline) are one model, piece by piece."""
+    from builder.contracts import capstone
+
+    config = capstone.CapstoneConfig(n_heads=4, n_kv_heads=2, n_layers=2)
+    x, positions = torch.randn(2, 3, 7, 8, dtype=torch.float64), torch.tensor([0, 3, 4, 9, 10, 11, 40])
+    assert torch.equal(nb["apply_rope"](x, positions, 500.0), capstone.apply_rope(x, positions, 500.0))
+    torch.manual_seed(4)
+    ours = nb["CapstoneLM"](config).eval()
+    torch.manual_seed(4)
+    theirs = capstone.CapstoneLM(config).eval()
+    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()))  # same init order
+    tokens = torch.randint(16, (3, 20))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(tokens), theirs(tokens), atol=1e-5, rtol=1e-5)
+    assert torch.equal(nb["generate"](ours, tokens[:, :6], 12), capstone.generate(theirs, tokens[:, :6], 12))
+    batches = [capstone.induction_batch(8, torch.Generator().manual_seed(s)) for s in range(3)]
+    losses = [[step(model, torch.optim.AdamW(model.parameters(), lr=1e-2), *batch) for batch in batches]
+              for step, model in ((nb["train_step"], ours), (capstone.train_step, theirs))]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    for a, b in zip(nb["induction_batch"](16, torch.Generator().manual_seed(2)), capstone.induction_batch(16, torch.Generator().manual_seed(2))):
+        assert torch.equal(a, b)
+    one_layer = capstone.CapstoneConfig(n_layers=1)
+    torch.manual_seed(5)
+    ours = nb["CapstoneLM"](one_layer)
+    ours_losses = nb["fit_induction"](ours, nb["train_step"], 6, 3)
+    torch.manual_seed(5)
+    theirs = capstone.CapstoneLM(one_layer)
+    assert ours_losses == pytest.approx(capstone.fit_induction(theirs, capstone.train_step, 6, 3), rel=1e-4)
+    assert nb["induction_accuracy"](ours, batch=64) == pytest.approx(capstone.induction_accuracy(theirs, batch=64), abs=1e-6)
+
+
+def test_the_notebooks_kv_cache_counts_its_bytes_and_refuses_gaps(nb):
+    config = nb["CapstoneConfig"](n_layers=3, n_kv_heads=2, n_heads=2)
+    cache = nb["KVCache"](config, 4)
+    keys = torch.zeros(4, 2, 5, 16)
+    for layer in cache.layers:
+        layer.append(keys, keys, 0)
+    assert cache.length == 5 and cache.nbytes() == 2 * 3 * 4 * 2 * 5 * 16 * 4
+    with pytest.raises(ValueError, match="cannot write"):
+        cache.layers[0].append(keys, keys, 7)
+
+
+def test_the_capstone_refuses_bad_tokens_and_lengths(nb):
+    model = nb["CapstoneLM"](nb["CapstoneConfig"](max_len=10))
+    with pytest.raises(TypeError, match="torch.long"):
+        model(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="ids below 16"):
+        model(torch.tensor([[0, 16]]))
+    with pytest.raises(ValueError, match="n_new"):
+        nb["generate"](model, torch.zeros(1, 4, dtype=torch.long), 7)
+    with pytest.raises(ValueError, match="even"):
+        nb["apply_rope"](torch.zeros(2, 3), torch.arange(2))
+    with pytest.raises(ValueError, match="positions must be an integer tensor"):
+        nb["apply_rope"](torch.zeros(2, 4), torch.arange(3))

@@ -62,7 +62,7 @@ def test_student_edition_stubs_the_solution_and_keeps_validation():
     cells = pairing.read_source(text).cells
     stub = next(c for c in cells if "exercise" in c.metadata.get("tags", []))
     assert "return 2 * x" not in stub.source and "_require_number(x)" in stub.source
-    assert "    raise NotImplementedError('Exercise 1: return twice the input. Multiply, do not add.')" in stub.source
+    assert "    raise NotImplementedError('Exercise 1: see the instructions above')" in stub.source
     assert "### BEGIN SOLUTION" not in text
 
 

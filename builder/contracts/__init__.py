@@ -8,6 +8,8 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 from . import (
     attention,
     calls,
+    capstone,
+    capstone_checks,
     diagrams,
     efficient,
     environment,
@@ -53,6 +55,8 @@ MODULES = (
     kv_cache,
     efficient,
     exact_attention,
+    capstone,
+    capstone_checks,
     waiting,
 )
 

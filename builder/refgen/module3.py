@@ -4,7 +4,7 @@ import math
 
 from ._math import dot, mean, softmax
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def positional_encoding(length: int = 5, d_model: int = 4, base: float = 10_000.0) -> dict:
@@ -185,11 +185,50 @@ def sampling() -> dict:
     }
 
 
+def rope() -> dict:
+    """(1, 0, 0, 1) at position 1 with base 10000: pair i turns by 1 / 10000^(2i/4), as (a cos - b sin, a sin + b cos)."""
+    x, rotated = [1.0, 0.0, 0.0, 1.0], []
+    for i in range(2):
+        angle = 1 / 10_000.0 ** (2 * i / 4)
+        a, b = x[2 * i], x[2 * i + 1]
+        rotated += [a * math.cos(angle) - b * math.sin(angle), a * math.sin(angle) + b * math.cos(angle)]
+    return {"rotated": rotated}
+
+
+def rms_norm() -> dict:
+    """RMSNorm of (1, 2, 3, 4) with eps = 0 and a gain of ones: x / sqrt(mean of the squares)."""
+    x = [1.0, 2.0, 3.0, 4.0]
+    root = math.sqrt(mean([t * t for t in x]))
+    return {"normalized": [t / root for t in x]}
+
+
+def induction_task() -> dict:
+    """Recipe and thresholds of the capstone on the induction task: 2 layers must learn it, 1 layer must not.
+
+    Measured with builder/contracts/capstone.py (2 layers, width 32, 2 query heads, 1 K/V head): 2 layers reached
+    0.994-1.0 held-out accuracy over seeds 0-9, 1 layer 0.27-0.32; the thresholds leave room on both sides.
+    """
+    return {
+        "accuracy_one_layer_at_most": 0.85,
+        "accuracy_two_layers_at_least": 0.95,
+        "batch": 64,
+        "eval_rows": 512,
+        "k_max": 12,
+        "k_min": 4,
+        "learning_rate": 0.01,
+        "seed": 0,
+        "steps": 200,
+        "vocab": 16,
+        "warmup": 20,
+    }
+
+
 def generate() -> dict:
     """Every Module 3 reference value."""
     return {
         "attention": attention(),
         "attention_cost": attention_cost(),
+        "induction_task": induction_task(),
         "it_example": it_example(),
         "kv_cache": kv_cache(),
         "layer_norm": layer_norm(),
@@ -198,6 +237,8 @@ def generate() -> dict:
         "next_token_nll": next_token_nll(),
         "parameter_floor": parameter_floor(),
         "positional_encoding": positional_encoding(),
+        "rms_norm": rms_norm(),
+        "rope": rope(),
         "sampling": sampling(),
         "scaling_experiment": scaling_experiment(),
         "schema_version": SCHEMA_VERSION,

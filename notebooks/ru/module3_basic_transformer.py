@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module3_basic_transformer.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
-# <!-- builder:end sha256=b7df4c95060d9e626d5d5ae9706af48795bba28b5ea85aa994634e53ba9977db -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=beaa559db9a696f3bd63a894e347d108c19aa9d5243d7aef740e2f578dea33ae -->
 
 # %% [markdown]
 # ## Уровень 1 · Внимание для практиков
@@ -274,7 +274,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "e61c70652e51015164aefc7bccbe74ab5f0ca26d720efb35830c9456404ffc0f"
+REFERENCE_SHA256 = "99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -324,6 +324,19 @@ REFERENCE_JSON = r"""{
     "long_context_ratio": 15.625,
     "long_context_score_entries": 16384000000,
     "q_heads": 32
+  },
+  "induction_task": {
+    "accuracy_one_layer_at_most": 0.85,
+    "accuracy_two_layers_at_least": 0.95,
+    "batch": 64,
+    "eval_rows": 512,
+    "k_max": 12,
+    "k_min": 4,
+    "learning_rate": 0.01,
+    "seed": 0,
+    "steps": 200,
+    "vocab": 16,
+    "warmup": 20
   },
   "it_example": {
     "scores": [2.0, 1.0, 0.5],
@@ -380,6 +393,12 @@ REFERENCE_JSON = r"""{
       [-0.7568024953079282, -0.6536436208636119, 0.03998933418663416, 0.9992001066609779]
     ]
   },
+  "rms_norm": {
+    "normalized": [0.3651483716701107, 0.7302967433402214, 1.0954451150103321, 1.4605934866804429]
+  },
+  "rope": {
+    "rotated": [0.5403023058681398, 0.8414709848078965, -0.009999833334166664, 0.9999500004166653]
+  },
   "sampling": {
     "logits": [3.0, 2.0, 1.0, 0.0],
     "temperature_1": [0.6439142598879724, 0.23688281808991013, 0.08714431874203257, 0.03205860328008499],
@@ -396,7 +415,7 @@ REFERENCE_JSON = r"""{
     "seed": 18,
     "unscaled_variance_target": 64.0
   },
-  "schema_version": 3,
+  "schema_version": 4,
   "tiny_lm": {
     "ablated_accuracy_ceiling": 0.25,
     "ablated_loss_floor": 1.8714973875118521,
@@ -415,7 +434,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=df9f4f5d50cddb88c65ff8448c6bafe7301536ad9840e59333467311c339a6bb
+# builder:end sha256=a3d837a95011d87423e576165cae0cbd1629206c9e640f9877ceb12a66c3a1e7
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
@@ -701,7 +720,7 @@ MESSAGES.update({
     "prediction missing": "{label}: прогноза ещё нет (впишите его выше, запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}): {explanation}",
     "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
-    "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*",
+    "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки\xa0— CC BY-SA 4.0, код\xa0— MIT.*",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
@@ -762,6 +781,159 @@ MESSAGES.update({
     "a result (the input is valid)": "результат (вход допустим)",
     "a tuple {expected}": "кортеж {expected}",
     "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
+    "x of shape (2, 3, 5, 8) float64, positions (0, 1, 4, 9, 30)": "x формы (2, 3, 5, 8) float64, позиции (0, 1, 4, 9, 30)",
+    "RoPE turns each pair in place: keep the shape and the dtype of x": "RoPE поворачивает каждую пару на месте: сохраните форму и dtype x",
+    "pair i = (x[..., 2i], x[..., 2i+1]) turns by positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)": "пара i = (x[..., 2i], x[..., 2i+1]) поворачивается на positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)",
+    "you paired coordinate i with i + d/2 (the halves layout of transformers' Llama); this course rotates neighbours (2i, 2i+1), as the RoFormer paper does": "вы сложили в пару координаты i и i + d/2 (раскладка половинами, как в Llama из transformers); этот курс поворачивает соседей (2i, 2i+1), как в статье RoFormer",
+    "the pairs turn the wrong way: (a, b) -> (a cos + b sin, -a sin + b cos) is a rotation by minus the angle": "пары поворачиваются не в ту сторону: (a, b) -> (a cos + b sin, -a sin + b cos)\xa0— это поворот на минус угол",
+    "the frequency of pair i is base**(-2i/d): the exponent counts coordinates (2i), not pairs (i)": "частота пары i равна base**(-2i/d): показатель считает координаты (2i), а не пары (i)",
+    "the positions argument was ignored (rows were numbered 0, 1, 2, ...): a cached token keeps its absolute position": "аргумент positions проигнорирован (строки пронумерованы 0, 1, 2, ...): токен из кэша сохраняет свою абсолютную позицию",
+    "pair (2i, 2i+1) at position p turns by p * base^(-2i/d)": "пара (2i, 2i+1) на позиции p поворачивается на p * base^(-2i/d)",
+    "the base argument sets the rotation frequencies": "аргумент base задаёт частоты поворота",
+    "position 0 leaves the vector unchanged": "позиция 0 оставляет вектор без изменений",
+    "x of shape (1, 8) at position 0": "x формы (1, 8) на позиции 0",
+    "an angle of 0 is no rotation: cos 0 = 1 and sin 0 = 0": "угол 0\xa0— это отсутствие поворота: cos 0 = 1 и sin 0 = 0",
+    "q . k depends only on the offset between their positions": "q . k зависит только от сдвига между их позициями",
+    "q at m + 3, k at m, m = 0, 5, 40": "q на позиции m + 3, k на позиции m, m = 0, 5, 40",
+    "one score for every m": "одна и та же оценка при любом m",
+    "rotate queries and keys with the same rule; a rotation keeps only the offset": "поворачивайте запросы и ключи по одному правилу; поворот сохраняет только сдвиг",
+    "RMSNorm(5) has a gain weight of 5 ones": "у RMSNorm(5) есть коэффициент weight из 5 единиц",
+    "an nn.Parameter of shape (5,) filled with 1": "nn.Parameter формы (5,), заполненный значением 1",
+    "self.weight = nn.Parameter(torch.ones(d_model)): a learned gain that starts as the identity": "self.weight = nn.Parameter(torch.ones(d_model)): выученный коэффициент, который вначале ничего не меняет",
+    "x (3, 5) float64 with row means 4, -1, 0.5, eps=0.5, weight (1, 2, -1, 0.5, 3)": "x (3, 5) float64 со средними строк 4, -1, 0,5, eps=0,5, weight (1, 2, -1; 0,5; 3)",
+    "output is x / sqrt(mean(x^2) + eps) * weight": "выход равен x / sqrt(mean(x^2) + eps) * weight",
+    "divide each token by the root of its mean square plus eps over the last axis, then multiply by weight": "разделите каждый токен на корень из его среднего квадрата плюс eps по последней оси, затем умножьте на weight",
+    "the mean was subtracted: that is LayerNorm; RMSNorm keeps the mean and only rescales": "вычтено среднее: это LayerNorm; RMSNorm сохраняет среднее и только масштабирует",
+    "eps goes inside the square root: sqrt(mean(x^2) + eps)": "eps стоит под корнем: sqrt(mean(x^2) + eps)",
+    "the gain self.weight was not applied": "коэффициент self.weight не применён",
+    "mean of the squares, not their sum: divide by d": "среднее квадратов, а не их сумма: разделите на d",
+    "the gain receives gradients": "коэффициент получает градиенты",
+    "an output cut off from autograd": "выход, отрезанный от autograd",
+    "no .detach(), .item() or NumPy round trip inside forward": "никаких .detach(), .item() или перехода через NumPy внутри forward",
+    "three bias-free projections w_gate, w_up: 6 -> 10 and w_down: 10 -> 6": "три проекции без смещений: w_gate, w_up: 6 -> 10 и w_down: 10 -> 6",
+    "weights (10, 6), (10, 6), (6, 10), no biases": "веса (10, 6), (10, 6), (6, 10), без смещений",
+    "nn.Linear(d_model, d_ff, bias=False) for w_gate and w_up, nn.Linear(d_ff, d_model, bias=False) for w_down": "nn.Linear(d_model, d_ff, bias=False) для w_gate и w_up, nn.Linear(d_ff, d_model, bias=False) для w_down",
+    "output is w_down(silu(w_gate x) * w_up x)": "выход равен w_down(silu(w_gate x) * w_up x)",
+    "x (2, 3, 6)": "x (2, 3, 6)",
+    "gate = silu(w_gate x) (silu(z) = z sigmoid(z)), multiply by w_up x entry by entry, then w_down": "гейт = silu(w_gate x) (silu(z) = z sigmoid(z)), умножьте поэлементно на w_up x, затем w_down",
+    "silu went on the w_up branch: the gate is silu(w_gate x), w_up x stays linear": "silu попал на ветку w_up: гейт\xa0— это silu(w_gate x), а w_up x остаётся линейным",
+    "GELU is GPT-2's activation; SwiGLU gates with SiLU (Swish): z * sigmoid(z)": "GELU\xa0— активация GPT-2; SwiGLU гейтирует через SiLU (Swish): z * sigmoid(z)",
+    "sigmoid alone is the GLU gate; SwiGLU uses silu(z) = z * sigmoid(z)": "одна сигмоида\xa0— это гейт GLU; SwiGLU использует silu(z) = z * sigmoid(z)",
+    "the w_up branch is missing: the gate multiplies w_up x": "нет ветки w_up: гейт умножается на w_up x",
+    "CapstoneAttention(config): d_model 16, 4 query heads, 2 K/V heads, head_dim 4, rope_base 100": "CapstoneAttention(config): d_model 16, 4 головы запросов, 2 KV-головы, head_dim 4, rope_base 100",
+    "w_q, w_o: 16 -> 16 and w_k, w_v: 16 -> 8, no biases": "w_q, w_o: 16 -> 16 и w_k, w_v: 16 -> 8, без смещений",
+    "weights (16, 16), (8, 16), (8, 16), (16, 16)": "веса (16, 16), (8, 16), (8, 16), (16, 16)",
+    "K and V have n_kv_heads * head_dim outputs; use bias=False": "у K и V по n_kv_heads * head_dim выходов; используйте bias=False",
+    "qkv gives q (B, 4, T, 4) and k, v (B, 2, T, 4), RoPE on q and k only": "qkv даёт q (B, 4, T, 4) и k, v (B, 2, T, 4), RoPE только на q и k",
+    "x (2, 7, 16)": "x (2, 7, 16)",
+    "head h of token t holds features h*head_dim .. (h+1)*head_dim - 1 of the projection (split_heads), with apply_rope(q or k, positions, rope_base); v is not rotated": "голова h токена t хранит признаки h*head_dim .. (h+1)*head_dim - 1 проекции (split_heads), с apply_rope(q или k, positions, rope_base); v не поворачивается",
+    "v was rotated: RoPE turns queries and keys, whose dot product carries the position; the values stay as they are": "v повёрнут: RoPE поворачивает запросы и ключи, чьё скалярное произведение несёт позицию; значения остаются как есть",
+    "k was not rotated: both q and k turn, so that their dot product depends on the offset": "k не повёрнут: поворачиваются и q, и k, чтобы их скалярное произведение зависело от сдвига",
+    "merge puts the heads side by side, then applies w_o": "merge ставит головы рядом, затем применяет w_o",
+    "out (2, 4, 7, 4)": "out (2, 4, 7, 4)",
+    "forward is causal RoPE attention, query head h reading K/V head h // 2": "forward\xa0— каузальное внимание с RoPE, где голова запросов h читает KV-голову h // 2",
+    "x (2, 7, 16), positions 0..6, no cache": "x (2, 7, 16), позиции 0..6, без кэша",
+    "q, k, v = self.qkv(...); repeat each K/V head for its group (repeat_kv_heads), mask with causal_allowed, attend, merge": "q, k, v = self.qkv(...); повторите каждую KV-голову для её группы (repeat_kv_heads), замаскируйте через causal_allowed, примените внимание, склейте",
+    "the K/V heads were tiled (kv0, kv1, kv0, kv1): consecutive query heads share one K/V head, so repeat_interleave": "KV-головы уложены чередованием (kv0, kv1, kv0, kv1): соседние головы запросов делят одну KV-голову, поэтому repeat_interleave",
+    "cached calls append at their own first position": "вызовы с кэшем добавляют с собственной первой позиции",
+    "x split 4 + 3 tokens, positions 0..3 then 4..6": "x разбит на 4 + 3 токена, позиции 0..3, затем 4..6",
+    "pass int(positions[0]) as the start of the appended keys": "передайте int(positions[0]) как начало добавляемых ключей",
+    "with a cache, later queries read every cached key at their absolute positions": "с кэшем поздние запросы читают все ключи из кэша на своих абсолютных позициях",
+    "append (k, v) to the cache, attend over all it returns, and mask with causal_allowed(T, T_k, query_offset=T_k - T)": "добавьте (k, v) в кэш, примените внимание ко всему, что он вернёт, и маскируйте через causal_allowed(T, T_k, query_offset=T_k - T)",
+    "the mask of the cached queries is top-left aligned (is_causal=True's rule): query r sits at position query_offset + r, so pass query_offset=T_k - T_q to causal_allowed": "маска запросов из кэша выровнена по левому верхнему углу (правило is_causal=True): запрос r стоит на позиции query_offset + r, поэтому передайте query_offset=T_k - T_q в causal_allowed",
+    "CapstoneLM(config): vocab 11, d_model 16, 2 layers, 4 query heads, 2 K/V heads, d_ff 24": "CapstoneLM(config): vocab 11, d_model 16, 2 слоя, 4 головы запросов, 2 KV-головы, d_ff 24",
+    "the model holds embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm and head": "модель хранит embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm и head",
+    "these weights and no others": "эти веса и никаких других",
+    "nn.Embedding, an nn.ModuleList of CapstoneBlock, RMSNorm and a bias-free nn.Linear head": "nn.Embedding, nn.ModuleList из CapstoneBlock, RMSNorm и выходная голова nn.Linear без смещения",
+    "logits = head(norm(blocks(embed(tokens)))) with pre-norm residual blocks": "логиты = head(norm(blocks(embed(tokens)))) с остаточными блоками pre-norm",
+    "x = x + attn(attn_norm(x), positions, cache), then x = x + ffn(ffn_norm(x)); after the blocks, norm, then head": "x = x + attn(attn_norm(x), positions, cache), затем x = x + ffn(ffn_norm(x)); после блоков norm, затем head",
+    "post-norm: normalise each sublayer's input, not the residual sum": "post-norm: нормируйте вход каждого подслоя, а не остаточную сумму",
+    "the final norm is missing: head(norm(x))": "нет финальной нормировки: head(norm(x))",
+    "fed 5 tokens, then 1 at a time through a cache, the logits are those of one full pass": "если подать 5 токенов, а затем по 1 через кэш, логиты совпадают с логитами одного полного прохода",
+    "tokens (2, 8) as 5 + 1 + 1 + 1": "tokens (2, 8) как 5 + 1 + 1 + 1",
+    "positions continue from cache.length, and each block gets cache.layers[i]": "позиции продолжаются с cache.length, и каждый блок получает cache.layers[i]",
+    "an embedding + linear model on 2 rows of 4 tokens, 4 positions scored, SGD lr 0.1, stale gradients of 5 left in": "модель «эмбеддинг + линейный слой» на 2 строках по 4 токена, 4 отмеченные позиции, SGD lr 0,1, оставлены устаревшие градиенты, равные 5",
+    "the step returns the cross-entropy over the scored positions as a float": "шаг возвращает кросс-энтропию по отмеченным позициям как float",
+    "return loss.item(): a float, not the tensor with its whole graph": "верните loss.item(): число float, а не тензор со всем его графом",
+    "F.cross_entropy(logits[scored], targets[scored]): score only the positions the mask marks": "F.cross_entropy(logits[scored], targets[scored]): учитывайте только позиции, отмеченные маской",
+    "every position was scored: index the logits and targets with the scored mask first": "учтены все позиции: сначала выберите логиты и цели маской scored",
+    "the weights move by exactly one optimizer step on this loss": "веса сдвигаются ровно на один шаг оптимизатора по этой потере",
+    "optimizer.zero_grad(), loss.backward(), optimizer.step(), in that order": "optimizer.zero_grad(), loss.backward(), optimizer.step(), именно в таком порядке",
+    "the stale gradients were kept: call optimizer.zero_grad() before loss.backward()": "устаревшие градиенты сохранились: вызовите optimizer.zero_grad() перед loss.backward()",
+    "append logits[:, -1].argmax(-1) each step; ": "на каждом шаге дописывайте logits[:, -1].argmax(-1); ",
+    "through the cache: feed the prompt once, then only the newest token, and let the model read the rest from the cache": "через кэш: подайте промпт один раз, затем только самый новый токен, а остальное модель прочитает из кэша",
+    "without a cache, feed the whole sequence every step": "без кэша подавайте всю последовательность на каждом шаге",
+    "with a cache each step feeds only the newest token": "с кэшем каждый шаг подаёт только самый новый токен",
+    "without a cache each step feeds the whole sequence": "без кэша каждый шаг подаёт всю последовательность",
+    "the prompt goes in once; after that one token per step (its keys join the cache)": "промпт подаётся один раз; после этого по одному токену на шаг (его ключи добавляются в кэш)",
+    "cache=False is the baseline: the whole sequence every step, no KVCache": "cache=False\xa0— базовый вариант: вся последовательность на каждом шаге, без KVCache",
+    "n_new=0 returns the prompt": "n_new=0 возвращает промпт",
+    "prompt (2, 3), n_new=0": "prompt (2, 3), n_new=0",
+    "a loop of zero steps returns the prompt unchanged": "цикл из нуля шагов возвращает промпт без изменений",
+    "rows of k distinct tokens written twice, k from k_min to k_max": "строки из k различных токенов, записанных дважды, k от k_min до k_max",
+    "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)": "induction_batch(200, генератор с зерном 3, vocab=16, k_min=3, k_max=9)",
+    "a tuple (inputs, targets, scored)": "кортеж (inputs, targets, scored)",
+    "return inputs, targets and the scored mask together": "верните inputs, targets и маску scored вместе",
+    "three tensors of shape (200, 17), scored of dtype bool": "три тензора формы (200, 17), scored с dtype bool",
+    "sequences of 2 k_max tokens; inputs drop the last, targets the first": "последовательности из 2 k_max токенов; в inputs нет последнего, в targets\xa0— первого",
+    "targets are the inputs shifted by one": "targets\xa0— это inputs, сдвинутые на одну позицию",
+    "targets[:, t] == inputs[:, t + 1]": "targets[:, t] == inputs[:, t + 1]",
+    "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]": "разрежьте одну последовательность дважды: inputs = seq[:, :-1], targets = seq[:, 1:]",
+    "k distinct tokens, then the same k again": "k различных токенов, затем те же k ещё раз",
+    "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets": "выберите k различных токенов (torch.randperm(vocab)[:k]) и запишите их дважды; отмечайте цели повтора со 2-й по k-ю",
+    "scored marks exactly the targets an induction head can find": "scored отмечает ровно те цели, которые может найти индукционная голова",
+    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)": "цели k+1 .. 2k-1 каждой строки (позиции входа k .. 2k-2)",
+    "another set of positions": "другой набор позиций",
+    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither": "первый токен повтора предсказать нельзя (ничто не говорит, где начинается повтор); заполнение\xa0— тоже",
+    "k is drawn for each row": "k выбирается для каждой строки",
+    "several lengths among 200 rows": "несколько разных длин среди 200 строк",
+    "draw k for each row, not once for the batch": "выбирайте k для каждой строки, а не один раз на батч",
+    "the generator alone decides the batch": "батч определяется только генератором",
+    "the same batch from the same seed": "тот же батч при том же зерне",
+    "draw every random number from the generator argument, not from torch's global state": "берите каждое случайное число из аргумента generator, а не из глобального состояния torch",
+    "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch": "steps=10, seed=4, batch=6, lr=0,5, warmup=4, шаг, который записывает оптимизатор, его lr и батч",
+    "the step runs once per step and the losses are what it returned": "step вызывается один раз за шаг, а потери\xa0— то, что он вернул",
+    "the floats 1, 2, ..., 10": "числа float 1, 2, ..., 10",
+    "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns": "вызывайте step(model, optimizer, inputs, targets, scored) один раз за шаг и собирайте то, что он возвращает",
+    "one AdamW optimizer without weight decay for the whole run": "один оптимизатор AdamW без weight decay на весь запуск",
+    "torch.optim.AdamW(..., weight_decay=0), made once": "torch.optim.AdamW(..., weight_decay=0), созданный один раз",
+    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop": "по умолчанию у AdamW weight_decay равен 0,01: передайте weight_decay=0 и создайте оптимизатор до цикла",
+    "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)": "на шаге t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), заданный до шага (LambdaLR, затем schedule.step() после)",
+    "the warm-up is missing: the rate rises linearly over the first `warmup` steps": "нет разогрева: скорость растёт линейно на первых `warmup` шагах",
+    "the rate rises over warmup steps, then falls linearly towards 0": "скорость растёт в течение warmup шагов, затем линейно падает к 0",
+    "every step gets a fresh batch of `batch` rows": "каждый шаг получает новый батч из `batch` строк",
+    "10 different batches of shape (6, 23)": "10 разных батчей формы (6, 23)",
+    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it": "вызывайте induction_batch(batch, generator, ...) внутри цикла, с одним генератором, созданным до него",
+    "the seed alone decides the batches": "батчи определяются только зерном",
+    "the same 10 batches from seed 4 twice": "те же 10 батчей дважды при зерне 4",
+    "use torch.Generator().manual_seed(seed + 1), made once": "используйте torch.Generator().manual_seed(seed + 1), созданный один раз",
+    "the model trains in training mode": "модель обучается в режиме обучения",
+    "model.training True in every step": "model.training равно True на каждом шаге",
+    "call model.train() before the loop (and model.eval() after it)": "вызовите model.train() до цикла (и model.eval() после него)",
+    "accuracy counts the scored positions only": "точность считается только по отмеченным позициям",
+    "a model right at odd positions of the repeat only, batch=64, seed=5": "модель, правая только на нечётных позициях повтора, batch=64, seed=5",
+    "a score of the model's own predictions": "оценка собственных предсказаний модели",
+    "call the model on a fresh induction batch and compare its argmax with the targets": "вызовите модель на новом батче задачи индукции и сравните её argmax с целями",
+    "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count": "(argmax логитов == targets)[scored].float().mean(): первая половина и заполнение не считаются",
+    "a {x.dtype} tensor of shape {tuple(x.shape)}": "тензор {x.dtype} формы {tuple(x.shape)}",
+    "scores {[round(s, 6) for s in scores]}": "оценки {[round(s, 6) for s in scores]}",
+    "weights {shapes}, biases {[getattr(l, 'bias', None) is not None for l in layers]}": "веса {shapes}, смещения {[getattr(l, 'bias', None) is not None for l in layers]}",
+    "merge_heads(out), then self.w_o": "merge_heads(out), затем self.w_o",
+    "missing {sorted(want_names - names)[:4]}, extra {sorted(names - want_names)[:4]}": "не хватает {sorted(want_names - names)[:4]}, лишние {sorted(names - want_names)[:4]}",
+    "tokens (2, 8)": "токены (2, 8)",
+    "a Python float": "число Python типа float",
+    "greedy decoding with cache={cache} gives the model's tokens": "жадное декодирование с cache={cache} даёт токены модели",
+    "a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}": "модель, у которой следующий токен равен (3 * сумма прошлых + длина) mod 11, промпт (2, 3), 6 новых токенов, cache={cache}",
+    "tokens fed per call {fed}": "токенов за вызов: {fed}",
+    "{shapes}, scored {getattr(scored, 'dtype', '')}": "{shapes}, маска оцениваемых позиций типа {getattr(scored, 'dtype', '')}",
+    "they differ": "они различаются",
+    "{row.tolist()} with {k - 1} scored positions": "{row.tolist()}, оцениваемых позиций: {k - 1}",
+    "lengths {sorted(set(lengths.tolist()))}": "длины {sorted(set(lengths.tolist()))}",
+    "a different batch": "другой пакет",
+    "shapes {[tuple(b.shape) for b in batches[:3]]} ...": "формы {[tuple(b.shape) for b in batches[:3]]} ...",
+    "different batches": "разные пакеты",
+    "{got!r}, without calling the model": "{got!r}, без вызова модели",
+    "{want:.4f} as a float": "{want:.4f} как число float",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -1864,7 +2036,7 @@ apply_plot_style()
 expect("log-axis tick labels: plain from 0.001 up to 1e5 (excluded), powers outside, nothing at 0",
        [log_tick_label(value) for value in (0.0, 1e-12, 0.0005, 0.001, 0.5, 2.0, 50_000.0, 1e5)], "==",
        ["", "10⁻¹²", "0.0005", "0.001", "0.5", "2", "50000", "10⁵"])
-REFERENCE.check("schema_version", 3)  # the layout of references/module3.json this notebook was written for
+REFERENCE.check("schema_version", 4)  # the layout of references/module3.json this notebook was written for
 print("инструменты готовы: проверки аргументов, контрактные проверки и стиль рисунков курса")
 
 # language -> (thousands separator, decimal separator, group integers from this many digits without a spec)
@@ -2204,8 +2376,243 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dGhfbGltaXQiCiAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIHtsZW4oc3RlcHMpfSBwcmVwYXJlZCBzdGVwcyByYW4gb3V0",
         "IGJlZm9yZSBFT1Mgb3IgdGhlIGxpbWl0IG9mIHttYXhfbmV3X3Rva2Vuc30gdG9rZW5zIik=",
     ),
+    "Exercise 9": (
+        "IyBFeGVyY2lzZSA5OiBXcml0ZSBSb1BFLiB4IGhhcyBzaGFwZSAoLi4uLCBULCBkKSB3aXRoIGQgZXZlbiwgcG9zaXRpb25z",
+        "IGhvbGRzIHRoZSBhYnNvbHV0ZSBwb3NpdGlvbiBvZgojIGVhY2ggb2YgdGhlIFQgdG9rZW5zLiBUdXJuIGVhY2ggcGFpciAo",
+        "eFsuLi4sIDJpXSwgeFsuLi4sIDJpKzFdKSBvZiB0aGUgdG9rZW4gYXQgcG9zaXRpb24gcCBieSB0aGUKIyBhbmdsZSBwICog",
+        "YmFzZSoqKC0yaS9kKTogKGEsIGIpIC0+IChhIGNvcyAtIGIgc2luLCBhIHNpbiArIGIgY29zKS4gV29yayB3aXRoIHdob2xl",
+        "IHRlbnNvcnMuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUgc2hhcGUgYW5kIGR0eXBlIG9mIHg7IGVhY2ggcGFpciB0dXJu",
+        "ZWQgYnkgaXRzIGFuZ2xlIGZvciB0d28gYmFzZXM7IHBvc2l0aW9uIDAKIyB1bmNoYW5nZWQ7IGFuZCBxIC4gayBkZXBlbmRp",
+        "bmcgb25seSBvbiB0aGUgb2Zmc2V0IGJldHdlZW4gdGhlIHF1ZXJ5J3MgYW5kIHRoZSBrZXkncyBwb3NpdGlvbnMuCmRlZiBh",
+        "cHBseV9yb3BlKHgsIHBvc2l0aW9ucywgYmFzZT0xMF8wMDAuMCk6CiAgICAiIiJUdXJuIHBhaXIgaSBvZiB0aGUgdG9rZW4g",
+        "YXQgcG9zaXRpb24gcCBieSB0aGUgYW5nbGUgcCDCtyBiYXNlXigtMmkvZCkuIiIiCiAgICB4LCBwb3NpdGlvbnMgPSBfcm9w",
+        "ZV9pbnB1dHMoeCwgcG9zaXRpb25zLCBiYXNlKQogICAgaGFsZiA9IHguc2hhcGVbLTFdIC8vIDIKICAgIGZyZXF1ZW5jeSA9",
+        "IGJhc2UgKiogKC0yICogdG9yY2guYXJhbmdlKGhhbGYsIGR0eXBlPXRvcmNoLmZsb2F0NjQpIC8geC5zaGFwZVstMV0pICAj",
+        "IChkLzIsKQogICAgYW5nbGUgPSBwb3NpdGlvbnMudG8odG9yY2guZmxvYXQ2NClbOiwgTm9uZV0gKiBmcmVxdWVuY3kgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgIyAoVCwgZC8yKQogICAgY29zLCBzaW4gPSB0b3JjaC5jb3MoYW5nbGUpLnRvKHguZHR5",
+        "cGUpLCB0b3JjaC5zaW4oYW5nbGUpLnRvKHguZHR5cGUpCiAgICBldmVuLCBvZGQgPSB4Wy4uLiwgMDo6Ml0sIHhbLi4uLCAx",
+        "OjoyXSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFQsIGQvMikgZWFjaAogICAg",
+        "dHVybmVkID0gdG9yY2guc3RhY2soKGV2ZW4gKiBjb3MgLSBvZGQgKiBzaW4sIGV2ZW4gKiBzaW4gKyBvZGQgKiBjb3MpLCBk",
+        "aW09LTEpICAgIyAoLi4uLCBULCBkLzIsIDIpCiAgICByZXR1cm4gdHVybmVkLmZsYXR0ZW4oLTIpICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIFQsIGQpOiBwYWlycyBzaWRlIGJ5IHNp",
+        "ZGU=",
+    ),
+    "Exercise 10": (
+        "IyBFeGVyY2lzZSAxMDogV3JpdGUgUk1TTm9ybSBhcyBhIG1vZHVsZS4gX19pbml0X18ga2VlcHMgZXBzIGFuZCBhIGdhaW4g",
+        "c2VsZi53ZWlnaHQsIGFuIG5uLlBhcmFtZXRlciBvZgojIGRfbW9kZWwgb25lczsgZm9yd2FyZCByZXR1cm5zIHggLyBzcXJ0",
+        "KG1lYW4oeMKyKSArIGVwcykgKiB3ZWlnaHQgb3ZlciB0aGUgbGFzdCBheGlzLgojIFRoZSBjaGVjayByZXF1aXJlczogYSB3",
+        "ZWlnaHQgb2YgZF9tb2RlbCBvbmVzOyB0aGUgb3V0cHV0IGVxdWFscyBGLnJtc19ub3JtIHdpdGggYSBnYWluOyBncmFkaWVu",
+        "dHMgZmxvdy4KY2xhc3MgUk1TTm9ybShubi5Nb2R1bGUpOgogICAgIiIieCAvIHNxcnQobWVhbih4wrIpICsgZXBzKSDCtyB3",
+        "ZWlnaHQgb3ZlciB0aGUgbGFzdCBheGlzOiBMYXllck5vcm0gd2l0aG91dCB0aGUgbWVhbiBhbmQgdGhlIGJpYXMuIiIiCgog",
+        "ICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGVwcz0xZS01KToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAg",
+        "ICAgICBzZWxmLmVwcyA9IGVwcwogICAgICAgIHNlbGYud2VpZ2h0ID0gbm4uUGFyYW1ldGVyKHRvcmNoLm9uZXMoZF9tb2Rl",
+        "bCkpICAjIHRoZSBnYWluIM6zLCBvbmUgcGVyIGZlYXR1cmUKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAi",
+        "IiIoLi4uLCBkKSAtPiAoLi4uLCBkKS4iIiIKICAgICAgICByZXR1cm4geCAqIHRvcmNoLnJzcXJ0KHgucG93KDIpLm1lYW4o",
+        "ZGltPS0xLCBrZWVwZGltPVRydWUpICsgc2VsZi5lcHMpICogc2VsZi53ZWlnaHQ=",
+    ),
+    "Exercise 11": (
+        "IyBFeGVyY2lzZSAxMTogV3JpdGUgdGhlIFN3aUdMVSBmZWVkLWZvcndhcmQgbmV0d29yay4gX19pbml0X18gbWFrZXMgdGhy",
+        "ZWUgYmlhcy1mcmVlIG5uLkxpbmVhciBsYXllcnMsCiMgd19nYXRlIGFuZCB3X3VwIChkX21vZGVsIC0+IGRfZmYpIGFuZCB3",
+        "X2Rvd24gKGRfZmYgLT4gZF9tb2RlbCk7IGZvcndhcmQgcmV0dXJucwojIHdfZG93bihzaWx1KHdfZ2F0ZSB4KSAqIHdfdXAg",
+        "eCkgKEYuc2lsdSkuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUgdGhyZWUgbGF5ZXJzIHdpdGggdGhlaXIgc2hhcGVzIGFu",
+        "ZCBubyBiaWFzZXM7IHRoZSBvdXRwdXQgb2YgdGhlIGZvcm11bGEuCmNsYXNzIFN3aUdMVShubi5Nb2R1bGUpOgogICAgIiIi",
+        "VGhlIGdhdGVkIGZlZWQtZm9yd2FyZCBuZXR3b3JrIG9mIExMYU1BOiB3X2Rvd24oc2lsdSh3X2dhdGUgeCkg4oqZIHdfdXAg",
+        "eCkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGRfZmYpOgogICAgICAgIHN1cGVyKCkuX19pbml0X18o",
+        "KQogICAgICAgIHNlbGYud19nYXRlID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2Vs",
+        "Zi53X3VwID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi53X2Rvd24gPSBubi5M",
+        "aW5lYXIoZF9mZiwgZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAiIiIo",
+        "Li4uLCBkX21vZGVsKSAtPiAoLi4uLCBkX21vZGVsKS4iIiIKICAgICAgICByZXR1cm4gc2VsZi53X2Rvd24oRi5zaWx1KHNl",
+        "bGYud19nYXRlKHgpKSAqIHNlbGYud191cCh4KSk=",
+    ),
+    "Exercise 12": (
+        "IyBFeGVyY2lzZSAxMjogV3JpdGUgUm9QRSBhdHRlbnRpb24gd2l0aCBncm91cGVkIEsvViBoZWFkcy4gX19pbml0X18gbWFr",
+        "ZXMgYmlhcy1mcmVlIHdfcSAoZF9tb2RlbCAtPgojIG5faGVhZHMgKiBoZWFkX2RpbSksIHdfayBhbmQgd192IChkX21vZGVs",
+        "IC0+IG5fa3ZfaGVhZHMgKiBoZWFkX2RpbSkgYW5kIHdfbyAoYmFjayB0byBkX21vZGVsKS4KIyBxa3YoeCwgcG9zaXRpb25z",
+        "KSByZXR1cm5zIHEgKEIsIG5faGVhZHMsIFQsIGhlYWRfZGltKSBhbmQgaywgdiAoQiwgbl9rdl9oZWFkcywgVCwgaGVhZF9k",
+        "aW0pLCB3aXRoCiMgYXBwbHlfcm9wZSBvbiBxIGFuZCBrLiBtZXJnZShvdXQpIG1lcmdlcyB0aGUgaGVhZHMgYW5kIGFwcGxp",
+        "ZXMgd19vLiBmb3J3YXJkKHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9uZSkKIyBhcHBlbmRzIGssIHYgdG8gdGhlIGNhY2hlIHdo",
+        "ZW4gdGhlcmUgaXMgb25lIChjYWNoZS5hcHBlbmQoaywgdiwgaW50KHBvc2l0aW9uc1swXSkpIHJldHVybnMgYWxsIGtleXMK",
+        "IyBhbmQgdmFsdWVzIHNvIGZhciksIHJlcGVhdHMgZWFjaCBLL1YgaGVhZCBmb3IgaXRzIGdyb3VwIG9mIHF1ZXJ5IGhlYWRz",
+        "LCBtYXNrcyB3aXRoIGNhdXNhbF9hbGxvd2VkCiMgYW5kIHRoZSByaWdodCBxdWVyeV9vZmZzZXQsIGF0dGVuZHMgd2l0aCB5",
+        "b3VyIHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24sIGFuZCBtZXJnZXMuCiMgVGhlIGNoZWNrIHJlcXVpcmVzOiB0aGUg",
+        "Zm91ciBwcm9qZWN0aW9uczsgcSwgayBhbmQgdiB3aXRoIFJvUEUgb24gcSBhbmQgayBvbmx5OyBtZXJnZTsgdGhlIG91dHB1",
+        "dAojIG9mIGNhdXNhbCBhdHRlbnRpb24gd2l0aCBxdWVyeSBoZWFkIGggcmVhZGluZyBLL1YgaGVhZCBoIC8vIGdyb3VwOyBh",
+        "bmQgdGhlIHNhbWUgb3V0cHV0IHRocm91Z2ggYSBjYWNoZS4KY2xhc3MgQ2Fwc3RvbmVBdHRlbnRpb24obm4uTW9kdWxlKToK",
+        "ICAgICIiIkNhdXNhbCBzZWxmLWF0dGVudGlvbiB3aXRoIFJvUEUgb24gcXVlcmllcyBhbmQga2V5cyBhbmQgbl9rdl9oZWFk",
+        "cyBLL1YgaGVhZHMgc2hhcmVkIGJ5IGdyb3VwcyBvZiBxdWVyeSBoZWFkcy4iIiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwg",
+        "Y29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBzZWxmLm5faGVhZHMsIHNlbGYubl9rdl9oZWFk",
+        "cywgc2VsZi5oZWFkX2RpbSwgc2VsZi5yb3BlX2Jhc2UgPSBjb25maWcubl9oZWFkcywgY29uZmlnLm5fa3ZfaGVhZHMsIGNv",
+        "bmZpZy5oZWFkX2RpbSwgY29uZmlnLnJvcGVfYmFzZQogICAgICAgIHNlbGYud19xID0gbm4uTGluZWFyKGNvbmZpZy5kX21v",
+        "ZGVsLCBjb25maWcubl9oZWFkcyAqIGNvbmZpZy5oZWFkX2RpbSwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLndfayA9IG5u",
+        "LkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmlnLm5fa3ZfaGVhZHMgKiBjb25maWcuaGVhZF9kaW0sIGJpYXM9RmFsc2Up",
+        "CiAgICAgICAgc2VsZi53X3YgPSBubi5MaW5lYXIoY29uZmlnLmRfbW9kZWwsIGNvbmZpZy5uX2t2X2hlYWRzICogY29uZmln",
+        "LmhlYWRfZGltLCBiaWFzPUZhbHNlKQogICAgICAgIHNlbGYud19vID0gbm4uTGluZWFyKGNvbmZpZy5uX2hlYWRzICogY29u",
+        "ZmlnLmhlYWRfZGltLCBjb25maWcuZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgcWt2KHNlbGYsIHgsIHBvc2l0aW9u",
+        "cyk6CiAgICAgICAgIiIieCAoQiwgVCwgZCkgYXQgcG9zaXRpb25zIChULCkgLT4gcSAoQiwgSHEsIFQsIGhkKSwgayBhbmQg",
+        "diAoQiwgSGt2LCBULCBoZCksIFJvUEUgb24gcSBhbmQgay4iIiIKICAgICAgICBxID0gc3BsaXRfaGVhZHMoc2VsZi53X3Eo",
+        "eCksIHNlbGYubl9oZWFkcykgICAgICAgIyAoQiwgSHEsIFQsIGhkKQogICAgICAgIGsgPSBzcGxpdF9oZWFkcyhzZWxmLndf",
+        "ayh4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHYgPSBzcGxpdF9oZWFkcyhzZWxm",
+        "Lndfdih4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHJldHVybiBhcHBseV9yb3Bl",
+        "KHEsIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2UpLCBhcHBseV9yb3BlKGssIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2Up",
+        "LCB2CgogICAgZGVmIG1lcmdlKHNlbGYsIG91dCk6CiAgICAgICAgIiIib3V0IChCLCBIcSwgVCwgaGQpIC0+IChCLCBULCBk",
+        "KTogdGhlIGhlYWRzIHNpZGUgYnkgc2lkZSwgdGhlbiB3X28uIiIiCiAgICAgICAgcmV0dXJuIHNlbGYud19vKG1lcmdlX2hl",
+        "YWRzKG91dCkpCgogICAgZGVmIGZvcndhcmQoc2VsZiwgeCwgcG9zaXRpb25zLCBjYWNoZT1Ob25lKToKICAgICAgICAiIiJ4",
+        "IChCLCBULCBkKSAtPiAoQiwgVCwgZCk7IHdpdGggYSBjYWNoZSB0aGlzIGNhbGwncyBrZXlzIGFuZCB2YWx1ZXMgam9pbiBp",
+        "dCBhbmQgdGhlIHF1ZXJpZXMgcmVhZCBhbGwgb2YgdGhlbS4iIiIKICAgICAgICBxLCBrLCB2ID0gc2VsZi5xa3YoeCwgcG9z",
+        "aXRpb25zKQogICAgICAgIGlmIGNhY2hlIGlzIG5vdCBOb25lOgogICAgICAgICAgICBrLCB2ID0gY2FjaGUuYXBwZW5kKGss",
+        "IHYsIGludChwb3NpdGlvbnNbMF0pKSAgICAgICAgICAgICAgICAgICMgKEIsIEhrdiwgVF9rLCBoZCk6IGV2ZXJ5IGtleSBz",
+        "byBmYXIKICAgICAgICBncm91cCA9IHNlbGYubl9oZWFkcyAvLyBzZWxmLm5fa3ZfaGVhZHMKICAgICAgICB0X3EsIHRfayA9",
+        "IHEuc2hhcGVbLTJdLCBrLnNoYXBlWy0yXQogICAgICAgIGFsbG93ZWQgPSBjYXVzYWxfYWxsb3dlZCh0X3EsIHRfaywgcXVl",
+        "cnlfb2Zmc2V0PXRfayAtIHRfcSkgICAgICAgICAgIyAoVF9xLCBUX2spOiBxdWVyaWVzIGF0IHRoZWlyIGFic29sdXRlIHBv",
+        "c2l0aW9ucwogICAgICAgIG91dCA9IHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24ocSwgcmVwZWF0X2t2X2hlYWRzKGss",
+        "IGdyb3VwKSwgcmVwZWF0X2t2X2hlYWRzKHYsIGdyb3VwKSwgYWxsb3dlZCkub3V0cHV0CiAgICAgICAgcmV0dXJuIHNlbGYu",
+        "bWVyZ2Uob3V0KSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKEIsIFQsIGQp",
+    ),
+    "Exercise 13": (
+        "IyBFeGVyY2lzZSAxMzogQXNzZW1ibGUgdGhlIG1vZGVsLiBDYXBzdG9uZUJsb2NrIGhvbGRzIGF0dG5fbm9ybSBhbmQgZmZu",
+        "X25vcm0gKHlvdXIgUk1TTm9ybSwgd2l0aAojIGNvbmZpZy5ub3JtX2VwcyksIGF0dG4gKHlvdXIgQ2Fwc3RvbmVBdHRlbnRp",
+        "b24pIGFuZCBmZm4gKHlvdXIgU3dpR0xVIG9mIHdpZHRoIGNvbmZpZy5kX2ZmKTsgaXRzIGZvcndhcmQgaXMKIyBwcmUtbm9y",
+        "bSB3aXRoIGEgcmVzaWR1YWwgYXJvdW5kIGVhY2ggc3VibGF5ZXIuIENhcHN0b25lTE0gaG9sZHMgZW1iZWQgKG5uLkVtYmVk",
+        "ZGluZyksIGJsb2NrcyAoYW4KIyBubi5Nb2R1bGVMaXN0IG9mIGNvbmZpZy5uX2xheWVycyBibG9ja3MpLCBub3JtIGFuZCBo",
+        "ZWFkIChiaWFzLWZyZWUgbm4uTGluZWFyIHRvIGNvbmZpZy52b2NhYik7IGl0cwojIGZvcndhcmQgbnVtYmVycyB0aGUgdG9r",
+        "ZW5zIGZyb20gdGhlIGNhY2hlJ3MgbGVuZ3RoICgwIHdpdGhvdXQgYSBjYWNoZSksIGdpdmVzIGJsb2NrIGkgdGhlIGNhY2hl",
+        "J3MKIyBsYXllciBpIChjYWNoZS5sYXllcnNbaV0pLCBhbmQgcmV0dXJucyBoZWFkKG5vcm0oeCkpLgojIFRoZSBjaGVjayBy",
+        "ZXF1aXJlczogZXhhY3RseSB0aGVzZSBwYXJ0cyBieSBuYW1lOyB0aGUgbG9naXRzIG9mIGEgcHJlLW5vcm0gTGxhbWEtc3R5",
+        "bGUgbW9kZWwgd2l0aCBhCiMgZmluYWwgbm9ybTsgYW5kIHRoZSBzYW1lIGxvZ2l0cyB3aGVuIHRoZSB0b2tlbnMgYXJyaXZl",
+        "IDUsIHRoZW4gMSwgMSBhbmQgMSBhdCBhIHRpbWUgdGhyb3VnaCBhIGNhY2hlLgpjbGFzcyBDYXBzdG9uZUJsb2NrKG5uLk1v",
+        "ZHVsZSk6CiAgICAiIiJBIHByZS1ub3JtIGRlY29kZXIgYmxvY2s6IHggKyBhdHRuKGF0dG5fbm9ybSh4KSksIHRoZW4geCAr",
+        "IGZmbihmZm5fbm9ybSh4KSkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGNvbmZpZyk6CiAgICAgICAgc3VwZXIoKS5f",
+        "X2luaXRfXygpCiAgICAgICAgc2VsZi5hdHRuX25vcm0gPSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9l",
+        "cHMpCiAgICAgICAgc2VsZi5hdHRuID0gQ2Fwc3RvbmVBdHRlbnRpb24oY29uZmlnKQogICAgICAgIHNlbGYuZmZuX25vcm0g",
+        "PSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9lcHMpCiAgICAgICAgc2VsZi5mZm4gPSBTd2lHTFUoY29u",
+        "ZmlnLmRfbW9kZWwsIGNvbmZpZy5kX2ZmKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9u",
+        "ZSk6CiAgICAgICAgIiIiKEIsIFQsIGQpIC0+IChCLCBULCBkKS4iIiIKICAgICAgICB4ID0geCArIHNlbGYuYXR0bihzZWxm",
+        "LmF0dG5fbm9ybSh4KSwgcG9zaXRpb25zLCBjYWNoZSkKICAgICAgICByZXR1cm4geCArIHNlbGYuZmZuKHNlbGYuZmZuX25v",
+        "cm0oeCkpCgoKY2xhc3MgQ2Fwc3RvbmVMTShubi5Nb2R1bGUpOgogICAgIiIiVG9rZW4gZW1iZWRkaW5nLCBuX2xheWVycyBw",
+        "cmUtbm9ybSBibG9ja3Mgd2l0aCBSb1BFIGF0dGVudGlvbiwgYSBmaW5hbCBSTVNOb3JtIGFuZCBhbiBvdXRwdXQgaGVhZC4i",
+        "IiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwgY29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBz",
+        "ZWxmLmNvbmZpZyA9IGNvbmZpZwogICAgICAgIHNlbGYuZW1iZWQgPSBubi5FbWJlZGRpbmcoY29uZmlnLnZvY2FiLCBjb25m",
+        "aWcuZF9tb2RlbCkKICAgICAgICBzZWxmLmJsb2NrcyA9IG5uLk1vZHVsZUxpc3QoQ2Fwc3RvbmVCbG9jayhjb25maWcpIGZv",
+        "ciBfIGluIHJhbmdlKGNvbmZpZy5uX2xheWVycykpCiAgICAgICAgc2VsZi5ub3JtID0gUk1TTm9ybShjb25maWcuZF9tb2Rl",
+        "bCwgY29uZmlnLm5vcm1fZXBzKQogICAgICAgIHNlbGYuaGVhZCA9IG5uLkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmln",
+        "LnZvY2FiLCBiaWFzPUZhbHNlKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHRva2VucywgY2FjaGU9Tm9uZSk6CiAgICAgICAg",
+        "IiIidG9rZW5zIChCLCBUKSAtPiBsb2dpdHMgKEIsIFQsIHZvY2FiKTsgd2l0aCBhIEtWQ2FjaGUgdGhlIHRva2VucyBjb250",
+        "aW51ZSB0aGUgb25lcyBpdCBob2xkcy4iIiIKICAgICAgICBzdGFydCA9IF9jYXBzdG9uZV90b2tlbnModG9rZW5zLCBzZWxm",
+        "LmNvbmZpZywgY2FjaGUpCiAgICAgICAgcG9zaXRpb25zID0gdG9yY2guYXJhbmdlKHN0YXJ0LCBzdGFydCArIHRva2Vucy5z",
+        "aGFwZVsxXSkgICAgICAgICAgICAgICAgICMgYWJzb2x1dGUgcG9zaXRpb25zIChULCkKICAgICAgICB4ID0gc2VsZi5lbWJl",
+        "ZCh0b2tlbnMpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCwgZCkK",
+        "ICAgICAgICBmb3IgaSwgYmxvY2sgaW4gZW51bWVyYXRlKHNlbGYuYmxvY2tzKToKICAgICAgICAgICAgeCA9IGJsb2NrKHgs",
+        "IHBvc2l0aW9ucywgTm9uZSBpZiBjYWNoZSBpcyBOb25lIGVsc2UgY2FjaGUubGF5ZXJzW2ldKQogICAgICAgIHJldHVybiBz",
+        "ZWxmLmhlYWQoc2VsZi5ub3JtKHgpKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChCLCBU",
+        "LCB2b2NhYik=",
+    ),
+    "Exercise 14": (
+        "IyBFeGVyY2lzZSAxNDogV3JpdGUgdGhlIHRhc2ssIHRoZSB0cmFpbmluZyBzdGVwLCB0aGUgdHJhaW5pbmcgbG9vcCBhbmQg",
+        "dGhlIHNjb3JlLiBpbmR1Y3Rpb25fYmF0Y2ggZHJhd3MsCiMgZnJvbSB0aGUgZ2VuZXJhdG9yIG9ubHksIGZvciBlYWNoIHJv",
+        "dyBhIGsgZnJvbSBrX21pbiB0byBrX21heCBhbmQgayBkaXN0aW5jdCB0b2tlbnMgKHRoZSBmaXJzdCBrIG9mIGEgcmFuZG9t",
+        "CiMgb3JkZXIgb2YgdGhlIHZvY2FidWxhcnkpLCB3cml0dGVuIHR3aWNlIGFuZCBwYWRkZWQgd2l0aCByYW5kb20gdG9rZW5z",
+        "IHRvIDIgKiBrX21heDsgaXQgcmV0dXJucyBpbnB1dHMKIyAoYWxsIGJ1dCB0aGUgbGFzdCB0b2tlbiksIHRhcmdldHMgKGFs",
+        "bCBidXQgdGhlIGZpcnN0KSBhbmQgc2NvcmVkLCBUcnVlIGF0IHRhcmdldHMgaysxIC4uIDJrLTEgKGlucHV0CiMgcG9zaXRp",
+        "b25zIGsgLi4gMmstMikuIHRyYWluX3N0ZXAgY29tcHV0ZXMgdGhlIG1lYW4gY3Jvc3MtZW50cm9weSBvdmVyIHRoZSBzY29y",
+        "ZWQgcG9zaXRpb25zIG9ubHksIGNsZWFycyB0aGUKIyBvbGQgZ3JhZGllbnRzLCBiYWNrcHJvcGFnYXRlcywgdGFrZXMgb25l",
+        "IG9wdGltaXplciBzdGVwIGFuZCByZXR1cm5zIHRoZSBsb3NzIGFzIGEgZmxvYXQuIGZpdF9pbmR1Y3Rpb24gbWFrZXMKIyBv",
+        "bmUgdG9yY2guR2VuZXJhdG9yKCkubWFudWFsX3NlZWQoc2VlZCArIDEpIGFuZCBvbmUgQWRhbVcgKHdlaWdodF9kZWNheT0w",
+        "KSwgc2V0cyB0aGUgcmF0ZSBhdCBzdGVwIHQgdG8KIyBsciAqIG1pbigxLCAodCArIDEpIC8gd2FybXVwKSAqICgxIC0gdCAv",
+        "IHN0ZXBzKSwgcnVucyBzdGVwIG9uIGEgZnJlc2ggYmF0Y2ggZWFjaCBzdGVwIGluIHRyYWluaW5nIG1vZGUsIGNhbGxzCiMg",
+        "b25fc3RlcCh0ICsgMSwgbG9zcykgd2hlbiBnaXZlbiwgYW5kIHJldHVybnMgdGhlIGxvc3Nlcy4gaW5kdWN0aW9uX2FjY3Vy",
+        "YWN5IHNjb3JlcyBhcmdtYXggPT0gdGFyZ2V0IG9uIHRoZQojIHNjb3JlZCBwb3NpdGlvbnMgb2YgYSBmcmVzaCBiYXRjaCwg",
+        "d2l0aG91dCBncmFkaWVudHMuCiMgVGhlIGNoZWNrcyByZXF1aXJlOiBkaXN0aW5jdCB0b2tlbnMgcmVwZWF0ZWQsIHRoZSBz",
+        "Y29yZWQgcG9zaXRpb25zLCBrIGRyYXduIHBlciByb3csIHRoZSBnZW5lcmF0b3IgYWxvbmUKIyBkZWNpZGluZzsgdGhlIHNj",
+        "b3JlZCBsb3NzIGFuZCBleGFjdGx5IG9uZSBvcHRpbWl6ZXIgc3RlcDsgQWRhbVcgd2l0aG91dCBkZWNheSwgdGhlIHdhcm0t",
+        "dXAgYW5kIGRlY2F5LCBmcmVzaAojIGFuZCBzZWVkZWQgYmF0Y2hlczsgYW5kIGFuIGFjY3VyYWN5IG92ZXIgdGhlIHNjb3Jl",
+        "ZCBwb3NpdGlvbnMgb25seS4KZGVmIGluZHVjdGlvbl9iYXRjaChiYXRjaCwgZ2VuZXJhdG9yLCAqLCB2b2NhYj0xNiwga19t",
+        "aW49NCwga19tYXg9MTIpOgogICAgIiIiUm93cyBvZiBrIGRpc3RpbmN0IHJhbmRvbSB0b2tlbnMgd3JpdHRlbiB0d2ljZSAo",
+        "ayBkcmF3biBwZXIgcm93KSwgcGFkZGVkIHRvIDIga19tYXg6IChpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCkuIiIiCiAgICBy",
+        "ZXF1aXJlX2ludCgia19tYXgiLCBrX21heCwgbWluaW11bT1rX21pbiwgbWF4aW11bT12b2NhYikKICAgIHNlZ21lbnRzID0g",
+        "dG9yY2gucmFuZChiYXRjaCwgdm9jYWIsIGdlbmVyYXRvcj1nZW5lcmF0b3IpLmFyZ3NvcnQoLTEpWzosIDprX21heF0gICAj",
+        "IChCLCBrX21heCkgZGlzdGluY3QgdG9rZW5zCiAgICBrID0gdG9yY2gucmFuZGludChrX21pbiwga19tYXggKyAxLCAoYmF0",
+        "Y2gsIDEpLCBnZW5lcmF0b3I9Z2VuZXJhdG9yKSAgICAgICAgICAgICAgIyAoQiwgMSkgc2VnbWVudCBsZW5ndGhzCiAgICBw",
+        "b3NpdGlvbiA9IHRvcmNoLmFyYW5nZSgyICoga19tYXgpW05vbmUsIDpdICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICMgKDEsIDIga19tYXgpCiAgICByZXBlYXRlZCA9IHNlZ21lbnRzLmdhdGhlcigxLCB0b3JjaC53aGVyZShw",
+        "b3NpdGlvbiA8IGssIHBvc2l0aW9uLCBwb3NpdGlvbiAtIGspLmNsYW1wKG1heD1rX21heCAtIDEpKQogICAgcGFkZGluZyA9",
+        "IHRvcmNoLnJhbmRpbnQodm9jYWIsIChiYXRjaCwgMiAqIGtfbWF4KSwgZ2VuZXJhdG9yPWdlbmVyYXRvcikKICAgIHNlcXVl",
+        "bmNlcyA9IHRvcmNoLndoZXJlKHBvc2l0aW9uIDwgMiAqIGssIHJlcGVhdGVkLCBwYWRkaW5nKSAgICAgICAgICAgICAgICAg",
+        "ICAgICAjIChCLCAyIGtfbWF4KQogICAgc2NvcmVkID0gKHBvc2l0aW9uWzosIDotMV0gPj0gaykgJiAocG9zaXRpb25bOiwg",
+        "Oi0xXSA8PSAyICogayAtIDIpICAgICAgICAgICAgICAgICMgdGFyZ2V0cyBrKzEgLi4gMmstMQogICAgcmV0dXJuIHNlcXVl",
+        "bmNlc1s6LCA6LTFdLCBzZXF1ZW5jZXNbOiwgMTpdLCBzY29yZWQKCgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVy",
+        "LCBpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10",
+        "b2tlbiBjcm9zcy1lbnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIGxv",
+        "c3MgPSBGLmNyb3NzX2VudHJvcHkobW9kZWwoaW5wdXRzKVtzY29yZWRdLCB0YXJnZXRzW3Njb3JlZF0pICAjIGxvZ2l0cyAo",
+        "QiwgVCwgVilbc2NvcmVkXSAtPiAoTiwgVikKICAgIG9wdGltaXplci56ZXJvX2dyYWQoKQogICAgbG9zcy5iYWNrd2FyZCgp",
+        "CiAgICBvcHRpbWl6ZXIuc3RlcCgpCiAgICByZXR1cm4gbG9zcy5pdGVtKCkKCgpkZWYgZml0X2luZHVjdGlvbihtb2RlbCwg",
+        "c3RlcCwgc3RlcHMsIHNlZWQsICosIGJhdGNoPTY0LCBscj0xZS0yLCB3YXJtdXA9MjAsIGtfbWluPTQsIGtfbWF4PTEyLCBv",
+        "bl9zdGVwPU5vbmUpOgogICAgIiIiVHJhaW4gbW9kZWwgb24gZnJlc2ggaW5kdWN0aW9uIGJhdGNoZXMgd2l0aCBzdGVwKG1v",
+        "ZGVsLCBvcHRpbWl6ZXIsIGlucHV0cywgdGFyZ2V0cywgc2NvcmVkKTsgcmV0dXJuIHRoZSBsb3NzZXMuIiIiCiAgICByZXF1",
+        "aXJlX2ludCgic3RlcHMiLCBzdGVwcywgbWluaW11bT0xKQogICAgZ2VuZXJhdG9yID0gdG9yY2guR2VuZXJhdG9yKCkubWFu",
+        "dWFsX3NlZWQoc2VlZCArIDEpCiAgICBvcHRpbWl6ZXIgPSB0b3JjaC5vcHRpbS5BZGFtVyhtb2RlbC5wYXJhbWV0ZXJzKCks",
+        "IGxyPWxyLCB3ZWlnaHRfZGVjYXk9MC4wKQogICAgc2NoZWR1bGUgPSB0b3JjaC5vcHRpbS5scl9zY2hlZHVsZXIuTGFtYmRh",
+        "TFIob3B0aW1pemVyLCBsYW1iZGEgdDogbWluKDEuMCwgKHQgKyAxKSAvIHdhcm11cCkgKiAoMSAtIHQgLyBzdGVwcykpCiAg",
+        "ICBsb3NzZXMgPSBbXQogICAgbW9kZWwudHJhaW4oKQogICAgZm9yIHQgaW4gcmFuZ2Uoc3RlcHMpOgogICAgICAgIGxvc3Nl",
+        "cy5hcHBlbmQoc3RlcChtb2RlbCwgb3B0aW1pemVyLCAqaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCBnZW5lcmF0b3IsIHZvY2Fi",
+        "PW1vZGVsLmNvbmZpZy52b2NhYiwga19taW49a19taW4sIGtfbWF4PWtfbWF4KSkpCiAgICAgICAgc2NoZWR1bGUuc3RlcCgp",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgdGhlIHJhdGUg",
+        "b2Ygc3RlcCB0ICsgMQogICAgICAgIGlmIG9uX3N0ZXAgaXMgbm90IE5vbmU6CiAgICAgICAgICAgIG9uX3N0ZXAodCArIDEs",
+        "IGxvc3Nlc1stMV0pCiAgICBtb2RlbC5ldmFsKCkKICAgIHJldHVybiBsb3NzZXMKCgpkZWYgaW5kdWN0aW9uX2FjY3VyYWN5",
+        "KG1vZGVsLCAqLCBiYXRjaD01MTIsIHNlZWQ9MTIzNDUsIGtfbWluPTQsIGtfbWF4PTEyKToKICAgICIiIkhlbGQtb3V0IGdy",
+        "ZWVkeSBhY2N1cmFjeSBvbiB0aGUgc2NvcmVkIHBvc2l0aW9ucyBvZiBhIGZyZXNoIGluZHVjdGlvbiBiYXRjaC4iIiIKICAg",
+        "IGlucHV0cywgdGFyZ2V0cywgc2NvcmVkID0gaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCB0b3JjaC5HZW5lcmF0b3IoKS5tYW51",
+        "YWxfc2VlZChzZWVkKSwgdm9jYWI9bW9kZWwuY29uZmlnLnZvY2FiLCBrX21pbj1rX21pbiwga19tYXg9a19tYXgpCiAgICB3",
+        "aXRoIHRvcmNoLm5vX2dyYWQoKToKICAgICAgICBoaXRzID0gbW9kZWwoaW5wdXRzKS5hcmdtYXgoZGltPS0xKSA9PSB0YXJn",
+        "ZXRzICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCkKICAgIHJldHVybiBmbG9hdChoaXRzW3Njb3JlZF0u",
+        "ZmxvYXQoKS5tZWFuKCkp",
+    ),
+    "Exercise 15": (
+        "IyBFeGVyY2lzZSAxNTogV3JpdGUgdGhlIEtWIGNhY2hlIGFuZCBncmVlZHkgZGVjb2RpbmcgdGhyb3VnaCBpdC4gTGF5ZXJL",
+        "Vi5hcHBlbmQoaywgdiwgc3RhcnQpIHdyaXRlcyBrCiMgYW5kIHYgKEIsIEhfa3YsIFQsIGhkKSBpbnRvIHRoZSBidWZmZXJz",
+        "IGF0IHBvc2l0aW9ucyBzdGFydCAuLiBzdGFydCArIFQgLSAxIChyZWZ1c2UgYSBzdGFydCBvdGhlcgojIHRoYW4gc2VsZi5s",
+        "ZW5ndGgpLCBtb3ZlcyBzZWxmLmxlbmd0aCBvbiwgYW5kIHJldHVybnMgdGhlIGtleXMgYW5kIHZhbHVlcyBvZiBwb3NpdGlv",
+        "bnMgMCAuLiBzdGFydCArIFQgLSAxLgojIEtWQ2FjaGUgaG9sZHMgb25lIExheWVyS1YgcGVyIGxheWVyOyBuYnl0ZXMoKSBj",
+        "b3VudHMgdGhlIGJ5dGVzIG9mIHRoZSBrZXlzIGFuZCB2YWx1ZXMgaGVsZC4KIyBnZW5lcmF0ZShtb2RlbCwgcHJvbXB0LCBu",
+        "X25ldywgY2FjaGU9VHJ1ZSkgYXBwZW5kcyBuX25ldyBncmVlZHkgdG9rZW5zIChhcmdtYXggb2YgdGhlIGxhc3QgbG9naXRz",
+        "KToKIyB3aXRoIGNhY2hlPVRydWUgaXQgZmVlZHMgdGhlIHByb21wdCBvbmNlIGFuZCB0aGVuIG9ubHkgdGhlIG5ld2VzdCB0",
+        "b2tlbiB0aHJvdWdoIG9uZSBLVkNhY2hlOyB3aXRoCiMgY2FjaGU9RmFsc2UgdGhlIHdob2xlIHNlcXVlbmNlIGV2ZXJ5IHN0",
+        "ZXAuIE5vIGdyYWRpZW50cy4KIyBUaGUgY2hlY2sgcmVxdWlyZXM6IHRoZSBtb2RlbCdzIHRva2VucyB3aXRoIGFuZCB3aXRo",
+        "b3V0IGEgY2FjaGU7IHRoZSBwcm9tcHQgZmVkIG9uY2UgYW5kIHRoZW4gb25lCiMgdG9rZW4gYSBzdGVwIHRocm91Z2ggdGhl",
+        "IGNhY2hlOyB0aGUgd2hvbGUgc2VxdWVuY2UgYSBzdGVwIHdpdGhvdXQgaXQ7IG5fbmV3PTAgcmV0dXJucyB0aGUgcHJvbXB0",
+        "LgpjbGFzcyBMYXllcktWOgogICAgIiIiT25lIGxheWVyJ3Mga2V5cyBhbmQgdmFsdWVzIGluIHR3byBwcmVhbGxvY2F0ZWQg",
+        "YnVmZmVycyAoQiwgSF9rdiwgbWF4X2xlbiwgaGQpLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBiYXRjaCwgbl9rdl9o",
+        "ZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPXRvcmNoLmZsb2F0MzIpOgogICAgICAgIHNlbGYua2V5cyA9IHRvcmNo",
+        "Lnplcm9zKGJhdGNoLCBuX2t2X2hlYWRzLCBtYXhfbGVuLCBoZWFkX2RpbSwgZHR5cGU9ZHR5cGUpCiAgICAgICAgc2VsZi52",
+        "YWx1ZXMgPSB0b3JjaC56ZXJvcyhiYXRjaCwgbl9rdl9oZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPWR0eXBlKQog",
+        "ICAgICAgIHNlbGYubGVuZ3RoID0gMAoKICAgIGRlZiBhcHBlbmQoc2VsZiwgaywgdiwgc3RhcnQpOgogICAgICAgICIiIldy",
+        "aXRlIGssIHYgKEIsIEhfa3YsIFQsIGhkKSBhdCBwb3NpdGlvbnMgc3RhcnQuLjsgcmV0dXJuIHRoZSBrZXlzIGFuZCB2YWx1",
+        "ZXMgc28gZmFyLiIiIgogICAgICAgIGVuZCA9IHN0YXJ0ICsgay5zaGFwZVsyXQogICAgICAgIGlmIHN0YXJ0ICE9IHNlbGYu",
+        "bGVuZ3RoIG9yIGVuZCA+IHNlbGYua2V5cy5zaGFwZVsyXToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSBj",
+        "YWNoZSBob2xkcyB7c2VsZi5sZW5ndGh9IG9mIHtzZWxmLmtleXMuc2hhcGVbMl19IHBvc2l0aW9uczsgY2Fubm90IHdyaXRl",
+        "IHtzdGFydH0uLntlbmQgLSAxfSIpCiAgICAgICAgc2VsZi5rZXlzWzosIDosIHN0YXJ0OmVuZF0sIHNlbGYudmFsdWVzWzos",
+        "IDosIHN0YXJ0OmVuZF0gPSBrLCB2CiAgICAgICAgc2VsZi5sZW5ndGggPSBlbmQKICAgICAgICByZXR1cm4gc2VsZi5rZXlz",
+        "WzosIDosIDplbmRdLCBzZWxmLnZhbHVlc1s6LCA6LCA6ZW5kXSAgICAgICAgICAgICAgICAgIyB2aWV3cywgbm8gY29weQoK",
+        "CmNsYXNzIEtWQ2FjaGU6CiAgICAiIiJUaGUgS1YgY2FjaGUgb2YgYSB3aG9sZSBtb2RlbDogb25lIExheWVyS1YgcGVyIGxh",
+        "eWVyLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBjb25maWcsIGJhdGNoKToKICAgICAgICBzZWxmLmxheWVycyA9IFtM",
+        "YXllcktWKGJhdGNoLCBjb25maWcubl9rdl9oZWFkcywgY29uZmlnLm1heF9sZW4sIGNvbmZpZy5oZWFkX2RpbSkgZm9yIF8g",
+        "aW4gcmFuZ2UoY29uZmlnLm5fbGF5ZXJzKV0KCiAgICBAcHJvcGVydHkKICAgIGRlZiBsZW5ndGgoc2VsZik6CiAgICAgICAg",
+        "IiIiSG93IG1hbnkgcG9zaXRpb25zIHRoZSBjYWNoZSBob2xkcy4iIiIKICAgICAgICByZXR1cm4gc2VsZi5sYXllcnNbMF0u",
+        "bGVuZ3RoCgogICAgZGVmIG5ieXRlcyhzZWxmKToKICAgICAgICAiIiJUaGUgYnl0ZXMgb2YgdGhlIGtleXMgYW5kIHZhbHVl",
+        "cyBoZWxkLiIiIgogICAgICAgIHJldHVybiBzdW0odFs6LCA6LCA6bGF5ZXIubGVuZ3RoXS5udW1lbCgpICogdC5lbGVtZW50",
+        "X3NpemUoKSBmb3IgbGF5ZXIgaW4gc2VsZi5sYXllcnMgZm9yIHQgaW4gKGxheWVyLmtleXMsIGxheWVyLnZhbHVlcykpCgoK",
+        "ZGVmIGdlbmVyYXRlKG1vZGVsLCBwcm9tcHQsIG5fbmV3LCAqLCBjYWNoZT1UcnVlKToKICAgICIiIkdyZWVkeSBkZWNvZGlu",
+        "ZyBvZiBuX25ldyB0b2tlbnMgYWZ0ZXIgcHJvbXB0IChCLCBUMCk7IHdpdGggY2FjaGU9VHJ1ZSBlYWNoIHN0ZXAgZmVlZHMg",
+        "b25seSB0aGUgbmV3ZXN0IHRva2VuLiIiIgogICAgbl9uZXcgPSBfZ2VuZXJhdGlvbl9sZW5ndGgobW9kZWwsIHByb21wdCwg",
+        "bl9uZXcpCiAgICB0b2tlbnMsIGZlZWQgPSBwcm9tcHQsIHByb21wdAogICAgc3RvcmUgPSBLVkNhY2hlKG1vZGVsLmNvbmZp",
+        "ZywgcHJvbXB0LnNoYXBlWzBdKSBpZiBjYWNoZSBlbHNlIE5vbmUKICAgIHdpdGggdG9yY2gubm9fZ3JhZCgpOgogICAgICAg",
+        "IGZvciBfIGluIHJhbmdlKG5fbmV3KToKICAgICAgICAgICAgbG9naXRzID0gbW9kZWwoZmVlZCBpZiBjYWNoZSBlbHNlIHRv",
+        "a2Vucywgc3RvcmUpWzosIC0xXSAgICMgKEIsIHZvY2FiKSBhdCB0aGUgbmV3ZXN0IHBvc2l0aW9uCiAgICAgICAgICAgIG5l",
+        "d2VzdCA9IGxvZ2l0cy5hcmdtYXgoZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICAjIChCLCAxKQogICAgICAg",
+        "ICAgICB0b2tlbnMgPSB0b3JjaC5jYXQoKHRva2VucywgbmV3ZXN0KSwgZGltPTEpCiAgICAgICAgICAgIGZlZWQgPSBuZXdl",
+        "c3QKICAgIHJldHVybiB0b2tlbnM=",
+    ),
 }.items()}
-# builder:end sha256=e038ddeb156f8b3f45be3c33c6d84442ee3bc085631fcbf559fd54b95f581417
+# builder:end sha256=385a17d19636f3be7c19e7a01c0fee7d17b86ee6de5651cbf057b3c33f11ece0
 
 # %% [markdown]
 # ## Уровень 2 · Как устроено внимание, с нуля
@@ -2471,6 +2878,8 @@ out = weights @ V                          # (5, 3)
 print({"X": tuple(X.shape), "Q": tuple(Q.shape), "K": tuple(K.shape), "V": tuple(V.shape),
        "QK^T": tuple((Q @ K.T).shape), "weights": tuple(weights.shape), "output": tuple(out.shape)})
 
+# %% tags=["hide-input"]
+# @title Числа и формы библиотечного поиска, проверено (откройте, чтобы прочитать)
 expect("float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])) == 4.0", float(torch.tensor([1.0, 2.0]) @ torch.tensor([3.0, 0.5])), "==", 4.0)
 expect("raw.tolist() == [4.0, 2.0, 1.0]", raw.tolist(), "==", [4.0, 2.0, 1.0])
 expect("scaled.tolist() == [2.0, 1.0, 0.5]", scaled.tolist(), "==", [2.0, 1.0, 0.5])
@@ -2482,7 +2891,7 @@ expect("torch.allclose(weights.sum(-1), torch.ones(5))", torch.allclose(weights.
 rows = torch.stack([softmax(K @ Q[i] / 2.0) @ V for i in range(5)])
 expect("the matrix formula must equal one softmax per query", torch.allclose(rows, out, atol=1e-5))
 
-
+# %%
 show_figure(
     plot_attention_flow(language=LANGUAGE),
     "Следуйте за стрелками слева направо. Векторы токенов расходятся на три пути, и каждый умножается на свою "
@@ -2664,12 +3073,16 @@ print(f"sinusoidal_encoding({number(pe_length, '', 'ru')}, {number(pe_width, '',
 print(small_table.numpy().round(5))
 REFERENCE.check("positional_encoding.table", small_table, atol=1e-12)
 expect("small_table[0].tolist() == [0.0, 1.0, 0.0, 1.0]", small_table[0].tolist(), "==", [0.0, 1.0, 0.0, 1.0])
+
+# %% tags=["hide-input"]
+# @title sinusoidal_encoding на границах (проверено; откройте, чтобы прочитать)
 # The smallest table, one position of width 2, is (sin 0, cos 0); a base just above 1 is still a base; width 0 is not.
 expect("sinusoidal_encoding(1, 2, base=1.5).tolist() == [[0.0, 1.0]]", sinusoidal_encoding(1, 2, base=1.5).tolist(), "==", [[0.0, 1.0]])
 expect_raises(ValueError, sinusoidal_encoding, 5, 0, match="d_model must be at least 2")
 # The budget counts the table and its angles, 16 bytes an entry in float64, before anything is allocated.
 expect_raises(ValueError, sinusoidal_encoding, 2**40, 2, match=f"of shape (1099511627776, 2) would take {2**41 * 16:,} bytes")
 
+# %%
 # A fixed offset k is the same rotation of every (sine, cosine) pair, at every position p.
 pe = sinusoidal_encoding(81, 8)  # the table the figure below draws
 offset = 7
@@ -3298,11 +3711,16 @@ empty = allowed_ref.clone()
 empty[1] = False
 message = expect_raises(ValueError, scaled_dot_product_attention, Q_ref, K_ref, V_ref, empty, match="fully masked")
 zeroed = scaled_dot_product_attention(Q_ref, K_ref, V_ref, empty, empty_row="zero")
+
+# %% tags=["hide-input"]
+# @title Политика нулей на пустой строке, проверено (откройте, чтобы прочитать)
 expect("zeroed.empty_rows.tolist() == [False, True, False]", zeroed.empty_rows.tolist(), "==", [False, True, False])
 expect("torch.all(zeroed.weights[1] == 0)", torch.all(zeroed.weights[1] == 0))
 expect("torch.all(zeroed.output[1] == 0)", torch.all(zeroed.output[1] == 0))
 expect("torch.isfinite(zeroed.weights).all()", torch.isfinite(zeroed.weights).all())
 expect("other rows must not change", torch.equal(zeroed.output[[0, 2]], result.output[[0, 2]]))
+
+# %%
 print(f"политика по умолчанию: ValueError ({number(message[:46], '', 'ru')}...)")
 torch_row = F.scaled_dot_product_attention(Q_ref, K_ref, V_ref, attn_mask=empty)[1]
 if bool(torch.isnan(torch_row).any()):
@@ -3392,6 +3810,9 @@ print(f"оценки 'it' для animal, tired, street: {number(it_scores_here.t
 for (causal, temperature), row in it_row.items():
     print(f"маска {number('on ' if causal else 'off', '', 'ru')} T = {number(temperature, '', 'ru')}: 'it' даёт animal {number(float(row[animal]), '.3f', 'ru')}, tired "
           f"{number(float(row[tired]), '.3f', 'ru')}, street {number(float(row[street]), '.3f', 'ru')}; наибольший вес {number(float(row.max()), '.3f', 'ru')}")
+
+# %% tags=["hide-input"]
+# @title Утверждения текста об «it», маске и температуре, проверено (откройте, чтобы прочитать)
 if it_scores_here.tolist() != REFERENCE.value("it_example.scores"):
     raise AssertionError(f"the prose says 'it' keeps section 1's scores {REFERENCE.value('it_example.scores')}, got {it_scores_here.tolist()}")
 if not (float(it_row[True, 1.0][tired]) == 0.0 and float(it_row[True, 1.0][animal]) > float(it_row[False, 1.0][animal])):
@@ -3403,7 +3824,7 @@ if not peaks[0] > peaks[1] > peaks[2]:
 if not torch.equal(sentence_weights[True, 2.0].triu(1), torch.zeros(10, 10, dtype=torch.float64)):
     raise AssertionError("with the causal mask every weight above the diagonal must be exactly 0")
 
-
+# %%
 show_figure(
     plot_sentence_attention(sentence_weights, SENTENCE, TEMPERATURES, it, language=LANGUAGE),
     "Шесть тепловых карт одного и того же предложения: строки\xa0— слово, которое смотрит, столбцы\xa0— слово, на "
@@ -3476,6 +3897,8 @@ expect('measured["gradient_max_error"] < 1e-11', measured["gradient_max_error"],
 expect('measured["cached_rows_error"] < 1e-12', measured["cached_rows_error"], "<", 1e-12)
 expect('measured["wrong_cache_mask_max_error"] > 1e-3', measured["wrong_cache_mask_max_error"], ">", 1e-3)
 
+# %% tags=["hide-input"]
+# @title Перестановки, broadcasting, типы данных и переполнение, проверено (откройте, чтобы прочитать)
 # Permutation equivariance, and a batch axis that only V has.
 order = torch.tensor([2, 0, 4, 1, 3])
 plain = scaled_dot_product_attention(tq, tk, tv).output
@@ -3503,7 +3926,7 @@ expect("mixed dtypes compute in float64", scaled_dot_product_attention(tq.float(
 # Scores beyond float32's range overflow to inf; the result would be NaN, so attention stops and names the cause.
 expect("only_v.output.squeeze(-1).tolist() == [[1.0, 2.0], [6.0, 4.5]]", only_v.output.squeeze(-1).tolist(), "==", [[1.0, 2.0], [6.0, 4.5]])
 
-
+# %%
 # How big is "agrees"? Measure each error in units of float64's rounding step (machine epsilon, 2.2e-16).
 EPSILON = float(torch.finfo(torch.float64).eps)
 print(f"{number('comparison', '<42', 'ru')} {number('largest |difference|', '>20', 'ru')} {number('in epsilons', '>12', 'ru')}   вердикт")
@@ -3717,6 +4140,8 @@ def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     return rows
 
 
+# %% tags=["hide-input"]
+# @title softmax_jacobian и jacobian_norm против autograd и расчёта вручную (проверено; откройте, чтобы прочитать)
 p_check = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
 autograd_jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), p_check.log())
 expect("diag(p) − p pᵀ must be softmax's Jacobian", torch.allclose(softmax_jacobian(p_check), autograd_jacobian, atol=1e-15))
@@ -3733,6 +4158,7 @@ expect("jacobian_norm gives one norm per row", torch.allclose(jacobian_norm(p_ro
 # Shares lie in [0, 1]; 0 and 1 themselves are shares (the one-hot above), anything outside is refused.
 # The Jacobian is budgeted before it is built: (..., n, n) for shares (..., n); 8 rows of 32,768 shares in float32 here.
 
+# %%
 WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 saturation = saturation_experiment(WIDTHS)
 expect("saturation_experiment's defaults are the prose's 16 keys and 400 trials", saturation_experiment((2,)), "==", saturation_experiment((2,), n_keys=16, trials=400))
@@ -3747,6 +4173,9 @@ scaled_tops = [by_key[w, True]["max_weight"] for w in WIDTHS]
 print(f"при d_k = 512 без масштаба: наибольший вес {number(by_key[512, False]['max_weight'], '.2f', 'ru')}, градиент в\xa0{number(shrink_512, '.1f', 'ru')}"
       f"\xa0раза меньше, чем с масштабом; при 1024: {number(by_key[1024, False]['max_weight'], '.2f', 'ru')} и {number(shrink_1024, '.1f', 'ru')}x; "
       f"наибольший вес с масштабом остаётся в [{number(min(scaled_tops), '.2f', 'ru')}, {number(max(scaled_tops), '.2f', 'ru')}]")
+
+# %% tags=["hide-input"]
+# @title Числа из текста и наименьшие случаи против пересчёта (проверено; откройте, чтобы прочитать)
 expect('(round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)) == (0.31, 0.94)', (round(by_key[2, False]["max_weight"], 2), round(by_key[512, False]["max_weight"], 2)), "==", (0.31, 0.94))
 expect('(round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)) == (3.7, 0.97, 7.4)', (round(shrink_512, 1), round(by_key[1024, False]["max_weight"], 2), round(shrink_1024, 1)), "==", (3.7, 0.97, 7.4))
 expect("scaled attention must not saturate", (round(min(scaled_tops), 2), round(max(scaled_tops), 2)), "==", (0.23, 0.25))
@@ -3760,7 +4189,7 @@ for tiny_args in (((1, 4), 2, 1, 0), ((4,), 5, 3, SEED)):
            [t[:2] for t in tiny] == [b[:2] for b in by_hand] and all(math.isclose(a, b, rel_tol=1e-6) for t, h in zip(tiny, by_hand) for a, b in zip(t[2:], h[2:])))
 # The budget counts the widest head: 2**40 wide, 2 keys, 1 trial, float32 draws and float64 scores (12 bytes an entry).
 
-
+# %%
 show_figure(
     plot_saturation(saturation, language=LANGUAGE),
     "Размерность головы d_k отложена по обеим осям x в логарифмическом масштабе. Слева: средний наибольший вес "
@@ -3857,7 +4286,8 @@ def plot_query_gradients(norms, widths, language="en"):
     return fig
 
 
-# %%
+# %% tags=["hide-input"]
+# @title Глубже (по желанию): градиент, который получает каждый запрос, измеренный при разных размерностях (откройте, чтобы прочитать)
 def query_gradient_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Per width, the norm of ∂L/∂q for each of ``trials`` queries, unscaled and scaled, with L = <softmax(q kᵀ/c) v, r>."""
     widths = [require_int("width", w, minimum=1) for w in widths]
@@ -4469,6 +4899,9 @@ expect("kv_counts[0] // kv_counts[1] == 4", kv_counts[0] // kv_counts[1], "==", 
 expect("kv_counts[0] // kv_counts[2] == 8", kv_counts[0] // kv_counts[2], "==", 8)
 expect("Llama 3.1 8B: 32 query heads over 8 K/V heads", 32 // 8, "==", 4)
 expect("a layer is causal by default: no weight above the diagonal", all(bool((layer(x_heads, return_weights=True)[1].triu(1) == 0).all()) for layer in layers.values()))
+
+# %% tags=["hide-input"]
+# @title MultiHeadSelfAttention на границах, против MHA, GQA из PyTorch и с паддингом (проверено; откройте, чтобы прочитать)
 # Boundaries: one feature and one head is a layer; zero of either, or zero K/V heads, is not.
 expect("MultiHeadSelfAttention(1, 1) has 4 weights", sum(p.numel() for p in MultiHeadSelfAttention(1, 1).parameters()), "==", 4)
 # The weights are budgeted before they exist: W_q, W_o (d x d) and W_k, W_v (H_kv·d_head x d), float32.
@@ -4518,6 +4951,7 @@ expect_raises(ValueError, mha, x_pad, token_valid=token_valid, match="fully mask
 print("заполнение: нулевые строки для заполненных запросов, веса настоящих в сумме дают 1, настоящие выходы "
       "заполнение не меняет")
 
+# %%
 
 show_figure(
     plot_head_sharing(language=LANGUAGE),
@@ -4682,6 +5116,8 @@ print(f"промпт на 100\xa0000 токенов по USD {number(price_per_m
 mistral_reach = 4096 * 32  # Mistral 7B v0.1: 4,096-token window, 32 layers
 print(f"охват Mistral\xa07B v0.1 через 32 слоя с окном: {number(mistral_reach, ',', 'ru')} токенов")
 
+# %% tags=["hide-input"]
+# @title Числа из текста ниже, проверено (откройте, чтобы прочитать)
 # The prose below quotes these numbers; stop here if any of them moved.
 expect("[attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)] == [1000000, 4000000]", [attention_cost(n, WIDE)['score_entries'] for n in (1000, 2000)], "==", [1000000, 4000000])
 expect("attention_cost(128000, WIDE)['score_entries'] == 16384000000", attention_cost(128000, WIDE)['score_entries'], "==", 16384000000)
@@ -4979,6 +5415,9 @@ block = DecoderBlock(32, 4, 64)
 block_input = torch.randn(2, 5, 32)
 block_output = block(block_input)
 expect("block_output.shape == block_input.shape", block_output.shape, "==", block_input.shape)
+
+# %% tags=["hide-input"]
+# @title Устройство блока декодера, каузальность и размеры, проверено (откройте, чтобы прочитать)
 expect("torch.isfinite(block_output).all()", torch.isfinite(block_output).all())
 expect("nn.LayerNorm inside the block must equal the hand-written layer_norm", torch.allclose(block.norm1(block_input), layer_norm(block_input, block.norm1.weight, block.norm1.bias), atol=1e-6))
 ffn_alone = block.ffn(block_input)
@@ -5171,7 +5610,8 @@ def plot_leakage(shifts, language="en"):
     return fig
 
 
-# %%
+# %% tags=["hide-input"]
+# @title _require_token_ids: проверка аргументов моделей на номерах токенов ниже (откройте, чтобы прочитать)
 def _require_token_ids(token_ids, vocab_size, max_length=None):
     """token_ids as a non-empty (B, T) torch.long tensor of ids in [0, vocab_size), at most max_length long."""
     if not isinstance(token_ids, torch.Tensor) or token_ids.dtype != torch.long:
@@ -5186,6 +5626,7 @@ def _require_token_ids(token_ids, vocab_size, max_length=None):
     return token_ids
 
 
+# %%
 class CausalityProbe(nn.Module):
     """Fixed embeddings plus value-only attention: the one path between tokens is attention itself."""
 
@@ -5224,13 +5665,16 @@ with torch.no_grad():
     first = CausalityProbe(causal=True, vocab_size=11, width=8)
     expect("the probe adds attention to the embedding: position 0 reads only itself, so its output is twice its embedding",
            torch.allclose(first(original_ids)[0, 0], 2 * first.embedding.weight[int(original_ids[0, 0])], atol=1e-6))
+
+# %% tags=["hide-input"]
+# @title Значения по умолчанию CausalityProbe, наименьший размер и точный сдвиг (проверено; откройте, чтобы прочитать)
 expect("the default probe reads token ids 0 to 10", CausalityProbe(causal=False)(torch.tensor([[10, 0]])).shape, "==", (1, 2, 8))
 expect("the smallest probe (one token id, width 2) is valid", CausalityProbe(causal=True, vocab_size=1, width=2)(torch.zeros(1, 3, dtype=torch.long)).shape, "==", (1, 3, 2))
 expect_raises(ValueError, CausalityProbe, causal=True, vocab_size=2**40, width=8, match=f"would take {2 * 2**40 * 8 * 4:,} bytes")
 for shift in probe_shift["no mask"][:4].tolist():
     REFERENCE.check("leakage_probe.unmasked_shift", shift, atol=1e-5)  # float32 probe against the exact 0.64
 
-
+# %%
 show_figure(
     plot_leakage({k: v.numpy() for k, v in probe_shift.items()}, language=LANGUAGE),
     "Каждая пара столбцов\xa0— одна позиция; высота показывает, насколько сдвинулся выход этой позиции, когда "
@@ -5531,6 +5975,8 @@ segment_length = recipe["segment_length"]
 task = {"segment_length": segment_length, "vocab_size": recipe["vocab_size"]}
 
 
+# %% tags=["hide-input"]
+# @title Задача копирования: её батчи, а также потеря и точность на повторе (откройте, чтобы прочитать)
 def copy_task_batch(n_sequences, generator, *, segment_length, vocab_size):
     """Random segments written twice, as (inputs, targets) of shape (n, 2·segment − 1), targets shifted by one."""
     n_sequences = require_int("n_sequences", n_sequences, minimum=1)
@@ -5558,6 +6004,9 @@ def copy_loss_and_accuracy(model, inputs, targets, segment_length):
     return loss, float((logits.argmax(-1) == wanted).float().mean())
 
 
+# %% tags=["training"]
+# Training (about 1 s on a CPU): TinyLM three times on the copy task, 45 AdamW steps each: with attention,
+# with attention switched off, and with attention at a constant learning rate.
 def train_copy_model(*, use_attention, decay=True, use_positions=True):
     """Train TinyLM on fresh copy-task batches with the recipe; return the model, its loss per step and the step ratios."""
     torch.manual_seed(recipe["seed"])
@@ -5600,6 +6049,8 @@ print(f"шаг AdamW / lr: первый шаг весь {number(float(first_step
       f"последнего шага {number(float(last_step.median()), '.4f', 'ru')}; наибольший по всем шагам {number(largest_ratio, '.3f', 'ru')} (граница (1 − "
       f"β1)/√(1 − β2) = {number(adam_bound, '.2f', 'ru')})")
 
+# %% tags=["hide-input"]
+# @title Утверждения об обучении: абляция, размеры шагов, расписание (проверено; откройте, чтобы прочитать)
 # The ablation check: the full model copies, the same model without attention cannot.
 expect("the step ratio is measured at every step", len(step_ratios), "==", recipe["steps"])
 expect(f"no AdamW step exceeds lr · (1 − β1)/√(1 − β2) = {adam_bound:.2f} lr", largest_ratio, "<=", adam_bound)
@@ -5638,6 +6089,7 @@ with torch.no_grad():
     whole = copy_loss_and_accuracy(model, *held_out, 2 * segment_length - 1)[1]  # the largest segment: the last position only
 expect("segment_length may be the whole input", 0.0 <= whole <= 1.0)
 
+# %%
 # Let it write: give it one unseen segment and let it continue greedily.
 prompt = held_out[0][:1, :segment_length]                                 # (1, S) the first half of an unseen sequence
 generated = model.generate(prompt, segment_length)[0]                    # (2S,)
@@ -5978,6 +6430,9 @@ for key, name in (("temperature_1", "T = 1"), ("temperature_2", "T = 2"), ("top_
                   ("top_p_09", "T = 1, top-p = 0.9")):
     REFERENCE.check(f"sampling.{key}", policies[name], atol=1e-15)
 REFERENCE.check("sampling.top_p_09_kept", sum(p > 0 for p in policies["T = 1, top-p = 0.9"]))
+
+# %% tags=["hide-input"]
+# @title token_distribution при равенствах и на границах (проверено; откройте, чтобы прочитать)
 expect("token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5) == [0.5, 0.5, 0.0, 0.0]", token_distribution([0.0, 0.0, 0.0, 0.0], top_p=0.5), "==", [0.5, 0.5, 0.0, 0.0])
 expect("token_distribution([0.0, 0.0], top_k=1) == [1.0, 0.0]", token_distribution([0.0, 0.0], top_k=1), "==", [1.0, 0.0])
 # Boundaries: a single logit is a distribution; top_p = 1 keeps everything; top_k = 0 keeps nothing and is refused.
@@ -5985,6 +6440,7 @@ expect("token_distribution([2.0]) == [1.0]", token_distribution([2.0]), "==", [1
 expect("top_p = 1 keeps every token, even when the running sum rounds to just below 1", token_distribution([0.0] * 10, top_p=1.0), "==", [0.1] * 10)
 expect_raises(ValueError, token_distribution, [1.0, 2.0], top_k=0, match="top_k")
 
+# %%
 # Sampling from the top-p distribution: the observed frequencies approach the probabilities.
 nucleus = policies["T = 1, top-p = 0.9"]
 draws = random.Random(7).choices(range(4), weights=nucleus, k=20_000)
@@ -6238,6 +6694,1242 @@ for error, function, args, kwargs, phrase in NEGATIVE_TESTS:
 tested = {getattr(function, "__qualname__", type(function).__name__).split(".")[0] for _, function, *_ in NEGATIVE_TESTS}
 print(f"{number(len(NEGATIVE_TESTS), '', 'ru')} неверных входов отвергнуто с сообщением, называющим проблему, в {number(len(tested), '', 'ru')} открытых "
       "функциях и классах")
+
+
+# %% [markdown]
+# ## 15 · Итоговый проект: современный GPT из ваших собственных деталей
+#
+# **Идея.** TinyLM (раздел 12) устроен как GPT-2: выученные позиции прибавляются к токенам,
+# LayerNorm и сеть прямого распространения с GELU. LLaMA ([Touvron и др., 2023](https://arxiv.org/abs/2302.13971),
+# раздел 2.2) и большинство открытых моделей после неё сохраняют блок декодера с pre-norm и меняют три детали:
+# **вращательные позиционные эмбеддинги** (RoPE) вместо прибавляемых позиций, **RMSNorm** вместо
+# LayerNorm и гейтированную сеть **SwiGLU** вместо GELU; крупнейшие модели Llama 2
+# и все модели Llama 3 к тому же делят KV-головы (GQA, раздел 8). В этом разделе вы напишете каждую деталь, соберёте их вместе со своей маской
+# (упражнение 2), своим вниманием (упражнение 3) и своими перестановками голов (упражнение 4) в модель, обучите её, пока не появится
+# двухслойная схема под названием **индукционная голова** (induction head), и будете декодировать через собственный KV-кэш.
+# В конце `LlamaForCausalLM` из `transformers` загрузит ваши веса и должен выдать ваши логиты.
+#
+# **RoPE** ([Su и др., 2021](https://arxiv.org/abs/2104.09864)). Раздел 3 показал, что сдвиг
+# позиции на $k$ поворачивает каждую пару (синус, косинус) на постоянный угол. RoPE применяет этот поворот
+# к самим запросам и ключам, а не прибавляет таблицу к токенам: пара
+# $(x_{2i}, x_{2i+1})$ запроса или ключа на позиции $p$ поворачивается на угол $p\,\theta_i$.
+#
+# $$\begin{pmatrix} x'_{2i} \\ x'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix} \begin{pmatrix} x_{2i} \\ x_{2i+1} \end{pmatrix}, \qquad \theta_i = \text{base}^{-2i/d}$$
+#
+# | Обозначение | Значение | В примере |
+# |---|---|---|
+# | $x$ | запрос или ключ одной головы, размерности $d$ (размерность головы) | $(1, 0, 0, 1)$ |
+# | $p$ | абсолютная позиция токена | $1$ |
+# | $\theta_i$ | угол пары $i$ на одну позицию, те же частоты, что в таблице раздела 3 | $1$ и $0{,}01$ |
+# | base | задаёт самую медленную частоту | $10000$ |
+#
+# Два поворота складываются: запрос на позиции $m$ и ключ на позиции $n$ дают оценку $q^\top R_{(n - m)\theta}\, k$,
+# которая зависит от сдвига $n - m$, а не от того, где стоит пара. **Вручную**, $x = (1, 0, 0, 1)$
+# на позиции 1: первая пара поворачивается на 1 радиан, в $(\cos 1, \sin 1) = (0{,}5403; 0{,}8415)$,
+# вторая на 0,01 радиана, в $(-\sin 0{,}01, \cos 0{,}01) = (-0{,}0100; 0{,}99995)$.
+
+# %% tags=["hide-input"]
+# @title Размеры итоговой модели и проверки аргументов упражнений 9–15 (откройте, чтобы прочитать)
+# builder:begin inline CapstoneConfig
+class CapstoneConfig:
+    """The capstone model's sizes: vocabulary, width, layers, query and K/V heads, FFN width, context, RoPE base."""
+
+    FIELDS = ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len", "rope_base", "norm_eps")
+
+    def __init__(self, vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64,
+                 rope_base=10_000.0, norm_eps=1e-5):
+        for name, value in (("vocab", vocab), ("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads),
+                            ("n_kv_heads", n_kv_heads), ("d_ff", d_ff), ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be an int from 1 to 1,000,000, got {value!r}")
+        if d_model % n_heads or n_heads % n_kv_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"need d_model divisible by n_heads, n_heads by n_kv_heads, and an even head_dim for RoPE's "
+                             f"pairs; got d_model={d_model}, n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+        if not (isinstance(rope_base, (int, float)) and rope_base > 1) or not (isinstance(norm_eps, (int, float)) and norm_eps > 0):
+            raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
+        self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
+        self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+
+    @property
+    def head_dim(self):
+        """The width of one head: d_model / n_heads."""
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes):
+        """A copy with some fields changed (and checked again)."""
+        return CapstoneConfig(**{**{name: getattr(self, name) for name in self.FIELDS}, **changes})
+
+    def __eq__(self, other):
+        return isinstance(other, CapstoneConfig) and all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
+
+    def __repr__(self):
+        return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
+# builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
+
+
+def _rope_inputs(x, positions, base):
+    """Checked x (..., T, d) with an even d and positions (T,) of integers."""
+    x = require_tensor("x", x, min_ndim=2)
+    if x.shape[-1] % 2:
+        raise ValueError(f"RoPE turns pairs of coordinates: the last axis of x must be even, got {x.shape[-1]}")
+    if not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.is_floating_point():
+        raise ValueError(f"positions must be an integer tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
+    require_real("base", base, minimum=1.0, strict_minimum=True)
+    return x, positions
+
+
+def _capstone_tokens(tokens, config, cache):
+    """The first position of tokens (B, T): 0, or how many the cache holds; refuse ids and lengths that do not fit."""
+    start = 0 if cache is None else cache.length
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        raise TypeError(f"tokens must be a torch.long tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if not 1 <= tokens.shape[1] <= config.max_len - start or bool(((tokens < 0) | (tokens >= config.vocab)).any()):
+        raise ValueError(f"tokens must be ids below {config.vocab}, 1 to {config.max_len - start} of them after the {start} cached; "
+                         f"got shape {tuple(tokens.shape)}")
+    return start
+
+
+def _generation_length(model, prompt, n_new):
+    """n_new checked against the room the model's context leaves after prompt (B, T0)."""
+    _capstone_tokens(prompt, model.config, None)
+    return require_int("n_new", n_new, minimum=0, maximum=model.config.max_len - prompt.shape[1])
+
+
+# %% tags=["exercise"]
+# Exercise 9 · Упражнение 9: напишите RoPE. x имеет форму (..., T, d) с чётным d, positions хранит абсолютную позицию
+# каждого из T токенов. Поверните каждую пару (x[..., 2i], x[..., 2i+1]) токена на позиции p на
+# угол p * base**(-2i/d): (a, b) -> (a cos - b sin, a sin + b cos). Работайте с целыми тензорами.
+# Проверка требует: форму и dtype x; поворот каждой пары на её угол при двух значениях base; позицию 0
+# без изменений; и q . k, зависящее только от сдвига между позициями запроса и ключа.
+def apply_rope(x, positions, base=10_000.0):
+    """Turn pair i of the token at position p by the angle p · base^(-2i/d)."""
+    x, positions = _rope_inputs(x, positions, base)
+    ### BEGIN SOLUTION
+    half = x.shape[-1] // 2
+    frequency = base ** (-2 * torch.arange(half, dtype=torch.float64) / x.shape[-1])  # (d/2,)
+    angle = positions.to(torch.float64)[:, None] * frequency                         # (T, d/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]                                           # (..., T, d/2) each
+    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)   # (..., T, d/2, 2)
+    return turned.flatten(-2)                                                        # (..., T, d): pairs side by side
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 9: контракт, которому должна отвечать ваша функция (откройте, чтобы прочитать свойства)
+# builder:begin inline rope_by_complex
+def rope_by_complex(x, positions, base=10_000.0, *, halves=False, sign=1.0, exponent=2.0):
+    """RoPE as complex multiplication: pair i of x [..., T, d] times exp(i p base^(-exponent i / d)), in float64.
+
+    ``halves`` pairs coordinate i with i + d/2 (the layout of `transformers`' Llama) instead of 2i with 2i + 1;
+    ``sign`` = -1 turns the other way; ``exponent`` = 1 is the per-pair exponent mistake.
+    """
+    import torch
+
+    d = x.shape[-1]
+    x = x.double()
+    pairs = torch.stack((x[..., : d // 2], x[..., d // 2:]), -1) if halves else x.unflatten(-1, (d // 2, 2))  # (..., T, d/2, 2)
+    angle = sign * positions.double()[:, None] * base ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)
+    turned = torch.view_as_real(torch.view_as_complex(pairs.contiguous()) * torch.polar(torch.ones_like(angle), angle))
+    return torch.cat((turned[..., 0], turned[..., 1]), -1) if halves else turned.flatten(-2)
+# builder:end sha256=cf18d468112e2198f519083107e278668e0d0f3291de79abb707627808062189
+# builder:begin inline check_rope_contract
+def check_rope_contract(apply_rope):
+    """Judge ``apply_rope(x, positions, base=10000.0)``: pair (2i, 2i+1) of the token at position p turned by p base^(-2i/d).
+
+    Returns the largest error; raises ContractViolation naming the first property that fails and the usual mistake.
+    """
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    gen = torch.Generator().manual_seed(909)
+    x = torch.randn(2, 3, 5, 8, dtype=torch.float64, generator=gen)
+    positions = torch.tensor([0, 1, 4, 9, 30])
+    case = "x of shape (2, 3, 5, 8) float64, positions (0, 1, 4, 9, 30)"
+
+    def judge(prop, x, positions, base, case):
+        out = contract_call(prop, case, raised, apply_rope, x, positions, base)
+        contract_assert(
+            isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype, prop, case,
+            f"a {x.dtype} tensor of shape {tuple(x.shape)}", f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))} {getattr(out, 'dtype', '')}",
+            "RoPE turns each pair in place: keep the shape and the dtype of x",
+        )
+        want = rope_by_complex(x, positions, base)
+        if torch.allclose(out, want, atol=1e-10, rtol=0):
+            return float((out - want).abs().max())
+        hint = "pair i = (x[..., 2i], x[..., 2i+1]) turns by positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)"
+        for variant, why in (
+            (dict(halves=True), "you paired coordinate i with i + d/2 (the halves layout of transformers' Llama); this course "
+                                "rotates neighbours (2i, 2i+1), as the RoFormer paper does"),
+            (dict(sign=-1.0), "the pairs turn the wrong way: (a, b) -> (a cos + b sin, -a sin + b cos) is a rotation by minus the angle"),
+            (dict(exponent=1.0), "the frequency of pair i is base**(-2i/d): the exponent counts coordinates (2i), not pairs (i)"),
+        ):
+            if torch.allclose(out, rope_by_complex(x, positions, base, **variant), atol=1e-10, rtol=0):
+                hint = why
+        if torch.allclose(out, rope_by_complex(x, torch.arange(len(positions)), base), atol=1e-10, rtol=0):
+            hint = "the positions argument was ignored (rows were numbered 0, 1, 2, ...): a cached token keeps its absolute position"
+        return contract_close(prop, case, out, want, hint, atol=1e-10, rtol=0)
+
+    error = judge("pair (2i, 2i+1) at position p turns by p * base^(-2i/d)", x, positions, 10_000.0, case)
+    error = max(error, judge("the base argument sets the rotation frequencies", x, positions, 50.0, case + ", base=50"))
+    out = contract_call("position 0 leaves the vector unchanged", "x of shape (1, 8) at position 0", raised, apply_rope, x[0, 0, :1], torch.tensor([0]))
+    contract_close("position 0 leaves the vector unchanged", "x of shape (1, 8) at position 0", out, x[0, 0, :1],
+                   "an angle of 0 is no rotation: cos 0 = 1 and sin 0 = 0", atol=1e-12, rtol=0)
+    q, k = x[0, 0, 0], x[0, 1, 0]
+    scores = [float(apply_rope(q[None], torch.tensor([m + 3]))[0] @ apply_rope(k[None], torch.tensor([m]))[0]) for m in (0, 5, 40)]
+    contract_assert(
+        max(scores) - min(scores) < 1e-9, "q . k depends only on the offset between their positions", "q at m + 3, k at m, m = 0, 5, 40",
+        "one score for every m", f"scores {[round(s, 6) for s in scores]}", "rotate queries and keys with the same rule; a rotation keeps only the offset",
+    )
+    return {"max_error": error, "offset_only": "PASS"}
+# builder:end sha256=0cb3bfe22d3e2bb371e706868f484a95dd0077d90789723ae87a2472d80b7469
+check_exercise("Exercise 9", check_rope_contract, apply_rope, globals())
+
+# %%
+rope_example = apply_rope(torch.tensor([[1.0, 0.0, 0.0, 1.0]] * 2, dtype=torch.float64), torch.tensor([0, 1]))
+print(f"(1, 0, 0, 1) на позиции 1 -> {number([round(v, 5) for v in rope_example[1].tolist()], '', 'ru')}")
+REFERENCE.check("rope.rotated", rope_example[1], atol=1e-12)
+q_probe, k_probe = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+offset_scores = [float(apply_rope(q_probe[None], torch.tensor([m + 3]))[0] @ apply_rope(k_probe[None], torch.tensor([m]))[0]) for m in (0, 7, 100)]
+print(f"запрос на 3 позиции после ключа, при m = 0, 7, 100: оценки {number([round(s, 10) for s in offset_scores], '', 'ru')}")
+expect("with RoPE a score depends only on the offset", max(offset_scores) - min(offset_scores), "<", 1e-9)
+
+
+# %% [markdown]
+# **RMSNorm** ([Zhang и Sennrich, 2019](https://arxiv.org/abs/1910.07467)) — это LayerNorm без
+# центрирования: он делит каждый токен на корень из среднего квадрата его признаков и умножает на выученный
+# коэффициент $\gamma$, не вычитая среднего и без сдвига. Он экономит одну редукцию на токен и, в
+# экспериментах статьи, обучается не хуже.
+#
+# $$\operatorname{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\frac{1}{d}\sum_{m=1}^{d} x_m^2 + \epsilon}}$$
+#
+# **Вручную**, $x = (1, 2, 3, 4)$ при $\epsilon = 0$: средний квадрат равен $30 / 4 = 7{,}5$, корень из него
+# $2{,}7386$, так что $x / 2{,}7386 = (0{,}3651; 0{,}7303; 1{,}0954; 1{,}4606)$. LayerNorm дал $(-1{,}342, -0{,}447;
+# 0{,}447; 1{,}342)$ (раздел 10): RMSNorm сохраняет знак и среднее токена.
+#
+# **SwiGLU** ([Shazeer, 2020](https://arxiv.org/abs/2002.05202)) заменяет $W_2\,\operatorname{GELU}(W_1 z)$
+# гейтированным произведением двух проекций; гейт — $\operatorname{SiLU}(u) = u\,\sigma(u)$.
+#
+# $$\operatorname{SwiGLU}(z) = W_{down}\big(\operatorname{SiLU}(W_{gate}\, z) \odot W_{up}\, z\big)$$
+#
+# В ней три матрицы вместо двух, поэтому при том же числе параметров её скрытая размерность составляет $2/3$
+# от размерности сети с GELU (Shazeer, раздел 2): LLaMA берёт $\tfrac{2}{3} \cdot 4d$.
+
+# %% tags=["exercise"]
+# Exercise 10 · Упражнение 10: напишите RMSNorm как модуль. __init__ хранит eps и коэффициент self.weight — nn.Parameter из
+# d_model единиц; forward возвращает x / sqrt(mean(x²) + eps) * weight по последней оси.
+# Проверка требует: weight из d_model единиц; выход, равный F.rms_norm с коэффициентом; проходящие градиенты.
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · weight over the last axis: LayerNorm without the mean and the bias."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # the gain γ, one per feature
+        ### END SOLUTION
+
+    def forward(self, x):
+        """(..., d) -> (..., d)."""
+        ### BEGIN SOLUTION
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 10: контракт, которому должен отвечать ваш класс (откройте, чтобы прочитать свойства)
+# builder:begin inline check_rms_norm_contract
+def check_rms_norm_contract(RMSNorm):
+    """Judge ``RMSNorm(d_model, eps=1e-5)``: a module with a gain ``weight`` (ones) giving x / sqrt(mean(x^2) + eps) * weight."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    prop, case = "RMSNorm(5) has a gain weight of 5 ones", "RMSNorm(5)"
+    norm = contract_call(prop, case, raised, RMSNorm, 5)
+    weight = getattr(norm, "weight", None)
+    contract_assert(
+        isinstance(weight, torch.nn.Parameter) and weight.shape == (5,) and bool((weight == 1).all()), prop, case,
+        "an nn.Parameter of shape (5,) filled with 1", f"{type(weight).__name__} {tuple(getattr(weight, 'shape', ()))}",
+        "self.weight = nn.Parameter(torch.ones(d_model)): a learned gain that starts as the identity",
+    )
+    gen = torch.Generator().manual_seed(17)
+    x = torch.randn(3, 5, dtype=torch.float64, generator=gen) * 3 + torch.tensor([[4.0], [-1.0], [0.5]], dtype=torch.float64)
+    gain = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    norm = contract_call(prop, "RMSNorm(5, eps=0.5)", raised, RMSNorm, 5, 0.5).double()
+    with torch.no_grad():
+        norm.weight.copy_(gain)
+    case = "x (3, 5) float64 with row means 4, -1, 0.5, eps=0.5, weight (1, 2, -1, 0.5, 3)"
+    out = contract_call("output is x / sqrt(mean(x^2) + eps) * weight", case, raised, norm, x)
+    want = F.rms_norm(x, (5,), gain, eps=0.5)
+    hint = "divide each token by the root of its mean square plus eps over the last axis, then multiply by weight"
+    if isinstance(out, torch.Tensor) and out.shape == x.shape:
+        centred = x - x.mean(-1, keepdim=True)
+        mistakes = (
+            (F.rms_norm(centred, (5,), gain, eps=0.5), "the mean was subtracted: that is LayerNorm; RMSNorm keeps the mean and only rescales"),
+            (x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 0.5) * gain, "eps goes inside the square root: sqrt(mean(x^2) + eps)"),
+            (F.rms_norm(x, (5,), None, eps=0.5), "the gain self.weight was not applied"),
+            (x / (x.pow(2).sum(-1, keepdim=True) + 0.5).sqrt() * gain, "mean of the squares, not their sum: divide by d"),
+        )
+        hint = next((why for value, why in mistakes if torch.allclose(out.detach(), value, atol=1e-9)), hint)
+    error = contract_close("output is x / sqrt(mean(x^2) + eps) * weight", case, out, want, hint, atol=1e-9, rtol=1e-9)
+    contract_assert(out.requires_grad, "the gain receives gradients", case, "an output that requires grad", "an output cut off from autograd",
+                    "no .detach(), .item() or NumPy round trip inside forward")
+    return {"max_error": error}
+# builder:end sha256=d3f1984503a3495673c631ff468f2a6da6987a5ba68b9fb6368739544fc56a4e
+check_exercise("Exercise 10", check_rms_norm_contract, RMSNorm, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 11 · Упражнение 11: напишите сеть прямого распространения SwiGLU. __init__ создаёт три слоя nn.Linear без смещений:
+# w_gate и w_up (d_model -> d_ff) и w_down (d_ff -> d_model); forward возвращает
+# w_down(silu(w_gate x) * w_up x) (F.silu).
+# Проверка требует: три слоя нужных форм без смещений; выход по формуле.
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of LLaMA: w_down(silu(w_gate x) ⊙ w_up x)."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.w_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.w_up = nn.Linear(d_model, d_ff, bias=False)
+        self.w_down = nn.Linear(d_ff, d_model, bias=False)
+        ### END SOLUTION
+
+    def forward(self, x):
+        """(..., d_model) -> (..., d_model)."""
+        ### BEGIN SOLUTION
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 11: контракт, которому должен отвечать ваш класс (откройте, чтобы прочитать свойства)
+# builder:begin inline check_swiglu_contract
+def check_swiglu_contract(SwiGLU):
+    """Judge ``SwiGLU(d_model, d_ff)``: bias-free ``w_gate``, ``w_up`` (d -> d_ff) and ``w_down`` (d_ff -> d), w_down(silu(w_gate x) * w_up x)."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    prop, case = "three bias-free projections w_gate, w_up: 6 -> 10 and w_down: 10 -> 6", "SwiGLU(6, 10)"
+    torch.manual_seed(5)
+    ffn = contract_call(prop, case, raised, SwiGLU, 6, 10)
+    layers = [getattr(ffn, name, None) for name in ("w_gate", "w_up", "w_down")]
+    shapes = [tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None for layer in layers]
+    contract_assert(
+        shapes == [(10, 6), (10, 6), (6, 10)] and all(layer.bias is None for layer in layers), prop, case,
+        "weights (10, 6), (10, 6), (6, 10), no biases", f"weights {shapes}, biases {[getattr(l, 'bias', None) is not None for l in layers]}",
+        "nn.Linear(d_model, d_ff, bias=False) for w_gate and w_up, nn.Linear(d_ff, d_model, bias=False) for w_down",
+    )
+    x = torch.randn(2, 3, 6, generator=torch.Generator().manual_seed(8))
+    prop = "output is w_down(silu(w_gate x) * w_up x)"
+    out = contract_call(prop, "x (2, 3, 6)", raised, ffn, x)
+    gate, up = ffn.w_gate(x), ffn.w_up(x)
+    hint = "gate = silu(w_gate x) (silu(z) = z sigmoid(z)), multiply by w_up x entry by entry, then w_down"
+    if isinstance(out, torch.Tensor) and out.shape == x.shape:
+        mistakes = (
+            (ffn.w_down(F.silu(up) * gate), "silu went on the w_up branch: the gate is silu(w_gate x), w_up x stays linear"),
+            (ffn.w_down(F.gelu(gate) * up), "GELU is GPT-2's activation; SwiGLU gates with SiLU (Swish): z * sigmoid(z)"),
+            (ffn.w_down(torch.sigmoid(gate) * up), "sigmoid alone is the GLU gate; SwiGLU uses silu(z) = z * sigmoid(z)"),
+            (ffn.w_down(F.silu(gate)), "the w_up branch is missing: the gate multiplies w_up x"),
+        )
+        hint = next((why for value, why in mistakes if torch.allclose(out.detach(), value.detach(), atol=1e-6)), hint)
+    error = contract_close(prop, "x (2, 3, 6)", out, ffn.w_down(F.silu(gate) * up), hint, atol=1e-6, rtol=1e-6)
+    return {"max_error": error}
+# builder:end sha256=6e58b9a4dbfad9a5897abc938313e6c7c38f590324709c08b0fa62ef3100270d
+check_exercise("Exercise 11", check_swiglu_contract, SwiGLU, globals())
+
+# %%
+rms_example = RMSNorm(4, eps=0.0)(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)).detach()
+print(f"RMSNorm(1, 2, 3, 4) = {number([round(v, 4) for v in rms_example.tolist()], '', 'ru')}")
+REFERENCE.check("rms_norm.normalized", rms_example, atol=1e-12)
+gelu_weights, swiglu_weights = 2 * 32 * 128, sum(p.numel() for p in SwiGLU(32, 2 * 128 // 3).parameters())
+print(f"размерность 32: у сети прямого распространения (FFN) с GELU размерности 128 {number(gelu_weights, ',', 'ru')} весов, у SwiGLU "
+      f"размерности 85 {number(swiglu_weights, ',', 'ru')}")
+expect("a SwiGLU of 2/3 the hidden width costs the same weights (within 1%)", abs(swiglu_weights / gelu_weights - 1), "<", 0.01)
+
+
+# %% [markdown]
+# **Модель.** Внимание с RoPE берёт ваши детали по порядку: проецирует $x$ в запросы, ключи и
+# значения; разделяет головы (`split_heads`); поворачивает запросы и ключи функцией `apply_rope` на их абсолютных
+# позициях (значения не поворачиваются: позицию несёт только оценка); даёт каждой KV-голове обслужить свою
+# группу голов запросов (`repeat_kv_heads`); применяет внимание с вашей каузальной маской; склеивает головы и применяет
+# $W_o$. Блок декодера устроен по схеме pre-norm: $h = x + \operatorname{Attn}(\operatorname{RMSNorm}_1(x))$,
+# $y = h + \operatorname{SwiGLU}(\operatorname{RMSNorm}_2(h))$. Модель строит эмбеддинги токенов (без
+# таблицы позиций: позиции несёт RoPE), прогоняет блоки, применяет финальный RMSNorm и
+# выходной слой без смещения. Имена полей следуют интерфейсу итоговой модели курса
+# (`w_q, w_k, w_v, w_o`, `attn_norm, attn, ffn_norm, ffn`, `embed, blocks, norm, head`), который
+# используют модули 5.1 и 5.2.
+#
+# **KV-кэш в прямом проходе.** Генерация подаёт промпт один раз, а затем по одному токену.
+# Каждый слой хранит ключи и значения всех токенов до сих пор, так что новый токен вычисляет только
+# свои; его запрос затем читает все ключи из кэша. Этот запрос стоит на абсолютной позиции
+# $T_k - T_q + r$ — это `query_offset` из упражнения 2. `forward(x, positions, cache)` получает кэш
+# одного слоя; его `append(k, v, start)` записывает ключи и значения этого вызова на позиции
+# `start, start + 1, ...` и возвращает все накопленные.
+
+# %% tags=["exercise"]
+# Exercise 12 · Упражнение 12: напишите внимание с RoPE и сгруппированными KV-головами. __init__ создаёт без смещений w_q (d_model ->
+# n_heads * head_dim), w_k и w_v (d_model -> n_kv_heads * head_dim) и w_o (обратно в d_model).
+# qkv(x, positions) возвращает q (B, n_heads, T, head_dim) и k, v (B, n_kv_heads, T, head_dim), с
+# apply_rope на q и k. merge(out) склеивает головы и применяет w_o. forward(x, positions, cache=None)
+# добавляет k, v в кэш, если он есть (cache.append(k, v, int(positions[0])) возвращает все ключи
+# и значения до сих пор), повторяет каждую KV-голову для её группы голов запросов, маскирует через causal_allowed
+# с правильным query_offset, применяет ваш scaled_dot_product_attention и склеивает головы.
+# Проверка требует: четыре проекции; q, k и v с RoPE только на q и k; merge; выход
+# каузального внимания, где голова запросов h читает KV-голову h // group; и тот же выход через кэш.
+class CapstoneAttention(nn.Module):
+    """Causal self-attention with RoPE on queries and keys and n_kv_heads K/V heads shared by groups of query heads."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim, self.rope_base = config.n_heads, config.n_kv_heads, config.head_dim, config.rope_base
+        ### BEGIN SOLUTION
+        self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
+        self.w_k = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_v = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_o = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=False)
+        ### END SOLUTION
+
+    def qkv(self, x, positions):
+        """x (B, T, d) at positions (T,) -> q (B, Hq, T, hd), k and v (B, Hkv, T, hd), RoPE on q and k."""
+        ### BEGIN SOLUTION
+        q = split_heads(self.w_q(x), self.n_heads)       # (B, Hq, T, hd)
+        k = split_heads(self.w_k(x), self.n_kv_heads)    # (B, Hkv, T, hd)
+        v = split_heads(self.w_v(x), self.n_kv_heads)    # (B, Hkv, T, hd)
+        return apply_rope(q, positions, self.rope_base), apply_rope(k, positions, self.rope_base), v
+        ### END SOLUTION
+
+    def merge(self, out):
+        """out (B, Hq, T, hd) -> (B, T, d): the heads side by side, then w_o."""
+        ### BEGIN SOLUTION
+        return self.w_o(merge_heads(out))
+        ### END SOLUTION
+
+    def forward(self, x, positions, cache=None):
+        """x (B, T, d) -> (B, T, d); with a cache this call's keys and values join it and the queries read all of them."""
+        ### BEGIN SOLUTION
+        q, k, v = self.qkv(x, positions)
+        if cache is not None:
+            k, v = cache.append(k, v, int(positions[0]))                  # (B, Hkv, T_k, hd): every key so far
+        group = self.n_heads // self.n_kv_heads
+        t_q, t_k = q.shape[-2], k.shape[-2]
+        allowed = causal_allowed(t_q, t_k, query_offset=t_k - t_q)          # (T_q, T_k): queries at their absolute positions
+        out = scaled_dot_product_attention(q, repeat_kv_heads(k, group), repeat_kv_heads(v, group), allowed).output
+        return self.merge(out)                                             # (B, T, d)
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 12: контракт, которому должен отвечать ваш класс (откройте, чтобы прочитать свойства)
+# builder:begin inline check_capstone_attention_contract
+def check_capstone_attention_contract(CapstoneAttention):
+    """Judge ``CapstoneAttention(config)``: RoPE attention with grouped K/V heads, its ``qkv``, ``merge`` and a cached ``forward``."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    config = CapstoneConfig(vocab=11, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=8, max_len=12, rope_base=100.0)
+    case = "CapstoneAttention(config): d_model 16, 4 query heads, 2 K/V heads, head_dim 4, rope_base 100"
+    torch.manual_seed(6)
+    prop = "w_q, w_o: 16 -> 16 and w_k, w_v: 16 -> 8, no biases"
+    attn = contract_call(prop, case, raised, CapstoneAttention, config)
+    layers = [getattr(attn, f"w_{n}", None) for n in "qkvo"]
+    shapes = [tuple(layer.weight.shape) if isinstance(layer, torch.nn.Linear) else None for layer in layers]
+    contract_assert(
+        shapes == [(16, 16), (8, 16), (8, 16), (16, 16)] and all(layer.bias is None for layer in layers), prop, case,
+        "weights (16, 16), (8, 16), (8, 16), (16, 16)", f"{shapes}", "K and V have n_kv_heads * head_dim outputs; use bias=False",
+    )
+    x = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(7))
+    positions = torch.arange(7)
+    with torch.no_grad():
+        heads = [(x @ layer.weight.T).view(2, 7, -1, 4).transpose(1, 2) for layer in layers[:3]]
+        q, k = (rope_by_complex(t, positions, 100.0).float() for t in heads[:2])
+        v = heads[2]
+        prop = "qkv gives q (B, 4, T, 4) and k, v (B, 2, T, 4), RoPE on q and k only"
+        got = contract_call(prop, "x (2, 7, 16)" , raised, attn.qkv, x, positions)
+        for name, value, want in zip("qkv", got, (q, k, v)):
+            hint = ("head h of token t holds features h*head_dim .. (h+1)*head_dim - 1 of the projection (split_heads), "
+                    "with apply_rope(q or k, positions, rope_base); v is not rotated")
+            if name == "v" and torch.allclose(value, rope_by_complex(v, positions, 100.0).float(), atol=1e-5):
+                hint = "v was rotated: RoPE turns queries and keys, whose dot product carries the position; the values stay as they are"
+            if name == "k" and torch.allclose(value, heads[1], atol=1e-5):
+                hint = "k was not rotated: both q and k turn, so that their dot product depends on the offset"
+            contract_close(f"{prop}: {name}", "x (2, 7, 16)", value, want, hint, atol=1e-5, rtol=1e-5)
+        out = torch.randn(2, 4, 7, 4)
+        contract_close("merge puts the heads side by side, then applies w_o", "out (2, 4, 7, 4)", contract_call(
+            "merge puts the heads side by side, then applies w_o", "out (2, 4, 7, 4)", raised, attn.merge, out),
+            out.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T, "merge_heads(out), then self.w_o", atol=1e-5, rtol=1e-5)
+        want = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), is_causal=True)
+        want = want.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T
+        prop = "forward is causal RoPE attention, query head h reading K/V head h // 2"
+        result = contract_call(prop, "x (2, 7, 16), positions 0..6, no cache", raised, attn, x, positions)
+        hint = "q, k, v = self.qkv(...); repeat each K/V head for its group (repeat_kv_heads), mask with causal_allowed, attend, merge"
+        tiled = F.scaled_dot_product_attention(q, k.repeat(1, 2, 1, 1), v.repeat(1, 2, 1, 1), is_causal=True)
+        if isinstance(result, torch.Tensor) and torch.allclose(result, tiled.transpose(1, 2).reshape(2, 7, 16) @ layers[3].weight.T, atol=1e-5):
+            hint = "the K/V heads were tiled (kv0, kv1, kv0, kv1): consecutive query heads share one K/V head, so repeat_interleave"
+        error = contract_close(prop, "x (2, 7, 16), positions 0..6, no cache", result, want, hint, atol=1e-5, rtol=1e-5)
+
+        class Recorder:
+            """A cache for one layer: keeps every key and value appended, in order."""
+
+            def __init__(self):
+                self.keys = self.values = None
+                self.length = 0
+
+            def append(self, k, v, start):
+                if start != self.length:
+                    raise ContractViolation(
+                        "cached calls append at their own first position", "x split 4 + 3 tokens, positions 0..3 then 4..6",
+                        f"start={self.length}", f"start={start}", "pass int(positions[0]) as the start of the appended keys",
+                    )
+                self.keys = k if self.keys is None else torch.cat((self.keys, k), 2)
+                self.values = v if self.values is None else torch.cat((self.values, v), 2)
+                self.length += k.shape[2]
+                return self.keys, self.values
+
+        prop, cached = "with a cache, later queries read every cached key at their absolute positions", "x split 4 + 3 tokens, positions 0..3 then 4..6"
+        cache = Recorder()
+        parts = [contract_call(prop, cached, raised, attn, x[:, s], positions[s], cache) for s in (slice(0, 4), slice(4, 7))]
+        hint = "append (k, v) to the cache, attend over all it returns, and mask with causal_allowed(T, T_k, query_offset=T_k - T)"
+        if isinstance(parts[1], torch.Tensor) and parts[1].shape == (2, 3, 16):
+            q_late = q[:, :, 4:]
+            top_left = torch.ones(3, 7, dtype=torch.bool).tril()
+            wrong = F.scaled_dot_product_attention(q_late, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=top_left)
+            if torch.allclose(parts[1], wrong.transpose(1, 2).reshape(2, 3, 16) @ layers[3].weight.T, atol=1e-5):
+                hint = ("the mask of the cached queries is top-left aligned (is_causal=True's rule): query r sits at position "
+                        "query_offset + r, so pass query_offset=T_k - T_q to causal_allowed")
+        contract_close(prop, cached, torch.cat(parts, 1), want, hint, atol=1e-5, rtol=1e-5)
+    return {"max_error": error, "cache": "PASS"}
+# builder:end sha256=f6b15799c324ab4f72ba31eb7c2cd6d8c09d0552f54cb99c3a2e787e9d6e98ef
+check_exercise("Exercise 12", check_capstone_attention_contract, CapstoneAttention, globals())
+
+
+# %% tags=["exercise"]
+# Exercise 13 · Упражнение 13: соберите модель. CapstoneBlock хранит attn_norm и ffn_norm (ваш RMSNorm с
+# config.norm_eps), attn (ваш CapstoneAttention) и ffn (ваш SwiGLU размерности config.d_ff); его forward устроен
+# по схеме pre-norm с остаточной связью вокруг каждого подслоя. CapstoneLM хранит embed (nn.Embedding), blocks
+# (nn.ModuleList из config.n_layers блоков), norm и head (nn.Linear без смещения в config.vocab); его
+# forward нумерует токены от длины кэша (0 без кэша), отдаёт блоку i слой i кэша
+# (cache.layers[i]) и возвращает head(norm(x)).
+# Проверка требует: ровно эти части по именам; логиты модели в стиле Llama с pre-norm и
+# финальной нормировкой; и те же логиты, когда токены приходят через кэш по 5, затем по 1, 1 и 1.
+class CapstoneBlock(nn.Module):
+    """A pre-norm decoder block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = CapstoneAttention(config)
+        self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.ffn = SwiGLU(config.d_model, config.d_ff)
+        ### END SOLUTION
+
+    def forward(self, x, positions, cache=None):
+        """(B, T, d) -> (B, T, d)."""
+        ### BEGIN SOLUTION
+        x = x + self.attn(self.attn_norm(x), positions, cache)
+        return x + self.ffn(self.ffn_norm(x))
+        ### END SOLUTION
+
+
+class CapstoneLM(nn.Module):
+    """Token embedding, n_layers pre-norm blocks with RoPE attention, a final RMSNorm and an output head."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        ### BEGIN SOLUTION
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+        ### END SOLUTION
+
+    def forward(self, tokens, cache=None):
+        """tokens (B, T) -> logits (B, T, vocab); with a KVCache the tokens continue the ones it holds."""
+        start = _capstone_tokens(tokens, self.config, cache)
+        ### BEGIN SOLUTION
+        positions = torch.arange(start, start + tokens.shape[1])                 # absolute positions (T,)
+        x = self.embed(tokens)                                                   # (B, T, d)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, None if cache is None else cache.layers[i])
+        return self.head(self.norm(x))                                           # (B, T, vocab)
+        ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 13: контракт, которому должны отвечать ваши классы (откройте, чтобы прочитать свойства)
+# builder:begin inline capstone_by_hand
+def capstone_by_hand(model, tokens, *, pre_norm=True, final_norm=True):
+    """The logits a Llama-style model must give, from its own state dict, with torch.nn.functional (float64)."""
+    import torch
+    import torch.nn.functional as F
+
+    c, w = model.config, {name: t.detach().double() for name, t in model.state_dict().items()}
+    B, T = tokens.shape
+    positions = torch.arange(T)
+    x = w["embed.weight"][tokens]                                                   # (B, T, d)
+
+    def norm(h, name):
+        return F.rms_norm(h, (c.d_model,), w[name], eps=c.norm_eps)
+
+    for i in range(c.n_layers):
+        at = f"blocks.{i}."
+        h = norm(x, at + "attn_norm.weight") if pre_norm else x
+        heads = [(h @ w[at + f"attn.w_{n}.weight"].T).view(B, T, -1, c.head_dim).transpose(1, 2) for n in "qkv"]
+        q, k = (rope_by_complex(t, positions, c.rope_base) for t in heads[:2])      # (B, H, T, hd)
+        group = c.n_heads // c.n_kv_heads
+        out = F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1), heads[2].repeat_interleave(group, 1), is_causal=True)
+        x = x + out.transpose(1, 2).reshape(B, T, -1) @ w[at + "attn.w_o.weight"].T
+        x = norm(x, at + "attn_norm.weight") if not pre_norm else x
+        h = norm(x, at + "ffn_norm.weight") if pre_norm else x
+        ffn = (F.silu(h @ w[at + "ffn.w_gate.weight"].T) * (h @ w[at + "ffn.w_up.weight"].T)) @ w[at + "ffn.w_down.weight"].T
+        x = x + ffn if pre_norm else norm(x + ffn, at + "ffn_norm.weight")
+    return (norm(x, "norm.weight") if final_norm else x) @ w["head.weight"].T      # (B, T, vocab)
+# builder:end sha256=b81652e49e156134880332f03041049da78b89d8a05d300ef4b54a9250363158
+# builder:begin inline check_capstone_model_contract
+def check_capstone_model_contract(CapstoneLM):
+    """Judge ``CapstoneLM(config)`` (and the ``CapstoneBlock`` it stacks): its parts by name, its logits, causality, the cache."""
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    config = CapstoneConfig(vocab=11, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=24, max_len=12, rope_base=100.0)
+    case = "CapstoneLM(config): vocab 11, d_model 16, 2 layers, 4 query heads, 2 K/V heads, d_ff 24"
+    torch.manual_seed(10)
+    prop = "the model holds embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm and head"
+    model = contract_call(prop, case, raised, CapstoneLM, config)
+    names = {name for name in getattr(model, "state_dict", dict)()}
+    want_names = {"embed.weight", "norm.weight", "head.weight"} | {
+        f"blocks.{i}.{part}.weight" for i in range(2) for part in (
+            "attn_norm", "attn.w_q", "attn.w_k", "attn.w_v", "attn.w_o", "ffn_norm", "ffn.w_gate", "ffn.w_up", "ffn.w_down")}
+    contract_assert(names == want_names, prop, case, "these weights and no others", f"missing {sorted(want_names - names)[:4]}, "
+                    f"extra {sorted(names - want_names)[:4]}", "nn.Embedding, an nn.ModuleList of CapstoneBlock, RMSNorm and a bias-free nn.Linear head")
+    with torch.no_grad():  # weights that are not at their initial values, so a skipped norm gain shows
+        for name, tensor in model.state_dict().items():
+            if name.endswith("norm.weight"):
+                tensor.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(len(name)))
+    tokens = torch.tensor([[1, 5, 2, 7, 1, 5, 9, 0], [3, 3, 10, 4, 8, 6, 2, 1]])
+    prop, tcase = "logits = head(norm(blocks(embed(tokens)))) with pre-norm residual blocks", "tokens (2, 8)"
+    with torch.no_grad():
+        logits = contract_call(prop, tcase, raised, model, tokens)
+        hint = "x = x + attn(attn_norm(x), positions, cache), then x = x + ffn(ffn_norm(x)); after the blocks, norm, then head"
+        if isinstance(logits, torch.Tensor) and logits.shape == (2, 8, 11):
+            for variant, why in ((dict(pre_norm=False), "post-norm: normalise each sublayer's input, not the residual sum"),
+                                 (dict(final_norm=False), "the final norm is missing: head(norm(x))")):
+                if torch.allclose(logits.double(), capstone_by_hand(model, tokens, **variant), atol=1e-4):
+                    hint = why
+        error = contract_close(prop, tcase, logits, capstone_by_hand(model, tokens), hint, atol=1e-4, rtol=1e-4)
+
+        class Recorder:
+            """A cache of one layer that keeps what is appended."""
+
+            def __init__(self):
+                self.keys = self.values = None
+                self.length = 0
+
+            def append(self, k, v, start):
+                self.keys = k if self.keys is None else torch.cat((self.keys, k), 2)
+                self.values = v if self.values is None else torch.cat((self.values, v), 2)
+                self.length += k.shape[2]
+                return self.keys, self.values
+
+        class Cache:
+            """A whole model's cache: one Recorder per layer."""
+
+            def __init__(self):
+                self.layers = [Recorder() for _ in range(2)]
+
+            @property
+            def length(self):
+                return self.layers[0].length
+
+        prop, ccase = "fed 5 tokens, then 1 at a time through a cache, the logits are those of one full pass", "tokens (2, 8) as 5 + 1 + 1 + 1"
+        cache = Cache()
+        steps = [contract_call(prop, ccase, raised, model, tokens[:, s], cache) for s in (slice(0, 5), slice(5, 6), slice(6, 7), slice(7, 8))]
+        contract_close(prop, ccase, torch.cat(steps, 1), logits, "positions continue from cache.length, and each block gets cache.layers[i]",
+                       atol=1e-4, rtol=1e-4)
+    return {"max_error": error, "cache": "PASS"}
+# builder:end sha256=6982c8594a0d06c593ea30c074ee67c4b999f3253855a62331efc946c4fd32bb
+check_exercise("Exercise 13", check_capstone_model_contract, CapstoneLM, globals())
+
+
+# %% [markdown]
+# **Задача, которой нужны два слоя.** Каждая последовательность — это $k$ различных случайных токенов (из 16), повторённых
+# один раз, где $k$ для каждой строки выбирается от 4 до 12, а дальше идёт случайное заполнение: `9 4 13 2 | 9 4 13 2 | 7 0 ...`.
+# Предсказать можно только повтор, начиная с его второго токена: после `9` идёт `4`, потому что `4`
+# уже шёл за `9`. Так как $k$ меняется от строки к строке, никакой фиксированный сдвиг его не находит
+# (позиционное копирование раздела 12 здесь не работает). Это делает **индукционная голова**
+# ([Olsson и др., 2022](https://arxiv.org/abs/2209.11895)): в слое 1 *голова предыдущего токена*
+# копирует в позицию каждого токена его предшественника; в слое 2 голова сравнивает текущий токен
+# с этими копиями, попадает на токен сразу после прежнего вхождения и копирует его.
+# У одного слоя нет более ранней головы, из которой можно читать, поэтому он должен остаться далеко позади двух
+# ([Elhage и др., 2021](https://transformer-circuits.pub/2021/framework/index.html)). Функция потерь —
+# NLL из раздела 12, только по предсказуемым позициям.
+
+# %% tags=["exercise"]
+# Exercise 14 · Упражнение 14: напишите задачу, шаг обучения, цикл обучения и оценку. induction_batch выбирает,
+# только с помощью генератора, для каждой строки k от k_min до k_max и k различных токенов (первые k из случайного
+# порядка словаря), записывает их дважды и дополняет случайными токенами до 2 * k_max; возвращает inputs
+# (все токены, кроме последнего), targets (все, кроме первого) и scored, равный True на целях k+1 .. 2k-1 (позиции
+# входа k .. 2k-2). train_step вычисляет среднюю кросс-энтропию только по отмеченным позициям, очищает
+# старые градиенты, выполняет обратный проход, делает один шаг оптимизатора и возвращает потерю как float. fit_induction создаёт
+# один torch.Generator().manual_seed(seed + 1) и один AdamW (weight_decay=0), задаёт скорость на шаге t равной
+# lr * min(1, (t + 1) / warmup) * (1 - t / steps), на каждом шаге вызывает step на новом батче в режиме обучения,
+# вызывает on_step(t + 1, loss), если он задан, и возвращает потери. induction_accuracy считает долю argmax == цель на
+# отмеченных позициях нового батча, без градиентов.
+# Проверки требуют: различные токены с повтором, отмеченные позиции, k для каждой строки, батч, зависящий только от
+# генератора; потерю по отмеченным позициям и ровно один шаг оптимизатора; AdamW без weight decay, разогрев и спад,
+# новые и воспроизводимые батчи; и точность только по отмеченным позициям.
+def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
+    """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    ### BEGIN SOLUTION
+    segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
+    k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
+    position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
+    repeated = segments.gather(1, torch.where(position < k, position, position - k).clamp(max=k_max - 1))
+    padding = torch.randint(vocab, (batch, 2 * k_max), generator=generator)
+    sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
+    scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
+    return sequences[:, :-1], sequences[:, 1:], scored
+    ### END SOLUTION
+
+
+def train_step(model, optimizer, inputs, targets, scored):
+    """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
+    ### BEGIN SOLUTION
+    loss = F.cross_entropy(model(inputs)[scored], targets[scored])  # logits (B, T, V)[scored] -> (N, V)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+    ### END SOLUTION
+
+
+def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
+    """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
+    require_int("steps", steps, minimum=1)
+    ### BEGIN SOLUTION
+    generator = torch.Generator().manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
+    losses = []
+    model.train()
+    for t in range(steps):
+        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
+        schedule.step()                                                             # the rate of step t + 1
+        if on_step is not None:
+            on_step(t + 1, losses[-1])
+    model.eval()
+    return losses
+    ### END SOLUTION
+
+
+def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
+    """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
+    ### BEGIN SOLUTION
+    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab, k_min=k_min, k_max=k_max)
+    with torch.no_grad():
+        hits = model(inputs).argmax(dim=-1) == targets                              # (B, T)
+    return float(hits[scored].float().mean())
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 14: контракты, которым должны отвечать ваши четыре функции (откройте, чтобы прочитать свойства)
+# builder:begin inline check_induction_batch_contract
+def check_induction_batch_contract(induction_batch):
+    """Judge ``induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12) -> (inputs, targets, scored)``."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    prop, case = "rows of k distinct tokens written twice, k from k_min to k_max", "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)"
+    parts = contract_call(prop, case, raised, induction_batch, 200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)
+    contract_assert(isinstance(parts, tuple) and len(parts) == 3, prop, case, "a tuple (inputs, targets, scored)", f"{type(parts).__name__}",
+                    "return inputs, targets and the scored mask together")
+    inputs, targets, scored = parts
+    shapes = [tuple(getattr(t, "shape", ())) for t in parts]
+    contract_assert(shapes == [(200, 17)] * 3 and scored.dtype == torch.bool, prop, case, "three tensors of shape (200, 17), scored of dtype bool",
+                    f"{shapes}, scored {getattr(scored, 'dtype', '')}", "sequences of 2 k_max tokens; inputs drop the last, targets the first")
+    contract_assert(torch.equal(inputs[:, 1:], targets[:, :-1]), "targets are the inputs shifted by one", case, "targets[:, t] == inputs[:, t + 1]",
+                    "they differ", "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]")
+    sequences = torch.cat((inputs, targets[:, -1:]), 1)
+    lengths = scored.sum(1) + 1
+    for row, k in zip(sequences, lengths.tolist()):
+        segment = row[:k].tolist()
+        contract_assert(3 <= k <= 9 and len(set(segment)) == k and row[k:2 * k].tolist() == segment, prop, case,
+                        "k distinct tokens, then the same k again", f"{row.tolist()} with {k - 1} scored positions",
+                        "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets")
+    position = torch.arange(17)[None, :]
+    want = (position >= lengths[:, None]) & (position <= 2 * lengths[:, None] - 2)
+    contract_assert(torch.equal(scored, want), "scored marks exactly the targets an induction head can find", case,
+                    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)", "another set of positions",
+                    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither")
+    contract_assert(len(set(lengths.tolist())) >= 5, "k is drawn for each row", case, "several lengths among 200 rows",
+                    f"lengths {sorted(set(lengths.tolist()))}", "draw k for each row, not once for the batch")
+    again = induction_batch(200, torch.Generator().manual_seed(3), vocab=16, k_min=3, k_max=9)[0]
+    contract_assert(torch.equal(again, inputs), "the generator alone decides the batch", case, "the same batch from the same seed",
+                    "a different batch", "draw every random number from the generator argument, not from torch's global state")
+    return {"rows": 200, "scored": "PASS"}
+# builder:end sha256=ec4d7ae3a086b905619d36653cd35379ba0c84fbcb81eb338bd5a093404f139e
+# builder:begin inline check_train_step_contract
+def check_train_step_contract(train_step):
+    """Judge ``train_step(model, optimizer, inputs, targets, scored)``: one optimizer step on the scored positions' cross-entropy."""
+    import torch
+    import torch.nn.functional as F
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def tiny():
+        torch.manual_seed(12)
+        return torch.nn.Sequential(torch.nn.Embedding(7, 5), torch.nn.Linear(5, 7))
+
+    inputs = torch.tensor([[1, 2, 3, 4], [6, 5, 4, 3]])
+    targets = torch.tensor([[2, 3, 4, 0], [5, 4, 3, 6]])
+    scored = torch.tensor([[False, True, True, False], [False, False, True, True]])
+    case = "an embedding + linear model on 2 rows of 4 tokens, 4 positions scored, SGD lr 0.1, stale gradients of 5 left in"
+    model, mirror = tiny(), tiny()
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 5.0)  # left over from an earlier step: the step must clear them
+    prop = "the step returns the cross-entropy over the scored positions as a float"
+    loss = contract_call(prop, case, raised, train_step, model, torch.optim.SGD(model.parameters(), lr=0.1), inputs, targets, scored)
+    logits = mirror(inputs)
+    want = F.cross_entropy(logits[scored], targets[scored])
+    contract_assert(isinstance(loss, float), prop, case, "a Python float", f"{type(loss).__name__}",
+                    "return loss.item(): a float, not the tensor with its whole graph")
+    hint = "F.cross_entropy(logits[scored], targets[scored]): score only the positions the mask marks"
+    if abs(loss - float(F.cross_entropy(logits.detach().flatten(0, 1), targets.flatten()))) < 1e-6:
+        hint = "every position was scored: index the logits and targets with the scored mask first"
+    contract_close(prop, case, loss, float(want.detach()), hint, atol=1e-6, rtol=1e-6)
+    want.backward()
+    torch.optim.SGD(mirror.parameters(), lr=0.1).step()
+    prop = "the weights move by exactly one optimizer step on this loss"
+    for (name, p), q in zip(model.named_parameters(), mirror.parameters()):
+        hint = "optimizer.zero_grad(), loss.backward(), optimizer.step(), in that order"
+        if torch.allclose(p, q - 0.5, atol=1e-6):
+            hint = "the stale gradients were kept: call optimizer.zero_grad() before loss.backward()"
+        contract_close(prop + f" ({name})", case, p, q, hint, atol=1e-6, rtol=1e-6)
+    return {"loss": loss}
+# builder:end sha256=00a4c3e8338a916eab8f29c1f4c5834c4f2432f6717c404c2dc480339e5275e5
+# builder:begin inline check_fit_induction_contract
+def check_fit_induction_contract(fit_induction):
+    """Judge ``fit_induction(model, step, steps, seed, *, batch, lr, warmup, ...)``: AdamW, warm-up then linear decay, fresh batches."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Tiny(torch.nn.Module):
+        """A stand-in model: one weight and the config that names the vocabulary."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.weight = torch.nn.Parameter(torch.zeros(3))
+
+    seen = []
+
+    def step(model, optimizer, inputs, targets, scored):
+        seen.append((optimizer, optimizer.param_groups[0]["lr"], inputs.clone(), model.training))
+        optimizer.step()  # no gradients: moves nothing, but keeps the scheduler's order
+        return float(len(seen))
+
+    case = "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch"
+    prop = "the step runs once per step and the losses are what it returned"
+    losses = contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(isinstance(losses, (list, tuple)) and list(losses) == [float(i) for i in range(1, 11)] and len(seen) == 10, prop, case,
+                    "the floats 1, 2, ..., 10", f"{losses!r}"[:120], "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns")
+    optimizer = seen[0][0]
+    contract_assert(isinstance(optimizer, torch.optim.AdamW) and optimizer.param_groups[0]["weight_decay"] == 0.0 and all(s[0] is optimizer for s in seen),
+                    "one AdamW optimizer without weight decay for the whole run", case, "torch.optim.AdamW(..., weight_decay=0), made once",
+                    f"{type(optimizer).__name__}, weight_decay {optimizer.param_groups[0].get('weight_decay')}",
+                    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop")
+    rates = [round(s[1], 9) for s in seen]
+    want = [round(0.5 * min(1.0, (t + 1) / 4) * (1 - t / 10), 9) for t in range(10)]
+    hint = "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)"
+    if rates == [round(0.5 * (1 - t / 10), 9) for t in range(10)]:
+        hint = "the warm-up is missing: the rate rises linearly over the first `warmup` steps"
+    contract_assert(rates == want, "the rate rises over warmup steps, then falls linearly towards 0", case, f"{want}", f"{rates}", hint)
+    batches = [s[2] for s in seen]
+    contract_assert(all(b.shape == (6, 23) for b in batches) and not torch.equal(batches[0], batches[1]), "every step gets a fresh batch of `batch` rows",
+                    case, "10 different batches of shape (6, 23)", f"shapes {[tuple(b.shape) for b in batches[:3]]} ...",
+                    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it")
+    first = batches
+    seen.clear()
+    contract_call(prop, case, raised, fit_induction, Tiny(), step, 10, 4, batch=6, lr=0.5, warmup=4)
+    contract_assert(all(torch.equal(a, s[2]) for a, s in zip(first, seen)), "the seed alone decides the batches", case,
+                    "the same 10 batches from seed 4 twice", "different batches", "use torch.Generator().manual_seed(seed + 1), made once")
+    contract_assert(all(s[3] for s in seen), "the model trains in training mode", case, "model.training True in every step", "False",
+                    "call model.train() before the loop (and model.eval() after it)")
+    return {"rates": "PASS", "batches": "PASS"}
+# builder:end sha256=55ee4c2aa6d5feb3281cc326342f7528fefd225afe0736094eed80055ec6c8e6
+# builder:begin inline check_induction_accuracy_contract
+def check_induction_accuracy_contract(induction_accuracy):
+    """Judge ``induction_accuracy(model, *, batch, seed, k_min, k_max)``: greedy accuracy on the scored positions only."""
+    import torch
+
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    def repeat_length(row, k_min=4):
+        """The k of a row: its first k tokens written again right after them."""
+        return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
+
+    class HalfRight(torch.nn.Module):
+        """Predicts the repeat right at odd positions and wrong at even ones; token 0 outside the repeat."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=16)
+            self.hits = []
+
+        def forward(self, tokens):
+            guess = torch.zeros_like(tokens)
+            for b, row in enumerate(tokens):
+                k = repeat_length(row)
+                for t in range(k, min(2 * k - 1, tokens.shape[1])):
+                    right = int(row[t + 1 - k])
+                    guess[b, t] = right if t % 2 else (right + 1) % 16
+                    self.hits.append(t % 2 == 1)
+            return torch.nn.functional.one_hot(guess, 16).float()
+
+    model = HalfRight()
+    prop, case = "accuracy counts the scored positions only", "a model right at odd positions of the repeat only, batch=64, seed=5"
+    got = contract_call(prop, case, raised, induction_accuracy, model, batch=64, seed=5)
+    contract_assert(bool(model.hits), prop, case, "a score of the model's own predictions", f"{got!r}, without calling the model",
+                    "call the model on a fresh induction batch and compare its argmax with the targets")
+    want = sum(model.hits) / len(model.hits)
+    hint = "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count"
+    contract_assert(isinstance(got, float) and abs(got - want) < 1e-6, prop, case, f"{want:.4f} as a float", f"{got!r}", hint)
+    return {"accuracy": got}
+# builder:end sha256=8e83d4a57941cfca2f486f602032416b2f2d47ed2be3e7f8fccafda52828df0c
+check_exercise("Exercise 14", check_induction_batch_contract, induction_batch, globals())
+check_exercise("Exercise 14", check_train_step_contract, train_step, globals())
+check_exercise("Exercise 14", check_fit_induction_contract, fit_induction, globals())
+check_exercise("Exercise 14", check_induction_accuracy_contract, induction_accuracy, globals())
+
+# %% tags=["training"]
+# Training (about 3 s on a CPU): your CapstoneLM with 2 layers and with 1 layer, 200 AdamW steps each on
+# fresh induction batches of 64 rows, then scored on 512 unseen rows.
+induction = {key: REFERENCE.value(f"induction_task.{key}") for key in (
+    "vocab", "seed", "steps", "batch", "learning_rate", "warmup", "k_min", "k_max", "eval_rows",
+    "accuracy_two_layers_at_least", "accuracy_one_layer_at_most")}
+task_sizes = {"k_min": induction["k_min"], "k_max": induction["k_max"]}
+capstone_config = CapstoneConfig(vocab=induction["vocab"], d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64)
+capstone_models, capstone_losses = {}, {}
+for layers in (2, 1):
+    torch.manual_seed(induction["seed"])
+    capstone_models[layers] = CapstoneLM(capstone_config.replace(n_layers=layers))
+    capstone_losses[layers] = fit_induction(
+        capstone_models[layers], train_step, induction["steps"], induction["seed"], batch=induction["batch"],
+        lr=induction["learning_rate"], warmup=induction["warmup"], **task_sizes,
+        on_step=lambda step, loss, layers=layers: step % 50 == 0 and print(f"слоёв: {number(layers, '', 'ru')}, шаг {number(step, '', 'ru')}: потеря {number(loss, '.3f', 'ru')}", flush=True),
+    )
+capstone_accuracy = {layers: induction_accuracy(model, batch=induction["eval_rows"], **task_sizes) for layers, model in capstone_models.items()}
+print(f"точность на повторе на отложенных данных: 2 слоя {number(capstone_accuracy[2], '.3f', 'ru')}, 1 слой {number(capstone_accuracy[1], '.3f', 'ru')}")
+expect("two layers learn the induction task", capstone_accuracy[2], ">=", induction["accuracy_two_layers_at_least"])
+expect("one layer does not", capstone_accuracy[1], "<=", induction["accuracy_one_layer_at_most"])
+
+
+# %% [markdown]
+# **Куда смотрят головы.** Возьмём одну последовательность с $k = 8$ и прочитаем веса внимания
+# обученной 2-слойной модели. На позиции внутри повтора голова предыдущего токена слоя 1 кладёт свой
+# вес на позицию прямо перед ней; индукционная голова слоя 2 кладёт его на токен, который
+# шёл за прежним вхождением текущего токена, на $k - 1$ позиций назад. Рисунок отмечает эти
+# ожидаемые позиции; ячейка измеряет средний вес, который каждая голова кладёт туда на протяжении повтора.
+
+# %% tags=["hide-input"]
+# @title Код рисунка следующей ячейки: attention_by_layer, plot_induction_heads (откройте, чтобы прочитать)
+def attention_by_layer(model, tokens):
+    """The attention weights (B, Hq, T, T) of each layer of a CapstoneLM on tokens (B, T), from its own qkv."""
+    weights, positions = [], torch.arange(tokens.shape[1])
+    with torch.no_grad():
+        x = model.embed(tokens)
+        for block in model.blocks:
+            attn = block.attn
+            q, k, v = attn.qkv(block.attn_norm(x), positions)
+            group = attn.n_heads // attn.n_kv_heads
+            result = scaled_dot_product_attention(q, repeat_kv_heads(k, group), repeat_kv_heads(v, group), causal_allowed(q.shape[-2], k.shape[-2]))
+            weights.append(result.weights)
+            x = x + attn.merge(result.output)
+            x = x + block.ffn(block.ffn_norm(x))
+    return weights
+
+
+def plot_induction_heads(maps, k, language="en"):
+    """Two heatmaps, queries down and keys across: the previous-token head of layer 1 and the induction head of layer 2."""
+    require_choice("language", language, LANGUAGES)
+    apply_plot_style()
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
+    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова предыдущего токена"),
+              localized(language, "layer 2: induction head", "слой 2: индукционная голова"))
+    for ax, weights, back, title in zip(axes, maps, (1, k - 1), titles):
+        ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+        rows = np.arange(k, 2 * k)
+        ax.plot(rows - back, rows, ls="none", marker="o", mfc="none", mec=Palette.ORANGE, ms=7, mew=1.6,
+                label=localized(language, f"expected key: {back} back", f"ожидаемый ключ: на {back} назад"))
+        ax.set_title(title)
+        ax.set_xlabel(localized(language, "key position", "позиция ключа"))
+        ax.set_ylabel(localized(language, "query position", "позиция запроса"))
+        ax.legend(loc="lower left")
+    return fig
+
+
+# %%
+probe_tokens = torch.tensor([[9, 4, 13, 2, 11, 0, 6, 15] * 2 + [3, 8]])
+k_probe = 8
+maps = attention_by_layer(capstone_models[2], probe_tokens)
+rows = torch.arange(k_probe, 2 * k_probe)
+head_share = [[float(maps[layer][0, h, rows, rows - back].mean()) for h in range(capstone_config.n_heads)]
+              for layer, back in ((0, 1), (1, k_probe - 1))]
+previous_head, induction_head = (max(range(capstone_config.n_heads), key=shares.__getitem__) for shares in head_share)
+print(f"средний вес на ожидаемом ключе на протяжении повтора: головы слоя 1 {number([round(s, 2) for s in head_share[0]], '', 'ru')} "
+      f"(на 1 назад), головы слоя 2 {number([round(s, 2) for s in head_share[1]], '', 'ru')} (на {number(k_probe - 1, '', 'ru')} назад)")
+show_figure(
+    plot_induction_heads((maps[0][0, previous_head].numpy(), maps[1][0, induction_head].numpy()), k_probe, LANGUAGE),
+    "Каждая строка\xa0— позиция запроса, каждый столбец\xa0— ключ; темнее\xa0— больше вес, и строки в сумме дают 1. "
+    "Оранжевые кружки отмечают ожидаемые ключи для повтора (строки 8–15): слева на одну позицию назад; справа на "
+    "семь позиций назад, токен, который шёл за прежним вхождением текущего. Тёмные клетки стоят внутри кружков.",
+)
+uniform_share = float((1 / (rows + 1.0)).mean())  # what a head that reads every key alike would put there
+expect(f"layer 1 has a previous-token head and layer 2 an induction head (weight > 0.4; uniform: {uniform_share:.2f})",
+       min(head_share[0][previous_head], head_share[1][induction_head]), ">", 0.4)
+
+
+# %% [markdown]
+# **Декодирование через кэш.** Жадное декодирование без кэша прогоняет через модель всю
+# последовательность ради каждого нового токена: $O(n^2)$ проходов токенов для $n$ токенов. С кэшем промпт проходит
+# один раз, а каждый шаг подаёт один токен, чьи ключи и значения добавляются в кэш. Кэш —
+# два непрерывных буфера на слой, (batch, KV-головы, max_len, head_dim), выделенные один раз; его
+# размер в байтах равен $2 \times \text{layers} \times \text{batch} \times \text{K/V heads} \times T \times
+# \text{head width} \times \text{bytes per value}$, формуле раздела 9.
+
+# %% tags=["exercise"]
+# Exercise 15 · Упражнение 15: напишите KV-кэш и жадное декодирование через него. LayerKV.append(k, v, start) записывает k
+# и v (B, H_kv, T, hd) в буферы на позиции start .. start + T - 1 (отказывайте, если start не равен
+# self.length), сдвигает self.length и возвращает ключи и значения позиций 0 .. start + T - 1.
+# KVCache хранит по одному LayerKV на слой; nbytes() считает байты хранимых ключей и значений.
+# generate(model, prompt, n_new, cache=True) дописывает n_new жадных токенов (argmax последних логитов):
+# при cache=True подаёт промпт один раз, а затем только самый новый токен через один KVCache; при
+# cache=False — всю последовательность на каждом шаге. Без градиентов.
+# Проверка требует: токены модели с кэшем и без; промпт, поданный один раз, а затем по одному
+# токену на шаг через кэш; всю последовательность на шаг без кэша; n_new=0 возвращает промпт.
+class LayerKV:
+    """One layer's keys and values in two preallocated buffers (B, H_kv, max_len, hd)."""
+
+    def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype=torch.float32):
+        ### BEGIN SOLUTION
+        self.keys = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.values = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.length = 0
+        ### END SOLUTION
+
+    def append(self, k, v, start):
+        """Write k, v (B, H_kv, T, hd) at positions start..; return the keys and values so far."""
+        ### BEGIN SOLUTION
+        end = start + k.shape[2]
+        if start != self.length or end > self.keys.shape[2]:
+            raise ValueError(f"the cache holds {self.length} of {self.keys.shape[2]} positions; cannot write {start}..{end - 1}")
+        self.keys[:, :, start:end], self.values[:, :, start:end] = k, v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]                 # views, no copy
+        ### END SOLUTION
+
+
+class KVCache:
+    """The KV cache of a whole model: one LayerKV per layer."""
+
+    def __init__(self, config, batch):
+        ### BEGIN SOLUTION
+        self.layers = [LayerKV(batch, config.n_kv_heads, config.max_len, config.head_dim) for _ in range(config.n_layers)]
+        ### END SOLUTION
+
+    @property
+    def length(self):
+        """How many positions the cache holds."""
+        return self.layers[0].length
+
+    def nbytes(self):
+        """The bytes of the keys and values held."""
+        ### BEGIN SOLUTION
+        return sum(t[:, :, :layer.length].numel() * t.element_size() for layer in self.layers for t in (layer.keys, layer.values))
+        ### END SOLUTION
+
+
+def generate(model, prompt, n_new, *, cache=True):
+    """Greedy decoding of n_new tokens after prompt (B, T0); with cache=True each step feeds only the newest token."""
+    n_new = _generation_length(model, prompt, n_new)
+    ### BEGIN SOLUTION
+    tokens, feed = prompt, prompt
+    store = KVCache(model.config, prompt.shape[0]) if cache else None
+    with torch.no_grad():
+        for _ in range(n_new):
+            logits = model(feed if cache else tokens, store)[:, -1]   # (B, vocab) at the newest position
+            newest = logits.argmax(dim=-1, keepdim=True)              # (B, 1)
+            tokens = torch.cat((tokens, newest), dim=1)
+            feed = newest
+    return tokens
+    ### END SOLUTION
+
+
+# %% tags=["hide-input"]
+# @title Проверка упражнения 15: контракт, которому должны отвечать ваши функции (откройте, чтобы прочитать свойства)
+# builder:begin inline check_kv_generation_contract
+def check_kv_generation_contract(generate):
+    """Judge ``generate(model, prompt, n_new, *, cache=True)`` with a model whose next token depends on the whole past.
+
+    The model (defined here) reads its past through the student's own ``KVCache`` when given one: its keys are the
+    token ids, so a cache that forgets, repeats or misplaces a key changes the answer.
+    """
+    import torch
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+
+    class Counter(torch.nn.Module):
+        """Next token = (3 * sum of the past + length) mod 11; counts the tokens each call is fed."""
+
+        def __init__(self):
+            super().__init__()
+            self.config = CapstoneConfig(vocab=11, d_model=4, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=4, max_len=16)
+            self.fed = []
+
+        def forward(self, tokens, cache=None):
+            self.fed.append(tokens.shape[1])
+            past = tokens.double()
+            if cache is not None:
+                start = cache.length
+                k = tokens.double()[:, None, :, None].expand(-1, 1, -1, 2)       # (B, 1, T, head_dim 2)
+                for layer in cache.layers:
+                    keys, _ = layer.append(k, k, start)
+                past = keys[:, 0, :, 0]                                          # (B, start + T)
+            t = torch.arange(1, past.shape[1] + 1, dtype=torch.float64)
+            nxt = (3 * past.cumsum(1) + t).remainder(11).long()                  # (B, T): the next token after each position
+            return torch.nn.functional.one_hot(nxt, 11).float() * 5.0
+
+    def by_rule(prompt, n_new):
+        tokens = prompt.tolist()
+        for row in tokens:
+            for _ in range(n_new):
+                row.append((3 * sum(row) + len(row)) % 11)
+        return torch.tensor(tokens)
+
+    prompt = torch.tensor([[4, 1, 7], [0, 9, 2]])
+    for cache in (False, True):
+        model = Counter()
+        prop = f"greedy decoding with cache={cache} gives the model's tokens"
+        case = f"a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}"
+        out = contract_call(prop, case, raised, generate, model, prompt, 6, cache=cache)
+        hint = "append logits[:, -1].argmax(-1) each step; " + (
+            "through the cache: feed the prompt once, then only the newest token, and let the model read the rest from the cache"
+            if cache else "without a cache, feed the whole sequence every step")
+        contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, by_rule(prompt, 6)), prop, case,
+                        f"{by_rule(prompt, 6).tolist()}", f"{out.tolist() if isinstance(out, torch.Tensor) else out!r}", hint)
+        fed = [3] + [1] * 5 if cache else [3, 4, 5, 6, 7, 8]
+        contract_assert(model.fed == fed, "with a cache each step feeds only the newest token" if cache else "without a cache each step feeds the whole sequence",
+                        case, f"tokens fed per call {fed}", f"{model.fed}",
+                        "the prompt goes in once; after that one token per step (its keys join the cache)" if cache else
+                        "cache=False is the baseline: the whole sequence every step, no KVCache")
+    out = contract_call("n_new=0 returns the prompt", "prompt (2, 3), n_new=0", raised, generate, Counter(), prompt, 0)
+    contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, prompt), "n_new=0 returns the prompt", "prompt (2, 3), n_new=0",
+                    f"{prompt.tolist()}", f"{out!r}"[:120], "a loop of zero steps returns the prompt unchanged")
+    return {"tokens": "PASS", "fed": "PASS"}
+# builder:end sha256=c425d02a40a31fc011b9f814ee7b263f44a13686c64b6751ccd585af6b1fbc06
+check_exercise("Exercise 15", check_kv_generation_contract, generate, globals())
+
+# %%
+import time
+
+decode_prompt = induction_batch(8, torch.Generator().manual_seed(SEED), vocab=induction["vocab"], **task_sizes)[0][:, :20]
+decode_times = {}
+for use_cache in (False, True):
+    start_time = time.perf_counter()
+    decoded = generate(capstone_models[2], decode_prompt, 40, cache=use_cache)
+    decode_times[use_cache] = time.perf_counter() - start_time
+    if use_cache:
+        cached_decoded = decoded
+    else:
+        uncached_decoded = decoded
+bytes_cache = KVCache(capstone_config, decode_prompt.shape[0])
+with torch.no_grad():
+    capstone_models[2](cached_decoded[:, :-1], bytes_cache)
+expected_bytes = 2 * capstone_config.n_layers * 8 * capstone_config.n_kv_heads * 59 * capstone_config.head_dim * 4
+print(f"8 промптов по 20 токенов, по 40 новых токенов: без кэша {number(decode_times[False] * 1000.0, '.0f', 'ru')} мс, с кэшем "
+      f"{number(decode_times[True] * 1000.0, '.0f', 'ru')} мс, ускорение {number(decode_times[False] / decode_times[True], '.1f', 'ru')}x; кэш хранит "
+      f"{number(bytes_cache.nbytes(), ',', 'ru')} байт для 59 позиций")
+expect("cached and uncached decoding give the same tokens", torch.equal(cached_decoded, uncached_decoded))
+expect("the cache holds 2 · layers · batch · K/V heads · T · head_dim · 4 bytes", bytes_cache.nbytes(), "==", expected_bytes)
+
+
+# %% [markdown]
+# **Сверка с библиотекой, которой пользуются.** У `LlamaForCausalLM` из `transformers` те же
+# детали: RoPE, RMSNorm, SwiGLU и сгруппированные KV-головы, без смещений. Построенная по крошечной конфигурации (без
+# загрузки), она загружает ваши обученные веса и должна выдать ваши логиты. Одно различие в раскладке:
+# `transformers` поворачивает координату $i$ вместе с $i + d/2$ (две половины головы), а этот курс
+# поворачивает соседей $2i$ и $2i + 1$, как в статье о RoPE. Перестановка строк $W_q$ и $W_k$
+# внутри каждой головы переводит одну раскладку в другую; именно это делает скрипт `transformers`,
+# конвертирующий чекпойнты LLaMA от Meta
+# ([`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py), `permute`).
+
+# %% tags=["hide-input"]
+# @title to_transformers_llama: веса вашей модели в LlamaForCausalLM (откройте, чтобы прочитать)
+# builder:begin inline to_transformers_llama
+def to_transformers_llama(model):
+    """The same network as a ``transformers`` LlamaForCausalLM (tiny config, no download, model's dtype), weights copied in.
+
+    Llama in ``transformers`` rotates the two halves of each head (i, i + hd/2), this model interleaved pairs
+    (2i, 2i + 1): the rows of w_q and w_k are permuted per head, as Meta's conversion script does.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    c = model.config
+    llama = LlamaForCausalLM(LlamaConfig(
+        vocab_size=c.vocab, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layers,
+        num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, head_dim=c.head_dim,
+        max_position_embeddings=c.max_len, rope_theta=c.rope_base, rms_norm_eps=c.norm_eps, hidden_act="silu",
+        attention_bias=False, mlp_bias=False, tie_word_embeddings=False, attn_implementation="eager",
+    )).to(model.embed.weight.dtype)
+
+    def halves(weight, heads):
+        """Rows of each head from pairs (x0, x1), (x2, x3), ... to halves (x0, x2, ...; x1, x3, ...)."""
+        return weight.view(heads, c.head_dim // 2, 2, -1).transpose(1, 2).reshape(weight.shape)
+
+    state = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm.weight,
+             "lm_head.weight": model.head.weight}
+    for i, block in enumerate(model.blocks):
+        at = f"model.layers.{i}."
+        state |= {
+            at + "input_layernorm.weight": block.attn_norm.weight,
+            at + "self_attn.q_proj.weight": halves(block.attn.w_q.weight, c.n_heads),
+            at + "self_attn.k_proj.weight": halves(block.attn.w_k.weight, c.n_kv_heads),
+            at + "self_attn.v_proj.weight": block.attn.w_v.weight,
+            at + "self_attn.o_proj.weight": block.attn.w_o.weight,
+            at + "post_attention_layernorm.weight": block.ffn_norm.weight,
+            at + "mlp.gate_proj.weight": block.ffn.w_gate.weight,
+            at + "mlp.up_proj.weight": block.ffn.w_up.weight,
+            at + "mlp.down_proj.weight": block.ffn.w_down.weight,
+        }
+    with torch.no_grad():
+        missing, unexpected = llama.load_state_dict({k: v.detach().clone() for k, v in state.items()}, strict=False)
+    if unexpected or [name for name in missing if "rotary" not in name]:
+        raise ValueError(f"the weight names do not match this transformers version: missing {missing}, unexpected {unexpected}")
+    return llama.eval()
+# builder:end sha256=ed51ff223e67cb3db8dca28cefb1ca7774fecd39cc7e6e8c37c9511651ae62d8
+
+
+# %%
+try:
+    import transformers  # noqa: F401 - Colab ships it; the course's tests always run this comparison
+except ImportError:
+    print("transformers не установлен: сравнение с LlamaForCausalLM пропущено (pip install transformers его включит)")
+else:
+    llama = to_transformers_llama(capstone_models[2])
+    with torch.no_grad():
+        ours_logits, llama_logits = capstone_models[2](decode_prompt), llama(decode_prompt).logits
+    llama_gap = float((llama_logits - ours_logits).abs().max() / ours_logits.abs().max())
+    print(f"LlamaForCausalLM с вашими весами: наибольшая разница логитов {number(llama_gap, '.1e', 'ru')} от наибольшего логита ("
+          f"{number(float(ours_logits.abs().max()), '.1f', 'ru')}); float32 округляет каждую операцию примерно на 6e-8")
+    expect("your model and LlamaForCausalLM give the same logits (to 1e-5 of the largest)", llama_gap, "<", 1e-5)
 
 # %% [markdown]
 # ## За 20 секунд

@@ -2594,7 +2594,7 @@ def make_mask(n, window=None, n_sink=0):
         raise ValueError("n_sink only matters with a window (without one every earlier key is visible); pass window=...")
     require_budget("the additive mask", (n, n))  # float64 entries, refused before anything is allocated
     # Your code here.
-    raise NotImplementedError('Exercise 1: Build the additive mask. Return an (n, n) float array with 0.0 where query i may read key j and -inf where it may not: never a future key; with a window, only keys with i - j < window; with n_sink > 0, the first n_sink keys stay readable (but still never the future).')
+    raise NotImplementedError('Exercise 1: see the instructions above')
 
 
 # %%
@@ -2756,7 +2756,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
                 raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
             scores = biased
     # Your code here.
-    raise NotImplementedError('Exercise 2: Write softmax attention with a sink. The scores, Q K^T / sqrt(d_k) plus the mask, are computed for you with their overflow checks. The sink (already broadcast to [..., T_q, 1]) joins each row\'s softmax as an extra logit whose value vector is zero. Subtract the row max (over tokens AND sink) before exp. A row with no allowed key and no sink raises ValueError when empty_row == "error" and is all zeros for "zero".')
+    raise NotImplementedError('Exercise 2: see the instructions above')
     return (output, weights) if return_weights else output
 
 
@@ -2913,7 +2913,7 @@ def repeat_kv_heads(x, group):
     group = require_int("group", group, minimum=1)
     require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
     # Your code here.
-    raise NotImplementedError('Exercise 3: Repeat the KV heads for grouped-query attention. x holds the KV heads on axis -3; return an array with group times as many heads on that axis, where query head h gets KV head h // group: consecutive query heads share a KV head.')
+    raise NotImplementedError('Exercise 3: see the instructions above')
 
 
 # %%
@@ -3156,7 +3156,7 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
     for name, value in (("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes_per_value", bytes_per_value)):
         require_int(name, value, minimum=1)
     # Your code here.
-    raise NotImplementedError('Exercise 4: Size a KV cache layer by layer. layer_windows has one entry per layer: None for a full-attention layer (it keeps all `context` tokens) or an int window w (it keeps the most recent min(context, w) tokens). Each kept token costs a key and a value per KV head. Return an exact int number of bytes.')
+    raise NotImplementedError('Exercise 4: see the instructions above')
 
 
 # %%
@@ -3359,7 +3359,7 @@ def online_softmax_dot(logit_tiles, value_tiles):
             raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
         tiles.append((logits.astype(float), values.astype(float)))
     # Your code here.
-    raise NotImplementedError('Exercise 5: Stream a softmax-weighted average. For each tile, update the running max m (start at -inf), the rescale factor alpha = exp(m_old - m_new), the running sum l and numerator u as in the formula, and append {"m": m, "alpha": alpha, "l": l, "u": u} to the trace. Return (u / l, trace).')
+    raise NotImplementedError('Exercise 5: see the instructions above')
 
 
 # %%
@@ -3496,7 +3496,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
     tile_size = require_int("tile_size", tile_size, minimum=1)
     _refuse_overflow(Q, K, V)
     # Your code here.
-    raise NotImplementedError('Exercise 6: Plain tiles. For each block of tile_size queries keep per-row m (start -inf), l (start 0) and an accumulator O (zeros, d_v wide). For each block of tile_size keys: compute the score tile Q_b K_c^T / sqrt(d_k), then the online update of the formula above. After the last key block, return O / l for every query block. Never build a T_q x T_k array.')
+    raise NotImplementedError('Exercise 6: see the instructions above')
 
 
 # %%
@@ -3522,7 +3522,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
     tile_size = require_int("tile_size", tile_size, minimum=1)
     _refuse_overflow(Q, K, V)
     # Your code here.
-    raise NotImplementedError('Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. For the query block [q0, q1) visit only key tiles that start at k0 <= q1 - 1 (later ones are entirely in the future); inside a tile that straddles the diagonal, set the scores of keys after the query to -inf before the max. Return (output, tiles_computed), the number of score tiles you computed.')
+    raise NotImplementedError('Exercise 7: see the instructions above')
 
 
 # %%
@@ -3618,7 +3618,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
             first, last = query_start + q0, query_start + q1 - 1  # absolute positions of the block's queries
             k_lo, k_hi = 0, n_k
             # Your code here.
-            raise NotImplementedError('Exercise 8: Offsets and windows. Everything else of tiled attention is written for you: the sink, an additive mask, overflow checks and empty rows. Fill in the two marked places. (1) The key range of a query block whose queries sit at absolute positions first..last (= query_start + q0 .. query_start + q1 - 1): with causal=True no key after last; with a window, no key before first - window + 1. (2) Inside a tile that straddles a boundary, block the future and, with a window, the keys with query_pos - key_pos >= window.')
+            raise NotImplementedError('Exercise 8: see the instructions above')
             m = np.full(q1 - q0, -np.inf if sink is None else sink, dtype=dtype)  # running max per row
             l = np.full(q1 - q0, 0.0 if sink is None else 1.0, dtype=dtype)  # running sum; the sink adds e^(sink - m) = 1
             acc = np.zeros((q1 - q0, d_v), dtype=dtype)  # running numerator A
@@ -3636,7 +3636,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
                 if causal and not (k1 - 1 <= first and (window is None or last - k0 < window)):  # the block straddles a boundary
                     query_pos, key_pos = np.arange(first, last + 1)[:, None], np.arange(k0, k1)[None, :]
                     # Your code here.
-                    raise NotImplementedError('Exercise 8: Offsets and windows. Everything else of tiled attention is written for you: the sink, an additive mask, overflow checks and empty rows. Fill in the two marked places. (1) The key range of a query block whose queries sit at absolute positions first..last (= query_start + q0 .. query_start + q1 - 1): with causal=True no key after last; with a window, no key before first - window + 1. (2) Inside a tile that straddles a boundary, block the future and, with a window, the keys with query_pos - key_pos >= window.')
+                    raise NotImplementedError('Exercise 8: see the instructions above')
                     s[blocked] = -np.inf
                 m_new = np.maximum(m, s.max(axis=1))
                 safe = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing allowed yet: no -inf - -inf

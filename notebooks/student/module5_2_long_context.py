@@ -2364,7 +2364,7 @@ def rolling_window_decode(Q, K, V, window):
     window = require_int("window", window, minimum=1)
     require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     # Your code here.
-    raise NotImplementedError('Exercise 1: Decode token by token with a rolling buffer of `window` slots. Token t first overwrites slot t % window with its key and value (the slot of token t - window, which just left the window), then attends over the filled slots with softmax(k . q / sqrt(d_k)). Return the (T, d_v) outputs and the largest number of keys the buffer ever held. A window longer than the T tokens is valid and never fills: allocate at most T slots.')
+    raise NotImplementedError('Exercise 1: see the instructions above')
 
 
 # %%
@@ -2678,7 +2678,7 @@ def linear_attention_recurrent(Q, K, V):
     phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
     require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     # Your code here.
-    raise NotImplementedError('Exercise 2: Write linear attention as a recurrence. Keep S (d_k, d_v) and z (d_k,), both zero at the start. For each token i: add phi(k_i) v_i^T to S and phi(k_i) to z, then output phi(q_i)^T S / phi(q_i)^T z. Use feature_map for phi. Return (outputs, S, z).')
+    raise NotImplementedError('Exercise 2: see the instructions above')
 
 
 # %%
@@ -3205,7 +3205,7 @@ def parallel_scan(a, b):
         raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
                                  f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     # Your code here.
-    raise NotImplementedError("Exercise 3: Compute every state of h_t = λ_t h_(t-1) + μ_t (h_0 = 0) with a parallel scan; the arrays a and b hold the λ's and the μ's, so a step (λ, μ) is (a[t], b[t]) in the code. In each round, every position merges with the position `shift` places earlier (before the start, use the do-nothing step (1, 0)): (a_prev, b_prev) then (a, b) gives (a_prev * a, a * b_prev + b). Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.")
+    raise NotImplementedError('Exercise 3: see the instructions above')
 
 
 # %%
@@ -3466,7 +3466,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     """
     q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
     # Your code here.
-    raise NotImplementedError("Exercise 4: Attend on the latent cache without expanding it. Move each head's query into latent space (q_nope @ W_uk^T), score it against the latents, ADD the RoPE branch q_rope @ k_rope^T, scale by 1/sqrt(d_nope + d_rope), add the mask and take a stable softmax over the cached tokens. Mix the latents with those weights, then apply W_uv @ W_o per head and sum the heads. Never form latent @ W_uk.")
+    raise NotImplementedError('Exercise 4: see the instructions above')
 
 
 # %%
@@ -3830,7 +3830,7 @@ def kivi_cache(K, V, bits):
     if K.shape != V.shape:
         raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
     # Your code here.
-    raise NotImplementedError("Exercise 5: Quantize a cache with KIVI's axes and read it back. Keys K [T, d] get one scale per channel (the T numbers of a channel share it); values V [T, d] get one scale per token (the d numbers of a token share it). Use this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).")
+    raise NotImplementedError('Exercise 5: see the instructions above')
 
 
 # %%
@@ -3861,7 +3861,7 @@ def selective_step(h, x, delta, a, b, c):
     require_product_in_range("the new state", (bound,), "scale h, x or b down")
     require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
     # Your code here.
-    raise NotImplementedError("Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c: keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).")
+    raise NotImplementedError('Exercise 6: see the instructions above')
 
 
 # %%

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module5_2_long_context.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
-# <!-- builder:end sha256=4e8b36f1d0a8863ccf5b36cd0aa9dada9fc07d3738be138937c9a34f52c41caa -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_2.json`, SHA-256 `00507861f18bf73bfe5092ceee5803b46bf4ef5e4463c8e0df9ab371c3d47fa9`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=f5198751a7c1e6fe99bf076dd2259b520768e7756e65e3bc3f850c9fc190922d -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.
@@ -827,7 +827,7 @@ MESSAGES.update({
     "prediction missing": "{label}: прогноза ещё нет (впишите его выше, запустите ту ячейку, затем эту). Измеренный ответ\xa0— ({measured}): {explanation}",
     "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
-    "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*",
+    "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки\xa0— CC BY-SA 4.0, код\xa0— MIT.*",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
@@ -888,6 +888,159 @@ MESSAGES.update({
     "a result (the input is valid)": "результат (вход допустим)",
     "a tuple {expected}": "кортеж {expected}",
     "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
+    "x of shape (2, 3, 5, 8) float64, positions (0, 1, 4, 9, 30)": "x формы (2, 3, 5, 8) float64, позиции (0, 1, 4, 9, 30)",
+    "RoPE turns each pair in place: keep the shape and the dtype of x": "RoPE поворачивает каждую пару на месте: сохраните форму и dtype x",
+    "pair i = (x[..., 2i], x[..., 2i+1]) turns by positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)": "пара i = (x[..., 2i], x[..., 2i+1]) поворачивается на positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)",
+    "you paired coordinate i with i + d/2 (the halves layout of transformers' Llama); this course rotates neighbours (2i, 2i+1), as the RoFormer paper does": "вы сложили в пару координаты i и i + d/2 (раскладка половинами, как в Llama из transformers); этот курс поворачивает соседей (2i, 2i+1), как в статье RoFormer",
+    "the pairs turn the wrong way: (a, b) -> (a cos + b sin, -a sin + b cos) is a rotation by minus the angle": "пары поворачиваются не в ту сторону: (a, b) -> (a cos + b sin, -a sin + b cos)\xa0— это поворот на минус угол",
+    "the frequency of pair i is base**(-2i/d): the exponent counts coordinates (2i), not pairs (i)": "частота пары i равна base**(-2i/d): показатель считает координаты (2i), а не пары (i)",
+    "the positions argument was ignored (rows were numbered 0, 1, 2, ...): a cached token keeps its absolute position": "аргумент positions проигнорирован (строки пронумерованы 0, 1, 2, ...): токен из кэша сохраняет свою абсолютную позицию",
+    "pair (2i, 2i+1) at position p turns by p * base^(-2i/d)": "пара (2i, 2i+1) на позиции p поворачивается на p * base^(-2i/d)",
+    "the base argument sets the rotation frequencies": "аргумент base задаёт частоты поворота",
+    "position 0 leaves the vector unchanged": "позиция 0 оставляет вектор без изменений",
+    "x of shape (1, 8) at position 0": "x формы (1, 8) на позиции 0",
+    "an angle of 0 is no rotation: cos 0 = 1 and sin 0 = 0": "угол 0\xa0— это отсутствие поворота: cos 0 = 1 и sin 0 = 0",
+    "q . k depends only on the offset between their positions": "q . k зависит только от сдвига между их позициями",
+    "q at m + 3, k at m, m = 0, 5, 40": "q на позиции m + 3, k на позиции m, m = 0, 5, 40",
+    "one score for every m": "одна и та же оценка при любом m",
+    "rotate queries and keys with the same rule; a rotation keeps only the offset": "поворачивайте запросы и ключи по одному правилу; поворот сохраняет только сдвиг",
+    "RMSNorm(5) has a gain weight of 5 ones": "у RMSNorm(5) есть коэффициент weight из 5 единиц",
+    "an nn.Parameter of shape (5,) filled with 1": "nn.Parameter формы (5,), заполненный значением 1",
+    "self.weight = nn.Parameter(torch.ones(d_model)): a learned gain that starts as the identity": "self.weight = nn.Parameter(torch.ones(d_model)): выученный коэффициент, который вначале ничего не меняет",
+    "x (3, 5) float64 with row means 4, -1, 0.5, eps=0.5, weight (1, 2, -1, 0.5, 3)": "x (3, 5) float64 со средними строк 4, -1, 0,5, eps=0,5, weight (1, 2, -1; 0,5; 3)",
+    "output is x / sqrt(mean(x^2) + eps) * weight": "выход равен x / sqrt(mean(x^2) + eps) * weight",
+    "divide each token by the root of its mean square plus eps over the last axis, then multiply by weight": "разделите каждый токен на корень из его среднего квадрата плюс eps по последней оси, затем умножьте на weight",
+    "the mean was subtracted: that is LayerNorm; RMSNorm keeps the mean and only rescales": "вычтено среднее: это LayerNorm; RMSNorm сохраняет среднее и только масштабирует",
+    "eps goes inside the square root: sqrt(mean(x^2) + eps)": "eps стоит под корнем: sqrt(mean(x^2) + eps)",
+    "the gain self.weight was not applied": "коэффициент self.weight не применён",
+    "mean of the squares, not their sum: divide by d": "среднее квадратов, а не их сумма: разделите на d",
+    "the gain receives gradients": "коэффициент получает градиенты",
+    "an output cut off from autograd": "выход, отрезанный от autograd",
+    "no .detach(), .item() or NumPy round trip inside forward": "никаких .detach(), .item() или перехода через NumPy внутри forward",
+    "three bias-free projections w_gate, w_up: 6 -> 10 and w_down: 10 -> 6": "три проекции без смещений: w_gate, w_up: 6 -> 10 и w_down: 10 -> 6",
+    "weights (10, 6), (10, 6), (6, 10), no biases": "веса (10, 6), (10, 6), (6, 10), без смещений",
+    "nn.Linear(d_model, d_ff, bias=False) for w_gate and w_up, nn.Linear(d_ff, d_model, bias=False) for w_down": "nn.Linear(d_model, d_ff, bias=False) для w_gate и w_up, nn.Linear(d_ff, d_model, bias=False) для w_down",
+    "output is w_down(silu(w_gate x) * w_up x)": "выход равен w_down(silu(w_gate x) * w_up x)",
+    "x (2, 3, 6)": "x (2, 3, 6)",
+    "gate = silu(w_gate x) (silu(z) = z sigmoid(z)), multiply by w_up x entry by entry, then w_down": "гейт = silu(w_gate x) (silu(z) = z sigmoid(z)), умножьте поэлементно на w_up x, затем w_down",
+    "silu went on the w_up branch: the gate is silu(w_gate x), w_up x stays linear": "silu попал на ветку w_up: гейт\xa0— это silu(w_gate x), а w_up x остаётся линейным",
+    "GELU is GPT-2's activation; SwiGLU gates with SiLU (Swish): z * sigmoid(z)": "GELU\xa0— активация GPT-2; SwiGLU гейтирует через SiLU (Swish): z * sigmoid(z)",
+    "sigmoid alone is the GLU gate; SwiGLU uses silu(z) = z * sigmoid(z)": "одна сигмоида\xa0— это гейт GLU; SwiGLU использует silu(z) = z * sigmoid(z)",
+    "the w_up branch is missing: the gate multiplies w_up x": "нет ветки w_up: гейт умножается на w_up x",
+    "CapstoneAttention(config): d_model 16, 4 query heads, 2 K/V heads, head_dim 4, rope_base 100": "CapstoneAttention(config): d_model 16, 4 головы запросов, 2 KV-головы, head_dim 4, rope_base 100",
+    "w_q, w_o: 16 -> 16 and w_k, w_v: 16 -> 8, no biases": "w_q, w_o: 16 -> 16 и w_k, w_v: 16 -> 8, без смещений",
+    "weights (16, 16), (8, 16), (8, 16), (16, 16)": "веса (16, 16), (8, 16), (8, 16), (16, 16)",
+    "K and V have n_kv_heads * head_dim outputs; use bias=False": "у K и V по n_kv_heads * head_dim выходов; используйте bias=False",
+    "qkv gives q (B, 4, T, 4) and k, v (B, 2, T, 4), RoPE on q and k only": "qkv даёт q (B, 4, T, 4) и k, v (B, 2, T, 4), RoPE только на q и k",
+    "x (2, 7, 16)": "x (2, 7, 16)",
+    "head h of token t holds features h*head_dim .. (h+1)*head_dim - 1 of the projection (split_heads), with apply_rope(q or k, positions, rope_base); v is not rotated": "голова h токена t хранит признаки h*head_dim .. (h+1)*head_dim - 1 проекции (split_heads), с apply_rope(q или k, positions, rope_base); v не поворачивается",
+    "v was rotated: RoPE turns queries and keys, whose dot product carries the position; the values stay as they are": "v повёрнут: RoPE поворачивает запросы и ключи, чьё скалярное произведение несёт позицию; значения остаются как есть",
+    "k was not rotated: both q and k turn, so that their dot product depends on the offset": "k не повёрнут: поворачиваются и q, и k, чтобы их скалярное произведение зависело от сдвига",
+    "merge puts the heads side by side, then applies w_o": "merge ставит головы рядом, затем применяет w_o",
+    "out (2, 4, 7, 4)": "out (2, 4, 7, 4)",
+    "forward is causal RoPE attention, query head h reading K/V head h // 2": "forward\xa0— каузальное внимание с RoPE, где голова запросов h читает KV-голову h // 2",
+    "x (2, 7, 16), positions 0..6, no cache": "x (2, 7, 16), позиции 0..6, без кэша",
+    "q, k, v = self.qkv(...); repeat each K/V head for its group (repeat_kv_heads), mask with causal_allowed, attend, merge": "q, k, v = self.qkv(...); повторите каждую KV-голову для её группы (repeat_kv_heads), замаскируйте через causal_allowed, примените внимание, склейте",
+    "the K/V heads were tiled (kv0, kv1, kv0, kv1): consecutive query heads share one K/V head, so repeat_interleave": "KV-головы уложены чередованием (kv0, kv1, kv0, kv1): соседние головы запросов делят одну KV-голову, поэтому repeat_interleave",
+    "cached calls append at their own first position": "вызовы с кэшем добавляют с собственной первой позиции",
+    "x split 4 + 3 tokens, positions 0..3 then 4..6": "x разбит на 4 + 3 токена, позиции 0..3, затем 4..6",
+    "pass int(positions[0]) as the start of the appended keys": "передайте int(positions[0]) как начало добавляемых ключей",
+    "with a cache, later queries read every cached key at their absolute positions": "с кэшем поздние запросы читают все ключи из кэша на своих абсолютных позициях",
+    "append (k, v) to the cache, attend over all it returns, and mask with causal_allowed(T, T_k, query_offset=T_k - T)": "добавьте (k, v) в кэш, примените внимание ко всему, что он вернёт, и маскируйте через causal_allowed(T, T_k, query_offset=T_k - T)",
+    "the mask of the cached queries is top-left aligned (is_causal=True's rule): query r sits at position query_offset + r, so pass query_offset=T_k - T_q to causal_allowed": "маска запросов из кэша выровнена по левому верхнему углу (правило is_causal=True): запрос r стоит на позиции query_offset + r, поэтому передайте query_offset=T_k - T_q в causal_allowed",
+    "CapstoneLM(config): vocab 11, d_model 16, 2 layers, 4 query heads, 2 K/V heads, d_ff 24": "CapstoneLM(config): vocab 11, d_model 16, 2 слоя, 4 головы запросов, 2 KV-головы, d_ff 24",
+    "the model holds embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm and head": "модель хранит embed, blocks.i.{attn_norm, attn, ffn_norm, ffn}, norm и head",
+    "these weights and no others": "эти веса и никаких других",
+    "nn.Embedding, an nn.ModuleList of CapstoneBlock, RMSNorm and a bias-free nn.Linear head": "nn.Embedding, nn.ModuleList из CapstoneBlock, RMSNorm и выходная голова nn.Linear без смещения",
+    "logits = head(norm(blocks(embed(tokens)))) with pre-norm residual blocks": "логиты = head(norm(blocks(embed(tokens)))) с остаточными блоками pre-norm",
+    "x = x + attn(attn_norm(x), positions, cache), then x = x + ffn(ffn_norm(x)); after the blocks, norm, then head": "x = x + attn(attn_norm(x), positions, cache), затем x = x + ffn(ffn_norm(x)); после блоков norm, затем head",
+    "post-norm: normalise each sublayer's input, not the residual sum": "post-norm: нормируйте вход каждого подслоя, а не остаточную сумму",
+    "the final norm is missing: head(norm(x))": "нет финальной нормировки: head(norm(x))",
+    "fed 5 tokens, then 1 at a time through a cache, the logits are those of one full pass": "если подать 5 токенов, а затем по 1 через кэш, логиты совпадают с логитами одного полного прохода",
+    "tokens (2, 8) as 5 + 1 + 1 + 1": "tokens (2, 8) как 5 + 1 + 1 + 1",
+    "positions continue from cache.length, and each block gets cache.layers[i]": "позиции продолжаются с cache.length, и каждый блок получает cache.layers[i]",
+    "an embedding + linear model on 2 rows of 4 tokens, 4 positions scored, SGD lr 0.1, stale gradients of 5 left in": "модель «эмбеддинг + линейный слой» на 2 строках по 4 токена, 4 отмеченные позиции, SGD lr 0,1, оставлены устаревшие градиенты, равные 5",
+    "the step returns the cross-entropy over the scored positions as a float": "шаг возвращает кросс-энтропию по отмеченным позициям как float",
+    "return loss.item(): a float, not the tensor with its whole graph": "верните loss.item(): число float, а не тензор со всем его графом",
+    "F.cross_entropy(logits[scored], targets[scored]): score only the positions the mask marks": "F.cross_entropy(logits[scored], targets[scored]): учитывайте только позиции, отмеченные маской",
+    "every position was scored: index the logits and targets with the scored mask first": "учтены все позиции: сначала выберите логиты и цели маской scored",
+    "the weights move by exactly one optimizer step on this loss": "веса сдвигаются ровно на один шаг оптимизатора по этой потере",
+    "optimizer.zero_grad(), loss.backward(), optimizer.step(), in that order": "optimizer.zero_grad(), loss.backward(), optimizer.step(), именно в таком порядке",
+    "the stale gradients were kept: call optimizer.zero_grad() before loss.backward()": "устаревшие градиенты сохранились: вызовите optimizer.zero_grad() перед loss.backward()",
+    "append logits[:, -1].argmax(-1) each step; ": "на каждом шаге дописывайте logits[:, -1].argmax(-1); ",
+    "through the cache: feed the prompt once, then only the newest token, and let the model read the rest from the cache": "через кэш: подайте промпт один раз, затем только самый новый токен, а остальное модель прочитает из кэша",
+    "without a cache, feed the whole sequence every step": "без кэша подавайте всю последовательность на каждом шаге",
+    "with a cache each step feeds only the newest token": "с кэшем каждый шаг подаёт только самый новый токен",
+    "without a cache each step feeds the whole sequence": "без кэша каждый шаг подаёт всю последовательность",
+    "the prompt goes in once; after that one token per step (its keys join the cache)": "промпт подаётся один раз; после этого по одному токену на шаг (его ключи добавляются в кэш)",
+    "cache=False is the baseline: the whole sequence every step, no KVCache": "cache=False\xa0— базовый вариант: вся последовательность на каждом шаге, без KVCache",
+    "n_new=0 returns the prompt": "n_new=0 возвращает промпт",
+    "prompt (2, 3), n_new=0": "prompt (2, 3), n_new=0",
+    "a loop of zero steps returns the prompt unchanged": "цикл из нуля шагов возвращает промпт без изменений",
+    "rows of k distinct tokens written twice, k from k_min to k_max": "строки из k различных токенов, записанных дважды, k от k_min до k_max",
+    "induction_batch(200, generator seeded 3, vocab=16, k_min=3, k_max=9)": "induction_batch(200, генератор с зерном 3, vocab=16, k_min=3, k_max=9)",
+    "a tuple (inputs, targets, scored)": "кортеж (inputs, targets, scored)",
+    "return inputs, targets and the scored mask together": "верните inputs, targets и маску scored вместе",
+    "three tensors of shape (200, 17), scored of dtype bool": "три тензора формы (200, 17), scored с dtype bool",
+    "sequences of 2 k_max tokens; inputs drop the last, targets the first": "последовательности из 2 k_max токенов; в inputs нет последнего, в targets\xa0— первого",
+    "targets are the inputs shifted by one": "targets\xa0— это inputs, сдвинутые на одну позицию",
+    "targets[:, t] == inputs[:, t + 1]": "targets[:, t] == inputs[:, t + 1]",
+    "slice one sequence twice: inputs = seq[:, :-1], targets = seq[:, 1:]": "разрежьте одну последовательность дважды: inputs = seq[:, :-1], targets = seq[:, 1:]",
+    "k distinct tokens, then the same k again": "k различных токенов, затем те же k ещё раз",
+    "draw k distinct tokens (torch.randperm(vocab)[:k]) and write them twice; score the repeat's 2nd..k-th targets": "выберите k различных токенов (torch.randperm(vocab)[:k]) и запишите их дважды; отмечайте цели повтора со 2-й по k-ю",
+    "scored marks exactly the targets an induction head can find": "scored отмечает ровно те цели, которые может найти индукционная голова",
+    "targets k+1 .. 2k-1 of each row (input positions k .. 2k-2)": "цели k+1 .. 2k-1 каждой строки (позиции входа k .. 2k-2)",
+    "another set of positions": "другой набор позиций",
+    "the first token of the repeat cannot be predicted (nothing says where the repeat starts); the filler neither": "первый токен повтора предсказать нельзя (ничто не говорит, где начинается повтор); заполнение\xa0— тоже",
+    "k is drawn for each row": "k выбирается для каждой строки",
+    "several lengths among 200 rows": "несколько разных длин среди 200 строк",
+    "draw k for each row, not once for the batch": "выбирайте k для каждой строки, а не один раз на батч",
+    "the generator alone decides the batch": "батч определяется только генератором",
+    "the same batch from the same seed": "тот же батч при том же зерне",
+    "draw every random number from the generator argument, not from torch's global state": "берите каждое случайное число из аргумента generator, а не из глобального состояния torch",
+    "steps=10, seed=4, batch=6, lr=0.5, warmup=4, a step that records the optimizer, its lr and the batch": "steps=10, seed=4, batch=6, lr=0,5, warmup=4, шаг, который записывает оптимизатор, его lr и батч",
+    "the step runs once per step and the losses are what it returned": "step вызывается один раз за шаг, а потери\xa0— то, что он вернул",
+    "the floats 1, 2, ..., 10": "числа float 1, 2, ..., 10",
+    "call step(model, optimizer, inputs, targets, scored) once per step and collect what it returns": "вызывайте step(model, optimizer, inputs, targets, scored) один раз за шаг и собирайте то, что он возвращает",
+    "one AdamW optimizer without weight decay for the whole run": "один оптимизатор AdamW без weight decay на весь запуск",
+    "torch.optim.AdamW(..., weight_decay=0), made once": "torch.optim.AdamW(..., weight_decay=0), созданный один раз",
+    "AdamW's default weight_decay is 0.01: pass weight_decay=0, and build the optimizer before the loop": "по умолчанию у AdamW weight_decay равен 0,01: передайте weight_decay=0 и создайте оптимизатор до цикла",
+    "at step t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), set before the step (LambdaLR, then schedule.step() after)": "на шаге t = 0, 1, ...: lr * min(1, (t + 1) / warmup) * (1 - t / steps), заданный до шага (LambdaLR, затем schedule.step() после)",
+    "the warm-up is missing: the rate rises linearly over the first `warmup` steps": "нет разогрева: скорость растёт линейно на первых `warmup` шагах",
+    "the rate rises over warmup steps, then falls linearly towards 0": "скорость растёт в течение warmup шагов, затем линейно падает к 0",
+    "every step gets a fresh batch of `batch` rows": "каждый шаг получает новый батч из `batch` строк",
+    "10 different batches of shape (6, 23)": "10 разных батчей формы (6, 23)",
+    "draw induction_batch(batch, generator, ...) inside the loop, from one generator made before it": "вызывайте induction_batch(batch, generator, ...) внутри цикла, с одним генератором, созданным до него",
+    "the seed alone decides the batches": "батчи определяются только зерном",
+    "the same 10 batches from seed 4 twice": "те же 10 батчей дважды при зерне 4",
+    "use torch.Generator().manual_seed(seed + 1), made once": "используйте torch.Generator().manual_seed(seed + 1), созданный один раз",
+    "the model trains in training mode": "модель обучается в режиме обучения",
+    "model.training True in every step": "model.training равно True на каждом шаге",
+    "call model.train() before the loop (and model.eval() after it)": "вызовите model.train() до цикла (и model.eval() после него)",
+    "accuracy counts the scored positions only": "точность считается только по отмеченным позициям",
+    "a model right at odd positions of the repeat only, batch=64, seed=5": "модель, правая только на нечётных позициях повтора, batch=64, seed=5",
+    "a score of the model's own predictions": "оценка собственных предсказаний модели",
+    "call the model on a fresh induction batch and compare its argmax with the targets": "вызовите модель на новом батче задачи индукции и сравните её argmax с целями",
+    "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count": "(argmax логитов == targets)[scored].float().mean(): первая половина и заполнение не считаются",
+    "a {x.dtype} tensor of shape {tuple(x.shape)}": "тензор {x.dtype} формы {tuple(x.shape)}",
+    "scores {[round(s, 6) for s in scores]}": "оценки {[round(s, 6) for s in scores]}",
+    "weights {shapes}, biases {[getattr(l, 'bias', None) is not None for l in layers]}": "веса {shapes}, смещения {[getattr(l, 'bias', None) is not None for l in layers]}",
+    "merge_heads(out), then self.w_o": "merge_heads(out), затем self.w_o",
+    "missing {sorted(want_names - names)[:4]}, extra {sorted(names - want_names)[:4]}": "не хватает {sorted(want_names - names)[:4]}, лишние {sorted(names - want_names)[:4]}",
+    "tokens (2, 8)": "токены (2, 8)",
+    "a Python float": "число Python типа float",
+    "greedy decoding with cache={cache} gives the model's tokens": "жадное декодирование с cache={cache} даёт токены модели",
+    "a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}": "модель, у которой следующий токен равен (3 * сумма прошлых + длина) mod 11, промпт (2, 3), 6 новых токенов, cache={cache}",
+    "tokens fed per call {fed}": "токенов за вызов: {fed}",
+    "{shapes}, scored {getattr(scored, 'dtype', '')}": "{shapes}, маска оцениваемых позиций типа {getattr(scored, 'dtype', '')}",
+    "they differ": "они различаются",
+    "{row.tolist()} with {k - 1} scored positions": "{row.tolist()}, оцениваемых позиций: {k - 1}",
+    "lengths {sorted(set(lengths.tolist()))}": "длины {sorted(set(lengths.tolist()))}",
+    "a different batch": "другой пакет",
+    "shapes {[tuple(b.shape) for b in batches[:3]]} ...": "формы {[tuple(b.shape) for b in batches[:3]]} ...",
+    "different batches": "разные пакеты",
+    "{got!r}, without calling the model": "{got!r}, без вызова модели",
+    "{want:.4f} as a float": "{want:.4f} как число float",
     "a sequence of probabilities": "последовательность вероятностей",
     "return a list of floats, one per token": "верните список чисел float, по одному на токен",
     ": one probability per token": ": по одной вероятности на токен",
@@ -3002,7 +3155,7 @@ def rolling_window_decode(Q, K, V, window):
     window = require_int("window", window, minimum=1)
     require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала перезаписывает своим ключом и значением ячейку t % window (ячейку токена t - window, который только что покинул окно), затем применяет внимание к заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните выходы формы (T, d_v) и наибольшее число ключей, которое когда-либо было в буфере. Окно длиннее T токенов допустимо и никогда не заполняется: выделяйте не больше T ячеек.')
+    raise NotImplementedError('Exercise 1: инструкции выше')
 
 
 # %%
@@ -3321,7 +3474,7 @@ def linear_attention_recurrent(Q, K, V):
     phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
     require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба нулевые. Для каждого токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (outputs, S, z).')
+    raise NotImplementedError('Exercise 2: инструкции выше')
 
 
 # %%
@@ -3856,7 +4009,7 @@ def parallel_scan(a, b):
         raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
                                  f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 3: Вычислите все состояния h_t = λ_t h_(t-1) + μ_t (h_0 = 0) параллельным сканированием; массивы a и b хранят λ и μ, так что шаг (λ, μ)\xa0— это (a[t], b[t]) в коде. В каждом раунде каждая позиция сливается с позицией, стоящей на `shift` мест раньше (до начала используйте шаг, который ничего не делает, (1, 0)): (a_prev, b_prev), затем (a, b) дают (a_prev * a, a * b_prev + b). Удваивайте `shift` каждый раунд, пока он не достигнет T. Верните (states, rounds). Не изменяйте a и b.')
+    raise NotImplementedError('Exercise 3: инструкции выше')
 
 
 # %%
@@ -4124,7 +4277,7 @@ def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
     """
     q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask = _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 4: Вычислите внимание по латентному кэшу, не разворачивая его. Переведите запрос каждой головы в латентное пространство (q_nope @ W_uk^T), вычислите его оценки относительно латентных векторов, ПРИБАВЬТЕ RoPE-ветвь q_rope @ k_rope^T, умножьте на 1/sqrt(d_nope + d_rope), прибавьте маску и возьмите устойчивый softmax по закэшированным токенам. Смешайте латентные векторы с этими весами, затем примените W_uv @ W_o для каждой головы и сложите головы. Никогда не вычисляйте latent @ W_uk.')
+    raise NotImplementedError('Exercise 4: инструкции выше')
 
 
 # %%
@@ -4497,7 +4650,7 @@ def kivi_cache(K, V, bits):
     if K.shape != V.shape:
         raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 5: Квантуйте кэш по осям KIVI и прочитайте его обратно. Ключи K [T, d] получают по одному масштабу на канал (его делят T чисел канала); значения V [T, d] получают по одному масштабу на токен (его делят d чисел токена). Используйте quantize(x, bits, shared_axis) и dequantize из этого раздела. Верните (K_hat, V_hat).')
+    raise NotImplementedError('Exercise 5: инструкции выше')
 
 
 # %%
@@ -4529,7 +4682,7 @@ def selective_step(h, x, delta, a, b, c):
     require_product_in_range("the new state", (bound,), "scale h, x or b down")
     require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого токена delta > 0, скорость затухания a < 0 и множители записи и чтения b и c: keep = e^(delta a), write = (keep - 1) / a * b, затем h_new = keep * h + write * x и y = c * h_new. Верните (h_new, y).')
+    raise NotImplementedError('Exercise 6: инструкции выше')
 
 
 # %%
