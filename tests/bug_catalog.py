@@ -110,6 +110,28 @@ def _dense_plain_tiled_attention(nb):
     return tiled_attention_plain
 
 
+def _dense_causal_with_paper_count(prefix_only):
+    """A 'causal tiled' attention that is dense causal attention plus the tile count worked out on paper.
+
+    ``prefix_only`` slices the keys to the first T_q (so it never touches unwritten slots) before the dense softmax.
+    """
+
+    def build(nb):
+        np, math = nb["np"], nb["math"]
+
+        def causal_tiled_attention(Q, K, V, *, tile_size=128):
+            n = len(Q)
+            blocks = -(-n // tile_size)
+            K, V = (K[:n], V[:n]) if prefix_only else (K, V)
+            scores = np.where(np.tri(n, len(K), dtype=bool), Q @ K.T / math.sqrt(Q.shape[1]), -np.inf)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            return (weights / weights.sum(axis=1, keepdims=True)) @ V, blocks * (blocks + 1) // 2
+
+        return causal_tiled_attention
+
+    return build
+
+
 def _class_mutant(name, *edits):
     """A notebook class rebuilt from its source text with (old, new) edits: inspect.getsource cannot see these classes."""
 
@@ -367,6 +389,8 @@ MODULE5 = [
         SINK, "empty_row='zero'",
         edit("weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)", "weights = exp_scores / denominator"),
         hint="NaN"),
+    Bug("sdpa-empty-row-message-without-the-way-out", "module5_1", "sdpa", "raises on an empty row with a message that does not name empty_row='zero'",
+        SINK, "names the way out", edit("fix the mask, or pass empty_row='zero' to return zeros for them", "fix the mask")),
     # Exercise 3: repeat_kv_heads
     Bug("kv-repeat-tiles", "module5_1", "repeat_kv_heads", "tiles the KV heads with np.concatenate([x] * group) instead of repeating them",
         KV_REPEAT, "repeat, not tile", edit("return np.repeat(x, group, axis=-3)", "return np.concatenate([x] * group, axis=-3)")),
@@ -397,11 +421,18 @@ MODULE5 = [
         PLAIN_TILES, "never holds a T_q x T_k score matrix", written=_dense_plain_tiled_attention),
     # Exercise 7: causal_tiled_attention
     Bug("causal-tiles-visits-future-tiles", "module5_1", "causal_tiled_attention", "computes every key tile, even those entirely in the future",
-        CAUSAL_TILES, "only the key tiles on or below", edit("range(0, min(n_k, q1), tile_size)", "range(0, n_k, tile_size)")),
+        CAUSAL_TILES, "only the key tiles on or below",
+        (("range(0, q1, tile_size)", "range(0, len(K), tile_size)"), ("k1 = min(k0 + tile_size, q1)", "k1 = min(k0 + tile_size, len(K))"))),
+    Bug("causal-tiles-dense-with-paper-count", "module5_1", "causal_tiled_attention",
+        "returns dense causal attention and the tile count b (b + 1) / 2 worked out on paper", CAUSAL_TILES,
+        "no key tile above the block diagonal is read", written=_dense_causal_with_paper_count(False), hint="0 x NaN"),
+    Bug("causal-tiles-dense-prefix-with-paper-count", "module5_1", "causal_tiled_attention",
+        "slices the keys to the written prefix, then returns dense causal attention and the tile count worked out on paper",
+        CAUSAL_TILES, "never holds a T_q x T_k score matrix", written=_dense_causal_with_paper_count(True)),
     Bug("causal-tiles-diagonal-unmasked", "module5_1", "causal_tiled_attention", "skips the future tiles but forgets to mask inside the diagonal tile",
         CAUSAL_TILES, "causal tiled output equals dense causal", edit("if k1 - 1 > q0:", "if False:"), hint="diagonal"),
     Bug("causal-tiles-skips-diagonal-tile", "module5_1", "causal_tiled_attention", "stops before the diagonal tile (k0 < q0 instead of k0 <= q1 - 1)",
-        CAUSAL_TILES, "causal tiled output equals dense causal", edit("range(0, min(n_k, q1), tile_size)", "range(0, min(n_k, q0), tile_size)")),
+        CAUSAL_TILES, "causal tiled output equals dense causal", edit("range(0, q1, tile_size)", "range(0, q0, tile_size)")),
     # Exercise 8: tiled_attention
     Bug("tiled-no-alpha-rescale", "module5_1", "tiled_attention", "forgets to rescale the accumulator when a tile raises the row max",
         TILED, "any tile size", edit("acc *= alpha[:, None]", "pass"), hint="alpha"),

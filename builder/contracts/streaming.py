@@ -142,10 +142,13 @@ def check_plain_tiled_contract(tiled_attention_plain):
 def check_causal_tiled_contract(causal_tiled_attention):
     """Judge ``causal_tiled_attention(Q, K, V, *, tile_size) -> (output, tiles_computed)``.
 
-    Query i reads keys 0..i. The output must equal dense causal attention, and exactly the key tiles
-    that hold at least one allowed key may be computed: those on or below the block diagonal.
+    Query i reads keys 0..i. The output must equal dense causal attention; the tiles skipped are judged by
+    what the code read, not by the count it reports: keys after the last query are unwritten cache slots
+    holding NaN, which any tile above the diagonal (or dense attention, 0 x NaN = NaN) turns into NaN; and
+    the peak memory of a long input stays below one T x T score matrix.
     """
     import math
+    import tracemalloc
 
     import numpy as np
 
@@ -159,6 +162,11 @@ def check_causal_tiled_contract(causal_tiled_attention):
         starts = range(0, n, tile)
         return sum(1 for q0 in starts for k0 in starts if k0 <= min(q0 + tile, n) - 1)
 
+    def run(where, *args, prop="causal tiles run", hint="nothing here is invalid", **kwargs):
+        return contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
+            prop, where, hint, causal_tiled_attention, *args, **kwargs,
+        ), ("output", "tiles_computed"))
+
     gen = np.random.default_rng(707)
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
@@ -166,9 +174,7 @@ def check_causal_tiled_contract(causal_tiled_attention):
     worst = 0.0
     for tile in (1, 3, 4, 64):
         where = f"{case}, tile_size={tile}"
-        output, tiles = contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
-            "causal tiles run", where, "nothing here is invalid", causal_tiled_attention, Q, K, V, tile_size=tile,
-        ), ("output", "tiles_computed"))
+        output, tiles = run(where, Q, K, V, tile_size=tile)
         worst = max(worst, contract_close(
             "causal tiled output equals dense causal attention: query i reads keys 0..i", where, output, dense_causal(Q, K, V),
             "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key",
@@ -179,7 +185,29 @@ def check_causal_tiled_contract(causal_tiled_attention):
             f"{expected} score tiles", f"{tiles} score tiles",
             "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future",
         )
-    return {"max_error": worst, "tiles_2048_128": needed(2048, 128)}
+    unwritten = np.full((8, 4), np.nan)  # a preallocated cache: slots 8..15 not written yet
+    K_cache, V_cache = np.concatenate([K[:8], unwritten]), np.concatenate([V[:8], unwritten[:, :3]])
+    where = "Q [8 tokens, d_k=4], K and V [16 slots] whose slots 8..15 are unwritten (NaN), tile_size=4"
+    prop = "no key tile above the block diagonal is read (its keys lie in the future)"
+    hint = ("the future tiles were computed: dense attention, or a loop over every key tile, multiplies their NaN values by weight 0 "
+            "(0 x NaN = NaN); visit key tiles k0 <= q1 - 1 only, and count the tiles you computed, not a formula")
+    output, _ = run(where, Q[:8], K_cache, V_cache, tile_size=4, prop=prop, hint=hint)
+    contract_close(prop, where, output, dense_causal(Q[:8], K[:8], V[:8]), hint)
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    where = f"{big} tokens, d=8, tile_size=32"
+    tracemalloc.start()
+    try:
+        run(where, Qb, Kb, Vb, tile_size=32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "causal tiled attention never holds a T_q x T_k score matrix", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "a dense causal softmax over the keys read is not tiling: compute one (query block, key block) tile at a time",
+    )
+    return {"max_error": worst, "tiles_2048_128": needed(2048, 128), "unwritten_slots": "never read", "memory": "PASS"}
 
 
 def check_tiled_attention_contract(tiled_attention):

@@ -1114,7 +1114,10 @@ MESSAGES.update({
     "large scores and a large sink stay finite": "большие оценки и большой сток остаются конечными",
     ", Q and K scaled by 40, sink=900": ", Q и K умножены на 40, sink=900",
     "subtract the row maximum over the tokens AND the sink before exp, or exp overflows to inf and NaN": "вычитайте максимум строки по токенам И стоку до exp, иначе exp переполнится до inf и NaN",
+    "the ValueError of a fully masked row names the way out, empty_row='zero'": "ValueError для полностью замаскированной строки называет выход: empty_row='zero'",
     ", row 2 fully masked": ", строка 2 полностью замаскирована",
+    "a message containing empty_row='zero'": "сообщение, в котором есть empty_row='zero'",
+    "say how to go on in the message: '... or pass empty_row='zero' to return zeros for them'": "скажите в сообщении, как быть дальше: '... or pass empty_row='zero' to return zeros for them'",
     "softmax over a row of -inf is 0/0 = NaN; detect rows with no allowed key before it": "softmax по строке из -inf\xa0— это 0/0 = NaN; находите строки без разрешённого ключа до него",
     "empty_row='zero' gives an exact zero row": "empty_row='zero' даёт точно нулевую строку",
     "NaN on a fully masked row: use a safe max of 0 for empty rows and divide only where the sum > 0": "NaN в полностью замаскированной строке: для пустых строк берите безопасный максимум 0 и делите только там, где сумма > 0",
@@ -1208,12 +1211,17 @@ MESSAGES.update({
     "a long input runs": "длинный вход обрабатывается",
     "plain tiled attention never holds a T_q x T_k score matrix": "простое внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute one (query block, key block) score tile at a time; keep only m, l and the accumulator per query block": "вычисляйте по одному тайлу оценок (блок запросов, блок ключей) за раз; храните только m, l и накопитель на блок запросов",
-    "Q, K [11 tokens, d_k=4], V [11, 3], float64": "Q, K [11 токенов, d_k=4], V [11, 3], float64",
     "causal tiles give (output, tiles_computed)": "каузальные тайлы дают (output, tiles_computed)",
+    "Q, K [11 tokens, d_k=4], V [11, 3], float64": "Q, K [11 токенов, d_k=4], V [11, 3], float64",
     "causal tiled output equals dense causal attention: query i reads keys 0..i": "каузальный выход по тайлам равен плотному каузальному вниманию: запрос i читает ключи 0..i",
     "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key": "внутри диагонального тайла закрывайте key > query значением -inf до максимума; никогда не пропускайте тайл, где есть разрешённый ключ",
     "only the key tiles on or below the block diagonal are computed": "вычисляются только тайлы ключей на блочной диагонали или под ней",
     "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future": "для блока запросов [q0, q1) обходите только тайлы ключей, начинающиеся с k0 <= q1 - 1; более поздние тайлы целиком в будущем",
+    "Q [8 tokens, d_k=4], K and V [16 slots] whose slots 8..15 are unwritten (NaN), tile_size=4": "Q [8 токенов, d_k=4], K и V [16 ячеек], ячейки 8..15 ещё не записаны (NaN), tile_size=4",
+    "no key tile above the block diagonal is read (its keys lie in the future)": "ни один тайл ключей над блочной диагональю не читается (его ключи лежат в будущем)",
+    "the future tiles were computed: dense attention, or a loop over every key tile, multiplies their NaN values by weight 0 (0 x NaN = NaN); visit key tiles k0 <= q1 - 1 only, and count the tiles you computed, not a formula": "тайлы будущего были вычислены: плотное внимание или цикл по всем тайлам ключей умножает их значения NaN на вес 0 (0 x NaN = NaN); обходите только тайлы ключей с k0 <= q1 - 1 и считайте вычисленные тайлы, а не формулу",
+    "causal tiled attention never holds a T_q x T_k score matrix": "каузальное внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
+    "a dense causal softmax over the keys read is not tiling: compute one (query block, key block) tile at a time": "плотный каузальный softmax по прочитанным ключам — это не тайлинг: вычисляйте по одному тайлу (блок запросов, блок ключей) за раз",
     "tiled output equals dense softmax attention for any tile size": "выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
     "rescale the accumulator and the running sum by alpha = exp(m_old - m_new) when a tile raises the row max": "пересчитывайте накопитель и текущую сумму на alpha = exp(m_old - m_new), когда тайл поднимает максимум строки",
     "tiles with no allowed key are skipped without NaN": "тайлы без разрешённого ключа пропускаются без NaN",
@@ -1775,8 +1783,12 @@ def check_sink_attention_contract(sdpa):
     empty[2] = -np.inf
     try:
         sdpa(Q, K, V, empty)
-    except ValueError:
-        pass
+    except ValueError as exc:
+        contract_assert(
+            "empty_row='zero'" in str(exc), "the ValueError of a fully masked row names the way out, empty_row='zero'",
+            case + ", row 2 fully masked", "a message containing empty_row='zero'", repr(str(exc))[:120],
+            "say how to go on in the message: '... or pass empty_row='zero' to return zeros for them'",
+        )
     else:
         raise ContractViolation(
             "a fully masked row raises ValueError by default", case + ", row 2 fully masked", "ValueError",
@@ -1798,7 +1810,7 @@ def check_sink_attention_contract(sdpa):
     contract_close(prop, only_case, only_sink, np.zeros((H, T, dv)), hint, atol=0, rtol=0)
     contract_close(prop, only_case, only_sink_w, np.zeros((H, T, T)), hint, atol=0, rtol=0)
     return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}
-# builder:end sha256=8b5d6f28b08c5f3dfa5f3bbe88eca887cb25391886b1a4de9b9fd49ca165f335
+# builder:end sha256=3143e64dcffd3b6cc1e46f5b3ff960fb275a203ca824da54b44dffda0265423a
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
     """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
@@ -2023,10 +2035,13 @@ def check_plain_tiled_contract(tiled_attention_plain):
 def check_causal_tiled_contract(causal_tiled_attention):
     """Judge ``causal_tiled_attention(Q, K, V, *, tile_size) -> (output, tiles_computed)``.
 
-    Query i reads keys 0..i. The output must equal dense causal attention, and exactly the key tiles
-    that hold at least one allowed key may be computed: those on or below the block diagonal.
+    Query i reads keys 0..i. The output must equal dense causal attention; the tiles skipped are judged by
+    what the code read, not by the count it reports: keys after the last query are unwritten cache slots
+    holding NaN, which any tile above the diagonal (or dense attention, 0 x NaN = NaN) turns into NaN; and
+    the peak memory of a long input stays below one T x T score matrix.
     """
     import math
+    import tracemalloc
 
     import numpy as np
 
@@ -2040,6 +2055,11 @@ def check_causal_tiled_contract(causal_tiled_attention):
         starts = range(0, n, tile)
         return sum(1 for q0 in starts for k0 in starts if k0 <= min(q0 + tile, n) - 1)
 
+    def run(where, *args, prop="causal tiles run", hint="nothing here is invalid", **kwargs):
+        return contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
+            prop, where, hint, causal_tiled_attention, *args, **kwargs,
+        ), ("output", "tiles_computed"))
+
     gen = np.random.default_rng(707)
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
@@ -2047,9 +2067,7 @@ def check_causal_tiled_contract(causal_tiled_attention):
     worst = 0.0
     for tile in (1, 3, 4, 64):
         where = f"{case}, tile_size={tile}"
-        output, tiles = contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
-            "causal tiles run", where, "nothing here is invalid", causal_tiled_attention, Q, K, V, tile_size=tile,
-        ), ("output", "tiles_computed"))
+        output, tiles = run(where, Q, K, V, tile_size=tile)
         worst = max(worst, contract_close(
             "causal tiled output equals dense causal attention: query i reads keys 0..i", where, output, dense_causal(Q, K, V),
             "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key",
@@ -2060,8 +2078,30 @@ def check_causal_tiled_contract(causal_tiled_attention):
             f"{expected} score tiles", f"{tiles} score tiles",
             "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future",
         )
-    return {"max_error": worst, "tiles_2048_128": needed(2048, 128)}
-# builder:end sha256=1ca959502128d4336a9e37657cb24aabe13ba9de2eaa8717cbda40807f6841ad
+    unwritten = np.full((8, 4), np.nan)  # a preallocated cache: slots 8..15 not written yet
+    K_cache, V_cache = np.concatenate([K[:8], unwritten]), np.concatenate([V[:8], unwritten[:, :3]])
+    where = "Q [8 tokens, d_k=4], K and V [16 slots] whose slots 8..15 are unwritten (NaN), tile_size=4"
+    prop = "no key tile above the block diagonal is read (its keys lie in the future)"
+    hint = ("the future tiles were computed: dense attention, or a loop over every key tile, multiplies their NaN values by weight 0 "
+            "(0 x NaN = NaN); visit key tiles k0 <= q1 - 1 only, and count the tiles you computed, not a formula")
+    output, _ = run(where, Q[:8], K_cache, V_cache, tile_size=4, prop=prop, hint=hint)
+    contract_close(prop, where, output, dense_causal(Q[:8], K[:8], V[:8]), hint)
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    where = f"{big} tokens, d=8, tile_size=32"
+    tracemalloc.start()
+    try:
+        run(where, Qb, Kb, Vb, tile_size=32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "causal tiled attention never holds a T_q x T_k score matrix", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "a dense causal softmax over the keys read is not tiling: compute one (query block, key block) tile at a time",
+    )
+    return {"max_error": worst, "tiles_2048_128": needed(2048, 128), "unwritten_slots": "never read", "memory": "PASS"}
+# builder:end sha256=8511b5febbe82f45ce2e497131ce18ad6128b8eb5a65b68e881b50e54230d870
 # builder:begin inline check_tiled_attention_contract
 def check_tiled_attention_contract(tiled_attention):
     """Judge ``tiled_attention(Q, K, V, mask=None, *, tile_size, sink, empty_row, causal, window, query_start)``.
@@ -2261,60 +2301,61 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cy4gVGhlIHNpbmsgKGFscmVhZHkgYnJvYWRjYXN0IHRvIFsuLi4sIFRfcSwgMV0pCiMgam9pbnMgZWFjaCByb3cncyBzb2Z0",
         "bWF4IGFzIGFuIGV4dHJhIGxvZ2l0IHdob3NlIHZhbHVlIHZlY3RvciBpcyB6ZXJvLiBTdWJ0cmFjdCB0aGUgcm93IG1heAoj",
         "IChvdmVyIHRva2VucyBBTkQgc2luaykgYmVmb3JlIGV4cC4gQSByb3cgd2l0aCBubyBhbGxvd2VkIGtleSBhbmQgbm8gc2lu",
-        "ayByYWlzZXMgVmFsdWVFcnJvciB3aGVuCiMgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIGlzIGFsbCB6ZXJvcyBmb3IgInpl",
-        "cm8iLgpkZWYgc2RwYShRLCBLLCBWLCBtYXNrPU5vbmUsICosIHNpbms9Tm9uZSwgZW1wdHlfcm93PSJlcnJvciIsIHJldHVy",
-        "bl93ZWlnaHRzPUZhbHNlKToKICAgICIiIlNvZnRtYXggYXR0ZW50aW9uIGluIE51bVB5IHdpdGggYW4gYWRkaXRpdmUgbWFz",
-        "aywgYW4gb3B0aW9uYWwgc2luayBsb2dpdCBhbmQgYW4gZW1wdHktcm93IHBvbGljeS4KCiAgICBRIFsuLi4sIFRfcSwgZF9r",
-        "XSwgSyBbLi4uLCBUX2ssIGRfa10sIFYgWy4uLiwgVF9rLCBkX3ZdOyB0aGUgbWFzayBicm9hZGNhc3RzIHRvIFsuLi4sIFRf",
-        "cSwgVF9rXQogICAgKDAgb3IgYSBmaW5pdGUgYmlhcyA9IGFsbG93ZWQsIC1pbmYgPSBibG9ja2VkKTsgdGhlIHNpbmsgYnJv",
-        "YWRjYXN0cyB0byBbLi4uLCBUX3EsIDFdLgogICAgUmV0dXJucyB0aGUgb3V0cHV0IFsuLi4sIFRfcSwgZF92XSwgYW5kIHRo",
-        "ZSB0b2tlbiB3ZWlnaHRzIHRvbyB3aGVuIHJldHVybl93ZWlnaHRzIGlzIFRydWUuCiAgICAiIiIKICAgIFEsIEssIFYgPSBy",
-        "ZXF1aXJlX2FycmF5KCJRIiwgUSwgbWluX25kaW09MiksIHJlcXVpcmVfYXJyYXkoIksiLCBLLCBtaW5fbmRpbT0yKSwgcmVx",
-        "dWlyZV9hcnJheSgiViIsIFYsIG1pbl9uZGltPTIpCiAgICByZXF1aXJlX2Nob2ljZSgiZW1wdHlfcm93IiwgZW1wdHlfcm93",
-        "LCAoImVycm9yIiwgInplcm8iKSkKICAgIHJldHVybl93ZWlnaHRzID0gcmVxdWlyZV9ib29sKCJyZXR1cm5fd2VpZ2h0cyIs",
-        "IHJldHVybl93ZWlnaHRzKQogICAgaWYgUS5zaGFwZVstMV0gIT0gSy5zaGFwZVstMV06CiAgICAgICAgcmFpc2UgVmFsdWVF",
-        "cnJvcihmIlEgYW5kIEsgbXVzdCBzaGFyZSBkX2sgKGxhc3QgYXhpcyk7IGdvdCB7US5zaGFwZVstMV19IGFuZCB7Sy5zaGFw",
-        "ZVstMV19IikKICAgIGlmIEsuc2hhcGVbLTJdICE9IFYuc2hhcGVbLTJdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJL",
-        "IGFuZCBWIG11c3QgaG9sZCB0aGUgc2FtZSBudW1iZXIgb2Yga2V5cyAoYXhpcyAtMik7IGdvdCB7Sy5zaGFwZVstMl19IGFu",
-        "ZCB7Vi5zaGFwZVstMl19IikKICAgIHRyeToKICAgICAgICBiYXRjaCA9IG5wLmJyb2FkY2FzdF9zaGFwZXMoUS5zaGFwZVs6",
-        "LTJdLCBLLnNoYXBlWzotMl0pCiAgICAgICAgbnAuYnJvYWRjYXN0X3NoYXBlcyhiYXRjaCwgVi5zaGFwZVs6LTJdKQogICAg",
-        "ZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImJhdGNoIGF4ZXMgb2YgUSB7US5zaGFwZX0s",
-        "IEsge0suc2hhcGV9IGFuZCBWIHtWLnNoYXBlfSBkbyBub3QgYnJvYWRjYXN0IikgZnJvbSBOb25lCiAgICBkdHlwZSA9IG5w",
-        "LnJlc3VsdF90eXBlKFEuZHR5cGUsIEsuZHR5cGUsIFYuZHR5cGUsIG5wLmZsb2F0MzIpICAjIGZsb2F0MTYgaXMgY29tcHV0",
-        "ZWQgaW4gZmxvYXQzMgogICAgUSwgSywgViA9ICh4LmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkgZm9yIHggaW4gKFEsIEss",
-        "IFYpKQogICAgc2hhcGUgPSBiYXRjaCArIChRLnNoYXBlWy0yXSwgSy5zaGFwZVstMl0pICAjICguLi4sIFRfcSwgVF9rKQog",
-        "ICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZSBtYXRyaXgiLCBzaGFwZSwgaXRlbXNpemU9ZHR5cGUuaXRlbXNpemUpICAj",
-        "IHJlZnVzZWQgYmVmb3JlIFEgQCBLXlQgaXMgZm9ybWVkCiAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgIG1hc2sg",
-        "PSBfYXNfYWRkaXRpdmUobWFzaywgc2hhcGUsIGR0eXBlKQogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICBzaW5r",
-        "ID0gcmVxdWlyZV9hcnJheSgic2luayIsIHNpbmspLmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkKICAgICAgICB0cnk6CiAg",
-        "ICAgICAgICAgIHNpbmsgPSBucC5icm9hZGNhc3RfdG8oc2luaywgc2hhcGVbOi0xXSArICgxLCkpICAjICguLi4sIFRfcSwg",
-        "MSk6IG9uZSBsb2dpdCBwZXIgaGVhZCBhbmQgcXVlcnkKICAgICAgICBleGNlcHQgVmFsdWVFcnJvcjoKICAgICAgICAgICAg",
-        "cmFpc2UgVmFsdWVFcnJvcihmInNpbmsgb2Ygc2hhcGUge3Npbmsuc2hhcGV9IGRvZXMgbm90IGJyb2FkY2FzdCB0byB7c2hh",
-        "cGVbOi0xXSArICgxLCl9OyB1c2Ugc2hhcGUgKEgsIDEsIDEpIHBlciBoZWFkIikgZnJvbSBOb25lCiAgICB3aXRoIG5wLmVy",
-        "cnN0YXRlKG92ZXI9Imlnbm9yZSIsIGludmFsaWQ9Imlnbm9yZSIpOgogICAgICAgIHNjb3JlcyA9IChRIEAgbnAuc3dhcGF4",
-        "ZXMoSywgLTEsIC0yKSkgKiBkdHlwZS50eXBlKDEuMCAvIG1hdGguc3FydChRLnNoYXBlWy0xXSkpICAjICguLi4sIFRfcSwg",
-        "VF9rKQogICAgICAgIGlmIG5vdCBucC5pc2Zpbml0ZShzY29yZXMpLmFsbCgpOgogICAgICAgICAgICByYWlzZSBGbG9hdGlu",
-        "Z1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsgcmVzY2FsZSBRIGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQp",
-        "IikKICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAgICBiaWFzZWQgPSBzY29yZXMgKyBtYXNrCiAgICAg",
-        "ICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShtYXNrKSAmIH5ucC5pc2Zpbml0ZShiaWFzZWQpKToKICAgICAgICAgICAg",
-        "ICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmluaXRlIG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBz",
-        "Y29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2NrKSIpCiAgICAgICAgICAgIHNjb3JlcyA9IGJpYXNl",
-        "ZAogICAgaGFzX2tleSA9IG5wLmlzZmluaXRlKHNjb3JlcykuYW55KGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjICguLi4s",
-        "IFRfcSwgMSkKICAgIHRvcCA9IHNjb3Jlcy5tYXgoYXhpcz0tMSwga2VlcGRpbXM9VHJ1ZSkgICMgLWluZiBvbiBhIHJvdyB3",
-        "aXRoIG5vdGhpbmcgdG8gcmVhZAogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICB0b3AgPSBucC5tYXhpbXVtKHRv",
-        "cCwgc2luaykgICMgdGhlIHNpbmsgY29tcGV0ZXMgaW5zaWRlIHRoZSBzYW1lIHNvZnRtYXgKICAgIGVsaWYgZW1wdHlfcm93",
-        "ID09ICJlcnJvciIgYW5kIG5vdCBoYXNfa2V5LmFsbCgpOgogICAgICAgIGZpcnN0ID0gbnAuYXJnd2hlcmUofmhhc19rZXlb",
-        "Li4uLCAwXSlbMF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKAogICAgICAgICAgICBmIntpbnQoKH5oYXNf",
-        "a2V5KS5zdW0oKSl9IHF1ZXJ5IHJvdyhzKSBoYXZlIG5vIGFsbG93ZWQga2V5IChmaXJzdCBhdCBpbmRleCB7Zmlyc3R9KTsg",
-        "IgogICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNzIGVtcHR5X3Jvdz0nemVybycgdG8gcmV0dXJuIHplcm9zIGZv",
-        "ciB0aGVtIgogICAgICAgICkKICAgIHRvcCA9IG5wLndoZXJlKG5wLmlzZmluaXRlKHRvcCksIHRvcCwgMC4wKSAgIyBhbiBl",
-        "bXB0eSByb3cga2VlcHMgYSBoYXJtbGVzcyBtYXg6IG5vIC1pbmYgLSAtaW5mCiAgICBleHBfc2NvcmVzID0gbnAuZXhwKHNj",
-        "b3JlcyAtIHRvcCkgICMgYmxvY2tlZCBrZXlzOiBleHAoLWluZikgPSAwCiAgICBkZW5vbWluYXRvciA9IGV4cF9zY29yZXMu",
-        "c3VtKGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpCiAgICBpZiBzaW5rIGlzIG5vdCBOb25lOgogICAgICAgIGRlbm9taW5hdG9y",
-        "ID0gZGVub21pbmF0b3IgKyBucC5leHAoc2luayAtIHRvcCkgICMgdGhlIHNpbmsncyBtYXNzOyBpdHMgdmFsdWUgdmVjdG9y",
-        "IGlzIHplcm8KICAgIHdlaWdodHMgPSBucC5kaXZpZGUoZXhwX3Njb3JlcywgZGVub21pbmF0b3IsIG91dD1ucC56ZXJvc19s",
-        "aWtlKGV4cF9zY29yZXMpLCB3aGVyZT1kZW5vbWluYXRvciA+IDApCiAgICBvdXRwdXQgPSB3ZWlnaHRzIEAgViAgIyAoLi4u",
-        "LCBUX3EsIGRfdikKICAgIHJldHVybiAob3V0cHV0LCB3ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+        "ayByYWlzZXMgVmFsdWVFcnJvciB3aGVuCiMgZW1wdHlfcm93ID09ICJlcnJvciIsIHdpdGggYSBtZXNzYWdlIHRoYXQgY29u",
+        "dGFpbnMgZW1wdHlfcm93PSd6ZXJvJyAodGhlIHdheSBvdXQpLCBhbmQgaXMgYWxsIHplcm9zCiMgZm9yICJ6ZXJvIi4KZGVm",
+        "IHNkcGEoUSwgSywgViwgbWFzaz1Ob25lLCAqLCBzaW5rPU5vbmUsIGVtcHR5X3Jvdz0iZXJyb3IiLCByZXR1cm5fd2VpZ2h0",
+        "cz1GYWxzZSk6CiAgICAiIiJTb2Z0bWF4IGF0dGVudGlvbiBpbiBOdW1QeSB3aXRoIGFuIGFkZGl0aXZlIG1hc2ssIGFuIG9w",
+        "dGlvbmFsIHNpbmsgbG9naXQgYW5kIGFuIGVtcHR5LXJvdyBwb2xpY3kuCgogICAgUSBbLi4uLCBUX3EsIGRfa10sIEsgWy4u",
+        "LiwgVF9rLCBkX2tdLCBWIFsuLi4sIFRfaywgZF92XTsgdGhlIG1hc2sgYnJvYWRjYXN0cyB0byBbLi4uLCBUX3EsIFRfa10K",
+        "ICAgICgwIG9yIGEgZmluaXRlIGJpYXMgPSBhbGxvd2VkLCAtaW5mID0gYmxvY2tlZCk7IHRoZSBzaW5rIGJyb2FkY2FzdHMg",
+        "dG8gWy4uLiwgVF9xLCAxXS4KICAgIFJldHVybnMgdGhlIG91dHB1dCBbLi4uLCBUX3EsIGRfdl0sIGFuZCB0aGUgdG9rZW4g",
+        "d2VpZ2h0cyB0b28gd2hlbiByZXR1cm5fd2VpZ2h0cyBpcyBUcnVlLgogICAgIiIiCiAgICBRLCBLLCBWID0gcmVxdWlyZV9h",
+        "cnJheSgiUSIsIFEsIG1pbl9uZGltPTIpLCByZXF1aXJlX2FycmF5KCJLIiwgSywgbWluX25kaW09MiksIHJlcXVpcmVfYXJy",
+        "YXkoIlYiLCBWLCBtaW5fbmRpbT0yKQogICAgcmVxdWlyZV9jaG9pY2UoImVtcHR5X3JvdyIsIGVtcHR5X3JvdywgKCJlcnJv",
+        "ciIsICJ6ZXJvIikpCiAgICByZXR1cm5fd2VpZ2h0cyA9IHJlcXVpcmVfYm9vbCgicmV0dXJuX3dlaWdodHMiLCByZXR1cm5f",
+        "d2VpZ2h0cykKICAgIGlmIFEuc2hhcGVbLTFdICE9IEsuc2hhcGVbLTFdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJR",
+        "IGFuZCBLIG11c3Qgc2hhcmUgZF9rIChsYXN0IGF4aXMpOyBnb3Qge1Euc2hhcGVbLTFdfSBhbmQge0suc2hhcGVbLTFdfSIp",
+        "CiAgICBpZiBLLnNoYXBlWy0yXSAhPSBWLnNoYXBlWy0yXToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYiSyBhbmQgViBt",
+        "dXN0IGhvbGQgdGhlIHNhbWUgbnVtYmVyIG9mIGtleXMgKGF4aXMgLTIpOyBnb3Qge0suc2hhcGVbLTJdfSBhbmQge1Yuc2hh",
+        "cGVbLTJdfSIpCiAgICB0cnk6CiAgICAgICAgYmF0Y2ggPSBucC5icm9hZGNhc3Rfc2hhcGVzKFEuc2hhcGVbOi0yXSwgSy5z",
+        "aGFwZVs6LTJdKQogICAgICAgIG5wLmJyb2FkY2FzdF9zaGFwZXMoYmF0Y2gsIFYuc2hhcGVbOi0yXSkKICAgIGV4Y2VwdCBW",
+        "YWx1ZUVycm9yOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJiYXRjaCBheGVzIG9mIFEge1Euc2hhcGV9LCBLIHtLLnNo",
+        "YXBlfSBhbmQgViB7Vi5zaGFwZX0gZG8gbm90IGJyb2FkY2FzdCIpIGZyb20gTm9uZQogICAgZHR5cGUgPSBucC5yZXN1bHRf",
+        "dHlwZShRLmR0eXBlLCBLLmR0eXBlLCBWLmR0eXBlLCBucC5mbG9hdDMyKSAgIyBmbG9hdDE2IGlzIGNvbXB1dGVkIGluIGZs",
+        "b2F0MzIKICAgIFEsIEssIFYgPSAoeC5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpIGZvciB4IGluIChRLCBLLCBWKSkKICAg",
+        "IHNoYXBlID0gYmF0Y2ggKyAoUS5zaGFwZVstMl0sIEsuc2hhcGVbLTJdKSAgIyAoLi4uLCBUX3EsIFRfaykKICAgIHJlcXVp",
+        "cmVfYnVkZ2V0KCJ0aGUgc2NvcmUgbWF0cml4Iiwgc2hhcGUsIGl0ZW1zaXplPWR0eXBlLml0ZW1zaXplKSAgIyByZWZ1c2Vk",
+        "IGJlZm9yZSBRIEAgS15UIGlzIGZvcm1lZAogICAgaWYgbWFzayBpcyBub3QgTm9uZToKICAgICAgICBtYXNrID0gX2FzX2Fk",
+        "ZGl0aXZlKG1hc2ssIHNoYXBlLCBkdHlwZSkKICAgIGlmIHNpbmsgaXMgbm90IE5vbmU6CiAgICAgICAgc2luayA9IHJlcXVp",
+        "cmVfYXJyYXkoInNpbmsiLCBzaW5rKS5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpCiAgICAgICAgdHJ5OgogICAgICAgICAg",
+        "ICBzaW5rID0gbnAuYnJvYWRjYXN0X3RvKHNpbmssIHNoYXBlWzotMV0gKyAoMSwpKSAgIyAoLi4uLCBUX3EsIDEpOiBvbmUg",
+        "bG9naXQgcGVyIGhlYWQgYW5kIHF1ZXJ5CiAgICAgICAgZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgICAgIHJhaXNlIFZh",
+        "bHVlRXJyb3IoZiJzaW5rIG9mIHNoYXBlIHtzaW5rLnNoYXBlfSBkb2VzIG5vdCBicm9hZGNhc3QgdG8ge3NoYXBlWzotMV0g",
+        "KyAoMSwpfTsgdXNlIHNoYXBlIChILCAxLCAxKSBwZXIgaGVhZCIpIGZyb20gTm9uZQogICAgd2l0aCBucC5lcnJzdGF0ZShv",
+        "dmVyPSJpZ25vcmUiLCBpbnZhbGlkPSJpZ25vcmUiKToKICAgICAgICBzY29yZXMgPSAoUSBAIG5wLnN3YXBheGVzKEssIC0x",
+        "LCAtMikpICogZHR5cGUudHlwZSgxLjAgLyBtYXRoLnNxcnQoUS5zaGFwZVstMV0pKSAgIyAoLi4uLCBUX3EsIFRfaykKICAg",
+        "ICAgICBpZiBub3QgbnAuaXNmaW5pdGUoc2NvcmVzKS5hbGwoKToKICAgICAgICAgICAgcmFpc2UgRmxvYXRpbmdQb2ludEVy",
+        "cm9yKCJRIEAgS15UIG92ZXJmbG93ZWQ7IHJlc2NhbGUgUSBhbmQgSyAob3IgY29tcHV0ZSBpbiBmbG9hdDY0KSIpCiAgICAg",
+        "ICAgaWYgbWFzayBpcyBub3QgTm9uZToKICAgICAgICAgICAgYmlhc2VkID0gc2NvcmVzICsgbWFzawogICAgICAgICAgICBp",
+        "ZiBucC5hbnkobnAuaXNmaW5pdGUobWFzaykgJiB+bnAuaXNmaW5pdGUoYmlhc2VkKSk6CiAgICAgICAgICAgICAgICByYWlz",
+        "ZSBGbG9hdGluZ1BvaW50RXJyb3IoImFkZGluZyBhIGZpbml0ZSBtYXNrIGJpYXMgb3ZlcmZsb3dlZCB0aGUgc2NvcmU7IHVz",
+        "ZSBhIHNtYWxsZXIgYmlhcyAob3IgLWluZiB0byBibG9jaykiKQogICAgICAgICAgICBzY29yZXMgPSBiaWFzZWQKICAgIGhh",
+        "c19rZXkgPSBucC5pc2Zpbml0ZShzY29yZXMpLmFueShheGlzPS0xLCBrZWVwZGltcz1UcnVlKSAgIyAoLi4uLCBUX3EsIDEp",
+        "CiAgICB0b3AgPSBzY29yZXMubWF4KGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjIC1pbmYgb24gYSByb3cgd2l0aCBub3Ro",
+        "aW5nIHRvIHJlYWQKICAgIGlmIHNpbmsgaXMgbm90IE5vbmU6CiAgICAgICAgdG9wID0gbnAubWF4aW11bSh0b3AsIHNpbmsp",
+        "ICAjIHRoZSBzaW5rIGNvbXBldGVzIGluc2lkZSB0aGUgc2FtZSBzb2Z0bWF4CiAgICBlbGlmIGVtcHR5X3JvdyA9PSAiZXJy",
+        "b3IiIGFuZCBub3QgaGFzX2tleS5hbGwoKToKICAgICAgICBmaXJzdCA9IG5wLmFyZ3doZXJlKH5oYXNfa2V5Wy4uLiwgMF0p",
+        "WzBdLnRvbGlzdCgpCiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcigKICAgICAgICAgICAgZiJ7aW50KCh+aGFzX2tleSkuc3Vt",
+        "KCkpfSBxdWVyeSByb3cocykgaGF2ZSBubyBhbGxvd2VkIGtleSAoZmlyc3QgYXQgaW5kZXgge2ZpcnN0fSk7ICIKICAgICAg",
+        "ICAgICAgImZpeCB0aGUgbWFzaywgb3IgcGFzcyBlbXB0eV9yb3c9J3plcm8nIHRvIHJldHVybiB6ZXJvcyBmb3IgdGhlbSIK",
+        "ICAgICAgICApCiAgICB0b3AgPSBucC53aGVyZShucC5pc2Zpbml0ZSh0b3ApLCB0b3AsIDAuMCkgICMgYW4gZW1wdHkgcm93",
+        "IGtlZXBzIGEgaGFybWxlc3MgbWF4OiBubyAtaW5mIC0gLWluZgogICAgZXhwX3Njb3JlcyA9IG5wLmV4cChzY29yZXMgLSB0",
+        "b3ApICAjIGJsb2NrZWQga2V5czogZXhwKC1pbmYpID0gMAogICAgZGVub21pbmF0b3IgPSBleHBfc2NvcmVzLnN1bShheGlz",
+        "PS0xLCBrZWVwZGltcz1UcnVlKQogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICBkZW5vbWluYXRvciA9IGRlbm9t",
+        "aW5hdG9yICsgbnAuZXhwKHNpbmsgLSB0b3ApICAjIHRoZSBzaW5rJ3MgbWFzczsgaXRzIHZhbHVlIHZlY3RvciBpcyB6ZXJv",
+        "CiAgICB3ZWlnaHRzID0gbnAuZGl2aWRlKGV4cF9zY29yZXMsIGRlbm9taW5hdG9yLCBvdXQ9bnAuemVyb3NfbGlrZShleHBf",
+        "c2NvcmVzKSwgd2hlcmU9ZGVub21pbmF0b3IgPiAwKQogICAgb3V0cHV0ID0gd2VpZ2h0cyBAIFYgICMgKC4uLiwgVF9xLCBk",
+        "X3YpCiAgICByZXR1cm4gKG91dHB1dCwgd2VpZ2h0cykgaWYgcmV0dXJuX3dlaWdodHMgZWxzZSBvdXRwdXQ=",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBSZXBlYXQgdGhlIEtWIGhlYWRzIGZvciBncm91cGVkLXF1ZXJ5IGF0dGVudGlvbi4geCBob2xkcyB0",
@@ -2402,33 +2443,41 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
     ),
     "Exercise 7": (
         "IyBFeGVyY2lzZSA3OiBDYXVzYWwgc2tpcHBpbmcuIFNhbWUgYXMgRXhlcmNpc2UgNiwgYnV0IHF1ZXJ5IGkgcmVhZHMga2V5",
-        "cyAwLi5pLiBGb3IgdGhlIHF1ZXJ5IGJsb2NrCiMgW3EwLCBxMSkgdmlzaXQgb25seSBrZXkgdGlsZXMgdGhhdCBzdGFydCBh",
-        "dCBrMCA8PSBxMSAtIDEgKGxhdGVyIG9uZXMgYXJlIGVudGlyZWx5IGluIHRoZSBmdXR1cmUpOwojIGluc2lkZSBhIHRpbGUg",
-        "dGhhdCBzdHJhZGRsZXMgdGhlIGRpYWdvbmFsLCBzZXQgdGhlIHNjb3JlcyBvZiBrZXlzIGFmdGVyIHRoZSBxdWVyeSB0byAt",
-        "aW5mIGJlZm9yZQojIHRoZSBtYXguIFJldHVybiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCksIHRoZSBudW1iZXIgb2Ygc2Nv",
-        "cmUgdGlsZXMgeW91IGNvbXB1dGVkLgpkZWYgY2F1c2FsX3RpbGVkX2F0dGVudGlvbihRLCBLLCBWLCAqLCB0aWxlX3NpemU9",
-        "MTI4KToKICAgICIiIkNhdXNhbCBzb2Z0bWF4IGF0dGVudGlvbiBvdmVyIHRpbGVzLCBza2lwcGluZyB0aWxlcyBhYm92ZSB0",
-        "aGUgYmxvY2sgZGlhZ29uYWw6IChvdXRwdXQsIHRpbGVzX2NvbXB1dGVkKS4iIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2Fy",
-        "cmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBW",
-        "LCBuZGltPTIpCiAgICBpZiBRLnNoYXBlWzFdICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgog",
-        "ICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07",
-        "IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxl",
-        "X3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIF9yZWZ1c2Vfb3ZlcmZsb3coUSwgSywgVikKICAgIChuX3EsIGRf",
-        "ayksIChuX2ssIGRfdikgPSBRLnNoYXBlLCBWLnNoYXBlCiAgICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSks",
-        "IDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVfc2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3Np",
-        "emUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1hdGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAu",
-        "ZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEgLSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAg",
-        "ICAgIGZvciBrMCBpbiByYW5nZSgwLCBtaW4obl9rLCBxMSksIHRpbGVfc2l6ZSk6ICAjIGtleSB0aWxlcyBzdGFydGluZyBh",
-        "ZnRlciBxMSAtIDEgYXJlIGFsbCBpbiB0aGUgZnV0dXJlCiAgICAgICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXplLCBu",
-        "X2spCiAgICAgICAgICAgIHMgPSBRX2IgQCBLW2swOmsxXS5UCiAgICAgICAgICAgIHRpbGVzICs9IDEKICAgICAgICAgICAg",
-        "aWYgazEgLSAxID4gcTA6ICAjIHRoZSB0aWxlIHN0cmFkZGxlcyB0aGUgZGlhZ29uYWw6IG1hc2sgdGhlIGZ1dHVyZSBpbnNp",
-        "ZGUgaXQKICAgICAgICAgICAgICAgIHNbbnAuYXJhbmdlKGswLCBrMSlbTm9uZSwgOl0gPiBucC5hcmFuZ2UocTAsIHExKVs6",
-        "LCBOb25lXV0gPSAtbnAuaW5mCiAgICAgICAgICAgIG1fbmV3ID0gbnAubWF4aW11bShtLCBzLm1heChheGlzPTEpKSAgIyBm",
-        "aW5pdGU6IGtleSBrMCA8PSBxMCBpcyBhbGxvd2VkIGZvciBldmVyeSByb3cKICAgICAgICAgICAgYWxwaGEgPSBucC5leHAo",
-        "bSAtIG1fbmV3KQogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBtX25ld1s6LCBOb25lXSkKICAgICAgICAgICAgbCA9IGFs",
-        "cGhhICogbCArIHAuc3VtKGF4aXM9MSkKICAgICAgICAgICAgYWNjID0gYWxwaGFbOiwgTm9uZV0gKiBhY2MgKyBwIEAgVltr",
-        "MDprMV0KICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgb3V0W3EwOnExXSA9IGFjYyAvIGxbOiwgTm9uZV0KICAgIHJl",
-        "dHVybiBvdXQsIHRpbGVz",
+        "cyAwLi5pLiBLIGFuZCBWIG1heSBob2xkIG1vcmUKIyByb3dzIHRoYW4gUSwgYXMgYSBwcmVhbGxvY2F0ZWQgY2FjaGUgZG9l",
+        "czogdGhlIHJvd3MgYWZ0ZXIgdGhlIGxhc3QgcXVlcnkgYXJlIHVud3JpdHRlbiBzbG90cyBhbmQgbWF5CiMgaG9sZCBhbnl0",
+        "aGluZywgZXZlbiBOYU4sIHNvIG5ldmVyIHJlYWQgdGhlbS4gRm9yIHRoZSBxdWVyeSBibG9jayBbcTAsIHExKSB2aXNpdCBv",
+        "bmx5IGtleSB0aWxlcyB0aGF0CiMgc3RhcnQgYXQgazAgPD0gcTEgLSAxIGFuZCBlbmQgYXQgb3IgYmVmb3JlIGtleSBxMSAt",
+        "IDEgKGxhdGVyIGtleXMgYXJlIGFsbCBpbiB0aGUgZnV0dXJlKTsgaW5zaWRlIGEKIyB0aWxlIHRoYXQgc3RyYWRkbGVzIHRo",
+        "ZSBkaWFnb25hbCwgc2V0IHRoZSBzY29yZXMgb2Yga2V5cyBhZnRlciB0aGUgcXVlcnkgdG8gLWluZiBiZWZvcmUgdGhlIG1h",
+        "eC4KIyBSZXR1cm4gKG91dHB1dCwgdGlsZXNfY29tcHV0ZWQpLCB0aGUgbnVtYmVyIG9mIHNjb3JlIHRpbGVzIHlvdSBjb21w",
+        "dXRlZC4KZGVmIGNhdXNhbF90aWxlZF9hdHRlbnRpb24oUSwgSywgViwgKiwgdGlsZV9zaXplPTEyOCk6CiAgICAiIiJDYXVz",
+        "YWwgc29mdG1heCBhdHRlbnRpb24gb3ZlciB0aWxlcywgc2tpcHBpbmcgdGlsZXMgYWJvdmUgdGhlIGJsb2NrIGRpYWdvbmFs",
+        "OiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCkuIiIiCiAgICBRID0gcmVxdWlyZV9hcnJheSgiUSIsIFEsIG5kaW09MikKICAg",
+        "IEssIFYgPSByZXF1aXJlX2FycmF5KCJLIiwgSywgbmRpbT0yLCBmaW5pdGU9RmFsc2UpLCByZXF1aXJlX2FycmF5KCJWIiwg",
+        "ViwgbmRpbT0yLCBmaW5pdGU9RmFsc2UpICAjIHVud3JpdHRlbiByb3dzIG1heSBiZSBOYU4KICAgIGlmIFEuc2hhcGVbMV0g",
+        "IT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgSy5zaGFwZVswXSA8IFEuc2hhcGVbMF06CiAg",
+        "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSB3",
+        "aXRoIFRfayA+PSBUX3E7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJl",
+        "cXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIHdyaXR0ZW4gPSBsZW4oUSkgICMgcXVl",
+        "cnkgaSByZWFkcyBrZXlzIDAuLmk6IHJvd3MgZnJvbSBUX3Egb24gYXJlIG5ldmVyIHJlYWQKICAgIGZvciBuYW1lLCByb3dz",
+        "IGluICgoIksiLCBLKSwgKCJWIiwgVikpOgogICAgICAgIHJlcXVpcmVfYXJyYXkoZiJ7bmFtZX1bOlRfcV0iLCByb3dzWzp3",
+        "cml0dGVuXSkgICMgdGhlIHJvd3MgdGhhdCBhcmUgcmVhZCBtdXN0IGJlIGZpbml0ZQogICAgX3JlZnVzZV9vdmVyZmxvdyhR",
+        "LCBLWzp3cml0dGVuXSwgVls6d3JpdHRlbl0pCiAgICAobl9xLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBlWzFdCiAg",
+        "ICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSksIDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVf",
+        "c2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1h",
+        "dGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAuZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEg",
+        "LSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAgICAgIGZvciBrMCBpbiByYW5nZSgwLCBxMSwgdGlsZV9zaXpl",
+        "KTogICMga2V5IHRpbGVzIHN0YXJ0aW5nIGFmdGVyIHExIC0gMSBhcmUgYWxsIGluIHRoZSBmdXR1cmUKICAgICAgICAgICAg",
+        "azEgPSBtaW4oazAgKyB0aWxlX3NpemUsIHExKSAgIyBhbmQgbm8gdGlsZSByZWFkcyBwYXN0IGtleSBxMSAtIDEKICAgICAg",
+        "ICAgICAgcyA9IFFfYiBAIEtbazA6azFdLlQKICAgICAgICAgICAgdGlsZXMgKz0gMQogICAgICAgICAgICBpZiBrMSAtIDEg",
+        "PiBxMDogICMgdGhlIHRpbGUgc3RyYWRkbGVzIHRoZSBkaWFnb25hbDogbWFzayB0aGUgZnV0dXJlIGluc2lkZSBpdAogICAg",
+        "ICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9",
+        "IC1ucC5pbmYKICAgICAgICAgICAgbV9uZXcgPSBucC5tYXhpbXVtKG0sIHMubWF4KGF4aXM9MSkpICAjIGZpbml0ZToga2V5",
+        "IGswIDw9IHEwIGlzIGFsbG93ZWQgZm9yIGV2ZXJ5IHJvdwogICAgICAgICAgICBhbHBoYSA9IG5wLmV4cChtIC0gbV9uZXcp",
+        "CiAgICAgICAgICAgIHAgPSBucC5leHAocyAtIG1fbmV3WzosIE5vbmVdKQogICAgICAgICAgICBsID0gYWxwaGEgKiBsICsg",
+        "cC5zdW0oYXhpcz0xKQogICAgICAgICAgICBhY2MgPSBhbHBoYVs6LCBOb25lXSAqIGFjYyArIHAgQCBWW2swOmsxXQogICAg",
+        "ICAgICAgICBtID0gbV9uZXcKICAgICAgICBvdXRbcTA6cTFdID0gYWNjIC8gbFs6LCBOb25lXQogICAgcmV0dXJuIG91dCwg",
+        "dGlsZXM=",
     ),
     "Exercise 8": (
         "IyBFeGVyY2lzZSA4OiBPZmZzZXRzIGFuZCB3aW5kb3dzLiBFdmVyeXRoaW5nIGVsc2Ugb2YgdGlsZWQgYXR0ZW50aW9uIGlz",
@@ -2512,7 +2561,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
     ),
 }.items()}
-# builder:end sha256=d06eefabe05e73850bafc0d0bbf62c4a88e1426ec5bc4855f212c753d4a6f044
+# builder:end sha256=601099e46095787e4ea42c3f405490208b632016aa5cfb8f62a456114b87a208
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -3093,7 +3142,8 @@ def _as_additive(mask, shape, dtype):
 # уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1])
 # входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp
 # вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает
-# ValueError при empty_row == "error" и состоит из нулей при "zero".
+# ValueError при empty_row == "error" с сообщением, в котором есть empty_row='zero' (выход из положения),
+# и состоит из нулей при "zero".
 def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
     """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
 
@@ -3135,7 +3185,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
                 raise FloatingPointError("adding a finite mask bias overflowed the score; use a smaller bias (or -inf to block)")
             scores = biased
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска, уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1]) входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает ValueError при empty_row == "error" и состоит из нулей при "zero".')
+    raise NotImplementedError('Exercise 2: Напишите softmax-внимание со стоком. Оценки, Q K^T / sqrt(d_k) плюс маска, уже вычислены за вас вместе с проверками переполнения. Сток (уже размноженный до формы [..., T_q, 1]) входит в softmax каждой строки как дополнительный логит, вектор значения которого нулевой. Перед exp вычтите максимум строки (по токенам И стоку). Строка без разрешённых ключей и без стока вызывает ValueError при empty_row == "error" с сообщением, в котором есть empty_row=\'zero\' (выход из положения), и состоит из нулей при "zero".')
     return (output, weights) if return_weights else output
 
 
@@ -3222,7 +3272,7 @@ expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row
 expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
 expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
 expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
-expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
+expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="empty_row='zero'")  # the one phrase the instruction asks for
 expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
 expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
 
@@ -3898,19 +3948,26 @@ check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, 
 # и никогда не вычисляются. Только диагональный тайл пересекает границу маски.
 
 # %% tags=["exercise"]
-# Exercise 7 · Упражнение 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов
-# [q0, q1) посещайте только тайлы ключей, начинающиеся с k0 <= q1 - 1 (более поздние целиком в будущем);
-# внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей,
-# стоящих после запроса. Верните (output, tiles_computed) — число вычисленных тайлов оценок.
+# Exercise 7 · Упражнение 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. В K и V может быть
+# больше строк, чем в Q, как в заранее выделенном кэше: строки после последнего запроса — ещё не
+# записанные ячейки, в них может лежать что угодно, даже NaN, поэтому никогда их не читайте. Для блока
+# запросов [q0, q1) посещайте только тайлы ключей, которые начинаются с k0 <= q1 - 1 и кончаются не
+# позже ключа q1 - 1 (более поздние ключи целиком в будущем); внутри тайла, через который проходит
+# диагональ, перед взятием максимума ставьте -inf в оценки ключей, стоящих после запроса. Верните
+# (output, tiles_computed) — число вычисленных тайлов оценок.
 def causal_tiled_attention(Q, K, V, *, tile_size=128):
     """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    Q = require_array("Q", Q, ndim=2)
+    K, V = require_array("K", K, ndim=2, finite=False), require_array("V", V, ndim=2, finite=False)  # unwritten rows may be NaN
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or K.shape[0] < Q.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] with T_k >= T_q; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    _refuse_overflow(Q, K, V)
+    written = len(Q)  # query i reads keys 0..i: rows from T_q on are never read
+    for name, rows in (("K", K), ("V", V)):
+        require_array(f"{name}[:T_q]", rows[:written])  # the rows that are read must be finite
+    _refuse_overflow(Q, K[:written], V[:written])
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. Для блока запросов [q0, q1) посещайте только тайлы ключей, начинающиеся с k0 <= q1 - 1 (более поздние целиком в будущем); внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей, стоящих после запроса. Верните (output, tiles_computed)\xa0— число вычисленных тайлов оценок.')
+    raise NotImplementedError('Exercise 7: Каузальный пропуск. То же, что в упражнении 6, но запрос i читает ключи 0..i. В K и V может быть больше строк, чем в Q, как в заранее выделенном кэше: строки после последнего запроса\xa0— ещё не записанные ячейки, в них может лежать что угодно, даже NaN, поэтому никогда их не читайте. Для блока запросов [q0, q1) посещайте только тайлы ключей, которые начинаются с k0 <= q1 - 1 и кончаются не позже ключа q1 - 1 (более поздние ключи целиком в будущем); внутри тайла, через который проходит диагональ, перед взятием максимума ставьте -inf в оценки ключей, стоящих после запроса. Верните (output, tiles_computed)\xa0— число вычисленных тайлов оценок.')
 
 
 # %%
