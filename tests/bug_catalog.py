@@ -132,6 +132,31 @@ def _dense_causal_with_paper_count(prefix_only):
     return build
 
 
+def _dense_backward(bug):
+    """A 'tiled' backward pass that is not tiled: the full P from the lse, rows renormalised, or autograd itself."""
+
+    def build(nb):
+        np, math, torch = nb["np"], nb["math"], nb["torch"]
+
+        def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True):
+            if bug == "autograd":
+                q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+                out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return tuple(g.numpy() for g in torch.autograd.grad(out, (q, k, v), torch.tensor(dO)))
+            s = Q @ K.T / math.sqrt(Q.shape[1])
+            if causal:
+                s = np.where(np.tri(len(Q), len(K), dtype=bool), s, -np.inf)
+            p = np.exp(s - lse[:, None])
+            if bug == "renormalised":
+                p = p / p.sum(axis=1, keepdims=True)
+            ds = p * (dO @ V.T - (dO * O).sum(axis=1)[:, None])
+            return ds @ K / math.sqrt(Q.shape[1]), ds.T @ Q / math.sqrt(Q.shape[1]), p.T @ dO
+
+        return tiled_attention_backward
+
+    return build
+
+
 def _class_mutant(name, *edits):
     """A notebook class rebuilt from its source text with (old, new) edits: inspect.getsource cannot see these classes."""
 
@@ -361,6 +386,7 @@ ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
+TILED_BACKWARD = "check_tiled_backward_contract"
 
 ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
 LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
@@ -448,6 +474,17 @@ MODULE5 = [
         TILED, "empty_row='zero'", edit("np.divide(acc, l[:, None], out=acc, where=filled[:, None])", "acc /= l[:, None]")),
     Bug("tiled-builds-dense-scores", "module5_1", "tiled_attention", "builds the full T_q x T_k score matrix and calls dense attention",
         TILED, "never holds a T_q x T_k score matrix", written=_dense_tiled_attention),
+    # Exercise 9: tiled_attention_backward
+    Bug("tiled-backward-dk-unscaled", "module5_1", "tiled_attention_backward", "forgets the 1 / sqrt(d_k) of the scores in dK",
+        TILED_BACKWARD, "dK equals autograd's", edit("dK[k0:k1] += ds.T @ Q[q0:q1] * scale", "dK[k0:k1] += ds.T @ Q[q0:q1]"), hint="sqrt(d_k)"),
+    Bug("tiled-backward-d-from-dp", "module5_1", "tiled_attention_backward", "subtracts the row sum of dO instead of D = rowsum(dO * O)",
+        TILED_BACKWARD, "dQ equals autograd's", edit("D = (dO * O).sum(axis=1)", "D = dO.sum(axis=1)")),
+    Bug("tiled-backward-dense-p", "module5_1", "tiled_attention_backward", "builds the whole T x T matrix P from the lse and differentiates it at once",
+        TILED_BACKWARD, "never holds a T_q x T_k matrix", written=_dense_backward("dense")),
+    Bug("tiled-backward-renormalises-rows", "module5_1", "tiled_attention_backward", "renormalises each row of P itself instead of trusting the saved lse",
+        TILED_BACKWARD, "a shifted lse halves it", written=_dense_backward("renormalised")),
+    Bug("tiled-backward-calls-autograd", "module5_1", "tiled_attention_backward", "asks torch's autograd for the gradients of dense attention",
+        TILED_BACKWARD, "autograd is never called", written=_dense_backward("autograd")),
     # Module 5.2, Exercise 1: rolling_window_decode
     Bug("rolling-buffer-keeps-w-plus-1", "module5_2", "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
         ROLLING, "never holds more than",

@@ -8,6 +8,7 @@ __all__ = [
     "check_plain_tiled_contract",
     "check_causal_tiled_contract",
     "check_tiled_attention_contract",
+    "check_tiled_backward_contract",
 ]
 
 
@@ -370,3 +371,100 @@ def check_tiled_attention_contract(tiled_attention):
         "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator",
     )
     return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
+
+
+def check_tiled_backward_contract(tiled_attention_backward):
+    """Judge ``tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size, causal) -> (dQ, dK, dV)``.
+
+    The gradients must equal autograd's on the dense path in float64 (to 1e-10), be computed from the saved
+    output and log-sum-exp (a shifted lse must scale them as FlashAttention-2's formulas say), without autograd,
+    and with a peak memory below one T x T score matrix.
+    """
+    import contextlib
+    import math
+    import tracemalloc
+
+    import numpy as np
+    import torch
+
+    def dense(Q, K, V, dO, causal):
+        q, k, v = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (Q, K, V))
+        s = q @ k.T / math.sqrt(Q.shape[1])
+        if causal:
+            s = s.masked_fill(~torch.ones(len(Q), len(K), dtype=torch.bool).tril(), float("-inf"))
+        o = torch.softmax(s, dim=-1) @ v
+        o.backward(torch.tensor(dO, dtype=torch.float64))
+        lse = torch.logsumexp(s, dim=-1)
+        return o.detach().numpy(), lse.detach().numpy(), [x.grad.numpy() for x in (q, k, v)]
+
+    class AutogradRefused(RuntimeError):
+        """Raised when the code under judgement calls autograd, which is this check's oracle."""
+
+    @contextlib.contextmanager
+    def no_autograd():
+        def refused(*args, **kwargs):
+            raise AutogradRefused("autograd is the oracle of this check: write the backward pass yourself, tile by tile")
+        saved = torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward
+        torch.autograd.backward = torch.autograd.grad = torch.Tensor.backward = refused
+        try:
+            yield
+        finally:
+            torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward = saved
+
+    hints = {
+        "dQ": "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)",
+        "dK": "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK",
+        "dV": "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp",
+    }
+
+    def run(prop, case, hint, *args, **kwargs):
+        try:
+            with no_autograd():
+                result = contract_call(prop, case, hint, tiled_attention_backward, *args, **kwargs)
+        except ContractViolation as violation:
+            if isinstance(violation.__cause__, AutogradRefused):
+                raise ContractViolation(
+                    "the backward pass is written by hand: autograd is never called", case, "no call to torch's autograd",
+                    "a call to torch.autograd (backward or grad)", "compute dS = P * (dP - D) and the three products yourself, tile by tile",
+                ) from None
+            raise
+        return contract_parts(prop, case, result, ("dQ", "dK", "dV"))
+
+    gen = np.random.default_rng(909)
+    n, d, dv = 11, 4, 3
+    Q, K, V, dO = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv)), gen.standard_normal((n, dv))
+    worst = 0.0
+    for causal in (False, True):
+        O, lse, expected = dense(Q, K, V, dO, causal)
+        for tile in (1, 3, 4, 64):
+            case = f"Q, K [11 tokens, d_k=4], V and dO [11, 3], float64, causal={causal}, tile_size={tile}"
+            got = run("the tiled backward pass runs", case, "nothing here is invalid", Q, K, V, O, dO, lse, tile_size=tile, causal=causal)
+            for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+                worst = max(worst, contract_close(
+                    f"{name} equals autograd's on dense attention (float64, 1e-10)", case, g, want, hints[name], atol=1e-10, rtol=1e-10,
+                ))
+    O, lse, expected = dense(Q, K, V, dO, True)
+    case = "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)"
+    got = run("the backward pass reads the saved log-sum-exp", case, "nothing here is invalid", Q, K, V, O, dO, lse + math.log(2.0), tile_size=4, causal=True)
+    for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+        contract_close(
+            f"{name} is computed from the saved lse and O: a shifted lse halves it", case, g, want / 2, "recompute P = exp(S - lse) "
+            "from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself "
+            "needs each whole row of P, which tiling never holds", atol=1e-10, rtol=1e-10,
+        )
+    big = 384
+    Qb, Kb, Vb, dOb = (gen.standard_normal((big, 8)) for _ in range(4))
+    Ob, lseb, _ = dense(Qb, Kb, Vb, dOb, True)
+    where = f"{big} tokens, d=8, causal, tile_size=32"
+    tracemalloc.start()
+    try:
+        run("a long input runs", where, "nothing here is invalid", Qb, Kb, Vb, Ob, dOb, lseb, tile_size=32, causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "the backward pass never holds a T_q x T_k matrix (scores, P or dS)", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)",
+    )
+    return {"max_error": worst, "uses_saved_lse": "PASS", "no_autograd": "PASS", "memory": "PASS"}

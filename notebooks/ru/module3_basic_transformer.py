@@ -1117,6 +1117,20 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "autograd is the oracle of this check: write the backward pass yourself, tile by tile": "autograd здесь служит эталоном проверки: напишите обратный проход сами, тайл за тайлом",
+    "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)": "dS = P * (dP - D), где dP = dO V^T и D = rowsum(dO * O); затем dQ += dS K / sqrt(d_k)",
+    "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK": "dK += dS^T Q / sqrt(d_k): множитель 1 / sqrt(d_k) из оценок входит и в dQ, и в dK",
+    "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp": "dV += P^T dO, где P = exp(S - lse) заново вычислено из тайла оценок и сохранённого log-sum-exp",
+    "the backward pass is written by hand: autograd is never called": "обратный проход написан вручную: autograd не вызывается",
+    "no call to torch's autograd": "ни одного вызова autograd из torch",
+    "a call to torch.autograd (backward or grad)": "вызов torch.autograd (backward или grad)",
+    "compute dS = P * (dP - D) and the three products yourself, tile by tile": "вычислите dS = P * (dP - D) и три произведения сами, тайл за тайлом",
+    "the tiled backward pass runs": "обратный проход по тайлам выполняется",
+    "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)": "каузальный случай выше с tile_size=4 и сохранённым lse, сдвинутым на log 2 (так что P = exp(S - lse) уменьшается вдвое)",
+    "the backward pass reads the saved log-sum-exp": "обратный проход читает сохранённый log-sum-exp",
+    "recompute P = exp(S - lse) from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself needs each whole row of P, which tiling never holds": "вычисляйте P = exp(S - lse) по данному вам lse, а D = rowsum(dO * O)\xa0— по сохранённому выходу; чтобы самим нормировать строки, нужна вся строка P, а при тайлинге её никогда нет целиком",
+    "the backward pass never holds a T_q x T_k matrix (scores, P or dS)": "обратный проход никогда не держит матрицу T_q x T_k (оценки, P или dS)",
+    "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)": "вычисляйте заново по одному тайлу оценок (блок ключей, блок запросов) за раз; храните только dQ, dK, dV и D = rowsum(dO * O)",
 })
 # builder:begin inline say
 def say(key, **fields):

@@ -1238,6 +1238,20 @@ MESSAGES.update({
     "a long causal input runs": "длинный каузальный вход обрабатывается",
     "tiled attention never holds a T_q x T_k score matrix": "внимание по тайлам никогда не держит матрицу оценок T_q x T_k",
     "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator": "вычисляйте оценки по одной паре (блок запросов, блок ключей) за раз и храните только текущий максимум, сумму и накопитель",
+    "autograd is the oracle of this check: write the backward pass yourself, tile by tile": "autograd здесь служит эталоном проверки: напишите обратный проход сами, тайл за тайлом",
+    "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)": "dS = P * (dP - D), где dP = dO V^T и D = rowsum(dO * O); затем dQ += dS K / sqrt(d_k)",
+    "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK": "dK += dS^T Q / sqrt(d_k): множитель 1 / sqrt(d_k) из оценок входит и в dQ, и в dK",
+    "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp": "dV += P^T dO, где P = exp(S - lse) заново вычислено из тайла оценок и сохранённого log-sum-exp",
+    "the backward pass is written by hand: autograd is never called": "обратный проход написан вручную: autograd не вызывается",
+    "no call to torch's autograd": "ни одного вызова autograd из torch",
+    "a call to torch.autograd (backward or grad)": "вызов torch.autograd (backward или grad)",
+    "compute dS = P * (dP - D) and the three products yourself, tile by tile": "вычислите dS = P * (dP - D) и три произведения сами, тайл за тайлом",
+    "the tiled backward pass runs": "обратный проход по тайлам выполняется",
+    "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)": "каузальный случай выше с tile_size=4 и сохранённым lse, сдвинутым на log 2 (так что P = exp(S - lse) уменьшается вдвое)",
+    "the backward pass reads the saved log-sum-exp": "обратный проход читает сохранённый log-sum-exp",
+    "recompute P = exp(S - lse) from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself needs each whole row of P, which tiling never holds": "вычисляйте P = exp(S - lse) по данному вам lse, а D = rowsum(dO * O)\xa0— по сохранённому выходу; чтобы самим нормировать строки, нужна вся строка P, а при тайлинге её никогда нет целиком",
+    "the backward pass never holds a T_q x T_k matrix (scores, P or dS)": "обратный проход никогда не держит матрицу T_q x T_k (оценки, P или dS)",
+    "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)": "вычисляйте заново по одному тайлу оценок (блок ключей, блок запросов) за раз; храните только dQ, dK, dV и D = rowsum(dO * O)",
 })
 # builder:begin inline say
 def say(key, **fields):
@@ -2248,7 +2262,104 @@ def check_tiled_attention_contract(tiled_attention):
     )
     return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
 # builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
-print("загружено контрактных проверок: 8")
+# builder:begin inline check_tiled_backward_contract
+def check_tiled_backward_contract(tiled_attention_backward):
+    """Judge ``tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size, causal) -> (dQ, dK, dV)``.
+
+    The gradients must equal autograd's on the dense path in float64 (to 1e-10), be computed from the saved
+    output and log-sum-exp (a shifted lse must scale them as FlashAttention-2's formulas say), without autograd,
+    and with a peak memory below one T x T score matrix.
+    """
+    import contextlib
+    import math
+    import tracemalloc
+
+    import numpy as np
+    import torch
+
+    def dense(Q, K, V, dO, causal):
+        q, k, v = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (Q, K, V))
+        s = q @ k.T / math.sqrt(Q.shape[1])
+        if causal:
+            s = s.masked_fill(~torch.ones(len(Q), len(K), dtype=torch.bool).tril(), float("-inf"))
+        o = torch.softmax(s, dim=-1) @ v
+        o.backward(torch.tensor(dO, dtype=torch.float64))
+        lse = torch.logsumexp(s, dim=-1)
+        return o.detach().numpy(), lse.detach().numpy(), [x.grad.numpy() for x in (q, k, v)]
+
+    class AutogradRefused(RuntimeError):
+        """Raised when the code under judgement calls autograd, which is this check's oracle."""
+
+    @contextlib.contextmanager
+    def no_autograd():
+        def refused(*args, **kwargs):
+            raise AutogradRefused("autograd is the oracle of this check: write the backward pass yourself, tile by tile")
+        saved = torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward
+        torch.autograd.backward = torch.autograd.grad = torch.Tensor.backward = refused
+        try:
+            yield
+        finally:
+            torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward = saved
+
+    hints = {
+        "dQ": "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)",
+        "dK": "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK",
+        "dV": "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp",
+    }
+
+    def run(prop, case, hint, *args, **kwargs):
+        try:
+            with no_autograd():
+                result = contract_call(prop, case, hint, tiled_attention_backward, *args, **kwargs)
+        except ContractViolation as violation:
+            if isinstance(violation.__cause__, AutogradRefused):
+                raise ContractViolation(
+                    "the backward pass is written by hand: autograd is never called", case, "no call to torch's autograd",
+                    "a call to torch.autograd (backward or grad)", "compute dS = P * (dP - D) and the three products yourself, tile by tile",
+                ) from None
+            raise
+        return contract_parts(prop, case, result, ("dQ", "dK", "dV"))
+
+    gen = np.random.default_rng(909)
+    n, d, dv = 11, 4, 3
+    Q, K, V, dO = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv)), gen.standard_normal((n, dv))
+    worst = 0.0
+    for causal in (False, True):
+        O, lse, expected = dense(Q, K, V, dO, causal)
+        for tile in (1, 3, 4, 64):
+            case = f"Q, K [11 tokens, d_k=4], V and dO [11, 3], float64, causal={causal}, tile_size={tile}"
+            got = run("the tiled backward pass runs", case, "nothing here is invalid", Q, K, V, O, dO, lse, tile_size=tile, causal=causal)
+            for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+                worst = max(worst, contract_close(
+                    f"{name} equals autograd's on dense attention (float64, 1e-10)", case, g, want, hints[name], atol=1e-10, rtol=1e-10,
+                ))
+    O, lse, expected = dense(Q, K, V, dO, True)
+    case = "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)"
+    got = run("the backward pass reads the saved log-sum-exp", case, "nothing here is invalid", Q, K, V, O, dO, lse + math.log(2.0), tile_size=4, causal=True)
+    for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+        contract_close(
+            f"{name} is computed from the saved lse and O: a shifted lse halves it", case, g, want / 2, "recompute P = exp(S - lse) "
+            "from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself "
+            "needs each whole row of P, which tiling never holds", atol=1e-10, rtol=1e-10,
+        )
+    big = 384
+    Qb, Kb, Vb, dOb = (gen.standard_normal((big, 8)) for _ in range(4))
+    Ob, lseb, _ = dense(Qb, Kb, Vb, dOb, True)
+    where = f"{big} tokens, d=8, causal, tile_size=32"
+    tracemalloc.start()
+    try:
+        run("a long input runs", where, "nothing here is invalid", Qb, Kb, Vb, Ob, dOb, lseb, tile_size=32, causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "the backward pass never holds a T_q x T_k matrix (scores, P or dS)", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)",
+    )
+    return {"max_error": worst, "uses_saved_lse": "PASS", "no_autograd": "PASS", "memory": "PASS"}
+# builder:end sha256=272242e1a54f04475c65e630a728d65f8338131e0eac4f610e5704f2b848fe3e
+print("загружено контрактных проверок: 9")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
@@ -2544,8 +2655,45 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IE5vbmVdKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgaXRzIGFjY3VtdWxhdG9yIG9mIHplcm9zCiAgICAgICAgICAgIG91dFtx",
         "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
     ),
+    "Exercise 9": (
+        "IyBFeGVyY2lzZSA5OiBUaGUgYmFja3dhcmQgcGFzcywgRmxhc2hBdHRlbnRpb24tMidzIHdheS4gRnJvbSB0aGUgc2F2ZWQg",
+        "b3V0cHV0IE8sIHRoZSBwZXItcm93CiMgbG9nLXN1bS1leHAgbHNlIGFuZCB0aGUgdXBzdHJlYW0gZ3JhZGllbnQgZE8sIHJl",
+        "dHVybiAoZFEsIGRLLCBkVikuIENvbXB1dGUgRCA9IHJvd3N1bShkTyAqIE8pIG9uY2UuCiMgRm9yIGVhY2gga2V5IGJsb2Nr",
+        "IChvdXRlciBsb29wKSBhbmQgZWFjaCBxdWVyeSBibG9jayB0aGF0IHJlYWRzIGl0IChpbm5lciBsb29wKTogcmVjb21wdXRl",
+        "CiMgUyA9IFFfYiBLX2NeVCAvIHNxcnQoZF9rKSAod2l0aCAtaW5mIGZvciBrZXlzIGFmdGVyIHRoZSBxdWVyeSB3aGVuIGNh",
+        "dXNhbCksIFAgPSBleHAoUyAtIGxzZV9iKSwgdGhlbgojIGRWX2MgKz0gUF5UIGRPX2IsIGRQID0gZE9fYiBWX2NeVCwgZFMg",
+        "PSBQICogKGRQIC0gRF9iKSwgZFFfYiArPSBkUyBLX2MgLyBzcXJ0KGRfaykgYW5kCiMgZEtfYyArPSBkU15UIFFfYiAvIHNx",
+        "cnQoZF9rKS4gTmV2ZXIgYnVpbGQgYSBUX3EgeCBUX2sgYXJyYXksIGFuZCBkbyBub3QgY2FsbCBhdXRvZ3JhZC4KZGVmIHRp",
+        "bGVkX2F0dGVudGlvbl9iYWNrd2FyZChRLCBLLCBWLCBPLCBkTywgbHNlLCAqLCB0aWxlX3NpemU9MTI4LCBjYXVzYWw9VHJ1",
+        "ZSk6CiAgICAiIiJHcmFkaWVudHMgb2Ygc29mdG1heCBhdHRlbnRpb24gZnJvbSB0aGUgc2F2ZWQgb3V0cHV0IGFuZCBsb2ct",
+        "c3VtLWV4cCwgb3ZlciB0aWxlczogKGRRLCBkSywgZFYpLiIiIgogICAgUSwgSywgViwgTywgZE8gPSAocmVxdWlyZV9hcnJh",
+        "eShuYW1lLCB4LCBuZGltPTIpIGZvciBuYW1lLCB4IGluICgoIlEiLCBRKSwgKCJLIiwgSyksICgiViIsIFYpLCAoIk8iLCBP",
+        "KSwgKCJkTyIsIGRPKSkpCiAgICBsc2UgPSByZXF1aXJlX2FycmF5KCJsc2UiLCBsc2UsIG5kaW09MSkKICAgIGlmIFEuc2hh",
+        "cGVbMV0gIT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgTy5zaGFwZSAhPSAobGVuKFEpLCBW",
+        "LnNoYXBlWzFdKSBvciBkTy5zaGFwZSAhPSBPLnNoYXBlIG9yIGxzZS5zaGFwZSAhPSAobGVuKFEpLCk6CiAgICAgICAgcmFp",
+        "c2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSwgTyBhbmQgZE8g",
+        "W1RfcSwgZF92XSwgbHNlIFtUX3FdOyBnb3Qge1Euc2hhcGV9LCB7Sy5zaGFwZX0sICIKICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgIGYie1Yuc2hhcGV9LCB7Ty5zaGFwZX0sIHtkTy5zaGFwZX0sIHtsc2Uuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSwgY2F1",
+        "c2FsID0gcmVxdWlyZV9pbnQoInRpbGVfc2l6ZSIsIHRpbGVfc2l6ZSwgbWluaW11bT0xKSwgcmVxdWlyZV9ib29sKCJjYXVz",
+        "YWwiLCBjYXVzYWwpCiAgICAobl9xLCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0",
+        "aC5zcXJ0KGRfaykKICAgIEQgPSAoZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93",
+        "c3VtKFAgKiBkUCksIG9uY2UgZm9yIGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56",
+        "ZXJvcyhLLnNoYXBlKSwgbnAuemVyb3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6",
+        "ICAjIGtleSBibG9ja3Mgb3V0c2lkZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCAr",
+        "IHRpbGVfc2l6ZSwgbl9rKQogICAgICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGlu",
+        "IHJhbmdlKGswIGlmIGNhdXNhbCBlbHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJs",
+        "b2NrcyBuZXZlciByZWFkIHRoZXNlIGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAg",
+        "ICAgICAgICAgcyA9IFFbcTA6cTFdIEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVj",
+        "b21wdXRlZAogICAgICAgICAgICBpZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFu",
+        "Z2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAg",
+        "cCA9IG5wLmV4cChzIC0gbHNlW3EwOnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9t",
+        "IHRoZSBzYXZlZCBsb2ctc3VtLWV4cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAg",
+        "ICAgIGRzID0gcCAqIChkT1txMDpxMV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQog",
+        "ICAgICAgICAgICBkUVtxMDpxMV0gKz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBA",
+        "IFFbcTA6cTFdICogc2NhbGUKICAgIHJldHVybiBkUSwgZEssIGRW",
+    ),
 }.items()}
-# builder:end sha256=601099e46095787e4ea42c3f405490208b632016aa5cfb8f62a456114b87a208
+# builder:end sha256=78f2423d13480c9cc90af6474ac19232d4fc15e569eabd17761ed7a5e8a4dce7
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -4361,6 +4509,138 @@ expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="no
 
 
 # %% [markdown]
+# ### Шаг 4 · Обратный проход: тайлы вычисляются заново, на строку хранятся два числа
+#
+# **Идея.** Для обучения нужны градиенты функции потерь по $Q$, $K$ и $V$. Autograd на плотном
+# внимании хранит веса $P$ размера $n \times n$ из прямого прохода, чтобы снова использовать их при
+# обратном. FlashAttention хранит только выход $O$ и одно число на строку, log-sum-exp
+# $\text{lse}_i = m_i + \log \ell_i$, и вычисляет каждый тайл оценок заново: $e^{S - \text{lse}}$ точно
+# даёт веса прямого прохода. Единственное число на всю строку, которое нужно градиенту softmax,
+# $D_i = \sum_j P_{ij}\, dP_{ij}$, равно $dO_i \cdot O_i$, так что оно берётся из сохранённого выхода без
+# единой строки $P$. Обратный проход FlashAttention-2 ([Dao, 2023](https://arxiv.org/abs/2307.08691),
+# алгоритм 2) ставит блоки ключей во внешний цикл: $dK$ и $dV$ блока ключей накапливаются на месте,
+# а $dQ$ собирает по вкладу от каждого блока ключей.
+#
+# $$P = e^{S - \text{lse}}, \qquad dV = P^\top dO, \qquad dP = dO\, V^\top, \qquad D = \operatorname{rowsum}(dO \circ O)$$
+#
+# $$dS = P \circ (dP - D), \qquad dQ = \frac{dS\, K}{\sqrt{d_k}}, \qquad dK = \frac{dS^\top Q}{\sqrt{d_k}}$$
+#
+# | Обозначение | Смысл | Форма |
+# |---|---|---|
+# | $dO$ | градиент функции потерь по выходу | $T_q \times d_v$ |
+# | $\text{lse}$ | log-sum-exp прямого прохода для каждой строки, $m + \log \ell$ (`lse`) | $T_q$ |
+# | $D$ | $\operatorname{rowsum}(dO \circ O)$, равно $\operatorname{rowsum}(P \circ dP)$ | $T_q$ |
+# | $dP$, $dS$ | градиенты по весам и оценкам одного тайла | $\tau \times \tau$ |
+#
+# **Вручную.** У запроса, который читает единственный ключ, $P = 1$ и $O = v$, поэтому
+# $dS = dO \cdot v - dO \cdot O = 0$: весь свой градиент он отдаёт этому значению ($dV = dO$), а своему
+# запросу и ключу — ничего. Первая строка каузального внимания — как раз такой запрос, и её $dQ$ равен нулю.
+
+# %%
+def peak_traced_bytes(function, *args, **kwargs):
+    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    tracemalloc.start()
+    try:
+        function(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
+    """Per-row log-sum-exp of the scaled scores, streamed over key tiles: the number FlashAttention-2's forward saves."""
+    Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
+    if Q.shape[1] != K.shape[1] or (causal and len(K) < len(Q)):
+        raise ValueError(f"need Q [T_q, d_k] and K [T_k, d_k], with T_k >= T_q when causal; got {Q.shape} and {K.shape}")
+    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    lse = np.empty(len(Q))
+    for q0 in range(0, len(Q), tile_size):
+        q1 = min(q0 + tile_size, len(Q))
+        last = q1 if causal else len(K)  # keys 0 .. last - 1 are read
+        m, l = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0)
+        for k0 in range(0, last, tile_size):
+            k1 = min(k0 + tile_size, last)
+            s = Q[q0:q1] @ K[k0:k1].T / math.sqrt(Q.shape[1])  # (B_q, B_k)
+            if causal:
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            m_new = np.maximum(m, s.max(axis=1))  # finite: key 0 is allowed for every row
+            l = np.exp(m - m_new) * l + np.exp(s - m_new[:, None]).sum(axis=1)
+            m = m_new
+        lse[q0:q1] = m + np.log(l)
+    return lse
+
+
+# %% tags=["exercise"]
+# Exercise 9 · Упражнение 9: Обратный проход в духе FlashAttention-2. По сохранённому выходу O, log-sum-exp каждой
+# строки lse и приходящему градиенту dO верните (dQ, dK, dV). Вычислите D = rowsum(dO * O) один раз.
+# Для каждого блока ключей (внешний цикл) и каждого блока запросов, который его читает (внутренний
+# цикл), вычислите заново S = Q_b K_c^T / sqrt(d_k) (с -inf для ключей после запроса, если causal),
+# P = exp(S - lse_b), затем dV_c += P^T dO_b, dP = dO_b V_c^T, dS = P * (dP - D_b), dQ_b += dS K_c / sqrt(d_k)
+# и dK_c += dS^T Q_b / sqrt(d_k). Никогда не стройте массив T_q x T_k и не вызывайте autograd.
+def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True):
+    """Gradients of softmax attention from the saved output and log-sum-exp, over tiles: (dQ, dK, dV)."""
+    Q, K, V, O, dO = (require_array(name, x, ndim=2) for name, x in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO)))
+    lse = require_array("lse", lse, ndim=1)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or O.shape != (len(Q), V.shape[1]) or dO.shape != O.shape or lse.shape != (len(Q),):
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v], lse [T_q]; got {Q.shape}, {K.shape}, "
+                         f"{V.shape}, {O.shape}, {dO.shape}, {lse.shape}")
+    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    ### BEGIN SOLUTION
+    (n_q, d_k), n_k = Q.shape, len(K)
+    scale = 1.0 / math.sqrt(d_k)
+    D = (dO * O).sum(axis=1)  # (T_q,): rowsum(dO * O) = rowsum(P * dP), once for all tiles
+    dQ, dK, dV = np.zeros(Q.shape), np.zeros(K.shape), np.zeros(V.shape)
+    for k0 in range(0, n_k, tile_size):  # key blocks outside: their dK and dV stay local
+        k1 = min(k0 + tile_size, n_k)
+        K_c, V_c = K[k0:k1], V[k0:k1]
+        for q0 in range(k0 if causal else 0, n_q, tile_size):  # causal: earlier query blocks never read these keys
+            q1 = min(q0 + tile_size, n_q)
+            s = Q[q0:q1] @ K_c.T * scale  # (B_q, B_k): the score tile, recomputed
+            if causal and k1 - 1 > q0:
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            p = np.exp(s - lse[q0:q1, None])  # the forward's weights, exactly, from the saved log-sum-exp
+            dV[k0:k1] += p.T @ dO[q0:q1]
+            ds = p * (dO[q0:q1] @ V_c.T - D[q0:q1, None])  # dS = P * (dP - D)
+            dQ[q0:q1] += ds @ K_c * scale
+            dK[k0:k1] += ds.T @ Q[q0:q1] * scale
+    return dQ, dK, dV
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals())
+
+# %%
+grad_rng = np.random.default_rng(31)
+n_grad = 1024
+Qg, Kg, Vg, dOg = (grad_rng.standard_normal((n_grad, 16)) for _ in range(4))
+Og, _ = causal_tiled_attention(Qg, Kg, Vg, tile_size=64)
+lse_g = tiled_logsumexp(Qg, Kg, tile_size=64)
+tiled_grads = tiled_attention_backward(Qg, Kg, Vg, Og, dOg, lse_g, tile_size=64)
+q_t, k_t, v_t = (torch.tensor(x, requires_grad=True) for x in (Qg, Kg, Vg))  # float64, as the arrays
+F.scaled_dot_product_attention(q_t, k_t, v_t, is_causal=True).backward(torch.tensor(dOg))
+grad_error = max(float(np.abs(g - t.grad.numpy()).max()) for g, t in zip(tiled_grads, (q_t, k_t, v_t)))
+backward_peak = peak_traced_bytes(tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, tile_size=64)
+print(f"обратный проход по тайлам против autograd на плотном внимании, n = {n_grad}: max |разность| {grad_error:.1e}")
+print(f"пик памяти обратного прохода по тайлам: {backward_peak / MIB:.2f} МиБ; одна матрица {n_grad} x {n_grad} в "
+      f"float64: {n_grad ** 2 * 8 / MIB:.0f} МиБ")
+expect("the tiled gradients equal autograd's to 1e-10", grad_error, "<", 1e-10)
+expect("the tiled backward's peak, its three gradients included, is below an eighth of one T x T matrix", backward_peak, "<", n_grad**2 * 8 / 8)
+expect("by hand: the first query reads one key, so its dQ is zero", float(np.abs(tiled_grads[0][0]).max()), "<", 1e-12)
+report_section("Обратный проход по тайлам", globals())
+
+# %% tags=["hide-input"]
+# @title Неверные входы отвергаются: проверки аргументов двух ячеек выше
+expect_raises(ValueError, tiled_logsumexp, Qg, Kg[:10], match="T_k >= T_q")
+expect_raises(ValueError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g[:5], match="lse")
+expect_raises(TypeError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, causal=1, match="causal")
+expect_close("tiled_logsumexp without a mask equals log-sum-exp of the whole score matrix", tiled_logsumexp(Qg[:9], Kg[:7], tile_size=3, causal=False),
+             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)))
+
+
+# %% [markdown]
 # ## 8. Что даёт разбиение на тайлы: память, растущая как $n$, и меньше работы
 #
 # **Идея.** Плотное внимание держит в памяти всю матрицу оценок и обычно ещё несколько временных массивов
@@ -4384,18 +4664,6 @@ expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="no
 # во float64, с учётом выхода.
 
 # %%
-def peak_traced_bytes(function, *args, **kwargs):
-    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
-    if not callable(function):
-        raise TypeError(f"function must be callable, got {type(function).__name__}")
-    tracemalloc.start()
-    try:
-        function(*args, **kwargs)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def best_seconds(function, *args, repeats=3, **kwargs):
     """The fastest of ``repeats`` wall-clock runs of ``function`` (time.perf_counter)."""
     repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
