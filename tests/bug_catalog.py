@@ -386,7 +386,7 @@ ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
-TILED_BACKWARD = "check_tiled_backward_contract"
+TILED_BACKWARD, PAGED = "check_tiled_backward_contract", "check_paged_cache_contract"
 
 ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
 LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
@@ -485,6 +485,15 @@ MODULE5 = [
         TILED_BACKWARD, "a shifted lse halves it", written=_dense_backward("renormalised")),
     Bug("tiled-backward-calls-autograd", "module5_1", "tiled_attention_backward", "asks torch's autograd for the gradients of dense attention",
         TILED_BACKWARD, "autograd is never called", written=_dense_backward("autograd")),
+    # Exercise 10: reserve_slots
+    Bug("paged-no-copy-on-write", "module5_1", "reserve_slots", "writes the first divergent token into the block another sequence shares",
+        PAGED, "copy-on-write at the first divergent token", edit("elif refs[table[-1]] > 1:", "elif False:")),
+    Bug("paged-cow-keeps-the-old-reference", "module5_1", "reserve_slots", "copies a shared block but leaves the old block's count as it was",
+        PAGED, "copy-on-write moves one reference", edit("refs[table[-1]], refs[new] = refs[table[-1]] - 1, 1", "refs[new] = 1")),
+    Bug("paged-copies-every-partly-filled-block", "module5_1", "reserve_slots", "copies the last block on every write, shared or not",
+        PAGED, "a growing sequence takes blocks", edit("elif refs[table[-1]] > 1:", "elif refs[table[-1]] >= 1:")),
+    Bug("paged-block-per-token", "module5_1", "reserve_slots", "takes a new block for every token instead of filling the last one",
+        PAGED, "a growing sequence takes blocks", edit("if p % size == 0:", "if True:")),
     # Module 5.2, Exercise 1: rolling_window_decode
     Bug("rolling-buffer-keeps-w-plus-1", "module5_2", "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
         ROLLING, "never holds more than",

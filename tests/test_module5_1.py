@@ -35,6 +35,7 @@ EXERCISES = [
     ("causal_tiled_attention", "check_causal_tiled_contract"),
     ("tiled_attention", "check_tiled_attention_contract"),
     ("tiled_attention_backward", "check_tiled_backward_contract"),
+    ("reserve_slots", "check_paged_cache_contract"),
 ]
 
 
