@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/student/module5_1_exact_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=6b4ec4de98b2c7247379d958117aefb42b3f75a23c4122d17ec4ca16e40dc92d -->
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0`.*
+# <!-- builder:end sha256=3cef35df31647aba44bbf2983be18faea3a7141c2eb1545c4d7c26f701308317 -->
 
 # %% [markdown]
 # **Student edition.** The functions below are stubs that raise `NotImplementedError`; replace the line `# Your code here.` and the `raise` under it with your code. The cell right after each exercise runs its contract check and tells you which property passes and which fails, on what input, with the expected and actual values.
@@ -252,7 +252,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module5_1
 REFERENCE_SOURCE = "references/module5_1.json"
-REFERENCE_SHA256 = "8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1"
+REFERENCE_SHA256 = "653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "gpt_oss_hybrid": {
@@ -268,8 +268,8 @@ REFERENCE_JSON = r"""{
   },
   "kv_rows": {
     "gpt_oss_gqa_all_full_equivalent": 73728,
-    "gpt_oss_mha_hypothetical": 589824,
-    "gpt_oss_mqa_hypothetical": 9216
+    "gpt_oss_mha_hypothetical": 294912,
+    "gpt_oss_mqa_hypothetical": 4608
   },
   "mla": {
     "bytes_per_token": 70272,
@@ -321,7 +321,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
+# builder:end sha256=de48e638cd31ce703858eac065e417e25f1b70f9fbcd7c5ccdd1ae2962095cc2
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -3353,8 +3353,8 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match
 # $18 \cdot 2{,}048 = 36{,}864$ bytes, **36 KiB per token** for gpt-oss-120b; gpt-oss-20b has 24 layers
 # (12 full, 12 windowed) and grows by **24 KiB per token**. (Units: KiB and GiB are binary,
 # $2^{10}$ and $2^{30}$ bytes, used for sizes per token; GB is decimal, $10^9$ bytes, as GPU memory is
-# sold. 4.5 GiB is 4.83 GB.) The variants the card did *not* choose: MHA (64 KV heads) would
-# cost 576 KiB per token, MQA (1 KV head) 9 KiB.
+# sold. 4.5 GiB is 4.83 GB.) The variants the card did *not* choose, on the same schedule where only
+# the 18 full layers grow: MHA (64 KV heads) would cost 288 KiB per token, MQA (1 KV head) 4.5 KiB.
 
 # %%
 # The gpt-oss-120b configuration, embedded with its own checksum so a silent edit cannot slip through.
@@ -3393,15 +3393,15 @@ check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
 context = REFERENCE.value("context_tokens")
 layers, kv_heads, head_dim, window = (gpt_oss[k] for k in ("num_hidden_layers", "num_key_value_heads", "head_dim", "sliding_window"))
 hybrid_windows = [window if layer % 2 == 0 else None for layer in range(layers)]  # even layers are windowed
+full_layers = hybrid_windows.count(None)
 rows = {
     "gpt_oss_gqa_all_full_equivalent": kv_bytes_per_token(layers, kv_heads, head_dim),
-    "gpt_oss_mha_hypothetical": kv_bytes_per_token(layers, gpt_oss["num_attention_heads"], head_dim),
-    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
+    "gpt_oss_mha_hypothetical": kv_bytes_per_token(full_layers, gpt_oss["num_attention_heads"], head_dim),  # on the real schedule:
+    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(full_layers, 1, head_dim),  # only the full layers grow
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
+    print(f"{key:34s} {per_token_bytes / KIB:6.1f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
-full_layers = hybrid_windows.count(None)
 hybrid = {
     "layers": layers,
     "full_layers": full_layers,
@@ -3516,13 +3516,13 @@ growing_hybrid = hybrid["full_layers"] * hybrid["per_layer_bytes_per_token"]
 card_rows = [
     (localized(LANGUAGE, "DeepSeek-V3 expanded, 192-wide keys", "DeepSeek-V3 развёрнутый, ключи 192"), expanded_192),
     (localized(LANGUAGE, "DeepSeek-V3 MHA twin, d_h = 128", "DeepSeek-V3 MHA-аналог, d_h = 128"), v2_convention),
-    (localized(LANGUAGE, "gpt-oss-120b as MHA (64 KV heads)", "gpt-oss-120b как MHA (64 KV-головы)"), rows["gpt_oss_mha_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MHA, growing part", "gpt-oss-120b как MHA, растущая часть"), rows["gpt_oss_mha_hypothetical"]),
     ("Llama-3.3-70B (GQA, 8 KV)", kv_bytes_per_token(80, 8, 128)),
     (localized(LANGUAGE, "gpt-oss-120b all-full (GQA, 8 KV)", "gpt-oss-120b, все слои полные"), rows["gpt_oss_gqa_all_full_equivalent"]),
     (localized(LANGUAGE, "DeepSeek-V3 latent (MLA)", "DeepSeek-V3 латентный (MLA)"), latent_bytes),
     ("Qwen2.5-7B (GQA, 4 KV)", kv_bytes_per_token(28, 4, 128)),
     (localized(LANGUAGE, "gpt-oss-120b hybrid, growing part", "gpt-oss-120b гибрид, растущая часть"), growing_hybrid),
-    (localized(LANGUAGE, "gpt-oss-120b as MQA (1 KV head)", "gpt-oss-120b как MQA (1 KV-голова)"), rows["gpt_oss_mqa_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MQA, growing part", "gpt-oss-120b как MQA, растущая часть"), rows["gpt_oss_mqa_hypothetical"]),
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
@@ -4313,8 +4313,10 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 #
 # **Idea.** A GPU has two memories that matter here. **HBM**, the large off-chip memory: an
 # NVIDIA H100 SXM has 80 GB of HBM3 at 3.35 TB/s. **SRAM**, the small on-chip memory next to the
-# arithmetic units: 228 KB of shared memory per streaming multiprocessor, 132 of them, about 30 MB
-# in all ([NVIDIA H100 datasheet](https://www.nvidia.com/en-us/data-center/h100/) and
+# arithmetic units: 228 KiB of shared memory per streaming multiprocessor (NVIDIA writes "228 KB"
+# for $228 \times 1{,}024$ bytes), 132 of them, about 30 MB in all. Between the two sits a 50 MB **L2
+# cache** that all SMs share. The tensor cores do 989 TFLOP/s in dense 16-bit arithmetic (the
+# datasheet's 1,979 assumes 2:4 sparsity) ([NVIDIA H100 datasheet](https://www.nvidia.com/en-us/data-center/h100/) and
 # [Hopper architecture](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
 # NVIDIA does not publish the SRAM bandwidth; the FlashAttention paper estimates about 19 TB/s on
 # an A100, an order of magnitude above its 1.5 to 2.0 TB/s of HBM. Plain attention writes the
@@ -4326,7 +4328,8 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # $\Theta(nd + n^2)$ for standard attention against $\Theta(n^2 d^2 / M_{\text{sram}})$ for FlashAttention.
 # A Θ hides constants, so two Θ-bounds cannot be divided into "times fewer". We count instead, in numbers
 # read from or written to HBM, every load and store that the paper's two algorithms list, for one head
-# in the forward pass, without mask or dropout. Standard attention (the paper's Algorithm 0) reads $Q$
+# in the forward pass, without mask or dropout. Algorithm 1 is FlashAttention-1's loop order, key
+# blocks outside and query blocks inside, not the one section 7 teaches. Standard attention (the paper's Algorithm 0) reads $Q$
 # and $K$, writes $S$, reads $S$, writes $P$, reads $P$ and $V$, and writes $O$. FlashAttention (its
 # Algorithm 1) initialises $O$, $\ell$ and $m$ in HBM, reads each key-value block once, and for each of
 # the $T_c$ key-value blocks reads all of $Q$, $O$, $\ell$, $m$ and writes $O$, $\ell$, $m$ back:
@@ -4338,7 +4341,7 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # | Symbol | Meaning | H100, 16-bit |
 # |---|---|---|
 # | $n$, $d$ | sequence length, head width | 8,192, 128 |
-# | $M_{\text{sram}}$ | SRAM size in numbers (not a mask) | 228 KB / 2 bytes = 116,736 |
+# | $M_{\text{sram}}$ | SRAM size in numbers (not a mask) | 228 KiB / 2 bytes = 116,736 |
 # | $B_c$, $B_r$ | FlashAttention's key and query block sizes (section 7's $\tau$), chosen so that $Q_b$, $K_c$, $V_c$ and $O$ fit in $M_{\text{sram}}$ | 228, 128 |
 # | $T_c$ | key-value blocks, so passes over $Q$ and $O$ | 36 |
 # | floor | reading $Q$, $K$, $V$ and writing $O$ once: no exact method moves less | $4nd$ |
@@ -4359,8 +4362,8 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # division by $\ell$ happens once at the end, exactly the loop order of section 7 and about 2x
 # faster than FlashAttention. **FlashAttention-3** ([Shah et al., 2024](https://arxiv.org/abs/2407.08608))
 # targets Hopper GPUs (H100), overlapping data movement and matrix multiplication asynchronously
-# and adding FP8, for 1.5 to 2.0 times FlashAttention-2's speed; the line continues with kernels
-# for each newer GPU generation, and PyTorch picks among such backends for you (below).
+# and adding FP8, for 1.5 to 2.0 times FlashAttention-2's speed; FlashAttention-4 (below) does the same
+# for Blackwell, and PyTorch picks among such backends for you (below).
 
 # %% tags=["hide-input"]
 # @title Drawing code for the figure below: plot_hbm_accesses (matplotlib only; reading it is optional)
@@ -4379,7 +4382,7 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
-    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Внимание на H100: обмен с HBM (d = {d}, M = {sram_numbers:,})"))
+    ax.set_title(localized(language, f"FlashAttention-1's count (d = {d}, M = {sram_numbers:,})", f"Подсчёт FlashAttention-1 (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
@@ -4395,7 +4398,7 @@ def attention_hbm_accesses(n, d, sram_numbers):
             "floor": 4 * n * d}  # read Q, K, V and write O, once
 
 
-H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KiB (NVIDIA: "228 KB") of shared memory per SM, 16-bit numbers
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
@@ -4422,11 +4425,146 @@ show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
     "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red with circles is "
     "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue with squares is "
-    "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
-    "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
-    "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
-    "SRAM cuts it further.",
+    "FlashAttention, counted load by load from the paper's Algorithm 1 with an H100's shared memory: 2.3 times lower at "
+    "n = 8,192 for d = 128. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
+    "falls below it. Both attention lines bend to the slope 2 because this count sends every pass over Q and O to HBM; "
+    "the roofline below shows why a real H100 does not.",
 )
+
+# %% [markdown]
+# **The loop order of section 7, and the L2.** FlashAttention-2 puts the query blocks outside: each
+# block of $B_r$ queries is read once, its output and log-sum-exp written once, and it streams every
+# key and value block past itself. Counted against HBM alone, that re-reads $K$ and $V$ once per query
+# block, $\lceil n / B_r \rceil$ times. But the 132 SMs work on the query blocks of one or two heads at
+# a time, and one head's $K$ and $V$ at $n = 8{,}192$, $d = 128$ in 16 bits are 4 MB, well inside the
+# 50 MB L2: after the first query block has read them, the others read the L2, not HBM. A **roofline**
+# puts both counts to the test. A kernel that does $F$ FLOPs and moves $Y$ bytes needs at least
+# $\max(F / \text{peak}, Y / \text{bandwidth})$ seconds; at a measured speed $F / t$, it must move
+# $Y / t$ bytes per second, which may not exceed the HBM's 3.35 TB/s. FlashAttention-3 reports up to
+# 740 TFLOP/s for its 16-bit forward pass on an H100 ([Shah et al., 2024](https://arxiv.org/abs/2407.08608), abstract).
+#
+# $$F = 4 n^2 d, \qquad Y_{\text{HBM only}} = b\,(2nd + \lceil n / B_r \rceil \cdot 2nd) + 4n, \qquad Y_{\text{L2}} = b \cdot 4nd + 4n$$
+#
+# | Symbol | Meaning | Here |
+# |---|---|---|
+# | $F$ | FLOPs of one head's forward pass: $QK^\top$ and $PV$, 2 per multiply-add, no mask | |
+# | $Y$ | bytes moved to or from HBM: $Q$ read and $O$ written once, $K$ and $V$ once per pass, a float32 lse per row | |
+# | $B_r$ | query rows per block | 128 |
+# | $b$ | bytes per number | 2 |
+#
+# The model's assumptions, stated: one head's forward pass without mask; the SMs finish a head's query
+# blocks while its $K$ and $V$ stay in the L2 (true when they fit: at most 8 MB per head here); nothing
+# else competes for the L2; the published speed is the best one, so any slower run needs less bandwidth.
+
+# %%
+H100 = {"hbm_bytes_per_s": 3.35e12, "dense_fp16_flops_per_s": 989e12, "l2_bytes": 50e6}  # NVIDIA's H100 SXM datasheet
+FA3_FORWARD_FLOPS_PER_S = 740e12  # FlashAttention-3's best 16-bit forward on an H100 (its abstract)
+
+
+def fa2_forward_bytes(n, d, *, block_rows=128, bytes_per_value=2, l2_bytes=None):
+    """HBM bytes of one head's FlashAttention-2 forward pass: Q and O once, a float32 lse, K and V once per pass."""
+    n, d, block_rows = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("block_rows", block_rows)))
+    kv = 2 * n * d * bytes_per_value  # K and V of one head
+    passes = 1 if l2_bytes is not None and kv <= l2_bytes else -(-n // block_rows)  # the L2 serves every pass after the first
+    return 2 * n * d * bytes_per_value + 4 * n + passes * kv
+
+
+ROOF_LENGTHS = [1024, 2048, 4096, 8192, 16384]
+roofline = {}
+for n in ROOF_LENGTHS:
+    flops = 4 * n * n * 128
+    seconds = flops / FA3_FORWARD_FLOPS_PER_S  # at the published speed
+    roofline[n] = {"intensity": flops / fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]),
+                   "needs_hbm_only": fa2_forward_bytes(n, 128) / seconds, "needs_with_l2": fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]) / seconds}
+for n, row in roofline.items():
+    print(f"n = {n:>6,}: at 740 TFLOP/s, HBM only needs {row['needs_hbm_only'] / 1e12:4.2f} TB/s, with the L2 {row['needs_with_l2'] / 1e12:4.2f} TB/s")
+fa1_8k = 2 * attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)["flash"] / (4 * 8_192**2 * 128 / FA3_FORWARD_FLOPS_PER_S)
+print(f"FlashAttention-1's count at n = 8,192 would need {fa1_8k / 1e12:.2f} TB/s; the H100 has {H100['hbm_bytes_per_s'] / 1e12:.2f}")
+expect("every plotted point needs no more bandwidth than the H100's 3.35 TB/s at the published 740 TFLOP/s",
+       max(row["needs_with_l2"] for row in roofline.values()), "<=", H100["hbm_bytes_per_s"])
+
+
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_roofline (matplotlib only; reading it is optional)
+def plot_roofline(roofline, hardware, measured, language="en"):
+    """The H100's roofline (FLOP/s against FLOPs per HBM byte) with FlashAttention-3's measured speed at each n."""
+    intensity = np.logspace(0, 4, 200)
+    fig, ax = plt.subplots(figsize=(6.2, 3.0))
+    ax.plot(intensity, np.minimum(hardware["dense_fp16_flops_per_s"], intensity * hardware["hbm_bytes_per_s"]) / 1e12,
+            color=Palette.GREY, linestyle="-", marker="", label=localized(language, "H100 roof: 3.35 TB/s, 989 TFLOP/s", "крыша H100: 3,35 ТБ/с, 989 TFLOP/s"))
+    points = [(row["intensity"], measured / 1e12) for row in roofline.values()]
+    ax.plot(*zip(*points), color=Palette.BLUE, linestyle="none", marker="o", markevery=1,
+            label=localized(language, "FlashAttention-3, 740 TFLOP/s, FA-2 loop order with L2", "FlashAttention-3, 740 TFLOP/s, порядок FA-2 с L2"))
+    for n, (x, y) in zip(roofline, points):
+        ax.annotate(f"{n // 1024}k", (x, y), textcoords="offset points", xytext=(-6, -14), fontsize=8)
+    ridge = hardware["dense_fp16_flops_per_s"] / hardware["hbm_bytes_per_s"]
+    ax.axvline(ridge, color=Palette.ORANGE, linestyle=":", marker="", label=localized(language, f"ridge: {ridge:.0f} FLOPs per byte", f"перегиб: {ridge:.0f} FLOP на байт"))
+    log_scale(ax, "both")
+    ax.set_xlabel(localized(language, "FLOPs per HBM byte", "FLOP на байт HBM"))
+    ax.set_ylabel(localized(language, "TFLOP/s", "TFLOP/s"))
+    ax.set_title(localized(language, "Attention's forward pass on an H100 roofline", "Прямой проход внимания на крыше H100"))
+    ax.legend(fontsize=8, loc="lower right")
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+# %%
+show_figure(
+    plot_roofline(roofline, H100, FA3_FORWARD_FLOPS_PER_S, language=LANGUAGE),
+    "Both axes are logarithmic. The grey line is the H100's roof: left of the dotted orange ridge a kernel is limited by HBM "
+    "bandwidth (the slope), right of it by the tensor cores (the flat top). The blue dots, labelled with n, place "
+    "FlashAttention-3's published 740 TFLOP/s at the arithmetic intensity of FlashAttention-2's loop order when the L2 "
+    "holds each head's K and V: every dot sits under the roof. Counted against HBM alone, the same loop order would "
+    f"need {roofline[8192]['needs_hbm_only'] / 1e12:.1f} TB/s at n = 8,192 (printed above), more than the H100 has: the L2 is doing that work.",
+)
+
+
+# %% [markdown]
+# **Past Hopper.** The H200 is the same Hopper chip with 141 GB of HBM3e at 4.8 TB/s
+# ([NVIDIA H200](https://www.nvidia.com/en-us/data-center/h200/)); the B200 (Blackwell) has 180 GB of
+# HBM3e at 8 TB/s ([NVIDIA DGX B200](https://www.nvidia.com/en-us/data-center/dgx-b200/), per GPU) and
+# 2.25 PFLOP/s of dense BF16, while its exponential units and shared-memory bandwidth stayed where
+# Hopper's were. **FlashAttention-4** (Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao, March 2026,
+# [the authors' post](https://www.together.ai/blog/flashattention-4)) finds that on a B200 the forward
+# pass is limited by the exponentials of the softmax and the backward pass by shared-memory traffic,
+# not by HBM. It computes part of the exponentials in software, with a polynomial on the ordinary
+# multiply-add units, and rescales the running sums only when the row maximum has grown by more than
+# a threshold, reaching up to 1,605 TFLOP/s in BF16 on a B200 (71% of peak). Rescaling less is exact:
+# $u / \ell$ does not depend on which reference $m$ the sums were kept against, as long as none of
+# them overflows. The experiment below counts the rescales on one long row.
+
+# %%
+def lazy_online_softmax(logits, values, tile, threshold):
+    """Online softmax of one row that rescales only when a tile's max beats the reference m by more than threshold."""
+    logits, values = require_array("logits", logits, ndim=1), require_array("values", values, ndim=1)
+    tile, threshold = require_int("tile", tile, minimum=1), require_real("threshold", threshold, minimum=0.0, maximum=60.0)  # e^60 fits float64 sums
+    m, l, u, rescales = -math.inf, 0.0, 0.0, 0
+    for start in range(0, len(logits), tile):
+        x, v = logits[start:start + tile], values[start:start + tile]
+        if x.max() > m + threshold:  # only then is the reference moved, and the sums rescaled
+            m_new = float(x.max())
+            rescales += math.isfinite(m)
+            l, u, m = l * math.exp(m - m_new), u * math.exp(m - m_new), m_new
+        w = np.exp(x - m)  # at most e^threshold when m is stale
+        l, u = l + float(w.sum()), u + float(w @ v)
+    return u / l, rescales
+
+
+lazy_rng = np.random.default_rng(44)
+rising = np.linspace(0.0, 40.0, 4096) + lazy_rng.normal(0.0, 1.0, 4096)  # a row whose max keeps growing: the worst case
+row_values = lazy_rng.normal(size=4096)
+exact_rising = float(np.exp(rising - rising.max()) @ row_values / np.exp(rising - rising.max()).sum())
+for threshold in (0.0, 2.0, 8.0):
+    output, rescales = lazy_online_softmax(rising, row_values, 64, threshold)
+    print(f"threshold {threshold:3.0f}: {rescales:2d} rescales of 63 possible, |output - exact| {abs(output - exact_rising):.1e}")
+    expect(f"threshold {threshold:.0f}: exact at the end", abs(output - exact_rising), "<", 1e-12)
+expect("a threshold of 8 rescales fewer times than 0", lazy_online_softmax(rising, row_values, 64, 8.0)[1], "<", lazy_online_softmax(rising, row_values, 64, 0.0)[1])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the two cells above
+expect_raises(ValueError, fa2_forward_bytes, 0, 128, match="n")
+expect_raises(ValueError, lazy_online_softmax, rising, row_values, 64, 100.0, match="threshold")
+expect("fa2_forward_bytes by hand: n = 4, d = 2, blocks of 2, 16-bit: 2*4*2*2 + 16 + 2 passes * 32 = 112", fa2_forward_bytes(4, 2, block_rows=2), "==", 112)
 
 # %% [markdown]
 # **Measured here: where the time goes on a CPU.** The next cell times the notebook's NumPy
@@ -4537,9 +4675,11 @@ expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeat
 # (`enable_prefix_caching=True`) names each full block of the paged cache by a hash of its tokens and
 # of every token before it, and a new request whose prefix hashes match reuses those physical blocks
 # instead of recomputing them ([vLLM design notes](https://docs.vllm.ai/en/latest/design/prefix_caching/)).
+# vLLM's V1 engine turns prefix caching on by default ([vLLM V1 announcement](https://blog.vllm.ai/2025/01/27/v1-alpha-release.html), January 2025).
 # SGLang's *RadixAttention* keeps the cached prefixes of all requests in a radix tree, evicting the
-# least recently used, and reports up to 5x faster execution of multi-call LLM programs
-# ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104)). Neither changes a single output: the
+# least recently used; its 2024 version reports up to 6.4x higher throughput than other inference
+# systems on multi-call LLM programs ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104); the December
+# 2023 first version said "up to 5x"). Neither changes a single output: the
 # reused keys and values are exactly the ones a recomputation would produce, which is why the
 # section 7 cell that streams a cached prefix with `query_start` returns the full pass's rows.
 

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/student/module5_1_exact_attention.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`.*
-# <!-- builder:end sha256=e3dbd3c249a0ee6898bbac46c40e40dcef4a523d5e20432fffae54f5224680ce -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module5_1.json`, SHA-256 `653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0`.*
+# <!-- builder:end sha256=d6b125f917f02645d811a8c6f1904ce52d1eacd1783d3b3b23a3906d269ec376 -->
 
 # %% [markdown]
 # **Версия для студента.** Функции ниже — заготовки, которые вызывают `NotImplementedError`; замените строку `# Ваш код здесь.` и `raise` под ней своим кодом. Ячейка сразу после каждого упражнения запускает его контрактную проверку и сообщает, какое свойство выполнено, а какое нет, на каком входе, с ожидаемым и фактическим значениями.
@@ -253,7 +253,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module5_1
 REFERENCE_SOURCE = "references/module5_1.json"
-REFERENCE_SHA256 = "8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1"
+REFERENCE_SHA256 = "653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "gpt_oss_hybrid": {
@@ -269,8 +269,8 @@ REFERENCE_JSON = r"""{
   },
   "kv_rows": {
     "gpt_oss_gqa_all_full_equivalent": 73728,
-    "gpt_oss_mha_hypothetical": 589824,
-    "gpt_oss_mqa_hypothetical": 9216
+    "gpt_oss_mha_hypothetical": 294912,
+    "gpt_oss_mqa_hypothetical": 4608
   },
   "mla": {
     "bytes_per_token": 70272,
@@ -322,7 +322,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
+# builder:end sha256=de48e638cd31ce703858eac065e417e25f1b70f9fbcd7c5ccdd1ae2962095cc2
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
@@ -3871,7 +3871,8 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match
 # **36 КиБ на токен** для gpt-oss-120b; у gpt-oss-20b 24 слоя (12 полных, 12 с окном), и она растёт на
 # **24 КиБ на токен**. (Единицы: КиБ и ГиБ — двоичные, $2^{10}$ и $2^{30}$ байт, ими меряют размеры на токен;
 # ГБ — десятичный, $10^9$ байт, так продают память GPU. 4,5 ГиБ — это 4,83 ГБ.) Варианты, которые авторы
-# карточки *не* выбрали: MHA (64 KV-головы) стоила бы 576 КиБ на токен, MQA (1 KV-голова) — 9 КиБ.
+# карточки *не* выбрали, при том же расписании, где растут только 18 полных слоёв: MHA (64 KV-головы)
+# стоила бы 288 КиБ на токен, MQA (1 KV-голова) — 4,5 КиБ.
 
 # %%
 # The gpt-oss-120b configuration, embedded with its own checksum so a silent edit cannot slip through.
@@ -3910,16 +3911,16 @@ check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
 context = REFERENCE.value("context_tokens")
 layers, kv_heads, head_dim, window = (gpt_oss[k] for k in ("num_hidden_layers", "num_key_value_heads", "head_dim", "sliding_window"))
 hybrid_windows = [window if layer % 2 == 0 else None for layer in range(layers)]  # even layers are windowed
+full_layers = hybrid_windows.count(None)
 rows = {
     "gpt_oss_gqa_all_full_equivalent": kv_bytes_per_token(layers, kv_heads, head_dim),
-    "gpt_oss_mha_hypothetical": kv_bytes_per_token(layers, gpt_oss["num_attention_heads"], head_dim),
-    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
+    "gpt_oss_mha_hypothetical": kv_bytes_per_token(full_layers, gpt_oss["num_attention_heads"], head_dim),  # on the real schedule:
+    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(full_layers, 1, head_dim),  # only the full layers grow
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
+    print(f"{key:34s} {per_token_bytes / KIB:6.1f} КиБ/токен   {per_token_bytes * context / GIB:6.2f} ГиБ при {context:,} "
           "токенов")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
-full_layers = hybrid_windows.count(None)
 hybrid = {
     "layers": layers,
     "full_layers": full_layers,
@@ -4036,13 +4037,13 @@ growing_hybrid = hybrid["full_layers"] * hybrid["per_layer_bytes_per_token"]
 card_rows = [
     (localized(LANGUAGE, "DeepSeek-V3 expanded, 192-wide keys", "DeepSeek-V3 развёрнутый, ключи 192"), expanded_192),
     (localized(LANGUAGE, "DeepSeek-V3 MHA twin, d_h = 128", "DeepSeek-V3 MHA-аналог, d_h = 128"), v2_convention),
-    (localized(LANGUAGE, "gpt-oss-120b as MHA (64 KV heads)", "gpt-oss-120b как MHA (64 KV-головы)"), rows["gpt_oss_mha_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MHA, growing part", "gpt-oss-120b как MHA, растущая часть"), rows["gpt_oss_mha_hypothetical"]),
     ("Llama-3.3-70B (GQA, 8 KV)", kv_bytes_per_token(80, 8, 128)),
     (localized(LANGUAGE, "gpt-oss-120b all-full (GQA, 8 KV)", "gpt-oss-120b, все слои полные"), rows["gpt_oss_gqa_all_full_equivalent"]),
     (localized(LANGUAGE, "DeepSeek-V3 latent (MLA)", "DeepSeek-V3 латентный (MLA)"), latent_bytes),
     ("Qwen2.5-7B (GQA, 4 KV)", kv_bytes_per_token(28, 4, 128)),
     (localized(LANGUAGE, "gpt-oss-120b hybrid, growing part", "gpt-oss-120b гибрид, растущая часть"), growing_hybrid),
-    (localized(LANGUAGE, "gpt-oss-120b as MQA (1 KV head)", "gpt-oss-120b как MQA (1 KV-голова)"), rows["gpt_oss_mqa_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MQA, growing part", "gpt-oss-120b как MQA, растущая часть"), rows["gpt_oss_mqa_hypothetical"]),
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
@@ -4840,8 +4841,10 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 #
 # **Идея.** У GPU есть два вида памяти, которые здесь важны. **HBM** — большая память вне кристалла:
 # у NVIDIA H100 SXM 80 ГБ HBM3 с пропускной способностью 3,35 ТБ/с. **SRAM** — маленькая память на
-# кристалле рядом с арифметическими блоками: 228 КБ разделяемой памяти на каждый потоковый
-# мультипроцессор, а их 132, всего около 30 МБ
+# кристалле рядом с арифметическими блоками: 228 КиБ разделяемой памяти на каждый потоковый
+# мультипроцессор (NVIDIA пишет «228 КБ», имея в виду $228 \times 1{,}024$ байт), а их 132, всего около 30 МБ.
+# Между ними лежит общий для всех SM **кэш L2** на 50 МБ. Тензорные ядра выполняют 989 TFLOP/s в плотной
+# 16-битной арифметике (1979 в спецификации предполагают разреженность 2:4)
 # ([спецификация NVIDIA H100](https://www.nvidia.com/en-us/data-center/h100/) и
 # [архитектура Hopper](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
 # NVIDIA не публикует пропускную способность SRAM; статья о FlashAttention оценивает её примерно в 19 ТБ/с
@@ -4854,10 +4857,11 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # $\Theta(nd + n^2)$ для стандартного внимания против $\Theta(n^2 d^2 / M_{\text{sram}})$ для FlashAttention.
 # Θ скрывает константы, поэтому две Θ-оценки нельзя поделить друг на друга и получить «во столько-то раз меньше». Вместо этого
 # мы считаем в числах, прочитанных из HBM или записанных в неё, каждую загрузку и запись, которые перечисляют два
-# алгоритма статьи, для одной головы в прямом проходе, без маски и dropout. Стандартное внимание (алгоритм 0
-# статьи) читает $Q$ и $K$, пишет $S$, читает $S$, пишет $P$, читает $P$ и $V$ и пишет $O$. FlashAttention (её
-# алгоритм 1) инициализирует $O$, $\ell$ и $m$ в HBM, читает каждый блок ключей и значений один раз и для каждого
-# из $T_c$ блоков ключей и значений читает целиком $Q$, $O$, $\ell$, $m$ и записывает $O$, $\ell$, $m$ обратно:
+# алгоритма статьи, для одной головы в прямом проходе, без маски и dropout. Алгоритм 1 — это порядок циклов
+# FlashAttention-1: блоки ключей снаружи, блоки запросов внутри, а не тот порядок, которому учит раздел 7. Стандартное
+# внимание (алгоритм 0 статьи) читает $Q$ и $K$, пишет $S$, читает $S$, пишет $P$, читает $P$ и $V$ и пишет $O$.
+# FlashAttention (её алгоритм 1) инициализирует $O$, $\ell$ и $m$ в HBM, читает каждый блок ключей и значений один раз и
+# для каждого из $T_c$ блоков ключей и значений читает целиком $Q$, $O$, $\ell$, $m$ и записывает $O$, $\ell$, $m$ обратно:
 #
 # $$\text{standard} = 4nd + 4n^2, \qquad \text{FlashAttention} = \underbrace{nd + 2n}_{\text{initialise}} + \underbrace{2nd}_{K,\,V} + T_c\,(3nd + 4n), \qquad \text{floor} = 4nd$$
 #
@@ -4866,7 +4870,7 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # | Обозначение | Смысл | H100, 16 бит |
 # |---|---|---|
 # | $n$, $d$ | длина последовательности, размерность головы | 8192, 128 |
-# | $M_{\text{sram}}$ | объём SRAM в числах (не маска) | 228 КБ / 2 байта = 116 736 |
+# | $M_{\text{sram}}$ | объём SRAM в числах (не маска) | 228 КиБ / 2 байта = 116 736 |
 # | $B_c$, $B_r$ | размеры блоков ключей и запросов во FlashAttention ($\tau$ из раздела 7), выбранные так, чтобы $Q_b$, $K_c$, $V_c$ и $O$ помещались в $M_{\text{sram}}$ | 228, 128 |
 # | $T_c$ | блоков ключей и значений, то есть проходов по $Q$ и $O$ | 36 |
 # | минимум | прочитать $Q$, $K$, $V$ и записать $O$ один раз: ни один точный метод не передаёт меньше | $4nd$ |
@@ -4887,8 +4891,8 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # деление на $\ell$ происходит один раз в конце — ровно порядок циклов из раздела 7, и примерно в 2 раза
 # быстрее FlashAttention. **FlashAttention-3** ([Shah и др., 2024](https://arxiv.org/abs/2407.08608))
 # нацелена на GPU Hopper (H100): она асинхронно совмещает перемещение данных с матричным умножением
-# и добавляет FP8, что даёт скорость в 1,5–2,0 раза выше, чем у FlashAttention-2; линия продолжается ядрами
-# для каждого нового поколения GPU, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
+# и добавляет FP8, что даёт скорость в 1,5–2,0 раза выше, чем у FlashAttention-2; FlashAttention-4 (ниже)
+# делает то же для Blackwell, а PyTorch сам выбирает среди таких бэкендов (см. ниже).
 
 # %% tags=["hide-input"]
 # @title Код рисования для рисунка ниже: plot_hbm_accesses (только matplotlib; читать необязательно)
@@ -4907,7 +4911,7 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
-    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Внимание на H100: обмен с HBM (d = {d}, M = {sram_numbers:,})"))
+    ax.set_title(localized(language, f"FlashAttention-1's count (d = {d}, M = {sram_numbers:,})", f"Подсчёт FlashAttention-1 (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
@@ -4923,7 +4927,7 @@ def attention_hbm_accesses(n, d, sram_numbers):
             "floor": 4 * n * d}  # read Q, K, V and write O, once
 
 
-H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KiB (NVIDIA: "228 KB") of shared memory per SM, 16-bit numbers
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
@@ -4952,11 +4956,152 @@ show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
     "Обе оси логарифмические: каждый шаг вправо удваивает n, каждая линия сетки вверх умножает счёт на 10. Красное "
     "с кружками\xa0— стандартное внимание, где преобладают n² оценок, которые оно пишет в HBM и дважды читает "
-    "обратно; синее с квадратами\xa0— FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из статьи: в "
-    "2,3 раза меньше при n = 8192 для d = 128 на H100. Пунктирная серая линия\xa0— нижняя граница: прочитать входы и "
-    "записать выход по одному разу; ни одна линия не опускается ниже неё. Обе линии внимания изгибаются к наклону "
-    "2: тайлы уменьшают константу, и уменьшить её дальше может только большая SRAM.",
+    "обратно; синее с квадратами\xa0— FlashAttention, подсчитанное загрузка за загрузкой по алгоритму 1 из статьи с "
+    "разделяемой памятью H100: в 2,3 раза меньше при n = 8192 для d = 128. Пунктирная серая линия\xa0— нижняя "
+    "граница: прочитать входы и записать выход по одному разу; ни одна линия не опускается ниже неё. Обе линии "
+    "внимания изгибаются к наклону 2, потому что этот подсчёт отправляет в HBM каждый проход по Q и O; крыша ниже "
+    "показывает, почему настоящий H100 так не делает.",
 )
+
+# %% [markdown]
+# **Порядок циклов из раздела 7 и кэш L2.** FlashAttention-2 ставит блоки запросов снаружи: каждый
+# блок из $B_r$ запросов читается один раз, его выход и log-sum-exp записываются один раз, а мимо него
+# проходят все блоки ключей и значений. Если считать только HBM, это значит перечитывать $K$ и $V$ на
+# каждый блок запросов, $\lceil n / B_r \rceil$ раз. Но 132 SM одновременно работают над блоками запросов
+# одной-двух голов, а $K$ и $V$ одной головы при $n = 8{,}192$, $d = 128$ в 16 битах занимают 4 МБ — намного
+# меньше 50 МБ кэша L2: после того как их прочитал первый блок запросов, остальные читают L2, а не HBM.
+# **Крыша** (roofline) проверяет оба подсчёта. Ядру, которое выполняет $F$ FLOP и передаёт $Y$ байт, нужно
+# не меньше $\max(F / \text{peak}, Y / \text{bandwidth})$ секунд; при измеренной скорости $F / t$ оно должно
+# передавать $Y / t$ байт в секунду, и это не может превышать 3,35 ТБ/с HBM. FlashAttention-3 сообщает о
+# до 740 TFLOP/s для своего 16-битного прямого прохода на H100 ([Shah и др., 2024](https://arxiv.org/abs/2407.08608), аннотация).
+#
+# $$F = 4 n^2 d, \qquad Y_{\text{HBM only}} = b\,(2nd + \lceil n / B_r \rceil \cdot 2nd) + 4n, \qquad Y_{\text{L2}} = b \cdot 4nd + 4n$$
+#
+# | Обозначение | Смысл | Здесь |
+# |---|---|---|
+# | $F$ | FLOP прямого прохода одной головы: $QK^\top$ и $PV$, по 2 на умножение со сложением, без маски | |
+# | $Y$ | байт, переданных в HBM и из неё: $Q$ читается и $O$ пишется один раз, $K$ и $V$ — на каждый проход, lse в float32 на строку | |
+# | $B_r$ | строк запросов в блоке | 128 |
+# | $b$ | байт на число | 2 |
+#
+# Допущения модели, названные явно: прямой проход одной головы без маски; SM заканчивают блоки запросов
+# головы, пока её $K$ и $V$ лежат в L2 (так и есть, когда они помещаются: здесь не больше 8 МБ на голову);
+# за L2 больше никто не соревнуется; опубликованная скорость — лучшая, так что любому более медленному
+# запуску нужна меньшая пропускная способность.
+
+# %%
+H100 = {"hbm_bytes_per_s": 3.35e12, "dense_fp16_flops_per_s": 989e12, "l2_bytes": 50e6}  # NVIDIA's H100 SXM datasheet
+FA3_FORWARD_FLOPS_PER_S = 740e12  # FlashAttention-3's best 16-bit forward on an H100 (its abstract)
+
+
+def fa2_forward_bytes(n, d, *, block_rows=128, bytes_per_value=2, l2_bytes=None):
+    """HBM bytes of one head's FlashAttention-2 forward pass: Q and O once, a float32 lse, K and V once per pass."""
+    n, d, block_rows = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("block_rows", block_rows)))
+    kv = 2 * n * d * bytes_per_value  # K and V of one head
+    passes = 1 if l2_bytes is not None and kv <= l2_bytes else -(-n // block_rows)  # the L2 serves every pass after the first
+    return 2 * n * d * bytes_per_value + 4 * n + passes * kv
+
+
+ROOF_LENGTHS = [1024, 2048, 4096, 8192, 16384]
+roofline = {}
+for n in ROOF_LENGTHS:
+    flops = 4 * n * n * 128
+    seconds = flops / FA3_FORWARD_FLOPS_PER_S  # at the published speed
+    roofline[n] = {"intensity": flops / fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]),
+                   "needs_hbm_only": fa2_forward_bytes(n, 128) / seconds, "needs_with_l2": fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]) / seconds}
+for n, row in roofline.items():
+    print(f"n = {n:>6,}: при 740 TFLOP/s только через HBM нужно {row['needs_hbm_only'] / 1000000000000.0:4.2f} ТБ/с, с "
+          f"L2\xa0— {row['needs_with_l2'] / 1000000000000.0:4.2f} ТБ/с")
+fa1_8k = 2 * attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)["flash"] / (4 * 8_192**2 * 128 / FA3_FORWARD_FLOPS_PER_S)
+print(f"подсчёту FlashAttention-1 при n = 8192 нужно было бы {fa1_8k / 1000000000000.0:.2f} ТБ/с; у H100 есть "
+      f"{H100['hbm_bytes_per_s'] / 1000000000000.0:.2f}")
+expect("every plotted point needs no more bandwidth than the H100's 3.35 TB/s at the published 740 TFLOP/s",
+       max(row["needs_with_l2"] for row in roofline.values()), "<=", H100["hbm_bytes_per_s"])
+
+
+# %% tags=["hide-input"]
+# @title Код рисунка ниже: plot_roofline (только matplotlib; читать необязательно)
+def plot_roofline(roofline, hardware, measured, language="en"):
+    """The H100's roofline (FLOP/s against FLOPs per HBM byte) with FlashAttention-3's measured speed at each n."""
+    intensity = np.logspace(0, 4, 200)
+    fig, ax = plt.subplots(figsize=(6.2, 3.0))
+    ax.plot(intensity, np.minimum(hardware["dense_fp16_flops_per_s"], intensity * hardware["hbm_bytes_per_s"]) / 1e12,
+            color=Palette.GREY, linestyle="-", marker="", label=localized(language, "H100 roof: 3.35 TB/s, 989 TFLOP/s", "крыша H100: 3,35 ТБ/с, 989 TFLOP/s"))
+    points = [(row["intensity"], measured / 1e12) for row in roofline.values()]
+    ax.plot(*zip(*points), color=Palette.BLUE, linestyle="none", marker="o", markevery=1,
+            label=localized(language, "FlashAttention-3, 740 TFLOP/s, FA-2 loop order with L2", "FlashAttention-3, 740 TFLOP/s, порядок FA-2 с L2"))
+    for n, (x, y) in zip(roofline, points):
+        ax.annotate(f"{n // 1024}k", (x, y), textcoords="offset points", xytext=(-6, -14), fontsize=8)
+    ridge = hardware["dense_fp16_flops_per_s"] / hardware["hbm_bytes_per_s"]
+    ax.axvline(ridge, color=Palette.ORANGE, linestyle=":", marker="", label=localized(language, f"ridge: {ridge:.0f} FLOPs per byte", f"перегиб: {ridge:.0f} FLOP на байт"))
+    log_scale(ax, "both")
+    ax.set_xlabel(localized(language, "FLOPs per HBM byte", "FLOP на байт HBM"))
+    ax.set_ylabel(localized(language, "TFLOP/s", "TFLOP/s"))
+    ax.set_title(localized(language, "Attention's forward pass on an H100 roofline", "Прямой проход внимания на крыше H100"))
+    ax.legend(fontsize=8, loc="lower right")
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+# %%
+show_figure(
+    plot_roofline(roofline, H100, FA3_FORWARD_FLOPS_PER_S, language=LANGUAGE),
+    "Обе оси логарифмические. Серая линия\xa0— крыша H100: левее пунктирного оранжевого перегиба ядро ограничено "
+    "пропускной способностью HBM (наклон), правее\xa0— тензорными ядрами (плоский верх). Синие точки, подписанные "
+    "значением n, ставят опубликованные 740\xa0TFLOP/s FlashAttention-3 на арифметическую интенсивность порядка "
+    "циклов FlashAttention-2, когда L2 хранит K и V каждой головы: каждая точка лежит под крышей. Если считать "
+    "только HBM, тому же порядку циклов при n = 8192 понадобилось бы "
+    f"{roofline[8192]['needs_hbm_only'] / 1000000000000.0:.1f} ТБ/с (напечатано выше)\xa0— больше, чем есть у H100: "
+    "эту работу делает L2.",
+)
+
+
+# %% [markdown]
+# **После Hopper.** H200 — тот же кристалл Hopper со 141 ГБ HBM3e на 4,8 ТБ/с
+# ([NVIDIA H200](https://www.nvidia.com/en-us/data-center/h200/)); у B200 (Blackwell) 180 ГБ HBM3e на
+# 8 ТБ/с ([NVIDIA DGX B200](https://www.nvidia.com/en-us/data-center/dgx-b200/), на один GPU) и 2,25 PFLOP/s
+# в плотной BF16, а его блоки экспонент и пропускная способность разделяемой памяти остались на уровне
+# Hopper. **FlashAttention-4** (Zadouri, Hoehnerbach, Shah, Liu, Thakkar и Dao, март 2026,
+# [пост авторов](https://www.together.ai/blog/flashattention-4)) обнаруживает, что на B200 прямой проход
+# ограничен экспонентами softmax, а обратный — трафиком разделяемой памяти, а не HBM. Часть экспонент она
+# вычисляет программно, многочленом на обычных блоках умножения со сложением, и пересчитывает текущие суммы
+# только тогда, когда максимум строки вырос больше чем на порог, достигая до 1605 TFLOP/s в BF16 на B200
+# (71% пика). Пересчитывать реже — точно: $u / \ell$ не зависит от того, относительно какого опорного $m$
+# велись суммы, лишь бы ни одна не переполнилась. Эксперимент ниже считает пересчёты на одной длинной строке.
+
+# %%
+def lazy_online_softmax(logits, values, tile, threshold):
+    """Online softmax of one row that rescales only when a tile's max beats the reference m by more than threshold."""
+    logits, values = require_array("logits", logits, ndim=1), require_array("values", values, ndim=1)
+    tile, threshold = require_int("tile", tile, minimum=1), require_real("threshold", threshold, minimum=0.0, maximum=60.0)  # e^60 fits float64 sums
+    m, l, u, rescales = -math.inf, 0.0, 0.0, 0
+    for start in range(0, len(logits), tile):
+        x, v = logits[start:start + tile], values[start:start + tile]
+        if x.max() > m + threshold:  # only then is the reference moved, and the sums rescaled
+            m_new = float(x.max())
+            rescales += math.isfinite(m)
+            l, u, m = l * math.exp(m - m_new), u * math.exp(m - m_new), m_new
+        w = np.exp(x - m)  # at most e^threshold when m is stale
+        l, u = l + float(w.sum()), u + float(w @ v)
+    return u / l, rescales
+
+
+lazy_rng = np.random.default_rng(44)
+rising = np.linspace(0.0, 40.0, 4096) + lazy_rng.normal(0.0, 1.0, 4096)  # a row whose max keeps growing: the worst case
+row_values = lazy_rng.normal(size=4096)
+exact_rising = float(np.exp(rising - rising.max()) @ row_values / np.exp(rising - rising.max()).sum())
+for threshold in (0.0, 2.0, 8.0):
+    output, rescales = lazy_online_softmax(rising, row_values, 64, threshold)
+    print(f"порог {threshold:3.0f}: пересчётов {rescales:2d} из 63 возможных, |выход\xa0— точное| "
+          f"{abs(output - exact_rising):.1e}")
+    expect(f"threshold {threshold:.0f}: exact at the end", abs(output - exact_rising), "<", 1e-12)
+expect("a threshold of 8 rescales fewer times than 0", lazy_online_softmax(rising, row_values, 64, 8.0)[1], "<", lazy_online_softmax(rising, row_values, 64, 0.0)[1])
+
+# %% tags=["hide-input"]
+# @title Неверные входы отвергаются: проверки аргументов двух ячеек выше
+expect_raises(ValueError, fa2_forward_bytes, 0, 128, match="n")
+expect_raises(ValueError, lazy_online_softmax, rising, row_values, 64, 100.0, match="threshold")
+expect("fa2_forward_bytes by hand: n = 4, d = 2, blocks of 2, 16-bit: 2*4*2*2 + 16 + 2 passes * 32 = 112", fa2_forward_bytes(4, 2, block_rows=2), "==", 112)
 
 # %% [markdown]
 # **Измерено здесь: куда уходит время на CPU.** Следующая ячейка замеряет время `tiled_attention` из
@@ -5068,9 +5213,11 @@ expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeat
 # (`enable_prefix_caching=True`) именует каждый заполненный блок страничного кэша хешем его токенов и
 # всех токенов перед ним, и новый запрос, у которого хеши префикса совпали, переиспользует эти физические блоки
 # вместо того, чтобы вычислять их заново ([заметки о дизайне vLLM](https://docs.vllm.ai/en/latest/design/prefix_caching/)).
+# Движок V1 в vLLM включает кэширование префиксов по умолчанию ([анонс vLLM V1](https://blog.vllm.ai/2025/01/27/v1-alpha-release.html), январь 2025).
 # *RadixAttention* в SGLang хранит закэшированные префиксы всех запросов в радиксном дереве, вытесняя
-# дольше всех не использованные, и сообщает об ускорении выполнения программ из многих вызовов LLM до 5 раз
-# ([Zheng и др., 2024](https://arxiv.org/abs/2312.07104)). Ни то, ни другое не меняет ни одного выхода:
+# дольше всех не использованные; её версия 2024 года сообщает о пропускной способности до 6,4 раза выше, чем у других
+# систем вывода, на программах из многих вызовов LLM ([Zheng и др., 2024](https://arxiv.org/abs/2312.07104); первая версия
+# декабря 2023 года говорила «до 5 раз»). Ни то, ни другое не меняет ни одного выхода:
 # переиспользованные ключи и значения в точности те, что дало бы повторное вычисление, — именно поэтому
 # ячейка раздела 7, которая обрабатывает закэшированный префикс с `query_start`, возвращает строки полного прохода.
 
