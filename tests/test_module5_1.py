@@ -49,7 +49,7 @@ def test_every_exercise_cell_is_followed_by_its_contract_cell():
         assert "### BEGIN SOLUTION" in body and "### END SOLUTION" in body
         function = re.search(r"^def (\w+)\(", body, flags=re.MULTILINE).group(1)
         check = dict(EXERCISES)[function]
-        assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals())'
+        assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals());'  # ";": no summary dict shown
 
 
 # ---- bad inputs ----
@@ -192,3 +192,19 @@ def test_causal_tiles_never_read_the_unwritten_slots(nb):
         assert tiles == blocks * (blocks + 1) // 2
     with pytest.raises(ValueError, match="finite"):
         nb["causal_tiled_attention"](Q, np.concatenate([garbage[:1], K]), np.concatenate([V, garbage[:1]]), tile_size=4)
+
+
+def test_figures_draw_the_markers_their_captions_promise(nb):
+    """The sink figure's orange diamonds at logits 0, 2, 5 and the online-softmax line's every dot, its last included."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    nb["apply_plot_style"]()  # the style's cycler spaces markers at a tenth of a line: a plot must say what it draws
+    sink = nb["plot_sink_share"](128, (0.0, 2.0, 5.0))
+    diamonds = [line for line in sink.axes[0].lines if line.get_marker() == "D"]
+    assert [(list(line.get_xdata()), line.get_markevery()) for line in diamonds] == [([0.0], 1), ([2.0], 1), ([5.0], 1)]
+    assert all(line.get_marker() in ("", "None", None) for line in sink.axes[0].lines if line not in diamonds)
+    trace = [{"m": 1.0, "alpha": 1.0, "l": 1.0, "u": float(t)} for t in range(12)]
+    online = nb["plot_online_softmax"](trace, 11.0)
+    dots = next(line for line in online.axes[0].lines if line.get_marker() == "o")
+    assert dots.get_markevery() == 1 and len(dots.get_xdata()) == 12

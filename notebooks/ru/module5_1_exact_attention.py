@@ -3002,7 +3002,8 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # - **Внимание в том виде, в каком его строит модуль 3**: оценки $QK^\top / \sqrt{d_k}$, softmax по каждой
 #   строке, взвешенная сумма значений; несколько голов; каузальная маска, скрывающая будущее.
 # - **NumPy**: матричные произведения через `@`, broadcasting и аргумент `axis=` у `max` и `sum`.
-#   PyTorch появляется только в разделах 4 и 8, чтобы сравнить наш код с `F.scaled_dot_product_attention`.
+#   PyTorch появляется в разделах 4, 7 и 8, чтобы сравнить наш код с `F.scaled_dot_product_attention`
+#   и его autograd, и в разделе 9, где работает модель модуля 3.
 # - **Байты**: 16-битное число занимает 2 байта; 1 КиБ — это 1024 байта, 1 ГиБ — $1024^3$ байт, а
 #   1 ГБ — $10^9$ байт.
 #
@@ -3046,23 +3047,6 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # в контексте. Для промптов в несколько тысяч токенов обычное внимание дёшево и точно, и ничто из описанного
 # ниже его не превзойдёт.
 #
-# **Варианты** — от самого точного к самому компактному. Числа даны для сквозного примера с устройством
-# как у Llama-3-8B (32 слоя, 8 KV-голов размерности 128, 16-битный кэш); ячейка после таблицы вычисляет каждое из них.
-#
-# | Вариант | Что он делает | Что он сохраняет | Чего он стоит | Где это выбирается |
-# |---|---|---|---|---|
-# | Полное внимание с группировкой запросов (GQA) | каждый токен читает все предыдущие токены; несколько голов запросов делят одну KV-голову | точное воспроизведение всего контекста | 128 КиБ на токен (512 КиБ при 32 KV-головах, 16 КиБ при одной, то есть MQA); 17,2 ГБ при 128k токенов | архитектура модели |
-# | Скользящее окно, часто чередующееся с полными слоями | каждый токен читает последние $w$ токенов; глубина передаёт информацию дальше по эстафете | точное воспроизведение внутри окна, более слабое эстафетное — за его пределами | кэш, ограниченный $w$ токенами: 0,54 ГБ при $w$ = 4096 на любой длине | архитектура модели |
-# | Стоки внимания плюс окно (StreamingLLM) | при обслуживании сохраняются несколько первых токенов и окно последних | связная потоковая генерация без ограничения длины; **никакого** воспроизведения вытесненных токенов | почти ничего; статья прогоняет потоком 4 миллиона токенов с ускорением до 22,2 раза по сравнению с пересчётом окна ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)) | сервер инференса |
-# | Гибрид модели пространства состояний и внимания | большинство слоёв несут состояние фиксированного размера; несколько слоёв — внимание | точный поиск через слои внимания | 4 слоя внимания из 32 сокращают кэш на 128k с 17,2 ГБ до 2,15 ГБ | архитектура модели |
-# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4,2 МБ на весь стек из 32 слоёв в игрушечном соглашении этого модуля (4096 каналов × 16 чисел на слой, 16 бит); настоящий слой Mamba той же размерности хранит больше чем вдвое больше — вдвое больше каналов и ещё состояние свёртки (модуль 5.2, раздел 12) | архитектура модели |
-# | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32 768 для 128 голов размерности 128 (в 57 раз меньше; в 71 раз относительно реальных ключей размерности 192, раздел 5 здесь и раздел 13 модуля 5.2), плюс дополнительные матричные вычисления | архитектура модели |
-# | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3,9 раза меньше при 4 битах; ошибка выхода измеряется в модуле 5.2, раздел 14 | сервер инференса |
-#
-# Точного *потокового* внимания (FlashAttention) в таблице нет, потому что оно не меняет размер ни одного из
-# счетов: оно вычисляет те же числа по тайлам, так что матрица оценок $n \times n$ никогда не существует
-# в памяти целиком. Вы построите его в разделах 6–8 и докажете, что оно точное.
-#
 # **Как выбирать.** Исходите из того, что задача должна *найти*, а не из заявленного окна.
 #
 # - Точный поиск по длинному входу (имя функции в репозитории, пункт контракта): сохраните полное
@@ -3081,65 +3065,13 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 #   стоит в начале или в конце входа, и ниже всего — когда в середине
 #   ([Liu и др., 2023](https://arxiv.org/abs/2307.03172)).
 #
-# **Что ломается.**
-#
-# - *Факт оказался за пределами окна.* У Mistral 7B v0.1 32 слоя с окном $W$ = 4096 в соглашении её
-#   статьи: позиция $i$ читает позиции от $i - W$ до $i$, то есть 4097 ключей вместе с собственным, и каждый
-#   слой передаёт информацию на 4096 позиций дальше. Поэтому токен может почувствовать другой токен на
-#   131 072 = 32 × 4096 позиций назад, но только по эстафете через много переходов; факту на 100 000 токенов
-#   назад нужно не меньше 25 таких переходов. Не ждите точной цитаты из-за пределов окна. К тому же
-#   100 000 токенов лежат далеко за пределами контекста 8K, на котором обучалась v0.1, так что такая
-#   дальность — это то, что допускает схема связей, а не то, чем модель научилась пользоваться. (Более поздние
-#   версии Mistral 7B отказались от окна; gpt-oss считает своё окно в 128 токенов наоборот — текущий токен
-#   входит в эти 128.)
-# - *Простое окно отбрасывает первые токены, и модель разваливается.* Обученные модели складывают массу
-#   внимания на первые токены (стоки внимания); сохраняйте их при вытеснении.
-# - *Вытеснен — значит, пропал.* Стоки плюс окно дают связный поток, но не могут воспроизвести токен,
-#   покинувший окно.
-# - *Состояние фиксированного размера не умеет копировать.* Слои моделей пространства состояний и линейного
-#   внимания воспроизводят конкретный далёкий токен хуже, чем внимание; оставляйте слои внимания для поиска.
-# - *Разреженный шаблон, который не экономит времени.* Пропущенные пары экономят работу, только если
-#   пропускаются целые блоки матрицы оценок; раздел 8 измеряет, что даёт пропуск.
-# - *Квантованный кэш, который меняет ответы.* В ключах есть несколько больших каналов; один масштаб на
-#   токен тратит коды на них. Квантуйте ключи поканально, а значения — по токенам (KIVI, модуль 5.2, раздел 14).
-#
-# **Выигрыши, о которых сообщают статьи** (каждый — из аннотации статьи): Mamba — в 5 раз бо́льшая пропускная
-# способность *генерации*, чем у трансформера того же размера ([Gu и Dao, 2023](https://arxiv.org/abs/2312.00752));
-# DeepSeek-V2 — KV-кэш на 93,3% меньше и в 5,76 раза бо́льшая максимальная пропускная способность генерации, чем у
-# **DeepSeek 67B**, её плотной предшественницы (95 слоёв, 8 KV-голов), а не у MHA-двойника, причём кэш V2
-# к тому же хранится примерно в 6 битах на число ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), раздел 3.2.3);
-# Jamba — контекст в 256K токенов ([Lieber и др., 2024](https://arxiv.org/abs/2403.19887)), из которых
-# до 140K токенов помещаются на одну GPU с 80 ГБ; эта цифра взята из
-# [карточки модели Jamba-v0.1](https://huggingface.co/ai21labs/Jamba-v0.1), а не из аннотации статьи.
+# Варианты бок о бок, с их числами и тем, что ломается, идут после урока (часть 3), когда каждый
+# из них уже построен.
 
 # %%
-# Every number in the guide above, computed from its definition (each section below rederives them).
-L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2  # the running example: Llama-3-8B's attention shape, 16-bit cache
+# The running example of the whole module: Llama-3-8B's attention shape, with a 16-bit cache.
+L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2
 per_token = 2 * L8B * KV8B * D8B * BYTES16  # a key and a value, per layer, per KV head
-guide = {
-    "cache per token, 8 KV heads (KiB)": per_token / KIB,
-    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
-    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
-    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
-    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
-    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
-    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
-    "latent numbers per token per layer": 512 + 64,
-    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
-    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
-    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
-    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
-    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
-}
-for label, value in guide.items():
-    print(f"{label:58s} {value:,.2f}")
-expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
-expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
-expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
-expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
-expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
-REFERENCE.check("running_example.bytes_per_token", per_token)
-REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"])
 
 # %%
 show_figure(
@@ -3155,9 +3087,12 @@ show_figure(
 # %% [markdown]
 # # Часть 2 · Как это устроено, с нуля
 #
-# Восемь разделов, и в каждом одна и та же схема: идея, формула с обозначениями, числа вручную, код,
-# рисунок и проверка, которая останавливает ноутбук, если что-то не так. По ходу отмечены восемь
-# упражнений; после каждого идёт проверка контракта, которая его оценивает.
+# Девять разделов, и в каждом одна и та же схема: идея, формула с обозначениями, числа вручную, код,
+# рисунок и проверка, которая останавливает ноутбук, если что-то не так. По ходу отмечены десять
+# упражнений; после каждого идёт проверка контракта, которая его оценивает. Заложите 4–5 часов, если
+# считать так: около 8500 слов текста по 100 слов в минуту, медленно из-за формул (85 минут); около 10
+# минут на раздел, чтобы запустить и прочитать его код и рисунки (90 минут); и 8–12 минут на
+# упражнение (от 80 до 120 минут).
 #
 # ## 1. Два счёта
 #
@@ -3213,7 +3148,7 @@ expect("context_cost(1) with the running example's defaults: one pair, one token
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
-expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value");
 
 
 # %% tags=["hide-input"]
@@ -3326,7 +3261,7 @@ def make_mask(n, window=None, n_sink=0):
 
 
 # %%
-check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
+check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals());
 
 # %%
 MASK_N = 24
@@ -3348,7 +3283,7 @@ expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
 expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
-expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
+expect_raises(ValueError, make_mask, 131_072, match="budget");  # 128 GiB of float64: refused before allocating
 
 
 # %% tags=["hide-input"]
@@ -3507,7 +3442,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
 
 
 # %%
-check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
+check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals());
 
 # %%
 rng = np.random.default_rng(SEED)
@@ -3591,7 +3526,7 @@ expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
 expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
 expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="empty_row='zero'")  # the one phrase the instruction asks for
 expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
-expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed");
 
 
 # %% tags=["hide-input"]
@@ -3602,10 +3537,10 @@ def plot_sink_share(n_keys, logits, language="en"):
     logits = [require_real("logit", logit, minimum=-2, maximum=8) for logit in logits]  # dots on the drawn range
     grid = np.linspace(-2, 8, 121)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
+    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE, linestyle="-", marker="")  # the curve alone
     for logit in logits:
         share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
-        ax.plot([logit], [share], "D", color=Palette.ORANGE, markersize=7, markevery=None, zorder=3)  # one point: the style's markevery would hide it
+        ax.plot([logit], [share], color=Palette.ORANGE, linestyle="none", marker="D", markersize=7, markevery=1, zorder=3)  # the diamond the caption promises
         ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
     ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
     ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
@@ -3666,7 +3601,7 @@ def repeat_kv_heads(x, group):
 
 
 # %%
-check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals());
 
 
 # %%
@@ -3703,7 +3638,7 @@ expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the 
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
 expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
 expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
-expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
+expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget");
 
 
 # %% tags=["hide-input"]
@@ -3723,7 +3658,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     )):
         kv_x = [(k + 0.5) * n_heads / n_kv_heads - 0.5 for k in range(n_kv_heads)]
         for h, k in enumerate(reads):
-            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6)
+            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6, linestyle="-", marker="")
         ax.scatter(range(n_heads), [1] * n_heads, s=90, color=[colors[(h // group) % 4] for h in range(n_heads)], zorder=3)
         ax.scatter(kv_x, [0] * n_kv_heads, s=160, marker="s", color=[colors[k % 4] for k in range(n_kv_heads)], zorder=3)
         ax.set_yticks([0, 1], [localized(language, "KV", "KV"), localized(language, "query", "запросы")])
@@ -3848,7 +3783,7 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
 expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
-expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU");
 
 # %% [markdown]
 # ## 5. Читаем карточку модели: калькулятор KV-кэша
@@ -3915,7 +3850,7 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
 
 
 # %%
-check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
+check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals());
 
 # %%
 context = REFERENCE.value("context_tokens")
@@ -3973,7 +3908,7 @@ expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_byte
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
-expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value");
 
 
 # %% [markdown]
@@ -4010,7 +3945,7 @@ expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 
 
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
-expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
+expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim");
 
 
 # %% tags=["hide-input"]
@@ -4132,7 +4067,7 @@ def online_softmax_dot(logit_tiles, value_tiles):
 
 
 # %%
-check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals())
+check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals());
 
 
 # %% tags=["hide-input"]
@@ -4145,8 +4080,8 @@ def plot_online_softmax(trace, exact, language="en"):
     rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
     fig, ax = plt.subplots(figsize=(6.2, 2.7))
     ax.axhline(exact, color=Palette.GREY, linestyle="--", linewidth=1, label=localized(language, "exact softmax average", "точное среднее softmax"))
-    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running u / l", "текущее u / l"))
-    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
+    ax.plot(tiles, estimate, color=Palette.BLUE, linestyle="-", marker="o", markevery=1, label=localized(language, "running u / l", "текущее u / l"))
+    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], color=Palette.ORANGE, linestyle="none", marker="s", markevery=1, markersize=9, fillstyle="none",
             label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
     ax.set_xlabel(localized(language, "tiles read", "прочитано тайлов"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
@@ -4190,7 +4125,7 @@ report_section("Онлайн-softmax", globals())
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
-expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
+expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0");
 
 
 # %% [markdown]
@@ -4287,7 +4222,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals())
+check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals());
 
 
 # %% [markdown]
@@ -4340,7 +4275,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals())
+check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals());
 
 # %%
 gen_tiles = np.random.default_rng(11)
@@ -4480,7 +4415,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
 
 
 # %%
-check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals())
+check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals());
 
 # %%
 n40 = 40
@@ -4527,7 +4462,7 @@ expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(n
 
 # %% tags=["hide-input"]
 # @title Неверные входы отвергаются: проверки аргументов ячейки выше
-expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed");
 
 # %% [markdown]
 # **Закэшированные префиксы и декодирование порциями.** Во время генерации ключи и значения первых токенов
@@ -4594,7 +4529,7 @@ expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
 expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
-expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key");
 
 
 # %% tags=["hide-input"]
@@ -4666,7 +4601,7 @@ expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(n
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
-expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]");
 
 
 # %% [markdown]
@@ -4771,7 +4706,7 @@ def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True)
 
 
 # %%
-check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals())
+check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals());
 
 # %%
 grad_rng = np.random.default_rng(31)
@@ -4798,7 +4733,7 @@ expect_raises(ValueError, tiled_logsumexp, Qg, Kg[:10], match="T_k >= T_q")
 expect_raises(ValueError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g[:5], match="lse")
 expect_raises(TypeError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, causal=1, match="causal")
 expect_close("tiled_logsumexp without a mask equals log-sum-exp of the whole score matrix", tiled_logsumexp(Qg[:9], Kg[:7], tile_size=3, causal=False),
-             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)))
+             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)));
 
 
 # %% [markdown]
@@ -4874,9 +4809,9 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     n = np.array(lengths, dtype=float)
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
-    ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.plot(n, tiled, "s--", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
-    ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    ax.plot(n, dense, color=Palette.RED, linestyle="-", marker="o", markevery=1, label=localized(language, "dense, measured", "плотное, измерено"))
+    ax.plot(n, tiled, color=Palette.GREEN, linestyle="--", marker="s", markevery=1, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, n * n * 8 / MIB, color=Palette.GREY, linestyle=":", marker="", label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
     log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
@@ -4910,7 +4845,7 @@ expect("best_seconds runs the function 3 times by default", len(_clocked_runs), 
 expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
 expect_raises(ValueError, best_seconds, int, repeats=0, match="repeats")
 expect_raises(ValueError, best_seconds, int, repeats=101, match="repeats")
-expect_raises(TypeError, best_seconds, None, match="callable")
+expect_raises(TypeError, best_seconds, None, match="callable");
 
 
 # %% [markdown]
@@ -4983,11 +4918,11 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
-    ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+    ax.plot(lengths, [r["standard"] for r in rows], color=Palette.RED, linestyle="-", marker="o", markevery=1,
             label=localized(language, "standard: 4 n d + 4 n²", "стандартное: 4 n d + 4 n²"))
-    ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+    ax.plot(lengths, [r["flash"] for r in rows], color=Palette.BLUE, linestyle="-", marker="s", markevery=1,
             label=localized(language, "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)", "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)"))
-    ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
+    ax.plot(lengths, [r["floor"] for r in rows], color=Palette.GREY, linestyle=":", marker="",
             label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
     ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
@@ -5021,14 +4956,14 @@ print(f"n = 8192: стандартное {io_8k['standard']:.3g} чисел, Fla
       f"{H100_SRAM_NUMBERS / 128 ** 2:.1f}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
-check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
+check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1);
 
 # %% tags=["hide-input"]
 # @title Подсчёт обращений к HBM вручную на крошечной задаче и проверка его аргументов
 # n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
 expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
 expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
-expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n");
 
 # %%
 HBM_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
@@ -5268,7 +5203,7 @@ expect("the smallest timing, one token of width 1, runs", len(time_attention_bac
 expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
-expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
+expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed");
 
 # %% [markdown]
 # ### На практике: кэши, которые вам встретятся
@@ -5695,7 +5630,7 @@ def reserve_slots(book, sequence, n_tokens):
 
 
 # %%
-check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
+check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals());
 
 
 # %%
@@ -5862,7 +5797,85 @@ report_section("Обученная модель: страничное декод
 expect_raises(ValueError, reserve_slots, {"block_size": 2, "refs": [1], "tables": {"A": [0]}, "lengths": {"A": 2}}, "A", 1, match="1 free blocks")
 expect_raises(TypeError, reserve_slots, paged.book, 7, 1, match="string")
 expect_raises(ValueError, reserve_slots, paged.book, "A", 0, match="n_tokens")
-expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks");
+
+# %% [markdown]
+# # Часть 3 · Таблица практика: каждый вариант, его числа и что ломается
+#
+# **Варианты** — от самого точного к самому компактному. Числа даны для сквозного примера с устройством
+# как у Llama-3-8B (32 слоя, 8 KV-голов размерности 128, 16-битный кэш); ячейка после таблицы вычисляет каждое из них.
+#
+# | Вариант | Что он делает | Что он сохраняет | Чего он стоит | Где это выбирается |
+# |---|---|---|---|---|
+# | Полное внимание с группировкой запросов (GQA) | каждый токен читает все предыдущие токены; несколько голов запросов делят одну KV-голову | точное воспроизведение всего контекста | 128 КиБ на токен (512 КиБ при 32 KV-головах, 16 КиБ при одной, то есть MQA); 17,2 ГБ при 128k токенов | архитектура модели |
+# | Скользящее окно, часто чередующееся с полными слоями | каждый токен читает последние $w$ токенов; глубина передаёт информацию дальше по эстафете | точное воспроизведение внутри окна, более слабое эстафетное — за его пределами | кэш, ограниченный $w$ токенами: 0,54 ГБ при $w$ = 4096 на любой длине | архитектура модели |
+# | Стоки внимания плюс окно (StreamingLLM) | при обслуживании сохраняются несколько первых токенов и окно последних | связная потоковая генерация без ограничения длины; **никакого** воспроизведения вытесненных токенов | почти ничего; статья прогоняет потоком 4 миллиона токенов с ускорением до 22,2 раза по сравнению с пересчётом окна ([Xiao и др., 2023](https://arxiv.org/abs/2309.17453)) | сервер инференса |
+# | Гибрид модели пространства состояний и внимания | большинство слоёв несут состояние фиксированного размера; несколько слоёв — внимание | точный поиск через слои внимания | 4 слоя внимания из 32 сокращают кэш на 128k с 17,2 ГБ до 2,15 ГБ | архитектура модели |
+# | Чистая модель пространства состояний или линейное внимание | каждый слой хранит сводку фиксированного размера | связный длинный текст, более размытое точное воспроизведение | состояние, которое никогда не растёт: 4,2 МБ на весь стек из 32 слоёв в игрушечном соглашении этого модуля (4096 каналов × 16 чисел на слой, 16 бит); настоящий слой Mamba той же размерности хранит больше чем вдвое больше — вдвое больше каналов и ещё состояние свёртки (модуль 5.2, раздел 12) | архитектура модели |
+# | Латентный KV-кэш (MLA) | кэширует короткий латентный вектор на токен и восстанавливает из него ключи и значения | точные выходы по построению | 576 чисел на токен на слой вместо 32 768 для 128 голов размерности 128 (в 57 раз меньше; в 71 раз относительно реальных ключей размерности 192, раздел 5 здесь и раздел 13 модуля 5.2), плюс дополнительные матричные вычисления | архитектура модели |
+# | Квантованный KV-кэш | хранит ключи и значения в 8 или 4 битах с одним масштабом на вектор | слегка округлённое внимание | в 3,9 раза меньше при 4 битах; ошибка выхода измеряется в модуле 5.2, раздел 14 | сервер инференса |
+#
+# Точного *потокового* внимания (FlashAttention) в таблице нет, потому что оно не меняет размер ни одного из
+# счетов: оно вычисляет те же числа по тайлам, так что матрица оценок $n \times n$ никогда не существует
+# в памяти целиком. Вы построите его в разделах 6–8 и докажете, что оно точное.
+#
+# **Что ломается.**
+#
+# - *Факт оказался за пределами окна.* У Mistral 7B v0.1 32 слоя с окном $W$ = 4096 в соглашении её
+#   статьи: позиция $i$ читает позиции от $i - W$ до $i$, то есть 4097 ключей вместе с собственным, и каждый
+#   слой передаёт информацию на 4096 позиций дальше. Поэтому токен может почувствовать другой токен на
+#   131 072 = 32 × 4096 позиций назад, но только по эстафете через много переходов; факту на 100 000 токенов
+#   назад нужно не меньше 25 таких переходов. Не ждите точной цитаты из-за пределов окна. К тому же
+#   100 000 токенов лежат далеко за пределами контекста 8K, на котором обучалась v0.1, так что такая
+#   дальность — это то, что допускает схема связей, а не то, чем модель научилась пользоваться. (Более поздние
+#   версии Mistral 7B отказались от окна; gpt-oss считает своё окно в 128 токенов наоборот — текущий токен
+#   входит в эти 128.)
+# - *Простое окно отбрасывает первые токены, и модель разваливается.* Обученные модели складывают массу
+#   внимания на первые токены (стоки внимания); сохраняйте их при вытеснении.
+# - *Вытеснен — значит, пропал.* Стоки плюс окно дают связный поток, но не могут воспроизвести токен,
+#   покинувший окно.
+# - *Состояние фиксированного размера не умеет копировать.* Слои моделей пространства состояний и линейного
+#   внимания воспроизводят конкретный далёкий токен хуже, чем внимание; оставляйте слои внимания для поиска.
+# - *Разреженный шаблон, который не экономит времени.* Пропущенные пары экономят работу, только если
+#   пропускаются целые блоки матрицы оценок; раздел 8 измеряет, что даёт пропуск.
+# - *Квантованный кэш, который меняет ответы.* В ключах есть несколько больших каналов; один масштаб на
+#   токен тратит коды на них. Квантуйте ключи поканально, а значения — по токенам (KIVI, модуль 5.2, раздел 14).
+#
+# **Выигрыши, о которых сообщают статьи** (каждый — из аннотации статьи): Mamba — в 5 раз бо́льшая пропускная
+# способность *генерации*, чем у трансформера того же размера ([Gu и Dao, 2023](https://arxiv.org/abs/2312.00752));
+# DeepSeek-V2 — KV-кэш на 93,3% меньше и в 5,76 раза бо́льшая максимальная пропускная способность генерации, чем у
+# **DeepSeek 67B**, её плотной предшественницы (95 слоёв, 8 KV-голов), а не у MHA-двойника, причём кэш V2
+# к тому же хранится примерно в 6 битах на число ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), раздел 3.2.3);
+# Jamba — контекст в 256K токенов ([Lieber и др., 2024](https://arxiv.org/abs/2403.19887)), из которых
+# до 140K токенов помещаются на одну GPU с 80 ГБ; эта цифра взята из
+# [карточки модели Jamba-v0.1](https://huggingface.co/ai21labs/Jamba-v0.1), а не из аннотации статьи.
+
+# %%
+# Every number in the table above, computed from its definition (the sections before it derived each one).
+guide = {
+    "cache per token, 8 KV heads (KiB)": per_token / KIB,
+    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
+    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
+    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
+    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
+    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
+    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
+    "latent numbers per token per layer": 512 + 64,
+    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
+    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
+    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
+    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
+    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
+}
+for label, value in guide.items():
+    print(f"{label:58s} {value:,.2f}")
+expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
+expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
+expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
+expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
+expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
+REFERENCE.check("running_example.bytes_per_token", per_token)
+REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"]);
 
 # %% [markdown]
 # ## За 20 секунд
@@ -5873,6 +5886,9 @@ expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
 #   в сквозном примере — это 137 ГБ при 1M токенов, больше одного GPU на 80 ГБ.
 # - Тайловое потоковое внимание (онлайн-softmax по блокам) даёт *те же* выходы, что и плотное
 #   внимание, пропускает блоки, которые опустошает каузальная маска или окно, и держит память линейной по $n$.
+# - Его обратный проход хранит только $O$ и один log-sum-exp на строку и вычисляет тайлы заново; страничный
+#   кэш хранит те же ключи и значения в блоках, так что декодирование совпадает токен в токен, а частично
+#   пустым остаётся лишь последний блок последовательности.
 #
 # ## Самопроверка
 #

@@ -2511,7 +2511,8 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # - **Attention as Module 3 builds it**: scores $QK^\top / \sqrt{d_k}$, a softmax along each row, a
 #   weighted sum of the values; several heads; a causal mask that hides the future.
 # - **NumPy**: matrix products with `@`, broadcasting, and the `axis=` argument of `max` and `sum`.
-#   PyTorch appears only in sections 4 and 8, to compare our code with `F.scaled_dot_product_attention`.
+#   PyTorch appears in sections 4, 7 and 8, to compare our code with `F.scaled_dot_product_attention`
+#   and its autograd, and in section 9, where Module 3's model runs.
 # - **Bytes**: a 16-bit number takes 2 bytes; 1 KiB is 1,024 bytes and 1 GiB is $1024^3$ bytes, while
 #   1 GB is $10^9$ bytes.
 #
@@ -2554,24 +2555,6 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # the model can still look up. For prompts of a few thousand tokens, plain attention is cheap and
 # exact, and nothing below beats it.
 #
-# **The options**, from the most exact to the most compact. The numbers are for a running
-# example shaped like Llama-3-8B (32 layers, 8 KV heads of width 128, 16-bit cache); the cell
-# after the table computes every one of them.
-#
-# | Option | What it does | What it keeps | What it costs | Where you choose it |
-# |---|---|---|---|---|
-# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads, 16 KiB with one, which is MQA); 17.2 GB at 128k tokens | the model's architecture |
-# | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
-# | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
-# | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
-# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack, in this module's toy convention (4,096 channels × 16 numbers per layer, 16-bit); a real Mamba layer of that width keeps more than twice as much, with twice the channels and a convolution state (Module 5.2, section 12) | the model's architecture |
-# | Latent KV cache (MLA) | caches a short latent per token and rebuilds keys and values from it | exact outputs by construction | 576 numbers per token per layer instead of 32,768 for 128 heads of width 128 (57x fewer; 71x against the real 192-wide keys, section 5 here and section 13 of Module 5.2), plus extra matrix work | the model's architecture |
-# | Quantized KV cache | stores keys and values with 8 or 4 bits and one scale per vector | slightly rounded attention | 3.9x smaller at 4 bits; the output error is measured in Module 5.2, section 14 | the inference server |
-#
-# Exact *streaming* attention (FlashAttention) is not in the table because it changes neither
-# bill's size: it computes the same numbers in tiles, so the $n \times n$ score matrix never
-# exists in memory at once. You will build it in sections 6 to 8 and prove it exact.
-#
 # **How to choose.** Start from what the task must *find*, not from the advertised window.
 #
 # - Exact lookups across a long input (a function name in a repository, a clause in a
@@ -2589,65 +2572,13 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 #   at the start or the end of the input and lowest in the middle
 #   ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)).
 #
-# **What breaks.**
-#
-# - *The fact was outside the window.* Mistral 7B v0.1 has 32 layers with a window of
-#   $W$ = 4,096, in its paper's convention: position $i$ reads positions $i - W$ to $i$, so
-#   4,097 keys counting itself, and each layer relays information 4,096 positions further. A
-#   token can therefore feel one 131,072 = 32 × 4,096 positions back, but only by relay through
-#   many hops; a fact 100,000 tokens back needs at least 25 of them. Expect no exact quote from
-#   beyond the window. And 100,000 tokens lies far beyond the 8K context v0.1 was trained on, so
-#   the reach is what the wiring allows, not what the model learned to use. (Later Mistral 7B
-#   versions dropped the window; gpt-oss counts its 128-token window the other way, with the
-#   current token among the 128.)
-# - *A plain window drops the first tokens and the model falls apart.* Trained models park
-#   attention mass on the first tokens (attention sinks); keep them when you evict.
-# - *Evicted means gone.* Sinks plus a window stream fluently but cannot recall a token that
-#   left the window.
-# - *A fixed-size state cannot copy.* State-space and linear-attention layers reproduce a
-#   specific far-away token worse than attention does; keep attention layers for retrieval.
-# - *A sparse pattern that saves no time.* Skipped pairs only save work when whole blocks of the
-#   score matrix are skipped; section 8 measures what skipping buys.
-# - *A quantized cache that changes answers.* Keys carry a few large channels; one scale per
-#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI, Module 5.2, section 14).
-#
-# **The gains reported in the papers** (each from the paper's abstract): Mamba, 5x the
-# *generation* throughput of a same-size Transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752));
-# DeepSeek-V2, a KV cache 93.3% smaller and 5.76x the maximum generation throughput of
-# **DeepSeek 67B**, its dense predecessor (95 layers, 8 KV heads), not of an MHA twin, with V2's
-# cache also stored at about 6 bits per number ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), section 3.2.3);
-# Jamba, a 256K-token context ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)), of which
-# up to 140K tokens fit on one 80 GB GPU, a figure from the
-# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1), not the paper's abstract.
+# The options side by side, with their numbers and what breaks, come after the lesson (Part 3), once
+# each has been built.
 
 # %%
-# Every number in the guide above, computed from its definition (each section below rederives them).
-L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2  # the running example: Llama-3-8B's attention shape, 16-bit cache
+# The running example of the whole module: Llama-3-8B's attention shape, with a 16-bit cache.
+L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2
 per_token = 2 * L8B * KV8B * D8B * BYTES16  # a key and a value, per layer, per KV head
-guide = {
-    "cache per token, 8 KV heads (KiB)": per_token / KIB,
-    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
-    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
-    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
-    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
-    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
-    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
-    "latent numbers per token per layer": 512 + 64,
-    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
-    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
-    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
-    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
-    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
-}
-for label, value in guide.items():
-    print(f"{label:58s} {value:,.2f}")
-expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
-expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
-expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
-expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
-expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
-REFERENCE.check("running_example.bytes_per_token", per_token)
-REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"])
 
 # %%
 show_figure(
@@ -2662,9 +2593,12 @@ show_figure(
 # %% [markdown]
 # # Part 2 · How it works, from scratch
 #
-# Eight sections, each with the same beat: the idea, the formula with its symbols, the numbers
-# by hand, the code, a figure, and a check that stops the notebook if anything is wrong. Eight
+# Nine sections, each with the same beat: the idea, the formula with its symbols, the numbers
+# by hand, the code, a figure, and a check that stops the notebook if anything is wrong. Ten
 # exercises are marked along the way; each is followed by the contract check that judges it.
+# Plan on 4 to 5 hours, counted this way: about 8,500 words of prose at 100 words a minute, slow
+# because of the formulas (85 minutes); about 10 minutes per section to run and read its code and
+# figures (90 minutes); and 8 to 12 minutes per exercise (80 to 120 minutes).
 #
 # ## 1. The two bills
 #
@@ -2720,7 +2654,7 @@ expect("context_cost(1) with the running example's defaults: one pair, one token
 # @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
-expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value");
 
 
 # %% tags=["hide-input"]
@@ -2824,7 +2758,7 @@ def make_mask(n, window=None, n_sink=0):
 
 
 # %%
-check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
+check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals());
 
 # %%
 MASK_N = 24
@@ -2845,7 +2779,7 @@ expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
 expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
-expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
+expect_raises(ValueError, make_mask, 131_072, match="budget");  # 128 GiB of float64: refused before allocating
 
 
 # %% tags=["hide-input"]
@@ -2988,7 +2922,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
 
 
 # %%
-check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
+check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals());
 
 # %%
 rng = np.random.default_rng(SEED)
@@ -3071,7 +3005,7 @@ expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
 expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
 expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="empty_row='zero'")  # the one phrase the instruction asks for
 expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
-expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed");
 
 
 # %% tags=["hide-input"]
@@ -3082,10 +3016,10 @@ def plot_sink_share(n_keys, logits, language="en"):
     logits = [require_real("logit", logit, minimum=-2, maximum=8) for logit in logits]  # dots on the drawn range
     grid = np.linspace(-2, 8, 121)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
+    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE, linestyle="-", marker="")  # the curve alone
     for logit in logits:
         share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
-        ax.plot([logit], [share], "D", color=Palette.ORANGE, markersize=7, markevery=None, zorder=3)  # one point: the style's markevery would hide it
+        ax.plot([logit], [share], color=Palette.ORANGE, linestyle="none", marker="D", markersize=7, markevery=1, zorder=3)  # the diamond the caption promises
         ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
     ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
     ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
@@ -3144,7 +3078,7 @@ def repeat_kv_heads(x, group):
 
 
 # %%
-check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals())
+check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals());
 
 
 # %%
@@ -3180,7 +3114,7 @@ expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the 
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
 expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
 expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
-expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
+expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget");
 
 
 # %% tags=["hide-input"]
@@ -3200,7 +3134,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     )):
         kv_x = [(k + 0.5) * n_heads / n_kv_heads - 0.5 for k in range(n_kv_heads)]
         for h, k in enumerate(reads):
-            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6)
+            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6, linestyle="-", marker="")
         ax.scatter(range(n_heads), [1] * n_heads, s=90, color=[colors[(h // group) % 4] for h in range(n_heads)], zorder=3)
         ax.scatter(kv_x, [0] * n_kv_heads, s=160, marker="s", color=[colors[k % 4] for k in range(n_kv_heads)], zorder=3)
         ax.set_yticks([0, 1], [localized(language, "KV", "KV"), localized(language, "query", "запросы")])
@@ -3322,7 +3256,7 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
 expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
-expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU");
 
 # %% [markdown]
 # ## 5. Reading a model card: the KV-cache calculator
@@ -3387,7 +3321,7 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
 
 
 # %%
-check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
+check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals());
 
 # %%
 context = REFERENCE.value("context_tokens")
@@ -3443,7 +3377,7 @@ expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_byte
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
-expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value");
 
 
 # %% [markdown]
@@ -3479,7 +3413,7 @@ expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 
 
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
-expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
+expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim");
 
 
 # %% tags=["hide-input"]
@@ -3590,7 +3524,7 @@ def online_softmax_dot(logit_tiles, value_tiles):
 
 
 # %%
-check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals())
+check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals());
 
 
 # %% tags=["hide-input"]
@@ -3603,8 +3537,8 @@ def plot_online_softmax(trace, exact, language="en"):
     rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
     fig, ax = plt.subplots(figsize=(6.2, 2.7))
     ax.axhline(exact, color=Palette.GREY, linestyle="--", linewidth=1, label=localized(language, "exact softmax average", "точное среднее softmax"))
-    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running u / l", "текущее u / l"))
-    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
+    ax.plot(tiles, estimate, color=Palette.BLUE, linestyle="-", marker="o", markevery=1, label=localized(language, "running u / l", "текущее u / l"))
+    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], color=Palette.ORANGE, linestyle="none", marker="s", markevery=1, markersize=9, fillstyle="none",
             label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
     ax.set_xlabel(localized(language, "tiles read", "прочитано тайлов"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
@@ -3647,7 +3581,7 @@ report_section("Online softmax", globals())
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
-expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
+expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0");
 
 
 # %% [markdown]
@@ -3727,7 +3661,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals())
+check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals());
 
 
 # %% [markdown]
@@ -3759,7 +3693,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals())
+check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals());
 
 # %%
 gen_tiles = np.random.default_rng(11)
@@ -3891,7 +3825,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
 
 
 # %%
-check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals())
+check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals());
 
 # %%
 n40 = 40
@@ -3937,7 +3871,7 @@ expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(n
 
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
-expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed");
 
 # %% [markdown]
 # **Cached prefixes and chunked decoding.** During generation the first tokens' keys and values
@@ -4004,7 +3938,7 @@ expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
 expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
-expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key");
 
 
 # %% tags=["hide-input"]
@@ -4074,7 +4008,7 @@ expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(n
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
-expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]");
 
 
 # %% [markdown]
@@ -4161,7 +4095,7 @@ def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True)
 
 
 # %%
-check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals())
+check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals());
 
 # %%
 grad_rng = np.random.default_rng(31)
@@ -4187,7 +4121,7 @@ expect_raises(ValueError, tiled_logsumexp, Qg, Kg[:10], match="T_k >= T_q")
 expect_raises(ValueError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g[:5], match="lse")
 expect_raises(TypeError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, causal=1, match="causal")
 expect_close("tiled_logsumexp without a mask equals log-sum-exp of the whole score matrix", tiled_logsumexp(Qg[:9], Kg[:7], tile_size=3, causal=False),
-             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)))
+             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)));
 
 
 # %% [markdown]
@@ -4264,9 +4198,9 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     n = np.array(lengths, dtype=float)
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
-    ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.plot(n, tiled, "s--", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
-    ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    ax.plot(n, dense, color=Palette.RED, linestyle="-", marker="o", markevery=1, label=localized(language, "dense, measured", "плотное, измерено"))
+    ax.plot(n, tiled, color=Palette.GREEN, linestyle="--", marker="s", markevery=1, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, n * n * 8 / MIB, color=Palette.GREY, linestyle=":", marker="", label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
     log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
@@ -4299,7 +4233,7 @@ expect("best_seconds runs the function 3 times by default", len(_clocked_runs), 
 expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
 expect_raises(ValueError, best_seconds, int, repeats=0, match="repeats")
 expect_raises(ValueError, best_seconds, int, repeats=101, match="repeats")
-expect_raises(TypeError, best_seconds, None, match="callable")
+expect_raises(TypeError, best_seconds, None, match="callable");
 
 
 # %% [markdown]
@@ -4371,11 +4305,11 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
-    ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+    ax.plot(lengths, [r["standard"] for r in rows], color=Palette.RED, linestyle="-", marker="o", markevery=1,
             label=localized(language, "standard: 4 n d + 4 n²", "стандартное: 4 n d + 4 n²"))
-    ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+    ax.plot(lengths, [r["flash"] for r in rows], color=Palette.BLUE, linestyle="-", marker="s", markevery=1,
             label=localized(language, "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)", "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)"))
-    ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
+    ax.plot(lengths, [r["floor"] for r in rows], color=Palette.GREY, linestyle=":", marker="",
             label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
     ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
@@ -4407,14 +4341,14 @@ print(f"n = 8,192: standard {io_8k['standard']:.3g} numbers, FlashAttention {io_
       f"x{io_8k['standard'] / io_8k['flash']:.2f} fewer; the Θ-bounds alone would say x{H100_SRAM_NUMBERS / 128**2:.1f}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
-check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
+check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1);
 
 # %% tags=["hide-input"]
 # @title The HBM counts by hand on a tiny problem, and their argument check
 # n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
 expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
 expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
-expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n");
 
 # %%
 HBM_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
@@ -4647,7 +4581,7 @@ expect("the smallest timing, one token of width 1, runs", len(time_attention_bac
 expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
-expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
+expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed");
 
 # %% [markdown]
 # ### Into practice: the caches you will meet
@@ -5053,7 +4987,7 @@ def reserve_slots(book, sequence, n_tokens):
 
 
 # %%
-check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
+check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals());
 
 
 # %%
@@ -5215,7 +5149,86 @@ report_section("The trained model: paged decoding and pooled heads", globals())
 expect_raises(ValueError, reserve_slots, {"block_size": 2, "refs": [1], "tables": {"A": [0]}, "lengths": {"A": 2}}, "A", 1, match="1 free blocks")
 expect_raises(TypeError, reserve_slots, paged.book, 7, 1, match="string")
 expect_raises(ValueError, reserve_slots, paged.book, "A", 0, match="n_tokens")
-expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks");
+
+# %% [markdown]
+# # Part 3 · The practitioner's table: every option, its numbers, what breaks
+#
+# **The options**, from the most exact to the most compact. The numbers are for a running
+# example shaped like Llama-3-8B (32 layers, 8 KV heads of width 128, 16-bit cache); the cell
+# after the table computes every one of them.
+#
+# | Option | What it does | What it keeps | What it costs | Where you choose it |
+# |---|---|---|---|---|
+# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads, 16 KiB with one, which is MQA); 17.2 GB at 128k tokens | the model's architecture |
+# | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
+# | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
+# | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
+# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack, in this module's toy convention (4,096 channels × 16 numbers per layer, 16-bit); a real Mamba layer of that width keeps more than twice as much, with twice the channels and a convolution state (Module 5.2, section 12) | the model's architecture |
+# | Latent KV cache (MLA) | caches a short latent per token and rebuilds keys and values from it | exact outputs by construction | 576 numbers per token per layer instead of 32,768 for 128 heads of width 128 (57x fewer; 71x against the real 192-wide keys, section 5 here and section 13 of Module 5.2), plus extra matrix work | the model's architecture |
+# | Quantized KV cache | stores keys and values with 8 or 4 bits and one scale per vector | slightly rounded attention | 3.9x smaller at 4 bits; the output error is measured in Module 5.2, section 14 | the inference server |
+#
+# Exact *streaming* attention (FlashAttention) is not in the table because it changes neither
+# bill's size: it computes the same numbers in tiles, so the $n \times n$ score matrix never
+# exists in memory at once. You will build it in sections 6 to 8 and prove it exact.
+#
+# **What breaks.**
+#
+# - *The fact was outside the window.* Mistral 7B v0.1 has 32 layers with a window of
+#   $W$ = 4,096, in its paper's convention: position $i$ reads positions $i - W$ to $i$, so
+#   4,097 keys counting itself, and each layer relays information 4,096 positions further. A
+#   token can therefore feel one 131,072 = 32 × 4,096 positions back, but only by relay through
+#   many hops; a fact 100,000 tokens back needs at least 25 of them. Expect no exact quote from
+#   beyond the window. And 100,000 tokens lies far beyond the 8K context v0.1 was trained on, so
+#   the reach is what the wiring allows, not what the model learned to use. (Later Mistral 7B
+#   versions dropped the window; gpt-oss counts its 128-token window the other way, with the
+#   current token among the 128.)
+# - *A plain window drops the first tokens and the model falls apart.* Trained models park
+#   attention mass on the first tokens (attention sinks); keep them when you evict.
+# - *Evicted means gone.* Sinks plus a window stream fluently but cannot recall a token that
+#   left the window.
+# - *A fixed-size state cannot copy.* State-space and linear-attention layers reproduce a
+#   specific far-away token worse than attention does; keep attention layers for retrieval.
+# - *A sparse pattern that saves no time.* Skipped pairs only save work when whole blocks of the
+#   score matrix are skipped; section 8 measures what skipping buys.
+# - *A quantized cache that changes answers.* Keys carry a few large channels; one scale per
+#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI, Module 5.2, section 14).
+#
+# **The gains reported in the papers** (each from the paper's abstract): Mamba, 5x the
+# *generation* throughput of a same-size Transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752));
+# DeepSeek-V2, a KV cache 93.3% smaller and 5.76x the maximum generation throughput of
+# **DeepSeek 67B**, its dense predecessor (95 layers, 8 KV heads), not of an MHA twin, with V2's
+# cache also stored at about 6 bits per number ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), section 3.2.3);
+# Jamba, a 256K-token context ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)), of which
+# up to 140K tokens fit on one 80 GB GPU, a figure from the
+# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1), not the paper's abstract.
+
+# %%
+# Every number in the table above, computed from its definition (the sections before it derived each one).
+guide = {
+    "cache per token, 8 KV heads (KiB)": per_token / KIB,
+    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
+    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
+    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
+    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
+    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
+    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
+    "latent numbers per token per layer": 512 + 64,
+    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
+    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
+    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
+    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
+    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
+}
+for label, value in guide.items():
+    print(f"{label:58s} {value:,.2f}")
+expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
+expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
+expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
+expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
+expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
+REFERENCE.check("running_example.bytes_per_token", per_token)
+REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"]);
 
 # %% [markdown]
 # ## In 20 seconds
@@ -5225,6 +5238,9 @@ expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
 #   cache exactly: the running example's 128 KiB per token is 137 GB at 1M tokens, past one 80 GB GPU.
 # - Tiled streaming attention (online softmax over blocks) gives the *same* outputs as dense
 #   attention, skips blocks a causal mask or window empties, and keeps memory linear in $n$.
+# - Its backward pass keeps only $O$ and one log-sum-exp per row and recomputes the tiles; a paged
+#   cache stores the same keys and values in blocks, so decoding is token for token the same while
+#   only a sequence's last block is partly empty.
 #
 # ## Self-test
 #
