@@ -4956,7 +4956,7 @@ def generate(model, prompt, n_new, *, cache=True):
 # blocks ends with count 1. Block 0, full and only read, stays shared.
 
 # %% tags=["training"]
-# Trains the capstone model on the induction task: 200 AdamW steps, about 3 s on a CPU (a line every 50 steps).
+# Trains the capstone model on the induction task: 200 AdamW steps, a few seconds on an idle CPU (a line every 50 steps).
 CAPSTONE = CapstoneConfig(vocab=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=4, d_ff=64, max_len=64)
 capstone, capstone_losses = train_capstone(
     CAPSTONE, steps=200, seed=0, on_step=lambda t, loss: print(f"step {t}/200: loss {loss:.3f}") if t % 50 == 0 else None,
@@ -5136,7 +5136,7 @@ expect("mean-pooling 4 K/V heads into 4 groups of one changes nothing", pool_kv_
        capstone(torch.tensor([SHARED_PROMPT])).tolist())
 
 # %% tags=["training"]
-# Uptrains the 2-head pooled model for 40 steps (a fifth of the original 200), under a second on a CPU.
+# Uptrains the 2-head pooled model for 40 steps (a fifth of the original 200), about a second on an idle CPU.
 uptrained = pool_kv_heads(capstone, 2)
 fit_induction(uptrained, train_step, steps=40, seed=7, warmup=5, lr=3e-3)
 uptrained_accuracy = induction_accuracy(uptrained)
@@ -5298,6 +5298,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (the base model: 8 heads of width 64)
 # - Milakov and Gimelshein, *Online normalizer calculation for softmax* (2018): https://arxiv.org/abs/1805.02867
 # - Dao et al., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135; Dao, *FlashAttention-2* (2023): https://arxiv.org/abs/2307.08691
+# - Shah et al., *FlashAttention-3* (2024): https://arxiv.org/abs/2407.08608; Zadouri et al., *FlashAttention-4* (2026), the authors' post: https://www.together.ai/blog/flashattention-4
 # - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (RoPE, 2021): https://arxiv.org/abs/2104.09864
 # - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA, 2019): https://arxiv.org/abs/1911.02150
 # - Ainslie et al., *GQA* (2023): https://arxiv.org/abs/2305.13245

@@ -5496,7 +5496,7 @@ def generate(model, prompt, n_new, *, cache=True):
 # указывает туда, и у каждого из двух блоков остаётся счётчик 1. Блок 0, полный и только читаемый, остаётся общим.
 
 # %% tags=["training"]
-# Trains the capstone model on the induction task: 200 AdamW steps, about 3 s on a CPU (a line every 50 steps).
+# Trains the capstone model on the induction task: 200 AdamW steps, a few seconds on an idle CPU (a line every 50 steps).
 CAPSTONE = CapstoneConfig(vocab=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=4, d_ff=64, max_len=64)
 capstone, capstone_losses = train_capstone(
     CAPSTONE, steps=200, seed=0, on_step=lambda t, loss: print(f"шаг {t}/200: потери {loss:.3f}") if t % 50 == 0 else None,
@@ -5682,7 +5682,7 @@ expect("mean-pooling 4 K/V heads into 4 groups of one changes nothing", pool_kv_
        capstone(torch.tensor([SHARED_PROMPT])).tolist())
 
 # %% tags=["training"]
-# Uptrains the 2-head pooled model for 40 steps (a fifth of the original 200), under a second on a CPU.
+# Uptrains the 2-head pooled model for 40 steps (a fifth of the original 200), about a second on an idle CPU.
 uptrained = pool_kv_heads(capstone, 2)
 fit_induction(uptrained, train_step, steps=40, seed=7, warmup=5, lr=3e-3)
 uptrained_accuracy = induction_accuracy(uptrained)
@@ -5845,6 +5845,7 @@ print(f"Самопроверка: пересчитано числовых отв
 # - Vaswani и др., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (базовая модель: 8 голов размерности 64)
 # - Milakov и Gimelshein, *Online normalizer calculation for softmax* (2018): https://arxiv.org/abs/1805.02867
 # - Dao и др., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135; Dao, *FlashAttention-2* (2023): https://arxiv.org/abs/2307.08691
+# - Shah и др., *FlashAttention-3* (2024): https://arxiv.org/abs/2407.08608; Zadouri и др., *FlashAttention-4* (2026), пост авторов: https://www.together.ai/blog/flashattention-4
 # - Su и др., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (RoPE, 2021): https://arxiv.org/abs/2104.09864
 # - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA, 2019): https://arxiv.org/abs/1911.02150
 # - Ainslie и др., *GQA* (2023): https://arxiv.org/abs/2305.13245
