@@ -2748,7 +2748,7 @@ def make_mask(n, window=None, n_sink=0):
 
 
 # %%
-check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals());
+check_exercise("Exercise 1", check_additive_mask_contract, make_mask, globals())
 
 # %%
 MASK_N = 24
@@ -2929,7 +2929,7 @@ def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=Fal
 
 
 # %%
-check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals());
+check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
 
 # %%
 rng = np.random.default_rng(SEED)
@@ -3086,7 +3086,7 @@ def repeat_kv_heads(x, group):
 
 
 # %%
-check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals());
+check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals())
 
 
 # %%
@@ -3331,7 +3331,7 @@ def kv_cache_bytes(context, layer_windows, kv_heads, head_dim, bytes_per_value=2
 
 
 # %%
-check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals());
+check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
 
 # %%
 context = REFERENCE.value("context_tokens")
@@ -3545,7 +3545,7 @@ def online_softmax_dot(logit_tiles, value_tiles):
 
 
 # %%
-check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals());
+check_exercise("Exercise 5", check_online_softmax_contract, online_softmax_dot, globals())
 
 
 # %% tags=["hide-input"]
@@ -3699,7 +3699,7 @@ def tiled_attention_plain(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals());
+check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, globals())
 
 
 # %% [markdown]
@@ -3751,7 +3751,7 @@ def causal_tiled_attention(Q, K, V, *, tile_size=128):
 
 
 # %%
-check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals());
+check_exercise("Exercise 7", check_causal_tiled_contract, causal_tiled_attention, globals())
 
 # %%
 gen_tiles = np.random.default_rng(11)
@@ -3890,7 +3890,7 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
 
 
 # %%
-check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals());
+check_exercise("Exercise 8", check_tiled_attention_contract, tiled_attention, globals())
 
 # %%
 n40 = 40
@@ -4178,7 +4178,7 @@ def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True)
 
 
 # %%
-check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals());
+check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals())
 
 # %%
 grad_rng = np.random.default_rng(31)
@@ -5088,7 +5088,7 @@ def reserve_slots(book, sequence, n_tokens):
 
 
 # %%
-check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals());
+check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
 
 
 # %%

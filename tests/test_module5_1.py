@@ -49,7 +49,7 @@ def test_every_exercise_cell_is_followed_by_its_contract_cell():
         assert "### BEGIN SOLUTION" in body and "### END SOLUTION" in body
         function = re.search(r"^def (\w+)\(", body, flags=re.MULTILINE).group(1)
         check = dict(EXERCISES)[function]
-        assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals());'  # ";": no summary dict shown
+        assert cells[index + 1].strip() == f'check_exercise("Exercise {number}", {check}, {function}, globals())'
 
 
 # ---- bad inputs ----
