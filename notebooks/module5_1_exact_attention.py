@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/module5_1_exact_attention.ipynb)
 #
-# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1`. Licence: text and figures CC BY-SA 4.0, code MIT.*
-# <!-- builder:end sha256=2c5dc57638f224f3a2785d5d45cc4bb695c087a8d9664340da719bc04e353e30 -->
+# *Provenance: course builder 0.1.0; reference `references/module5_1.json`, SHA-256 `653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0`. Licence: text and figures CC BY-SA 4.0, code MIT.*
+# <!-- builder:end sha256=af88224a307be2d51ab23079dc0b2fb3e4a21cdfdae15da2cfbc0b7f5ae36544 -->
 
 # %% [markdown]
 # **How to run this notebook.** Use *Runtime → Run all* (JupyterLab: *Run → Run All Cells*). A CPU runtime is enough. The first
@@ -74,6 +74,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn  # the capstone model's layers (section 9; its inlined copy sets the same name)
 
 # builder:begin inline report_environment
 def report_environment():
@@ -233,7 +234,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module5_1
 REFERENCE_SOURCE = "references/module5_1.json"
-REFERENCE_SHA256 = "8cccfcae491c35038634b9eb990e80b7ed8c278a9f2da276c808db72e16b43c1"
+REFERENCE_SHA256 = "653ec9b8c75695ce2e4423f3ea167f695e7911fc24cb9df52a6c2f1b781f13c0"
 REFERENCE_JSON = r"""{
   "context_tokens": 131072,
   "gpt_oss_hybrid": {
@@ -249,8 +250,8 @@ REFERENCE_JSON = r"""{
   },
   "kv_rows": {
     "gpt_oss_gqa_all_full_equivalent": 73728,
-    "gpt_oss_mha_hypothetical": 589824,
-    "gpt_oss_mqa_hypothetical": 9216
+    "gpt_oss_mha_hypothetical": 294912,
+    "gpt_oss_mqa_hypothetical": 4608
   },
   "mla": {
     "bytes_per_token": 70272,
@@ -302,7 +303,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=7f3c4a6d23e364cc1e4654d6d69f4a318a75b0b1d00a57d46e31738b1133fa7e
+# builder:end sha256=de48e638cd31ce703858eac065e417e25f1b70f9fbcd7c5ccdd1ae2962095cc2
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} verified: sha256 {REFERENCE_SHA256}")
@@ -1383,8 +1384,12 @@ def check_sink_attention_contract(sdpa):
     empty[2] = -np.inf
     try:
         sdpa(Q, K, V, empty)
-    except ValueError:
-        pass
+    except ValueError as exc:
+        contract_assert(
+            "empty_row='zero'" in str(exc), "the ValueError of a fully masked row names the way out, empty_row='zero'",
+            case + ", row 2 fully masked", "a message containing empty_row='zero'", repr(str(exc))[:120],
+            "say how to go on in the message: '... or pass empty_row='zero' to return zeros for them'",
+        )
     else:
         raise ContractViolation(
             "a fully masked row raises ValueError by default", case + ", row 2 fully masked", "ValueError",
@@ -1406,7 +1411,7 @@ def check_sink_attention_contract(sdpa):
     contract_close(prop, only_case, only_sink, np.zeros((H, T, dv)), hint, atol=0, rtol=0)
     contract_close(prop, only_case, only_sink_w, np.zeros((H, T, T)), hint, atol=0, rtol=0)
     return {"output_max_error": error, "sink_max_error": sink_error, "per_head_sink": "PASS", "empty_rows": "PASS"}
-# builder:end sha256=8b5d6f28b08c5f3dfa5f3bbe88eca887cb25391886b1a4de9b9fd49ca165f335
+# builder:end sha256=3143e64dcffd3b6cc1e46f5b3ff960fb275a203ca824da54b44dffda0265423a
 # builder:begin inline check_kv_repeat_contract
 def check_kv_repeat_contract(repeat_kv_heads):
     """Judge ``repeat_kv_heads(x, group)``: each K/V head on axis -3 repeated ``group`` times in place.
@@ -1631,10 +1636,13 @@ def check_plain_tiled_contract(tiled_attention_plain):
 def check_causal_tiled_contract(causal_tiled_attention):
     """Judge ``causal_tiled_attention(Q, K, V, *, tile_size) -> (output, tiles_computed)``.
 
-    Query i reads keys 0..i. The output must equal dense causal attention, and exactly the key tiles
-    that hold at least one allowed key may be computed: those on or below the block diagonal.
+    Query i reads keys 0..i. The output must equal dense causal attention; the tiles skipped are judged by
+    what the code read, not by the count it reports: keys after the last query are unwritten cache slots
+    holding NaN, which any tile above the diagonal (or dense attention, 0 x NaN = NaN) turns into NaN; and
+    the peak memory of a long input stays below one T x T score matrix.
     """
     import math
+    import tracemalloc
 
     import numpy as np
 
@@ -1648,6 +1656,11 @@ def check_causal_tiled_contract(causal_tiled_attention):
         starts = range(0, n, tile)
         return sum(1 for q0 in starts for k0 in starts if k0 <= min(q0 + tile, n) - 1)
 
+    def run(where, *args, prop="causal tiles run", hint="nothing here is invalid", **kwargs):
+        return contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
+            prop, where, hint, causal_tiled_attention, *args, **kwargs,
+        ), ("output", "tiles_computed"))
+
     gen = np.random.default_rng(707)
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
@@ -1655,9 +1668,7 @@ def check_causal_tiled_contract(causal_tiled_attention):
     worst = 0.0
     for tile in (1, 3, 4, 64):
         where = f"{case}, tile_size={tile}"
-        output, tiles = contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
-            "causal tiles run", where, "nothing here is invalid", causal_tiled_attention, Q, K, V, tile_size=tile,
-        ), ("output", "tiles_computed"))
+        output, tiles = run(where, Q, K, V, tile_size=tile)
         worst = max(worst, contract_close(
             "causal tiled output equals dense causal attention: query i reads keys 0..i", where, output, dense_causal(Q, K, V),
             "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key",
@@ -1668,8 +1679,30 @@ def check_causal_tiled_contract(causal_tiled_attention):
             f"{expected} score tiles", f"{tiles} score tiles",
             "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future",
         )
-    return {"max_error": worst, "tiles_2048_128": needed(2048, 128)}
-# builder:end sha256=1ca959502128d4336a9e37657cb24aabe13ba9de2eaa8717cbda40807f6841ad
+    unwritten = np.full((8, 4), np.nan)  # a preallocated cache: slots 8..15 not written yet
+    K_cache, V_cache = np.concatenate([K[:8], unwritten]), np.concatenate([V[:8], unwritten[:, :3]])
+    where = "Q [8 tokens, d_k=4], K and V [16 slots] whose slots 8..15 are unwritten (NaN), tile_size=4"
+    prop = "no key tile above the block diagonal is read (its keys lie in the future)"
+    hint = ("the future tiles were computed: dense attention, or a loop over every key tile, multiplies their NaN values by weight 0 "
+            "(0 x NaN = NaN); visit key tiles k0 <= q1 - 1 only, and count the tiles you computed, not a formula")
+    output, _ = run(where, Q[:8], K_cache, V_cache, tile_size=4, prop=prop, hint=hint)
+    contract_close(prop, where, output, dense_causal(Q[:8], K[:8], V[:8]), hint)
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    where = f"{big} tokens, d=8, tile_size=32"
+    tracemalloc.start()
+    try:
+        run(where, Qb, Kb, Vb, tile_size=32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "causal tiled attention never holds a T_q x T_k score matrix", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "a dense causal softmax over the keys read is not tiling: compute one (query block, key block) tile at a time",
+    )
+    return {"max_error": worst, "tiles_2048_128": needed(2048, 128), "unwritten_slots": "never read", "memory": "PASS"}
+# builder:end sha256=8511b5febbe82f45ce2e497131ce18ad6128b8eb5a65b68e881b50e54230d870
 # builder:begin inline check_tiled_attention_contract
 def check_tiled_attention_contract(tiled_attention):
     """Judge ``tiled_attention(Q, K, V, mask=None, *, tile_size, sink, empty_row, causal, window, query_start)``.
@@ -1832,7 +1865,198 @@ def check_tiled_attention_contract(tiled_attention):
     )
     return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
 # builder:end sha256=bce58f820e3de4ccc08f81203a4f5c6e63e550ddbf2d317936f79018e8cd23de
-print("8 contract checks loaded")
+# builder:begin inline check_tiled_backward_contract
+def check_tiled_backward_contract(tiled_attention_backward):
+    """Judge ``tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size, causal) -> (dQ, dK, dV)``.
+
+    The gradients must equal autograd's on the dense path in float64 (to 1e-10), be computed from the saved
+    output and log-sum-exp (a shifted lse must scale them as FlashAttention-2's formulas say), without autograd,
+    and with a peak memory below one T x T score matrix.
+    """
+    import contextlib
+    import math
+    import tracemalloc
+
+    import numpy as np
+    import torch
+
+    def dense(Q, K, V, dO, causal):
+        q, k, v = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (Q, K, V))
+        s = q @ k.T / math.sqrt(Q.shape[1])
+        if causal:
+            s = s.masked_fill(~torch.ones(len(Q), len(K), dtype=torch.bool).tril(), float("-inf"))
+        o = torch.softmax(s, dim=-1) @ v
+        o.backward(torch.tensor(dO, dtype=torch.float64))
+        lse = torch.logsumexp(s, dim=-1)
+        return o.detach().numpy(), lse.detach().numpy(), [x.grad.numpy() for x in (q, k, v)]
+
+    class AutogradRefused(RuntimeError):
+        """Raised when the code under judgement calls autograd, which is this check's oracle."""
+
+    @contextlib.contextmanager
+    def no_autograd():
+        def refused(*args, **kwargs):
+            raise AutogradRefused("autograd is the oracle of this check: write the backward pass yourself, tile by tile")
+        saved = torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward
+        torch.autograd.backward = torch.autograd.grad = torch.Tensor.backward = refused
+        try:
+            yield
+        finally:
+            torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward = saved
+
+    hints = {
+        "dQ": "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)",
+        "dK": "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK",
+        "dV": "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp",
+    }
+
+    def run(prop, case, hint, *args, **kwargs):
+        try:
+            with no_autograd():
+                result = contract_call(prop, case, hint, tiled_attention_backward, *args, **kwargs)
+        except ContractViolation as violation:
+            if isinstance(violation.__cause__, AutogradRefused):
+                raise ContractViolation(
+                    "the backward pass is written by hand: autograd is never called", case, "no call to torch's autograd",
+                    "a call to torch.autograd (backward or grad)", "compute dS = P * (dP - D) and the three products yourself, tile by tile",
+                ) from None
+            raise
+        return contract_parts(prop, case, result, ("dQ", "dK", "dV"))
+
+    gen = np.random.default_rng(909)
+    n, d, dv = 11, 4, 3
+    Q, K, V, dO = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv)), gen.standard_normal((n, dv))
+    worst = 0.0
+    for causal in (False, True):
+        O, lse, expected = dense(Q, K, V, dO, causal)
+        for tile in (1, 3, 4, 64):
+            case = f"Q, K [11 tokens, d_k=4], V and dO [11, 3], float64, causal={causal}, tile_size={tile}"
+            got = run("the tiled backward pass runs", case, "nothing here is invalid", Q, K, V, O, dO, lse, tile_size=tile, causal=causal)
+            for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+                worst = max(worst, contract_close(
+                    f"{name} equals autograd's on dense attention (float64, 1e-10)", case, g, want, hints[name], atol=1e-10, rtol=1e-10,
+                ))
+    O, lse, expected = dense(Q, K, V, dO, True)
+    case = "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)"
+    got = run("the backward pass reads the saved log-sum-exp", case, "nothing here is invalid", Q, K, V, O, dO, lse + math.log(2.0), tile_size=4, causal=True)
+    for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+        contract_close(
+            f"{name} is computed from the saved lse and O: a shifted lse halves it", case, g, want / 2, "recompute P = exp(S - lse) "
+            "from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself "
+            "needs each whole row of P, which tiling never holds", atol=1e-10, rtol=1e-10,
+        )
+    big = 384
+    Qb, Kb, Vb, dOb = (gen.standard_normal((big, 8)) for _ in range(4))
+    Ob, lseb, _ = dense(Qb, Kb, Vb, dOb, True)
+    where = f"{big} tokens, d=8, causal, tile_size=32"
+    tracemalloc.start()
+    try:
+        run("a long input runs", where, "nothing here is invalid", Qb, Kb, Vb, Ob, dOb, lseb, tile_size=32, causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "the backward pass never holds a T_q x T_k matrix (scores, P or dS)", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)",
+    )
+    return {"max_error": worst, "uses_saved_lse": "PASS", "no_autograd": "PASS", "memory": "PASS"}
+# builder:end sha256=272242e1a54f04475c65e630a728d65f8338131e0eac4f610e5704f2b848fe3e
+# builder:begin inline check_paged_cache_contract
+def check_paged_cache_contract(reserve_slots):
+    """Judge ``reserve_slots(book, sequence, n_tokens) -> (book, slots, copies)``, the bookkeeping of a paged KV cache.
+
+    ``book`` is {"block_size", "refs" (a reference count per physical block), "tables" (sequence -> block list),
+    "lengths" (sequence -> tokens)}. Each token goes to slot (table[p // block_size], p % block_size); a new block
+    (the lowest free one) is taken only when the last is full; a block that another sequence shares is copied to a
+    free block before the first token that diverges is written there (copy-on-write), and ``copies`` lists
+    (source, destination) so the caller copies its keys and values. Returns a summary.
+    """
+    import copy
+    import numbers
+
+    def fresh(n_blocks=8, block_size=4):
+        return {"block_size": block_size, "refs": [0] * n_blocks, "tables": {}, "lengths": {}}
+
+    def fork(book, parent, child):
+        book = copy.deepcopy(book)
+        book["tables"][child], book["lengths"][child] = list(book["tables"][parent]), book["lengths"][parent]
+        for block in book["tables"][child]:
+            book["refs"][block] += 1
+        return book
+
+    def pairs(items):
+        return isinstance(items, (list, tuple)) and all(
+            isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(i, numbers.Integral) for i in x) for x in items)
+
+    def reserve(prop, case, hint, book, sequence, n_tokens):
+        book, slots, copies = contract_parts(prop, case, contract_call(prop, case, hint, reserve_slots, copy.deepcopy(book), sequence, n_tokens),
+                                             ("book", "slots", "copies"))
+        contract_assert(
+            isinstance(book, dict) and {"block_size", "refs", "tables", "lengths"} <= set(book) and isinstance(book["refs"], (list, tuple))
+            and isinstance(book["tables"], dict) and all(isinstance(t, (list, tuple)) for t in book["tables"].values())
+            and isinstance(book["lengths"], dict) and pairs(slots) and pairs(copies),
+            "reserve_slots returns (book, slots, copies): the book's four fields, and (block, offset) and (old, new) pairs", case,
+            "a dict with block_size, refs, tables, lengths; a list of (block, offset); a list of (old, new)",
+            f"{type(book).__name__} {book!r}"[:120], "return the updated book, the slots of the new tokens and the blocks to copy",
+        )
+        return book, slots, copies
+
+    def same(prop, case, got, want, hint):
+        contract_assert(got == want, prop, case, repr(want)[:160], repr(got)[:160], hint)
+
+    as_pairs = lambda slots: [tuple(int(x) for x in s) for s in slots]  # noqa: E731 - tuples may cross as lists
+    grow = "take a new block only when the last one is full (offset p % block_size == 0); otherwise write into the last block"
+    case = "a fresh pool of 8 blocks of 4 slots; sequence 'A' reserves 6 tokens, then 3 more"
+    book, slots, copies = reserve("a growing sequence takes blocks as it fills them", case, grow, fresh(), "A", 6)
+    same("a growing sequence takes blocks as it fills them", case, (book["tables"], as_pairs(slots), list(copies)),
+         ({"A": [0, 1]}, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)], []), grow + "; the lowest free block comes first")
+    book, slots, copies = reserve("a growing sequence takes blocks as it fills them", case, grow, book, "A", 3)
+    same("a growing sequence takes blocks as it fills them", case, (book["tables"]["A"], as_pairs(slots), book["lengths"]["A"]),
+         ([0, 1, 2], [(1, 2), (1, 3), (2, 0)], 9), grow)
+    same("each block in use is counted once per sequence that holds it", case, list(book["refs"]), [1, 1, 1, 0, 0, 0, 0, 0],
+         "set a new block's reference count to 1")
+
+    shared = fork(book, "A", "B")
+    case = "'A' holds 9 tokens in blocks [0, 1, 2]; 'B' is forked from it (blocks shared, counts 2); 'B' reserves 1 token"
+    cow = ("the last block is shared (count 2): take a free block, list (old, new) in copies, point B's table at the new "
+           "block, lower the old block's count and write the token there; A keeps its block")
+    book_b, slots, copies = reserve("copy-on-write at the first divergent token", case, cow, shared, "B", 1)
+    same("copy-on-write at the first divergent token", case,
+         (book_b["tables"]["B"], book_b["tables"]["A"], as_pairs(slots), [tuple(int(x) for x in c) for c in copies]),
+         ([0, 1, 3], [0, 1, 2], [(3, 1)], [(2, 3)]), cow)
+    same("copy-on-write moves one reference from the shared block to its copy", case, list(book_b["refs"]),
+         [2, 2, 1, 1, 0, 0, 0, 0], "after the copy the old block is held by A alone (count 1) and the copy by B (count 1)")
+    case = "the state above, then 'A' reserves 1 token in its block 2, which B no longer shares"
+    book_a, slots, copies = reserve("a block held by one sequence is written in place", case, cow, book_b, "A", 1)
+    same("a block held by one sequence is written in place", case, (as_pairs(slots), list(copies)), ([(2, 1)], []),
+         "copy only when the block's count is above 1; a block A holds alone is written in place")
+
+    aligned = fresh()
+    aligned, _, _ = reserve("a growing sequence takes blocks as it fills them", "'C' reserves 8 tokens", grow, aligned, "C", 8)
+    case = "'C' holds 8 tokens in blocks [0, 1], both full; 'D' is forked from it and reserves 1 token"
+    book_d, slots, copies = reserve("a fork at a block boundary copies nothing", case, grow, fork(aligned, "C", "D"), "D", 1)
+    same("a fork at a block boundary copies nothing", case, (book_d["tables"]["D"], as_pairs(slots), list(copies), list(book_d["refs"][:3])),
+         ([0, 1, 2], [(2, 0)], [], [2, 2, 1]), "full shared blocks are only read: the next token starts a new block of its own")
+
+    released = fresh(4, 2)
+    released["refs"], released["tables"], released["lengths"] = [1, 0, 1, 0], {"E": [0], "F": [2]}, {"E": 2, "F": 1}
+    case = "4 blocks of 2: 'E' holds block 0 (full), 'F' block 2 (1 token), blocks 1 and 3 free; 'E' reserves 3 tokens"
+    book_e, slots, _ = reserve("free blocks are reused, lowest first", case, "take the lowest block whose count is 0", released, "E", 3)
+    same("free blocks are reused, lowest first", case, (book_e["tables"]["E"], as_pairs(slots)), ([0, 1, 3], [(1, 0), (1, 1), (3, 0)]),
+         "take the lowest block whose count is 0")
+    case = "4 blocks of 2, all held; 'E' asks for 1 more token in a full block"
+    full = {"block_size": 2, "refs": [1, 1, 1, 1], "tables": {"E": [0, 1], "F": [2, 3]}, "lengths": {"E": 4, "F": 4}}
+    try:
+        reserve_slots(copy.deepcopy(full), "E", 1)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation("a full pool refuses with ValueError", case, "ValueError naming the free blocks", "returned normally",
+                                "check that enough blocks are free before taking any")
+    return {"growth": "PASS", "copy_on_write": "PASS", "reference_counts": "PASS", "reuse": "PASS"}
+# builder:end sha256=025e6809f3643a3d790c25c984f98cea9a1e5b3cd5911f96789cbd244a8afe2b
+print("10 contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
@@ -1869,60 +2093,61 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cy4gVGhlIHNpbmsgKGFscmVhZHkgYnJvYWRjYXN0IHRvIFsuLi4sIFRfcSwgMV0pCiMgam9pbnMgZWFjaCByb3cncyBzb2Z0",
         "bWF4IGFzIGFuIGV4dHJhIGxvZ2l0IHdob3NlIHZhbHVlIHZlY3RvciBpcyB6ZXJvLiBTdWJ0cmFjdCB0aGUgcm93IG1heAoj",
         "IChvdmVyIHRva2VucyBBTkQgc2luaykgYmVmb3JlIGV4cC4gQSByb3cgd2l0aCBubyBhbGxvd2VkIGtleSBhbmQgbm8gc2lu",
-        "ayByYWlzZXMgVmFsdWVFcnJvciB3aGVuCiMgZW1wdHlfcm93ID09ICJlcnJvciIgYW5kIGlzIGFsbCB6ZXJvcyBmb3IgInpl",
-        "cm8iLgpkZWYgc2RwYShRLCBLLCBWLCBtYXNrPU5vbmUsICosIHNpbms9Tm9uZSwgZW1wdHlfcm93PSJlcnJvciIsIHJldHVy",
-        "bl93ZWlnaHRzPUZhbHNlKToKICAgICIiIlNvZnRtYXggYXR0ZW50aW9uIGluIE51bVB5IHdpdGggYW4gYWRkaXRpdmUgbWFz",
-        "aywgYW4gb3B0aW9uYWwgc2luayBsb2dpdCBhbmQgYW4gZW1wdHktcm93IHBvbGljeS4KCiAgICBRIFsuLi4sIFRfcSwgZF9r",
-        "XSwgSyBbLi4uLCBUX2ssIGRfa10sIFYgWy4uLiwgVF9rLCBkX3ZdOyB0aGUgbWFzayBicm9hZGNhc3RzIHRvIFsuLi4sIFRf",
-        "cSwgVF9rXQogICAgKDAgb3IgYSBmaW5pdGUgYmlhcyA9IGFsbG93ZWQsIC1pbmYgPSBibG9ja2VkKTsgdGhlIHNpbmsgYnJv",
-        "YWRjYXN0cyB0byBbLi4uLCBUX3EsIDFdLgogICAgUmV0dXJucyB0aGUgb3V0cHV0IFsuLi4sIFRfcSwgZF92XSwgYW5kIHRo",
-        "ZSB0b2tlbiB3ZWlnaHRzIHRvbyB3aGVuIHJldHVybl93ZWlnaHRzIGlzIFRydWUuCiAgICAiIiIKICAgIFEsIEssIFYgPSBy",
-        "ZXF1aXJlX2FycmF5KCJRIiwgUSwgbWluX25kaW09MiksIHJlcXVpcmVfYXJyYXkoIksiLCBLLCBtaW5fbmRpbT0yKSwgcmVx",
-        "dWlyZV9hcnJheSgiViIsIFYsIG1pbl9uZGltPTIpCiAgICByZXF1aXJlX2Nob2ljZSgiZW1wdHlfcm93IiwgZW1wdHlfcm93",
-        "LCAoImVycm9yIiwgInplcm8iKSkKICAgIHJldHVybl93ZWlnaHRzID0gcmVxdWlyZV9ib29sKCJyZXR1cm5fd2VpZ2h0cyIs",
-        "IHJldHVybl93ZWlnaHRzKQogICAgaWYgUS5zaGFwZVstMV0gIT0gSy5zaGFwZVstMV06CiAgICAgICAgcmFpc2UgVmFsdWVF",
-        "cnJvcihmIlEgYW5kIEsgbXVzdCBzaGFyZSBkX2sgKGxhc3QgYXhpcyk7IGdvdCB7US5zaGFwZVstMV19IGFuZCB7Sy5zaGFw",
-        "ZVstMV19IikKICAgIGlmIEsuc2hhcGVbLTJdICE9IFYuc2hhcGVbLTJdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJL",
-        "IGFuZCBWIG11c3QgaG9sZCB0aGUgc2FtZSBudW1iZXIgb2Yga2V5cyAoYXhpcyAtMik7IGdvdCB7Sy5zaGFwZVstMl19IGFu",
-        "ZCB7Vi5zaGFwZVstMl19IikKICAgIHRyeToKICAgICAgICBiYXRjaCA9IG5wLmJyb2FkY2FzdF9zaGFwZXMoUS5zaGFwZVs6",
-        "LTJdLCBLLnNoYXBlWzotMl0pCiAgICAgICAgbnAuYnJvYWRjYXN0X3NoYXBlcyhiYXRjaCwgVi5zaGFwZVs6LTJdKQogICAg",
-        "ZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImJhdGNoIGF4ZXMgb2YgUSB7US5zaGFwZX0s",
-        "IEsge0suc2hhcGV9IGFuZCBWIHtWLnNoYXBlfSBkbyBub3QgYnJvYWRjYXN0IikgZnJvbSBOb25lCiAgICBkdHlwZSA9IG5w",
-        "LnJlc3VsdF90eXBlKFEuZHR5cGUsIEsuZHR5cGUsIFYuZHR5cGUsIG5wLmZsb2F0MzIpICAjIGZsb2F0MTYgaXMgY29tcHV0",
-        "ZWQgaW4gZmxvYXQzMgogICAgUSwgSywgViA9ICh4LmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkgZm9yIHggaW4gKFEsIEss",
-        "IFYpKQogICAgc2hhcGUgPSBiYXRjaCArIChRLnNoYXBlWy0yXSwgSy5zaGFwZVstMl0pICAjICguLi4sIFRfcSwgVF9rKQog",
-        "ICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZSBtYXRyaXgiLCBzaGFwZSwgaXRlbXNpemU9ZHR5cGUuaXRlbXNpemUpICAj",
-        "IHJlZnVzZWQgYmVmb3JlIFEgQCBLXlQgaXMgZm9ybWVkCiAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgIG1hc2sg",
-        "PSBfYXNfYWRkaXRpdmUobWFzaywgc2hhcGUsIGR0eXBlKQogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICBzaW5r",
-        "ID0gcmVxdWlyZV9hcnJheSgic2luayIsIHNpbmspLmFzdHlwZShkdHlwZSwgY29weT1GYWxzZSkKICAgICAgICB0cnk6CiAg",
-        "ICAgICAgICAgIHNpbmsgPSBucC5icm9hZGNhc3RfdG8oc2luaywgc2hhcGVbOi0xXSArICgxLCkpICAjICguLi4sIFRfcSwg",
-        "MSk6IG9uZSBsb2dpdCBwZXIgaGVhZCBhbmQgcXVlcnkKICAgICAgICBleGNlcHQgVmFsdWVFcnJvcjoKICAgICAgICAgICAg",
-        "cmFpc2UgVmFsdWVFcnJvcihmInNpbmsgb2Ygc2hhcGUge3Npbmsuc2hhcGV9IGRvZXMgbm90IGJyb2FkY2FzdCB0byB7c2hh",
-        "cGVbOi0xXSArICgxLCl9OyB1c2Ugc2hhcGUgKEgsIDEsIDEpIHBlciBoZWFkIikgZnJvbSBOb25lCiAgICB3aXRoIG5wLmVy",
-        "cnN0YXRlKG92ZXI9Imlnbm9yZSIsIGludmFsaWQ9Imlnbm9yZSIpOgogICAgICAgIHNjb3JlcyA9IChRIEAgbnAuc3dhcGF4",
-        "ZXMoSywgLTEsIC0yKSkgKiBkdHlwZS50eXBlKDEuMCAvIG1hdGguc3FydChRLnNoYXBlWy0xXSkpICAjICguLi4sIFRfcSwg",
-        "VF9rKQogICAgICAgIGlmIG5vdCBucC5pc2Zpbml0ZShzY29yZXMpLmFsbCgpOgogICAgICAgICAgICByYWlzZSBGbG9hdGlu",
-        "Z1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsgcmVzY2FsZSBRIGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQp",
-        "IikKICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAgICBiaWFzZWQgPSBzY29yZXMgKyBtYXNrCiAgICAg",
-        "ICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShtYXNrKSAmIH5ucC5pc2Zpbml0ZShiaWFzZWQpKToKICAgICAgICAgICAg",
-        "ICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmluaXRlIG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBz",
-        "Y29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2NrKSIpCiAgICAgICAgICAgIHNjb3JlcyA9IGJpYXNl",
-        "ZAogICAgaGFzX2tleSA9IG5wLmlzZmluaXRlKHNjb3JlcykuYW55KGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjICguLi4s",
-        "IFRfcSwgMSkKICAgIHRvcCA9IHNjb3Jlcy5tYXgoYXhpcz0tMSwga2VlcGRpbXM9VHJ1ZSkgICMgLWluZiBvbiBhIHJvdyB3",
-        "aXRoIG5vdGhpbmcgdG8gcmVhZAogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICB0b3AgPSBucC5tYXhpbXVtKHRv",
-        "cCwgc2luaykgICMgdGhlIHNpbmsgY29tcGV0ZXMgaW5zaWRlIHRoZSBzYW1lIHNvZnRtYXgKICAgIGVsaWYgZW1wdHlfcm93",
-        "ID09ICJlcnJvciIgYW5kIG5vdCBoYXNfa2V5LmFsbCgpOgogICAgICAgIGZpcnN0ID0gbnAuYXJnd2hlcmUofmhhc19rZXlb",
-        "Li4uLCAwXSlbMF0udG9saXN0KCkKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKAogICAgICAgICAgICBmIntpbnQoKH5oYXNf",
-        "a2V5KS5zdW0oKSl9IHF1ZXJ5IHJvdyhzKSBoYXZlIG5vIGFsbG93ZWQga2V5IChmaXJzdCBhdCBpbmRleCB7Zmlyc3R9KTsg",
-        "IgogICAgICAgICAgICAiZml4IHRoZSBtYXNrLCBvciBwYXNzIGVtcHR5X3Jvdz0nemVybycgdG8gcmV0dXJuIHplcm9zIGZv",
-        "ciB0aGVtIgogICAgICAgICkKICAgIHRvcCA9IG5wLndoZXJlKG5wLmlzZmluaXRlKHRvcCksIHRvcCwgMC4wKSAgIyBhbiBl",
-        "bXB0eSByb3cga2VlcHMgYSBoYXJtbGVzcyBtYXg6IG5vIC1pbmYgLSAtaW5mCiAgICBleHBfc2NvcmVzID0gbnAuZXhwKHNj",
-        "b3JlcyAtIHRvcCkgICMgYmxvY2tlZCBrZXlzOiBleHAoLWluZikgPSAwCiAgICBkZW5vbWluYXRvciA9IGV4cF9zY29yZXMu",
-        "c3VtKGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpCiAgICBpZiBzaW5rIGlzIG5vdCBOb25lOgogICAgICAgIGRlbm9taW5hdG9y",
-        "ID0gZGVub21pbmF0b3IgKyBucC5leHAoc2luayAtIHRvcCkgICMgdGhlIHNpbmsncyBtYXNzOyBpdHMgdmFsdWUgdmVjdG9y",
-        "IGlzIHplcm8KICAgIHdlaWdodHMgPSBucC5kaXZpZGUoZXhwX3Njb3JlcywgZGVub21pbmF0b3IsIG91dD1ucC56ZXJvc19s",
-        "aWtlKGV4cF9zY29yZXMpLCB3aGVyZT1kZW5vbWluYXRvciA+IDApCiAgICBvdXRwdXQgPSB3ZWlnaHRzIEAgViAgIyAoLi4u",
-        "LCBUX3EsIGRfdikKICAgIHJldHVybiAob3V0cHV0LCB3ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+        "ayByYWlzZXMgVmFsdWVFcnJvciB3aGVuCiMgZW1wdHlfcm93ID09ICJlcnJvciIsIHdpdGggYSBtZXNzYWdlIHRoYXQgY29u",
+        "dGFpbnMgZW1wdHlfcm93PSd6ZXJvJyAodGhlIHdheSBvdXQpLCBhbmQgaXMgYWxsIHplcm9zCiMgZm9yICJ6ZXJvIi4KZGVm",
+        "IHNkcGEoUSwgSywgViwgbWFzaz1Ob25lLCAqLCBzaW5rPU5vbmUsIGVtcHR5X3Jvdz0iZXJyb3IiLCByZXR1cm5fd2VpZ2h0",
+        "cz1GYWxzZSk6CiAgICAiIiJTb2Z0bWF4IGF0dGVudGlvbiBpbiBOdW1QeSB3aXRoIGFuIGFkZGl0aXZlIG1hc2ssIGFuIG9w",
+        "dGlvbmFsIHNpbmsgbG9naXQgYW5kIGFuIGVtcHR5LXJvdyBwb2xpY3kuCgogICAgUSBbLi4uLCBUX3EsIGRfa10sIEsgWy4u",
+        "LiwgVF9rLCBkX2tdLCBWIFsuLi4sIFRfaywgZF92XTsgdGhlIG1hc2sgYnJvYWRjYXN0cyB0byBbLi4uLCBUX3EsIFRfa10K",
+        "ICAgICgwIG9yIGEgZmluaXRlIGJpYXMgPSBhbGxvd2VkLCAtaW5mID0gYmxvY2tlZCk7IHRoZSBzaW5rIGJyb2FkY2FzdHMg",
+        "dG8gWy4uLiwgVF9xLCAxXS4KICAgIFJldHVybnMgdGhlIG91dHB1dCBbLi4uLCBUX3EsIGRfdl0sIGFuZCB0aGUgdG9rZW4g",
+        "d2VpZ2h0cyB0b28gd2hlbiByZXR1cm5fd2VpZ2h0cyBpcyBUcnVlLgogICAgIiIiCiAgICBRLCBLLCBWID0gcmVxdWlyZV9h",
+        "cnJheSgiUSIsIFEsIG1pbl9uZGltPTIpLCByZXF1aXJlX2FycmF5KCJLIiwgSywgbWluX25kaW09MiksIHJlcXVpcmVfYXJy",
+        "YXkoIlYiLCBWLCBtaW5fbmRpbT0yKQogICAgcmVxdWlyZV9jaG9pY2UoImVtcHR5X3JvdyIsIGVtcHR5X3JvdywgKCJlcnJv",
+        "ciIsICJ6ZXJvIikpCiAgICByZXR1cm5fd2VpZ2h0cyA9IHJlcXVpcmVfYm9vbCgicmV0dXJuX3dlaWdodHMiLCByZXR1cm5f",
+        "d2VpZ2h0cykKICAgIGlmIFEuc2hhcGVbLTFdICE9IEsuc2hhcGVbLTFdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJR",
+        "IGFuZCBLIG11c3Qgc2hhcmUgZF9rIChsYXN0IGF4aXMpOyBnb3Qge1Euc2hhcGVbLTFdfSBhbmQge0suc2hhcGVbLTFdfSIp",
+        "CiAgICBpZiBLLnNoYXBlWy0yXSAhPSBWLnNoYXBlWy0yXToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYiSyBhbmQgViBt",
+        "dXN0IGhvbGQgdGhlIHNhbWUgbnVtYmVyIG9mIGtleXMgKGF4aXMgLTIpOyBnb3Qge0suc2hhcGVbLTJdfSBhbmQge1Yuc2hh",
+        "cGVbLTJdfSIpCiAgICB0cnk6CiAgICAgICAgYmF0Y2ggPSBucC5icm9hZGNhc3Rfc2hhcGVzKFEuc2hhcGVbOi0yXSwgSy5z",
+        "aGFwZVs6LTJdKQogICAgICAgIG5wLmJyb2FkY2FzdF9zaGFwZXMoYmF0Y2gsIFYuc2hhcGVbOi0yXSkKICAgIGV4Y2VwdCBW",
+        "YWx1ZUVycm9yOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJiYXRjaCBheGVzIG9mIFEge1Euc2hhcGV9LCBLIHtLLnNo",
+        "YXBlfSBhbmQgViB7Vi5zaGFwZX0gZG8gbm90IGJyb2FkY2FzdCIpIGZyb20gTm9uZQogICAgZHR5cGUgPSBucC5yZXN1bHRf",
+        "dHlwZShRLmR0eXBlLCBLLmR0eXBlLCBWLmR0eXBlLCBucC5mbG9hdDMyKSAgIyBmbG9hdDE2IGlzIGNvbXB1dGVkIGluIGZs",
+        "b2F0MzIKICAgIFEsIEssIFYgPSAoeC5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpIGZvciB4IGluIChRLCBLLCBWKSkKICAg",
+        "IHNoYXBlID0gYmF0Y2ggKyAoUS5zaGFwZVstMl0sIEsuc2hhcGVbLTJdKSAgIyAoLi4uLCBUX3EsIFRfaykKICAgIHJlcXVp",
+        "cmVfYnVkZ2V0KCJ0aGUgc2NvcmUgbWF0cml4Iiwgc2hhcGUsIGl0ZW1zaXplPWR0eXBlLml0ZW1zaXplKSAgIyByZWZ1c2Vk",
+        "IGJlZm9yZSBRIEAgS15UIGlzIGZvcm1lZAogICAgaWYgbWFzayBpcyBub3QgTm9uZToKICAgICAgICBtYXNrID0gX2FzX2Fk",
+        "ZGl0aXZlKG1hc2ssIHNoYXBlLCBkdHlwZSkKICAgIGlmIHNpbmsgaXMgbm90IE5vbmU6CiAgICAgICAgc2luayA9IHJlcXVp",
+        "cmVfYXJyYXkoInNpbmsiLCBzaW5rKS5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpCiAgICAgICAgdHJ5OgogICAgICAgICAg",
+        "ICBzaW5rID0gbnAuYnJvYWRjYXN0X3RvKHNpbmssIHNoYXBlWzotMV0gKyAoMSwpKSAgIyAoLi4uLCBUX3EsIDEpOiBvbmUg",
+        "bG9naXQgcGVyIGhlYWQgYW5kIHF1ZXJ5CiAgICAgICAgZXhjZXB0IFZhbHVlRXJyb3I6CiAgICAgICAgICAgIHJhaXNlIFZh",
+        "bHVlRXJyb3IoZiJzaW5rIG9mIHNoYXBlIHtzaW5rLnNoYXBlfSBkb2VzIG5vdCBicm9hZGNhc3QgdG8ge3NoYXBlWzotMV0g",
+        "KyAoMSwpfTsgdXNlIHNoYXBlIChILCAxLCAxKSBwZXIgaGVhZCIpIGZyb20gTm9uZQogICAgd2l0aCBucC5lcnJzdGF0ZShv",
+        "dmVyPSJpZ25vcmUiLCBpbnZhbGlkPSJpZ25vcmUiKToKICAgICAgICBzY29yZXMgPSAoUSBAIG5wLnN3YXBheGVzKEssIC0x",
+        "LCAtMikpICogZHR5cGUudHlwZSgxLjAgLyBtYXRoLnNxcnQoUS5zaGFwZVstMV0pKSAgIyAoLi4uLCBUX3EsIFRfaykKICAg",
+        "ICAgICBpZiBub3QgbnAuaXNmaW5pdGUoc2NvcmVzKS5hbGwoKToKICAgICAgICAgICAgcmFpc2UgRmxvYXRpbmdQb2ludEVy",
+        "cm9yKCJRIEAgS15UIG92ZXJmbG93ZWQ7IHJlc2NhbGUgUSBhbmQgSyAob3IgY29tcHV0ZSBpbiBmbG9hdDY0KSIpCiAgICAg",
+        "ICAgaWYgbWFzayBpcyBub3QgTm9uZToKICAgICAgICAgICAgYmlhc2VkID0gc2NvcmVzICsgbWFzawogICAgICAgICAgICBp",
+        "ZiBucC5hbnkobnAuaXNmaW5pdGUobWFzaykgJiB+bnAuaXNmaW5pdGUoYmlhc2VkKSk6CiAgICAgICAgICAgICAgICByYWlz",
+        "ZSBGbG9hdGluZ1BvaW50RXJyb3IoImFkZGluZyBhIGZpbml0ZSBtYXNrIGJpYXMgb3ZlcmZsb3dlZCB0aGUgc2NvcmU7IHVz",
+        "ZSBhIHNtYWxsZXIgYmlhcyAob3IgLWluZiB0byBibG9jaykiKQogICAgICAgICAgICBzY29yZXMgPSBiaWFzZWQKICAgIGhh",
+        "c19rZXkgPSBucC5pc2Zpbml0ZShzY29yZXMpLmFueShheGlzPS0xLCBrZWVwZGltcz1UcnVlKSAgIyAoLi4uLCBUX3EsIDEp",
+        "CiAgICB0b3AgPSBzY29yZXMubWF4KGF4aXM9LTEsIGtlZXBkaW1zPVRydWUpICAjIC1pbmYgb24gYSByb3cgd2l0aCBub3Ro",
+        "aW5nIHRvIHJlYWQKICAgIGlmIHNpbmsgaXMgbm90IE5vbmU6CiAgICAgICAgdG9wID0gbnAubWF4aW11bSh0b3AsIHNpbmsp",
+        "ICAjIHRoZSBzaW5rIGNvbXBldGVzIGluc2lkZSB0aGUgc2FtZSBzb2Z0bWF4CiAgICBlbGlmIGVtcHR5X3JvdyA9PSAiZXJy",
+        "b3IiIGFuZCBub3QgaGFzX2tleS5hbGwoKToKICAgICAgICBmaXJzdCA9IG5wLmFyZ3doZXJlKH5oYXNfa2V5Wy4uLiwgMF0p",
+        "WzBdLnRvbGlzdCgpCiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcigKICAgICAgICAgICAgZiJ7aW50KCh+aGFzX2tleSkuc3Vt",
+        "KCkpfSBxdWVyeSByb3cocykgaGF2ZSBubyBhbGxvd2VkIGtleSAoZmlyc3QgYXQgaW5kZXgge2ZpcnN0fSk7ICIKICAgICAg",
+        "ICAgICAgImZpeCB0aGUgbWFzaywgb3IgcGFzcyBlbXB0eV9yb3c9J3plcm8nIHRvIHJldHVybiB6ZXJvcyBmb3IgdGhlbSIK",
+        "ICAgICAgICApCiAgICB0b3AgPSBucC53aGVyZShucC5pc2Zpbml0ZSh0b3ApLCB0b3AsIDAuMCkgICMgYW4gZW1wdHkgcm93",
+        "IGtlZXBzIGEgaGFybWxlc3MgbWF4OiBubyAtaW5mIC0gLWluZgogICAgZXhwX3Njb3JlcyA9IG5wLmV4cChzY29yZXMgLSB0",
+        "b3ApICAjIGJsb2NrZWQga2V5czogZXhwKC1pbmYpID0gMAogICAgZGVub21pbmF0b3IgPSBleHBfc2NvcmVzLnN1bShheGlz",
+        "PS0xLCBrZWVwZGltcz1UcnVlKQogICAgaWYgc2luayBpcyBub3QgTm9uZToKICAgICAgICBkZW5vbWluYXRvciA9IGRlbm9t",
+        "aW5hdG9yICsgbnAuZXhwKHNpbmsgLSB0b3ApICAjIHRoZSBzaW5rJ3MgbWFzczsgaXRzIHZhbHVlIHZlY3RvciBpcyB6ZXJv",
+        "CiAgICB3ZWlnaHRzID0gbnAuZGl2aWRlKGV4cF9zY29yZXMsIGRlbm9taW5hdG9yLCBvdXQ9bnAuemVyb3NfbGlrZShleHBf",
+        "c2NvcmVzKSwgd2hlcmU9ZGVub21pbmF0b3IgPiAwKQogICAgb3V0cHV0ID0gd2VpZ2h0cyBAIFYgICMgKC4uLiwgVF9xLCBk",
+        "X3YpCiAgICByZXR1cm4gKG91dHB1dCwgd2VpZ2h0cykgaWYgcmV0dXJuX3dlaWdodHMgZWxzZSBvdXRwdXQ=",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBSZXBlYXQgdGhlIEtWIGhlYWRzIGZvciBncm91cGVkLXF1ZXJ5IGF0dGVudGlvbi4geCBob2xkcyB0",
@@ -2010,33 +2235,41 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
     ),
     "Exercise 7": (
         "IyBFeGVyY2lzZSA3OiBDYXVzYWwgc2tpcHBpbmcuIFNhbWUgYXMgRXhlcmNpc2UgNiwgYnV0IHF1ZXJ5IGkgcmVhZHMga2V5",
-        "cyAwLi5pLiBGb3IgdGhlIHF1ZXJ5IGJsb2NrCiMgW3EwLCBxMSkgdmlzaXQgb25seSBrZXkgdGlsZXMgdGhhdCBzdGFydCBh",
-        "dCBrMCA8PSBxMSAtIDEgKGxhdGVyIG9uZXMgYXJlIGVudGlyZWx5IGluIHRoZSBmdXR1cmUpOwojIGluc2lkZSBhIHRpbGUg",
-        "dGhhdCBzdHJhZGRsZXMgdGhlIGRpYWdvbmFsLCBzZXQgdGhlIHNjb3JlcyBvZiBrZXlzIGFmdGVyIHRoZSBxdWVyeSB0byAt",
-        "aW5mIGJlZm9yZQojIHRoZSBtYXguIFJldHVybiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCksIHRoZSBudW1iZXIgb2Ygc2Nv",
-        "cmUgdGlsZXMgeW91IGNvbXB1dGVkLgpkZWYgY2F1c2FsX3RpbGVkX2F0dGVudGlvbihRLCBLLCBWLCAqLCB0aWxlX3NpemU9",
-        "MTI4KToKICAgICIiIkNhdXNhbCBzb2Z0bWF4IGF0dGVudGlvbiBvdmVyIHRpbGVzLCBza2lwcGluZyB0aWxlcyBhYm92ZSB0",
-        "aGUgYmxvY2sgZGlhZ29uYWw6IChvdXRwdXQsIHRpbGVzX2NvbXB1dGVkKS4iIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2Fy",
-        "cmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBW",
-        "LCBuZGltPTIpCiAgICBpZiBRLnNoYXBlWzFdICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgog",
-        "ICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07",
-        "IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxl",
-        "X3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIF9yZWZ1c2Vfb3ZlcmZsb3coUSwgSywgVikKICAgIChuX3EsIGRf",
-        "ayksIChuX2ssIGRfdikgPSBRLnNoYXBlLCBWLnNoYXBlCiAgICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSks",
-        "IDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVfc2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3Np",
-        "emUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1hdGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAu",
-        "ZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEgLSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAg",
-        "ICAgIGZvciBrMCBpbiByYW5nZSgwLCBtaW4obl9rLCBxMSksIHRpbGVfc2l6ZSk6ICAjIGtleSB0aWxlcyBzdGFydGluZyBh",
-        "ZnRlciBxMSAtIDEgYXJlIGFsbCBpbiB0aGUgZnV0dXJlCiAgICAgICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXplLCBu",
-        "X2spCiAgICAgICAgICAgIHMgPSBRX2IgQCBLW2swOmsxXS5UCiAgICAgICAgICAgIHRpbGVzICs9IDEKICAgICAgICAgICAg",
-        "aWYgazEgLSAxID4gcTA6ICAjIHRoZSB0aWxlIHN0cmFkZGxlcyB0aGUgZGlhZ29uYWw6IG1hc2sgdGhlIGZ1dHVyZSBpbnNp",
-        "ZGUgaXQKICAgICAgICAgICAgICAgIHNbbnAuYXJhbmdlKGswLCBrMSlbTm9uZSwgOl0gPiBucC5hcmFuZ2UocTAsIHExKVs6",
-        "LCBOb25lXV0gPSAtbnAuaW5mCiAgICAgICAgICAgIG1fbmV3ID0gbnAubWF4aW11bShtLCBzLm1heChheGlzPTEpKSAgIyBm",
-        "aW5pdGU6IGtleSBrMCA8PSBxMCBpcyBhbGxvd2VkIGZvciBldmVyeSByb3cKICAgICAgICAgICAgYWxwaGEgPSBucC5leHAo",
-        "bSAtIG1fbmV3KQogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBtX25ld1s6LCBOb25lXSkKICAgICAgICAgICAgbCA9IGFs",
-        "cGhhICogbCArIHAuc3VtKGF4aXM9MSkKICAgICAgICAgICAgYWNjID0gYWxwaGFbOiwgTm9uZV0gKiBhY2MgKyBwIEAgVltr",
-        "MDprMV0KICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgb3V0W3EwOnExXSA9IGFjYyAvIGxbOiwgTm9uZV0KICAgIHJl",
-        "dHVybiBvdXQsIHRpbGVz",
+        "cyAwLi5pLiBLIGFuZCBWIG1heSBob2xkIG1vcmUKIyByb3dzIHRoYW4gUSwgYXMgYSBwcmVhbGxvY2F0ZWQgY2FjaGUgZG9l",
+        "czogdGhlIHJvd3MgYWZ0ZXIgdGhlIGxhc3QgcXVlcnkgYXJlIHVud3JpdHRlbiBzbG90cyBhbmQgbWF5CiMgaG9sZCBhbnl0",
+        "aGluZywgZXZlbiBOYU4sIHNvIG5ldmVyIHJlYWQgdGhlbS4gRm9yIHRoZSBxdWVyeSBibG9jayBbcTAsIHExKSB2aXNpdCBv",
+        "bmx5IGtleSB0aWxlcyB0aGF0CiMgc3RhcnQgYXQgazAgPD0gcTEgLSAxIGFuZCBlbmQgYXQgb3IgYmVmb3JlIGtleSBxMSAt",
+        "IDEgKGxhdGVyIGtleXMgYXJlIGFsbCBpbiB0aGUgZnV0dXJlKTsgaW5zaWRlIGEKIyB0aWxlIHRoYXQgc3RyYWRkbGVzIHRo",
+        "ZSBkaWFnb25hbCwgc2V0IHRoZSBzY29yZXMgb2Yga2V5cyBhZnRlciB0aGUgcXVlcnkgdG8gLWluZiBiZWZvcmUgdGhlIG1h",
+        "eC4KIyBSZXR1cm4gKG91dHB1dCwgdGlsZXNfY29tcHV0ZWQpLCB0aGUgbnVtYmVyIG9mIHNjb3JlIHRpbGVzIHlvdSBjb21w",
+        "dXRlZC4KZGVmIGNhdXNhbF90aWxlZF9hdHRlbnRpb24oUSwgSywgViwgKiwgdGlsZV9zaXplPTEyOCk6CiAgICAiIiJDYXVz",
+        "YWwgc29mdG1heCBhdHRlbnRpb24gb3ZlciB0aWxlcywgc2tpcHBpbmcgdGlsZXMgYWJvdmUgdGhlIGJsb2NrIGRpYWdvbmFs",
+        "OiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCkuIiIiCiAgICBRID0gcmVxdWlyZV9hcnJheSgiUSIsIFEsIG5kaW09MikKICAg",
+        "IEssIFYgPSByZXF1aXJlX2FycmF5KCJLIiwgSywgbmRpbT0yLCBmaW5pdGU9RmFsc2UpLCByZXF1aXJlX2FycmF5KCJWIiwg",
+        "ViwgbmRpbT0yLCBmaW5pdGU9RmFsc2UpICAjIHVud3JpdHRlbiByb3dzIG1heSBiZSBOYU4KICAgIGlmIFEuc2hhcGVbMV0g",
+        "IT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgSy5zaGFwZVswXSA8IFEuc2hhcGVbMF06CiAg",
+        "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSB3",
+        "aXRoIFRfayA+PSBUX3E7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJl",
+        "cXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIHdyaXR0ZW4gPSBsZW4oUSkgICMgcXVl",
+        "cnkgaSByZWFkcyBrZXlzIDAuLmk6IHJvd3MgZnJvbSBUX3Egb24gYXJlIG5ldmVyIHJlYWQKICAgIGZvciBuYW1lLCByb3dz",
+        "IGluICgoIksiLCBLKSwgKCJWIiwgVikpOgogICAgICAgIHJlcXVpcmVfYXJyYXkoZiJ7bmFtZX1bOlRfcV0iLCByb3dzWzp3",
+        "cml0dGVuXSkgICMgdGhlIHJvd3MgdGhhdCBhcmUgcmVhZCBtdXN0IGJlIGZpbml0ZQogICAgX3JlZnVzZV9vdmVyZmxvdyhR",
+        "LCBLWzp3cml0dGVuXSwgVls6d3JpdHRlbl0pCiAgICAobl9xLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBlWzFdCiAg",
+        "ICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSksIDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVf",
+        "c2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1h",
+        "dGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAuZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEg",
+        "LSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAgICAgIGZvciBrMCBpbiByYW5nZSgwLCBxMSwgdGlsZV9zaXpl",
+        "KTogICMga2V5IHRpbGVzIHN0YXJ0aW5nIGFmdGVyIHExIC0gMSBhcmUgYWxsIGluIHRoZSBmdXR1cmUKICAgICAgICAgICAg",
+        "azEgPSBtaW4oazAgKyB0aWxlX3NpemUsIHExKSAgIyBhbmQgbm8gdGlsZSByZWFkcyBwYXN0IGtleSBxMSAtIDEKICAgICAg",
+        "ICAgICAgcyA9IFFfYiBAIEtbazA6azFdLlQKICAgICAgICAgICAgdGlsZXMgKz0gMQogICAgICAgICAgICBpZiBrMSAtIDEg",
+        "PiBxMDogICMgdGhlIHRpbGUgc3RyYWRkbGVzIHRoZSBkaWFnb25hbDogbWFzayB0aGUgZnV0dXJlIGluc2lkZSBpdAogICAg",
+        "ICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9",
+        "IC1ucC5pbmYKICAgICAgICAgICAgbV9uZXcgPSBucC5tYXhpbXVtKG0sIHMubWF4KGF4aXM9MSkpICAjIGZpbml0ZToga2V5",
+        "IGswIDw9IHEwIGlzIGFsbG93ZWQgZm9yIGV2ZXJ5IHJvdwogICAgICAgICAgICBhbHBoYSA9IG5wLmV4cChtIC0gbV9uZXcp",
+        "CiAgICAgICAgICAgIHAgPSBucC5leHAocyAtIG1fbmV3WzosIE5vbmVdKQogICAgICAgICAgICBsID0gYWxwaGEgKiBsICsg",
+        "cC5zdW0oYXhpcz0xKQogICAgICAgICAgICBhY2MgPSBhbHBoYVs6LCBOb25lXSAqIGFjYyArIHAgQCBWW2swOmsxXQogICAg",
+        "ICAgICAgICBtID0gbV9uZXcKICAgICAgICBvdXRbcTA6cTFdID0gYWNjIC8gbFs6LCBOb25lXQogICAgcmV0dXJuIG91dCwg",
+        "dGlsZXM=",
     ),
     "Exercise 8": (
         "IyBFeGVyY2lzZSA4OiBPZmZzZXRzIGFuZCB3aW5kb3dzLiBFdmVyeXRoaW5nIGVsc2Ugb2YgdGlsZWQgYXR0ZW50aW9uIGlz",
@@ -2119,8 +2352,82 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IE5vbmVdKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgaXRzIGFjY3VtdWxhdG9yIG9mIHplcm9zCiAgICAgICAgICAgIG91dFtx",
         "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
     ),
+    "Exercise 9": (
+        "IyBFeGVyY2lzZSA5OiBUaGUgYmFja3dhcmQgcGFzcywgRmxhc2hBdHRlbnRpb24tMidzIHdheS4gRnJvbSB0aGUgc2F2ZWQg",
+        "b3V0cHV0IE8sIHRoZSBwZXItcm93CiMgbG9nLXN1bS1leHAgbHNlIGFuZCB0aGUgdXBzdHJlYW0gZ3JhZGllbnQgZE8sIHJl",
+        "dHVybiAoZFEsIGRLLCBkVikuIENvbXB1dGUgRCA9IHJvd3N1bShkTyAqIE8pIG9uY2UuCiMgRm9yIGVhY2gga2V5IGJsb2Nr",
+        "IChvdXRlciBsb29wKSBhbmQgZWFjaCBxdWVyeSBibG9jayB0aGF0IHJlYWRzIGl0IChpbm5lciBsb29wKTogcmVjb21wdXRl",
+        "CiMgUyA9IFFfYiBLX2NeVCAvIHNxcnQoZF9rKSAod2l0aCAtaW5mIGZvciBrZXlzIGFmdGVyIHRoZSBxdWVyeSB3aGVuIGNh",
+        "dXNhbCksIFAgPSBleHAoUyAtIGxzZV9iKSwgdGhlbgojIGRWX2MgKz0gUF5UIGRPX2IsIGRQID0gZE9fYiBWX2NeVCwgZFMg",
+        "PSBQICogKGRQIC0gRF9iKSwgZFFfYiArPSBkUyBLX2MgLyBzcXJ0KGRfaykgYW5kCiMgZEtfYyArPSBkU15UIFFfYiAvIHNx",
+        "cnQoZF9rKS4gTmV2ZXIgYnVpbGQgYSBUX3EgeCBUX2sgYXJyYXksIGFuZCBkbyBub3QgY2FsbCBhdXRvZ3JhZC4KZGVmIHRp",
+        "bGVkX2F0dGVudGlvbl9iYWNrd2FyZChRLCBLLCBWLCBPLCBkTywgbHNlLCAqLCB0aWxlX3NpemU9MTI4LCBjYXVzYWw9VHJ1",
+        "ZSk6CiAgICAiIiJHcmFkaWVudHMgb2Ygc29mdG1heCBhdHRlbnRpb24gZnJvbSB0aGUgc2F2ZWQgb3V0cHV0IGFuZCBsb2ct",
+        "c3VtLWV4cCwgb3ZlciB0aWxlczogKGRRLCBkSywgZFYpLiIiIgogICAgUSwgSywgViwgTywgZE8gPSAocmVxdWlyZV9hcnJh",
+        "eShuYW1lLCB4LCBuZGltPTIpIGZvciBuYW1lLCB4IGluICgoIlEiLCBRKSwgKCJLIiwgSyksICgiViIsIFYpLCAoIk8iLCBP",
+        "KSwgKCJkTyIsIGRPKSkpCiAgICBsc2UgPSByZXF1aXJlX2FycmF5KCJsc2UiLCBsc2UsIG5kaW09MSkKICAgIGlmIFEuc2hh",
+        "cGVbMV0gIT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgTy5zaGFwZSAhPSAobGVuKFEpLCBW",
+        "LnNoYXBlWzFdKSBvciBkTy5zaGFwZSAhPSBPLnNoYXBlIG9yIGxzZS5zaGFwZSAhPSAobGVuKFEpLCk6CiAgICAgICAgcmFp",
+        "c2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSwgTyBhbmQgZE8g",
+        "W1RfcSwgZF92XSwgbHNlIFtUX3FdOyBnb3Qge1Euc2hhcGV9LCB7Sy5zaGFwZX0sICIKICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgIGYie1Yuc2hhcGV9LCB7Ty5zaGFwZX0sIHtkTy5zaGFwZX0sIHtsc2Uuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSwgY2F1",
+        "c2FsID0gcmVxdWlyZV9pbnQoInRpbGVfc2l6ZSIsIHRpbGVfc2l6ZSwgbWluaW11bT0xKSwgcmVxdWlyZV9ib29sKCJjYXVz",
+        "YWwiLCBjYXVzYWwpCiAgICAobl9xLCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0",
+        "aC5zcXJ0KGRfaykKICAgIEQgPSAoZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93",
+        "c3VtKFAgKiBkUCksIG9uY2UgZm9yIGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56",
+        "ZXJvcyhLLnNoYXBlKSwgbnAuemVyb3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6",
+        "ICAjIGtleSBibG9ja3Mgb3V0c2lkZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCAr",
+        "IHRpbGVfc2l6ZSwgbl9rKQogICAgICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGlu",
+        "IHJhbmdlKGswIGlmIGNhdXNhbCBlbHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJs",
+        "b2NrcyBuZXZlciByZWFkIHRoZXNlIGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAg",
+        "ICAgICAgICAgcyA9IFFbcTA6cTFdIEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVj",
+        "b21wdXRlZAogICAgICAgICAgICBpZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFu",
+        "Z2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAg",
+        "cCA9IG5wLmV4cChzIC0gbHNlW3EwOnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9t",
+        "IHRoZSBzYXZlZCBsb2ctc3VtLWV4cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAg",
+        "ICAgIGRzID0gcCAqIChkT1txMDpxMV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQog",
+        "ICAgICAgICAgICBkUVtxMDpxMV0gKz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBA",
+        "IFFbcTA6cTFdICogc2NhbGUKICAgIHJldHVybiBkUSwgZEssIGRW",
+    ),
+    "Exercise 10": (
+        "IyBFeGVyY2lzZSAxMDogVGhlIGJvb2trZWVwaW5nIG9mIGEgcGFnZWQgS1YgY2FjaGUuIGJvb2sgaG9sZHMgYmxvY2tfc2l6",
+        "ZSwgcmVmcyAoYSByZWZlcmVuY2UgY291bnQKIyBwZXIgcGh5c2ljYWwgYmxvY2ssIDAgPSBmcmVlKSwgdGFibGVzIChzZXF1",
+        "ZW5jZSAtPiBpdHMgcGh5c2ljYWwgYmxvY2tzKSBhbmQgbGVuZ3RocyAoc2VxdWVuY2UgLT4KIyB0b2tlbnMgaGVsZCkuIFJl",
+        "c2VydmUgc2xvdHMgZm9yIG5fdG9rZW5zIG1vcmUgdG9rZW5zIG9mIHNlcXVlbmNlLCBvbmUgdG9rZW4gYXQgYSB0aW1lOiB0",
+        "b2tlbiBwIGdvZXMKIyB0byBzbG90ICh0YWJsZVtwIC8vIGJsb2NrX3NpemVdLCBwICUgYmxvY2tfc2l6ZSkuIFdoZW4gcCAl",
+        "IGJsb2NrX3NpemUgPT0gMCwgYXBwZW5kIHRoZSBsb3dlc3QgZnJlZQojIGJsb2NrIChjb3VudCAxKS4gT3RoZXJ3aXNlLCBp",
+        "ZiB0aGUgbGFzdCBibG9jayBpcyBzaGFyZWQgKGNvdW50ID4gMSksIGNvcHkgaXQgb24gd3JpdGUgZmlyc3Q6IHRha2UgdGhl",
+        "CiMgbG93ZXN0IGZyZWUgYmxvY2ssIGFwcGVuZCAob2xkLCBuZXcpIHRvIGNvcGllcywgcHV0IG5ldyBpbiB0aGUgdGFibGUs",
+        "IG1vdmUgb25lIHJlZmVyZW5jZSBmcm9tIG9sZCB0bwojIG5ldy4gUmFpc2UgVmFsdWVFcnJvciBiZWZvcmUgY2hhbmdpbmcg",
+        "YW55dGhpbmcgd2hlbiB0b28gZmV3IGJsb2NrcyBhcmUgZnJlZS4gUmV0dXJuIChib29rLCBzbG90cywgY29waWVzKS4KZGVm",
+        "IHJlc2VydmVfc2xvdHMoYm9vaywgc2VxdWVuY2UsIG5fdG9rZW5zKToKICAgICIiIlNsb3RzIGZvciBuX3Rva2VucyBtb3Jl",
+        "IHRva2VucyBvZiBzZXF1ZW5jZSBpbiBhIHBhZ2VkIEtWIGNhY2hlOiAodGhlIG5ldyBib29rLCBzbG90cywgY29waWVzIHRv",
+        "IG1ha2UpLiIiIgogICAgaWYgbm90IGlzaW5zdGFuY2Uoc2VxdWVuY2UsIHN0cik6CiAgICAgICAgcmFpc2UgVHlwZUVycm9y",
+        "KGYiYSBzZXF1ZW5jZSBpcyBuYW1lZCBieSBhIHN0cmluZywgZ290IHt0eXBlKHNlcXVlbmNlKS5fX25hbWVfX30ge3NlcXVl",
+        "bmNlIXJ9IikKICAgIG5fdG9rZW5zID0gcmVxdWlyZV9pbnQoIm5fdG9rZW5zIiwgbl90b2tlbnMsIG1pbmltdW09MSkKICAg",
+        "IHNpemUsIHJlZnMgPSBib29rWyJibG9ja19zaXplIl0sIGxpc3QoYm9va1sicmVmcyJdKQogICAgdGFibGVzLCBsZW5ndGhz",
+        "ID0ge25hbWU6IGxpc3QodGFibGUpIGZvciBuYW1lLCB0YWJsZSBpbiBib29rWyJ0YWJsZXMiXS5pdGVtcygpfSwgZGljdChi",
+        "b29rWyJsZW5ndGhzIl0pCiAgICB0YWJsZSwgbGVuZ3RoID0gdGFibGVzLnNldGRlZmF1bHQoc2VxdWVuY2UsIFtdKSwgbGVu",
+        "Z3Rocy5nZXQoc2VxdWVuY2UsIDApCiAgICBzaGFyZWRfdGFpbCA9IGxlbmd0aCAlIHNpemUgIT0gMCBhbmQgcmVmc1t0YWJs",
+        "ZVstMV1dID4gMSAgIyB0aGUgbmV4dCB0b2tlbiB3b3VsZCB3cml0ZSBpbnRvIGEgc2hhcmVkIGJsb2NrCiAgICBuZWVkZWQg",
+        "PSAtKC0obGVuZ3RoICsgbl90b2tlbnMpIC8vIHNpemUpIC0gbGVuKHRhYmxlKSArIHNoYXJlZF90YWlsICAjIG5ldyBibG9j",
+        "a3MsIHBsdXMgb25lIGNvcHkKICAgIGlmIG5lZWRlZCA+IHJlZnMuY291bnQoMCk6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJv",
+        "cihmInNlcXVlbmNlIHtzZXF1ZW5jZSFyfSBuZWVkcyB7bmVlZGVkfSBmcmVlIGJsb2NrcyBmb3Ige25fdG9rZW5zfSB0b2tl",
+        "bnMsIHtyZWZzLmNvdW50KDApfSBhcmUgZnJlZTsgIgogICAgICAgICAgICAgICAgICAgICAgICAgInJlbGVhc2UgYSBmaW5p",
+        "c2hlZCBzZXF1ZW5jZSBmaXJzdCIpCiAgICBzbG90cywgY29waWVzID0gW10sIFtdCiAgICBmb3IgcCBpbiByYW5nZShsZW5n",
+        "dGgsIGxlbmd0aCArIG5fdG9rZW5zKToKICAgICAgICBpZiBwICUgc2l6ZSA9PSAwOiAgIyB0aGUgbGFzdCBibG9jayBpcyBm",
+        "dWxsIChvciB0aGVyZSBpcyBub25lKTogdGFrZSB0aGUgbG93ZXN0IGZyZWUgYmxvY2sKICAgICAgICAgICAgdGFibGUuYXBw",
+        "ZW5kKHJlZnMuaW5kZXgoMCkpCiAgICAgICAgICAgIHJlZnNbdGFibGVbLTFdXSA9IDEKICAgICAgICBlbGlmIHJlZnNbdGFi",
+        "bGVbLTFdXSA+IDE6ICAjIHRoZSBmaXJzdCBkaXZlcmdlbnQgdG9rZW46IGNvcHkgdGhlIHNoYXJlZCBibG9jayBiZWZvcmUg",
+        "d3JpdGluZyBpbnRvIGl0CiAgICAgICAgICAgIG5ldyA9IHJlZnMuaW5kZXgoMCkKICAgICAgICAgICAgY29waWVzLmFwcGVu",
+        "ZCgodGFibGVbLTFdLCBuZXcpKQogICAgICAgICAgICByZWZzW3RhYmxlWy0xXV0sIHJlZnNbbmV3XSA9IHJlZnNbdGFibGVb",
+        "LTFdXSAtIDEsIDEKICAgICAgICAgICAgdGFibGVbLTFdID0gbmV3CiAgICAgICAgc2xvdHMuYXBwZW5kKCh0YWJsZVstMV0s",
+        "IHAgJSBzaXplKSkKICAgIGxlbmd0aHNbc2VxdWVuY2VdID0gbGVuZ3RoICsgbl90b2tlbnMKICAgIHJldHVybiB7ImJsb2Nr",
+        "X3NpemUiOiBzaXplLCAicmVmcyI6IHJlZnMsICJ0YWJsZXMiOiB0YWJsZXMsICJsZW5ndGhzIjogbGVuZ3Roc30sIHNsb3Rz",
+        "LCBjb3BpZXM=",
+    ),
 }.items()}
-# builder:end sha256=d06eefabe05e73850bafc0d0bbf62c4a88e1426ec5bc4855f212c753d4a6f044
+# builder:end sha256=3fae8c2d15388f4eb9130aafe224f6838ae1cbad96b1a6442483136a05571beb
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -2269,7 +2576,8 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # - **Attention as Module 3 builds it**: scores $QK^\top / \sqrt{d_k}$, a softmax along each row, a
 #   weighted sum of the values; several heads; a causal mask that hides the future.
 # - **NumPy**: matrix products with `@`, broadcasting, and the `axis=` argument of `max` and `sum`.
-#   PyTorch appears only in sections 4 and 8, to compare our code with `F.scaled_dot_product_attention`.
+#   PyTorch appears in sections 4, 7 and 8, to compare our code with `F.scaled_dot_product_attention`
+#   and its autograd, and in section 9, where Module 3's model runs.
 # - **Bytes**: a 16-bit number takes 2 bytes; 1 KiB is 1,024 bytes and 1 GiB is $1024^3$ bytes, while
 #   1 GB is $10^9$ bytes.
 #
@@ -2312,24 +2620,6 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 # the model can still look up. For prompts of a few thousand tokens, plain attention is cheap and
 # exact, and nothing below beats it.
 #
-# **The options**, from the most exact to the most compact. The numbers are for a running
-# example shaped like Llama-3-8B (32 layers, 8 KV heads of width 128, 16-bit cache); the cell
-# after the table computes every one of them.
-#
-# | Option | What it does | What it keeps | What it costs | Where you choose it |
-# |---|---|---|---|---|
-# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads, 16 KiB with one, which is MQA); 17.2 GB at 128k tokens | the model's architecture |
-# | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
-# | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
-# | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
-# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack, in this module's toy convention (4,096 channels × 16 numbers per layer, 16-bit); a real Mamba layer of that width keeps more than twice as much, with twice the channels and a convolution state (Module 5.2, section 12) | the model's architecture |
-# | Latent KV cache (MLA) | caches a short latent per token and rebuilds keys and values from it | exact outputs by construction | 576 numbers per token per layer instead of 32,768 for 128 heads of width 128 (57x fewer; 71x against the real 192-wide keys, section 5 here and section 13 of Module 5.2), plus extra matrix work | the model's architecture |
-# | Quantized KV cache | stores keys and values with 8 or 4 bits and one scale per vector | slightly rounded attention | 3.9x smaller at 4 bits; the output error is measured in Module 5.2, section 14 | the inference server |
-#
-# Exact *streaming* attention (FlashAttention) is not in the table because it changes neither
-# bill's size: it computes the same numbers in tiles, so the $n \times n$ score matrix never
-# exists in memory at once. You will build it in sections 6 to 8 and prove it exact.
-#
 # **How to choose.** Start from what the task must *find*, not from the advertised window.
 #
 # - Exact lookups across a long input (a function name in a repository, a clause in a
@@ -2347,65 +2637,13 @@ print("diagram toolkit ready:", ", ".join(name for name in dir() if name.startsw
 #   at the start or the end of the input and lowest in the middle
 #   ([Liu et al., 2023](https://arxiv.org/abs/2307.03172)).
 #
-# **What breaks.**
-#
-# - *The fact was outside the window.* Mistral 7B v0.1 has 32 layers with a window of
-#   $W$ = 4,096, in its paper's convention: position $i$ reads positions $i - W$ to $i$, so
-#   4,097 keys counting itself, and each layer relays information 4,096 positions further. A
-#   token can therefore feel one 131,072 = 32 × 4,096 positions back, but only by relay through
-#   many hops; a fact 100,000 tokens back needs at least 25 of them. Expect no exact quote from
-#   beyond the window. And 100,000 tokens lies far beyond the 8K context v0.1 was trained on, so
-#   the reach is what the wiring allows, not what the model learned to use. (Later Mistral 7B
-#   versions dropped the window; gpt-oss counts its 128-token window the other way, with the
-#   current token among the 128.)
-# - *A plain window drops the first tokens and the model falls apart.* Trained models park
-#   attention mass on the first tokens (attention sinks); keep them when you evict.
-# - *Evicted means gone.* Sinks plus a window stream fluently but cannot recall a token that
-#   left the window.
-# - *A fixed-size state cannot copy.* State-space and linear-attention layers reproduce a
-#   specific far-away token worse than attention does; keep attention layers for retrieval.
-# - *A sparse pattern that saves no time.* Skipped pairs only save work when whole blocks of the
-#   score matrix are skipped; section 8 measures what skipping buys.
-# - *A quantized cache that changes answers.* Keys carry a few large channels; one scale per
-#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI, Module 5.2, section 14).
-#
-# **The gains reported in the papers** (each from the paper's abstract): Mamba, 5x the
-# *generation* throughput of a same-size Transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752));
-# DeepSeek-V2, a KV cache 93.3% smaller and 5.76x the maximum generation throughput of
-# **DeepSeek 67B**, its dense predecessor (95 layers, 8 KV heads), not of an MHA twin, with V2's
-# cache also stored at about 6 bits per number ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), section 3.2.3);
-# Jamba, a 256K-token context ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)), of which
-# up to 140K tokens fit on one 80 GB GPU, a figure from the
-# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1), not the paper's abstract.
+# The options side by side, with their numbers and what breaks, come after the lesson (Part 3), once
+# each has been built.
 
 # %%
-# Every number in the guide above, computed from its definition (each section below rederives them).
-L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2  # the running example: Llama-3-8B's attention shape, 16-bit cache
+# The running example of the whole module: Llama-3-8B's attention shape, with a 16-bit cache.
+L8B, KV8B, D8B, BYTES16 = 32, 8, 128, 2
 per_token = 2 * L8B * KV8B * D8B * BYTES16  # a key and a value, per layer, per KV head
-guide = {
-    "cache per token, 8 KV heads (KiB)": per_token / KIB,
-    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
-    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
-    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
-    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
-    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
-    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
-    "latent numbers per token per layer": 512 + 64,
-    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
-    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
-    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
-    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
-    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
-}
-for label, value in guide.items():
-    print(f"{label:58s} {value:,.2f}")
-expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
-expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
-expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
-expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
-expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
-REFERENCE.check("running_example.bytes_per_token", per_token)
-REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"])
 
 # %%
 show_figure(
@@ -2420,9 +2658,12 @@ show_figure(
 # %% [markdown]
 # # Part 2 · How it works, from scratch
 #
-# Eight sections, each with the same beat: the idea, the formula with its symbols, the numbers
-# by hand, the code, a figure, and a check that stops the notebook if anything is wrong. Eight
+# Nine sections, each with the same beat: the idea, the formula with its symbols, the numbers
+# by hand, the code, a figure, and a check that stops the notebook if anything is wrong. Ten
 # exercises are marked along the way; each is followed by the contract check that judges it.
+# Plan on 4 to 5 hours, counted this way: about 8,500 words of prose at 100 words a minute, slow
+# because of the formulas (85 minutes); about 10 minutes per section to run and read its code and
+# figures (90 minutes); and 8 to 12 minutes per exercise (80 to 120 minutes).
 #
 # ## 1. The two bills
 #
@@ -2478,7 +2719,7 @@ expect("context_cost(1) with the running example's defaults: one pair, one token
 # @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
-expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value");
 
 
 # %% tags=["hide-input"]
@@ -2611,7 +2852,7 @@ expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
 expect_raises(ValueError, make_mask, 4, window=2, n_sink=-1, match="n_sink")
-expect_raises(ValueError, make_mask, 131_072, match="budget")  # 128 GiB of float64: refused before allocating
+expect_raises(ValueError, make_mask, 131_072, match="budget");  # 128 GiB of float64: refused before allocating
 
 
 # %% tags=["hide-input"]
@@ -2706,7 +2947,8 @@ def _as_additive(mask, shape, dtype):
 # are computed for you with their overflow checks. The sink (already broadcast to [..., T_q, 1])
 # joins each row's softmax as an extra logit whose value vector is zero. Subtract the row max
 # (over tokens AND sink) before exp. A row with no allowed key and no sink raises ValueError when
-# empty_row == "error" and is all zeros for "zero".
+# empty_row == "error", with a message that contains empty_row='zero' (the way out), and is all zeros
+# for "zero".
 def sdpa(Q, K, V, mask=None, *, sink=None, empty_row="error", return_weights=False):
     """Softmax attention in NumPy with an additive mask, an optional sink logit and an empty-row policy.
 
@@ -2851,9 +3093,9 @@ expect_raises(ValueError, sdpa, Q24, K24, V24, empty_row="nan", match="empty_row
 expect_raises(ValueError, sdpa, Q24, K24, V24, sink=np.zeros(3), match="sink")
 expect_raises(ValueError, sdpa, Q24, K24 * np.nan, V24, match="finite")
 expect_raises(TypeError, sdpa, Q24, K24, V24, return_weights="yes", match="return_weights")
-expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="2 query row(s) have no allowed key (first at index [2])")
+expect_raises(ValueError, sdpa, Q24, K24, V24, two_holes, match="empty_row='zero'")  # the one phrase the instruction asks for
 expect_raises(ValueError, sdpa, *(np.ones((2**17, 1)),) * 3, match="budget")  # a 2^17 x 2^17 score matrix is 128 GiB
-expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, sdpa, np.ones((1, 2)), np.array([[1e308, 1e308], [1.0, 1.0]]), np.ones((2, 1)), match="Q @ K^T overflowed");
 
 
 # %% tags=["hide-input"]
@@ -2864,10 +3106,10 @@ def plot_sink_share(n_keys, logits, language="en"):
     logits = [require_real("logit", logit, minimum=-2, maximum=8) for logit in logits]  # dots on the drawn range
     grid = np.linspace(-2, 8, 121)
     fig, ax = plt.subplots(figsize=(5.6, 2.7))
-    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE)
+    ax.plot(grid, 100 * np.exp(grid) / (n_keys + np.exp(grid)), color=Palette.PURPLE, linestyle="-", marker="")  # the curve alone
     for logit in logits:
         share = 100 * math.exp(logit) / (n_keys + math.exp(logit))
-        ax.plot([logit], [share], "D", color=Palette.ORANGE, markersize=7, markevery=None, zorder=3)  # one point: the style's markevery would hide it
+        ax.plot([logit], [share], color=Palette.ORANGE, linestyle="none", marker="D", markersize=7, markevery=1, zorder=3)  # the diamond the caption promises
         ax.annotate(f"{share:.2f}%", (logit, share), textcoords="offset points", xytext=(6, -12), fontsize=9)
     ax.axvline(math.log(n_keys), color=Palette.GREY, linestyle=":", linewidth=1)
     ax.set_xlabel(localized(language, "sink logit σ", "логит стока σ"))
@@ -2963,7 +3205,7 @@ expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the 
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
 expect_raises(ValueError, gqa_attention, Qh, Kh, Vh[:1], match="must share")
 expect_raises(ValueError, repeat_kv_heads, Kh[0], 2, match="at least 3 dimensions")
-expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget")
+expect_raises(ValueError, repeat_kv_heads, Kh, 10**9, match="budget");
 
 
 # %% tags=["hide-input"]
@@ -2983,7 +3225,7 @@ def plot_head_mapping(n_heads, n_kv_heads, language="en"):
     )):
         kv_x = [(k + 0.5) * n_heads / n_kv_heads - 0.5 for k in range(n_kv_heads)]
         for h, k in enumerate(reads):
-            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6)
+            ax.plot([h, kv_x[k]], [1, 0], color=colors[(h // group) % 4], linewidth=1.6, linestyle="-", marker="")
         ax.scatter(range(n_heads), [1] * n_heads, s=90, color=[colors[(h // group) % 4] for h in range(n_heads)], zorder=3)
         ax.scatter(kv_x, [0] * n_kv_heads, s=160, marker="s", color=[colors[k % 4] for k in range(n_kv_heads)], zorder=3)
         ax.set_yticks([0, 1], [localized(language, "KV", "KV"), localized(language, "query", "запросы")])
@@ -3105,7 +3347,7 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
 expect_raises(TypeError, torch_sdpa_explicit, q.float(), k, v, match="one dtype")
-expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU")
+expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match="CPU");
 
 # %% [markdown]
 # ## 5. Reading a model card: the KV-cache calculator
@@ -3136,8 +3378,8 @@ expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.to("meta"), match
 # $18 \cdot 2{,}048 = 36{,}864$ bytes, **36 KiB per token** for gpt-oss-120b; gpt-oss-20b has 24 layers
 # (12 full, 12 windowed) and grows by **24 KiB per token**. (Units: KiB and GiB are binary,
 # $2^{10}$ and $2^{30}$ bytes, used for sizes per token; GB is decimal, $10^9$ bytes, as GPU memory is
-# sold. 4.5 GiB is 4.83 GB.) The variants the card did *not* choose: MHA (64 KV heads) would
-# cost 576 KiB per token, MQA (1 KV head) 9 KiB.
+# sold. 4.5 GiB is 4.83 GB.) The variants the card did *not* choose, on the same schedule where only
+# the 18 full layers grow: MHA (64 KV heads) would cost 288 KiB per token, MQA (1 KV head) 4.5 KiB.
 
 # %%
 # The gpt-oss-120b configuration, embedded with its own checksum so a silent edit cannot slip through.
@@ -3178,15 +3420,15 @@ check_exercise("Exercise 4", check_kv_cache_contract, kv_cache_bytes, globals())
 context = REFERENCE.value("context_tokens")
 layers, kv_heads, head_dim, window = (gpt_oss[k] for k in ("num_hidden_layers", "num_key_value_heads", "head_dim", "sliding_window"))
 hybrid_windows = [window if layer % 2 == 0 else None for layer in range(layers)]  # even layers are windowed
+full_layers = hybrid_windows.count(None)
 rows = {
     "gpt_oss_gqa_all_full_equivalent": kv_bytes_per_token(layers, kv_heads, head_dim),
-    "gpt_oss_mha_hypothetical": kv_bytes_per_token(layers, gpt_oss["num_attention_heads"], head_dim),
-    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(layers, 1, head_dim),
+    "gpt_oss_mha_hypothetical": kv_bytes_per_token(full_layers, gpt_oss["num_attention_heads"], head_dim),  # on the real schedule:
+    "gpt_oss_mqa_hypothetical": kv_bytes_per_token(full_layers, 1, head_dim),  # only the full layers grow
 }
 for key, per_token_bytes in rows.items():
-    print(f"{key:34s} {per_token_bytes / KIB:6.0f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
+    print(f"{key:34s} {per_token_bytes / KIB:6.1f} KiB/token   {per_token_bytes * context / GIB:6.2f} GiB at {context:,} tokens")
     REFERENCE.check(f"kv_rows.{key}", per_token_bytes)
-full_layers = hybrid_windows.count(None)
 hybrid = {
     "layers": layers,
     "full_layers": full_layers,
@@ -3228,7 +3470,7 @@ expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_byte
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
-expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value")
+expect_raises(ValueError, kv_cache_bytes, context, [None], 8, 64, 0, match="bytes_per_value");
 
 
 # %% [markdown]
@@ -3264,7 +3506,7 @@ expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 
 
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
-expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim")
+expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim");
 
 
 # %% tags=["hide-input"]
@@ -3301,13 +3543,13 @@ growing_hybrid = hybrid["full_layers"] * hybrid["per_layer_bytes_per_token"]
 card_rows = [
     (localized(LANGUAGE, "DeepSeek-V3 expanded, 192-wide keys", "DeepSeek-V3 развёрнутый, ключи 192"), expanded_192),
     (localized(LANGUAGE, "DeepSeek-V3 MHA twin, d_h = 128", "DeepSeek-V3 MHA-аналог, d_h = 128"), v2_convention),
-    (localized(LANGUAGE, "gpt-oss-120b as MHA (64 KV heads)", "gpt-oss-120b как MHA (64 KV-головы)"), rows["gpt_oss_mha_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MHA, growing part", "gpt-oss-120b как MHA, растущая часть"), rows["gpt_oss_mha_hypothetical"]),
     ("Llama-3.3-70B (GQA, 8 KV)", kv_bytes_per_token(80, 8, 128)),
     (localized(LANGUAGE, "gpt-oss-120b all-full (GQA, 8 KV)", "gpt-oss-120b, все слои полные"), rows["gpt_oss_gqa_all_full_equivalent"]),
     (localized(LANGUAGE, "DeepSeek-V3 latent (MLA)", "DeepSeek-V3 латентный (MLA)"), latent_bytes),
     ("Qwen2.5-7B (GQA, 4 KV)", kv_bytes_per_token(28, 4, 128)),
     (localized(LANGUAGE, "gpt-oss-120b hybrid, growing part", "gpt-oss-120b гибрид, растущая часть"), growing_hybrid),
-    (localized(LANGUAGE, "gpt-oss-120b as MQA (1 KV head)", "gpt-oss-120b как MQA (1 KV-голова)"), rows["gpt_oss_mqa_hypothetical"]),
+    (localized(LANGUAGE, "gpt-oss-120b as MQA, growing part", "gpt-oss-120b как MQA, растущая часть"), rows["gpt_oss_mqa_hypothetical"]),
 ]
 show_figure(
     plot_bytes_per_token(card_rows, localized(LANGUAGE, "What one token costs, by model card", "Цена одного токена по карточкам моделей"), language=LANGUAGE),
@@ -3399,8 +3641,8 @@ def plot_online_softmax(trace, exact, language="en"):
     rescaled = [t for t, state in zip(tiles, trace) if 0 < state["alpha"] < 1]
     fig, ax = plt.subplots(figsize=(6.2, 2.7))
     ax.axhline(exact, color=Palette.GREY, linestyle="--", linewidth=1, label=localized(language, "exact softmax average", "точное среднее softmax"))
-    ax.plot(tiles, estimate, "o-", color=Palette.BLUE, label=localized(language, "running u / l", "текущее u / l"))
-    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], "s", color=Palette.ORANGE, markersize=9, fillstyle="none",
+    ax.plot(tiles, estimate, color=Palette.BLUE, linestyle="-", marker="o", markevery=1, label=localized(language, "running u / l", "текущее u / l"))
+    ax.plot(rescaled, [estimate[t - 1] for t in rescaled], color=Palette.ORANGE, linestyle="none", marker="s", markevery=1, markersize=9, fillstyle="none",
             label=localized(language, "max grew: old sums rescaled by α < 1", "максимум вырос: старые суммы умножены на α < 1"))
     ax.set_xlabel(localized(language, "tiles read", "прочитано тайлов"))
     ax.set_ylabel(localized(language, "output estimate", "оценка выхода"))
@@ -3443,7 +3685,7 @@ report_section("Online softmax", globals())
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
-expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0")
+expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0");
 
 
 # %% [markdown]
@@ -3550,26 +3792,32 @@ check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, 
 # in the future and are never computed. Only the diagonal tile straddles the mask boundary.
 
 # %% tags=["exercise"]
-# Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. For the query block
-# [q0, q1) visit only key tiles that start at k0 <= q1 - 1 (later ones are entirely in the future);
-# inside a tile that straddles the diagonal, set the scores of keys after the query to -inf before
-# the max. Return (output, tiles_computed), the number of score tiles you computed.
+# Exercise 7: Causal skipping. Same as Exercise 6, but query i reads keys 0..i. K and V may hold more
+# rows than Q, as a preallocated cache does: the rows after the last query are unwritten slots and may
+# hold anything, even NaN, so never read them. For the query block [q0, q1) visit only key tiles that
+# start at k0 <= q1 - 1 and end at or before key q1 - 1 (later keys are all in the future); inside a
+# tile that straddles the diagonal, set the scores of keys after the query to -inf before the max.
+# Return (output, tiles_computed), the number of score tiles you computed.
 def causal_tiled_attention(Q, K, V, *, tile_size=128):
     """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    Q = require_array("Q", Q, ndim=2)
+    K, V = require_array("K", K, ndim=2, finite=False), require_array("V", V, ndim=2, finite=False)  # unwritten rows may be NaN
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or K.shape[0] < Q.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] with T_k >= T_q; got {Q.shape}, {K.shape}, {V.shape}")
     tile_size = require_int("tile_size", tile_size, minimum=1)
-    _refuse_overflow(Q, K, V)
+    written = len(Q)  # query i reads keys 0..i: rows from T_q on are never read
+    for name, rows in (("K", K), ("V", V)):
+        require_array(f"{name}[:T_q]", rows[:written])  # the rows that are read must be finite
+    _refuse_overflow(Q, K[:written], V[:written])
     ### BEGIN SOLUTION
-    (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
+    (n_q, d_k), d_v = Q.shape, V.shape[1]
     out, tiles = np.empty((n_q, d_v)), 0
     for q0 in range(0, n_q, tile_size):
         q1 = min(q0 + tile_size, n_q)
         Q_b = Q[q0:q1] / math.sqrt(d_k)
         m, l, acc = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0), np.zeros((q1 - q0, d_v))
-        for k0 in range(0, min(n_k, q1), tile_size):  # key tiles starting after q1 - 1 are all in the future
-            k1 = min(k0 + tile_size, n_k)
+        for k0 in range(0, q1, tile_size):  # key tiles starting after q1 - 1 are all in the future
+            k1 = min(k0 + tile_size, q1)  # and no tile reads past key q1 - 1
             s = Q_b @ K[k0:k1].T
             tiles += 1
             if k1 - 1 > q0:  # the tile straddles the diagonal: mask the future inside it
@@ -3771,7 +4019,7 @@ expect("huge but orthogonal q and k score 0 and are computed", tiled_attention(n
 
 # %% tags=["hide-input"]
 # @title Bad inputs are refused: the argument checks of the cell above
-expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed")
+expect_raises(FloatingPointError, tiled_attention, Q_over, K_over, np.ones((2, 1)), match="Q @ K^T overflowed");
 
 # %% [markdown]
 # **Cached prefixes and chunked decoding.** During generation the first tokens' keys and values
@@ -3838,7 +4086,7 @@ expect_raises(TypeError, tiled_attention, Qp, Kp, Vp, causal=1, match="causal")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, window=0, match="window")
 expect_raises(ValueError, tiled_attention, Qp, Kp, Vp, causal=True, query_start=-1, match="query_start")
 expect_raises(ValueError, tiled_attention, Q40, K40, V40, holey40, tile_size=7, match="query 5 has no allowed key")
-expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key")
+expect_raises(ValueError, tiled_attention, Qp[:2], Kp[:3], Vp[:3], causal=True, window=2, query_start=6, match="no allowed key");
 
 
 # %% tags=["hide-input"]
@@ -3908,7 +4156,138 @@ expect("a boolean tensor is read like the array", block_kinds(torch.from_numpy(n
 expect_raises(ValueError, block_kinds, np.isfinite(make_mask(8)), 0, match="tile")
 expect_raises(TypeError, block_kinds, make_mask(8), 2, match="boolean")
 expect_raises(ValueError, block_kinds, np.ones(4, dtype=bool), 2, match="non-empty [T_q, T_k]")
-expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]")
+expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="non-empty [T_q, T_k]");
+
+
+# %% [markdown]
+# ### Step 4 · The backward pass: recompute the tiles, keep two numbers per row
+#
+# **Idea.** Training needs the gradients of the loss with respect to $Q$, $K$ and $V$. Autograd on
+# dense attention keeps the $n \times n$ weights $P$ of the forward pass to use them again backwards.
+# FlashAttention keeps only the output $O$ and one number per row, the log-sum-exp
+# $\text{lse}_i = m_i + \log \ell_i$, and recomputes each score tile: $e^{S - \text{lse}}$ gives the
+# forward's weights exactly. The one row-wide number the softmax's gradient needs,
+# $D_i = \sum_j P_{ij}\, dP_{ij}$, equals $dO_i \cdot O_i$, so it comes from the saved output without
+# any row of $P$. FlashAttention-2's backward pass ([Dao, 2023](https://arxiv.org/abs/2307.08691),
+# Algorithm 2) puts the key blocks in the outer loop: a key block's $dK$ and $dV$ add up locally,
+# while $dQ$ collects one contribution from every key block.
+#
+# $$P = e^{S - \text{lse}}, \qquad dV = P^\top dO, \qquad dP = dO\, V^\top, \qquad D = \operatorname{rowsum}(dO \circ O)$$
+#
+# $$dS = P \circ (dP - D), \qquad dQ = \frac{dS\, K}{\sqrt{d_k}}, \qquad dK = \frac{dS^\top Q}{\sqrt{d_k}}$$
+#
+# | Symbol | Meaning | Shape |
+# |---|---|---|
+# | $dO$ | gradient of the loss with respect to the output | $T_q \times d_v$ |
+# | $\text{lse}$ | the forward's log-sum-exp per row, $m + \log \ell$ (`lse`) | $T_q$ |
+# | $D$ | $\operatorname{rowsum}(dO \circ O)$, equal to $\operatorname{rowsum}(P \circ dP)$ | $T_q$ |
+# | $dP$, $dS$ | gradients with respect to one tile's weights and scores | $\tau \times \tau$ |
+#
+# **By hand.** A query that reads a single key has $P = 1$ and $O = v$, so
+# $dS = dO \cdot v - dO \cdot O = 0$: it hands its whole gradient to that value ($dV = dO$) and none
+# to its query or key. The first row of causal attention is such a query, so its $dQ$ is zero.
+
+# %%
+def peak_traced_bytes(function, *args, **kwargs):
+    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    tracemalloc.start()
+    try:
+        function(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
+    """Per-row log-sum-exp of the scaled scores, streamed over key tiles: the number FlashAttention-2's forward saves."""
+    Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
+    if Q.shape[1] != K.shape[1] or (causal and len(K) < len(Q)):
+        raise ValueError(f"need Q [T_q, d_k] and K [T_k, d_k], with T_k >= T_q when causal; got {Q.shape} and {K.shape}")
+    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    lse = np.empty(len(Q))
+    for q0 in range(0, len(Q), tile_size):
+        q1 = min(q0 + tile_size, len(Q))
+        last = q1 if causal else len(K)  # keys 0 .. last - 1 are read
+        m, l = np.full(q1 - q0, -np.inf), np.zeros(q1 - q0)
+        for k0 in range(0, last, tile_size):
+            k1 = min(k0 + tile_size, last)
+            s = Q[q0:q1] @ K[k0:k1].T / math.sqrt(Q.shape[1])  # (B_q, B_k)
+            if causal:
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            m_new = np.maximum(m, s.max(axis=1))  # finite: key 0 is allowed for every row
+            l = np.exp(m - m_new) * l + np.exp(s - m_new[:, None]).sum(axis=1)
+            m = m_new
+        lse[q0:q1] = m + np.log(l)
+    return lse
+
+
+# %% tags=["exercise"]
+# Exercise 9: The backward pass, FlashAttention-2's way. From the saved output O, the per-row
+# log-sum-exp lse and the upstream gradient dO, return (dQ, dK, dV). Compute D = rowsum(dO * O) once.
+# For each key block (outer loop) and each query block that reads it (inner loop): recompute
+# S = Q_b K_c^T / sqrt(d_k) (with -inf for keys after the query when causal), P = exp(S - lse_b), then
+# dV_c += P^T dO_b, dP = dO_b V_c^T, dS = P * (dP - D_b), dQ_b += dS K_c / sqrt(d_k) and
+# dK_c += dS^T Q_b / sqrt(d_k). Never build a T_q x T_k array, and do not call autograd.
+def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True):
+    """Gradients of softmax attention from the saved output and log-sum-exp, over tiles: (dQ, dK, dV)."""
+    Q, K, V, O, dO = (require_array(name, x, ndim=2) for name, x in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO)))
+    lse = require_array("lse", lse, ndim=1)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or O.shape != (len(Q), V.shape[1]) or dO.shape != O.shape or lse.shape != (len(Q),):
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v], lse [T_q]; got {Q.shape}, {K.shape}, "
+                         f"{V.shape}, {O.shape}, {dO.shape}, {lse.shape}")
+    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    ### BEGIN SOLUTION
+    (n_q, d_k), n_k = Q.shape, len(K)
+    scale = 1.0 / math.sqrt(d_k)
+    D = (dO * O).sum(axis=1)  # (T_q,): rowsum(dO * O) = rowsum(P * dP), once for all tiles
+    dQ, dK, dV = np.zeros(Q.shape), np.zeros(K.shape), np.zeros(V.shape)
+    for k0 in range(0, n_k, tile_size):  # key blocks outside: their dK and dV stay local
+        k1 = min(k0 + tile_size, n_k)
+        K_c, V_c = K[k0:k1], V[k0:k1]
+        for q0 in range(k0 if causal else 0, n_q, tile_size):  # causal: earlier query blocks never read these keys
+            q1 = min(q0 + tile_size, n_q)
+            s = Q[q0:q1] @ K_c.T * scale  # (B_q, B_k): the score tile, recomputed
+            if causal and k1 - 1 > q0:
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -np.inf
+            p = np.exp(s - lse[q0:q1, None])  # the forward's weights, exactly, from the saved log-sum-exp
+            dV[k0:k1] += p.T @ dO[q0:q1]
+            ds = p * (dO[q0:q1] @ V_c.T - D[q0:q1, None])  # dS = P * (dP - D)
+            dQ[q0:q1] += ds @ K_c * scale
+            dK[k0:k1] += ds.T @ Q[q0:q1] * scale
+    return dQ, dK, dV
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 9", check_tiled_backward_contract, tiled_attention_backward, globals())
+
+# %%
+grad_rng = np.random.default_rng(31)
+n_grad = 1024
+Qg, Kg, Vg, dOg = (grad_rng.standard_normal((n_grad, 16)) for _ in range(4))
+Og, _ = causal_tiled_attention(Qg, Kg, Vg, tile_size=64)
+lse_g = tiled_logsumexp(Qg, Kg, tile_size=64)
+tiled_grads = tiled_attention_backward(Qg, Kg, Vg, Og, dOg, lse_g, tile_size=64)
+q_t, k_t, v_t = (torch.tensor(x, requires_grad=True) for x in (Qg, Kg, Vg))  # float64, as the arrays
+F.scaled_dot_product_attention(q_t, k_t, v_t, is_causal=True).backward(torch.tensor(dOg))
+grad_error = max(float(np.abs(g - t.grad.numpy()).max()) for g, t in zip(tiled_grads, (q_t, k_t, v_t)))
+backward_peak = peak_traced_bytes(tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, tile_size=64)
+print(f"tiled backward vs autograd on dense attention, n = {n_grad}: max |difference| {grad_error:.1e}")
+print(f"peak memory of the tiled backward: {backward_peak / MIB:.2f} MiB; one {n_grad} x {n_grad} float64 matrix: {n_grad**2 * 8 / MIB:.0f} MiB")
+expect("the tiled gradients equal autograd's to 1e-10", grad_error, "<", 1e-10)
+expect("the tiled backward's peak, its three gradients included, is below an eighth of one T x T matrix", backward_peak, "<", n_grad**2 * 8 / 8)
+expect("by hand: the first query reads one key, so its dQ is zero", float(np.abs(tiled_grads[0][0]).max()), "<", 1e-12)
+report_section("The tiled backward pass", globals())
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the two cells above
+expect_raises(ValueError, tiled_logsumexp, Qg, Kg[:10], match="T_k >= T_q")
+expect_raises(ValueError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g[:5], match="lse")
+expect_raises(TypeError, tiled_attention_backward, Qg, Kg, Vg, Og, dOg, lse_g, causal=1, match="causal")
+expect_close("tiled_logsumexp without a mask equals log-sum-exp of the whole score matrix", tiled_logsumexp(Qg[:9], Kg[:7], tile_size=3, causal=False),
+             np.log(np.exp(Qg[:9] @ Kg[:7].T / math.sqrt(16)).sum(axis=1)));
 
 
 # %% [markdown]
@@ -3936,18 +4315,6 @@ expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="no
 # float64, output included.
 
 # %%
-def peak_traced_bytes(function, *args, **kwargs):
-    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
-    if not callable(function):
-        raise TypeError(f"function must be callable, got {type(function).__name__}")
-    tracemalloc.start()
-    try:
-        function(*args, **kwargs)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def best_seconds(function, *args, repeats=3, **kwargs):
     """The fastest of ``repeats`` wall-clock runs of ``function`` (time.perf_counter)."""
     repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
@@ -3997,9 +4364,9 @@ def plot_memory_vs_length(lengths, memory, language="en"):
     n = np.array(lengths, dtype=float)
     dense, tiled = (np.round(np.array(memory[kind]) / MIB, 2) for kind in ("dense", "tiled"))  # as printed: bytes jitter a little
     fig, ax = plt.subplots(figsize=(6.0, 3.0))
-    ax.plot(n, dense, "o-", color=Palette.RED, label=localized(language, "dense, measured", "плотное, измерено"))
-    ax.plot(n, tiled, "s--", color=Palette.GREEN, label=localized(language, "tiled, measured", "плиточное, измерено"))
-    ax.plot(n, n * n * 8 / MIB, ":", color=Palette.GREY, label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
+    ax.plot(n, dense, color=Palette.RED, linestyle="-", marker="o", markevery=1, label=localized(language, "dense, measured", "плотное, измерено"))
+    ax.plot(n, tiled, color=Palette.GREEN, linestyle="--", marker="s", markevery=1, label=localized(language, "tiled, measured", "плиточное, измерено"))
+    ax.plot(n, n * n * 8 / MIB, color=Palette.GREY, linestyle=":", marker="", label=localized(language, "one n × n float64 matrix", "одна матрица n × n, float64"))
     log_scale(ax, "both")
     ax.set_xticks(n, [str(int(v)) for v in n])
     ax.set_xlabel(localized(language, "sequence length n (d = 64, causal)", "длина последовательности n (d = 64, каузально)"))
@@ -4032,7 +4399,7 @@ expect("best_seconds runs the function 3 times by default", len(_clocked_runs), 
 expect("best_seconds accepts up to 100 repeats", best_seconds(int, repeats=100), ">=", 0.0)
 expect_raises(ValueError, best_seconds, int, repeats=0, match="repeats")
 expect_raises(ValueError, best_seconds, int, repeats=101, match="repeats")
-expect_raises(TypeError, best_seconds, None, match="callable")
+expect_raises(TypeError, best_seconds, None, match="callable");
 
 
 # %% [markdown]
@@ -4046,8 +4413,10 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 #
 # **Idea.** A GPU has two memories that matter here. **HBM**, the large off-chip memory: an
 # NVIDIA H100 SXM has 80 GB of HBM3 at 3.35 TB/s. **SRAM**, the small on-chip memory next to the
-# arithmetic units: 228 KB of shared memory per streaming multiprocessor, 132 of them, about 30 MB
-# in all ([NVIDIA H100 datasheet](https://www.nvidia.com/en-us/data-center/h100/) and
+# arithmetic units: 228 KiB of shared memory per streaming multiprocessor (NVIDIA writes "228 KB"
+# for $228 \times 1{,}024$ bytes), 132 of them, about 30 MB in all. Between the two sits a 50 MB **L2
+# cache** that all SMs share. The tensor cores do 989 TFLOP/s in dense 16-bit arithmetic (the
+# datasheet's 1,979 assumes 2:4 sparsity) ([NVIDIA H100 datasheet](https://www.nvidia.com/en-us/data-center/h100/) and
 # [Hopper architecture](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)).
 # NVIDIA does not publish the SRAM bandwidth; the FlashAttention paper estimates about 19 TB/s on
 # an A100, an order of magnitude above its 1.5 to 2.0 TB/s of HBM. Plain attention writes the
@@ -4059,7 +4428,8 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # $\Theta(nd + n^2)$ for standard attention against $\Theta(n^2 d^2 / M_{\text{sram}})$ for FlashAttention.
 # A Θ hides constants, so two Θ-bounds cannot be divided into "times fewer". We count instead, in numbers
 # read from or written to HBM, every load and store that the paper's two algorithms list, for one head
-# in the forward pass, without mask or dropout. Standard attention (the paper's Algorithm 0) reads $Q$
+# in the forward pass, without mask or dropout. Algorithm 1 is FlashAttention-1's loop order, key
+# blocks outside and query blocks inside, not the one section 7 teaches. Standard attention (the paper's Algorithm 0) reads $Q$
 # and $K$, writes $S$, reads $S$, writes $P$, reads $P$ and $V$, and writes $O$. FlashAttention (its
 # Algorithm 1) initialises $O$, $\ell$ and $m$ in HBM, reads each key-value block once, and for each of
 # the $T_c$ key-value blocks reads all of $Q$, $O$, $\ell$, $m$ and writes $O$, $\ell$, $m$ back:
@@ -4071,7 +4441,7 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # | Symbol | Meaning | H100, 16-bit |
 # |---|---|---|
 # | $n$, $d$ | sequence length, head width | 8,192, 128 |
-# | $M_{\text{sram}}$ | SRAM size in numbers (not a mask) | 228 KB / 2 bytes = 116,736 |
+# | $M_{\text{sram}}$ | SRAM size in numbers (not a mask) | 228 KiB / 2 bytes = 116,736 |
 # | $B_c$, $B_r$ | FlashAttention's key and query block sizes (section 7's $\tau$), chosen so that $Q_b$, $K_c$, $V_c$ and $O$ fit in $M_{\text{sram}}$ | 228, 128 |
 # | $T_c$ | key-value blocks, so passes over $Q$ and $O$ | 36 |
 # | floor | reading $Q$, $K$, $V$ and writing $O$ once: no exact method moves less | $4nd$ |
@@ -4092,8 +4462,8 @@ expect_raises(TypeError, best_seconds, None, match="callable")
 # division by $\ell$ happens once at the end, exactly the loop order of section 7 and about 2x
 # faster than FlashAttention. **FlashAttention-3** ([Shah et al., 2024](https://arxiv.org/abs/2407.08608))
 # targets Hopper GPUs (H100), overlapping data movement and matrix multiplication asynchronously
-# and adding FP8, for 1.5 to 2.0 times FlashAttention-2's speed; the line continues with kernels
-# for each newer GPU generation, and PyTorch picks among such backends for you (below).
+# and adding FP8, for 1.5 to 2.0 times FlashAttention-2's speed; FlashAttention-4 (below) does the same
+# for Blackwell, and PyTorch picks among such backends for you (below).
 
 # %% tags=["hide-input"]
 # @title Drawing code for the figure below: plot_hbm_accesses (matplotlib only; reading it is optional)
@@ -4101,18 +4471,18 @@ def plot_hbm_accesses(lengths, d, sram_numbers, language="en"):
     """Log-log lines: HBM numbers moved by standard attention and by FlashAttention against n, above the 4 n d floor."""
     rows = [attention_hbm_accesses(n, d, sram_numbers) for n in lengths]
     fig, ax = plt.subplots(figsize=(6.2, 2.8))
-    ax.plot(lengths, [r["standard"] for r in rows], "o-", color=Palette.RED,
+    ax.plot(lengths, [r["standard"] for r in rows], color=Palette.RED, linestyle="-", marker="o", markevery=1,
             label=localized(language, "standard: 4 n d + 4 n²", "стандартное: 4 n d + 4 n²"))
-    ax.plot(lengths, [r["flash"] for r in rows], "s-", color=Palette.BLUE,
+    ax.plot(lengths, [r["flash"] for r in rows], color=Palette.BLUE, linestyle="-", marker="s", markevery=1,
             label=localized(language, "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)", "FlashAttention: 3 n d + 2 n + T_c (3 n d + 4 n)"))
-    ax.plot(lengths, [r["floor"] for r in rows], ":", color=Palette.GREY,
+    ax.plot(lengths, [r["floor"] for r in rows], color=Palette.GREY, linestyle=":", marker="",
             label=localized(language, "floor: read Q, K, V and write O once, 4 n d", "минимум: прочитать Q, K, V и записать O, 4 n d"))
     log_scale(ax, "both")
     ax.set_xticks(lengths, [f"{n // 1024}k" for n in lengths], minor=False)  # the lengths drawn, one format on the axis
     ax.set_xticks([], minor=True)
     ax.set_xlabel(localized(language, "sequence length n", "длина последовательности n"))
     ax.set_ylabel(localized(language, "numbers moved to or from HBM", "чисел передано в HBM и из неё"))
-    ax.set_title(localized(language, f"IO of attention on an H100 (d = {d}, M = {sram_numbers:,})", f"Внимание на H100: обмен с HBM (d = {d}, M = {sram_numbers:,})"))
+    ax.set_title(localized(language, f"FlashAttention-1's count (d = {d}, M = {sram_numbers:,})", f"Подсчёт FlashAttention-1 (d = {d}, M = {sram_numbers:,})"))
     ax.legend(fontsize=9, loc="upper left")
     fig.subplots_adjust(left=0.13, right=0.98, bottom=0.18, top=0.88)
     return fig
@@ -4128,7 +4498,7 @@ def attention_hbm_accesses(n, d, sram_numbers):
             "floor": 4 * n * d}  # read Q, K, V and write O, once
 
 
-H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KB of shared memory per SM, 16-bit numbers
+H100_SRAM_NUMBERS = 228 * 1024 // 2  # 228 KiB (NVIDIA: "228 KB") of shared memory per SM, 16-bit numbers
 block_c = math.ceil(H100_SRAM_NUMBERS / (4 * 128))
 block_r = min(block_c, 128)
 io_8k = attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)
@@ -4137,14 +4507,14 @@ print(f"n = 8,192: standard {io_8k['standard']:.3g} numbers, FlashAttention {io_
       f"x{io_8k['standard'] / io_8k['flash']:.2f} fewer; the Θ-bounds alone would say x{H100_SRAM_NUMBERS / 128**2:.1f}")
 check_stated("B_c", block_c, 228, 0)
 check_stated("the saving at n = 8,192 (x)", io_8k["standard"] / io_8k["flash"], 2.3, 1)
-check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1)
+check_stated("the long-input limit M_sram / (3 d^2)", H100_SRAM_NUMBERS / (3 * 128**2), 2.4, 1);
 
 # %% tags=["hide-input"]
 # @title The HBM counts by hand on a tiny problem, and their argument check
 # n = 4, d = 2, M = 8: B_c = 1, T_c = 4; standard 4*4*2 + 4*16 = 96; FlashAttention (8 + 8) + 16 + 4 * (24 + 16) = 192.
 expect("attention_hbm_accesses(4, 2, 8) by hand", attention_hbm_accesses(4, 2, 8), "==", {"standard": 96, "flash": 192, "floor": 32})
 expect("the smallest problem, n = d = M = 1, is accepted", attention_hbm_accesses(1, 1, 1), "==", {"standard": 8, "flash": 12, "floor": 4})
-expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n")
+expect_raises(ValueError, attention_hbm_accesses, 0, 128, 1024, match="n");
 
 # %%
 HBM_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
@@ -4155,11 +4525,146 @@ show_figure(
     plot_hbm_accesses(HBM_LENGTHS, 128, H100_SRAM_NUMBERS, language=LANGUAGE),
     "Both axes are logarithmic: each step right doubles n, each gridline up multiplies the count by 10. Red with circles is "
     "standard attention, dominated by the n² scores it writes to HBM and reads back twice over; blue with squares is "
-    "FlashAttention, counted load by load from the paper's Algorithm 1: 2.3 times lower at n = 8,192 for d = 128 "
-    "on an H100. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
-    "falls below it. Both attention lines bend to the slope 2: tiling cuts the constant, and only a larger "
-    "SRAM cuts it further.",
+    "FlashAttention, counted load by load from the paper's Algorithm 1 with an H100's shared memory: 2.3 times lower at "
+    "n = 8,192 for d = 128. The dotted grey line is the floor, reading the inputs and writing the output once; no line "
+    "falls below it. Both attention lines bend to the slope 2 because this count sends every pass over Q and O to HBM; "
+    "the roofline below shows why a real H100 does not.",
 )
+
+# %% [markdown]
+# **The loop order of section 7, and the L2.** FlashAttention-2 puts the query blocks outside: each
+# block of $B_r$ queries is read once, its output and log-sum-exp written once, and it streams every
+# key and value block past itself. Counted against HBM alone, that re-reads $K$ and $V$ once per query
+# block, $\lceil n / B_r \rceil$ times. But the 132 SMs work on the query blocks of one or two heads at
+# a time, and one head's $K$ and $V$ at $n = 8{,}192$, $d = 128$ in 16 bits are 4 MB, well inside the
+# 50 MB L2: after the first query block has read them, the others read the L2, not HBM. A **roofline**
+# puts both counts to the test. A kernel that does $F$ FLOPs and moves $Y$ bytes needs at least
+# $\max(F / \text{peak}, Y / \text{bandwidth})$ seconds; at a measured speed $F / t$, it must move
+# $Y / t$ bytes per second, which may not exceed the HBM's 3.35 TB/s. FlashAttention-3 reports up to
+# 740 TFLOP/s for its 16-bit forward pass on an H100 ([Shah et al., 2024](https://arxiv.org/abs/2407.08608), abstract).
+#
+# $$F = 4 n^2 d, \qquad Y_{\text{HBM only}} = b\,(2nd + \lceil n / B_r \rceil \cdot 2nd) + 4n, \qquad Y_{\text{L2}} = b \cdot 4nd + 4n$$
+#
+# | Symbol | Meaning | Here |
+# |---|---|---|
+# | $F$ | FLOPs of one head's forward pass: $QK^\top$ and $PV$, 2 per multiply-add, no mask | |
+# | $Y$ | bytes moved to or from HBM: $Q$ read and $O$ written once, $K$ and $V$ once per pass, a float32 lse per row | |
+# | $B_r$ | query rows per block | 128 |
+# | $b$ | bytes per number | 2 |
+#
+# The model's assumptions, stated: one head's forward pass without mask; the SMs finish a head's query
+# blocks while its $K$ and $V$ stay in the L2 (true when they fit: at most 8 MB per head here); nothing
+# else competes for the L2; the published speed is the best one, so any slower run needs less bandwidth.
+
+# %%
+H100 = {"hbm_bytes_per_s": 3.35e12, "dense_fp16_flops_per_s": 989e12, "l2_bytes": 50e6}  # NVIDIA's H100 SXM datasheet
+FA3_FORWARD_FLOPS_PER_S = 740e12  # FlashAttention-3's best 16-bit forward on an H100 (its abstract)
+
+
+def fa2_forward_bytes(n, d, *, block_rows=128, bytes_per_value=2, l2_bytes=None):
+    """HBM bytes of one head's FlashAttention-2 forward pass: Q and O once, a float32 lse, K and V once per pass."""
+    n, d, block_rows = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("block_rows", block_rows)))
+    kv = 2 * n * d * bytes_per_value  # K and V of one head
+    passes = 1 if l2_bytes is not None and kv <= l2_bytes else -(-n // block_rows)  # the L2 serves every pass after the first
+    return 2 * n * d * bytes_per_value + 4 * n + passes * kv
+
+
+ROOF_LENGTHS = [1024, 2048, 4096, 8192, 16384]
+roofline = {}
+for n in ROOF_LENGTHS:
+    flops = 4 * n * n * 128
+    seconds = flops / FA3_FORWARD_FLOPS_PER_S  # at the published speed
+    roofline[n] = {"intensity": flops / fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]),
+                   "needs_hbm_only": fa2_forward_bytes(n, 128) / seconds, "needs_with_l2": fa2_forward_bytes(n, 128, l2_bytes=H100["l2_bytes"]) / seconds}
+for n, row in roofline.items():
+    print(f"n = {n:>6,}: at 740 TFLOP/s, HBM only needs {row['needs_hbm_only'] / 1e12:4.2f} TB/s, with the L2 {row['needs_with_l2'] / 1e12:4.2f} TB/s")
+fa1_8k = 2 * attention_hbm_accesses(8_192, 128, H100_SRAM_NUMBERS)["flash"] / (4 * 8_192**2 * 128 / FA3_FORWARD_FLOPS_PER_S)
+print(f"FlashAttention-1's count at n = 8,192 would need {fa1_8k / 1e12:.2f} TB/s; the H100 has {H100['hbm_bytes_per_s'] / 1e12:.2f}")
+expect("every plotted point needs no more bandwidth than the H100's 3.35 TB/s at the published 740 TFLOP/s",
+       max(row["needs_with_l2"] for row in roofline.values()), "<=", H100["hbm_bytes_per_s"])
+
+
+# %% tags=["hide-input"]
+# @title Drawing code for the figure below: plot_roofline (matplotlib only; reading it is optional)
+def plot_roofline(roofline, hardware, measured, language="en"):
+    """The H100's roofline (FLOP/s against FLOPs per HBM byte) with FlashAttention-3's measured speed at each n."""
+    intensity = np.logspace(0, 4, 200)
+    fig, ax = plt.subplots(figsize=(6.2, 3.0))
+    ax.plot(intensity, np.minimum(hardware["dense_fp16_flops_per_s"], intensity * hardware["hbm_bytes_per_s"]) / 1e12,
+            color=Palette.GREY, linestyle="-", marker="", label=localized(language, "H100 roof: 3.35 TB/s, 989 TFLOP/s", "крыша H100: 3,35 ТБ/с, 989 TFLOP/s"))
+    points = [(row["intensity"], measured / 1e12) for row in roofline.values()]
+    ax.plot(*zip(*points), color=Palette.BLUE, linestyle="none", marker="o", markevery=1,
+            label=localized(language, "FlashAttention-3, 740 TFLOP/s, FA-2 loop order with L2", "FlashAttention-3, 740 TFLOP/s, порядок FA-2 с L2"))
+    for n, (x, y) in zip(roofline, points):
+        ax.annotate(f"{n // 1024}k", (x, y), textcoords="offset points", xytext=(-6, -14), fontsize=8)
+    ridge = hardware["dense_fp16_flops_per_s"] / hardware["hbm_bytes_per_s"]
+    ax.axvline(ridge, color=Palette.ORANGE, linestyle=":", marker="", label=localized(language, f"ridge: {ridge:.0f} FLOPs per byte", f"перегиб: {ridge:.0f} FLOP на байт"))
+    log_scale(ax, "both")
+    ax.set_xlabel(localized(language, "FLOPs per HBM byte", "FLOP на байт HBM"))
+    ax.set_ylabel(localized(language, "TFLOP/s", "TFLOP/s"))
+    ax.set_title(localized(language, "Attention's forward pass on an H100 roofline", "Прямой проход внимания на крыше H100"))
+    ax.legend(fontsize=8, loc="lower right")
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.18, top=0.88)
+    return fig
+
+
+# %%
+show_figure(
+    plot_roofline(roofline, H100, FA3_FORWARD_FLOPS_PER_S, language=LANGUAGE),
+    "Both axes are logarithmic. The grey line is the H100's roof: left of the dotted orange ridge a kernel is limited by HBM "
+    "bandwidth (the slope), right of it by the tensor cores (the flat top). The blue dots, labelled with n, place "
+    "FlashAttention-3's published 740 TFLOP/s at the arithmetic intensity of FlashAttention-2's loop order when the L2 "
+    "holds each head's K and V: every dot sits under the roof. Counted against HBM alone, the same loop order would "
+    f"need {roofline[8192]['needs_hbm_only'] / 1e12:.1f} TB/s at n = 8,192 (printed above), more than the H100 has: the L2 is doing that work.",
+)
+
+
+# %% [markdown]
+# **Past Hopper.** The H200 is the same Hopper chip with 141 GB of HBM3e at 4.8 TB/s
+# ([NVIDIA H200](https://www.nvidia.com/en-us/data-center/h200/)); the B200 (Blackwell) has 180 GB of
+# HBM3e at 8 TB/s ([NVIDIA DGX B200](https://www.nvidia.com/en-us/data-center/dgx-b200/), per GPU) and
+# 2.25 PFLOP/s of dense BF16, while its exponential units and shared-memory bandwidth stayed where
+# Hopper's were. **FlashAttention-4** (Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao, March 2026,
+# [the authors' post](https://www.together.ai/blog/flashattention-4)) finds that on a B200 the forward
+# pass is limited by the exponentials of the softmax and the backward pass by shared-memory traffic,
+# not by HBM. It computes part of the exponentials in software, with a polynomial on the ordinary
+# multiply-add units, and rescales the running sums only when the row maximum has grown by more than
+# a threshold, reaching up to 1,605 TFLOP/s in BF16 on a B200 (71% of peak). Rescaling less is exact:
+# $u / \ell$ does not depend on which reference $m$ the sums were kept against, as long as none of
+# them overflows. The experiment below counts the rescales on one long row.
+
+# %%
+def lazy_online_softmax(logits, values, tile, threshold):
+    """Online softmax of one row that rescales only when a tile's max beats the reference m by more than threshold."""
+    logits, values = require_array("logits", logits, ndim=1), require_array("values", values, ndim=1)
+    tile, threshold = require_int("tile", tile, minimum=1), require_real("threshold", threshold, minimum=0.0, maximum=60.0)  # e^60 fits float64 sums
+    m, l, u, rescales = -math.inf, 0.0, 0.0, 0
+    for start in range(0, len(logits), tile):
+        x, v = logits[start:start + tile], values[start:start + tile]
+        if x.max() > m + threshold:  # only then is the reference moved, and the sums rescaled
+            m_new = float(x.max())
+            rescales += math.isfinite(m)
+            l, u, m = l * math.exp(m - m_new), u * math.exp(m - m_new), m_new
+        w = np.exp(x - m)  # at most e^threshold when m is stale
+        l, u = l + float(w.sum()), u + float(w @ v)
+    return u / l, rescales
+
+
+lazy_rng = np.random.default_rng(44)
+rising = np.linspace(0.0, 40.0, 4096) + lazy_rng.normal(0.0, 1.0, 4096)  # a row whose max keeps growing: the worst case
+row_values = lazy_rng.normal(size=4096)
+exact_rising = float(np.exp(rising - rising.max()) @ row_values / np.exp(rising - rising.max()).sum())
+for threshold in (0.0, 2.0, 8.0):
+    output, rescales = lazy_online_softmax(rising, row_values, 64, threshold)
+    print(f"threshold {threshold:3.0f}: {rescales:2d} rescales of 63 possible, |output - exact| {abs(output - exact_rising):.1e}")
+    expect(f"threshold {threshold:.0f}: exact at the end", abs(output - exact_rising), "<", 1e-12)
+expect("a threshold of 8 rescales fewer times than 0", lazy_online_softmax(rising, row_values, 64, 8.0)[1], "<", lazy_online_softmax(rising, row_values, 64, 0.0)[1])
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the two cells above
+expect_raises(ValueError, fa2_forward_bytes, 0, 128, match="n")
+expect_raises(ValueError, lazy_online_softmax, rising, row_values, 64, 100.0, match="threshold")
+expect("fa2_forward_bytes by hand: n = 4, d = 2, blocks of 2, 16-bit: 2*4*2*2 + 16 + 2 passes * 32 = 112", fa2_forward_bytes(4, 2, block_rows=2), "==", 112)
 
 # %% [markdown]
 # **Measured here: where the time goes on a CPU.** The next cell times the notebook's NumPy
@@ -4242,8 +4747,7 @@ expect("the smallest timing, one token of width 1, runs", len(time_attention_bac
 expect_raises(ValueError, time_attention_backends, n=0, d=8, tile_size=4, repeats=1, match="n must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=8, d=0, tile_size=4, repeats=1, match="d must be at least 1")
 expect_raises(ValueError, time_attention_backends, n=TIMING_MAX_N + 1, d=8, tile_size=4, repeats=1, match="n must be at most")
-expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed")
-
+expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeats=1, seed=-1, match="seed");
 
 # %% [markdown]
 # ### Into practice: the caches you will meet
@@ -4261,103 +4765,8 @@ expect_raises(ValueError, time_attention_backends, n=8, d=8, tile_size=4, repeat
 # **vLLM's paged attention** ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180)) stores the cache in fixed-size
 # blocks, like pages of virtual memory. Each sequence has a *block table*: logical block $i$ of the sequence
 # lives in physical block `table[i]` of one shared pool. A sequence wastes at most one partly filled block, and
-# sequences that share a prompt can point at the same physical blocks. The cell below builds a toy pool.
-
-# %%
-class ToyBlockPool:
-    """A toy of vLLM's paged KV cache: physical blocks of `block_size` token slots and one block table per sequence."""
-
-    def __init__(self, n_blocks, block_size):
-        self.block_size = require_int("block_size", block_size, minimum=1)
-        self.n_blocks = require_int("n_blocks", n_blocks, minimum=1)  # no list of them is built: a pool may be huge
-        self.returned, self.fresh = [], 0  # released blocks (reused first), and how many blocks were ever handed out
-        self.tables, self.lengths = {}, {}
-
-    @property
-    def free(self):
-        """The free physical blocks, listed on demand: released ones, then the never used."""
-        return self.returned + list(range(self.fresh, self.n_blocks))
-
-    def _take(self):
-        """A free physical block: the last one released, else the lowest never used."""
-        if self.returned:
-            return self.returned.pop()
-        self.fresh += 1
-        return self.fresh - 1
-
-    def _known(self, sequence):
-        """Refuse a sequence name this pool has never seen."""
-        if sequence not in self.tables:
-            raise ValueError(f"no sequence named {sequence!r} in the pool; the sequences are {sorted(self.tables)}")
-        return sequence
-
-    def append(self, sequence, n_tokens=1):
-        """Reserve slots for `n_tokens` more tokens of `sequence`, taking a new physical block only when one fills."""
-        if not isinstance(sequence, str):
-            raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
-        n_tokens = require_int("n_tokens", n_tokens, minimum=1)
-        length = self.lengths.get(sequence, 0)
-        needed = -(-(length + n_tokens) // self.block_size) - len(self.tables.get(sequence, []))  # new blocks, ceiling division
-        available = len(self.returned) + self.n_blocks - self.fresh
-        if needed > available:
-            raise ValueError(f"sequence {sequence!r} needs {needed} new blocks for {n_tokens} tokens, {available} are free; free a finished sequence first")
-        table = self.tables.setdefault(sequence, [])
-        for _ in range(n_tokens):
-            length = self.lengths.get(sequence, 0)
-            if length % self.block_size == 0:  # the last block is full (or there is none yet)
-                table.append(self._take())  # there is one: checked above
-            self.lengths[sequence] = length + 1
-
-    def slot(self, sequence, position):
-        """Physical (block, offset) where token `position` of `sequence` is stored."""
-        position = require_int("position", position, minimum=0, maximum=self.lengths[self._known(sequence)] - 1)
-        return self.tables[sequence][position // self.block_size], position % self.block_size
-
-    def release(self, sequence):
-        """Return a finished sequence's blocks to the pool."""
-        self.returned.extend(reversed(self.tables.pop(self._known(sequence))))  # its first block is reused first
-        self.lengths.pop(sequence)
-
-
-pool = ToyBlockPool(n_blocks=8, block_size=4)
-pool.append("A", 6)  # prompt A: 6 tokens -> 2 blocks
-pool.append("B", 3)  # prompt B: 3 tokens -> 1 block
-pool.append("A", 3)  # A generates 3 more: 9 tokens -> a third block
-print(f"block tables: {pool.tables}; lengths {pool.lengths}; free blocks {sorted(pool.free)}")
-print(f"token 8 of A lives at (block, offset) {pool.slot('A', 8)}; token 2 of B at {pool.slot('B', 2)}")
-if pool.tables != {"A": [0, 1, 3], "B": [2]} or pool.slot("A", 8) != (3, 0):
-    raise ValueError(f"the block tables should be A -> [0, 1, 3], B -> [2], with A's token 8 in block 3; got {pool.tables}")
-wasted = sum(len(t) * pool.block_size - pool.lengths[s] for s, t in pool.tables.items())
-if not wasted < len(pool.tables) * pool.block_size:
-    raise ValueError(f"each sequence may waste at most one partly filled block; {wasted} slots are unused")
-pool.release("B")
-pool.append("C", 4)
-if pool.tables["C"] != [2]:
-    raise ValueError(f"a released block must be reused: C should get B's block 2, got {pool.tables['C']}")
-expect("a sequence may fill the pool exactly: 2 blocks of 2 hold 4 tokens", (ToyBlockPool(2, 2).append("D", 4), "accepted")[1], "==", "accepted")
-small_pool = ToyBlockPool(2, 1)
-small_pool.append("E")  # one token by default
-expect("append adds one token by default, and a 1-slot block holds it", (small_pool.lengths, small_pool.tables, small_pool.slot("E", 0)), "==", ({"E": 1}, {"E": [0]}, (0, 0)))
-grow = ToyBlockPool(2, 2)
-grow.append("G")
-grow.append("G", 3)  # 4 tokens fill both blocks: the first block's free slot counts
-expect("a sequence grows into its partly filled block first", (grow.tables, grow.free), "==", ({"G": [0, 1]}, []))
-huge_pool = ToyBlockPool(10**9, 16)  # builds no list of its blocks
-huge_pool.append("H", 20)
-expect("a pool of 10**9 blocks hands out blocks 0 and 1 for 20 tokens", huge_pool.tables, "==", {"H": [0, 1]})
-print(f"after B finishes, C reuses its block: {pool.tables}; unused slots in partly filled blocks: {wasted}. Paged cache: PASS")
-
-# %% tags=["hide-input"]
-# @title Bad inputs are refused: the argument checks of the cell above
-expect_raises(ValueError, ToyBlockPool(1, 2).append, "D", 3, match="needs 2 new blocks for 3 tokens, 1 are free")
-expect_raises(ValueError, small_pool.slot, "E", 1, match="position")  # only position 0 exists
-expect_raises(ValueError, small_pool.slot, "E", -1, match="position")
-expect_raises(ValueError, small_pool.append, "E", 0, match="n_tokens")
-expect_raises(ValueError, small_pool.slot, "F", 0, match="no sequence")
-expect_raises(ValueError, pool.slot, "A", 9, match="position")  # A holds tokens 0 to 8
-expect_raises(ValueError, ToyBlockPool, 0, 2, match="n_blocks")
-expect_raises(ValueError, ToyBlockPool, 2, 0, match="block_size")
-expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 are free")  # the pool is full
+# sequences that share a prompt can point at the same physical blocks. Section 9 builds one and decodes the trained
+# model through it.
 
 # %% [markdown]
 # **In the wild: prefix caching.** Many requests begin with the same tokens: a system prompt, a
@@ -4366,11 +4775,644 @@ expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 
 # (`enable_prefix_caching=True`) names each full block of the paged cache by a hash of its tokens and
 # of every token before it, and a new request whose prefix hashes match reuses those physical blocks
 # instead of recomputing them ([vLLM design notes](https://docs.vllm.ai/en/latest/design/prefix_caching/)).
+# vLLM's V1 engine turns prefix caching on by default ([vLLM V1 announcement](https://blog.vllm.ai/2025/01/27/v1-alpha-release.html), January 2025).
 # SGLang's *RadixAttention* keeps the cached prefixes of all requests in a radix tree, evicting the
-# least recently used, and reports up to 5x faster execution of multi-call LLM programs
-# ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104)). Neither changes a single output: the
+# least recently used; its 2024 version reports up to 6.4x higher throughput than other inference
+# systems on multi-call LLM programs ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104); the December
+# 2023 first version said "up to 5x"). Neither changes a single output: the
 # reused keys and values are exactly the ones a recomputation would produce, which is why the
 # section 7 cell that streams a cached prefix with `query_start` returns the full pass's rows.
+
+# %% tags=["hide-input"]
+# @title Module 3's capstone model, inlined from its one source (builder/contracts/capstone.py; reading it is optional)
+# builder:begin inline nn
+# torch.nn, which the classes below subclass (one line, so an inlined region needs no import of its own)
+nn = __import__("torch.nn", fromlist=["Module"])
+# builder:end sha256=f30f4cac98e8991e7c9380e5f0f54df3b19cb811b53c3ac027f793925bcd0e08
+# builder:begin inline CapstoneConfig
+class CapstoneConfig:
+    """The capstone model's sizes: vocabulary, width, layers, query and K/V heads, FFN width, context, RoPE base."""
+
+    FIELDS = ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_len", "rope_base", "norm_eps")
+
+    def __init__(self, vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64,
+                 rope_base=10_000.0, norm_eps=1e-5):
+        for name, value in (("vocab", vocab), ("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads),
+                            ("n_kv_heads", n_kv_heads), ("d_ff", d_ff), ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be an int from 1 to 1,000,000, got {value!r}")
+        if d_model % n_heads or n_heads % n_kv_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"need d_model divisible by n_heads, n_heads by n_kv_heads, and an even head_dim for RoPE's "
+                             f"pairs; got d_model={d_model}, n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+        if not (isinstance(rope_base, (int, float)) and rope_base > 1) or not (isinstance(norm_eps, (int, float)) and norm_eps > 0):
+            raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
+        self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
+        self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+
+    @property
+    def head_dim(self):
+        """The width of one head: d_model / n_heads."""
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes):
+        """A copy with some fields changed (and checked again)."""
+        return CapstoneConfig(**{**{name: getattr(self, name) for name in self.FIELDS}, **changes})
+
+    def __eq__(self, other):
+        return isinstance(other, CapstoneConfig) and all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
+
+    def __repr__(self):
+        return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
+# builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
+# builder:begin inline apply_rope
+def apply_rope(x, positions, base=10_000.0):
+    """Rotate each pair (2i, 2i+1) of x [..., T, head_dim] by the angle position * base^(-2i/head_dim)."""
+    import torch
+
+    half = x.shape[-1] // 2
+    frequency = base ** (-torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])   # (hd/2,)
+    angle = positions.to(torch.float64)[:, None] * frequency                          # (T, hd/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]                                            # (..., T, hd/2) each
+    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)   # (..., T, hd/2, 2)
+    return rotated.flatten(-2)                                                        # (..., T, hd): pairs interleaved
+# builder:end sha256=0e40448cea3e586b8e4679e0c423819beebcebda10f7381584743c967557f0d9
+# builder:begin inline RMSNorm
+class RMSNorm(nn.Module):
+    """Root-mean-square norm over the last axis with a learned gain (no mean subtracted, no bias)."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        import torch
+
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        import torch
+
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+# builder:end sha256=230c8d99fb794651a1bd215fee12ae77e2a4fce0032e6b0a5f99956858c285cb
+# builder:begin inline SwiGLU
+class SwiGLU(nn.Module):
+    """The gated feed-forward network: w_down(silu(w_gate x) * w_up x)."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.w_up = nn.Linear(d_model, d_ff, bias=False)
+        self.w_down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+# builder:end sha256=902a3aba1e83b544da40c96fb5239cda876315a54bd07b73162ddf5173c07d00
+# builder:begin inline causal_attention
+def causal_attention(q, k, v, query_offset=0):
+    """Softmax attention of q [B, Hq, Tq, hd] over k, v [B, Hkv, Tk, hd]; query r sits at query_offset + r.
+
+    Each K/V head serves Hq / Hkv consecutive query heads. Returns (output [B, Hq, Tq, hd], weights [B, Hq, Tq, Tk]).
+    """
+    import math
+
+    import torch
+
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)      # (B, Hq, Tk, hd)
+    allowed = torch.arange(k.shape[2])[None, :] <= query_offset + torch.arange(q.shape[2])[:, None]  # (Tq, Tk)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])                      # (B, Hq, Tq, Tk)
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return weights @ v, weights
+# builder:end sha256=352fdf7c0106687859e767f13702a16ab46a2af0486602bb4a05b167f68a383b
+# builder:begin inline CapstoneAttention
+class CapstoneAttention(nn.Module):
+    """Causal self-attention with RoPE on queries and keys and n_kv_heads shared K/V heads."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
+        self.rope_base = config.rope_base
+        self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
+        self.w_k = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_v = nn.Linear(config.d_model, config.n_kv_heads * config.head_dim, bias=False)
+        self.w_o = nn.Linear(config.n_heads * config.head_dim, config.d_model, bias=False)
+
+    def qkv(self, x, positions):
+        """x [B, T, d] at absolute positions [T] -> q [B, Hq, T, hd], k and v [B, Hkv, T, hd], RoPE on q and k."""
+        B, T, _ = x.shape
+        q = self.w_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)      # (B, Hq, T, hd)
+        k = self.w_k(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)   # (B, Hkv, T, hd)
+        v = self.w_v(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)   # (B, Hkv, T, hd)
+        return apply_rope(q, positions, self.rope_base), apply_rope(k, positions, self.rope_base), v
+
+    def merge(self, out):
+        """out [B, Hq, T, hd] -> [B, T, d_model]: heads side by side, then w_o."""
+        B, _, T, _ = out.shape
+        return self.w_o(out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+    def forward(self, x, positions, cache=None):
+        """x [B, T, d] -> [B, T, d]; with a LayerKV cache, k and v are appended and the queries read all of it."""
+        q, k, v = self.qkv(x, positions)
+        offset = int(positions[0]) if cache is not None else 0
+        if cache is not None:
+            k, v = cache.append(k, v, offset)                                        # (B, Hkv, offset + T, hd)
+        return self.merge(causal_attention(q, k, v, query_offset=offset)[0])
+# builder:end sha256=f4a5c49c16d0e866994ca02a56507dad3f3c22b3fff0e699655b4ce2ad824460
+# builder:begin inline CapstoneBlock
+class CapstoneBlock(nn.Module):
+    """A pre-norm decoder block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = CapstoneAttention(config)
+        self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.ffn = SwiGLU(config.d_model, config.d_ff)
+
+    def forward(self, x, positions, cache=None):
+        x = x + self.attn(self.attn_norm(x), positions, cache)
+        return x + self.ffn(self.ffn_norm(x))
+# builder:end sha256=5eabc44dd59fdfeca0f73907068ef01e600a338ec7077ed953b86a634f709f66
+# builder:begin inline LayerKV
+class LayerKV:
+    """One layer's keys and values in two preallocated contiguous buffers [B, Hkv, max_len, hd]."""
+
+    def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype):
+        import torch
+
+        self.keys = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.values = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
+        self.length = 0
+
+    def append(self, k, v, start):
+        """Write k, v [B, Hkv, T, hd] at positions start.. and return every key and value so far (views)."""
+        end = start + k.shape[2]
+        if start != self.length or end > self.keys.shape[2]:
+            raise ValueError(f"the cache holds {self.length} of {self.keys.shape[2]} positions; cannot write positions "
+                             f"{start}..{end - 1}: append in order and stay within max_len")
+        self.keys[:, :, start:end], self.values[:, :, start:end] = k, v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+# builder:end sha256=a6cbff9d18597518b3028afc3888526dabe3c86bf53315505023a11f78da30ae
+# builder:begin inline KVCache
+class KVCache:
+    """The contiguous KV cache of a whole model: one LayerKV per layer, filled by CapstoneLM.forward."""
+
+    def __init__(self, config, batch, dtype=None):
+        import torch
+
+        dtype = dtype or torch.get_default_dtype()
+        self.layers = [LayerKV(batch, config.n_kv_heads, config.max_len, config.head_dim, dtype) for _ in range(config.n_layers)]
+
+    @property
+    def length(self):
+        """How many positions the cache holds."""
+        return self.layers[0].length
+
+    def nbytes(self, used=True):
+        """Bytes of the keys and values held (used=True) or allocated (used=False)."""
+        return sum(
+            (t[:, :, :layer.length] if used else t).numel() * t.element_size()
+            for layer in self.layers for t in (layer.keys, layer.values)
+        )
+# builder:end sha256=0b8a17861046011d9b74d36d2df83ab7c9cd3d195a8678ead0c9e7605d0b8636
+# builder:begin inline CapstoneLM
+class CapstoneLM(nn.Module):
+    """Token embedding, n_layers pre-norm blocks with RoPE attention, a final RMSNorm and an output head."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+
+    def forward(self, tokens, cache=None):
+        """tokens [B, T] -> logits [B, T, vocab]; with a KVCache the tokens continue what it holds."""
+        import torch
+
+        start = cache.length if cache is not None else 0
+        if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.config.max_len - start:
+            raise ValueError(f"tokens must be [batch, T] with 1 <= T <= max_len - cached = {self.config.max_len - start}, "
+                             f"got shape {tuple(tokens.shape)}")
+        positions = torch.arange(start, start + tokens.shape[1])
+        x = self.embed(tokens)                                                       # (B, T, d)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, None if cache is None else cache.layers[i])
+        return self.head(self.norm(x))                                               # (B, T, vocab)
+# builder:end sha256=388d32566d09e82f8f83ac560d07e16cc1f28c6d39e9ba4ee63fc2149bff10eb
+# builder:begin inline induction_batch
+def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
+    """Rows of k distinct random tokens repeated once (k drawn per row), padded with random tokens to 2 k_max.
+
+    Returns (inputs [B, T], targets [B, T], scored [B, T]) with T = 2 k_max - 1, targets the next tokens, and
+    scored True where the target is a repeated token the model can find earlier (the repeat's 2nd to k-th).
+    """
+    import torch
+
+    if not 2 <= k_min <= k_max <= vocab:
+        raise ValueError(f"need 2 <= k_min <= k_max <= vocab, got k_min={k_min}, k_max={k_max}, vocab={vocab}")
+    segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
+    k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
+    position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
+    repeated = segments.gather(1, torch.where(position < k, position, position - k).clamp(max=k_max - 1))
+    padding = torch.randint(vocab, (batch, 2 * k_max), generator=generator)
+    sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
+    scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
+    return sequences[:, :-1], sequences[:, 1:], scored
+# builder:end sha256=0b3a0e7aeaae809a0d5bb1fdf6f012b6c88d5d32914f76e87066a1e4f40f9cbb
+# builder:begin inline train_step
+def train_step(model, optimizer, inputs, targets, scored):
+    """One AdamW step on the mean next-token cross-entropy over the scored positions; return the loss."""
+    import torch.nn.functional as F
+
+    loss = F.cross_entropy(model(inputs)[scored], targets[scored])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+# builder:end sha256=f122a7c88919133b322e5b5f387e3f02cf615f7efe5ccfd62b76d3b4eb7243a6
+# builder:begin inline fit_induction
+def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
+    """Train ``model`` on fresh induction batches with ``step(model, optimizer, inputs, targets, scored)``; return the losses.
+
+    AdamW without weight decay; the rate rises linearly over ``warmup`` steps, then falls linearly to 0.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
+    losses = []
+    model.train()
+    for t in range(steps):
+        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
+        schedule.step()
+        if on_step is not None:
+            on_step(t + 1, losses[-1])
+    model.eval()
+    return losses
+# builder:end sha256=7749a29de651c80e84e1decc6bd87de876f37c9bb00d49e8e38419b9edfc5f1f
+# builder:begin inline train_capstone
+def train_capstone(config, steps=200, seed=0, *, on_step=None, **recipe):
+    """A CapstoneLM seeded with ``seed`` and trained on the induction task (``recipe``: fit_induction's options)."""
+    import torch
+
+    if config.max_len < 2 * recipe.get("k_max", 12) - 1 or config.vocab < recipe.get("k_max", 12):
+        raise ValueError(f"the induction task needs max_len >= 2 k_max - 1 and vocab >= k_max, got {config}")
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = CapstoneLM(config)
+    return model, fit_induction(model, train_step, steps, seed, on_step=on_step, **recipe)
+# builder:end sha256=d89a4ae6ded513fae96ee6bb95ccf08343a3b8532dea7a4d6bdc49918fcf6886
+# builder:begin inline induction_accuracy
+def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
+    """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
+    import torch
+
+    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab,
+                                              k_min=k_min, k_max=k_max)
+    with torch.no_grad():
+        return float((model(inputs).argmax(-1) == targets)[scored].float().mean())
+# builder:end sha256=5a72e4fdbfb00f7a6fdcf0ea525f916a8124fd3fb7ffc2c4d1391a5c3dfae070
+# builder:begin inline generate
+def generate(model, prompt, n_new, *, cache=True):
+    """Greedy decoding of n_new tokens after prompt [B, T0]; with cache=True each step feeds only the newest token."""
+    import torch
+
+    if not isinstance(n_new, int) or not 0 <= n_new <= model.config.max_len - prompt.shape[1]:
+        raise ValueError(f"n_new must be an int from 0 to max_len - prompt length = {model.config.max_len - prompt.shape[1]}, got {n_new!r}")
+    tokens, store = prompt, (KVCache(model.config, prompt.shape[0]) if cache else None)
+    with torch.no_grad():
+        feed = prompt
+        for _ in range(n_new):
+            logits = model(feed if cache else tokens, store)[:, -1]                 # (B, vocab) at the newest position
+            newest = logits.argmax(-1, keepdim=True)                                  # (B, 1)
+            tokens = torch.cat((tokens, newest), dim=1)
+            feed = newest
+    return tokens
+# builder:end sha256=326950ab04c4b56b99b161e9344db348ecb2038e3a51f79b774ce4bb6d66ed5e
+
+
+# %% [markdown]
+# ## 9. The trained model: a paged cache that decodes it, and pooled K/V heads
+#
+# **Idea.** Everything so far ran on random $Q$, $K$ and $V$. Here Module 3's capstone model (RoPE,
+# RMSNorm, SwiGLU, 2 layers of width 32 with 4 query heads and 4 K/V heads) learns the induction task
+# (copy a repeated sequence) in the next cell, and we decode it through a **paged** KV cache in the
+# manner of vLLM: a pool of fixed-size physical blocks, one block table per sequence, blocks taken as a
+# sequence grows, a prompt shared by two sequences stored once with a reference count, and
+# **copy-on-write** at the first token where they diverge. Paged or contiguous, the keys and values
+# are the same numbers, so greedy decoding must give the same tokens. The model is trained here
+# rather than loaded: a checkpoint would be a binary blob pinned to one torch version and another
+# thing to regenerate, while 200 steps take a few seconds on a CPU and show the loss fall.
+#
+# | Symbol | Meaning | Here |
+# |---|---|---|
+# | $B$ | slots per physical block (`block_size`) | 4 |
+# | `table[i]` | the physical block that holds logical block $i$ of a sequence | |
+# | `refs[b]` | how many sequences hold block $b$; 0 means free | |
+# | slot of token $p$ | (`table[p // B]`, `p % B`) | token 6 in (`table[1]`, 2) |
+#
+# **By hand.** A 6-token prompt fills block 0 and half of block 1. A second sequence forked from it
+# shares both blocks (counts 2). Its first own token, position 6, would land in the shared block 1, so
+# block 1 is first copied to a free block, the new sequence's table points there, and each of the two
+# blocks ends with count 1. Block 0, full and only read, stays shared.
+
+# %% tags=["training"]
+# Trains the capstone model on the induction task: 200 AdamW steps, a few seconds on an idle CPU (a line every 50 steps).
+CAPSTONE = CapstoneConfig(vocab=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=4, d_ff=64, max_len=64)
+capstone, capstone_losses = train_capstone(
+    CAPSTONE, steps=200, seed=0, on_step=lambda t, loss: print(f"step {t}/200: loss {loss:.3f}") if t % 50 == 0 else None,
+)
+capstone_accuracy = induction_accuracy(capstone)
+print(f"held-out induction accuracy: {capstone_accuracy:.3f}")
+expect("the trained model copies the repeated tokens", capstone_accuracy, ">", 0.95)
+
+
+# %% tags=["exercise"]
+# Exercise 10: The bookkeeping of a paged KV cache. book holds block_size, refs (a reference count
+# per physical block, 0 = free), tables (sequence -> its physical blocks) and lengths (sequence ->
+# tokens held). Reserve slots for n_tokens more tokens of sequence, one token at a time: token p goes
+# to slot (table[p // block_size], p % block_size). When p % block_size == 0, append the lowest free
+# block (count 1). Otherwise, if the last block is shared (count > 1), copy it on write first: take the
+# lowest free block, append (old, new) to copies, put new in the table, move one reference from old to
+# new. Raise ValueError before changing anything when too few blocks are free. Return (book, slots, copies).
+def reserve_slots(book, sequence, n_tokens):
+    """Slots for n_tokens more tokens of sequence in a paged KV cache: (the new book, slots, copies to make)."""
+    if not isinstance(sequence, str):
+        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    n_tokens = require_int("n_tokens", n_tokens, minimum=1)
+    size, refs = book["block_size"], list(book["refs"])
+    tables, lengths = {name: list(table) for name, table in book["tables"].items()}, dict(book["lengths"])
+    ### BEGIN SOLUTION
+    table, length = tables.setdefault(sequence, []), lengths.get(sequence, 0)
+    shared_tail = length % size != 0 and refs[table[-1]] > 1  # the next token would write into a shared block
+    needed = -(-(length + n_tokens) // size) - len(table) + shared_tail  # new blocks, plus one copy
+    if needed > refs.count(0):
+        raise ValueError(f"sequence {sequence!r} needs {needed} free blocks for {n_tokens} tokens, {refs.count(0)} are free; "
+                         "release a finished sequence first")
+    slots, copies = [], []
+    for p in range(length, length + n_tokens):
+        if p % size == 0:  # the last block is full (or there is none): take the lowest free block
+            table.append(refs.index(0))
+            refs[table[-1]] = 1
+        elif refs[table[-1]] > 1:  # the first divergent token: copy the shared block before writing into it
+            new = refs.index(0)
+            copies.append((table[-1], new))
+            refs[table[-1]], refs[new] = refs[table[-1]] - 1, 1
+            table[-1] = new
+        slots.append((table[-1], p % size))
+    lengths[sequence] = length + n_tokens
+    ### END SOLUTION
+    return {"block_size": size, "refs": refs, "tables": tables, "lengths": lengths}, slots, copies
+
+
+# %%
+check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
+
+
+# %%
+class PagedKVCache:
+    """A paged KV cache for every layer of a model: a pool of physical blocks per layer and one book of block tables."""
+
+    def __init__(self, config, n_blocks, block_size):
+        n_blocks, block_size = require_int("n_blocks", n_blocks, minimum=1), require_int("block_size", block_size, minimum=1)
+        shape = (n_blocks, config.n_kv_heads, block_size, config.head_dim)  # (block, K/V head, slot, head_dim)
+        self.keys = [torch.zeros(shape) for _ in range(config.n_layers)]
+        self.values = [torch.zeros(shape) for _ in range(config.n_layers)]
+        self.book = {"block_size": block_size, "refs": [0] * n_blocks, "tables": {}, "lengths": {}}
+
+    def reserve(self, sequence, n_tokens):
+        """Slots for the next n_tokens of sequence; blocks copied on write get their keys and values copied here."""
+        self.book, slots, copies = reserve_slots(self.book, sequence, n_tokens)
+        for old, new in copies:
+            for pool in self.keys + self.values:
+                pool[new] = pool[old]
+        return slots
+
+    def fork(self, parent, child):
+        """child shares every block of parent: one more reference to each, nothing copied."""
+        self.book["tables"][child], self.book["lengths"][child] = list(self.book["tables"][parent]), self.book["lengths"][parent]
+        for block in self.book["tables"][child]:
+            self.book["refs"][block] += 1
+
+    def write(self, layer, slots, k, v):
+        """Store k, v [H_kv, T, hd] of T new tokens in their slots."""
+        blocks, offsets = torch.tensor([b for b, _ in slots]), torch.tensor([o for _, o in slots])
+        self.keys[layer][blocks, :, offsets] = k.transpose(0, 1)  # (T, H_kv, hd): one row per slot
+        self.values[layer][blocks, :, offsets] = v.transpose(0, 1)
+
+    def read(self, layer, sequence):
+        """Keys and values [H_kv, length, hd] of sequence, gathered through its block table."""
+        table, length = self.book["tables"][sequence], self.book["lengths"][sequence]
+        k, v = (pool[layer][table] for pool in (self.keys, self.values))  # (blocks, H_kv, slots, hd)
+        return tuple(x.transpose(0, 1).flatten(1, 2)[:, :length] for x in (k, v))  # (H_kv, blocks * slots, hd), cut to length
+
+    def slots_held(self):
+        """Token slots in the blocks that some sequence holds."""
+        return sum(1 for count in self.book["refs"] if count) * self.book["block_size"]
+
+
+def paged_forward(model, cache, sequence, tokens):
+    """Logits [T, vocab] of tokens [T] appended to sequence, its keys and values written to and read from the paged cache."""
+    start = cache.book["lengths"].get(sequence, 0)
+    positions, slots = torch.arange(start, start + len(tokens)), cache.reserve(sequence, len(tokens))
+    x = model.embed(tokens[None])  # (1, T, d)
+    for layer, block in enumerate(model.blocks):
+        q, k, v = block.attn.qkv(block.attn_norm(x), positions)  # (1, H, T, hd), (1, H_kv, T, hd) twice
+        cache.write(layer, slots, k[0], v[0])
+        keys, values = cache.read(layer, sequence)  # (H_kv, start + T, hd)
+        x = x + block.attn.merge(causal_attention(q, keys[None], values[None], query_offset=start)[0])
+        x = x + block.ffn(block.ffn_norm(x))
+    return model.head(model.norm(x))[0]  # (T, vocab)
+
+
+def paged_generate(model, cache, sequence, tokens, n_new):
+    """Greedy decoding of n_new tokens after tokens (those not yet cached are fed first), one token per step."""
+    tokens = list(tokens)
+    with torch.no_grad():
+        logits = paged_forward(model, cache, sequence, torch.tensor(tokens[cache.book["lengths"].get(sequence, 0):]))
+        for _ in range(n_new):
+            tokens.append(int(logits[-1].argmax()))
+            logits = paged_forward(model, cache, sequence, torch.tensor(tokens[-1:]))
+    return tokens
+
+
+# %%
+SHARED_PROMPT = [3, 9, 1, 7, 12, 5]  # a "system prompt" both users send: 6 tokens, a block and a half
+paged = PagedKVCache(CAPSTONE, n_blocks=16, block_size=4)
+with torch.no_grad():
+    paged_forward(capstone, paged, "A", torch.tensor(SHARED_PROMPT))  # prefill once
+paged.fork("A", "B")
+print(f"after the fork: tables {paged.book['tables']}, counts {paged.book['refs'][:4]}")
+users = {"A": SHARED_PROMPT + [3], "B": SHARED_PROMPT + [9]}  # each user's own next token: the first divergent one
+decoded = {name: paged_generate(capstone, paged, name, tokens, n_new=8) for name, tokens in users.items()}
+contiguous = {name: generate(capstone, torch.tensor([tokens]), 8)[0].tolist() for name, tokens in users.items()}
+for name in users:
+    print(f"user {name}: paged {decoded[name][len(users[name]):]}, contiguous {contiguous[name][len(users[name]):]}")
+print(f"block tables {paged.book['tables']}: block 0 still shared (count {paged.book['refs'][0]}), block 1 copied on write")
+expect("paged decoding gives token for token what the contiguous cache gives", decoded, "==", contiguous)
+expect("the shared prompt's full block is stored once", (paged.book["tables"]["A"][0], paged.book["refs"][0]), "==", (paged.book["tables"]["B"][0], 2))
+
+# %% [markdown]
+# **Memory wasted.** A contiguous cache reserves `max_len` positions per sequence up front, because it
+# cannot know how long the answer will be; a paged cache holds whole blocks only, so it wastes at most
+# $B - 1$ slots per sequence. The cell below serves 8 requests of different lengths both ways and
+# measures the share of reserved slots that hold no token. The vLLM paper measured that the systems
+# before it stored token states in only 20.4% to 38.2% of their KV-cache memory
+# ([Kwon et al., 2023](https://arxiv.org/abs/2309.06180), Fig. 2), that is, 61.8% to 79.6% wasted.
+
+# %%
+request_rng = np.random.default_rng(17)
+requests = [request_rng.permutation(CAPSTONE.vocab)[:k].tolist() for k in request_rng.integers(4, 13, size=8)]  # k distinct tokens each
+pool = PagedKVCache(CAPSTONE, n_blocks=64, block_size=4)
+reserved, used = 0, 0
+for r, prompt in enumerate(requests):
+    prompt = prompt + prompt[:1]  # the repeat begins: the model copies the rest
+    contiguous_cache = KVCache(CAPSTONE, 1)
+    with torch.no_grad():
+        capstone(torch.tensor([prompt]), contiguous_cache)
+    reserved, used = reserved + contiguous_cache.nbytes(used=False), used + contiguous_cache.nbytes(used=True)
+    paged_generate(capstone, pool, f"request {r}", prompt, n_new=0)
+token_bytes = 2 * CAPSTONE.n_layers * CAPSTONE.n_kv_heads * CAPSTONE.head_dim * 4  # a key and a value per layer and K/V head, float32
+waste = {"contiguous": 1 - used / reserved, "paged": 1 - used / (pool.slots_held() * token_bytes)}
+print(f"8 requests, {used // token_bytes} tokens: contiguous reserves {reserved // token_bytes} slots, paged holds {pool.slots_held()}")
+print(f"wasted: contiguous {waste['contiguous']:.1%}, paged {waste['paged']:.1%}; the vLLM paper's earlier systems 61.8% to 79.6%")
+expect("paging wastes at most block_size - 1 = 3 slots per request", pool.slots_held() - used // token_bytes, "<=", 3 * len(requests))
+
+
+# %% [markdown]
+# **Grouped-query attention on the trained model.** GQA's authors start a model with fewer K/V heads
+# from a multi-head checkpoint by mean-pooling the key and value projections of the heads in each
+# group, then train a little more ("uptraining", [Ainslie et al., 2023](https://arxiv.org/abs/2305.13245),
+# section 2.1). Below we pool the trained model's 4 K/V heads into 2 (GQA) and into 1 (MQA), measure what
+# that costs on held-out induction batches before any uptraining, beside the cache bytes it saves, and
+# then uptrain the 2-head model for a fifth of its original steps.
+
+# %%
+def pool_kv_heads(model, groups):
+    """A copy of model whose K/V heads are mean-pooled into `groups` heads per layer, consecutive heads per group."""
+    pooled, state, hd = CapstoneLM(model.config.replace(n_kv_heads=groups)), model.state_dict(), model.config.head_dim
+    for name, weight in state.items():
+        if name.endswith(("attn.w_k.weight", "attn.w_v.weight")):  # rows: (K/V head, hd), columns: d_model
+            state[name] = weight.view(groups, -1, hd, weight.shape[1]).mean(1).flatten(0, 1)  # (groups, heads per group, hd, d) -> mean
+    pooled.load_state_dict(state)
+    return pooled.eval()
+
+
+def induction_loss(model, *, batch=512, seed=12345):
+    """Held-out cross-entropy (nats) on the scored positions of the same batch induction_accuracy uses."""
+    inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab)
+    with torch.no_grad():
+        return float(F.cross_entropy(model(inputs)[scored], targets[scored]))
+
+
+gqa_rows = {}
+for groups in (4, 2, 1):
+    variant = capstone if groups == 4 else pool_kv_heads(capstone, groups)
+    gqa_rows[groups] = (induction_accuracy(variant), induction_loss(variant), kv_bytes_per_token(CAPSTONE.n_layers, groups, CAPSTONE.head_dim, 4))
+for groups, (accuracy, loss, nbytes) in gqa_rows.items():
+    print(f"{groups} K/V heads: accuracy {accuracy:.3f}, loss {loss:.3f} nats, cache {nbytes} bytes per token")
+expect("mean-pooling 4 K/V heads into 4 groups of one changes nothing", pool_kv_heads(capstone, 4)(torch.tensor([SHARED_PROMPT])).tolist(), "==",
+       capstone(torch.tensor([SHARED_PROMPT])).tolist())
+
+# %% tags=["training"]
+# Uptrains the 2-head pooled model for 40 steps (a fifth of the original 200), about a second on an idle CPU.
+uptrained = pool_kv_heads(capstone, 2)
+fit_induction(uptrained, train_step, steps=40, seed=7, warmup=5, lr=3e-3)
+uptrained_accuracy = induction_accuracy(uptrained)
+print(f"2 K/V heads after 40 uptraining steps: accuracy {uptrained_accuracy:.3f}, loss {induction_loss(uptrained):.3f} nats")
+expect("uptraining recovers most of what pooling cost", uptrained_accuracy, ">", (gqa_rows[2][0] + gqa_rows[4][0]) / 2)
+report_section("The trained model: paged decoding and pooled heads", globals())
+
+# %% tags=["hide-input"]
+# @title Bad inputs are refused: the argument checks of the cells above
+expect_raises(ValueError, reserve_slots, {"block_size": 2, "refs": [1], "tables": {"A": [0]}, "lengths": {"A": 2}}, "A", 1, match="1 free blocks")
+expect_raises(TypeError, reserve_slots, paged.book, 7, 1, match="string")
+expect_raises(ValueError, reserve_slots, paged.book, "A", 0, match="n_tokens")
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks");
+
+# %% [markdown]
+# # Part 3 · The practitioner's table: every option, its numbers, what breaks
+#
+# **The options**, from the most exact to the most compact. The numbers are for a running
+# example shaped like Llama-3-8B (32 layers, 8 KV heads of width 128, 16-bit cache); the cell
+# after the table computes every one of them.
+#
+# | Option | What it does | What it keeps | What it costs | Where you choose it |
+# |---|---|---|---|---|
+# | Full attention, grouped-query heads (GQA) | every token reads every earlier token; several query heads share one KV head | exact recall of the whole context | 128 KiB per token (512 KiB with 32 KV heads, 16 KiB with one, which is MQA); 17.2 GB at 128k tokens | the model's architecture |
+# | Sliding window, often interleaved with full layers | each token reads the last $w$ tokens; depth relays information further | exact recall inside the window, weaker relayed recall beyond it | a cache capped at $w$ tokens: 0.54 GB for $w$ = 4,096 at any length | the model's architecture |
+# | Attention sinks plus a window (StreamingLLM) | keep the first few tokens and a recent window at serving time | fluent streaming without a length limit; **no** recall of evicted tokens | almost nothing; the paper streams 4 million tokens with up to 22.2x speedup over recomputing a window ([Xiao et al., 2023](https://arxiv.org/abs/2309.17453)) | the inference server |
+# | Hybrid state-space + attention | most layers carry a fixed-size state; a few are attention | exact lookup through the attention layers | 4 attention layers in 32 cut the 128k cache from 17.2 GB to 2.15 GB | the model's architecture |
+# | Pure state-space or linear attention | every layer keeps a fixed-size summary | fluent long text, blurrier exact recall | a state that never grows: 4.2 MB for the whole 32-layer stack, in this module's toy convention (4,096 channels × 16 numbers per layer, 16-bit); a real Mamba layer of that width keeps more than twice as much, with twice the channels and a convolution state (Module 5.2, section 12) | the model's architecture |
+# | Latent KV cache (MLA) | caches a short latent per token and rebuilds keys and values from it | exact outputs by construction | 576 numbers per token per layer instead of 32,768 for 128 heads of width 128 (57x fewer; 71x against the real 192-wide keys, section 5 here and section 13 of Module 5.2), plus extra matrix work | the model's architecture |
+# | Quantized KV cache | stores keys and values with 8 or 4 bits and one scale per vector | slightly rounded attention | 3.9x smaller at 4 bits; the output error is measured in Module 5.2, section 14 | the inference server |
+#
+# Exact *streaming* attention (FlashAttention) is not in the table because it changes neither
+# bill's size: it computes the same numbers in tiles, so the $n \times n$ score matrix never
+# exists in memory at once. You will build it in sections 6 to 8 and prove it exact.
+#
+# **What breaks.**
+#
+# - *The fact was outside the window.* Mistral 7B v0.1 has 32 layers with a window of
+#   $W$ = 4,096, in its paper's convention: position $i$ reads positions $i - W$ to $i$, so
+#   4,097 keys counting itself, and each layer relays information 4,096 positions further. A
+#   token can therefore feel one 131,072 = 32 × 4,096 positions back, but only by relay through
+#   many hops; a fact 100,000 tokens back needs at least 25 of them. Expect no exact quote from
+#   beyond the window. And 100,000 tokens lies far beyond the 8K context v0.1 was trained on, so
+#   the reach is what the wiring allows, not what the model learned to use. (Later Mistral 7B
+#   versions dropped the window; gpt-oss counts its 128-token window the other way, with the
+#   current token among the 128.)
+# - *A plain window drops the first tokens and the model falls apart.* Trained models park
+#   attention mass on the first tokens (attention sinks); keep them when you evict.
+# - *Evicted means gone.* Sinks plus a window stream fluently but cannot recall a token that
+#   left the window.
+# - *A fixed-size state cannot copy.* State-space and linear-attention layers reproduce a
+#   specific far-away token worse than attention does; keep attention layers for retrieval.
+# - *A sparse pattern that saves no time.* Skipped pairs only save work when whole blocks of the
+#   score matrix are skipped; section 8 measures what skipping buys.
+# - *A quantized cache that changes answers.* Keys carry a few large channels; one scale per
+#   token wastes its codes on them. Quantize keys per channel and values per token (KIVI, Module 5.2, section 14).
+#
+# **The gains reported in the papers** (each from the paper's abstract): Mamba, 5x the
+# *generation* throughput of a same-size Transformer ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752));
+# DeepSeek-V2, a KV cache 93.3% smaller and 5.76x the maximum generation throughput of
+# **DeepSeek 67B**, its dense predecessor (95 layers, 8 KV heads), not of an MHA twin, with V2's
+# cache also stored at about 6 bits per number ([DeepSeek-AI, 2024](https://arxiv.org/abs/2405.04434), section 3.2.3);
+# Jamba, a 256K-token context ([Lieber et al., 2024](https://arxiv.org/abs/2403.19887)), of which
+# up to 140K tokens fit on one 80 GB GPU, a figure from the
+# [Jamba-v0.1 model card](https://huggingface.co/ai21labs/Jamba-v0.1), not the paper's abstract.
+
+# %%
+# Every number in the table above, computed from its definition (the sections before it derived each one).
+guide = {
+    "cache per token, 8 KV heads (KiB)": per_token / KIB,
+    "cache per token, 32 KV heads (KiB)": 2 * L8B * 32 * D8B * BYTES16 / KIB,
+    "cache per token, 1 KV head, MQA (KiB)": 2 * L8B * 1 * D8B * BYTES16 / KIB,
+    "cache at 128k tokens (GB)": per_token * 131_072 / GB,
+    "window 4,096: cache at any length (GB)": per_token * 4_096 / GB,
+    "hybrid 4 attention + 28 SSM layers at 128k (GB)": (4 * 2 * KV8B * D8B * BYTES16 * 131_072 + 28 * 4_096 * 16 * BYTES16) / GB,
+    "pure SSM stack, 32 layers (MB)": 32 * 4_096 * 16 * BYTES16 / 10**6,
+    "latent numbers per token per layer": 512 + 64,
+    "MHA numbers per token per layer (128 heads x 128 x K,V)": 2 * 128 * 128,
+    "latent saving (x)": 2 * 128 * 128 / (512 + 64),
+    "4-bit cache saving (x)": per_token / (2 * L8B * KV8B * (D8B * 4 // 8 + 2)),
+    "Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i": 32 * 4_096,
+    "hops to reach 100,000 tokens back": math.ceil(100_000 / 4_096),
+}
+for label, value in guide.items():
+    print(f"{label:58s} {value:,.2f}")
+expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
+expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
+expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
+expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
+expect('round(guide["4-bit cache saving (x)"], 1) == 3.9', round(guide["4-bit cache saving (x)"], 1), "==", 3.9)
+REFERENCE.check("running_example.bytes_per_token", per_token)
+REFERENCE.check("window.mistral_v0_1_reach", guide["Mistral 7B v0.1 reach (tokens), i reads i - 4,096 .. i"]);
 
 # %% [markdown]
 # ## In 20 seconds
@@ -4380,6 +5422,9 @@ expect_raises(ValueError, grow.append, "H", match="1 new blocks for 1 tokens, 0 
 #   cache exactly: the running example's 128 KiB per token is 137 GB at 1M tokens, past one 80 GB GPU.
 # - Tiled streaming attention (online softmax over blocks) gives the *same* outputs as dense
 #   attention, skips blocks a causal mask or window empties, and keeps memory linear in $n$.
+# - Its backward pass keeps only $O$ and one log-sum-exp per row and recomputes the tiles; a paged
+#   cache stores the same keys and values in blocks, so decoding is token for token the same while
+#   only a sequence's last block is partly empty.
 #
 # ## Self-test
 #
@@ -4437,6 +5482,7 @@ print(f"Self-test: {len(self_test_answers)} numeric answers recomputed: PASS")
 # - Vaswani et al., *Attention Is All You Need* (2017): https://arxiv.org/abs/1706.03762 (the base model: 8 heads of width 64)
 # - Milakov and Gimelshein, *Online normalizer calculation for softmax* (2018): https://arxiv.org/abs/1805.02867
 # - Dao et al., *FlashAttention* (2022): https://arxiv.org/abs/2205.14135; Dao, *FlashAttention-2* (2023): https://arxiv.org/abs/2307.08691
+# - Shah et al., *FlashAttention-3* (2024): https://arxiv.org/abs/2407.08608; Zadouri et al., *FlashAttention-4* (2026), the authors' post: https://www.together.ai/blog/flashattention-4
 # - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (RoPE, 2021): https://arxiv.org/abs/2104.09864
 # - Shazeer, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA, 2019): https://arxiv.org/abs/1911.02150
 # - Ainslie et al., *GQA* (2023): https://arxiv.org/abs/2305.13245

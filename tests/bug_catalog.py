@@ -110,6 +110,53 @@ def _dense_plain_tiled_attention(nb):
     return tiled_attention_plain
 
 
+def _dense_causal_with_paper_count(prefix_only):
+    """A 'causal tiled' attention that is dense causal attention plus the tile count worked out on paper.
+
+    ``prefix_only`` slices the keys to the first T_q (so it never touches unwritten slots) before the dense softmax.
+    """
+
+    def build(nb):
+        np, math = nb["np"], nb["math"]
+
+        def causal_tiled_attention(Q, K, V, *, tile_size=128):
+            n = len(Q)
+            blocks = -(-n // tile_size)
+            K, V = (K[:n], V[:n]) if prefix_only else (K, V)
+            scores = np.where(np.tri(n, len(K), dtype=bool), Q @ K.T / math.sqrt(Q.shape[1]), -np.inf)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            return (weights / weights.sum(axis=1, keepdims=True)) @ V, blocks * (blocks + 1) // 2
+
+        return causal_tiled_attention
+
+    return build
+
+
+def _dense_backward(bug):
+    """A 'tiled' backward pass that is not tiled: the full P from the lse, rows renormalised, or autograd itself."""
+
+    def build(nb):
+        np, math, torch = nb["np"], nb["math"], nb["torch"]
+
+        def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True):
+            if bug == "autograd":
+                q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+                out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return tuple(g.numpy() for g in torch.autograd.grad(out, (q, k, v), torch.tensor(dO)))
+            s = Q @ K.T / math.sqrt(Q.shape[1])
+            if causal:
+                s = np.where(np.tri(len(Q), len(K), dtype=bool), s, -np.inf)
+            p = np.exp(s - lse[:, None])
+            if bug == "renormalised":
+                p = p / p.sum(axis=1, keepdims=True)
+            ds = p * (dO @ V.T - (dO * O).sum(axis=1)[:, None])
+            return ds @ K / math.sqrt(Q.shape[1]), ds.T @ Q / math.sqrt(Q.shape[1]), p.T @ dO
+
+        return tiled_attention_backward
+
+    return build
+
+
 def _class_mutant(name, *edits):
     """A notebook class rebuilt from its source text with (old, new) edits: inspect.getsource cannot see these classes."""
 
@@ -444,6 +491,7 @@ ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
+TILED_BACKWARD, PAGED = "check_tiled_backward_contract", "check_paged_cache_contract"
 
 ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
 LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
@@ -472,6 +520,8 @@ MODULE5 = [
         SINK, "empty_row='zero'",
         edit("weights = np.divide(exp_scores, denominator, out=np.zeros_like(exp_scores), where=denominator > 0)", "weights = exp_scores / denominator"),
         hint="NaN"),
+    Bug("sdpa-empty-row-message-without-the-way-out", "module5_1", "sdpa", "raises on an empty row with a message that does not name empty_row='zero'",
+        SINK, "names the way out", edit("fix the mask, or pass empty_row='zero' to return zeros for them", "fix the mask")),
     # Exercise 3: repeat_kv_heads
     Bug("kv-repeat-tiles", "module5_1", "repeat_kv_heads", "tiles the KV heads with np.concatenate([x] * group) instead of repeating them",
         KV_REPEAT, "repeat, not tile", edit("return np.repeat(x, group, axis=-3)", "return np.concatenate([x] * group, axis=-3)")),
@@ -502,11 +552,18 @@ MODULE5 = [
         PLAIN_TILES, "never holds a T_q x T_k score matrix", written=_dense_plain_tiled_attention),
     # Exercise 7: causal_tiled_attention
     Bug("causal-tiles-visits-future-tiles", "module5_1", "causal_tiled_attention", "computes every key tile, even those entirely in the future",
-        CAUSAL_TILES, "only the key tiles on or below", edit("range(0, min(n_k, q1), tile_size)", "range(0, n_k, tile_size)")),
+        CAUSAL_TILES, "only the key tiles on or below",
+        (("range(0, q1, tile_size)", "range(0, len(K), tile_size)"), ("k1 = min(k0 + tile_size, q1)", "k1 = min(k0 + tile_size, len(K))"))),
+    Bug("causal-tiles-dense-with-paper-count", "module5_1", "causal_tiled_attention",
+        "returns dense causal attention and the tile count b (b + 1) / 2 worked out on paper", CAUSAL_TILES,
+        "no key tile above the block diagonal is read", written=_dense_causal_with_paper_count(False), hint="0 x NaN"),
+    Bug("causal-tiles-dense-prefix-with-paper-count", "module5_1", "causal_tiled_attention",
+        "slices the keys to the written prefix, then returns dense causal attention and the tile count worked out on paper",
+        CAUSAL_TILES, "never holds a T_q x T_k score matrix", written=_dense_causal_with_paper_count(True)),
     Bug("causal-tiles-diagonal-unmasked", "module5_1", "causal_tiled_attention", "skips the future tiles but forgets to mask inside the diagonal tile",
         CAUSAL_TILES, "causal tiled output equals dense causal", edit("if k1 - 1 > q0:", "if False:"), hint="diagonal"),
     Bug("causal-tiles-skips-diagonal-tile", "module5_1", "causal_tiled_attention", "stops before the diagonal tile (k0 < q0 instead of k0 <= q1 - 1)",
-        CAUSAL_TILES, "causal tiled output equals dense causal", edit("range(0, min(n_k, q1), tile_size)", "range(0, min(n_k, q0), tile_size)")),
+        CAUSAL_TILES, "causal tiled output equals dense causal", edit("range(0, q1, tile_size)", "range(0, q0, tile_size)")),
     # Exercise 8: tiled_attention
     Bug("tiled-no-alpha-rescale", "module5_1", "tiled_attention", "forgets to rescale the accumulator when a tile raises the row max",
         TILED, "any tile size", edit("acc *= alpha[:, None]", "pass"), hint="alpha"),
@@ -522,6 +579,26 @@ MODULE5 = [
         TILED, "empty_row='zero'", edit("np.divide(acc, l[:, None], out=acc, where=filled[:, None])", "acc /= l[:, None]")),
     Bug("tiled-builds-dense-scores", "module5_1", "tiled_attention", "builds the full T_q x T_k score matrix and calls dense attention",
         TILED, "never holds a T_q x T_k score matrix", written=_dense_tiled_attention),
+    # Exercise 9: tiled_attention_backward
+    Bug("tiled-backward-dk-unscaled", "module5_1", "tiled_attention_backward", "forgets the 1 / sqrt(d_k) of the scores in dK",
+        TILED_BACKWARD, "dK equals autograd's", edit("dK[k0:k1] += ds.T @ Q[q0:q1] * scale", "dK[k0:k1] += ds.T @ Q[q0:q1]"), hint="sqrt(d_k)"),
+    Bug("tiled-backward-d-from-dp", "module5_1", "tiled_attention_backward", "subtracts the row sum of dO instead of D = rowsum(dO * O)",
+        TILED_BACKWARD, "dQ equals autograd's", edit("D = (dO * O).sum(axis=1)", "D = dO.sum(axis=1)")),
+    Bug("tiled-backward-dense-p", "module5_1", "tiled_attention_backward", "builds the whole T x T matrix P from the lse and differentiates it at once",
+        TILED_BACKWARD, "never holds a T_q x T_k matrix", written=_dense_backward("dense")),
+    Bug("tiled-backward-renormalises-rows", "module5_1", "tiled_attention_backward", "renormalises each row of P itself instead of trusting the saved lse",
+        TILED_BACKWARD, "a shifted lse halves it", written=_dense_backward("renormalised")),
+    Bug("tiled-backward-calls-autograd", "module5_1", "tiled_attention_backward", "asks torch's autograd for the gradients of dense attention",
+        TILED_BACKWARD, "autograd is never called", written=_dense_backward("autograd")),
+    # Exercise 10: reserve_slots
+    Bug("paged-no-copy-on-write", "module5_1", "reserve_slots", "writes the first divergent token into the block another sequence shares",
+        PAGED, "copy-on-write at the first divergent token", edit("elif refs[table[-1]] > 1:", "elif False:")),
+    Bug("paged-cow-keeps-the-old-reference", "module5_1", "reserve_slots", "copies a shared block but leaves the old block's count as it was",
+        PAGED, "copy-on-write moves one reference", edit("refs[table[-1]], refs[new] = refs[table[-1]] - 1, 1", "refs[new] = 1")),
+    Bug("paged-copies-every-partly-filled-block", "module5_1", "reserve_slots", "copies the last block on every write, shared or not",
+        PAGED, "a growing sequence takes blocks", edit("elif refs[table[-1]] > 1:", "elif refs[table[-1]] >= 1:")),
+    Bug("paged-block-per-token", "module5_1", "reserve_slots", "takes a new block for every token instead of filling the last one",
+        PAGED, "a growing sequence takes blocks", edit("if p % size == 0:", "if True:")),
     # Module 5.2, Exercise 1: rolling_window_decode
     Bug("rolling-buffer-keeps-w-plus-1", "module5_2", "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
         ROLLING, "never holds more than",

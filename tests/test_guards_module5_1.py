@@ -144,3 +144,23 @@ def test_block_kinds_equals_its_per_block_definition_without_a_loop_over_blocks(
                      else int(allowed[b * tile:(b + 1) * tile, c * tile:(c + 1) * tile].any()) for c in range(cols)] for b in range(rows)]
         assert nb["block_kinds"](allowed, tile).tolist() == expected, (shape, tile)
     assert nb["block_kinds"](np.tri(2000, dtype=bool), 1).shape == (2000, 2000)
+
+
+def test_reserve_slots_leaves_the_given_book_alone_and_refuses_before_changing_anything(nb):
+    book = {"block_size": 2, "refs": [1, 0], "tables": {"A": [0]}, "lengths": {"A": 1}}
+    snapshot = {"block_size": 2, "refs": [1, 0], "tables": {"A": [0]}, "lengths": {"A": 1}}
+    new, slots, copies = nb["reserve_slots"](book, "A", 3)
+    assert book == snapshot and (new["tables"]["A"], slots, copies) == ([0, 1], [(0, 1), (1, 0), (1, 1)], [])
+    with pytest.raises(ValueError, match="needs 2 free blocks for 4 tokens, 1 are free"):
+        nb["reserve_slots"](book, "A", 4)
+    assert book == snapshot
+
+
+def test_paged_cache_reads_back_what_it_wrote_across_blocks(nb):
+    config = nb["CapstoneConfig"](n_heads=4, n_kv_heads=2)
+    cache = nb["PagedKVCache"](config, 6, 3)
+    k, v = torch.randn(2, 7, config.head_dim), torch.randn(2, 7, config.head_dim)
+    slots = cache.reserve("A", 7)
+    cache.write(0, slots, k, v)
+    keys, values = cache.read(0, "A")
+    assert torch.equal(keys, k) and torch.equal(values, v) and cache.slots_held() == 9

@@ -34,6 +34,8 @@ EXERCISES = [
     ("tiled_attention_plain", "check_plain_tiled_contract"),
     ("causal_tiled_attention", "check_causal_tiled_contract"),
     ("tiled_attention", "check_tiled_attention_contract"),
+    ("tiled_attention_backward", "check_tiled_backward_contract"),
+    ("reserve_slots", "check_paged_cache_contract"),
 ]
 
 
@@ -159,3 +161,50 @@ def test_hbm_counts_stay_above_the_floor(nb):
         for d, sram in ((1, 1), (64, 4096), (128, 116_736)):
             row = count(n, d, sram)
             assert min(row["standard"], row["flash"]) >= row["floor"], (n, d, sram, row)
+
+
+def test_tiled_backward_equals_autograd_and_reads_the_saved_lse(nb):
+    import torch
+
+    rng = np.random.default_rng(3)
+    Q, K, V, dO = (rng.standard_normal((13, 5)) for _ in range(4))
+    O, _ = nb["causal_tiled_attention"](Q, K, V, tile_size=4)
+    lse = nb["tiled_logsumexp"](Q, K, tile_size=4)
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(torch.tensor(dO))
+    for tile in (1, 4, 32):
+        grads = nb["tiled_attention_backward"](Q, K, V, O, dO, lse, tile_size=tile)
+        for got, want in zip(grads, (q.grad, k.grad, v.grad)):
+            np.testing.assert_allclose(got, want.numpy(), atol=1e-12, rtol=0)
+    halved = nb["tiled_attention_backward"](Q, K, V, O, dO, lse + np.log(2.0), tile_size=4)
+    np.testing.assert_allclose(halved[2], v.grad.numpy() / 2, atol=1e-12, rtol=0)
+
+
+def test_causal_tiles_never_read_the_unwritten_slots(nb):
+    rng = np.random.default_rng(4)
+    Q, K, V = (rng.standard_normal((10, 3)) for _ in range(3))
+    garbage = np.full((6, 3), np.nan)
+    for tile in (1, 3, 4, 16):
+        out, tiles = nb["causal_tiled_attention"](Q, np.concatenate([K, garbage]), np.concatenate([V, garbage]), tile_size=tile)
+        expected, _ = nb["causal_tiled_attention"](Q, K, V, tile_size=tile)
+        np.testing.assert_array_equal(out, expected)
+        blocks = -(-10 // tile)
+        assert tiles == blocks * (blocks + 1) // 2
+    with pytest.raises(ValueError, match="finite"):
+        nb["causal_tiled_attention"](Q, np.concatenate([garbage[:1], K]), np.concatenate([V, garbage[:1]]), tile_size=4)
+
+
+def test_figures_draw_the_markers_their_captions_promise(nb):
+    """The sink figure's orange diamonds at logits 0, 2, 5 and the online-softmax line's every dot, its last included."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    nb["apply_plot_style"]()  # the style's cycler spaces markers at a tenth of a line: a plot must say what it draws
+    sink = nb["plot_sink_share"](128, (0.0, 2.0, 5.0))
+    diamonds = [line for line in sink.axes[0].lines if line.get_marker() == "D"]
+    assert [(list(line.get_xdata()), line.get_markevery()) for line in diamonds] == [([0.0], 1), ([2.0], 1), ([5.0], 1)]
+    assert all(line.get_marker() in ("", "None", None) for line in sink.axes[0].lines if line not in diamonds)
+    trace = [{"m": 1.0, "alpha": 1.0, "l": 1.0, "u": float(t)} for t in range(12)]
+    online = nb["plot_online_softmax"](trace, 11.0)
+    dots = next(line for line in online.axes[0].lines if line.get_marker() == "o")
+    assert dots.get_markevery() == 1 and len(dots.get_xdata()) == 12

@@ -3,7 +3,7 @@
 from .calls import contract_call, contract_parts
 from .violations import ContractViolation, contract_assert, contract_close
 
-__all__ = ["check_kv_cache_contract", "check_rolling_buffer_contract"]
+__all__ = ["check_kv_cache_contract", "check_rolling_buffer_contract", "check_paged_cache_contract"]
 
 
 def check_kv_cache_contract(kv_cache_bytes):
@@ -102,3 +102,97 @@ def check_rolling_buffer_contract(rolling_window_decode):
     outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
     contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
     return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}
+
+
+def check_paged_cache_contract(reserve_slots):
+    """Judge ``reserve_slots(book, sequence, n_tokens) -> (book, slots, copies)``, the bookkeeping of a paged KV cache.
+
+    ``book`` is {"block_size", "refs" (a reference count per physical block), "tables" (sequence -> block list),
+    "lengths" (sequence -> tokens)}. Each token goes to slot (table[p // block_size], p % block_size); a new block
+    (the lowest free one) is taken only when the last is full; a block that another sequence shares is copied to a
+    free block before the first token that diverges is written there (copy-on-write), and ``copies`` lists
+    (source, destination) so the caller copies its keys and values. Returns a summary.
+    """
+    import copy
+    import numbers
+
+    def fresh(n_blocks=8, block_size=4):
+        return {"block_size": block_size, "refs": [0] * n_blocks, "tables": {}, "lengths": {}}
+
+    def fork(book, parent, child):
+        book = copy.deepcopy(book)
+        book["tables"][child], book["lengths"][child] = list(book["tables"][parent]), book["lengths"][parent]
+        for block in book["tables"][child]:
+            book["refs"][block] += 1
+        return book
+
+    def pairs(items):
+        return isinstance(items, (list, tuple)) and all(
+            isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(i, numbers.Integral) for i in x) for x in items)
+
+    def reserve(prop, case, hint, book, sequence, n_tokens):
+        book, slots, copies = contract_parts(prop, case, contract_call(prop, case, hint, reserve_slots, copy.deepcopy(book), sequence, n_tokens),
+                                             ("book", "slots", "copies"))
+        contract_assert(
+            isinstance(book, dict) and {"block_size", "refs", "tables", "lengths"} <= set(book) and isinstance(book["refs"], (list, tuple))
+            and isinstance(book["tables"], dict) and all(isinstance(t, (list, tuple)) for t in book["tables"].values())
+            and isinstance(book["lengths"], dict) and pairs(slots) and pairs(copies),
+            "reserve_slots returns (book, slots, copies): the book's four fields, and (block, offset) and (old, new) pairs", case,
+            "a dict with block_size, refs, tables, lengths; a list of (block, offset); a list of (old, new)",
+            f"{type(book).__name__} {book!r}"[:120], "return the updated book, the slots of the new tokens and the blocks to copy",
+        )
+        return book, slots, copies
+
+    def same(prop, case, got, want, hint):
+        contract_assert(got == want, prop, case, repr(want)[:160], repr(got)[:160], hint)
+
+    as_pairs = lambda slots: [tuple(int(x) for x in s) for s in slots]  # noqa: E731 - tuples may cross as lists
+    grow = "take a new block only when the last one is full (offset p % block_size == 0); otherwise write into the last block"
+    case = "a fresh pool of 8 blocks of 4 slots; sequence 'A' reserves 6 tokens, then 3 more"
+    book, slots, copies = reserve("a growing sequence takes blocks as it fills them", case, grow, fresh(), "A", 6)
+    same("a growing sequence takes blocks as it fills them", case, (book["tables"], as_pairs(slots), list(copies)),
+         ({"A": [0, 1]}, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)], []), grow + "; the lowest free block comes first")
+    book, slots, copies = reserve("a growing sequence takes blocks as it fills them", case, grow, book, "A", 3)
+    same("a growing sequence takes blocks as it fills them", case, (book["tables"]["A"], as_pairs(slots), book["lengths"]["A"]),
+         ([0, 1, 2], [(1, 2), (1, 3), (2, 0)], 9), grow)
+    same("each block in use is counted once per sequence that holds it", case, list(book["refs"]), [1, 1, 1, 0, 0, 0, 0, 0],
+         "set a new block's reference count to 1")
+
+    shared = fork(book, "A", "B")
+    case = "'A' holds 9 tokens in blocks [0, 1, 2]; 'B' is forked from it (blocks shared, counts 2); 'B' reserves 1 token"
+    cow = ("the last block is shared (count 2): take a free block, list (old, new) in copies, point B's table at the new "
+           "block, lower the old block's count and write the token there; A keeps its block")
+    book_b, slots, copies = reserve("copy-on-write at the first divergent token", case, cow, shared, "B", 1)
+    same("copy-on-write at the first divergent token", case,
+         (book_b["tables"]["B"], book_b["tables"]["A"], as_pairs(slots), [tuple(int(x) for x in c) for c in copies]),
+         ([0, 1, 3], [0, 1, 2], [(3, 1)], [(2, 3)]), cow)
+    same("copy-on-write moves one reference from the shared block to its copy", case, list(book_b["refs"]),
+         [2, 2, 1, 1, 0, 0, 0, 0], "after the copy the old block is held by A alone (count 1) and the copy by B (count 1)")
+    case = "the state above, then 'A' reserves 1 token in its block 2, which B no longer shares"
+    book_a, slots, copies = reserve("a block held by one sequence is written in place", case, cow, book_b, "A", 1)
+    same("a block held by one sequence is written in place", case, (as_pairs(slots), list(copies)), ([(2, 1)], []),
+         "copy only when the block's count is above 1; a block A holds alone is written in place")
+
+    aligned = fresh()
+    aligned, _, _ = reserve("a growing sequence takes blocks as it fills them", "'C' reserves 8 tokens", grow, aligned, "C", 8)
+    case = "'C' holds 8 tokens in blocks [0, 1], both full; 'D' is forked from it and reserves 1 token"
+    book_d, slots, copies = reserve("a fork at a block boundary copies nothing", case, grow, fork(aligned, "C", "D"), "D", 1)
+    same("a fork at a block boundary copies nothing", case, (book_d["tables"]["D"], as_pairs(slots), list(copies), list(book_d["refs"][:3])),
+         ([0, 1, 2], [(2, 0)], [], [2, 2, 1]), "full shared blocks are only read: the next token starts a new block of its own")
+
+    released = fresh(4, 2)
+    released["refs"], released["tables"], released["lengths"] = [1, 0, 1, 0], {"E": [0], "F": [2]}, {"E": 2, "F": 1}
+    case = "4 blocks of 2: 'E' holds block 0 (full), 'F' block 2 (1 token), blocks 1 and 3 free; 'E' reserves 3 tokens"
+    book_e, slots, _ = reserve("free blocks are reused, lowest first", case, "take the lowest block whose count is 0", released, "E", 3)
+    same("free blocks are reused, lowest first", case, (book_e["tables"]["E"], as_pairs(slots)), ([0, 1, 3], [(1, 0), (1, 1), (3, 0)]),
+         "take the lowest block whose count is 0")
+    case = "4 blocks of 2, all held; 'E' asks for 1 more token in a full block"
+    full = {"block_size": 2, "refs": [1, 1, 1, 1], "tables": {"E": [0, 1], "F": [2, 3]}, "lengths": {"E": 4, "F": 4}}
+    try:
+        reserve_slots(copy.deepcopy(full), "E", 1)
+    except ValueError:
+        pass
+    else:
+        raise ContractViolation("a full pool refuses with ValueError", case, "ValueError naming the free blocks", "returned normally",
+                                "check that enough blocks are free before taking any")
+    return {"growth": "PASS", "copy_on_write": "PASS", "reference_counts": "PASS", "reuse": "PASS"}

@@ -174,8 +174,12 @@ def check_sink_attention_contract(sdpa):
     empty[2] = -np.inf
     try:
         sdpa(Q, K, V, empty)
-    except ValueError:
-        pass
+    except ValueError as exc:
+        contract_assert(
+            "empty_row='zero'" in str(exc), "the ValueError of a fully masked row names the way out, empty_row='zero'",
+            case + ", row 2 fully masked", "a message containing empty_row='zero'", repr(str(exc))[:120],
+            "say how to go on in the message: '... or pass empty_row='zero' to return zeros for them'",
+        )
     else:
         raise ContractViolation(
             "a fully masked row raises ValueError by default", case + ", row 2 fully masked", "ValueError",

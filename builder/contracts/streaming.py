@@ -8,6 +8,7 @@ __all__ = [
     "check_plain_tiled_contract",
     "check_causal_tiled_contract",
     "check_tiled_attention_contract",
+    "check_tiled_backward_contract",
 ]
 
 
@@ -142,10 +143,13 @@ def check_plain_tiled_contract(tiled_attention_plain):
 def check_causal_tiled_contract(causal_tiled_attention):
     """Judge ``causal_tiled_attention(Q, K, V, *, tile_size) -> (output, tiles_computed)``.
 
-    Query i reads keys 0..i. The output must equal dense causal attention, and exactly the key tiles
-    that hold at least one allowed key may be computed: those on or below the block diagonal.
+    Query i reads keys 0..i. The output must equal dense causal attention; the tiles skipped are judged by
+    what the code read, not by the count it reports: keys after the last query are unwritten cache slots
+    holding NaN, which any tile above the diagonal (or dense attention, 0 x NaN = NaN) turns into NaN; and
+    the peak memory of a long input stays below one T x T score matrix.
     """
     import math
+    import tracemalloc
 
     import numpy as np
 
@@ -159,6 +163,11 @@ def check_causal_tiled_contract(causal_tiled_attention):
         starts = range(0, n, tile)
         return sum(1 for q0 in starts for k0 in starts if k0 <= min(q0 + tile, n) - 1)
 
+    def run(where, *args, prop="causal tiles run", hint="nothing here is invalid", **kwargs):
+        return contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
+            prop, where, hint, causal_tiled_attention, *args, **kwargs,
+        ), ("output", "tiles_computed"))
+
     gen = np.random.default_rng(707)
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
@@ -166,9 +175,7 @@ def check_causal_tiled_contract(causal_tiled_attention):
     worst = 0.0
     for tile in (1, 3, 4, 64):
         where = f"{case}, tile_size={tile}"
-        output, tiles = contract_parts("causal tiles give (output, tiles_computed)", where, contract_call(
-            "causal tiles run", where, "nothing here is invalid", causal_tiled_attention, Q, K, V, tile_size=tile,
-        ), ("output", "tiles_computed"))
+        output, tiles = run(where, Q, K, V, tile_size=tile)
         worst = max(worst, contract_close(
             "causal tiled output equals dense causal attention: query i reads keys 0..i", where, output, dense_causal(Q, K, V),
             "inside a diagonal tile, block key > query with -inf before the max; never skip a tile that holds an allowed key",
@@ -179,7 +186,29 @@ def check_causal_tiled_contract(causal_tiled_attention):
             f"{expected} score tiles", f"{tiles} score tiles",
             "for the query block [q0, q1), visit key tiles starting at k0 <= q1 - 1 only; later tiles are all in the future",
         )
-    return {"max_error": worst, "tiles_2048_128": needed(2048, 128)}
+    unwritten = np.full((8, 4), np.nan)  # a preallocated cache: slots 8..15 not written yet
+    K_cache, V_cache = np.concatenate([K[:8], unwritten]), np.concatenate([V[:8], unwritten[:, :3]])
+    where = "Q [8 tokens, d_k=4], K and V [16 slots] whose slots 8..15 are unwritten (NaN), tile_size=4"
+    prop = "no key tile above the block diagonal is read (its keys lie in the future)"
+    hint = ("the future tiles were computed: dense attention, or a loop over every key tile, multiplies their NaN values by weight 0 "
+            "(0 x NaN = NaN); visit key tiles k0 <= q1 - 1 only, and count the tiles you computed, not a formula")
+    output, _ = run(where, Q[:8], K_cache, V_cache, tile_size=4, prop=prop, hint=hint)
+    contract_close(prop, where, output, dense_causal(Q[:8], K[:8], V[:8]), hint)
+    big = 384
+    Qb, Kb, Vb = gen.standard_normal((big, 8)), gen.standard_normal((big, 8)), gen.standard_normal((big, 8))
+    where = f"{big} tokens, d=8, tile_size=32"
+    tracemalloc.start()
+    try:
+        run(where, Qb, Kb, Vb, tile_size=32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "causal tiled attention never holds a T_q x T_k score matrix", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "a dense causal softmax over the keys read is not tiling: compute one (query block, key block) tile at a time",
+    )
+    return {"max_error": worst, "tiles_2048_128": needed(2048, 128), "unwritten_slots": "never read", "memory": "PASS"}
 
 
 def check_tiled_attention_contract(tiled_attention):
@@ -342,3 +371,100 @@ def check_tiled_attention_contract(tiled_attention):
         "compute scores one (query block, key block) pair at a time and keep only the running max, sum and accumulator",
     )
     return {"max_error": worst, "offsets": "PASS", "empty_rows": "PASS", "float16": "PASS", "memory": "PASS"}
+
+
+def check_tiled_backward_contract(tiled_attention_backward):
+    """Judge ``tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size, causal) -> (dQ, dK, dV)``.
+
+    The gradients must equal autograd's on the dense path in float64 (to 1e-10), be computed from the saved
+    output and log-sum-exp (a shifted lse must scale them as FlashAttention-2's formulas say), without autograd,
+    and with a peak memory below one T x T score matrix.
+    """
+    import contextlib
+    import math
+    import tracemalloc
+
+    import numpy as np
+    import torch
+
+    def dense(Q, K, V, dO, causal):
+        q, k, v = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (Q, K, V))
+        s = q @ k.T / math.sqrt(Q.shape[1])
+        if causal:
+            s = s.masked_fill(~torch.ones(len(Q), len(K), dtype=torch.bool).tril(), float("-inf"))
+        o = torch.softmax(s, dim=-1) @ v
+        o.backward(torch.tensor(dO, dtype=torch.float64))
+        lse = torch.logsumexp(s, dim=-1)
+        return o.detach().numpy(), lse.detach().numpy(), [x.grad.numpy() for x in (q, k, v)]
+
+    class AutogradRefused(RuntimeError):
+        """Raised when the code under judgement calls autograd, which is this check's oracle."""
+
+    @contextlib.contextmanager
+    def no_autograd():
+        def refused(*args, **kwargs):
+            raise AutogradRefused("autograd is the oracle of this check: write the backward pass yourself, tile by tile")
+        saved = torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward
+        torch.autograd.backward = torch.autograd.grad = torch.Tensor.backward = refused
+        try:
+            yield
+        finally:
+            torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward = saved
+
+    hints = {
+        "dQ": "dS = P * (dP - D) with dP = dO V^T and D = rowsum(dO * O); then dQ += dS K / sqrt(d_k)",
+        "dK": "dK += dS^T Q / sqrt(d_k): the 1 / sqrt(d_k) of the scores appears in dQ and in dK",
+        "dV": "dV += P^T dO, with P = exp(S - lse) recomputed from the score tile and the saved log-sum-exp",
+    }
+
+    def run(prop, case, hint, *args, **kwargs):
+        try:
+            with no_autograd():
+                result = contract_call(prop, case, hint, tiled_attention_backward, *args, **kwargs)
+        except ContractViolation as violation:
+            if isinstance(violation.__cause__, AutogradRefused):
+                raise ContractViolation(
+                    "the backward pass is written by hand: autograd is never called", case, "no call to torch's autograd",
+                    "a call to torch.autograd (backward or grad)", "compute dS = P * (dP - D) and the three products yourself, tile by tile",
+                ) from None
+            raise
+        return contract_parts(prop, case, result, ("dQ", "dK", "dV"))
+
+    gen = np.random.default_rng(909)
+    n, d, dv = 11, 4, 3
+    Q, K, V, dO = gen.standard_normal((n, d)), gen.standard_normal((n, d)), gen.standard_normal((n, dv)), gen.standard_normal((n, dv))
+    worst = 0.0
+    for causal in (False, True):
+        O, lse, expected = dense(Q, K, V, dO, causal)
+        for tile in (1, 3, 4, 64):
+            case = f"Q, K [11 tokens, d_k=4], V and dO [11, 3], float64, causal={causal}, tile_size={tile}"
+            got = run("the tiled backward pass runs", case, "nothing here is invalid", Q, K, V, O, dO, lse, tile_size=tile, causal=causal)
+            for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+                worst = max(worst, contract_close(
+                    f"{name} equals autograd's on dense attention (float64, 1e-10)", case, g, want, hints[name], atol=1e-10, rtol=1e-10,
+                ))
+    O, lse, expected = dense(Q, K, V, dO, True)
+    case = "the causal case above with tile_size=4, and the saved lse shifted by log 2 (so P = exp(S - lse) halves)"
+    got = run("the backward pass reads the saved log-sum-exp", case, "nothing here is invalid", Q, K, V, O, dO, lse + math.log(2.0), tile_size=4, causal=True)
+    for name, g, want in zip(("dQ", "dK", "dV"), got, expected):
+        contract_close(
+            f"{name} is computed from the saved lse and O: a shifted lse halves it", case, g, want / 2, "recompute P = exp(S - lse) "
+            "from the lse you are given and take D = rowsum(dO * O) from the saved output; renormalising the rows yourself "
+            "needs each whole row of P, which tiling never holds", atol=1e-10, rtol=1e-10,
+        )
+    big = 384
+    Qb, Kb, Vb, dOb = (gen.standard_normal((big, 8)) for _ in range(4))
+    Ob, lseb, _ = dense(Qb, Kb, Vb, dOb, True)
+    where = f"{big} tokens, d=8, causal, tile_size=32"
+    tracemalloc.start()
+    try:
+        run("a long input runs", where, "nothing here is invalid", Qb, Kb, Vb, Ob, dOb, lseb, tile_size=32, causal=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    contract_assert(
+        peak < big * big * 8 // 2, "the backward pass never holds a T_q x T_k matrix (scores, P or dS)", where,
+        f"peak traced memory below half of one {big} x {big} float64 matrix ({big * big * 4} bytes)", f"{peak} bytes",
+        "recompute one (key block, query block) score tile at a time; keep only dQ, dK, dV and D = rowsum(dO * O)",
+    )
+    return {"max_error": worst, "uses_saved_lse": "PASS", "no_autograd": "PASS", "memory": "PASS"}

@@ -12,11 +12,11 @@ def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_valu
 
 
 def kv_rows() -> dict:
-    """gpt-oss-120b's cache per token if every layer were full, and its MHA and MQA variants."""
+    """gpt-oss-120b's cache per token if every layer were full, and its MHA and MQA variants on the real schedule (18 full layers grow)."""
     return {
         "gpt_oss_gqa_all_full_equivalent": kv_bytes_per_token(36, 8, 64),
-        "gpt_oss_mha_hypothetical": kv_bytes_per_token(36, 64, 64),
-        "gpt_oss_mqa_hypothetical": kv_bytes_per_token(36, 1, 64),
+        "gpt_oss_mha_hypothetical": kv_bytes_per_token(18, 64, 64),
+        "gpt_oss_mqa_hypothetical": kv_bytes_per_token(18, 1, 64),
     }
 
 
