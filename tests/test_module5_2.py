@@ -25,8 +25,8 @@ def nb():
 
 
 EXERCISES = [
-    ("rolling_window_decode", "check_rolling_buffer_contract"),
-    ("linear_attention_recurrent", "check_linear_attention_contract"),
+    ("rolling_buffer_step", "check_rolling_buffer_contract"),
+    ("linear_attention_step", "check_linear_attention_contract"),
     ("parallel_scan", "check_parallel_scan_contract"),
     ("mla_absorbed_attention", "check_latent_absorption_contract"),
     ("kivi_cache", "check_kivi_axes_contract"),
@@ -52,6 +52,9 @@ def test_every_exercise_cell_is_followed_by_its_contract_cell():
 BAD_INPUTS = [
     ("rolling_window_decode", (np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), 0), {}, ValueError, "window"),
     ("linear_attention_recurrent", (np.ones((3, 2)), np.ones((2, 2)), np.ones((3, 2))), {}, ValueError, "same n"),
+    ("rolling_buffer_step", (np.ones((3, 2)), np.ones((3, 2)), -1, np.ones(2), np.ones(2), np.ones(2)), {}, ValueError, "t must be at least 0"),
+    ("rolling_buffer_step", (np.ones((3, 2)), np.ones((2, 2)), 0, np.ones(2), np.ones(2), np.ones(2)), {}, ValueError, "values [w, d_v]"),
+    ("linear_attention_step", (np.ones((3, 2)), np.ones(2), np.ones(2), np.ones(2), np.ones(2)), {}, ValueError, "S [d_k, d_v]"),
     ("parallel_scan", ([0.5, 0.5], [1.0]), {}, ValueError, "one entry per step"),
     ("parallel_scan", ([[0.5]], [[1.0]]), {}, ValueError, "dimensions"),
     ("quantize", ([1.0, 2.0], 1), {"shared_axis": -1}, ValueError, "bits"),

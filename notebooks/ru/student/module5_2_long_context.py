@@ -14,8 +14,8 @@
 #
 # **Как оценивается ноутбук.** Оценщик находит ячейки упражнений и берёт из них, а также из ваших собственных ячеек, функции, классы, импорты и константы (имена ЗАГЛАВНЫМИ буквами). Каждое упражнение проверяется отдельно теми же контрактными проверками, поверх эталонных решений предыдущих упражнений: одна ошибка стоит одного упражнения. Ваш код выполняется в отдельном процессе с ограничением по времени; правка остальных ячеек ничего не меняет.
 #
-# - **Упражнение 1:** `rolling_window_decode`
-# - **Упражнение 2:** `linear_attention_recurrent`
+# - **Упражнение 1:** `rolling_buffer_step`
+# - **Упражнение 2:** `linear_attention_step`
 # - **Упражнение 3:** `parallel_scan`
 # - **Упражнение 4:** `mla_absorbed_attention`
 # - **Упражнение 5:** `kivi_cache`
@@ -927,23 +927,24 @@ MESSAGES.update({
     "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)": "greedy_trace([[3, 2, 1, 0]] * 2, eos_id=3, max_new_tokens=3)",
     "a trace that ends before any stop condition raises ValueError": "трасса, которая кончается раньше любого условия остановки, вызывает ValueError",
     "after the loop, raise ValueError: the prepared logits ran out before EOS or the length limit": "после цикла вызовите ValueError: подготовленные логиты кончились раньше EOS или предела длины",
-    "valid inputs give (outputs, S, z)": "допустимые входы дают (outputs, S, z)",
-    "return the outputs and both final sums": "верните выходы и обе итоговые суммы",
-    "one output row per token: outputs [n, d_v]": "одна строка выхода на токен: outputs [n, d_v]",
-    "write outputs[i] for every token i": "запишите outputs[i] для каждого токена i",
-    "the state is (d_k, d_v) and (d_k,), whatever the length": "состояние имеет формы (d_k, d_v) и (d_k,) при любой длине",
-    "keep sums over tokens, not a list of tokens": "храните суммы по токенам, а не список токенов",
-    "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)": "ключи (1, 0), (0, 1), (1, 1); значения 2, 4, 6; третий запрос (1, 0)",
+    "nothing here is invalid": "здесь ничего не недопустимо",
+    "a valid step gives (S, z, output)": "корректный шаг возвращает (S, z, output)",
+    "the state keeps its size: S (d_k, d_v) and z (d_k,)": "состояние сохраняет размер: S (d_k, d_v) и z (d_k,)",
+    "add to the sums; never keep a list of tokens": "прибавляйте к суммам; никогда не храните список токенов",
+    "one output of d_v numbers per step": "один выход из d_v чисел на шаг",
+    "return phi(q)^T S / phi(q)^T z, a vector of d_v numbers": "верните phi(q)^T S / phi(q)^T z, вектор из d_v чисел",
+    "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0); the state starts at zero": "ключи (1, 0), (0, 1), (1, 1); значения 2, 4, 6; третий запрос (1, 0); состояние начинается с нуля",
     "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)": "текущие суммы после 3 токенов равны S = (20, 22) и z = (5, 5)",
     "S adds phi(k) v^T and z adds phi(k) for every token, with phi(x) = x + 1 for x > 0 and e^x otherwise": "S прибавляет phi(k) v^T, а z прибавляет phi(k) для каждого токена, где phi(x) = x + 1 при x > 0 и e^x иначе",
     "query i read S and z before token i was added: add phi(k_i) v_i^T and phi(k_i) first, so a token sees itself": "запрос i прочитал S и z до добавления токена i: сначала добавьте phi(k_i) v_i^T и phi(k_i), чтобы токен видел себя",
     "divide phi(q)^T S by phi(q)^T z; without the normaliser z the output is not a weighted average": "разделите phi(q)^T S на phi(q)^T z; без нормировщика z выход не будет взвешенным средним",
     "the third output is 62 / 15": "третий выход равен 62 / 15",
-    "the running sum equals the quadratic causal form": "текущая сумма равна квадратичной каузальной форме",
-    "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens": "обновите S и z токеном i ДО их чтения для запроса i (токен i видит себя) и никогда не обновляйте более поздними токенами",
-    "a later token does not change earlier outputs (causal)": "более поздний токен не меняет ранние выходы (каузальность)",
-    "random Q, K [16, 2], V [16, 5]; the last value changed": "случайные Q, K [16, 2], V [16, 5]; последнее значение изменено",
-    "build the sums as you go; the totals over all tokens let every query see the future": "стройте суммы по ходу; итоги по всем токенам позволяют каждому запросу видеть будущее",
+    "the step continues the sums it is given: S + phi(k) v^T and z + phi(k)": "шаг продолжает переданные ему суммы: S + phi(k) v^T и z + phi(k)",
+    "read the past only from S and z as passed in; add this token's phi(k) v^T and phi(k) to them": "читайте прошлое только из переданных S и z; прибавьте к ним phi(k) v^T и phi(k) этого токена",
+    "the output reads the updated state: phi(q)^T S / phi(q)^T z": "выход читает обновлённое состояние: phi(q)^T S / phi(q)^T z",
+    "update S and z with this token first, then read them with phi(q)": "сначала обновите S и z этим токеном, затем прочитайте их с phi(q)",
+    "a stream of steps equals the quadratic causal form": "поток шагов равен квадратичной каузальной форме",
+    "update S and z with token i BEFORE reading them for query i (token i sees itself)": "обновите S и z токеном i ДО их чтения для запроса i (токен i видит себя)",
     "steps (a, b) = (0.5, 1), (0.5, 0), (0.5, 0), (0.5, 2)": "шаги (a, b) = (0,5; 1), (0,5; 0), (0,5; 0), (0,5; 2)",
     "valid steps give (states, rounds)": "допустимые шаги дают (states, rounds)",
     "return the states and the number of rounds": "верните состояния и число раундов",
@@ -970,6 +971,9 @@ MESSAGES.update({
     "latent absorption that forgets the RoPE branch: position lives only in the small decoupled key, so add q_rope @ k_rope^T to the absorbed scores before the softmax": "поглощение латентного вектора, забывшее ветвь RoPE: позиция живёт только в маленьком отделённом ключе, поэтому прибавьте q_rope @ k_rope^T к поглощённым оценкам до softmax",
     "mask=None attends to every cached latent": "mask=None позволяет читать каждый закэшированный латентный вектор",
     "treat a missing mask as all zeros": "считайте отсутствующую маску нулевой",
+    "the expanded key latent @ W_uk is never formed (absorbed scores stay finite where expanded keys overflow)": "развёрнутый ключ latent @ W_uk никогда не строится (поглощённые оценки остаются конечными там, где развёрнутые ключи переполняются)",
+    "; latent and W_uk times 1e155, q_nope times 1e-300": "; latent и W_uk умножены на 1e155, q_nope умножен на 1e-300",
+    "here latent @ W_uk is about 1e310, past float64's largest number (1.8e308), while q_nope @ W_uk^T is about 1e-145 and its score against a latent about 1e10: your function built the expanded key (mla_expanded_attention does). Move the query into latent space first, q_nope @ W_uk^T, and score it against the latents": "здесь latent @ W_uk около 1e310, больше наибольшего числа float64 (1.8e308), а q_nope @ W_uk^T около 1e-145, и его оценка по латенту около 1e10: ваша функция построила развёрнутый ключ (так делает mla_expanded_attention). Сначала переведите запрос в латентное пространство, q_nope @ W_uk^T, и оценивайте его по латентам",
     "mismatched RoPE widths are rejected": "несовпадающие размерности RoPE отвергаются",
     ", q_rope width 1 against k_rope width 2": ", размерность q_rope 1 против размерности k_rope 2",
     "keep the shape checks at the top of the function": "оставьте проверки форм в начале функции",
@@ -1049,17 +1053,20 @@ MESSAGES.update({
     "use integer arithmetic (// not /); floats lose bytes above 2**53": "используйте целочисленную арифметику (// а не /); числа float теряют байты выше 2**53",
     "invalid sizes are rejected with TypeError or ValueError": "недопустимые размеры отвергаются с TypeError или ValueError",
     "an error naming the argument": "ошибка, называющая аргумент",
-    "any window of at least 1 is accepted": "принимается любое окно не меньше 1",
-    "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them": "окно длиннее последовательности просто никогда не заполняется: выделяйте min(window, T) ячеек, а не `window`",
-    "the buffer never holds more than `window` keys": "буфер никогда не хранит больше `window` ключей",
-    "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after": "кольцевой буфер, который хранит window + 1 ключей: перезаписывайте ячейку t % window до внимания, а не после",
+    "a valid step gives (keys, values, output)": "корректный шаг возвращает (keys, values, output)",
+    "the buffer never grows: it keeps its window of slots": "буфер никогда не растёт: у него столько ячеек, сколько в окне",
+    "overwrite one slot in place; appending (np.vstack, np.concatenate) or keeping a list of every token is full attention's cache": "перезаписывайте одну ячейку на месте; дописывание (np.vstack, np.concatenate) или список всех токенов — это кэш полного внимания",
+    "token t writes its key and value into slot t % window and touches no other slot": "токен t записывает свой ключ и значение в ячейку t % window и не трогает другие ячейки",
+    "slot = t % len(keys): the slot of token t - window, which has just left the window; move nothing else": "slot = t % len(keys): ячейка токена t - window, который только что покинул окно; больше ничего не двигайте",
+    " (slots after t hold stale data)": " (ячейки после t хранят устаревшие данные)",
+    "attend over the filled slots only, keys[:min(t + 1, window)], after writing token t: a token reads its own key": "применяйте внимание только к заполненным ячейкам, keys[:min(t + 1, window)], после записи токена t: токен читает и свой ключ",
+    "softmax(keys @ q / sqrt(d_k)) @ values over every slot, after writing token t": "softmax(keys @ q / sqrt(d_k)) @ values по всем ячейкам, после записи токена t",
+    "token t attends over the filled slots of the buffer it was given, itself included": "токен t применяет внимание к заполненным ячейкам переданного ему буфера, включая себя",
     "each token attends to exactly the last `window` tokens, itself included": "каждый токен обращает внимание ровно на последние `window` токенов, включая себя",
     "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window": "когда токен t обращает внимание, буфер должен хранить токены t - window + 1 .. t; ячейка = t % window",
-    "a window of 1 returns each token's own value": "окно из 1 возвращает собственное значение каждого токена",
-    "with one slot the only key is the token itself, whose weight is 1": "при одной ячейке единственный ключ\xa0— сам токен, и его вес равен 1",
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
-    "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2": "Q = 1000 [3 токена, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2",
-    "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку строки до np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
+    "q = 1000 (d_k=1), buffer keys (-1, 1), token t=2 with k = 1, v = 3": "q = 1000 (d_k=1), ключи буфера (-1, 1), токен t=2 с k = 1, v = 3",
+    "subtract the largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку перед np.exp: exp(1000) в float64 равно inf, а inf / inf — это NaN",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1185,7 +1192,6 @@ MESSAGES.update({
     "logit tiles [[-1000], [-1001, -999]]": "тайлы логитов [[-1000], [-1001, -999]]",
     "start the running max at -inf, not 0: exp(-1000 - 0) underflows to 0 and the output becomes 0/0": "начинайте текущий максимум с -inf, а не с 0: exp(-1000 - 0) уходит в 0, и выход становится 0/0",
     "Q [7, d_k=4], K [10, 4], V [10, 3], float64": "Q [7, d_k=4], K [10, 4], V [10, 3], float64",
-    "nothing here is invalid": "здесь ничего не недопустимо",
     "plain tiled output equals dense softmax attention for any tile size": "простой выход по тайлам равен плотному вниманию с softmax при любом размере тайла",
     "when a key tile raises a row's max, multiply that row's running sum and accumulator by alpha = exp(m_old - m_new)": "когда тайл ключей поднимает максимум строки, умножьте текущую сумму и накопитель этой строки на alpha = exp(m_old - m_new)",
     "Q, K and V as given": "Q, K и V такими, как переданы",
@@ -1596,61 +1602,86 @@ def report_references(namespace):
     return count
 # builder:end sha256=6abe858b8fb9cd3346b86f78a5606b40c6a5d10bb9b491c71e67ad98f51af7fa
 # builder:begin inline check_rolling_buffer_contract
-def check_rolling_buffer_contract(rolling_window_decode):
-    """Judge ``rolling_window_decode(Q, K, V, window) -> (outputs, largest)``.
+def check_rolling_buffer_contract(rolling_buffer_step):
+    """Judge ``rolling_buffer_step(keys, values, t, q, k, v) -> (keys, values, output)``: one decode step.
 
-    Token t attends to the last ``window`` tokens (itself included) held in a buffer of ``window``
-    slots; ``largest`` is the most keys the buffer ever held. Returns a summary.
+    The buffer holds ``len(keys)`` slots (the window); token t overwrites slot t % window with k and v, touches no
+    other slot, grows nothing, then attends over the min(t + 1, window) filled slots. The step sees only the buffer,
+    so what it allocated and touched is read from the buffer it returns. Returns a summary.
     """
     import math
-    import numbers
 
     import numpy as np
 
-    def windowed(Q, K, V, window):
-        scores = Q @ K.T / math.sqrt(Q.shape[1])
-        distance = np.arange(len(Q))[:, None] - np.arange(len(K))[None, :]
-        scores = np.where((distance >= 0) & (distance < window), scores, -np.inf)
-        e = np.exp(scores - scores.max(axis=1, keepdims=True))
-        return (e / e.sum(axis=1, keepdims=True)) @ V
+    def attend(keys, q, values):
+        scores = keys @ q / math.sqrt(len(q))
+        e = np.exp(scores - scores.max())
+        return e @ values / e.sum()
+
+    def step(case, keys, values, t, q, k, v, hint):
+        prop = "a valid step gives (keys, values, output)"
+        new_keys, new_values, output = contract_parts(prop, case, contract_call(
+            prop, case, hint, rolling_buffer_step, keys.copy(), values.copy(), t, q, k, v), ("keys", "values", "output"))
+        new_keys, new_values = np.asarray(new_keys, dtype=float), np.asarray(new_values, dtype=float)
+        contract_assert(
+            new_keys.shape == keys.shape and new_values.shape == values.shape, "the buffer never grows: it keeps its window of slots", case,
+            f"keys {keys.shape}, values {values.shape}", f"keys {new_keys.shape}, values {new_values.shape}",
+            "overwrite one slot in place; appending (np.vstack, np.concatenate) or keeping a list of every token is full attention's cache",
+        )
+        slot = t % len(keys)
+        touched = sorted({int(i) for i in np.nonzero((new_keys != keys).any(axis=1) | (new_values != values).any(axis=1))[0]} - {slot})
+        contract_assert(
+            not touched and np.array_equal(new_keys[slot], k) and np.array_equal(new_values[slot], v),
+            "token t writes its key and value into slot t % window and touches no other slot", case,
+            f"slot {slot} = (k, v), every other slot as it was", f"slots changed: {sorted(set(touched) | {slot})}",
+            "slot = t % len(keys): the slot of token t - window, which has just left the window; move nothing else",
+        )
+        return new_keys, new_values, output
 
     gen = np.random.default_rng(606)
+    worst = 0.0
+    # Steps on buffers the check fills itself: the step must read the buffer it is given, and only its filled slots.
+    for window, t in ((1, 0), (1, 5), (3, 0), (3, 1), (4, 2), (4, 4), (4, 10), (5, 123)):
+        keys, values = gen.standard_normal((window, 4)), gen.standard_normal((window, 3))
+        keys[t + 1:], values[t + 1:] = 50.0, 1e6  # slots not yet filled hold stale data that must not be read
+        q, k, v = gen.standard_normal(4), gen.standard_normal(4), gen.standard_normal(3)
+        case = f"a {window}-slot buffer, token t={t}, d_k=4, d_v=3" + (" (slots after t hold stale data)" if t + 1 < window else "")
+        new_keys, new_values, output = step(case, keys, values, t, q, k, v, "nothing here is invalid")
+        held = min(t + 1, window)
+        hint = ("attend over the filled slots only, keys[:min(t + 1, window)], after writing token t: a token reads its own key"
+                if t + 1 < window else "softmax(keys @ q / sqrt(d_k)) @ values over every slot, after writing token t")
+        worst = max(worst, contract_close(
+            "token t attends over the filled slots of the buffer it was given, itself included", case, output,
+            attend(new_keys[:held], q, new_values[:held]), hint,
+        ))
+    # Whole streams through the step: token t then reads exactly the last `window` tokens.
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
-    worst = 0.0
-    for window in (1, 3, 4, 11, 20, 10**12):
-        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}"
-        prop = "any window of at least 1 is accepted"
-        outputs, largest = contract_parts(prop, case, contract_call(
-            prop, case, "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them",
-            rolling_window_decode, Q, K, V, window,
-        ), ("outputs", "largest"))
-        contract_assert(
-            isinstance(largest, numbers.Integral) and largest == min(n, window), "the buffer never holds more than `window` keys", case,
-            f"largest buffer {min(n, window)}", f"largest buffer {largest}",
-            "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after",
-        )
-        worst = max(worst, contract_close(
-            "each token attends to exactly the last `window` tokens, itself included", case, outputs, windowed(Q, K, V, window),
-            "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
-        ))
-    prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
-    outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
-    contract_close(prop, "window=1", outputs, V, hint)
-    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its row's max survives.
-    Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
-    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2"
-    hint = "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
-    outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
-    contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
-    return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}
-# builder:end sha256=697e0f17f259ac1c89cb7eecb0749133781f6a5a86a6cb9851529848eb6dd3ad
+    for window in (1, 3, 4, 11):
+        keys, values = np.zeros((window, 4)), np.zeros((window, 3))
+        case = f"11 tokens through a {window}-slot buffer, d_k=4, d_v=3"
+        for t in range(n):
+            keys, values, output = step(case + f", token {t}", keys, values, t, Q[t], K[t], V[t], "nothing here is invalid")
+            first = max(0, t - window + 1)
+            worst = max(worst, contract_close(
+                "each token attends to exactly the last `window` tokens, itself included", case + f", token {t}", output,
+                attend(K[first:t + 1], Q[t], V[first:t + 1]), "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
+            ))
+    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its max survives.
+    keys, values = np.array([[-1.0], [1.0]]), np.array([[2.0], [1.0]])
+    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "q = 1000 (d_k=1), buffer keys (-1, 1), token t=2 with k = 1, v = 3"
+    hint = "subtract the largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
+    new_keys, new_values, output = step(case, keys, values, 2, np.array([1000.0]), np.array([1.0]), np.array([3.0]), hint)
+    contract_close(prop, case, output, attend(new_keys, np.array([1000.0]), new_values), hint)
+    return {"max_error": worst, "slots_touched": "PASS", "buffer_never_grows": "PASS", "wide_scores": "PASS"}
+# builder:end sha256=dfe15c207e907fb316748ebbc35613d8a86a311815238526d17a2d3fba00a339
 # builder:begin inline check_linear_attention_contract
-def check_linear_attention_contract(linear_attention_recurrent):
-    """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
+def check_linear_attention_contract(linear_attention_step):
+    """Judge ``linear_attention_step(S, z, q, k, v) -> (S, z, output)``: one token of causal linear attention.
 
-    Outputs must equal the quadratic (n x n) causal form; S (d_k, d_v) and z (d_k,) are the final
-    running sums. Returns a summary; raises ContractViolation on the first failure.
+    With phi(x) = elu(x) + 1, the step adds phi(k) v^T to S (d_k, d_v) and phi(k) to z (d_k,), then outputs
+    phi(q)^T S / phi(q)^T z. It sees only the state, so no n x n matrix can be formed; a stream through it must
+    equal the quadratic causal form. Returns a summary; raises ContractViolation on the first failure.
     """
     import numpy as np
 
@@ -1661,28 +1692,33 @@ def check_linear_attention_contract(linear_attention_recurrent):
         weights = np.tril(phi(Q) @ phi(K).T)
         return (weights / weights.sum(axis=1, keepdims=True)) @ V
 
-    def run(case, Q, K, V):
-        """(outputs, S, z) of the judged function, each of the shape it must have."""
-        prop = "valid inputs give (outputs, S, z)"
-        out, S, z = contract_parts(prop, case, contract_call(
-            prop, case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V,
-        ), ("outputs", "S", "z"))
-        (n, dk), dv = Q.shape, V.shape[1]
+    def step(case, S, z, q, k, v, hint="nothing here is invalid"):
+        """(S, z, output) of the judged step, the state of the shape it must keep."""
+        prop = "a valid step gives (S, z, output)"
+        S_new, z_new, out = contract_parts(prop, case, contract_call(
+            prop, case, hint, linear_attention_step, S.copy(), z.copy(), q, k, v), ("S", "z", "output"))
         contract_assert(
-            np.shape(out) == (n, dv), "one output row per token: outputs [n, d_v]", case, f"shape {(n, dv)}", f"shape {np.shape(out)}",
-            "write outputs[i] for every token i",
+            np.shape(S_new) == S.shape and np.shape(z_new) == z.shape, "the state keeps its size: S (d_k, d_v) and z (d_k,)", case,
+            f"S {S.shape}, z {z.shape}", f"S {np.shape(S_new)}, z {np.shape(z_new)}", "add to the sums; never keep a list of tokens",
         )
         contract_assert(
-            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
-            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
+            np.shape(out) == (len(v),), "one output of d_v numbers per step", case, f"shape {(len(v),)}", f"shape {np.shape(out)}",
+            "return phi(q)^T S / phi(q)^T z, a vector of d_v numbers",
         )
-        return np.asarray(out, dtype=float), S, z
+        return np.asarray(S_new, dtype=float), np.asarray(z_new, dtype=float), np.asarray(out, dtype=float)
+
+    def stream(case, Q, K, V):
+        S, z, outs = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1]), []
+        for i in range(len(Q)):
+            S, z, out = step(f"{case}, token {i}", S, z, Q[i], K[i], V[i])
+            outs.append(out)
+        return np.array(outs), S, z
 
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
-    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)"
-    out, S, z = run(case, Qw, Kw, Vw)
+    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0); the state starts at zero"
+    out, S, z = stream(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
@@ -1696,21 +1732,29 @@ def check_linear_attention_contract(linear_attention_recurrent):
     contract_close("the third output is 62 / 15", case, [third], [62.0 / 15.0], hint)
     gen = np.random.default_rng(404)
     worst = 0.0
+    # A state the check builds itself: the step must continue from the sums it is given, not from its own past.
+    for dk, dv, earlier in ((3, 2, 5), (1, 4, 1), (4, 1, 40)):
+        past_K, past_V = gen.standard_normal((earlier, dk)), gen.standard_normal((earlier, dv))
+        S0, z0 = phi(past_K).T @ past_V, phi(past_K).sum(axis=0)
+        q, k, v = gen.standard_normal(dk), gen.standard_normal(dk), gen.standard_normal(dv)
+        case = f"the state of {earlier} earlier random tokens, d_k={dk}, d_v={dv}, then one more token"
+        S1, z1, out = step(case, S0, z0, q, k, v)
+        S_want, z_want = S0 + np.outer(phi(k), v), z0 + phi(k)
+        contract_close("the step continues the sums it is given: S + phi(k) v^T and z + phi(k)", case,
+                       np.concatenate([S1.ravel(), z1]), np.concatenate([S_want.ravel(), z_want]),
+                       "read the past only from S and z as passed in; add this token's phi(k) v^T and phi(k) to them")
+        worst = max(worst, contract_close("the output reads the updated state: phi(q)^T S / phi(q)^T z", case, out,
+                                          phi(q) @ S_want / (phi(q) @ z_want), "update S and z with this token first, then read them with phi(q)"))
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
         Q, K, V = gen.standard_normal((n, dk)), gen.standard_normal((n, dk)), gen.standard_normal((n, dv))
-        case = f"random Q, K [{n}, {dk}], V [{n}, {dv}]"
-        out, S, z = run(case, Q, K, V)
+        case = f"random Q, K [{n}, {dk}], V [{n}, {dv}] streamed through the step from a zero state"
+        out, S, z = stream(case, Q, K, V)
         worst = max(worst, contract_close(
-            "the running sum equals the quadratic causal form", case, out, quadratic(Q, K, V),
-            "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens",
+            "a stream of steps equals the quadratic causal form", case, out, quadratic(Q, K, V),
+            "update S and z with token i BEFORE reading them for query i (token i sees itself)",
         ))
-    changed = V.copy()
-    changed[-1] += 10.0
-    prop, case = "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed"
-    hint = "build the sums as you go; the totals over all tokens let every query see the future"
-    contract_close(prop, case, run(case, Q, K, changed)[0][:-1], out[:-1], hint)
-    return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
-# builder:end sha256=5f78b685da38bbe9d47277816d02f9bb23a40d46fe196f68219e73407233dc3b
+    return {"max_error": worst, "worked_example": "PASS", "continues_given_state": "PASS"}
+# builder:end sha256=5f5825fe18a539b0309cfb4e2a2b2216fccaa077e9edc292759629b63bb3dba3
 # builder:begin inline check_parallel_scan_contract
 def check_parallel_scan_contract(parallel_scan):
     """Judge ``parallel_scan(a, b) -> (states, rounds)`` for h_t = a_t h_(t-1) + b_t with h_0 = 0.
@@ -1815,6 +1859,20 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     prop, hint = "mask=None attends to every cached latent", "treat a missing mask as all zeros"
     unmasked = contract_call(prop, case + ", mask=None", hint, mla_absorbed_attention, q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o)
     contract_close(prop, case + ", mask=None", unmasked, expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, np.zeros((Tq, Tk))), hint)
+    # Latents and W_uk near 1e155, queries near 1e-300: the expanded key latent @ W_uk (about 1e310) passes float64's
+    # largest number, while the absorbed query q_nope W_uk^T (about 1e-145) scores a latent at about 1e10, finite.
+    huge = (q_nope * 1e-300, q_rope, latent * 1e155, k_rope, W_uk * 1e155, W_uv, W_o)
+    prop = "the expanded key latent @ W_uk is never formed (absorbed scores stay finite where expanded keys overflow)"
+    huge_case = case + "; latent and W_uk times 1e155, q_nope times 1e-300"
+    hint = ("here latent @ W_uk is about 1e310, past float64's largest number (1.8e308), while q_nope @ W_uk^T is about 1e-145 "
+            "and its score against a latent about 1e10: your function built the expanded key (mla_expanded_attention does). "
+            "Move the query into latent space first, q_nope @ W_uk^T, and score it against the latents")
+    got = contract_call(prop, huge_case, hint, mla_absorbed_attention, *huge, mask)
+    q_latent = huge[0] @ np.swapaxes(huge[4], 1, 2)  # (H, T_q, d_c): the judge's own absorbed form
+    scores = (q_latent @ huge[2].T + q_rope @ k_rope.T) / math.sqrt(dn + dr) + mask
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    absorbed = np.einsum("hqc,hcm->qm", (e / e.sum(axis=-1, keepdims=True)) @ huge[2], W_uv @ W_o)
+    contract_close(prop, huge_case, got, absorbed, hint)
     try:
         mla_absorbed_attention(q_nope, q_rope[:, :, :1], latent, k_rope, W_uk, W_uv, W_o, mask)
     except (TypeError, ValueError):
@@ -1824,8 +1882,8 @@ def check_latent_absorption_contract(mla_absorbed_attention):
             "mismatched RoPE widths are rejected", case + ", q_rope width 1 against k_rope width 2", "ValueError",
             "returned normally", "keep the shape checks at the top of the function",
         )
-    return {"max_error": error, "rope_branch": "PASS"}
-# builder:end sha256=ce5bc42494a6f8ad7b7d5769960567ecbd3ea51952f88803a044fb5ffa4860f1
+    return {"max_error": error, "rope_branch": "PASS", "never_expanded": "PASS"}
+# builder:end sha256=ca9e9a0336dd4930daf12c462df25d5c29a0171b58311fdc9edce926d9518c74
 # builder:begin inline check_kivi_axes_contract
 def check_kivi_axes_contract(kivi_cache):
     """Judge ``kivi_cache(K, V, bits) -> (K_hat, V_hat)``: K and V [T, d] read back after symmetric quantization with
@@ -1915,54 +1973,52 @@ import base64
 
 REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") for label, packed in {
     "Exercise 1": (
-        "IyBFeGVyY2lzZSAxOiBEZWNvZGUgdG9rZW4gYnkgdG9rZW4gd2l0aCBhIHJvbGxpbmcgYnVmZmVyIG9mIGB3aW5kb3dgIHNs",
-        "b3RzLiBUb2tlbiB0IGZpcnN0CiMgb3ZlcndyaXRlcyBzbG90IHQgJSB3aW5kb3cgd2l0aCBpdHMga2V5IGFuZCB2YWx1ZSAo",
-        "dGhlIHNsb3Qgb2YgdG9rZW4gdCAtIHdpbmRvdywgd2hpY2gganVzdCBsZWZ0CiMgdGhlIHdpbmRvdyksIHRoZW4gYXR0ZW5k",
-        "cyBvdmVyIHRoZSBmaWxsZWQgc2xvdHMgd2l0aCBzb2Z0bWF4KGsgLiBxIC8gc3FydChkX2spKS4gUmV0dXJuIHRoZQojIChU",
-        "LCBkX3YpIG91dHB1dHMgYW5kIHRoZSBsYXJnZXN0IG51bWJlciBvZiBrZXlzIHRoZSBidWZmZXIgZXZlciBoZWxkLiBBIHdp",
-        "bmRvdyBsb25nZXIgdGhhbiB0aGUKIyBUIHRva2VucyBpcyB2YWxpZCBhbmQgbmV2ZXIgZmlsbHM6IGFsbG9jYXRlIGF0IG1v",
-        "c3QgVCBzbG90cy4KZGVmIHJvbGxpbmdfd2luZG93X2RlY29kZShRLCBLLCBWLCB3aW5kb3cpOgogICAgIiIiR2VuZXJhdGUg",
-        "dG9rZW4gYnkgdG9rZW4gd2l0aCBhIEtWIGJ1ZmZlciBvZiBgd2luZG93YCBzbG90czsgcmV0dXJucyAob3V0cHV0cyBbVCwg",
-        "ZF92XSwgbGFyZ2VzdCBidWZmZXIpLiIiIgogICAgUSwgSywgViA9IHJlcXVpcmVfYXJyYXkoIlEiLCBRLCBuZGltPTIpLCBy",
-        "ZXF1aXJlX2FycmF5KCJLIiwgSywgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiViIsIFYsIG5kaW09MikKICAgIGlmIG5vdCAo",
-        "US5zaGFwZVswXSA9PSBLLnNoYXBlWzBdID09IFYuc2hhcGVbMF0gYW5kIFEuc2hhcGVbMV0gPT0gSy5zaGFwZVsxXSk6CiAg",
-        "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVCwgZF9rXSwgSyBbVCwgZF9rXSwgViBbVCwgZF92XSBmb3IgdGhl",
-        "IHNhbWUgVCB0b2tlbnM7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHdpbmRvdyA9IHJlcXVp",
-        "cmVfaW50KCJ3aW5kb3ciLCB3aW5kb3csIG1pbmltdW09MSkKICAgIHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgiYSBzY29y",
-        "ZSBxIC4gaywgb3IgYSBzdW0gb2YgdmFsdWVzIiwgKFEsIEssIFEuc2hhcGVbMV0sIFYsIGxlbihWKSksICJzY2FsZSBRLCBL",
-        "IGFuZCBWIGRvd24iKQogICAgKG4sIGRfayksIGRfdiA9IFEuc2hhcGUsIFYuc2hhcGVbMV0KICAgIHNsb3RzID0gbWluKHdp",
-        "bmRvdywgbikgICMgYSB3aW5kb3cgbG9uZ2VyIHRoYW4gdGhlIHN0cmVhbSBuZXZlciBmaWxsczogb25seSB0aGUgZGF0YSBp",
-        "cyBhbGxvY2F0ZWQKICAgIGtleXMsIHZhbHVlcyA9IG5wLnplcm9zKChzbG90cywgZF9rKSksIG5wLnplcm9zKChzbG90cywg",
-        "ZF92KSkgICMgYWxsIHRoZSBtZW1vcnkgdGhlcmUgaXMKICAgIG91dHB1dHMsIGxhcmdlc3QgPSBucC5lbXB0eSgobiwgZF92",
-        "KSksIDAKICAgIGZvciB0IGluIHJhbmdlKG4pOgogICAgICAgIHNsb3QgPSB0ICUgd2luZG93ICAjIHRoZSBvbGRlc3QgdG9r",
-        "ZW4sIHQgLSB3aW5kb3csIGxlYXZlcyBleGFjdGx5IG5vdwogICAgICAgIGtleXNbc2xvdF0sIHZhbHVlc1tzbG90XSA9IEtb",
-        "dF0sIFZbdF0KICAgICAgICBoZWxkID0gbWluKHQgKyAxLCB3aW5kb3cpICAjIHNsb3RzIGZpbGxlZCBzbyBmYXIKICAgICAg",
-        "ICBsYXJnZXN0ID0gbWF4KGxhcmdlc3QsIGhlbGQpCiAgICAgICAgc2NvcmVzID0ga2V5c1s6aGVsZF0gQCBRW3RdIC8gbWF0",
-        "aC5zcXJ0KGRfaykgICMgKGhlbGQsKTogc2xvdCBvcmRlciBkb2VzIG5vdCBtYXR0ZXIgdG8gYSBzb2Z0bWF4CiAgICAgICAg",
-        "d2VpZ2h0cyA9IG5wLmV4cChzY29yZXMgLSBzY29yZXMubWF4KCkpCiAgICAgICAgb3V0cHV0c1t0XSA9IHdlaWdodHMgQCB2",
-        "YWx1ZXNbOmhlbGRdIC8gd2VpZ2h0cy5zdW0oKQogICAgcmV0dXJuIG91dHB1dHMsIGxhcmdlc3Q=",
+        "IyBFeGVyY2lzZSAxOiBPbmUgZGVjb2RlIHN0ZXAgd2l0aCBhIHJvbGxpbmcgYnVmZmVyLiBrZXlzIFt3LCBkX2tdIGFuZCB2",
+        "YWx1ZXMgW3csIGRfdl0gYXJlIHRoZSBidWZmZXIncwojIHcgc2xvdHMgKHcgaXMgdGhlIHdpbmRvdyksIGFuZCB0b2tlbiB0",
+        "IGFycml2ZXMgd2l0aCBpdHMgcSwgayBhbmQgdi4gV3JpdGUgayBhbmQgdiBpbnRvIHNsb3QgdCAlIHcgKHRoZQojIHNsb3Qg",
+        "b2YgdG9rZW4gdCAtIHcsIHdoaWNoIGhhcyBqdXN0IGxlZnQgdGhlIHdpbmRvdyksIHRvdWNoIG5vIG90aGVyIHNsb3QsIHRo",
+        "ZW4gYXR0ZW5kIG92ZXIgdGhlCiMgbWluKHQgKyAxLCB3KSBmaWxsZWQgc2xvdHMgd2l0aCBzb2Z0bWF4KGsgLiBxIC8gc3Fy",
+        "dChkX2spKS4gUmV0dXJuIChrZXlzLCB2YWx1ZXMsIG91dHB1dCkuIFRoZSBzdGVwIGlzCiMgZ2l2ZW4gb25seSB0aGUgYnVm",
+        "ZmVyOiB0aGUgcGFzdCBpdCBjYW4gcmVhZCBpcyB3aGF0IHRoZSBidWZmZXIgaG9sZHMuCmRlZiByb2xsaW5nX2J1ZmZlcl9z",
+        "dGVwKGtleXMsIHZhbHVlcywgdCwgcSwgaywgdik6CiAgICAiIiJUb2tlbiB0J3MgZGVjb2RlIHN0ZXAgb24gYSByb2xsaW5n",
+        "IGJ1ZmZlciBvZiBsZW4oa2V5cykgc2xvdHM7IHJldHVybnMgKGtleXMsIHZhbHVlcywgb3V0cHV0IFtkX3ZdKS4iIiIKICAg",
+        "IGtleXMsIHZhbHVlcyA9IHJlcXVpcmVfYXJyYXkoImtleXMiLCBrZXlzLCBuZGltPTIpLCByZXF1aXJlX2FycmF5KCJ2YWx1",
+        "ZXMiLCB2YWx1ZXMsIG5kaW09MikKICAgIHEsIGssIHYgPSByZXF1aXJlX2FycmF5KCJxIiwgcSwgbmRpbT0xKSwgcmVxdWly",
+        "ZV9hcnJheSgiayIsIGssIG5kaW09MSksIHJlcXVpcmVfYXJyYXkoInYiLCB2LCBuZGltPTEpCiAgICBpZiBub3QgKGxlbihr",
+        "ZXlzKSA9PSBsZW4odmFsdWVzKSBhbmQga2V5cy5zaGFwZVsxXSA9PSBsZW4ocSkgPT0gbGVuKGspIGFuZCB2YWx1ZXMuc2hh",
+        "cGVbMV0gPT0gbGVuKHYpKToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYibmVlZCBrZXlzIFt3LCBkX2tdLCB2YWx1ZXMg",
+        "W3csIGRfdl0sIHEgYW5kIGsgW2Rfa10sIHYgW2Rfdl07IGdvdCB7a2V5cy5zaGFwZX0sIHt2YWx1ZXMuc2hhcGV9LCB7cS5z",
+        "aGFwZX0sIHtrLnNoYXBlfSwge3Yuc2hhcGV9IikKICAgIHQgPSByZXF1aXJlX2ludCgidCIsIHQsIG1pbmltdW09MCkKICAg",
+        "IHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgiYSBzY29yZSBxIC4gaywgb3IgYSBzdW0gb2YgdmFsdWVzIiwgKG5wLmFwcGVu",
+        "ZChrZXlzLCBrKSwgcSwgbGVuKHEpLCBucC5hcHBlbmQodmFsdWVzLCB2KSwgbGVuKHZhbHVlcykpLCAic2NhbGUgcSwgayBh",
+        "bmQgdiBkb3duIikKICAgIHNsb3QgPSB0ICUgbGVuKGtleXMpICAjIHRoZSBvbGRlc3QgdG9rZW4sIHQgLSB3LCBsZWF2ZXMg",
+        "ZXhhY3RseSBub3cKICAgIGtleXNbc2xvdF0sIHZhbHVlc1tzbG90XSA9IGssIHYKICAgIGhlbGQgPSBtaW4odCArIDEsIGxl",
+        "bihrZXlzKSkgICMgc2xvdHMgZmlsbGVkIHNvIGZhcgogICAgc2NvcmVzID0ga2V5c1s6aGVsZF0gQCBxIC8gbWF0aC5zcXJ0",
+        "KGxlbihxKSkgICMgKGhlbGQsKTogc2xvdCBvcmRlciBkb2VzIG5vdCBtYXR0ZXIgdG8gYSBzb2Z0bWF4CiAgICB3ZWlnaHRz",
+        "ID0gbnAuZXhwKHNjb3JlcyAtIHNjb3Jlcy5tYXgoKSkKICAgIHJldHVybiBrZXlzLCB2YWx1ZXMsIHdlaWdodHMgQCB2YWx1",
+        "ZXNbOmhlbGRdIC8gd2VpZ2h0cy5zdW0oKQ==",
     ),
     "Exercise 2": (
-        "IyBFeGVyY2lzZSAyOiBXcml0ZSBsaW5lYXIgYXR0ZW50aW9uIGFzIGEgcmVjdXJyZW5jZS4gS2VlcCBTIChkX2ssIGRfdikg",
-        "YW5kIHogKGRfaywpLCBib3RoIHplcm8gYXQKIyB0aGUgc3RhcnQuIEZvciBlYWNoIHRva2VuIGk6IGFkZCBwaGkoa19pKSB2",
-        "X2leVCB0byBTIGFuZCBwaGkoa19pKSB0byB6LCB0aGVuIG91dHB1dAojIHBoaShxX2kpXlQgUyAvIHBoaShxX2kpXlQgei4g",
-        "VXNlIGZlYXR1cmVfbWFwIGZvciBwaGkuIFJldHVybiAob3V0cHV0cywgUywgeikuCmRlZiBsaW5lYXJfYXR0ZW50aW9uX3Jl",
-        "Y3VycmVudChRLCBLLCBWKToKICAgICIiIkNhdXNhbCBsaW5lYXIgYXR0ZW50aW9uIGZyb20gdHdvIHJ1bm5pbmcgc3Vtczsg",
-        "cmV0dXJucyAob3V0cHV0cyBbbiwgZF92XSwgZmluYWwgUyBbZF9rLCBkX3ZdLCBmaW5hbCB6IFtkX2tdKS4iIiIKICAgIFEs",
-        "IEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJl",
-        "cXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBub3QgKFEuc2hhcGVbMF0gPT0gSy5zaGFwZVswXSA9PSBWLnNo",
-        "YXBlWzBdIGFuZCBRLnNoYXBlWzFdID09IEsuc2hhcGVbMV0pOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFEg",
-        "W24sIGRfa10sIEsgW24sIGRfa10sIFYgW24sIGRfdl0gZm9yIHRoZSBzYW1lIG47IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBl",
-        "fSwge1Yuc2hhcGV9IikKICAgIHBoaV9ib3VuZCA9IDEuMCArIG5wLm1heGltdW0obnAuY29uY2F0ZW5hdGUoW1EucmF2ZWwo",
-        "KSwgSy5yYXZlbCgpXSksIDAuMCkubWF4KCkgICMgcGhpKHgpIDw9IDEgKyBtYXgoeCwgMCkKICAgIHJlcXVpcmVfcHJvZHVj",
-        "dF9pbl9yYW5nZSgicGhpKHEpIC4gUyIsIChwaGlfYm91bmQsIHBoaV9ib3VuZCwgUS5zaGFwZVsxXSwgbGVuKFYpLCBucC5t",
-        "YXhpbXVtKG5wLmFicyhWKSwgMS4wKSksICJzY2FsZSBRLCBLIGFuZCBWIGRvd24iKQogICAgUywgeiA9IG5wLnplcm9zKChL",
-        "LnNoYXBlWzFdLCBWLnNoYXBlWzFdKSksIG5wLnplcm9zKEsuc2hhcGVbMV0pCiAgICBvdXRwdXRzID0gbnAuZW1wdHkoKFEu",
-        "c2hhcGVbMF0sIFYuc2hhcGVbMV0pKQogICAgZm9yIGksIChxLCBrLCB2KSBpbiBlbnVtZXJhdGUoemlwKGZlYXR1cmVfbWFw",
-        "KFEpLCBmZWF0dXJlX21hcChLKSwgVikpOgogICAgICAgIFMgKz0gbnAub3V0ZXIoaywgdikgICMgcG91ciB0aGlzIHRva2Vu",
-        "J3MgdmFsdWUgaW4sIHdlaWdodGVkIGJ5IGl0cyBrZXkgZmVhdHVyZXMKICAgICAgICB6ICs9IGsgICMgYW5kIHJlbWVtYmVy",
-        "IGhvdyBtdWNoIHdlaWdodCB3ZW50IGluCiAgICAgICAgb3V0cHV0c1tpXSA9IHEgQCBTIC8gKHEgQCB6KQogICAgcmV0dXJu",
-        "IG91dHB1dHMsIFMsIHo=",
+        "IyBFeGVyY2lzZSAyOiBPbmUgc3RlcCBvZiBsaW5lYXIgYXR0ZW50aW9uIGFzIGEgcmVjdXJyZW5jZS4gVGhlIHN0YXRlIGlz",
+        "IFMgKGRfaywgZF92KSBhbmQgeiAoZF9rLCksIHRoZQojIHJ1bm5pbmcgc3VtcyBvZiBwaGkoa19qKSB2X2peVCBhbmQgcGhp",
+        "KGtfaikgb3ZlciB0aGUgdG9rZW5zIHNvIGZhci4gRm9yIHRva2VuIGk6IGFkZCBwaGkoa19pKSB2X2leVCB0byBTCiMgYW5k",
+        "IHBoaShrX2kpIHRvIHosIHRoZW4gb3V0cHV0IHBoaShxX2kpXlQgUyAvIHBoaShxX2kpXlQgei4gVXNlIGZlYXR1cmVfbWFw",
+        "IGZvciBwaGkuIFJldHVybiAoUywgeiwgb3V0cHV0KS4KIyBUaGUgc3RlcCBpcyBnaXZlbiBvbmx5IHRoZSBzdGF0ZSwgZF9r",
+        "IHggKGRfdiArIDEpIG51bWJlcnMgaG93ZXZlciBsb25nIHRoZSBwYXN0LgpkZWYgbGluZWFyX2F0dGVudGlvbl9zdGVwKFMs",
+        "IHosIHEsIGssIHYpOgogICAgIiIiT25lIHRva2VuIG9mIGNhdXNhbCBsaW5lYXIgYXR0ZW50aW9uIG9uIHRoZSBydW5uaW5n",
+        "IHN1bXM7IHJldHVybnMgKFMgW2RfaywgZF92XSwgeiBbZF9rXSwgb3V0cHV0IFtkX3ZdKS4iIiIKICAgIFMsIHogPSByZXF1",
+        "aXJlX2FycmF5KCJTIiwgUywgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgieiIsIHosIG5kaW09MSkKICAgIHEsIGssIHYgPSBy",
+        "ZXF1aXJlX2FycmF5KCJxIiwgcSwgbmRpbT0xKSwgcmVxdWlyZV9hcnJheSgiayIsIGssIG5kaW09MSksIHJlcXVpcmVfYXJy",
+        "YXkoInYiLCB2LCBuZGltPTEpCiAgICBpZiBub3QgKFMuc2hhcGUgPT0gKGxlbih6KSwgbGVuKHYpKSBhbmQgbGVuKHEpID09",
+        "IGxlbihrKSA9PSBsZW4oeikpOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFMgW2RfaywgZF92XSwgeiwgcSBh",
+        "bmQgayBbZF9rXSwgdiBbZF92XTsgZ290IHtTLnNoYXBlfSwge3ouc2hhcGV9LCB7cS5zaGFwZX0sIHtrLnNoYXBlfSwge3Yu",
+        "c2hhcGV9IikKICAgIHBoaV9ib3VuZCA9IDEuMCArIG1heChxLm1heCgpLCBrLm1heCgpLCAwLjApICAjIHBoaSh4KSA8PSAx",
+        "ICsgbWF4KHgsIDApCiAgICByZXF1aXJlX3Byb2R1Y3RfaW5fcmFuZ2UoInBoaShxKSAuIFMiLCAocGhpX2JvdW5kLCBwaGlf",
+        "Ym91bmQsIG5wLm1heGltdW0obnAuYWJzKFMpLCAxLjApLCBucC5tYXhpbXVtKG5wLmFicyh2KSwgMS4wKSwgMiAqIGxlbihx",
+        "KSksICJzY2FsZSBTLCBxLCBrIGFuZCB2IGRvd24iKQogICAgcSwgayA9IGZlYXR1cmVfbWFwKHEpLCBmZWF0dXJlX21hcChr",
+        "KQogICAgUyA9IFMgKyBucC5vdXRlcihrLCB2KSAgIyBwb3VyIHRoaXMgdG9rZW4ncyB2YWx1ZSBpbiwgd2VpZ2h0ZWQgYnkg",
+        "aXRzIGtleSBmZWF0dXJlcwogICAgeiA9IHogKyBrICAjIGFuZCByZW1lbWJlciBob3cgbXVjaCB3ZWlnaHQgd2VudCBpbgog",
+        "ICAgcmV0dXJuIFMsIHosIHEgQCBTIC8gKHEgQCB6KQ==",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBDb21wdXRlIGV2ZXJ5IHN0YXRlIG9mIGhfdCA9IM67X3QgaF8odC0xKSArIM68X3QgKGhfMCA9IDAp",
@@ -2050,7 +2106,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dG9yIHRpbWVzIHRoZSBpbnB1dAogICAgcmV0dXJuIGhfbmV3LCBjICogaF9uZXc=",
     ),
 }.items()}
-# builder:end sha256=664420dd5d13edc9578767b1fc2a4e0cb38922279fbf73bcadca99aeb4402930
+# builder:end sha256=0db7b8735422021b24830e1dfd276ab920b0d7175bbef26f202d1b8272f4d73e
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -2732,32 +2788,50 @@ show_figure(
 
 
 # %% tags=["exercise"]
-# Exercise 1 · Упражнение 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала
-# перезаписывает своим ключом и значением ячейку t % window (ячейку токена t - window, который только что
-# покинул окно), затем применяет внимание к заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните
-# выходы формы (T, d_v) и наибольшее число ключей, которое когда-либо было в буфере. Окно длиннее
-# T токенов допустимо и никогда не заполняется: выделяйте не больше T ячеек.
+# Exercise 1 · Упражнение 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v] — это w ячеек
+# буфера (w — окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку
+# токена t - w, который только что покинул окно), не трогайте другие ячейки, затем примените внимание к
+# min(t + 1, w) заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните (keys, values, output). Шагу
+# передаётся только буфер: прочитать из прошлого он может лишь то, что хранит буфер.
+def rolling_buffer_step(keys, values, t, q, k, v):
+    """Token t's decode step on a rolling buffer of len(keys) slots; returns (keys, values, output [d_v])."""
+    keys, values = require_array("keys", keys, ndim=2), require_array("values", values, ndim=2)
+    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if not (len(keys) == len(values) and keys.shape[1] == len(q) == len(k) and values.shape[1] == len(v)):
+        raise ValueError(f"need keys [w, d_k], values [w, d_v], q and k [d_k], v [d_v]; got {keys.shape}, {values.shape}, {q.shape}, {k.shape}, {v.shape}")
+    t = require_int("t", t, minimum=0)
+    require_product_in_range("a score q . k, or a sum of values", (np.append(keys, k), q, len(q), np.append(values, v), len(values)), "scale q, k and v down")
+    # Ваш код здесь.
+    raise NotImplementedError('Exercise 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v] — это w ячеек буфера (w — окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку токена t - w, который только что покинул окно), не трогайте другие ячейки, затем примените внимание к min(t + 1, w) заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните (keys, values, output). Шагу передаётся только буфер: прочитать из прошлого он может лишь то, что хранит буфер.')
+
+
+# %%
+check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_buffer_step, globals())
+
+
+# %%
 def rolling_window_decode(Q, K, V, window):
-    """Generate token by token with a KV buffer of `window` slots; returns (outputs [T, d_v], largest buffer)."""
+    """Decode token by token through rolling_buffer_step; returns (outputs [T, d_v], the slots the buffer was given)."""
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
     window = require_int("window", window, minimum=1)
     require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
-    # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: Декодируйте токен за токеном с кольцевым буфером из `window` ячеек. Токен t сначала перезаписывает своим ключом и значением ячейку t % window (ячейку токена t - window, который только что покинул окно), затем применяет внимание к заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните выходы формы (T, d_v) и наибольшее число ключей, которое когда-либо было в буфере. Окно длиннее T токенов допустимо и никогда не заполняется: выделяйте не больше T ячеек.')
+    slots = min(window, len(Q))  # a window longer than the stream never fills: only the data is allocated
+    keys, values = np.zeros((slots, K.shape[1])), np.zeros((slots, V.shape[1]))  # all the memory there is
+    outputs = np.empty((len(Q), V.shape[1]))
+    for t in range(len(Q)):
+        keys, values, outputs[t] = rolling_buffer_step(keys, values, t, Q[t], K[t], V[t])
+    return outputs, len(keys)
 
-
-# %%
-check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_window_decode, globals())
 
 # %%
 Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
-streamed, largest = rolling_window_decode(Q50, K50, V50, 4)
+streamed, slots = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
-print(f"50 токенов с буфером на 4 ячейки: наибольший буфер {largest}, наибольшая |разность| с маскированным вниманием "
+print(f"50 токенов через шаг: буфер из {slots} ячеек, наибольшая |разность| с маскированным вниманием "
       f"{np.abs(streamed - masked).max():.1e}")
-expect("largest == 4", largest, "==", 4)
+expect("slots == 4", slots, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
 # StreamingLLM keeps sinks + a window. An evicted token is gone: changing it changes nothing downstream.
@@ -2779,12 +2853,14 @@ report_section("Скользящее окно, охват и кольцевой 
 # @title Крайние случаи кольцевого буфера: несовпадающие формы, нулевое окно, окно длиннее потока
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
-endless, endless_largest = rolling_window_decode(Q50, K50, V50, 10**9)
-expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_largest), "==", (True, 50))
+expect_raises(ValueError, rolling_buffer_step, np.zeros((4, 8)), np.zeros((3, 8)), 0, Q50[0], K50[0], V50[0], match="values [w, d_v]")
+expect_raises(ValueError, rolling_buffer_step, np.zeros((4, 8)), np.zeros((4, 8)), -1, Q50[0], K50[0], V50[0], match="t must be at least 0")
+endless, endless_slots = rolling_window_decode(Q50, K50, V50, 10**9)
+expect("a window of 10**9 on 50 tokens is full causal attention with a 50-slot buffer", (np.allclose(endless, sdpa(Q50, K50, V50, make_mask(50)), atol=1e-12), endless_slots), "==", (True, 50))
 
 # %%
 show_figure(
-    draw_rolling_buffer(largest, 10, language=LANGUAGE),
+    draw_rolling_buffer(slots, 10, language=LANGUAGE),
     "Вверху: поток токенов. Синяя полоса\xa0— окно после прихода токена 10 (оранжевый, сплошной); токен 6 (красный, "
     "пунктир) только что его покинул. Внизу: тот же буфер на 4 ячейки до и после. Токен 10 идёт в ячейку 10 mod 4 "
     "= 2, где лежал токен 6, так что другие ячейки не двигаются. Ячейки оказываются не по порядку времени (8, 9, "
@@ -3053,22 +3129,40 @@ def linear_attention_quadratic(Q, K, V):
 
 
 # %% tags=["exercise"]
-# Exercise 2 · Упражнение 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба
-# нулевые. Для каждого токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте
-# phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (outputs, S, z).
+# Exercise 2 · Упражнение 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние — это S (d_k, d_v) и z (d_k,),
+# текущие суммы phi(k_j) v_j^T и phi(k_j) по уже прошедшим токенам. Для токена i: прибавьте phi(k_i) v_i^T к S
+# и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (S, z, output).
+# Шагу передаётся только состояние, d_k x (d_v + 1) чисел, каким бы длинным ни было прошлое.
+def linear_attention_step(S, z, q, k, v):
+    """One token of causal linear attention on the running sums; returns (S [d_k, d_v], z [d_k], output [d_v])."""
+    S, z = require_array("S", S, ndim=2), require_array("z", z, ndim=1)
+    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if not (S.shape == (len(z), len(v)) and len(q) == len(k) == len(z)):
+        raise ValueError(f"need S [d_k, d_v], z, q and k [d_k], v [d_v]; got {S.shape}, {z.shape}, {q.shape}, {k.shape}, {v.shape}")
+    phi_bound = 1.0 + max(q.max(), k.max(), 0.0)  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, np.maximum(np.abs(S), 1.0), np.maximum(np.abs(v), 1.0), 2 * len(q)), "scale S, q, k and v down")
+    # Ваш код здесь.
+    raise NotImplementedError('Exercise 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние — это S (d_k, d_v) и z (d_k,), текущие суммы phi(k_j) v_j^T и phi(k_j) по уже прошедшим токенам. Для токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (S, z, output). Шагу передаётся только состояние, d_k x (d_v + 1) чисел, каким бы длинным ни было прошлое.')
+
+
+# %%
+check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_step, globals())
+
+
+# %%
 def linear_attention_recurrent(Q, K, V):
-    """Causal linear attention from two running sums; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
+    """Causal linear attention through linear_attention_step; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
     Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
     if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
         raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
     phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
     require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
-    # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Запишите линейное внимание как рекуррентное соотношение. Храните S (d_k, d_v) и z (d_k,), в начале оба нулевые. Для каждого токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (outputs, S, z).')
+    S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
+    outputs = np.empty((Q.shape[0], V.shape[1]))
+    for i in range(len(Q)):
+        S, z, outputs[i] = linear_attention_step(S, z, Q[i], K[i], V[i])
+    return outputs, S, z
 
-
-# %%
-check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_recurrent, globals())
 
 # %%
 Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [4.0], [6.0]])
@@ -3090,6 +3184,7 @@ expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-
 # %% tags=["hide-input"]
 # @title Крайние случаи линейного внимания: несовпадающие формы, карта признаков в нескольких точках
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
+expect_raises(ValueError, linear_attention_step, np.zeros((8, 8)), np.zeros(7), Q200[0], K200[0], V200[0], match="S [d_k, d_v]")
 expect_raises(TypeError, feature_map, None, match="x")
 contract_close("phi at -1, -0.5, 0, 0.5, 2 is e^-1, e^-0.5, 1, 1.5, 3", "x = [-1, -0.5, 0, 0.5, 2]", feature_map([-1.0, -0.5, 0.0, 0.5, 2.0]),
                [math.exp(-1), math.exp(-0.5), 1.0, 1.5, 3.0], "elu(x) + 1: x + 1 above zero, e^x at or below it")
