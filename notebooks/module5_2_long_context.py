@@ -1482,7 +1482,83 @@ def check_selective_step_contract(selective_step):
                                           "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
     return {"max_error": worst, "zero_order_hold": "PASS"}
 # builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
-print("4 contract checks loaded")
+# builder:begin inline check_work_efficient_scan_contract
+def check_work_efficient_scan_contract(work_efficient_rounds):
+    """Judge ``work_efficient_rounds(T) -> rounds``: a plan of merges that scans T steps with O(T) work.
+
+    Each round is a list of merges (i, j), i < j: position j takes step i's (a, b) then its own, every merge of a round
+    reading the values from before the round. The check runs the plan on h_t = a_t h_(t-1) + b_t itself, so the states,
+    the work (merges) and the depth (rounds) are those of the plan returned, never numbers the plan reports.
+    """
+    import math
+    import numbers
+
+    import numpy as np
+
+    def loop(a, b):
+        h, states = 0.0, []
+        for a_t, b_t in zip(a, b):
+            h = a_t * h + b_t
+            states.append(h)
+        return np.array(states)
+
+    def merges(case, T):
+        prop = "the plan is a list of rounds, each a list of merges (i, j) with 0 <= i < j < T, each j at most once per round"
+        hint = "return [[(i, j), ...], ...]: one inner list per round; a round writes each position once and reads only earlier ones"
+        rounds = contract_call(prop, case, hint, work_efficient_rounds, T)
+        contract_assert(isinstance(rounds, (list, tuple)), prop, case, "a list of rounds", f"{type(rounds).__name__}", hint)
+        plan = []
+        for number, merged in enumerate(rounds):
+            pairs = [tuple(pair) for pair in merged] if isinstance(merged, (list, tuple)) and all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair)
+                for pair in merged) else None
+            targets = [j for _, j in pairs] if pairs is not None else []
+            contract_assert(
+                pairs is not None and all(0 <= i < j < T for i, j in pairs) and len(set(targets)) == len(targets), prop, case,
+                "merges (i, j) of positions 0 <= i < j < T, no j twice in a round", f"round {number}: {merged!r}"[:160], hint,
+            )
+            plan.append(pairs)
+        return plan
+
+    def run(plan, a, b):
+        a, b = a.copy(), b.copy()
+        for pairs in plan:
+            i, j = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+            a_new, b_new = a.copy(), b.copy()
+            a_new[j], b_new[j] = a[i] * a[j], a[j] * b[i] + b[j]  # step i, then step j, from the values before the round
+            a, b = a_new, b_new
+        return b
+
+    gen = np.random.default_rng(909)
+    case = "T = 8 steps (a, b) = (0.5, 1), (0.5, 0), ..., (0.5, 0), (0.5, 2)"
+    plan = merges(case, 8)
+    a, b = np.full(8, 0.5), np.array([1.0, 0, 0, 0, 0, 0, 0, 2.0])
+    contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                   "up-sweep: merge j - d into j for j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); down-sweep: fill in the positions still "
+                   "missing the block before them, j - d into j for j = 3d - 1, 5d - 1, ... (d halving)")
+    worst, largest = 0.0, None
+    for T in (1, 2, 3, 5, 8, 13, 64, 100, 1024):
+        case = f"T = {T} random steps"
+        plan = merges(case, T)
+        a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
+        worst = max(worst, contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                                          "every position j must end up merged with all of 0 .. j - 1, each once, in order"))
+        work, depth, levels = sum(len(p) for p in plan), len(plan), math.ceil(math.log2(T)) if T > 1 else 0
+        contract_assert(
+            work <= max(0, 2 * T - 2), "the work grows like T: at most 2T - 2 merges", case, f"at most {max(0, 2 * T - 2)} merges",
+            f"{work} merges in {depth} rounds",
+            "each round of the Hillis-Steele scan merges almost every position (T log2 T in all); a work-efficient round merges only the "
+            "last position of each block of 2d",
+        )
+        contract_assert(
+            depth <= max(0, 2 * levels - 1), "the depth grows like log T: at most 2 ceil(log2 T) - 1 rounds", case,
+            f"at most {max(0, 2 * levels - 1)} rounds", f"{depth} rounds",
+            "a round per merge is the sequential loop; merge every block of a level in the same round",
+        )
+        largest = (T, work, depth)
+    return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}
+# builder:end sha256=0ac2cfe207560d56ba7be57f06cfe5466534a4439b1710caa7fd992f5ba4dca3
+print(f"{sum(name.startswith('check_') and name.endswith('_contract') for name in dir())} contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
@@ -1606,27 +1682,25 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "Y2FsZQogICAgcmV0dXJuIEtfaGF0LCBWX2hhdA==",
     ),
     "Exercise 6": (
-        "IyBFeGVyY2lzZSA2OiBPbmUgc3RlcCBvZiBhIHNlbGVjdGl2ZSBTU00gKHNlY3Rpb24gMTIpLCB0aGUgZGlzY3JldGlzYXRp",
-        "b24gaW5jbHVkZWQuIEdpdmVuIHRoZSBzdGF0ZSBoLCB0aGUgaW5wdXQKIyB4LCB0aGlzIHRva2VuJ3Mgc3RlcCBzaXplIGRl",
-        "bHRhID4gMCwgdGhlIGRlY2F5IHJhdGUgYSA8IDAgYW5kIHRoZSB3cml0ZSBhbmQgcmVhZCBmYWN0b3JzIGIgYW5kIGM6CiMg",
-        "a2VlcCA9IGVeKGRlbHRhIGEpLCB3cml0ZSA9IChrZWVwIC0gMSkgLyBhICogYiwgdGhlbiBoX25ldyA9IGtlZXAgKiBoICsg",
-        "d3JpdGUgKiB4IGFuZCB5ID0gYyAqIGhfbmV3LiBSZXR1cm4gKGhfbmV3LCB5KS4KZGVmIHNlbGVjdGl2ZV9zdGVwKGgsIHgs",
-        "IGRlbHRhLCBhLCBiLCBjKToKICAgICIiIk9uZSBzZWxlY3RpdmUtU1NNIHN0ZXAgd2l0aCB0aGUgemVyby1vcmRlciBob2xk",
-        "OyByZXR1cm5zIChuZXcgc3RhdGUsIG91dHB1dCkuIiIiCiAgICBoLCB4LCBiLCBjID0gKHJlcXVpcmVfcmVhbChuYW1lLCB2",
-        "YWx1ZSkgZm9yIG5hbWUsIHZhbHVlIGluICgoImgiLCBoKSwgKCJ4IiwgeCksICgiYiIsIGIpLCAoImMiLCBjKSkpCiAgICBk",
-        "ZWx0YSwgYSA9IHJlcXVpcmVfcmVhbCgiZGVsdGEiLCBkZWx0YSwgbWluaW11bT0wLjAsIHN0cmljdF9taW5pbXVtPVRydWUp",
-        "LCByZXF1aXJlX3JlYWwoImEiLCBhLCBtYXhpbXVtPTAuMCkKICAgIGlmIGEgPT0gMC4wOgogICAgICAgIHJhaXNlIFZhbHVl",
-        "RXJyb3IoImEgbXVzdCBiZSBuZWdhdGl2ZSAodGhlIHN0YXRlIG11c3QgZmFkZSk7IGdvdCAwIikKICAgIGJvdW5kID0gYWJz",
-        "KGgpICsgZGVsdGEgKiBhYnMoYikgKiBhYnMoeCkgICMgfGhfbmV3fCA8PSB8aHwgKyBkZWx0YSB8YiB4fCwgc2luY2UgfChl",
-        "XihkZWx0YSBhKSAtIDEpIC8gYXwgPD0gZGVsdGEKICAgIHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgidGhlIG5ldyBzdGF0",
-        "ZSIsIChib3VuZCwpLCAic2NhbGUgaCwgeCBvciBiIGRvd24iKQogICAgcmVxdWlyZV9wcm9kdWN0X2luX3JhbmdlKCJ0aGUg",
-        "b3V0cHV0IiwgKGJvdW5kLCBjKSwgInNjYWxlIGgsIHgsIGIgb3IgYyBkb3duIikKICAgIGtlZXAgPSBtYXRoLmV4cChkZWx0",
-        "YSAqIGEpICAjIGJldHdlZW4gMCBhbmQgMTogaG93IG11Y2ggb2YgdGhlIG9sZCBzdGF0ZSBzdXJ2aXZlcwogICAgaF9uZXcg",
-        "PSBrZWVwICogaCArIChrZWVwIC0gMS4wKSAvIGEgKiBiICogeCAgIyB0aGUgemVyby1vcmRlciBob2xkJ3Mgd3JpdGUgZmFj",
-        "dG9yIHRpbWVzIHRoZSBpbnB1dAogICAgcmV0dXJuIGhfbmV3LCBjICogaF9uZXc=",
+        "IyBFeGVyY2lzZSA2OiBQbGFuIGEgd29yay1lZmZpY2llbnQgc2NhbiBvZiBUIHN0ZXBzIChCcmVudCBhbmQgS3VuZykuIFJl",
+        "dHVybiBhIGxpc3Qgb2Ygcm91bmRzOyBlYWNoIHJvdW5kIGlzIGEgbGlzdAojIG9mIG1lcmdlcyAoaSwgaiksIGkgPCBqLCBt",
+        "ZWFuaW5nICJwb3NpdGlvbiBqIHRha2VzIHN0ZXAgaSdzIChhLCBiKSwgdGhlbiBpdHMgb3duIiwgYWxsIG1lcmdlcyBvZiBh",
+        "IHJvdW5kIHJlYWRpbmcKIyB0aGUgdmFsdWVzIGZyb20gYmVmb3JlIHRoZSByb3VuZC4gVXAtc3dlZXAgYXMgZGVzY3JpYmVk",
+        "IGFib3ZlOyB0aGVuIHdvcmsgb3V0IHRoZSBkb3duLXN3ZWVwJ3MgcG9zaXRpb25zIHlvdXJzZWxmLgojIFRoZSBjaGVjayBy",
+        "dW5zIHlvdXIgcGxhbiBvbiB0aGUgU1NNJ3Mgc3RlcHM6IGl0IG11c3QgZ2l2ZSBldmVyeSBzdGF0ZSBvZiB0aGUgbG9vcCBp",
+        "biBhdCBtb3N0IDJUIC0gMiBtZXJnZXMgYW5kCiMgMiBjZWlsKGxvZzIgVCkgLSAxIHJvdW5kcy4KZGVmIHdvcmtfZWZmaWNp",
+        "ZW50X3JvdW5kcyhUKToKICAgICIiIlRoZSBtZXJnZXMgKGksIGopIG9mIGEgQnJlbnQtS3VuZyBpbmNsdXNpdmUgc2NhbiBv",
+        "ZiBUIHN0ZXBzLCByb3VuZCBieSByb3VuZC4iIiIKICAgIFQgPSByZXF1aXJlX2ludCgiVCIsIFQsIG1pbmltdW09MSwgbWF4",
+        "aW11bT0yKioyMCkKICAgIHJvdW5kcywgc3RyaWRlcywgZCA9IFtdLCBbXSwgMQogICAgd2hpbGUgZCA8IFQ6ICAjIHVwLXN3",
+        "ZWVwOiB0aGUgbGFzdCBwb3NpdGlvbiBvZiBlYWNoIGJsb2NrIG9mIDJkIGdhdGhlcnMgdGhlIGJsb2NrCiAgICAgICAgcm91",
+        "bmRzLmFwcGVuZChbKGogLSBkLCBqKSBmb3IgaiBpbiByYW5nZSgyICogZCAtIDEsIFQsIDIgKiBkKV0pCiAgICAgICAgc3Ry",
+        "aWRlcy5hcHBlbmQoZCkKICAgICAgICBkICo9IDIKICAgIGZvciBkIGluIHJldmVyc2VkKHN0cmlkZXNbOi0xXSk6ICAjIGRv",
+        "d24tc3dlZXA6IHBvc2l0aW9uIDNkIC0gMSwgNWQgLSAxLCAuLi4gdGFrZXMgdGhlIGJsb2NrIG9mIGQgYmVmb3JlIGl0CiAg",
+        "ICAgICAgbWVyZ2VzID0gWyhqIC0gZCwgaikgZm9yIGogaW4gcmFuZ2UoMyAqIGQgLSAxLCBULCAyICogZCldCiAgICAgICAg",
+        "aWYgbWVyZ2VzOgogICAgICAgICAgICByb3VuZHMuYXBwZW5kKG1lcmdlcykKICAgIHJldHVybiByb3VuZHM=",
     ),
 }.items()}
-# builder:end sha256=0db7b8735422021b24830e1dfd276ab920b0d7175bbef26f202d1b8272f4d73e
+# builder:end sha256=e707a2221745f6da9b7076f5a81025dc871ea985c12348b2d1e77989393d2e1a
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -3866,10 +3940,22 @@ print(f"4-bit keys, error on the 60 ordinary channels: one scale per channel {ki
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
 
-# %% tags=["exercise"]
-# Exercise 6: One step of a selective SSM (section 12), the discretisation included. Given the state h, the input
-# x, this token's step size delta > 0, the decay rate a < 0 and the write and read factors b and c:
-# keep = e^(delta a), write = (keep - 1) / a * b, then h_new = keep * h + write * x and y = c * h_new. Return (h_new, y).
+# %% [markdown]
+# ### Review: one selective step, and a scan that does as little work as the loop
+#
+# **Which discretisation.** Section 12 turns the continuous decay $a < 0$ and write factor $b$ into one
+# token's step with the *zero-order hold*: $\bar A = e^{\Delta a}$ and $\bar B = (e^{\Delta a} - 1)/a \cdot b$,
+# the exact solution when the input is held constant over the step, and the rule the Mamba paper writes
+# ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752), section 2). Mamba's released CUDA kernel keeps
+# $\bar A = e^{\Delta a}$ but writes $\Delta \cdot b \cdot x$, Euler's rule for $B$
+# ([`selective_scan_fwd_kernel.cuh`](https://github.com/state-spaces/mamba/blob/main/csrc/selective_scan/selective_scan_fwd_kernel.cuh):
+# `B_vals[i] * delta_u_vals[r][i]`, checked 2026-12-03). The two agree to first order, since
+# $(e^{\Delta a} - 1)/a = \Delta + \Delta^2 a / 2 + \dots$, and part when $\Delta |a|$ is large: the marked token of
+# section 12 ($\Delta = 5$, $a = -1$) writes 0.9933 of itself by the hold and 5 times itself by Euler. This notebook
+# computes and checks the zero-order hold, because its write factor never exceeds $\Delta$ and never exceeds $1/|a|$,
+# so one loud token cannot blow the state up; `selective_step` below is that one step.
+
+# %%
 def selective_step(h, x, delta, a, b, c):
     """One selective-SSM step with the zero-order hold; returns (new state, output)."""
     h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
@@ -3879,26 +3965,23 @@ def selective_step(h, x, delta, a, b, c):
     bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
     require_product_in_range("the new state", (bound,), "scale h, x or b down")
     require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
-    ### BEGIN SOLUTION
     keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
     h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
     return h_new, c * h_new
-    ### END SOLUTION
 
 
-# %%
-check_exercise("Exercise 6", check_selective_step_contract, selective_step, globals())
-
-# %%
 h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
     stepped.append(y_t)
 print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selective_ssm's {selective[-1]:.4f}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
+hold_write, euler_write = (math.exp(-5.0) - 1.0) / -1.0, 5.0  # delta = 5, a = -1, b = 1: the marked token's write factor
+print(f"the marked token's write factor at delta = 5: zero-order hold {hold_write:.4f}, Euler (Mamba's kernel) {euler_write:g}")
+check_stated("the zero-order hold's write factor at delta = 5", hold_write, 0.9933, 4)
 
 # %% tags=["hide-input"]
-# @title Edge cases of Exercises 5 and 6: bit widths, step sizes and decay rates that are refused, a state past float64
+# @title Edge cases of Exercise 5 and the selective step: bit widths, step sizes and decay rates that are refused, a state past float64
 for bad_bits in (1, 17):
     expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
 expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
@@ -3906,6 +3989,87 @@ expect_raises(ValueError, selective_step, 0.0, 1.0, 0.0, -1.0, 1.0, 1.0, match="
 for bad_a in (0.0, 0.5):
     expect_raises(ValueError, selective_step, 0.0, 1.0, 0.5, bad_a, 1.0, 1.0, match="a must")
 _ = expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10, 1.0, match="float64")  # |h| + delta |b x| = 1e308
+_ = check_selective_step_contract(selective_step)  # the zero-order hold, on the marked token and on random steps
+
+
+# %% [markdown]
+# **Work against depth.** Exercise 3's scan (Hillis and Steele) finishes in $\lceil \log_2 T \rceil$ rounds, but
+# every round merges almost every position: about $T \log_2 T$ merges in all, $\log_2 T$ times the loop's $T - 1$.
+# A GPU with fewer cores than positions pays that extra work in time, so real kernels keep the work near $T$.
+# Mamba's kernel scans chunks of up to 2,048 tokens one after another, carrying the state between them, and inside a
+# chunk each thread first runs its 4 to 16 steps in order before CUB's warp scans merge the threads' totals (the same file,
+# `BLOCK_SCAN_WARP_SCANS`); Mamba-2's SSD kernels are *chunkwise* too, quadratic inside a chunk and recurrent across
+# chunks ([`ssd_combined.py`](https://github.com/state-spaces/mamba/blob/main/mamba_ssm/ops/triton/ssd_combined.py)).
+# Brent and Kung's inclusive scan (1982) shows the trade in its purest form: at most $2T$ merges, for twice the rounds.
+# An **up-sweep** merges $j - d$ into $j$ for $j = 2d - 1, 4d - 1, \dots$ with $d = 1, 2, 4, \dots$, so the last
+# position of each block of $2d$ holds that block's merged step; a **down-sweep** then gives each position still
+# missing the block before it what it misses, $d$ halving back to 1.
+
+# %% tags=["exercise"]
+# Exercise 6: Plan a work-efficient scan of T steps (Brent and Kung). Return a list of rounds; each round is a list
+# of merges (i, j), i < j, meaning "position j takes step i's (a, b), then its own", all merges of a round reading
+# the values from before the round. Up-sweep as described above; then work out the down-sweep's positions yourself.
+# The check runs your plan on the SSM's steps: it must give every state of the loop in at most 2T - 2 merges and
+# 2 ceil(log2 T) - 1 rounds.
+def work_efficient_rounds(T):
+    """The merges (i, j) of a Brent-Kung inclusive scan of T steps, round by round."""
+    T = require_int("T", T, minimum=1, maximum=2**20)
+    ### BEGIN SOLUTION
+    rounds, strides, d = [], [], 1
+    while d < T:  # up-sweep: the last position of each block of 2d gathers the block
+        rounds.append([(j - d, j) for j in range(2 * d - 1, T, 2 * d)])
+        strides.append(d)
+        d *= 2
+    for d in reversed(strides[:-1]):  # down-sweep: position 3d - 1, 5d - 1, ... takes the block of d before it
+        merges = [(j - d, j) for j in range(3 * d - 1, T, 2 * d)]
+        if merges:
+            rounds.append(merges)
+    return rounds
+    ### END SOLUTION
+
+
+# %%
+check_exercise("Exercise 6", check_work_efficient_scan_contract, work_efficient_rounds, globals())
+
+
+# %%
+def plan_round(merges, T):
+    """One round of a plan as arrays (sources, targets); refused unless every merge is (i, j), 0 <= i < j < T, each j once."""
+    if not isinstance(merges, (list, tuple)) or not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
+        raise TypeError(f"a round must be a list of merges (i, j), got {str(merges)[:80]}")
+    i, j = (np.array([require_int("a merge's position", m[k]) for m in merges], dtype=int) for k in (0, 1))
+    if not (np.all((0 <= i) & (i < j) & (j < T)) and len(set(j.tolist())) == len(j)):
+        raise ValueError(f"each merge (i, j) needs 0 <= i < j < {T}, and each j at most once per round; got {str(merges)[:120]}")
+    return i, j
+
+
+def scan_by_rounds(a, b, rounds):
+    """Every state of h_t = a_t h_(t-1) + b_t, running a plan of merges round by round; returns (states, merges done)."""
+    a, b = require_array("a", a, ndim=1).astype(float), require_array("b", b, ndim=1).astype(float)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    if not isinstance(rounds, (list, tuple)):
+        raise TypeError(f"rounds must be a list of rounds, each a list of merges (i, j); got {type(rounds).__name__}")
+    require_product_in_range("a merged step", (*np.maximum(np.abs(a), 1.0), np.abs(b).sum() + 1.0), "scale a or b down")  # |h_t| <= sum|b| prod max(1, |a|)
+    done = 0
+    for merges in rounds:
+        i, j = plan_round(merges, len(a))  # sources, targets
+        a, b = a.copy(), b.copy()
+        a[j], b[j] = a[i] * a[j], a[j] * b[i] + b[j]  # the right-hand side reads the values from before the round
+        done += len(merges)
+    return b, done
+
+
+scan_T = 1024
+scan_steps = np.full(scan_T, 0.5), np.ones(scan_T)
+plan = work_efficient_rounds(scan_T)
+efficient_states, efficient_work = scan_by_rounds(*scan_steps, plan)
+hillis_states, hillis_rounds = parallel_scan(*scan_steps)
+hillis_work = sum(scan_T - 2**r for r in range(hillis_rounds))  # round r merges every position at or past 2^r
+print(f"T = {scan_T}: Hillis-Steele {hillis_rounds} rounds and {hillis_work:,} merges; Brent-Kung {len(plan)} rounds and "
+      f"{efficient_work:,} merges; the loop {scan_T - 1} rounds and {scan_T - 1:,} merges")
+expect("both scans give the same states", np.allclose(efficient_states, hillis_states, atol=1e-12))
+expect("Brent-Kung does at most 2T merges, under a quarter of Hillis-Steele's here", 4 * efficient_work, "<", hillis_work)
 
 
 # %% [markdown]

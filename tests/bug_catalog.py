@@ -181,6 +181,28 @@ def _expanded_latent_attention(nb):
     return mla_absorbed_attention
 
 
+def _hillis_steele_rounds(nb):
+    """Module 5.2's Exercise 6 planned as Exercise 3's scan: every position merges in every round, T log T work."""
+
+    def work_efficient_rounds(T):
+        rounds, d = [], 1
+        while d < T:
+            rounds.append([(j - d, j) for j in range(d, T)])
+            d *= 2
+        return rounds
+
+    return work_efficient_rounds
+
+
+def _sequential_rounds(nb):
+    """Module 5.2's Exercise 6 planned as the loop: one merge per round, T - 1 rounds."""
+
+    def work_efficient_rounds(T):
+        return [[(t - 1, t)] for t in range(1, T)]
+
+    return work_efficient_rounds
+
+
 def _class_mutant(name, *edits):
     """A notebook class rebuilt from its source text with (old, new) edits: inspect.getsource cannot see these classes."""
 
@@ -410,6 +432,7 @@ ONLINE, TILED, ROLLING = "check_online_softmax_contract", "check_tiled_attention
 PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_contract"
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
+WORK_EFFICIENT = "check_work_efficient_scan_contract"
 
 
 MODULE5 = [
@@ -524,7 +547,16 @@ MODULE5 = [
         hint="axis=0"),
     Bug("kivi-values-per-channel", "module5_2", "kivi_cache", "gives values one scale per channel instead of one per token",
         KIVI, "values get one scale per token", edit("V_hat = dequantize(*quantize(V, bits, shared_axis=1))", "V_hat = dequantize(*quantize(V, bits, shared_axis=0))")),
-    # Module 5.2, Exercise 6: selective_step
+    # Module 5.2, Exercise 6: work_efficient_rounds
+    Bug("work-efficient-scan-is-hillis-steele", "module5_2", "work_efficient_rounds", "plans Exercise 3's scan: every position merges every round",
+        WORK_EFFICIENT, "at most 2T - 2 merges", written=_hillis_steele_rounds, hint="Hillis-Steele"),
+    Bug("work-efficient-scan-is-the-loop", "module5_2", "work_efficient_rounds", "plans one merge per round, the sequential loop",
+        WORK_EFFICIENT, "at most 2 ceil(log2 T) - 1 rounds", written=_sequential_rounds),
+    Bug("work-efficient-scan-no-down-sweep", "module5_2", "work_efficient_rounds", "stops after the up-sweep, so most positions miss earlier blocks",
+        WORK_EFFICIENT, "every state of the loop", edit("for d in reversed(strides[:-1]):", "for d in []:"), hint="down-sweep"),
+    Bug("work-efficient-scan-down-sweep-off-by-d", "module5_2", "work_efficient_rounds", "starts the down-sweep at 2d - 1, merging blocks already complete",
+        WORK_EFFICIENT, "every state of the loop", edit("range(3 * d - 1, T, 2 * d)", "range(2 * d - 1, T, 2 * d)")),
+    # Module 5.2, the selective step (a checked function since Exercise 6 became the scan)
     Bug("selective-step-euler-write", "module5_2", "selective_step", "writes delta * b * x (Euler) instead of the zero-order hold's (keep - 1) / a * b * x",
         SELECTIVE_STEP, "the marked token writes", edit("h_new = keep * h + (keep - 1.0) / a * b * x", "h_new = keep * h + delta * b * x"),
         hint="zero-order hold"),

@@ -30,7 +30,7 @@ EXERCISES = [
     ("parallel_scan", "check_parallel_scan_contract"),
     ("mla_absorbed_attention", "check_latent_absorption_contract"),
     ("kivi_cache", "check_kivi_axes_contract"),
-    ("selective_step", "check_selective_step_contract"),
+    ("work_efficient_rounds", "check_work_efficient_scan_contract"),
 ]
 
 
@@ -66,6 +66,8 @@ BAD_INPUTS = [
     ("kivi_cache", (np.ones((3, 2)), np.ones((3, 2)), 1), {}, ValueError, "bits"),
     ("selective_step", (0.0, 1.0, 0.5, 0.0, 1.0, 1.0), {}, ValueError, "negative"),
     ("selective_step", (0.0, 1.0, 0.0, -1.0, 1.0, 1.0), {}, ValueError, "delta"),
+    ("work_efficient_rounds", (0,), {}, ValueError, "T must be at least 1"),
+    ("scan_by_rounds", ([0.5, 0.5], [1.0]), {"rounds": []}, ValueError, "one entry per step"),
     ("design_numbers", ([("ring", 1, {})],), {}, ValueError, "unknown part kind"),
 ]
 

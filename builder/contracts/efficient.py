@@ -5,7 +5,7 @@ from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = [
     "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract",
-    "check_kivi_axes_contract", "check_selective_step_contract",
+    "check_kivi_axes_contract", "check_selective_step_contract", "check_work_efficient_scan_contract",
 ]
 
 
@@ -294,3 +294,79 @@ def check_selective_step_contract(selective_step):
         worst = max(worst, contract_close("one step with any decay rate, write and read factor", case, list(got), list(reference(*args)),
                                           "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
     return {"max_error": worst, "zero_order_hold": "PASS"}
+
+
+def check_work_efficient_scan_contract(work_efficient_rounds):
+    """Judge ``work_efficient_rounds(T) -> rounds``: a plan of merges that scans T steps with O(T) work.
+
+    Each round is a list of merges (i, j), i < j: position j takes step i's (a, b) then its own, every merge of a round
+    reading the values from before the round. The check runs the plan on h_t = a_t h_(t-1) + b_t itself, so the states,
+    the work (merges) and the depth (rounds) are those of the plan returned, never numbers the plan reports.
+    """
+    import math
+    import numbers
+
+    import numpy as np
+
+    def loop(a, b):
+        h, states = 0.0, []
+        for a_t, b_t in zip(a, b):
+            h = a_t * h + b_t
+            states.append(h)
+        return np.array(states)
+
+    def merges(case, T):
+        prop = "the plan is a list of rounds, each a list of merges (i, j) with 0 <= i < j < T, each j at most once per round"
+        hint = "return [[(i, j), ...], ...]: one inner list per round; a round writes each position once and reads only earlier ones"
+        rounds = contract_call(prop, case, hint, work_efficient_rounds, T)
+        contract_assert(isinstance(rounds, (list, tuple)), prop, case, "a list of rounds", f"{type(rounds).__name__}", hint)
+        plan = []
+        for number, merged in enumerate(rounds):
+            pairs = [tuple(pair) for pair in merged] if isinstance(merged, (list, tuple)) and all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair)
+                for pair in merged) else None
+            targets = [j for _, j in pairs] if pairs is not None else []
+            contract_assert(
+                pairs is not None and all(0 <= i < j < T for i, j in pairs) and len(set(targets)) == len(targets), prop, case,
+                "merges (i, j) of positions 0 <= i < j < T, no j twice in a round", f"round {number}: {merged!r}"[:160], hint,
+            )
+            plan.append(pairs)
+        return plan
+
+    def run(plan, a, b):
+        a, b = a.copy(), b.copy()
+        for pairs in plan:
+            i, j = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+            a_new, b_new = a.copy(), b.copy()
+            a_new[j], b_new[j] = a[i] * a[j], a[j] * b[i] + b[j]  # step i, then step j, from the values before the round
+            a, b = a_new, b_new
+        return b
+
+    gen = np.random.default_rng(909)
+    case = "T = 8 steps (a, b) = (0.5, 1), (0.5, 0), ..., (0.5, 0), (0.5, 2)"
+    plan = merges(case, 8)
+    a, b = np.full(8, 0.5), np.array([1.0, 0, 0, 0, 0, 0, 0, 2.0])
+    contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                   "up-sweep: merge j - d into j for j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); down-sweep: fill in the positions still "
+                   "missing the block before them, j - d into j for j = 3d - 1, 5d - 1, ... (d halving)")
+    worst, largest = 0.0, None
+    for T in (1, 2, 3, 5, 8, 13, 64, 100, 1024):
+        case = f"T = {T} random steps"
+        plan = merges(case, T)
+        a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
+        worst = max(worst, contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                                          "every position j must end up merged with all of 0 .. j - 1, each once, in order"))
+        work, depth, levels = sum(len(p) for p in plan), len(plan), math.ceil(math.log2(T)) if T > 1 else 0
+        contract_assert(
+            work <= max(0, 2 * T - 2), "the work grows like T: at most 2T - 2 merges", case, f"at most {max(0, 2 * T - 2)} merges",
+            f"{work} merges in {depth} rounds",
+            "each round of the Hillis-Steele scan merges almost every position (T log2 T in all); a work-efficient round merges only the "
+            "last position of each block of 2d",
+        )
+        contract_assert(
+            depth <= max(0, 2 * levels - 1), "the depth grows like log T: at most 2 ceil(log2 T) - 1 rounds", case,
+            f"at most {max(0, 2 * levels - 1)} rounds", f"{depth} rounds",
+            "a round per merge is the sequential loop; merge every block of a level in the same round",
+        )
+        largest = (T, work, depth)
+    return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}

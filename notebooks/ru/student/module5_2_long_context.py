@@ -19,7 +19,7 @@
 # - **Упражнение 3:** `parallel_scan`
 # - **Упражнение 4:** `mla_absorbed_attention`
 # - **Упражнение 5:** `kivi_cache`
-# - **Упражнение 6:** `selective_step`
+# - **Упражнение 6:** `work_efficient_rounds`
 
 # %% [markdown]
 # **Как запускать этот ноутбук.** Выберите *Среда выполнения → Выполнить все* (в английском интерфейсе Colab *Runtime → Run all*, в JupyterLab *Run → Run All Cells*). Хватит
@@ -999,6 +999,18 @@ MESSAGES.update({
     "h, x, delta, a, b, c = ": "h, x, delta, a, b, c = ",
     "one step with any decay rate, write and read factor": "один шаг при любых скорости затухания, множителях записи и чтения",
     "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new": "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x и y = c * h_new",
+    "the plan is a list of rounds, each a list of merges (i, j) with 0 <= i < j < T, each j at most once per round": "план\xa0— это список раундов, каждый из которых\xa0— список слияний (i, j) с 0 <= i < j < T, где каждое j встречается в раунде не больше одного раза",
+    "return [[(i, j), ...], ...]: one inner list per round; a round writes each position once and reads only earlier ones": "верните [[(i, j), ...], ...]: по одному внутреннему списку на раунд; раунд записывает каждую позицию один раз и читает только более ранние",
+    "a list of rounds": "список раундов",
+    "merges (i, j) of positions 0 <= i < j < T, no j twice in a round": "слияния (i, j) позиций 0 <= i < j < T, без повторного j в одном раунде",
+    "T = 8 steps (a, b) = (0.5, 1), (0.5, 0), ..., (0.5, 0), (0.5, 2)": "T = 8 шагов (a, b) = (0,5; 1), (0,5; 0), ..., (0,5; 0), (0,5; 2)",
+    "running the plan gives every state of the loop": "выполнение плана даёт каждое состояние цикла",
+    "up-sweep: merge j - d into j for j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); down-sweep: fill in the positions still missing the block before them, j - d into j for j = 3d - 1, 5d - 1, ... (d halving)": "восходящий проход: слейте j - d в j для j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); нисходящий проход: дополните позиции, которым ещё не хватает блока перед ними, j - d в j для j = 3d - 1, 5d - 1, ... (d уменьшается вдвое)",
+    "every position j must end up merged with all of 0 .. j - 1, each once, in order": "каждая позиция j должна в итоге слиться со всеми 0 .. j - 1, с каждой по одному разу и по порядку",
+    "the work grows like T: at most 2T - 2 merges": "работа растёт как T: не больше 2T - 2 слияний",
+    "each round of the Hillis-Steele scan merges almost every position (T log2 T in all); a work-efficient round merges only the last position of each block of 2d": "каждый раунд скана Хиллиса\xa0— Стила сливает почти каждую позицию (всего T log2 T); раунд экономного по работе скана сливает только последнюю позицию каждого блока из 2d",
+    "the depth grows like log T: at most 2 ceil(log2 T) - 1 rounds": "глубина растёт как log T: не больше 2 ceil(log2 T) - 1 раундов",
+    "a round per merge is the sequential loop; merge every block of a level in the same round": "по раунду на слияние\xa0— это последовательный цикл; сливайте все блоки одного уровня в одном раунде",
     "query head h reads K/V head h // group (repeat, not tile)": "голова запросов h читает KV-голову h // group (repeat, а не tile)",
     "shape (..., H_kv, T, d) -> (..., H_kv*group, T, d)": "форма (..., H_kv, T, d) -> (..., H_kv*group, T, d)",
     "repeat along axis -3 (the head axis), not along tokens or features": "повторяйте по оси -3 (оси голов), а не по токенам или признакам",
@@ -1054,7 +1066,7 @@ MESSAGES.update({
     "an error naming the argument": "ошибка, называющая аргумент",
     "a valid step gives (keys, values, output)": "корректный шаг возвращает (keys, values, output)",
     "the buffer never grows: it keeps its window of slots": "буфер никогда не растёт: у него столько ячеек, сколько в окне",
-    "overwrite one slot in place; appending (np.vstack, np.concatenate) or keeping a list of every token is full attention's cache": "перезаписывайте одну ячейку на месте; дописывание (np.vstack, np.concatenate) или список всех токенов — это кэш полного внимания",
+    "overwrite one slot in place; appending (np.vstack, np.concatenate) or keeping a list of every token is full attention's cache": "перезаписывайте одну ячейку на месте; дописывание (np.vstack, np.concatenate) или список всех токенов\xa0— это кэш полного внимания",
     "token t writes its key and value into slot t % window and touches no other slot": "токен t записывает свой ключ и значение в ячейку t % window и не трогает другие ячейки",
     "slot = t % len(keys): the slot of token t - window, which has just left the window; move nothing else": "slot = t % len(keys): ячейка токена t - window, который только что покинул окно; больше ничего не двигайте",
     " (slots after t hold stale data)": " (ячейки после t хранят устаревшие данные)",
@@ -1065,7 +1077,7 @@ MESSAGES.update({
     "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window": "когда токен t обращает внимание, буфер должен хранить токены t - window + 1 .. t; ячейка = t % window",
     "scores of +-1000 give the same softmax as small ones, with no NaN": "оценки +-1000 дают тот же softmax, что и малые, без NaN",
     "q = 1000 (d_k=1), buffer keys (-1, 1), token t=2 with k = 1, v = 3": "q = 1000 (d_k=1), ключи буфера (-1, 1), токен t=2 с k = 1, v = 3",
-    "subtract the largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку перед np.exp: exp(1000) в float64 равно inf, а inf / inf — это NaN",
+    "subtract the largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN": "вычтите наибольшую оценку перед np.exp: exp(1000) в float64 равно inf, а inf / inf\xa0— это NaN",
     "valid sizes give a mask": "допустимые размеры дают маску",
     "only n < 1, window < 1 or n_sink outside 0..n are invalid": "недопустимы только n < 1, window < 1 или n_sink вне 0..n",
     "one row per query and one column per key": "одна строка на запрос и один столбец на ключ",
@@ -1961,7 +1973,84 @@ def check_selective_step_contract(selective_step):
                                           "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
     return {"max_error": worst, "zero_order_hold": "PASS"}
 # builder:end sha256=c4149d9597a78f0cd07813ef1a874d4d6c970746e6fc956516bfb7a68528f4dc
-print("загружено контрактных проверок: 4")
+# builder:begin inline check_work_efficient_scan_contract
+def check_work_efficient_scan_contract(work_efficient_rounds):
+    """Judge ``work_efficient_rounds(T) -> rounds``: a plan of merges that scans T steps with O(T) work.
+
+    Each round is a list of merges (i, j), i < j: position j takes step i's (a, b) then its own, every merge of a round
+    reading the values from before the round. The check runs the plan on h_t = a_t h_(t-1) + b_t itself, so the states,
+    the work (merges) and the depth (rounds) are those of the plan returned, never numbers the plan reports.
+    """
+    import math
+    import numbers
+
+    import numpy as np
+
+    def loop(a, b):
+        h, states = 0.0, []
+        for a_t, b_t in zip(a, b):
+            h = a_t * h + b_t
+            states.append(h)
+        return np.array(states)
+
+    def merges(case, T):
+        prop = "the plan is a list of rounds, each a list of merges (i, j) with 0 <= i < j < T, each j at most once per round"
+        hint = "return [[(i, j), ...], ...]: one inner list per round; a round writes each position once and reads only earlier ones"
+        rounds = contract_call(prop, case, hint, work_efficient_rounds, T)
+        contract_assert(isinstance(rounds, (list, tuple)), prop, case, "a list of rounds", f"{type(rounds).__name__}", hint)
+        plan = []
+        for number, merged in enumerate(rounds):
+            pairs = [tuple(pair) for pair in merged] if isinstance(merged, (list, tuple)) and all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair)
+                for pair in merged) else None
+            targets = [j for _, j in pairs] if pairs is not None else []
+            contract_assert(
+                pairs is not None and all(0 <= i < j < T for i, j in pairs) and len(set(targets)) == len(targets), prop, case,
+                "merges (i, j) of positions 0 <= i < j < T, no j twice in a round", f"round {number}: {merged!r}"[:160], hint,
+            )
+            plan.append(pairs)
+        return plan
+
+    def run(plan, a, b):
+        a, b = a.copy(), b.copy()
+        for pairs in plan:
+            i, j = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+            a_new, b_new = a.copy(), b.copy()
+            a_new[j], b_new[j] = a[i] * a[j], a[j] * b[i] + b[j]  # step i, then step j, from the values before the round
+            a, b = a_new, b_new
+        return b
+
+    gen = np.random.default_rng(909)
+    case = "T = 8 steps (a, b) = (0.5, 1), (0.5, 0), ..., (0.5, 0), (0.5, 2)"
+    plan = merges(case, 8)
+    a, b = np.full(8, 0.5), np.array([1.0, 0, 0, 0, 0, 0, 0, 2.0])
+    contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                   "up-sweep: merge j - d into j for j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); down-sweep: fill in the positions still "
+                   "missing the block before them, j - d into j for j = 3d - 1, 5d - 1, ... (d halving)")
+    worst, largest = 0.0, None
+    for T in (1, 2, 3, 5, 8, 13, 64, 100, 1024):
+        case = f"T = {T} random steps"
+        plan = merges(case, T)
+        a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
+        worst = max(worst, contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                                          "every position j must end up merged with all of 0 .. j - 1, each once, in order"))
+        work, depth, levels = sum(len(p) for p in plan), len(plan), math.ceil(math.log2(T)) if T > 1 else 0
+        contract_assert(
+            work <= max(0, 2 * T - 2), "the work grows like T: at most 2T - 2 merges", case, f"at most {max(0, 2 * T - 2)} merges",
+            f"{work} merges in {depth} rounds",
+            "each round of the Hillis-Steele scan merges almost every position (T log2 T in all); a work-efficient round merges only the "
+            "last position of each block of 2d",
+        )
+        contract_assert(
+            depth <= max(0, 2 * levels - 1), "the depth grows like log T: at most 2 ceil(log2 T) - 1 rounds", case,
+            f"at most {max(0, 2 * levels - 1)} rounds", f"{depth} rounds",
+            "a round per merge is the sequential loop; merge every block of a level in the same round",
+        )
+        largest = (T, work, depth)
+    return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}
+# builder:end sha256=0ac2cfe207560d56ba7be57f06cfe5466534a4439b1710caa7fd992f5ba4dca3
+print("загружено контрактных проверок: "
+      f"{sum((name.startswith('check_') and name.endswith('_contract') for name in dir()))}")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise
@@ -2085,27 +2174,25 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "Y2FsZQogICAgcmV0dXJuIEtfaGF0LCBWX2hhdA==",
     ),
     "Exercise 6": (
-        "IyBFeGVyY2lzZSA2OiBPbmUgc3RlcCBvZiBhIHNlbGVjdGl2ZSBTU00gKHNlY3Rpb24gMTIpLCB0aGUgZGlzY3JldGlzYXRp",
-        "b24gaW5jbHVkZWQuIEdpdmVuIHRoZSBzdGF0ZSBoLCB0aGUgaW5wdXQKIyB4LCB0aGlzIHRva2VuJ3Mgc3RlcCBzaXplIGRl",
-        "bHRhID4gMCwgdGhlIGRlY2F5IHJhdGUgYSA8IDAgYW5kIHRoZSB3cml0ZSBhbmQgcmVhZCBmYWN0b3JzIGIgYW5kIGM6CiMg",
-        "a2VlcCA9IGVeKGRlbHRhIGEpLCB3cml0ZSA9IChrZWVwIC0gMSkgLyBhICogYiwgdGhlbiBoX25ldyA9IGtlZXAgKiBoICsg",
-        "d3JpdGUgKiB4IGFuZCB5ID0gYyAqIGhfbmV3LiBSZXR1cm4gKGhfbmV3LCB5KS4KZGVmIHNlbGVjdGl2ZV9zdGVwKGgsIHgs",
-        "IGRlbHRhLCBhLCBiLCBjKToKICAgICIiIk9uZSBzZWxlY3RpdmUtU1NNIHN0ZXAgd2l0aCB0aGUgemVyby1vcmRlciBob2xk",
-        "OyByZXR1cm5zIChuZXcgc3RhdGUsIG91dHB1dCkuIiIiCiAgICBoLCB4LCBiLCBjID0gKHJlcXVpcmVfcmVhbChuYW1lLCB2",
-        "YWx1ZSkgZm9yIG5hbWUsIHZhbHVlIGluICgoImgiLCBoKSwgKCJ4IiwgeCksICgiYiIsIGIpLCAoImMiLCBjKSkpCiAgICBk",
-        "ZWx0YSwgYSA9IHJlcXVpcmVfcmVhbCgiZGVsdGEiLCBkZWx0YSwgbWluaW11bT0wLjAsIHN0cmljdF9taW5pbXVtPVRydWUp",
-        "LCByZXF1aXJlX3JlYWwoImEiLCBhLCBtYXhpbXVtPTAuMCkKICAgIGlmIGEgPT0gMC4wOgogICAgICAgIHJhaXNlIFZhbHVl",
-        "RXJyb3IoImEgbXVzdCBiZSBuZWdhdGl2ZSAodGhlIHN0YXRlIG11c3QgZmFkZSk7IGdvdCAwIikKICAgIGJvdW5kID0gYWJz",
-        "KGgpICsgZGVsdGEgKiBhYnMoYikgKiBhYnMoeCkgICMgfGhfbmV3fCA8PSB8aHwgKyBkZWx0YSB8YiB4fCwgc2luY2UgfChl",
-        "XihkZWx0YSBhKSAtIDEpIC8gYXwgPD0gZGVsdGEKICAgIHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgidGhlIG5ldyBzdGF0",
-        "ZSIsIChib3VuZCwpLCAic2NhbGUgaCwgeCBvciBiIGRvd24iKQogICAgcmVxdWlyZV9wcm9kdWN0X2luX3JhbmdlKCJ0aGUg",
-        "b3V0cHV0IiwgKGJvdW5kLCBjKSwgInNjYWxlIGgsIHgsIGIgb3IgYyBkb3duIikKICAgIGtlZXAgPSBtYXRoLmV4cChkZWx0",
-        "YSAqIGEpICAjIGJldHdlZW4gMCBhbmQgMTogaG93IG11Y2ggb2YgdGhlIG9sZCBzdGF0ZSBzdXJ2aXZlcwogICAgaF9uZXcg",
-        "PSBrZWVwICogaCArIChrZWVwIC0gMS4wKSAvIGEgKiBiICogeCAgIyB0aGUgemVyby1vcmRlciBob2xkJ3Mgd3JpdGUgZmFj",
-        "dG9yIHRpbWVzIHRoZSBpbnB1dAogICAgcmV0dXJuIGhfbmV3LCBjICogaF9uZXc=",
+        "IyBFeGVyY2lzZSA2OiBQbGFuIGEgd29yay1lZmZpY2llbnQgc2NhbiBvZiBUIHN0ZXBzIChCcmVudCBhbmQgS3VuZykuIFJl",
+        "dHVybiBhIGxpc3Qgb2Ygcm91bmRzOyBlYWNoIHJvdW5kIGlzIGEgbGlzdAojIG9mIG1lcmdlcyAoaSwgaiksIGkgPCBqLCBt",
+        "ZWFuaW5nICJwb3NpdGlvbiBqIHRha2VzIHN0ZXAgaSdzIChhLCBiKSwgdGhlbiBpdHMgb3duIiwgYWxsIG1lcmdlcyBvZiBh",
+        "IHJvdW5kIHJlYWRpbmcKIyB0aGUgdmFsdWVzIGZyb20gYmVmb3JlIHRoZSByb3VuZC4gVXAtc3dlZXAgYXMgZGVzY3JpYmVk",
+        "IGFib3ZlOyB0aGVuIHdvcmsgb3V0IHRoZSBkb3duLXN3ZWVwJ3MgcG9zaXRpb25zIHlvdXJzZWxmLgojIFRoZSBjaGVjayBy",
+        "dW5zIHlvdXIgcGxhbiBvbiB0aGUgU1NNJ3Mgc3RlcHM6IGl0IG11c3QgZ2l2ZSBldmVyeSBzdGF0ZSBvZiB0aGUgbG9vcCBp",
+        "biBhdCBtb3N0IDJUIC0gMiBtZXJnZXMgYW5kCiMgMiBjZWlsKGxvZzIgVCkgLSAxIHJvdW5kcy4KZGVmIHdvcmtfZWZmaWNp",
+        "ZW50X3JvdW5kcyhUKToKICAgICIiIlRoZSBtZXJnZXMgKGksIGopIG9mIGEgQnJlbnQtS3VuZyBpbmNsdXNpdmUgc2NhbiBv",
+        "ZiBUIHN0ZXBzLCByb3VuZCBieSByb3VuZC4iIiIKICAgIFQgPSByZXF1aXJlX2ludCgiVCIsIFQsIG1pbmltdW09MSwgbWF4",
+        "aW11bT0yKioyMCkKICAgIHJvdW5kcywgc3RyaWRlcywgZCA9IFtdLCBbXSwgMQogICAgd2hpbGUgZCA8IFQ6ICAjIHVwLXN3",
+        "ZWVwOiB0aGUgbGFzdCBwb3NpdGlvbiBvZiBlYWNoIGJsb2NrIG9mIDJkIGdhdGhlcnMgdGhlIGJsb2NrCiAgICAgICAgcm91",
+        "bmRzLmFwcGVuZChbKGogLSBkLCBqKSBmb3IgaiBpbiByYW5nZSgyICogZCAtIDEsIFQsIDIgKiBkKV0pCiAgICAgICAgc3Ry",
+        "aWRlcy5hcHBlbmQoZCkKICAgICAgICBkICo9IDIKICAgIGZvciBkIGluIHJldmVyc2VkKHN0cmlkZXNbOi0xXSk6ICAjIGRv",
+        "d24tc3dlZXA6IHBvc2l0aW9uIDNkIC0gMSwgNWQgLSAxLCAuLi4gdGFrZXMgdGhlIGJsb2NrIG9mIGQgYmVmb3JlIGl0CiAg",
+        "ICAgICAgbWVyZ2VzID0gWyhqIC0gZCwgaikgZm9yIGogaW4gcmFuZ2UoMyAqIGQgLSAxLCBULCAyICogZCldCiAgICAgICAg",
+        "aWYgbWVyZ2VzOgogICAgICAgICAgICByb3VuZHMuYXBwZW5kKG1lcmdlcykKICAgIHJldHVybiByb3VuZHM=",
     ),
 }.items()}
-# builder:end sha256=0db7b8735422021b24830e1dfd276ab920b0d7175bbef26f202d1b8272f4d73e
+# builder:end sha256=e707a2221745f6da9b7076f5a81025dc871ea985c12348b2d1e77989393d2e1a
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -2787,8 +2874,8 @@ show_figure(
 
 
 # %% tags=["exercise"]
-# Exercise 1 · Упражнение 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v] — это w ячеек
-# буфера (w — окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку
+# Exercise 1 · Упражнение 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v] — это w ячеек
+# буфера (w — окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку
 # токена t - w, который только что покинул окно), не трогайте другие ячейки, затем примените внимание к
 # min(t + 1, w) заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните (keys, values, output). Шагу
 # передаётся только буфер: прочитать из прошлого он может лишь то, что хранит буфер.
@@ -2801,7 +2888,7 @@ def rolling_buffer_step(keys, values, t, q, k, v):
     t = require_int("t", t, minimum=0)
     require_product_in_range("a score q . k, or a sum of values", (np.append(keys, k), q, len(q), np.append(values, v), len(values)), "scale q, k and v down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v] — это w ячеек буфера (w — окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку токена t - w, который только что покинул окно), не трогайте другие ячейки, затем примените внимание к min(t + 1, w) заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните (keys, values, output). Шагу передаётся только буфер: прочитать из прошлого он может лишь то, что хранит буфер.')
+    raise NotImplementedError('Exercise 1: Один шаг декодирования с кольцевым буфером. keys [w, d_k] и values [w, d_v]\xa0— это w ячеек буфера (w\xa0— окно), и приходит токен t со своими q, k и v. Запишите k и v в ячейку t % w (ячейку токена t - w, который только что покинул окно), не трогайте другие ячейки, затем примените внимание к min(t + 1, w) заполненным ячейкам с softmax(k . q / sqrt(d_k)). Верните (keys, values, output). Шагу передаётся только буфер: прочитать из прошлого он может лишь то, что хранит буфер.')
 
 
 # %%
@@ -3128,7 +3215,7 @@ def linear_attention_quadratic(Q, K, V):
 
 
 # %% tags=["exercise"]
-# Exercise 2 · Упражнение 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние — это S (d_k, d_v) и z (d_k,),
+# Exercise 2 · Упражнение 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние — это S (d_k, d_v) и z (d_k,),
 # текущие суммы phi(k_j) v_j^T и phi(k_j) по уже прошедшим токенам. Для токена i: прибавьте phi(k_i) v_i^T к S
 # и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (S, z, output).
 # Шагу передаётся только состояние, d_k x (d_v + 1) чисел, каким бы длинным ни было прошлое.
@@ -3141,7 +3228,7 @@ def linear_attention_step(S, z, q, k, v):
     phi_bound = 1.0 + max(q.max(), k.max(), 0.0)  # phi(x) <= 1 + max(x, 0)
     require_product_in_range("phi(q) . S", (phi_bound, phi_bound, np.maximum(np.abs(S), 1.0), np.maximum(np.abs(v), 1.0), 2 * len(q)), "scale S, q, k and v down")
     # Ваш код здесь.
-    raise NotImplementedError('Exercise 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние — это S (d_k, d_v) и z (d_k,), текущие суммы phi(k_j) v_j^T и phi(k_j) по уже прошедшим токенам. Для токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (S, z, output). Шагу передаётся только состояние, d_k x (d_v + 1) чисел, каким бы длинным ни было прошлое.')
+    raise NotImplementedError('Exercise 2: Один шаг линейного внимания как рекуррентного соотношения. Состояние\xa0— это S (d_k, d_v) и z (d_k,), текущие суммы phi(k_j) v_j^T и phi(k_j) по уже прошедшим токенам. Для токена i: прибавьте phi(k_i) v_i^T к S и phi(k_i) к z, затем выдайте phi(q_i)^T S / phi(q_i)^T z. В качестве phi используйте feature_map. Верните (S, z, output). Шагу передаётся только состояние, d_k x (d_v + 1) чисел, каким бы длинным ни было прошлое.')
 
 
 # %%
@@ -4352,10 +4439,22 @@ print(f"4-битные ключи, ошибка на 60 обычных кана�
 expect("per-channel key scales keep the ordinary channels at least three times more exact", 3 * kivi_error, "<", token_error)
 
 
-# %% tags=["exercise"]
-# Exercise 6 · Упражнение 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого
-# токена delta > 0, скорость затухания a < 0 и множители записи и чтения b и c:
-# keep = e^(delta a), write = (keep - 1) / a * b, затем h_new = keep * h + write * x и y = c * h_new. Верните (h_new, y).
+# %% [markdown]
+# ### Повторение: один селективный шаг и скан, который работает не больше цикла
+#
+# **Какая дискретизация.** Раздел 12 превращает непрерывное затухание $a < 0$ и множитель записи $b$ в шаг
+# одного токена *фиксатором нулевого порядка* (zero-order hold): $\bar A = e^{\Delta a}$ и $\bar B = (e^{\Delta a} - 1)/a \cdot b$,
+# точное решение, когда вход постоянен на протяжении шага, и правило, которое записывает статья о Mamba
+# ([Gu and Dao, 2023](https://arxiv.org/abs/2312.00752), раздел 2). Выпущенное CUDA-ядро Mamba сохраняет
+# $\bar A = e^{\Delta a}$, но записывает $\Delta \cdot b \cdot x$, то есть правило Эйлера для $B$
+# ([`selective_scan_fwd_kernel.cuh`](https://github.com/state-spaces/mamba/blob/main/csrc/selective_scan/selective_scan_fwd_kernel.cuh):
+# `B_vals[i] * delta_u_vals[r][i]`, проверено 2026-12-03). Оба правила совпадают в первом порядке, поскольку
+# $(e^{\Delta a} - 1)/a = \Delta + \Delta^2 a / 2 + \dots$, и расходятся, когда $\Delta |a|$ велико: отмеченный токен
+# раздела 12 ($\Delta = 5$, $a = -1$) записывает 0,9933 себя по фиксатору и 5 раз себя по Эйлеру. Этот ноутбук
+# вычисляет и проверяет фиксатор нулевого порядка, потому что его множитель записи никогда не больше $\Delta$ и никогда не больше $1/|a|$,
+# и один громкий токен не может раздуть состояние; `selective_step` ниже — это один такой шаг.
+
+# %%
 def selective_step(h, x, delta, a, b, c):
     """One selective-SSM step with the zero-order hold; returns (new state, output)."""
     h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
@@ -4365,14 +4464,11 @@ def selective_step(h, x, delta, a, b, c):
     bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
     require_product_in_range("the new state", (bound,), "scale h, x or b down")
     require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
-    # Ваш код здесь.
-    raise NotImplementedError('Exercise 6: Один шаг селективной SSM (раздел 12) вместе с дискретизацией. Даны состояние h, вход x, размер шага этого токена delta > 0, скорость затухания a < 0 и множители записи и чтения b и c: keep = e^(delta a), write = (keep - 1) / a * b, затем h_new = keep * h + write * x и y = c * h_new. Верните (h_new, y).')
+    keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
+    h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
+    return h_new, c * h_new
 
 
-# %%
-check_exercise("Exercise 6", check_selective_step_contract, selective_step, globals())
-
-# %%
 h_step, stepped = 0.0, []
 for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one step at a time
     h_step, y_t = selective_step(h_step, x_t, float(delta_t), -1.0, 1.0, 1.0)
@@ -4380,9 +4476,13 @@ for x_t, delta_t in zip(RECALL_VALUES, deltas):  # section 12's recall task, one
 print(f"задача на воспроизведение, пройденная вручную: итоговое состояние {stepped[-1]:.4f}, у selective_ssm "
       f"{selective[-1]:.4f}")
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
+hold_write, euler_write = (math.exp(-5.0) - 1.0) / -1.0, 5.0  # delta = 5, a = -1, b = 1: the marked token's write factor
+print(f"множитель записи отмеченного токена при delta = 5: фиксатор нулевого порядка {hold_write:.4f}, Эйлер (ядро "
+      f"Mamba) {euler_write:g}")
+check_stated("the zero-order hold's write factor at delta = 5", hold_write, 0.9933, 4)
 
 # %% tags=["hide-input"]
-# @title Крайние случаи упражнений 5 и 6: отвергаемые разрядности, размеры шага и скорости затухания, состояние за пределами float64
+# @title Крайние случаи упражнения 5 и селективного шага: отклоняемые разрядности, размеры шага и скорости затухания, состояние за пределами float64
 for bad_bits in (1, 17):
     expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
 expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
@@ -4390,6 +4490,77 @@ expect_raises(ValueError, selective_step, 0.0, 1.0, 0.0, -1.0, 1.0, 1.0, match="
 for bad_a in (0.0, 0.5):
     expect_raises(ValueError, selective_step, 0.0, 1.0, 0.5, bad_a, 1.0, 1.0, match="a must")
 _ = expect_raises(FloatingPointError, selective_step, 5e307, 5e297, 1.0, -1.0, 1e10, 1.0, match="float64")  # |h| + delta |b x| = 1e308
+_ = check_selective_step_contract(selective_step)  # the zero-order hold, on the marked token and on random steps
+
+
+# %% [markdown]
+# **Работа против глубины.** Скан из упражнения 3 (Хиллиса и Стила) завершается за $\lceil \log_2 T \rceil$ раундов, но
+# каждый раунд сливает почти каждую позицию: всего около $T \log_2 T$ слияний, в $\log_2 T$ раз больше, чем $T - 1$ у цикла.
+# GPU, у которого ядер меньше, чем позиций, платит за эту лишнюю работу временем, поэтому настоящие ядра держат работу около $T$.
+# Ядро Mamba сканирует куски длиной до 2048 токенов один за другим, перенося состояние между ними, а внутри
+# куска каждый поток сначала по порядку проходит свои 4–16 шагов, и лишь затем варп-сканы CUB сливают итоги потоков (тот же файл,
+# `BLOCK_SCAN_WARP_SCANS`); ядра SSD в Mamba-2 тоже работают *по кускам*: квадратично внутри куска и рекуррентно между
+# кусками ([`ssd_combined.py`](https://github.com/state-spaces/mamba/blob/main/mamba_ssm/ops/triton/ssd_combined.py)).
+# Включающий скан Брента и Кунга (1982) показывает этот обмен в чистом виде: не больше $2T$ слияний ценой вдвое большего числа раундов.
+# **Восходящий проход** сливает $j - d$ в $j$ для $j = 2d - 1, 4d - 1, \dots$ при $d = 1, 2, 4, \dots$, так что последняя
+# позиция каждого блока из $2d$ хранит слитый шаг этого блока; затем **нисходящий проход** отдаёт каждой позиции, которой ещё
+# не хватает блока перед ней, то, чего ей не хватает, и $d$ уменьшается вдвое обратно до 1.
+
+# %% tags=["exercise"]
+# Exercise 6 · Упражнение 6: Составьте план экономного по работе скана из T шагов (Брент и Кунг). Верните список раундов; каждый раунд — список
+# слияний (i, j), i < j, что значит «позиция j берёт (a, b) шага i, а затем свой», причём все слияния раунда читают
+# значения, бывшие до раунда. Восходящий проход — как описано выше; позиции нисходящего прохода выведите сами.
+# Проверка выполняет ваш план на шагах SSM: он должен дать каждое состояние цикла не больше чем за 2T - 2 слияний и
+# 2 ceil(log2 T) - 1 раундов.
+def work_efficient_rounds(T):
+    """The merges (i, j) of a Brent-Kung inclusive scan of T steps, round by round."""
+    T = require_int("T", T, minimum=1, maximum=2**20)
+    # Ваш код здесь.
+    raise NotImplementedError('Exercise 6: Составьте план экономного по работе скана из T шагов (Брент и Кунг). Верните список раундов; каждый раунд\xa0— список слияний (i, j), i < j, что значит «позиция j берёт (a, b) шага i, а затем свой», причём все слияния раунда читают значения, бывшие до раунда. Восходящий проход\xa0— как описано выше; позиции нисходящего прохода выведите сами. Проверка выполняет ваш план на шагах SSM: он должен дать каждое состояние цикла не больше чем за 2T - 2 слияний и 2 ceil(log2 T) - 1 раундов.')
+
+
+# %%
+check_exercise("Exercise 6", check_work_efficient_scan_contract, work_efficient_rounds, globals())
+
+
+# %%
+def plan_round(merges, T):
+    """One round of a plan as arrays (sources, targets); refused unless every merge is (i, j), 0 <= i < j < T, each j once."""
+    if not isinstance(merges, (list, tuple)) or not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
+        raise TypeError(f"a round must be a list of merges (i, j), got {str(merges)[:80]}")
+    i, j = (np.array([require_int("a merge's position", m[k]) for m in merges], dtype=int) for k in (0, 1))
+    if not (np.all((0 <= i) & (i < j) & (j < T)) and len(set(j.tolist())) == len(j)):
+        raise ValueError(f"each merge (i, j) needs 0 <= i < j < {T}, and each j at most once per round; got {str(merges)[:120]}")
+    return i, j
+
+
+def scan_by_rounds(a, b, rounds):
+    """Every state of h_t = a_t h_(t-1) + b_t, running a plan of merges round by round; returns (states, merges done)."""
+    a, b = require_array("a", a, ndim=1).astype(float), require_array("b", b, ndim=1).astype(float)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    if not isinstance(rounds, (list, tuple)):
+        raise TypeError(f"rounds must be a list of rounds, each a list of merges (i, j); got {type(rounds).__name__}")
+    require_product_in_range("a merged step", (*np.maximum(np.abs(a), 1.0), np.abs(b).sum() + 1.0), "scale a or b down")  # |h_t| <= sum|b| prod max(1, |a|)
+    done = 0
+    for merges in rounds:
+        i, j = plan_round(merges, len(a))  # sources, targets
+        a, b = a.copy(), b.copy()
+        a[j], b[j] = a[i] * a[j], a[j] * b[i] + b[j]  # the right-hand side reads the values from before the round
+        done += len(merges)
+    return b, done
+
+
+scan_T = 1024
+scan_steps = np.full(scan_T, 0.5), np.ones(scan_T)
+plan = work_efficient_rounds(scan_T)
+efficient_states, efficient_work = scan_by_rounds(*scan_steps, plan)
+hillis_states, hillis_rounds = parallel_scan(*scan_steps)
+hillis_work = sum(scan_T - 2**r for r in range(hillis_rounds))  # round r merges every position at or past 2^r
+print(f"T = {scan_T}: Хиллис\xa0— Стил\xa0— {hillis_rounds} раундов и {hillis_work:,} слияний; Брент\xa0— Кунг\xa0— {len(plan)} "
+      f"раундов и {efficient_work:,} слияний; цикл\xa0— {scan_T - 1} раундов и {scan_T - 1:,} слияний")
+expect("both scans give the same states", np.allclose(efficient_states, hillis_states, atol=1e-12))
+expect("Brent-Kung does at most 2T merges, under a quarter of Hillis-Steele's here", 4 * efficient_work, "<", hillis_work)
 
 
 # %% [markdown]
@@ -4492,7 +4663,7 @@ def plot_memory_vs_context(language="en"):
 
 show_figure(
     plot_memory_vs_context(language=LANGUAGE),
-    "Обе оси логарифмические, с отмеченной точкой на каждой степени двойки; пунктирная линия — один GPU на 80 ГБ. "
+    "Обе оси логарифмические, с отмеченной точкой на каждой степени двойки; пунктирная линия\xa0— один GPU на 80\xa0ГБ. "
     "Линии, растущие с одним наклоном, растут пропорционально контексту и хранят каждый токен: сжатие (меньше "
     "голов, латентный вектор, 4 бита, гибрид в основном из SSM) лишь сдвигает их вниз. Толстая синяя линия GQA "
     "идёт под зелёной штриховой линией окна до 4096 токенов, где окно выходит на горизонталь; линия 4 бит с "
