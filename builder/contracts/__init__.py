@@ -8,6 +8,7 @@ body (standard library, numpy, torch, matplotlib) and to other inlined names.
 from . import (
     attention,
     calls,
+    capstone,
     diagrams,
     efficient,
     environment,
@@ -51,6 +52,7 @@ MODULES = (
     kv_cache,
     efficient,
     exact_attention,
+    capstone,
     waiting,
 )
 
