@@ -18,7 +18,8 @@ __all__ = [
     "KVCache",
     "CapstoneLM",
     "induction_batch",
-    "induction_loss",
+    "train_step",
+    "fit_induction",
     "train_capstone",
     "induction_accuracy",
     "attention_maps",
@@ -264,36 +265,48 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     return sequences[:, :-1], sequences[:, 1:], scored
 
 
-def induction_loss(model, inputs, targets, scored):
-    """Mean next-token cross-entropy of the model over the scored positions."""
+def train_step(model, optimizer, inputs, targets, scored):
+    """One AdamW step on the mean next-token cross-entropy over the scored positions; return the loss."""
     import torch.nn.functional as F
 
-    return F.cross_entropy(model(inputs)[scored], targets[scored])
+    loss = F.cross_entropy(model(inputs)[scored], targets[scored])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
 
 
-def train_capstone(config, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
-    """Train a CapstoneLM on the induction task with AdamW (linear warm-up, then linear decay to 0); return (model, losses)."""
+def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
+    """Train ``model`` on fresh induction batches with ``step(model, optimizer, inputs, targets, scored)``; return the losses.
+
+    AdamW without weight decay; the rate rises linearly over ``warmup`` steps, then falls linearly to 0.
+    """
     import torch
 
-    if config.max_len < 2 * k_max - 1 or config.vocab < k_max:
+    generator = torch.Generator().manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
+    losses = []
+    model.train()
+    for t in range(steps):
+        losses.append(step(model, optimizer, *induction_batch(batch, generator, vocab=model.config.vocab, k_min=k_min, k_max=k_max)))
+        schedule.step()
+        if on_step is not None:
+            on_step(t + 1, losses[-1])
+    model.eval()
+    return losses
+
+
+def train_capstone(config, steps=200, seed=0, *, on_step=None, **recipe):
+    """A CapstoneLM seeded with ``seed`` and trained on the induction task (``recipe``: fit_induction's options)."""
+    import torch
+
+    if config.max_len < 2 * recipe.get("k_max", 12) - 1 or config.vocab < recipe.get("k_max", 12):
         raise ValueError(f"the induction task needs max_len >= 2 k_max - 1 and vocab >= k_max, got {config}")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = CapstoneLM(config)
-    generator = torch.Generator().manual_seed(seed + 1)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) * (1 - step / steps))
-    losses = []
-    for step in range(steps):
-        loss = induction_loss(model, *induction_batch(batch, generator, vocab=config.vocab, k_min=k_min, k_max=k_max))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step + 1, losses[-1])
-    return model.eval(), losses
+    return model, fit_induction(model, train_step, steps, seed, on_step=on_step, **recipe)
 
 
 def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
