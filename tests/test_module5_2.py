@@ -116,3 +116,55 @@ def test_no_cell_shows_a_stray_value(executions, edition):
     stray = [(i, cell.source.strip().splitlines()[-1][:80]) for i, cell in enumerate(cells) if cell.cell_type == "code"
              for output in cell.outputs if output.output_type == "execute_result" and not cell.source.startswith("check_exercise(")]
     assert stray == [], f"cells that show a value nobody asked for: {stray}"
+
+
+# ---- issue 37: section 16's memories, on an untrained capstone (the trained one runs in the notebook) ----
+
+
+@pytest.fixture(scope="module")
+def capstone_row(nb):
+    import torch
+
+    torch.manual_seed(0)
+    config = nb["CapstoneConfig"](vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64)  # the notebook's CAPSTONE
+    model = nb["CapstoneLM"](config).eval()
+    inputs, _, _ = nb["induction_batch"](4, torch.Generator().manual_seed(1), k_min=10, k_max=12)
+    return model, inputs
+
+
+def test_the_full_memory_decodes_exactly_what_the_model_computes_at_once(nb, capstone_row):
+    import torch
+
+    model, inputs = capstone_row
+    logits, _ = nb["decode_with"](model, inputs, nb["FullMemory"])
+    with torch.no_grad():
+        torch.testing.assert_close(logits, model(inputs), atol=1e-5, rtol=1e-5)
+
+
+def test_a_window_wider_than_the_row_and_a_full_rank_latent_are_the_full_cache(nb, capstone_row):
+    import torch
+
+    model, inputs = capstone_row
+    full, _ = nb["decode_with"](model, inputs, nb["FullMemory"])
+    wide, _ = nb["decode_with"](model, inputs, lambda attn: nb["WindowMemory"](attn, inputs.shape[1]))
+    latent, _ = nb["decode_with"](model, inputs, lambda attn: nb["LatentMemory"](attn, 32))
+    torch.testing.assert_close(wide, full, atol=0, rtol=0)
+    torch.testing.assert_close(latent, full, atol=1e-4, rtol=1e-4)
+    narrow, _ = nb["decode_with"](model, inputs, lambda attn: nb["WindowMemory"](attn, 8))
+    assert not torch.allclose(narrow, full, atol=1e-3), "a window of 8 on a 23-token row must change the late logits"
+
+
+def test_every_memory_holds_the_bytes_the_reference_formula_gives(nb, capstone_row):
+    model, inputs = capstone_row
+    for name, memory in nb["capstone_designs"]().items():
+        _, stored = nb["decode_with"](model, inputs, memory)
+        assert stored == REFERENCE["capstone"]["bytes_23_tokens"][nb["design_key"](name)], name
+
+
+def test_kivi_rounds_to_2_to_the_bits_levels_with_a_zero_point(nb):
+    import torch
+
+    x = torch.linspace(-1.0, 3.0, 16).reshape(1, 1, 16, 1)
+    for bits in (2, 4):
+        levels = nb["zero_point_quantize"](x, bits, 2).unique()
+        assert len(levels) == 2**bits and levels.min() == -1.0 and levels.max() == 3.0  # the zero point keeps both ends

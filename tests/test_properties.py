@@ -466,6 +466,8 @@ VALID_CALLS = {
         "selective_ssm": lambda: (([1.0, 0.0, 2.0], [0.5, 0.1, 1.0]), {"a": -1.0, "b": 1.0, "c": 1.0}),
         "parallel_scan": lambda: (([0.5, 0.5, 0.5], [1.0, 0.0, 2.0]), {}),
         "work_efficient_rounds": lambda: ((6,), {}),
+        "zero_point_quantize": lambda: ((torch.randn(2, 1, 4, 8), 4, 2), {}),
+        "design_key": lambda: (("window 8 + 2 sinks",), {}),
         "plan_round": lambda: (([(0, 1), (1, 2)], 3), {}),
         "scan_by_rounds": lambda: (([0.5, 0.5, 0.5], [1.0, 0.0, 2.0], [[(0, 1)], [(1, 2)]]), {}),
         "ssm_state_bytes": lambda: ((4, 2), {"bytes_per_value": 2}),
@@ -501,7 +503,11 @@ NOT_FUZZED = {
                   # New with the KIVI-axes and selective-step exercises and the DESIGNS table; tests/fuzz.py fuzzes them.
                   **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers", "gated_delta_step"),
                                   "fuzzed by tests/fuzz.py"),
-                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays"},
+                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
+                  # Section 16 (issue 37): memories and a decode loop over a trained capstone; tests/test_module5_2.py drives them.
+                  **dict.fromkeys(("FullMemory", "WindowMemory", "KiviMemory", "LatentMemory", "decode_with", "measure_design", "capstone_designs"),
+                                  "runs a trained capstone model; tests/test_module5_2.py checks it on one"),
+                  "report_progress": "prints a training line; it has no input to refuse"},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
 
