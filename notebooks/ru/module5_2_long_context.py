@@ -3879,7 +3879,10 @@ show_figure(
 # $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ чисел, и оба хранятся в типе данных весов
 # (`allocate_inference_cache` в [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), проверено 2026-12-01):
 # $(8{,}192 \cdot 16 + 8{,}192 \cdot 4) \cdot 4 = 655{,}360$ байт на слой в fp32 или 327 680 в bf16, в 5 или 2,5 раза
-# больше, и по-прежнему не зависит от длины (ячейка ниже вычисляет оба варианта); один слой внимания хранит
+# больше, и по-прежнему не зависит от длины (ячейка ниже вычисляет оба варианта). Эти размеры взяты для $N = 16$ из Mamba-1;
+# слой Mamba-2, из тех, что складывают в сегодняшние гибриды, хранит $d_{\text{inner}} \times 128$ чисел состояния
+# (`d_state` 128 в [`mamba_ssm/modules/mamba2.py`](https://github.com/state-spaces/mamba)): в 8 раз больше, чем Mamba-1, на
+# канал и, при вдвое большем числе каналов, в 16 раз больше слоя из этого игрушечного примера. Один слой внимания хранит
 # $131{,}072 \cdot 4{,}096$ байт = 537 МБ при 128k токенов. При 4 слоях внимания и 28 слоях SSM кэш на 128k
 # падает с 17,2 ГБ примерно до 2,15 ГБ, то есть в восемь раз.
 
@@ -3977,9 +3980,10 @@ show_figure(
 # оценку для одного и того же закэшированного вектора $(c_j, \rho_j)$ из 512 + 64 = 576 чисел и считывает
 # в качестве значения один и тот же вектор $c_j$ размерности 512. Вот почему ядра MLA похожи на ядра MQA
 # с необычно широкой головой. Масштаб оценок равен $1/\sqrt{d_{\text{nope}} + d_{\text{rope}}} = 1/\sqrt{192}$;
-# когда DeepSeek-V3 работает за пределами исходного контекста с YaRN, масштаб дополнительно умножается на
-# $\text{mscale}^2$, где $\text{mscale} = 0.1 \ln(\text{factor}) + 1$
-# ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); при коэффициенте YaRN, равном 40,
+# код инференса DeepSeek-V3 дополнительно умножает его на $\text{mscale}^2$, где $\text{mscale} = 0.1 \ln(\text{factor}) + 1$,
+# всякий раз, когда заданная `max_seq_len` больше исходных 4096 токенов, а по умолчанию так и есть
+# ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3): `if args.max_seq_len > args.original_seq_len`):
+# то есть на каждой позиции, а не только за пределами исходного контекста. При коэффициенте YaRN, равном 40,
 # это около 1,37, так что масштаб вырастает примерно в 1,87 раза.
 #
 # $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; \tilde q_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
@@ -4215,7 +4219,11 @@ report_section("Латентное внимание", globals())
 # делят масштаб. У ключей обычно есть несколько *каналов*, которые велики для каждого токена; если масштаб
 # один на токен, эти каналы задают масштаб, а маленькие каналы округляются до нуля. Поэтому KIVI
 # ([Liu и др., 2024](https://arxiv.org/abs/2402.02750)) квантует ключи поканально, а значения — по токенам,
-# и доходит до 2 битов. Масштаб — это линейка: каждое число группы записывается в делениях линейки своей
+# и доходит до 2 битов. Собственные коды KIVI *асимметричны*: каждая группа хранит масштаб и нулевую точку
+# (свой минимум), так что $\nu$ битов дают $2^\nu$ уровней (4 при 2 битах, тогда как у симметричных кодов этого раздела их 3), а
+# канал ключей делит их только в пределах группы токенов (32 в статье), а не всего кэша: два 16-битных числа на
+# 32, около $\nu + 1$ бита на число (5 при 4 битах, а не 4,125 при одном масштабе на 128 чисел). Раздел 16 запускает асимметричные
+# коды KIVI на обученной модели. Масштаб — это линейка: каждое число группы записывается в делениях линейки своей
 # группы, поэтому одно огромное число огрубляет все остальные; KIVI даёт каждому каналу ключей свою линейку.
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
@@ -4752,8 +4760,8 @@ report_section("Все конструкции одним взглядом", glob
 # **В реальных системах.** Серверы инференса добавляют экономию, которая не требует менять модель: *кэширование
 # префиксов* (prefix caching). Запросы, начинающиеся с одних и тех же токенов (системный промпт, few-shot-примеры,
 # прежние реплики диалога), делят KV-кэш этого префикса, вместо того чтобы вычислять и хранить его заново для каждого
-# запроса. RadixAttention в SGLang хранит такие префиксы в радикс-дереве и переиспользует их автоматически
-# ([Zheng и др., 2023](https://arxiv.org/abs/2312.07104)); кэширование префиксов в vLLM так же делит его страничные
+# запроса. RadixAttention в SGLang хранит такие префиксы в радикс-дереве, переиспользует их автоматически и сообщает
+# о пропускной способности до 6,4 раза выше ([Zheng и др., 2024](https://arxiv.org/abs/2312.07104)); кэширование префиксов в vLLM так же делит его страничные
 # блоки (модуль 5.1).
 
 # %% [markdown]
@@ -4762,7 +4770,8 @@ report_section("Все конструкции одним взглядом", glob
 # Размер каждой архитектуры ниже посчитан по её публичной конфигурации тем же правилом, что и в разделе 5:
 # растущие байты на токен (слои, которые хранят каждый токен или фиксированную долю токенов) плюс
 # фиксированная часть (заполненные окна, рекуррентные состояния). Всё считается при 16 битах на число, как
-# принято в этом модуле; в опубликованных чекпойнтах части кэша часто хранятся в FP8 или ещё компактнее.
+# принято в этом модуле; в опубликованных чекпойнтах части кэша часто хранятся в FP8 или ещё компактнее, поэтому в таблице есть столбец
+# *as stored* (как хранится) везде, где формат хранения прочитан из кода, который его записывает.
 #
 # - **DeepSeek-V4** заменяет MLA гибридом из трёх типов внимания, по одному на слой
 #   ([документация transformers `deepseek_v4`](https://huggingface.co/docs/transformers/main/model_doc/deepseek_v4), добавлена в мае 2026;
@@ -4779,16 +4788,23 @@ report_section("Все конструкции одним взглядом", glob
 # - **Qwen3-Next** (80B-A3B, [карточка модели](https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct) и `config.json`:
 #   48 слоёв, `full_attention_interval` 4) ставит 3 слоя Gated DeltaNet на каждый слой внимания с гейтированием. Растут только
 #   12 слоёв внимания (2 KV-головы размерности 256); каждый слой DeltaNet хранит фиксированное состояние из 32 голов значений,
-#   каждая — матрица $128 \times 128$, плюс небольшое состояние свёртки. Преемники (Qwen3.5) сохраняют схему 3:1.
+#   каждая — матрица $128 \times 128$, плюс небольшое состояние свёртки из 4 столбцов (`conv_kernel_size` 4, столько столбцов
+#   хранит transformers, как для Mamba в разделе 12). Преемники (Qwen3.5) сохраняют схему 3:1.
 # - **Gemma 3** ([Gemma Team, 2025](https://arxiv.org/abs/2503.19786); конфигурация 27B: 62 слоя, 16 KV-голов размерности
 #   128, `sliding_window` 1024, `sliding_window_pattern` 6) на каждый глобальный слой приходится 5 локальных слоёв с окном
 #   в 1024 токена: 52 локальных и 10 глобальных слоёв, и растут только 10 глобальных.
+# - **Gemma 4** (2026; `convert_gemma4_weights.py` из transformers, прочитан 2026-12-02) сохраняет эту схему (четыре слоя
+#   с окном на один полный в E2B), делает свои немногие полные слои размерности 512 и позволяет последним слоям двух малых моделей
+#   использовать кэш более раннего слоя, а не хранить свой; таблица ниже считает все четыре.
 # - **PyTorch** теперь задаёт такие маски *функциями*. FlexAttention (`torch.nn.attention.flex_attention`, torch
 #   2.5 и новее) принимает `mask_mod(b, h, q_idx, kv_idx)`, которая возвращает, может ли запрос читать ключ, и
 #   `score_mod`, которая правит оценку (смещение, мягкое ограничение — soft cap); `create_block_mask` превращает функцию ровно в ту
 #   таблицу пропуска блоков, что в разделе 7, а скомпилированное ядро пропускает пустые блоки. Для обычного каузального
 #   внимания или внимания с паддингом у `F.scaled_dot_product_attention` есть также бэкенд cuDNN (`SDPBackend.CUDNN_ATTENTION`),
-#   который PyTorch предпочитает на современных GPU NVIDIA ([документация SDPA](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
+#   который селектор PyTorch пробует первым только там, где выполняется `check_prefer_cudnn_attention()` из
+#   [`sdp_utils.cpp`](https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp):
+#   на GPU для дата-центров классов sm90 и sm100 со свежим cuDNN (то же говорит модуль 3); в остальных случаях первым идёт
+#   FlashAttention.
 
 # %% tags=["hide-input"]
 # @title Современные конструкции как данные: слои каждой строки, её источник, дата проверки и статус (откройте, чтобы прочитать)
@@ -4809,7 +4825,10 @@ DESIGNS = [
     {"name": "DeepSeek-V3.2 (MLA + indexer)", "status": "reported", "checked": CHECKED,
      "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (config.json page found, text not read here; index_head_dim 128 "
                "as in V3.2-Exp's config and transformers' DeepseekV32Config)",
-     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})]},
+     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})],
+     # As stored: FlashMLA's "FP8 with scale" record, 512 FP8 + 4 fp32 scales + 64 bf16 = 656 bytes (FlashMLA README), and
+     # the indexer key in FP8 with one fp32 scale (k_cache and k_scale_cache in V3.2-Exp's inference/model.py): 132 bytes.
+     "stored_bytes_per_token": 61 * (656 + 128 + 4)},
     {"name": "gpt-oss-120b (alternating 128 window)", "status": "carried", "checked": "earlier edition",
      "source": "https://arxiv.org/abs/2508.10925 (36 layers, half windowed to 128, 8 KV heads of width 64)",
      "parts": [("full", 18, {"kv_heads": 8, "head_dim": 64}), ("window", 18, {"kv_heads": 8, "head_dim": 64, "window": 128})]},
@@ -4819,16 +4838,19 @@ DESIGNS = [
     {"name": "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)", "status": "checked", "checked": CHECKED,
      "source": "transformers' Qwen3NextConfig, whose defaults mirror Qwen/Qwen3-Next-80B-A3B-Instruct (48 layers, "
                "full_attention_interval 4, 2 KV heads); head_dim 256 and the DeltaNet state sizes from the model's config.json",
-     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3})]},
+     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 4})]},
     {"name": "DeepSeek-V4-Flash (CSA + HCA + window)", "status": "checked (schedule reported)", "checked": CHECKED,
      "source": "transformers' configuration_deepseek_v4.py for DeepSeek-V4-Flash-Base (43 layers, 1 KV head of 512 with K = V, "
                "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
      "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
                ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
-    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": "2026-12-02",
-     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config.json was not readable here and "
-               "transformers has no deepseek_v41 configuration to read instead; secondary pages describe a new attention "
-               "(CSA2) and a KV cache about a quarter of V4-Flash's", "parts": None},
+    {"name": "DeepSeek-V4.1-Flash (window + shared CSA2)", "status": "checked", "checked": "2026-12-03",
+     "source": "transformers' configuration_deepseek_v41.py, whose defaults mirror the released checkpoint: 40 layers, every "
+               "one with a 128-token window of one 512-wide K = V vector; compress_ratios [0, 0] + [2] * 18 + [1] * 20; "
+               "compressed KV and 128-wide indexer keys written only by kv_source_layer_ids [2, 8, 14, 20] and reused by the "
+               "layers after each; index_topk 512; 1M context",
+     "parts": [("window", 40, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
+               ("compressed", 3, {"width": 512, "index": 128, "ratio": 2}), ("compressed", 1, {"width": 512, "index": 128, "ratio": 1})]},
     # Gemma 4, from transformers' convert_gemma4_weights.py (_VARIANTS: the configs it writes) and modeling_gemma4.py:
     # full layers are global_head_dim = 512 wide, with num_global_key_value_heads heads when attention_k_eq_v; the last
     # num_kv_shared_layers layers store no cache of their own; K and V are cached apart even when K = V (their norms differ).
@@ -4878,14 +4900,12 @@ def design_numbers(parts):
     return growing, fixed
 
 
-sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  статус")
+sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS}  # name -> (growing, fixed)
+print(f"{'design':48s} {'grows per token':>16} {'as stored':>12} {'fixed':>10} {'at 1M tokens':>13}  статус")
 for design in DESIGNS:
-    if design["parts"] is None:
-        print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
-        continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {2 * fixed / GB:>7.2f} ГБ "
+    stored = f"{design['stored_bytes_per_token'] / KIB:>8.2f} KiB" if "stored_bytes_per_token" in design else f"{'not read':>12}"
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} КиБ {stored} {2 * fixed / GB:>7.2f} ГБ "
           f"{layered_cache_bytes(2 ** 20, growing, fixed) / GB:>10.1f} ГБ  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
@@ -4900,6 +4920,12 @@ check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_des
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
 check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+V41, V32 = "DeepSeek-V4.1-Flash (window + shared CSA2)", "DeepSeek-V3.2 (MLA + indexer)"
+check_stated("DeepSeek-V4.1-Flash growing numbers per token", sota_designs[V41][0], 1600, 0)
+check_stated("DeepSeek-V4.1-Flash growing bytes per token at 16 bits", 2 * sota_designs[V41][0], 3200, 0)
+check_stated("DeepSeek-V4.1-Flash over V4-Flash, per token", sota_designs[V41][0] / sota_designs[V4][0], 0.47, 2)
+check_stated("DeepSeek-V3.2 as stored, KiB per token", next(d for d in DESIGNS if d["name"] == V32)["stored_bytes_per_token"] / KIB, 46.9, 1)
+check_stated("DeepSeek-V3.2's FP8 indexer key as stored, KiB per token", 61 * 132 / KIB, 7.9, 1)
 check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
 check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
 
@@ -4996,7 +5022,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # %% [markdown]
 # На каждый токен контекста DeepSeek-V4-Flash прирастает примерно на 6,7 КиБ — вдесятеро меньше, чем латентный
 # кэш DeepSeek-V3 (68,6 КиБ), потому что бо́льшая часть её дальней памяти свёрнута в отношении 4 или 128 к 1, а токен за
-# токеном хранится только окно в 128 токенов. Qwen3-Next и Gemma 3 прирастают на 24 и 80 КиБ против 320 КиБ
+# токеном хранится только окно в 128 токенов. Qwen3-Next, Gemma 3 и Gemma 4 31B прирастают на 24, 80 и 80 КиБ против 320 КиБ
 # у Llama-3.3-70B. Каждая из этих архитектур сохраняет *какие-то* слои, которые читают далеко назад;
 # различаются они тем, насколько груба эта дальняя память.
 #
@@ -5009,9 +5035,25 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # (проверено) взяты из файла конфигурации, прочитанного 2026-12-01 (Gemma 4 — из скрипта конвертации
 # transformers, прочитанного 2026-12-02); строки *carried* (перенесено) сохраняют прежнюю проверку этого модуля;
 # строки *reported* (по сообщениям) частично опираются на вторичный источник. DeepSeek-V3.2 вышла из стадии Exp;
-# ключ её индексатора добавляет к латентному вектору V3 около 15 КиБ на токен. DeepSeek-V4.1-Flash (октябрь 2026)
-# перечислена, но не посчитана: ни одного её файла конфигурации не удалось прочитать отсюда, поэтому она остаётся
-# *unconfirmed* (не подтверждено; страница одного провайдера сообщает о KV-кэше примерно в четверть от V4-Flash).
+# при 16 битах ключ её индексатора добавляет к латентному вектору V3 около 15 КиБ на токен, но в том виде, как он хранится (FP8
+# с одним масштабом fp32), он добавляет 7,9 КиБ, а весь кэш V3.2, латентный вектор которого FlashMLA тоже держит в FP8, занимает около
+# 47 КиБ на токен, а не 83,9: это столбец *as stored*.
+#
+# **DeepSeek-V4.1-Flash** (октябрь 2026; конфигурация `deepseek_v41` в transformers, проверено 2026-12-03) показывает следующий
+# шаг: один сжатый кэш, **общий для нескольких слоёв**. Все 40 слоёв хранят окно в 128 токенов, но только слои 2, 8, 14
+# и 20 записывают сжатые ключи и значения (размерности 512, с ключами индексатора размерности 128; три из них сворачивают 2 токена в один,
+# последний хранит каждый токен); каждый слой до следующего источника читает их кэш. Это 1600 чисел на токен, 3200
+# байт (3,1 КиБ) при 16 битах этого модуля: 0,47 от 6880 у V4-Flash. «Примерно четверть», о которой сообщают провайдеры,
+# — это не размер при 16 битах; опубликованный формат хранения нам отсюда прочитать не удалось, поэтому в её столбце *as stored*
+# стоит *not read* (не прочитано), как и у каждой строки, формат хранения которой мы не читали.
+#
+# **Тоже актуальны, но здесь не посчитаны.** *DeepSeek-V4-Pro* работает на том же коде `deepseek_v4`, что и V4-Flash, в большем размере.
+# *Kimi Linear* (Moonshot AI, октябрь 2025, [Kimi Team, 2025](https://arxiv.org/abs/2510.26692)) чередует три слоя Kimi
+# Delta Attention, Gated DeltaNet с более тонким гейтированием, с одним слоем MLA и сообщает о KV-кэше до 75% меньше.
+# *MiniMax-M2* (октябрь 2025) пошла обратным путём: после линейного (lightning) внимания предшественницы она вернулась к
+# полному вниманию с GQA в каждом слое, и её команда написала в ноябре 2025, что экономное внимание всё ещё уступает ему
+# на длинных агентных задачах и рассуждениях и его труднее обслуживать (кэширование префиксов, состояния низкой точности). Урок
+# раздела 16 на практике: забывчивая память дешева, а слои, которые не должны забывать, оставляют.
 
 # %% [markdown]
 # ## 16. Каждая конструкция на модели, которую вы обучили

@@ -3377,7 +3377,10 @@ show_figure(
 # $d_{\text{inner}} \times d_{\text{conv}} = 8{,}192 \times 4$ numbers, both kept in the weights' dtype
 # (`allocate_inference_cache` in [`mamba_ssm/modules/mamba_simple.py`](https://github.com/state-spaces/mamba), checked 2026-12-01):
 # $(8{,}192 \cdot 16 + 8{,}192 \cdot 4) \cdot 4 = 655{,}360$ bytes per layer in fp32, or 327,680 in bf16, 5 or 2.5 times
-# more, and still independent of the length (the cell below computes both); one attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
+# more, and still independent of the length (the cell below computes both). These sizes use Mamba-1's $N = 16$; a
+# Mamba-2 layer, the kind today's hybrids stack, keeps $d_{\text{inner}} \times 128$ state numbers
+# (`d_state` 128 in [`mamba_ssm/modules/mamba2.py`](https://github.com/state-spaces/mamba)): 8 times Mamba-1's per
+# channel and, with twice the channels, 16 times this toy's layer. One attention layer holds $131{,}072 \cdot 4{,}096$ bytes = 537 MB at 128k tokens. With 4
 # attention and 28 SSM layers the 128k cache drops from 17.2 GB to about 2.15 GB, one eighth.
 
 # %%
@@ -3472,10 +3475,11 @@ show_figure(
 # every one of the 128 query heads scores the same cached vector $(c_j, \rho_j)$, 512 + 64 = 576
 # numbers, and reads back the same 512-wide $c_j$ as its value. That is why MLA kernels look like
 # MQA kernels with an unusually wide head. The score scale is $1/\sqrt{d_{\text{nope}} + d_{\text{rope}}} = 1/\sqrt{192}$;
-# when DeepSeek-V3 runs past its original context with YaRN it also multiplies the scale by
-# $\text{mscale}^2$, where $\text{mscale} = 0.1 \ln(\text{factor}) + 1$
-# ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3)); with its YaRN factor of 40
-# that is about 1.37, so the scale grows by about 1.87.
+# DeepSeek-V3's inference code also multiplies it by $\text{mscale}^2$, where $\text{mscale} = 0.1 \ln(\text{factor}) + 1$,
+# whenever the configured `max_seq_len` exceeds the original 4,096 tokens, which its default does
+# ([`inference/model.py`](https://github.com/deepseek-ai/DeepSeek-V3): `if args.max_seq_len > args.original_seq_len`):
+# so at every position, not only past the original context. With its YaRN factor of 40 that is about 1.37, so the
+# scale grows by about 1.87.
 #
 # $$s_{ij}^{(h)} = \frac{\left(q_i^{(h)} {W_h^{UK}}^\top\right) \cdot c_j \;+\; \tilde q_i^{(h)} \cdot \rho_j}{\sqrt{d_{\text{nope}} + d_{\text{rope}}}}$$
 #
@@ -3696,7 +3700,11 @@ report_section("Latent attention", globals())
 # matters. Keys tend to have a few *channels* that are large for every token; with one scale per
 # token, those channels set the scale and the small channels round to zero. KIVI
 # ([Liu et al., 2024](https://arxiv.org/abs/2402.02750)) therefore quantizes keys per channel and
-# values per token, and reaches 2 bits. The scale is a ruler: every number of a group is written in steps of its
+# values per token, and reaches 2 bits. KIVI's own codes are *asymmetric*: each group stores a scale and a zero point
+# (its minimum), so $\nu$ bits give $2^\nu$ levels (4 at 2 bits, where this section's symmetric codes have 3), and a
+# key channel shares them only over a group of tokens (32 in the paper), not the whole cache: two 16-bit numbers per
+# 32, about $\nu + 1$ bits per number (5 at 4 bits, not the 4.125 of one scale per 128 numbers). Section 16 runs KIVI's
+# asymmetric codes on a trained model. The scale is a ruler: every number of a group is written in steps of its
 # group's ruler, so one huge number coarsens all the others; KIVI gives each key channel its own ruler.
 #
 # $$\text{code} = \operatorname{round}\left(\frac{x}{\gamma}\right), \qquad \gamma = \frac{\max |x_{\text{group}}|}{2^{\nu-1} - 1}$$
@@ -4208,7 +4216,8 @@ report_section("Every design at a glance", globals())
 # **In the wild.** Serving engines add a saving that needs no change to the model: *prefix caching*. Requests that
 # start with the same tokens (a system prompt, few-shot examples, the earlier turns of a chat) share the KV cache of
 # that prefix instead of computing and storing it once per request. SGLang's RadixAttention keeps such prefixes in a
-# radix tree and reuses them automatically ([Zheng et al., 2023](https://arxiv.org/abs/2312.07104)); vLLM's prefix
+# radix tree and reuses them automatically, and reports up to 6.4 times higher throughput
+# ([Zheng et al., 2024](https://arxiv.org/abs/2312.07104)); vLLM's prefix
 # caching shares its paged blocks the same way (Module 5.1).
 
 # %% [markdown]
@@ -4217,7 +4226,8 @@ report_section("Every design at a glance", globals())
 # Each design below is sized from its public configuration, with the same rule as section 5:
 # growing bytes per token (the layers that keep every token, or a fixed fraction of them) plus a
 # fixed part (windows once full, recurrent states). All at 16 bits per number, the convention of
-# this module; the released checkpoints often store parts of the cache in FP8 or lower.
+# this module; the released checkpoints often store parts of the cache in FP8 or lower, so the table adds a column
+# *as stored* wherever the stored format was read from the code that writes it.
 #
 # - **DeepSeek-V4** replaces MLA with a hybrid of three attention types, one per layer
 #   ([transformers `deepseek_v4` docs](https://huggingface.co/docs/transformers/main/model_doc/deepseek_v4), added May 2026;
@@ -4234,16 +4244,23 @@ report_section("Every design at a glance", globals())
 # - **Qwen3-Next** (80B-A3B, [model card](https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct) and `config.json`:
 #   48 layers, `full_attention_interval` 4) stacks 3 Gated DeltaNet layers per gated attention layer. Only the
 #   12 attention layers (2 KV heads of width 256) grow; each DeltaNet layer keeps a fixed state of 32 value heads,
-#   each a $128 \times 128$ matrix, plus a short convolution state. Its successors (Qwen3.5) keep the 3:1 layout.
+#   each a $128 \times 128$ matrix, plus a short convolution state of 4 columns (`conv_kernel_size` 4, the width
+#   transformers keeps, as for Mamba in section 12). Its successors (Qwen3.5) keep the 3:1 layout.
 # - **Gemma 3** ([Gemma Team, 2025](https://arxiv.org/abs/2503.19786); 27B config: 62 layers, 16 KV heads of width
 #   128, `sliding_window` 1,024, `sliding_window_pattern` 6) interleaves 5 local layers with a 1,024-token window per
 #   global layer: 52 local and 10 global layers, and only the 10 global layers grow.
+# - **Gemma 4** (2026; transformers' `convert_gemma4_weights.py`, read on 2026-12-02) keeps that pattern (four window
+#   layers per full one in E2B), makes its few full layers 512 wide, and lets the two small models' last layers reuse an
+#   earlier layer's cache instead of storing one; the table below sizes all four.
 # - **PyTorch** now expresses these masks as *functions*. FlexAttention (`torch.nn.attention.flex_attention`, torch
 #   2.5 and later) takes a `mask_mod(b, h, q_idx, kv_idx)` that returns whether a query may read a key, and a
 #   `score_mod` that edits a score (a bias, a soft cap); `create_block_mask` turns the function into exactly the
 #   block-skipping table of section 7, and a compiled kernel skips the empty blocks. For plain causal or padded
-#   attention, `F.scaled_dot_product_attention` also has a cuDNN backend (`SDPBackend.CUDNN_ATTENTION`), which PyTorch
-#   prefers on recent NVIDIA GPUs ([SDPA docs](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)).
+#   attention, `F.scaled_dot_product_attention` also has a cuDNN backend (`SDPBackend.CUDNN_ATTENTION`), which PyTorch's
+#   selector tries first only where `check_prefer_cudnn_attention()` in
+#   [`sdp_utils.cpp`](https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/transformers/cuda/sdp_utils.cpp)
+#   holds: sm90- and sm100-class data-centre GPUs with a recent cuDNN (Module 3 says the same); elsewhere FlashAttention
+#   comes first.
 
 # %% tags=["hide-input"]
 # @title Today's designs as data: each row's layers, its source, the date it was checked and its status (open it to read them)
@@ -4264,7 +4281,10 @@ DESIGNS = [
     {"name": "DeepSeek-V3.2 (MLA + indexer)", "status": "reported", "checked": CHECKED,
      "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (config.json page found, text not read here; index_head_dim 128 "
                "as in V3.2-Exp's config and transformers' DeepseekV32Config)",
-     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})]},
+     "parts": [("latent", 61, {"latent": 512, "rope": 64, "index": 128})],
+     # As stored: FlashMLA's "FP8 with scale" record, 512 FP8 + 4 fp32 scales + 64 bf16 = 656 bytes (FlashMLA README), and
+     # the indexer key in FP8 with one fp32 scale (k_cache and k_scale_cache in V3.2-Exp's inference/model.py): 132 bytes.
+     "stored_bytes_per_token": 61 * (656 + 128 + 4)},
     {"name": "gpt-oss-120b (alternating 128 window)", "status": "carried", "checked": "earlier edition",
      "source": "https://arxiv.org/abs/2508.10925 (36 layers, half windowed to 128, 8 KV heads of width 64)",
      "parts": [("full", 18, {"kv_heads": 8, "head_dim": 64}), ("window", 18, {"kv_heads": 8, "head_dim": 64, "window": 128})]},
@@ -4274,16 +4294,19 @@ DESIGNS = [
     {"name": "Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)", "status": "checked", "checked": CHECKED,
      "source": "transformers' Qwen3NextConfig, whose defaults mirror Qwen/Qwen3-Next-80B-A3B-Instruct (48 layers, "
                "full_attention_interval 4, 2 KV heads); head_dim 256 and the DeltaNet state sizes from the model's config.json",
-     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3})]},
+     "parts": [("full", 12, {"kv_heads": 2, "head_dim": 256}), ("state", 36, {"numbers": 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 4})]},
     {"name": "DeepSeek-V4-Flash (CSA + HCA + window)", "status": "checked (schedule reported)", "checked": CHECKED,
      "source": "transformers' configuration_deepseek_v4.py for DeepSeek-V4-Flash-Base (43 layers, 1 KV head of 512 with K = V, "
                "window 128, index_head_dim 128, compression 4 and 128); the layer schedule as reported from the model card",
      "parts": [("window", 43, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
                ("compressed", 21, {"width": 512, "index": 128, "ratio": 4}), ("compressed", 20, {"width": 512, "ratio": 128})]},
-    {"name": "DeepSeek-V4.1-Flash", "status": "unconfirmed, not sized", "checked": "2026-12-02",
-     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V4.1-Flash exists; its config.json was not readable here and "
-               "transformers has no deepseek_v41 configuration to read instead; secondary pages describe a new attention "
-               "(CSA2) and a KV cache about a quarter of V4-Flash's", "parts": None},
+    {"name": "DeepSeek-V4.1-Flash (window + shared CSA2)", "status": "checked", "checked": "2026-12-03",
+     "source": "transformers' configuration_deepseek_v41.py, whose defaults mirror the released checkpoint: 40 layers, every "
+               "one with a 128-token window of one 512-wide K = V vector; compress_ratios [0, 0] + [2] * 18 + [1] * 20; "
+               "compressed KV and 128-wide indexer keys written only by kv_source_layer_ids [2, 8, 14, 20] and reused by the "
+               "layers after each; index_topk 512; 1M context",
+     "parts": [("window", 40, {"kv_heads": 1, "head_dim": 512, "window": 128, "k_eq_v": True}),
+               ("compressed", 3, {"width": 512, "index": 128, "ratio": 2}), ("compressed", 1, {"width": 512, "index": 128, "ratio": 1})]},
     # Gemma 4, from transformers' convert_gemma4_weights.py (_VARIANTS: the configs it writes) and modeling_gemma4.py:
     # full layers are global_head_dim = 512 wide, with num_global_key_value_heads heads when attention_k_eq_v; the last
     # num_kv_shared_layers layers store no cache of their own; K and V are cached apart even when K = V (their norms differ).
@@ -4333,14 +4356,12 @@ def design_numbers(parts):
     return growing, fixed
 
 
-sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS if d["parts"]}  # name -> (growing, fixed)
-print(f"{'design':48s} {'grows per token':>16} {'fixed':>10} {'at 1M tokens':>13}  status")
+sota_designs = {d["name"]: design_numbers(d["parts"]) for d in DESIGNS}  # name -> (growing, fixed)
+print(f"{'design':48s} {'grows per token':>16} {'as stored':>12} {'fixed':>10} {'at 1M tokens':>13}  status")
 for design in DESIGNS:
-    if design["parts"] is None:
-        print(f"{design['name']:48s} {'':>16} {'':>10} {'':>13}  {design['status']}")
-        continue
     growing, fixed = sota_designs[design["name"]]
-    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
+    stored = f"{design['stored_bytes_per_token'] / KIB:>8.2f} KiB" if "stored_bytes_per_token" in design else f"{'not read':>12}"
+    print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {stored} {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
 check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
 check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
@@ -4354,6 +4375,12 @@ check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_des
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
 check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
 check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+V41, V32 = "DeepSeek-V4.1-Flash (window + shared CSA2)", "DeepSeek-V3.2 (MLA + indexer)"
+check_stated("DeepSeek-V4.1-Flash growing numbers per token", sota_designs[V41][0], 1600, 0)
+check_stated("DeepSeek-V4.1-Flash growing bytes per token at 16 bits", 2 * sota_designs[V41][0], 3200, 0)
+check_stated("DeepSeek-V4.1-Flash over V4-Flash, per token", sota_designs[V41][0] / sota_designs[V4][0], 0.47, 2)
+check_stated("DeepSeek-V3.2 as stored, KiB per token", next(d for d in DESIGNS if d["name"] == V32)["stored_bytes_per_token"] / KIB, 46.9, 1)
+check_stated("DeepSeek-V3.2's FP8 indexer key as stored, KiB per token", 61 * 132 / KIB, 7.9, 1)
 check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
 check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
 
@@ -4448,7 +4475,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # %% [markdown]
 # Per token of context, DeepSeek-V4-Flash grows by about 6.7 KiB: ten times less than DeepSeek-V3's latent cache
 # (68.6 KiB), because most of its long-range memory is pooled 4 or 128 to 1 and only a 128-token window is kept
-# token by token. Qwen3-Next and Gemma 3 grow by 24 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
+# token by token. Qwen3-Next, Gemma 3 and Gemma 4 31B grow by 24, 80 and 80 KiB, against 320 KiB for Llama-3.3-70B. Every one of
 # them keeps *some* layers that read far back; the designs differ in how coarse that far memory is.
 #
 # Gemma 4 (E2B, E4B, 26B-A4B, 31B) keeps five window layers (four in E2B) per full layer, and makes the full layers
@@ -4458,9 +4485,25 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # The table is data: each design lists its layers, its source, the date it was checked and a status. *Checked* rows
 # come from a configuration file read on 2026-12-01 (Gemma 4: transformers' conversion script, read on 2026-12-02);
 # *carried* rows keep this module's earlier check; *reported* rows rest partly on a secondary source. DeepSeek-V3.2
-# has left its Exp stage; its indexer key adds about 15 KiB per token to V3's latent. DeepSeek-V4.1-Flash (October
-# 2026) is listed but not sized: no configuration file of it could be read from here, so it stays *unconfirmed* (a
-# provider's page reports a KV cache about a quarter of V4-Flash's).
+# has left its Exp stage; at 16 bits its indexer key adds about 15 KiB per token to V3's latent, but as stored (FP8
+# with one fp32 scale) it adds 7.9 KiB, and the whole V3.2 cache, whose latent FlashMLA also keeps in FP8, is about
+# 47 KiB per token, not 83.9: the *as stored* column.
+#
+# **DeepSeek-V4.1-Flash** (October 2026; transformers' `deepseek_v41` configuration, checked 2026-12-03) shows the next
+# move: one compressed cache **shared across layers**. All 40 layers keep the 128-token window, but only layers 2, 8, 14
+# and 20 write compressed keys and values (512 wide, with 128-wide indexer keys, three of them pooling 2 tokens into one,
+# the last keeping every token); every layer up to the next source reads theirs. That is 1,600 numbers per token, 3,200
+# bytes (3.1 KiB) at this module's 16 bits: 0.47 times V4-Flash's 6,880. The "about a quarter" that providers report
+# is not the 16-bit size; we could not read the released storage format from here, so its *as stored* entry says
+# *not read*, as for every row whose stored format we did not read.
+#
+# **Also current, not sized here.** *DeepSeek-V4-Pro* runs the same `deepseek_v4` code as V4-Flash at a larger size.
+# *Kimi Linear* (Moonshot AI, October 2025, [Kimi Team, 2025](https://arxiv.org/abs/2510.26692)) interleaves three Kimi
+# Delta Attention layers, a finer-gated Gated DeltaNet, with one MLA layer, and reports up to 75% less KV cache.
+# *MiniMax-M2* (October 2025) went the other way: after its predecessor's lightning (linear) attention, it returned to
+# full attention with GQA in every layer, and its team wrote in November 2025 that efficient attention still lost to it
+# on long agentic and reasoning work and was harder to serve (prefix caching, low-precision states). The lesson of
+# section 16 in production: the memories that forget are cheap, and the layers that must not forget are kept.
 
 # %% [markdown]
 # ## 16. Every design on the model you trained
