@@ -168,3 +168,15 @@ def test_kivi_rounds_to_2_to_the_bits_levels_with_a_zero_point(nb):
     for bits in (2, 4):
         levels = nb["zero_point_quantize"](x, bits, 2).unique()
         assert len(levels) == 2**bits and levels.min() == -1.0 and levels.max() == 3.0  # the zero point keeps both ends
+
+
+def test_the_stated_4_to_5_hours_follows_from_the_stated_method():
+    """Prose at 100 words a minute, 25 minutes an exercise, 30 for running and reading cells, 15 for the self-test."""
+    text = SOURCE.read_text(encoding="utf-8")
+    cells = re.split(r"^# %%", text, flags=re.MULTILINE)
+    prose = "\n".join(cell for cell in cells if cell.startswith(" [markdown]"))
+    words = len(re.findall(r"[A-Za-z][A-Za-z'-]*", re.sub(r"<!--.*?-->", "", prose, flags=re.DOTALL)))
+    exercises = sum(cell.startswith(' tags=["exercise"]') for cell in cells)
+    hours = (words / 100 + 25 * exercises + 30 + 15) / 60
+    assert "**How long it takes: 4 to 5 hours.**" in text and f"each of the {exercises} exercises" in text
+    assert 4 <= hours <= 5, f"the method gives {hours:.2f} hours ({words} words, {exercises} exercises): update the stated range"

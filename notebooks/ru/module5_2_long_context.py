@@ -20,6 +20,10 @@
 # меню *Среда выполнения*, выполняющей ячейки после текущей (Colab; в английском интерфейсе *Runtime → Run after*) или *Run → Run Selected Cell and All Below* на следующей
 # (JupyterLab). `show_reference("Exercise 3")` печатает решение; последняя ячейка перечисляет
 # упражнения пройденные, не пройденные и не начатые.
+#
+# **Сколько это займёт: от 4 до 5 часов.** Оценка считает текст по 100 слов в минуту (внимательный темп для текста
+# с формулами и разобранными примерами), по 25 минут на каждое из 6 упражнений, 30 минут на запуск ячеек и
+# чтение их чисел и рисунков и 15 на самопроверку; `tests/test_module5_2.py` пересчитывает её после каждой правки.
 
 # %% tags=["hide-input"]
 # @title Подготовка 1 из 5: установить только недостающие пакеты из разрешённого списка и сообщить версии.
@@ -5464,8 +5468,8 @@ def design_key(name):
     return name.lower().replace(" + ", "_").replace(" ", "_").replace("-", "_")
 
 
-HELD_OUT = {"near": induction_batch(128, torch.Generator().manual_seed(12345), k_min=4, k_max=6),
-            "far": induction_batch(128, torch.Generator().manual_seed(12346), k_min=10, k_max=12)}
+HELD_OUT = {"near": induction_batch(64, torch.Generator().manual_seed(12345), k_min=4, k_max=6),
+            "far": induction_batch(64, torch.Generator().manual_seed(12346), k_min=10, k_max=12)}
 
 
 def measure_design(model, memory):
