@@ -4945,7 +4945,8 @@ for name, row in quality.items():
 # earlier sections carry that argument. The quality columns are the lesson, and the cell below holds them to the
 # thresholds in the reference file.
 
-# %%
+# %% tags=["hide-input"]
+# @title Checks of section 16: the measured quality against the reference file's thresholds, the bytes against its formulas
 full, window, sinks = quality["full attention"], quality["window 8"], quality["window 8 + 2 sinks"]
 expect("the trained capstone retrieves near and far with its full cache", min(full["near"], full["far"]), ">=", REFERENCE.value("capstone.thresholds.full_min"))
 expect("a window of 8 keeps near retrieval", window["near"], ">=", REFERENCE.value("capstone.thresholds.full_min"))

@@ -5471,7 +5471,8 @@ for name, row in quality.items():
 # довод несут предыдущие разделы модуля. Урок — в столбцах качества, и ячейка ниже сверяет их с
 # порогами из эталонного файла.
 
-# %%
+# %% tags=["hide-input"]
+# @title Проверки раздела 16: измеренное качество против порогов эталонного файла, байты против его формул
 full, window, sinks = quality["full attention"], quality["window 8"], quality["window 8 + 2 sinks"]
 expect("the trained capstone retrieves near and far with its full cache", min(full["near"], full["far"]), ">=", REFERENCE.value("capstone.thresholds.full_min"))
 expect("a window of 8 keeps near retrieval", window["near"], ">=", REFERENCE.value("capstone.thresholds.full_min"))
