@@ -2060,8 +2060,8 @@ def check_work_efficient_scan_contract(work_efficient_rounds):
         largest = (T, work, depth)
     return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}
 # builder:end sha256=0ac2cfe207560d56ba7be57f06cfe5466534a4439b1710caa7fd992f5ba4dca3
-print("загружено контрактных проверок: "
-      f"{sum((name.startswith('check_') and name.endswith('_contract') for name in dir()))}")
+checks_loaded = sum(name.startswith("check_") and name.endswith("_contract") for name in dir())
+print(f"загружено контрактных проверок: {checks_loaded}")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title Версия каждого упражнения с решением: спойлер, нужный для show_reference и для запасного варианта check_exercise

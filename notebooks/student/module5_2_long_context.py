@@ -1597,7 +1597,8 @@ def check_work_efficient_scan_contract(work_efficient_rounds):
         largest = (T, work, depth)
     return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}
 # builder:end sha256=0ac2cfe207560d56ba7be57f06cfe5466534a4439b1710caa7fd992f5ba4dca3
-print(f"{sum(name.startswith('check_') and name.endswith('_contract') for name in dir())} contract checks loaded")
+checks_loaded = sum(name.startswith("check_") and name.endswith("_contract") for name in dir())
+print(f"{checks_loaded} contract checks loaded")
 
 # %% tags=["hide-input", "remove-cell"]
 # @title The solution edition of every exercise: a spoiler, there for show_reference and for check_exercise's fallback
