@@ -155,6 +155,97 @@ def _dense_backward(bug):
         return tiled_attention_backward
 
     return build
+def _history_rolling_step(nb):
+    """Module 5.2's Exercise 1 skipped: keep every token in a private history and mask it (sdpa with a window mask)."""
+    np, sdpa, make_mask = nb["np"], nb["sdpa"], nb["make_mask"]
+    history = []
+
+    def rolling_buffer_step(keys, values, t, q, k, v):
+        if t == 0:
+            history.clear()
+        history.append((k, v))
+        K, V = np.array([h[0] for h in history]), np.array([h[1] for h in history])
+        keys[t % len(keys)], values[t % len(keys)] = k, v
+        return keys, values, sdpa(q[None, :], K, V, make_mask(len(K), len(keys))[-1:])[0]
+
+    return rolling_buffer_step
+
+
+def _growing_rolling_step(nb):
+    """Module 5.2's Exercise 1 with a buffer that grows: every token appended, the last `window` read."""
+    np, math = nb["np"], nb["math"]
+
+    def rolling_buffer_step(keys, values, t, q, k, v):
+        window = len(keys)
+        keys, values = np.vstack([keys, k]), np.vstack([values, v])
+        held = min(t + 1, window)
+        scores = keys[-held:] @ q / math.sqrt(len(q))
+        weights = np.exp(scores - scores.max())
+        return keys, values, weights @ values[-held:] / weights.sum()
+
+    return rolling_buffer_step
+
+
+def _shifting_rolling_step(nb):
+    """Module 5.2's Exercise 1 as a shift register: every slot moves one place per token (np.roll), the newest last."""
+    np, math = nb["np"], nb["math"]
+
+    def rolling_buffer_step(keys, values, t, q, k, v):
+        keys, values = np.roll(keys, -1, axis=0), np.roll(values, -1, axis=0)
+        keys[-1], values[-1] = k, v
+        held = min(t + 1, len(keys))
+        scores = keys[-held:] @ q / math.sqrt(len(q))
+        weights = np.exp(scores - scores.max())
+        return keys, values, weights @ values[-held:] / weights.sum()
+
+    return rolling_buffer_step
+
+
+def _quadratic_linear_step(nb):
+    """Module 5.2's Exercise 2 skipped: keep the tokens, form the n x n weights, rebuild S and z from the history."""
+    np, quadratic, feature_map = nb["np"], nb["linear_attention_quadratic"], nb["feature_map"]
+    history = []
+
+    def linear_attention_step(S, z, q, k, v):
+        if not S.any() or (history and len(history[0][1]) != len(k)):
+            history.clear()
+        history.append((q, k, v))
+        Q, K, V = (np.array([h[i] for h in history]) for i in range(3))
+        return feature_map(K).T @ V, feature_map(K).sum(axis=0), quadratic(Q, K, V)[-1]
+
+    return linear_attention_step
+
+
+def _expanded_latent_attention(nb):
+    """Module 5.2's Exercise 4 skipped: return the expanded form, which builds latent @ W_uk."""
+    expanded = nb["mla_expanded_attention"]
+
+    def mla_absorbed_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
+        return expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
+
+    return mla_absorbed_attention
+
+
+def _hillis_steele_rounds(nb):
+    """Module 5.2's Exercise 6 planned as Exercise 3's scan: every position merges in every round, T log T work."""
+
+    def work_efficient_rounds(T):
+        rounds, d = [], 1
+        while d < T:
+            rounds.append([(j - d, j) for j in range(d, T)])
+            d *= 2
+        return rounds
+
+    return work_efficient_rounds
+
+
+def _sequential_rounds(nb):
+    """Module 5.2's Exercise 6 planned as the loop: one merge per round, T - 1 rounds."""
+
+    def work_efficient_rounds(T):
+        return [[(t - 1, t)] for t in range(1, T)]
+
+    return work_efficient_rounds
 
 
 def _class_mutant(name, *edits):
@@ -492,12 +583,8 @@ PLAIN_TILES, CAUSAL_TILES = "check_plain_tiled_contract", "check_causal_tiled_co
 LINEAR, SCAN, LATENT = "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract"
 KIVI, SELECTIVE_STEP = "check_kivi_axes_contract", "check_selective_step_contract"
 TILED_BACKWARD, PAGED = "check_tiled_backward_contract", "check_paged_cache_contract"
+WORK_EFFICIENT = "check_work_efficient_scan_contract"
 
-ROLLING_BUFFER = "keys, values = np.zeros((slots, d_k)), np.zeros((slots, d_v))"
-LINEAR_STEP = """        S += np.outer(k, v)  # pour this token's value in, weighted by its key features
-        z += k  # and remember how much weight went in
-        outputs[i] = q @ S / (q @ z)
-"""
 
 MODULE5 = [
     # Exercise 1: make_mask
@@ -599,21 +686,30 @@ MODULE5 = [
         PAGED, "a growing sequence takes blocks", edit("elif refs[table[-1]] > 1:", "elif refs[table[-1]] >= 1:")),
     Bug("paged-block-per-token", "module5_1", "reserve_slots", "takes a new block for every token instead of filling the last one",
         PAGED, "a growing sequence takes blocks", edit("if p % size == 0:", "if True:")),
-    # Module 5.2, Exercise 1: rolling_window_decode
-    Bug("rolling-buffer-keeps-w-plus-1", "module5_2", "rolling_window_decode", "allocates window + 1 slots, so each token attends to w + 1 keys",
-        ROLLING, "never holds more than",
-        ((ROLLING_BUFFER, "keys, values = np.zeros((slots + 1, d_k)), np.zeros((slots + 1, d_v))"),
-         ("slot = t % window", "slot = t % (window + 1)"), ("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
-        hint="window + 1"),
-    Bug("rolling-buffer-miscounts-held", "module5_2", "rolling_window_decode", "reports one slot more than the buffer holds",
-        ROLLING, "never holds more than", edit("held = min(t + 1, window)", "held = min(t + 1, window + 1)")),
-    Bug("rolling-buffer-softmax-without-max", "module5_2", "rolling_window_decode", "takes np.exp of the raw scores, without subtracting the row's max",
+    # Module 5.2, Exercise 1: rolling_buffer_step
+    Bug("rolling-buffer-reads-unfilled-slots", "module5_2", "rolling_buffer_step", "attends over every slot, also those no token has filled yet",
+        ROLLING, "filled slots", edit("held = min(t + 1, len(keys))", "held = len(keys)"), hint="filled slots only"),
+    Bug("rolling-buffer-keeps-w-plus-1", "module5_2", "rolling_buffer_step", "attends over the w keys held and the new one before overwriting: w + 1 keys",
+        ROLLING, "filled slots of the buffer it was given",
+        (("    keys[slot], values[slot] = k, v\n", "    old_keys, old_values = np.vstack([keys[:min(t, len(keys))], k]), np.vstack([values[:min(t, len(keys))], v])\n"
+          "    keys[slot], values[slot] = k, v\n"), ("scores = keys[:held] @ q", "scores = old_keys @ q"), ("weights @ values[:held]", "weights @ old_values"))),
+    Bug("rolling-buffer-wrong-slot", "module5_2", "rolling_buffer_step", "writes token t into slot (t + 1) % w, evicting a token still in the window",
+        ROLLING, "slot t % window", edit("slot = t % len(keys)", "slot = (t + 1) % len(keys)")),
+    Bug("rolling-buffer-softmax-without-max", "module5_2", "rolling_buffer_step", "takes np.exp of the raw scores, without subtracting the max",
         ROLLING, "+-1000", edit("weights = np.exp(scores - scores.max())", "weights = np.exp(scores)"), hint="largest score"),
-    # Module 5.2, Exercise 2: linear_attention_recurrent
-    Bug("linear-attention-no-normaliser", "module5_2", "linear_attention_recurrent", "divides by the sum of the query features instead of q . z",
-        LINEAR, "62 / 15", edit("outputs[i] = q @ S / (q @ z)", "outputs[i] = q @ S / q.sum()")),
-    Bug("linear-attention-reads-before-update", "module5_2", "linear_attention_recurrent", "reads S and z before adding token i, so a token never sees itself",
-        LINEAR, "62 / 15", edit(LINEAR_STEP, "        outputs[i] = q @ S / (q @ z)\n        S += np.outer(k, v)\n        z += k\n")),
+    Bug("rolling-buffer-keeps-history", "module5_2", "rolling_buffer_step", "keeps every token in a private list and masks it, as sdpa with a window mask",
+        ROLLING, "buffer it was given", written=_history_rolling_step),
+    Bug("rolling-buffer-grows", "module5_2", "rolling_buffer_step", "appends each token to the buffer and reads the last w",
+        ROLLING, "never grows", written=_growing_rolling_step, hint="full attention's cache"),
+    Bug("rolling-buffer-shifts-every-slot", "module5_2", "rolling_buffer_step", "shifts the whole buffer one slot per token (np.roll) instead of overwriting one",
+        ROLLING, "touches no other slot", written=_shifting_rolling_step),
+    # Module 5.2, Exercise 2: linear_attention_step
+    Bug("linear-attention-no-normaliser", "module5_2", "linear_attention_step", "divides by the sum of the query features instead of q . z",
+        LINEAR, "62 / 15", edit("return S, z, q @ S / (q @ z)", "return S, z, q @ S / q.sum()")),
+    Bug("linear-attention-reads-before-update", "module5_2", "linear_attention_step", "reads S and z before adding token i, so a token never sees itself",
+        LINEAR, "62 / 15", (("    S = S + np.outer(k, v)", "    out = q @ S / (q @ z)\n    S = S + np.outer(k, v)"), ("return S, z, q @ S / (q @ z)", "return S, z, out"))),
+    Bug("linear-attention-quadratic-history", "module5_2", "linear_attention_step", "keeps the tokens and forms the n x n weights, rebuilding S and z from them",
+        LINEAR, "continues the sums it is given", written=_quadratic_linear_step),
     # Module 5.2, Exercise 3: parallel_scan
     Bug("parallel-scan-uses-updated-a", "module5_2", "parallel_scan", "updates a before computing b, so b uses the new a",
         SCAN, "loop", edit("a, b = a_prev * a, a * b_prev + b", "a = a_prev * a\n        b = a * b_prev + b")),
@@ -623,13 +719,24 @@ MODULE5 = [
     Bug("latent-absorption-scale-without-rope", "module5_2", "mla_absorbed_attention", "scales by sqrt(d_nope), forgetting the RoPE width",
         LATENT, "absorbed attention equals expanded attention", edit("math.sqrt(q_nope.shape[-1] + q_rope.shape[-1])", "math.sqrt(q_nope.shape[-1])"),
         hint="sqrt(d_nope + d_rope)"),
+    Bug("latent-absorption-expands-keys", "module5_2", "mla_absorbed_attention", "returns mla_expanded_attention, which builds latent @ W_uk",
+        LATENT, "never formed", written=_expanded_latent_attention, hint="built the expanded key"),
     # Module 5.2, Exercise 5: kivi_cache
     Bug("kivi-keys-per-token", "module5_2", "kivi_cache", "gives keys one scale per token, so the large channels crush the small ones",
         KIVI, "keys get one scale per channel", edit("K_hat = dequantize(*quantize(K, bits, shared_axis=0))", "K_hat = dequantize(*quantize(K, bits, shared_axis=1))"),
         hint="axis=0"),
     Bug("kivi-values-per-channel", "module5_2", "kivi_cache", "gives values one scale per channel instead of one per token",
         KIVI, "values get one scale per token", edit("V_hat = dequantize(*quantize(V, bits, shared_axis=1))", "V_hat = dequantize(*quantize(V, bits, shared_axis=0))")),
-    # Module 5.2, Exercise 6: selective_step
+    # Module 5.2, Exercise 6: work_efficient_rounds
+    Bug("work-efficient-scan-is-hillis-steele", "module5_2", "work_efficient_rounds", "plans Exercise 3's scan: every position merges every round",
+        WORK_EFFICIENT, "at most 2T - 2 merges", written=_hillis_steele_rounds, hint="Hillis-Steele"),
+    Bug("work-efficient-scan-is-the-loop", "module5_2", "work_efficient_rounds", "plans one merge per round, the sequential loop",
+        WORK_EFFICIENT, "at most 2 ceil(log2 T) - 1 rounds", written=_sequential_rounds),
+    Bug("work-efficient-scan-no-down-sweep", "module5_2", "work_efficient_rounds", "stops after the up-sweep, so most positions miss earlier blocks",
+        WORK_EFFICIENT, "every state of the loop", edit("for d in reversed(strides[:-1]):", "for d in []:"), hint="down-sweep"),
+    Bug("work-efficient-scan-down-sweep-off-by-d", "module5_2", "work_efficient_rounds", "starts the down-sweep at 2d - 1, merging blocks already complete",
+        WORK_EFFICIENT, "every state of the loop", edit("range(3 * d - 1, T, 2 * d)", "range(2 * d - 1, T, 2 * d)")),
+    # Module 5.2, the selective step (a checked function since Exercise 6 became the scan)
     Bug("selective-step-euler-write", "module5_2", "selective_step", "writes delta * b * x (Euler) instead of the zero-order hold's (keep - 1) / a * b * x",
         SELECTIVE_STEP, "the marked token writes", edit("h_new = keep * h + (keep - 1.0) / a * b * x", "h_new = keep * h + delta * b * x"),
         hint="zero-order hold"),

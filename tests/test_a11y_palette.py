@@ -86,3 +86,59 @@ def test_contrast_matches_wcag_examples():
     assert contrast("#000000", "#FFFFFF") == pytest.approx(21.0)
     assert contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)
     assert contrast("#5E81AC", "#ECEFF4") == pytest.approx(3.49, abs=0.01)  # the old accent axe flagged
+
+
+# ---- every line a notebook actually draws (issue 37: a line in Palette.YELLOW, 1.56:1, passed the name list above) ----
+
+_LINE_PROBE = r"""
+import json, runpy, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.colors, matplotlib.pyplot as plt
+seen, close = [], plt.close
+
+def recording_close(fig=None):
+    figures = [fig] if isinstance(fig, matplotlib.figure.Figure) else []
+    for figure in figures:
+        for ax in figure.axes:
+            title = ax.get_title() or (figure.texts[0].get_text() if figure.texts else "")
+            for line in ax.get_lines():
+                if line.get_linestyle() in ("None", "") and line.get_marker() in ("None", "none", "", None):
+                    continue
+                seen.append({"title": title, "label": str(line.get_label()), "colour": matplotlib.colors.to_hex(line.get_color()),
+                             "points": len(line.get_xdata()), "marker": str(line.get_marker()),
+                             "markevery": repr(line.get_markevery())})
+    return close(fig)
+
+plt.close = recording_close
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+print("LINES=" + json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def drawn_lines():
+    """Every Line2D that Module 5.2's figures draw, read from the figures as the notebook closes them."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support import NOTEBOOK_SOURCES
+
+    run = subprocess.run([sys.executable, "-c", _LINE_PROBE, str(NOTEBOOK_SOURCES["module5_2"])], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    line = next(text for text in run.stdout.splitlines() if text.startswith("LINES="))
+    return json.loads(line.removeprefix("LINES="))
+
+
+def test_every_line_module_5_2_draws_reaches_3_to_1_on_white(drawn_lines):
+    faint = sorted({(d["colour"], d["label"]) for d in drawn_lines if contrast(d["colour"], "#FFFFFF") < AA_GRAPHICS})
+    assert drawn_lines and faint == [], f"lines below 3:1 on white: {faint}"
+
+
+def test_every_marked_line_of_module_5_2_marks_every_data_point(drawn_lines):
+    """A line with markers draws one at each of its points: a fractional markevery skips data."""
+    skipped = [(d["title"], d["label"], d["markevery"]) for d in drawn_lines
+               if d["marker"] not in ("None", "none", "") and d["markevery"] not in ("None", "1") and d["points"] > 1]
+    assert skipped == [], f"marked lines that skip points: {skipped}"

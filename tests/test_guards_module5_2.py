@@ -77,6 +77,8 @@ def test_linear_attention_refuses_an_overflow_instead_of_returning_nan(nb):
 def test_exercise_functions_refuse_products_past_float64_instead_of_returning_nan(nb):
     huge = np.full((3, 2), 1e200)
     calls = (lambda: nb["rolling_window_decode"](huge, huge, huge, 2), lambda: nb["linear_attention_recurrent"](huge, huge, huge),
+             lambda: nb["rolling_buffer_step"](huge, huge, 0, huge[0], huge[0], huge[0]),
+             lambda: nb["linear_attention_step"](huge[:2], huge[0], huge[0], huge[0], huge[0]),
              lambda: nb["selective_step"](1e300, 1e300, 10.0, -1.0, 1e300, 1.0))
     for call in calls:
         with pytest.raises(FloatingPointError, match="float64"):
@@ -88,3 +90,90 @@ def test_the_designs_table_names_a_source_a_date_and_a_status_for_every_row(nb):
         assert design["source"] and design["checked"] and design["status"], design["name"]
         if design["parts"] is None:
             assert "not sized" in design["status"], design["name"]
+
+
+# ---- issue 37: an answer that gives the right numbers without the exercise's technique fails its check ----
+
+
+def _violation(nb, contract, function):
+    """The ContractViolation the contract raises on ``function`` (the test fails when it passes)."""
+    with pytest.raises(nb["ContractViolation"]) as caught:
+        nb[contract](function)
+    return caught.value
+
+
+def test_a_rolling_step_that_keeps_the_whole_history_and_masks_it_fails(nb):
+    """Exercise 1's shortcut, sdpa over every token with a window mask, moved into the step: it ignores the buffer."""
+    history = {"K": [], "V": []}
+
+    def shortcut(keys, values, t, q, k, v):
+        if t == 0:
+            history["K"], history["V"] = [], []
+        history["K"].append(k), history["V"].append(v)
+        K, V, window = np.array(history["K"]), np.array(history["V"]), len(keys)
+        out = nb["sdpa"](q[None, :], K, V, nb["make_mask"](len(K), window)[-1:])[0]
+        keys[t % window], values[t % window] = k, v
+        return keys, values, out
+
+    violation = _violation(nb, "check_rolling_buffer_contract", shortcut)
+    assert "buffer it was given" in violation.property
+
+
+def test_a_rolling_step_that_grows_its_buffer_fails_on_the_slots_it_allocated(nb):
+    def grows(keys, values, t, q, k, v):
+        keys, values = np.vstack([keys, k]), np.vstack([values, v])
+        window = len(keys) - 1
+        held = keys[-min(t + 1, window):]
+        scores = held @ q / np.sqrt(len(q))
+        w = np.exp(scores - scores.max())
+        return keys, values, w @ values[-len(held):] / w.sum()
+
+    assert "never grows" in _violation(nb, "check_rolling_buffer_contract", grows).property
+
+
+def test_a_rolling_step_that_shifts_every_slot_fails_on_the_slots_it_touched(nb):
+    def shifts(keys, values, t, q, k, v):
+        keys, values = np.roll(keys, -1, axis=0), np.roll(values, -1, axis=0)
+        keys[-1], values[-1] = k, v
+        held = min(t + 1, len(keys))
+        scores = keys[-held:] @ q / np.sqrt(len(q))
+        w = np.exp(scores - scores.max())
+        return keys, values, w @ values[-held:] / w.sum()
+
+    violation = _violation(nb, "check_rolling_buffer_contract", shifts)
+    assert "touches no other slot" in violation.property
+
+
+def test_a_linear_attention_step_that_keeps_the_tokens_and_forms_the_quadratic_form_fails(nb):
+    """Exercise 2's shortcut: the n x n form over a private history, with S and z recomputed from it."""
+    history = {"Q": [], "K": [], "V": []}
+
+    def quadratic(S, z, q, k, v):
+        if not S.any() or (history["K"] and len(history["K"][0]) != len(k)):  # a new stream
+            history["Q"], history["K"], history["V"] = [], [], []
+        for name, x in zip("QKV", (q, k, v)):
+            history[name].append(x)
+        Q, K, V = (np.array(history[name]) for name in "QKV")
+        out = nb["linear_attention_quadratic"](Q, K, V)[-1]
+        phi_K = nb["feature_map"](K)
+        return phi_K.T @ V, phi_K.sum(axis=0), out
+
+    violation = _violation(nb, "check_linear_attention_contract", quadratic)
+    assert "continues the sums it is given" in violation.property
+
+
+def test_latent_attention_that_returns_the_expanded_form_fails(nb):
+    """Exercise 4's shortcut, named in issue 37: return mla_expanded_attention(...)."""
+
+    def expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
+        return nb["mla_expanded_attention"](q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        violation = _violation(nb, "check_latent_absorption_contract", expanded)
+    assert "never formed" in violation.property and "latent @ W_uk" in violation.hint
+
+
+def test_the_reference_solutions_pass_their_sharpened_checks(nb):
+    for contract, function in (("check_rolling_buffer_contract", "rolling_buffer_step"), ("check_linear_attention_contract", "linear_attention_step"),
+                               ("check_latent_absorption_contract", "mla_absorbed_attention")):
+        assert nb[contract](nb[function])

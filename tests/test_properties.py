@@ -450,6 +450,7 @@ VALID_CALLS = {
         "receptive_field": lambda: ((6, 2, 2), {}),
         "reach": lambda: ((3, 2), {}),
         "rolling_window_decode": lambda: ((a(5, 3), a(5, 3), a(5, 2), 3), {}),
+        "rolling_buffer_step": lambda: ((a(3, 3), a(3, 2), 4, a(3), a(3), a(2)), {}),
         "global_local_allowed": lambda: ((8, 3), {"global_tokens": (0,)}),
         "strided_allowed": lambda: ((8, 2), {}),
         "shortlist_experiment": lambda: ((), {"trials": 2, "length": 16, "dim": 8, "index_dim": 4, "top_k": 4, "sharpness": 1.0,
@@ -458,6 +459,7 @@ VALID_CALLS = {
         "linear_attention_weights": lambda: ((a(4, 2), a(4, 2)), {}),
         "linear_attention_quadratic": lambda: ((a(4, 2), a(4, 2), a(4, 3)), {}),
         "linear_attention_recurrent": lambda: ((a(4, 2), a(4, 2), a(4, 3)), {}),
+        "linear_attention_step": lambda: ((a(2, 3), np.ones(2), a(2), a(2), a(3)), {}),
         "ssm_recurrent": lambda: (([1.0, 0.0, 2.0], 0.5, 1.0, 1.0), {}),
         "ssm_kernel": lambda: ((0.5, 1.0, 1.0, 4), {}),
         "ssm_convolution": lambda: (([1.0, 0.0, 2.0], 0.5, 1.0, 1.0), {}),
@@ -465,6 +467,11 @@ VALID_CALLS = {
         "discretize": lambda: ((np.array([0.5, 2.0]),), {"a": -1.0, "b": 1.0}),
         "selective_ssm": lambda: (([1.0, 0.0, 2.0], [0.5, 0.1, 1.0]), {"a": -1.0, "b": 1.0, "c": 1.0}),
         "parallel_scan": lambda: (([0.5, 0.5, 0.5], [1.0, 0.0, 2.0]), {}),
+        "work_efficient_rounds": lambda: ((6,), {}),
+        "zero_point_quantize": lambda: ((torch.randn(2, 1, 4, 8), 4, 2), {}),
+        "design_key": lambda: (("window 8 + 2 sinks",), {}),
+        "plan_round": lambda: (([(0, 1), (1, 2)], 3), {}),
+        "scan_by_rounds": lambda: (([0.5, 0.5, 0.5], [1.0, 0.0, 2.0], [[(0, 1)], [(1, 2)]]), {}),
         "ssm_state_bytes": lambda: ((4, 2), {"bytes_per_value": 2}),
         "hybrid_cache_bytes": lambda: ((16,), {"layers": 4, "attention_layers": 1, "kv_heads": 2, "head_dim": 4, "channels": 4,
                                                "state_size": 2, "bytes_per_value": 2}),
@@ -501,7 +508,11 @@ NOT_FUZZED = {
                   # New with the KIVI-axes and selective-step exercises and the DESIGNS table; tests/fuzz.py fuzzes them.
                   **dict.fromkeys(("kivi_cache", "selective_step", "require_product_in_range", "design_numbers", "gated_delta_step"),
                                   "fuzzed by tests/fuzz.py"),
-                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays"},
+                  "sliding_window_with_sinks": "a FlexAttention-style mask_mod of index arrays",
+                  # Section 16 (issue 37): memories and a decode loop over a trained capstone; tests/test_module5_2.py drives them.
+                  **dict.fromkeys(("FullMemory", "WindowMemory", "KiviMemory", "LatentMemory", "decode_with", "measure_design", "capstone_designs"),
+                                  "runs a trained capstone model; tests/test_module5_2.py checks it on one"),
+                  "report_progress": "prints a training line; it has no input to refuse"},
 }
 FUZZED = [(module, name) for module, calls in VALID_CALLS.items() for name in calls]
 

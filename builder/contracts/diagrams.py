@@ -238,7 +238,7 @@ def draw_rolling_buffer(window, token, language="en"):
         diagram_box(ax, x, 2.2, 0.52, 0.4, str(j), Palette.ORANGE if j == token else (Palette.BLUE if kept else (Palette.RED if evicted else Palette.GREY)),
                     solid=j == token, dashed=evicted)
     ax.text(0.15, 2.2, t("tokens", "токены"), va="center", fontsize=9, color=Palette.MUTED)
-    ax.plot([1.35 + 0.64 * first - 0.28, 1.35 + 0.64 * token + 0.28], [2.55, 2.55], color=Palette.BLUE, linewidth=2)
+    ax.plot([1.35 + 0.64 * first - 0.28, 1.35 + 0.64 * token + 0.28], [2.55, 2.55], color=Palette.BLUE, linewidth=2, marker="none")
     ax.text(1.35 + 0.64 * (first + token) / 2, 2.72, t(f"window: the last {window} tokens", f"окно: последние {window} токена"),
             ha="center", va="center", fontsize=9, color=Palette.BLUE)
     ax.text(1.35 + 0.64 * (first - 1), 2.72, t("leaves", "уходит"), ha="center", va="center", fontsize=9, color=Palette.RED)

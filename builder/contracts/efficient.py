@@ -5,15 +5,16 @@ from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = [
     "check_linear_attention_contract", "check_parallel_scan_contract", "check_latent_absorption_contract",
-    "check_kivi_axes_contract", "check_selective_step_contract",
+    "check_kivi_axes_contract", "check_selective_step_contract", "check_work_efficient_scan_contract",
 ]
 
 
-def check_linear_attention_contract(linear_attention_recurrent):
-    """Judge ``linear_attention_recurrent(Q, K, V) -> (outputs, S, z)`` with the feature map elu(x) + 1.
+def check_linear_attention_contract(linear_attention_step):
+    """Judge ``linear_attention_step(S, z, q, k, v) -> (S, z, output)``: one token of causal linear attention.
 
-    Outputs must equal the quadratic (n x n) causal form; S (d_k, d_v) and z (d_k,) are the final
-    running sums. Returns a summary; raises ContractViolation on the first failure.
+    With phi(x) = elu(x) + 1, the step adds phi(k) v^T to S (d_k, d_v) and phi(k) to z (d_k,), then outputs
+    phi(q)^T S / phi(q)^T z. It sees only the state, so no n x n matrix can be formed; a stream through it must
+    equal the quadratic causal form. Returns a summary; raises ContractViolation on the first failure.
     """
     import numpy as np
 
@@ -24,28 +25,33 @@ def check_linear_attention_contract(linear_attention_recurrent):
         weights = np.tril(phi(Q) @ phi(K).T)
         return (weights / weights.sum(axis=1, keepdims=True)) @ V
 
-    def run(case, Q, K, V):
-        """(outputs, S, z) of the judged function, each of the shape it must have."""
-        prop = "valid inputs give (outputs, S, z)"
-        out, S, z = contract_parts(prop, case, contract_call(
-            prop, case, "return the outputs and both final sums", linear_attention_recurrent, Q, K, V,
-        ), ("outputs", "S", "z"))
-        (n, dk), dv = Q.shape, V.shape[1]
+    def step(case, S, z, q, k, v, hint="nothing here is invalid"):
+        """(S, z, output) of the judged step, the state of the shape it must keep."""
+        prop = "a valid step gives (S, z, output)"
+        S_new, z_new, out = contract_parts(prop, case, contract_call(
+            prop, case, hint, linear_attention_step, S.copy(), z.copy(), q, k, v), ("S", "z", "output"))
         contract_assert(
-            np.shape(out) == (n, dv), "one output row per token: outputs [n, d_v]", case, f"shape {(n, dv)}", f"shape {np.shape(out)}",
-            "write outputs[i] for every token i",
+            np.shape(S_new) == S.shape and np.shape(z_new) == z.shape, "the state keeps its size: S (d_k, d_v) and z (d_k,)", case,
+            f"S {S.shape}, z {z.shape}", f"S {np.shape(S_new)}, z {np.shape(z_new)}", "add to the sums; never keep a list of tokens",
         )
         contract_assert(
-            np.shape(S) == (dk, dv) and np.shape(z) == (dk,), "the state is (d_k, d_v) and (d_k,), whatever the length", case,
-            f"S {(dk, dv)}, z {(dk,)}", f"S {np.shape(S)}, z {np.shape(z)}", "keep sums over tokens, not a list of tokens",
+            np.shape(out) == (len(v),), "one output of d_v numbers per step", case, f"shape {(len(v),)}", f"shape {np.shape(out)}",
+            "return phi(q)^T S / phi(q)^T z, a vector of d_v numbers",
         )
-        return np.asarray(out, dtype=float), S, z
+        return np.asarray(S_new, dtype=float), np.asarray(z_new, dtype=float), np.asarray(out, dtype=float)
+
+    def stream(case, Q, K, V):
+        S, z, outs = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1]), []
+        for i in range(len(Q)):
+            S, z, out = step(f"{case}, token {i}", S, z, Q[i], K[i], V[i])
+            outs.append(out)
+        return np.array(outs), S, z
 
     Qw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     Kw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     Vw = np.array([[2.0], [4.0], [6.0]])
-    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0)"
-    out, S, z = run(case, Qw, Kw, Vw)
+    case = "keys (1, 0), (0, 1), (1, 1); values 2, 4, 6; third query (1, 0); the state starts at zero"
+    out, S, z = stream(case, Qw, Kw, Vw)
     contract_close(
         "the running sums after 3 tokens are S = (20, 22) and z = (5, 5)", case,
         np.concatenate([np.ravel(S), np.ravel(z)]), [20.0, 22.0, 5.0, 5.0],
@@ -59,20 +65,28 @@ def check_linear_attention_contract(linear_attention_recurrent):
     contract_close("the third output is 62 / 15", case, [third], [62.0 / 15.0], hint)
     gen = np.random.default_rng(404)
     worst = 0.0
+    # A state the check builds itself: the step must continue from the sums it is given, not from its own past.
+    for dk, dv, earlier in ((3, 2, 5), (1, 4, 1), (4, 1, 40)):
+        past_K, past_V = gen.standard_normal((earlier, dk)), gen.standard_normal((earlier, dv))
+        S0, z0 = phi(past_K).T @ past_V, phi(past_K).sum(axis=0)
+        q, k, v = gen.standard_normal(dk), gen.standard_normal(dk), gen.standard_normal(dv)
+        case = f"the state of {earlier} earlier random tokens, d_k={dk}, d_v={dv}, then one more token"
+        S1, z1, out = step(case, S0, z0, q, k, v)
+        S_want, z_want = S0 + np.outer(phi(k), v), z0 + phi(k)
+        contract_close("the step continues the sums it is given: S + phi(k) v^T and z + phi(k)", case,
+                       np.concatenate([S1.ravel(), z1]), np.concatenate([S_want.ravel(), z_want]),
+                       "read the past only from S and z as passed in; add this token's phi(k) v^T and phi(k) to them")
+        worst = max(worst, contract_close("the output reads the updated state: phi(q)^T S / phi(q)^T z", case, out,
+                                          phi(q) @ S_want / (phi(q) @ z_want), "update S and z with this token first, then read them with phi(q)"))
     for n, dk, dv in ((9, 3, 2), (1, 4, 4), (16, 2, 5)):
         Q, K, V = gen.standard_normal((n, dk)), gen.standard_normal((n, dk)), gen.standard_normal((n, dv))
-        case = f"random Q, K [{n}, {dk}], V [{n}, {dv}]"
-        out, S, z = run(case, Q, K, V)
+        case = f"random Q, K [{n}, {dk}], V [{n}, {dv}] streamed through the step from a zero state"
+        out, S, z = stream(case, Q, K, V)
         worst = max(worst, contract_close(
-            "the running sum equals the quadratic causal form", case, out, quadratic(Q, K, V),
-            "update S and z with token i BEFORE reading them for query i (token i sees itself), and never with later tokens",
+            "a stream of steps equals the quadratic causal form", case, out, quadratic(Q, K, V),
+            "update S and z with token i BEFORE reading them for query i (token i sees itself)",
         ))
-    changed = V.copy()
-    changed[-1] += 10.0
-    prop, case = "a later token does not change earlier outputs (causal)", "random Q, K [16, 2], V [16, 5]; the last value changed"
-    hint = "build the sums as you go; the totals over all tokens let every query see the future"
-    contract_close(prop, case, run(case, Q, K, changed)[0][:-1], out[:-1], hint)
-    return {"max_error": worst, "worked_example": "PASS", "causal": "PASS"}
+    return {"max_error": worst, "worked_example": "PASS", "continues_given_state": "PASS"}
 
 
 def check_parallel_scan_contract(parallel_scan):
@@ -178,6 +192,20 @@ def check_latent_absorption_contract(mla_absorbed_attention):
     prop, hint = "mask=None attends to every cached latent", "treat a missing mask as all zeros"
     unmasked = contract_call(prop, case + ", mask=None", hint, mla_absorbed_attention, q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o)
     contract_close(prop, case + ", mask=None", unmasked, expanded(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, np.zeros((Tq, Tk))), hint)
+    # Latents and W_uk near 1e155, queries near 1e-300: the expanded key latent @ W_uk (about 1e310) passes float64's
+    # largest number, while the absorbed query q_nope W_uk^T (about 1e-145) scores a latent at about 1e10, finite.
+    huge = (q_nope * 1e-300, q_rope, latent * 1e155, k_rope, W_uk * 1e155, W_uv, W_o)
+    prop = "the expanded key latent @ W_uk is never formed (absorbed scores stay finite where expanded keys overflow)"
+    huge_case = case + "; latent and W_uk times 1e155, q_nope times 1e-300"
+    hint = ("here latent @ W_uk is about 1e310, past float64's largest number (1.8e308), while q_nope @ W_uk^T is about 1e-145 "
+            "and its score against a latent about 1e10: your function built the expanded key (mla_expanded_attention does). "
+            "Move the query into latent space first, q_nope @ W_uk^T, and score it against the latents")
+    got = contract_call(prop, huge_case, hint, mla_absorbed_attention, *huge, mask)
+    q_latent = huge[0] @ np.swapaxes(huge[4], 1, 2)  # (H, T_q, d_c): the judge's own absorbed form
+    scores = (q_latent @ huge[2].T + q_rope @ k_rope.T) / math.sqrt(dn + dr) + mask
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    absorbed = np.einsum("hqc,hcm->qm", (e / e.sum(axis=-1, keepdims=True)) @ huge[2], W_uv @ W_o)
+    contract_close(prop, huge_case, got, absorbed, hint)
     try:
         mla_absorbed_attention(q_nope, q_rope[:, :, :1], latent, k_rope, W_uk, W_uv, W_o, mask)
     except (TypeError, ValueError):
@@ -187,7 +215,7 @@ def check_latent_absorption_contract(mla_absorbed_attention):
             "mismatched RoPE widths are rejected", case + ", q_rope width 1 against k_rope width 2", "ValueError",
             "returned normally", "keep the shape checks at the top of the function",
         )
-    return {"max_error": error, "rope_branch": "PASS"}
+    return {"max_error": error, "rope_branch": "PASS", "never_expanded": "PASS"}
 
 
 def check_kivi_axes_contract(kivi_cache):
@@ -266,3 +294,79 @@ def check_selective_step_contract(selective_step):
         worst = max(worst, contract_close("one step with any decay rate, write and read factor", case, list(got), list(reference(*args)),
                                           "h_new = exp(delta a) h + (exp(delta a) - 1) / a * b * x, and y = c * h_new", atol=1e-12, rtol=1e-12))
     return {"max_error": worst, "zero_order_hold": "PASS"}
+
+
+def check_work_efficient_scan_contract(work_efficient_rounds):
+    """Judge ``work_efficient_rounds(T) -> rounds``: a plan of merges that scans T steps with O(T) work.
+
+    Each round is a list of merges (i, j), i < j: position j takes step i's (a, b) then its own, every merge of a round
+    reading the values from before the round. The check runs the plan on h_t = a_t h_(t-1) + b_t itself, so the states,
+    the work (merges) and the depth (rounds) are those of the plan returned, never numbers the plan reports.
+    """
+    import math
+    import numbers
+
+    import numpy as np
+
+    def loop(a, b):
+        h, states = 0.0, []
+        for a_t, b_t in zip(a, b):
+            h = a_t * h + b_t
+            states.append(h)
+        return np.array(states)
+
+    def merges(case, T):
+        prop = "the plan is a list of rounds, each a list of merges (i, j) with 0 <= i < j < T, each j at most once per round"
+        hint = "return [[(i, j), ...], ...]: one inner list per round; a round writes each position once and reads only earlier ones"
+        rounds = contract_call(prop, case, hint, work_efficient_rounds, T)
+        contract_assert(isinstance(rounds, (list, tuple)), prop, case, "a list of rounds", f"{type(rounds).__name__}", hint)
+        plan = []
+        for number, merged in enumerate(rounds):
+            pairs = [tuple(pair) for pair in merged] if isinstance(merged, (list, tuple)) and all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair)
+                for pair in merged) else None
+            targets = [j for _, j in pairs] if pairs is not None else []
+            contract_assert(
+                pairs is not None and all(0 <= i < j < T for i, j in pairs) and len(set(targets)) == len(targets), prop, case,
+                "merges (i, j) of positions 0 <= i < j < T, no j twice in a round", f"round {number}: {merged!r}"[:160], hint,
+            )
+            plan.append(pairs)
+        return plan
+
+    def run(plan, a, b):
+        a, b = a.copy(), b.copy()
+        for pairs in plan:
+            i, j = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+            a_new, b_new = a.copy(), b.copy()
+            a_new[j], b_new[j] = a[i] * a[j], a[j] * b[i] + b[j]  # step i, then step j, from the values before the round
+            a, b = a_new, b_new
+        return b
+
+    gen = np.random.default_rng(909)
+    case = "T = 8 steps (a, b) = (0.5, 1), (0.5, 0), ..., (0.5, 0), (0.5, 2)"
+    plan = merges(case, 8)
+    a, b = np.full(8, 0.5), np.array([1.0, 0, 0, 0, 0, 0, 0, 2.0])
+    contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                   "up-sweep: merge j - d into j for j = 2d - 1, 4d - 1, ... (d = 1, 2, 4, ...); down-sweep: fill in the positions still "
+                   "missing the block before them, j - d into j for j = 3d - 1, 5d - 1, ... (d halving)")
+    worst, largest = 0.0, None
+    for T in (1, 2, 3, 5, 8, 13, 64, 100, 1024):
+        case = f"T = {T} random steps"
+        plan = merges(case, T)
+        a, b = gen.uniform(-1.0, 1.0, T), gen.standard_normal(T)
+        worst = max(worst, contract_close("running the plan gives every state of the loop", case, run(plan, a, b), loop(a, b),
+                                          "every position j must end up merged with all of 0 .. j - 1, each once, in order"))
+        work, depth, levels = sum(len(p) for p in plan), len(plan), math.ceil(math.log2(T)) if T > 1 else 0
+        contract_assert(
+            work <= max(0, 2 * T - 2), "the work grows like T: at most 2T - 2 merges", case, f"at most {max(0, 2 * T - 2)} merges",
+            f"{work} merges in {depth} rounds",
+            "each round of the Hillis-Steele scan merges almost every position (T log2 T in all); a work-efficient round merges only the "
+            "last position of each block of 2d",
+        )
+        contract_assert(
+            depth <= max(0, 2 * levels - 1), "the depth grows like log T: at most 2 ceil(log2 T) - 1 rounds", case,
+            f"at most {max(0, 2 * levels - 1)} rounds", f"{depth} rounds",
+            "a round per merge is the sequential loop; merge every block of a level in the same round",
+        )
+        largest = (T, work, depth)
+    return {"max_error": worst, "work_1024": largest[1], "depth_1024": largest[2]}

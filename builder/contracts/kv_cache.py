@@ -54,54 +54,78 @@ def check_kv_cache_contract(kv_cache_bytes):
     return {"cases": len(cases), "windows": "PASS", "exact_integers": "PASS"}
 
 
-def check_rolling_buffer_contract(rolling_window_decode):
-    """Judge ``rolling_window_decode(Q, K, V, window) -> (outputs, largest)``.
+def check_rolling_buffer_contract(rolling_buffer_step):
+    """Judge ``rolling_buffer_step(keys, values, t, q, k, v) -> (keys, values, output)``: one decode step.
 
-    Token t attends to the last ``window`` tokens (itself included) held in a buffer of ``window``
-    slots; ``largest`` is the most keys the buffer ever held. Returns a summary.
+    The buffer holds ``len(keys)`` slots (the window); token t overwrites slot t % window with k and v, touches no
+    other slot, grows nothing, then attends over the min(t + 1, window) filled slots. The step sees only the buffer,
+    so what it allocated and touched is read from the buffer it returns. Returns a summary.
     """
     import math
-    import numbers
 
     import numpy as np
 
-    def windowed(Q, K, V, window):
-        scores = Q @ K.T / math.sqrt(Q.shape[1])
-        distance = np.arange(len(Q))[:, None] - np.arange(len(K))[None, :]
-        scores = np.where((distance >= 0) & (distance < window), scores, -np.inf)
-        e = np.exp(scores - scores.max(axis=1, keepdims=True))
-        return (e / e.sum(axis=1, keepdims=True)) @ V
+    def attend(keys, q, values):
+        scores = keys @ q / math.sqrt(len(q))
+        e = np.exp(scores - scores.max())
+        return e @ values / e.sum()
+
+    def step(case, keys, values, t, q, k, v, hint):
+        prop = "a valid step gives (keys, values, output)"
+        new_keys, new_values, output = contract_parts(prop, case, contract_call(
+            prop, case, hint, rolling_buffer_step, keys.copy(), values.copy(), t, q, k, v), ("keys", "values", "output"))
+        new_keys, new_values = np.asarray(new_keys, dtype=float), np.asarray(new_values, dtype=float)
+        contract_assert(
+            new_keys.shape == keys.shape and new_values.shape == values.shape, "the buffer never grows: it keeps its window of slots", case,
+            f"keys {keys.shape}, values {values.shape}", f"keys {new_keys.shape}, values {new_values.shape}",
+            "overwrite one slot in place; appending (np.vstack, np.concatenate) or keeping a list of every token is full attention's cache",
+        )
+        slot = t % len(keys)
+        touched = sorted({int(i) for i in np.nonzero((new_keys != keys).any(axis=1) | (new_values != values).any(axis=1))[0]} - {slot})
+        contract_assert(
+            not touched and np.array_equal(new_keys[slot], k) and np.array_equal(new_values[slot], v),
+            "token t writes its key and value into slot t % window and touches no other slot", case,
+            f"slot {slot} = (k, v), every other slot as it was", f"slots changed: {sorted(set(touched) | {slot})}",
+            "slot = t % len(keys): the slot of token t - window, which has just left the window; move nothing else",
+        )
+        return new_keys, new_values, output
 
     gen = np.random.default_rng(606)
+    worst = 0.0
+    # Steps on buffers the check fills itself: the step must read the buffer it is given, and only its filled slots.
+    for window, t in ((1, 0), (1, 5), (3, 0), (3, 1), (4, 2), (4, 4), (4, 10), (5, 123)):
+        keys, values = gen.standard_normal((window, 4)), gen.standard_normal((window, 3))
+        keys[t + 1:], values[t + 1:] = 50.0, 1e6  # slots not yet filled hold stale data that must not be read
+        q, k, v = gen.standard_normal(4), gen.standard_normal(4), gen.standard_normal(3)
+        case = f"a {window}-slot buffer, token t={t}, d_k=4, d_v=3" + (" (slots after t hold stale data)" if t + 1 < window else "")
+        new_keys, new_values, output = step(case, keys, values, t, q, k, v, "nothing here is invalid")
+        held = min(t + 1, window)
+        hint = ("attend over the filled slots only, keys[:min(t + 1, window)], after writing token t: a token reads its own key"
+                if t + 1 < window else "softmax(keys @ q / sqrt(d_k)) @ values over every slot, after writing token t")
+        worst = max(worst, contract_close(
+            "token t attends over the filled slots of the buffer it was given, itself included", case, output,
+            attend(new_keys[:held], q, new_values[:held]), hint,
+        ))
+    # Whole streams through the step: token t then reads exactly the last `window` tokens.
     n = 11
     Q, K, V = gen.standard_normal((n, 4)), gen.standard_normal((n, 4)), gen.standard_normal((n, 3))
-    worst = 0.0
-    for window in (1, 3, 4, 11, 20, 10**12):
-        case = f"Q, K [11 tokens, d_k=4], V [11, 3], window={window:,}"
-        prop = "any window of at least 1 is accepted"
-        outputs, largest = contract_parts(prop, case, contract_call(
-            prop, case, "a window longer than the sequence simply never fills: allocate min(window, T) slots, never `window` of them",
-            rolling_window_decode, Q, K, V, window,
-        ), ("outputs", "largest"))
-        contract_assert(
-            isinstance(largest, numbers.Integral) and largest == min(n, window), "the buffer never holds more than `window` keys", case,
-            f"largest buffer {min(n, window)}", f"largest buffer {largest}",
-            "a rolling buffer that keeps window + 1 keys: overwrite slot t % window before attending, not after",
-        )
-        worst = max(worst, contract_close(
-            "each token attends to exactly the last `window` tokens, itself included", case, outputs, windowed(Q, K, V, window),
-            "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
-        ))
-    prop, hint = "a window of 1 returns each token's own value", "with one slot the only key is the token itself, whose weight is 1"
-    outputs, _ = contract_parts(prop, "window=1", contract_call(prop, "window=1", hint, rolling_window_decode, Q, K, V, 1), ("outputs", "largest"))
-    contract_close(prop, "window=1", outputs, V, hint)
-    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its row's max survives.
-    Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
-    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "Q = 1000 [3 tokens, d_k=1], K = (1, -1, 1), V = (1, 2, 3), window=2"
-    hint = "subtract each row's largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
-    outputs, _ = contract_parts(prop, case, contract_call(prop, case, hint, rolling_window_decode, Q_wide, K_wide, V_wide, 2), ("outputs", "largest"))
-    contract_close(prop, case, outputs, windowed(Q_wide, K_wide, V_wide, 2), hint)
-    return {"max_error": worst, "largest_buffer": "PASS", "wide_scores": "PASS"}
+    for window in (1, 3, 4, 11):
+        keys, values = np.zeros((window, 4)), np.zeros((window, 3))
+        case = f"11 tokens through a {window}-slot buffer, d_k=4, d_v=3"
+        for t in range(n):
+            keys, values, output = step(case + f", token {t}", keys, values, t, Q[t], K[t], V[t], "nothing here is invalid")
+            first = max(0, t - window + 1)
+            worst = max(worst, contract_close(
+                "each token attends to exactly the last `window` tokens, itself included", case + f", token {t}", output,
+                attend(K[first:t + 1], Q[t], V[first:t + 1]), "the buffer must hold tokens t - window + 1 .. t when token t attends; slot = t % window",
+            ))
+    # Scores of +1000 and -1000: exp(1000) overflows float64, so only a softmax shifted by its max survives.
+    keys, values = np.array([[-1.0], [1.0]]), np.array([[2.0], [1.0]])
+    prop, case = "scores of +-1000 give the same softmax as small ones, with no NaN", "q = 1000 (d_k=1), buffer keys (-1, 1), token t=2 with k = 1, v = 3"
+    hint = "subtract the largest score before np.exp: exp(1000) is inf in float64, and inf / inf is NaN"
+    new_keys, new_values, output = step(case, keys, values, 2, np.array([1000.0]), np.array([1.0]), np.array([3.0]), hint)
+    contract_close(prop, case, output, attend(new_keys, np.array([1000.0]), new_values), hint)
+    return {"max_error": worst, "slots_touched": "PASS", "buffer_never_grows": "PASS", "wide_scores": "PASS"}
 
 
 def check_paged_cache_contract(reserve_slots):

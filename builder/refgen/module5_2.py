@@ -4,7 +4,7 @@ import math
 
 from .module5_1 import CONTEXT, RUNNING, mla, running_example
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def window() -> dict:
@@ -157,9 +157,36 @@ def per_token_bars() -> list[int]:
     ]
 
 
+def capstone() -> dict:
+    """Section 16: what each memory holds of the trained capstone after one 23-token row, and the quality thresholds.
+
+    The capstone has 2 layers and 1 K/V head of width 16 (Module 3's CapstoneConfig, d_model 32 and 2 query heads);
+    16-bit numbers unless a design stores fewer bits. Thresholds: the trained model retrieves at 0.9 or better; out of
+    reach means at most 0.25 (chance is 1/16); 8-bit KIVI moves accuracy by at most 0.01; a rank-4 latent at most 0.5.
+    """
+    layers, heads, hd, tokens = 2, 1, 16, 23
+    per_token = 2 * heads * hd * 2  # a key and a value of 16-bit numbers
+
+    def kivi(bits, group=8):
+        quantized = tokens // group * group  # keys of full groups are stored in `bits` bits, the rest in 16
+        keys = quantized * heads * hd * bits // 8 + (quantized // group) * heads * hd * 4 + (tokens - quantized) * heads * hd * 2
+        values = tokens * heads * (hd * bits // 8 + 4)  # codes, then a 16-bit scale and zero point per token
+        return layers * (keys + values)
+
+    held = {"full_attention": layers * tokens * per_token, "window_8": layers * 8 * per_token,
+            "window_8_2_sinks": layers * 10 * per_token}
+    held |= {f"kivi_{b}_bit": kivi(b) for b in (8, 4, 2)}
+    held |= {f"latent_rank_{r}": layers * tokens * r * 2 for r in (4, 8, 16, 32)}
+    return {
+        "bytes_23_tokens": held,
+        "thresholds": {"full_min": 0.9, "kivi_8_bit_drop_max": 0.01, "low_rank_max": 0.5, "out_of_reach_max": 0.25},
+    }
+
+
 def generate() -> dict:
     """Every Module 5.2 reference value."""
     return {
+        "capstone": capstone(),
         "context_tokens": CONTEXT,
         "designs_at_1m_bytes": designs_at_1m(),
         "hybrid": hybrid(),
