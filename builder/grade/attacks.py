@@ -129,6 +129,59 @@ HONEST = {
 }
 
 
+# Contract mining: rebuild every function nested in a contract (its reference, its expected values) from code
+# objects, in the student's namespace or in builder/contracts/ on disk, and answer with the first that runs.
+MINER = """import pathlib as _pathlib, sys as _sys, types as _types
+def _mined_functions():
+    space, found = globals(), []
+    def walk(code, origin):
+        for const in code.co_consts:
+            if isinstance(const, _types.CodeType):
+                cells = tuple(_types.CellType(None) for _ in const.co_freevars)
+                found.append((origin, _types.FunctionType(const, space, const.co_name, None, cells)))
+                walk(const, origin)
+    for name, value in list(space.items()):
+        if isinstance(value, _types.FunctionType) and ("contract" in name or name.startswith("check_")):
+            walk(value.__code__, name)
+    for module in [m for m in list(_sys.modules.values()) if getattr(m, "__name__", "").startswith("builder")][:1]:
+        folder = _pathlib.Path(module.__file__).resolve().parent / "contracts"
+        for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+            try:
+                walk(compile(path.read_text(), str(path), "exec"), path.name)
+            except (OSError, SyntaxError):
+                pass
+    return found
+def _mine(*args, **kwargs):
+    found = _mined_functions()
+    usual = ("reference", "rule", "expected", "dense", "windowed", "phi", "quadratic", "loop", "expanded")
+    for origin, function in sorted(found, key=lambda item: item[1].__name__ not in usual):
+        code = function.__code__
+        if code.co_argcount == len(args) and set(kwargs) <= set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]):
+            try:
+                return function(*args, **kwargs)
+            except Exception:
+                continue
+    raise ValueError("mined: " + " ".join(sorted({origin for origin, _ in found})) + " (end)")
+"""
+
+
+def mining(book) -> nbformat.NotebookNode:
+    """The student edition with every exercise answered by contract mining: each required name calls ``_mine``."""
+    nb = copy.deepcopy(variants.shipped(book))
+    for label, names in _exercise_names(book).items():
+        index = _exercise_index(nb, label)
+        stubs = "".join(f"def {name}(*args, **kwargs):\n    return _mine(*args, **kwargs)\n" for name in names)
+        nb.cells[index].source = f"# {label}: mined\n" + MINER + stubs
+    return nb
+
+
+def _exercise_names(book) -> dict[str, tuple[str, ...]]:
+    """Each exercise's label and required names, from the course source."""
+    from .. import pairing, student
+
+    return {e.label: e.names for e in student.exercises(pairing.read_source(book.source.read_text(encoding="utf-8")))}
+
+
 @functools.cache
 def _solved(book) -> nbformat.NotebookNode:
     """The solved student edition, built once per notebook (``replaced`` copies it)."""

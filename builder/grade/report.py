@@ -44,7 +44,7 @@ def limits(root: Path, timeout: float) -> dict:
             raise ConfigError(f"{pyproject}: [tool.course.grade] {key} must be a whole number >= 1, got {value!r}")
         found[key] = value
     found["cpu_seconds"] = max(found["cpu_seconds"], math.ceil(timeout) + 1)
-    found["user"] = os.environ.get("GRADE_STUDENT_USER", "nobody")  # as root, student code runs as this user ("": as root)
+    found["user"] = os.environ.get("GRADE_STUDENT_USER", "slot")  # as root: "slot" (a uid of its own per slot), a user name, or "" (as root)
     return found
 
 

@@ -103,7 +103,7 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
     (``sandbox.Host``), which only ever runs course cells up to the exercise being judged.
     """
     from .. import pairing, student
-    from . import sandbox
+    from . import integrity, sandbox
 
     nb = pairing.read_source(source_text)
     found = {e.index: e for e in student.exercises(nb)}
@@ -111,6 +111,7 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
     sys.modules["__main__"] = main
     namespace = main.__dict__
     code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    checks = {next(i for i in code_cells if i > index) for index in found}  # they call the contracts: the judge's alone
     host = sandbox.Host(limits)
     try:
         for index in code_cells:
@@ -120,9 +121,11 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
                 check = nb.cells[next(i for i in code_cells if i > index)].source
                 _threads_are_one()
                 for key, sub in submissions.items():
+                    integrity.verify()
                     emit(key, exercise.label, judged(host, namespace, exercise, check, sub, timeout))
             exec(compile(cell.source, f"<course cell {index}>", "exec"), namespace)
-            host.execute(sandbox.student_cell(cell.source), f"<course cell {index}>")
+            if index not in checks:
+                host.execute(sandbox.student_cell(cell.source), f"<course cell {index}>")
     finally:
         host.close()
 
@@ -173,8 +176,11 @@ def main(argv: list[str]) -> int:
     """Read the job from stdin, grade, stream one JSON line per verdict to stdout; a failing course cell is reported."""
     from . import sandbox
 
+    from . import integrity
+
     sandbox.guard_self()
     job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    integrity.expect(job.get("code_digest"))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # course cells print; only verdict lines go to the real stdout
@@ -186,6 +192,8 @@ def main(argv: list[str]) -> int:
     try:
         grade_module(job["source_text"], job["submissions"], job["timeout"], job["limits"], emit)
         error = None
+    except integrity.GraderChanged as exc:
+        error = str(exc)
     except Exception:  # the course notebook itself failed: every submission of this module gets the reason
         error = "the course notebook failed while grading:\n" + traceback.format_exc(limit=-3)
     sandbox.reap_all()
@@ -193,6 +201,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The judge process's start (``integrity.isolated_command``)."""
     single_threaded()
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    entry()
