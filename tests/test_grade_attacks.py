@@ -6,6 +6,7 @@ written in unusual ways, a classmate holding a secret, two same-named files, a f
 not UTF-8 and the Russian student edition, through the command line in a non-UTF-8 locale.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -78,6 +79,60 @@ def test_subclasses_and_objects_are_refused_by_name(value, says):
 def test_a_malformed_or_unknown_message_part_is_refused(part):
     with pytest.raises(wire.Refused):
         wire.decode(part, [b"\x00" * 8])
+
+
+def test_a_zero_stride_tensor_is_refused_by_what_it_shows_not_what_it_sends():
+    huge = torch.zeros(1).expand(40000, 40000)  # 4 bytes sent, 6.4 GB once a contract touches it
+    blobs: list = []
+    encoded = wire.encode(huge, blobs)
+    assert sum(map(len, blobs)) == 4
+    with pytest.raises(wire.Refused, match="numel x itemsize"):
+        wire.decode(encoded, blobs)
+    many = [torch.zeros(1).expand(4096, 4096)] * 5  # 64 MiB each, 320 MiB together: past the budget of one message
+    blobs = []
+    with pytest.raises(wire.Refused, match="numel x itemsize"):
+        wire.decode(wire.encode(many, blobs), blobs)
+    assert roundtrip(torch.zeros(1).expand(3, 4)).shape == (3, 4)  # a small broadcast view still crosses
+
+
+def _raw(header: bytes, parts: list[bytes] = ()) -> bytes:
+    """A message as bytes, written by hand (a hostile sender)."""
+    import struct
+
+    pack = struct.Struct("!Q").pack
+    return pack(len(header)) + header + b"".join(pack(len(p)) + p for p in parts)
+
+
+@pytest.mark.parametrize("message, says", [
+    (_raw(b'{"blobs": 100000}'), "at most 4096 parts"),
+    (_raw(b"[" * 200_000 + b"]" * 200_000), "not JSON, or nested too deeply"),
+    (struct_header := __import__("struct").pack("!Q", 100 << 20), "more than"),  # a 100 MB JSON header is never read
+    (_raw(b'{"blobs": 2}') + __import__("struct").pack("!Q", 300 << 20), "more than"),  # parts past 256 MiB in all
+])
+def test_the_judge_refuses_a_flood_a_json_bomb_and_too_many_parts_before_reading_them(message, says):
+    import threading
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        def send():
+            with contextlib.suppress(OSError):
+                ours.sendall(message[:1 << 20])
+                ours.shutdown(socket.SHUT_WR)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        with pytest.raises(wire.Refused, match=says):
+            wire.receive(theirs)
+        theirs.shutdown(socket.SHUT_RDWR)
+        sender.join(5)
+
+
+def test_a_value_nested_too_deeply_is_refused_when_decoded():
+    deep: list = ["l", []]
+    for _ in range(200):
+        deep = ["l", [deep]]
+    with pytest.raises(wire.Refused, match="nested more than"):
+        wire.decode(deep, [])
 
 
 def test_same_named_submissions_get_distinct_stable_folders_and_odd_names_are_safe(tmp_path):
@@ -203,19 +258,24 @@ def test_a_batch_with_odd_names_and_same_names_grades_everyone(attacked):
 
 
 @pytest.mark.slow
-def test_a_parent_killer_costs_only_itself_and_is_named(tmp_path, course):
-    """As the grading user (no drop to nobody), a student process can kill the course process: it is restarted."""
+@pytest.mark.parametrize("seal", ["on", "off"])
+def test_a_parent_killer_costs_only_itself_and_is_named(tmp_path, course, seal):
+    """Sealed, a student process cannot even see the course process; unsealed (GRADE_SEAL=off, as the grading user),
+    it can kill it, and the course process is restarted."""
     book = course.select(["module3"])[0]
     killer, other = tmp_path / "killer.ipynb", tmp_path / "other.ipynb"
     nbformat.write(attacks.attack(book, "parent_killer"), killer)
     shutil.copyfile(book.ipynb, other)
-    env = dict(os.environ, GRADE_STUDENT_USER="")
+    env = dict(os.environ, GRADE_STUDENT_USER="", GRADE_SEAL=seal)
     done = subprocess.run([sys.executable, "-m", "builder", "--root", str(ROOT), "grade", str(killer), str(other), "--out",
                            str(tmp_path / "out"), "--timeout", str(TIMEOUT), "--jobs", "1"], env=env, capture_output=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((tmp_path / "out" / "killer" / "results.json").read_text(encoding="utf-8"))
     full = len(variants.labels(variants.solved(book)))
     assert scores(result)[attacks.LABEL] == 0 and sum(scores(result).values()) == full - 1
-    assert result["tests"][1]["output"].startswith("ERROR: your code killed the process that runs it")
-    assert b"killed its grading process at Exercise 2" in done.stdout
+    if seal == "off":
+        assert result["tests"][1]["output"].startswith("ERROR: your code killed the process that runs it")
+        assert b"killed its grading process at Exercise 2" in done.stdout
+    else:
+        assert result["tests"][1]["output"].startswith("FAIL"), result["tests"][1]["output"]  # its kill reached nobody
     assert sum(scores(json.loads((tmp_path / "out" / "other" / "results.json").read_text(encoding="utf-8"))).values()) == full

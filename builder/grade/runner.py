@@ -11,6 +11,7 @@ goes to stdout. The judge then goes on with the reference solution.
 
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -30,11 +31,15 @@ def single_threaded() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-def _child(read_end: int, write_end: int, folder: str, task) -> None:
+def _child(read_end: int, write_end: int, folder: str, task, memory_mb: int | None = None) -> None:
     """In the forked child: run ``task()`` in ``folder`` with no terminal, write its verdict, and exit."""
     os.close(read_end)
     try:
         os.setsid()  # its own process group, so a timeout kills whatever it started too
+        if memory_mb:  # the judge decodes what a student sent: its memory is bounded too
+            from .sandbox import _limit, _virtual_bytes
+
+            _limit(resource.RLIMIT_AS, _virtual_bytes() + int(memory_mb) * (1 << 20))
         os.chdir(folder)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -70,8 +75,8 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def isolated(task, timeout: float, label: str) -> dict:
-    """Run ``task()`` in a forked child in an empty temporary folder, under a time limit."""
+def isolated(task, timeout: float, label: str, memory_mb: int | None = None) -> dict:
+    """Run ``task()`` in a forked child in an empty temporary folder, under a time and (with ``memory_mb``) a memory limit."""
     folder = tempfile.mkdtemp(prefix="grade-")
     sys.stdout.flush()
     sys.stderr.flush()
@@ -79,7 +84,7 @@ def isolated(task, timeout: float, label: str) -> dict:
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(read_end, write_end, folder, task)
+        _child(read_end, write_end, folder, task, memory_mb)
     os.close(write_end)
     try:
         payload, timed_out = _collect(pid, read_end, start + timeout)
@@ -153,7 +158,7 @@ def judged(host, namespace: dict, exercise, check: str, sub: dict, timeout: floa
         return judge(namespace, exercise.label, exercise.names, check, ours, sub["exercises"].get(exercise.label), sub.get("own", []))
 
     try:
-        result = isolated(task, timeout, exercise.label)
+        result = isolated(task, timeout, exercise.label, host.config.get("memory_mb"))
     finally:
         ours.close()
     try:

@@ -197,6 +197,9 @@ def seal(config: dict, root: bool) -> None:
     the init; the init (PID 1 inside) reaps orphans and kills the tree when its memory passes the limit.
     Where the kernel refuses, it returns at once and the student runs unsealed (``SEALED`` says why).
     """
+    if os.environ.get("GRADE_SEAL") == "off":  # the tests of the unsealed path (kernels that refuse namespaces)
+        SEALED.update(sealed=False, why="GRADE_SEAL=off")
+        return
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | (0 if root else CLONE_NEWUSER)
     if not _unshare(flags):
