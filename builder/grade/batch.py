@@ -21,6 +21,7 @@ from . import integrity, progress, report, sandbox, submission
 from .runner import THREAD_VARIABLES
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding this builder package
+RESERVED = frozenset({"grades.csv", "summary.csv", "summary.html"})  # what ``write`` puts beside the submissions' folders
 SETUP_ALLOWANCE = 600  # seconds for one run of a course notebook, on top of the exercises' time limits
 
 
@@ -93,6 +94,8 @@ def stems(found: list[submission.Submission]) -> None:
     counts: dict[str, int] = {}
     for sub in found:
         sub.stem = safe_name(sub.stem)
+        if sub.stem.casefold() in RESERVED:  # a folder named grades.csv would stop grades.csv from being written
+            sub.stem += "-submission"
         counts[sub.stem] = counts.get(sub.stem, 0) + 1
     for sub in found:
         if counts[sub.stem] > 1:
@@ -103,6 +106,8 @@ def stems(found: list[submission.Submission]) -> None:
 def safe_name(name: str) -> str:
     """A file name that any file system and locale can write: undecodable bytes and surrogates escaped."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    encoding = sys.getfilesystemencoding()  # ASCII under LC_ALL=C without UTF-8 mode: é is written as \xe9 there
+    text = text.encode(encoding, "backslashreplace").decode(encoding, "replace")
     return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in text).strip(". ") or "submission"
 
 

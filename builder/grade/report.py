@@ -151,18 +151,31 @@ def causes(output: str) -> str:
     return (output[at + len("usual cause: "):] if at >= 0 else output).split("\n")[0][:120]
 
 
+def test_kind(test: dict) -> str:
+    """The kind of one graded test: passed only when the judge scored it so; the output's first line (the judge's) else."""
+    found = kind(test["output"])
+    if test.get("status") == "passed":
+        return "passed"
+    return "error" if found == "passed" else found
+
+
 def summary(rows) -> list[dict]:
-    """Per exercise: counts of each kind of verdict and the three most common failing properties or causes."""
+    """Per module and exercise: counts of each kind of verdict and the three most common failing properties or causes."""
     table = []
-    for label in _labels(rows):
-        tests = [t for _, _, r in rows for t in r["tests"] if t["name"].split(":")[0] == label]
-        counts = {k: sum(kind(t["output"]) == k for t in tests) for k in KINDS}
-        found: dict[str, int] = {}
-        for t in tests:
-            if kind(t["output"]) in ("failed", "error"):
-                found[causes(t["output"])] = found.get(causes(t["output"]), 0) + 1
-        common = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:3]
-        table.append({"exercise": label, "name": tests[0]["name"] if tests else label, **counts, "causes": common})
+    modules = sorted({module for _, module, r in rows if r["tests"]})
+    for module in modules:
+        mine = [row for row in rows if row[1] == module]
+        for label in _labels(mine):
+            tests = [t for _, _, r in mine for t in r["tests"] if t["name"].split(":")[0] == label]
+            counts = {k: sum(test_kind(t) == k for t in tests) for k in KINDS}
+            found: dict[str, int] = {}
+            for t in tests:
+                if test_kind(t) in ("failed", "error"):
+                    found[causes(t["output"])] = found.get(causes(t["output"]), 0) + 1
+            common = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:3]
+            shown = f"{module} {label}" if len(modules) > 1 else label
+            name = tests[0]["name"] if tests else label
+            table.append({"exercise": shown, "name": f"{module}: {name}" if len(modules) > 1 else name, **counts, "causes": common})
     return table
 
 

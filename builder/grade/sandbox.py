@@ -425,6 +425,10 @@ def course_process(fd: int) -> None:
     reap_all()
 
 
+ANSWER_SECONDS = 60  # a fork or a reap answers in well under this; a course process that does not is stopped or hung
+CELL_SECONDS = 600  # one course cell (a training cell included)
+
+
 class CourseDied(RuntimeError):
     """The course process is gone: a student process killed it."""
 
@@ -453,16 +457,18 @@ class Host:
         for source, name in self.cells:
             self._exec(source, name)
 
-    def _ask(self, header: dict) -> dict:
+    def _ask(self, header: dict, wait: float = ANSWER_SECONDS) -> dict:
+        """Send one request and read its answer; CourseDied when the course process is gone, or stopped past ``wait`` s."""
         try:
+            self.control.settimeout(wait)
             wire.send(self.control, header)
             return wire.receive(self.control)[0]
-        except (EOFError, OSError) as exc:
+        except (EOFError, OSError) as exc:  # socket.timeout too: a stopped (SIGSTOP) course process is a dead one
             raise CourseDied(str(exc)) from None
 
     def _exec(self, source: str, name: str) -> None:
         """Run a cell there; one that fails (a timing check under load) is kept going past: the judge's own run decides."""
-        self._ask({"op": "exec", "source": source, "name": name})
+        self._ask({"op": "exec", "source": source, "name": name}, wait=CELL_SECONDS)
 
     def execute(self, source: str, name: str) -> None:
         """Run one course cell in the course process (and remember it, to replay after a restart)."""
@@ -473,6 +479,7 @@ class Host:
         """A new student process holding ``end``; its pid."""
         self.folders.append(tempfile.mkdtemp(prefix="grade-student-"))
         try:
+            self.control.settimeout(ANSWER_SECONDS)
             wire.send(self.control, {"op": "fork", "folder": self.folders[-1]})
             socket.send_fds(self.control, [b"x"], [end.fileno()])
             return int(wire.receive(self.control)[0]["pid"])

@@ -5,10 +5,13 @@ A message is a JSON header plus binary blobs. Values are tagged: ``None``, ``boo
 tuples, dicts, complex numbers, bytes, ``torch.Tensor`` and ``numpy.ndarray`` (dtype, shape,
 strides and bytes), ``torch.dtype``, ``torch.Size``, and two kinds the judge builds itself from
 data: a handle to a student's ``nn.Module`` (its parameters read as data) and an instance of a
-course dataclass such as ``AttentionResult`` (its fields). Only exact types are encoded: a
-subclass of ``Tensor``, or any object with its own ``__eq__``, is refused with ``Refused``.
+course dataclass such as ``AttentionResult`` (its fields). Containers whose equality is the built-in
+one travel as data: a namedtuple (rebuilt with its fields), an ``OrderedDict`` or ``defaultdict`` (as a
+dict). Any other object, a subclass of ``Tensor``, or anything with its own ``__eq__``, is refused with
+``Refused``.
 """
 
+import collections
 import functools
 import json
 import math
@@ -56,6 +59,17 @@ def encode(value, blobs: list, *, handles=None, depth: int = 0):
     if kind is bytes:
         blobs.append(bytes(value))
         return ["b", len(blobs) - 1]
+    if isinstance(value, tuple) and _builtin_eq(kind, tuple):  # a namedtuple: its fields by name, its equality a tuple's
+        fields = getattr(kind, "_fields", None)
+        items = [encode(v, blobs, handles=handles, depth=depth + 1) for v in tuple.__iter__(value)]
+        if isinstance(fields, tuple) and len(fields) == len(items) and all(type(f) is str for f in fields):
+            return ["nt", kind.__name__, list(fields), items]
+        return ["t", items]
+    if isinstance(value, list) and _builtin_eq(kind, list):
+        return ["l", [encode(v, blobs, handles=handles, depth=depth + 1) for v in list.__iter__(value)]]
+    if isinstance(value, dict) and (_builtin_eq(kind, dict) or _builtin_eq(kind, collections.OrderedDict)):  # OrderedDict, defaultdict
+        return ["d", [[encode(k, blobs, handles=handles, depth=depth + 1), encode(v, blobs, handles=handles, depth=depth + 1)]
+                      for k, v in dict.items(value)]]
     torch = _torch()
     if kind is torch.Tensor:
         return _encode_tensor(value, blobs)
@@ -79,6 +93,11 @@ def encode(value, blobs: list, *, handles=None, depth: int = 0):
         if special is not None:
             return special
     raise Refused(_describe(value))
+
+
+def _builtin_eq(kind: type, base: type) -> bool:
+    """Whether a subclass of ``base`` keeps the built-in equality (a namedtuple does; a class with its own __eq__ does not)."""
+    return all(getattr(kind, name) is getattr(base, name) for name in ("__eq__", "__ne__"))
 
 
 def _describe(value) -> str:
@@ -143,6 +162,8 @@ def decode(value, blobs: list, *, special=None, leaves: list | None = None, flag
             return items if tag == "l" else tuple(items)
         if tag == "d":
             return {inner(k): inner(v) for k, v in body[0]}
+        if tag == "nt":
+            return _namedtuple(str(body[0]), tuple(map(str, body[1])))(*[inner(v) for v in body[2]])
         if tag == "b":
             return bytes(blobs[body[0]])
         if tag == "T":
@@ -177,6 +198,15 @@ def decode(value, blobs: list, *, special=None, leaves: list | None = None, flag
         raise Refused(f"an unknown kind of value {tag!r}")
 
     return walk(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _namedtuple(name: str, fields: tuple[str, ...]):
+    """A namedtuple class of these fields (its name kept when it is an identifier)."""
+    try:
+        return collections.namedtuple(name if name.isidentifier() else "Result", fields)
+    except (ValueError, TypeError):
+        raise Refused(f"a namedtuple with fields {list(fields)[:8]}") from None
 
 
 def _decode_tensor(dtype, shape, strides, blob, blobs, spend=None):
