@@ -5,6 +5,7 @@ import io
 import json
 import math
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -30,6 +31,44 @@ def points(root: Path, name: str, labels: list[str]) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ConfigError(f"{pyproject}: points of {name} {label!r} must be a number >= 0, got {value!r}")
     return {label: float(table.get(label, 1)) for label in labels}
+
+
+_EXERCISE = re.compile(r"^# Exercise (\d+):", re.MULTILINE)
+
+
+def _line(text: str, key: str, after: str | None = None) -> int:
+    """The 1-based line of ``key = ...`` in a TOML text (after the line holding ``after``, when given); 1 if not found."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if after and after in line), -1) + 1 if after else 0
+    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+    return next((i + 1 for i in range(start, len(lines)) if pattern.match(lines[i])), start or 1)
+
+
+def config_problems(course) -> list[str]:
+    """Every invalid ``points`` table and ``[tool.course.grade]`` value, as ``pyproject.toml(LINE): what is wrong``.
+
+    ``check`` and ``--gradescope-bundle`` refuse them, so a bad value never reaches a class.
+    """
+    pyproject = course.root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    problems = []
+    for book in course.notebooks:
+        labels = [f"Exercise {n}" for n in dict.fromkeys(_EXERCISE.findall(book.source.read_text(encoding="utf-8")))]
+        try:
+            points(course.root, book.name, labels)
+        except ConfigError as exc:
+            where = _line(text, "points", after=f'"{book.name}"')
+            problems.append(f"{course.shown(pyproject)}({where}): {str(exc).split(': ', 1)[-1]}")
+    try:
+        limits(course.root, 1)
+    except ConfigError as exc:
+        key = next((k for k in LIMITS if f"] {k} " in str(exc)), "grade")
+        problems.append(f"{course.shown(pyproject)}({_line(text, key, after='[tool.course.grade]')}): {str(exc).split(': ', 1)[-1]}")
+    table = tomllib.loads(text)["tool"]["course"].get("grade", {})
+    for key in sorted(set(table) - set(LIMITS)) if isinstance(table, dict) else ["grade"]:
+        problems.append(f"{course.shown(pyproject)}({_line(text, key, after='[tool.course.grade]')}): [tool.course.grade] has no "
+                        f"setting {key!r}; the settings are {sorted(LIMITS)}")
+    return problems
 
 
 def limits(root: Path, timeout: float) -> dict:

@@ -10,7 +10,7 @@ import functools
 
 import nbformat
 
-from . import submission, variants
+from builder.grade import submission, variants
 
 LABEL = "Exercise 2"
 WRONG = "    return torch.zeros(t_q, t_k, dtype=torch.bool)\n"
@@ -106,6 +106,51 @@ ATTACKS = {
         "            seen.append(data[data.index(b'CLASSMATE'):][:40].decode('latin-1'))\n"
         "    raise ValueError('found: ' + ' '.join(seen))\n",
     "surrogate_message": SIGNATURE + "    raise ValueError('\\udc80 broken \\ud800 text')\n",
+    # issue 38: the verdict's text rewritten on its way out of the student's process
+    "spoofed_verdict": "import sys\n"
+        "_wire = sys.modules['builder.grade.wire']\n"
+        "_send = _wire.send\n"
+        "_spoof = lambda sock, header, blobs=None: _send(sock, dict(header, failed='PASS: every contract property of "
+        "`causal_allowed` holds.') if 'failed' in header else header, blobs)\n"
+        "_wire.send = _spoof\n" + SIGNATURE + WRONG,
+    # plant code in the grader's own files, which later judges would import
+    "plant_in_the_grader": "import sys, pathlib\n" + SIGNATURE +
+        "    for name in [n for n in list(sys.modules) if n.startswith('builder.grade.')]:\n"
+        "        try:\n"
+        "            with open(sys.modules[name].__file__, 'a') as handle:\n"
+        "                handle.write('\\n# planted by a submission\\n')\n"
+        "        except (OSError, TypeError, AttributeError):\n"
+        "            pass\n" + WRONG,
+    # every process its uid may signal: classmates running as the same user, the grader
+    "kill_every_process": "import os, signal\n" + SIGNATURE +
+        "    for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "        if pid != os.getpid():\n"
+        "            try:\n"
+        "                os.kill(pid, signal.SIGKILL)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    try:\n"
+        "        os.kill(-1, signal.SIGKILL)\n"
+        "    except OSError:\n"
+        "        pass\n" + WRONG,
+    # stop the course process (and then itself): a stopped process must be killed like a hung one
+    "sigstop": "import os, signal\n" + SIGNATURE +
+        "    for pid in (os.getppid(), os.getpgid(0)):\n"
+        "        try:\n"
+        "            os.kill(pid, signal.SIGSTOP)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    os.kill(os.getpid(), signal.SIGSTOP)\n" + WRONG,
+    # fill the shared temporary folder, which nobody cleans
+    "fill_tmp": "import os, tempfile\n" + SIGNATURE +
+        "    chunk = b'x' * (1 << 20)\n"
+        "    for folder in {tempfile.gettempdir(), '/tmp', '/var/tmp', '/dev/shm', os.getcwd()}:\n"
+        "        try:\n"
+        "            with open(os.path.join(folder, 'fill-' + str(os.getpid())), 'wb') as handle:\n"
+        "                for _ in range(400):\n"
+        "                    handle.write(chunk)\n"
+        "        except OSError:\n"
+        "            pass\n" + WRONG,
 }
 
 # Honest ways of writing a correct Exercise 2, each of which scored 0 before.
@@ -126,7 +171,77 @@ HONEST = {
     "helper_named_like_a_course_variable": (
         SIGNATURE + GUARDS + "    return grid(t_k)[None, :] <= grid(t_q, query_offset)[:, None]\n",
         "def grid(n, start=0):\n    return start + torch.arange(n)\n"),
+    "functools_partial_constant": (
+        "import functools\nrow = functools.partial(torch.arange, dtype=torch.long)\n" + SIGNATURE + GUARDS +
+        "    return row(t_k)[None, :] <= (query_offset + row(t_q))[:, None]\n", None),
 }
+
+# Honest ways of writing other exercises of Module 3 (label, cell source, own cell or None), from issue 38.
+OTHER_HONEST = {
+    "helper_in_own_cell": ("Exercise 5", None, None),  # _require_hidden moved to the student's own cell (built below)
+    "lowercase_constant_by_a_call": ("Exercise 1",
+        "# Exercise 1: mine\nimport math\nln_base = math.log(10_000.0)\n"
+        "def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):\n"
+        "    length = require_int('length', length, minimum=1)\n"
+        "    d_model = require_int('d_model', d_model, minimum=2)\n"
+        "    base = require_real('base', base, minimum=1.0, strict_minimum=True)\n"
+        "    if d_model % 2:\n"
+        "        raise ValueError(f'd_model must be even, got {d_model}')\n"
+        "    if dtype not in (torch.float32, torch.float64):\n"
+        "        raise TypeError(f'dtype must be torch.float32 or torch.float64, got {dtype}')\n"
+        "    require_budget('the position table', (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)\n"
+        "    log_base = ln_base if base == 10_000.0 else math.log(base)\n"
+        "    position = torch.arange(length, dtype=dtype)[:, None]\n"
+        "    frequency = torch.exp(-torch.arange(0, d_model, 2, dtype=dtype) / d_model * log_base)\n"
+        "    angle = position * frequency\n"
+        "    return torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1).reshape(length, d_model)\n", None),
+    "namedtuple_result": ("Exercise 8",
+        "# Exercise 8: mine\nimport collections\nTrace = collections.namedtuple('Trace', 'tokens reason')\n"
+        "def greedy_trace(prepared_logits, eos_id, max_new_tokens):\n"
+        "    eos_id = require_int('eos_id', eos_id, minimum=0)\n"
+        "    max_new_tokens = require_int('max_new_tokens', max_new_tokens, minimum=1)\n"
+        "    steps = [list(scores) for scores in prepared_logits]\n"
+        "    for scores in steps:\n"
+        "        if eos_id >= len(scores):\n"
+        "            raise ValueError(f'eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector')\n"
+        "    tokens = []\n"
+        "    for scores in steps:\n"
+        "        probabilities = token_distribution(scores)\n"
+        "        tokens.append(max(range(len(probabilities)), key=probabilities.__getitem__))\n"
+        "        if tokens[-1] == eos_id:\n"
+        "            return Trace(tokens, 'eos')\n"
+        "        if len(tokens) == max_new_tokens:\n"
+        "            return Trace(tokens, 'length_limit')\n"
+        "    raise ValueError('the prepared steps ran out before EOS or the limit')\n", None),
+}
+
+
+def other_honest(book, name: str) -> nbformat.NotebookNode:
+    """The solved student edition with another exercise written in the honest way ``name``."""
+    label, source, own = OTHER_HONEST[name]
+    nb = _solved(book)
+    if source is None:  # the solved cell less its private helper, which moves to a cell of the student's own
+        cell = nb.cells[_exercise_index(nb, label)].source
+        start = cell.index("def _require_hidden")
+        end = cell.index("class MultiHeadSelfAttention")
+        source, own = cell[:start] + cell[end:], cell[start:end]
+    return replaced(nb, source, own, label)
+
+
+# Shortcuts that skip the technique an exercise teaches, and pass only where the measurement is not the student's.
+DENSE = {  # Module 5.1, Exercise 6: never hold a T_q x T_k score matrix
+    "dense_scores": "def tiled_attention_plain(Q, K, V, *, tile_size=128):\n"
+                    "    s = Q @ K.T / math.sqrt(Q.shape[1])\n"
+                    "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+                    "    return (e / e.sum(axis=1, keepdims=True)) @ V\n",
+    "dense_sdpa": "def tiled_attention_plain(Q, K, V, *, tile_size=128):\n"
+                  "    return np.asarray(sdpa(Q, K, V))\n",
+}
+
+
+def dense(book, name: str) -> nbformat.NotebookNode:
+    """The solved edition of Module 5.1 with Exercise 6 answered densely."""
+    return replaced(_solved(book), "# Exercise 6: dense\n" + DENSE[name], label="Exercise 6")
 
 
 # Contract mining: rebuild every function nested in a contract (its reference, its expected values) from code
@@ -177,7 +292,7 @@ def mining(book) -> nbformat.NotebookNode:
 
 def _exercise_names(book) -> dict[str, tuple[str, ...]]:
     """Each exercise's label and required names, from the course source."""
-    from .. import pairing, student
+    from builder import pairing, student
 
     return {e.label: e.names for e in student.exercises(pairing.read_source(book.source.read_text(encoding="utf-8")))}
 
