@@ -251,7 +251,7 @@ def _mined_functions():
     space, found = globals(), []
     def walk(code, origin):
         for const in code.co_consts:
-            if isinstance(const, _types.CodeType):
+            if isinstance(const, _types.CodeType) and not const.co_name.startswith("<"):  # no genexpr, lambda
                 cells = tuple(_types.CellType(None) for _ in const.co_freevars)
                 found.append((origin, _types.FunctionType(const, space, const.co_name, None, cells)))
                 walk(const, origin)

@@ -166,8 +166,9 @@ def _unshare(flags: int) -> bool:
     return _libc.unshare(flags) == 0
 
 
-def _seal_files(config: dict, root: bool) -> None:
-    """As the sealed tree's init: a private /proc, the private folders hidden, all read-only, a private scratch tmpfs."""
+def _seal_files(config: dict, root: bool, folder: str) -> str:
+    """As the sealed tree's init: a private /proc, the private folders hidden, all read-only, a private scratch tmpfs;
+    the scratch folder's path (``/tmp``, or ``folder`` when Python itself lies under /tmp)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # only this tree's processes
     keep = _keep()
@@ -180,17 +181,18 @@ def _seal_files(config: dict, root: bool) -> None:
         raise OSError("could not make the student's file systems read-only")
     writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)  # /proc/self stays writable: the nested user namespace maps itself there
     _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/proc", 0, ctypes.byref(writable), ctypes.sizeof(writable))
-    scratch = "/tmp" if not any(k == "/tmp" or k.startswith("/tmp/") for k in keep) else None
-    if scratch is None or not _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, SCRATCH.encode()):
+    scratch = "/tmp" if not any(k == "/tmp" or k.startswith("/tmp/") for k in keep) else folder  # Python under /tmp stays
+    if not _mount(b"tmpfs", scratch, b"tmpfs", MS_NOSUID | MS_NODEV, SCRATCH.encode()):
         raise OSError("could not mount the student's scratch folder")
     if os.path.isdir("/dev/shm"):
-        _mount(b"/tmp", "/dev/shm", None, MS_BIND)
+        _mount(os.fsencode(scratch), "/dev/shm", None, MS_BIND)
+    return scratch
 
 
-SEALED = {"sealed": False, "why": "not tried yet"}  # in a student process: whether it runs sealed, and if not why
+SEALED = {"sealed": False, "why": "not tried yet", "folder": ""}  # in a student process: whether it runs sealed, and if not why
 
 
-def seal(config: dict, root: bool) -> None:
+def seal(config: dict, root: bool, folder: str) -> None:
     """Enter the student's own namespaces and become the parent of its init; returns in the init's child, the student.
 
     The calling process (forked by the course process) stays outside the new PID namespace and waits for
@@ -215,7 +217,7 @@ def seal(config: dict, root: bool) -> None:
         os._exit(_outside(init))
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
-        _seal_files(config, root)
+        scratch = _seal_files(config, root, folder)
         if not root:  # a nested user namespace owns nothing: the student cannot undo a mount made above
             _limit(resource.RLIMIT_NPROC, TREE_PROCESSES)  # captured by the nested namespace: it holds for the tree
             if not _unshare(CLONE_NEWUSER):
@@ -231,7 +233,7 @@ def seal(config: dict, root: bool) -> None:
         _limit(resource.RLIMIT_AS, _virtual_bytes() + (64 << 20))
         os._exit(_init(student, int(config["memory_mb"]) << 20))
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    SEALED.update(sealed=True, why="")
+    SEALED.update(sealed=True, why="", folder=scratch)
 
 
 def _outside(init: int | None, failure: str | None = None) -> int:
@@ -312,9 +314,9 @@ def become_student(sock: socket.socket, config: dict, folder: str) -> None:
     prctl(PR_SET_DUMPABLE, 1)  # its own /proc/self, to map its user namespace; it holds nothing of the judge's
     if ids:
         _limit(resource.RLIMIT_NPROC, TREE_PROCESSES)  # counted for the slot's own uid: the limit holds for the tree
-    seal(config, root)
+    seal(config, root, folder)
     if SEALED["sealed"]:
-        folder = "/tmp"
+        folder = SEALED["folder"]
         os.environ.update(TMPDIR=folder, HOME=folder, MPLCONFIGDIR=folder)
     elif root:
         _unsealed_mounts(config.get("hide", []))
