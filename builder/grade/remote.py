@@ -51,6 +51,7 @@ class Channel:
 
         blobs = list(blobs or [])
         tracing = tracemalloc.is_tracing()  # a contract measuring memory: measure it in the student's process instead
+        before = tracemalloc.get_traced_memory()[1] if tracing else 0  # the contract's own peak so far in its window
         header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs), trace=tracing)
         leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad]
         if leaves and torch.is_grad_enabled():
@@ -64,7 +65,7 @@ class Channel:
         self.state = wire.decode(reply["state"], out) if "state" in reply else None
         del blobs, out
         if tracing:
-            _replay_peak(reply.get("peak"), value)
+            _replay_peak(reply.get("peak"), value, before)
         return value
 
     def _decode(self, value, blobs: list, **options):
@@ -87,16 +88,17 @@ class Channel:
 REPLAY_LIMIT = 64 << 20  # bytes: a student's peak replayed in the judge is capped here (any memory property fails far below)
 
 
-def _replay_peak(peak, value) -> None:
-    """Make the judge's tracemalloc peak the student's: forget the judge's own decoding, then allocate what the student's
-    call held at its peak (less the result, which the judge holds already) and free it at once."""
+def _replay_peak(peak, value, before: int) -> None:
+    """Make the judge's tracemalloc peak the student's: forget the judge's own encoding and decoding, then allocate what
+    the student's call held at its peak (less the result, which the judge holds already) and free it at once; a peak the
+    contract reached itself before the call (``before``) is kept."""
     import tracemalloc
 
     if type(peak) is not int or peak < 0:
         return
-    held = _nbytes(value)
     tracemalloc.reset_peak()
-    filler = bytearray(min(max(0, peak - held), REPLAY_LIMIT))
+    current = tracemalloc.get_traced_memory()[0]
+    filler = bytearray(min(max(0, peak - _nbytes(value), before - current), REPLAY_LIMIT))
     del filler
 
 
