@@ -223,10 +223,8 @@ def seal(config: dict, root: bool, folder: str) -> None:
             if not _unshare(CLONE_NEWUSER):
                 raise OSError("the nested user namespace was refused")
             _map_user(uid, gid)
-    except OSError as exc:
-        if os.environ.get("GRADE_DEBUG_SEAL"):
-            os.write(int(os.environ["GRADE_DEBUG_SEAL"]), f"seal failed: {exc}\n".encode())
-        os._exit(70)
+    except OSError:
+        os._exit(70)  # the student's process is gone: the judge reports that it stopped before answering
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     student = os.fork()
     if student:
