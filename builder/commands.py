@@ -63,6 +63,7 @@ def check(course, args) -> int:
     record = Record(course, use=getattr(args, "cache", True))
     findings: list[object] = [f for nb in chosen for f in notebook_findings(course, nb, record)]
     findings += reference_problems(chosen) + course_findings(course, record)
+    findings += grade_config_problems(course)
     errors = [f for f in findings if strict or not getattr(f, "untranslated", False)]
     warnings = [f for f in findings if f not in errors]
     if not errors:  # a check that fails writes nothing, not even its record
@@ -83,6 +84,13 @@ def check(course, args) -> int:
               "(`python -m builder translations` lists them; --strict-translations makes this an error)")
     print(f"check: {len(chosen)} notebooks, their student and translated editions, regions, pairs and references are in sync")
     return exits.OK
+
+
+def grade_config_problems(course) -> list[str]:
+    """Invalid points and [tool.course.grade] values, with pyproject.toml's line (the grader would refuse them later)."""
+    from .grade import report
+
+    return report.config_problems(course)
 
 
 def notebook_findings(course, nb, record) -> list:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import pairing, student
-from . import progress, report, sandbox, submission
+from . import integrity, progress, report, sandbox, submission
 from .runner import THREAD_VARIABLES
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding this builder package
+RESERVED = frozenset({"grades.csv", "summary.csv", "summary.html"})  # what ``write`` puts beside the submissions' folders
 SETUP_ALLOWANCE = 600  # seconds for one run of a course notebook, on top of the exercises' time limits
 
 
@@ -48,8 +49,13 @@ def _judge(group: Group, job: dict, limit: float, tick) -> None:
     path = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", PYTHONUTF8="1", PYTHONIOENCODING="utf-8",  # any locale
                **dict.fromkeys(THREAD_VARIABLES, "1"))
+    try:
+        integrity.verify()  # the code this judge imports is the code the batch started with
+    except integrity.GraderChanged as exc:
+        group.error = str(exc)
+        return
     work = sandbox.private_folder("grade-judge-")
-    process = subprocess.Popen([sys.executable, "-m", "builder.grade.runner"], cwd=work, env=env, stdin=subprocess.PIPE,
+    process = subprocess.Popen(integrity.isolated_command("builder.grade.runner"), cwd=work, env=env, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killer = threading.Timer(limit, process.kill)
     killer.start()
@@ -88,6 +94,8 @@ def stems(found: list[submission.Submission]) -> None:
     counts: dict[str, int] = {}
     for sub in found:
         sub.stem = safe_name(sub.stem)
+        if sub.stem.casefold() in RESERVED:  # a folder named grades.csv would stop grades.csv from being written
+            sub.stem += "-submission"
         counts[sub.stem] = counts.get(sub.stem, 0) + 1
     for sub in found:
         if counts[sub.stem] > 1:
@@ -98,6 +106,8 @@ def stems(found: list[submission.Submission]) -> None:
 def safe_name(name: str) -> str:
     """A file name that any file system and locale can write: undecodable bytes and surrogates escaped."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    encoding = sys.getfilesystemencoding()  # ASCII under LC_ALL=C without UTF-8 mode: é is written as \xe9 there
+    text = text.encode(encoding, "backslashreplace").decode(encoding, "replace")
     return "".join(c if c.isprintable() and c not in '/\\:*?"<>|' else "_" for c in text).strip(". ") or "submission"
 
 
@@ -116,6 +126,7 @@ def grade(course, paths: list[Path], *, timeout: float = 60, module: str | None 
 
 def _grade(course, paths: list[Path], *, timeout, module, jobs, visibility, budget, show) -> list[Graded]:
     """``grade`` inside the guard."""
+    integrity.expect(integrity.digest())
     found = [submission.read(path, course, module) for path in paths]
     stems(found)
     limits = report.limits(course.root, timeout)
@@ -130,8 +141,9 @@ def _grade(course, paths: list[Path], *, timeout, module, jobs, visibility, budg
         plans[book.name] = (exercises, report.points(course.root, book.name, [e.label for e in exercises]))
         for share in _groups(subs, jobs):
             groups.append((Group(book, [s.stem for s in share], {}), {
-                "source_text": source_text, "timeout": timeout, "limits": dict(limits, hide=hide),
-                "submissions": {s.stem: {"exercises": s.cells, "own": s.own} for s in share}}, len(exercises)))
+                "source_text": source_text, "timeout": timeout, "limits": dict(limits, hide=hide, slot=len(groups)),
+                "submissions": {s.stem: {"exercises": s.cells, "own": s.own} for s in share},
+                "code_digest": integrity.EXPECTED["digest"]}, len(exercises)))
     meter = progress.Meter(sum(len(g.keys) * n for g, _, n in groups), len(found), show)
     threads = [threading.Thread(target=_judge, args=(g, job, min(budget or math.inf, SETUP_ALLOWANCE + len(g.keys) * n * (timeout + 5)), meter.tick))
                for g, job, n in groups]

@@ -10,6 +10,7 @@ import stat
 import zipfile
 from pathlib import Path
 
+from ..config import ConfigError
 from . import batch, report
 
 TORCH = "torch==2.13.0"  # the pin .ci/run installs; from PyTorch's CPU index, never a CUDA build
@@ -73,6 +74,9 @@ def bundle(course, target: Path, module: str | None = None, *, timeout: float = 
     """Write the autograder zip for the current course; with ``module``, other modules' notebooks are refused."""
     if module:
         module = course.select([module])[0].name  # an unknown name is a ConfigError that lists the known ones
+    problems = report.config_problems(course)
+    if problems:  # on Gradescope every run would fail and write no results.json
+        raise ConfigError("; ".join(problems))
     run = RUN.format(module=f" --module {module}" if module else "", timeout=timeout, budget=budget, visibility=visibility)
     partial = target.with_name(target.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:

@@ -58,19 +58,34 @@ def run_check(namespace: dict, label: str, names: tuple[str, ...], check: str) -
     return verdict(True, f"PASS: every contract property of {shown} holds.")
 
 
-def judge(namespace: dict, label: str, names: tuple[str, ...], check: str, sock, source: str | None, own: list[str]) -> dict:
-    """The verdict on one exercise: the student's cells defined in their process, then the course's check here."""
-    from . import remote
+def quoted(text: str) -> str:
+    """What the student's process said, as output only: every line indented, so none reads as a verdict."""
+    return "\n".join("    | " + line for line in str(text).splitlines()) or "    | (nothing)"
 
+
+def judge(namespace: dict, label: str, names: tuple[str, ...], check: str, sock, source: str | None, own: list[str]) -> dict:
+    """The verdict on one exercise: the student's cells defined in their process, then the course's check here.
+
+    The verdict's kind and its first line come from this process alone: whether the cell exists, compiles
+    and defines the required names is read here (parsed, never run), and what the student's process says
+    is quoted under the judge's own line.
+    """
+    from . import remote, worker
+
+    problem = worker.static_problem(label, names, source)
+    if problem:
+        return verdict(False, problem)
     channel = remote.Channel(sock, namespace)
     defined = channel.define(label, names, own, source)
-    notes = defined.get("notes") or []
+    notes = defined.get("notes") if type(defined.get("notes")) is list else []
     if defined.get("failed"):
-        result = verdict(False, defined["failed"])
+        result = verdict(False, f"ERROR: defining your {label} code failed; the process running it said:\n{quoted(defined['failed'])}")
     else:
+        mine = worker.written(names, source)
         for name in names:
-            namespace[name] = remote.proxy(channel, name)
-        result = run_check(namespace, label, names, check)
+            if name in mine:
+                namespace[name] = remote.proxy(channel, name)
+        result = run_check(namespace, label, tuple(worker.required(names)), check)
     if notes:
-        result = verdict(result["passed"], result["output"] + "\n" + "\n".join(map(str, notes)))
+        result = verdict(result["passed"], result["output"] + "\n" + quoted("\n".join(map(str, notes))))
     return result

@@ -22,6 +22,7 @@ class Channel:
 
     def __init__(self, sock, namespace: dict):
         self.sock, self.namespace = sock, namespace
+        self.state: dict | None = None  # a module call's parameters and buffers afterwards, for its mirror
 
     def request(self, header: dict, blobs: list | None = None) -> tuple[dict, list]:
         """Send one request; the reply, or the student's exception raised here as data."""
@@ -46,16 +47,26 @@ class Channel:
         """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data; autograd flows through."""
         import torch
 
+        import tracemalloc
+
         blobs = list(blobs or [])
-        header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs))
+        tracing = tracemalloc.is_tracing()  # a contract measuring memory: measure it in the student's process instead
+        before = tracemalloc.get_traced_memory()[1] if tracing else 0  # the contract's own peak so far in its window
+        header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs), trace=tracing)
         leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad]
         if leaves and torch.is_grad_enabled():
             box: list = []
             outputs = _remote_call().apply(self, header, blobs, box, *leaves)
             reply, out = box
-            return self._decode(reply["value"], out, tensors=iter(outputs))
-        reply, out = self.request(header, blobs)
-        return self._decode(reply["value"], out)
+            value = self._decode(reply["value"], out, tensors=iter(outputs))
+        else:
+            reply, out = self.request(header, blobs)
+            value = self._decode(reply["value"], out)
+        self.state = wire.decode(reply["state"], out) if "state" in reply else None
+        del blobs, out
+        if tracing:
+            _replay_peak(reply.get("peak"), value, before)
+        return value
 
     def _decode(self, value, blobs: list, **options):
         """A reply's value, with modules mirrored and course dataclasses rebuilt on this side."""
@@ -72,6 +83,33 @@ class Channel:
                 raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's result types")
             return kind(**{str(k): walk(v) for k, v in body[1].items()})
         raise wire.Refused(f"an unknown kind of value {tag!r}")
+
+
+REPLAY_LIMIT = 64 << 20  # bytes: a student's peak replayed in the judge is capped here (any memory property fails far below)
+
+
+def _replay_peak(peak, value, before: int) -> None:
+    """Make the judge's tracemalloc peak the student's: forget the judge's own encoding and decoding, then allocate what
+    the student's call held at its peak (less the result, which the judge holds already) and free it at once; a peak the
+    contract reached itself before the call (``before``) is kept."""
+    import tracemalloc
+
+    if type(peak) is not int or peak < 0:
+        return
+    tracemalloc.reset_peak()
+    current = tracemalloc.get_traced_memory()[0]
+    filler = bytearray(min(max(0, peak - _nbytes(value), before - current), REPLAY_LIMIT))
+    del filler
+
+
+def _nbytes(value) -> int:
+    """Bytes of the arrays and tensors in a decoded value."""
+    if type(value) in (list, tuple) or isinstance(value, tuple):
+        return sum(map(_nbytes, value))
+    if type(value) is dict:
+        return sum(map(_nbytes, value.values()))
+    size = getattr(value, "nbytes", None)
+    return size if type(size) is int else 0
 
 
 def _as_exception(raised: dict) -> BaseException:
@@ -151,7 +189,24 @@ def mirror(channel: Channel, handle: int, name: str, data: dict, walk):
             buffers = {k: v for k, v in self.named_buffers()}
             blobs: list = []
             state = wire.encode({"params": params, "buffers": buffers, "training": self.training}, blobs)
-            return channel.call({"handle": handle, "method": method, "state": state}, args, kwargs, blobs)
+            value = channel.call({"handle": handle, "method": method, "state": state}, args, kwargs, blobs)
+            self._load(channel.state or {})
+            return value
+
+        def _load(self, state: dict) -> None:
+            """The student's module as the call left it: a weight changed in place stays changed, as in the notebook."""
+            found = dict(self.named_parameters())
+            with torch.no_grad():
+                for name, tensor in dict(state.get("params", {})).items():
+                    if name in found and type(tensor) is torch.Tensor:
+                        if found[name].shape == tensor.shape and found[name].dtype == tensor.dtype:
+                            found[name].copy_(tensor)
+                        else:
+                            found[name].data = tensor
+                for name, tensor in dict(state.get("buffers", {})).items():
+                    owner, leaf = _owner(self, str(name))
+                    if leaf in owner._buffers and type(tensor) is torch.Tensor:
+                        owner._buffers[leaf] = tensor
 
         def __getattr__(self, attr):
             try:

@@ -5,6 +5,7 @@ import io
 import json
 import math
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -32,6 +33,44 @@ def points(root: Path, name: str, labels: list[str]) -> dict[str, float]:
     return {label: float(table.get(label, 1)) for label in labels}
 
 
+_EXERCISE = re.compile(r"^# Exercise (\d+):", re.MULTILINE)
+
+
+def _line(text: str, key: str, after: str | None = None) -> int:
+    """The 1-based line of ``key = ...`` in a TOML text (after the line holding ``after``, when given); 1 if not found."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if after and after in line), -1) + 1 if after else 0
+    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+    return next((i + 1 for i in range(start, len(lines)) if pattern.match(lines[i])), start or 1)
+
+
+def config_problems(course) -> list[str]:
+    """Every invalid ``points`` table and ``[tool.course.grade]`` value, as ``pyproject.toml(LINE): what is wrong``.
+
+    ``check`` and ``--gradescope-bundle`` refuse them, so a bad value never reaches a class.
+    """
+    pyproject = course.root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    problems = []
+    for book in course.notebooks:
+        labels = [f"Exercise {n}" for n in dict.fromkeys(_EXERCISE.findall(book.source.read_text(encoding="utf-8")))]
+        try:
+            points(course.root, book.name, labels)
+        except ConfigError as exc:
+            where = _line(text, "points", after=f'"{book.name}"')
+            problems.append(f"{course.shown(pyproject)}({where}): {str(exc).split(': ', 1)[-1]}")
+    try:
+        limits(course.root, 1)
+    except ConfigError as exc:
+        key = next((k for k in LIMITS if f"] {k} " in str(exc)), "grade")
+        problems.append(f"{course.shown(pyproject)}({_line(text, key, after='[tool.course.grade]')}): {str(exc).split(': ', 1)[-1]}")
+    table = tomllib.loads(text)["tool"]["course"].get("grade", {})
+    for key in sorted(set(table) - set(LIMITS)) if isinstance(table, dict) else ["grade"]:
+        problems.append(f"{course.shown(pyproject)}({_line(text, key, after='[tool.course.grade]')}): [tool.course.grade] has no "
+                        f"setting {key!r}; the settings are {sorted(LIMITS)}")
+    return problems
+
+
 def limits(root: Path, timeout: float) -> dict:
     """The student process's limits from ``[tool.course.grade]`` (memory_mb, cpu_seconds), checked; CPU at least the timeout."""
     pyproject = root / "pyproject.toml"
@@ -44,7 +83,7 @@ def limits(root: Path, timeout: float) -> dict:
             raise ConfigError(f"{pyproject}: [tool.course.grade] {key} must be a whole number >= 1, got {value!r}")
         found[key] = value
     found["cpu_seconds"] = max(found["cpu_seconds"], math.ceil(timeout) + 1)
-    found["user"] = os.environ.get("GRADE_STUDENT_USER", "nobody")  # as root, student code runs as this user ("": as root)
+    found["user"] = os.environ.get("GRADE_STUDENT_USER", "slot")  # as root: "slot" (a uid of its own per slot), a user name, or "" (as root)
     return found
 
 
@@ -151,18 +190,31 @@ def causes(output: str) -> str:
     return (output[at + len("usual cause: "):] if at >= 0 else output).split("\n")[0][:120]
 
 
+def test_kind(test: dict) -> str:
+    """The kind of one graded test: passed only when the judge scored it so; the output's first line (the judge's) else."""
+    found = kind(test["output"])
+    if test.get("status") == "passed":
+        return "passed"
+    return "error" if found == "passed" else found
+
+
 def summary(rows) -> list[dict]:
-    """Per exercise: counts of each kind of verdict and the three most common failing properties or causes."""
+    """Per module and exercise: counts of each kind of verdict and the three most common failing properties or causes."""
     table = []
-    for label in _labels(rows):
-        tests = [t for _, _, r in rows for t in r["tests"] if t["name"].split(":")[0] == label]
-        counts = {k: sum(kind(t["output"]) == k for t in tests) for k in KINDS}
-        found: dict[str, int] = {}
-        for t in tests:
-            if kind(t["output"]) in ("failed", "error"):
-                found[causes(t["output"])] = found.get(causes(t["output"]), 0) + 1
-        common = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:3]
-        table.append({"exercise": label, "name": tests[0]["name"] if tests else label, **counts, "causes": common})
+    modules = sorted({module for _, module, r in rows if r["tests"]})
+    for module in modules:
+        mine = [row for row in rows if row[1] == module]
+        for label in _labels(mine):
+            tests = [t for _, _, r in mine for t in r["tests"] if t["name"].split(":")[0] == label]
+            counts = {k: sum(test_kind(t) == k for t in tests) for k in KINDS}
+            found: dict[str, int] = {}
+            for t in tests:
+                if test_kind(t) in ("failed", "error"):
+                    found[causes(t["output"])] = found.get(causes(t["output"]), 0) + 1
+            common = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:3]
+            shown = f"{module} {label}" if len(modules) > 1 else label
+            name = tests[0]["name"] if tests else label
+            table.append({"exercise": shown, "name": f"{module}: {name}" if len(modules) > 1 else name, **counts, "causes": common})
     return table
 
 

@@ -11,6 +11,7 @@ goes to stdout. The judge then goes on with the reference solution.
 
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -30,11 +31,15 @@ def single_threaded() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-def _child(read_end: int, write_end: int, folder: str, task) -> None:
+def _child(read_end: int, write_end: int, folder: str, task, memory_mb: int | None = None) -> None:
     """In the forked child: run ``task()`` in ``folder`` with no terminal, write its verdict, and exit."""
     os.close(read_end)
     try:
         os.setsid()  # its own process group, so a timeout kills whatever it started too
+        if memory_mb:  # the judge decodes what a student sent: its memory is bounded too
+            from .sandbox import _limit, _virtual_bytes
+
+            _limit(resource.RLIMIT_AS, _virtual_bytes() + int(memory_mb) * (1 << 20))
         os.chdir(folder)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -70,8 +75,8 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def isolated(task, timeout: float, label: str) -> dict:
-    """Run ``task()`` in a forked child in an empty temporary folder, under a time limit."""
+def isolated(task, timeout: float, label: str, memory_mb: int | None = None) -> dict:
+    """Run ``task()`` in a forked child in an empty temporary folder, under a time and (with ``memory_mb``) a memory limit."""
     folder = tempfile.mkdtemp(prefix="grade-")
     sys.stdout.flush()
     sys.stderr.flush()
@@ -79,7 +84,7 @@ def isolated(task, timeout: float, label: str) -> dict:
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(read_end, write_end, folder, task)
+        _child(read_end, write_end, folder, task, memory_mb)
     os.close(write_end)
     try:
         payload, timed_out = _collect(pid, read_end, start + timeout)
@@ -103,7 +108,7 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
     (``sandbox.Host``), which only ever runs course cells up to the exercise being judged.
     """
     from .. import pairing, student
-    from . import sandbox
+    from . import integrity, sandbox
 
     nb = pairing.read_source(source_text)
     found = {e.index: e for e in student.exercises(nb)}
@@ -111,6 +116,7 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
     sys.modules["__main__"] = main
     namespace = main.__dict__
     code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    checks = {next(i for i in code_cells if i > index) for index in found}  # they call the contracts: the judge's alone
     host = sandbox.Host(limits)
     try:
         for index in code_cells:
@@ -120,9 +126,11 @@ def grade_module(source_text: str, submissions: dict[str, dict], timeout: float,
                 check = nb.cells[next(i for i in code_cells if i > index)].source
                 _threads_are_one()
                 for key, sub in submissions.items():
+                    integrity.verify()
                     emit(key, exercise.label, judged(host, namespace, exercise, check, sub, timeout))
             exec(compile(cell.source, f"<course cell {index}>", "exec"), namespace)
-            host.execute(sandbox.student_cell(cell.source), f"<course cell {index}>")
+            if index not in checks:
+                host.execute(sandbox.student_cell(cell.source), f"<course cell {index}>")
     finally:
         host.close()
 
@@ -150,7 +158,7 @@ def judged(host, namespace: dict, exercise, check: str, sub: dict, timeout: floa
         return judge(namespace, exercise.label, exercise.names, check, ours, sub["exercises"].get(exercise.label), sub.get("own", []))
 
     try:
-        result = isolated(task, timeout, exercise.label)
+        result = isolated(task, timeout, exercise.label, host.config.get("memory_mb"))
     finally:
         ours.close()
     try:
@@ -173,8 +181,11 @@ def main(argv: list[str]) -> int:
     """Read the job from stdin, grade, stream one JSON line per verdict to stdout; a failing course cell is reported."""
     from . import sandbox
 
+    from . import integrity
+
     sandbox.guard_self()
     job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    integrity.expect(job.get("code_digest"))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # course cells print; only verdict lines go to the real stdout
@@ -186,6 +197,8 @@ def main(argv: list[str]) -> int:
     try:
         grade_module(job["source_text"], job["submissions"], job["timeout"], job["limits"], emit)
         error = None
+    except integrity.GraderChanged as exc:
+        error = str(exc)
     except Exception:  # the course notebook itself failed: every submission of this module gets the reason
         error = "the course notebook failed while grading:\n" + traceback.format_exc(limit=-3)
     sandbox.reap_all()
@@ -193,6 +206,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The judge process's start (``integrity.isolated_command``)."""
     single_threaded()
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    entry()

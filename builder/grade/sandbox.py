@@ -1,21 +1,30 @@
-"""The student's processes: a course process that forks one student process per exercise and submission.
+"""The student's processes: a course process that forks one sealed student process per exercise and submission.
 
 ``Host`` (in the judge) starts ``python -m builder.grade.sandbox FD``: the *course process*. It runs
-the course cells the judge sends it (earlier exercises on their reference solutions; never the
-spoiler cell nor the exercise being judged) and holds nothing else: no judge, no submissions.
-For each submission it forks a *student process* that gets one end of a socket pair from the
-judge and nothing else. That process leaves the course process's session, cannot outlive it
-(PR_SET_PDEATHSIG), runs under RLIMIT_AS / RLIMIT_CPU / RLIMIT_FSIZE, in an empty folder, and,
-when the grader runs as root, as ``nobody`` in its own mount and network namespaces, with the
-course's folders and the submissions' folders hidden under empty read-only tmpfs mounts.
-The course process is a subreaper: after each submission it kills every descendant, double-forked
-and ``setsid`` ones included, before the judge records the verdict.
+the course cells the judge sends it (lesson code, and earlier exercises on their reference
+solutions; never a contract, a check cell, the spoiler cell nor the exercise being judged) and
+holds nothing else: no judge, no submissions. For each submission it forks a student process that
+gets one end of a socket pair from the judge and nothing else.
+
+That process is *sealed* (``seal``): in its own user (when not root), mount, network, IPC and PID
+namespaces, with a private ``/proc`` that shows only its own processes, every file system
+read-only, the course's folders, the submissions' folders and (not as root) the grading user's home
+and ``/run`` under empty read-only tmpfs mounts, and a private size-limited tmpfs as its working
+folder, ``/tmp`` and ``/dev/shm``, gone with it. Its PID 1 is a small init that reaps orphans and
+kills the whole tree when its memory passes the limit; the number of processes and threads is
+limited per tree (RLIMIT_NPROC, counted per user namespace or per slot user). As root, the student
+runs as a user id of its own per judge slot (``UID_BASE + slot``), so two slots never share a uid.
+Each process also runs under RLIMIT_AS / RLIMIT_CPU / RLIMIT_FSIZE, cannot outlive the course
+process (PR_SET_PDEATHSIG), and the course process, a subreaper, kills every descendant after each
+submission before the judge records the verdict. Where the kernel refuses namespaces, the student
+process runs unsealed, as before, and ``SEALED`` says so.
 """
 
 import contextlib
 import ctypes
 import os
 import pwd
+import re
 import resource
 import signal
 import socket
@@ -25,9 +34,14 @@ import types
 
 from . import wire, worker
 
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1, 2, 4, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x10000000, 0x20000000, 0x08000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MOUNT_ATTR_RDONLY, AT_RECURSIVE, AT_FDCWD, SYS_MOUNT_SETATTR = 1, 0x8000, -100, 442
+UID_BASE = 61184  # as root, slot k's student runs as uid UID_BASE + k: systemd's range for dynamic users, never a login
+SCRATCH = "size=128m,mode=1777"  # the student's own tmpfs: working folder, /tmp and /dev/shm
+TREE_PROCESSES = 64  # processes and threads of one student tree
+EXIT_MEMORY = 86  # the init's exit status when it killed the tree for memory
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -93,28 +107,187 @@ def reap_all(keep: frozenset = frozenset()) -> dict[int, int]:
             return statuses
 
 
-def _mount_private(hide: list[str]) -> None:
-    """As root: own mount and network namespaces, with each folder in ``hide`` under an empty read-only tmpfs."""
-    if _libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
-        return
-    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    keep = [os.path.realpath(sys.prefix), os.path.realpath(os.path.dirname(os.path.dirname(__file__)))]  # Python, and builder/
-    for folder in hide:
-        _hide(os.path.realpath(folder), keep)
+def _keep() -> list[str]:
+    """Folders a student process must still read: Python itself and its installed packages."""
+    import site
+
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    return sorted({os.path.realpath(p) for p in found if p and os.path.isdir(p)})
+
+
+def _mount(source, target: str, kind, flags: int, data: bytes | None = None) -> bool:
+    """mount(2); False where it fails."""
+    return _libc.mount(source, os.fsencode(target), kind, flags, data) == 0
 
 
 def _hide(folder: str, keep: list[str]) -> None:
-    """Cover ``folder`` with an empty read-only tmpfs; where it holds a path in ``keep`` (the course's own .venv,
-    the builder package), cover each of its other subfolders instead (notebooks/, .git/, dist/ ...), so the
-    solutions are hidden while Python and the grader stay importable."""
-    if not os.path.isdir(folder) or folder in keep:
+    """Cover ``folder`` with an empty read-only tmpfs; where it holds a path in ``keep`` (the course's own .venv),
+    cover each of its other entries' folders instead (notebooks/, builder/, .git/ ...), so the course's sources
+    are hidden while Python stays importable."""
+    if not os.path.isdir(folder) or folder in keep or any(folder.startswith(k + os.sep) for k in keep):
         return
     if not any(path.startswith(folder + os.sep) for path in keep):
-        _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
+        _mount(b"tmpfs", folder, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k")
         return
     for entry in os.scandir(folder):
         if entry.is_dir(follow_symlinks=False):
             _hide(os.path.realpath(entry.path), keep)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+def _all_read_only() -> bool:
+    """Every mount of this mount namespace read-only (mount_setattr, Linux 5.12+; else a remount of each)."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
+        return True
+    done = True
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            fields = line.split()
+            point, options = fields[4].encode().decode("unicode_escape"), fields[5].split(",")
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | sum(f for o, f in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC)) if o in options)
+            done &= _mount(None, point, None, flags)
+    return done
+
+
+def _map_user(uid: int, gid: int) -> None:
+    """In a fresh user namespace: the same uid and gid inside as outside, no supplementary groups."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _unshare(flags: int) -> bool:
+    """unshare(2); False where the kernel refuses it."""
+    return _libc.unshare(flags) == 0
+
+
+def _seal_files(config: dict, root: bool, folder: str) -> str:
+    """As the sealed tree's init: a private /proc, the private folders hidden, all read-only, a private scratch tmpfs;
+    the scratch folder's path (``/tmp``, or ``folder`` when Python itself lies under /tmp)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # only this tree's processes
+    keep = _keep()
+    hide = list(config.get("hide", []))
+    if not root:
+        hide += [os.path.expanduser("~"), "/run", "/var/run"]
+    for folder in hide:
+        _hide(os.path.realpath(folder), keep)
+    if not _all_read_only():
+        raise OSError("could not make the student's file systems read-only")
+    writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)  # /proc/self stays writable: the nested user namespace maps itself there
+    _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/proc", 0, ctypes.byref(writable), ctypes.sizeof(writable))
+    scratch = "/tmp" if not any(k == "/tmp" or k.startswith("/tmp/") for k in keep) else folder  # Python under /tmp stays
+    if not _mount(b"tmpfs", scratch, b"tmpfs", MS_NOSUID | MS_NODEV, SCRATCH.encode()):
+        raise OSError("could not mount the student's scratch folder")
+    if os.path.isdir("/dev/shm"):
+        _mount(os.fsencode(scratch), "/dev/shm", None, MS_BIND)
+    return scratch
+
+
+SEALED = {"sealed": False, "why": "not tried yet", "folder": ""}  # in a student process: whether it runs sealed, and if not why
+
+
+def seal(config: dict, root: bool, folder: str) -> None:
+    """Enter the student's own namespaces and become the parent of its init; returns in the init's child, the student.
+
+    The calling process (forked by the course process) stays outside the new PID namespace and waits for
+    the init; the init (PID 1 inside) reaps orphans and kills the tree when its memory passes the limit.
+    Where the kernel refuses, it returns at once and the student runs unsealed (``SEALED`` says why).
+    """
+    if os.environ.get("GRADE_SEAL") == "off":  # the tests of the unsealed path (kernels that refuse namespaces)
+        SEALED.update(sealed=False, why="GRADE_SEAL=off")
+        return
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | (0 if root else CLONE_NEWUSER)
+    if not _unshare(flags):
+        SEALED.update(sealed=False, why=f"unshare refused ({os.strerror(ctypes.get_errno())})")
+        return
+    try:
+        if not root:
+            _map_user(uid, gid)
+    except OSError as exc:
+        os._exit(_outside(None, f"the user namespace could not be mapped ({exc})"))
+    init = os.fork()
+    if init:
+        os._exit(_outside(init))
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        scratch = _seal_files(config, root, folder)
+        if not root:  # a nested user namespace owns nothing: the student cannot undo a mount made above
+            _limit(resource.RLIMIT_NPROC, TREE_PROCESSES)  # captured by the nested namespace: it holds for the tree
+            if not _unshare(CLONE_NEWUSER):
+                raise OSError("the nested user namespace was refused")
+            _map_user(uid, gid)
+    except OSError:
+        os._exit(70)  # the student's process is gone: the judge reports that it stopped before answering
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    student = os.fork()
+    if student:
+        _limit(resource.RLIMIT_AS, _virtual_bytes() + (64 << 20))
+        os._exit(_init(student, int(config["memory_mb"]) << 20))
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    SEALED.update(sealed=True, why="", folder=scratch)
+
+
+def _outside(init: int | None, failure: str | None = None) -> int:
+    """The sealed tree's parent outside its PID namespace: wait for the init and exit as it did."""
+    if init is None:
+        return 70
+    while True:
+        try:
+            _, status = os.waitpid(init, 0)
+            return os.waitstatus_to_exitcode(status) & 0xFF
+        except ChildProcessError:
+            return 70
+        except InterruptedError:
+            continue
+
+
+def _tree_bytes() -> int:
+    """The private memory of every process in this PID namespace (its /proc is private): pages shared with the
+    course process, or between a process and the child it forked, count once, where they were made."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and entry != "1":
+            try:
+                with open(f"/proc/{entry}/smaps_rollup", "rb") as handle:
+                    for line in handle:
+                        if line.startswith((b"Private_Clean:", b"Private_Dirty:")):
+                            total += int(line.split()[1]) << 10
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
+
+
+def _kill_tree() -> None:
+    """From a PID namespace's init: SIGKILL every other process in it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+
+
+def _init(student: int, budget: int) -> int:
+    """PID 1 of a sealed tree: reap every orphan; kill the tree when its memory grows ``budget`` past its start."""
+    import time
+
+    start = _tree_bytes()
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if pid == student:
+            _kill_tree()  # whatever the student left running goes with it
+            return os.waitstatus_to_exitcode(status) & 0xFF
+        if pid == 0:
+            if _tree_bytes() - start > budget:
+                _kill_tree()
+                return EXIT_MEMORY
+            time.sleep(0.05)
 
 
 def _limit(kind: int, value: int) -> None:
@@ -131,15 +304,22 @@ def _virtual_bytes() -> int:
 
 
 def become_student(sock: socket.socket, config: dict, folder: str) -> None:
-    """In the forked child: shed the course process, confine itself to ``folder``, then answer the judge."""
+    """In the forked child: shed the course process, seal itself off, confine itself to its folder, then answer the judge."""
     os.setsid()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     root = os.geteuid() == 0
-    user = pwd.getpwnam(config["user"]) if root and config.get("user") else None
-    if root:
-        _mount_private(config.get("hide", []))
-    if user:
-        os.chown(folder, user.pw_uid, user.pw_gid)
+    ids = _student_ids(config) if root else None
+    prctl(PR_SET_DUMPABLE, 1)  # its own /proc/self, to map its user namespace; it holds nothing of the judge's
+    if ids:
+        _limit(resource.RLIMIT_NPROC, TREE_PROCESSES)  # counted for the slot's own uid: the limit holds for the tree
+    seal(config, root, folder)
+    if SEALED["sealed"]:
+        folder = SEALED["folder"]
+        os.environ.update(TMPDIR=folder, HOME=folder, MPLCONFIGDIR=folder)
+    elif root:
+        _unsealed_mounts(config.get("hide", []))
+    if ids and not SEALED["sealed"]:
+        os.chown(folder, *ids)
     _limit(resource.RLIMIT_AS, _virtual_bytes() + int(config["memory_mb"]) * (1 << 20))
     _limit(resource.RLIMIT_CPU, int(config["cpu_seconds"]))
     _limit(resource.RLIMIT_FSIZE, 64 << 20)
@@ -148,12 +328,33 @@ def become_student(sock: socket.socket, config: dict, folder: str) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    if user:
-        _limit(resource.RLIMIT_NPROC, 256)
+    if ids:
         os.setgroups([])
-        os.setgid(user.pw_gid)
-        os.setuid(user.pw_uid)
+        os.setgid(ids[1])
+        os.setuid(ids[0])
     worker.Server(sock, NAMESPACE).serve()
+
+
+def _student_ids(config: dict) -> tuple[int, int] | None:
+    """As root: (uid, gid) of this slot's student: ``UID_BASE + slot``, or the named user's; None runs it as root (tests)."""
+    user = config.get("user")
+    if user == "":
+        return None
+    if user and user != "slot":
+        entry = pwd.getpwnam(user)
+        return entry.pw_uid, entry.pw_gid
+    uid = UID_BASE + int(config.get("slot", 0))
+    return uid, uid
+
+
+def _unsealed_mounts(hide: list[str]) -> None:
+    """As root where PID namespaces are refused: at least own mount and network namespaces, the private folders hidden."""
+    if not _unshare(CLONE_NEWNS | CLONE_NEWNET):
+        return
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    keep = _keep()
+    for folder in hide:
+        _hide(os.path.realpath(folder), keep)
 
 
 NAMESPACE: dict = {}
@@ -224,6 +425,10 @@ def course_process(fd: int) -> None:
     reap_all()
 
 
+ANSWER_SECONDS = 60  # a fork or a reap answers in well under this; a course process that does not is stopped or hung
+CELL_SECONDS = 600  # one course cell (a training cell included)
+
+
 class CourseDied(RuntimeError):
     """The course process is gone: a student process killed it."""
 
@@ -241,7 +446,9 @@ class Host:
 
         ours, theirs = socket.socketpair()
         null = open(os.devnull, "wb")
-        self.process = subprocess.Popen([sys.executable, "-m", "builder.grade.sandbox", str(theirs.fileno())],
+        from .integrity import isolated_command
+
+        self.process = subprocess.Popen(isolated_command("builder.grade.sandbox", str(theirs.fileno())),
                                         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=null, stderr=null, env=self.env)
         null.close()
         theirs.close()
@@ -250,16 +457,18 @@ class Host:
         for source, name in self.cells:
             self._exec(source, name)
 
-    def _ask(self, header: dict) -> dict:
+    def _ask(self, header: dict, wait: float = ANSWER_SECONDS) -> dict:
+        """Send one request and read its answer; CourseDied when the course process is gone, or stopped past ``wait`` s."""
         try:
+            self.control.settimeout(wait)
             wire.send(self.control, header)
             return wire.receive(self.control)[0]
-        except (EOFError, OSError) as exc:
+        except (EOFError, OSError) as exc:  # socket.timeout too: a stopped (SIGSTOP) course process is a dead one
             raise CourseDied(str(exc)) from None
 
     def _exec(self, source: str, name: str) -> None:
         """Run a cell there; one that fails (a timing check under load) is kept going past: the judge's own run decides."""
-        self._ask({"op": "exec", "source": source, "name": name})
+        self._ask({"op": "exec", "source": source, "name": name}, wait=CELL_SECONDS)
 
     def execute(self, source: str, name: str) -> None:
         """Run one course cell in the course process (and remember it, to replay after a restart)."""
@@ -270,6 +479,7 @@ class Host:
         """A new student process holding ``end``; its pid."""
         self.folders.append(tempfile.mkdtemp(prefix="grade-student-"))
         try:
+            self.control.settimeout(ANSWER_SECONDS)
             wire.send(self.control, {"op": "fork", "folder": self.folders[-1]})
             socket.send_fds(self.control, [b"x"], [end.fileno()])
             return int(wire.receive(self.control)[0]["pid"])
@@ -307,13 +517,17 @@ class Host:
             self._remove_folders()
 
 
+_CONTRACT = re.compile(r"^# builder:begin inline check_\w+_contract\n.*?^# builder:end[^\n]*\n?", re.MULTILINE | re.DOTALL)
+
+
 def student_cell(source: str) -> str:
-    """What the course process runs for a course cell: the spoiler block (every exercise's solution) left out."""
+    """What the course process runs for a course cell: no contract (each holds the answers it checks against, nested
+    references included) and no spoiler block (every exercise's solution); the lesson code and the rest stay."""
+    source = _CONTRACT.sub("", source)
     begin, end = source.find("# builder:begin solutions"), source.find("# builder:end", source.find("# builder:begin solutions"))
     if begin < 0 or end < 0:
         return source
     return source[:begin] + "REFERENCE_SOURCES = {}\n" + source[source.index("\n", end) + 1 if "\n" in source[end:] else len(source):]
-
 
 
 def private_folder(prefix: str) -> str:
@@ -328,7 +542,12 @@ def remove_folder(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The course process's start (``integrity.isolated_command``)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
-    course_process(int(sys.argv[1]))
+    course_process(int(sys.argv[-1]))
     sys.exit(0)
+
+
+if __name__ == "__main__":
+    entry()

@@ -5,15 +5,24 @@ A message is a JSON header plus binary blobs. Values are tagged: ``None``, ``boo
 tuples, dicts, complex numbers, bytes, ``torch.Tensor`` and ``numpy.ndarray`` (dtype, shape,
 strides and bytes), ``torch.dtype``, ``torch.Size``, and two kinds the judge builds itself from
 data: a handle to a student's ``nn.Module`` (its parameters read as data) and an instance of a
-course dataclass such as ``AttentionResult`` (its fields). Only exact types are encoded: a
-subclass of ``Tensor``, or any object with its own ``__eq__``, is refused with ``Refused``.
+course dataclass such as ``AttentionResult`` (its fields). Containers whose equality is the built-in
+one travel as data: a namedtuple (rebuilt with its fields), an ``OrderedDict`` or ``defaultdict`` (as a
+dict). Any other object, a subclass of ``Tensor``, or anything with its own ``__eq__``, is refused with
+``Refused``.
 """
 
+import collections
+import functools
 import json
+import math
 import socket
 import struct
 
-MAX_MESSAGE = 1 << 28  # bytes: a message larger than this is refused instead of read into memory
+MAX_MESSAGE = 1 << 28  # bytes of one message, header and parts together: more is refused instead of read into memory
+MAX_HEADER = 1 << 24  # bytes of one message's JSON header
+MAX_PARTS = 4096  # binary parts (tensor and array bytes) of one message
+MAX_DEPTH = 64  # nesting of a value
+MAX_DECODED = 1 << 28  # bytes of the tensors and arrays one message decodes to, numel x itemsize, whatever their strides
 _LENGTH = struct.Struct("!Q")
 _PLAIN = (type(None), bool, int, str)
 
@@ -50,6 +59,17 @@ def encode(value, blobs: list, *, handles=None, depth: int = 0):
     if kind is bytes:
         blobs.append(bytes(value))
         return ["b", len(blobs) - 1]
+    if isinstance(value, tuple) and _builtin_eq(kind, tuple):  # a namedtuple: its fields by name, its equality a tuple's
+        fields = getattr(kind, "_fields", None)
+        items = [encode(v, blobs, handles=handles, depth=depth + 1) for v in tuple.__iter__(value)]
+        if isinstance(fields, tuple) and len(fields) == len(items) and all(type(f) is str for f in fields):
+            return ["nt", kind.__name__, list(fields), items]
+        return ["t", items]
+    if isinstance(value, list) and _builtin_eq(kind, list):
+        return ["l", [encode(v, blobs, handles=handles, depth=depth + 1) for v in list.__iter__(value)]]
+    if isinstance(value, dict) and (_builtin_eq(kind, dict) or _builtin_eq(kind, collections.OrderedDict)):  # OrderedDict, defaultdict
+        return ["d", [[encode(k, blobs, handles=handles, depth=depth + 1), encode(v, blobs, handles=handles, depth=depth + 1)]
+                      for k, v in dict.items(value)]]
     torch = _torch()
     if kind is torch.Tensor:
         return _encode_tensor(value, blobs)
@@ -73,6 +93,11 @@ def encode(value, blobs: list, *, handles=None, depth: int = 0):
         if special is not None:
             return special
     raise Refused(_describe(value))
+
+
+def _builtin_eq(kind: type, base: type) -> bool:
+    """Whether a subclass of ``base`` keeps the built-in equality (a namedtuple does; a class with its own __eq__ does not)."""
+    return all(getattr(kind, name) is getattr(base, name) for name in ("__eq__", "__ne__"))
 
 
 def _describe(value) -> str:
@@ -112,21 +137,33 @@ def decode(value, blobs: list, *, special=None, leaves: list | None = None, flag
     ``flags`` collects every tensor's requires_grad, ``made`` every tensor built; ``tensors`` (an iterator) supplies the tensors instead.
     """
 
-    def walk(item):
+    budget = [MAX_DECODED]
+
+    def spend(count: int, itemsize: int) -> None:
+        budget[0] -= count * itemsize
+        if budget[0] < 0:
+            raise Refused(f"tensors or arrays of more than {MAX_DECODED} bytes in one message (numel x itemsize)")
+
+    def walk(item, depth=0):
         if type(item) in _PLAIN:
             return item
         if type(item) is not list or not item or type(item[0]) is not str:
             raise Refused(f"a malformed message part {str(item)[:80]!r}")
+        if depth > MAX_DEPTH:
+            raise Refused(f"a value nested more than {MAX_DEPTH} levels deep")
         tag, body = item[0], item[1:]
+        inner = functools.partial(walk, depth=depth + 1)
         if tag == "f":
             return float(body[0])
         if tag == "c":
             return complex(float(body[0]), float(body[1]))
         if tag in ("l", "t"):
-            items = [walk(v) for v in body[0]]
+            items = [inner(v) for v in body[0]]
             return items if tag == "l" else tuple(items)
         if tag == "d":
-            return {walk(k): walk(v) for k, v in body[0]}
+            return {inner(k): inner(v) for k, v in body[0]}
+        if tag == "nt":
+            return _namedtuple(str(body[0]), tuple(map(str, body[1])))(*[inner(v) for v in body[2]])
         if tag == "b":
             return bytes(blobs[body[0]])
         if tag == "T":
@@ -135,7 +172,7 @@ def decode(value, blobs: list, *, special=None, leaves: list | None = None, flag
                 flags.append(grad)
             if tensors is not None:
                 return next(tensors)
-            tensor = _decode_tensor(*body[:4], blobs=blobs)
+            tensor = _decode_tensor(*body[:4], blobs=blobs, spend=spend)
             if grad and leaves is not None and tensor.is_floating_point():
                 tensor = tensor.detach().requires_grad_(True)
                 leaves.append(tensor)
@@ -154,19 +191,33 @@ def decode(value, blobs: list, *, special=None, leaves: list | None = None, flag
             dtype = numpy.dtype(str(body[0]))
             if dtype.hasobject:
                 raise Refused("a numpy array of Python objects")
+            spend(math.prod(int(n) for n in body[1]), dtype.itemsize)
             return numpy.frombuffer(blobs[body[2]], dtype=dtype).reshape([int(n) for n in body[1]]).copy()
         if special is not None:
-            return special(tag, body, walk)
+            return special(tag, body, inner)
         raise Refused(f"an unknown kind of value {tag!r}")
 
     return walk(value)
 
 
-def _decode_tensor(dtype, shape, strides, blob, blobs):
+@functools.lru_cache(maxsize=256)
+def _namedtuple(name: str, fields: tuple[str, ...]):
+    """A namedtuple class of these fields (its name kept when it is an identifier)."""
+    try:
+        return collections.namedtuple(name if name.isidentifier() else "Result", fields)
+    except (ValueError, TypeError):
+        raise Refused(f"a namedtuple with fields {list(fields)[:8]}") from None
+
+
+def _decode_tensor(dtype, shape, strides, blob, blobs, spend=None):
     """A fresh tensor with the sender's dtype, shape and strides (a transposed view stays one)."""
     torch = _torch()
     dtype = _dtype(dtype)
     shape, strides = [int(n) for n in shape], [int(s) for s in strides]
+    if any(n < 0 for n in shape) or len(shape) != len(strides) or len(shape) > MAX_DEPTH:
+        raise Refused(f"a tensor of shape {shape[:8]} and strides {strides[:8]}")
+    if spend is not None:  # a zero-stride view of 4 bytes still counts as every element it shows
+        spend(math.prod(shape), dtype.itemsize)
     data = blobs[blob]
     if not data:
         return torch.empty(shape, dtype=dtype)
@@ -206,10 +257,10 @@ def send(sock: socket.socket, header: dict, blobs: list | None = None) -> None:
     sock.sendall(b"".join(parts))
 
 
-def _exactly(sock: socket.socket, count: int) -> bytes:
+def _exactly(sock: socket.socket, count: int, limit: int = MAX_MESSAGE) -> bytes:
     """``count`` bytes from ``sock``; EOFError when the other side has gone."""
-    if count > MAX_MESSAGE:
-        raise Refused(f"a message of {count} bytes (the limit is {MAX_MESSAGE})")
+    if count > limit:
+        raise Refused(f"a message of more than {limit} bytes")
     buffer = bytearray(count)
     view, got = memoryview(buffer), 0
     while got < count:
@@ -221,10 +272,17 @@ def _exactly(sock: socket.socket, count: int) -> bytes:
 
 
 def receive(sock: socket.socket) -> tuple[dict, list]:
-    """One message: (header, blobs)."""
-    header = json.loads(_exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0]))
-    if type(header) is not dict or type(header.get("blobs")) is not int or not 0 <= header["blobs"] <= 100_000:
-        raise Refused("a malformed message header")
-    blobs = [_exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0]) for _ in range(header["blobs"])]
+    """One message: (header, blobs), within MAX_HEADER, MAX_PARTS and MAX_MESSAGE bytes in all."""
+    text = _exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0], MAX_HEADER)
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError):
+        raise Refused("a message header that is not JSON, or nested too deeply") from None
+    if type(header) is not dict or type(header.get("blobs")) is not int or not 0 <= header["blobs"] <= MAX_PARTS:
+        raise Refused(f"a malformed message header (at most {MAX_PARTS} parts)")
+    left, blobs = MAX_MESSAGE - len(text), []
+    for _ in range(header["blobs"]):
+        blobs.append(_exactly(sock, _LENGTH.unpack(_exactly(sock, 8))[0], left))
+        left -= len(blobs[-1])
     return header, blobs
 

@@ -13,7 +13,8 @@ import traceback
 from . import wire
 
 _MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell lines: %%time, %matplotlib inline, !pip ...
-_TAKEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
+_ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
+_TAKEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, *_ASSIGNMENTS)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -22,19 +23,63 @@ def python_only(source: str) -> str:
     return "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
 
 
-def _is_constant(node: ast.stmt) -> bool:
-    """An assignment to UPPER_CASE names, or one that calls nothing: a constant, not a computation."""
-    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-        return False
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    names = [t.id for t in targets if isinstance(t, ast.Name)]
-    calls = any(isinstance(n, ast.Call) for n in ast.walk(node.value))
-    return len(names) == len(targets) and (all(n.isupper() for n in names) or not calls)
-
-
 def taken(tree: ast.Module) -> list[ast.stmt]:
-    """What a cell contributes: imports, function and class definitions, and constants; loops and calls do not run."""
-    return [n for n in tree.body if isinstance(n, _TAKEN) and (not isinstance(n, (ast.Assign, ast.AnnAssign)) or _is_constant(n))]
+    """What a cell contributes, in order: imports, function and class definitions, and every assignment."""
+    return [n for n in tree.body if isinstance(n, _TAKEN)]
+
+
+def skipped(tree: ast.Module, where: str) -> list[str]:
+    """A note naming the lines of a cell that do not run (loops, calls, plots: statements that define nothing)."""
+    lines = [str(n.lineno) for n in tree.body if not isinstance(n, _TAKEN)
+             and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]  # a docstring is no statement
+    if not lines:
+        return []
+    return [f"Note: line{'s' if len(lines) > 1 else ''} {', '.join(lines)} of {where} did not run: the grader runs only "
+            "imports, definitions and assignments."]
+
+
+def bound(statements: list[ast.stmt]) -> set[str]:
+    """The names a cell's statements bind: functions, classes, imports and assignment targets."""
+    names: set[str] = set()
+    for node in statements:
+        if isinstance(node, _DEFINITIONS):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, _ASSIGNMENTS):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    return names
+
+
+def required(names) -> list[str]:
+    """The names a student must write: the exercise's public ones (a private helper of the reference is optional)."""
+    public = [n for n in names if not n.startswith("_")]
+    return public or list(names)
+
+
+def static_problem(label: str, names, source: str | None) -> str | None:
+    """Why a cell cannot be judged, read without running it (in the judge): no cell, no Python, or a required name missing."""
+    shown = ", ".join(f"`{n}`" for n in required(names))
+    if source is None:
+        return f"MISSING: the submission has no {label} cell, so {shown} was not graded."
+    try:
+        tree = ast.parse(python_only(source), filename=f"<your {label} cell>")
+    except SyntaxError as exc:
+        return f"ERROR: your {label} cell does not compile: SyntaxError at line {exc.lineno}: {exc.msg}"
+    missing = [n for n in required(names) if n not in bound(taken(tree))]
+    if missing:
+        return f"MISSING: your {label} cell does not define {', '.join(f'`{n}`' for n in missing)}."
+    return None
+
+
+def written(names, source: str | None) -> list[str]:
+    """The exercise's names that the student's cell binds (the judge stands in for these only)."""
+    try:
+        found = bound(taken(ast.parse(python_only(source or ""))))
+    except SyntaxError:
+        return []
+    return [n for n in names if n in found]
 
 
 def where_in_cell(exc: BaseException, filenames: set[str]) -> str:
@@ -48,41 +93,43 @@ def _run(statements: list[ast.stmt], filename: str, namespace: dict) -> None:
     exec(compile(ast.Module(body=statements, type_ignores=[]), filename, "exec"), namespace)
 
 
+def _run_each(statements: list[ast.stmt], filename: str, where: str, namespace: dict, notes: list[str]) -> None:
+    """Run statements in order; an assignment that raises is named in a note and the rest still run."""
+    for node in statements:
+        try:
+            _run([node], filename, namespace)
+        except Exception as exc:
+            if not isinstance(node, _ASSIGNMENTS) and filename.startswith("<your Exercise"):
+                raise
+            notes.append(f"Note: line {node.lineno} of {where} raised {type(exc).__name__} and was skipped.")
+
+
 def define(course: dict, label: str, names: list[str], own: list[str], source: str | None) -> tuple[dict | None, str | None, list[str]]:
     """(the student's namespace, a failure or None, notes): the student's own cells, then the exercise cell.
 
     The student's names live in a copy of the course namespace: a helper called like a course
     variable is the student's in the student's code and leaves the course's code alone.
     """
-    shown = ", ".join(f"`{n}`" for n in names)
-    if source is None:
-        return None, f"MISSING: the submission has no {label} cell, so {shown} was not graded.", []
+    problem = static_problem(label, names, source)
+    if problem:
+        return None, problem, []
     mine = dict(course)
     notes, filenames = [], {f"<your {label} cell>"}
     for number, cell in enumerate(own, start=1):
         filename = f"<your own cell {number}>"
         filenames.add(filename)
         try:
-            statements = taken(ast.parse(python_only(cell), filename=filename))
+            tree = ast.parse(python_only(cell), filename=filename)
         except SyntaxError:
             continue  # a scratch cell that is not Python: nothing to take
-        for node in statements:
-            try:
-                _run([node], filename, mine)
-            except Exception as exc:
-                notes.append(f"Note: line {node.lineno} of your own cell {number} raised {type(exc).__name__} and was skipped.")
+        notes += skipped(tree, f"your own cell {number}")
+        _run_each(taken(tree), filename, f"your own cell {number}", mine, notes)
     filename = f"<your {label} cell>"
+    tree = ast.parse(python_only(source), filename=filename)
+    notes += skipped(tree, f"your {label} cell")
     try:
-        tree = ast.parse(python_only(source), filename=filename)
-    except SyntaxError as exc:
-        return None, f"ERROR: your {label} cell does not compile: SyntaxError at line {exc.lineno}: {exc.msg}", notes
-    statements = taken(tree)
-    missing = [n for n in names if n not in {getattr(node, "name", None) for node in statements if isinstance(node, _DEFINITIONS)}]
-    if missing:
-        return None, f"MISSING: your {label} cell does not define {', '.join(f'`{n}`' for n in missing)}.", notes
-    try:
-        _run(statements, filename, mine)
-    except Exception as exc:  # a decorator or default argument that fails while defining
+        _run_each(taken(tree), filename, f"your {label} cell", mine, notes)
+    except Exception as exc:  # a decorator, default argument or import that fails while defining
         return None, f"ERROR: defining your {label} code raised {type(exc).__name__}: {exc}{where_in_cell(exc, filenames)}", notes
     shadows = sorted(n for n in mine if n in course and mine[n] is not course[n] and n not in names and not n.startswith("_"))
     if shadows:
@@ -142,12 +189,17 @@ class Server:
         else:
             target = self.handles[int(header["handle"])]
             _load_state(target, wire.decode(header["state"], blobs))
+        module = None if "name" in header else target
         if header.get("method"):
             target = getattr(target, header["method"])
-        value = target(*args, **kwargs)
+        value, peak = _traced(target, args, kwargs) if header.get("trace") else (target(*args, **kwargs), None)
         out: list = []
         encoded = wire.encode(value, out, handles=self._handle)
         reply = {"value": encoded}
+        if peak is not None:
+            reply["peak"] = peak
+        if module is not None:  # what the call did to the module's parameters and buffers goes back, as in the notebook
+            reply["state"] = wire.encode(_state(module), out)
         if leaves:
             call = len(self.graphs) + 1
             self.graphs[call] = (leaves, list(wire.tensors_in(value)))
@@ -177,6 +229,26 @@ class Server:
             fields = {f.name: wire.encode(getattr(value, f.name), blobs, handles=self._handle) for f in dataclasses.fields(value)}
             return ["O", kind.__name__, fields]
         return None
+
+
+def _traced(target, args, kwargs):
+    """(target's result, the peak memory tracemalloc saw while it ran): the measurement happens where the code runs."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        value = target(*args, **kwargs)
+        return value, int(tracemalloc.get_traced_memory()[1])
+    finally:
+        tracemalloc.stop()
+
+
+def _state(module) -> dict:
+    """A module's parameters and plain buffers after a call, as the judge's mirror loads them back."""
+    import torch
+
+    return {"params": {name: p.detach() for name, p in module.named_parameters()},
+            "buffers": {name: b for name, b in module.named_buffers() if type(b) is torch.Tensor}}
 
 
 def _module_data(module, blobs: list) -> dict:
