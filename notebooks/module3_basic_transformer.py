@@ -649,8 +649,44 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "{held} of {count} properties hold:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=f3a94c2d42a23540bc078ed0f45ab317055593f9d7a186c2692e52354eb2f351
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -690,12 +726,13 @@ class ContractViolation(AssertionError):
     def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
-        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
+        later = (("properties", getattr(self, "tally", "")), ("to go on", getattr(self, "go_on", "")))  # set by the harness, the check
+        return tuple((name, in_language(value)) for name, value in values) + tuple((name, value) for name, value in later if value)
 
     @staticmethod
     def line(name, value):
         """One field of the message: its name in the reader's language, padded so the values line up."""
-        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "properties", "to go on")))
         return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
@@ -707,7 +744,36 @@ class ContractViolation(AssertionError):
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
         return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+
+    @staticmethod
+    def run_properties(properties, *args):
+        """Run a contract's table of named properties in order, each on ``args``; raise the first failure, saying how many hold.
+
+        ``properties`` holds ``(name, check)`` or ``(name, check, weight)``: ``check(*args)`` raises (ContractViolation,
+        or any error) when its property fails. Every property runs, so a grader can give credit for those that hold;
+        a stub's NotImplementedError stops at once. Returns ``{"properties": [(name, holds, weight), ...]}``; the
+        failure raised carries the same list as ``outcomes``.
+        """
+        outcomes, first = [], None
+        for entry in properties:
+            name, check, weight = (tuple(entry) + (1.0,))[:3]
+            try:
+                check(*args)
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                outcomes.append((name, False, weight))
+                first = first or error
+            else:
+                outcomes.append((name, True, weight))
+        if first is None:
+            return {"properties": outcomes}
+        first.outcomes = outcomes
+        if isinstance(first, ContractViolation) and len(outcomes) > 1:
+            first.tally = say("properties hold", held=sum(holds for _, holds, _ in outcomes), count=len(outcomes))
+            first.args = (f"{first.args[0]}\n{first.line('properties', first.tally)}",)
+        raise first
+# builder:end sha256=f174210c0e267a3724533537a13cfdb486786265afd0df3efc05fe1e1a0d2c15
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -2073,23 +2139,32 @@ def check_causal_mask_contract(causal_allowed):
             prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
         )
 
-    judge(4, 4, 0, "a token sees itself and the past, never the future")
-    judge(1, 1, 0, "a single token sees itself")
-    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
-    judge(1, 5, 4, "the newest token of a cached decode sees every key")
-    judge(3, 7, 2, "a block of queries in the middle of a sequence")
-    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
-        offset = t_k - t_q
-        full = expected(t_k, t_k, 0)
-        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
-        contract_assert(
-            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
-            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
-            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
-        )
-    return {"cases": 8}
-# builder:end sha256=4385ba2f91ef1dbebb5c3041b831a8f37985ed57eb3d34df947cd7820ff4c512
+    def sees_the_past():
+        judge(4, 4, 0, "a token sees itself and the past, never the future")
+        judge(1, 1, 0, "a token sees itself and the past, never the future")
+
+    def keeps_absolute_positions():
+        for t_q, t_k, offset in ((2, 6, 4), (1, 5, 4), (3, 7, 2)):  # cached queries, the newest token, a block in the middle
+            judge(t_q, t_k, offset, "cached queries keep their absolute positions (query_offset)")
+
+    def decodes_in_steps():
+        for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+            offset = t_k - t_q
+            full = expected(t_k, t_k, 0)
+            case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+            mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+            contract_assert(
+                torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+                f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+                "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+            )
+
+    return {"cases": 8, **ContractViolation.run_properties((
+        ("a token sees itself and the past, never the future", sees_the_past),
+        ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
+        ("decoding in steps gives the rows of the full mask", decodes_in_steps),
+    ))}
+# builder:end sha256=0cc30c8a208970776de6c13234266555ecbf085302b64a6eb30b33e27bfbe99d
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 

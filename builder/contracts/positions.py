@@ -119,19 +119,28 @@ def check_causal_mask_contract(causal_allowed):
             prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
         )
 
-    judge(4, 4, 0, "a token sees itself and the past, never the future")
-    judge(1, 1, 0, "a single token sees itself")
-    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
-    judge(1, 5, 4, "the newest token of a cached decode sees every key")
-    judge(3, 7, 2, "a block of queries in the middle of a sequence")
-    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
-        offset = t_k - t_q
-        full = expected(t_k, t_k, 0)
-        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
-        contract_assert(
-            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
-            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
-            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
-        )
-    return {"cases": 8}
+    def sees_the_past():
+        judge(4, 4, 0, "a token sees itself and the past, never the future")
+        judge(1, 1, 0, "a token sees itself and the past, never the future")
+
+    def keeps_absolute_positions():
+        for t_q, t_k, offset in ((2, 6, 4), (1, 5, 4), (3, 7, 2)):  # cached queries, the newest token, a block in the middle
+            judge(t_q, t_k, offset, "cached queries keep their absolute positions (query_offset)")
+
+    def decodes_in_steps():
+        for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+            offset = t_k - t_q
+            full = expected(t_k, t_k, 0)
+            case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+            mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+            contract_assert(
+                torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+                f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+                "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+            )
+
+    return {"cases": 8, **ContractViolation.run_properties((
+        ("a token sees itself and the past, never the future", sees_the_past),
+        ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
+        ("decoding in steps gives the rows of the full mask", decodes_in_steps),
+    ))}

@@ -650,8 +650,44 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "{held} of {count} properties hold:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
-# builder:end sha256=eda560e31e9bf2f00f262b81a261bf3acb20ab5aa19b3884997872f9b90a562c
+# builder:end sha256=f3a94c2d42a23540bc078ed0f45ab317055593f9d7a186c2692e52354eb2f351
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -697,6 +733,37 @@ MESSAGES.update({
     "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "properties": "свойства",
+    "properties hold": "выполняются {held} из {count} свойств этого упражнения",
+    "grade pass": "ПРОЙДЕНО: все свойства контракта {names} выполняются.",
+    "grade not done": "НЕ СДЕЛАНО: {names} всё ещё выбрасывает NotImplementedError, как заготовка: {error}",
+    "grade fail": "НЕ ПРОЙДЕНО: {names} нарушает свой контракт.",
+    "grade error": "ОШИБКА: {names} выбрасывает {error}: {message}",
+    "grade an exception": "исключение",
+    "grade environment": "НЕ ОЦЕНЕНО (среда оценивания): процесс, выполняющий ваш код, не смог импортировать {module}, который предоставляет курс; это вина машины оценивания, а не ваша, и упражнение оценят заново.",
+    "grade properties": "выполняются {held} из {count} свойств:",
+    "grade property holds": "  выполняется: {property}",
+    "grade property fails": "  нарушено: {property}",
+    "grade where": "строка {line} в {cell}, функция {name}",
+    "grade own cell": "вашей собственной ячейке {number}",
+    "grade exercise cell": "вашей ячейке «{label}»",
+    "grade missing cell": "ОТСУТСТВУЕТ: в работе нет ячейки «{label}», поэтому {names} не оценивалась.",
+    "grade missing names": "ОТСУТСТВУЕТ: ваша ячейка «{label}» не определяет {names}.",
+    "grade syntax": "ОШИБКА: ваша ячейка «{label}» не компилируется: SyntaxError в строке {line}: {message}",
+    "grade defining": "ОШИБКА: при определении вашего кода «{label}» возникло {error}: {message}",
+    "grade note skipped": "Примечание: строка {line} вашей собственной ячейки {number} выбросила {error} и была пропущена.",
+    "grade note shadows": "Примечание: ваши {names} называются так же, как имена курса; ваш код использовал ваши, а код курса сохранил свои.",
+    "grade timed out": "ПРЕВЫШЕНО ВРЕМЯ ({seconds} с): проверка «{label}» не завершилась (бесконечный цикл или слишком медленный код).",
+    "grade ended": "ОШИБКА: процесс, проверявший «{label}», завершился ({how}), не дав вердикта.",
+    "grade check stopped": "ОШИБКА: проверка остановилась с {error}: {message}",
+    "grade killed parent": "ОШИБКА: ваш код убил процесс, который его выполняет (своего родителя, процесс курса), поэтому «{label}» не удалось оценить. Оценивание продолжилось со следующего упражнения.",
+    "grade not graded": "НЕ ОЦЕНЕНО: {reason}",
+    "grade page title": "Отзыв для {id}",
+    "grade page score": "Оценка: {score} из {most} баллов",
+    "grade page not graded": "Не оценено",
+    "grade page exercise": "Упражнение",
+    "grade page points": "Баллы",
+    "grade page feedback": "Отзыв",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
     "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT": "работает на 2-D q, k, v, но не на пакетных: k.T переворачивает все оси пакетного тензора (устарело для размерности больше 2-D), так что (B, H, T, d) становится (d, T, H, B); транспонируйте две последние оси через k.transpose(-2, -1) или k.mT",
@@ -1032,10 +1099,7 @@ MESSAGES.update({
     "query_offset was ignored: row r is the query at absolute position query_offset + r": "query_offset проигнорирован: строка r\xa0— это запрос на абсолютной позиции query_offset + r",
     "allowed[r, j] = (j <= query_offset + r)": "allowed[r, j] = (j <= query_offset + r)",
     "a token sees itself and the past, never the future": "токен видит себя и прошлое, но никогда не будущее",
-    "a single token sees itself": "одиночный токен видит себя",
     "cached queries keep their absolute positions (query_offset)": "закэшированные запросы сохраняют абсолютные позиции (query_offset)",
-    "the newest token of a cached decode sees every key": "новейший токен закэшированного декодирования видит каждый ключ",
-    "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
@@ -1149,12 +1213,13 @@ class ContractViolation(AssertionError):
     def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
-        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
+        later = (("properties", getattr(self, "tally", "")), ("to go on", getattr(self, "go_on", "")))  # set by the harness, the check
+        return tuple((name, in_language(value)) for name, value in values) + tuple((name, value) for name, value in later if value)
 
     @staticmethod
     def line(name, value):
         """One field of the message: its name in the reader's language, padded so the values line up."""
-        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "properties", "to go on")))
         return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
@@ -1166,7 +1231,36 @@ class ContractViolation(AssertionError):
 
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
         return list(getattr(self, "frames", ())) + message + [self.line(name, one_line(value)) for name, value in self._fields()]
-# builder:end sha256=236ce9594dc66c532d3ee1f730964a2a59a0e21f85aaa6fb8715a88841bb6445
+
+    @staticmethod
+    def run_properties(properties, *args):
+        """Run a contract's table of named properties in order, each on ``args``; raise the first failure, saying how many hold.
+
+        ``properties`` holds ``(name, check)`` or ``(name, check, weight)``: ``check(*args)`` raises (ContractViolation,
+        or any error) when its property fails. Every property runs, so a grader can give credit for those that hold;
+        a stub's NotImplementedError stops at once. Returns ``{"properties": [(name, holds, weight), ...]}``; the
+        failure raised carries the same list as ``outcomes``.
+        """
+        outcomes, first = [], None
+        for entry in properties:
+            name, check, weight = (tuple(entry) + (1.0,))[:3]
+            try:
+                check(*args)
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                outcomes.append((name, False, weight))
+                first = first or error
+            else:
+                outcomes.append((name, True, weight))
+        if first is None:
+            return {"properties": outcomes}
+        first.outcomes = outcomes
+        if isinstance(first, ContractViolation) and len(outcomes) > 1:
+            first.tally = say("properties hold", held=sum(holds for _, holds, _ in outcomes), count=len(outcomes))
+            first.args = (f"{first.args[0]}\n{first.line('properties', first.tally)}",)
+        raise first
+# builder:end sha256=f174210c0e267a3724533537a13cfdb486786265afd0df3efc05fe1e1a0d2c15
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -2540,23 +2634,32 @@ def check_causal_mask_contract(causal_allowed):
             prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
         )
 
-    judge(4, 4, 0, "a token sees itself and the past, never the future")
-    judge(1, 1, 0, "a single token sees itself")
-    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
-    judge(1, 5, 4, "the newest token of a cached decode sees every key")
-    judge(3, 7, 2, "a block of queries in the middle of a sequence")
-    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
-        offset = t_k - t_q
-        full = expected(t_k, t_k, 0)
-        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
-        contract_assert(
-            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
-            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
-            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
-        )
-    return {"cases": 8}
-# builder:end sha256=4385ba2f91ef1dbebb5c3041b831a8f37985ed57eb3d34df947cd7820ff4c512
+    def sees_the_past():
+        judge(4, 4, 0, "a token sees itself and the past, never the future")
+        judge(1, 1, 0, "a token sees itself and the past, never the future")
+
+    def keeps_absolute_positions():
+        for t_q, t_k, offset in ((2, 6, 4), (1, 5, 4), (3, 7, 2)):  # cached queries, the newest token, a block in the middle
+            judge(t_q, t_k, offset, "cached queries keep their absolute positions (query_offset)")
+
+    def decodes_in_steps():
+        for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+            offset = t_k - t_q
+            full = expected(t_k, t_k, 0)
+            case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+            mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+            contract_assert(
+                torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+                f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+                "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+            )
+
+    return {"cases": 8, **ContractViolation.run_properties((
+        ("a token sees itself and the past, never the future", sees_the_past),
+        ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
+        ("decoding in steps gives the rows of the full mask", decodes_in_steps),
+    ))}
+# builder:end sha256=0cc30c8a208970776de6c13234266555ecbf085302b64a6eb30b33e27bfbe99d
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 
