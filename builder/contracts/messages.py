@@ -64,6 +64,8 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
     # a contract judged as a table of properties (partial credit)
     "properties": "properties",
     "properties hold": "{held} of the {count} properties of this exercise hold",
@@ -75,7 +77,7 @@ MESSAGES = {
     "grade an exception": "an exception",
     "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
                           "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
-    "grade properties": "{held} of {count} properties hold:",
+    "grade properties": "each property of this exercise:",
     "grade property holds": "  holds: {property}",
     "grade property fails": "  fails: {property}",
     "grade where": "at line {line} of {cell}, in {name}",

@@ -1,6 +1,7 @@
 """Module 3 contracts for where tokens sit: the sinusoidal position table and the causal mask."""
 
 from .calls import contract_call
+from .messages import say
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_positional_encoding_contract", "check_causal_mask_contract"]
@@ -116,7 +117,7 @@ def check_causal_mask_contract(causal_allowed):
             hint = "allowed[r, j] = (j <= query_offset + r)"
         bad = (mask != want).nonzero()[0].tolist()
         raise ContractViolation(
-            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+            prop, case, f"{want.int().tolist()}", say("wrong mask entry", mask=mask.int().tolist(), where=tuple(bad)), hint,
         )
 
     def sees_the_past():

@@ -64,12 +64,12 @@ def outcomes(found) -> list:
 
 
 def property_lines(properties: list, language: str) -> str:
-    """'2 of 3 properties hold:' and one line per property, for an exercise judged by a table of properties."""
+    """A line per property (holds or fails), for an exercise judged by a table of properties."""
     from . import feedback
 
     if len(properties) < 2:
         return ""
-    lines = [feedback.say(language, "grade properties", held=sum(h for _, h, _ in properties), count=len(properties))]
+    lines = [feedback.say(language, "grade properties")]
     lines += [feedback.say(language, "grade property holds" if h else "grade property fails", property=feedback.word(language, n))
               for n, h, _ in properties]
     return "\n" + "\n".join(lines)

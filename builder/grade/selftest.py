@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-_PASSED: set = set()  # (module, user, environment, course) already proved in this process
+_PASSED: set = set()  # (module, time limit, environment, course, limits) already proved in this process
 TIMINGS: dict[str, tuple[float, float]] = {}  # module -> (seconds of its proof, seconds per exercise check): the batch's forecast
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 
@@ -94,7 +94,7 @@ def prove(course, modules: list[str], *, timeout: float, limits: dict, jobs: int
     blocked = blocked_path(limits)
     unread = (f"user `{limits.get('user')}` cannot read {blocked}: install the environment where it can be read (for example a "
               "virtual environment under /opt, mode 755), or set GRADE_STUDENT_USER to a user who can read it") if blocked else ""
-    todo = [m for m in modules if _key(course, m, limits) not in _PASSED]
+    todo = [m for m in modules if _key(course, m, limits, timeout) not in _PASSED]
     books = [course.select([m])[0] for m in todo]
     if not books:
         return
@@ -106,7 +106,7 @@ def prove(course, modules: list[str], *, timeout: float, limits: dict, jobs: int
         tests = row.result["tests"]
         short = [t for t in tests if t["score"] < t["max_score"]]
         if tests and not short:
-            _PASSED.add(_key(course, book.name, limits))
+            _PASSED.add(_key(course, book.name, limits, timeout))
             TIMINGS[book.name] = (seconds, float(row.result["execution_time"]) / len(tests))
             print(f"grade: self-test: the course's solution of {book.name} scores full marks in this sandbox ({seconds:.0f} s)",
                   file=sys.stderr)
@@ -137,9 +137,9 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 200 else line[:200] + " ..."
 
 
-def _key(course, module: str, limits: dict) -> tuple:
-    """What a proof holds for: the module, the student user, the Python environment, the course."""
-    return module, limits.get("user"), sys.prefix, str(course.root), json.dumps(limits, sort_keys=True, default=str)
+def _key(course, module: str, limits: dict, timeout: float) -> tuple:
+    """What a proof holds for: the module, the student user and limits, the time limit, the Python environment, the course."""
+    return module, timeout, sys.prefix, str(course.root), json.dumps(limits, sort_keys=True, default=str)
 
 
 def missing_dependency(exc: BaseException) -> str | None:

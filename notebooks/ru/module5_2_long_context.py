@@ -762,6 +762,8 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
     # a contract judged as a table of properties (partial credit)
     "properties": "properties",
     "properties hold": "{held} of the {count} properties of this exercise hold",
@@ -773,7 +775,7 @@ MESSAGES = {
     "grade an exception": "an exception",
     "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
                           "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
-    "grade properties": "{held} of {count} properties hold:",
+    "grade properties": "each property of this exercise:",
     "grade property holds": "  holds: {property}",
     "grade property fails": "  fails: {property}",
     "grade where": "at line {line} of {cell}, in {name}",
@@ -799,7 +801,7 @@ MESSAGES = {
     "grade page points": "Points",
     "grade page feedback": "Feedback",
 }
-# builder:end sha256=f3a94c2d42a23540bc078ed0f45ab317055593f9d7a186c2692e52354eb2f351
+# builder:end sha256=68074ccd25bf49bf0b7df565196f398770534e0abdcf31ce1f8788a6d55fc4d4
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -845,6 +847,7 @@ MESSAGES.update({
     "prediction right": "{label}: ваш прогноз ({prediction}) верен: {explanation}",
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "wrong mask entry": "{mask}; первое неверное значение в (query, key) = {where}",
     "properties": "свойства",
     "properties hold": "выполняются {held} из {count} свойств этого упражнения",
     "grade pass": "ПРОЙДЕНО: все свойства контракта {names} выполняются.",
@@ -853,7 +856,7 @@ MESSAGES.update({
     "grade error": "ОШИБКА: {names} выбрасывает {error}: {message}",
     "grade an exception": "исключение",
     "grade environment": "НЕ ОЦЕНЕНО (среда оценивания): процесс, выполняющий ваш код, не смог импортировать {module}, который предоставляет курс; это вина машины оценивания, а не ваша, и упражнение оценят заново.",
-    "grade properties": "выполняются {held} из {count} свойств:",
+    "grade properties": "каждое свойство этого упражнения:",
     "grade property holds": "  выполняется: {property}",
     "grade property fails": "  нарушено: {property}",
     "grade where": "строка {line} в {cell}, функция {name}",

@@ -665,6 +665,8 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
     # a contract judged as a table of properties (partial credit)
     "properties": "properties",
     "properties hold": "{held} of the {count} properties of this exercise hold",
@@ -676,7 +678,7 @@ MESSAGES = {
     "grade an exception": "an exception",
     "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
                           "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
-    "grade properties": "{held} of {count} properties hold:",
+    "grade properties": "each property of this exercise:",
     "grade property holds": "  holds: {property}",
     "grade property fails": "  fails: {property}",
     "grade where": "at line {line} of {cell}, in {name}",
@@ -702,7 +704,7 @@ MESSAGES = {
     "grade page points": "Points",
     "grade page feedback": "Feedback",
 }
-# builder:end sha256=f3a94c2d42a23540bc078ed0f45ab317055593f9d7a186c2692e52354eb2f351
+# builder:end sha256=68074ccd25bf49bf0b7df565196f398770534e0abdcf31ce1f8788a6d55fc4d4
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -2144,7 +2146,7 @@ def check_causal_mask_contract(causal_allowed):
             hint = "allowed[r, j] = (j <= query_offset + r)"
         bad = (mask != want).nonzero()[0].tolist()
         raise ContractViolation(
-            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+            prop, case, f"{want.int().tolist()}", say("wrong mask entry", mask=mask.int().tolist(), where=tuple(bad)), hint,
         )
 
     def sees_the_past():
@@ -2172,7 +2174,7 @@ def check_causal_mask_contract(causal_allowed):
         ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
         ("decoding in steps gives the rows of the full mask", decodes_in_steps),
     ))}
-# builder:end sha256=0cc30c8a208970776de6c13234266555ecbf085302b64a6eb30b33e27bfbe99d
+# builder:end sha256=d4264652a376ac18e3a11c932c144dfccd5d0452f9eacf237dadfdc74c805bac
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 

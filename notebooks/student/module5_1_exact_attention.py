@@ -786,6 +786,8 @@ MESSAGES = {
     "prediction wrong": "{label}: you predicted ({prediction}), not what the measurement says, which is ({measured}): {explanation}",
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
     # a contract judged as a table of properties (partial credit)
     "properties": "properties",
     "properties hold": "{held} of the {count} properties of this exercise hold",
@@ -797,7 +799,7 @@ MESSAGES = {
     "grade an exception": "an exception",
     "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
                           "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
-    "grade properties": "{held} of {count} properties hold:",
+    "grade properties": "each property of this exercise:",
     "grade property holds": "  holds: {property}",
     "grade property fails": "  fails: {property}",
     "grade where": "at line {line} of {cell}, in {name}",
@@ -823,7 +825,7 @@ MESSAGES = {
     "grade page points": "Points",
     "grade page feedback": "Feedback",
 }
-# builder:end sha256=f3a94c2d42a23540bc078ed0f45ab317055593f9d7a186c2692e52354eb2f351
+# builder:end sha256=68074ccd25bf49bf0b7df565196f398770534e0abdcf31ce1f8788a6d55fc4d4
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
