@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from builder import cli, release
-from builder.contracts import positions
+from builder.contracts import norms, positions
 from builder.contracts.violations import ContractViolation
 
 contract_properties = ContractViolation.run_properties
@@ -88,15 +88,28 @@ def test_the_causal_mask_contract_names_the_first_failing_property_and_counts_th
     assert "1 of the 3 properties of this exercise hold" in str(caught.value)
 
 
-@pytest.mark.parametrize("trivial", [
-    lambda t_q, t_k, *, query_offset=0: None,
-    lambda t_q, t_k, *, query_offset=0: torch.ones(t_q, t_k, dtype=torch.bool),
-    lambda t_q, t_k, *, query_offset=0: torch.zeros(t_q, t_k, dtype=torch.bool),
-    lambda t_q, t_k, *, query_offset=0: (_ for _ in ()).throw(ValueError("no")),
-], ids=["returns None", "all True", "all False", "always raises ValueError"])
-def test_no_property_of_the_causal_mask_holds_for_a_trivial_answer(trivial):
+def _raises(*args, **kwargs):
+    raise ValueError("no")
+
+
+TRIVIAL = {  # answers that take no idea of the exercise: no property of its table may hold for one
+    positions.check_causal_mask_contract: (lambda t_q, t_k, *, query_offset=0: None, _raises,
+                                           lambda t_q, t_k, *, query_offset=0: torch.ones(t_q, t_k, dtype=torch.bool),
+                                           lambda t_q, t_k, *, query_offset=0: torch.zeros(t_q, t_k, dtype=torch.bool)),
+    positions.check_positional_encoding_contract: (lambda length, d_model, *, base=10000.0: None, _raises,
+                                                   lambda length, d_model, *, base=10000.0: torch.zeros(length, d_model),
+                                                   lambda length, d_model, *, base=10000.0: torch.ones(length, d_model)),
+    norms.check_layer_norm_contract: (lambda x, weight=None, bias=None, eps=1e-5: None, _raises,
+                                      lambda x, weight=None, bias=None, eps=1e-5: torch.zeros_like(x),
+                                      lambda x, weight=None, bias=None, eps=1e-5: x),
+}
+
+
+@pytest.mark.parametrize(("contract", "trivial"), [(c, t) for c, answers in TRIVIAL.items() for t in answers],
+                         ids=[f"{c.__name__}-{i}" for c, answers in TRIVIAL.items() for i in range(len(answers))])
+def test_no_property_of_a_table_holds_for_a_trivial_answer(contract, trivial):
     with pytest.raises(ContractViolation) as caught:
-        positions.check_causal_mask_contract(trivial)
+        contract(trivial)
     assert not any(h for _, h, _ in caught.value.outcomes)
 
 
@@ -183,7 +196,9 @@ def test_a_folder_grades_every_notebook_under_it_and_ids_tell_same_named_files_a
     assert found.skipped == [(str(tmp_path / "class" / "s003" / "essay.pdf"), "not a .ipynb notebook")]
     assert batch.collect([tmp_path / "class"], "parent").ids == ["s001", "s002"]
     stems = batch.collect([tmp_path / "class"], "stem").ids
-    assert len(set(stems)) == 2 and all(s.startswith("module3_basic_transformer-") for s in stems)
+    assert len(set(stems)) == 2 and all(re.fullmatch("module3_basic_transformer-[0-9a-f]{8}", s) for s in stems)
+    twice = batch.unique(["alice.ipynb", "alice.ipynb"], [Path("x/alice.ipynb"), Path("y/alice.ipynb")])
+    assert all(re.fullmatch(r"alice-[0-9a-f]{8}\.ipynb", i) for i in twice) and len(set(twice)) == 2
     assert batch.collect([tmp_path / "class"], "path").ids == [str(p) for p in found.paths]
     subs = [submission.Submission(p, p.stem) for p in found.paths]
     batch.stems(subs, found.ids)
@@ -214,6 +229,26 @@ def test_an_import_the_judge_can_make_is_the_machines_fault_and_a_made_up_one_th
     verdict = judge.failure(ModuleNotFoundError("No module named 'numpy'"), "Exercise 1", "`f`", None)
     assert verdict["kind"] == "not graded" and verdict["output"].startswith("NOT GRADED (grading environment)")
     assert report.kind(verdict) == "not graded" and report.credit(verdict, 1.0, True) == 0.0
+
+
+def test_a_students_import_of_a_module_the_judge_has_is_not_graded_and_a_made_up_one_is_an_error(monkeypatch):
+    from builder.grade import remote
+
+    def channel(module):
+        class Fake:
+            def __init__(self, sock, namespace):
+                pass
+
+            def define(self, label, names, own, source):
+                return {"failed": f"ERROR: defining your {label} code raised ModuleNotFoundError: No module named '{module}'\n"
+                                  f"  at line 1 of your {label} cell, in <module>", "notes": []}
+        return Fake
+
+    monkeypatch.setattr(remote, "Channel", channel("numpy"))
+    assert judge.judge({}, "Exercise 1", ("f",), "", None, "import numpy", [])["kind"] == "not graded"
+    monkeypatch.setattr(remote, "Channel", channel("no_such_module_for_sure"))
+    made_up = judge.judge({}, "Exercise 1", ("f",), "", None, "import no_such_module_for_sure", [], "ru")
+    assert made_up["kind"] == "error" and made_up["output"].startswith("ОШИБКА: при определении вашего кода «Упражнение 1»")
 
 
 def test_after_the_warm_up_the_gradient_paths_need_no_new_import():

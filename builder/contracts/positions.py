@@ -60,9 +60,17 @@ def check_positional_encoding_contract(sinusoidal_encoding):
                 break
         return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
 
-    zero_case = "sinusoidal_encoding(1, 6)"
-    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
-    if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    errors = [0.0]
+
+    def position_zero():
+        prop, zero_case = "position 0 is (0, 1, 0, 1, ...)", "sinusoidal_encoding(1, 6)"
+        row = contract_call(prop, zero_case, raised, sinusoidal_encoding, 1, 6)
+        contract_assert(
+            isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6), prop + ": shape is (length, d_model)", zero_case,
+            "a torch.Tensor of shape (1, 6)", f"{type(row).__name__} {tuple(getattr(row, 'shape', ()))}",
+            "positions go down the rows and coordinates across the columns; a transposed table has them swapped",
+        )
         values = [round(float(x), 6) for x in row[0]]
         if values == [1.0, 0.0] * 3:
             hint = "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones"
@@ -70,14 +78,20 @@ def check_positional_encoding_contract(sinusoidal_encoding):
             hint = "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"
         else:
             hint = "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones"
-        contract_close(
-            "position 0 is (0, 1, 0, 1, ...)", zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0,
-        )
-    error = judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)")
-    error = max(error, judge(
-        5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
+        contract_close(prop, zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0)
+
+    def table_matches():
+        errors.append(judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)"))
+
+    def base_sets_frequencies():
+        errors.append(judge(5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)"))
+
+    found = ContractViolation.run_properties((
+        ("position 0 is (0, 1, 0, 1, ...)", position_zero),
+        ("table equals sin/cos of position / 10000^(2i/d_model)", table_matches),
+        ("the base argument sets the frequencies", base_sets_frequencies),
     ))
-    return {"table_max_error": error}
+    return {"table_max_error": max(errors), **found}
 
 
 def check_causal_mask_contract(causal_allowed):

@@ -77,7 +77,13 @@ def _id(path: Path, how: str | None, default: str) -> str:
 def unique(ids: list[str], paths: list[Path]) -> list[str]:
     """The ids, with those that two files share told apart by a short hash of each file's full path (stable across runs)."""
     counts = {i: ids.count(i) for i in ids}
-    return [f"{i}-{_digest(p)}" if counts[i] > 1 else i for i, p in zip(ids, paths)]
+    return [_tagged(i, _digest(p)) if counts[i] > 1 else i for i, p in zip(ids, paths)]
+
+
+def _tagged(ident: str, digest: str) -> str:
+    """``alice.ipynb`` -> ``alice-1a2b3c4d.ipynb``: the hash before the extension, so the folder is ``alice-1a2b3c4d``."""
+    stem, dot, suffix = ident.rpartition(".ipynb")
+    return f"{stem}-{digest}{dot}{suffix}" if dot and not suffix else f"{ident}-{digest}"
 
 
 def _digest(path: Path) -> str:
@@ -281,7 +287,7 @@ def summary(row: Graded) -> str:
     if not row.result["tests"]:
         return f"NOT GRADED {name}: {row.result['output'].removeprefix('Not graded: ')}"
     most = sum(t["max_score"] for t in row.result["tests"])
-    killer = [t["name"].split(":")[0] for t in row.result["tests"] if t.get("output", "").startswith("ERROR: your code killed")]
+    killer = [t["name"].split(":")[0] for t in row.result["tests"] if t.get("extra_data", {}).get("killed_parent")]
     held = [t["name"].split(":")[0] for t in row.result["tests"] if report.kind(t) == "not graded"]
     note = f"; it killed its grading process at {', '.join(killer)}" if killer else ""
     note += f"; not graded (grading environment or a stopped judge): {', '.join(held)}" if held else ""

@@ -48,14 +48,9 @@ def word(language: str, text: str) -> str:
 
 
 def shown_name(language: str, name: str) -> str:
-    """A test's name ("Exercise 3: f") with the label in the reader's word ("Упражнение 3: f")."""
+    """A label or test name ("Exercise 3", "Exercise 3: f") in the reader's word ("Упражнение 3: f")."""
     exercise = table(language).get("Exercise")
     return f"{exercise}{name[len('Exercise'):]}" if exercise and name.startswith("Exercise ") else name
-
-
-def shown_label(language: str, label: str) -> str:
-    """'Exercise 3' as the reader says it."""
-    return shown_name(language, label)
 
 
 @functools.cache
@@ -96,7 +91,7 @@ def _line(line: str, language: str) -> str:
         fields = read_back(key, line)
         if fields is not None:
             if "label" in fields:
-                fields["label"] = shown_label(language, fields["label"])
+                fields["label"] = shown_name(language, fields["label"])
             return say(language, key, **fields)
     return line
 
@@ -105,4 +100,4 @@ def _cell(cell: str, language: str) -> str:
     """'Exercise 3 cell' or 'own cell 2' in the reader's words."""
     if cell.startswith("own cell "):
         return say(language, "grade own cell", number=cell.removeprefix("own cell "))
-    return say(language, "grade exercise cell", label=shown_label(language, cell.removesuffix(" cell")))
+    return say(language, "grade exercise cell", label=shown_name(language, cell.removesuffix(" cell")))

@@ -43,11 +43,11 @@ def failure(exc: Exception, label: str, shown: str, violation: type | None, lang
 
     if isinstance(exc, NotImplementedError):
         return verdict(False, feedback.say(language, "grade not done", names=shown, error=exc), kind="not attempted")
-    if violation is not None and isinstance(exc, violation):  # the notebook's own (inlined) ContractViolation
-        return verdict(False, feedback.say(language, "grade fail", names=shown) + f"\n{exc}", kind="failed")
-    missing = selftest.missing_dependency(exc) or selftest.missing_dependency(exc.__cause__)
+    missing = selftest.missing_dependency(exc) or selftest.missing_dependency(exc.__cause__)  # also inside contract_call's FAIL
     if missing:
         return verdict(False, feedback.say(language, "grade environment", module=missing), kind="not graded")
+    if violation is not None and isinstance(exc, violation):  # the notebook's own (inlined) ContractViolation
+        return verdict(False, feedback.say(language, "grade fail", names=shown) + f"\n{exc}", kind="failed")
     name = type(exc).__name__ if type(exc).__name__ != "StudentError" else feedback.say(language, "grade an exception")
     return verdict(False, feedback.say(language, "grade error", names=shown, error=name, message=exc)
                    + feedback.localize(getattr(exc, "student_where", ""), language), kind="error")
@@ -110,7 +110,7 @@ def speak(namespace: dict, language: str) -> None:
 def judge(namespace: dict, label: str, names: tuple[str, ...], check: str, sock, source: str | None, own: list[str],
           language: str = "en") -> dict:
     """The verdict on one exercise: the student's cells defined in their process, then the course's check here."""
-    from . import feedback, remote
+    from . import feedback, remote, selftest
 
     speak(namespace, language)
     channel = remote.Channel(sock, namespace)
@@ -118,7 +118,12 @@ def judge(namespace: dict, label: str, names: tuple[str, ...], check: str, sock,
     notes = defined.get("notes") or []
     if defined.get("failed"):
         text = str(defined["failed"])
-        result = verdict(False, feedback.localize(text, language), kind="not attempted" if text.startswith("MISSING") else "error")
+        raised = feedback.read_back("grade defining", text.split("\n")[0]) or {}
+        missing = selftest.missing_dependency(ImportError(raised["message"])) if raised.get("error") in ("ImportError", "ModuleNotFoundError") else None
+        if missing:  # the student's import of a module the judge has: the student process could not read it
+            result = verdict(False, feedback.say(language, "grade environment", module=missing), kind="not graded")
+        else:
+            result = verdict(False, feedback.localize(text, language), kind="not attempted" if text.startswith("MISSING") else "error")
     else:
         for name in names:
             namespace[name] = remote.proxy(channel, name)

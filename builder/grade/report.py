@@ -95,7 +95,7 @@ def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, 
     tests = []
     for number, exercise in enumerate(exercises, start=1):
         judged = verdicts[exercise.label]
-        extra = {"kind": kind(judged)}
+        extra = {"kind": kind(judged), **({"killed_parent": True} if judged.get("killed_parent") else {})}
         if judged.get("properties"):
             extra["properties"] = [{"name": n, "holds": bool(h), "weight": float(w)} for n, h, w in judged["properties"]]
         tests.append({
