@@ -110,14 +110,15 @@ def prove(course, modules: list[str], *, timeout: float, limits: dict, jobs: int
         if tests and not short:
             _PASSED.add(_key(course, book.name, limits, timeout))
             TIMINGS[book.name] = (seconds, float(row.result["execution_time"]) / len(tests))
-            print(f"grade: self-test: the course's solution of {book.name} scores full marks in this sandbox ({seconds:.0f} s)",
-                  file=sys.stderr)
             continue
         where = (f"{short[0]['name']}: {_first_line(short[0]['output'])}" if short else _first_line(row.result["output"]))
         score = sum(t["score"] for t in tests)
         most = sum(t["max_score"] for t in tests)
         raise EnvironmentProblem(f"the course's own solution of {book.name} scores {score:g}/{most:g} in this grading "
                                  f"environment ({where}); {unread or _fix(where, limits)}")
+    names = ", ".join(b.name for b in books)
+    print(f"grade: self-test: the course's own solution{'s' if len(books) > 1 else ''} of {names} score{'' if len(books) > 1 else 's'} "
+          f"full marks in this sandbox ({seconds:.0f} s)", file=sys.stderr)
     if unread:
         print(f"grade: warning: {unread}. The solutions pass all the same; an exercise whose code needs a module the course "
               "did not load is marked not graded (grading environment), never 0.", file=sys.stderr)
