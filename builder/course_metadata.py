@@ -2,5 +2,5 @@
 
 
 def stamp(module: str, edition: str, language: str) -> dict[str, str]:
-    """The ``metadata.course`` of one built .ipynb: its course module, edition (solution or student) and language."""
+    """The ``metadata.course`` of one built .ipynb: its course module, edition (solution, student, or graded: ``release``'s) and language."""
     return {"module": module, "edition": edition, "language": language}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells, editions, exits, files, inline, pairing, student
+from . import cells, course_metadata, editions, exits, files, inline, pairing, student
 from .config import worded
 
 GRADED_EDITION = {"en": "Graded edition", "ru": "версия для оценивания"}
@@ -64,6 +64,11 @@ def without_reference_prose(markdown: str) -> str:
     return "\n\n".join(p for p in markdown.split("\n\n") if "show_reference" not in p)
 
 
+def graded_cell_source(source: str) -> str:
+    """A student edition's code cell as the graded edition holds it: without its reference-only regions."""
+    return _REGION.sub("", source)
+
+
 def graded_notebook(student_nb: nbformat.NotebookNode, found: list[student.Exercise], title: tuple[str, str], root: Path,
                     language: str = "en"):
     """The graded edition of a parsed student edition: (the notebook, or None; what is wrong)."""
@@ -71,7 +76,7 @@ def graded_notebook(student_nb: nbformat.NotebookNode, found: list[student.Exerc
     for cell in student_nb.cells:
         if cell.cell_type == "code" and "builder:begin solutions" in cell.source:
             continue
-        source = _REGION.sub("", cell.source) if cell.cell_type == "code" else without_reference_prose(cell.source)
+        source = graded_cell_source(cell.source) if cell.cell_type == "code" else without_reference_prose(cell.source)
         cells.append(nbformat.NotebookNode(dict(cell, source=source)))
     cells[0].source = cells[0].source.replace(title[0], title[1])
     cells[0].source = "\n".join(line for line in cells[0].source.splitlines() if "colab-badge.svg" not in line)
@@ -96,7 +101,7 @@ def releases(course, nb) -> dict[Path, str]:
             raise files.MalformedFile(f"{course.shown(edition.student_source)}: the graded edition would still mention a "
                                       f"solution in the cells starting {left}; keep show_reference in its own inline region")
         relative = Path(edition.name + ".ipynb") if edition.language == "en" else Path(edition.language) / f"{edition.name}.ipynb"
-        written[relative] = pairing.ipynb_text(graded, course.root)
+        written[relative] = pairing.ipynb_text(graded, course.root, course_metadata.stamp(edition.name, "graded", edition.language))
     return written
 
 

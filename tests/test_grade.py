@@ -126,10 +126,10 @@ def test_results_follow_gradescope_format_and_the_schema_can_fail():
 def test_grades_csv_has_a_column_per_exercise_the_total_and_error_rows():
     ok = report.results("M", [Ex(1), Ex(2)], {"Exercise 1": 1.0, "Exercise 2": 1.0},
                         {"Exercise 1": {"passed": True, "output": ""}, "Exercise 2": {"passed": False, "output": ""}}, 1)
-    text = report.grades_csv([("alice", "m", ok), ("bob", "", report.failed("not a readable notebook")),
-                              ("=cmd|' /C calc'!A0", "", report.failed("-2+3"))])
-    assert text.splitlines() == ["submission,module,Exercise 1,Exercise 2,total,max,status,error", "alice,m,1,0,1,2,graded,",
-                                 "bob,,,,,,not graded,not a readable notebook", "'=cmd|' /C calc'!A0,,,,,,not graded,'-2+3"]
+    text = report.grades_csv([report.Row("s1/a.ipynb", "class/s1/a.ipynb", "m", ok), report.Row("bob", "b.ipynb", "", report.failed("not a readable notebook")),
+                              report.Row("=cmd|' /C calc'!A0", "x", "", report.failed("-2+3"))])
+    assert text.splitlines() == ["id,path,module,Exercise 1,Exercise 2,total,max,status,error", "s1/a.ipynb,class/s1/a.ipynb,m,1,0,1,2,graded,",
+                                 "bob,b.ipynb,,,,,,not graded,not a readable notebook", "'=cmd|' /C calc'!A0,x,,,,,,not graded,'-2+3"]
 
 
 def test_summary_counts_each_kind_of_verdict_and_the_most_common_failing_properties():
@@ -139,10 +139,11 @@ def test_summary_counts_each_kind_of_verdict_and_the_most_common_failing_propert
     outputs = [failing("scaled by sqrt(d_k)"), failing("scaled by sqrt(d_k)"), failing("rows sum to 1"),
                {"passed": True, "output": "PASS"}, {"passed": False, "output": "TIMED OUT after 1 s"},
                {"passed": False, "output": "NOT DONE: stub"}, {"passed": False, "output": "ERROR: f raised"}]
-    rows = [(f"s{i}", "m", report.results("M", [Ex(1)], {"Exercise 1": 1.0}, {"Exercise 1": v}, 1)) for i, v in enumerate(outputs)]
+    rows = [report.Row(f"s{i}", f"s{i}.ipynb", "m", report.results("M", [Ex(1)], {"Exercise 1": 1.0}, {"Exercise 1": v}, 1))
+            for i, v in enumerate(outputs)]
     lines = report.summary_csv(rows).splitlines()
-    assert lines[0] == "exercise,passed,failed,error,timed out,not attempted,cause 1,cause 2,cause 3"
-    assert lines[1] == "Exercise 1,1,3,1,1,1,scaled by sqrt(d_k) (2),ERROR: f raised (1),rows sum to 1 (1)"
+    assert lines[0] == "exercise,passed,failed,error,timed out,not attempted,not graded,cause 1,cause 2,cause 3,failures per property"
+    assert lines[1] == "Exercise 1,1,3,1,1,1,0,scaled by sqrt(d_k) (2),ERROR: f raised (1),rows sum to 1 (1),"
     page = report.summary_html(rows)
     assert "<svg" in page and "14% passed (1/7)" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
 
@@ -357,11 +358,12 @@ def test_every_results_json_validates_and_grades_csv_has_a_row_each(kinds):
         validate(result)
     with open(kinds["out"] / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    assert rows[0] == ["submission", "module", *kinds["labels"], "total", "max", "status", "error"]
-    by_name = {row[0]: row for row in rows[1:]}
+    assert rows[0] == ["id", "path", "module", *kinds["labels"], "total", "max", "status", "error"]
+    by_name = {row[0].removesuffix(".ipynb"): row for row in rows[1:]}
     assert list(by_name) == list(KINDS)
+    assert [row[1] for row in rows[1:]] == [str(kinds["paths"][k]) for k in KINDS]
     assert by_name["not_a_notebook"][-1].startswith("not a readable notebook (NotJSONError: Notebook does not appear to be JSON")
-    assert by_name["not_a_notebook"][1:-2] == [""] * (len(kinds["labels"]) + 3) and by_name["not_a_notebook"][-2] == "not graded"
+    assert by_name["not_a_notebook"][2:-2] == [""] * (len(kinds["labels"]) + 3) and by_name["not_a_notebook"][-2] == "not graded"
     n = len(kinds["labels"])
     assert by_name["wrong"][-4:] == [f"{n - 1}", f"{n}", "graded", ""]
 

@@ -68,6 +68,45 @@ MESSAGES = {
                    "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "each property of this exercise:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade defining failed": "ERROR: defining your {label} code failed; the process running it said:",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
 
 

@@ -1,7 +1,7 @@
 """Module 3 contract for LayerNorm written by hand."""
 
 from .calls import contract_call
-from .violations import contract_assert, contract_close
+from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_layer_norm_contract"]
 
@@ -52,42 +52,56 @@ def check_layer_norm_contract(layer_norm):
             hint = "weight and bias are swapped: the weight multiplies, the bias adds"
         return contract_close(prop, label, result, expected, hint, atol=1e-9, rtol=1e-9)
 
-    error = judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0")
-    error = max(error, judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+    raised = "the function raised on a valid input; the traceback above this message shows where"
     weight = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
     bias = torch.tensor([0.0, -1.0, 2.0, 0.25, 1.0], dtype=torch.float64)
-    affine = {"weight": weight, "bias": bias}
-    error = max(error, judge(
-        "weight scales and bias shifts each feature", 1e-5, affine, by_hand(x, 1e-5) * weight + bias,
-        case + ", eps=1e-5, weight and bias of length 5",
+    errors = [0.0]
+
+    def normalises():
+        errors.append(judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0"))
+
+    def eps_inside():
+        errors.append(judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+        # A constant token has zero variance: eps keeps the result finite (and zero).
+        flat = torch.full((2, 4), 7.0, dtype=torch.float64)
+        constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", raised, layer_norm, flat, eps=1e-5)
+        contract_close(
+            "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
+            "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
+        )
+
+    def affine():
+        errors.append(judge(
+            "weight scales and bias shifts each feature", 1e-5, {"weight": weight, "bias": bias}, by_hand(x, 1e-5) * weight + bias,
+            case + ", eps=1e-5, weight and bias of length 5",
+        ))
+
+    def matches_the_library():
+        # The library agrees, and gradients flow through the hand-written version.
+        xg = x.clone().requires_grad_()
+        ours = contract_call("gradients match F.layer_norm", case, raised, layer_norm, xg, weight, bias, eps=1e-5)
+        theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
+        errors.append(contract_close(
+            "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
+            "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
+        ))
+        contract_assert(
+            ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
+            "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
+        )
+        probe = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
+        grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
+        xl = x.clone().requires_grad_()
+        grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
+        contract_close(
+            "gradients match F.layer_norm", case, grad_ours, grad_lib,
+            "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
+        )
+
+    found = ContractViolation.run_properties((
+        ("each row has mean 0 and biased variance 1", normalises),
+        ("eps sits inside the square root", eps_inside),
+        ("weight scales and bias shifts each feature", affine),
+        ("gradients match F.layer_norm", matches_the_library),
     ))
-
-    # The library agrees, and gradients flow through the hand-written version.
-    xg = x.clone().requires_grad_()
-    ours = contract_call("gradients match F.layer_norm", case, "the function raised on a valid input; the traceback above this message shows where", layer_norm, xg, weight, bias, eps=1e-5)
-    theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
-    library_error = contract_close(
-        "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
-        "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
-    )
-    contract_assert(
-        ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
-        "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
-    )
-    probe = torch.randn(3, 5, dtype=torch.float64, generator=gen)
-    grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
-    xl = x.clone().requires_grad_()
-    grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
-    contract_close(
-        "gradients match F.layer_norm", case, grad_ours, grad_lib,
-        "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
-    )
-
-    # A constant token has zero variance: eps keeps the result finite (and zero).
-    flat = torch.full((2, 4), 7.0, dtype=torch.float64)
-    constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", "the function raised on a valid input; the traceback above this message shows where", layer_norm, flat, eps=1e-5)
-    contract_close(
-        "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
-        "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
-    )
-    return {"max_error": max(error, library_error)}
+    return {"max_error": max(errors), **found}

@@ -1,6 +1,7 @@
 """Module 3 contracts for where tokens sit: the sinusoidal position table and the causal mask."""
 
 from .calls import contract_call
+from .messages import say
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = ["check_positional_encoding_contract", "check_causal_mask_contract"]
@@ -59,9 +60,17 @@ def check_positional_encoding_contract(sinusoidal_encoding):
                 break
         return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
 
-    zero_case = "sinusoidal_encoding(1, 6)"
-    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
-    if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    errors = [0.0]
+
+    def position_zero():
+        prop, zero_case = "position 0 is (0, 1, 0, 1, ...)", "sinusoidal_encoding(1, 6)"
+        row = contract_call(prop, zero_case, raised, sinusoidal_encoding, 1, 6)
+        contract_assert(
+            isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6), prop + ": shape is (length, d_model)", zero_case,
+            "a torch.Tensor of shape (1, 6)", f"{type(row).__name__} {tuple(getattr(row, 'shape', ()))}",
+            "positions go down the rows and coordinates across the columns; a transposed table has them swapped",
+        )
         values = [round(float(x), 6) for x in row[0]]
         if values == [1.0, 0.0] * 3:
             hint = "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones"
@@ -69,14 +78,20 @@ def check_positional_encoding_contract(sinusoidal_encoding):
             hint = "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"
         else:
             hint = "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones"
-        contract_close(
-            "position 0 is (0, 1, 0, 1, ...)", zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0,
-        )
-    error = judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)")
-    error = max(error, judge(
-        5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
+        contract_close(prop, zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0)
+
+    def table_matches():
+        errors.append(judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)"))
+
+    def base_sets_frequencies():
+        errors.append(judge(5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)"))
+
+    found = ContractViolation.run_properties((
+        ("position 0 is (0, 1, 0, 1, ...)", position_zero),
+        ("table equals sin/cos of position / 10000^(2i/d_model)", table_matches),
+        ("the base argument sets the frequencies", base_sets_frequencies),
     ))
-    return {"table_max_error": error}
+    return {"table_max_error": max(errors), **found}
 
 
 def check_causal_mask_contract(causal_allowed):
@@ -116,22 +131,31 @@ def check_causal_mask_contract(causal_allowed):
             hint = "allowed[r, j] = (j <= query_offset + r)"
         bad = (mask != want).nonzero()[0].tolist()
         raise ContractViolation(
-            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+            prop, case, f"{want.int().tolist()}", say("wrong mask entry", mask=mask.int().tolist(), where=tuple(bad)), hint,
         )
 
-    judge(4, 4, 0, "a token sees itself and the past, never the future")
-    judge(1, 1, 0, "a single token sees itself")
-    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
-    judge(1, 5, 4, "the newest token of a cached decode sees every key")
-    judge(3, 7, 2, "a block of queries in the middle of a sequence")
-    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
-        offset = t_k - t_q
-        full = expected(t_k, t_k, 0)
-        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
-        contract_assert(
-            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
-            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
-            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
-        )
-    return {"cases": 8}
+    def sees_the_past():
+        judge(4, 4, 0, "a token sees itself and the past, never the future")
+        judge(1, 1, 0, "a token sees itself and the past, never the future")
+
+    def keeps_absolute_positions():
+        for t_q, t_k, offset in ((2, 6, 4), (1, 5, 4), (3, 7, 2)):  # cached queries, the newest token, a block in the middle
+            judge(t_q, t_k, offset, "cached queries keep their absolute positions (query_offset)")
+
+    def decodes_in_steps():
+        for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+            offset = t_k - t_q
+            full = expected(t_k, t_k, 0)
+            case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+            mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+            contract_assert(
+                torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+                f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+                "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+            )
+
+    return {"cases": 8, **ContractViolation.run_properties((
+        ("a token sees itself and the past, never the future", sees_the_past),
+        ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
+        ("decoding in steps gives the rows of the full mask", decodes_in_steps),
+    ))}

@@ -6,14 +6,18 @@ import os
 import sys
 from pathlib import Path
 
-from . import batch, gradescope, report
+from . import batch, gradescope, report, selftest
 
 DEFAULT_TIMEOUT = 60  # seconds per exercise check
 
 
 def options(grade) -> None:
     """The flags of ``grade``."""
-    grade.add_argument("submissions", nargs="*", type=Path, help="submitted notebooks (.ipynb)")
+    grade.add_argument("submissions", nargs="*", type=Path, help="submitted notebooks (.ipynb), or folders: every .ipynb under them")
+    grade.add_argument("--id", choices=batch.IDS, dest="id_mode",
+                       help="what names each submission in grades.csv: its path as given, its parent folder or its file stem "
+                            "(default: its path relative to the folder given, or its file name)")
+    grade.add_argument("--feedback", type=Path, metavar="DIR", help="also write one self-contained HTML page per student into DIR")
     grade.add_argument("--out", type=Path, help="folder for <submission>/results.json, grades.csv, summary.csv and summary.html")
     grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"time limit of each exercise's check, in seconds (default {DEFAULT_TIMEOUT})")
     grade.add_argument("--module", help="grade every submission as this notebook (name or reference key); others are refused")
@@ -33,8 +37,9 @@ def problem(args) -> str | None:
         return f"--jobs must be at least 1, got {args.jobs}"
     if not math.isfinite(args.budget) or args.budget <= 0:
         return f"--budget must be a finite positive number of seconds, got {args.budget:g}"
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        return f"--out {args.out} is a file; give a folder"
+    for flag, folder in (("--out", args.out), ("--feedback", args.feedback)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            return f"{flag} {folder} is a file; give a folder"
     return None
 
 
@@ -63,12 +68,21 @@ def command(course, args) -> int:
         return 0  # Gradescope reads the verdict from results.json, whatever the exit code
     if not args.submissions or not args.out:
         return _usage("give submitted notebooks and --out DIR (or --gradescope-bundle BUNDLE.zip)")
-    rows = batch.grade(course, args.submissions, timeout=args.timeout, module=module, jobs=args.jobs, visibility=args.visibility)
-    batch.write(rows, args.out)
+    collected = batch.collect(args.submissions, args.id_mode)
+    if not collected.paths:
+        return _usage(f"no .ipynb notebook in {', '.join(map(str, args.submissions))}")
+    try:
+        rows = batch.grade(course, collected.paths, timeout=args.timeout, module=module, jobs=args.jobs, visibility=args.visibility,
+                           ids=collected.ids)
+    except selftest.EnvironmentProblem as stopped:
+        print(f"grade: nothing graded, nothing written: {stopped}", file=sys.stderr)
+        return 1
+    batch.write(rows, args.out, collected.skipped, args.feedback)
     for row in rows:
         print(batch.summary(row))
-    print(f"grade: wrote {len(rows)} results.json, {args.out / 'grades.csv'}, summary.csv and summary.html")
-    return 1 if any(not row.result["tests"] for row in rows) else 0
+    pages = f", and {len(rows)} feedback pages in {args.feedback}" if args.feedback else ""
+    print(f"grade: wrote {len(rows)} results.json, {args.out / 'grades.csv'}, summary.csv and summary.html{pages}")
+    return 1 if collected.skipped or any(report.status(row.result) != "graded" for row in rows) else 0
 
 
 def _usage(message: str) -> int:

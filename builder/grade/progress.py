@@ -10,8 +10,8 @@ EVERY = 5.0  # seconds between lines when stderr is not a terminal
 class Meter:
     """Counts judged checks; prints a line now and then (a terminal gets one line rewritten in place)."""
 
-    def __init__(self, checks: int, submissions: int, show=None):
-        self.checks, self.submissions, self.done = checks, submissions, 0
+    def __init__(self, checks: int, submissions: int, show=None, expected: float | None = None):
+        self.checks, self.submissions, self.done, self.expected = checks, submissions, 0, expected
         self.show = show if show is not None else (lambda line: print(line, file=sys.stderr, flush=True))
         self.tty = show is None and sys.stderr.isatty()
         self.start = self.last = time.monotonic()
@@ -20,7 +20,7 @@ class Meter:
     def line(self) -> str:
         """'grade: 12/120 checks of 60 submissions, 41 s elapsed, about 5 min left'."""
         elapsed = time.monotonic() - self.start
-        left = elapsed / self.done * (self.checks - self.done) if self.done else None
+        left = estimate(elapsed, self.done, self.checks, self.expected)
         rest = "estimating" if left is None else f"about {_duration(left)} left"
         return f"grade: {self.done}/{self.checks} exercise checks of {self.submissions} submissions, {_duration(elapsed)} elapsed, {rest}"
 
@@ -40,6 +40,22 @@ class Meter:
         """End the terminal's progress line."""
         if self.tty and self.checks:
             sys.stderr.write("\n")
+
+
+def estimate(elapsed: float, done: int, checks: int, expected: float | None) -> float | None:
+    """Seconds left: the self-test's forecast (``expected`` seconds in all) at first, the rate seen so far as checks finish.
+
+    The first checks of a run wait for the course's setup, so the rate alone overestimates at the start;
+    the forecast, measured on the solutions just before, is weighed by the share of checks still to do.
+    """
+    if checks <= 0:
+        return 0.0
+    seen = elapsed / done * (checks - done) if done else None
+    if expected is None:
+        return seen
+    forecast = max(expected - elapsed, 0.0)
+    share = done / checks
+    return forecast if seen is None else (1 - share) * forecast + share * seen
 
 
 def _duration(seconds: float) -> str:

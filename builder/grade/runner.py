@@ -155,7 +155,8 @@ def judged(host, namespace: dict, exercise, check: str, sub: dict, timeout: floa
     theirs.close()
 
     def task():
-        return judge(namespace, exercise.label, exercise.names, check, ours, sub["exercises"].get(exercise.label), sub.get("own", []))
+        return judge(namespace, exercise.label, exercise.names, check, ours, sub["exercises"].get(exercise.label), sub.get("own", []),
+                     sub.get("language", "en"))
 
     try:
         result = isolated(task, timeout, exercise.label, host.config.get("memory_mb"))

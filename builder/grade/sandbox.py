@@ -376,7 +376,9 @@ def warm_up() -> None:
     import torch
 
     x = torch.ones(2, dtype=torch.float64, requires_grad=True)
-    torch.autograd.grad(torch.nn.functional.softmax(x, -1).sum(), x)
+    y = torch.nn.functional.softmax(x, -1)
+    torch.autograd.grad(y.sum(), x, retain_graph=True)
+    torch.autograd.grad([y], [x], [torch.ones_like(y)])  # a tensor grad_outputs imports torch.fx.experimental.symbolic_shapes
 
 
 def course_process(fd: int) -> None:

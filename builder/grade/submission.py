@@ -34,6 +34,7 @@ class Submission:
     cells: dict[str, str] = field(default_factory=dict)  # "Exercise N" -> the source of that code cell
     own: list[str] = field(default_factory=list)  # the student's own code cells, in order
     error: str | None = None
+    language: str = "en"  # metadata.course.language: the language of the feedback
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,15 @@ class Known:
 
 @functools.cache
 def known(root: Path) -> Known:
-    """Cell ids and sources of every shipped edition under ``root/notebooks``."""
-    exercise_ids, ids, sources = {}, set(), set()
+    """Cell ids and sources of every edition: those shipped under ``root/notebooks``, and the graded ones ``release`` writes.
+
+    A graded edition (``metadata.course.edition`` "graded") is a student edition less its solution regions, with
+    one hidden cell added that makes cells wait for unfinished exercises: both are course cells, in every language.
+    """
+    from .. import release
+
+    exercise_ids, ids = {}, set()
+    sources = {release.waiting_cell(root, language).source.strip() for language in release.WAITING_TITLE}
     for path in sorted((root / "notebooks").rglob("*.ipynb")):
         try:
             nb = nbformat.read(path, as_version=4)
@@ -58,7 +66,7 @@ def known(root: Path) -> Known:
             if cell.cell_type != "code":
                 continue
             ids.add(cell.get("id", ""))
-            sources.add(cell.source.strip())
+            sources.update({cell.source.strip(), release.graded_cell_source(cell.source).strip()})
             label = _label(cell.source)
             if "exercise" in cell.metadata.get("tags", []) and label:
                 exercise_ids[cell.get("id", "")] = label
@@ -118,12 +126,20 @@ def module_of(nb: nbformat.NotebookNode, course) -> list[str]:
     return [book.name for book in course.notebooks if any(title in opening for title in titles(book))]
 
 
+def language_of(nb: nbformat.NotebookNode, course) -> str:
+    """The language of a submission's feedback: its metadata.course.language when the course has it, else English."""
+    meta = nb.metadata.get("course", {})
+    language = meta.get("language") if isinstance(meta, dict) else None
+    return language if isinstance(language, str) and language in ("en", *course.languages) else "en"
+
+
 def read(path: Path, course, module: str | None = None) -> Submission:
     """Read one submission; an unreadable file or a notebook of another module gets an ``error``."""
     result = Submission(path, path.stem)
     try:
         nb = nbformat.read(path, as_version=4)
         found = module_of(nb, course)
+        result.language = language_of(nb, course)
     except UNREADABLE as exc:
         detail = (str(exc).splitlines() or [""])[0][:120]
         result.error = f"not a readable notebook ({type(exc).__name__}: {detail})"

@@ -790,8 +790,47 @@ MESSAGES = {
                    "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "each property of this exercise:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade defining failed": "ERROR: defining your {label} code failed; the process running it said:",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
-# builder:end sha256=dbdf2d810b0a0e55e5336d7d4f01608ed1c83fc23beb78b43c693635500764bc
+# builder:end sha256=7eb07717b62b8808e16ecc6f0fefd596852f9dd346f86f7b0f817c42fd9a42ff
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -839,6 +878,39 @@ MESSAGES.update({
     "prediction wrong": "{label}: ваш прогноз ({prediction}) расходится с измерением, которое даёт ({measured}): {explanation}",
     "provenance": "*Происхождение: сборщик курса {version}; эталонные значения `{path}`, SHA-256 `{sha256}`. Лицензия: текст и рисунки\xa0— CC BY-SA 4.0, код\xa0— MIT.*",
     "cell waits": "Эта ячейка ждёт ({label}): запустите её снова, когда {label} пройдёт свою проверку.",
+    "wrong mask entry": "неверный элемент маски",
+    "properties": "свойства",
+    "properties hold": "выполняются {held} из {count} свойств этого упражнения",
+    "grade pass": "ПРОЙДЕНО: все свойства контракта {names} выполняются.",
+    "grade not done": "НЕ СДЕЛАНО: {names} всё ещё выбрасывает NotImplementedError, как заготовка: {error}",
+    "grade fail": "НЕ ПРОЙДЕНО: {names} нарушает свой контракт.",
+    "grade error": "ОШИБКА: {names} выбрасывает {error}: {message}",
+    "grade an exception": "исключение",
+    "grade environment": "НЕ ОЦЕНЕНО (среда оценивания): процесс, выполняющий ваш код, не смог импортировать {module}, который предоставляет курс; это вина машины оценивания, а не ваша, и упражнение оценят заново.",
+    "grade properties": "каждое свойство этого упражнения:",
+    "grade property holds": "  выполняется: {property}",
+    "grade property fails": "  нарушено: {property}",
+    "grade where": "строка {line} в {cell}, функция {name}",
+    "grade own cell": "вашей собственной ячейке {number}",
+    "grade exercise cell": "вашей ячейке «{label}»",
+    "grade missing cell": "ОТСУТСТВУЕТ: в работе нет ячейки «{label}», поэтому {names} не оценивалась.",
+    "grade missing names": "ОТСУТСТВУЕТ: ваша ячейка «{label}» не определяет {names}.",
+    "grade syntax": "ОШИБКА: ваша ячейка «{label}» не компилируется: SyntaxError в строке {line}: {message}",
+    "grade defining": "ОШИБКА: при определении вашего кода «{label}» возникло {error}: {message}",
+    "grade defining failed": "ОШИБКА: определить ваш код «{label}» не удалось; процесс, в котором он выполнялся, сообщил:",
+    "grade note skipped": "Примечание: строка {line} вашей собственной ячейки {number} выбросила {error} и была пропущена.",
+    "grade note shadows": "Примечание: ваши {names} называются так же, как имена курса; ваш код использовал ваши, а код курса сохранил свои.",
+    "grade timed out": "ПРЕВЫШЕНО ВРЕМЯ ({seconds} с): проверка «{label}» не завершилась (бесконечный цикл или слишком медленный код).",
+    "grade ended": "ОШИБКА: процесс, проверявший «{label}», завершился ({how}), не дав вердикта.",
+    "grade check stopped": "ОШИБКА: проверка остановилась с {error}: {message}",
+    "grade killed parent": "ОШИБКА: ваш код убил процесс, который его выполняет (своего родителя, процесс курса), поэтому «{label}» не удалось оценить. Оценивание продолжилось со следующего упражнения.",
+    "grade not graded": "НЕ ОЦЕНЕНО: {reason}",
+    "grade page title": "Отзыв для {id}",
+    "grade page score": "Оценка: {score} из {most} баллов",
+    "grade page not graded": "Не оценено",
+    "grade page exercise": "Упражнение",
+    "grade page points": "Баллы",
+    "grade page feedback": "Отзыв",
     "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, causal mask for queries at positions 2..4": "q[2,2,3,4], k[2,2,5,4], v[2,2,5,6] float64, каузальная маска для запросов на позициях 2..4",
     "the function raised on a valid input; the traceback above this message shows where": "функция выбросила ошибку на допустимом входе; трассировка над этим сообщением показывает где",
     "it works on 2-D q, k, v but not on batched ones: k.T reverses every axis of a batched tensor (deprecated beyond 2-D), so (B, H, T, d) becomes (d, T, H, B); transpose the last two axes with k.transpose(-2, -1) or k.mT": "работает на 2-D q, k, v, но не на пакетных: k.T переворачивает все оси пакетного тензора (устарело для размерности больше 2-D), так что (B, H, T, d) становится (d, T, H, B); транспонируйте две последние оси через k.transpose(-2, -1) или k.mT",
@@ -1431,6 +1503,9 @@ MESSAGES.update({
     "weight and bias are swapped: the weight multiplies, the bias adds": "weight и bias перепутаны: weight умножает, bias прибавляет",
     "each row has mean 0 and biased variance 1": "у каждой строки среднее 0 и смещённая дисперсия 1",
     "eps sits inside the square root": "eps стоит под квадратным корнем",
+    "a constant token maps to zeros": "постоянный токен переходит в нули",
+    "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
+    "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
     "weight scales and bias shifts each feature": "weight масштабирует, а bias сдвигает каждый признак",
     ", eps=1e-5, weight and bias of length 5": ", eps=1e-5, weight и bias длины 5",
     ", eps=1e-5 with weight and bias": ", eps=1e-5 с weight и bias",
@@ -1439,9 +1514,6 @@ MESSAGES.update({
     "an output detached from x": "выход, отсоединённый от x",
     "no .detach(), .item(), numpy round trip or in-place edit of the input": "без .detach(), .item(), перехода через numpy и изменения входа на месте",
     "the mean or variance was detached, so the gradient misses their dependence on x": "среднее или дисперсия отсоединены, поэтому градиент теряет их зависимость от x",
-    "a constant token maps to zeros": "постоянный токен переходит в нули",
-    "x = 7 everywhere, shape (2, 4), eps=1e-5": "x = 7 всюду, форма (2, 4), eps=1e-5",
-    "0 / sqrt(0) is NaN: add eps inside the square root before dividing": "0 / sqrt(0)\xa0— это NaN: прибавьте eps под корнем до деления",
     "shape {tuple(x.shape)}": "форма {tuple(x.shape)}",
     "gradients match F.layer_norm": "градиенты совпадают с F.layer_norm",
     "output matches F.layer_norm": "выход совпадает с F.layer_norm",
@@ -1454,6 +1526,7 @@ MESSAGES.update({
     "positions start at 0, so row 0 is (0, 1, 0, 1, ...)": "позиции начинаются с 0, так что строка 0\xa0— это (0, 1, 0, 1, ...)",
     "angle = position / base^(2i/d_model) for pair i; sin goes in column 2i and cos in column 2i+1": "angle = position / base^(2i/d_model) для пары i; sin идёт в столбец 2i, а cos в столбец 2i+1",
     "position 0 is (0, 1, 0, 1, ...)": "позиция 0\xa0— это (0, 1, 0, 1, ...)",
+    "a torch.Tensor of shape (1, 6)": "torch.Tensor формы (1, 6)",
     "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones": "синус и косинус перепутаны: sin(0) = 0 должен стоять в чётных координатах, cos(0) = 1\xa0— в нечётных",
     "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones": "строка 0\xa0— это позиция 0: sin(0) = 0 в чётных координатах и cos(0) = 1 в нечётных",
     "table equals sin/cos of position / 10000^(2i/d_model)": "таблица равна sin/cos от position / 10000^(2i/d_model)",
@@ -1469,17 +1542,13 @@ MESSAGES.update({
     "query_offset was ignored: row r is the query at absolute position query_offset + r": "query_offset проигнорирован: строка r\xa0— это запрос на абсолютной позиции query_offset + r",
     "allowed[r, j] = (j <= query_offset + r)": "allowed[r, j] = (j <= query_offset + r)",
     "a token sees itself and the past, never the future": "токен видит себя и прошлое, но никогда не будущее",
-    "a single token sees itself": "одиночный токен видит себя",
     "cached queries keep their absolute positions (query_offset)": "закэшированные запросы сохраняют абсолютные позиции (query_offset)",
-    "the newest token of a cached decode sees every key": "новейший токен закэшированного декодирования видит каждый ключ",
-    "a block of queries in the middle of a sequence": "блок запросов в середине последовательности",
     "decoding in steps gives the rows of the full mask": "декодирование по шагам даёт строки полной маски",
     "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask": "маска для запросов query_offset..query_offset+t_q-1 должна состоять ровно из этих строк полной каузальной маски",
     "shape {(length, d_model)}": "форма {(length, d_model)}",
     "shape {tuple(result.shape)}": "форма {tuple(result.shape)}",
     "shape {(t_q, t_k)}": "форма {(t_q, t_k)}",
     "shape {tuple(mask.shape)}": "форма {tuple(mask.shape)}",
-    "{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}": "{mask.int().tolist()}; первый неверный элемент в (запрос, ключ) = {tuple(bad)}",
     "causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})": "causal_allowed({t_q}, {t_k}, query_offset={offset}) в сравнении с последними {t_q} строками causal_allowed({t_k}, {t_k})",
     "logit tiles [[2, 1], [3, 0.5]], value tiles [[1, 2], [3, 4]]": "тайлы логитов [[2, 1], [3, 0,5]], тайлы значений [[1, 2], [3, 4]]",
     "valid tiles give (output, trace)": "допустимые тайлы дают (output, trace)",
@@ -1712,12 +1781,13 @@ class ContractViolation(AssertionError):
     def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
-        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
+        later = (("properties", getattr(self, "tally", "")), ("to go on", getattr(self, "go_on", "")))  # set by the harness, the check
+        return tuple((name, in_language(value)) for name, value in values) + tuple((name, value) for name, value in later if value)
 
     @staticmethod
     def line(name, value):
         """One field of the message: its name in the reader's language, padded so the values line up."""
-        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "properties", "to go on")))
         return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
@@ -1735,7 +1805,36 @@ class ContractViolation(AssertionError):
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
         lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
         return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
-# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
+
+    @staticmethod
+    def run_properties(properties, *args):
+        """Run a contract's table of named properties in order, each on ``args``; raise the first failure, saying how many hold.
+
+        ``properties`` holds ``(name, check)`` or ``(name, check, weight)``: ``check(*args)`` raises (ContractViolation,
+        or any error) when its property fails. Every property runs, so a grader can give credit for those that hold;
+        a stub's NotImplementedError stops at once. Returns ``{"properties": [(name, holds, weight), ...]}``; the
+        failure raised carries the same list as ``outcomes``.
+        """
+        outcomes, first = [], None
+        for entry in properties:
+            name, check, weight = (tuple(entry) + (1.0,))[:3]
+            try:
+                check(*args)
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                outcomes.append((name, False, weight))
+                first = first or error
+            else:
+                outcomes.append((name, True, weight))
+        if first is None:
+            return {"properties": outcomes}
+        first.outcomes = outcomes
+        if isinstance(first, ContractViolation) and len(outcomes) > 1:
+            first.tally = say("properties hold", held=sum(holds for _, holds, _ in outcomes), count=len(outcomes))
+            first.args = (f"{first.args[0]}\n{first.line('properties', first.tally)}",)
+        raise first
+# builder:end sha256=47053255625f430394c5c6e1d28e572714563581e5f0bc4d05667f0bf809af2c
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""

@@ -695,8 +695,47 @@ MESSAGES = {
                    "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "each property of this exercise:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade defining failed": "ERROR: defining your {label} code failed; the process running it said:",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
-# builder:end sha256=dbdf2d810b0a0e55e5336d7d4f01608ed1c83fc23beb78b43c693635500764bc
+# builder:end sha256=7eb07717b62b8808e16ecc6f0fefd596852f9dd346f86f7b0f817c42fd9a42ff
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -806,12 +845,13 @@ class ContractViolation(AssertionError):
     def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
-        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
+        later = (("properties", getattr(self, "tally", "")), ("to go on", getattr(self, "go_on", "")))  # set by the harness, the check
+        return tuple((name, in_language(value)) for name, value in values) + tuple((name, value) for name, value in later if value)
 
     @staticmethod
     def line(name, value):
         """One field of the message: its name in the reader's language, padded so the values line up."""
-        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "properties", "to go on")))
         return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
@@ -829,7 +869,36 @@ class ContractViolation(AssertionError):
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
         lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
         return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
-# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
+
+    @staticmethod
+    def run_properties(properties, *args):
+        """Run a contract's table of named properties in order, each on ``args``; raise the first failure, saying how many hold.
+
+        ``properties`` holds ``(name, check)`` or ``(name, check, weight)``: ``check(*args)`` raises (ContractViolation,
+        or any error) when its property fails. Every property runs, so a grader can give credit for those that hold;
+        a stub's NotImplementedError stops at once. Returns ``{"properties": [(name, holds, weight), ...]}``; the
+        failure raised carries the same list as ``outcomes``.
+        """
+        outcomes, first = [], None
+        for entry in properties:
+            name, check, weight = (tuple(entry) + (1.0,))[:3]
+            try:
+                check(*args)
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                outcomes.append((name, False, weight))
+                first = first or error
+            else:
+                outcomes.append((name, True, weight))
+        if first is None:
+            return {"properties": outcomes}
+        first.outcomes = outcomes
+        if isinstance(first, ContractViolation) and len(outcomes) > 1:
+            first.tally = say("properties hold", held=sum(holds for _, holds, _ in outcomes), count=len(outcomes))
+            first.args = (f"{first.args[0]}\n{first.line('properties', first.tally)}",)
+        raise first
+# builder:end sha256=47053255625f430394c5c6e1d28e572714563581e5f0bc4d05667f0bf809af2c
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
@@ -2238,9 +2307,17 @@ def check_positional_encoding_contract(sinusoidal_encoding):
                 break
         return contract_close(prop, case, result, expected, hint, atol=1e-6, rtol=0)
 
-    zero_case = "sinusoidal_encoding(1, 6)"
-    row = contract_call("position 0 is (0, 1, 0, 1, ...)", zero_case, "the function raised on a valid input; the traceback above this message shows where", sinusoidal_encoding, 1, 6)
-    if isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6):
+    raised = "the function raised on a valid input; the traceback above this message shows where"
+    errors = [0.0]
+
+    def position_zero():
+        prop, zero_case = "position 0 is (0, 1, 0, 1, ...)", "sinusoidal_encoding(1, 6)"
+        row = contract_call(prop, zero_case, raised, sinusoidal_encoding, 1, 6)
+        contract_assert(
+            isinstance(row, torch.Tensor) and tuple(row.shape) == (1, 6), prop + ": shape is (length, d_model)", zero_case,
+            "a torch.Tensor of shape (1, 6)", f"{type(row).__name__} {tuple(getattr(row, 'shape', ()))}",
+            "positions go down the rows and coordinates across the columns; a transposed table has them swapped",
+        )
         values = [round(float(x), 6) for x in row[0]]
         if values == [1.0, 0.0] * 3:
             hint = "sine and cosine are swapped: sin(0) = 0 belongs on the even coordinates, cos(0) = 1 on the odd ones"
@@ -2248,15 +2325,21 @@ def check_positional_encoding_contract(sinusoidal_encoding):
             hint = "sine and cosine must interleave (sin, cos, sin, cos, ...), not all sines followed by all cosines"
         else:
             hint = "row 0 is position 0: sin(0) = 0 on the even coordinates and cos(0) = 1 on the odd ones"
-        contract_close(
-            "position 0 is (0, 1, 0, 1, ...)", zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0,
-        )
-    error = judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)")
-    error = max(error, judge(
-        5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)",
+        contract_close(prop, zero_case, row[0], torch.tensor([0.0, 1.0] * 3), hint, atol=1e-6, rtol=0)
+
+    def table_matches():
+        errors.append(judge(7, 8, 10_000.0, "table equals sin/cos of position / 10000^(2i/d_model)", "sinusoidal_encoding(7, 8)"))
+
+    def base_sets_frequencies():
+        errors.append(judge(5, 6, 100.0, "the base argument sets the frequencies", "sinusoidal_encoding(5, 6, base=100.0)"))
+
+    found = ContractViolation.run_properties((
+        ("position 0 is (0, 1, 0, 1, ...)", position_zero),
+        ("table equals sin/cos of position / 10000^(2i/d_model)", table_matches),
+        ("the base argument sets the frequencies", base_sets_frequencies),
     ))
-    return {"table_max_error": error}
-# builder:end sha256=02914ea84877685895ebb7f2a3e502473ed341393bdf4e1a12802996ee0786cb
+    return {"table_max_error": max(errors), **found}
+# builder:end sha256=9d69839268832a343a927655466f83ef537244f1a3741e844fae22f43d32c882
 check_exercise("Exercise 1", check_positional_encoding_contract, sinusoidal_encoding, globals())
 
 
@@ -2428,26 +2511,35 @@ def check_causal_mask_contract(causal_allowed):
             hint = "allowed[r, j] = (j <= query_offset + r)"
         bad = (mask != want).nonzero()[0].tolist()
         raise ContractViolation(
-            prop, case, f"{want.int().tolist()}", f"{mask.int().tolist()}; first wrong entry at (query, key) = {tuple(bad)}", hint,
+            prop, case, f"{want.int().tolist()}", say("wrong mask entry", mask=mask.int().tolist(), where=tuple(bad)), hint,
         )
 
-    judge(4, 4, 0, "a token sees itself and the past, never the future")
-    judge(1, 1, 0, "a single token sees itself")
-    judge(2, 6, 4, "cached queries keep their absolute positions (query_offset)")
-    judge(1, 5, 4, "the newest token of a cached decode sees every key")
-    judge(3, 7, 2, "a block of queries in the middle of a sequence")
-    for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
-        offset = t_k - t_q
-        full = expected(t_k, t_k, 0)
-        case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
-        mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
-        contract_assert(
-            torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
-            f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
-            "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
-        )
-    return {"cases": 8}
-# builder:end sha256=4385ba2f91ef1dbebb5c3041b831a8f37985ed57eb3d34df947cd7820ff4c512
+    def sees_the_past():
+        judge(4, 4, 0, "a token sees itself and the past, never the future")
+        judge(1, 1, 0, "a token sees itself and the past, never the future")
+
+    def keeps_absolute_positions():
+        for t_q, t_k, offset in ((2, 6, 4), (1, 5, 4), (3, 7, 2)):  # cached queries, the newest token, a block in the middle
+            judge(t_q, t_k, offset, "cached queries keep their absolute positions (query_offset)")
+
+    def decodes_in_steps():
+        for t_q, t_k in ((1, 6), (3, 6), (6, 6)):
+            offset = t_k - t_q
+            full = expected(t_k, t_k, 0)
+            case = f"causal_allowed({t_q}, {t_k}, query_offset={offset}) against the last {t_q} rows of causal_allowed({t_k}, {t_k})"
+            mask = contract_call("decoding in steps gives the rows of the full mask", case, "the function raised on a valid input; the traceback above this message shows where", causal_allowed, t_q, t_k, query_offset=offset)
+            contract_assert(
+                torch.equal(mask, full[offset:]), "decoding in steps gives the rows of the full mask", case,
+                f"{full[offset:].int().tolist()}", f"{mask.int().tolist()}",
+                "the mask for queries query_offset..query_offset+t_q-1 must be exactly those rows of the full causal mask",
+            )
+
+    return {"cases": 8, **ContractViolation.run_properties((
+        ("a token sees itself and the past, never the future", sees_the_past),
+        ("cached queries keep their absolute positions (query_offset)", keeps_absolute_positions),
+        ("decoding in steps gives the rows of the full mask", decodes_in_steps),
+    ))}
+# builder:end sha256=d4264652a376ac18e3a11c932c144dfccd5d0452f9eacf237dadfdc74c805bac
 check_exercise("Exercise 2", check_causal_mask_contract, causal_allowed, globals())
 
 
@@ -4486,46 +4578,60 @@ def check_layer_norm_contract(layer_norm):
             hint = "weight and bias are swapped: the weight multiplies, the bias adds"
         return contract_close(prop, label, result, expected, hint, atol=1e-9, rtol=1e-9)
 
-    error = judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0")
-    error = max(error, judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+    raised = "the function raised on a valid input; the traceback above this message shows where"
     weight = torch.tensor([1.0, 2.0, -1.0, 0.5, 3.0], dtype=torch.float64)
     bias = torch.tensor([0.0, -1.0, 2.0, 0.25, 1.0], dtype=torch.float64)
-    affine = {"weight": weight, "bias": bias}
-    error = max(error, judge(
-        "weight scales and bias shifts each feature", 1e-5, affine, by_hand(x, 1e-5) * weight + bias,
-        case + ", eps=1e-5, weight and bias of length 5",
+    errors = [0.0]
+
+    def normalises():
+        errors.append(judge("each row has mean 0 and biased variance 1", 0.0, {}, by_hand(x, 0.0), case + ", eps=0"))
+
+    def eps_inside():
+        errors.append(judge("eps sits inside the square root", 0.5, {}, by_hand(x, 0.5), case + ", eps=0.5"))
+        # A constant token has zero variance: eps keeps the result finite (and zero).
+        flat = torch.full((2, 4), 7.0, dtype=torch.float64)
+        constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", raised, layer_norm, flat, eps=1e-5)
+        contract_close(
+            "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
+            "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
+        )
+
+    def affine():
+        errors.append(judge(
+            "weight scales and bias shifts each feature", 1e-5, {"weight": weight, "bias": bias}, by_hand(x, 1e-5) * weight + bias,
+            case + ", eps=1e-5, weight and bias of length 5",
+        ))
+
+    def matches_the_library():
+        # The library agrees, and gradients flow through the hand-written version.
+        xg = x.clone().requires_grad_()
+        ours = contract_call("gradients match F.layer_norm", case, raised, layer_norm, xg, weight, bias, eps=1e-5)
+        theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
+        errors.append(contract_close(
+            "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
+            "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
+        ))
+        contract_assert(
+            ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
+            "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
+        )
+        probe = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
+        grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
+        xl = x.clone().requires_grad_()
+        grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
+        contract_close(
+            "gradients match F.layer_norm", case, grad_ours, grad_lib,
+            "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
+        )
+
+    found = ContractViolation.run_properties((
+        ("each row has mean 0 and biased variance 1", normalises),
+        ("eps sits inside the square root", eps_inside),
+        ("weight scales and bias shifts each feature", affine),
+        ("gradients match F.layer_norm", matches_the_library),
     ))
-
-    # The library agrees, and gradients flow through the hand-written version.
-    xg = x.clone().requires_grad_()
-    ours = contract_call("gradients match F.layer_norm", case, "the function raised on a valid input; the traceback above this message shows where", layer_norm, xg, weight, bias, eps=1e-5)
-    theirs = F.layer_norm(x.clone().requires_grad_(), (5,), weight, bias, eps=1e-5)
-    library_error = contract_close(
-        "output matches F.layer_norm", case + ", eps=1e-5 with weight and bias", ours, theirs,
-        "compare your mean, variance and eps with F.layer_norm's definition", atol=1e-9, rtol=1e-9,
-    )
-    contract_assert(
-        ours.requires_grad, "gradients flow through layer_norm", case, "an output that requires grad",
-        "an output detached from x", "no .detach(), .item(), numpy round trip or in-place edit of the input",
-    )
-    probe = torch.randn(3, 5, dtype=torch.float64, generator=gen)
-    grad_ours = torch.autograd.grad((ours * probe).sum(), xg)[0]
-    xl = x.clone().requires_grad_()
-    grad_lib = torch.autograd.grad((F.layer_norm(xl, (5,), weight, bias, eps=1e-5) * probe).sum(), xl)[0]
-    contract_close(
-        "gradients match F.layer_norm", case, grad_ours, grad_lib,
-        "the mean or variance was detached, so the gradient misses their dependence on x", atol=1e-9, rtol=1e-9,
-    )
-
-    # A constant token has zero variance: eps keeps the result finite (and zero).
-    flat = torch.full((2, 4), 7.0, dtype=torch.float64)
-    constant = contract_call("a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", "the function raised on a valid input; the traceback above this message shows where", layer_norm, flat, eps=1e-5)
-    contract_close(
-        "a constant token maps to zeros", "x = 7 everywhere, shape (2, 4), eps=1e-5", constant, torch.zeros(2, 4, dtype=torch.float64),
-        "0 / sqrt(0) is NaN: add eps inside the square root before dividing", atol=1e-12, rtol=0,
-    )
-    return {"max_error": max(error, library_error)}
-# builder:end sha256=2461815a4d61136c1c3d2a67f0bf95536491bbb7061588396b6295e067c10a72
+    return {"max_error": max(errors), **found}
+# builder:end sha256=5e3c4c9a1606cb6a3c89da4fb705c1eea982b49e5f2ccc22203051eed80a231e
 check_exercise("Exercise 6", check_layer_norm_contract, layer_norm, globals())
 
 # %%

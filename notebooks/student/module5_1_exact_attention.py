@@ -793,8 +793,47 @@ MESSAGES = {
                    "Licence: text and figures CC BY-SA 4.0, code MIT.*"),
     # the graded edition's waiting cells
     "cell waits": "This cell waits for {label}: run it again once {label} passes its check.",
+    # a boolean mask a contract compares entry by entry
+    "wrong mask entry": "{mask}; first wrong entry at (query, key) = {where}",
+    # a contract judged as a table of properties (partial credit)
+    "properties": "properties",
+    "properties hold": "{held} of the {count} properties of this exercise hold",
+    # the grader's feedback (builder/grade): one line each, in the submission's language
+    "grade pass": "PASS: every contract property of {names} holds.",
+    "grade not done": "NOT DONE: {names} still raises NotImplementedError, as the stub does: {error}",
+    "grade fail": "FAIL: {names} breaks its contract.",
+    "grade error": "ERROR: {names} raised {error}: {message}",
+    "grade an exception": "an exception",
+    "grade environment": ("NOT GRADED (grading environment): the process running your code could not import {module}, which "
+                          "the course provides; this is the grading machine's fault, not yours, and the exercise will be graded again."),
+    "grade properties": "each property of this exercise:",
+    "grade property holds": "  holds: {property}",
+    "grade property fails": "  fails: {property}",
+    "grade where": "at line {line} of {cell}, in {name}",
+    "grade own cell": "your own cell {number}",
+    "grade exercise cell": "your {label} cell",
+    "grade missing cell": "MISSING: the submission has no {label} cell, so {names} was not graded.",
+    "grade missing names": "MISSING: your {label} cell does not define {names}.",
+    "grade syntax": "ERROR: your {label} cell does not compile: SyntaxError at line {line}: {message}",
+    "grade defining": "ERROR: defining your {label} code raised {error}: {message}",
+    "grade defining failed": "ERROR: defining your {label} code failed; the process running it said:",
+    "grade note skipped": "Note: line {line} of your own cell {number} raised {error} and was skipped.",
+    "grade note shadows": ("Note: your {names} shares a name with the course's; your code used yours, and the course's own "
+                           "code kept the course's."),
+    "grade timed out": "TIMED OUT after {seconds} s: the check of {label} did not finish (an infinite loop, or code far too slow).",
+    "grade ended": "ERROR: the process checking {label} ended ({how}) before it gave a verdict.",
+    "grade check stopped": "ERROR: the check stopped with {error}: {message}",
+    "grade killed parent": ("ERROR: your code killed the process that runs it (its parent, the course process), so {label} "
+                            "could not be judged. Grading went on with the next exercise."),
+    "grade not graded": "NOT GRADED: {reason}",
+    "grade page title": "Feedback for {id}",
+    "grade page score": "Score: {score} of {most} points",
+    "grade page not graded": "Not graded",
+    "grade page exercise": "Exercise",
+    "grade page points": "Points",
+    "grade page feedback": "Feedback",
 }
-# builder:end sha256=dbdf2d810b0a0e55e5336d7d4f01608ed1c83fc23beb78b43c693635500764bc
+# builder:end sha256=7eb07717b62b8808e16ecc6f0fefd596852f9dd346f86f7b0f817c42fd9a42ff
 # builder:begin inline say
 def say(key, **fields):
     """The message ``key`` of ``MESSAGES`` in the notebook's language, its ``{fields}`` filled in."""
@@ -904,12 +943,13 @@ class ContractViolation(AssertionError):
     def _fields(self):
         """(name, value in the reader's language) of each field under the property, "to go on" once a check has set it."""
         values = (("on input", self.on_input), ("expected", self.expected), ("actual", self.actual), ("usual cause", self.hint))
-        return tuple((name, in_language(value)) for name, value in values) + ((("to go on", self.go_on),) if getattr(self, "go_on", "") else ())
+        later = (("properties", getattr(self, "tally", "")), ("to go on", getattr(self, "go_on", "")))  # set by the harness, the check
+        return tuple((name, in_language(value)) for name, value in values) + tuple((name, value) for name, value in later if value)
 
     @staticmethod
     def line(name, value):
         """One field of the message: its name in the reader's language, padded so the values line up."""
-        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "to go on")))
+        width = max(13, 2 + max(len(say(key)) for key in ("on input", "expected", "actual", "usual cause", "properties", "to go on")))
         return f"  {say(name) + ':':<{width}}{value}"
 
     def _render_traceback_(self):
@@ -927,7 +967,36 @@ class ContractViolation(AssertionError):
         message = [f"ContractViolation: {say('violation', property=one_line(self.shown_property))}"]
         lines = message + [self.line(name, one_line(value)) for name, value in self._fields()]
         return list(getattr(self, "frames", ())) + [part for line in lines for part in wrapped(line)]
-# builder:end sha256=938be6d9762bf4b05fe43d1ae4177230e629de8c8a0417ee29c4b8e1dfdc48d8
+
+    @staticmethod
+    def run_properties(properties, *args):
+        """Run a contract's table of named properties in order, each on ``args``; raise the first failure, saying how many hold.
+
+        ``properties`` holds ``(name, check)`` or ``(name, check, weight)``: ``check(*args)`` raises (ContractViolation,
+        or any error) when its property fails. Every property runs, so a grader can give credit for those that hold;
+        a stub's NotImplementedError stops at once. Returns ``{"properties": [(name, holds, weight), ...]}``; the
+        failure raised carries the same list as ``outcomes``.
+        """
+        outcomes, first = [], None
+        for entry in properties:
+            name, check, weight = (tuple(entry) + (1.0,))[:3]
+            try:
+                check(*args)
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                outcomes.append((name, False, weight))
+                first = first or error
+            else:
+                outcomes.append((name, True, weight))
+        if first is None:
+            return {"properties": outcomes}
+        first.outcomes = outcomes
+        if isinstance(first, ContractViolation) and len(outcomes) > 1:
+            first.tally = say("properties hold", held=sum(holds for _, holds, _ in outcomes), count=len(outcomes))
+            first.args = (f"{first.args[0]}\n{first.line('properties', first.tally)}",)
+        raise first
+# builder:end sha256=47053255625f430394c5c6e1d28e572714563581e5f0bc4d05667f0bf809af2c
 # builder:begin inline contract_assert
 def contract_assert(condition, prop, on_input, expected, actual, hint):
     """Raise ContractViolation when ``condition`` is false."""
