@@ -80,7 +80,7 @@ def violations(russian_table) -> dict[str, ContractViolation]:
 
 
 def test_english_words_sees_prose_and_leaves_code():
-    assert "matches" in english_words("output matches F.layer_norm")
+    assert "agrees" in english_words("output agrees with F.layer_norm")
     assert english_words("умножьте на alpha = exp(m_old - m_new); eps=1e-5, ValueError") == []
 
 

@@ -1018,7 +1018,7 @@ MESSAGES.update({
     "tokens (2, 8)": "токены (2, 8)",
     "a Python float": "число Python типа float",
     "greedy decoding with cache={cache} gives the model's tokens": "жадное декодирование с cache={cache} даёт токены модели",
-    "a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}": "модель, у которой следующий токен равен (3 * сумма прошлых + длина) mod 11, промпт (2, 3), 6 новых токенов, cache={cache}",
+    "a model whose next token is (3 * sum of the past + length) mod 11, prompt (2, 3), 6 new tokens, cache={cache}": "модель, у которой следующий токен равен (3 * сумма прошлых + длина) по модулю 11, промпт (2, 3), 6 новых токенов, cache={cache}",
     "tokens fed per call {fed}": "токенов за вызов: {fed}",
     "{shapes}, scored {getattr(scored, 'dtype', '')}": "{shapes}, маска оцениваемых позиций типа {getattr(scored, 'dtype', '')}",
     "they differ": "они различаются",
