@@ -256,7 +256,7 @@ def _result(group: Group, key: str, exercises, worth: dict, visibility: str, lan
             partial: bool = report.PARTIAL_CREDIT) -> dict:
     """The results.json of one submission of a group, in its language; exercises a dead judge never reached are named."""
     exercises = [e for e in exercises if worth[e.label] > 0]  # an exercise worth 0 points is left out of grading
-    verdicts = {label: v for label, v in group.verdicts.get(key, {}).items() if worth.get(label, 1) > 0}
+    verdicts = {label: v for label, v in group.verdicts.get(key, {}).items() if worth[label] > 0}
     if not verdicts:
         return report.failed(group.error or "the grading process returned no verdicts", visibility)
     reason = group.error or "the grading process stopped first"
