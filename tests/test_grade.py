@@ -302,7 +302,7 @@ def graded_kinds(tmp_path_factory, course):
         if book.name not in done:
             folder = tmp_path_factory.mktemp(book.reference)
             solved = variants.solved(book)
-            labels = variants.labels(solved)
+            labels = variants.graded(book)
             middle = labels[len(labels) // 2]  # later exercises run on its reference
             tampered = variants.broken(solved, middle)
             for cell in tampered.cells:  # every check cell, helper, setup cell and embedded reference: gone
@@ -395,7 +395,7 @@ def test_the_gradescope_selftest_passes_on_a_bundle_built_here(tmp_path, course,
     bundle = gradescope.bundle(course, tmp_path / "autograder.zip", module="module3", timeout=TIMEOUT)
     assert cli.main(["--root", str(ROOT), "grade", "--gradescope-selftest", str(bundle)]) == 0
     shown = capsys.readouterr().out
-    count = len(variants.labels(variants.solved(course.select(["module3"])[0])))
+    count = len(variants.graded(course.select(["module3"])[0]))
     assert f"selftest module3_basic_transformer solution: {count} points, {count} exercises: ok" in shown
     assert f"selftest module3_basic_transformer stub: 0 points, {count} exercises: ok" in shown
 

@@ -215,7 +215,7 @@ def attacked(tmp_path_factory, course):
     results = {p.parent.name: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*/results.json")}
     left = sorted(p.name for p in scratch.iterdir())
     shutil.rmtree(scratch, ignore_errors=True)
-    return {"done": done, "results": results, "out": out, "marker": marker, "labels": variants.labels(variants.solved(book)),
+    return {"done": done, "results": results, "out": out, "marker": marker, "labels": variants.graded(book),
             "left": left, "grader_unchanged": integrity.digest() == code}
 
 
@@ -285,7 +285,7 @@ def test_a_parent_killer_costs_only_itself_and_is_named(tmp_path, course, seal):
                            str(tmp_path / "out"), "--timeout", str(TIMEOUT), "--jobs", "1"], env=env, capture_output=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((tmp_path / "out" / "killer" / "results.json").read_text(encoding="utf-8"))
-    full = len(variants.labels(variants.solved(book)))
+    full = len(variants.graded(book))
     assert scores(result)[attacks.LABEL] == 0 and sum(scores(result).values()) == full - 1
     if seal == "off":
         assert result["tests"][1]["output"].startswith("ERROR: your code killed the process that runs it")
@@ -331,7 +331,7 @@ def test_contract_mining_finds_nothing_and_scores_0_in_every_module(mined, cours
     assert mined["done"].returncode == 0, mined["done"].stderr[-2000:]
     for book in course.notebooks:
         result = mined["results"][f"mining_{book.reference}"]
-        assert result["score"] == 0 and len(result["tests"]) == len(variants.labels(variants.solved(book)))
+        assert result["score"] == 0 and len(result["tests"]) == len(variants.graded(book))
         for test in result["tests"]:
             assert mined_names(test["output"]) == [], (book.name, test["name"], test["output"][:600])
 

@@ -12,6 +12,7 @@ import pytest
 from builder import cli, execute, inline, pairing, release, student
 from builder.cells import EXERCISE_LABEL
 from builder.config import load_course
+from builder.grade import variants
 from tests.support import ROOT
 
 
@@ -150,5 +151,6 @@ def test_the_graded_edition_runs_to_the_end_and_grades_as_expected(name, tmp_pat
     assert run.error is None, f"the graded edition with every solution stopped at cell {run.failed_cell}: {run.error[-1500:]}"
     out = printed(run.executed)
     assert "This cell waits" not in out and f"Exercises passed with your own code: {', '.join(labels)}\n" in out
-    assert grade_total(shipped, tmp_path / "grades-shipped") == f"0/{len(labels)}"
-    assert grade_total(answered, tmp_path / "grades-solved") == f"{len(labels)}/{len(labels)}"
+    points = len(variants.graded(nb))  # an exercise worth 0 points is not graded
+    assert grade_total(shipped, tmp_path / "grades-shipped") == f"0/{points}"
+    assert grade_total(answered, tmp_path / "grades-solved") == f"{points}/{points}"

@@ -190,6 +190,13 @@ def grade(course, paths: list[Path], *, timeout: float = 60, module: str | None 
     The grader's own code is hashed first, before any code of a notebook runs (``integrity``).
     """
     integrity.expect(integrity.digest())
+    with sandbox.batch_tmp():
+        return _graded(course, paths, timeout=timeout, module=module, jobs=jobs, visibility=visibility, budget=budget,
+                       show=show, ids=ids, selftest=selftest)
+
+
+def _graded(course, paths: list[Path], *, timeout, module, jobs, visibility, budget, show, ids, selftest) -> list[Graded]:
+    """``grade`` with the batch's own TMPDIR."""
     ids = unique(ids or [Path(p).name for p in paths], list(paths))
     found = [submission.read(path, course, module) for path in paths]
     stems(found, ids)

@@ -537,6 +537,24 @@ def private_folder(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=prefix)
 
 
+@contextlib.contextmanager
+def batch_tmp():
+    """TMPDIR for all a batch starts (caches torch or matplotlib write): one folder, removed with what it holds at the end."""
+    folder = private_folder("grade-batch-")
+    os.chmod(folder, 0o711)  # student processes of other uids pass through it to their own folders, never list it
+    saved, saved_default = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = saved_default
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
+        remove_folder(folder)
+
+
 def remove_folder(folder: str) -> None:
     """Remove a folder made by ``private_folder``."""
     import shutil

@@ -5,6 +5,7 @@ import copy
 import nbformat
 
 from .. import pairing, student
+from . import report
 from .submission import exercise_cells
 
 WRONG = "return None"  # runs, and breaks any contract
@@ -25,6 +26,13 @@ def shipped(book) -> nbformat.NotebookNode:
 def labels(nb: nbformat.NotebookNode) -> list[str]:
     """The exercise labels of a notebook, in order."""
     return list(exercise_cells(nb))
+
+
+def graded(book) -> list[str]:
+    """The labels the grader scores, in order: the exercises worth more than 0 points."""
+    names = labels(solved(book))
+    worth = report.points(book.root, book.name, names)
+    return [label for label in names if worth[label] > 0]
 
 
 def _exercise_index(nb: nbformat.NotebookNode, label: str) -> int:
