@@ -1688,10 +1688,11 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dHMgZmxvdy4KY2xhc3MgUk1TTm9ybShubi5Nb2R1bGUpOgogICAgIiIieCAvIHNxcnQobWVhbih4wrIpICsgZXBzKSDCtyB3",
         "ZWlnaHQgb3ZlciB0aGUgbGFzdCBheGlzOiBMYXllck5vcm0gd2l0aG91dCB0aGUgbWVhbiBhbmQgdGhlIGJpYXMuIiIiCgog",
         "ICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGVwcz0xZS01KToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAg",
-        "ICAgICBzZWxmLmVwcyA9IGVwcwogICAgICAgIHNlbGYud2VpZ2h0ID0gbm4uUGFyYW1ldGVyKHRvcmNoLm9uZXMoZF9tb2Rl",
-        "bCkpICAjIHRoZSBnYWluIM6zLCBvbmUgcGVyIGZlYXR1cmUKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAi",
-        "IiIoLi4uLCBkKSAtPiAoLi4uLCBkKS4iIiIKICAgICAgICByZXR1cm4geCAqIHRvcmNoLnJzcXJ0KHgucG93KDIpLm1lYW4o",
-        "ZGltPS0xLCBrZWVwZGltPVRydWUpICsgc2VsZi5lcHMpICogc2VsZi53ZWlnaHQ=",
+        "ICAgICBlcHMgPSBfcm1zX25vcm1fYXJncyhkX21vZGVsLCBlcHMpCiAgICAgICAgc2VsZi5lcHMgPSBlcHMKICAgICAgICBz",
+        "ZWxmLndlaWdodCA9IG5uLlBhcmFtZXRlcih0b3JjaC5vbmVzKGRfbW9kZWwpKSAgIyB0aGUgZ2FpbiDOsywgb25lIHBlciBm",
+        "ZWF0dXJlCgogICAgZGVmIGZvcndhcmQoc2VsZiwgeCk6CiAgICAgICAgIiIiKC4uLiwgZCkgLT4gKC4uLiwgZCkuIiIiCiAg",
+        "ICAgICAgeCA9IF9ybXNfbm9ybV9pbnB1dCh4LCBzZWxmLndlaWdodCwgc2VsZi5lcHMpCiAgICAgICAgcmV0dXJuIHggKiB0",
+        "b3JjaC5yc3FydCh4LnBvdygyKS5tZWFuKGRpbT0tMSwga2VlcGRpbT1UcnVlKSArIHNlbGYuZXBzKSAqIHNlbGYud2VpZ2h0",
     ),
     "Exercise 11": (
         "IyBFeGVyY2lzZSAxMTogV3JpdGUgdGhlIFN3aUdMVSBmZWVkLWZvcndhcmQgbmV0d29yay4gX19pbml0X18gbWFrZXMgdGhy",
@@ -1701,11 +1702,14 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZCBubyBiaWFzZXM7IHRoZSBvdXRwdXQgb2YgdGhlIGZvcm11bGEuCmNsYXNzIFN3aUdMVShubi5Nb2R1bGUpOgogICAgIiIi",
         "VGhlIGdhdGVkIGZlZWQtZm9yd2FyZCBuZXR3b3JrIG9mIExMYU1BOiB3X2Rvd24oc2lsdSh3X2dhdGUgeCkg4oqZIHdfdXAg",
         "eCkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGRfbW9kZWwsIGRfZmYpOgogICAgICAgIHN1cGVyKCkuX19pbml0X18o",
-        "KQogICAgICAgIHNlbGYud19nYXRlID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2Vs",
-        "Zi53X3VwID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi53X2Rvd24gPSBubi5M",
-        "aW5lYXIoZF9mZiwgZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4KToKICAgICAgICAiIiIo",
-        "Li4uLCBkX21vZGVsKSAtPiAoLi4uLCBkX21vZGVsKS4iIiIKICAgICAgICByZXR1cm4gc2VsZi53X2Rvd24oRi5zaWx1KHNl",
-        "bGYud19nYXRlKHgpKSAqIHNlbGYud191cCh4KSk=",
+        "KQogICAgICAgIF9jYXBzdG9uZV93aWR0aHMoIlN3aUdMVSdzIHRocmVlIHdlaWdodHMiLCAoMywgZF9tb2RlbCwgZF9mZiks",
+        "IGRfbW9kZWw9ZF9tb2RlbCwgZF9mZj1kX2ZmKQogICAgICAgIHNlbGYud19nYXRlID0gbm4uTGluZWFyKGRfbW9kZWwsIGRf",
+        "ZmYsIGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi53X3VwID0gbm4uTGluZWFyKGRfbW9kZWwsIGRfZmYsIGJpYXM9RmFsc2Up",
+        "CiAgICAgICAgc2VsZi53X2Rvd24gPSBubi5MaW5lYXIoZF9mZiwgZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgZm9y",
+        "d2FyZChzZWxmLCB4KToKICAgICAgICAiIiIoLi4uLCBkX21vZGVsKSAtPiAoLi4uLCBkX21vZGVsKS4iIiIKICAgICAgICB4",
+        "ID0gX2NhcHN0b25lX2ZlYXR1cmVzKHgsIHNlbGYud19nYXRlLmluX2ZlYXR1cmVzLCBzZWxmLndfZ2F0ZS53ZWlnaHQuZHR5",
+        "cGUsIHNxdWFyZWQ9VHJ1ZSkKICAgICAgICByZXR1cm4gc2VsZi53X2Rvd24oRi5zaWx1KHNlbGYud19nYXRlKHgpKSAqIHNl",
+        "bGYud191cCh4KSk=",
     ),
     "Exercise 12": (
         "IyBFeGVyY2lzZSAxMjogV3JpdGUgUm9QRSBhdHRlbnRpb24gd2l0aCBncm91cGVkIEsvViBoZWFkcy4gX19pbml0X18gbWFr",
@@ -1723,33 +1727,37 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "bmQgdGhlIHNhbWUgb3V0cHV0IHRocm91Z2ggYSBjYWNoZS4KY2xhc3MgQ2Fwc3RvbmVBdHRlbnRpb24obm4uTW9kdWxlKToK",
         "ICAgICIiIkNhdXNhbCBzZWxmLWF0dGVudGlvbiB3aXRoIFJvUEUgb24gcXVlcmllcyBhbmQga2V5cyBhbmQgbl9rdl9oZWFk",
         "cyBLL1YgaGVhZHMgc2hhcmVkIGJ5IGdyb3VwcyBvZiBxdWVyeSBoZWFkcy4iIiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwg",
-        "Y29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBzZWxmLm5faGVhZHMsIHNlbGYubl9rdl9oZWFk",
-        "cywgc2VsZi5oZWFkX2RpbSwgc2VsZi5yb3BlX2Jhc2UgPSBjb25maWcubl9oZWFkcywgY29uZmlnLm5fa3ZfaGVhZHMsIGNv",
-        "bmZpZy5oZWFkX2RpbSwgY29uZmlnLnJvcGVfYmFzZQogICAgICAgIHNlbGYud19xID0gbm4uTGluZWFyKGNvbmZpZy5kX21v",
-        "ZGVsLCBjb25maWcubl9oZWFkcyAqIGNvbmZpZy5oZWFkX2RpbSwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLndfayA9IG5u",
-        "LkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmlnLm5fa3ZfaGVhZHMgKiBjb25maWcuaGVhZF9kaW0sIGJpYXM9RmFsc2Up",
-        "CiAgICAgICAgc2VsZi53X3YgPSBubi5MaW5lYXIoY29uZmlnLmRfbW9kZWwsIGNvbmZpZy5uX2t2X2hlYWRzICogY29uZmln",
-        "LmhlYWRfZGltLCBiaWFzPUZhbHNlKQogICAgICAgIHNlbGYud19vID0gbm4uTGluZWFyKGNvbmZpZy5uX2hlYWRzICogY29u",
-        "ZmlnLmhlYWRfZGltLCBjb25maWcuZF9tb2RlbCwgYmlhcz1GYWxzZSkKCiAgICBkZWYgcWt2KHNlbGYsIHgsIHBvc2l0aW9u",
-        "cyk6CiAgICAgICAgIiIieCAoQiwgVCwgZCkgYXQgcG9zaXRpb25zIChULCkgLT4gcSAoQiwgSHEsIFQsIGhkKSwgayBhbmQg",
-        "diAoQiwgSGt2LCBULCBoZCksIFJvUEUgb24gcSBhbmQgay4iIiIKICAgICAgICBxID0gc3BsaXRfaGVhZHMoc2VsZi53X3Eo",
-        "eCksIHNlbGYubl9oZWFkcykgICAgICAgIyAoQiwgSHEsIFQsIGhkKQogICAgICAgIGsgPSBzcGxpdF9oZWFkcyhzZWxmLndf",
-        "ayh4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHYgPSBzcGxpdF9oZWFkcyhzZWxm",
-        "Lndfdih4KSwgc2VsZi5uX2t2X2hlYWRzKSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHJldHVybiBhcHBseV9yb3Bl",
-        "KHEsIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2UpLCBhcHBseV9yb3BlKGssIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2Up",
-        "LCB2CgogICAgZGVmIG1lcmdlKHNlbGYsIG91dCk6CiAgICAgICAgIiIib3V0IChCLCBIcSwgVCwgaGQpIC0+IChCLCBULCBk",
-        "KTogdGhlIGhlYWRzIHNpZGUgYnkgc2lkZSwgdGhlbiB3X28uIiIiCiAgICAgICAgcmV0dXJuIHNlbGYud19vKG1lcmdlX2hl",
-        "YWRzKG91dCkpCgogICAgZGVmIGZvcndhcmQoc2VsZiwgeCwgcG9zaXRpb25zLCBjYWNoZT1Ob25lKToKICAgICAgICAiIiJ4",
-        "IChCLCBULCBkKSAtPiAoQiwgVCwgZCk7IHdpdGggYSBjYWNoZSB0aGlzIGNhbGwncyBrZXlzIGFuZCB2YWx1ZXMgam9pbiBp",
-        "dCBhbmQgdGhlIHF1ZXJpZXMgcmVhZCBhbGwgb2YgdGhlbS4iIiIKICAgICAgICBxLCBrLCB2ID0gc2VsZi5xa3YoeCwgcG9z",
-        "aXRpb25zKQogICAgICAgIGlmIGNhY2hlIGlzIG5vdCBOb25lOgogICAgICAgICAgICBrLCB2ID0gY2FjaGUuYXBwZW5kKGss",
-        "IHYsIGludChwb3NpdGlvbnNbMF0pKSAgICAgICAgICAgICAgICAgICMgKEIsIEhrdiwgVF9rLCBoZCk6IGV2ZXJ5IGtleSBz",
-        "byBmYXIKICAgICAgICBncm91cCA9IHNlbGYubl9oZWFkcyAvLyBzZWxmLm5fa3ZfaGVhZHMKICAgICAgICB0X3EsIHRfayA9",
-        "IHEuc2hhcGVbLTJdLCBrLnNoYXBlWy0yXQogICAgICAgIGFsbG93ZWQgPSBjYXVzYWxfYWxsb3dlZCh0X3EsIHRfaywgcXVl",
-        "cnlfb2Zmc2V0PXRfayAtIHRfcSkgICAgICAgICAgIyAoVF9xLCBUX2spOiBxdWVyaWVzIGF0IHRoZWlyIGFic29sdXRlIHBv",
-        "c2l0aW9ucwogICAgICAgIG91dCA9IHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRpb24ocSwgcmVwZWF0X2t2X2hlYWRzKGss",
-        "IGdyb3VwKSwgcmVwZWF0X2t2X2hlYWRzKHYsIGdyb3VwKSwgYWxsb3dlZCkub3V0cHV0CiAgICAgICAgcmV0dXJuIHNlbGYu",
-        "bWVyZ2Uob3V0KSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKEIsIFQsIGQp",
+        "Y29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBfY2Fwc3RvbmVfY29uZmlnKGNvbmZpZykKICAg",
+        "ICAgICBzZWxmLm5faGVhZHMsIHNlbGYubl9rdl9oZWFkcywgc2VsZi5oZWFkX2RpbSwgc2VsZi5yb3BlX2Jhc2UgPSBjb25m",
+        "aWcubl9oZWFkcywgY29uZmlnLm5fa3ZfaGVhZHMsIGNvbmZpZy5oZWFkX2RpbSwgY29uZmlnLnJvcGVfYmFzZQogICAgICAg",
+        "IHNlbGYud19xID0gbm4uTGluZWFyKGNvbmZpZy5kX21vZGVsLCBjb25maWcubl9oZWFkcyAqIGNvbmZpZy5oZWFkX2RpbSwg",
+        "Ymlhcz1GYWxzZSkKICAgICAgICBzZWxmLndfayA9IG5uLkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmlnLm5fa3ZfaGVh",
+        "ZHMgKiBjb25maWcuaGVhZF9kaW0sIGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi53X3YgPSBubi5MaW5lYXIoY29uZmlnLmRf",
+        "bW9kZWwsIGNvbmZpZy5uX2t2X2hlYWRzICogY29uZmlnLmhlYWRfZGltLCBiaWFzPUZhbHNlKQogICAgICAgIHNlbGYud19v",
+        "ID0gbm4uTGluZWFyKGNvbmZpZy5uX2hlYWRzICogY29uZmlnLmhlYWRfZGltLCBjb25maWcuZF9tb2RlbCwgYmlhcz1GYWxz",
+        "ZSkKCiAgICBkZWYgcWt2KHNlbGYsIHgsIHBvc2l0aW9ucyk6CiAgICAgICAgIiIieCAoQiwgVCwgZCkgYXQgcG9zaXRpb25z",
+        "IChULCkgLT4gcSAoQiwgSHEsIFQsIGhkKSwgayBhbmQgdiAoQiwgSGt2LCBULCBoZCksIFJvUEUgb24gcSBhbmQgay4iIiIK",
+        "ICAgICAgICB4ID0gX2NhcHN0b25lX2ZlYXR1cmVzKHgsIHNlbGYud19xLmluX2ZlYXR1cmVzLCBzZWxmLndfcS53ZWlnaHQu",
+        "ZHR5cGUsIG5kaW09MykKICAgICAgICBxID0gc3BsaXRfaGVhZHMoc2VsZi53X3EoeCksIHNlbGYubl9oZWFkcykgICAgICAg",
+        "IyAoQiwgSHEsIFQsIGhkKQogICAgICAgIGsgPSBzcGxpdF9oZWFkcyhzZWxmLndfayh4KSwgc2VsZi5uX2t2X2hlYWRzKSAg",
+        "ICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHYgPSBzcGxpdF9oZWFkcyhzZWxmLndfdih4KSwgc2VsZi5uX2t2X2hlYWRz",
+        "KSAgICAjIChCLCBIa3YsIFQsIGhkKQogICAgICAgIHJldHVybiBhcHBseV9yb3BlKHEsIHBvc2l0aW9ucywgc2VsZi5yb3Bl",
+        "X2Jhc2UpLCBhcHBseV9yb3BlKGssIHBvc2l0aW9ucywgc2VsZi5yb3BlX2Jhc2UpLCB2CgogICAgZGVmIG1lcmdlKHNlbGYs",
+        "IG91dCk6CiAgICAgICAgIiIib3V0IChCLCBIcSwgVCwgaGQpIC0+IChCLCBULCBkKTogdGhlIGhlYWRzIHNpZGUgYnkgc2lk",
+        "ZSwgdGhlbiB3X28uIiIiCiAgICAgICAgb3V0ID0gX2hlYWRzX2lucHV0KG91dCwgc2VsZi5uX2hlYWRzLCBzZWxmLmhlYWRf",
+        "ZGltLCBzZWxmLndfby53ZWlnaHQuZHR5cGUpCiAgICAgICAgcmV0dXJuIHNlbGYud19vKG1lcmdlX2hlYWRzKG91dCkpCgog",
+        "ICAgZGVmIGZvcndhcmQoc2VsZiwgeCwgcG9zaXRpb25zLCBjYWNoZT1Ob25lKToKICAgICAgICAiIiJ4IChCLCBULCBkKSAt",
+        "PiAoQiwgVCwgZCk7IHdpdGggYSBjYWNoZSB0aGlzIGNhbGwncyBrZXlzIGFuZCB2YWx1ZXMgam9pbiBpdCBhbmQgdGhlIHF1",
+        "ZXJpZXMgcmVhZCBhbGwgb2YgdGhlbS4iIiIKICAgICAgICBjYWNoZSA9IF9sYXllcl9jYWNoZShjYWNoZSkKICAgICAgICBx",
+        "LCBrLCB2ID0gc2VsZi5xa3YoeCwgcG9zaXRpb25zKQogICAgICAgIGlmIGNhY2hlIGlzIG5vdCBOb25lOgogICAgICAgICAg",
+        "ICBrLCB2ID0gY2FjaGUuYXBwZW5kKGssIHYsIGludChwb3NpdGlvbnNbMF0pKSAgICAgICAgICAgICAgICAgICMgKEIsIEhr",
+        "diwgVF9rLCBoZCk6IGV2ZXJ5IGtleSBzbyBmYXIKICAgICAgICBncm91cCA9IHNlbGYubl9oZWFkcyAvLyBzZWxmLm5fa3Zf",
+        "aGVhZHMKICAgICAgICB0X3EsIHRfayA9IHEuc2hhcGVbLTJdLCBrLnNoYXBlWy0yXQogICAgICAgIGFsbG93ZWQgPSBjYXVz",
+        "YWxfYWxsb3dlZCh0X3EsIHRfaywgcXVlcnlfb2Zmc2V0PXRfayAtIHRfcSkgICAgICAgICAgIyAoVF9xLCBUX2spOiBxdWVy",
+        "aWVzIGF0IHRoZWlyIGFic29sdXRlIHBvc2l0aW9ucwogICAgICAgIG91dCA9IHNjYWxlZF9kb3RfcHJvZHVjdF9hdHRlbnRp",
+        "b24ocSwgcmVwZWF0X2t2X2hlYWRzKGssIGdyb3VwKSwgcmVwZWF0X2t2X2hlYWRzKHYsIGdyb3VwKSwgYWxsb3dlZCkub3V0",
+        "cHV0CiAgICAgICAgcmV0dXJuIHNlbGYubWVyZ2Uob3V0KSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICMgKEIsIFQsIGQp",
     ),
     "Exercise 13": (
         "IyBFeGVyY2lzZSAxMzogQXNzZW1ibGUgdGhlIG1vZGVsLiBDYXBzdG9uZUJsb2NrIGhvbGRzIGF0dG5fbm9ybSBhbmQgZmZu",
@@ -1765,29 +1773,29 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IDUsIHRoZW4gMSwgMSBhbmQgMSBhdCBhIHRpbWUgdGhyb3VnaCBhIGNhY2hlLgpjbGFzcyBDYXBzdG9uZUJsb2NrKG5uLk1v",
         "ZHVsZSk6CiAgICAiIiJBIHByZS1ub3JtIGRlY29kZXIgYmxvY2s6IHggKyBhdHRuKGF0dG5fbm9ybSh4KSksIHRoZW4geCAr",
         "IGZmbihmZm5fbm9ybSh4KSkuIiIiCgogICAgZGVmIF9faW5pdF9fKHNlbGYsIGNvbmZpZyk6CiAgICAgICAgc3VwZXIoKS5f",
-        "X2luaXRfXygpCiAgICAgICAgc2VsZi5hdHRuX25vcm0gPSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9l",
-        "cHMpCiAgICAgICAgc2VsZi5hdHRuID0gQ2Fwc3RvbmVBdHRlbnRpb24oY29uZmlnKQogICAgICAgIHNlbGYuZmZuX25vcm0g",
-        "PSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9lcHMpCiAgICAgICAgc2VsZi5mZm4gPSBTd2lHTFUoY29u",
-        "ZmlnLmRfbW9kZWwsIGNvbmZpZy5kX2ZmKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9u",
-        "ZSk6CiAgICAgICAgIiIiKEIsIFQsIGQpIC0+IChCLCBULCBkKS4iIiIKICAgICAgICB4ID0geCArIHNlbGYuYXR0bihzZWxm",
-        "LmF0dG5fbm9ybSh4KSwgcG9zaXRpb25zLCBjYWNoZSkKICAgICAgICByZXR1cm4geCArIHNlbGYuZmZuKHNlbGYuZmZuX25v",
-        "cm0oeCkpCgoKY2xhc3MgQ2Fwc3RvbmVMTShubi5Nb2R1bGUpOgogICAgIiIiVG9rZW4gZW1iZWRkaW5nLCBuX2xheWVycyBw",
-        "cmUtbm9ybSBibG9ja3Mgd2l0aCBSb1BFIGF0dGVudGlvbiwgYSBmaW5hbCBSTVNOb3JtIGFuZCBhbiBvdXRwdXQgaGVhZC4i",
-        "IiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwgY29uZmlnKToKICAgICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBz",
-        "ZWxmLmNvbmZpZyA9IGNvbmZpZwogICAgICAgIHNlbGYuZW1iZWQgPSBubi5FbWJlZGRpbmcoY29uZmlnLnZvY2FiLCBjb25m",
-        "aWcuZF9tb2RlbCkKICAgICAgICBzZWxmLmJsb2NrcyA9IG5uLk1vZHVsZUxpc3QoQ2Fwc3RvbmVCbG9jayhjb25maWcpIGZv",
-        "ciBfIGluIHJhbmdlKGNvbmZpZy5uX2xheWVycykpCiAgICAgICAgc2VsZi5ub3JtID0gUk1TTm9ybShjb25maWcuZF9tb2Rl",
-        "bCwgY29uZmlnLm5vcm1fZXBzKQogICAgICAgIHNlbGYuaGVhZCA9IG5uLkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmln",
-        "LnZvY2FiLCBiaWFzPUZhbHNlKQoKICAgIGRlZiBmb3J3YXJkKHNlbGYsIHRva2VucywgY2FjaGU9Tm9uZSk6CiAgICAgICAg",
-        "IiIidG9rZW5zIChCLCBUKSAtPiBsb2dpdHMgKEIsIFQsIHZvY2FiKTsgd2l0aCBhIEtWQ2FjaGUgdGhlIHRva2VucyBjb250",
-        "aW51ZSB0aGUgb25lcyBpdCBob2xkcy4iIiIKICAgICAgICBzdGFydCA9IF9jYXBzdG9uZV90b2tlbnModG9rZW5zLCBzZWxm",
-        "LmNvbmZpZywgY2FjaGUpCiAgICAgICAgcG9zaXRpb25zID0gdG9yY2guYXJhbmdlKHN0YXJ0LCBzdGFydCArIHRva2Vucy5z",
-        "aGFwZVsxXSkgICAgICAgICAgICAgICAgICMgYWJzb2x1dGUgcG9zaXRpb25zIChULCkKICAgICAgICB4ID0gc2VsZi5lbWJl",
-        "ZCh0b2tlbnMpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCwgZCkK",
-        "ICAgICAgICBmb3IgaSwgYmxvY2sgaW4gZW51bWVyYXRlKHNlbGYuYmxvY2tzKToKICAgICAgICAgICAgeCA9IGJsb2NrKHgs",
-        "IHBvc2l0aW9ucywgTm9uZSBpZiBjYWNoZSBpcyBOb25lIGVsc2UgY2FjaGUubGF5ZXJzW2ldKQogICAgICAgIHJldHVybiBz",
-        "ZWxmLmhlYWQoc2VsZi5ub3JtKHgpKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChCLCBU",
-        "LCB2b2NhYik=",
+        "X2luaXRfXygpCiAgICAgICAgX2NhcHN0b25lX2NvbmZpZyhjb25maWcpCiAgICAgICAgc2VsZi5hdHRuX25vcm0gPSBSTVNO",
+        "b3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9lcHMpCiAgICAgICAgc2VsZi5hdHRuID0gQ2Fwc3RvbmVBdHRlbnRp",
+        "b24oY29uZmlnKQogICAgICAgIHNlbGYuZmZuX25vcm0gPSBSTVNOb3JtKGNvbmZpZy5kX21vZGVsLCBjb25maWcubm9ybV9l",
+        "cHMpCiAgICAgICAgc2VsZi5mZm4gPSBTd2lHTFUoY29uZmlnLmRfbW9kZWwsIGNvbmZpZy5kX2ZmKQoKICAgIGRlZiBmb3J3",
+        "YXJkKHNlbGYsIHgsIHBvc2l0aW9ucywgY2FjaGU9Tm9uZSk6CiAgICAgICAgIiIiKEIsIFQsIGQpIC0+IChCLCBULCBkKS4i",
+        "IiIKICAgICAgICB4ID0geCArIHNlbGYuYXR0bihzZWxmLmF0dG5fbm9ybSh4KSwgcG9zaXRpb25zLCBjYWNoZSkKICAgICAg",
+        "ICByZXR1cm4geCArIHNlbGYuZmZuKHNlbGYuZmZuX25vcm0oeCkpCgoKY2xhc3MgQ2Fwc3RvbmVMTShubi5Nb2R1bGUpOgog",
+        "ICAgIiIiVG9rZW4gZW1iZWRkaW5nLCBuX2xheWVycyBwcmUtbm9ybSBibG9ja3Mgd2l0aCBSb1BFIGF0dGVudGlvbiwgYSBm",
+        "aW5hbCBSTVNOb3JtIGFuZCBhbiBvdXRwdXQgaGVhZC4iIiIKCiAgICBkZWYgX19pbml0X18oc2VsZiwgY29uZmlnKToKICAg",
+        "ICAgICBzdXBlcigpLl9faW5pdF9fKCkKICAgICAgICBzZWxmLmNvbmZpZyA9IF9jYXBzdG9uZV9jb25maWcoY29uZmlnKQog",
+        "ICAgICAgIHNlbGYuZW1iZWQgPSBubi5FbWJlZGRpbmcoY29uZmlnLnZvY2FiLCBjb25maWcuZF9tb2RlbCkKICAgICAgICBz",
+        "ZWxmLmJsb2NrcyA9IG5uLk1vZHVsZUxpc3QoQ2Fwc3RvbmVCbG9jayhjb25maWcpIGZvciBfIGluIHJhbmdlKGNvbmZpZy5u",
+        "X2xheWVycykpCiAgICAgICAgc2VsZi5ub3JtID0gUk1TTm9ybShjb25maWcuZF9tb2RlbCwgY29uZmlnLm5vcm1fZXBzKQog",
+        "ICAgICAgIHNlbGYuaGVhZCA9IG5uLkxpbmVhcihjb25maWcuZF9tb2RlbCwgY29uZmlnLnZvY2FiLCBiaWFzPUZhbHNlKQoK",
+        "ICAgIGRlZiBmb3J3YXJkKHNlbGYsIHRva2VucywgY2FjaGU9Tm9uZSk6CiAgICAgICAgIiIidG9rZW5zIChCLCBUKSAtPiBs",
+        "b2dpdHMgKEIsIFQsIHZvY2FiKTsgd2l0aCBhIEtWQ2FjaGUgdGhlIHRva2VucyBjb250aW51ZSB0aGUgb25lcyBpdCBob2xk",
+        "cy4iIiIKICAgICAgICBzdGFydCA9IF9jYXBzdG9uZV90b2tlbnModG9rZW5zLCBzZWxmLmNvbmZpZywgY2FjaGUpCiAgICAg",
+        "ICAgcG9zaXRpb25zID0gdG9yY2guYXJhbmdlKHN0YXJ0LCBzdGFydCArIHRva2Vucy5zaGFwZVsxXSkgICAgICAgICAgICAg",
+        "ICAgICMgYWJzb2x1dGUgcG9zaXRpb25zIChULCkKICAgICAgICB4ID0gc2VsZi5lbWJlZCh0b2tlbnMpICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCwgZCkKICAgICAgICBmb3IgaSwgYmxvY2sg",
+        "aW4gZW51bWVyYXRlKHNlbGYuYmxvY2tzKToKICAgICAgICAgICAgeCA9IGJsb2NrKHgsIHBvc2l0aW9ucywgTm9uZSBpZiBj",
+        "YWNoZSBpcyBOb25lIGVsc2UgY2FjaGUubGF5ZXJzW2ldKQogICAgICAgIHJldHVybiBzZWxmLmhlYWQoc2VsZi5ub3JtKHgp",
+        "KSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChCLCBULCB2b2NhYik=",
     ),
     "Exercise 14": (
         "IyBFeGVyY2lzZSAxNDogV3JpdGUgdGhlIHRhc2ssIHRoZSB0cmFpbmluZyBzdGVwLCB0aGUgdHJhaW5pbmcgbG9vcCBhbmQg",
@@ -1810,44 +1818,46 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dXAgYW5kIGRlY2F5LCBmcmVzaAojIGFuZCBzZWVkZWQgYmF0Y2hlczsgYW5kIGFuIGFjY3VyYWN5IG92ZXIgdGhlIHNjb3Jl",
         "ZCBwb3NpdGlvbnMgb25seS4KZGVmIGluZHVjdGlvbl9iYXRjaChiYXRjaCwgZ2VuZXJhdG9yLCAqLCB2b2NhYj0xNiwga19t",
         "aW49NCwga19tYXg9MTIpOgogICAgIiIiUm93cyBvZiBrIGRpc3RpbmN0IHJhbmRvbSB0b2tlbnMgd3JpdHRlbiB0d2ljZSAo",
-        "ayBkcmF3biBwZXIgcm93KSwgcGFkZGVkIHRvIDIga19tYXg6IChpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCkuIiIiCiAgICBy",
-        "ZXF1aXJlX2ludCgia19tYXgiLCBrX21heCwgbWluaW11bT1rX21pbiwgbWF4aW11bT12b2NhYikKICAgIHNlZ21lbnRzID0g",
-        "dG9yY2gucmFuZChiYXRjaCwgdm9jYWIsIGdlbmVyYXRvcj1nZW5lcmF0b3IpLmFyZ3NvcnQoLTEpWzosIDprX21heF0gICAj",
-        "IChCLCBrX21heCkgZGlzdGluY3QgdG9rZW5zCiAgICBrID0gdG9yY2gucmFuZGludChrX21pbiwga19tYXggKyAxLCAoYmF0",
-        "Y2gsIDEpLCBnZW5lcmF0b3I9Z2VuZXJhdG9yKSAgICAgICAgICAgICAgIyAoQiwgMSkgc2VnbWVudCBsZW5ndGhzCiAgICBw",
-        "b3NpdGlvbiA9IHRvcmNoLmFyYW5nZSgyICoga19tYXgpW05vbmUsIDpdICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
-        "ICAgICAgICAgICMgKDEsIDIga19tYXgpCiAgICByZXBlYXRlZCA9IHNlZ21lbnRzLmdhdGhlcigxLCB0b3JjaC53aGVyZShw",
-        "b3NpdGlvbiA8IGssIHBvc2l0aW9uLCBwb3NpdGlvbiAtIGspLmNsYW1wKG1heD1rX21heCAtIDEpKQogICAgcGFkZGluZyA9",
-        "IHRvcmNoLnJhbmRpbnQodm9jYWIsIChiYXRjaCwgMiAqIGtfbWF4KSwgZ2VuZXJhdG9yPWdlbmVyYXRvcikKICAgIHNlcXVl",
-        "bmNlcyA9IHRvcmNoLndoZXJlKHBvc2l0aW9uIDwgMiAqIGssIHJlcGVhdGVkLCBwYWRkaW5nKSAgICAgICAgICAgICAgICAg",
-        "ICAgICAjIChCLCAyIGtfbWF4KQogICAgc2NvcmVkID0gKHBvc2l0aW9uWzosIDotMV0gPj0gaykgJiAocG9zaXRpb25bOiwg",
-        "Oi0xXSA8PSAyICogayAtIDIpICAgICAgICAgICAgICAgICMgdGFyZ2V0cyBrKzEgLi4gMmstMQogICAgcmV0dXJuIHNlcXVl",
-        "bmNlc1s6LCA6LTFdLCBzZXF1ZW5jZXNbOiwgMTpdLCBzY29yZWQKCgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVy",
-        "LCBpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10",
-        "b2tlbiBjcm9zcy1lbnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIGxv",
-        "c3MgPSBGLmNyb3NzX2VudHJvcHkobW9kZWwoaW5wdXRzKVtzY29yZWRdLCB0YXJnZXRzW3Njb3JlZF0pICAjIGxvZ2l0cyAo",
-        "QiwgVCwgVilbc2NvcmVkXSAtPiAoTiwgVikKICAgIG9wdGltaXplci56ZXJvX2dyYWQoKQogICAgbG9zcy5iYWNrd2FyZCgp",
-        "CiAgICBvcHRpbWl6ZXIuc3RlcCgpCiAgICByZXR1cm4gbG9zcy5pdGVtKCkKCgpkZWYgZml0X2luZHVjdGlvbihtb2RlbCwg",
-        "c3RlcCwgc3RlcHMsIHNlZWQsICosIGJhdGNoPTY0LCBscj0xZS0yLCB3YXJtdXA9MjAsIGtfbWluPTQsIGtfbWF4PTEyLCBv",
-        "bl9zdGVwPU5vbmUpOgogICAgIiIiVHJhaW4gbW9kZWwgb24gZnJlc2ggaW5kdWN0aW9uIGJhdGNoZXMgd2l0aCBzdGVwKG1v",
-        "ZGVsLCBvcHRpbWl6ZXIsIGlucHV0cywgdGFyZ2V0cywgc2NvcmVkKTsgcmV0dXJuIHRoZSBsb3NzZXMuIiIiCiAgICByZXF1",
-        "aXJlX2ludCgic3RlcHMiLCBzdGVwcywgbWluaW11bT0xKQogICAgZ2VuZXJhdG9yID0gdG9yY2guR2VuZXJhdG9yKCkubWFu",
-        "dWFsX3NlZWQoc2VlZCArIDEpCiAgICBvcHRpbWl6ZXIgPSB0b3JjaC5vcHRpbS5BZGFtVyhtb2RlbC5wYXJhbWV0ZXJzKCks",
-        "IGxyPWxyLCB3ZWlnaHRfZGVjYXk9MC4wKQogICAgc2NoZWR1bGUgPSB0b3JjaC5vcHRpbS5scl9zY2hlZHVsZXIuTGFtYmRh",
-        "TFIob3B0aW1pemVyLCBsYW1iZGEgdDogbWluKDEuMCwgKHQgKyAxKSAvIHdhcm11cCkgKiAoMSAtIHQgLyBzdGVwcykpCiAg",
-        "ICBsb3NzZXMgPSBbXQogICAgbW9kZWwudHJhaW4oKQogICAgZm9yIHQgaW4gcmFuZ2Uoc3RlcHMpOgogICAgICAgIGxvc3Nl",
-        "cy5hcHBlbmQoc3RlcChtb2RlbCwgb3B0aW1pemVyLCAqaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCBnZW5lcmF0b3IsIHZvY2Fi",
-        "PW1vZGVsLmNvbmZpZy52b2NhYiwga19taW49a19taW4sIGtfbWF4PWtfbWF4KSkpCiAgICAgICAgc2NoZWR1bGUuc3RlcCgp",
-        "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgdGhlIHJhdGUg",
-        "b2Ygc3RlcCB0ICsgMQogICAgICAgIGlmIG9uX3N0ZXAgaXMgbm90IE5vbmU6CiAgICAgICAgICAgIG9uX3N0ZXAodCArIDEs",
-        "IGxvc3Nlc1stMV0pCiAgICBtb2RlbC5ldmFsKCkKICAgIHJldHVybiBsb3NzZXMKCgpkZWYgaW5kdWN0aW9uX2FjY3VyYWN5",
-        "KG1vZGVsLCAqLCBiYXRjaD01MTIsIHNlZWQ9MTIzNDUsIGtfbWluPTQsIGtfbWF4PTEyKToKICAgICIiIkhlbGQtb3V0IGdy",
-        "ZWVkeSBhY2N1cmFjeSBvbiB0aGUgc2NvcmVkIHBvc2l0aW9ucyBvZiBhIGZyZXNoIGluZHVjdGlvbiBiYXRjaC4iIiIKICAg",
-        "IGlucHV0cywgdGFyZ2V0cywgc2NvcmVkID0gaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCB0b3JjaC5HZW5lcmF0b3IoKS5tYW51",
-        "YWxfc2VlZChzZWVkKSwgdm9jYWI9bW9kZWwuY29uZmlnLnZvY2FiLCBrX21pbj1rX21pbiwga19tYXg9a19tYXgpCiAgICB3",
-        "aXRoIHRvcmNoLm5vX2dyYWQoKToKICAgICAgICBoaXRzID0gbW9kZWwoaW5wdXRzKS5hcmdtYXgoZGltPS0xKSA9PSB0YXJn",
-        "ZXRzICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCkKICAgIHJldHVybiBmbG9hdChoaXRzW3Njb3JlZF0u",
-        "ZmxvYXQoKS5tZWFuKCkp",
+        "ayBkcmF3biBwZXIgcm93KSwgcGFkZGVkIHRvIDIga19tYXg6IChpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCkuIiIiCiAgICBf",
+        "aW5kdWN0aW9uX2FyZ3MoYmF0Y2gsIGdlbmVyYXRvciwgdm9jYWIsIGtfbWluLCBrX21heCkKICAgIHNlZ21lbnRzID0gdG9y",
+        "Y2gucmFuZChiYXRjaCwgdm9jYWIsIGdlbmVyYXRvcj1nZW5lcmF0b3IpLmFyZ3NvcnQoLTEpWzosIDprX21heF0gICAjIChC",
+        "LCBrX21heCkgZGlzdGluY3QgdG9rZW5zCiAgICBrID0gdG9yY2gucmFuZGludChrX21pbiwga19tYXggKyAxLCAoYmF0Y2gs",
+        "IDEpLCBnZW5lcmF0b3I9Z2VuZXJhdG9yKSAgICAgICAgICAgICAgIyAoQiwgMSkgc2VnbWVudCBsZW5ndGhzCiAgICBwb3Np",
+        "dGlvbiA9IHRvcmNoLmFyYW5nZSgyICoga19tYXgpW05vbmUsIDpdICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICMgKDEsIDIga19tYXgpCiAgICByZXBlYXRlZCA9IHNlZ21lbnRzLmdhdGhlcigxLCB0b3JjaC53aGVyZShwb3Np",
+        "dGlvbiA8IGssIHBvc2l0aW9uLCBwb3NpdGlvbiAtIGspLmNsYW1wKG1heD1rX21heCAtIDEpKQogICAgcGFkZGluZyA9IHRv",
+        "cmNoLnJhbmRpbnQodm9jYWIsIChiYXRjaCwgMiAqIGtfbWF4KSwgZ2VuZXJhdG9yPWdlbmVyYXRvcikKICAgIHNlcXVlbmNl",
+        "cyA9IHRvcmNoLndoZXJlKHBvc2l0aW9uIDwgMiAqIGssIHJlcGVhdGVkLCBwYWRkaW5nKSAgICAgICAgICAgICAgICAgICAg",
+        "ICAjIChCLCAyIGtfbWF4KQogICAgc2NvcmVkID0gKHBvc2l0aW9uWzosIDotMV0gPj0gaykgJiAocG9zaXRpb25bOiwgOi0x",
+        "XSA8PSAyICogayAtIDIpICAgICAgICAgICAgICAgICMgdGFyZ2V0cyBrKzEgLi4gMmstMQogICAgcmV0dXJuIHNlcXVlbmNl",
+        "c1s6LCA6LTFdLCBzZXF1ZW5jZXNbOiwgMTpdLCBzY29yZWQKCgpkZWYgdHJhaW5fc3RlcChtb2RlbCwgb3B0aW1pemVyLCBp",
+        "bnB1dHMsIHRhcmdldHMsIHNjb3JlZCk6CiAgICAiIiJPbmUgb3B0aW1pemVyIHN0ZXAgb24gdGhlIG1lYW4gbmV4dC10b2tl",
+        "biBjcm9zcy1lbnRyb3B5IG92ZXIgdGhlIHNjb3JlZCBwb3NpdGlvbnM7IHJldHVybiB0aGUgbG9zcy4iIiIKICAgIF90cmFp",
+        "bl9zdGVwX2FyZ3MobW9kZWwsIG9wdGltaXplciwgaW5wdXRzLCB0YXJnZXRzLCBzY29yZWQpCiAgICBsb3NzID0gRi5jcm9z",
+        "c19lbnRyb3B5KG1vZGVsKGlucHV0cylbc2NvcmVkXSwgdGFyZ2V0c1tzY29yZWRdKSAgIyBsb2dpdHMgKEIsIFQsIFYpW3Nj",
+        "b3JlZF0gLT4gKE4sIFYpCiAgICBvcHRpbWl6ZXIuemVyb19ncmFkKCkKICAgIGxvc3MuYmFja3dhcmQoKQogICAgb3B0aW1p",
+        "emVyLnN0ZXAoKQogICAgcmV0dXJuIGxvc3MuaXRlbSgpCgoKZGVmIGZpdF9pbmR1Y3Rpb24obW9kZWwsIHN0ZXAsIHN0ZXBz",
+        "LCBzZWVkLCAqLCBiYXRjaD02NCwgbHI9MWUtMiwgd2FybXVwPTIwLCBrX21pbj00LCBrX21heD0xMiwgb25fc3RlcD1Ob25l",
+        "KToKICAgICIiIlRyYWluIG1vZGVsIG9uIGZyZXNoIGluZHVjdGlvbiBiYXRjaGVzIHdpdGggc3RlcChtb2RlbCwgb3B0aW1p",
+        "emVyLCBpbnB1dHMsIHRhcmdldHMsIHNjb3JlZCk7IHJldHVybiB0aGUgbG9zc2VzLiIiIgogICAgX2ZpdF9hcmdzKG1vZGVs",
+        "LCBzdGVwLCBzdGVwcywgc2VlZCwgYmF0Y2gsIGxyLCB3YXJtdXAsIGtfbWluLCBrX21heCwgb25fc3RlcCkKICAgIGdlbmVy",
+        "YXRvciA9IHRvcmNoLkdlbmVyYXRvcigpLm1hbnVhbF9zZWVkKHNlZWQgKyAxKQogICAgb3B0aW1pemVyID0gdG9yY2gub3B0",
+        "aW0uQWRhbVcobW9kZWwucGFyYW1ldGVycygpLCBscj1sciwgd2VpZ2h0X2RlY2F5PTAuMCkKICAgIHNjaGVkdWxlID0gdG9y",
+        "Y2gub3B0aW0ubHJfc2NoZWR1bGVyLkxhbWJkYUxSKG9wdGltaXplciwgbGFtYmRhIHQ6IG1pbigxLjAsICh0ICsgMSkgLyB3",
+        "YXJtdXApICogKDEgLSB0IC8gc3RlcHMpKQogICAgbG9zc2VzID0gW10KICAgIG1vZGVsLnRyYWluKCkKICAgIGZvciB0IGlu",
+        "IHJhbmdlKHN0ZXBzKToKICAgICAgICBsb3NzZXMuYXBwZW5kKHN0ZXAobW9kZWwsIG9wdGltaXplciwgKmluZHVjdGlvbl9i",
+        "YXRjaChiYXRjaCwgZ2VuZXJhdG9yLCB2b2NhYj1tb2RlbC5jb25maWcudm9jYWIsIGtfbWluPWtfbWluLCBrX21heD1rX21h",
+        "eCkpKQogICAgICAgIHNjaGVkdWxlLnN0ZXAoKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAjIHRoZSByYXRlIG9mIHN0ZXAgdCArIDEKICAgICAgICBpZiBvbl9zdGVwIGlzIG5vdCBOb25l",
+        "OgogICAgICAgICAgICBvbl9zdGVwKHQgKyAxLCBsb3NzZXNbLTFdKQogICAgbW9kZWwuZXZhbCgpCiAgICByZXR1cm4gbG9z",
+        "c2VzCgoKZGVmIGluZHVjdGlvbl9hY2N1cmFjeShtb2RlbCwgKiwgYmF0Y2g9NTEyLCBzZWVkPTEyMzQ1LCBrX21pbj00LCBr",
+        "X21heD0xMik6CiAgICAiIiJIZWxkLW91dCBncmVlZHkgYWNjdXJhY3kgb24gdGhlIHNjb3JlZCBwb3NpdGlvbnMgb2YgYSBm",
+        "cmVzaCBpbmR1Y3Rpb24gYmF0Y2guIiIiCiAgICBfYWNjdXJhY3lfYXJncyhtb2RlbCwgc2VlZCkKICAgIGlucHV0cywgdGFy",
+        "Z2V0cywgc2NvcmVkID0gaW5kdWN0aW9uX2JhdGNoKGJhdGNoLCB0b3JjaC5HZW5lcmF0b3IoKS5tYW51YWxfc2VlZChzZWVk",
+        "KSwgdm9jYWI9bW9kZWwuY29uZmlnLnZvY2FiLCBrX21pbj1rX21pbiwga19tYXg9a19tYXgpCiAgICB3aXRoIHRvcmNoLm5v",
+        "X2dyYWQoKToKICAgICAgICBoaXRzID0gbW9kZWwoaW5wdXRzKS5hcmdtYXgoZGltPS0xKSA9PSB0YXJnZXRzICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgICAgICAgIyAoQiwgVCkKICAgIHJldHVybiBmbG9hdChoaXRzW3Njb3JlZF0uZmxvYXQoKS5tZWFu",
+        "KCkp",
     ),
     "Exercise 15": (
         "IyBFeGVyY2lzZSAxNTogV3JpdGUgdGhlIEtWIGNhY2hlIGFuZCBncmVlZHkgZGVjb2RpbmcgdGhyb3VnaCBpdC4gTGF5ZXJL",
@@ -1864,38 +1874,40 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IGNhY2hlOyB0aGUgd2hvbGUgc2VxdWVuY2UgYSBzdGVwIHdpdGhvdXQgaXQ7IG5fbmV3PTAgcmV0dXJucyB0aGUgcHJvbXB0",
         "LgpjbGFzcyBMYXllcktWOgogICAgIiIiT25lIGxheWVyJ3Mga2V5cyBhbmQgdmFsdWVzIGluIHR3byBwcmVhbGxvY2F0ZWQg",
         "YnVmZmVycyAoQiwgSF9rdiwgbWF4X2xlbiwgaGQpLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBiYXRjaCwgbl9rdl9o",
-        "ZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPXRvcmNoLmZsb2F0MzIpOgogICAgICAgIHNlbGYua2V5cyA9IHRvcmNo",
-        "Lnplcm9zKGJhdGNoLCBuX2t2X2hlYWRzLCBtYXhfbGVuLCBoZWFkX2RpbSwgZHR5cGU9ZHR5cGUpCiAgICAgICAgc2VsZi52",
-        "YWx1ZXMgPSB0b3JjaC56ZXJvcyhiYXRjaCwgbl9rdl9oZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPWR0eXBlKQog",
-        "ICAgICAgIHNlbGYubGVuZ3RoID0gMAoKICAgIGRlZiBhcHBlbmQoc2VsZiwgaywgdiwgc3RhcnQpOgogICAgICAgICIiIldy",
-        "aXRlIGssIHYgKEIsIEhfa3YsIFQsIGhkKSBhdCBwb3NpdGlvbnMgc3RhcnQuLjsgcmV0dXJuIHRoZSBrZXlzIGFuZCB2YWx1",
-        "ZXMgc28gZmFyLiIiIgogICAgICAgIGVuZCA9IHN0YXJ0ICsgay5zaGFwZVsyXQogICAgICAgIGlmIHN0YXJ0ICE9IHNlbGYu",
-        "bGVuZ3RoIG9yIGVuZCA+IHNlbGYua2V5cy5zaGFwZVsyXToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSBj",
-        "YWNoZSBob2xkcyB7c2VsZi5sZW5ndGh9IG9mIHtzZWxmLmtleXMuc2hhcGVbMl19IHBvc2l0aW9uczsgY2Fubm90IHdyaXRl",
-        "IHtzdGFydH0uLntlbmQgLSAxfSIpCiAgICAgICAgc2VsZi5rZXlzWzosIDosIHN0YXJ0OmVuZF0sIHNlbGYudmFsdWVzWzos",
-        "IDosIHN0YXJ0OmVuZF0gPSBrLCB2CiAgICAgICAgc2VsZi5sZW5ndGggPSBlbmQKICAgICAgICByZXR1cm4gc2VsZi5rZXlz",
-        "WzosIDosIDplbmRdLCBzZWxmLnZhbHVlc1s6LCA6LCA6ZW5kXSAgICAgICAgICAgICAgICAgIyB2aWV3cywgbm8gY29weQoK",
-        "CmNsYXNzIEtWQ2FjaGU6CiAgICAiIiJUaGUgS1YgY2FjaGUgb2YgYSB3aG9sZSBtb2RlbDogb25lIExheWVyS1YgcGVyIGxh",
-        "eWVyLiIiIgoKICAgIGRlZiBfX2luaXRfXyhzZWxmLCBjb25maWcsIGJhdGNoKToKICAgICAgICBzZWxmLmxheWVycyA9IFtM",
-        "YXllcktWKGJhdGNoLCBjb25maWcubl9rdl9oZWFkcywgY29uZmlnLm1heF9sZW4sIGNvbmZpZy5oZWFkX2RpbSkgZm9yIF8g",
-        "aW4gcmFuZ2UoY29uZmlnLm5fbGF5ZXJzKV0KCiAgICBAcHJvcGVydHkKICAgIGRlZiBsZW5ndGgoc2VsZik6CiAgICAgICAg",
-        "IiIiSG93IG1hbnkgcG9zaXRpb25zIHRoZSBjYWNoZSBob2xkcy4iIiIKICAgICAgICByZXR1cm4gc2VsZi5sYXllcnNbMF0u",
-        "bGVuZ3RoCgogICAgZGVmIG5ieXRlcyhzZWxmKToKICAgICAgICAiIiJUaGUgYnl0ZXMgb2YgdGhlIGtleXMgYW5kIHZhbHVl",
-        "cyBoZWxkLiIiIgogICAgICAgIHJldHVybiBzdW0odFs6LCA6LCA6bGF5ZXIubGVuZ3RoXS5udW1lbCgpICogdC5lbGVtZW50",
-        "X3NpemUoKSBmb3IgbGF5ZXIgaW4gc2VsZi5sYXllcnMgZm9yIHQgaW4gKGxheWVyLmtleXMsIGxheWVyLnZhbHVlcykpCgoK",
-        "ZGVmIGdlbmVyYXRlKG1vZGVsLCBwcm9tcHQsIG5fbmV3LCAqLCBjYWNoZT1UcnVlKToKICAgICIiIkdyZWVkeSBkZWNvZGlu",
-        "ZyBvZiBuX25ldyB0b2tlbnMgYWZ0ZXIgcHJvbXB0IChCLCBUMCk7IHdpdGggY2FjaGU9VHJ1ZSBlYWNoIHN0ZXAgZmVlZHMg",
-        "b25seSB0aGUgbmV3ZXN0IHRva2VuLiIiIgogICAgbl9uZXcgPSBfZ2VuZXJhdGlvbl9sZW5ndGgobW9kZWwsIHByb21wdCwg",
-        "bl9uZXcpCiAgICB0b2tlbnMsIGZlZWQgPSBwcm9tcHQsIHByb21wdAogICAgc3RvcmUgPSBLVkNhY2hlKG1vZGVsLmNvbmZp",
-        "ZywgcHJvbXB0LnNoYXBlWzBdKSBpZiBjYWNoZSBlbHNlIE5vbmUKICAgIHdpdGggdG9yY2gubm9fZ3JhZCgpOgogICAgICAg",
-        "IGZvciBfIGluIHJhbmdlKG5fbmV3KToKICAgICAgICAgICAgbG9naXRzID0gbW9kZWwoZmVlZCBpZiBjYWNoZSBlbHNlIHRv",
-        "a2Vucywgc3RvcmUpWzosIC0xXSAgICMgKEIsIHZvY2FiKSBhdCB0aGUgbmV3ZXN0IHBvc2l0aW9uCiAgICAgICAgICAgIG5l",
-        "d2VzdCA9IGxvZ2l0cy5hcmdtYXgoZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICAjIChCLCAxKQogICAgICAg",
-        "ICAgICB0b2tlbnMgPSB0b3JjaC5jYXQoKHRva2VucywgbmV3ZXN0KSwgZGltPTEpCiAgICAgICAgICAgIGZlZWQgPSBuZXdl",
-        "c3QKICAgIHJldHVybiB0b2tlbnM=",
+        "ZWFkcywgbWF4X2xlbiwgaGVhZF9kaW0sIGR0eXBlPXRvcmNoLmZsb2F0MzIpOgogICAgICAgIF9sYXllcl9rdl9hcmdzKGJh",
+        "dGNoLCBuX2t2X2hlYWRzLCBtYXhfbGVuLCBoZWFkX2RpbSwgZHR5cGUpCiAgICAgICAgc2VsZi5rZXlzID0gdG9yY2guemVy",
+        "b3MoYmF0Y2gsIG5fa3ZfaGVhZHMsIG1heF9sZW4sIGhlYWRfZGltLCBkdHlwZT1kdHlwZSkKICAgICAgICBzZWxmLnZhbHVl",
+        "cyA9IHRvcmNoLnplcm9zKGJhdGNoLCBuX2t2X2hlYWRzLCBtYXhfbGVuLCBoZWFkX2RpbSwgZHR5cGU9ZHR5cGUpCiAgICAg",
+        "ICAgc2VsZi5sZW5ndGggPSAwCgogICAgZGVmIGFwcGVuZChzZWxmLCBrLCB2LCBzdGFydCk6CiAgICAgICAgIiIiV3JpdGUg",
+        "aywgdiAoQiwgSF9rdiwgVCwgaGQpIGF0IHBvc2l0aW9ucyBzdGFydC4uOyByZXR1cm4gdGhlIGtleXMgYW5kIHZhbHVlcyBz",
+        "byBmYXIuIiIiCiAgICAgICAgX2t2X2FwcGVuZF9hcmdzKHNlbGYua2V5cywgaywgdiwgc3RhcnQpCiAgICAgICAgZW5kID0g",
+        "c3RhcnQgKyBrLnNoYXBlWzJdCiAgICAgICAgaWYgc3RhcnQgIT0gc2VsZi5sZW5ndGggb3IgZW5kID4gc2VsZi5rZXlzLnNo",
+        "YXBlWzJdOgogICAgICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIGNhY2hlIGhvbGRzIHtzZWxmLmxlbmd0aH0gb2Yg",
+        "e3NlbGYua2V5cy5zaGFwZVsyXX0gcG9zaXRpb25zOyBjYW5ub3Qgd3JpdGUge3N0YXJ0fS4ue2VuZCAtIDF9IikKICAgICAg",
+        "ICBzZWxmLmtleXNbOiwgOiwgc3RhcnQ6ZW5kXSwgc2VsZi52YWx1ZXNbOiwgOiwgc3RhcnQ6ZW5kXSA9IGssIHYKICAgICAg",
+        "ICBzZWxmLmxlbmd0aCA9IGVuZAogICAgICAgIHJldHVybiBzZWxmLmtleXNbOiwgOiwgOmVuZF0sIHNlbGYudmFsdWVzWzos",
+        "IDosIDplbmRdICAgICAgICAgICAgICAgICAjIHZpZXdzLCBubyBjb3B5CgoKY2xhc3MgS1ZDYWNoZToKICAgICIiIlRoZSBL",
+        "ViBjYWNoZSBvZiBhIHdob2xlIG1vZGVsOiBvbmUgTGF5ZXJLViBwZXIgbGF5ZXIuIiIiCgogICAgZGVmIF9faW5pdF9fKHNl",
+        "bGYsIGNvbmZpZywgYmF0Y2gpOgogICAgICAgIF9rdl9jYWNoZV9hcmdzKGNvbmZpZywgYmF0Y2gpCiAgICAgICAgc2VsZi5s",
+        "YXllcnMgPSBbTGF5ZXJLVihiYXRjaCwgY29uZmlnLm5fa3ZfaGVhZHMsIGNvbmZpZy5tYXhfbGVuLCBjb25maWcuaGVhZF9k",
+        "aW0pIGZvciBfIGluIHJhbmdlKGNvbmZpZy5uX2xheWVycyldCgogICAgQHByb3BlcnR5CiAgICBkZWYgbGVuZ3RoKHNlbGYp",
+        "OgogICAgICAgICIiIkhvdyBtYW55IHBvc2l0aW9ucyB0aGUgY2FjaGUgaG9sZHMuIiIiCiAgICAgICAgcmV0dXJuIHNlbGYu",
+        "bGF5ZXJzWzBdLmxlbmd0aAoKICAgIGRlZiBuYnl0ZXMoc2VsZik6CiAgICAgICAgIiIiVGhlIGJ5dGVzIG9mIHRoZSBrZXlz",
+        "IGFuZCB2YWx1ZXMgaGVsZC4iIiIKICAgICAgICByZXR1cm4gc3VtKHRbOiwgOiwgOmxheWVyLmxlbmd0aF0ubnVtZWwoKSAq",
+        "IHQuZWxlbWVudF9zaXplKCkgZm9yIGxheWVyIGluIHNlbGYubGF5ZXJzIGZvciB0IGluIChsYXllci5rZXlzLCBsYXllci52",
+        "YWx1ZXMpKQoKCmRlZiBnZW5lcmF0ZShtb2RlbCwgcHJvbXB0LCBuX25ldywgKiwgY2FjaGU9VHJ1ZSk6CiAgICAiIiJHcmVl",
+        "ZHkgZGVjb2Rpbmcgb2Ygbl9uZXcgdG9rZW5zIGFmdGVyIHByb21wdCAoQiwgVDApOyB3aXRoIGNhY2hlPVRydWUgZWFjaCBz",
+        "dGVwIGZlZWRzIG9ubHkgdGhlIG5ld2VzdCB0b2tlbi4iIiIKICAgIG5fbmV3ID0gX2dlbmVyYXRpb25fbGVuZ3RoKG1vZGVs",
+        "LCBwcm9tcHQsIG5fbmV3KQogICAgdG9rZW5zLCBmZWVkID0gcHJvbXB0LCBwcm9tcHQKICAgIHN0b3JlID0gS1ZDYWNoZSht",
+        "b2RlbC5jb25maWcsIHByb21wdC5zaGFwZVswXSkgaWYgY2FjaGUgZWxzZSBOb25lCiAgICB3aXRoIHRvcmNoLm5vX2dyYWQo",
+        "KToKICAgICAgICBmb3IgXyBpbiByYW5nZShuX25ldyk6CiAgICAgICAgICAgIGxvZ2l0cyA9IG1vZGVsKGZlZWQgaWYgY2Fj",
+        "aGUgZWxzZSB0b2tlbnMsIHN0b3JlKVs6LCAtMV0gICAjIChCLCB2b2NhYikgYXQgdGhlIG5ld2VzdCBwb3NpdGlvbgogICAg",
+        "ICAgICAgICBuZXdlc3QgPSBsb2dpdHMuYXJnbWF4KGRpbT0tMSwga2VlcGRpbT1UcnVlKSAgICAgICAgICAgICAgIyAoQiwg",
+        "MSkKICAgICAgICAgICAgdG9rZW5zID0gdG9yY2guY2F0KCh0b2tlbnMsIG5ld2VzdCksIGRpbT0xKQogICAgICAgICAgICBm",
+        "ZWVkID0gbmV3ZXN0CiAgICByZXR1cm4gdG9rZW5z",
     ),
 }.items()}
-# builder:end sha256=385a17d19636f3be7c19e7a01c0fee7d17b86ee6de5651cbf057b3c33f11ece0
+# builder:end sha256=c175814c04d41e996260f0b08d17beeb3ed9670a897cf020bc8ed5a81faadb0c
 
 # %% [markdown]
 # ## Level 2 · How attention works, from scratch
@@ -6017,6 +6029,8 @@ class CapstoneConfig:
             raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
         self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
         self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+        per_layer = d_model * self.head_dim * 2 * (n_heads + n_kv_heads) + 3 * d_model * d_ff + 2 * d_model
+        require_budget("the weights of a CapstoneLM of this config", (2 * vocab * d_model + n_layers * per_layer + d_model,), itemsize=4)
 
     @property
     def head_dim(self):
@@ -6032,35 +6046,226 @@ class CapstoneConfig:
 
     def __repr__(self):
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
-# builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
+# builder:end sha256=dd187b4bffa83c53e1f0a562678d20fbd59618e3906a2d180d2186e4c7a1d589
 
+# builder:begin inline nn
+# torch.nn, which the classes below subclass (one line, so an inlined region needs no import of its own)
+nn = __import__("torch.nn", fromlist=["Module"])
+# builder:end sha256=f30f4cac98e8991e7c9380e5f0f54df3b19cb811b53c3ac027f793925bcd0e08
+# builder:begin inline CAPSTONE_MAX_BATCH
+CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: a training step on 4,096 rows takes about a second here
+# builder:end sha256=9fb57078d0060e2e96ac10aeb3fd3d2f61e274652b246d10b63e1cdd98d90310
+# builder:begin inline CAPSTONE_MAX_ROWS
+CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64, seconds on one CPU thread
+# builder:end sha256=a04063466532f615b397530cb639f8783885cfaa94ed3cd22b71d7fee532c5e3
+# builder:begin inline _capstone_config
+def _capstone_config(config):
+    """config when it is a CapstoneConfig; a TypeError naming the fix otherwise."""
+    if not isinstance(config, CapstoneConfig):
+        raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}; build one with CapstoneConfig(...)")
+    return config
+# builder:end sha256=4df69a06d3d85e71e23b82e46e53327aad878a561e880f7a97b288fd21dbc772
+# builder:begin inline _capstone_model
+def _capstone_model(model):
+    """model when it is an nn.Module with a CapstoneConfig as its config (a CapstoneLM)."""
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "config", None), CapstoneConfig):
+        raise TypeError(f"model must be a CapstoneLM (an nn.Module with a CapstoneConfig .config), got {type(model).__name__}")
+    return model
+# builder:end sha256=9fb953fb8e9319b2d790b39fa2219a3b09e0f0d813b970ebf46c066e865c365c
+# builder:begin inline _capstone_widths
+def _capstone_widths(what, shape, *, itemsize=4, **widths):
+    """Each named width an int >= 1, and an array of ``shape`` (float32 unless told) within the allocation budget."""
+    for name, value in widths.items():
+        require_int(name, value, minimum=1)
+    require_budget(what, shape, itemsize=itemsize)
+# builder:end sha256=183738fb542b3dbc3ce7401106366bca833423796727dbbe0f20ef17a36f40ed
+# builder:begin inline _capstone_features
+def _capstone_features(x, width, dtype, *, ndim=None, squared=False):
+    """x (..., width) of a layer's dtype; ``squared``: small enough that a product of two projections of x stays finite."""
+    import torch
 
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)
+    if x.shape[-1] != width:
+        raise ValueError(f"x must end in an axis of {width} features, got shape {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one (x.to(dtype) or layer.to(dtype))")
+    largest, limit = (float(x.detach().abs().max()), torch.finfo(dtype).max ** 0.5 / width) if squared else (0.0, 1.0)
+    if largest > limit:
+        raise FloatingPointError(f"x reaches {largest:.3g}; a product of two projections of it overflows {dtype} "
+                                 f"above about {limit:.3g}: scale x down")
+    return x
+# builder:end sha256=cada6efcf4a73d21d83be93486c9656b10c325a22c71efda2b6aec79c371742a
+# builder:begin inline _rms_norm_args
+def _rms_norm_args(d_model, eps):
+    """eps (a real >= 0) as a float, after checking that RMSNorm's gain of d_model entries fits the budget."""
+    _capstone_widths("RMSNorm's gain", (d_model,), d_model=d_model)
+    return require_real("eps", eps, minimum=0.0)
+# builder:end sha256=d8c7e6493184f934cce2bb000f0f1de0ea879d8a8d2854da4e45faaeba00e12a
+# builder:begin inline _accuracy_args
+def _accuracy_args(model, seed):
+    """A CapstoneLM and a seed (an int from 0) for induction_accuracy."""
+    _capstone_model(model)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+# builder:end sha256=f40d6a3f0a25c792256a2f582d800916604c8c70cc7bf74669cd94596b2572c8
+# builder:begin inline _rms_norm_input
+def _rms_norm_input(x, weight, eps):
+    """x (..., d) for RMSNorm; with eps = 0 a token of zeros has no scale (0 / 0), so it is refused."""
+    x = _capstone_features(x, weight.shape[0], weight.dtype)
+    if eps == 0 and bool((x == 0).all(-1).any()):
+        raise ValueError("a token of x is all zeros and eps is 0: its root mean square is 0 (0 / 0); use eps > 0")
+    return x
+# builder:end sha256=6be585385234252473960191656f07c1851d69b6cd667da92cfd5f8c130ef1a2
+# builder:begin inline _rope_inputs
 def _rope_inputs(x, positions, base):
-    """Checked x (..., T, d) with an even d and positions (T,) of integers."""
+    """Checked x (..., T, d) with an even d, integer positions (T,) on the CPU, and base > 1."""
+    import torch
+
     x = require_tensor("x", x, min_ndim=2)
     if x.shape[-1] % 2:
         raise ValueError(f"RoPE turns pairs of coordinates: the last axis of x must be even, got {x.shape[-1]}")
-    if not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.is_floating_point():
-        raise ValueError(f"positions must be an integer tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
+    if (not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.device.type != "cpu"
+            or positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool):
+        raise ValueError(f"positions must be an integer CPU tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
     require_real("base", base, minimum=1.0, strict_minimum=True)
     return x, positions
+# builder:end sha256=068b8d407b81cb98575e3a6fccd7a7140b888d7c0ccffbe8bc2cb2e710b3588c
+# builder:begin inline _heads_input
+def _heads_input(out, n_heads, head_dim, dtype):
+    """out (B, n_heads, T, head_dim) of the layer's dtype, for merge."""
+    out = require_tensor("out", out, ndim=4)
+    if (out.shape[1], out.shape[3]) != (n_heads, head_dim) or out.dtype != dtype:
+        raise ValueError(f"out must have shape (B, {n_heads}, T, {head_dim}) and dtype {dtype}, got {tuple(out.shape)} {out.dtype}")
+    return out
+# builder:end sha256=509f07b74867580d72974c39bc8c86e0c7db960d6e333bdfe0bdbd15f8219f58
+# builder:begin inline _layer_cache
+def _layer_cache(cache, whole=False):
+    """cache when it is None or has what the model calls: append (a LayerKV) or, ``whole``, layers (a KVCache)."""
+    if cache is not None and not hasattr(cache, "layers" if whole else "append"):
+        raise TypeError(f"cache must be None or a {'KVCache' if whole else 'LayerKV'}, got {type(cache).__name__}")
+    return cache
+# builder:end sha256=856ab951c78ed7f1f9e2f088135a829629fbf2b541bd0427b48754b198872e74
+# builder:begin inline _token_ids
+def _token_ids(name, tokens, vocab, most):
+    """tokens (B, T) as a torch.long CPU tensor of ids below vocab, with B >= 1 and 1 <= T <= most."""
+    import torch
 
-
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.device.type != "cpu":
+        raise TypeError(f"{name} must be a torch.long CPU tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if not 1 <= tokens.shape[1] <= most or not tokens.shape[0] or bool(((tokens < 0) | (tokens >= vocab)).any()):
+        raise ValueError(f"{name} must hold ids from 0 to {vocab - 1}, in 1 to {most} positions of at least one row; "
+                         f"got shape {tuple(tokens.shape)}")
+    return tokens
+# builder:end sha256=28be7a013399cd2a1b2578d7eb0edaf2b1e831a7cb2aa9fa2d4be26730ad23dc
+# builder:begin inline _capstone_tokens
 def _capstone_tokens(tokens, config, cache):
     """The first position of tokens (B, T): 0, or how many the cache holds; refuse ids and lengths that do not fit."""
-    start = 0 if cache is None else cache.length
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-        raise TypeError(f"tokens must be a torch.long tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
-    if not 1 <= tokens.shape[1] <= config.max_len - start or bool(((tokens < 0) | (tokens >= config.vocab)).any()):
-        raise ValueError(f"tokens must be ids below {config.vocab}, 1 to {config.max_len - start} of them after the {start} cached; "
-                         f"got shape {tuple(tokens.shape)}")
+    start = 0 if _layer_cache(cache, whole=True) is None else cache.length
+    _token_ids("tokens", tokens, config.vocab, config.max_len - start)
     return start
+# builder:end sha256=7f8b01e8a40b4c25a9dbca7d8e554adaf9862773a6ac94a4a2e1ea0618617490
+# builder:begin inline _layer_kv_args
+def _layer_kv_args(batch, n_kv_heads, max_len, head_dim, dtype):
+    """Sizes of a LayerKV (ints >= 1), a floating dtype, and buffers within the allocation budget."""
+    import torch
 
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
+    _capstone_widths("the cache's keys and values", (2, batch, n_kv_heads, max_len, head_dim), itemsize=dtype.itemsize,
+                     batch=batch, n_kv_heads=n_kv_heads, max_len=max_len, head_dim=head_dim)
+# builder:end sha256=7c0e6ee2f87815da9c18c0e11fa4e63c6613a552d18eaccfb52e7385664b3ce4
+# builder:begin inline _kv_append_args
+def _kv_append_args(keys, k, v, start):
+    """k and v (B, H_kv, T, hd) that fit buffers like ``keys`` (B, H_kv, max_len, hd), and an int start."""
+    for name, t in (("k", k), ("v", v)):
+        require_tensor(name, t, ndim=4)
+        if (t.shape[0], t.shape[1], t.shape[3]) != (keys.shape[0], keys.shape[1], keys.shape[3]):
+            raise ValueError(f"{name} must have shape ({keys.shape[0]}, {keys.shape[1]}, T, {keys.shape[3]}), as the cache; "
+                             f"got {tuple(t.shape)}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    return require_int("start", start, minimum=0)
+# builder:end sha256=24c36f1abacf5a6f72e253b8ec920b159dc40315b5caaf1d0f62741b60e962ea
+# builder:begin inline _kv_cache_args
+def _kv_cache_args(config, batch):
+    """A CapstoneConfig and a batch size (int >= 1) whose cache fits the allocation budget."""
+    _capstone_config(config)
+    _capstone_widths("the cache of every layer", (2 * config.n_layers, batch, config.n_kv_heads, config.max_len, config.head_dim),
+                     batch=batch)
+# builder:end sha256=16c2cd0283d51787ce9abc17873613e48601aa0e952468fe5bb8dca50dd1ed32
+# builder:begin inline _induction_sizes
+def _induction_sizes(batch, vocab, k_min, k_max):
+    """A batch of 1 to CAPSTONE_MAX_BATCH rows, and 2 <= k_min <= k_max <= vocab."""
+    require_int("batch", batch, minimum=1, maximum=CAPSTONE_MAX_BATCH)
+    require_int("vocab", vocab, minimum=2, maximum=1_000_000)
+    require_int("k_min", k_min, minimum=2, maximum=vocab)
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    require_budget("the random order of the vocabulary of each row", (batch, vocab), itemsize=12)
+# builder:end sha256=3c40c0186b558949b8284a8dde094112e49a8d94431c53bdc63f1bb1a18226d6
+# builder:begin inline _induction_args
+def _induction_args(batch, generator, vocab, k_min, k_max):
+    """Checked arguments of induction_batch: a torch.Generator and the sizes of ``_induction_sizes``."""
+    import torch
 
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (torch.Generator().manual_seed(seed)), got {type(generator).__name__}")
+    _induction_sizes(batch, vocab, k_min, k_max)
+# builder:end sha256=85b249ab1582dd33cc2d0d1e41af8ed94b8b734cd00fd2c0b2337a2be7bd1d90
+# builder:begin inline _train_step_args
+def _train_step_args(model, optimizer, inputs, targets, scored):
+    """A module, a torch optimizer, token inputs and targets of one shape (ids its embedding knows), a bool scored with a True."""
+    import torch
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+    vocab = embedding.num_embeddings if embedding is not None else 2**62
+    most = model.config.max_len if isinstance(getattr(model, "config", None), CapstoneConfig) else 2**62
+    _token_ids("inputs", inputs, vocab, most)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim optimizer (torch.optim.AdamW(...)), got {type(optimizer).__name__}")
+    if getattr(targets, "shape", None) != inputs.shape:
+        raise ValueError(f"targets must have the shape of inputs, {tuple(inputs.shape)}, got {getattr(targets, 'shape', targets)!r}"[:200])
+    _token_ids("targets", targets, vocab, most)
+    if not isinstance(scored, torch.Tensor) or scored.dtype != torch.bool or scored.shape != inputs.shape or scored.device.type != "cpu":
+        raise ValueError(f"scored must be a bool CPU tensor of the shape of inputs, {tuple(inputs.shape)}")
+    if not bool(scored.any()):
+        raise ValueError("scored has no True entry: the loss would be a mean over nothing (NaN); score at least one position")
+# builder:end sha256=77eea24107cbf4e62c4c8cae3290ac8901c6ef46bfcf50a417f808c4d0e06ef8
+# builder:begin inline _fit_args
+def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step):
+    """Checked arguments of fit_induction: a CapstoneLM, callables, and steps, seed, rates and sizes in range."""
+    config = _capstone_model(model).config
+    for name, value in (("step", step), ("on_step", on_step)):
+        if not callable(value) and not (name == "on_step" and value is None):
+            raise TypeError(f"{name} must be a function, got {type(value).__name__}")
+    require_int("steps", steps, minimum=1)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+    require_real("lr", lr, minimum=0.0, strict_minimum=True, maximum=10.0)
+    require_int("warmup", warmup, minimum=1)
+    _induction_sizes(batch, config.vocab, k_min, k_max)
+    if steps * batch > CAPSTONE_MAX_ROWS:
+        raise ValueError(f"steps x batch = {steps * batch:,} sequences, over the {CAPSTONE_MAX_ROWS:,} one call trains on "
+                         f"(CAPSTONE_MAX_ROWS: 200 steps of 64, seconds on a CPU); to train longer, call it again")
+    if 2 * k_max - 1 > config.max_len:
+        raise ValueError(f"the task's rows have 2 k_max - 1 = {2 * k_max - 1} tokens, more than max_len = {config.max_len}")
+# builder:end sha256=1939c15f01201c4ef98c8897623967b32900eaf1c965c522df392ab79b939f1b
+# builder:begin inline _generation_length
 def _generation_length(model, prompt, n_new):
     """n_new checked against the room the model's context leaves after prompt (B, T0)."""
-    _capstone_tokens(prompt, model.config, None)
+    _capstone_tokens(prompt, _capstone_model(model).config, None)
     return require_int("n_new", n_new, minimum=0, maximum=model.config.max_len - prompt.shape[1])
+# builder:end sha256=754ab781f0ffb81401cbde231bb3381602090696362398a888b97fe9ea325445
+# builder:begin inline _causal_attention_args
+def _causal_attention_args(q, k, v, query_offset):
+    """q (B, Hq, Tq, hd), k and v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; query_offset an int >= 0."""
+    q, k, v = (require_tensor(name, t, ndim=4) for name, t in (("q", q), ("k", k), ("v", v)))
+    if k.shape != v.shape or (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]) or q.shape[1] % k.shape[1] \
+            or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"need q (B, Hq, Tq, hd) and k, v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    require_int("query_offset", query_offset, minimum=0)
+    require_budget("the attention scores and weights", (2, *q.shape[:3], k.shape[2]), itemsize=q.element_size())
+# builder:end sha256=1c8dc7355b1a47f040528b46ff60d2a9960a1e183c196d3db09982254ffdbc54
 
 
 # %% tags=["exercise"]
@@ -6094,13 +6299,16 @@ def rope_by_complex(x, positions, base=10_000.0, *, halves=False, sign=1.0, expo
     """
     import torch
 
+    x, positions = _rope_inputs(x, positions, base)
+    if sign not in (1.0, -1.0) or exponent not in (1.0, 2.0) or not isinstance(halves, bool):
+        raise ValueError(f"sign must be 1 or -1, exponent 1 or 2 and halves a bool, got {sign!r}, {exponent!r}, {halves!r}")
     d = x.shape[-1]
     x = x.double()
     pairs = torch.stack((x[..., : d // 2], x[..., d // 2:]), -1) if halves else x.unflatten(-1, (d // 2, 2))  # (..., T, d/2, 2)
     angle = sign * positions.double()[:, None] * base ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)
     turned = torch.view_as_real(torch.view_as_complex(pairs.contiguous()) * torch.polar(torch.ones_like(angle), angle))
     return torch.cat((turned[..., 0], turned[..., 1]), -1) if halves else turned.flatten(-2)
-# builder:end sha256=cf18d468112e2198f519083107e278668e0d0f3291de79abb707627808062189
+# builder:end sha256=4e8f8f12a7bdf6fd03cd41e709313f47cf1d604b8b56d0e23c7f70ae416cc261
 # builder:begin inline check_rope_contract
 def check_rope_contract(apply_rope):
     """Judge ``apply_rope(x, positions, base=10000.0)``: pair (2i, 2i+1) of the token at position p turned by p base^(-2i/d).
@@ -6192,6 +6400,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
+        eps = _rms_norm_args(d_model, eps)
         ### BEGIN SOLUTION
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))  # the gain γ, one per feature
@@ -6199,6 +6408,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         """(..., d) -> (..., d)."""
+        x = _rms_norm_input(x, self.weight, self.eps)
         ### BEGIN SOLUTION
         return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
         ### END SOLUTION
@@ -6258,6 +6468,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, d_model, d_ff):
         super().__init__()
+        _capstone_widths("SwiGLU's three weights", (3, d_model, d_ff), d_model=d_model, d_ff=d_ff)
         ### BEGIN SOLUTION
         self.w_gate = nn.Linear(d_model, d_ff, bias=False)
         self.w_up = nn.Linear(d_model, d_ff, bias=False)
@@ -6266,6 +6477,7 @@ class SwiGLU(nn.Module):
 
     def forward(self, x):
         """(..., d_model) -> (..., d_model)."""
+        x = _capstone_features(x, self.w_gate.in_features, self.w_gate.weight.dtype, squared=True)
         ### BEGIN SOLUTION
         return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
         ### END SOLUTION
@@ -6309,7 +6521,7 @@ def check_swiglu_contract(SwiGLU):
 check_exercise("Exercise 11", check_swiglu_contract, SwiGLU, globals())
 
 # %%
-rms_example = RMSNorm(4, eps=0.0)(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)).detach()
+rms_example = RMSNorm(4, eps=0.0).double()(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)).detach()
 print(f"RMSNorm(1, 2, 3, 4) = {[round(v, 4) for v in rms_example.tolist()]}")
 REFERENCE.check("rms_norm.normalized", rms_example, atol=1e-12)
 gelu_weights, swiglu_weights = 2 * 32 * 128, sum(p.numel() for p in SwiGLU(32, 2 * 128 // 3).parameters())
@@ -6351,6 +6563,7 @@ class CapstoneAttention(nn.Module):
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         self.n_heads, self.n_kv_heads, self.head_dim, self.rope_base = config.n_heads, config.n_kv_heads, config.head_dim, config.rope_base
         ### BEGIN SOLUTION
         self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
@@ -6361,6 +6574,7 @@ class CapstoneAttention(nn.Module):
 
     def qkv(self, x, positions):
         """x (B, T, d) at positions (T,) -> q (B, Hq, T, hd), k and v (B, Hkv, T, hd), RoPE on q and k."""
+        x = _capstone_features(x, self.w_q.in_features, self.w_q.weight.dtype, ndim=3)
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(x), self.n_heads)       # (B, Hq, T, hd)
         k = split_heads(self.w_k(x), self.n_kv_heads)    # (B, Hkv, T, hd)
@@ -6370,12 +6584,14 @@ class CapstoneAttention(nn.Module):
 
     def merge(self, out):
         """out (B, Hq, T, hd) -> (B, T, d): the heads side by side, then w_o."""
+        out = _heads_input(out, self.n_heads, self.head_dim, self.w_o.weight.dtype)
         ### BEGIN SOLUTION
         return self.w_o(merge_heads(out))
         ### END SOLUTION
 
     def forward(self, x, positions, cache=None):
         """x (B, T, d) -> (B, T, d); with a cache this call's keys and values join it and the queries read all of them."""
+        cache = _layer_cache(cache)
         ### BEGIN SOLUTION
         q, k, v = self.qkv(x, positions)
         if cache is not None:
@@ -6487,6 +6703,7 @@ class CapstoneBlock(nn.Module):
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         ### BEGIN SOLUTION
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CapstoneAttention(config)
@@ -6507,7 +6724,7 @@ class CapstoneLM(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        self.config = config
+        self.config = _capstone_config(config)
         ### BEGIN SOLUTION
         self.embed = nn.Embedding(config.vocab, config.d_model)
         self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
@@ -6535,6 +6752,7 @@ def capstone_by_hand(model, tokens, *, pre_norm=True, final_norm=True):
     import torch
     import torch.nn.functional as F
 
+    _capstone_tokens(tokens, _capstone_model(model).config, None)
     c, w = model.config, {name: t.detach().double() for name, t in model.state_dict().items()}
     B, T = tokens.shape
     positions = torch.arange(T)
@@ -6556,7 +6774,7 @@ def capstone_by_hand(model, tokens, *, pre_norm=True, final_norm=True):
         ffn = (F.silu(h @ w[at + "ffn.w_gate.weight"].T) * (h @ w[at + "ffn.w_up.weight"].T)) @ w[at + "ffn.w_down.weight"].T
         x = x + ffn if pre_norm else norm(x + ffn, at + "ffn_norm.weight")
     return (norm(x, "norm.weight") if final_norm else x) @ w["head.weight"].T      # (B, T, vocab)
-# builder:end sha256=b81652e49e156134880332f03041049da78b89d8a05d300ef4b54a9250363158
+# builder:end sha256=337903d9a484d851167acce6fe926a84d075ca28cfa72d8d4f78314993e2f550
 # builder:begin inline check_capstone_model_contract
 def check_capstone_model_contract(CapstoneLM):
     """Judge ``CapstoneLM(config)`` (and the ``CapstoneBlock`` it stacks): its parts by name, its logits, causality, the cache."""
@@ -6652,7 +6870,7 @@ check_exercise("Exercise 13", check_capstone_model_contract, CapstoneLM, globals
 # and seeded batches; and an accuracy over the scored positions only.
 def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """Rows of k distinct random tokens written twice (k drawn per row), padded to 2 k_max: (inputs, targets, scored)."""
-    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    _induction_args(batch, generator, vocab, k_min, k_max)
     ### BEGIN SOLUTION
     segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
     k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
@@ -6667,6 +6885,7 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
 
 def train_step(model, optimizer, inputs, targets, scored):
     """One optimizer step on the mean next-token cross-entropy over the scored positions; return the loss."""
+    _train_step_args(model, optimizer, inputs, targets, scored)
     ### BEGIN SOLUTION
     loss = F.cross_entropy(model(inputs)[scored], targets[scored])  # logits (B, T, V)[scored] -> (N, V)
     optimizer.zero_grad()
@@ -6678,7 +6897,7 @@ def train_step(model, optimizer, inputs, targets, scored):
 
 def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
     """Train model on fresh induction batches with step(model, optimizer, inputs, targets, scored); return the losses."""
-    require_int("steps", steps, minimum=1)
+    _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step)
     ### BEGIN SOLUTION
     generator = torch.Generator().manual_seed(seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
@@ -6697,6 +6916,7 @@ def fit_induction(model, step, steps, seed, *, batch=64, lr=1e-2, warmup=20, k_m
 
 def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
     """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
+    _accuracy_args(model, seed)
     ### BEGIN SOLUTION
     inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab, k_min=k_min, k_max=k_max)
     with torch.no_grad():
@@ -6838,8 +7058,8 @@ def check_induction_accuracy_contract(induction_accuracy):
 
     raised = "the function raised on a valid input; the traceback above this message shows where"
 
-    def repeat_length(row, k_min=4):
-        """The k of a row: its first k tokens written again right after them."""
+    def repeat_length(row, k_min=2):
+        """The k of a row: its first k tokens written again right after them (the shortest such k from k_min)."""
         return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
 
     class HalfRight(torch.nn.Module):
@@ -6869,7 +7089,7 @@ def check_induction_accuracy_contract(induction_accuracy):
     hint = "(argmax of the logits == targets)[scored].float().mean(): the first half and the filler do not count"
     contract_assert(isinstance(got, float) and abs(got - want) < 1e-6, prop, case, f"{want:.4f} as a float", f"{got!r}", hint)
     return {"accuracy": got}
-# builder:end sha256=8e83d4a57941cfca2f486f602032416b2f2d47ed2be3e7f8fccafda52828df0c
+# builder:end sha256=575f7a9e27743b15a4860e928266adae13c274f971ee1999f214ea6406be9df6
 check_exercise("Exercise 14", check_induction_batch_contract, induction_batch, globals())
 check_exercise("Exercise 14", check_train_step_contract, train_step, globals())
 check_exercise("Exercise 14", check_fit_induction_contract, fit_induction, globals())
@@ -6909,6 +7129,7 @@ expect("one layer does not", capstone_accuracy[1], "<=", induction["accuracy_one
 # @title The figure code of the next cell: attention_by_layer, plot_induction_heads (open to read)
 def attention_by_layer(model, tokens):
     """The attention weights (B, Hq, T, T) of each layer of a CapstoneLM on tokens (B, T), from its own qkv."""
+    _capstone_tokens(tokens, _capstone_model(model).config, None)
     weights, positions = [], torch.arange(tokens.shape[1])
     with torch.no_grad():
         x = model.embed(tokens)
@@ -6926,6 +7147,10 @@ def attention_by_layer(model, tokens):
 def plot_induction_heads(maps, k, language="en"):
     """Two heatmaps, queries down and keys across: the previous-token head of layer 1 and the induction head of layer 2."""
     require_choice("language", language, LANGUAGES)
+    maps = [require_array(f"maps[{i}]", m, ndim=2) for i, m in enumerate(maps)] if isinstance(maps, (list, tuple)) else maps
+    if not isinstance(maps, list) or len(maps) != 2 or any(m.shape[0] != m.shape[1] for m in maps):
+        raise ValueError("maps must be a list of two square (T, T) weight maps, one head of layer 1 and one of layer 2")
+    k = require_int("k", k, minimum=2, maximum=maps[0].shape[0] // 2)  # the repeat fills rows k .. 2k - 1
     apply_plot_style()
     fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
@@ -6986,6 +7211,7 @@ class LayerKV:
     """One layer's keys and values in two preallocated buffers (B, H_kv, max_len, hd)."""
 
     def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype=torch.float32):
+        _layer_kv_args(batch, n_kv_heads, max_len, head_dim, dtype)
         ### BEGIN SOLUTION
         self.keys = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
         self.values = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
@@ -6994,6 +7220,7 @@ class LayerKV:
 
     def append(self, k, v, start):
         """Write k, v (B, H_kv, T, hd) at positions start..; return the keys and values so far."""
+        _kv_append_args(self.keys, k, v, start)
         ### BEGIN SOLUTION
         end = start + k.shape[2]
         if start != self.length or end > self.keys.shape[2]:
@@ -7008,6 +7235,7 @@ class KVCache:
     """The KV cache of a whole model: one LayerKV per layer."""
 
     def __init__(self, config, batch):
+        _kv_cache_args(config, batch)
         ### BEGIN SOLUTION
         self.layers = [LayerKV(batch, config.n_kv_heads, config.max_len, config.head_dim) for _ in range(config.n_layers)]
         ### END SOLUTION
@@ -7148,7 +7376,7 @@ def to_transformers_llama(model):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    c = model.config
+    c = _capstone_model(model).config
     llama = LlamaForCausalLM(LlamaConfig(
         vocab_size=c.vocab, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layers,
         num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, head_dim=c.head_dim,
@@ -7180,7 +7408,7 @@ def to_transformers_llama(model):
     if unexpected or [name for name in missing if "rotary" not in name]:
         raise ValueError(f"the weight names do not match this transformers version: missing {missing}, unexpected {unexpected}")
     return llama.eval()
-# builder:end sha256=ed51ff223e67cb3db8dca28cefb1ca7774fecd39cc7e6e8c37c9511651ae62d8
+# builder:end sha256=ce6c8d5256388ae01b9802ece41f783154af14686b81da7c1f8fff3efbbb1ec1
 
 
 # %%

@@ -111,6 +111,20 @@ BASELINES: dict[str, tuple[tuple, dict]] = {
 }
 
 
+# Baseline calls of methods the notebooks never call, on an instance built without arguments: name -> (class, args, kwargs).
+OWNED_BASELINES: dict[str, tuple[str, tuple, dict]] = {
+    "CapstoneConfig.replace": ("CapstoneConfig", (), {"n_layers": 1}),  # 5.2 builds its one config directly
+}
+
+
+# Baseline calls built from the notebook's own classes (a small model, a few steps), for functions whose only
+# call in a notebook trains for seconds: name -> function of the namespace giving (args, kwargs).
+BUILT_BASELINES = {
+    "train_capstone": lambda ns: ((ns["CapstoneConfig"](), 3), {}),
+    "fit_induction": lambda ns: ((ns["CapstoneLM"](ns["CapstoneConfig"]()), ns["train_step"], 3, 0), {}),
+}
+
+
 def _module3_baselines() -> None:
     """Module 3's AdamW is built from ``model.parameters()``, a generator the recorder cannot copy: a small list instead."""
     import torch
@@ -558,6 +572,11 @@ def baseline_for(target: Target, nb: Notebook):
     if target.name in BASELINES:
         args, kwargs = BASELINES[target.name]
         candidates.insert(0, (args, kwargs, None))
+    if target.name in BUILT_BASELINES and all(n in nb.namespace for n in ("CapstoneConfig", "CapstoneLM", "train_step")):
+        candidates.insert(0, (*BUILT_BASELINES[target.name](nb.namespace), None))
+    if target.name in OWNED_BASELINES and OWNED_BASELINES[target.name][0] in nb.namespace:
+        owner, args, kwargs = OWNED_BASELINES[target.name]
+        candidates.insert(0, (args, kwargs, nb.namespace[owner]()))
     for args, kwargs, owner in sorted(candidates, key=lambda c: _size(c[0]) + _size(c[1])):
         finding = judge(target, *copy.deepcopy((args, kwargs, owner)), "baseline", is_nan_free(args, kwargs), False)
         if finding is None and _succeeds(target, args, kwargs, owner):

@@ -8,6 +8,29 @@ block, ``block.attn_norm``, ``block.attn.qkv``, its own attention, ``block.attn.
 __all__ = [
     "nn",
     "CapstoneConfig",
+    "CAPSTONE_MAX_BATCH",
+    "CAPSTONE_MAX_ROWS",
+    "_capstone_config",
+    "_capstone_model",
+    "_capstone_widths",
+    "_capstone_features",
+    "_rms_norm_args",
+    "_accuracy_args",
+    "_rms_norm_input",
+    "_rope_inputs",
+    "_heads_input",
+    "_layer_cache",
+    "_token_ids",
+    "_capstone_tokens",
+    "_layer_kv_args",
+    "_kv_append_args",
+    "_kv_cache_args",
+    "_induction_args",
+    "_induction_sizes",
+    "_train_step_args",
+    "_fit_args",
+    "_generation_length",
+    "_causal_attention_args",
     "apply_rope",
     "RMSNorm",
     "SwiGLU",
@@ -26,6 +49,8 @@ __all__ = [
     "generate",
     "to_transformers_llama",
 ]
+
+from .validation import require_budget, require_finite_result, require_int, require_real, require_tensor
 
 # torch.nn, which the classes below subclass (one line, so an inlined region needs no import of its own)
 nn = __import__("torch.nn", fromlist=["Module"])
@@ -49,6 +74,8 @@ class CapstoneConfig:
             raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
         self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
         self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+        per_layer = d_model * self.head_dim * 2 * (n_heads + n_kv_heads) + 3 * d_model * d_ff + 2 * d_model
+        require_budget("the weights of a CapstoneLM of this config", (2 * vocab * d_model + n_layers * per_layer + d_model,), itemsize=4)
 
     @property
     def head_dim(self):
@@ -66,10 +93,223 @@ class CapstoneConfig:
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 
 
+CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: a training step on 4,096 rows takes about a second here
+CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64, seconds on one CPU thread
+
+
+def _capstone_config(config):
+    """config when it is a CapstoneConfig; a TypeError naming the fix otherwise."""
+    if not isinstance(config, CapstoneConfig):
+        raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}; build one with CapstoneConfig(...)")
+    return config
+
+
+def _capstone_model(model):
+    """model when it is an nn.Module with a CapstoneConfig as its config (a CapstoneLM)."""
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "config", None), CapstoneConfig):
+        raise TypeError(f"model must be a CapstoneLM (an nn.Module with a CapstoneConfig .config), got {type(model).__name__}")
+    return model
+
+
+def _capstone_widths(what, shape, *, itemsize=4, **widths):
+    """Each named width an int >= 1, and an array of ``shape`` (float32 unless told) within the allocation budget."""
+    for name, value in widths.items():
+        require_int(name, value, minimum=1)
+    require_budget(what, shape, itemsize=itemsize)
+
+
+def _capstone_features(x, width, dtype, *, ndim=None, squared=False):
+    """x (..., width) of a layer's dtype; ``squared``: small enough that a product of two projections of x stays finite."""
+    import torch
+
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)
+    if x.shape[-1] != width:
+        raise ValueError(f"x must end in an axis of {width} features, got shape {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one (x.to(dtype) or layer.to(dtype))")
+    largest, limit = (float(x.detach().abs().max()), torch.finfo(dtype).max ** 0.5 / width) if squared else (0.0, 1.0)
+    if largest > limit:
+        raise FloatingPointError(f"x reaches {largest:.3g}; a product of two projections of it overflows {dtype} "
+                                 f"above about {limit:.3g}: scale x down")
+    return x
+
+
+def _rms_norm_args(d_model, eps):
+    """eps (a real >= 0) as a float, after checking that RMSNorm's gain of d_model entries fits the budget."""
+    _capstone_widths("RMSNorm's gain", (d_model,), d_model=d_model)
+    return require_real("eps", eps, minimum=0.0)
+
+
+def _accuracy_args(model, seed):
+    """A CapstoneLM and a seed (an int from 0) for induction_accuracy."""
+    _capstone_model(model)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+
+
+def _rms_norm_input(x, weight, eps):
+    """x (..., d) for RMSNorm; with eps = 0 a token of zeros has no scale (0 / 0), so it is refused."""
+    x = _capstone_features(x, weight.shape[0], weight.dtype)
+    if eps == 0 and bool((x == 0).all(-1).any()):
+        raise ValueError("a token of x is all zeros and eps is 0: its root mean square is 0 (0 / 0); use eps > 0")
+    return x
+
+
+def _rope_inputs(x, positions, base):
+    """Checked x (..., T, d) with an even d, integer positions (T,) on the CPU, and base > 1."""
+    import torch
+
+    x = require_tensor("x", x, min_ndim=2)
+    if x.shape[-1] % 2:
+        raise ValueError(f"RoPE turns pairs of coordinates: the last axis of x must be even, got {x.shape[-1]}")
+    if (not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.device.type != "cpu"
+            or positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool):
+        raise ValueError(f"positions must be an integer CPU tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
+    require_real("base", base, minimum=1.0, strict_minimum=True)
+    return x, positions
+
+
+def _heads_input(out, n_heads, head_dim, dtype):
+    """out (B, n_heads, T, head_dim) of the layer's dtype, for merge."""
+    out = require_tensor("out", out, ndim=4)
+    if (out.shape[1], out.shape[3]) != (n_heads, head_dim) or out.dtype != dtype:
+        raise ValueError(f"out must have shape (B, {n_heads}, T, {head_dim}) and dtype {dtype}, got {tuple(out.shape)} {out.dtype}")
+    return out
+
+
+def _layer_cache(cache, whole=False):
+    """cache when it is None or has what the model calls: append (a LayerKV) or, ``whole``, layers (a KVCache)."""
+    if cache is not None and not hasattr(cache, "layers" if whole else "append"):
+        raise TypeError(f"cache must be None or a {'KVCache' if whole else 'LayerKV'}, got {type(cache).__name__}")
+    return cache
+
+
+def _token_ids(name, tokens, vocab, most):
+    """tokens (B, T) as a torch.long CPU tensor of ids below vocab, with B >= 1 and 1 <= T <= most."""
+    import torch
+
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.device.type != "cpu":
+        raise TypeError(f"{name} must be a torch.long CPU tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if not 1 <= tokens.shape[1] <= most or not tokens.shape[0] or bool(((tokens < 0) | (tokens >= vocab)).any()):
+        raise ValueError(f"{name} must hold ids from 0 to {vocab - 1}, in 1 to {most} positions of at least one row; "
+                         f"got shape {tuple(tokens.shape)}")
+    return tokens
+
+
+def _capstone_tokens(tokens, config, cache):
+    """The first position of tokens (B, T): 0, or how many the cache holds; refuse ids and lengths that do not fit."""
+    start = 0 if _layer_cache(cache, whole=True) is None else cache.length
+    _token_ids("tokens", tokens, config.vocab, config.max_len - start)
+    return start
+
+
+def _layer_kv_args(batch, n_kv_heads, max_len, head_dim, dtype):
+    """Sizes of a LayerKV (ints >= 1), a floating dtype, and buffers within the allocation budget."""
+    import torch
+
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
+    _capstone_widths("the cache's keys and values", (2, batch, n_kv_heads, max_len, head_dim), itemsize=dtype.itemsize,
+                     batch=batch, n_kv_heads=n_kv_heads, max_len=max_len, head_dim=head_dim)
+
+
+def _kv_append_args(keys, k, v, start):
+    """k and v (B, H_kv, T, hd) that fit buffers like ``keys`` (B, H_kv, max_len, hd), and an int start."""
+    for name, t in (("k", k), ("v", v)):
+        require_tensor(name, t, ndim=4)
+        if (t.shape[0], t.shape[1], t.shape[3]) != (keys.shape[0], keys.shape[1], keys.shape[3]):
+            raise ValueError(f"{name} must have shape ({keys.shape[0]}, {keys.shape[1]}, T, {keys.shape[3]}), as the cache; "
+                             f"got {tuple(t.shape)}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    return require_int("start", start, minimum=0)
+
+
+def _kv_cache_args(config, batch):
+    """A CapstoneConfig and a batch size (int >= 1) whose cache fits the allocation budget."""
+    _capstone_config(config)
+    _capstone_widths("the cache of every layer", (2 * config.n_layers, batch, config.n_kv_heads, config.max_len, config.head_dim),
+                     batch=batch)
+
+
+def _induction_sizes(batch, vocab, k_min, k_max):
+    """A batch of 1 to CAPSTONE_MAX_BATCH rows, and 2 <= k_min <= k_max <= vocab."""
+    require_int("batch", batch, minimum=1, maximum=CAPSTONE_MAX_BATCH)
+    require_int("vocab", vocab, minimum=2, maximum=1_000_000)
+    require_int("k_min", k_min, minimum=2, maximum=vocab)
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    require_budget("the random order of the vocabulary of each row", (batch, vocab), itemsize=12)
+
+
+def _induction_args(batch, generator, vocab, k_min, k_max):
+    """Checked arguments of induction_batch: a torch.Generator and the sizes of ``_induction_sizes``."""
+    import torch
+
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (torch.Generator().manual_seed(seed)), got {type(generator).__name__}")
+    _induction_sizes(batch, vocab, k_min, k_max)
+
+
+def _train_step_args(model, optimizer, inputs, targets, scored):
+    """A module, a torch optimizer, token inputs and targets of one shape (ids its embedding knows), a bool scored with a True."""
+    import torch
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+    vocab = embedding.num_embeddings if embedding is not None else 2**62
+    most = model.config.max_len if isinstance(getattr(model, "config", None), CapstoneConfig) else 2**62
+    _token_ids("inputs", inputs, vocab, most)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim optimizer (torch.optim.AdamW(...)), got {type(optimizer).__name__}")
+    if getattr(targets, "shape", None) != inputs.shape:
+        raise ValueError(f"targets must have the shape of inputs, {tuple(inputs.shape)}, got {getattr(targets, 'shape', targets)!r}"[:200])
+    _token_ids("targets", targets, vocab, most)
+    if not isinstance(scored, torch.Tensor) or scored.dtype != torch.bool or scored.shape != inputs.shape or scored.device.type != "cpu":
+        raise ValueError(f"scored must be a bool CPU tensor of the shape of inputs, {tuple(inputs.shape)}")
+    if not bool(scored.any()):
+        raise ValueError("scored has no True entry: the loss would be a mean over nothing (NaN); score at least one position")
+
+
+def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step):
+    """Checked arguments of fit_induction: a CapstoneLM, callables, and steps, seed, rates and sizes in range."""
+    config = _capstone_model(model).config
+    for name, value in (("step", step), ("on_step", on_step)):
+        if not callable(value) and not (name == "on_step" and value is None):
+            raise TypeError(f"{name} must be a function, got {type(value).__name__}")
+    require_int("steps", steps, minimum=1)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+    require_real("lr", lr, minimum=0.0, strict_minimum=True, maximum=10.0)
+    require_int("warmup", warmup, minimum=1)
+    _induction_sizes(batch, config.vocab, k_min, k_max)
+    if steps * batch > CAPSTONE_MAX_ROWS:
+        raise ValueError(f"steps x batch = {steps * batch:,} sequences, over the {CAPSTONE_MAX_ROWS:,} one call trains on "
+                         f"(CAPSTONE_MAX_ROWS: 200 steps of 64, seconds on a CPU); to train longer, call it again")
+    if 2 * k_max - 1 > config.max_len:
+        raise ValueError(f"the task's rows have 2 k_max - 1 = {2 * k_max - 1} tokens, more than max_len = {config.max_len}")
+
+
+def _generation_length(model, prompt, n_new):
+    """n_new checked against the room the model's context leaves after prompt (B, T0)."""
+    _capstone_tokens(prompt, _capstone_model(model).config, None)
+    return require_int("n_new", n_new, minimum=0, maximum=model.config.max_len - prompt.shape[1])
+
+
+def _causal_attention_args(q, k, v, query_offset):
+    """q (B, Hq, Tq, hd), k and v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; query_offset an int >= 0."""
+    q, k, v = (require_tensor(name, t, ndim=4) for name, t in (("q", q), ("k", k), ("v", v)))
+    if k.shape != v.shape or (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]) or q.shape[1] % k.shape[1] \
+            or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"need q (B, Hq, Tq, hd) and k, v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    require_int("query_offset", query_offset, minimum=0)
+    require_budget("the attention scores and weights", (2, *q.shape[:3], k.shape[2]), itemsize=q.element_size())
+
+
 def apply_rope(x, positions, base=10_000.0):
     """Rotate each pair (2i, 2i+1) of x [..., T, head_dim] by the angle position * base^(-2i/head_dim)."""
     import torch
 
+    x, positions = _rope_inputs(x, positions, base)
     half = x.shape[-1] // 2
     frequency = base ** (-torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])   # (hd/2,)
     angle = positions.to(torch.float64)[:, None] * frequency                          # (T, hd/2)
@@ -86,12 +326,13 @@ class RMSNorm(nn.Module):
         super().__init__()
         import torch
 
-        self.eps = eps
+        self.eps = _rms_norm_args(d_model, eps)
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x):
         import torch
 
+        x = _rms_norm_input(x, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -100,6 +341,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, d_model, d_ff):
         super().__init__()
+        _capstone_widths("SwiGLU's three weights", (3, d_model, d_ff), d_model=d_model, d_ff=d_ff)
         self.w_gate = nn.Linear(d_model, d_ff, bias=False)
         self.w_up = nn.Linear(d_model, d_ff, bias=False)
         self.w_down = nn.Linear(d_ff, d_model, bias=False)
@@ -107,6 +349,7 @@ class SwiGLU(nn.Module):
     def forward(self, x):
         import torch.nn.functional as F
 
+        x = _capstone_features(x, self.w_gate.in_features, self.w_gate.weight.dtype, squared=True)
         return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
 
 
@@ -119,10 +362,12 @@ def causal_attention(q, k, v, query_offset=0):
 
     import torch
 
+    _causal_attention_args(q, k, v, query_offset)
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)      # (B, Hq, Tk, hd)
     allowed = torch.arange(k.shape[2])[None, :] <= query_offset + torch.arange(q.shape[2])[:, None]  # (Tq, Tk)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])                      # (B, Hq, Tq, Tk)
+    require_finite_result("the attention scores", scores, "q and k are too large for their dtype; scale them down")
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
     return weights @ v, weights
 
@@ -132,6 +377,7 @@ class CapstoneAttention(nn.Module):
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.rope_base = config.rope_base
         self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
@@ -141,6 +387,7 @@ class CapstoneAttention(nn.Module):
 
     def qkv(self, x, positions):
         """x [B, T, d] at absolute positions [T] -> q [B, Hq, T, hd], k and v [B, Hkv, T, hd], RoPE on q and k."""
+        x = _capstone_features(x, self.w_q.in_features, self.w_q.weight.dtype, ndim=3)
         B, T, _ = x.shape
         q = self.w_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)      # (B, Hq, T, hd)
         k = self.w_k(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)   # (B, Hkv, T, hd)
@@ -149,13 +396,13 @@ class CapstoneAttention(nn.Module):
 
     def merge(self, out):
         """out [B, Hq, T, hd] -> [B, T, d_model]: heads side by side, then w_o."""
-        B, _, T, _ = out.shape
+        B, _, T, _ = _heads_input(out, self.n_heads, self.head_dim, self.w_o.weight.dtype).shape
         return self.w_o(out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
     def forward(self, x, positions, cache=None):
         """x [B, T, d] -> [B, T, d]; with a LayerKV cache, k and v are appended and the queries read all of it."""
         q, k, v = self.qkv(x, positions)
-        offset = int(positions[0]) if cache is not None else 0
+        offset = int(positions[0]) if _layer_cache(cache) is not None else 0
         if cache is not None:
             k, v = cache.append(k, v, offset)                                        # (B, Hkv, offset + T, hd)
         return self.merge(causal_attention(q, k, v, query_offset=offset)[0])
@@ -166,6 +413,7 @@ class CapstoneBlock(nn.Module):
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CapstoneAttention(config)
         self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
@@ -182,13 +430,14 @@ class LayerKV:
     def __init__(self, batch, n_kv_heads, max_len, head_dim, dtype):
         import torch
 
+        _layer_kv_args(batch, n_kv_heads, max_len, head_dim, dtype)
         self.keys = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
         self.values = torch.zeros(batch, n_kv_heads, max_len, head_dim, dtype=dtype)
         self.length = 0
 
     def append(self, k, v, start):
         """Write k, v [B, Hkv, T, hd] at positions start.. and return every key and value so far (views)."""
-        end = start + k.shape[2]
+        end = _kv_append_args(self.keys, k, v, start) + k.shape[2]
         if start != self.length or end > self.keys.shape[2]:
             raise ValueError(f"the cache holds {self.length} of {self.keys.shape[2]} positions; cannot write positions "
                              f"{start}..{end - 1}: append in order and stay within max_len")
@@ -204,6 +453,7 @@ class KVCache:
         import torch
 
         dtype = dtype or torch.get_default_dtype()
+        _kv_cache_args(config, batch)
         self.layers = [LayerKV(batch, config.n_kv_heads, config.max_len, config.head_dim, dtype) for _ in range(config.n_layers)]
 
     @property
@@ -224,7 +474,7 @@ class CapstoneLM(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        self.config = config
+        self.config = _capstone_config(config)
         self.embed = nn.Embedding(config.vocab, config.d_model)
         self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps)
@@ -234,10 +484,7 @@ class CapstoneLM(nn.Module):
         """tokens [B, T] -> logits [B, T, vocab]; with a KVCache the tokens continue what it holds."""
         import torch
 
-        start = cache.length if cache is not None else 0
-        if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.config.max_len - start:
-            raise ValueError(f"tokens must be [batch, T] with 1 <= T <= max_len - cached = {self.config.max_len - start}, "
-                             f"got shape {tuple(tokens.shape)}")
+        start = _capstone_tokens(tokens, self.config, cache)
         positions = torch.arange(start, start + tokens.shape[1])
         x = self.embed(tokens)                                                       # (B, T, d)
         for i, block in enumerate(self.blocks):
@@ -253,8 +500,7 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """
     import torch
 
-    if not 2 <= k_min <= k_max <= vocab:
-        raise ValueError(f"need 2 <= k_min <= k_max <= vocab, got k_min={k_min}, k_max={k_max}, vocab={vocab}")
+    _induction_args(batch, generator, vocab, k_min, k_max)
     segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
     k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
     position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
@@ -269,6 +515,7 @@ def train_step(model, optimizer, inputs, targets, scored):
     """One AdamW step on the mean next-token cross-entropy over the scored positions; return the loss."""
     import torch.nn.functional as F
 
+    _train_step_args(model, optimizer, inputs, targets, scored)
     loss = F.cross_entropy(model(inputs)[scored], targets[scored])
     optimizer.zero_grad()
     loss.backward()
@@ -283,6 +530,7 @@ def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=2
     """
     import torch
 
+    _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step)
     generator = torch.Generator().manual_seed(seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
@@ -301,6 +549,7 @@ def train_capstone(config, steps=200, seed=0, *, on_step=None, **recipe):
     """A CapstoneLM seeded with ``seed`` and trained on the induction task (``recipe``: fit_induction's options)."""
     import torch
 
+    _capstone_config(config)
     if config.max_len < 2 * recipe.get("k_max", 12) - 1 or config.vocab < recipe.get("k_max", 12):
         raise ValueError(f"the induction task needs max_len >= 2 k_max - 1 and vocab >= k_max, got {config}")
     with torch.random.fork_rng():
@@ -313,6 +562,7 @@ def induction_accuracy(model, *, batch=512, seed=12345, k_min=4, k_max=12):
     """Held-out greedy accuracy on the scored positions of a fresh induction batch."""
     import torch
 
+    _accuracy_args(model, seed)
     inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab,
                                               k_min=k_min, k_max=k_max)
     with torch.no_grad():
@@ -323,6 +573,7 @@ def attention_maps(model, tokens):
     """The attention weights of every layer on tokens [B, T]: a list of [B, Hq, T, T], one per block."""
     import torch
 
+    _capstone_tokens(tokens, _capstone_model(model).config, None)
     maps, positions = [], torch.arange(tokens.shape[1])
     with torch.no_grad():
         x = model.embed(tokens)
@@ -338,8 +589,7 @@ def generate(model, prompt, n_new, *, cache=True):
     """Greedy decoding of n_new tokens after prompt [B, T0]; with cache=True each step feeds only the newest token."""
     import torch
 
-    if not isinstance(n_new, int) or not 0 <= n_new <= model.config.max_len - prompt.shape[1]:
-        raise ValueError(f"n_new must be an int from 0 to max_len - prompt length = {model.config.max_len - prompt.shape[1]}, got {n_new!r}")
+    n_new = _generation_length(model, prompt, n_new)
     tokens, store = prompt, (KVCache(model.config, prompt.shape[0]) if cache else None)
     with torch.no_grad():
         feed = prompt
@@ -360,7 +610,7 @@ def to_transformers_llama(model):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    c = model.config
+    c = _capstone_model(model).config
     llama = LlamaForCausalLM(LlamaConfig(
         vocab_size=c.vocab, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layers,
         num_attention_heads=c.n_heads, num_key_value_heads=c.n_kv_heads, head_dim=c.head_dim,

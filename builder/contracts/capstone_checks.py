@@ -6,7 +6,7 @@ rebuild under the same names. ``CapstoneConfig`` is the one piece they share (in
 """
 
 from .calls import contract_call
-from .capstone import CapstoneConfig
+from .capstone import CapstoneConfig, _capstone_model, _capstone_tokens, _rope_inputs
 from .violations import ContractViolation, contract_assert, contract_close
 
 __all__ = [
@@ -32,6 +32,9 @@ def rope_by_complex(x, positions, base=10_000.0, *, halves=False, sign=1.0, expo
     """
     import torch
 
+    x, positions = _rope_inputs(x, positions, base)
+    if sign not in (1.0, -1.0) or exponent not in (1.0, 2.0) or not isinstance(halves, bool):
+        raise ValueError(f"sign must be 1 or -1, exponent 1 or 2 and halves a bool, got {sign!r}, {exponent!r}, {halves!r}")
     d = x.shape[-1]
     x = x.double()
     pairs = torch.stack((x[..., : d // 2], x[..., d // 2:]), -1) if halves else x.unflatten(-1, (d // 2, 2))  # (..., T, d/2, 2)
@@ -45,6 +48,7 @@ def capstone_by_hand(model, tokens, *, pre_norm=True, final_norm=True):
     import torch
     import torch.nn.functional as F
 
+    _capstone_tokens(tokens, _capstone_model(model).config, None)
     c, w = model.config, {name: t.detach().double() for name, t in model.state_dict().items()}
     B, T = tokens.shape
     positions = torch.arange(T)
@@ -522,8 +526,8 @@ def check_induction_accuracy_contract(induction_accuracy):
 
     raised = "the function raised on a valid input; the traceback above this message shows where"
 
-    def repeat_length(row, k_min=4):
-        """The k of a row: its first k tokens written again right after them."""
+    def repeat_length(row, k_min=2):
+        """The k of a row: its first k tokens written again right after them (the shortest such k from k_min)."""
         return next(k for k in range(k_min, (len(row) + 1) // 2 + 1) if row[k:2 * k].tolist() == row[:min(k, len(row) - k)].tolist())
 
     class HalfRight(torch.nn.Module):

@@ -984,6 +984,17 @@ MESSAGES.update({
     "a result (the input is valid)": "результат (вход допустим)",
     "a tuple {expected}": "кортеж {expected}",
     "return {expected} together, as one tuple": "верните {expected} вместе, одним кортежем",
+    "the weights of a CapstoneLM of this config": "веса CapstoneLM с этой конфигурацией",
+    "a token of x is all zeros and eps is 0: its root mean square is 0 (0 / 0); use eps > 0": "один токен x состоит из одних нулей, а eps равен 0: его среднеквадратичное равно 0 (0 / 0); возьмите eps > 0",
+    "the cache's keys and values": "ключи и значения кэша",
+    "the cache of every layer": "кэш всех слоёв",
+    "the random order of the vocabulary of each row": "случайный порядок словаря для каждой строки",
+    "scored has no True entry: the loss would be a mean over nothing (NaN); score at least one position": "в scored нет ни одного True: потеря была бы средним по пустому набору (NaN); отметьте хотя бы одну позицию",
+    "the attention scores and weights": "оценки и веса внимания",
+    "q and k are too large for their dtype; scale them down": "q и k слишком велики для своего dtype; уменьшите их масштаб",
+    "RMSNorm's gain": "коэффициент усиления RMSNorm",
+    "SwiGLU's three weights": "три матрицы весов SwiGLU",
+    "the attention scores": "оценки внимания",
     "x of shape (2, 3, 5, 8) float64, positions (0, 1, 4, 9, 30)": "x формы (2, 3, 5, 8) float64, позиции (0, 1, 4, 9, 30)",
     "RoPE turns each pair in place: keep the shape and the dtype of x": "RoPE поворачивает каждую пару на месте: сохраните форму и dtype x",
     "pair i = (x[..., 2i], x[..., 2i+1]) turns by positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)": "пара i = (x[..., 2i], x[..., 2i+1]) поворачивается на positions[t] * base**(-2i/d): (a cos - b sin, a sin + b cos)",
@@ -5655,6 +5666,8 @@ class CapstoneConfig:
             raise ValueError(f"rope_base must be a number > 1 and norm_eps > 0, got {rope_base!r} and {norm_eps!r}")
         self.vocab, self.d_model, self.n_layers, self.n_heads, self.n_kv_heads = vocab, d_model, n_layers, n_heads, n_kv_heads
         self.d_ff, self.max_len, self.rope_base, self.norm_eps = d_ff, max_len, float(rope_base), float(norm_eps)
+        per_layer = d_model * self.head_dim * 2 * (n_heads + n_kv_heads) + 3 * d_model * d_ff + 2 * d_model
+        require_budget("the weights of a CapstoneLM of this config", (2 * vocab * d_model + n_layers * per_layer + d_model,), itemsize=4)
 
     @property
     def head_dim(self):
@@ -5670,12 +5683,227 @@ class CapstoneConfig:
 
     def __repr__(self):
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
-# builder:end sha256=ca505f93e32d1ebbac1d3d126476dda073eda68513eb2d9ca6fc5d4d524bef7b
+# builder:end sha256=dd187b4bffa83c53e1f0a562678d20fbd59618e3906a2d180d2186e4c7a1d589
+# builder:begin inline CAPSTONE_MAX_BATCH
+CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: a training step on 4,096 rows takes about a second here
+# builder:end sha256=9fb57078d0060e2e96ac10aeb3fd3d2f61e274652b246d10b63e1cdd98d90310
+# builder:begin inline CAPSTONE_MAX_ROWS
+CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64, seconds on one CPU thread
+# builder:end sha256=a04063466532f615b397530cb639f8783885cfaa94ed3cd22b71d7fee532c5e3
+# builder:begin inline _capstone_config
+def _capstone_config(config):
+    """config when it is a CapstoneConfig; a TypeError naming the fix otherwise."""
+    if not isinstance(config, CapstoneConfig):
+        raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}; build one with CapstoneConfig(...)")
+    return config
+# builder:end sha256=4df69a06d3d85e71e23b82e46e53327aad878a561e880f7a97b288fd21dbc772
+# builder:begin inline _capstone_model
+def _capstone_model(model):
+    """model when it is an nn.Module with a CapstoneConfig as its config (a CapstoneLM)."""
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "config", None), CapstoneConfig):
+        raise TypeError(f"model must be a CapstoneLM (an nn.Module with a CapstoneConfig .config), got {type(model).__name__}")
+    return model
+# builder:end sha256=9fb953fb8e9319b2d790b39fa2219a3b09e0f0d813b970ebf46c066e865c365c
+# builder:begin inline _capstone_widths
+def _capstone_widths(what, shape, *, itemsize=4, **widths):
+    """Each named width an int >= 1, and an array of ``shape`` (float32 unless told) within the allocation budget."""
+    for name, value in widths.items():
+        require_int(name, value, minimum=1)
+    require_budget(what, shape, itemsize=itemsize)
+# builder:end sha256=183738fb542b3dbc3ce7401106366bca833423796727dbbe0f20ef17a36f40ed
+# builder:begin inline _capstone_features
+def _capstone_features(x, width, dtype, *, ndim=None, squared=False):
+    """x (..., width) of a layer's dtype; ``squared``: small enough that a product of two projections of x stays finite."""
+    import torch
+
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)
+    if x.shape[-1] != width:
+        raise ValueError(f"x must end in an axis of {width} features, got shape {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one (x.to(dtype) or layer.to(dtype))")
+    largest, limit = (float(x.detach().abs().max()), torch.finfo(dtype).max ** 0.5 / width) if squared else (0.0, 1.0)
+    if largest > limit:
+        raise FloatingPointError(f"x reaches {largest:.3g}; a product of two projections of it overflows {dtype} "
+                                 f"above about {limit:.3g}: scale x down")
+    return x
+# builder:end sha256=cada6efcf4a73d21d83be93486c9656b10c325a22c71efda2b6aec79c371742a
+# builder:begin inline _rms_norm_args
+def _rms_norm_args(d_model, eps):
+    """eps (a real >= 0) as a float, after checking that RMSNorm's gain of d_model entries fits the budget."""
+    _capstone_widths("RMSNorm's gain", (d_model,), d_model=d_model)
+    return require_real("eps", eps, minimum=0.0)
+# builder:end sha256=d8c7e6493184f934cce2bb000f0f1de0ea879d8a8d2854da4e45faaeba00e12a
+# builder:begin inline _accuracy_args
+def _accuracy_args(model, seed):
+    """A CapstoneLM and a seed (an int from 0) for induction_accuracy."""
+    _capstone_model(model)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+# builder:end sha256=f40d6a3f0a25c792256a2f582d800916604c8c70cc7bf74669cd94596b2572c8
+# builder:begin inline _rms_norm_input
+def _rms_norm_input(x, weight, eps):
+    """x (..., d) for RMSNorm; with eps = 0 a token of zeros has no scale (0 / 0), so it is refused."""
+    x = _capstone_features(x, weight.shape[0], weight.dtype)
+    if eps == 0 and bool((x == 0).all(-1).any()):
+        raise ValueError("a token of x is all zeros and eps is 0: its root mean square is 0 (0 / 0); use eps > 0")
+    return x
+# builder:end sha256=6be585385234252473960191656f07c1851d69b6cd667da92cfd5f8c130ef1a2
+# builder:begin inline _rope_inputs
+def _rope_inputs(x, positions, base):
+    """Checked x (..., T, d) with an even d, integer positions (T,) on the CPU, and base > 1."""
+    import torch
+
+    x = require_tensor("x", x, min_ndim=2)
+    if x.shape[-1] % 2:
+        raise ValueError(f"RoPE turns pairs of coordinates: the last axis of x must be even, got {x.shape[-1]}")
+    if (not isinstance(positions, torch.Tensor) or positions.shape != (x.shape[-2],) or positions.device.type != "cpu"
+            or positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool):
+        raise ValueError(f"positions must be an integer CPU tensor of shape ({x.shape[-2]},), one per token, got {positions!r}"[:200])
+    require_real("base", base, minimum=1.0, strict_minimum=True)
+    return x, positions
+# builder:end sha256=068b8d407b81cb98575e3a6fccd7a7140b888d7c0ccffbe8bc2cb2e710b3588c
+# builder:begin inline _heads_input
+def _heads_input(out, n_heads, head_dim, dtype):
+    """out (B, n_heads, T, head_dim) of the layer's dtype, for merge."""
+    out = require_tensor("out", out, ndim=4)
+    if (out.shape[1], out.shape[3]) != (n_heads, head_dim) or out.dtype != dtype:
+        raise ValueError(f"out must have shape (B, {n_heads}, T, {head_dim}) and dtype {dtype}, got {tuple(out.shape)} {out.dtype}")
+    return out
+# builder:end sha256=509f07b74867580d72974c39bc8c86e0c7db960d6e333bdfe0bdbd15f8219f58
+# builder:begin inline _layer_cache
+def _layer_cache(cache, whole=False):
+    """cache when it is None or has what the model calls: append (a LayerKV) or, ``whole``, layers (a KVCache)."""
+    if cache is not None and not hasattr(cache, "layers" if whole else "append"):
+        raise TypeError(f"cache must be None or a {'KVCache' if whole else 'LayerKV'}, got {type(cache).__name__}")
+    return cache
+# builder:end sha256=856ab951c78ed7f1f9e2f088135a829629fbf2b541bd0427b48754b198872e74
+# builder:begin inline _token_ids
+def _token_ids(name, tokens, vocab, most):
+    """tokens (B, T) as a torch.long CPU tensor of ids below vocab, with B >= 1 and 1 <= T <= most."""
+    import torch
+
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.device.type != "cpu":
+        raise TypeError(f"{name} must be a torch.long CPU tensor of shape (batch, T), got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if not 1 <= tokens.shape[1] <= most or not tokens.shape[0] or bool(((tokens < 0) | (tokens >= vocab)).any()):
+        raise ValueError(f"{name} must hold ids from 0 to {vocab - 1}, in 1 to {most} positions of at least one row; "
+                         f"got shape {tuple(tokens.shape)}")
+    return tokens
+# builder:end sha256=28be7a013399cd2a1b2578d7eb0edaf2b1e831a7cb2aa9fa2d4be26730ad23dc
+# builder:begin inline _capstone_tokens
+def _capstone_tokens(tokens, config, cache):
+    """The first position of tokens (B, T): 0, or how many the cache holds; refuse ids and lengths that do not fit."""
+    start = 0 if _layer_cache(cache, whole=True) is None else cache.length
+    _token_ids("tokens", tokens, config.vocab, config.max_len - start)
+    return start
+# builder:end sha256=7f8b01e8a40b4c25a9dbca7d8e554adaf9862773a6ac94a4a2e1ea0618617490
+# builder:begin inline _layer_kv_args
+def _layer_kv_args(batch, n_kv_heads, max_len, head_dim, dtype):
+    """Sizes of a LayerKV (ints >= 1), a floating dtype, and buffers within the allocation budget."""
+    import torch
+
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype such as torch.float32, got {dtype!r}")
+    _capstone_widths("the cache's keys and values", (2, batch, n_kv_heads, max_len, head_dim), itemsize=dtype.itemsize,
+                     batch=batch, n_kv_heads=n_kv_heads, max_len=max_len, head_dim=head_dim)
+# builder:end sha256=7c0e6ee2f87815da9c18c0e11fa4e63c6613a552d18eaccfb52e7385664b3ce4
+# builder:begin inline _kv_append_args
+def _kv_append_args(keys, k, v, start):
+    """k and v (B, H_kv, T, hd) that fit buffers like ``keys`` (B, H_kv, max_len, hd), and an int start."""
+    for name, t in (("k", k), ("v", v)):
+        require_tensor(name, t, ndim=4)
+        if (t.shape[0], t.shape[1], t.shape[3]) != (keys.shape[0], keys.shape[1], keys.shape[3]):
+            raise ValueError(f"{name} must have shape ({keys.shape[0]}, {keys.shape[1]}, T, {keys.shape[3]}), as the cache; "
+                             f"got {tuple(t.shape)}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    return require_int("start", start, minimum=0)
+# builder:end sha256=24c36f1abacf5a6f72e253b8ec920b159dc40315b5caaf1d0f62741b60e962ea
+# builder:begin inline _kv_cache_args
+def _kv_cache_args(config, batch):
+    """A CapstoneConfig and a batch size (int >= 1) whose cache fits the allocation budget."""
+    _capstone_config(config)
+    _capstone_widths("the cache of every layer", (2 * config.n_layers, batch, config.n_kv_heads, config.max_len, config.head_dim),
+                     batch=batch)
+# builder:end sha256=16c2cd0283d51787ce9abc17873613e48601aa0e952468fe5bb8dca50dd1ed32
+# builder:begin inline _induction_sizes
+def _induction_sizes(batch, vocab, k_min, k_max):
+    """A batch of 1 to CAPSTONE_MAX_BATCH rows, and 2 <= k_min <= k_max <= vocab."""
+    require_int("batch", batch, minimum=1, maximum=CAPSTONE_MAX_BATCH)
+    require_int("vocab", vocab, minimum=2, maximum=1_000_000)
+    require_int("k_min", k_min, minimum=2, maximum=vocab)
+    require_int("k_max", k_max, minimum=k_min, maximum=vocab)
+    require_budget("the random order of the vocabulary of each row", (batch, vocab), itemsize=12)
+# builder:end sha256=3c40c0186b558949b8284a8dde094112e49a8d94431c53bdc63f1bb1a18226d6
+# builder:begin inline _induction_args
+def _induction_args(batch, generator, vocab, k_min, k_max):
+    """Checked arguments of induction_batch: a torch.Generator and the sizes of ``_induction_sizes``."""
+    import torch
+
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (torch.Generator().manual_seed(seed)), got {type(generator).__name__}")
+    _induction_sizes(batch, vocab, k_min, k_max)
+# builder:end sha256=85b249ab1582dd33cc2d0d1e41af8ed94b8b734cd00fd2c0b2337a2be7bd1d90
+# builder:begin inline _train_step_args
+def _train_step_args(model, optimizer, inputs, targets, scored):
+    """A module, a torch optimizer, token inputs and targets of one shape (ids its embedding knows), a bool scored with a True."""
+    import torch
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+    vocab = embedding.num_embeddings if embedding is not None else 2**62
+    most = model.config.max_len if isinstance(getattr(model, "config", None), CapstoneConfig) else 2**62
+    _token_ids("inputs", inputs, vocab, most)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim optimizer (torch.optim.AdamW(...)), got {type(optimizer).__name__}")
+    if getattr(targets, "shape", None) != inputs.shape:
+        raise ValueError(f"targets must have the shape of inputs, {tuple(inputs.shape)}, got {getattr(targets, 'shape', targets)!r}"[:200])
+    _token_ids("targets", targets, vocab, most)
+    if not isinstance(scored, torch.Tensor) or scored.dtype != torch.bool or scored.shape != inputs.shape or scored.device.type != "cpu":
+        raise ValueError(f"scored must be a bool CPU tensor of the shape of inputs, {tuple(inputs.shape)}")
+    if not bool(scored.any()):
+        raise ValueError("scored has no True entry: the loss would be a mean over nothing (NaN); score at least one position")
+# builder:end sha256=77eea24107cbf4e62c4c8cae3290ac8901c6ef46bfcf50a417f808c4d0e06ef8
+# builder:begin inline _fit_args
+def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step):
+    """Checked arguments of fit_induction: a CapstoneLM, callables, and steps, seed, rates and sizes in range."""
+    config = _capstone_model(model).config
+    for name, value in (("step", step), ("on_step", on_step)):
+        if not callable(value) and not (name == "on_step" and value is None):
+            raise TypeError(f"{name} must be a function, got {type(value).__name__}")
+    require_int("steps", steps, minimum=1)
+    require_int("seed", seed, minimum=0, maximum=2**62)
+    require_real("lr", lr, minimum=0.0, strict_minimum=True, maximum=10.0)
+    require_int("warmup", warmup, minimum=1)
+    _induction_sizes(batch, config.vocab, k_min, k_max)
+    if steps * batch > CAPSTONE_MAX_ROWS:
+        raise ValueError(f"steps x batch = {steps * batch:,} sequences, over the {CAPSTONE_MAX_ROWS:,} one call trains on "
+                         f"(CAPSTONE_MAX_ROWS: 200 steps of 64, seconds on a CPU); to train longer, call it again")
+    if 2 * k_max - 1 > config.max_len:
+        raise ValueError(f"the task's rows have 2 k_max - 1 = {2 * k_max - 1} tokens, more than max_len = {config.max_len}")
+# builder:end sha256=1939c15f01201c4ef98c8897623967b32900eaf1c965c522df392ab79b939f1b
+# builder:begin inline _generation_length
+def _generation_length(model, prompt, n_new):
+    """n_new checked against the room the model's context leaves after prompt (B, T0)."""
+    _capstone_tokens(prompt, _capstone_model(model).config, None)
+    return require_int("n_new", n_new, minimum=0, maximum=model.config.max_len - prompt.shape[1])
+# builder:end sha256=754ab781f0ffb81401cbde231bb3381602090696362398a888b97fe9ea325445
+# builder:begin inline _causal_attention_args
+def _causal_attention_args(q, k, v, query_offset):
+    """q (B, Hq, Tq, hd), k and v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; query_offset an int >= 0."""
+    q, k, v = (require_tensor(name, t, ndim=4) for name, t in (("q", q), ("k", k), ("v", v)))
+    if k.shape != v.shape or (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]) or q.shape[1] % k.shape[1] \
+            or not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"need q (B, Hq, Tq, hd) and k, v (B, Hkv, Tk, hd) of one dtype with Hkv dividing Hq; got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    require_int("query_offset", query_offset, minimum=0)
+    require_budget("the attention scores and weights", (2, *q.shape[:3], k.shape[2]), itemsize=q.element_size())
+# builder:end sha256=1c8dc7355b1a47f040528b46ff60d2a9960a1e183c196d3db09982254ffdbc54
 # builder:begin inline apply_rope
 def apply_rope(x, positions, base=10_000.0):
     """Rotate each pair (2i, 2i+1) of x [..., T, head_dim] by the angle position * base^(-2i/head_dim)."""
     import torch
 
+    x, positions = _rope_inputs(x, positions, base)
     half = x.shape[-1] // 2
     frequency = base ** (-torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])   # (hd/2,)
     angle = positions.to(torch.float64)[:, None] * frequency                          # (T, hd/2)
@@ -5683,7 +5911,7 @@ def apply_rope(x, positions, base=10_000.0):
     even, odd = x[..., 0::2], x[..., 1::2]                                            # (..., T, hd/2) each
     rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)   # (..., T, hd/2, 2)
     return rotated.flatten(-2)                                                        # (..., T, hd): pairs interleaved
-# builder:end sha256=0e40448cea3e586b8e4679e0c423819beebcebda10f7381584743c967557f0d9
+# builder:end sha256=b243a2a6f77754fcd30e605175536bab2f74e16bfe45e9a27200f5eb6958928f
 # builder:begin inline RMSNorm
 class RMSNorm(nn.Module):
     """Root-mean-square norm over the last axis with a learned gain (no mean subtracted, no bias)."""
@@ -5692,20 +5920,22 @@ class RMSNorm(nn.Module):
         super().__init__()
         import torch
 
-        self.eps = eps
+        self.eps = _rms_norm_args(d_model, eps)
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x):
         import torch
 
+        x = _rms_norm_input(x, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-# builder:end sha256=230c8d99fb794651a1bd215fee12ae77e2a4fce0032e6b0a5f99956858c285cb
+# builder:end sha256=d5b2e6b59dc3fa3710f99514682b63aa1b65932c82003b9a75a46df180fefb83
 # builder:begin inline SwiGLU
 class SwiGLU(nn.Module):
     """The gated feed-forward network: w_down(silu(w_gate x) * w_up x)."""
 
     def __init__(self, d_model, d_ff):
         super().__init__()
+        _capstone_widths("SwiGLU's three weights", (3, d_model, d_ff), d_model=d_model, d_ff=d_ff)
         self.w_gate = nn.Linear(d_model, d_ff, bias=False)
         self.w_up = nn.Linear(d_model, d_ff, bias=False)
         self.w_down = nn.Linear(d_ff, d_model, bias=False)
@@ -5713,8 +5943,9 @@ class SwiGLU(nn.Module):
     def forward(self, x):
         import torch.nn.functional as F
 
+        x = _capstone_features(x, self.w_gate.in_features, self.w_gate.weight.dtype, squared=True)
         return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
-# builder:end sha256=902a3aba1e83b544da40c96fb5239cda876315a54bd07b73162ddf5173c07d00
+# builder:end sha256=271b2b3f8de3fc8c296f8d214e5685a703533bb1b82b1ade68f54a7bc5f855ed
 # builder:begin inline causal_attention
 def causal_attention(q, k, v, query_offset=0):
     """Softmax attention of q [B, Hq, Tq, hd] over k, v [B, Hkv, Tk, hd]; query r sits at query_offset + r.
@@ -5725,19 +5956,22 @@ def causal_attention(q, k, v, query_offset=0):
 
     import torch
 
+    _causal_attention_args(q, k, v, query_offset)
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)      # (B, Hq, Tk, hd)
     allowed = torch.arange(k.shape[2])[None, :] <= query_offset + torch.arange(q.shape[2])[:, None]  # (Tq, Tk)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])                      # (B, Hq, Tq, Tk)
+    require_finite_result("the attention scores", scores, "q and k are too large for their dtype; scale them down")
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
     return weights @ v, weights
-# builder:end sha256=352fdf7c0106687859e767f13702a16ab46a2af0486602bb4a05b167f68a383b
+# builder:end sha256=897e658182116d106f6f5034e2233d69eff676aaaf95b98d2304bfddf10bb4ef
 # builder:begin inline CapstoneAttention
 class CapstoneAttention(nn.Module):
     """Causal self-attention with RoPE on queries and keys and n_kv_heads shared K/V heads."""
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.rope_base = config.rope_base
         self.w_q = nn.Linear(config.d_model, config.n_heads * config.head_dim, bias=False)
@@ -5747,6 +5981,7 @@ class CapstoneAttention(nn.Module):
 
     def qkv(self, x, positions):
         """x [B, T, d] at absolute positions [T] -> q [B, Hq, T, hd], k and v [B, Hkv, T, hd], RoPE on q and k."""
+        x = _capstone_features(x, self.w_q.in_features, self.w_q.weight.dtype, ndim=3)
         B, T, _ = x.shape
         q = self.w_q(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)      # (B, Hq, T, hd)
         k = self.w_k(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)   # (B, Hkv, T, hd)
@@ -5755,23 +5990,24 @@ class CapstoneAttention(nn.Module):
 
     def merge(self, out):
         """out [B, Hq, T, hd] -> [B, T, d_model]: heads side by side, then w_o."""
-        B, _, T, _ = out.shape
+        B, _, T, _ = _heads_input(out, self.n_heads, self.head_dim, self.w_o.weight.dtype).shape
         return self.w_o(out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
     def forward(self, x, positions, cache=None):
         """x [B, T, d] -> [B, T, d]; with a LayerKV cache, k and v are appended and the queries read all of it."""
         q, k, v = self.qkv(x, positions)
-        offset = int(positions[0]) if cache is not None else 0
+        offset = int(positions[0]) if _layer_cache(cache) is not None else 0
         if cache is not None:
             k, v = cache.append(k, v, offset)                                        # (B, Hkv, offset + T, hd)
         return self.merge(causal_attention(q, k, v, query_offset=offset)[0])
-# builder:end sha256=f4a5c49c16d0e866994ca02a56507dad3f3c22b3fff0e699655b4ce2ad824460
+# builder:end sha256=efbba45a4a496d00392c24f584365ac3eebfc44c046cf4406f3af216805d95d5
 # builder:begin inline CapstoneBlock
 class CapstoneBlock(nn.Module):
     """A pre-norm decoder block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x))."""
 
     def __init__(self, config):
         super().__init__()
+        _capstone_config(config)
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CapstoneAttention(config)
         self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
@@ -5780,14 +6016,14 @@ class CapstoneBlock(nn.Module):
     def forward(self, x, positions, cache=None):
         x = x + self.attn(self.attn_norm(x), positions, cache)
         return x + self.ffn(self.ffn_norm(x))
-# builder:end sha256=5eabc44dd59fdfeca0f73907068ef01e600a338ec7077ed953b86a634f709f66
+# builder:end sha256=a17f5a3f18ef47400064408f0ce5cd93eee24a3e05b69c2a1e54150cdadfa369
 # builder:begin inline CapstoneLM
 class CapstoneLM(nn.Module):
     """Token embedding, n_layers pre-norm blocks with RoPE attention, a final RMSNorm and an output head."""
 
     def __init__(self, config):
         super().__init__()
-        self.config = config
+        self.config = _capstone_config(config)
         self.embed = nn.Embedding(config.vocab, config.d_model)
         self.blocks = nn.ModuleList(CapstoneBlock(config) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps)
@@ -5797,16 +6033,13 @@ class CapstoneLM(nn.Module):
         """tokens [B, T] -> logits [B, T, vocab]; with a KVCache the tokens continue what it holds."""
         import torch
 
-        start = cache.length if cache is not None else 0
-        if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.config.max_len - start:
-            raise ValueError(f"tokens must be [batch, T] with 1 <= T <= max_len - cached = {self.config.max_len - start}, "
-                             f"got shape {tuple(tokens.shape)}")
+        start = _capstone_tokens(tokens, self.config, cache)
         positions = torch.arange(start, start + tokens.shape[1])
         x = self.embed(tokens)                                                       # (B, T, d)
         for i, block in enumerate(self.blocks):
             x = block(x, positions, None if cache is None else cache.layers[i])
         return self.head(self.norm(x))                                               # (B, T, vocab)
-# builder:end sha256=388d32566d09e82f8f83ac560d07e16cc1f28c6d39e9ba4ee63fc2149bff10eb
+# builder:end sha256=c8fcd5d5ecd795a10fc2687ad6631770460a786e66b2e88db65af70ab03e815b
 # builder:begin inline induction_batch
 def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """Rows of k distinct random tokens repeated once (k drawn per row), padded with random tokens to 2 k_max.
@@ -5816,8 +6049,7 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     """
     import torch
 
-    if not 2 <= k_min <= k_max <= vocab:
-        raise ValueError(f"need 2 <= k_min <= k_max <= vocab, got k_min={k_min}, k_max={k_max}, vocab={vocab}")
+    _induction_args(batch, generator, vocab, k_min, k_max)
     segments = torch.rand(batch, vocab, generator=generator).argsort(-1)[:, :k_max]   # (B, k_max) distinct tokens
     k = torch.randint(k_min, k_max + 1, (batch, 1), generator=generator)              # (B, 1) segment lengths
     position = torch.arange(2 * k_max)[None, :]                                        # (1, 2 k_max)
@@ -5826,18 +6058,19 @@ def induction_batch(batch, generator, *, vocab=16, k_min=4, k_max=12):
     sequences = torch.where(position < 2 * k, repeated, padding)                      # (B, 2 k_max)
     scored = (position[:, :-1] >= k) & (position[:, :-1] <= 2 * k - 2)                # targets k+1 .. 2k-1
     return sequences[:, :-1], sequences[:, 1:], scored
-# builder:end sha256=0b3a0e7aeaae809a0d5bb1fdf6f012b6c88d5d32914f76e87066a1e4f40f9cbb
+# builder:end sha256=83a8fc7b80a33f932438a1349dd8a9b8b0c1b8411aa6e30eff2493989ab567d6
 # builder:begin inline train_step
 def train_step(model, optimizer, inputs, targets, scored):
     """One AdamW step on the mean next-token cross-entropy over the scored positions; return the loss."""
     import torch.nn.functional as F
 
+    _train_step_args(model, optimizer, inputs, targets, scored)
     loss = F.cross_entropy(model(inputs)[scored], targets[scored])
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
     return loss.item()
-# builder:end sha256=f122a7c88919133b322e5b5f387e3f02cf615f7efe5ccfd62b76d3b4eb7243a6
+# builder:end sha256=06480b775d49ac49eb05e3c83ad07cfa27f286a4632b6eb86568646b1c4b57e8
 # builder:begin inline fit_induction
 def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=20, k_min=4, k_max=12, on_step=None):
     """Train ``model`` on fresh induction batches with ``step(model, optimizer, inputs, targets, scored)``; return the losses.
@@ -5846,6 +6079,7 @@ def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=2
     """
     import torch
 
+    _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step)
     generator = torch.Generator().manual_seed(seed + 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: min(1.0, (t + 1) / warmup) * (1 - t / steps))
@@ -5858,19 +6092,20 @@ def fit_induction(model, step, steps=200, seed=0, *, batch=64, lr=1e-2, warmup=2
             on_step(t + 1, losses[-1])
     model.eval()
     return losses
-# builder:end sha256=7749a29de651c80e84e1decc6bd87de876f37c9bb00d49e8e38419b9edfc5f1f
+# builder:end sha256=5abc852b7e5103d6e348fa33016317fc86fb91bfc45c8ce6aa755f002e9b1421
 # builder:begin inline train_capstone
 def train_capstone(config, steps=200, seed=0, *, on_step=None, **recipe):
     """A CapstoneLM seeded with ``seed`` and trained on the induction task (``recipe``: fit_induction's options)."""
     import torch
 
+    _capstone_config(config)
     if config.max_len < 2 * recipe.get("k_max", 12) - 1 or config.vocab < recipe.get("k_max", 12):
         raise ValueError(f"the induction task needs max_len >= 2 k_max - 1 and vocab >= k_max, got {config}")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = CapstoneLM(config)
     return model, fit_induction(model, train_step, steps, seed, on_step=on_step, **recipe)
-# builder:end sha256=d89a4ae6ded513fae96ee6bb95ccf08343a3b8532dea7a4d6bdc49918fcf6886
+# builder:end sha256=24c25bf6d1ba0e5580c13a12dca44cc3c823da9aaf89bd27b7d941f07ecd9b56
 
 CAPSTONE = CapstoneConfig(vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64)
 print(f"итоговый проект: {number(CAPSTONE, '', 'ru')}")
@@ -6062,6 +6297,10 @@ expect("KIVI at 2 bits loses more than at 4", quality["KIVI 2-bit"]["loss far"],
 expect("the latent at full rank (32) is the full cache", abs(quality["latent rank 32"]["far"] - full["far"]), "<=", 0.01)
 expect("a rank-4 latent loses retrieval", quality["latent rank 4"]["far"], "<=", REFERENCE.value("capstone.thresholds.low_rank_max"))
 check_stated("the full cache of one 23-token row, bytes", 23 * 2 * 32 * 2, 2944, 0)
+with torch.no_grad():  # the decode loop and the model's own forward over the whole rows: one network, two schedules
+    two_rows = HELD_OUT["far"][0][:2]
+    expect_close("token by token with the full memory, the model gives its own logits", decode_with(capstone, two_rows, FullMemory)[0],
+                 capstone(two_rows), atol=1e-4, rtol=1e-4)
 for name, row in quality.items():  # the bytes each memory held, against the reference's formula for each design
     REFERENCE.check(f"capstone.bytes_23_tokens.{design_key(name)}", row["bytes"])
 
