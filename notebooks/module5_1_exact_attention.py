@@ -2441,22 +2441,23 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "W1RfcSwgZF92XSwgbHNlIFtUX3FdOyBnb3Qge1Euc2hhcGV9LCB7Sy5zaGFwZX0sICIKICAgICAgICAgICAgICAgICAgICAg",
         "ICAgIGYie1Yuc2hhcGV9LCB7Ty5zaGFwZX0sIHtkTy5zaGFwZX0sIHtsc2Uuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSwgY2F1",
         "c2FsID0gcmVxdWlyZV9pbnQoInRpbGVfc2l6ZSIsIHRpbGVfc2l6ZSwgbWluaW11bT0xKSwgcmVxdWlyZV9ib29sKCJjYXVz",
-        "YWwiLCBjYXVzYWwpCiAgICAobl9xLCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0",
-        "aC5zcXJ0KGRfaykKICAgIEQgPSAoZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93",
-        "c3VtKFAgKiBkUCksIG9uY2UgZm9yIGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56",
-        "ZXJvcyhLLnNoYXBlKSwgbnAuemVyb3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6",
-        "ICAjIGtleSBibG9ja3Mgb3V0c2lkZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCAr",
-        "IHRpbGVfc2l6ZSwgbl9rKQogICAgICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGlu",
-        "IHJhbmdlKGswIGlmIGNhdXNhbCBlbHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJs",
-        "b2NrcyBuZXZlciByZWFkIHRoZXNlIGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAg",
-        "ICAgICAgICAgcyA9IFFbcTA6cTFdIEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVj",
-        "b21wdXRlZAogICAgICAgICAgICBpZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFu",
-        "Z2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAg",
-        "cCA9IG5wLmV4cChzIC0gbHNlW3EwOnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9t",
-        "IHRoZSBzYXZlZCBsb2ctc3VtLWV4cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAg",
-        "ICAgIGRzID0gcCAqIChkT1txMDpxMV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQog",
-        "ICAgICAgICAgICBkUVtxMDpxMV0gKz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBA",
-        "IFFbcTA6cTFdICogc2NhbGUKICAgIHJldHVybiBkUSwgZEssIGRW",
+        "YWwiLCBjYXVzYWwpCiAgICBfcmVmdXNlX2JhY2t3YXJkX292ZXJmbG93KFEsIEssIFYsIE8sIGRPLCBsc2UpCiAgICAobl9x",
+        "LCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0aC5zcXJ0KGRfaykKICAgIEQgPSAo",
+        "ZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93c3VtKFAgKiBkUCksIG9uY2UgZm9y",
+        "IGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56ZXJvcyhLLnNoYXBlKSwgbnAuemVy",
+        "b3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6ICAjIGtleSBibG9ja3Mgb3V0c2lk",
+        "ZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCArIHRpbGVfc2l6ZSwgbl9rKQogICAg",
+        "ICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGluIHJhbmdlKGswIGlmIGNhdXNhbCBl",
+        "bHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJsb2NrcyBuZXZlciByZWFkIHRoZXNl",
+        "IGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICAgICAgcyA9IFFbcTA6cTFd",
+        "IEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVjb21wdXRlZAogICAgICAgICAgICBp",
+        "ZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+",
+        "IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAgcCA9IG5wLmV4cChzIC0gbHNlW3Ew",
+        "OnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9tIHRoZSBzYXZlZCBsb2ctc3VtLWV4",
+        "cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAgICAgIGRzID0gcCAqIChkT1txMDpx",
+        "MV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQogICAgICAgICAgICBkUVtxMDpxMV0g",
+        "Kz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBAIFFbcTA6cTFdICogc2NhbGUKICAg",
+        "IHJldHVybiBkUSwgZEssIGRW",
     ),
     "Exercise 10": (
         "IyBFeGVyY2lzZSAxMDogVGhlIGJvb2trZWVwaW5nIG9mIGEgcGFnZWQgS1YgY2FjaGUuIGJvb2sgaG9sZHMgYmxvY2tfc2l6",
@@ -2496,7 +2497,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "LCBjb3BpZXM=",
     ),
 }.items()}
-# builder:end sha256=3fae8c2d15388f4eb9130aafe224f6838ae1cbad96b1a6442483136a05571beb
+# builder:end sha256=82d58d06963583657e3d44442ce0aa4ba18d360229c919a1c59b4945594be14c
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -5541,7 +5542,13 @@ report_section("The trained model: paged decoding and pooled heads", globals())
 expect_raises(ValueError, reserve_slots, {"block_size": 2, "refs": [1], "tables": {"A": [0]}, "lengths": {"A": 2}}, "A", 1, match="1 free blocks")
 expect_raises(TypeError, reserve_slots, paged.book, 7, 1, match="string")
 expect_raises(ValueError, reserve_slots, paged.book, "A", 0, match="n_tokens")
-expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks");
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 10**8, 4, match="ALLOCATION_BUDGET_BYTES")
+expect_raises(ValueError, paged.fork, "A", "B", match="already holds")
+expect_raises(ValueError, paged.read, 0, "C", match="no sequence 'C'")
+expect_raises(ValueError, paged_forward, capstone, paged, "A", torch.tensor([CAPSTONE.vocab]), match="token ids")
+expect_raises(ValueError, pool_kv_heads, capstone, 3, match="divide")
+expect_raises(ValueError, induction_loss, capstone, batch=0, match="batch");
 
 # %% [markdown]
 # # Part 3 · The practitioner's table: every option, its numbers, what breaks
