@@ -5568,7 +5568,8 @@ FA3_FORWARD_FLOPS_PER_S = 740e12  # FlashAttention-3's best 16-bit forward on an
 
 def fa2_forward_bytes(n, d, *, block_rows=128, bytes_per_value=2, l2_bytes=None):
     """HBM bytes of one head's FlashAttention-2 forward pass: Q and O once, a float32 lse, K and V once per pass."""
-    n, d, block_rows = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("block_rows", block_rows)))
+    sizes = (("n", n), ("d", d), ("block_rows", block_rows), ("bytes_per_value", bytes_per_value))
+    n, d, block_rows, bytes_per_value = (require_int(name, v, minimum=1) for name, v in sizes)
     kv = 2 * n * d * bytes_per_value  # K and V of one head
     passes = 1 if l2_bytes is not None and kv <= l2_bytes else -(-n // block_rows)  # the L2 serves every pass after the first
     return 2 * n * d * bytes_per_value + 4 * n + passes * kv
