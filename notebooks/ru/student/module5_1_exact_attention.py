@@ -3371,22 +3371,23 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "W1RfcSwgZF92XSwgbHNlIFtUX3FdOyBnb3Qge1Euc2hhcGV9LCB7Sy5zaGFwZX0sICIKICAgICAgICAgICAgICAgICAgICAg",
         "ICAgIGYie1Yuc2hhcGV9LCB7Ty5zaGFwZX0sIHtkTy5zaGFwZX0sIHtsc2Uuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSwgY2F1",
         "c2FsID0gcmVxdWlyZV9pbnQoInRpbGVfc2l6ZSIsIHRpbGVfc2l6ZSwgbWluaW11bT0xKSwgcmVxdWlyZV9ib29sKCJjYXVz",
-        "YWwiLCBjYXVzYWwpCiAgICAobl9xLCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0",
-        "aC5zcXJ0KGRfaykKICAgIEQgPSAoZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93",
-        "c3VtKFAgKiBkUCksIG9uY2UgZm9yIGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56",
-        "ZXJvcyhLLnNoYXBlKSwgbnAuemVyb3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6",
-        "ICAjIGtleSBibG9ja3Mgb3V0c2lkZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCAr",
-        "IHRpbGVfc2l6ZSwgbl9rKQogICAgICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGlu",
-        "IHJhbmdlKGswIGlmIGNhdXNhbCBlbHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJs",
-        "b2NrcyBuZXZlciByZWFkIHRoZXNlIGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAg",
-        "ICAgICAgICAgcyA9IFFbcTA6cTFdIEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVj",
-        "b21wdXRlZAogICAgICAgICAgICBpZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFu",
-        "Z2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAg",
-        "cCA9IG5wLmV4cChzIC0gbHNlW3EwOnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9t",
-        "IHRoZSBzYXZlZCBsb2ctc3VtLWV4cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAg",
-        "ICAgIGRzID0gcCAqIChkT1txMDpxMV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQog",
-        "ICAgICAgICAgICBkUVtxMDpxMV0gKz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBA",
-        "IFFbcTA6cTFdICogc2NhbGUKICAgIHJldHVybiBkUSwgZEssIGRW",
+        "YWwiLCBjYXVzYWwpCiAgICBfcmVmdXNlX2JhY2t3YXJkX292ZXJmbG93KFEsIEssIFYsIE8sIGRPLCBsc2UpCiAgICAobl9x",
+        "LCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0aC5zcXJ0KGRfaykKICAgIEQgPSAo",
+        "ZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93c3VtKFAgKiBkUCksIG9uY2UgZm9y",
+        "IGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56ZXJvcyhLLnNoYXBlKSwgbnAuemVy",
+        "b3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6ICAjIGtleSBibG9ja3Mgb3V0c2lk",
+        "ZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCArIHRpbGVfc2l6ZSwgbl9rKQogICAg",
+        "ICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGluIHJhbmdlKGswIGlmIGNhdXNhbCBl",
+        "bHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJsb2NrcyBuZXZlciByZWFkIHRoZXNl",
+        "IGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICAgICAgcyA9IFFbcTA6cTFd",
+        "IEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVjb21wdXRlZAogICAgICAgICAgICBp",
+        "ZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+",
+        "IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAgcCA9IG5wLmV4cChzIC0gbHNlW3Ew",
+        "OnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9tIHRoZSBzYXZlZCBsb2ctc3VtLWV4",
+        "cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAgICAgIGRzID0gcCAqIChkT1txMDpx",
+        "MV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQogICAgICAgICAgICBkUVtxMDpxMV0g",
+        "Kz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBAIFFbcTA6cTFdICogc2NhbGUKICAg",
+        "IHJldHVybiBkUSwgZEssIGRW",
     ),
     "Exercise 10": (
         "IyBFeGVyY2lzZSAxMDogVGhlIGJvb2trZWVwaW5nIG9mIGEgcGFnZWQgS1YgY2FjaGUuIGJvb2sgaG9sZHMgYmxvY2tfc2l6",
@@ -3426,7 +3427,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "LCBjb3BpZXM=",
     ),
 }.items()}
-# builder:end sha256=3fae8c2d15388f4eb9130aafe224f6838ae1cbad96b1a6442483136a05571beb
+# builder:end sha256=82d58d06963583657e3d44442ce0aa4ba18d360229c919a1c59b4945594be14c
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -4716,9 +4717,9 @@ expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile
 # ### Шаг 1 · Простые тайлы: онлайн-обновление на целых блоках
 
 # %%
-def _refuse_overflow(Q, K, V):
+def _refuse_overflow(Q, K, V=None):
     """Refuse Q, K, V whose scores (|q . k| <= d_k max|q| max|k|) or values could pass 2^500 and overflow the sums."""
-    if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or float(np.abs(V).max()) > 2.0**500:
+    if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or (V is not None and float(np.abs(V).max()) > 2.0**500):
         raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
 
 
@@ -5135,12 +5136,20 @@ def peak_traced_bytes(function, *args, **kwargs):
         tracemalloc.stop()
 
 
+def _refuse_backward_overflow(Q, K, V, O, dO, lse):
+    """Refuse entries past 2^200: the backward multiplies three of them (dS K = P (dO V^T - D) K / sqrt(d_k))."""
+    _refuse_overflow(Q, K)
+    if max(float(np.abs(x).max()) for x in (Q, K, V, O, dO, lse)) > 2.0**200:
+        raise ValueError("entries of Q, K, V, O, dO or lse are so large (past 2^200) that the gradients could overflow; rescale them first")
+
+
 def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
     """Per-row log-sum-exp of the scaled scores, streamed over key tiles: the number FlashAttention-2's forward saves."""
     Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
     if Q.shape[1] != K.shape[1] or (causal and len(K) < len(Q)):
         raise ValueError(f"need Q [T_q, d_k] and K [T_k, d_k], with T_k >= T_q when causal; got {Q.shape} and {K.shape}")
     tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    _refuse_overflow(Q, K)
     lse = np.empty(len(Q))
     for q0 in range(0, len(Q), tile_size):
         q1 = min(q0 + tile_size, len(Q))
@@ -5173,6 +5182,7 @@ def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True)
         raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v], lse [T_q]; got {Q.shape}, {K.shape}, "
                          f"{V.shape}, {O.shape}, {dO.shape}, {lse.shape}")
     tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    _refuse_backward_overflow(Q, K, V, O, dO, lse)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 9: инструкции выше')
 
@@ -5486,7 +5496,8 @@ FA3_FORWARD_FLOPS_PER_S = 740e12  # FlashAttention-3's best 16-bit forward on an
 
 def fa2_forward_bytes(n, d, *, block_rows=128, bytes_per_value=2, l2_bytes=None):
     """HBM bytes of one head's FlashAttention-2 forward pass: Q and O once, a float32 lse, K and V once per pass."""
-    n, d, block_rows = (require_int(name, v, minimum=1) for name, v in (("n", n), ("d", d), ("block_rows", block_rows)))
+    sizes = (("n", n), ("d", d), ("block_rows", block_rows), ("bytes_per_value", bytes_per_value))
+    n, d, block_rows, bytes_per_value = (require_int(name, v, minimum=1) for name, v in sizes)
     kv = 2 * n * d * bytes_per_value  # K and V of one head
     passes = 1 if l2_bytes is not None and kv <= l2_bytes else -(-n // block_rows)  # the L2 serves every pass after the first
     return 2 * n * d * bytes_per_value + 4 * n + passes * kv
@@ -5511,8 +5522,22 @@ expect("every plotted point needs no more bandwidth than the H100's 3.35 TB/s at
 
 # %% tags=["hide-input"]
 # @title Код рисунка ниже: plot_roofline (только matplotlib; читать необязательно)
+def _roofline_inputs(roofline, hardware, measured):
+    """Check plot_roofline's inputs: {n: {"intensity": ...}}, the hardware's two rates and a speed, all positive."""
+    if not isinstance(roofline, dict) or not roofline or not all(isinstance(row, dict) and "intensity" in row for row in roofline.values()):
+        raise TypeError(f"roofline must map each length n to a dict with an 'intensity' (FLOPs per HBM byte), got {type(roofline).__name__}")
+    if not isinstance(hardware, dict) or not {"dense_fp16_flops_per_s", "hbm_bytes_per_s"} <= hardware.keys():
+        raise TypeError("hardware must be a dict with 'dense_fp16_flops_per_s' and 'hbm_bytes_per_s', as H100 is")
+    for n, row in roofline.items():
+        require_int("a roofline length n", n, minimum=1), require_real(f"roofline[{n}]['intensity']", row["intensity"], minimum=0, strict_minimum=True)
+    for name in ("dense_fp16_flops_per_s", "hbm_bytes_per_s"):
+        require_real(f"hardware[{name!r}]", hardware[name], minimum=0, strict_minimum=True)
+    return require_real("measured", measured, minimum=0, strict_minimum=True)
+
+
 def plot_roofline(roofline, hardware, measured, language="en"):
     """The H100's roofline (FLOP/s against FLOPs per HBM byte) with FlashAttention-3's measured speed at each n."""
+    measured = _roofline_inputs(roofline, hardware, measured)
     intensity = np.logspace(0, 4, 200)
     fig, ax = plt.subplots(figsize=(6.2, 3.0))
     ax.plot(intensity, np.minimum(hardware["dense_fp16_flops_per_s"], intensity * hardware["hbm_bytes_per_s"]) / 1e12,
@@ -6313,13 +6338,123 @@ def reserve_slots(book, sequence, n_tokens):
 check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
 
 
+# %% tags=["hide-input"]
+# @title Проверки аргументов страничного кэша и усреднённых KV-голов ниже (читать необязательно)
+def _require_capstone(model):
+    """Return model when it is a CapstoneLM."""
+    if not isinstance(model, CapstoneLM):
+        raise TypeError(f"model must be a CapstoneLM, got {type(model).__name__}; build one with CapstoneLM(config) or train_capstone")
+    return model
+
+
+def _paged_pool_shape(config, n_blocks, block_size):
+    """One layer's pool shape (block, K/V head, slot, head_dim); every layer's keys and values must fit the budget."""
+    if not isinstance(config, CapstoneConfig):
+        raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}")
+    n_blocks, block_size = require_int("n_blocks", n_blocks, minimum=1), require_int("block_size", block_size, minimum=1)
+    shape = (n_blocks, config.n_kv_heads, block_size, config.head_dim)
+    require_budget("the paged cache's keys and values", (2 * config.n_layers, *shape), itemsize=torch.get_default_dtype().itemsize)
+    return shape
+
+
+def _cache_layer(cache, layer):
+    """Return layer when it indexes one of cache's layers."""
+    return require_int("layer", layer, minimum=0, maximum=len(cache.keys) - 1)
+
+
+def _held_sequence(cache, sequence):
+    """Return sequence when the cache holds it."""
+    if not isinstance(sequence, str):
+        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    if sequence not in cache.book["tables"]:
+        raise ValueError(f"the cache holds no sequence {sequence!r}, only {sorted(cache.book['tables'])}; reserve slots for it first")
+    return sequence
+
+
+def _new_sequence(cache, sequence):
+    """Return sequence when it is a name the cache does not use yet."""
+    if not isinstance(sequence, str):
+        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    if sequence in cache.book["tables"]:
+        raise ValueError(f"the cache already holds a sequence {sequence!r}; fork into a new name")
+    return sequence
+
+
+def _write_inputs(cache, layer, slots, k, v):
+    """(layer, k, v) for cache.write: slots are (block, offset) pairs in held blocks, k and v [H_kv, len(slots), hd], cast to the pool's dtype."""
+    layer, pool = _cache_layer(cache, layer), cache.keys[0]
+    if not isinstance(slots, (list, tuple)) or not slots or not all(isinstance(slot, (tuple, list)) and len(slot) == 2 for slot in slots):
+        raise TypeError(f"slots must be a non-empty list of (block, offset) pairs, as reserve returns, got {type(slots).__name__}")
+    for block, offset in slots:
+        block = require_int("a slot's block", block, minimum=0, maximum=pool.shape[0] - 1)
+        require_int("a slot's offset", offset, minimum=0, maximum=pool.shape[2] - 1)
+        if not cache.book["refs"][block]:
+            raise ValueError(f"slot ({block}, {offset}) lies in a free block; write to the slots that reserve returned")
+    shape = (pool.shape[1], len(slots), pool.shape[3])
+    for name, x in (("k", k), ("v", v)):
+        if require_tensor(name, x, ndim=3).shape != shape:
+            raise ValueError(f"{name} must be [H_kv, len(slots), head_dim] = {list(shape)}, got {list(x.shape)}")
+    return layer, k.detach().to(pool.dtype), v.detach().to(pool.dtype)
+
+
+def _paged_tokens(model, cache, sequence, tokens):
+    """tokens as a long tensor [T] of token ids for paged_forward, checked against the model, the cache and max_len."""
+    config = _require_capstone(model).config
+    if not isinstance(cache, PagedKVCache):
+        raise TypeError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
+    if (len(cache.keys), *cache.keys[0].shape[1::2]) != (config.n_layers, config.n_kv_heads, config.head_dim):
+        raise ValueError("the cache was built for another model: build it with PagedKVCache(model.config, n_blocks, block_size)")
+    if not isinstance(sequence, str):
+        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    tokens = require_tensor("tokens", tokens, ndim=1, floating=False)
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}; use tokens.long()")
+    if not bool(((tokens >= 0) & (tokens < config.vocab)).all()):
+        raise ValueError(f"token ids must lie in [0, vocab = {config.vocab}), got {tokens.min().item()} to {tokens.max().item()}")
+    start = cache.book["lengths"].get(sequence, 0)
+    if start + len(tokens) > config.max_len:
+        raise ValueError(f"{sequence!r} holds {start} tokens; {len(tokens)} more would pass max_len = {config.max_len}")
+    return tokens.long()
+
+
+def _generate_inputs(model, cache, sequence, tokens, n_new):
+    """(tokens as a list of ints, n_new) for paged_generate: tokens extend what the cache holds, and n_new stays within max_len."""
+    config = _require_capstone(model).config
+    if isinstance(tokens, torch.Tensor):
+        tokens = require_tensor("tokens", tokens, ndim=1, floating=False).tolist()
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"tokens must be a list of token ids, got {type(tokens).__name__}")
+    tokens = [require_int("a token id", t, minimum=0, maximum=config.vocab - 1) for t in tokens]
+    held = cache.book["lengths"].get(sequence, 0) if isinstance(cache, PagedKVCache) and isinstance(sequence, str) else 0
+    if len(tokens) <= held:
+        raise ValueError(f"the cache holds {held} tokens of {sequence!r}: tokens must repeat them and add at least one, got {len(tokens)}")
+    return tokens, require_int("n_new", n_new, minimum=0, maximum=config.max_len - len(tokens))
+
+
+def _pool_groups(model, groups):
+    """Return groups when it divides the model's K/V heads."""
+    n_kv_heads = _require_capstone(model).config.n_kv_heads
+    groups = require_int("groups", groups, minimum=1, maximum=n_kv_heads)
+    if n_kv_heads % groups:
+        raise ValueError(f"groups must divide the model's {n_kv_heads} K/V heads, got {groups}")
+    return groups
+
+
+def _loss_inputs(model, batch, seed):
+    """(batch, seed) for induction_loss: a batch whose activations fit the budget and a seed torch accepts."""
+    config, rows = _require_capstone(model).config, 23  # induction_batch's rows hold 2 k_max - 1 = 23 tokens
+    batch = require_int("batch", batch, minimum=1)
+    require_budget("the induction batch's activations", (batch, rows, 3 * (config.n_heads * rows + config.d_ff) + config.vocab + 4 * config.d_model), itemsize=4)
+    return batch, require_int("seed", seed, minimum=0, maximum=2**63 - 1)
+
+
 # %%
 class PagedKVCache:
     """A paged KV cache for every layer of a model: a pool of physical blocks per layer and one book of block tables."""
 
     def __init__(self, config, n_blocks, block_size):
-        n_blocks, block_size = require_int("n_blocks", n_blocks, minimum=1), require_int("block_size", block_size, minimum=1)
-        shape = (n_blocks, config.n_kv_heads, block_size, config.head_dim)  # (block, K/V head, slot, head_dim)
+        shape = _paged_pool_shape(config, n_blocks, block_size)  # (block, K/V head, slot, head_dim)
+        n_blocks, block_size = shape[0], shape[2]
         self.keys = [torch.zeros(shape) for _ in range(config.n_layers)]
         self.values = [torch.zeros(shape) for _ in range(config.n_layers)]
         self.book = {"block_size": block_size, "refs": [0] * n_blocks, "tables": {}, "lengths": {}}
@@ -6334,18 +6469,21 @@ class PagedKVCache:
 
     def fork(self, parent, child):
         """child shares every block of parent: one more reference to each, nothing copied."""
+        parent, child = _held_sequence(self, parent), _new_sequence(self, child)
         self.book["tables"][child], self.book["lengths"][child] = list(self.book["tables"][parent]), self.book["lengths"][parent]
         for block in self.book["tables"][child]:
             self.book["refs"][block] += 1
 
     def write(self, layer, slots, k, v):
         """Store k, v [H_kv, T, hd] of T new tokens in their slots."""
+        layer, k, v = _write_inputs(self, layer, slots, k, v)
         blocks, offsets = torch.tensor([b for b, _ in slots]), torch.tensor([o for _, o in slots])
         self.keys[layer][blocks, :, offsets] = k.transpose(0, 1)  # (T, H_kv, hd): one row per slot
         self.values[layer][blocks, :, offsets] = v.transpose(0, 1)
 
     def read(self, layer, sequence):
         """Keys and values [H_kv, length, hd] of sequence, gathered through its block table."""
+        layer, sequence = _cache_layer(self, layer), _held_sequence(self, sequence)
         table, length = self.book["tables"][sequence], self.book["lengths"][sequence]
         k, v = (pool[layer][table] for pool in (self.keys, self.values))  # (blocks, H_kv, slots, hd)
         return tuple(x.transpose(0, 1).flatten(1, 2)[:, :length] for x in (k, v))  # (H_kv, blocks * slots, hd), cut to length
@@ -6357,6 +6495,7 @@ class PagedKVCache:
 
 def paged_forward(model, cache, sequence, tokens):
     """Logits [T, vocab] of tokens [T] appended to sequence, its keys and values written to and read from the paged cache."""
+    tokens = _paged_tokens(model, cache, sequence, tokens)
     start = cache.book["lengths"].get(sequence, 0)
     positions, slots = torch.arange(start, start + len(tokens)), cache.reserve(sequence, len(tokens))
     x = model.embed(tokens[None])  # (1, T, d)
@@ -6371,7 +6510,7 @@ def paged_forward(model, cache, sequence, tokens):
 
 def paged_generate(model, cache, sequence, tokens, n_new):
     """Greedy decoding of n_new tokens after tokens (those not yet cached are fed first), one token per step."""
-    tokens = list(tokens)
+    tokens, n_new = _generate_inputs(model, cache, sequence, tokens, n_new)
     with torch.no_grad():
         logits = paged_forward(model, cache, sequence, torch.tensor(tokens[cache.book["lengths"].get(sequence, 0):]))
         for _ in range(n_new):
@@ -6438,6 +6577,7 @@ expect("paging wastes at most block_size - 1 = 3 slots per request", pool.slots_
 # %%
 def pool_kv_heads(model, groups):
     """A copy of model whose K/V heads are mean-pooled into `groups` heads per layer, consecutive heads per group."""
+    groups = _pool_groups(model, groups)
     pooled, state, hd = CapstoneLM(model.config.replace(n_kv_heads=groups)), model.state_dict(), model.config.head_dim
     for name, weight in state.items():
         if name.endswith(("attn.w_k.weight", "attn.w_v.weight")):  # rows: (K/V head, hd), columns: d_model
@@ -6448,6 +6588,7 @@ def pool_kv_heads(model, groups):
 
 def induction_loss(model, *, batch=512, seed=12345):
     """Held-out cross-entropy (nats) on the scored positions of the same batch induction_accuracy uses."""
+    batch, seed = _loss_inputs(model, batch, seed)
     inputs, targets, scored = induction_batch(batch, torch.Generator().manual_seed(seed), vocab=model.config.vocab)
     with torch.no_grad():
         return float(F.cross_entropy(model(inputs)[scored], targets[scored]))
@@ -6477,7 +6618,13 @@ report_section("Обученная модель: страничное декод
 expect_raises(ValueError, reserve_slots, {"block_size": 2, "refs": [1], "tables": {"A": [0]}, "lengths": {"A": 2}}, "A", 1, match="1 free blocks")
 expect_raises(TypeError, reserve_slots, paged.book, 7, 1, match="string")
 expect_raises(ValueError, reserve_slots, paged.book, "A", 0, match="n_tokens")
-expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks");
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 0, 4, match="n_blocks")
+expect_raises(ValueError, PagedKVCache, CAPSTONE, 10**8, 4, match="ALLOCATION_BUDGET_BYTES")
+expect_raises(ValueError, paged.fork, "A", "B", match="already holds")
+expect_raises(ValueError, paged.read, 0, "C", match="no sequence 'C'")
+expect_raises(ValueError, paged_forward, capstone, paged, "A", torch.tensor([CAPSTONE.vocab]), match="token ids")
+expect_raises(ValueError, pool_kv_heads, capstone, 3, match="divide")
+expect_raises(ValueError, induction_loss, capstone, batch=0, match="batch");
 
 # %% [markdown]
 # # Часть 3 · Таблица практика: каждый вариант, его числа и что ломается
