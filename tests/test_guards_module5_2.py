@@ -215,6 +215,10 @@ def test_a_memory_names_a_wrong_attention_input_or_position(nb, capstone_attenti
         memory.attend(attn, h, torch.tensor([0]))
     with pytest.raises(ValueError, match="batch of 2 rows"):
         memory.attend(attn, torch.zeros(3, 1, 32), torch.tensor([1]))
+    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
+        memory.keep(None, torch.zeros(2, 1, 1, 16))
+    with pytest.raises(ValueError, match=r"\[2, 1, 1, 16\]"):
+        memory.keep(torch.zeros(2, 1, 1, 16), torch.zeros(2, 1, 2, 16))
     with pytest.raises(ValueError, match="rank must be at most 32"):
         nb["LatentMemory"](attn, 33)
     assert nb["KiviMemory"](attn, 4).nbytes() == 0  # an empty memory holds nothing

@@ -5942,6 +5942,15 @@ def _step_inputs(memory, attn, h, position):
     return h, position
 
 
+def _kv_pair(memory, k, v):
+    """k and v when both are one token's [B, Hkv, 1, hd] tensors of one shape, the shape of the keys memory holds."""
+    k, v = require_tensor("k", k, ndim=4), require_tensor("v", v, ndim=4)
+    expected = tuple(memory.keys[0].shape) if memory.keys else (k.shape[0], k.shape[1], 1, k.shape[3])
+    if tuple(k.shape) != expected or tuple(v.shape) != expected:
+        raise ValueError(f"k and v must both be one token's [batch, kv heads, 1, head_dim] = {list(expected)}, got {list(k.shape)} and {list(v.shape)}")
+    return k, v
+
+
 def _finite_heads(heads):
     """heads when every entry is finite; a FloatingPointError when the scores overflowed float32."""
     return require_finite_result("the attention output", heads, "a score q . k passed float32's 3.4e38; pass h = attn_norm(x), the block's normalized input")
@@ -5993,6 +6002,7 @@ class FullMemory:
         return _finite_heads(causal_attention(q, torch.cat(self.keys, 2), torch.cat(self.values, 2), query_offset=len(self.keys) - 1)[0])
 
     def keep(self, k, v):
+        k, v = _kv_pair(self, k, v)
         self.keys.append(k)
         self.values.append(v)
 
