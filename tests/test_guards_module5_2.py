@@ -177,3 +177,61 @@ def test_the_reference_solutions_pass_their_sharpened_checks(nb):
     for contract, function in (("check_rolling_buffer_contract", "rolling_buffer_step"), ("check_linear_attention_contract", "linear_attention_step"),
                                ("check_latent_absorption_contract", "mla_absorbed_attention")):
         assert nb[contract](nb[function])
+
+
+# ---- the fuzz's findings in section 16's memories: named errors, never NaN or AttributeError from inside ----
+
+
+@pytest.fixture(scope="module")
+def capstone_attention(nb):
+    import torch
+
+    torch.manual_seed(0)
+    config = nb["CapstoneConfig"](vocab=16, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=64, max_len=64)
+    return nb["CapstoneLM"](config).eval()
+
+
+def test_a_memory_refuses_huge_inputs_whose_scores_overflow_instead_of_returning_nan(nb, capstone_attention):
+    import torch
+
+    attn = capstone_attention.blocks[0].attn
+    for memory in (nb["FullMemory"](attn), nb["LatentMemory"](attn, 8)):
+        with torch.no_grad(), pytest.raises(FloatingPointError, match="attn_norm"):
+            memory.attend(attn, torch.full((2, 1, 32), 1e30), torch.tensor([0]))
+
+
+def test_a_memory_names_a_wrong_attention_input_or_position(nb, capstone_attention):
+    import torch
+
+    attn, h = capstone_attention.blocks[0].attn, torch.zeros(2, 1, 32)
+    memory = nb["FullMemory"](attn)
+    with pytest.raises(TypeError, match="CapstoneAttention"):
+        memory.attend(None, h, torch.tensor([0]))
+    with pytest.raises(ValueError, match="d_model = 32"):
+        memory.attend(attn, torch.zeros(2, 1, 33), torch.tensor([0]))
+    with pytest.raises(TypeError, match="integer tensor"):
+        memory.attend(attn, h, np.array([0]))
+    with torch.no_grad():
+        memory.attend(attn, h, torch.tensor([0]))
+    with pytest.raises(ValueError, match="batch of 2 rows"):
+        memory.attend(attn, torch.zeros(3, 1, 32), torch.tensor([1]))
+    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
+        memory.keep(None, torch.zeros(2, 1, 1, 16))
+    with pytest.raises(ValueError, match=r"\[2, 1, 1, 16\]"):
+        memory.keep(torch.zeros(2, 1, 1, 16), torch.zeros(2, 1, 2, 16))
+    with pytest.raises(ValueError, match="rank must be at most 32"):
+        nb["LatentMemory"](attn, 33)
+    assert nb["KiviMemory"](attn, 4).nbytes() == 0  # an empty memory holds nothing
+
+
+def test_decode_with_and_measure_design_refuse_what_is_not_a_capstone(nb, capstone_attention):
+    import torch
+
+    with pytest.raises(TypeError, match="CapstoneLM"):
+        nb["measure_design"](None, nb["FullMemory"])
+    with pytest.raises(TypeError, match="memory must be a function"):
+        nb["decode_with"](capstone_attention, torch.zeros(1, 3, dtype=torch.long), "full")
+    with pytest.raises(ValueError, match="vocab = 16"):
+        nb["decode_with"](capstone_attention, torch.full((1, 3), 16), nb["FullMemory"])
+    with pytest.raises(TypeError, match="integer token ids"):
+        nb["decode_with"](capstone_attention, torch.zeros(1, 3), nb["FullMemory"])

@@ -6159,19 +6159,109 @@ print(f"время: {number(time.perf_counter() - train_started, '.1f', 'ru')} �
 # голову: сторона значений поглощена, как в разделе 13. Сторона ключей здесь поглотиться не может по причине из раздела 13: эта
 # модель поворачивает RoPE каждую размерность ключа, и именно отдельный RoPE-ключ DeepSeek делает полное поглощение возможным.
 
+# %% tags=["hide-input"]
+# @title Проверки аргументов видов памяти и цикла декодирования (запустите; читать необязательно)
+def _require_attention(attn):
+    """attn when it is one block's CapstoneAttention; a TypeError otherwise."""
+    if not isinstance(attn, CapstoneAttention):
+        raise TypeError(f"attn must be a CapstoneAttention, one block's .attn of a CapstoneLM; got {type(attn).__name__}")
+    return attn
+
+
+def _latent_rank(attn, rank):
+    """rank as an int from 1 to the rank [W_k; W_v] can have: min(d_model, 2 Hkv hd)."""
+    attn = _require_attention(attn)
+    most = min(attn.w_k.in_features, 2 * attn.n_kv_heads * attn.head_dim)
+    return require_int("rank", rank, minimum=1, maximum=most)
+
+
+def _step_inputs(memory, attn, h, position):
+    """h [B, 1, d_model] in attn's dtype and position [1] (an integer tensor, at least 0), consistent with what memory holds."""
+    attn, h = _require_attention(attn), require_tensor("h", h, ndim=3)
+    d_model, dtype = attn.w_q.in_features, attn.w_q.weight.dtype
+    if tuple(h.shape[1:]) != (1, d_model):
+        raise ValueError(f"h must be [batch, 1, d_model = {d_model}]: one new token's normalized input; got shape {tuple(h.shape)}")
+    if h.dtype != dtype:
+        raise TypeError(f"h must have the attention's dtype {dtype}, got {h.dtype}; use h.to({dtype})")
+    if not isinstance(position, torch.Tensor) or position.is_floating_point() or position.is_complex() or position.dtype == torch.bool:
+        raise TypeError(f"position must be an integer tensor such as torch.tensor([t]), got {type(position).__name__} {position!r}")
+    position = require_tensor("position", position, ndim=1, floating=False)
+    if tuple(position.shape) != (1,) or int(position[0]) < 0:
+        raise ValueError(f"position must be torch.tensor([t]) with t >= 0, the new token's position; got {position.tolist()}")
+    keys = getattr(memory, "keys", None)
+    held = (keys or getattr(memory, "latents", None) or [h])[0]
+    if held.shape[0] != h.shape[0]:
+        raise ValueError(f"h must have the batch of {held.shape[0]} rows this memory holds, got {h.shape[0]}; start a new memory for a new batch")
+    if hasattr(memory, "down"):  # a LatentMemory: built from one attention's [W_k; W_v]
+        fits = (memory.down.shape[1], memory.up_k.shape[0]) == (d_model, attn.n_kv_heads * attn.head_dim)
+    else:
+        fits = not keys or (held.shape[1], held.shape[3]) == (attn.n_kv_heads, attn.head_dim)
+    if not fits:
+        raise ValueError("attn must be the attention this memory was built for: its d_model or its K/V heads differ")
+    return h, position
+
+
+def _kv_pair(memory, k, v):
+    """k and v when both are one token's [B, Hkv, 1, hd] tensors of one shape, the shape of the keys memory holds."""
+    k, v = require_tensor("k", k, ndim=4), require_tensor("v", v, ndim=4)
+    expected = tuple(memory.keys[0].shape) if memory.keys else (k.shape[0], k.shape[1], 1, k.shape[3])
+    if tuple(k.shape) != expected or tuple(v.shape) != expected:
+        raise ValueError(f"k and v must both be one token's [batch, kv heads, 1, head_dim] = {list(expected)}, got {list(k.shape)} and {list(v.shape)}")
+    return k, v
+
+
+def _finite_heads(heads):
+    """heads when every entry is finite; a FloatingPointError when the scores overflowed float32."""
+    return require_finite_result("the attention output", heads, "a score q . k passed float32's 3.4e38; pass h = attn_norm(x), the block's normalized input")
+
+
+def _require_capstone(model, memory):
+    """model and memory when model is a CapstoneLM and memory a function from one layer's attention to a memory."""
+    if not isinstance(model, CapstoneLM):
+        raise TypeError(f"model must be a CapstoneLM (such as the capstone trained above), got {type(model).__name__}")
+    if not callable(memory):
+        raise TypeError(f"memory must be a function from one layer's attention to a memory, such as FullMemory; got {type(memory).__name__}")
+    return model, memory
+
+
+def _decode_inputs(model, tokens, memory):
+    """tokens [B, T] of ids the CapstoneLM model reads (1 <= T <= max_len), once memory is a function of one attention."""
+    model, memory = _require_capstone(model, memory)
+    tokens, config = require_tensor("tokens", tokens, ndim=2, floating=False), model.config
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}; use tokens.long()")
+    if tokens.shape[1] > config.max_len:
+        raise ValueError(f"tokens must have at most max_len = {config.max_len} columns, got shape {tuple(tokens.shape)}")
+    if int(tokens.min()) < 0 or int(tokens.max()) >= config.vocab:
+        raise ValueError(f"tokens must be ids in [0, vocab = {config.vocab}), got ids from {int(tokens.min())} to {int(tokens.max())}")
+    require_budget("the logits and the cache", (*tokens.shape, config.vocab + 2 * config.n_layers * config.d_model), itemsize=4)
+    return tokens
+
+
+def _measure_inputs(model, memory):
+    """model and memory, once model is a CapstoneLM that both held-out batches fit (see _decode_inputs)."""
+    model, memory = _require_capstone(model, memory)
+    for inputs, _, _ in HELD_OUT.values():
+        _decode_inputs(model, inputs, memory)
+    return model, memory
+
+
 # %%
 class FullMemory:
     """Every key and value, as the model was trained to read them."""
 
     def __init__(self, attn):
+        _require_attention(attn)
         self.keys, self.values = [], []  # one [B, Hkv, 1, hd] per token
 
     def attend(self, attn, h, position):
+        h, position = _step_inputs(self, attn, h, position)
         q, k, v = attn.qkv(h, position)
         self.keep(k, v)
-        return causal_attention(q, torch.cat(self.keys, 2), torch.cat(self.values, 2), query_offset=len(self.keys) - 1)[0]
+        return _finite_heads(causal_attention(q, torch.cat(self.keys, 2), torch.cat(self.values, 2), query_offset=len(self.keys) - 1)[0])
 
     def keep(self, k, v):
+        k, v = _kv_pair(self, k, v)
         self.keys.append(k)
         self.values.append(v)
 
@@ -6184,7 +6274,7 @@ class WindowMemory(FullMemory):
 
     def __init__(self, attn, window, sinks=0):
         super().__init__(attn)
-        self.window, self.sinks = window, sinks
+        self.window, self.sinks = require_int("window", window, minimum=1), require_int("sinks", sinks, minimum=0)
 
     def keep(self, k, v):
         super().keep(k, v)
@@ -6206,6 +6296,7 @@ class KiviMemory(FullMemory):
 
     def __init__(self, attn, bits, group=8):
         super().__init__(attn)
+        bits, group = require_int("bits", bits, minimum=1, maximum=16), require_int("group", group, minimum=1)
         self.bits, self.group, self.quantized = bits, group, 0  # keys before `quantized` are stored in `bits` bits
 
     def keep(self, k, v):
@@ -6216,6 +6307,8 @@ class KiviMemory(FullMemory):
             self.quantized += self.group
 
     def nbytes(self):
+        if not self.keys:
+            return 0
         heads, hd = self.keys[0].shape[1], self.keys[0].shape[3]
         groups, residual = self.quantized // self.group, len(self.keys) - self.quantized
         keys = self.quantized * heads * hd * self.bits // 8 + groups * heads * hd * 4 + residual * heads * hd * 2
@@ -6227,6 +6320,7 @@ class LatentMemory:
     """r numbers per token, c = W_down h, from the SVD of the trained [W_k; W_v]; keys rebuilt, values absorbed."""
 
     def __init__(self, attn, rank):
+        rank = _latent_rank(attn, rank)
         U, S, Vh = torch.linalg.svd(torch.cat([attn.w_k.weight, attn.w_v.weight]).detach(), full_matrices=False)
         self.down = S[:rank, None] * Vh[:rank]  # [r, d_model]: the largest r directions of the K/V projection
         width = attn.n_kv_heads * attn.head_dim
@@ -6234,6 +6328,7 @@ class LatentMemory:
         self.latents = []  # one [B, 1, r] per token
 
     def attend(self, attn, h, position):
+        h, position = _step_inputs(self, attn, h, position)
         B, group = h.shape[0], attn.n_heads // attn.n_kv_heads
         q = apply_rope(attn.w_q(h).view(B, 1, attn.n_heads, attn.head_dim).transpose(1, 2), position, attn.rope_base)
         self.latents.append(h @ self.down.T)
@@ -6243,7 +6338,7 @@ class LatentMemory:
         weights = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(attn.head_dim), -1)  # [B, Hq, 1, t]
         mixed = weights @ latents[:, None]  # [B, Hq, 1, r]: the latents mixed first ...
         up_v = self.up_v.view(attn.n_kv_heads, attn.head_dim, -1).repeat_interleave(group, 0)  # [Hq, hd, r]
-        return torch.einsum("bhqr,hdr->bhqd", mixed, up_v)  # ... then one r -> hd map per head (foldable into w_o)
+        return _finite_heads(torch.einsum("bhqr,hdr->bhqd", mixed, up_v))  # ... then one r -> hd map per head (foldable into w_o)
 
     def nbytes(self):
         return 2 * sum(c.shape[1] * c.shape[2] for c in self.latents)
@@ -6251,6 +6346,7 @@ class LatentMemory:
 
 def decode_with(model, tokens, memory):
     """Logits [B, T, vocab] of tokens [B, T] fed one at a time, each layer's past held by memory(attn); and its bytes."""
+    tokens = _decode_inputs(model, tokens, memory)
     memories = [memory(block.attn) for block in model.blocks]
     logits = []
     with torch.no_grad():
@@ -6286,6 +6382,7 @@ HELD_OUT = {"near": induction_batch(64, torch.Generator().manual_seed(12345), k_
 
 def measure_design(model, memory):
     """Held-out accuracy near and far, loss far, cache bytes of one far row, and seconds to decode both batches."""
+    model, memory = _measure_inputs(model, memory)
     started, row = time.perf_counter(), {}
     for name, (inputs, targets, scored) in HELD_OUT.items():
         logits, stored = decode_with(model, inputs, memory)
