@@ -7154,7 +7154,7 @@ def plot_induction_heads(maps, k, language="en"):
     apply_plot_style()
     fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
-    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова предыдущего токена"),
+    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова «на шаг назад»"),
               localized(language, "layer 2: induction head", "слой 2: индукционная голова"))
     for ax, weights, back, title in zip(axes, maps, (1, k - 1), titles):
         ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
@@ -7348,7 +7348,7 @@ bytes_cache = KVCache(capstone_config, decode_prompt.shape[0])
 with torch.no_grad():
     capstone_models[2](cached_decoded[:, :-1], bytes_cache)
 expected_bytes = 2 * capstone_config.n_layers * 8 * capstone_config.n_kv_heads * 59 * capstone_config.head_dim * 4
-print(f"8 prompts of 20 tokens, 40 new tokens each: uncached {decode_times[False] * 1e3:.0f} ms, cached {decode_times[True] * 1e3:.0f} ms, "
+print(f"time: 8 prompts of 20 tokens, 40 new tokens each: uncached {decode_times[False] * 1e3:.0f} ms, cached {decode_times[True] * 1e3:.0f} ms, "
       f"speed-up {decode_times[False] / decode_times[True]:.1f}x; the cache holds {bytes_cache.nbytes():,} bytes for 59 positions")
 expect("cached and uncached decoding give the same tokens", torch.equal(cached_decoded, uncached_decoded))
 expect("the cache holds 2 · layers · batch · K/V heads · T · head_dim · 4 bytes", bytes_cache.nbytes(), "==", expected_bytes)

@@ -5775,7 +5775,8 @@ expect_raises(ValueError, paged.fork, "A", "B", match="already holds")
 expect_raises(ValueError, paged.read, 0, "C", match="no sequence 'C'")
 expect_raises(ValueError, paged_forward, capstone, paged, "A", torch.tensor([CAPSTONE.vocab]), match="token ids")
 expect_raises(ValueError, pool_kv_heads, capstone, 3, match="divide")
-expect_raises(ValueError, induction_loss, capstone, batch=0, match="batch");
+expect_raises(ValueError, induction_loss, capstone, batch=0, match="batch")
+expect_raises(TypeError, plot_roofline, {8192: {"flops": 1.0}}, H100, FA3_FORWARD_FLOPS_PER_S, match="intensity");
 
 # %% [markdown]
 # # Part 3 · The practitioner's table: every option, its numbers, what breaks

@@ -324,7 +324,8 @@ def break_catalog(root: Path, nb, edit) -> int:
     entry = next(e for e in catalog if e.msgstr and not e.obsolete and (e.msgctxt or "").startswith("Exercise"))
     edit(entry)
     path.write_text(str(catalog), encoding="utf-8")
-    return entry.linenum
+    written = polib.pofile(str(path), wrapwidth=0)  # its line in the file as written (unwrapped), not as it was read
+    return next(e.linenum for e in written if (e.msgctxt, e.msgid) == (entry.msgctxt, entry.msgid))
 
 
 @pytest.mark.slow  # builds a repository copy

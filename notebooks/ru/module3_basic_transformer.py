@@ -8119,7 +8119,7 @@ def plot_induction_heads(maps, k, language="en"):
     apply_plot_style()
     fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.9))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
-    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова предыдущего токена"),
+    titles = (localized(language, "layer 1: previous-token head", "слой 1: голова «на шаг назад»"),
               localized(language, "layer 2: induction head", "слой 2: индукционная голова"))
     for ax, weights, back, title in zip(axes, maps, (1, k - 1), titles):
         ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
@@ -8313,7 +8313,7 @@ bytes_cache = KVCache(capstone_config, decode_prompt.shape[0])
 with torch.no_grad():
     capstone_models[2](cached_decoded[:, :-1], bytes_cache)
 expected_bytes = 2 * capstone_config.n_layers * 8 * capstone_config.n_kv_heads * 59 * capstone_config.head_dim * 4
-print(f"8 промптов по 20 токенов, по 40 новых токенов: без кэша {number(decode_times[False] * 1000.0, '.0f', 'ru')} мс, с кэшем "
+print(f"время: 8 промптов по 20 токенов, по 40 новых токенов: без кэша {number(decode_times[False] * 1000.0, '.0f', 'ru')} мс, с кэшем "
       f"{number(decode_times[True] * 1000.0, '.0f', 'ru')} мс, ускорение {number(decode_times[False] / decode_times[True], '.1f', 'ru')}x; кэш хранит "
       f"{number(bytes_cache.nbytes(), ',', 'ru')} байт для 59 позиций")
 expect("cached and uncached decoding give the same tokens", torch.equal(cached_decoded, uncached_decoded))

@@ -5458,7 +5458,7 @@ def plot_design_quality(quality, language="en"):
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel(localized(language, "held-out retrieval accuracy", "точность извлечения на отложенных строках"))
-    ax.set_title(localized(language, "The same trained weights, ten memories", "Одни и те же обученные веса, десять видов памяти"))
+    ax.set_title(localized(language, "The same trained weights, ten memories", "Одни веса, десять видов памяти"))
     ax.legend(fontsize=9, loc="lower right")
     fig.subplots_adjust(left=0.33, right=0.98, bottom=0.13, top=0.91)
     return fig
