@@ -6060,18 +6060,19 @@ CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200
 # builder:end sha256=a04063466532f615b397530cb639f8783885cfaa94ed3cd22b71d7fee532c5e3
 # builder:begin inline _capstone_config
 def _capstone_config(config):
-    """config when it is a CapstoneConfig; a TypeError naming the fix otherwise."""
-    if not isinstance(config, CapstoneConfig):
+    """config when it is a CapstoneConfig, known by its class name (a notebook and the package each define one)."""
+    if type(config).__name__ != "CapstoneConfig" or not all(hasattr(config, n) for n in CapstoneConfig.FIELDS):
         raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}; build one with CapstoneConfig(...)")
     return config
-# builder:end sha256=4df69a06d3d85e71e23b82e46e53327aad878a561e880f7a97b288fd21dbc772
+# builder:end sha256=a396a2c5b8d5e20b1314bfecdc865c7e2947db6bdc517e14dca9a667c1fc2386
 # builder:begin inline _capstone_model
 def _capstone_model(model):
     """model when it is an nn.Module with a CapstoneConfig as its config (a CapstoneLM)."""
-    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "config", None), CapstoneConfig):
+    if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a CapstoneLM (an nn.Module with a CapstoneConfig .config), got {type(model).__name__}")
+    _capstone_config(getattr(model, "config", None))
     return model
-# builder:end sha256=9fb953fb8e9319b2d790b39fa2219a3b09e0f0d813b970ebf46c066e865c365c
+# builder:end sha256=a7f50941802f5c42c76f3c2a0cc7c77dcd55dc8d7c8d9eab9508326936b4a23a
 # builder:begin inline _capstone_widths
 def _capstone_widths(what, shape, *, itemsize=4, **widths):
     """Each named width an int >= 1, and an array of ``shape`` (float32 unless told) within the allocation budget."""
@@ -6219,7 +6220,7 @@ def _train_step_args(model, optimizer, inputs, targets, scored):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
     vocab = embedding.num_embeddings if embedding is not None else 2**62
-    most = model.config.max_len if isinstance(getattr(model, "config", None), CapstoneConfig) else 2**62
+    most = model.config.max_len if type(getattr(model, "config", None)).__name__ == "CapstoneConfig" else 2**62
     _token_ids("inputs", inputs, vocab, most)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim optimizer (torch.optim.AdamW(...)), got {type(optimizer).__name__}")
@@ -6230,7 +6231,7 @@ def _train_step_args(model, optimizer, inputs, targets, scored):
         raise ValueError(f"scored must be a bool CPU tensor of the shape of inputs, {tuple(inputs.shape)}")
     if not bool(scored.any()):
         raise ValueError("scored has no True entry: the loss would be a mean over nothing (NaN); score at least one position")
-# builder:end sha256=77eea24107cbf4e62c4c8cae3290ac8901c6ef46bfcf50a417f808c4d0e06ef8
+# builder:end sha256=9389e2d3ecee4a01f04d62f4c65d6ede8a1f67346bc61fc26a721edb400d4f7c
 # builder:begin inline _fit_args
 def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step):
     """Checked arguments of fit_induction: a CapstoneLM, callables, and steps, seed, rates and sizes in range."""

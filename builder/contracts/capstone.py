@@ -98,16 +98,17 @@ CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200
 
 
 def _capstone_config(config):
-    """config when it is a CapstoneConfig; a TypeError naming the fix otherwise."""
-    if not isinstance(config, CapstoneConfig):
+    """config when it is a CapstoneConfig, known by its class name (a notebook and the package each define one)."""
+    if type(config).__name__ != "CapstoneConfig" or not all(hasattr(config, n) for n in CapstoneConfig.FIELDS):
         raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}; build one with CapstoneConfig(...)")
     return config
 
 
 def _capstone_model(model):
     """model when it is an nn.Module with a CapstoneConfig as its config (a CapstoneLM)."""
-    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "config", None), CapstoneConfig):
+    if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a CapstoneLM (an nn.Module with a CapstoneConfig .config), got {type(model).__name__}")
+    _capstone_config(getattr(model, "config", None))
     return model
 
 
@@ -257,7 +258,7 @@ def _train_step_args(model, optimizer, inputs, targets, scored):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
     vocab = embedding.num_embeddings if embedding is not None else 2**62
-    most = model.config.max_len if isinstance(getattr(model, "config", None), CapstoneConfig) else 2**62
+    most = model.config.max_len if type(getattr(model, "config", None)).__name__ == "CapstoneConfig" else 2**62
     _token_ids("inputs", inputs, vocab, most)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim optimizer (torch.optim.AdamW(...)), got {type(optimizer).__name__}")
