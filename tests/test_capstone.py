@@ -187,10 +187,13 @@ def test_logits_equal_transformers_llama_for_causal_lm(changes):
 def test_the_inlined_sources_run_on_their_own():
     """Inlined in __all__'s order into an empty namespace, as a notebook's hidden cell holds them, the pieces train."""
     from builder import inline
+    from builder.contracts import validation
 
     namespace = {}
+    for name in validation.__all__:  # the argument checks every notebook inlines first
+        exec(compile(inline.source_of(name), f"<inline {name}>", "exec"), namespace)  # noqa: S102 - our own source
     for name in capstone.__all__:
-        assert inline.dependencies(name) <= set(capstone.__all__[:capstone.__all__.index(name)]), name
+        assert inline.dependencies(name) <= set(capstone.__all__[:capstone.__all__.index(name)]) | set(validation.__all__), name
         exec(compile(inline.source_of(name), f"<inline {name}>", "exec"), namespace)  # noqa: S102 - our own source
     model, losses = namespace["train_capstone"](namespace["CapstoneConfig"](n_layers=1), steps=3, seed=7)
     assert losses == train_capstone(CapstoneConfig(n_layers=1), steps=3, seed=7)[1]

@@ -196,7 +196,7 @@ def test_a_memory_refuses_huge_inputs_whose_scores_overflow_instead_of_returning
 
     attn = capstone_attention.blocks[0].attn
     for memory in (nb["FullMemory"](attn), nb["LatentMemory"](attn, 8)):
-        with torch.no_grad(), pytest.raises(FloatingPointError, match="attn_norm"):
+        with torch.no_grad(), pytest.raises(FloatingPointError, match="attn_norm|too large"):
             memory.attend(attn, torch.full((2, 1, 32), 1e30), torch.tensor([0]))
 
 
