@@ -5240,6 +5240,28 @@ expect_raises(ValueError, layers["MQA"], torch.zeros(1, 2**16, 64), match=f"of s
 # один из этих подсчётов не учитывает softmax и постоянные множители реальных ядер: они показывают форму
 # кривой, а не время выполнения.
 
+# %% tags=["hide-input"]
+# @title first_crossing: бисекция, которая находит, где встречаются две стоимости (откройте, чтобы прочитать)
+def first_crossing(difference, upper=100_000):
+    """The first whole length n in 1..upper with difference(n) >= 0, by bisection: difference changes sign once."""
+    if not callable(difference):
+        raise TypeError(f"difference must be a function of the length n, got {type(difference).__name__}")
+    low, high = 1, require_int("upper", upper, minimum=1)
+    if difference(high) < 0:
+        raise ValueError(f"the two sides do not meet by n = {high:,}; pass a larger upper")
+    while low < high:  # invariant: the answer lies in low..high
+        middle = (low + high) // 2
+        if difference(middle) >= 0:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+expect("a crossing exactly at upper is found", first_crossing(lambda n: n - 10, upper=10), "==", 10)
+expect("a crossing at n = 1 is found", first_crossing(lambda n: n - 1), "==", 1)
+
+
 # %%
 def attention_cost(n_tokens, d_model):
     """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
@@ -5295,25 +5317,6 @@ conventions = {
     "crossover_causal_tokens": lambda n: attention_cost(n, WIDE)["quadratic_flops"] // 2 - attention_cost(n, WIDE)["linear_flops"],
 }
 
-
-def first_crossing(difference, upper=100_000):
-    """The first whole length n in 1..upper with difference(n) >= 0, by bisection: difference changes sign once."""
-    if not callable(difference):
-        raise TypeError(f"difference must be a function of the length n, got {type(difference).__name__}")
-    low, high = 1, require_int("upper", upper, minimum=1)
-    if difference(high) < 0:
-        raise ValueError(f"the two sides do not meet by n = {high:,}; pass a larger upper")
-    while low < high:  # invariant: the answer lies in low..high
-        middle = (low + high) // 2
-        if difference(middle) >= 0:
-            high = middle
-        else:
-            low = middle + 1
-    return low
-
-
-expect("a crossing exactly at upper is found", first_crossing(lambda n: n - 10, upper=10), "==", 10)
-expect("a crossing at n = 1 is found", first_crossing(lambda n: n - 1), "==", 1)
 for key, difference in conventions.items():
     n_cross = first_crossing(difference)  # the first length at which the n² side catches up
     if difference(n_cross) != 0:
