@@ -29,9 +29,8 @@ _KNOWN = {
                                                        "склеено (T, H·d) = (4, 4)"))) for text in texts},
     # "one sentence, two switches": two panel titles collide in Russian
     ("notebooks/ru/module3_basic_transformer.py", "overlap", "каузальная маска, T = 0,5"),
-    # the GQA figure clips «запросы»; the HBM figure's title is clipped
+    # the GQA figure clips «запросы»
     ("notebooks/ru/module5_1_exact_attention.py", "leaves the figure", "запросы"),
-    ("notebooks/ru/module5_1_exact_attention.py", "leaves the figure", "Внимание на H100: обмен с HBM (d = 128"),
     # the closing figure's title is clipped
     ("notebooks/ru/module5_2_long_context.py", "leaves the figure", "Современные модели (штриховка:"),
 }
