@@ -2996,6 +2996,8 @@ def additive_mask(allowed):
     return np.where(allowed, 0.0, -np.inf)
 
 
+# %% tags=["hide-input"]
+# @title The argument check of the mask in the exercise below (reading it is optional)
 def _as_additive(mask, shape, dtype):
     """Validate an additive mask (finite biases and -inf) and broadcast it to ``shape``."""
     mask = as_numpy("mask", mask)
@@ -3811,7 +3813,8 @@ expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile
 #
 # ### Step 1 · Plain tiles: the online update on whole blocks
 
-# %%
+# %% tags=["hide-input"]
+# @title The overflow check of the tile kernels below (reading it is optional)
 def _refuse_overflow(Q, K, V=None):
     """Refuse Q, K, V whose scores (|q . k| <= d_k max|q| max|k|) or values could pass 2^500 and overflow the sums."""
     if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or (V is not None and float(np.abs(V).max()) > 2.0**500):
