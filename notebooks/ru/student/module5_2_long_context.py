@@ -6145,6 +6145,30 @@ def _require_attention(attn):
     return attn
 
 
+def _no_tokens(attn):
+    """Two empty lists, for the keys and the values, once attn is one block's CapstoneAttention."""
+    _require_attention(attn)
+    return [], []
+
+
+def _quantize_args(x, bits, dim):
+    """x a tensor, bits an int from 1 to 16 and dim one of x's axes, for zero_point_quantize."""
+    x, bits = require_tensor("x", x), require_int("bits", bits, minimum=1, maximum=16)
+    return x, bits, require_int("dim", dim, minimum=-x.ndim, maximum=x.ndim - 1)
+
+
+def _kivi_sizes(bits, group):
+    """bits an int from 1 to 16 and group (tokens per key scale) an int from 1, for KiviMemory."""
+    return require_int("bits", bits, minimum=1, maximum=16), require_int("group", group, minimum=1)
+
+
+def _design_name(name):
+    """name when it is a non-empty string, a design's name for design_key."""
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a design's name such as 'window 8 + 2 sinks', got {name!r}")
+    return name
+
+
 def _latent_rank(attn, rank):
     """rank as an int from 1 to the rank [W_k; W_v] can have: min(d_model, 2 Hkv hd)."""
     attn = _require_attention(attn)
@@ -6228,8 +6252,7 @@ class FullMemory:
     """Every key and value, as the model was trained to read them."""
 
     def __init__(self, attn):
-        _require_attention(attn)
-        self.keys, self.values = [], []  # one [B, Hkv, 1, hd] per token
+        self.keys, self.values = _no_tokens(attn)  # one [B, Hkv, 1, hd] per token
 
     def attend(self, attn, h, position):
         h, position = _step_inputs(self, attn, h, position)
@@ -6261,8 +6284,7 @@ class WindowMemory(FullMemory):
 
 def zero_point_quantize(x, bits, dim):
     """x read back after asymmetric rounding to 2**bits levels over `dim`: a scale and a zero point per group."""
-    x, bits = require_tensor("x", x), require_int("bits", bits, minimum=1, maximum=16)
-    dim = require_int("dim", dim, minimum=-x.ndim, maximum=x.ndim - 1)
+    x, bits, dim = _quantize_args(x, bits, dim)
     low, high = x.amin(dim, keepdim=True), x.amax(dim, keepdim=True)
     scale = (high - low).clamp_min(1e-12) / (2**bits - 1)
     return torch.round((x - low) / scale) * scale + low
@@ -6273,8 +6295,7 @@ class KiviMemory(FullMemory):
 
     def __init__(self, attn, bits, group=8):
         super().__init__(attn)
-        bits, group = require_int("bits", bits, minimum=1, maximum=16), require_int("group", group, minimum=1)
-        self.bits, self.group, self.quantized = bits, group, 0  # keys before `quantized` are stored in `bits` bits
+        (self.bits, self.group), self.quantized = _kivi_sizes(bits, group), 0  # keys before `quantized` hold `bits` bits
 
     def keep(self, k, v):
         super().keep(k, zero_point_quantize(v, self.bits, -1))
@@ -6284,9 +6305,7 @@ class KiviMemory(FullMemory):
             self.quantized += self.group
 
     def nbytes(self):
-        if not self.keys:
-            return 0
-        heads, hd = self.keys[0].shape[1], self.keys[0].shape[3]
+        heads, hd = (self.keys[0].shape[1], self.keys[0].shape[3]) if self.keys else (0, 0)  # nothing held: 0 bytes
         groups, residual = self.quantized // self.group, len(self.keys) - self.quantized
         keys = self.quantized * heads * hd * self.bits // 8 + groups * heads * hd * 4 + residual * heads * hd * 2
         values = len(self.values) * heads * (hd * self.bits // 8 + 4)  # codes, then a 16-bit scale and zero per token
@@ -6300,8 +6319,7 @@ class LatentMemory:
         rank = _latent_rank(attn, rank)
         U, S, Vh = torch.linalg.svd(torch.cat([attn.w_k.weight, attn.w_v.weight]).detach(), full_matrices=False)
         self.down = S[:rank, None] * Vh[:rank]  # [r, d_model]: the largest r directions of the K/V projection
-        width = attn.n_kv_heads * attn.head_dim
-        self.up_k, self.up_v = U[:width, :rank], U[width:, :rank]  # [Hkv hd, r] each
+        self.up_k, self.up_v = U[:, :rank].chunk(2)  # [Hkv hd, r] each: the key rows, then the value rows
         self.latents = []  # one [B, 1, r] per token
 
     def attend(self, attn, h, position):
@@ -6323,8 +6341,7 @@ class LatentMemory:
 
 def decode_with(model, tokens, memory):
     """Logits [B, T, vocab] of tokens [B, T] fed one at a time, each layer's past held by memory(attn); and its bytes."""
-    tokens = _decode_inputs(model, tokens, memory)
-    memories = [memory(block.attn) for block in model.blocks]
+    tokens, memories = _decode_inputs(model, tokens, memory), [memory(block.attn) for block in model.blocks]  # one per layer
     logits = []
     with torch.no_grad():
         for t in range(tokens.shape[1]):
@@ -6348,9 +6365,7 @@ def capstone_designs():
     }
 def design_key(name):
     """The reference file's key of a design: "window 8 + 2 sinks" -> "window_8_2_sinks"."""
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"name must be a design's name such as 'window 8 + 2 sinks', got {name!r}")
-    return name.lower().replace(" + ", "_").replace(" ", "_").replace("-", "_")
+    return _design_name(name).lower().replace(" + ", "_").replace(" ", "_").replace("-", "_")
 
 
 HELD_OUT = {"near": induction_batch(64, torch.Generator().manual_seed(12345), k_min=4, k_max=6),
@@ -6369,11 +6384,10 @@ def measure_design(model, memory):
 
 
 quality = {name: measure_design(capstone, memory) for name, memory in capstone_designs().items()}
-full_seconds = quality["full attention"]["seconds"]
 print(f"{'design':20s} {'KV bytes':>9s} {'near':>6s} {'far':>6s} {'loss far':>9s}")
 for name, row in quality.items():
     print(f"{name:20s} {row['bytes']:9,d} {row['near']:6.1%} {row['far']:6.1%} {row['loss far']:9.3f}")
-ratios = ", ".join(f"{name} {row['seconds'] / full_seconds:.2f}x" for name, row in quality.items())
+ratios = ", ".join(f"{name} {row['seconds'] / quality['full attention']['seconds']:.2f}x" for name, row in quality.items())
 print(f"время: время декодирования в отношении к полному вниманию, этот запуск: {number(ratios, '', 'ru')}")
 
 # %% [markdown]
