@@ -5399,17 +5399,9 @@ check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals
 
 # %% tags=["hide-input"]
 # @title The argument checks of the paged cache and the pooled heads below (reading them is optional)
-def _require_capstone(model):
-    """Return model when it is a CapstoneLM."""
-    if not isinstance(model, CapstoneLM):
-        raise TypeError(f"model must be a CapstoneLM, got {type(model).__name__}; build one with CapstoneLM(config) or train_capstone")
-    return model
-
-
 def _paged_pool_shape(config, n_blocks, block_size):
     """One layer's pool shape (block, K/V head, slot, head_dim); every layer's keys and values must fit the budget."""
-    if not isinstance(config, CapstoneConfig):
-        raise TypeError(f"config must be a CapstoneConfig, got {type(config).__name__}")
+    _capstone_config(config)
     n_blocks, block_size = require_int("n_blocks", n_blocks, minimum=1), require_int("block_size", block_size, minimum=1)
     shape = (n_blocks, config.n_kv_heads, block_size, config.head_dim)
     require_budget("the paged cache's keys and values", (2 * config.n_layers, *shape), itemsize=torch.get_default_dtype().itemsize)
@@ -5421,10 +5413,16 @@ def _cache_layer(cache, layer):
     return require_int("layer", layer, minimum=0, maximum=len(cache.keys) - 1)
 
 
-def _held_sequence(cache, sequence):
-    """Return sequence when the cache holds it."""
+def _sequence_name(sequence):
+    """sequence when it is a string, the name the cache's book files a sequence under."""
     if not isinstance(sequence, str):
         raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    return sequence
+
+
+def _held_sequence(cache, sequence):
+    """Return sequence when the cache holds it."""
+    _sequence_name(sequence)
     if sequence not in cache.book["tables"]:
         raise ValueError(f"the cache holds no sequence {sequence!r}, only {sorted(cache.book['tables'])}; reserve slots for it first")
     return sequence
@@ -5432,8 +5430,7 @@ def _held_sequence(cache, sequence):
 
 def _new_sequence(cache, sequence):
     """Return sequence when it is a name the cache does not use yet."""
-    if not isinstance(sequence, str):
-        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    _sequence_name(sequence)
     if sequence in cache.book["tables"]:
         raise ValueError(f"the cache already holds a sequence {sequence!r}; fork into a new name")
     return sequence
@@ -5458,13 +5455,12 @@ def _write_inputs(cache, layer, slots, k, v):
 
 def _paged_tokens(model, cache, sequence, tokens):
     """tokens as a long tensor [T] of token ids for paged_forward, checked against the model, the cache and max_len."""
-    config = _require_capstone(model).config
+    config = _capstone_model(model).config
     if not isinstance(cache, PagedKVCache):
         raise TypeError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
     if (len(cache.keys), *cache.keys[0].shape[1::2]) != (config.n_layers, config.n_kv_heads, config.head_dim):
         raise ValueError("the cache was built for another model: build it with PagedKVCache(model.config, n_blocks, block_size)")
-    if not isinstance(sequence, str):
-        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
+    _sequence_name(sequence)
     tokens = require_tensor("tokens", tokens, ndim=1, floating=False)
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}; use tokens.long()")
@@ -5478,7 +5474,7 @@ def _paged_tokens(model, cache, sequence, tokens):
 
 def _generate_inputs(model, cache, sequence, tokens, n_new):
     """(tokens as a list of ints, n_new) for paged_generate: tokens extend what the cache holds, and n_new stays within max_len."""
-    config = _require_capstone(model).config
+    config = _capstone_model(model).config
     if isinstance(tokens, torch.Tensor):
         tokens = require_tensor("tokens", tokens, ndim=1, floating=False).tolist()
     if not isinstance(tokens, (list, tuple)):
@@ -5492,7 +5488,7 @@ def _generate_inputs(model, cache, sequence, tokens, n_new):
 
 def _pool_groups(model, groups):
     """Return groups when it divides the model's K/V heads."""
-    n_kv_heads = _require_capstone(model).config.n_kv_heads
+    n_kv_heads = _capstone_model(model).config.n_kv_heads
     groups = require_int("groups", groups, minimum=1, maximum=n_kv_heads)
     if n_kv_heads % groups:
         raise ValueError(f"groups must divide the model's {n_kv_heads} K/V heads, got {groups}")
@@ -5501,7 +5497,7 @@ def _pool_groups(model, groups):
 
 def _loss_inputs(model, batch, seed):
     """(batch, seed) for induction_loss: a batch whose activations fit the budget and a seed torch accepts."""
-    config, rows = _require_capstone(model).config, 23  # induction_batch's rows hold 2 k_max - 1 = 23 tokens
+    config, rows = _capstone_model(model).config, 23  # induction_batch's rows hold 2 k_max - 1 = 23 tokens
     batch = require_int("batch", batch, minimum=1)
     require_budget("the induction batch's activations", (batch, rows, 3 * (config.n_heads * rows + config.d_ff) + config.vocab + 4 * config.d_model), itemsize=4)
     return batch, require_int("seed", seed, minimum=0, maximum=2**63 - 1)
