@@ -93,8 +93,8 @@ class CapstoneConfig:
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 
 
-CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: a training step on 4,096 rows takes about a second here
-CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64, seconds on one CPU thread
+CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: 64 times the lessons' batch of 64
+CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64
 
 
 def _capstone_config(config):
@@ -284,7 +284,7 @@ def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step
     _induction_sizes(batch, config.vocab, k_min, k_max)
     if steps * batch > CAPSTONE_MAX_ROWS:
         raise ValueError(f"steps x batch = {steps * batch:,} sequences, over the {CAPSTONE_MAX_ROWS:,} one call trains on "
-                         f"(CAPSTONE_MAX_ROWS: 200 steps of 64, seconds on a CPU); to train longer, call it again")
+                         f"(CAPSTONE_MAX_ROWS: the lessons' 200 steps of 64); to train longer, call it again")
     if 2 * k_max - 1 > config.max_len:
         raise ValueError(f"the task's rows have 2 k_max - 1 = {2 * k_max - 1} tokens, more than max_len = {config.max_len}")
 

@@ -4841,11 +4841,11 @@ class CapstoneConfig:
         return "CapstoneConfig(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 # builder:end sha256=dd187b4bffa83c53e1f0a562678d20fbd59618e3906a2d180d2186e4c7a1d589
 # builder:begin inline CAPSTONE_MAX_BATCH
-CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: a training step on 4,096 rows takes about a second here
-# builder:end sha256=9fb57078d0060e2e96ac10aeb3fd3d2f61e274652b246d10b63e1cdd98d90310
+CAPSTONE_MAX_BATCH = 4096  # sequences in one induction batch: 64 times the lessons' batch of 64
+# builder:end sha256=ad1cc1f3d8cae0159621ca636e636348a735bc7325fa7700511b96009ccfda31
 # builder:begin inline CAPSTONE_MAX_ROWS
-CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64, seconds on one CPU thread
-# builder:end sha256=a04063466532f615b397530cb639f8783885cfaa94ed3cd22b71d7fee532c5e3
+CAPSTONE_MAX_ROWS = 12_800  # sequences one training call sees: the lessons' 200 steps of 64
+# builder:end sha256=3c519fff7ca2bd93adb22ee26f734eb4c1f688e10ee9152b0c031e02f7f4fefc
 # builder:begin inline _capstone_config
 def _capstone_config(config):
     """config when it is a CapstoneConfig, known by its class name (a notebook and the package each define one)."""
@@ -5034,10 +5034,10 @@ def _fit_args(model, step, steps, seed, batch, lr, warmup, k_min, k_max, on_step
     _induction_sizes(batch, config.vocab, k_min, k_max)
     if steps * batch > CAPSTONE_MAX_ROWS:
         raise ValueError(f"steps x batch = {steps * batch:,} sequences, over the {CAPSTONE_MAX_ROWS:,} one call trains on "
-                         f"(CAPSTONE_MAX_ROWS: 200 steps of 64, seconds on a CPU); to train longer, call it again")
+                         f"(CAPSTONE_MAX_ROWS: the lessons' 200 steps of 64); to train longer, call it again")
     if 2 * k_max - 1 > config.max_len:
         raise ValueError(f"the task's rows have 2 k_max - 1 = {2 * k_max - 1} tokens, more than max_len = {config.max_len}")
-# builder:end sha256=1939c15f01201c4ef98c8897623967b32900eaf1c965c522df392ab79b939f1b
+# builder:end sha256=53d0ac0a96add140ca9d51a3e76be76e27cef43c365de9f5e84c3c16c005c01b
 # builder:begin inline _generation_length
 def _generation_length(model, prompt, n_new):
     """n_new checked against the room the model's context leaves after prompt (B, T0)."""
