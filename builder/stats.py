@@ -9,11 +9,12 @@ cell is *visible*, and its non-blank lines are the *visible code lines*. A visib
 - a top-level function or class whose name starts with ``_``: a private helper;
 - a plot or diagram function: a top-level function that uses ``plt``, ``matplotlib``, ``show_figure``
   or ``apply_plot_style``;
-- an ``expect_raises`` statement (a bad-input check), a loop made only of checks, and every
-  ``expect``/``expect_close`` statement of a cell after its first (a battery; the first is the cell's
-  one loud check of its claim);
-- an argument guard, past the first guard line of a function: a body statement ``if ...: raise ...``
-  or a call of a ``require_*`` validator.
+- a check: a statement that calls ``expect``, ``expect_close``, ``expect_raises``, any ``check_*``
+  function or a ``.check`` method (``REFERENCE.check``), and a loop made only of checks; the cell's
+  first check counts too (issue 35 dropped that exemption);
+- an argument guard: a statement ``if ...: raise ...`` or a call of a ``require_*`` validator, in a
+  function body or at the top of a cell, the first one included;
+- a figure call with its caption: a statement that calls ``show_figure`` or a ``plot_*``/``draw_*`` function.
 
 The target of issue 22 holds an edition to at most ``MAX_SHARE`` machinery and at most ``MAX_VISIBLE``
 visible code lines.
@@ -30,7 +31,8 @@ from .cells import collapsed
 MAX_SHARE = 0.20
 MAX_VISIBLE = 1500
 PLOT_NAMES = frozenset({"plt", "matplotlib", "show_figure", "apply_plot_style"})
-CHECK_NAMES = frozenset({"expect", "expect_close"})
+CHECK_PREFIXES = ("expect", "check_")
+FIGURE_PREFIXES = ("show_figure", "plot_", "draw_")
 _BEGIN_INLINE = re.compile(r"^\s*# builder:begin inline ")
 _END = re.compile(r"^\s*# builder:end\b")
 
@@ -66,13 +68,17 @@ def _span(node: ast.AST) -> range:
 
 
 def _called(node: ast.AST) -> str:
-    """The name a statement calls (``f(...)``, ``x = f(...)``, ``with f(...)``), or ''."""
+    """The name a statement calls (``f(...)``, ``x = f(...)``, ``with f(...)``, ``obj.f(...)`` as ``obj.f``), or ''."""
     if isinstance(node, ast.With) and node.items:
         node = node.items[0].context_expr
     elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)):
         node = node.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+    if not isinstance(node, ast.Call):
+        return ""
+    if isinstance(node.func, ast.Name):
         return node.func.id
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return f"{node.func.value.id}.{node.func.attr}"
     return ""
 
 
@@ -80,7 +86,13 @@ def _is_check(node: ast.AST) -> bool:
     """A check statement, or a loop whose body is nothing but checks."""
     if isinstance(node, (ast.For, ast.While)):
         return all(_is_check(n) for n in node.body)
-    return _called(node) in CHECK_NAMES | {"expect_raises"}
+    name = _called(node)
+    return name.startswith(CHECK_PREFIXES) or name.endswith(".check")
+
+
+def _is_figure(node: ast.AST) -> bool:
+    """A figure call with its caption: ``show_figure(...)`` or a ``plot_*``/``draw_*`` call."""
+    return _called(node).startswith(FIGURE_PREFIXES)
 
 
 def _is_guard(node: ast.AST) -> bool:
@@ -100,9 +112,8 @@ def _functions(tree: ast.Module):
 
 
 def _guard_lines(function: ast.AST) -> set[int]:
-    """The guard lines of one function past its first one."""
-    lines = sorted(line for node in function.body if _is_guard(node) for line in _span(node))
-    return set(lines[1:])
+    """Every guard line of one function's body."""
+    return {line for node in function.body if _is_guard(node) for line in _span(node)}
 
 
 def machinery_lines(source: str) -> set[int]:
@@ -119,16 +130,13 @@ def machinery_lines(source: str) -> set[int]:
         tree = ast.parse(source)
     except SyntaxError:
         return found  # IPython syntax (%magic, !shell): only its regions are known
-    checks = 0
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
             if node.name.startswith("_") or (not isinstance(node, ast.ClassDef) and used & PLOT_NAMES):
                 found.update(_span(node))
-        elif _is_check(node):
-            checks += _called(node) in CHECK_NAMES
-            if _called(node) not in CHECK_NAMES or checks > 1:
-                found.update(_span(node))
+        elif _is_check(node) or _is_guard(node) or _is_figure(node):
+            found.update(_span(node))
     for function in _functions(tree):
         found.update(_guard_lines(function))
     return found

@@ -112,3 +112,21 @@ def test_student_edition_as_shipped_stops_only_at_exercise_stubs(student_runs, n
 def test_student_edition_with_solutions_reinserted_passes(student_runs, nb):
     result = student_runs.reinserted(nb)
     assert result.error is None, f"failed at cell {result.failed_cell}:\n{result.error}"
+
+
+def stray_values(executed) -> list[tuple[int, str]]:
+    """(cell, last line) of every code cell that shows an Out[] value: a check's return, a bare expression."""
+    cells = nbformat.read(executed, as_version=4).cells
+    return [(i, cell.source.strip().splitlines()[-1][:80]) for i, cell in enumerate(cells) if cell.cell_type == "code"
+            for output in cell.outputs if output.output_type == "execute_result"]
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=IDS)
+def test_no_cell_shows_a_value_it_did_not_mean_to(executions, student_runs, nb):
+    """Issues 35-37: no Out[] anywhere, in the solution edition or the student edition as shipped.
+
+    Every figure, table and number the course shows goes through print, display or show_figure; a check
+    (check_exercise, expect_raises, REFERENCE.check) returns None, so a check that ends a cell shows nothing.
+    """
+    stray = {"solution": stray_values(executions[nb.edition].executed), "student": stray_values(student_runs.shipped(nb).executed)}
+    assert stray == {"solution": [], "student": []}, f"cells that show a value nobody asked for: {stray}"

@@ -67,7 +67,7 @@ def exercises_on_reference(namespace):
 
 
 def check_exercise(label, contract, implementation, namespace):
-    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes. Returns None.
 
     An untouched stub prints one line and lets the notebook go on (on the reference solution when
     there is one). Any other failure puts the reference in place (see the module docstring) and is
@@ -97,14 +97,15 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
     waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
-        summary = contract(implementation)
+        contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
             print(say("reference in place", label=shown_label(label), name=name))
-        return summary
+        return None
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
     try:
-        summary = None if waited else contract(implementation)
+        if not waited:
+            contract(implementation)
     except Exception as error:
         stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
         if stub and stub.group(1) != label and stub.group(1) in waiting.values():
@@ -141,7 +142,7 @@ def check_exercise(label, contract, implementation, namespace):
         del waiting[waiter]
     outcomes[label] = "passed"
     print(say("pass", label=shown_label(label), name=name))
-    return summary
+    return None  # the contract's summary stays unshown: a check cell prints its verdict, never an Out[] value
 
 
 def show_reference(label, namespace=None):

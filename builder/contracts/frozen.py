@@ -58,7 +58,7 @@ class Reference:
     def check(self, path, actual, *, atol=0.0, rtol=0.0):
         """Compare ``actual`` (number, nested list, array or tensor) with the value at ``path``.
 
-        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``.
+        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``. Returns None.
         """
         import math
 
@@ -89,7 +89,6 @@ class Reference:
                 )
 
         walk(expected, actual, "")
-        return expected
 
     def unused(self):
         """Dotted paths of leaf values that no cell has asked for yet."""

@@ -158,7 +158,7 @@ def require_finite_result(what, value, cause):
 
 
 def expect_raises(expected, function, *args, match=None, **kwargs):
-    """Call ``function`` on bad input and return the message of the error it must raise.
+    """Call ``function`` on bad input and check that it raises ``expected``; returns None (a check cell shows no value).
 
     Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
     message that does not mention ``match``.
@@ -171,7 +171,7 @@ def expect_raises(expected, function, *args, match=None, **kwargs):
         message = str(exc)
         if match is not None and match not in message:
             raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
-        return message
+        return None
     except Exception as exc:
         raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
     raise AssertionError(f"{label} should raise {names} on this input, but returned normally")

@@ -187,7 +187,7 @@ class Reference:
     def check(self, path, actual, *, atol=0.0, rtol=0.0):
         """Compare ``actual`` (number, nested list, array or tensor) with the value at ``path``.
 
-        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``.
+        A ``null`` in the reference stands for a masked entry and matches ``None`` or ``-inf``. Returns None.
         """
         import math
 
@@ -218,7 +218,6 @@ class Reference:
                 )
 
         walk(expected, actual, "")
-        return expected
 
     def unused(self):
         """Dotted paths of leaf values that no cell has asked for yet."""
@@ -241,7 +240,7 @@ class Reference:
         if missing:
             raise AssertionError(f"{len(missing)} value(s) of {self.source} were never checked: {', '.join(missing)}")
         return len(self._used)
-# builder:end sha256=b7d4788bc7439ad04138391d04861c975e332388ea4cac668c7a807017e98e8b
+# builder:end sha256=5c33ca4787ad91c722698d776959ce9259a19449af6edbd297a64a68a23d4ae5
 # builder:begin inline load_reference
 def load_reference(json_text, expected_sha256, source):
     """Verify the embedded JSON against its SHA-256, then wrap it as a ``Reference``."""
@@ -478,7 +477,7 @@ def require_finite_result(what, value, cause):
 # builder:end sha256=21d5536d52b8caabf9d553d0b83db0a10143225ee4c98711987ca2c613d07403
 # builder:begin inline expect_raises
 def expect_raises(expected, function, *args, match=None, **kwargs):
-    """Call ``function`` on bad input and return the message of the error it must raise.
+    """Call ``function`` on bad input and check that it raises ``expected``; returns None (a check cell shows no value).
 
     Fails loudly when it returns normally, raises another type, or (with ``match``) raises a
     message that does not mention ``match``.
@@ -491,11 +490,11 @@ def expect_raises(expected, function, *args, match=None, **kwargs):
         message = str(exc)
         if match is not None and match not in message:
             raise AssertionError(f"{label} raised {type(exc).__name__} as required, but its message {message!r} does not mention {match!r}") from exc
-        return message
+        return None
     except Exception as exc:
         raise AssertionError(f"{label} should raise {names} on this input, but raised {type(exc).__name__}: {exc}") from exc
     raise AssertionError(f"{label} should raise {names} on this input, but returned normally")
-# builder:end sha256=a5d1f439e9dcfa9452861dcd8355d8b3325eab10038af490f0717956e7d547c7
+# builder:end sha256=231e11d45879736f3629d933bfdc401aa68acadbd006ff2e4ba0877a5f9fc717
 # builder:begin inline LANGUAGES
 LANGUAGES = ("en", "ru")
 # builder:end sha256=111d2b2ce51a59d64b38c3969edbeb40b8f8de6a86b9f6d9a34fa3305c296f84
@@ -1164,7 +1163,7 @@ def exercises_on_reference(namespace):
 # builder:end sha256=e8a18204ae78c060481ec8f39c5e5b1a235c5b997471ae54dbdc788414407c25
 # builder:begin inline check_exercise
 def check_exercise(label, contract, implementation, namespace):
-    """Judge one exercise with its contract check; print PASS only when the student's own code passes.
+    """Judge one exercise with its contract check; print PASS only when the student's own code passes. Returns None.
 
     An untouched stub prints one line and lets the notebook go on (on the reference solution when
     there is one). Any other failure puts the reference in place (see the module docstring) and is
@@ -1194,14 +1193,15 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes = namespace.setdefault("EXERCISE_OUTCOMES", {})
     waiting = namespace.setdefault("EXERCISES_WAITING", {})
     if getattr(implementation, "__reference_solution__", None) == label:
-        summary = contract(implementation)
+        contract(implementation)
         if outcomes.get(label) != "not attempted":  # else the line that said so stands for every function of the exercise
             print(say("reference in place", label=shown_label(label), name=name))
-        return summary
+        return None
     needs = namespace.get("EXERCISE_NEEDS")  # the graded edition's: the unfinished exercise an implementation uses
     waited = needs(implementation, label) if callable(needs) else None
     try:
-        summary = None if waited else contract(implementation)
+        if not waited:
+            contract(implementation)
     except Exception as error:
         stub = re.match(r"(Exercise \d+):", str(error)) if isinstance(error, NotImplementedError) else None
         if stub and stub.group(1) != label and stub.group(1) in waiting.values():
@@ -1238,8 +1238,8 @@ def check_exercise(label, contract, implementation, namespace):
         del waiting[waiter]
     outcomes[label] = "passed"
     print(say("pass", label=shown_label(label), name=name))
-    return summary
-# builder:end sha256=75bb777113f7b9ff835c3eb863e92f7bf046cf2d1dff65c923ca629e17a929a4
+    return None  # the contract's summary stays unshown: a check cell prints its verdict, never an Out[] value
+# builder:end sha256=084913a781239c03eeb78f63424961862feb910126e8f1654a798f1c6277bec6
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
