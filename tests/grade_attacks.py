@@ -178,7 +178,7 @@ HONEST = {
 
 # Honest ways of writing other exercises of Module 3 (label, cell source, own cell or None), from issue 38.
 OTHER_HONEST = {
-    "helper_in_own_cell": ("Exercise 5", None, None),  # _require_hidden moved to the student's own cell (built below)
+    "helper_in_own_cell": ("Exercise 5", None, None),  # a copy of _require_hidden in a cell of the student's own (built below)
     "lowercase_constant_by_a_call": ("Exercise 1",
         "# Exercise 1: mine\nimport math\nln_base = math.log(10_000.0)\n"
         "def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):\n"
@@ -220,11 +220,11 @@ def other_honest(book, name: str) -> nbformat.NotebookNode:
     """The solved student edition with another exercise written in the honest way ``name``."""
     label, source, own = OTHER_HONEST[name]
     nb = _solved(book)
-    if source is None:  # the solved cell less its private helper, which moves to a cell of the student's own
-        cell = nb.cells[_exercise_index(nb, label)].source
-        start = cell.index("def _require_hidden")
-        end = cell.index("class MultiHeadSelfAttention")
-        source, own = cell[:start] + cell[end:], cell[start:end]
+    if source is None:  # the solved cell as it is, after a cell of the student's own that writes the private helper again
+        source = nb.cells[_exercise_index(nb, label)].source
+        helpers = next(c.source for c in nb.cells if "def _require_hidden(" in c.source)
+        start = helpers.index("def _require_hidden(")
+        own = helpers[start:helpers.index("\n\n\ndef ", start)] + "\n"
     return replaced(nb, source, own, label)
 
 

@@ -126,7 +126,7 @@ def check_exercise(label, contract, implementation, namespace):
             reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
                       else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
+                failure.go_on = say("go on, reference", label=shown_label(label), name=name)
             else:
                 outcomes[label], waiting[name] = reason, label
                 failure.go_on = say("go on, waiting", name=name)

@@ -26,9 +26,10 @@ MESSAGES = {
     "crash hint": "the traceback above this message shows the line of {name} that raised",
     "failed reason": "{name} failed '{property}'",
     "crash reason": "{name} broke its contract check ({error})",
-    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
+    "go on, reference": ("{name} now names the reference solution of {label}, so the cells after this one run on it: click this "
+                         "cell and choose Runtime → Run after (Colab), or select the next cell and choose Run → Run Selected Cell "
+                         "and All Below (JupyterLab). show_reference('{label}') prints the solution; fix your cell and run it "
+                         "again, which gives {name} back your own code, then run this one."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",

@@ -733,9 +733,10 @@ MESSAGES = {
     "crash hint": "the traceback above this message shows the line of {name} that raised",
     "failed reason": "{name} failed '{property}'",
     "crash reason": "{name} broke its contract check ({error})",
-    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
+    "go on, reference": ("{name} now names the reference solution of {label}, so the cells after this one run on it: click this "
+                         "cell and choose Runtime → Run after (Colab), or select the next cell and choose Run → Run Selected Cell "
+                         "and All Below (JupyterLab). show_reference('{label}') prints the solution; fix your cell and run it "
+                         "again, which gives {name} back your own code, then run this one."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -815,7 +816,7 @@ MESSAGES = {
     "grade page points": "Points",
     "grade page feedback": "Feedback",
 }
-# builder:end sha256=7eb07717b62b8808e16ecc6f0fefd596852f9dd346f86f7b0f817c42fd9a42ff
+# builder:end sha256=56f94851efce90e262c8ab12962d98a271132d690a1596e26b9dc0f3548cd3f0
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -831,7 +832,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "имя {name} теперь указывает на эталонное решение ({label}), и ячейки после этой работают с ним: щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку и запустите её снова, и имени {name} вернётся ваш код, затем запустите эту ячейку.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -2057,7 +2058,7 @@ def check_exercise(label, contract, implementation, namespace):
             reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
                       else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
+                failure.go_on = say("go on, reference", label=shown_label(label), name=name)
             else:
                 outcomes[label], waiting[name] = reason, label
                 failure.go_on = say("go on, waiting", name=name)
@@ -2074,7 +2075,7 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes[label] = "passed"
     print(say("pass", label=shown_label(label), name=name))
     return None  # the contract's summary stays unshown: a check cell prints its verdict, never an Out[] value
-# builder:end sha256=084913a781239c03eeb78f63424961862feb910126e8f1654a798f1c6277bec6
+# builder:end sha256=511f229e32d9cf0932a72cf62893e27a9e79b7c6ed813e1dc852494ae097b56a
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""

@@ -653,9 +653,10 @@ MESSAGES = {
     "crash hint": "the traceback above this message shows the line of {name} that raised",
     "failed reason": "{name} failed '{property}'",
     "crash reason": "{name} broke its contract check ({error})",
-    "go on, reference": ("later cells now use the reference solution of {label}: click this cell and choose Runtime → Run after "
-                         "(Colab), or select the next cell and choose Run → Run Selected Cell and All Below (JupyterLab). "
-                         "show_reference('{label}') prints the solution; fix your cell, then run it and this one again."),
+    "go on, reference": ("{name} now names the reference solution of {label}, so the cells after this one run on it: click this "
+                         "cell and choose Runtime → Run after (Colab), or select the next cell and choose Run → Run Selected Cell "
+                         "and All Below (JupyterLab). show_reference('{label}') prints the solution; fix your cell and run it "
+                         "again, which gives {name} back your own code, then run this one."),
     "go on, waiting": "fix {name}, run its cell and this one again; the cells that need {name} wait until it passes.",
     # a contract violation and a failed notebook check
     "violation": "contract property '{property}' failed",
@@ -735,7 +736,7 @@ MESSAGES = {
     "grade page points": "Points",
     "grade page feedback": "Feedback",
 }
-# builder:end sha256=7eb07717b62b8808e16ecc6f0fefd596852f9dd346f86f7b0f817c42fd9a42ff
+# builder:end sha256=56f94851efce90e262c8ab12962d98a271132d690a1596e26b9dc0f3548cd3f0
 MESSAGES.update({
     "Exercise": "Упражнение",
     "Module": "Модуль",
@@ -751,7 +752,7 @@ MESSAGES.update({
     "crash hint": "трассировка над этим сообщением показывает строку {name}, вызвавшую ошибку",
     "failed reason": "{name} нарушает «{property}»",
     "crash reason": "{name} прервала свою контрактную проверку ({error})",
-    "go on, reference": "следующие ячейки теперь используют эталонное решение ({label}): щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку, затем запустите её и эту ячейку снова.",
+    "go on, reference": "имя {name} теперь указывает на эталонное решение ({label}), и ячейки после этой работают с ним: щёлкните эту ячейку и выберите в меню «Среда выполнения» выполнение ячеек после текущей (Colab; в английском интерфейсе Runtime → Run after) или выделите следующую ячейку и выберите Run → Run Selected Cell and All Below (JupyterLab). show_reference('{label}') печатает решение; исправьте свою ячейку и запустите её снова, и имени {name} вернётся ваш код, затем запустите эту ячейку.",
     "go on, waiting": "исправьте {name}, запустите её ячейку и эту снова; ячейки, которым нужна {name}, ждут, пока она не пройдёт проверку.",
     "violation": "свойство контракта «{property}» не выполнено",
     "on input": "на входе",
@@ -1955,7 +1956,7 @@ def check_exercise(label, contract, implementation, namespace):
             reason = (say("failed reason", name=name, property=failure.shown_property) if failure is error
                       else say("crash reason", name=name, error=type(error).__name__))
             if use_reference(label, namespace, reason):
-                failure.go_on = say("go on, reference", label=shown_label(label), call=f"show_reference({label!r})")
+                failure.go_on = say("go on, reference", label=shown_label(label), name=name)
             else:
                 outcomes[label], waiting[name] = reason, label
                 failure.go_on = say("go on, waiting", name=name)
@@ -1972,7 +1973,7 @@ def check_exercise(label, contract, implementation, namespace):
     outcomes[label] = "passed"
     print(say("pass", label=shown_label(label), name=name))
     return None  # the contract's summary stays unshown: a check cell prints its verdict, never an Out[] value
-# builder:end sha256=084913a781239c03eeb78f63424961862feb910126e8f1654a798f1c6277bec6
+# builder:end sha256=511f229e32d9cf0932a72cf62893e27a9e79b7c6ed813e1dc852494ae097b56a
 # builder:begin inline show_reference
 def show_reference(label, namespace=None):
     """Print the solution edition of the exercise cell ``label``, for example ``show_reference("Exercise 3")`` (or «Упражнение 3»)."""
@@ -2334,22 +2335,15 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "c2V2ZXJhbCBzaXplczsgYW5kIHRoZSBiYXNlIGFyZ3VtZW50IHNldHMgdGhlIGZyZXF1ZW5jaWVzLgpkZWYgc2ludXNvaWRh",
         "bF9lbmNvZGluZyhsZW5ndGgsIGRfbW9kZWwsICosIGJhc2U9MTBfMDAwLjAsIGR0eXBlPXRvcmNoLmZsb2F0NjQpOgogICAg",
         "IiIiVGhlIHNpbnVzb2lkYWwgcG9zaXRpb24gdGFibGU6IG9uZSByb3cgcGVyIHBvc2l0aW9uLCBzaW5lIG9uIGV2ZW4gY29s",
-        "dW1ucywgY29zaW5lIG9uIG9kZCBvbmVzLiIiIgogICAgbGVuZ3RoID0gcmVxdWlyZV9pbnQoImxlbmd0aCIsIGxlbmd0aCwg",
-        "bWluaW11bT0xKQogICAgZF9tb2RlbCA9IHJlcXVpcmVfaW50KCJkX21vZGVsIiwgZF9tb2RlbCwgbWluaW11bT0yKQogICAg",
-        "YmFzZSA9IHJlcXVpcmVfcmVhbCgiYmFzZSIsIGJhc2UsIG1pbmltdW09MS4wLCBzdHJpY3RfbWluaW11bT1UcnVlKQogICAg",
-        "aWYgZF9tb2RlbCAlIDI6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImRfbW9kZWwgbXVzdCBiZSBldmVuLCBiZWNhdXNl",
-        "IHNpbmUgYW5kIGNvc2luZSBjb21lIGluIHBhaXJzOyBnb3Qge2RfbW9kZWx9IikKICAgIGlmIGR0eXBlIG5vdCBpbiAodG9y",
-        "Y2guZmxvYXQzMiwgdG9yY2guZmxvYXQ2NCk6CiAgICAgICAgcmFpc2UgVHlwZUVycm9yKGYiZHR5cGUgbXVzdCBiZSB0b3Jj",
-        "aC5mbG9hdDMyIG9yIHRvcmNoLmZsb2F0NjQsIGdvdCB7ZHR5cGV9IikKICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgcG9zaXRp",
-        "b24gdGFibGUiLCAobGVuZ3RoLCBkX21vZGVsKSwgaXRlbXNpemU9MiAqIHRvcmNoLmZpbmZvKGR0eXBlKS5iaXRzIC8vIDgp",
-        "ICAjIHRoZSB0YWJsZSBhbmQgaXRzIGFuZ2xlcwogICAgcG9zaXRpb24gPSB0b3JjaC5hcmFuZ2UobGVuZ3RoLCBkdHlwZT1k",
-        "dHlwZSlbOiwgTm9uZV0gICAgICAgICAgICAgICAgICAgICAgICAgIyAoTCwgMSkKICAgIGZyZXF1ZW5jeSA9IGJhc2UgKiog",
-        "KC10b3JjaC5hcmFuZ2UoMCwgZF9tb2RlbCwgMiwgZHR5cGU9ZHR5cGUpIC8gZF9tb2RlbCkgICAgICMgKGQvMiwpCiAgICBh",
-        "bmdsZSA9IHBvc2l0aW9uICogZnJlcXVlbmN5ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
-        "ICAgICAjIChMLCBkLzIpCiAgICB0YWJsZSA9IHRvcmNoLnN0YWNrKCh0b3JjaC5zaW4oYW5nbGUpLCB0b3JjaC5jb3MoYW5n",
-        "bGUpKSwgZGltPS0xKSAgICAgICAgICAgICAjIChMLCBkLzIsIDIpCiAgICByZXR1cm4gdGFibGUucmVzaGFwZShsZW5ndGgs",
-        "IGRfbW9kZWwpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjIChMLCBkKTogc2luLCBjb3MsIHNp",
-        "biwgY29zLCAuLi4=",
+        "dW1ucywgY29zaW5lIG9uIG9kZCBvbmVzLiIiIgogICAgbGVuZ3RoLCBkX21vZGVsLCBiYXNlID0gX3Bvc2l0aW9uX3RhYmxl",
+        "X2FyZ3MobGVuZ3RoLCBkX21vZGVsLCBiYXNlLCBkdHlwZSkKICAgIHBvc2l0aW9uID0gdG9yY2guYXJhbmdlKGxlbmd0aCwg",
+        "ZHR5cGU9ZHR5cGUpWzosIE5vbmVdICAgICAgICAgICAgICAgICAgICAgICAgICMgKEwsIDEpCiAgICBmcmVxdWVuY3kgPSBi",
+        "YXNlICoqICgtdG9yY2guYXJhbmdlKDAsIGRfbW9kZWwsIDIsIGR0eXBlPWR0eXBlKSAvIGRfbW9kZWwpICAgICAjIChkLzIs",
+        "KQogICAgYW5nbGUgPSBwb3NpdGlvbiAqIGZyZXF1ZW5jeSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgIyAoTCwgZC8yKQogICAgdGFibGUgPSB0b3JjaC5zdGFjaygodG9yY2guc2luKGFuZ2xlKSwgdG9yY2gu",
+        "Y29zKGFuZ2xlKSksIGRpbT0tMSkgICAgICAgICAgICAgIyAoTCwgZC8yLCAyKQogICAgcmV0dXJuIHRhYmxlLnJlc2hhcGUo",
+        "bGVuZ3RoLCBkX21vZGVsKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIyAoTCwgZCk6IHNpbiwg",
+        "Y29zLCBzaW4sIGNvcywgLi4u",
     ),
     "Exercise 2": (
         "IyBFeGVyY2lzZSAyOiBCdWlsZCB0aGUgY2F1c2FsIG1hc2sgZm9yIHRfcSBxdWVyaWVzIGFuZCB0X2sga2V5cy4gUXVlcnkg",
@@ -2361,18 +2355,11 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dGUgcG9zaXRpb25zOyBkZWNvZGluZyBpbiBzdGVwcyBnaXZlcyB0aGUgcm93cyBvZiB0aGUgZnVsbCBtYXNrLgpkZWYgY2F1",
         "c2FsX2FsbG93ZWQodF9xLCB0X2ssICosIHF1ZXJ5X29mZnNldD0wKToKICAgICIiIkNhdXNhbCBtYXNrIGZvciB0X3EgcXVl",
         "cmllcyBhdCBhYnNvbHV0ZSBwb3NpdGlvbnMgcXVlcnlfb2Zmc2V0Li4gb3ZlciB0X2sga2V5czogVHJ1ZSA9IG1heSBhdHRl",
-        "bmQuIiIiCiAgICB0X3EgPSByZXF1aXJlX2ludCgidF9xIiwgdF9xLCBtaW5pbXVtPTEpCiAgICB0X2sgPSByZXF1aXJlX2lu",
-        "dCgidF9rIiwgdF9rLCBtaW5pbXVtPTEpCiAgICBxdWVyeV9vZmZzZXQgPSByZXF1aXJlX2ludCgicXVlcnlfb2Zmc2V0Iiwg",
-        "cXVlcnlfb2Zmc2V0LCBtaW5pbXVtPTApCiAgICBpZiBxdWVyeV9vZmZzZXQgKyB0X3EgPiB0X2s6CiAgICAgICAgcmFpc2Ug",
-        "VmFsdWVFcnJvcigKICAgICAgICAgICAgZiJxdWVyaWVzIGF0IGFic29sdXRlIHBvc2l0aW9ucyB1cCB0byB7cXVlcnlfb2Zm",
-        "c2V0ICsgdF9xIC0gMX0gbmVlZCBhdCBsZWFzdCB7cXVlcnlfb2Zmc2V0ICsgdF9xfSBrZXlzLCAiCiAgICAgICAgICAgIGYi",
-        "Z290IHRfaz17dF9rfTsgZm9yIGNhY2hlZCBkZWNvZGluZyBwYXNzIHRfayA9IHF1ZXJ5X29mZnNldCArIHRfcSIKICAgICAg",
-        "ICApCiAgICByZXF1aXJlX2J1ZGdldCgidGhlIGNhdXNhbCBtYXNrIiwgKHRfcSwgdF9rKSwgaXRlbXNpemU9MSkKICAgIHJl",
-        "cXVpcmVfYnVkZ2V0KCJ0aGUga2V5IHBvc2l0aW9ucyIsICh0X2ssKSwgaXRlbXNpemU9OCkKICAgIHF1ZXJ5X3Bvc2l0aW9u",
-        "ID0gcXVlcnlfb2Zmc2V0ICsgdG9yY2guYXJhbmdlKHRfcSlbOiwgTm9uZV0gICMgKHRfcSwgMSkgYWJzb2x1dGUgcG9zaXRp",
-        "b25zCiAgICBrZXlfcG9zaXRpb24gPSB0b3JjaC5hcmFuZ2UodF9rKVtOb25lLCA6XSAgICAgICAgICAgICAgICAgICAjICgx",
-        "LCB0X2spCiAgICByZXR1cm4ga2V5X3Bvc2l0aW9uIDw9IHF1ZXJ5X3Bvc2l0aW9uICAgICAgICAgICAgICAgICAgICAgICAj",
-        "ICh0X3EsIHRfayk=",
+        "bmQuIiIiCiAgICB0X3EsIHRfaywgcXVlcnlfb2Zmc2V0ID0gX2NhdXNhbF9tYXNrX2FyZ3ModF9xLCB0X2ssIHF1ZXJ5X29m",
+        "ZnNldCkKICAgIHF1ZXJ5X3Bvc2l0aW9uID0gcXVlcnlfb2Zmc2V0ICsgdG9yY2guYXJhbmdlKHRfcSlbOiwgTm9uZV0gICMg",
+        "KHRfcSwgMSkgYWJzb2x1dGUgcG9zaXRpb25zCiAgICBrZXlfcG9zaXRpb24gPSB0b3JjaC5hcmFuZ2UodF9rKVtOb25lLCA6",
+        "XSAgICAgICAgICAgICAgICAgICAjICgxLCB0X2spCiAgICByZXR1cm4ga2V5X3Bvc2l0aW9uIDw9IHF1ZXJ5X3Bvc2l0aW9u",
+        "ICAgICAgICAgICAgICAgICAgICAgICAjICh0X3EsIHRfayk=",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBXcml0ZSB0aGUgaGVhcnQgb2YgYXR0ZW50aW9uLiBUaGUgYXJndW1lbnQgY2hlY2tzLCB0aGUgYnJv",
@@ -2420,23 +2407,17 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "OyBxdWVyeSBoZWFkIGggc2VlcyBLL1YgaGVhZAojIGggLy8gZ3JvdXAgZm9yIHNldmVyYWwgc2hhcGVzIGFuZCBncm91cHM7",
         "IGFuZCBhIGdyb3VwIHRoYXQgaXMgbm90IGEgcG9zaXRpdmUgaW50ZWdlciByYWlzZXMKIyBUeXBlRXJyb3Igb3IgVmFsdWVF",
         "cnJvci4KZGVmIHNwbGl0X2hlYWRzKHgsIG5faGVhZHMpOgogICAgIiIiKC4uLiwgVCwgSMK3ZCkgLT4gKC4uLiwgSCwgVCwg",
-        "ZCk6IG9uZSBzbGFiIG9mIGZlYXR1cmVzIHBlciBoZWFkLiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbWlu",
-        "X25kaW09MiwgZmluaXRlPUZhbHNlKSAgIyBhIHJlc2hhcGUgY2Fubm90IGNyZWF0ZSBOYU47IGF0dGVudGlvbiBjaGVja3Mg",
-        "dmFsdWVzCiAgICBuX2hlYWRzID0gcmVxdWlyZV9pbnQoIm5faGVhZHMiLCBuX2hlYWRzLCBtaW5pbXVtPTEpCiAgICBpZiB4",
-        "LnNoYXBlWy0xXSAlIG5faGVhZHM6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSBsYXN0IGF4aXMgKHt4LnNoYXBl",
-        "Wy0xXX0pIG11c3Qgc3BsaXQgZXZlbmx5IGludG8gbl9oZWFkcz17bl9oZWFkc30gaGVhZHMiKQogICAgaGVhZHMgPSB4LnVu",
-        "ZmxhdHRlbigtMSwgKG5faGVhZHMsIHguc2hhcGVbLTFdIC8vIG5faGVhZHMpKSAgIyAoLi4uLCBULCBILCBkKQogICAgcmV0",
-        "dXJuIGhlYWRzLnRyYW5zcG9zZSgtMywgLTIpICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICMgKC4uLiwgSCwgVCwg",
-        "ZCkKCgpkZWYgbWVyZ2VfaGVhZHMoeCk6CiAgICAiIiIoLi4uLCBILCBULCBkKSAtPiAoLi4uLCBULCBIwrdkKTogdGhlIGhl",
-        "YWRzIHNpZGUgYnkgc2lkZSBhZ2Fpbi4iIiIKICAgIHggPSByZXF1aXJlX3RlbnNvcigieCIsIHgsIG1pbl9uZGltPTMsIGZp",
-        "bml0ZT1GYWxzZSkKICAgIHJldHVybiB4LnRyYW5zcG9zZSgtMywgLTIpLmZsYXR0ZW4oLTIpICAjICguLi4sIFQsIEgsIGQp",
-        "IC0+ICguLi4sIFQsIEjCt2QpCgoKZGVmIHJlcGVhdF9rdl9oZWFkcyh4LCBncm91cCk6CiAgICAiIiIoLi4uLCBIX2t2LCBU",
-        "LCBkKSAtPiAoLi4uLCBIX2t2wrdncm91cCwgVCwgZCk6IEsvViBoZWFkIGcgc2VydmVzIHF1ZXJ5IGhlYWRzIGfCt2dyb3Vw",
-        "IC4uIChnKzEpwrdncm91cCAtIDEuIiIiCiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0zLCBmaW5p",
-        "dGU9RmFsc2UpCiAgICBncm91cCA9IHJlcXVpcmVfaW50KCJncm91cCIsIGdyb3VwLCBtaW5pbXVtPTEpCiAgICByZXF1aXJl",
-        "X2J1ZGdldCgidGhlIHJlcGVhdGVkIEsvViBoZWFkcyIsICgqeC5zaGFwZVs6LTNdLCB4LnNoYXBlWy0zXSAqIGdyb3VwLCAq",
-        "eC5zaGFwZVstMjpdKSwgaXRlbXNpemU9eC5lbGVtZW50X3NpemUoKSkKICAgIHJldHVybiB4LnJlcGVhdF9pbnRlcmxlYXZl",
-        "KGdyb3VwLCBkaW09LTMpICAjICguLi4sIEhfa3bCt2dyb3VwLCBULCBkKQ==",
+        "ZCk6IG9uZSBzbGFiIG9mIGZlYXR1cmVzIHBlciBoZWFkLiIiIgogICAgeCwgbl9oZWFkcyA9IF9zcGxpdF9oZWFkc19hcmdz",
+        "KHgsIG5faGVhZHMpCiAgICBoZWFkcyA9IHgudW5mbGF0dGVuKC0xLCAobl9oZWFkcywgeC5zaGFwZVstMV0gLy8gbl9oZWFk",
+        "cykpICAjICguLi4sIFQsIEgsIGQpCiAgICByZXR1cm4gaGVhZHMudHJhbnNwb3NlKC0zLCAtMikgICAgICAgICAgICAgICAg",
+        "ICAgICAgICAgICAgICAgIyAoLi4uLCBILCBULCBkKQoKCmRlZiBtZXJnZV9oZWFkcyh4KToKICAgICIiIiguLi4sIEgsIFQs",
+        "IGQpIC0+ICguLi4sIFQsIEjCt2QpOiB0aGUgaGVhZHMgc2lkZSBieSBzaWRlIGFnYWluLiIiIgogICAgeCA9IHJlcXVpcmVf",
+        "dGVuc29yKCJ4IiwgeCwgbWluX25kaW09MywgZmluaXRlPUZhbHNlKQogICAgcmV0dXJuIHgudHJhbnNwb3NlKC0zLCAtMiku",
+        "ZmxhdHRlbigtMikgICMgKC4uLiwgVCwgSCwgZCkgLT4gKC4uLiwgVCwgSMK3ZCkKCgpkZWYgcmVwZWF0X2t2X2hlYWRzKHgs",
+        "IGdyb3VwKToKICAgICIiIiguLi4sIEhfa3YsIFQsIGQpIC0+ICguLi4sIEhfa3bCt2dyb3VwLCBULCBkKTogSy9WIGhlYWQg",
+        "ZyBzZXJ2ZXMgcXVlcnkgaGVhZHMgZ8K3Z3JvdXAgLi4gKGcrMSnCt2dyb3VwIC0gMS4iIiIKICAgIHgsIGdyb3VwID0gX3Jl",
+        "cGVhdF9rdl9hcmdzKHgsIGdyb3VwKQogICAgcmV0dXJuIHgucmVwZWF0X2ludGVybGVhdmUoZ3JvdXAsIGRpbT0tMykgICMg",
+        "KC4uLiwgSF9rdsK3Z3JvdXAsIFQsIGQp",
     ),
     "Exercise 5": (
         "IyBFeGVyY2lzZSA1OiBXcml0ZSBNdWx0aUhlYWRTZWxmQXR0ZW50aW9uLmZvcndhcmQgZnJvbSB0aGUgcGllY2VzIGFib3Zl",
@@ -2448,67 +2429,39 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "b3V0cHV0IGVxdWFscyBhbiBpbmRlcGVuZGVudCBtdWx0aS1oZWFkIGF0dGVudGlvbiBidWlsdCBmcm9tIHRoZQojIGxheWVy",
         "J3Mgb3duIHdlaWdodHMgKGZsb2F0NjQsIDQgcXVlcnkgaGVhZHMgb3ZlciAyIEsvViBoZWFkcywgY2F1c2FsKTsgcmV0dXJu",
         "X3dlaWdodHM9VHJ1ZSBnaXZlcwojIChvdXRwdXQsIHdlaWdodHMgb2Ygc2hhcGUgKEIsIEgsIFQsIFQpKTsgcGFkZGVkIGtl",
-        "eXMgYXJlIG5ldmVyIHJlYWQgYW5kIHBhZGRlZCBxdWVyaWVzIGdpdmUgemVybyByb3dzLgpkZWYgX3JlcXVpcmVfaGlkZGVu",
-        "KHgsIGRfbW9kZWwsIGR0eXBlLCAqLCBuZGltPU5vbmUpOgogICAgIiIieCBhcyBhIGZsb2F0aW5nIHRlbnNvciAoLi4uLCBk",
-        "X21vZGVsKSBpbiB0aGUgZHR5cGUgb2YgYSBsYXllcidzIHdlaWdodHM7IG90aGVyd2lzZSBhIFR5cGVFcnJvciBvciBWYWx1",
-        "ZUVycm9yIG5hbWluZyB0aGUgZml4LiIiIgogICAgeCA9IHJlcXVpcmVfdGVuc29yKCJ4IiwgeCwgbmRpbT1uZGltLCBtaW5f",
-        "bmRpbT0xKSAgIyBOYU4gb3IgaW5maW5pdHkgaW4sIE5hTiBvdXQ6IHN0b3AgaXQgYXQgdGhlIGRvb3IKICAgIGlmIHguc2hh",
-        "cGVbLTFdICE9IGRfbW9kZWw6CiAgICAgICAgbGVhZGluZyA9ICJCLCBUIiBpZiBuZGltID09IDMgZWxzZSAiLi4uIgogICAg",
-        "ICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJ4IG11c3QgaGF2ZSBzaGFwZSAoe2xlYWRpbmd9LCB7ZF9tb2RlbH0pLCBnb3Qge3R1",
-        "cGxlKHguc2hhcGUpfSIpCiAgICBpZiB4LmR0eXBlICE9IGR0eXBlOgogICAgICAgIHJhaXNlIFR5cGVFcnJvcihmInggaGFz",
-        "IGR0eXBlIHt4LmR0eXBlfSBidXQgdGhlIGxheWVyJ3Mgd2VpZ2h0cyBoYXZlIHtkdHlwZX07IGNvbnZlcnQgb25lIG9mIHRo",
-        "ZW0gKHgudG8oZHR5cGUpIG9yIGxheWVyLnRvKGR0eXBlKSkiKQogICAgcmV0dXJuIHgKCgpjbGFzcyBNdWx0aUhlYWRTZWxm",
+        "eXMgYXJlIG5ldmVyIHJlYWQgYW5kIHBhZGRlZCBxdWVyaWVzIGdpdmUgemVybyByb3dzLgpjbGFzcyBNdWx0aUhlYWRTZWxm",
         "QXR0ZW50aW9uKG5uLk1vZHVsZSk6CiAgICAiIiJDYXVzYWwgKG9yIG5vdCkgc2VsZi1hdHRlbnRpb24gd2l0aCBIIHF1ZXJ5",
         "IGhlYWRzIGFuZCBIX2t2IHNoYXJlZCBLL1YgaGVhZHM6IE1IQSwgR1FBIG9yIE1RQS4iIiIKCiAgICBkZWYgX19pbml0X18o",
         "c2VsZiwgZF9tb2RlbCwgbl9oZWFkcywgbl9rdl9oZWFkcz1Ob25lLCAqLCBjYXVzYWw9VHJ1ZSk6CiAgICAgICAgc3VwZXIo",
-        "KS5fX2luaXRfXygpCiAgICAgICAgc2VsZi5kX21vZGVsID0gcmVxdWlyZV9pbnQoImRfbW9kZWwiLCBkX21vZGVsLCBtaW5p",
-        "bXVtPTEpCiAgICAgICAgc2VsZi5uX2hlYWRzID0gcmVxdWlyZV9pbnQoIm5faGVhZHMiLCBuX2hlYWRzLCBtaW5pbXVtPTEp",
-        "CiAgICAgICAgc2VsZi5uX2t2X2hlYWRzID0gc2VsZi5uX2hlYWRzIGlmIG5fa3ZfaGVhZHMgaXMgTm9uZSBlbHNlIHJlcXVp",
-        "cmVfaW50KCJuX2t2X2hlYWRzIiwgbl9rdl9oZWFkcywgbWluaW11bT0xKQogICAgICAgIGlmIHNlbGYuZF9tb2RlbCAlIHNl",
-        "bGYubl9oZWFkczoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImRfbW9kZWw9e2RfbW9kZWx9IG11c3Qgc3BsaXQg",
-        "ZXZlbmx5IGludG8gbl9oZWFkcz17bl9oZWFkc30gaGVhZHMiKQogICAgICAgIGlmIHNlbGYubl9oZWFkcyAlIHNlbGYubl9r",
-        "dl9oZWFkczoKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5faGVhZHM9e25faGVhZHN9IG11c3QgYmUgYSBtdWx0",
-        "aXBsZSBvZiBuX2t2X2hlYWRzPXtzZWxmLm5fa3ZfaGVhZHN9LCBzbyBlYWNoIEsvViBoZWFkIHNlcnZlcyBhIHdob2xlIGdy",
-        "b3VwIikKICAgICAgICBzZWxmLmRfaGVhZCA9IHNlbGYuZF9tb2RlbCAvLyBzZWxmLm5faGVhZHMKICAgICAgICBzZWxmLmNh",
-        "dXNhbCA9IHJlcXVpcmVfYm9vbCgiY2F1c2FsIiwgY2F1c2FsKQogICAgICAgIHJvd3MgPSAyICogc2VsZi5kX21vZGVsICsg",
-        "MiAqIHNlbGYubl9rdl9oZWFkcyAqIHNlbGYuZF9oZWFkICAjIFdfcSwgV19vOiBkIHggZDsgV19rLCBXX3Y6IChIX2t2wrdk",
-        "X2hlYWQpIHggZAogICAgICAgIHJlcXVpcmVfYnVkZ2V0KCJ0aGUgYXR0ZW50aW9uIHdlaWdodHMiLCAocm93cywgc2VsZi5k",
-        "X21vZGVsKSwgaXRlbXNpemU9dG9yY2guZ2V0X2RlZmF1bHRfZHR5cGUoKS5pdGVtc2l6ZSkKICAgICAgICBzZWxmLnFfcHJv",
-        "aiA9IG5uLkxpbmVhcihzZWxmLmRfbW9kZWwsIHNlbGYubl9oZWFkcyAqIHNlbGYuZF9oZWFkLCBiaWFzPUZhbHNlKQogICAg",
-        "ICAgIHNlbGYua19wcm9qID0gbm4uTGluZWFyKHNlbGYuZF9tb2RlbCwgc2VsZi5uX2t2X2hlYWRzICogc2VsZi5kX2hlYWQs",
-        "IGJpYXM9RmFsc2UpCiAgICAgICAgc2VsZi52X3Byb2ogPSBubi5MaW5lYXIoc2VsZi5kX21vZGVsLCBzZWxmLm5fa3ZfaGVh",
-        "ZHMgKiBzZWxmLmRfaGVhZCwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLm91dF9wcm9qID0gbm4uTGluZWFyKHNlbGYubl9o",
-        "ZWFkcyAqIHNlbGYuZF9oZWFkLCBzZWxmLmRfbW9kZWwsIGJpYXM9RmFsc2UpCgogICAgZGVmIGt2X3BhcmFtZXRlcl9jb3Vu",
-        "dChzZWxmKToKICAgICAgICAiIiJXZWlnaHRzIG9mIHRoZSBrZXkgYW5kIHZhbHVlIHByb2plY3Rpb25zOiB3aGF0IEdRQSBh",
-        "bmQgTVFBIHNocmluaywgbGlrZSB0aGUgS1YgY2FjaGUuIiIiCiAgICAgICAgcmV0dXJuIHNlbGYua19wcm9qLndlaWdodC5u",
-        "dW1lbCgpICsgc2VsZi52X3Byb2oud2VpZ2h0Lm51bWVsKCkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4LCAqLCB0b2tlbl92",
-        "YWxpZD1Ob25lLCBlbXB0eV9yb3c9ImVycm9yIiwgcmV0dXJuX3dlaWdodHM9RmFsc2UpOgogICAgICAgICIiInggKEIsIFQs",
-        "IGRfbW9kZWwpIC0+IChCLCBULCBkX21vZGVsKTsgdG9rZW5fdmFsaWQgKEIsIFQpIG1hcmtzIHJlYWwgdG9rZW5zIChGYWxz",
-        "ZSA9IHBhZGRpbmcpLiIiIgogICAgICAgIHggPSBfcmVxdWlyZV9oaWRkZW4oeCwgc2VsZi5kX21vZGVsLCBzZWxmLnFfcHJv",
-        "ai53ZWlnaHQuZHR5cGUsIG5kaW09MykKICAgICAgICBiYXRjaCwgbGVuZ3RoLCBfID0geC5zaGFwZQogICAgICAgIGlmIHRv",
-        "a2VuX3ZhbGlkIGlzIG5vdCBOb25lIGFuZCAobm90IGlzaW5zdGFuY2UodG9rZW5fdmFsaWQsIHRvcmNoLlRlbnNvcikgb3Ig",
-        "dG9rZW5fdmFsaWQuZHR5cGUgIT0gdG9yY2guYm9vbAogICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
-        "b3IgdG9rZW5fdmFsaWQuc2hhcGUgIT0gKGJhdGNoLCBsZW5ndGgpKToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihm",
-        "InRva2VuX3ZhbGlkIG11c3QgYmUgYSBib29sIHRlbnNvciBvZiBzaGFwZSB7KGJhdGNoLCBsZW5ndGgpfSwgZ290IHtnZXRh",
-        "dHRyKHRva2VuX3ZhbGlkLCAnc2hhcGUnLCB0b2tlbl92YWxpZCkhcn0iKQogICAgICAgIGlmIHRva2VuX3ZhbGlkIGlzIG5v",
-        "dCBOb25lOgogICAgICAgICAgICByZXF1aXJlX3RlbnNvcigidG9rZW5fdmFsaWQiLCB0b2tlbl92YWxpZCwgZmxvYXRpbmc9",
-        "RmFsc2UpCiAgICAgICAgcmV0dXJuX3dlaWdodHMgPSByZXF1aXJlX2Jvb2woInJldHVybl93ZWlnaHRzIiwgcmV0dXJuX3dl",
-        "aWdodHMpCiAgICAgICAgcmVxdWlyZV9idWRnZXQoInRoZSBzY29yZXMsIGV4cG9uZW50aWFscyBhbmQgd2VpZ2h0cyBvZiBl",
-        "dmVyeSBoZWFkIiwgKGJhdGNoLCBzZWxmLm5faGVhZHMsIGxlbmd0aCwgbGVuZ3RoKSwgaXRlbXNpemU9MyAqIHguZWxlbWVu",
-        "dF9zaXplKCkpCiAgICAgICAgYWxsb3dlZCA9IHRvcmNoLm9uZXMoYmF0Y2gsIDEsIGxlbmd0aCwgbGVuZ3RoLCBkdHlwZT10",
-        "b3JjaC5ib29sKSAgICAgICAgICAjIChCLCAxLCBULCBUKSwgYnJvYWRjYXN0IG92ZXIgaGVhZHMKICAgICAgICBpZiB0b2tl",
-        "bl92YWxpZCBpcyBub3QgTm9uZToKICAgICAgICAgICAgYWxsb3dlZCA9IGFsbG93ZWQgJiB0b2tlbl92YWxpZFs6LCBOb25l",
-        "LCBOb25lLCA6XSAmIHRva2VuX3ZhbGlkWzosIE5vbmUsIDosIE5vbmVdICAjIHBhZGRpbmcga2V5cyBhbmQgcGFkZGluZyBx",
-        "dWVyaWVzCiAgICAgICAgaWYgc2VsZi5jYXVzYWw6CiAgICAgICAgICAgIGFsbG93ZWQgPSBhbGxvd2VkICYgY2F1c2FsX2Fs",
-        "bG93ZWQobGVuZ3RoLCBsZW5ndGgpCiAgICAgICAgZ3JvdXAgPSBzZWxmLm5faGVhZHMgLy8gc2VsZi5uX2t2X2hlYWRzCiAg",
-        "ICAgICAgcSA9IHNwbGl0X2hlYWRzKHNlbGYucV9wcm9qKHgpLCBzZWxmLm5faGVhZHMpICAgICAgICAgICAgICAgICAgICAg",
-        "ICAgICAgICAgICAgICMgKEIsIEgsIFQsIGQpCiAgICAgICAgayA9IHJlcGVhdF9rdl9oZWFkcyhzcGxpdF9oZWFkcyhzZWxm",
-        "LmtfcHJvaih4KSwgc2VsZi5uX2t2X2hlYWRzKSwgZ3JvdXApICAgICAjIChCLCBILCBULCBkKQogICAgICAgIHYgPSByZXBl",
-        "YXRfa3ZfaGVhZHMoc3BsaXRfaGVhZHMoc2VsZi52X3Byb2ooeCksIHNlbGYubl9rdl9oZWFkcyksIGdyb3VwKSAgICAgIyAo",
-        "QiwgSCwgVCwgZCkKICAgICAgICByZXN1bHQgPSBzY2FsZWRfZG90X3Byb2R1Y3RfYXR0ZW50aW9uKHEsIGssIHYsIGFsbG93",
-        "ZWQsIGVtcHR5X3Jvdz1lbXB0eV9yb3cpCiAgICAgICAgb3V0cHV0ID0gc2VsZi5vdXRfcHJvaihtZXJnZV9oZWFkcyhyZXN1",
-        "bHQub3V0cHV0KS50byh4LmR0eXBlKSkgICAgICAgICAgICAgICAgICMgKEIsIFQsIGRfbW9kZWwpCiAgICAgICAgcmV0dXJu",
-        "IChvdXRwdXQsIHJlc3VsdC53ZWlnaHRzKSBpZiByZXR1cm5fd2VpZ2h0cyBlbHNlIG91dHB1dA==",
+        "KS5fX2luaXRfXygpCiAgICAgICAgc2VsZi5kX21vZGVsLCBzZWxmLm5faGVhZHMsIHNlbGYubl9rdl9oZWFkcywgc2VsZi5j",
+        "YXVzYWwgPSBfYXR0ZW50aW9uX3NpemVzKGRfbW9kZWwsIG5faGVhZHMsIG5fa3ZfaGVhZHMsIGNhdXNhbCkKICAgICAgICBz",
+        "ZWxmLmRfaGVhZCA9IHNlbGYuZF9tb2RlbCAvLyBzZWxmLm5faGVhZHMKICAgICAgICBzZWxmLnFfcHJvaiA9IG5uLkxpbmVh",
+        "cihzZWxmLmRfbW9kZWwsIHNlbGYubl9oZWFkcyAqIHNlbGYuZF9oZWFkLCBiaWFzPUZhbHNlKQogICAgICAgIHNlbGYua19w",
+        "cm9qID0gbm4uTGluZWFyKHNlbGYuZF9tb2RlbCwgc2VsZi5uX2t2X2hlYWRzICogc2VsZi5kX2hlYWQsIGJpYXM9RmFsc2Up",
+        "CiAgICAgICAgc2VsZi52X3Byb2ogPSBubi5MaW5lYXIoc2VsZi5kX21vZGVsLCBzZWxmLm5fa3ZfaGVhZHMgKiBzZWxmLmRf",
+        "aGVhZCwgYmlhcz1GYWxzZSkKICAgICAgICBzZWxmLm91dF9wcm9qID0gbm4uTGluZWFyKHNlbGYubl9oZWFkcyAqIHNlbGYu",
+        "ZF9oZWFkLCBzZWxmLmRfbW9kZWwsIGJpYXM9RmFsc2UpCgogICAgZGVmIGt2X3BhcmFtZXRlcl9jb3VudChzZWxmKToKICAg",
+        "ICAgICAiIiJXZWlnaHRzIG9mIHRoZSBrZXkgYW5kIHZhbHVlIHByb2plY3Rpb25zOiB3aGF0IEdRQSBhbmQgTVFBIHNocmlu",
+        "aywgbGlrZSB0aGUgS1YgY2FjaGUuIiIiCiAgICAgICAgcmV0dXJuIHNlbGYua19wcm9qLndlaWdodC5udW1lbCgpICsgc2Vs",
+        "Zi52X3Byb2oud2VpZ2h0Lm51bWVsKCkKCiAgICBkZWYgZm9yd2FyZChzZWxmLCB4LCAqLCB0b2tlbl92YWxpZD1Ob25lLCBl",
+        "bXB0eV9yb3c9ImVycm9yIiwgcmV0dXJuX3dlaWdodHM9RmFsc2UpOgogICAgICAgICIiInggKEIsIFQsIGRfbW9kZWwpIC0+",
+        "IChCLCBULCBkX21vZGVsKTsgdG9rZW5fdmFsaWQgKEIsIFQpIG1hcmtzIHJlYWwgdG9rZW5zIChGYWxzZSA9IHBhZGRpbmcp",
+        "LiIiIgogICAgICAgIHgsIHRva2VuX3ZhbGlkLCByZXR1cm5fd2VpZ2h0cyA9IF9hdHRlbnRpb25fZm9yd2FyZF9hcmdzKHNl",
+        "bGYsIHgsIHRva2VuX3ZhbGlkLCByZXR1cm5fd2VpZ2h0cykKICAgICAgICBiYXRjaCwgbGVuZ3RoLCBfID0geC5zaGFwZQog",
+        "ICAgICAgIGFsbG93ZWQgPSB0b3JjaC5vbmVzKGJhdGNoLCAxLCBsZW5ndGgsIGxlbmd0aCwgZHR5cGU9dG9yY2guYm9vbCkg",
+        "ICAgICAgICAgIyAoQiwgMSwgVCwgVCksIGJyb2FkY2FzdCBvdmVyIGhlYWRzCiAgICAgICAgaWYgdG9rZW5fdmFsaWQgaXMg",
+        "bm90IE5vbmU6CiAgICAgICAgICAgIGFsbG93ZWQgPSBhbGxvd2VkICYgdG9rZW5fdmFsaWRbOiwgTm9uZSwgTm9uZSwgOl0g",
+        "JiB0b2tlbl92YWxpZFs6LCBOb25lLCA6LCBOb25lXSAgIyBwYWRkaW5nIGtleXMgYW5kIHBhZGRpbmcgcXVlcmllcwogICAg",
+        "ICAgIGlmIHNlbGYuY2F1c2FsOgogICAgICAgICAgICBhbGxvd2VkID0gYWxsb3dlZCAmIGNhdXNhbF9hbGxvd2VkKGxlbmd0",
+        "aCwgbGVuZ3RoKQogICAgICAgIGdyb3VwID0gc2VsZi5uX2hlYWRzIC8vIHNlbGYubl9rdl9oZWFkcwogICAgICAgIHEgPSBz",
+        "cGxpdF9oZWFkcyhzZWxmLnFfcHJvaih4KSwgc2VsZi5uX2hlYWRzKSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg",
+        "ICAjIChCLCBILCBULCBkKQogICAgICAgIGsgPSByZXBlYXRfa3ZfaGVhZHMoc3BsaXRfaGVhZHMoc2VsZi5rX3Byb2ooeCks",
+        "IHNlbGYubl9rdl9oZWFkcyksIGdyb3VwKSAgICAgIyAoQiwgSCwgVCwgZCkKICAgICAgICB2ID0gcmVwZWF0X2t2X2hlYWRz",
+        "KHNwbGl0X2hlYWRzKHNlbGYudl9wcm9qKHgpLCBzZWxmLm5fa3ZfaGVhZHMpLCBncm91cCkgICAgICMgKEIsIEgsIFQsIGQp",
+        "CiAgICAgICAgcmVzdWx0ID0gc2NhbGVkX2RvdF9wcm9kdWN0X2F0dGVudGlvbihxLCBrLCB2LCBhbGxvd2VkLCBlbXB0eV9y",
+        "b3c9ZW1wdHlfcm93KQogICAgICAgIG91dHB1dCA9IHNlbGYub3V0X3Byb2oobWVyZ2VfaGVhZHMocmVzdWx0Lm91dHB1dCku",
+        "dG8oeC5kdHlwZSkpICAgICAgICAgICAgICAgICAjIChCLCBULCBkX21vZGVsKQogICAgICAgIHJldHVybiAob3V0cHV0LCBy",
+        "ZXN1bHQud2VpZ2h0cykgaWYgcmV0dXJuX3dlaWdodHMgZWxzZSBvdXRwdXQ=",
     ),
     "Exercise 6": (
         "IyBFeGVyY2lzZSA2OiBXcml0ZSBMYXllck5vcm0gb3ZlciB0aGUgbGFzdCBheGlzLiBTdWJ0cmFjdCBlYWNoIHRva2VuJ3Mg",
@@ -2520,21 +2473,13 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cyBlcXVhbCBGLmxheWVyX25vcm07IGEgY29uc3RhbnQgdG9rZW4gbWFwcyB0byB6ZXJvcy4KZGVmIGxheWVyX25vcm0oeCwg",
         "d2VpZ2h0PU5vbmUsIGJpYXM9Tm9uZSwgZXBzPTFlLTUpOgogICAgIiIiTGF5ZXJOb3JtIG92ZXIgdGhlIGxhc3QgYXhpcywg",
         "YnkgaGFuZDogKHgg4oiSIG1lYW4pIC8gc3FydChiaWFzZWQgdmFyaWFuY2UgKyBlcHMpIMK3IHdlaWdodCArIGJpYXMuIiIi",
-        "CiAgICB4ID0gcmVxdWlyZV90ZW5zb3IoIngiLCB4LCBtaW5fbmRpbT0xKQogICAgZXBzID0gcmVxdWlyZV9yZWFsKCJlcHMi",
-        "LCBlcHMsIG1pbmltdW09MC4wKQogICAgZm9yIG5hbWUsIHBhcmFtZXRlciBpbiAoKCJ3ZWlnaHQiLCB3ZWlnaHQpLCAoImJp",
-        "YXMiLCBiaWFzKSk6CiAgICAgICAgaWYgcGFyYW1ldGVyIGlzIG5vdCBOb25lOgogICAgICAgICAgICByZXF1aXJlX3RlbnNv",
-        "cihuYW1lLCBwYXJhbWV0ZXIsIG5kaW09MSkKICAgICAgICAgICAgaWYgcGFyYW1ldGVyLnNoYXBlWzBdICE9IHguc2hhcGVb",
-        "LTFdOgogICAgICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIntuYW1lfSBtdXN0IGhhdmUgb25lIGVudHJ5IHBlciBm",
-        "ZWF0dXJlICh7eC5zaGFwZVstMV19KSwgZ290IHNoYXBlIHt0dXBsZShwYXJhbWV0ZXIuc2hhcGUpfSIpCiAgICBpZiBlcHMg",
-        "PT0gMC4wIGFuZCBib29sKCh4LmFtYXgoZGltPS0xKSA9PSB4LmFtaW4oZGltPS0xKSkuYW55KCkpOgogICAgICAgIHJhaXNl",
-        "IFZhbHVlRXJyb3IoImVwcz0wIGRpdmlkZXMgMCBieSAwIG9uIGEgY29uc3RhbnQgdG9rZW4gKGl0cyB2YXJpYW5jZSBpcyAw",
-        "KTsgcGFzcyBlcHMgPiAwLCBlLmcuIHRoZSBkZWZhdWx0IDFlLTUiKQogICAgbWVhbiA9IHgubWVhbihkaW09LTEsIGtlZXBk",
-        "aW09VHJ1ZSkgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIDEpCiAgICB2YXJpYW5jZSA9ICgoeCAt",
-        "IG1lYW4pICoqIDIpLm1lYW4oZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICMgKC4uLiwgMSksIGJpYXNlZAog",
-        "ICAgbm9ybWFsaXplZCA9ICh4IC0gbWVhbikgLyB0b3JjaC5zcXJ0KHZhcmlhbmNlICsgZXBzKSAgICAgICAgICAgICAgICAj",
-        "ICguLi4sIGQpCiAgICBpZiB3ZWlnaHQgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6ZWQgKiB3",
-        "ZWlnaHQKICAgIGlmIGJpYXMgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6ZWQgKyBiaWFzCiAg",
-        "ICByZXR1cm4gbm9ybWFsaXplZA==",
+        "CiAgICB4LCBlcHMgPSBfbGF5ZXJfbm9ybV9hcmdzKHgsIHdlaWdodCwgYmlhcywgZXBzKQogICAgbWVhbiA9IHgubWVhbihk",
+        "aW09LTEsIGtlZXBkaW09VHJ1ZSkgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAjICguLi4sIDEpCiAgICB2YXJp",
+        "YW5jZSA9ICgoeCAtIG1lYW4pICoqIDIpLm1lYW4oZGltPS0xLCBrZWVwZGltPVRydWUpICAgICAgICAgICAgICMgKC4uLiwg",
+        "MSksIGJpYXNlZAogICAgbm9ybWFsaXplZCA9ICh4IC0gbWVhbikgLyB0b3JjaC5zcXJ0KHZhcmlhbmNlICsgZXBzKSAgICAg",
+        "ICAgICAgICAgICAjICguLi4sIGQpCiAgICBpZiB3ZWlnaHQgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5v",
+        "cm1hbGl6ZWQgKiB3ZWlnaHQKICAgIGlmIGJpYXMgaXMgbm90IE5vbmU6CiAgICAgICAgbm9ybWFsaXplZCA9IG5vcm1hbGl6",
+        "ZWQgKyBiaWFzCiAgICByZXR1cm4gbm9ybWFsaXplZA==",
     ),
     "Exercise 7": (
         "IyBFeGVyY2lzZSA3OiBUdXJuIG9uZSBsb2dpdCB2ZWN0b3IgaW50byBuZXh0LXRva2VuIHByb2JhYmlsaXRpZXMuIERpdmlk",
@@ -2549,26 +2494,20 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "bmcgb25lIHN0YXlzLCB0aWVzIHRvIHRoZSBsb3dlciBpZCk7IGZpbHRlcnMgYXBwbHkgaW4KIyB0aGF0IG9yZGVyOyBsYXJn",
         "ZSBsb2dpdHMgZG8gbm90IG92ZXJmbG93LgpkZWYgdG9rZW5fZGlzdHJpYnV0aW9uKGxvZ2l0cywgdGVtcGVyYXR1cmU9MS4w",
         "LCB0b3Bfaz1Ob25lLCB0b3BfcD1Ob25lKToKICAgICIiIk5leHQtdG9rZW4gcHJvYmFiaWxpdGllcyBvZiBvbmUgbG9naXQg",
-        "dmVjdG9yIGFmdGVyIHRlbXBlcmF0dXJlLCB0aGVuIHRvcC1rLCB0aGVuIHRvcC1wLiIiIgogICAgaWYgaXNpbnN0YW5jZShs",
-        "b2dpdHMsIChzdHIsIGJ5dGVzKSkgb3Igbm90IGhhc2F0dHIobG9naXRzLCAiX19sZW5fXyIpIG9yIGxlbihsb2dpdHMpID09",
-        "IDA6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImxvZ2l0cyBtdXN0IGJlIGEgbm9uLWVtcHR5IHNlcXVlbmNlIG9mIHJl",
-        "YWwgbnVtYmVycywgZ290IHtsb2dpdHMhcn0iKQogICAgbG9naXRzID0gW3JlcXVpcmVfcmVhbChmImxvZ2l0c1t7aX1dIiwg",
-        "eikgZm9yIGksIHogaW4gZW51bWVyYXRlKGxvZ2l0cyldCiAgICB0ZW1wZXJhdHVyZSA9IHJlcXVpcmVfcmVhbCgidGVtcGVy",
-        "YXR1cmUiLCB0ZW1wZXJhdHVyZSwgbWluaW11bT0wLjAsIHN0cmljdF9taW5pbXVtPVRydWUpCiAgICBpZiB0b3BfayBpcyBu",
-        "b3QgTm9uZToKICAgICAgICB0b3BfayA9IHJlcXVpcmVfaW50KCJ0b3BfayIsIHRvcF9rLCBtaW5pbXVtPTEsIG1heGltdW09",
-        "bGVuKGxvZ2l0cykpCiAgICBpZiB0b3BfcCBpcyBub3QgTm9uZToKICAgICAgICB0b3BfcCA9IHJlcXVpcmVfcmVhbCgidG9w",
-        "X3AiLCB0b3BfcCwgbWluaW11bT0wLjAsIG1heGltdW09MS4wLCBzdHJpY3RfbWluaW11bT1UcnVlKQogICAgbGFyZ2VzdCA9",
-        "IG1heChsb2dpdHMpCiAgICB3ZWlnaHRzID0gW21hdGguZXhwKCh6IC0gbGFyZ2VzdCkgLyB0ZW1wZXJhdHVyZSkgZm9yIHog",
-        "aW4gbG9naXRzXSAgIyB1bm5vcm1hbGlzZWQsIHRoZSBsYXJnZXN0IGlzIDEKICAgIG9yZGVyID0gc29ydGVkKHJhbmdlKGxl",
-        "bihsb2dpdHMpKSwga2V5PWxhbWJkYSBpOiAoLWxvZ2l0c1tpXSwgaSkpICAjIG1vc3QgbGlrZWx5IGZpcnN0LCB0aWVzIHRv",
-        "IHRoZSBsb3dlciBpZAogICAgaWYgdG9wX2sgaXMgbm90IE5vbmU6CiAgICAgICAgb3JkZXIgPSBvcmRlcls6dG9wX2tdCiAg",
-        "ICBpZiB0b3BfcCBpcyBub3QgTm9uZToKICAgICAgICBtYXNzID0gbWF0aC5mc3VtKHdlaWdodHNbaV0gZm9yIGkgaW4gb3Jk",
-        "ZXIpCiAgICAgICAgcmVhY2hlZCA9IGxpc3QoaXRlcnRvb2xzLmFjY3VtdWxhdGUod2VpZ2h0c1tpXSAvIG1hc3MgZm9yIGkg",
-        "aW4gb3JkZXIpKSAgIyBzaGFyZSBvZiB0aGUgZmlyc3QgaiArIDEgdG9rZW5zCiAgICAgICAgY3Jvc3NpbmcgPSBuZXh0KChq",
-        "IGZvciBqLCBzaGFyZSBpbiBlbnVtZXJhdGUocmVhY2hlZCkgaWYgc2hhcmUgPj0gdG9wX3ApLCBsZW4ob3JkZXIpIC0gMSkK",
-        "ICAgICAgICBvcmRlciA9IG9yZGVyWzpjcm9zc2luZyArIDFdICAjIHRoZSB0b2tlbiB0aGF0IGNyb3NzZXMgdGhlIHRocmVz",
-        "aG9sZCBzdGF5cwogICAgdG90YWwgPSBtYXRoLmZzdW0od2VpZ2h0c1tpXSBmb3IgaSBpbiBvcmRlcikKICAgIHJldHVybiBb",
-        "d2VpZ2h0c1tpXSAvIHRvdGFsIGlmIGkgaW4gb3JkZXIgZWxzZSAwLjAgZm9yIGkgaW4gcmFuZ2UobGVuKGxvZ2l0cykpXQ==",
+        "dmVjdG9yIGFmdGVyIHRlbXBlcmF0dXJlLCB0aGVuIHRvcC1rLCB0aGVuIHRvcC1wLiIiIgogICAgbG9naXRzLCB0ZW1wZXJh",
+        "dHVyZSwgdG9wX2ssIHRvcF9wID0gX3NhbXBsaW5nX2FyZ3MobG9naXRzLCB0ZW1wZXJhdHVyZSwgdG9wX2ssIHRvcF9wKQog",
+        "ICAgbGFyZ2VzdCA9IG1heChsb2dpdHMpCiAgICB3ZWlnaHRzID0gW21hdGguZXhwKCh6IC0gbGFyZ2VzdCkgLyB0ZW1wZXJh",
+        "dHVyZSkgZm9yIHogaW4gbG9naXRzXSAgIyB1bm5vcm1hbGlzZWQsIHRoZSBsYXJnZXN0IGlzIDEKICAgIG9yZGVyID0gc29y",
+        "dGVkKHJhbmdlKGxlbihsb2dpdHMpKSwga2V5PWxhbWJkYSBpOiAoLWxvZ2l0c1tpXSwgaSkpICAjIG1vc3QgbGlrZWx5IGZp",
+        "cnN0LCB0aWVzIHRvIHRoZSBsb3dlciBpZAogICAgaWYgdG9wX2sgaXMgbm90IE5vbmU6CiAgICAgICAgb3JkZXIgPSBvcmRl",
+        "cls6dG9wX2tdCiAgICBpZiB0b3BfcCBpcyBub3QgTm9uZToKICAgICAgICBtYXNzID0gbWF0aC5mc3VtKHdlaWdodHNbaV0g",
+        "Zm9yIGkgaW4gb3JkZXIpCiAgICAgICAgcmVhY2hlZCA9IGxpc3QoaXRlcnRvb2xzLmFjY3VtdWxhdGUod2VpZ2h0c1tpXSAv",
+        "IG1hc3MgZm9yIGkgaW4gb3JkZXIpKSAgIyBzaGFyZSBvZiB0aGUgZmlyc3QgaiArIDEgdG9rZW5zCiAgICAgICAgY3Jvc3Np",
+        "bmcgPSBuZXh0KChqIGZvciBqLCBzaGFyZSBpbiBlbnVtZXJhdGUocmVhY2hlZCkgaWYgc2hhcmUgPj0gdG9wX3ApLCBsZW4o",
+        "b3JkZXIpIC0gMSkKICAgICAgICBvcmRlciA9IG9yZGVyWzpjcm9zc2luZyArIDFdICAjIHRoZSB0b2tlbiB0aGF0IGNyb3Nz",
+        "ZXMgdGhlIHRocmVzaG9sZCBzdGF5cwogICAgdG90YWwgPSBtYXRoLmZzdW0od2VpZ2h0c1tpXSBmb3IgaSBpbiBvcmRlcikK",
+        "ICAgIHJldHVybiBbd2VpZ2h0c1tpXSAvIHRvdGFsIGlmIGkgaW4gb3JkZXIgZWxzZSAwLjAgZm9yIGkgaW4gcmFuZ2UobGVu",
+        "KGxvZ2l0cykpXQ==",
     ),
     "Exercise 8": (
         "IyBFeGVyY2lzZSA4OiBEZWNvZGUgZ3JlZWRpbHkgZnJvbSBwcmVwYXJlZCBsb2dpdHMuIEZvciBlYWNoIHNjb3JlIHZlY3Rv",
@@ -2581,18 +2520,15 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZXA7IGEgdHJhY2UgdGhhdCBydW5zIG91dCBvZiBsb2dpdHMgcmFpc2VzIFZhbHVlRXJyb3IuCmRlZiBncmVlZHlfdHJhY2Uo",
         "cHJlcGFyZWRfbG9naXRzLCBlb3NfaWQsIG1heF9uZXdfdG9rZW5zKToKICAgICIiIkdyZWVkeSBkZWNvZGluZyBvdmVyIGEg",
         "cHJlcGFyZWQgbGlzdCBvZiBsb2dpdCB2ZWN0b3JzOiAodG9rZW5zLCAnZW9zJyBvciAnbGVuZ3RoX2xpbWl0JykuIiIiCiAg",
-        "ICBlb3NfaWQgPSByZXF1aXJlX2ludCgiZW9zX2lkIiwgZW9zX2lkLCBtaW5pbXVtPTApCiAgICBtYXhfbmV3X3Rva2VucyA9",
-        "IHJlcXVpcmVfaW50KCJtYXhfbmV3X3Rva2VucyIsIG1heF9uZXdfdG9rZW5zLCBtaW5pbXVtPTEpCiAgICBzdGVwcyA9IFts",
-        "aXN0KHNjb3JlcykgZm9yIHNjb3JlcyBpbiBwcmVwYXJlZF9sb2dpdHNdCiAgICBmb3Igc2NvcmVzIGluIHN0ZXBzOgogICAg",
-        "ICAgIGlmIGVvc19pZCA+PSBsZW4oc2NvcmVzKToKICAgICAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmImVvc19pZD17ZW9z",
-        "X2lkfSBpcyBub3QgYSB0b2tlbiBpZCBvZiBhIHtsZW4oc2NvcmVzKX0tZW50cnkgc2NvcmUgdmVjdG9yIikKICAgIHRva2Vu",
-        "cyA9IFtdCiAgICBmb3Igc2NvcmVzIGluIHN0ZXBzOgogICAgICAgIHByb2JhYmlsaXRpZXMgPSB0b2tlbl9kaXN0cmlidXRp",
-        "b24oc2NvcmVzKSAgIyBncmVlZHkgaXMgdGhlIHRlbXBlcmF0dXJlIC0+IDAgbGltaXQgb2Ygc2FtcGxpbmcKICAgICAgICB0",
-        "b2tlbnMuYXBwZW5kKG1heChyYW5nZShsZW4ocHJvYmFiaWxpdGllcykpLCBrZXk9cHJvYmFiaWxpdGllcy5fX2dldGl0ZW1f",
-        "XykpCiAgICAgICAgaWYgdG9rZW5zWy0xXSA9PSBlb3NfaWQ6CiAgICAgICAgICAgIHJldHVybiB0b2tlbnMsICJlb3MiCiAg",
-        "ICAgICAgaWYgbGVuKHRva2VucykgPT0gbWF4X25ld190b2tlbnM6CiAgICAgICAgICAgIHJldHVybiB0b2tlbnMsICJsZW5n",
-        "dGhfbGltaXQiCiAgICByYWlzZSBWYWx1ZUVycm9yKGYidGhlIHtsZW4oc3RlcHMpfSBwcmVwYXJlZCBzdGVwcyByYW4gb3V0",
-        "IGJlZm9yZSBFT1Mgb3IgdGhlIGxpbWl0IG9mIHttYXhfbmV3X3Rva2Vuc30gdG9rZW5zIik=",
+        "ICBzdGVwcywgZW9zX2lkLCBtYXhfbmV3X3Rva2VucyA9IF9ncmVlZHlfYXJncyhwcmVwYXJlZF9sb2dpdHMsIGVvc19pZCwg",
+        "bWF4X25ld190b2tlbnMpCiAgICB0b2tlbnMgPSBbXQogICAgZm9yIHNjb3JlcyBpbiBzdGVwczoKICAgICAgICBwcm9iYWJp",
+        "bGl0aWVzID0gdG9rZW5fZGlzdHJpYnV0aW9uKHNjb3JlcykgICMgZ3JlZWR5IGlzIHRoZSB0ZW1wZXJhdHVyZSAtPiAwIGxp",
+        "bWl0IG9mIHNhbXBsaW5nCiAgICAgICAgdG9rZW5zLmFwcGVuZChtYXgocmFuZ2UobGVuKHByb2JhYmlsaXRpZXMpKSwga2V5",
+        "PXByb2JhYmlsaXRpZXMuX19nZXRpdGVtX18pKQogICAgICAgIGlmIHRva2Vuc1stMV0gPT0gZW9zX2lkOgogICAgICAgICAg",
+        "ICByZXR1cm4gdG9rZW5zLCAiZW9zIgogICAgICAgIGlmIGxlbih0b2tlbnMpID09IG1heF9uZXdfdG9rZW5zOgogICAgICAg",
+        "ICAgICByZXR1cm4gdG9rZW5zLCAibGVuZ3RoX2xpbWl0IgogICAgcmFpc2UgVmFsdWVFcnJvcihmInRoZSB7bGVuKHN0ZXBz",
+        "KX0gcHJlcGFyZWQgc3RlcHMgcmFuIG91dCBiZWZvcmUgRU9TIG9yIHRoZSBsaW1pdCBvZiB7bWF4X25ld190b2tlbnN9IHRv",
+        "a2VucyIp",
     ),
     "Exercise 9": (
         "IyBFeGVyY2lzZSA5OiBXcml0ZSBSb1BFLiB4IGhhcyBzaGFwZSAoLi4uLCBULCBkKSB3aXRoIGQgZXZlbiwgcG9zaXRpb25z",
@@ -2842,7 +2778,201 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZWVkID0gbmV3ZXN0CiAgICByZXR1cm4gdG9rZW5z",
     ),
 }.items()}
-# builder:end sha256=c175814c04d41e996260f0b08d17beeb3ed9670a897cf020bc8ed5a81faadb0c
+# builder:end sha256=f85424dca60b05953dba591ef3fbd793b75df8a02714314adf94d83486f13718
+
+# %% tags=["hide-input"]
+# @title Проверки аргументов функций урока: каждая функция вызывает свою одной строкой (откройте, чтобы прочитать)
+def _counts(**named):
+    """Each named argument as a whole number of at least 1, in order; one name gives one number."""
+    values = tuple(require_int(name, value, minimum=1) for name, value in named.items())
+    return values[0] if len(values) == 1 else values
+
+
+def _softmax_args(scores, dim):
+    """softmax's scores (a tensor with at least one axis) and an axis they have."""
+    scores = require_tensor("scores", scores, min_ndim=1)
+    return scores, require_int("dim", dim, minimum=-scores.ndim, maximum=scores.ndim - 1)
+
+
+def _position_table_args(length, d_model, base, dtype):
+    """Exercise 1's sizes, base and dtype, and the table's bytes within the budget."""
+    length = require_int("length", length, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=2)
+    base = require_real("base", base, minimum=1.0, strict_minimum=True)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
+    return length, d_model, base
+
+
+def _causal_mask_args(t_q, t_k, query_offset):
+    """Exercise 2's sizes: queries that fit inside the keys, and a mask within the budget."""
+    t_q = require_int("t_q", t_q, minimum=1)
+    t_k = require_int("t_k", t_k, minimum=1)
+    query_offset = require_int("query_offset", query_offset, minimum=0)
+    if query_offset + t_q > t_k:
+        raise ValueError(
+            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
+            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
+        )
+    require_budget("the causal mask", (t_q, t_k), itemsize=1)
+    require_budget("the key positions", (t_k,), itemsize=8)
+    return t_q, t_k, query_offset
+
+
+def _require_shares(p):
+    """p as a floating tensor (..., n) of softmax shares: every entry in [0, 1]."""
+    p = require_tensor("p", p, min_ndim=1)
+    if bool((p < 0).any()) or bool((p > 1).any()):
+        raise ValueError(f"p must hold softmax shares in [0, 1], got entries from {float(p.min()):.3g} to {float(p.max()):.3g}")
+    return p
+
+
+def _jacobian_args(p):
+    """softmax_jacobian's shares, and its (..., n, n) matrix within the budget."""
+    p = _require_shares(p)
+    require_budget("the Jacobian", (*p.shape, p.shape[-1]), itemsize=p.element_size())
+    return p
+
+
+def _saturation_args(widths, n_keys, trials):
+    """saturation_experiment's widths, key count and trials, and its widest draw within the budget."""
+    widths = [require_int("width", w, minimum=1) for w in widths]
+    if not widths:
+        raise ValueError("widths must name at least one head width")
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
+    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
+    return widths, n_keys, trials
+
+
+def _split_heads_args(x, n_heads):
+    """split_heads' x (..., T, H·d) and a head count that divides its last axis."""
+    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
+    n_heads = require_int("n_heads", n_heads, minimum=1)
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    return x, n_heads
+
+
+def _repeat_kv_args(x, group):
+    """repeat_kv_heads' x (..., H_kv, T, d) and group, and the repeated heads within the budget."""
+    x = require_tensor("x", x, min_ndim=3, finite=False)
+    group = require_int("group", group, minimum=1)
+    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
+    return x, group
+
+
+def _require_hidden(x, d_model, dtype, *, ndim=None):
+    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
+    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
+    if x.shape[-1] != d_model:
+        leading = "B, T" if ndim == 3 else "..."
+        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
+    return x
+
+
+def _attention_sizes(d_model, n_heads, n_kv_heads, causal):
+    """MultiHeadSelfAttention's sizes: heads that split d_model, K/V heads that divide the heads, weights within the budget."""
+    d_model, n_heads = require_int("d_model", d_model, minimum=1), require_int("n_heads", n_heads, minimum=1)
+    n_kv_heads = n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads}, so each K/V head serves a whole group")
+    rows = 2 * d_model + 2 * n_kv_heads * (d_model // n_heads)  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
+    require_budget("the attention weights", (rows, d_model), itemsize=torch.get_default_dtype().itemsize)
+    return d_model, n_heads, n_kv_heads, require_bool("causal", causal)
+
+
+def _attention_forward_args(layer, x, token_valid, return_weights):
+    """Exercise 5's x (B, T, d_model), padding flags (B, T) or None, return_weights, and every head's scores within the budget."""
+    x = _require_hidden(x, layer.d_model, layer.q_proj.weight.dtype, ndim=3)
+    batch, length, _ = x.shape
+    if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
+                                    or token_valid.shape != (batch, length)):
+        raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
+    if token_valid is not None:
+        require_tensor("token_valid", token_valid, floating=False)
+    require_budget("the scores, exponentials and weights of every head", (batch, layer.n_heads, length, length), itemsize=3 * x.element_size())
+    return x, token_valid, require_bool("return_weights", return_weights)
+
+
+def _layer_norm_args(x, weight, bias, eps):
+    """Exercise 6's x, its gain and shift (one entry per feature, or None) and eps; eps = 0 only where no token is constant."""
+    x = require_tensor("x", x, min_ndim=1)
+    eps = require_real("eps", eps, minimum=0.0)
+    for name, parameter in (("weight", weight), ("bias", bias)):
+        if parameter is not None:
+            require_tensor(name, parameter, ndim=1)
+            if parameter.shape[0] != x.shape[-1]:
+                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
+    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
+        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
+    return x, eps
+
+
+def _feed_forward_sizes(d_model, d_ff):
+    """FeedForward's widths, and its two weight matrices within the budget."""
+    d_model, d_ff = _counts(d_model=d_model, d_ff=d_ff)
+    require_budget("the feed-forward weights", (2, d_model, d_ff), itemsize=torch.get_default_dtype().itemsize)
+    return d_model, d_ff
+
+
+def _probe_sizes(vocab_size, width):
+    """CausalityProbe's vocabulary and width, and its embeddings within the budget."""
+    vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
+    require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
+    return vocab_size, width
+
+
+def _tiny_lm_sizes(use_positions, vocab_size, d_model, max_length):
+    """TinyLM's switch and sizes, and its two embedding tables within the budget."""
+    use_positions = require_bool("use_positions", use_positions)
+    vocab_size = require_int("vocab_size", vocab_size, minimum=2)
+    d_model, max_length = _counts(d_model=d_model, max_length=max_length)
+    require_budget("the token and position embeddings", (vocab_size + max_length, d_model), itemsize=torch.get_default_dtype().itemsize)
+    return use_positions, vocab_size, d_model, max_length
+
+
+def _adamw_args(parameters, lr, betas, eps, weight_decay):
+    """AdamW's trainable tensors and hyperparameters: a positive rate, a pair of betas below 1, eps > 0, decay >= 0."""
+    parameters = [require_tensor(f"parameters[{i}]", p, finite=False) for i, p in enumerate(parameters)]
+    lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
+    pair = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
+    if len(pair) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
+    return [p for p in parameters if p.requires_grad], lr, pair, eps, require_real("weight_decay", weight_decay, minimum=0.0)
+
+
+def _sampling_args(logits, temperature, top_k, top_p):
+    """Exercise 7's logits (a non-empty sequence of reals), a positive temperature, top_k in 1..V and top_p in (0, 1], or None."""
+    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
+        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
+    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
+    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+    if top_k is not None:
+        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
+    if top_p is not None:
+        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    return logits, temperature, top_k, top_p
+
+
+def _greedy_args(prepared_logits, eos_id, max_new_tokens):
+    """Exercise 8's score vectors (as lists), an EOS id each of them holds, and a positive length limit."""
+    eos_id = require_int("eos_id", eos_id, minimum=0)
+    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
+    steps = [list(scores) for scores in prepared_logits]
+    for scores in steps:
+        if eos_id >= len(scores):
+            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    return steps, eos_id, max_new_tokens
+
 
 # %% [markdown]
 # ## Уровень 2 · Как устроено внимание, с нуля
@@ -2920,8 +3050,7 @@ def plot_it_weights(words, scores, weights, language="en"):
 # %%
 def softmax(scores, dim=-1):
     """Softmax along ``dim``, shifted by the largest score so that exp() cannot overflow."""
-    scores = require_tensor("scores", scores, min_ndim=1)
-    dim = require_int("dim", dim, minimum=-scores.ndim, maximum=scores.ndim - 1)
+    scores, dim = _softmax_args(scores, dim)
     shifted = scores - scores.amax(dim=dim, keepdim=True)  # the largest entry becomes 0
     weights = shifted.exp()
     return weights / weights.sum(dim=dim, keepdim=True)
@@ -3169,14 +3298,7 @@ show_figure(
 # с чередующимися парами для нескольких размеров; аргумент base задаёт частоты.
 def sinusoidal_encoding(length, d_model, *, base=10_000.0, dtype=torch.float64):
     """The sinusoidal position table: one row per position, sine on even columns, cosine on odd ones."""
-    length = require_int("length", length, minimum=1)
-    d_model = require_int("d_model", d_model, minimum=2)
-    base = require_real("base", base, minimum=1.0, strict_minimum=True)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even, because sine and cosine come in pairs; got {d_model}")
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-    require_budget("the position table", (length, d_model), itemsize=2 * torch.finfo(dtype).bits // 8)  # the table and its angles
+    length, d_model, base = _position_table_args(length, d_model, base, dtype)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 1: инструкции выше')
 
@@ -3389,16 +3511,7 @@ show_figure(
 # запросы из кэша сохраняют абсолютные позиции; пошаговое декодирование даёт строки полной маски.
 def causal_allowed(t_q, t_k, *, query_offset=0):
     """Causal mask for t_q queries at absolute positions query_offset.. over t_k keys: True = may attend."""
-    t_q = require_int("t_q", t_q, minimum=1)
-    t_k = require_int("t_k", t_k, minimum=1)
-    query_offset = require_int("query_offset", query_offset, minimum=0)
-    if query_offset + t_q > t_k:
-        raise ValueError(
-            f"queries at absolute positions up to {query_offset + t_q - 1} need at least {query_offset + t_q} keys, "
-            f"got t_k={t_k}; for cached decoding pass t_k = query_offset + t_q"
-        )
-    require_budget("the causal mask", (t_q, t_k), itemsize=1)
-    require_budget("the key positions", (t_k,), itemsize=8)
+    t_q, t_k, query_offset = _causal_mask_args(t_q, t_k, query_offset)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 2: инструкции выше')
 
@@ -4339,18 +4452,9 @@ del q_mc, k_mc, dots
 
 
 # 3) Saturation across widths.
-def _require_shares(p):
-    """p as a floating tensor (..., n) of softmax shares: every entry in [0, 1]."""
-    p = require_tensor("p", p, min_ndim=1)
-    if bool((p < 0).any()) or bool((p > 1).any()):
-        raise ValueError(f"p must hold softmax shares in [0, 1], got entries from {float(p.min()):.3g} to {float(p.max()):.3g}")
-    return p
-
-
 def softmax_jacobian(p):
     """The softmax Jacobian at shares p (..., n): diag(p) − p pᵀ, shape (..., n, n)."""
-    p = _require_shares(p)
-    require_budget("the Jacobian", (*p.shape, p.shape[-1]), itemsize=p.element_size())
+    p = _jacobian_args(p)
     return torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
 
 
@@ -4363,13 +4467,8 @@ def jacobian_norm(p):
 
 def saturation_experiment(widths, *, n_keys=16, trials=400, seed=SEED):
     """Mean largest softmax weight and mean softmax-Jacobian norm per head width, unscaled and scaled by √d_k."""
-    widths = [require_int("width", w, minimum=1) for w in widths]
-    if not widths:
-        raise ValueError("widths must name at least one head width")
-    n_keys = require_int("n_keys", n_keys, minimum=2)
-    trials = require_int("trials", trials, minimum=1, maximum=100_000)  # seconds, not hours
+    widths, n_keys, trials = _saturation_args(widths, n_keys, trials)
     gen = torch.Generator().manual_seed(require_int("seed", seed, minimum=0))
-    require_budget("the keys of the widest head", (trials, n_keys, max(widths)), itemsize=4 + 8)  # float32 draws, float64 scores
     rows = []
     for width in widths:
         q = torch.randn(trials, 1, width, generator=gen)       # (trials, 1, d)
@@ -4688,10 +4787,7 @@ expect_raises(ValueError, query_gradient_experiment, (1, 2**40), n_keys=2, trial
 # вызывает TypeError или ValueError.
 def split_heads(x, n_heads):
     """(..., T, H·d) -> (..., H, T, d): one slab of features per head."""
-    x = require_tensor("x", x, min_ndim=2, finite=False)  # a reshape cannot create NaN; attention checks values
-    n_heads = require_int("n_heads", n_heads, minimum=1)
-    if x.shape[-1] % n_heads:
-        raise ValueError(f"the last axis ({x.shape[-1]}) must split evenly into n_heads={n_heads} heads")
+    x, n_heads = _split_heads_args(x, n_heads)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 4: инструкции выше')
 
@@ -4705,9 +4801,7 @@ def merge_heads(x):
 
 def repeat_kv_heads(x, group):
     """(..., H_kv, T, d) -> (..., H_kv·group, T, d): K/V head g serves query heads g·group .. (g+1)·group - 1."""
-    x = require_tensor("x", x, min_ndim=3, finite=False)
-    group = require_int("group", group, minimum=1)
-    require_budget("the repeated K/V heads", (*x.shape[:-3], x.shape[-3] * group, *x.shape[-2:]), itemsize=x.element_size())
+    x, group = _repeat_kv_args(x, group)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 4: инструкции выше')
 
@@ -4854,33 +4948,13 @@ expect_raises(ValueError, repeat_kv_heads, torch.zeros(2, 3, 4, 5), 2**40, match
 # примените out_proj. Проверка требует: выход равен независимому многоголовому вниманию, построенному из собственных
 # весов слоя (float64, 4 головы запросов на 2 KV-головы, каузальное); return_weights=True возвращает
 # (output, веса формы (B, H, T, T)); ключи паддинга никогда не читаются, а запросы паддинга дают нулевые строки.
-def _require_hidden(x, d_model, dtype, *, ndim=None):
-    """x as a floating tensor (..., d_model) in the dtype of a layer's weights; otherwise a TypeError or ValueError naming the fix."""
-    x = require_tensor("x", x, ndim=ndim, min_ndim=1)  # NaN or infinity in, NaN out: stop it at the door
-    if x.shape[-1] != d_model:
-        leading = "B, T" if ndim == 3 else "..."
-        raise ValueError(f"x must have shape ({leading}, {d_model}), got {tuple(x.shape)}")
-    if x.dtype != dtype:
-        raise TypeError(f"x has dtype {x.dtype} but the layer's weights have {dtype}; convert one of them (x.to(dtype) or layer.to(dtype))")
-    return x
-
-
 class MultiHeadSelfAttention(nn.Module):
     """Causal (or not) self-attention with H query heads and H_kv shared K/V heads: MHA, GQA or MQA."""
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, *, causal=True):
         super().__init__()
-        self.d_model = require_int("d_model", d_model, minimum=1)
-        self.n_heads = require_int("n_heads", n_heads, minimum=1)
-        self.n_kv_heads = self.n_heads if n_kv_heads is None else require_int("n_kv_heads", n_kv_heads, minimum=1)
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={d_model} must split evenly into n_heads={n_heads} heads")
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={n_heads} must be a multiple of n_kv_heads={self.n_kv_heads}, so each K/V head serves a whole group")
+        self.d_model, self.n_heads, self.n_kv_heads, self.causal = _attention_sizes(d_model, n_heads, n_kv_heads, causal)
         self.d_head = self.d_model // self.n_heads
-        self.causal = require_bool("causal", causal)
-        rows = 2 * self.d_model + 2 * self.n_kv_heads * self.d_head  # W_q, W_o: d x d; W_k, W_v: (H_kv·d_head) x d
-        require_budget("the attention weights", (rows, self.d_model), itemsize=torch.get_default_dtype().itemsize)
         self.q_proj = nn.Linear(self.d_model, self.n_heads * self.d_head, bias=False)
         self.k_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
         self.v_proj = nn.Linear(self.d_model, self.n_kv_heads * self.d_head, bias=False)
@@ -4892,15 +4966,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def forward(self, x, *, token_valid=None, empty_row="error", return_weights=False):
         """x (B, T, d_model) -> (B, T, d_model); token_valid (B, T) marks real tokens (False = padding)."""
-        x = _require_hidden(x, self.d_model, self.q_proj.weight.dtype, ndim=3)
+        x, token_valid, return_weights = _attention_forward_args(self, x, token_valid, return_weights)
         batch, length, _ = x.shape
-        if token_valid is not None and (not isinstance(token_valid, torch.Tensor) or token_valid.dtype != torch.bool
-                                        or token_valid.shape != (batch, length)):
-            raise ValueError(f"token_valid must be a bool tensor of shape {(batch, length)}, got {getattr(token_valid, 'shape', token_valid)!r}")
-        if token_valid is not None:
-            require_tensor("token_valid", token_valid, floating=False)
-        return_weights = require_bool("return_weights", return_weights)
-        require_budget("the scores, exponentials and weights of every head", (batch, self.n_heads, length, length), itemsize=3 * x.element_size())
         # Ваш код здесь.
         raise NotImplementedError('Exercise 5: инструкции выше')
 
@@ -5261,8 +5328,7 @@ expect("a crossing at n = 1 is found", first_crossing(lambda n: n - 1), "==", 1)
 # %%
 def attention_cost(n_tokens, d_model):
     """FLOPs of one attention layer over n tokens: the n² score-and-mix part and the linear projections."""
-    n = require_int("n_tokens", n_tokens, minimum=1)
-    d = require_int("d_model", d_model, minimum=1)
+    n, d = _counts(n_tokens=n_tokens, d_model=d_model)
     return {
         "score_entries": n * n,                # one n × n score matrix per head and layer
         "quadratic_flops": 2 * 2 * n * n * d,  # Q·Kᵀ and weights·V: n·n·d multiply-adds each, 2 FLOPs apiece
@@ -5272,10 +5338,8 @@ def attention_cost(n_tokens, d_model):
 
 def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_value=2):
     """Bytes one token leaves in the KV cache: a key and a value in every layer and every K/V head."""
-    n_layers = require_int("n_layers", n_layers, minimum=1)
-    n_kv_heads = require_int("n_kv_heads", n_kv_heads, minimum=1)
-    head_dim = require_int("head_dim", head_dim, minimum=1)
-    bytes_per_value = require_int("bytes_per_value", bytes_per_value, minimum=1)
+    n_layers, n_kv_heads, head_dim, bytes_per_value = _counts(n_layers=n_layers, n_kv_heads=n_kv_heads, head_dim=head_dim,
+                                                              bytes_per_value=bytes_per_value)
     return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value
 
 
@@ -5297,13 +5361,13 @@ q_heads, kv_heads_llama = REFERENCE.value("attention_cost.q_heads"), REFERENCE.v
 
 def grouped_projection_flops(n):
     """FLOPs of Llama 3.1 8B's four projections over n tokens: W_q and W_o are d x d, W_k and W_v d x d·H_kv/H."""
-    n = require_int("n", n, minimum=1)
+    n = _counts(n=n)
     return 2 * n * WIDE * (2 * WIDE + 2 * WIDE * kv_heads_llama // q_heads)
 
 
 def ffn_flops(n):
     """FLOPs of the feed-forward network over n tokens: d -> 4d -> d, two d x 4d matrices."""
-    n = require_int("n", n, minimum=1)
+    n = _counts(n=n)
     return 2 * n * 2 * WIDE * 4 * WIDE
 
 
@@ -5475,15 +5539,7 @@ show_figure(
 # bias сдвигает; выходы и градиенты совпадают с F.layer_norm; постоянный токен переходит в нули.
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """LayerNorm over the last axis, by hand: (x − mean) / sqrt(biased variance + eps) · weight + bias."""
-    x = require_tensor("x", x, min_ndim=1)
-    eps = require_real("eps", eps, minimum=0.0)
-    for name, parameter in (("weight", weight), ("bias", bias)):
-        if parameter is not None:
-            require_tensor(name, parameter, ndim=1)
-            if parameter.shape[0] != x.shape[-1]:
-                raise ValueError(f"{name} must have one entry per feature ({x.shape[-1]}), got shape {tuple(parameter.shape)}")
-    if eps == 0.0 and bool((x.amax(dim=-1) == x.amin(dim=-1)).any()):
-        raise ValueError("eps=0 divides 0 by 0 on a constant token (its variance is 0); pass eps > 0, e.g. the default 1e-5")
+    x, eps = _layer_norm_args(x, weight, bias, eps)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 6: инструкции выше')
 
@@ -5615,8 +5671,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model, d_ff):
         super().__init__()
-        d_model, d_ff = require_int("d_model", d_model, minimum=1), require_int("d_ff", d_ff, minimum=1)
-        require_budget("the feed-forward weights", (2, d_model, d_ff), itemsize=torch.get_default_dtype().itemsize)
+        d_model, d_ff = _feed_forward_sizes(d_model, d_ff)
         self.up = nn.Linear(d_model, d_ff)
         self.down = nn.Linear(d_ff, d_model)
 
@@ -5739,8 +5794,7 @@ class ParameterFloor:
 
 def transformer_parameter_floor(d_model, d_ff):
     """Weights of Q/K/V/O (4·d²), of the FFN (2·d·d_ff), and of an encoder and a decoder layer built from them."""
-    d_model = require_int("d_model", d_model, minimum=1)
-    d_ff = require_int("d_ff", d_ff, minimum=1)
+    d_model, d_ff = _counts(d_model=d_model, d_ff=d_ff)
     mha, ffn = 4 * d_model * d_model, 2 * d_model * d_ff
     return ParameterFloor(mha_weights=mha, ffn_weights=ffn, encoder_layer=mha + ffn,
                           decoder_layer=2 * mha + ffn, ffn_share_encoder=ffn / (mha + ffn))
@@ -5867,8 +5921,7 @@ class CausalityProbe(nn.Module):
 
     def __init__(self, *, causal, vocab_size=11, width=8):
         super().__init__()
-        vocab_size, width = require_int("vocab_size", vocab_size, minimum=1), require_int("width", width, minimum=2)
-        require_budget("the probe's embeddings and their fill", (2, vocab_size, width), itemsize=4)
+        vocab_size, width = _probe_sizes(vocab_size, width)
         self.attention = MultiHeadSelfAttention(width, 2, causal=causal)
         self.embedding = nn.Embedding(vocab_size, width)
         with torch.no_grad():
@@ -5994,11 +6047,7 @@ class TinyLM(nn.Module):
 
     def __init__(self, *, vocab_size=6, d_model=24, n_heads=4, d_ff=48, max_length=32, use_attention=True, use_positions=True):
         super().__init__()
-        self.use_positions = require_bool("use_positions", use_positions)
-        self.vocab_size = require_int("vocab_size", vocab_size, minimum=2)
-        d_model = require_int("d_model", d_model, minimum=1)
-        self.max_length = require_int("max_length", max_length, minimum=1)
-        require_budget("the token and position embeddings", (self.vocab_size + self.max_length, d_model), itemsize=torch.get_default_dtype().itemsize)
+        self.use_positions, self.vocab_size, d_model, self.max_length = _tiny_lm_sizes(use_positions, vocab_size, d_model, max_length)
         self.token_embedding = nn.Embedding(self.vocab_size, d_model)
         self.position_embedding = nn.Embedding(self.max_length, d_model)
         self.block = DecoderBlock(d_model, n_heads, d_ff, use_attention=use_attention)
@@ -6171,14 +6220,7 @@ class AdamW:
     """AdamW written out: running means of g and g², bias-corrected, plus decoupled weight decay."""
 
     def __init__(self, parameters, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-        parameters = [require_tensor(f"parameters[{i}]", p, finite=False) for i, p in enumerate(parameters)]
-        self.parameters = [p for p in parameters if p.requires_grad]
-        self.lr = require_real("lr", lr, minimum=0.0, strict_minimum=True)
-        self.betas = tuple(require_real("beta", b, minimum=0.0, maximum=0.9999999) for b in betas)
-        if len(self.betas) != 2:
-            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-        self.eps = require_real("eps", eps, minimum=0.0, strict_minimum=True)
-        self.weight_decay = require_real("weight_decay", weight_decay, minimum=0.0)
+        self.parameters, self.lr, self.betas, self.eps, self.weight_decay = _adamw_args(parameters, lr, betas, eps, weight_decay)
         self.steps = 0
         self.means = [torch.zeros_like(p) for p in self.parameters]    # m
         self.squares = [torch.zeros_like(p) for p in self.parameters]  # v
@@ -6485,14 +6527,7 @@ expect_raises(ValueError, copy_loss_and_accuracy, model, held_out[0], held_out[1
 # применяются в этом порядке; большие логиты не переполняются.
 def token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """Next-token probabilities of one logit vector after temperature, then top-k, then top-p."""
-    if isinstance(logits, (str, bytes)) or not hasattr(logits, "__len__") or len(logits) == 0:
-        raise ValueError(f"logits must be a non-empty sequence of real numbers, got {logits!r}")
-    logits = [require_real(f"logits[{i}]", z) for i, z in enumerate(logits)]
-    temperature = require_real("temperature", temperature, minimum=0.0, strict_minimum=True)
-    if top_k is not None:
-        top_k = require_int("top_k", top_k, minimum=1, maximum=len(logits))
-    if top_p is not None:
-        top_p = require_real("top_p", top_p, minimum=0.0, maximum=1.0, strict_minimum=True)
+    logits, temperature, top_k, top_p = _sampling_args(logits, temperature, top_k, top_p)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 7: инструкции выше')
 
@@ -6693,12 +6728,7 @@ show_figure(
 # побеждает на последнем разрешённом шаге; трасса, которой не хватило логитов, вызывает ValueError.
 def greedy_trace(prepared_logits, eos_id, max_new_tokens):
     """Greedy decoding over a prepared list of logit vectors: (tokens, 'eos' or 'length_limit')."""
-    eos_id = require_int("eos_id", eos_id, minimum=0)
-    max_new_tokens = require_int("max_new_tokens", max_new_tokens, minimum=1)
-    steps = [list(scores) for scores in prepared_logits]
-    for scores in steps:
-        if eos_id >= len(scores):
-            raise ValueError(f"eos_id={eos_id} is not a token id of a {len(scores)}-entry score vector")
+    steps, eos_id, max_new_tokens = _greedy_args(prepared_logits, eos_id, max_new_tokens)
     # Ваш код здесь.
     raise NotImplementedError('Exercise 8: инструкции выше')
 
