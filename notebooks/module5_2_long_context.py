@@ -499,7 +499,7 @@ LANGUAGES = ("en", "ru")
 class Palette:
     """The course colours, one name per role, shared by every figure.
 
-    The six line colours (``LINES``, the default cycle) are Okabe and Ito's colour-blind-safe set,
+    The six line colours (``LINES``, the default cycle, colour only) are Okabe and Ito's colour-blind-safe set,
     vermillion for orange, a deep red added, purple and grey darkened: each reaches 3:1 against
     white (WCAG's minimum for graphics) and stays apart from the others under simulated
     deuteranopia, protanopia and tritanopia (tests/test_a11y_palette.py). YELLOW, BORDER and
@@ -518,7 +518,8 @@ class Palette:
     BORDER = "#D8DEE9"
     PAPER = "#ECEFF4"
     LINES = (BLUE, ORANGE, GREEN, RED, PURPLE, GREY)
-    # A second cue for every line: the n-th series differs from the others in marker and dash too.
+    # A second cue, for a plot of several series to pass as marker= and linestyle= (the cycle gives colour only):
+    # the n-th series differs from the others in marker and dash too, with a marker on every data point.
     MARKERS = ("o", "s", "^", "D", "v", "P")
     DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
     # How figures are shown: an inch of figure is 96 CSS pixels (a matplotlib point is a CSS point),
@@ -526,10 +527,10 @@ class Palette:
     DPI = 96
     SHOWN_WIDTH_PX = 800
     PIXEL_DENSITY = 2
-# builder:end sha256=441820064024797acc20a374e00f462539325e6e1133037b46bfcb7a0fe063a8
+# builder:end sha256=61a2bda4cfb6e12bb46c778eceb1b37613fa292d77eadd588cba1c4269cde948
 # builder:begin inline apply_plot_style
 def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colour-blind-safe lines with markers and dashes, grid, 96 dpi."""
+    """Set matplotlib defaults once: fonts, colour-blind-safe line colours (markers and dashes are each plot's), grid, 96 dpi."""
     import matplotlib
 
     matplotlib.rcParams.update({
@@ -550,8 +551,7 @@ def apply_plot_style():
         "axes.axisbelow": True,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": (matplotlib.cycler(color=Palette.LINES) + matplotlib.cycler(marker=Palette.MARKERS)
-                            + matplotlib.cycler(linestyle=Palette.DASHES) + matplotlib.cycler(markevery=[0.1] * 6)),
+        "axes.prop_cycle": matplotlib.cycler(color=Palette.LINES),  # colour only: a plot of several series sets its own markers and dashes
         "lines.linewidth": 1.8,
         "lines.markersize": 5,
         "grid.color": Palette.BORDER,
@@ -568,7 +568,7 @@ def apply_plot_style():
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=9b53ea0a3e4b9b4980bef0f6a2d9d450a5a06caaf52c45a415dd00d3d4ff801d
+# builder:end sha256=210dd8ad88bc32197a039a729dcbcbf05ca67f083f9a0c4e98c3cc257faacd80
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
@@ -3833,13 +3833,17 @@ def plot_rope_obstruction(distances, effective, language="en"):
     if len(effective) != len(distances) or effective.shape[1] > 3:
         raise ValueError(f"need one row of at most 3 entries per distance; got {effective.shape} for {len(distances)} distances")
     fig, ax = plt.subplots(figsize=(6.6, 3.7))
-    for k, (entry, color) in enumerate(zip(effective.T, (Palette.BLUE, Palette.ORANGE, Palette.GREEN))):
-        ax.plot(distances, entry, "o-", color=color, markersize=3, markevery=1,
+    # each entry its own marker (rotated, solid) and its own dash (unrotated): pairs are told apart by more than colour
+    cues = zip((Palette.BLUE, Palette.ORANGE, Palette.GREEN), ("o", "s", "^"), ("--", ":", "-."))
+    for k, (entry, (color, marker, dash)) in enumerate(zip(effective.T, cues)):
+        ax.plot(distances, entry, linestyle="-", marker=marker, color=color, markersize=4,
                 label=localized(language, f"entry {k + 1}, rotated latent", f"элемент {k + 1}, повёрнутый латент"))
-        ax.axhline(entry[0], color=color, linestyle="--", linewidth=1.2,
+        ax.axhline(entry[0], color=color, linestyle=dash, linewidth=1.2,
                    label=localized(language, f"entry {k + 1}, unrotated latent (MLA)", f"элемент {k + 1}, латент без поворота (MLA)"))
     ax.axhline(0, color=Palette.GREY, linewidth=0.8)
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    handles, labels = ax.get_legend_handles_labels()
+    order = [*range(0, len(handles), 2), *range(1, len(handles), 2)]  # column 1 the rotated entries, column 2 their unrotated lines
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.set_xlabel(localized(language, "rotation angle of j - i (radians)", "угол поворота j - i (радианы)"))
     ax.set_ylabel(localized(language, "absorbed query entry", "элемент поглощённого запроса"))
     ax.set_title(localized(language, "RoPE on the latent: the absorbed query moves", "RoPE на латенте: поглощённый запрос меняется"))
@@ -3849,11 +3853,12 @@ def plot_rope_obstruction(distances, effective, language="en"):
 
 show_figure(
     plot_rope_obstruction(distances, effective, language=LANGUAGE),
-    "Each solid line is one entry of the absorbed query W^T R(j - i)^T q, which would have to be fixed for the "
-    "absorption trick to work; the x-axis is the rotation between the query's and the key's positions. The entries "
-    "swing as the key moves, so a rotated latent would need a new absorbed query for every cached token. The dashed "
-    "line of the same colour is that entry when the latent is not rotated, as in MLA: flat, one vector for every key, "
-    "while position travels in a separate 64-number key.",
+    "Each solid line with markers (circles, squares, triangles for entries 1, 2, 3) is one entry of the absorbed query "
+    "W^T R(j - i)^T q, which would have to be fixed for the absorption trick to work; the x-axis is the rotation between "
+    "the query's and the key's positions. The entries swing as the key moves, so a rotated latent would need a new "
+    "absorbed query for every cached token. The flat line of the same colour that starts where its entry starts "
+    "(dashed, dotted, dash-dotted for entries 1, 2, 3) is that entry when the latent is not rotated, as in MLA: one "
+    "vector for every key, while position travels in a separate 64-number key.",
 )
 
 # %%

@@ -71,13 +71,14 @@ def test_white_text_on_solid_boxes_is_readable():
         assert contrast("#FFFFFF", colour) >= AA_GRAPHICS, colour
 
 
-def test_default_cycle_gives_every_series_its_own_marker_and_dash():
+def test_default_cycle_gives_colour_only():
+    """The cycle sets colour alone: a marker or dash is the plot's own choice, and no cycled markevery skips data."""
     import matplotlib
 
     apply_plot_style()
     cycle = list(matplotlib.rcParams["axes.prop_cycle"])
     assert [c["color"] for c in cycle] == list(Palette.LINES)
-    assert len({c["marker"] for c in cycle}) == len({str(c["linestyle"]) for c in cycle}) == len(cycle)
+    assert all(set(c) == {"color"} for c in cycle), cycle
     assert matplotlib.rcParams["savefig.dpi"] == Palette.DPI * Palette.PIXEL_DENSITY
     assert min(matplotlib.rcParams["legend.fontsize"], matplotlib.rcParams["xtick.labelsize"]) >= 9
 
@@ -88,7 +89,7 @@ def test_contrast_matches_wcag_examples():
     assert contrast("#5E81AC", "#ECEFF4") == pytest.approx(3.49, abs=0.01)  # the old accent axe flagged
 
 
-# ---- every line a notebook actually draws (issue 37: a line in Palette.YELLOW, 1.56:1, passed the name list above) ----
+# ---- every line the notebooks actually draw (issue 37: a line in Palette.YELLOW, 1.56:1, passed the name list above) ----
 
 _LINE_PROBE = r"""
 import json, runpy, sys
@@ -100,14 +101,15 @@ seen, close = [], plt.close
 def recording_close(fig=None):
     figures = [fig] if isinstance(fig, matplotlib.figure.Figure) else []
     for figure in figures:
-        for ax in figure.axes:
+        for index, ax in enumerate(figure.axes):
             title = ax.get_title() or (figure.texts[0].get_text() if figure.texts else "")
             for line in ax.get_lines():
                 if line.get_linestyle() in ("None", "") and line.get_marker() in ("None", "none", "", None):
                     continue
-                seen.append({"title": title, "label": str(line.get_label()), "colour": matplotlib.colors.to_hex(line.get_color()),
-                             "points": len(line.get_xdata()), "marker": str(line.get_marker()),
-                             "markevery": repr(line.get_markevery())})
+                dashes = "none" if line.get_linestyle() in ("None", "") else repr(line._unscaled_dash_pattern)
+                seen.append({"figure": id(figure), "axes": index, "title": title, "label": str(line.get_label()),
+                             "colour": matplotlib.colors.to_hex(line.get_color()), "points": len(line.get_xdata()),
+                             "marker": str(line.get_marker()), "dashes": dashes, "markevery": repr(line.get_markevery())})
     return close(fig)
 
 plt.close = recording_close
@@ -116,29 +118,49 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 print("LINES=" + json.dumps(seen))
 """
 
+_NOTEBOOKS = ("module3", "module5_1", "module5_2")
+_NO_MARKER = ("None", "none", "", " ")
 
-@pytest.fixture(scope="module")
-def drawn_lines():
-    """Every Line2D that Module 5.2's figures draw, read from the figures as the notebook closes them."""
+
+@pytest.fixture(scope="module", params=_NOTEBOOKS)
+def drawn_lines(request):
+    """Every Line2D that one notebook's figures draw, read from the figures as the notebook closes them (one run each)."""
     import json
     import subprocess
     import sys
 
     from tests.support import NOTEBOOK_SOURCES
 
-    run = subprocess.run([sys.executable, "-c", _LINE_PROBE, str(NOTEBOOK_SOURCES["module5_2"])], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", _LINE_PROBE, str(NOTEBOOK_SOURCES[request.param])], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     line = next(text for text in run.stdout.splitlines() if text.startswith("LINES="))
     return json.loads(line.removeprefix("LINES="))
 
 
-def test_every_line_module_5_2_draws_reaches_3_to_1_on_white(drawn_lines):
+def test_every_drawn_line_reaches_3_to_1_on_white(drawn_lines):
     faint = sorted({(d["colour"], d["label"]) for d in drawn_lines if contrast(d["colour"], "#FFFFFF") < AA_GRAPHICS})
     assert drawn_lines and faint == [], f"lines below 3:1 on white: {faint}"
 
 
-def test_every_marked_line_of_module_5_2_marks_every_data_point(drawn_lines):
+def test_every_marked_line_marks_every_data_point(drawn_lines):
     """A line with markers draws one at each of its points: a fractional markevery skips data."""
     skipped = [(d["title"], d["label"], d["markevery"]) for d in drawn_lines
-               if d["marker"] not in ("None", "none", "") and d["markevery"] not in ("None", "1") and d["points"] > 1]
+               if d["marker"] not in _NO_MARKER and d["markevery"] not in ("None", "1") and d["points"] > 1]
     assert skipped == [], f"marked lines that skip points: {skipped}"
+
+
+def test_labelled_lines_differ_by_more_than_colour(drawn_lines):
+    """On axes with a legend of two or more lines, no two lines share a marker and a dash: colour is never the only cue."""
+    import collections
+
+    labelled = collections.defaultdict(list)
+    for d in drawn_lines:
+        if d["label"] and not d["label"].startswith("_"):
+            labelled[d["figure"], d["axes"]].append(d)
+    alike = []
+    for lines in labelled.values():
+        cues = collections.defaultdict(list)
+        for d in lines:
+            cues["none" if d["marker"] in _NO_MARKER else d["marker"], d["dashes"]].append(d["label"])
+        alike += [(lines[0]["title"], cue, labels) for cue, labels in cues.items() if len(lines) > 1 and len(labels) > 1]
+    assert alike == [], f"lines told apart by colour alone (title, (marker, dashes), labels): {alike}"

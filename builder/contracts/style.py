@@ -11,7 +11,7 @@ LANGUAGES = ("en", "ru")
 class Palette:
     """The course colours, one name per role, shared by every figure.
 
-    The six line colours (``LINES``, the default cycle) are Okabe and Ito's colour-blind-safe set,
+    The six line colours (``LINES``, the default cycle, colour only) are Okabe and Ito's colour-blind-safe set,
     vermillion for orange, a deep red added, purple and grey darkened: each reaches 3:1 against
     white (WCAG's minimum for graphics) and stays apart from the others under simulated
     deuteranopia, protanopia and tritanopia (tests/test_a11y_palette.py). YELLOW, BORDER and
@@ -30,7 +30,8 @@ class Palette:
     BORDER = "#D8DEE9"
     PAPER = "#ECEFF4"
     LINES = (BLUE, ORANGE, GREEN, RED, PURPLE, GREY)
-    # A second cue for every line: the n-th series differs from the others in marker and dash too.
+    # A second cue, for a plot of several series to pass as marker= and linestyle= (the cycle gives colour only):
+    # the n-th series differs from the others in marker and dash too, with a marker on every data point.
     MARKERS = ("o", "s", "^", "D", "v", "P")
     DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
     # How figures are shown: an inch of figure is 96 CSS pixels (a matplotlib point is a CSS point),
@@ -41,7 +42,7 @@ class Palette:
 
 
 def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colour-blind-safe lines with markers and dashes, grid, 96 dpi."""
+    """Set matplotlib defaults once: fonts, colour-blind-safe line colours (markers and dashes are each plot's), grid, 96 dpi."""
     import matplotlib
 
     matplotlib.rcParams.update({
@@ -62,8 +63,7 @@ def apply_plot_style():
         "axes.axisbelow": True,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": (matplotlib.cycler(color=Palette.LINES) + matplotlib.cycler(marker=Palette.MARKERS)
-                            + matplotlib.cycler(linestyle=Palette.DASHES) + matplotlib.cycler(markevery=[0.1] * 6)),
+        "axes.prop_cycle": matplotlib.cycler(color=Palette.LINES),  # colour only: a plot of several series sets its own markers and dashes
         "lines.linewidth": 1.8,
         "lines.markersize": 5,
         "grid.color": Palette.BORDER,

@@ -2043,7 +2043,7 @@ LANGUAGES = ("en", "ru")
 class Palette:
     """The course colours, one name per role, shared by every figure.
 
-    The six line colours (``LINES``, the default cycle) are Okabe and Ito's colour-blind-safe set,
+    The six line colours (``LINES``, the default cycle, colour only) are Okabe and Ito's colour-blind-safe set,
     vermillion for orange, a deep red added, purple and grey darkened: each reaches 3:1 against
     white (WCAG's minimum for graphics) and stays apart from the others under simulated
     deuteranopia, protanopia and tritanopia (tests/test_a11y_palette.py). YELLOW, BORDER and
@@ -2062,7 +2062,8 @@ class Palette:
     BORDER = "#D8DEE9"
     PAPER = "#ECEFF4"
     LINES = (BLUE, ORANGE, GREEN, RED, PURPLE, GREY)
-    # A second cue for every line: the n-th series differs from the others in marker and dash too.
+    # A second cue, for a plot of several series to pass as marker= and linestyle= (the cycle gives colour only):
+    # the n-th series differs from the others in marker and dash too, with a marker on every data point.
     MARKERS = ("o", "s", "^", "D", "v", "P")
     DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
     # How figures are shown: an inch of figure is 96 CSS pixels (a matplotlib point is a CSS point),
@@ -2070,10 +2071,10 @@ class Palette:
     DPI = 96
     SHOWN_WIDTH_PX = 800
     PIXEL_DENSITY = 2
-# builder:end sha256=441820064024797acc20a374e00f462539325e6e1133037b46bfcb7a0fe063a8
+# builder:end sha256=61a2bda4cfb6e12bb46c778eceb1b37613fa292d77eadd588cba1c4269cde948
 # builder:begin inline apply_plot_style
 def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colour-blind-safe lines with markers and dashes, grid, 96 dpi."""
+    """Set matplotlib defaults once: fonts, colour-blind-safe line colours (markers and dashes are each plot's), grid, 96 dpi."""
     import matplotlib
 
     matplotlib.rcParams.update({
@@ -2094,8 +2095,7 @@ def apply_plot_style():
         "axes.axisbelow": True,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": (matplotlib.cycler(color=Palette.LINES) + matplotlib.cycler(marker=Palette.MARKERS)
-                            + matplotlib.cycler(linestyle=Palette.DASHES) + matplotlib.cycler(markevery=[0.1] * 6)),
+        "axes.prop_cycle": matplotlib.cycler(color=Palette.LINES),  # colour only: a plot of several series sets its own markers and dashes
         "lines.linewidth": 1.8,
         "lines.markersize": 5,
         "grid.color": Palette.BORDER,
@@ -2112,7 +2112,7 @@ def apply_plot_style():
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=9b53ea0a3e4b9b4980bef0f6a2d9d450a5a06caaf52c45a415dd00d3d4ff801d
+# builder:end sha256=210dd8ad88bc32197a039a729dcbcbf05ca67f083f9a0c4e98c3cc257faacd80
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
@@ -3410,16 +3410,19 @@ def plot_positions(table, language="en"):
               localized(language, "Slow coordinates (pair 2)", "Медленные координаты (пара 2)"))
     smooth = np.linspace(0, len(table) - 1, 40 * len(table))  # the continuous curve each column samples
     for ax, columns, title in zip(axes, ((0, 1), (4, 5)), titles):
+        handles, labels = [], []
         for column, color, style, marker in zip(columns, (Palette.BLUE, Palette.ORANGE), ("-", "--"), ("o", "s")):
             name = "sin" if column % 2 == 0 else "cos"
             angle = smooth * 10_000.0 ** (-(column - column % 2) / table.shape[1])  # the table's default base
-            ax.plot(smooth, np.sin(angle) if column % 2 == 0 else np.cos(angle), color=color, ls=style, lw=1.0, alpha=0.6)
-            ax.plot(np.arange(len(table)), table[:, column], color=color, ls="none", marker=marker, ms=3.5,
-                    label=f"{localized(language, 'coordinate', 'координата')} {column} ({name})")
+            curve, = ax.plot(smooth, np.sin(angle) if column % 2 == 0 else np.cos(angle), color=color, ls=style, lw=1.0, alpha=0.6)
+            dots, = ax.plot(np.arange(len(table)), table[:, column], color=color, ls="none", marker=marker, ms=3.5,
+                            label=f"{localized(language, 'coordinate', 'координата')} {column} ({name})")
+            handles.append((curve, dots))  # the legend shows each marker on its curve: sine solid with dots, cosine dashed with squares
+            labels.append(dots.get_label())
         ax.set_title(title, fontsize=11)
         ax.set_ylim(-1.15, 1.15)
         ax.set_ylabel("PE")
-        ax.legend(ncol=2, loc="lower right", bbox_to_anchor=(1.0, 0.98), fontsize=9)  # above the panel, right of its title
+        ax.legend(handles, labels, ncol=2, loc="lower right", bbox_to_anchor=(1.0, 0.98), fontsize=9)  # above the panel, right of its title
     axes[-1].set_xlabel(localized(language, "position p (from 0)", "позиция p (с нуля)"))
     axes[-1].set_xlim(0, len(table) - 1)
     fig.suptitle(localized(language, f"Sinusoidal positions, width d = {table.shape[1]}",
@@ -3458,10 +3461,11 @@ print(f"сдвиг каждой позиции на {number(offset, '', 'ru')} �
 
 show_figure(
     plot_positions(pe.numpy(), language=LANGUAGE),
-    "Каждый маркер\xa0— одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция 80); "
-    "тонкая кривая за маркерами\xa0— синус или косинус, значения которого они берут. Верхняя пара поворачивается на "
-    "один радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6,3 позиции; нижняя пара "
-    "вращается в 100 раз медленнее и мало меняется между соседями, зато отличает позицию 10 от позиции 70.",
+    "Каждый маркер — одна координата вектора позиции в целой позиции, слева (позиция 0) направо (позиция 80): "
+    "синие точки — синусная координата пары, оранжевые квадраты — её косинус; тонкая кривая за маркерами (сплошная "
+    "для синуса, штриховая для косинуса) — волна, значения которой они берут. Верхняя пара поворачивается на один "
+    "радиан за позицию, поэтому различает соседей, но повторяется каждые 2π ≈ 6,3 позиции; нижняя пара вращается в "
+    "100 раз медленнее и мало меняется между соседями, зато отличает позицию 10 от позиции 70.",
 )
 
 
@@ -5469,8 +5473,8 @@ def plot_cost(lengths, quadratic, linear, d_model, language="en"):
     apply_plot_style()
     fig, ax = plt.subplots(figsize=(7.4, 3.8))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.91)  # fixed margins: a layout engine would draw everything twice
-    ax.plot(lengths, quadratic, color=Palette.RED, lw=2, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
-    ax.plot(lengths, linear, color=Palette.BLUE, lw=2, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
+    ax.plot(lengths, quadratic, "o-", color=Palette.RED, lw=2, ms=3.5, label=localized(language, "scores + mix  ∝ n²·d", "оценки + смешивание  ∝ n²·d"))
+    ax.plot(lengths, linear, "s--", color=Palette.BLUE, lw=2, ms=3.5, label=localized(language, "projections  ∝ n·d²", "проекции  ∝ n·d²"))
     log_scale(ax, "both")
     ax.axvline(2 * d_model, color=Palette.MUTED, ls="--", lw=1)
     ax.text(2 * d_model * 1.2, quadratic.min() * 3, localized(language, f"crossover\nn = 2·d = {2 * d_model:,}",
@@ -6205,10 +6209,11 @@ def plot_ablation(losses, ablated_losses, vocab_size, language="en", *, constant
     fig, ax = plt.subplots(figsize=(7.6, 3.4))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.15, top=0.9)  # fixed margins: a layout engine would draw everything twice
     if constant_losses is not None:
-        ax.plot(np.arange(len(series[2])), series[2], color=Palette.GREY, lw=1.2, ls="--",
+        ax.plot(np.arange(len(series[2])), series[2], "o--", color=Palette.GREY, lw=1.2, ms=3,
                 label=localized(language, "with attention, constant lr", "с вниманием, постоянный lr"))
-    ax.plot(np.arange(len(losses)), losses, color=Palette.BLUE, lw=1.8, label=localized(language, "with attention", "с вниманием"))
-    ax.plot(np.arange(len(ablated_losses)), ablated_losses, color=Palette.RED, lw=1.8, marker="x", markevery=5, ms=5,
+    # a marker on every step, and a shape and dash per run (the caption names them): not colour alone
+    ax.plot(np.arange(len(losses)), losses, "s--", color=Palette.BLUE, lw=1.8, ms=3.5, label=localized(language, "with attention", "с вниманием"))
+    ax.plot(np.arange(len(ablated_losses)), ablated_losses, "x:", color=Palette.RED, lw=1.8, ms=4,
             label=localized(language, "attention switched off", "внимание выключено"))
     ax.axhline(math.log(vocab_size), color=Palette.INK, ls=":", lw=1.4, zorder=5,  # drawn over the red curve it hides
                label=localized(language, f"chance, ln {vocab_size}", f"случайная догадка, ln {vocab_size}"))

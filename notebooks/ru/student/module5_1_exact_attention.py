@@ -503,7 +503,7 @@ LANGUAGES = ("en", "ru")
 class Palette:
     """The course colours, one name per role, shared by every figure.
 
-    The six line colours (``LINES``, the default cycle) are Okabe and Ito's colour-blind-safe set,
+    The six line colours (``LINES``, the default cycle, colour only) are Okabe and Ito's colour-blind-safe set,
     vermillion for orange, a deep red added, purple and grey darkened: each reaches 3:1 against
     white (WCAG's minimum for graphics) and stays apart from the others under simulated
     deuteranopia, protanopia and tritanopia (tests/test_a11y_palette.py). YELLOW, BORDER and
@@ -522,7 +522,8 @@ class Palette:
     BORDER = "#D8DEE9"
     PAPER = "#ECEFF4"
     LINES = (BLUE, ORANGE, GREEN, RED, PURPLE, GREY)
-    # A second cue for every line: the n-th series differs from the others in marker and dash too.
+    # A second cue, for a plot of several series to pass as marker= and linestyle= (the cycle gives colour only):
+    # the n-th series differs from the others in marker and dash too, with a marker on every data point.
     MARKERS = ("o", "s", "^", "D", "v", "P")
     DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
     # How figures are shown: an inch of figure is 96 CSS pixels (a matplotlib point is a CSS point),
@@ -530,10 +531,10 @@ class Palette:
     DPI = 96
     SHOWN_WIDTH_PX = 800
     PIXEL_DENSITY = 2
-# builder:end sha256=441820064024797acc20a374e00f462539325e6e1133037b46bfcb7a0fe063a8
+# builder:end sha256=61a2bda4cfb6e12bb46c778eceb1b37613fa292d77eadd588cba1c4269cde948
 # builder:begin inline apply_plot_style
 def apply_plot_style():
-    """Set matplotlib defaults once: fonts, colour-blind-safe lines with markers and dashes, grid, 96 dpi."""
+    """Set matplotlib defaults once: fonts, colour-blind-safe line colours (markers and dashes are each plot's), grid, 96 dpi."""
     import matplotlib
 
     matplotlib.rcParams.update({
@@ -554,8 +555,7 @@ def apply_plot_style():
         "axes.axisbelow": True,
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.prop_cycle": (matplotlib.cycler(color=Palette.LINES) + matplotlib.cycler(marker=Palette.MARKERS)
-                            + matplotlib.cycler(linestyle=Palette.DASHES) + matplotlib.cycler(markevery=[0.1] * 6)),
+        "axes.prop_cycle": matplotlib.cycler(color=Palette.LINES),  # colour only: a plot of several series sets its own markers and dashes
         "lines.linewidth": 1.8,
         "lines.markersize": 5,
         "grid.color": Palette.BORDER,
@@ -572,7 +572,7 @@ def apply_plot_style():
         "savefig.facecolor": "white",
         "svg.hashsalt": "course",
     })
-# builder:end sha256=9b53ea0a3e4b9b4980bef0f6a2d9d450a5a06caaf52c45a415dd00d3d4ff801d
+# builder:end sha256=210dd8ad88bc32197a039a729dcbcbf05ca67f083f9a0c4e98c3cc257faacd80
 # builder:begin inline localized
 def localized(language, en, ru):
     """Pick the English or the Russian text of a label."""
