@@ -21,8 +21,8 @@
 # (JupyterLab). `show_reference("Exercise 3")` печатает решение; последняя ячейка перечисляет
 # упражнения пройденные, не пройденные и не начатые.
 
-# %%
-# Setup 1 of 5: install only the allow-listed packages that are missing.
+# %% tags=["hide-input"]
+# @title Подготовка 1 из 5: установить только недостающие пакеты из разрешённого списка и сообщить версии.
 # builder:begin inline ALLOWED_PACKAGES
 # import name -> the pip arguments that install it; nothing outside this list is ever installed.
 ALLOWED_PACKAGES = {
@@ -47,6 +47,31 @@ def install_missing(modules):
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *ALLOWED_PACKAGES[module]])
     return missing
 # builder:end sha256=51bb8d10e463959eec8160187592ed24c962d8af9b09c6775405eb8520391aa0
+
+# builder:begin inline report_environment
+def report_environment():
+    """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
+    import platform
+    import sys
+
+    import matplotlib
+    import numpy
+    import torch
+
+    in_colab = "google.colab" in sys.modules
+    print(
+        f"Python {platform.python_version()} | numpy {numpy.__version__} | torch {torch.__version__} | "
+        f"matplotlib {matplotlib.__version__} | running in Colab: {'yes' if in_colab else 'no'}"
+    )
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    has_gqa = (major, minor) >= (2, 5)
+    if not has_gqa:
+        print(
+            f"WARNING: torch {torch.__version__} is older than 2.5, so F.scaled_dot_product_attention has no "
+            "enable_gqa argument. The cells that use it will say so and skip that path; everything else runs."
+        )
+    return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
+# builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
 
 installed = install_missing(["numpy", "torch", "matplotlib"])  # a name, so the cell prints no list
 if not installed:
@@ -77,30 +102,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn  # the capstone model's layers (section 9; its inlined copy sets the same name)
 
-# builder:begin inline report_environment
-def report_environment():
-    """Print Python, numpy, torch and matplotlib versions and whether this is Colab; warn on old torch."""
-    import platform
-    import sys
-
-    import matplotlib
-    import numpy
-    import torch
-
-    in_colab = "google.colab" in sys.modules
-    print(
-        f"Python {platform.python_version()} | numpy {numpy.__version__} | torch {torch.__version__} | "
-        f"matplotlib {matplotlib.__version__} | running in Colab: {'yes' if in_colab else 'no'}"
-    )
-    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
-    has_gqa = (major, minor) >= (2, 5)
-    if not has_gqa:
-        print(
-            f"WARNING: torch {torch.__version__} is older than 2.5, so F.scaled_dot_product_attention has no "
-            "enable_gqa argument. The cells that use it will say so and skip that path; everything else runs."
-        )
-    return {"colab": in_colab, "torch_has_enable_gqa": has_gqa}
-# builder:end sha256=e7074f2ff5c04d29c8dedb93351d7398da01b63ee170f66a70d9750dc703a18d
 
 SEED = 4
 LANGUAGE = "ru"  # figure labels: "en" or "ru"
@@ -3137,11 +3138,9 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IG9uIHRoYXQgYXhpcywgd2hlcmUgcXVlcnkgaGVhZCBoIGdldHMgS1YgaGVhZAojIGggLy8gZ3JvdXA6IGNvbnNlY3V0aXZl",
         "IHF1ZXJ5IGhlYWRzIHNoYXJlIGEgS1YgaGVhZC4KZGVmIHJlcGVhdF9rdl9oZWFkcyh4LCBncm91cCk6CiAgICAiIiJLViBo",
         "ZWFkcyBvbiBheGlzIC0zLCBlYWNoIHJlcGVhdGVkIGBgZ3JvdXBgYCB0aW1lcyBpbiBwbGFjZTogcXVlcnkgaGVhZCBoIHJl",
-        "YWRzIEtWIGhlYWQgaCAvLyBncm91cC4iIiIKICAgIHggPSByZXF1aXJlX2FycmF5KCJ4IiwgeCwgbWluX25kaW09MykKICAg",
-        "IGdyb3VwID0gcmVxdWlyZV9pbnQoImdyb3VwIiwgZ3JvdXAsIG1pbmltdW09MSkKICAgIHJlcXVpcmVfYnVkZ2V0KGYie2dy",
-        "b3VwfSBjb3BpZXMgb2YgZWFjaCBLViBoZWFkIiwgeC5zaGFwZSArIChncm91cCwpLCBpdGVtc2l6ZT14Lml0ZW1zaXplKQog",
-        "ICAgcmV0dXJuIG5wLnJlcGVhdCh4LCBncm91cCwgYXhpcz0tMykgICMga3YwLCBrdjAsIC4uLiwga3YxLCBrdjEsIC4uLjog",
-        "ZWFjaCBLViBoZWFkIHNlcnZlcyBhIGJsb2NrIG9mIHF1ZXJ5IGhlYWRz",
+        "YWRzIEtWIGhlYWQgaCAvLyBncm91cC4iIiIKICAgIHgsIGdyb3VwID0gX3JlcGVhdF9rdl9hcmdzKHgsIGdyb3VwKQogICAg",
+        "cmV0dXJuIG5wLnJlcGVhdCh4LCBncm91cCwgYXhpcz0tMykgICMga3YwLCBrdjAsIC4uLiwga3YxLCBrdjEsIC4uLjogZWFj",
+        "aCBLViBoZWFkIHNlcnZlcyBhIGJsb2NrIG9mIHF1ZXJ5IGhlYWRz",
     ),
     "Exercise 4": (
         "IyBFeGVyY2lzZSA0OiBTaXplIGEgS1YgY2FjaGUgbGF5ZXIgYnkgbGF5ZXIuIGxheWVyX3dpbmRvd3MgaGFzIG9uZSBlbnRy",
@@ -3170,22 +3169,14 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cGVuZCB7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAidSI6IHV9IHRvIHRoZSB0cmFjZS4gUmV0dXJuICh1IC8g",
         "bCwgdHJhY2UpLgpkZWYgb25saW5lX3NvZnRtYXhfZG90KGxvZ2l0X3RpbGVzLCB2YWx1ZV90aWxlcyk6CiAgICAiIiJTb2Z0",
         "bWF4LXdlaWdodGVkIGF2ZXJhZ2Ugb2Ygc2NhbGFyIHZhbHVlcywgc3RyZWFtZWQgdGlsZSBieSB0aWxlOyByZXR1cm5zIChv",
-        "dXRwdXQsIHBlci10aWxlIHRyYWNlKS4iIiIKICAgIGlmIGxlbihsb2dpdF90aWxlcykgIT0gbGVuKHZhbHVlX3RpbGVzKSBv",
-        "ciBub3QgbGVuKGxvZ2l0X3RpbGVzKToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYibmVlZCB0aGUgc2FtZSwgbm9uLXpl",
-        "cm8gbnVtYmVyIG9mIGxvZ2l0IGFuZCB2YWx1ZSB0aWxlczsgZ290IHtsZW4obG9naXRfdGlsZXMpfSBhbmQge2xlbih2YWx1",
-        "ZV90aWxlcyl9IikKICAgIHRpbGVzID0gW10KICAgIGZvciB0LCAobG9naXRzLCB2YWx1ZXMpIGluIGVudW1lcmF0ZSh6aXAo",
-        "bG9naXRfdGlsZXMsIHZhbHVlX3RpbGVzKSk6CiAgICAgICAgbG9naXRzLCB2YWx1ZXMgPSByZXF1aXJlX2FycmF5KGYibG9n",
-        "aXRfdGlsZXNbe3R9XSIsIGxvZ2l0cywgbmRpbT0xKSwgcmVxdWlyZV9hcnJheShmInZhbHVlX3RpbGVzW3t0fV0iLCB2YWx1",
-        "ZXMsIG5kaW09MSkKICAgICAgICBpZiBsb2dpdHMuc2hhcGUgIT0gdmFsdWVzLnNoYXBlOgogICAgICAgICAgICByYWlzZSBW",
-        "YWx1ZUVycm9yKGYidGlsZSB7dH0gaGFzIHtsb2dpdHMuc2l6ZX0gbG9naXRzIGJ1dCB7dmFsdWVzLnNpemV9IHZhbHVlcyIp",
-        "CiAgICAgICAgdGlsZXMuYXBwZW5kKChsb2dpdHMuYXN0eXBlKGZsb2F0KSwgdmFsdWVzLmFzdHlwZShmbG9hdCkpKQogICAg",
-        "bSwgbCwgdSA9IC1tYXRoLmluZiwgMC4wLCAwLjAKICAgIHRyYWNlID0gW10KICAgIGZvciBsb2dpdHMsIHZhbHVlcyBpbiB0",
-        "aWxlczoKICAgICAgICBtX25ldyA9IG1heChtLCBmbG9hdChsb2dpdHMubWF4KCkpKQogICAgICAgIGFscGhhID0gbWF0aC5l",
-        "eHAobSAtIG1fbmV3KSAgIyAwIGJlZm9yZSB0aGUgZmlyc3QgdGlsZSwgc2luY2UgbSA9IC1pbmYKICAgICAgICB3ZWlnaHRz",
-        "ID0gbnAuZXhwKGxvZ2l0cyAtIG1fbmV3KQogICAgICAgIGwgPSBhbHBoYSAqIGwgKyBmbG9hdCh3ZWlnaHRzLnN1bSgpKQog",
-        "ICAgICAgIHUgPSBhbHBoYSAqIHUgKyBmbG9hdCh3ZWlnaHRzIEAgdmFsdWVzKQogICAgICAgIG0gPSBtX25ldwogICAgICAg",
-        "IHRyYWNlLmFwcGVuZCh7Im0iOiBtLCAiYWxwaGEiOiBhbHBoYSwgImwiOiBsLCAidSI6IHV9KQogICAgcmV0dXJuIHUgLyBs",
-        "LCB0cmFjZQ==",
+        "dXRwdXQsIHBlci10aWxlIHRyYWNlKS4iIiIKICAgIHRpbGVzID0gX29ubGluZV9zb2Z0bWF4X3RpbGVzKGxvZ2l0X3RpbGVz",
+        "LCB2YWx1ZV90aWxlcykgICMgWyhsb2dpdHMsIHZhbHVlcyksIC4uLl0gYXMgZmxvYXQgYXJyYXlzCiAgICBtLCBsLCB1ID0g",
+        "LW1hdGguaW5mLCAwLjAsIDAuMAogICAgdHJhY2UgPSBbXQogICAgZm9yIGxvZ2l0cywgdmFsdWVzIGluIHRpbGVzOgogICAg",
+        "ICAgIG1fbmV3ID0gbWF4KG0sIGZsb2F0KGxvZ2l0cy5tYXgoKSkpCiAgICAgICAgYWxwaGEgPSBtYXRoLmV4cChtIC0gbV9u",
+        "ZXcpICAjIDAgYmVmb3JlIHRoZSBmaXJzdCB0aWxlLCBzaW5jZSBtID0gLWluZgogICAgICAgIHdlaWdodHMgPSBucC5leHAo",
+        "bG9naXRzIC0gbV9uZXcpCiAgICAgICAgbCA9IGFscGhhICogbCArIGZsb2F0KHdlaWdodHMuc3VtKCkpCiAgICAgICAgdSA9",
+        "IGFscGhhICogdSArIGZsb2F0KHdlaWdodHMgQCB2YWx1ZXMpCiAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgdHJhY2UuYXBw",
+        "ZW5kKHsibSI6IG0sICJhbHBoYSI6IGFscGhhLCAibCI6IGwsICJ1IjogdX0pCiAgICByZXR1cm4gdSAvIGwsIHRyYWNl",
     ),
     "Exercise 6": (
         "IyBFeGVyY2lzZSA2OiBQbGFpbiB0aWxlcy4gRm9yIGVhY2ggYmxvY2sgb2YgdGlsZV9zaXplIHF1ZXJpZXMga2VlcCBwZXIt",
@@ -3195,25 +3186,20 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IyBrZXkgYmxvY2ssIHJldHVybiBPIC8gbCBmb3IgZXZlcnkgcXVlcnkgYmxvY2suIE5ldmVyIGJ1aWxkIGEgVF9xIHggVF9r",
         "IGFycmF5LgpkZWYgdGlsZWRfYXR0ZW50aW9uX3BsYWluKFEsIEssIFYsICosIHRpbGVfc2l6ZT0xMjgpOgogICAgIiIiVW5t",
         "YXNrZWQgc29mdG1heCBhdHRlbnRpb24sIHN0cmVhbWVkIG92ZXIgKHF1ZXJ5IGJsb2NrLCBrZXkgYmxvY2spIHRpbGVzOiBv",
-        "dXRwdXQgW1RfcSwgZF92XS4iIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0yKSwgcmVxdWly",
-        "ZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBRLnNoYXBlWzFd",
-        "ICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJu",
-        "ZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwg",
-        "e1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09",
-        "MSkKICAgIF9yZWZ1c2Vfb3ZlcmZsb3coUSwgSywgVikKICAgIChuX3EsIGRfayksIChuX2ssIGRfdikgPSBRLnNoYXBlLCBW",
-        "LnNoYXBlCiAgICBvdXQgPSBucC5lbXB0eSgobl9xLCBkX3YpKQogICAgZm9yIHEwIGluIHJhbmdlKDAsIG5fcSwgdGlsZV9z",
-        "aXplKToKICAgICAgICBRX2IgPSBRW3EwOnEwICsgdGlsZV9zaXplXSAvIG1hdGguc3FydChkX2spICAjIChCX3EsIGRfayks",
-        "IHNjYWxlZCBvbmNlIHBlciBibG9jawogICAgICAgIG0gPSBucC5mdWxsKGxlbihRX2IpLCAtbnAuaW5mKSAgIyBydW5uaW5n",
-        "IG1heCBwZXIgcm93CiAgICAgICAgbCA9IG5wLnplcm9zKGxlbihRX2IpKSAgIyBydW5uaW5nIHN1bSBwZXIgcm93CiAgICAg",
-        "ICAgYWNjID0gbnAuemVyb3MoKGxlbihRX2IpLCBkX3YpKSAgIyBydW5uaW5nIG51bWVyYXRvciBPCiAgICAgICAgZm9yIGsw",
-        "IGluIHJhbmdlKDAsIG5faywgdGlsZV9zaXplKToKICAgICAgICAgICAgcyA9IFFfYiBAIEtbazA6azAgKyB0aWxlX3NpemVd",
-        "LlQgICMgKEJfcSwgQl9rKTogdGhlIG9ubHkgc2NvcmUgdGlsZSBhbGl2ZQogICAgICAgICAgICBtX25ldyA9IG5wLm1heGlt",
-        "dW0obSwgcy5tYXgoYXhpcz0xKSkKICAgICAgICAgICAgYWxwaGEgPSBucC5leHAobSAtIG1fbmV3KSAgIyAwIG9uIHRoZSBm",
-        "aXJzdCB0aWxlLCB3aGVyZSBtID0gLWluZgogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBtX25ld1s6LCBOb25lXSkKICAg",
-        "ICAgICAgICAgbCA9IGFscGhhICogbCArIHAuc3VtKGF4aXM9MSkKICAgICAgICAgICAgYWNjID0gYWxwaGFbOiwgTm9uZV0g",
-        "KiBhY2MgKyBwIEAgVltrMDprMCArIHRpbGVfc2l6ZV0KICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgb3V0W3EwOnEw",
-        "ICsgdGlsZV9zaXplXSA9IGFjYyAvIGxbOiwgTm9uZV0gICMgRmxhc2hBdHRlbnRpb24tMjogb25lIGRpdmlzaW9uLCBhdCB0",
-        "aGUgZW5kCiAgICByZXR1cm4gb3V0",
+        "dXRwdXQgW1RfcSwgZF92XS4iIiIKICAgIFEsIEssIFYsIHRpbGVfc2l6ZSA9IF9wbGFpbl90aWxlX2FyZ3MoUSwgSywgViwg",
+        "dGlsZV9zaXplKQogICAgKG5fcSwgZF9rKSwgKG5faywgZF92KSA9IFEuc2hhcGUsIFYuc2hhcGUKICAgIG91dCA9IG5wLmVt",
+        "cHR5KChuX3EsIGRfdikpCiAgICBmb3IgcTAgaW4gcmFuZ2UoMCwgbl9xLCB0aWxlX3NpemUpOgogICAgICAgIFFfYiA9IFFb",
+        "cTA6cTAgKyB0aWxlX3NpemVdIC8gbWF0aC5zcXJ0KGRfaykgICMgKEJfcSwgZF9rKSwgc2NhbGVkIG9uY2UgcGVyIGJsb2Nr",
+        "CiAgICAgICAgbSA9IG5wLmZ1bGwobGVuKFFfYiksIC1ucC5pbmYpICAjIHJ1bm5pbmcgbWF4IHBlciByb3cKICAgICAgICBs",
+        "ID0gbnAuemVyb3MobGVuKFFfYikpICAjIHJ1bm5pbmcgc3VtIHBlciByb3cKICAgICAgICBhY2MgPSBucC56ZXJvcygobGVu",
+        "KFFfYiksIGRfdikpICAjIHJ1bm5pbmcgbnVtZXJhdG9yIE8KICAgICAgICBmb3IgazAgaW4gcmFuZ2UoMCwgbl9rLCB0aWxl",
+        "X3NpemUpOgogICAgICAgICAgICBzID0gUV9iIEAgS1trMDprMCArIHRpbGVfc2l6ZV0uVCAgIyAoQl9xLCBCX2spOiB0aGUg",
+        "b25seSBzY29yZSB0aWxlIGFsaXZlCiAgICAgICAgICAgIG1fbmV3ID0gbnAubWF4aW11bShtLCBzLm1heChheGlzPTEpKQog",
+        "ICAgICAgICAgICBhbHBoYSA9IG5wLmV4cChtIC0gbV9uZXcpICAjIDAgb24gdGhlIGZpcnN0IHRpbGUsIHdoZXJlIG0gPSAt",
+        "aW5mCiAgICAgICAgICAgIHAgPSBucC5leHAocyAtIG1fbmV3WzosIE5vbmVdKQogICAgICAgICAgICBsID0gYWxwaGEgKiBs",
+        "ICsgcC5zdW0oYXhpcz0xKQogICAgICAgICAgICBhY2MgPSBhbHBoYVs6LCBOb25lXSAqIGFjYyArIHAgQCBWW2swOmswICsg",
+        "dGlsZV9zaXplXQogICAgICAgICAgICBtID0gbV9uZXcKICAgICAgICBvdXRbcTA6cTAgKyB0aWxlX3NpemVdID0gYWNjIC8g",
+        "bFs6LCBOb25lXSAgIyBGbGFzaEF0dGVudGlvbi0yOiBvbmUgZGl2aXNpb24sIGF0IHRoZSBlbmQKICAgIHJldHVybiBvdXQ=",
     ),
     "Exercise 7": (
         "IyBFeGVyY2lzZSA3OiBDYXVzYWwgc2tpcHBpbmcuIFNhbWUgYXMgRXhlcmNpc2UgNiwgYnV0IHF1ZXJ5IGkgcmVhZHMga2V5",
@@ -3226,32 +3212,22 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "eC4KIyBSZXR1cm4gKG91dHB1dCwgdGlsZXNfY29tcHV0ZWQpLCB0aGUgbnVtYmVyIG9mIHNjb3JlIHRpbGVzIHlvdSBjb21w",
         "dXRlZC4KZGVmIGNhdXNhbF90aWxlZF9hdHRlbnRpb24oUSwgSywgViwgKiwgdGlsZV9zaXplPTEyOCk6CiAgICAiIiJDYXVz",
         "YWwgc29mdG1heCBhdHRlbnRpb24gb3ZlciB0aWxlcywgc2tpcHBpbmcgdGlsZXMgYWJvdmUgdGhlIGJsb2NrIGRpYWdvbmFs",
-        "OiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCkuIiIiCiAgICBRID0gcmVxdWlyZV9hcnJheSgiUSIsIFEsIG5kaW09MikKICAg",
-        "IEssIFYgPSByZXF1aXJlX2FycmF5KCJLIiwgSywgbmRpbT0yLCBmaW5pdGU9RmFsc2UpLCByZXF1aXJlX2FycmF5KCJWIiwg",
-        "ViwgbmRpbT0yLCBmaW5pdGU9RmFsc2UpICAjIHVud3JpdHRlbiByb3dzIG1heSBiZSBOYU4KICAgIGlmIFEuc2hhcGVbMV0g",
-        "IT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgSy5zaGFwZVswXSA8IFEuc2hhcGVbMF06CiAg",
-        "ICAgICAgcmFpc2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSB3",
-        "aXRoIFRfayA+PSBUX3E7IGdvdCB7US5zaGFwZX0sIHtLLnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJl",
-        "cXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUsIG1pbmltdW09MSkKICAgIHdyaXR0ZW4gPSBsZW4oUSkgICMgcXVl",
-        "cnkgaSByZWFkcyBrZXlzIDAuLmk6IHJvd3MgZnJvbSBUX3Egb24gYXJlIG5ldmVyIHJlYWQKICAgIGZvciBuYW1lLCByb3dz",
-        "IGluICgoIksiLCBLKSwgKCJWIiwgVikpOgogICAgICAgIHJlcXVpcmVfYXJyYXkoZiJ7bmFtZX1bOlRfcV0iLCByb3dzWzp3",
-        "cml0dGVuXSkgICMgdGhlIHJvd3MgdGhhdCBhcmUgcmVhZCBtdXN0IGJlIGZpbml0ZQogICAgX3JlZnVzZV9vdmVyZmxvdyhR",
-        "LCBLWzp3cml0dGVuXSwgVls6d3JpdHRlbl0pCiAgICAobl9xLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBlWzFdCiAg",
-        "ICBvdXQsIHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSksIDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVf",
-        "c2l6ZSk6CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1h",
-        "dGguc3FydChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAuZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEg",
-        "LSBxMCksIG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAgICAgIGZvciBrMCBpbiByYW5nZSgwLCBxMSwgdGlsZV9zaXpl",
-        "KTogICMga2V5IHRpbGVzIHN0YXJ0aW5nIGFmdGVyIHExIC0gMSBhcmUgYWxsIGluIHRoZSBmdXR1cmUKICAgICAgICAgICAg",
-        "azEgPSBtaW4oazAgKyB0aWxlX3NpemUsIHExKSAgIyBhbmQgbm8gdGlsZSByZWFkcyBwYXN0IGtleSBxMSAtIDEKICAgICAg",
-        "ICAgICAgcyA9IFFfYiBAIEtbazA6azFdLlQKICAgICAgICAgICAgdGlsZXMgKz0gMQogICAgICAgICAgICBpZiBrMSAtIDEg",
-        "PiBxMDogICMgdGhlIHRpbGUgc3RyYWRkbGVzIHRoZSBkaWFnb25hbDogbWFzayB0aGUgZnV0dXJlIGluc2lkZSBpdAogICAg",
-        "ICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9",
-        "IC1ucC5pbmYKICAgICAgICAgICAgbV9uZXcgPSBucC5tYXhpbXVtKG0sIHMubWF4KGF4aXM9MSkpICAjIGZpbml0ZToga2V5",
-        "IGswIDw9IHEwIGlzIGFsbG93ZWQgZm9yIGV2ZXJ5IHJvdwogICAgICAgICAgICBhbHBoYSA9IG5wLmV4cChtIC0gbV9uZXcp",
-        "CiAgICAgICAgICAgIHAgPSBucC5leHAocyAtIG1fbmV3WzosIE5vbmVdKQogICAgICAgICAgICBsID0gYWxwaGEgKiBsICsg",
-        "cC5zdW0oYXhpcz0xKQogICAgICAgICAgICBhY2MgPSBhbHBoYVs6LCBOb25lXSAqIGFjYyArIHAgQCBWW2swOmsxXQogICAg",
-        "ICAgICAgICBtID0gbV9uZXcKICAgICAgICBvdXRbcTA6cTFdID0gYWNjIC8gbFs6LCBOb25lXQogICAgcmV0dXJuIG91dCwg",
-        "dGlsZXM=",
+        "OiAob3V0cHV0LCB0aWxlc19jb21wdXRlZCkuIiIiCiAgICBRLCBLLCBWLCB0aWxlX3NpemUgPSBfY2F1c2FsX3RpbGVfYXJn",
+        "cyhRLCBLLCBWLCB0aWxlX3NpemUpCiAgICAobl9xLCBkX2spLCBkX3YgPSBRLnNoYXBlLCBWLnNoYXBlWzFdCiAgICBvdXQs",
+        "IHRpbGVzID0gbnAuZW1wdHkoKG5fcSwgZF92KSksIDAKICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVfc2l6ZSk6",
+        "CiAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICBRX2IgPSBRW3EwOnExXSAvIG1hdGguc3Fy",
+        "dChkX2spCiAgICAgICAgbSwgbCwgYWNjID0gbnAuZnVsbChxMSAtIHEwLCAtbnAuaW5mKSwgbnAuemVyb3MocTEgLSBxMCks",
+        "IG5wLnplcm9zKChxMSAtIHEwLCBkX3YpKQogICAgICAgIGZvciBrMCBpbiByYW5nZSgwLCBxMSwgdGlsZV9zaXplKTogICMg",
+        "a2V5IHRpbGVzIHN0YXJ0aW5nIGFmdGVyIHExIC0gMSBhcmUgYWxsIGluIHRoZSBmdXR1cmUKICAgICAgICAgICAgazEgPSBt",
+        "aW4oazAgKyB0aWxlX3NpemUsIHExKSAgIyBhbmQgbm8gdGlsZSByZWFkcyBwYXN0IGtleSBxMSAtIDEKICAgICAgICAgICAg",
+        "cyA9IFFfYiBAIEtbazA6azFdLlQKICAgICAgICAgICAgdGlsZXMgKz0gMQogICAgICAgICAgICBpZiBrMSAtIDEgPiBxMDog",
+        "ICMgdGhlIHRpbGUgc3RyYWRkbGVzIHRoZSBkaWFnb25hbDogbWFzayB0aGUgZnV0dXJlIGluc2lkZSBpdAogICAgICAgICAg",
+        "ICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5p",
+        "bmYKICAgICAgICAgICAgbV9uZXcgPSBucC5tYXhpbXVtKG0sIHMubWF4KGF4aXM9MSkpICAjIGZpbml0ZToga2V5IGswIDw9",
+        "IHEwIGlzIGFsbG93ZWQgZm9yIGV2ZXJ5IHJvdwogICAgICAgICAgICBhbHBoYSA9IG5wLmV4cChtIC0gbV9uZXcpCiAgICAg",
+        "ICAgICAgIHAgPSBucC5leHAocyAtIG1fbmV3WzosIE5vbmVdKQogICAgICAgICAgICBsID0gYWxwaGEgKiBsICsgcC5zdW0o",
+        "YXhpcz0xKQogICAgICAgICAgICBhY2MgPSBhbHBoYVs6LCBOb25lXSAqIGFjYyArIHAgQCBWW2swOmsxXQogICAgICAgICAg",
+        "ICBtID0gbV9uZXcKICAgICAgICBvdXRbcTA6cTFdID0gYWNjIC8gbFs6LCBOb25lXQogICAgcmV0dXJuIG91dCwgdGlsZXM=",
     ),
     "Exercise 8": (
         "IyBFeGVyY2lzZSA4OiBPZmZzZXRzIGFuZCB3aW5kb3dzLiBFdmVyeXRoaW5nIGVsc2Ugb2YgdGlsZWQgYXR0ZW50aW9uIGlz",
@@ -3269,70 +3245,56 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "dGggY2F1c2FsPVRydWUsIHF1ZXJ5IGkKICAgIHNpdHMgYXQgYWJzb2x1dGUgcG9zaXRpb24gcXVlcnlfc3RhcnQgKyBpIGFu",
         "ZCByZWFkcyBrZXlzIDAgLi4gdGhhdCBwb3NpdGlvbiAodGhlIGxhc3QgYHdpbmRvd2Agb2YgdGhlbQogICAgaWYgd2luZG93",
         "IGlzIHNldCkuIHNpbmsgaXMgb25lIHNjYWxhciBsb2dpdCB3aXRoIGEgemVybyB2YWx1ZS4gRmxvYXQxNiBpbnB1dHMgYXJl",
-        "IGNvbXB1dGVkIGluIGZsb2F0MzIuCiAgICAiIiIKICAgIFEsIEssIFYgPSByZXF1aXJlX2FycmF5KCJRIiwgUSwgbmRpbT0y",
-        "KSwgcmVxdWlyZV9hcnJheSgiSyIsIEssIG5kaW09MiksIHJlcXVpcmVfYXJyYXkoIlYiLCBWLCBuZGltPTIpCiAgICBpZiBR",
-        "LnNoYXBlWzFdICE9IEsuc2hhcGVbMV0gb3IgSy5zaGFwZVswXSAhPSBWLnNoYXBlWzBdOgogICAgICAgIHJhaXNlIFZhbHVl",
-        "RXJyb3IoZiJuZWVkIFEgW1RfcSwgZF9rXSwgSyBbVF9rLCBkX2tdLCBWIFtUX2ssIGRfdl07IGdvdCB7US5zaGFwZX0sIHtL",
-        "LnNoYXBlfSwge1Yuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSA9IHJlcXVpcmVfaW50KCJ0aWxlX3NpemUiLCB0aWxlX3NpemUs",
-        "IG1pbmltdW09MSkKICAgIHJlcXVpcmVfY2hvaWNlKCJlbXB0eV9yb3ciLCBlbXB0eV9yb3csICgiZXJyb3IiLCAiemVybyIp",
-        "KQogICAgY2F1c2FsID0gcmVxdWlyZV9ib29sKCJjYXVzYWwiLCBjYXVzYWwpCiAgICBpZiB3aW5kb3cgaXMgbm90IE5vbmU6",
-        "CiAgICAgICAgd2luZG93ID0gcmVxdWlyZV9pbnQoIndpbmRvdyIsIHdpbmRvdywgbWluaW11bT0xKQogICAgICAgIGlmIG5v",
-        "dCBjYXVzYWw6CiAgICAgICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoIndpbmRvdyBjb3VudHMga2V5cyBiYWNrIGZyb20gdGhl",
-        "IHF1ZXJ5LCBzbyBpdCBuZWVkcyBjYXVzYWw9VHJ1ZSIpCiAgICBxdWVyeV9zdGFydCA9IHJlcXVpcmVfaW50KCJxdWVyeV9z",
-        "dGFydCIsIHF1ZXJ5X3N0YXJ0LCBtaW5pbXVtPTApCiAgICBpZiBxdWVyeV9zdGFydCBhbmQgbm90IGNhdXNhbDoKICAgICAg",
-        "ICByYWlzZSBWYWx1ZUVycm9yKCJxdWVyeV9zdGFydCBzaGlmdHMgdGhlIGNhdXNhbCBtYXNrOyBwYXNzIGNhdXNhbD1UcnVl",
-        "IChvciBidWlsZCB0aGUgb2Zmc2V0IGludG8gYG1hc2tgKSIpCiAgICBpZiBzaW5rIGlzIG5vdCBOb25lOgogICAgICAgIHNp",
-        "bmsgPSByZXF1aXJlX3JlYWwoInNpbmsiLCBzaW5rKQogICAgZHR5cGUgPSBucC5yZXN1bHRfdHlwZShRLmR0eXBlLCBLLmR0",
-        "eXBlLCBWLmR0eXBlLCBucC5mbG9hdDMyKSAgIyBmbG9hdDE2IGluLCBmbG9hdDMyIGFyaXRobWV0aWMKICAgIFEsIEssIFYg",
-        "PSAoeC5hc3R5cGUoZHR5cGUsIGNvcHk9RmFsc2UpIGZvciB4IGluIChRLCBLLCBWKSkKICAgIGlmIG1hc2sgaXMgbm90IE5v",
-        "bmU6CiAgICAgICAgbWFzayA9IF9hc19hZGRpdGl2ZShtYXNrLCAoUS5zaGFwZVswXSwgSy5zaGFwZVswXSksIGR0eXBlKQog",
-        "ICAgKG5fcSwgZF9rKSwgKG5faywgZF92KSA9IFEuc2hhcGUsIFYuc2hhcGUKICAgIHNjYWxlID0gMS4wIC8gbWF0aC5zcXJ0",
-        "KGRfaykKICAgICMgRXZlcnkgZW50cnkgb2YgUSBAIEteVCBpcyBhdCBtb3N0IGRfayBtYXh8cXwgbWF4fGt8OiB3aGlsZSB0",
-        "aGF0IGJvdW5kIGlzIGZpbml0ZSwgbm8gdGlsZSBuZWVkcyB0aGUgZmluaXRlbmVzcyBjaGVjay4KICAgIG1heWJlX292ZXJm",
-        "bG93ID0gbm90IGRfayAqIGZsb2F0KG5wLmFicyhRKS5tYXgoKSkgKiBmbG9hdChucC5hYnMoSykubWF4KCkpIDwgZmxvYXQo",
-        "bnAuZmluZm8oZHR5cGUpLm1heCkKICAgIG91dCA9IG5wLmVtcHR5KChuX3EsIGRfdiksIGR0eXBlPWR0eXBlKQogICAgd2l0",
-        "aCBucC5lcnJzdGF0ZShvdmVyPSJpZ25vcmUiLCBpbnZhbGlkPSJpZ25vcmUiKToKICAgICAgICBmb3IgcTAgaW4gcmFuZ2Uo",
-        "MCwgbl9xLCB0aWxlX3NpemUpOgogICAgICAgICAgICBxMSA9IG1pbihxMCArIHRpbGVfc2l6ZSwgbl9xKQogICAgICAgICAg",
-        "ICBmaXJzdCwgbGFzdCA9IHF1ZXJ5X3N0YXJ0ICsgcTAsIHF1ZXJ5X3N0YXJ0ICsgcTEgLSAxICAjIGFic29sdXRlIHBvc2l0",
-        "aW9ucyBvZiB0aGUgYmxvY2sncyBxdWVyaWVzCiAgICAgICAgICAgIGtfbG8sIGtfaGkgPSAwLCBuX2sKICAgICAgICAgICAg",
-        "aWYgY2F1c2FsOgogICAgICAgICAgICAgICAga19oaSA9IG1pbihuX2ssIGxhc3QgKyAxKSAgIyBsYXRlciBrZXlzIGFyZSBp",
-        "biBldmVyeSByb3cncyBmdXR1cmUKICAgICAgICAgICAgICAgIGlmIHdpbmRvdyBpcyBub3QgTm9uZToKICAgICAgICAgICAg",
-        "ICAgICAgICBrX2xvID0gbWF4KDAsIGZpcnN0IC0gd2luZG93ICsgMSkgICMgZWFybGllciBrZXlzIGFyZSBiZWhpbmQgZXZl",
-        "cnkgcm93J3Mgd2luZG93CiAgICAgICAgICAgIG0gPSBucC5mdWxsKHExIC0gcTAsIC1ucC5pbmYgaWYgc2luayBpcyBOb25l",
-        "IGVsc2Ugc2luaywgZHR5cGU9ZHR5cGUpICAjIHJ1bm5pbmcgbWF4IHBlciByb3cKICAgICAgICAgICAgbCA9IG5wLmZ1bGwo",
-        "cTEgLSBxMCwgMC4wIGlmIHNpbmsgaXMgTm9uZSBlbHNlIDEuMCwgZHR5cGU9ZHR5cGUpICAjIHJ1bm5pbmcgc3VtOyB0aGUg",
-        "c2luayBhZGRzIGVeKHNpbmsgLSBtKSA9IDEKICAgICAgICAgICAgYWNjID0gbnAuemVyb3MoKHExIC0gcTAsIGRfdiksIGR0",
-        "eXBlPWR0eXBlKSAgIyBydW5uaW5nIG51bWVyYXRvciBBCiAgICAgICAgICAgIGZvciBrMCBpbiByYW5nZShrX2xvIC0ga19s",
-        "byAlIHRpbGVfc2l6ZSwga19oaSwgdGlsZV9zaXplKToKICAgICAgICAgICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXpl",
-        "LCBuX2spCiAgICAgICAgICAgICAgICBzID0gUVtxMDpxMV0gQCBLW2swOmsxXS5UICAjIChCX3EsIEJfayk6IHRoZSBvbmx5",
-        "IHNjb3JlIHRpbGUgYWxpdmUKICAgICAgICAgICAgICAgIHMgKj0gc2NhbGUKICAgICAgICAgICAgICAgIGlmIG1heWJlX292",
-        "ZXJmbG93IGFuZCBub3QgbnAuaXNmaW5pdGUocykuYWxsKCk6CiAgICAgICAgICAgICAgICAgICAgcmFpc2UgRmxvYXRpbmdQ",
-        "b2ludEVycm9yKCJRIEAgS15UIG92ZXJmbG93ZWQ7IHJlc2NhbGUgUSBhbmQgSyAob3IgY29tcHV0ZSBpbiBmbG9hdDY0KSIp",
-        "CiAgICAgICAgICAgICAgICBpZiBtYXNrIGlzIG5vdCBOb25lOgogICAgICAgICAgICAgICAgICAgIGJpYXMgPSBtYXNrW3Ew",
-        "OnExLCBrMDprMV0KICAgICAgICAgICAgICAgICAgICBzICs9IGJpYXMKICAgICAgICAgICAgICAgICAgICBpZiBucC5hbnko",
-        "bnAuaXNmaW5pdGUoYmlhcykgJiB+bnAuaXNmaW5pdGUocykpOgogICAgICAgICAgICAgICAgICAgICAgICByYWlzZSBGbG9h",
-        "dGluZ1BvaW50RXJyb3IoImFkZGluZyBhIGZpbml0ZSBtYXNrIGJpYXMgb3ZlcmZsb3dlZCB0aGUgc2NvcmU7IHVzZSBhIHNt",
-        "YWxsZXIgYmlhcyAob3IgLWluZiB0byBibG9jaykiKQogICAgICAgICAgICAgICAgaWYgY2F1c2FsIGFuZCBub3QgKGsxIC0g",
-        "MSA8PSBmaXJzdCBhbmQgKHdpbmRvdyBpcyBOb25lIG9yIGxhc3QgLSBrMCA8IHdpbmRvdykpOiAgIyB0aGUgYmxvY2sgc3Ry",
-        "YWRkbGVzIGEgYm91bmRhcnkKICAgICAgICAgICAgICAgICAgICBxdWVyeV9wb3MsIGtleV9wb3MgPSBucC5hcmFuZ2UoZmly",
-        "c3QsIGxhc3QgKyAxKVs6LCBOb25lXSwgbnAuYXJhbmdlKGswLCBrMSlbTm9uZSwgOl0KICAgICAgICAgICAgICAgICAgICBi",
-        "bG9ja2VkID0ga2V5X3BvcyA+IHF1ZXJ5X3BvcyAgIyB0aGUgZnV0dXJlCiAgICAgICAgICAgICAgICAgICAgaWYgd2luZG93",
-        "IGlzIG5vdCBOb25lOgogICAgICAgICAgICAgICAgICAgICAgICBibG9ja2VkIHw9IGtleV9wb3MgPD0gcXVlcnlfcG9zIC0g",
-        "d2luZG93ICAjIHF1ZXJ5X3BvcyAtIGtleV9wb3MgPj0gd2luZG93OiBiZWhpbmQgdGhlIHdpbmRvdwogICAgICAgICAgICAg",
-        "ICAgICAgIHNbYmxvY2tlZF0gPSAtbnAuaW5mCiAgICAgICAgICAgICAgICBtX25ldyA9IG5wLm1heGltdW0obSwgcy5tYXgo",
-        "YXhpcz0xKSkKICAgICAgICAgICAgICAgIHNhZmUgPSBucC53aGVyZShtX25ldyA9PSAtbnAuaW5mLCAwLjAsIG1fbmV3KSAg",
-        "IyByb3dzIHdpdGggbm90aGluZyBhbGxvd2VkIHlldDogbm8gLWluZiAtIC1pbmYKICAgICAgICAgICAgICAgIGFscGhhID0g",
-        "bnAuZXhwKG0gLSBzYWZlKSAgIyByZXNjYWxlcyB3aGF0IHdhcyBhY2N1bXVsYXRlZCB1bmRlciB0aGUgb2xkIG1heAogICAg",
-        "ICAgICAgICAgICAgcyAtPSBzYWZlWzosIE5vbmVdCiAgICAgICAgICAgICAgICBucC5leHAocywgb3V0PXMpICAjIFAsIGlu",
-        "IHBsYWNlOiBibG9ja2VkIGVudHJpZXMgYmVjb21lIGV4YWN0bHkgMAogICAgICAgICAgICAgICAgbCA9IGFscGhhICogbCAr",
-        "IHMuc3VtKGF4aXM9MSkKICAgICAgICAgICAgICAgIGFjYyAqPSBhbHBoYVs6LCBOb25lXQogICAgICAgICAgICAgICAgYWNj",
-        "ICs9IHMgQCBWW2swOmsxXQogICAgICAgICAgICAgICAgbSA9IG1fbmV3CiAgICAgICAgICAgIGZpbGxlZCA9IGwgPiAwCiAg",
-        "ICAgICAgICAgIGlmIGVtcHR5X3JvdyA9PSAiZXJyb3IiIGFuZCBub3QgZmlsbGVkLmFsbCgpOgogICAgICAgICAgICAgICAg",
-        "cmFpc2UgVmFsdWVFcnJvcigKICAgICAgICAgICAgICAgICAgICBmInF1ZXJ5IHtxMCArIGludChucC5hcmdtaW4oZmlsbGVk",
-        "KSl9IGhhcyBubyBhbGxvd2VkIGtleTsgZml4IHRoZSBtYXNrIG9yIHBhc3MgZW1wdHlfcm93PSd6ZXJvJyIKICAgICAgICAg",
-        "ICAgICAgICkKICAgICAgICAgICAgbnAuZGl2aWRlKGFjYywgbFs6LCBOb25lXSwgb3V0PWFjYywgd2hlcmU9ZmlsbGVkWzos",
-        "IE5vbmVdKSAgIyBhbiBlbXB0eSByb3cga2VlcHMgaXRzIGFjY3VtdWxhdG9yIG9mIHplcm9zCiAgICAgICAgICAgIG91dFtx",
-        "MDpxMV0gPSBhY2MKICAgIHJldHVybiBvdXQ=",
+        "IGNvbXB1dGVkIGluIGZsb2F0MzIuCiAgICAiIiIKICAgIFEsIEssIFYsIG1hc2ssIHRpbGVfc2l6ZSwgc2luaywgY2F1c2Fs",
+        "LCB3aW5kb3csIHF1ZXJ5X3N0YXJ0ID0gX3RpbGVkX2FyZ3MoUSwgSywgViwgbWFzaywgdGlsZV9zaXplLCBzaW5rLCBlbXB0",
+        "eV9yb3csIGNhdXNhbCwgd2luZG93LCBxdWVyeV9zdGFydCkKICAgIGR0eXBlID0gUS5kdHlwZSAgIyBmbG9hdDMyIG9yIGZs",
+        "b2F0NjQ6IGZsb2F0MTYgaW5wdXRzIGFycml2ZSBhcyBmbG9hdDMyCiAgICAobl9xLCBkX2spLCAobl9rLCBkX3YpID0gUS5z",
+        "aGFwZSwgVi5zaGFwZQogICAgc2NhbGUgPSAxLjAgLyBtYXRoLnNxcnQoZF9rKQogICAgIyBFdmVyeSBlbnRyeSBvZiBRIEAg",
+        "S15UIGlzIGF0IG1vc3QgZF9rIG1heHxxfCBtYXh8a3w6IHdoaWxlIHRoYXQgYm91bmQgaXMgZmluaXRlLCBubyB0aWxlIG5l",
+        "ZWRzIHRoZSBmaW5pdGVuZXNzIGNoZWNrLgogICAgbWF5YmVfb3ZlcmZsb3cgPSBub3QgZF9rICogZmxvYXQobnAuYWJzKFEp",
+        "Lm1heCgpKSAqIGZsb2F0KG5wLmFicyhLKS5tYXgoKSkgPCBmbG9hdChucC5maW5mbyhkdHlwZSkubWF4KQogICAgb3V0ID0g",
+        "bnAuZW1wdHkoKG5fcSwgZF92KSwgZHR5cGU9ZHR5cGUpCiAgICB3aXRoIG5wLmVycnN0YXRlKG92ZXI9Imlnbm9yZSIsIGlu",
+        "dmFsaWQ9Imlnbm9yZSIpOgogICAgICAgIGZvciBxMCBpbiByYW5nZSgwLCBuX3EsIHRpbGVfc2l6ZSk6CiAgICAgICAgICAg",
+        "IHExID0gbWluKHEwICsgdGlsZV9zaXplLCBuX3EpCiAgICAgICAgICAgIGZpcnN0LCBsYXN0ID0gcXVlcnlfc3RhcnQgKyBx",
+        "MCwgcXVlcnlfc3RhcnQgKyBxMSAtIDEgICMgYWJzb2x1dGUgcG9zaXRpb25zIG9mIHRoZSBibG9jaydzIHF1ZXJpZXMKICAg",
+        "ICAgICAgICAga19sbywga19oaSA9IDAsIG5fawogICAgICAgICAgICBpZiBjYXVzYWw6CiAgICAgICAgICAgICAgICBrX2hp",
+        "ID0gbWluKG5faywgbGFzdCArIDEpICAjIGxhdGVyIGtleXMgYXJlIGluIGV2ZXJ5IHJvdydzIGZ1dHVyZQogICAgICAgICAg",
+        "ICAgICAgaWYgd2luZG93IGlzIG5vdCBOb25lOgogICAgICAgICAgICAgICAgICAgIGtfbG8gPSBtYXgoMCwgZmlyc3QgLSB3",
+        "aW5kb3cgKyAxKSAgIyBlYXJsaWVyIGtleXMgYXJlIGJlaGluZCBldmVyeSByb3cncyB3aW5kb3cKICAgICAgICAgICAgbSA9",
+        "IG5wLmZ1bGwocTEgLSBxMCwgLW5wLmluZiBpZiBzaW5rIGlzIE5vbmUgZWxzZSBzaW5rLCBkdHlwZT1kdHlwZSkgICMgcnVu",
+        "bmluZyBtYXggcGVyIHJvdwogICAgICAgICAgICBsID0gbnAuZnVsbChxMSAtIHEwLCAwLjAgaWYgc2luayBpcyBOb25lIGVs",
+        "c2UgMS4wLCBkdHlwZT1kdHlwZSkgICMgcnVubmluZyBzdW07IHRoZSBzaW5rIGFkZHMgZV4oc2luayAtIG0pID0gMQogICAg",
+        "ICAgICAgICBhY2MgPSBucC56ZXJvcygocTEgLSBxMCwgZF92KSwgZHR5cGU9ZHR5cGUpICAjIHJ1bm5pbmcgbnVtZXJhdG9y",
+        "IEEKICAgICAgICAgICAgZm9yIGswIGluIHJhbmdlKGtfbG8gLSBrX2xvICUgdGlsZV9zaXplLCBrX2hpLCB0aWxlX3NpemUp",
+        "OgogICAgICAgICAgICAgICAgazEgPSBtaW4oazAgKyB0aWxlX3NpemUsIG5faykKICAgICAgICAgICAgICAgIHMgPSBRW3Ew",
+        "OnExXSBAIEtbazA6azFdLlQgICMgKEJfcSwgQl9rKTogdGhlIG9ubHkgc2NvcmUgdGlsZSBhbGl2ZQogICAgICAgICAgICAg",
+        "ICAgcyAqPSBzY2FsZQogICAgICAgICAgICAgICAgaWYgbWF5YmVfb3ZlcmZsb3cgYW5kIG5vdCBucC5pc2Zpbml0ZShzKS5h",
+        "bGwoKToKICAgICAgICAgICAgICAgICAgICByYWlzZSBGbG9hdGluZ1BvaW50RXJyb3IoIlEgQCBLXlQgb3ZlcmZsb3dlZDsg",
+        "cmVzY2FsZSBRIGFuZCBLIChvciBjb21wdXRlIGluIGZsb2F0NjQpIikKICAgICAgICAgICAgICAgIGlmIG1hc2sgaXMgbm90",
+        "IE5vbmU6CiAgICAgICAgICAgICAgICAgICAgYmlhcyA9IG1hc2tbcTA6cTEsIGswOmsxXQogICAgICAgICAgICAgICAgICAg",
+        "IHMgKz0gYmlhcwogICAgICAgICAgICAgICAgICAgIGlmIG5wLmFueShucC5pc2Zpbml0ZShiaWFzKSAmIH5ucC5pc2Zpbml0",
+        "ZShzKSk6CiAgICAgICAgICAgICAgICAgICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcigiYWRkaW5nIGEgZmluaXRl",
+        "IG1hc2sgYmlhcyBvdmVyZmxvd2VkIHRoZSBzY29yZTsgdXNlIGEgc21hbGxlciBiaWFzIChvciAtaW5mIHRvIGJsb2NrKSIp",
+        "CiAgICAgICAgICAgICAgICBpZiBjYXVzYWwgYW5kIG5vdCAoazEgLSAxIDw9IGZpcnN0IGFuZCAod2luZG93IGlzIE5vbmUg",
+        "b3IgbGFzdCAtIGswIDwgd2luZG93KSk6ICAjIHRoZSBibG9jayBzdHJhZGRsZXMgYSBib3VuZGFyeQogICAgICAgICAgICAg",
+        "ICAgICAgIHF1ZXJ5X3Bvcywga2V5X3BvcyA9IG5wLmFyYW5nZShmaXJzdCwgbGFzdCArIDEpWzosIE5vbmVdLCBucC5hcmFu",
+        "Z2UoazAsIGsxKVtOb25lLCA6XQogICAgICAgICAgICAgICAgICAgIGJsb2NrZWQgPSBrZXlfcG9zID4gcXVlcnlfcG9zICAj",
+        "IHRoZSBmdXR1cmUKICAgICAgICAgICAgICAgICAgICBpZiB3aW5kb3cgaXMgbm90IE5vbmU6CiAgICAgICAgICAgICAgICAg",
+        "ICAgICAgIGJsb2NrZWQgfD0ga2V5X3BvcyA8PSBxdWVyeV9wb3MgLSB3aW5kb3cgICMgcXVlcnlfcG9zIC0ga2V5X3BvcyA+",
+        "PSB3aW5kb3c6IGJlaGluZCB0aGUgd2luZG93CiAgICAgICAgICAgICAgICAgICAgc1tibG9ja2VkXSA9IC1ucC5pbmYKICAg",
+        "ICAgICAgICAgICAgIG1fbmV3ID0gbnAubWF4aW11bShtLCBzLm1heChheGlzPTEpKQogICAgICAgICAgICAgICAgc2FmZSA9",
+        "IG5wLndoZXJlKG1fbmV3ID09IC1ucC5pbmYsIDAuMCwgbV9uZXcpICAjIHJvd3Mgd2l0aCBub3RoaW5nIGFsbG93ZWQgeWV0",
+        "OiBubyAtaW5mIC0gLWluZgogICAgICAgICAgICAgICAgYWxwaGEgPSBucC5leHAobSAtIHNhZmUpICAjIHJlc2NhbGVzIHdo",
+        "YXQgd2FzIGFjY3VtdWxhdGVkIHVuZGVyIHRoZSBvbGQgbWF4CiAgICAgICAgICAgICAgICBzIC09IHNhZmVbOiwgTm9uZV0K",
+        "ICAgICAgICAgICAgICAgIG5wLmV4cChzLCBvdXQ9cykgICMgUCwgaW4gcGxhY2U6IGJsb2NrZWQgZW50cmllcyBiZWNvbWUg",
+        "ZXhhY3RseSAwCiAgICAgICAgICAgICAgICBsID0gYWxwaGEgKiBsICsgcy5zdW0oYXhpcz0xKQogICAgICAgICAgICAgICAg",
+        "YWNjICo9IGFscGhhWzosIE5vbmVdCiAgICAgICAgICAgICAgICBhY2MgKz0gcyBAIFZbazA6azFdCiAgICAgICAgICAgICAg",
+        "ICBtID0gbV9uZXcKICAgICAgICAgICAgZmlsbGVkID0gbCA+IDAKICAgICAgICAgICAgaWYgZW1wdHlfcm93ID09ICJlcnJv",
+        "ciIgYW5kIG5vdCBmaWxsZWQuYWxsKCk6CiAgICAgICAgICAgICAgICByYWlzZSBWYWx1ZUVycm9yKAogICAgICAgICAgICAg",
+        "ICAgICAgIGYicXVlcnkge3EwICsgaW50KG5wLmFyZ21pbihmaWxsZWQpKX0gaGFzIG5vIGFsbG93ZWQga2V5OyBmaXggdGhl",
+        "IG1hc2sgb3IgcGFzcyBlbXB0eV9yb3c9J3plcm8nIgogICAgICAgICAgICAgICAgKQogICAgICAgICAgICBucC5kaXZpZGUo",
+        "YWNjLCBsWzosIE5vbmVdLCBvdXQ9YWNjLCB3aGVyZT1maWxsZWRbOiwgTm9uZV0pICAjIGFuIGVtcHR5IHJvdyBrZWVwcyBp",
+        "dHMgYWNjdW11bGF0b3Igb2YgemVyb3MKICAgICAgICAgICAgb3V0W3EwOnExXSA9IGFjYwogICAgcmV0dXJuIG91dA==",
     ),
     "Exercise 9": (
         "IyBFeGVyY2lzZSA5OiBUaGUgYmFja3dhcmQgcGFzcywgRmxhc2hBdHRlbnRpb24tMidzIHdheS4gRnJvbSB0aGUgc2F2ZWQg",
@@ -3345,32 +3307,24 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cnQoZF9rKS4gTmV2ZXIgYnVpbGQgYSBUX3EgeCBUX2sgYXJyYXksIGFuZCBkbyBub3QgY2FsbCBhdXRvZ3JhZC4KZGVmIHRp",
         "bGVkX2F0dGVudGlvbl9iYWNrd2FyZChRLCBLLCBWLCBPLCBkTywgbHNlLCAqLCB0aWxlX3NpemU9MTI4LCBjYXVzYWw9VHJ1",
         "ZSk6CiAgICAiIiJHcmFkaWVudHMgb2Ygc29mdG1heCBhdHRlbnRpb24gZnJvbSB0aGUgc2F2ZWQgb3V0cHV0IGFuZCBsb2ct",
-        "c3VtLWV4cCwgb3ZlciB0aWxlczogKGRRLCBkSywgZFYpLiIiIgogICAgUSwgSywgViwgTywgZE8gPSAocmVxdWlyZV9hcnJh",
-        "eShuYW1lLCB4LCBuZGltPTIpIGZvciBuYW1lLCB4IGluICgoIlEiLCBRKSwgKCJLIiwgSyksICgiViIsIFYpLCAoIk8iLCBP",
-        "KSwgKCJkTyIsIGRPKSkpCiAgICBsc2UgPSByZXF1aXJlX2FycmF5KCJsc2UiLCBsc2UsIG5kaW09MSkKICAgIGlmIFEuc2hh",
-        "cGVbMV0gIT0gSy5zaGFwZVsxXSBvciBLLnNoYXBlWzBdICE9IFYuc2hhcGVbMF0gb3IgTy5zaGFwZSAhPSAobGVuKFEpLCBW",
-        "LnNoYXBlWzFdKSBvciBkTy5zaGFwZSAhPSBPLnNoYXBlIG9yIGxzZS5zaGFwZSAhPSAobGVuKFEpLCk6CiAgICAgICAgcmFp",
-        "c2UgVmFsdWVFcnJvcihmIm5lZWQgUSBbVF9xLCBkX2tdLCBLIFtUX2ssIGRfa10sIFYgW1RfaywgZF92XSwgTyBhbmQgZE8g",
-        "W1RfcSwgZF92XSwgbHNlIFtUX3FdOyBnb3Qge1Euc2hhcGV9LCB7Sy5zaGFwZX0sICIKICAgICAgICAgICAgICAgICAgICAg",
-        "ICAgIGYie1Yuc2hhcGV9LCB7Ty5zaGFwZX0sIHtkTy5zaGFwZX0sIHtsc2Uuc2hhcGV9IikKICAgIHRpbGVfc2l6ZSwgY2F1",
-        "c2FsID0gcmVxdWlyZV9pbnQoInRpbGVfc2l6ZSIsIHRpbGVfc2l6ZSwgbWluaW11bT0xKSwgcmVxdWlyZV9ib29sKCJjYXVz",
-        "YWwiLCBjYXVzYWwpCiAgICBfcmVmdXNlX2JhY2t3YXJkX292ZXJmbG93KFEsIEssIFYsIE8sIGRPLCBsc2UpCiAgICAobl9x",
-        "LCBkX2spLCBuX2sgPSBRLnNoYXBlLCBsZW4oSykKICAgIHNjYWxlID0gMS4wIC8gbWF0aC5zcXJ0KGRfaykKICAgIEQgPSAo",
-        "ZE8gKiBPKS5zdW0oYXhpcz0xKSAgIyAoVF9xLCk6IHJvd3N1bShkTyAqIE8pID0gcm93c3VtKFAgKiBkUCksIG9uY2UgZm9y",
-        "IGFsbCB0aWxlcwogICAgZFEsIGRLLCBkViA9IG5wLnplcm9zKFEuc2hhcGUpLCBucC56ZXJvcyhLLnNoYXBlKSwgbnAuemVy",
-        "b3MoVi5zaGFwZSkKICAgIGZvciBrMCBpbiByYW5nZSgwLCBuX2ssIHRpbGVfc2l6ZSk6ICAjIGtleSBibG9ja3Mgb3V0c2lk",
-        "ZTogdGhlaXIgZEsgYW5kIGRWIHN0YXkgbG9jYWwKICAgICAgICBrMSA9IG1pbihrMCArIHRpbGVfc2l6ZSwgbl9rKQogICAg",
-        "ICAgIEtfYywgVl9jID0gS1trMDprMV0sIFZbazA6azFdCiAgICAgICAgZm9yIHEwIGluIHJhbmdlKGswIGlmIGNhdXNhbCBl",
-        "bHNlIDAsIG5fcSwgdGlsZV9zaXplKTogICMgY2F1c2FsOiBlYXJsaWVyIHF1ZXJ5IGJsb2NrcyBuZXZlciByZWFkIHRoZXNl",
-        "IGtleXMKICAgICAgICAgICAgcTEgPSBtaW4ocTAgKyB0aWxlX3NpemUsIG5fcSkKICAgICAgICAgICAgcyA9IFFbcTA6cTFd",
-        "IEAgS19jLlQgKiBzY2FsZSAgIyAoQl9xLCBCX2spOiB0aGUgc2NvcmUgdGlsZSwgcmVjb21wdXRlZAogICAgICAgICAgICBp",
-        "ZiBjYXVzYWwgYW5kIGsxIC0gMSA+IHEwOgogICAgICAgICAgICAgICAgc1tucC5hcmFuZ2UoazAsIGsxKVtOb25lLCA6XSA+",
-        "IG5wLmFyYW5nZShxMCwgcTEpWzosIE5vbmVdXSA9IC1ucC5pbmYKICAgICAgICAgICAgcCA9IG5wLmV4cChzIC0gbHNlW3Ew",
-        "OnExLCBOb25lXSkgICMgdGhlIGZvcndhcmQncyB3ZWlnaHRzLCBleGFjdGx5LCBmcm9tIHRoZSBzYXZlZCBsb2ctc3VtLWV4",
-        "cAogICAgICAgICAgICBkVltrMDprMV0gKz0gcC5UIEAgZE9bcTA6cTFdCiAgICAgICAgICAgIGRzID0gcCAqIChkT1txMDpx",
-        "MV0gQCBWX2MuVCAtIERbcTA6cTEsIE5vbmVdKSAgIyBkUyA9IFAgKiAoZFAgLSBEKQogICAgICAgICAgICBkUVtxMDpxMV0g",
-        "Kz0gZHMgQCBLX2MgKiBzY2FsZQogICAgICAgICAgICBkS1trMDprMV0gKz0gZHMuVCBAIFFbcTA6cTFdICogc2NhbGUKICAg",
-        "IHJldHVybiBkUSwgZEssIGRW",
+        "c3VtLWV4cCwgb3ZlciB0aWxlczogKGRRLCBkSywgZFYpLiIiIgogICAgUSwgSywgViwgTywgZE8sIGxzZSwgdGlsZV9zaXpl",
+        "LCBjYXVzYWwgPSBfYmFja3dhcmRfYXJncyhRLCBLLCBWLCBPLCBkTywgbHNlLCB0aWxlX3NpemUsIGNhdXNhbCkKICAgIChu",
+        "X3EsIGRfayksIG5fayA9IFEuc2hhcGUsIGxlbihLKQogICAgc2NhbGUgPSAxLjAgLyBtYXRoLnNxcnQoZF9rKQogICAgRCA9",
+        "IChkTyAqIE8pLnN1bShheGlzPTEpICAjIChUX3EsKTogcm93c3VtKGRPICogTykgPSByb3dzdW0oUCAqIGRQKSwgb25jZSBm",
+        "b3IgYWxsIHRpbGVzCiAgICBkUSwgZEssIGRWID0gbnAuemVyb3MoUS5zaGFwZSksIG5wLnplcm9zKEsuc2hhcGUpLCBucC56",
+        "ZXJvcyhWLnNoYXBlKQogICAgZm9yIGswIGluIHJhbmdlKDAsIG5faywgdGlsZV9zaXplKTogICMga2V5IGJsb2NrcyBvdXRz",
+        "aWRlOiB0aGVpciBkSyBhbmQgZFYgc3RheSBsb2NhbAogICAgICAgIGsxID0gbWluKGswICsgdGlsZV9zaXplLCBuX2spCiAg",
+        "ICAgICAgS19jLCBWX2MgPSBLW2swOmsxXSwgVltrMDprMV0KICAgICAgICBmb3IgcTAgaW4gcmFuZ2UoazAgaWYgY2F1c2Fs",
+        "IGVsc2UgMCwgbl9xLCB0aWxlX3NpemUpOiAgIyBjYXVzYWw6IGVhcmxpZXIgcXVlcnkgYmxvY2tzIG5ldmVyIHJlYWQgdGhl",
+        "c2Uga2V5cwogICAgICAgICAgICBxMSA9IG1pbihxMCArIHRpbGVfc2l6ZSwgbl9xKQogICAgICAgICAgICBzID0gUVtxMDpx",
+        "MV0gQCBLX2MuVCAqIHNjYWxlICAjIChCX3EsIEJfayk6IHRoZSBzY29yZSB0aWxlLCByZWNvbXB1dGVkCiAgICAgICAgICAg",
+        "IGlmIGNhdXNhbCBhbmQgazEgLSAxID4gcTA6CiAgICAgICAgICAgICAgICBzW25wLmFyYW5nZShrMCwgazEpW05vbmUsIDpd",
+        "ID4gbnAuYXJhbmdlKHEwLCBxMSlbOiwgTm9uZV1dID0gLW5wLmluZgogICAgICAgICAgICBwID0gbnAuZXhwKHMgLSBsc2Vb",
+        "cTA6cTEsIE5vbmVdKSAgIyB0aGUgZm9yd2FyZCdzIHdlaWdodHMsIGV4YWN0bHksIGZyb20gdGhlIHNhdmVkIGxvZy1zdW0t",
+        "ZXhwCiAgICAgICAgICAgIGRWW2swOmsxXSArPSBwLlQgQCBkT1txMDpxMV0KICAgICAgICAgICAgZHMgPSBwICogKGRPW3Ew",
+        "OnExXSBAIFZfYy5UIC0gRFtxMDpxMSwgTm9uZV0pICAjIGRTID0gUCAqIChkUCAtIEQpCiAgICAgICAgICAgIGRRW3EwOnEx",
+        "XSArPSBkcyBAIEtfYyAqIHNjYWxlCiAgICAgICAgICAgIGRLW2swOmsxXSArPSBkcy5UIEAgUVtxMDpxMV0gKiBzY2FsZQog",
+        "ICAgcmV0dXJuIGRRLCBkSywgZFY=",
     ),
     "Exercise 10": (
         "IyBFeGVyY2lzZSAxMDogVGhlIGJvb2trZWVwaW5nIG9mIGEgcGFnZWQgS1YgY2FjaGUuIGJvb2sgaG9sZHMgYmxvY2tfc2l6",
@@ -3385,32 +3339,29 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "YW55dGhpbmcgd2hlbiB0b28gZmV3IGJsb2NrcyBhcmUgZnJlZS4gUmV0dXJuIChib29rLCBzbG90cywgY29waWVzKS4KZGVm",
         "IHJlc2VydmVfc2xvdHMoYm9vaywgc2VxdWVuY2UsIG5fdG9rZW5zKToKICAgICIiIlNsb3RzIGZvciBuX3Rva2VucyBtb3Jl",
         "IHRva2VucyBvZiBzZXF1ZW5jZSBpbiBhIHBhZ2VkIEtWIGNhY2hlOiAodGhlIG5ldyBib29rLCBzbG90cywgY29waWVzIHRv",
-        "IG1ha2UpLiIiIgogICAgaWYgbm90IGlzaW5zdGFuY2Uoc2VxdWVuY2UsIHN0cik6CiAgICAgICAgcmFpc2UgVHlwZUVycm9y",
-        "KGYiYSBzZXF1ZW5jZSBpcyBuYW1lZCBieSBhIHN0cmluZywgZ290IHt0eXBlKHNlcXVlbmNlKS5fX25hbWVfX30ge3NlcXVl",
-        "bmNlIXJ9IikKICAgIG5fdG9rZW5zID0gcmVxdWlyZV9pbnQoIm5fdG9rZW5zIiwgbl90b2tlbnMsIG1pbmltdW09MSkKICAg",
-        "IHNpemUsIHJlZnMgPSBib29rWyJibG9ja19zaXplIl0sIGxpc3QoYm9va1sicmVmcyJdKQogICAgdGFibGVzLCBsZW5ndGhz",
-        "ID0ge25hbWU6IGxpc3QodGFibGUpIGZvciBuYW1lLCB0YWJsZSBpbiBib29rWyJ0YWJsZXMiXS5pdGVtcygpfSwgZGljdChi",
-        "b29rWyJsZW5ndGhzIl0pCiAgICB0YWJsZSwgbGVuZ3RoID0gdGFibGVzLnNldGRlZmF1bHQoc2VxdWVuY2UsIFtdKSwgbGVu",
-        "Z3Rocy5nZXQoc2VxdWVuY2UsIDApCiAgICBzaGFyZWRfdGFpbCA9IGxlbmd0aCAlIHNpemUgIT0gMCBhbmQgcmVmc1t0YWJs",
-        "ZVstMV1dID4gMSAgIyB0aGUgbmV4dCB0b2tlbiB3b3VsZCB3cml0ZSBpbnRvIGEgc2hhcmVkIGJsb2NrCiAgICBuZWVkZWQg",
-        "PSAtKC0obGVuZ3RoICsgbl90b2tlbnMpIC8vIHNpemUpIC0gbGVuKHRhYmxlKSArIHNoYXJlZF90YWlsICAjIG5ldyBibG9j",
-        "a3MsIHBsdXMgb25lIGNvcHkKICAgIGlmIG5lZWRlZCA+IHJlZnMuY291bnQoMCk6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJv",
-        "cihmInNlcXVlbmNlIHtzZXF1ZW5jZSFyfSBuZWVkcyB7bmVlZGVkfSBmcmVlIGJsb2NrcyBmb3Ige25fdG9rZW5zfSB0b2tl",
-        "bnMsIHtyZWZzLmNvdW50KDApfSBhcmUgZnJlZTsgIgogICAgICAgICAgICAgICAgICAgICAgICAgInJlbGVhc2UgYSBmaW5p",
-        "c2hlZCBzZXF1ZW5jZSBmaXJzdCIpCiAgICBzbG90cywgY29waWVzID0gW10sIFtdCiAgICBmb3IgcCBpbiByYW5nZShsZW5n",
-        "dGgsIGxlbmd0aCArIG5fdG9rZW5zKToKICAgICAgICBpZiBwICUgc2l6ZSA9PSAwOiAgIyB0aGUgbGFzdCBibG9jayBpcyBm",
-        "dWxsIChvciB0aGVyZSBpcyBub25lKTogdGFrZSB0aGUgbG93ZXN0IGZyZWUgYmxvY2sKICAgICAgICAgICAgdGFibGUuYXBw",
-        "ZW5kKHJlZnMuaW5kZXgoMCkpCiAgICAgICAgICAgIHJlZnNbdGFibGVbLTFdXSA9IDEKICAgICAgICBlbGlmIHJlZnNbdGFi",
-        "bGVbLTFdXSA+IDE6ICAjIHRoZSBmaXJzdCBkaXZlcmdlbnQgdG9rZW46IGNvcHkgdGhlIHNoYXJlZCBibG9jayBiZWZvcmUg",
-        "d3JpdGluZyBpbnRvIGl0CiAgICAgICAgICAgIG5ldyA9IHJlZnMuaW5kZXgoMCkKICAgICAgICAgICAgY29waWVzLmFwcGVu",
-        "ZCgodGFibGVbLTFdLCBuZXcpKQogICAgICAgICAgICByZWZzW3RhYmxlWy0xXV0sIHJlZnNbbmV3XSA9IHJlZnNbdGFibGVb",
-        "LTFdXSAtIDEsIDEKICAgICAgICAgICAgdGFibGVbLTFdID0gbmV3CiAgICAgICAgc2xvdHMuYXBwZW5kKCh0YWJsZVstMV0s",
-        "IHAgJSBzaXplKSkKICAgIGxlbmd0aHNbc2VxdWVuY2VdID0gbGVuZ3RoICsgbl90b2tlbnMKICAgIHJldHVybiB7ImJsb2Nr",
-        "X3NpemUiOiBzaXplLCAicmVmcyI6IHJlZnMsICJ0YWJsZXMiOiB0YWJsZXMsICJsZW5ndGhzIjogbGVuZ3Roc30sIHNsb3Rz",
-        "LCBjb3BpZXM=",
+        "IG1ha2UpLiIiIgogICAgbl90b2tlbnMgPSBfcmVzZXJ2ZV9hcmdzKHNlcXVlbmNlLCBuX3Rva2VucykKICAgIHNpemUsIHJl",
+        "ZnMgPSBib29rWyJibG9ja19zaXplIl0sIGxpc3QoYm9va1sicmVmcyJdKQogICAgdGFibGVzLCBsZW5ndGhzID0ge25hbWU6",
+        "IGxpc3QodGFibGUpIGZvciBuYW1lLCB0YWJsZSBpbiBib29rWyJ0YWJsZXMiXS5pdGVtcygpfSwgZGljdChib29rWyJsZW5n",
+        "dGhzIl0pCiAgICB0YWJsZSwgbGVuZ3RoID0gdGFibGVzLnNldGRlZmF1bHQoc2VxdWVuY2UsIFtdKSwgbGVuZ3Rocy5nZXQo",
+        "c2VxdWVuY2UsIDApCiAgICBzaGFyZWRfdGFpbCA9IGxlbmd0aCAlIHNpemUgIT0gMCBhbmQgcmVmc1t0YWJsZVstMV1dID4g",
+        "MSAgIyB0aGUgbmV4dCB0b2tlbiB3b3VsZCB3cml0ZSBpbnRvIGEgc2hhcmVkIGJsb2NrCiAgICBuZWVkZWQgPSAtKC0obGVu",
+        "Z3RoICsgbl90b2tlbnMpIC8vIHNpemUpIC0gbGVuKHRhYmxlKSArIHNoYXJlZF90YWlsICAjIG5ldyBibG9ja3MsIHBsdXMg",
+        "b25lIGNvcHkKICAgIGlmIG5lZWRlZCA+IHJlZnMuY291bnQoMCk6CiAgICAgICAgcmFpc2UgVmFsdWVFcnJvcihmInNlcXVl",
+        "bmNlIHtzZXF1ZW5jZSFyfSBuZWVkcyB7bmVlZGVkfSBmcmVlIGJsb2NrcyBmb3Ige25fdG9rZW5zfSB0b2tlbnMsIHtyZWZz",
+        "LmNvdW50KDApfSBhcmUgZnJlZTsgIgogICAgICAgICAgICAgICAgICAgICAgICAgInJlbGVhc2UgYSBmaW5pc2hlZCBzZXF1",
+        "ZW5jZSBmaXJzdCIpCiAgICBzbG90cywgY29waWVzID0gW10sIFtdCiAgICBmb3IgcCBpbiByYW5nZShsZW5ndGgsIGxlbmd0",
+        "aCArIG5fdG9rZW5zKToKICAgICAgICBpZiBwICUgc2l6ZSA9PSAwOiAgIyB0aGUgbGFzdCBibG9jayBpcyBmdWxsIChvciB0",
+        "aGVyZSBpcyBub25lKTogdGFrZSB0aGUgbG93ZXN0IGZyZWUgYmxvY2sKICAgICAgICAgICAgdGFibGUuYXBwZW5kKHJlZnMu",
+        "aW5kZXgoMCkpCiAgICAgICAgICAgIHJlZnNbdGFibGVbLTFdXSA9IDEKICAgICAgICBlbGlmIHJlZnNbdGFibGVbLTFdXSA+",
+        "IDE6ICAjIHRoZSBmaXJzdCBkaXZlcmdlbnQgdG9rZW46IGNvcHkgdGhlIHNoYXJlZCBibG9jayBiZWZvcmUgd3JpdGluZyBp",
+        "bnRvIGl0CiAgICAgICAgICAgIG5ldyA9IHJlZnMuaW5kZXgoMCkKICAgICAgICAgICAgY29waWVzLmFwcGVuZCgodGFibGVb",
+        "LTFdLCBuZXcpKQogICAgICAgICAgICByZWZzW3RhYmxlWy0xXV0sIHJlZnNbbmV3XSA9IHJlZnNbdGFibGVbLTFdXSAtIDEs",
+        "IDEKICAgICAgICAgICAgdGFibGVbLTFdID0gbmV3CiAgICAgICAgc2xvdHMuYXBwZW5kKCh0YWJsZVstMV0sIHAgJSBzaXpl",
+        "KSkKICAgIGxlbmd0aHNbc2VxdWVuY2VdID0gbGVuZ3RoICsgbl90b2tlbnMKICAgIHJldHVybiB7ImJsb2NrX3NpemUiOiBz",
+        "aXplLCAicmVmcyI6IHJlZnMsICJ0YWJsZXMiOiB0YWJsZXMsICJsZW5ndGhzIjogbGVuZ3Roc30sIHNsb3RzLCBjb3BpZXM=",
     ),
 }.items()}
-# builder:end sha256=82d58d06963583657e3d44442ce0aa4ba18d360229c919a1c59b4945594be14c
+# builder:end sha256=b40b2f3eab9df1a7347081b176f33b193da86d331d234cbe6878c5cab9260add
 
 # %% tags=["hide-input"]
 # @title Инструменты диаграмм: схемы урока из блоков и стрелок, нарисованные matplotlib (только код рисования; запустите, читать необязательно).
@@ -3698,11 +3649,15 @@ for bill in bills:
     print(f"{bill['n']:>10,} {bill['pairs']:>26,} {bill['cache_bytes'] / GB:>14.1f}")
 print(f"8k -> 1M: токены x{number(CONTEXTS[2] // CONTEXTS[0], '', 'ru')}, пары x{number(bills[2]['pairs'] // bills[0]['pairs'], ',', 'ru')}, кэш x"
       f"{number(bills[2]['cache_bytes'] // bills[0]['cache_bytes'], '', 'ru')}")
-expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
-expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
 
 # %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
+# @title Два счёта вручную и по зафиксированному эталону, и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
+expect("one layer, one KV head, one number of one byte: a key and a value cost 2 bytes", kv_bytes_per_token(1, 1, 1, 1), "==", 2)
+expect("context_cost(1) with the running example's defaults: one pair, one token's 128 KiB", context_cost(1), "==", {"n": 1, "pairs": 1, "cache_bytes": per_token})
+REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
+REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
+REFERENCE.check("two_bills.cache_bytes", [b["cache_bytes"] for b in bills])
+expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
 expect_raises(ValueError, context_cost, 0, match="n")
 expect_raises(TypeError, kv_bytes_per_token, 32, 8.0, 128, match="kv_heads")
 expect_raises(ValueError, kv_bytes_per_token, 32, 8, 128, 0, match="bytes_per_value");
@@ -3741,10 +3696,6 @@ show_figure(
     "вправо умножает столбец на 256, затем на 64. Справа: KV-кэш одного диалога в ГБ на линейной оси, пунктиром\xa0— "
     "один GPU на 80\xa0ГБ. Столбец для 1M токенов пересекает линию раньше, чем загружен хоть один вес.",
 )
-REFERENCE.check("two_bills.contexts", [b["n"] for b in bills])
-REFERENCE.check("two_bills.pairs", [b["pairs"] for b in bills])
-REFERENCE.check("two_bills.cache_bytes", [b["cache_bytes"] for b in bills])
-expect('bills[1]["cache_bytes"] == 2**34', bills[1]["cache_bytes"], "==", 2**34)
 expect('bills[2]["cache_bytes"] > 80 * GB', bills[2]["cache_bytes"], ">", 80 * GB)
 report_section("Два счёта", globals())
 
@@ -3827,15 +3778,15 @@ for name, m in (("causal", mask_causal), ("window 8", mask_window), ("window 8 +
     print(f"{number(name, '20s', 'ru')} разрешённых пар: {number(int((m == 0).sum()), '4d', 'ru')}   строка 23 читает ключи "
           f"{number(np.flatnonzero(m[23] == 0).tolist(), '', 'ru')}")
 expect("(mask_causal == 0).sum() == MASK_N * (MASK_N + 1) // 2", (mask_causal == 0).sum(), "==", MASK_N * (MASK_N + 1) // 2)
+
+# %% tags=["hide-input"]
+# @title Маски вручную: край окна, стоки, один токен; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
 expect("np.isneginf(mask_window[23, 15])", np.isneginf(mask_window[23, 15]))
 expect("mask_window[23, 16] == 0", mask_window[23, 16], "==", 0)
 expect("mask_sinks[23, 0] == 0", mask_sinks[23, 0], "==", 0)
 expect("mask_sinks[23, 1] == 0", mask_sinks[23, 1], "==", 0)
 expect("np.isneginf(mask_sinks[23, 2])", np.isneginf(mask_sinks[23, 2]))
 expect("make_mask(1) is the single allowed pair [[0.0]]", make_mask(1).tolist(), "==", [[0.0]])
-
-# %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, make_mask, 4, n_sink=1, match="window")
 expect_raises(ValueError, make_mask, 4, window=0, match="window")
 expect_raises(TypeError, make_mask, 4.0, match="n")
@@ -4007,31 +3958,20 @@ check_exercise("Exercise 2", check_sink_attention_contract, sdpa, globals())
 rng = np.random.default_rng(SEED)
 Q24, K24, V24 = (rng.standard_normal((MASK_N, 16)) for _ in range(3))
 out, weights = sdpa(Q24, K24, V24, mask_causal, return_weights=True)
-expect("out.shape == (MASK_N, 16)", out.shape, "==", (MASK_N, 16))
-expect("np.allclose(weights.sum(-1), 1.0)", np.allclose(weights.sum(-1), 1.0))
-for m in (mask_window, mask_sinks):
-    expect("np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0)", np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0))
 
 # Empty rows: the default refuses, "zero" returns an exact zero row and leaves the others alone.
 holey = mask_causal.copy()
 holey[5] = -np.inf
-print("default policy:", expect_raises(ValueError, sdpa, Q24, K24, V24, holey, match="empty_row='zero'")[:60], "...")
+try:
+    sdpa(Q24, K24, V24, holey)
+except ValueError as refused:
+    print("default policy:", str(refused)[:60], "...")
 zero_out, zero_w = sdpa(Q24, K24, V24, holey, empty_row="zero", return_weights=True)
-expect("np.all(zero_out[5] == 0)", np.all(zero_out[5] == 0))
-expect("np.all(zero_w[5] == 0)", np.all(zero_w[5] == 0))
-expect("np.isfinite(zero_out).all()", np.isfinite(zero_out).all())
-expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))", np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0)))
 
 # The sink's share of 128 equal keys, and the sink as an extra column with a zero value.
 shares = {logit: math.exp(logit) / (128 + math.exp(logit)) for logit in (0.0, 2.0, 5.0)}
 for logit, share in shares.items():
     print(f"логит стока {number(logit, '.0f', 'ru')}: доля стока среди 128 равных ключей = {number(100 * share, '.2f', 'ru')}%")
-REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
-REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
-REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
-flat = np.zeros((1, 128, 4))
-_, flat_w = sdpa(np.zeros((1, 1, 4)), flat, np.ones((1, 128, 2)), sink=5.0, return_weights=True)
-expect("abs((1 - flat_w.sum()) - shares[5.0]) < 1e-12", abs((1 - flat_w.sum()) - shares[5.0]), "<", 1e-12)
 
 sink_logit = 1.3
 out_sink, w_sink = sdpa(Q24, K24, V24, mask_causal, sink=sink_logit, return_weights=True)
@@ -4042,10 +3982,27 @@ column_out = extended_w[:, :-1] @ V24  # the extra column's value vector is zero
 print("сток против лишнего столбца с нулевым значением: наибольшая |разность| "
       f"{number(np.abs(out_sink - column_out).max(), '.1e', 'ru')}")
 expect("np.allclose(out_sink, column_out, atol=1e-12)", np.allclose(out_sink, column_out, atol=1e-12))
+
+# %% tags=["hide-input"]
+# @title Внимание со стоком вручную и на границах: веса, пустые строки, стоки для каждой головы, широкий разброс оценок; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
+expect("out.shape == (MASK_N, 16)", out.shape, "==", (MASK_N, 16))
+expect("np.allclose(weights.sum(-1), 1.0)", np.allclose(weights.sum(-1), 1.0))
+for m in (mask_window, mask_sinks):
+    expect("np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0)", np.allclose(sdpa(Q24, K24, V24, m, return_weights=True)[1].sum(-1), 1.0))
+expect_raises(ValueError, sdpa, Q24, K24, V24, holey, match="empty_row='zero'")
+expect("np.all(zero_out[5] == 0)", np.all(zero_out[5] == 0))
+expect("np.all(zero_w[5] == 0)", np.all(zero_w[5] == 0))
+expect("np.isfinite(zero_out).all()", np.isfinite(zero_out).all())
+expect("np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0))", np.allclose(np.delete(zero_out, 5, axis=0), np.delete(out, 5, axis=0)))
+REFERENCE.check("sink_share.logit_0", shares[0.0], rtol=1e-12)
+REFERENCE.check("sink_share.logit_2", shares[2.0], rtol=1e-12)
+REFERENCE.check("sink_share.logit_5", shares[5.0], rtol=1e-12)
+flat = np.zeros((1, 128, 4))
+_, flat_w = sdpa(np.zeros((1, 1, 4)), flat, np.ones((1, 128, 2)), sink=5.0, return_weights=True)
+expect("abs((1 - flat_w.sum()) - shares[5.0]) < 1e-12", abs((1 - flat_w.sum()) - shares[5.0]), "<", 1e-12)
 expect("np.all(w_sink.sum(-1) < 1)", np.all(w_sink.sum(-1) < 1))
 expect("np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12)", np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit + 2.0), out_sink, atol=1e-12))
 expect("not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink)", not np.allclose(sdpa(Q24, K24, V24, mask_causal + 2.0, sink=sink_logit), out_sink))  # shifting tokens alone is not a no-op
-
 # A row with no visible token sends all its mass to the sink: output 0, no error even by default.
 only_sink, only_sink_w = sdpa(Q24, K24, V24, np.full((MASK_N, MASK_N), -np.inf), sink=sink_logit, return_weights=True)
 expect("np.all(only_sink == 0)", np.all(only_sink == 0))
@@ -4073,9 +4030,6 @@ expect("a Q and a mask that require grad (as torch makes them) are detached and 
 Q_wide, K_wide, V_wide = np.array([[40.0], [-8.0]]), np.array([[-25.0], [25.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 expect("softmax over scores spanning [-1000, 1000] is shifted per row: outputs (2, 1) exactly", sdpa(Q_wide, K_wide, V_wide).tolist(), "==", [[2.0], [1.0]])
 expect("the same with a sink logit of 0, which the scores outweigh by e^200 or more", sdpa(Q_wide, K_wide, V_wide, sink=0.0).tolist(), "==", [[2.0], [1.0]])
-
-# %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, sdpa, np.stack([Q24, Q24]), np.stack([K24, K24]), np.stack([V24] * 3), match="do not broadcast")
 expect_raises(TypeError, sdpa, Q24, K24, V24, mask_causal == 0, match="additive_mask")
 expect_raises(ValueError, sdpa, Q24, K24[:, :8], V24, match="d_k")
@@ -4145,15 +4099,54 @@ report_section("Внимание со стоком и пустые строки"
 # **Вручную.** $H = 8$, $H_{kv} = 2$: повторение даёт порядок KV-голов 0,0,0,0,1,1,1,1, а чередование —
 # 0,1,0,1,0,1,0,1, так что голова запросов 1 читала бы KV-голову 1, хотя принадлежит группе 0.
 
+# %% tags=["hide-input"]
+# @title Проверки аргументов функций этого раздела: _repeat_kv_args, _gqa_args, _explicit_attention_shape (откройте, чтобы прочитать)
+def _repeat_kv_args(x, group):
+    """repeat_kv_heads' x (KV heads on axis -3) and group, checked; the repeated heads must fit the allocation budget."""
+    x = require_array("x", x, min_ndim=3)
+    group = require_int("group", group, minimum=1)
+    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
+    return x, group
+
+
+def _gqa_args(Q, K, V):
+    """Q, K and V with heads on axis -3, checked: K and V share their KV heads, which divide the query heads."""
+    Q, K, V = (require_array(name, a, min_ndim=3) for name, a in (("Q", Q), ("K", K), ("V", V)))
+    if K.shape[-3] != V.shape[-3] or Q.shape[-3] % K.shape[-3]:
+        raise ValueError(f"the {Q.shape[-3]} query heads must be a multiple of the KV heads, which K {K.shape} and V {V.shape} must share")
+    return Q, K, V
+
+
+def _explicit_attention_shape(q, k, v, allowed):
+    """The score shape (..., T_q, T_k) of torch_sdpa_explicit's checked tensors and boolean mask, within the budget."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_tensor(name, t, min_ndim=2)
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    if allowed is not None and (not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool):
+        raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
+    if allowed is not None:
+        require_tensor("allowed", allowed, floating=False)  # a dense CPU tensor, like q, k and v
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"need q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy on first use
+        shape = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])) + (q.shape[-2], k.shape[-2])
+        if allowed is not None and np.broadcast_shapes(tuple(allowed.shape), shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and allowed "
+                         f"{tuple(getattr(allowed, 'shape', ()))} do not broadcast to one score shape") from None
+    require_budget("the score matrix", shape, itemsize=q.element_size())
+    return shape
+
+
 # %% tags=["exercise"]
 # Exercise 3 · Упражнение 3: Повторите KV-головы для внимания с группировкой запросов. В x KV-головы лежат на оси -3;
 # верните массив, в котором на этой оси в group раз больше голов и голова запросов h получает KV-голову
 # h // group: соседние головы запросов делят одну KV-голову.
 def repeat_kv_heads(x, group):
     """KV heads on axis -3, each repeated ``group`` times in place: query head h reads KV head h // group."""
-    x = require_array("x", x, min_ndim=3)
-    group = require_int("group", group, minimum=1)
-    require_budget(f"{group} copies of each KV head", x.shape + (group,), itemsize=x.itemsize)
+    x, group = _repeat_kv_args(x, group)
     ### BEGIN SOLUTION
     return np.repeat(x, group, axis=-3)  # kv0, kv0, ..., kv1, kv1, ...: each KV head serves a block of query heads
     ### END SOLUTION
@@ -4166,9 +4159,7 @@ check_exercise("Exercise 3", check_kv_repeat_contract, repeat_kv_heads, globals(
 # %%
 def gqa_attention(Q, K, V, mask=None, **options):
     """Grouped-query attention: Q [..., H, T_q, d_k] against K, V [..., H_kv, T_k, d]; options go to sdpa."""
-    Q, K, V = (require_array(name, a, min_ndim=3) for name, a in (("Q", Q), ("K", K), ("V", V)))
-    if K.shape[-3] != V.shape[-3] or Q.shape[-3] % K.shape[-3]:
-        raise ValueError(f"the {Q.shape[-3]} query heads must be a multiple of the KV heads, which K {K.shape} and V {V.shape} must share")
+    Q, K, V = _gqa_args(Q, K, V)
     group = Q.shape[-3] // K.shape[-3]
     return sdpa(Q, repeat_kv_heads(K, group), repeat_kv_heads(V, group), mask, **options)
 
@@ -4186,12 +4177,12 @@ expect("np.allclose(grouped, as_mha, atol=1e-12)", np.allclose(grouped, as_mha, 
 tiled_heads = sdpa(Qh, np.tile(Kh, (H // H_KV, 1, 1)), np.tile(Vh, (H // H_KV, 1, 1)), causal12)
 print(f"GQA против tile вместо repeat: наибольшая |разность| {number(np.abs(grouped - tiled_heads).max(), '.2f', 'ru')} (должна быть "
       "большой)")
+
+# %% tags=["hide-input"]
+# @title Повтор, а не tile, и MHA как группы из одной головы; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
 expect("tiled_heads.shape == grouped.shape", tiled_heads.shape, "==", grouped.shape)
 expect("not np.allclose(grouped, tiled_heads, atol=1e-3)", not np.allclose(grouped, tiled_heads, atol=1e-3))
 expect("repeat_kv_heads(Kh, 1) is MHA: every head kept, in order", np.array_equal(repeat_kv_heads(Kh, 1), Kh))
-
-# %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, repeat_kv_heads, Kh, 0, match="group must be at least 1")
 expect_raises(ValueError, gqa_attention, Qh[:7], Kh, Vh, match="multiple of the KV heads")
 expect_raises(ValueError, gqa_attention, Qh[:, 0], Kh, Vh, match="dimensions")
@@ -4250,24 +4241,7 @@ show_figure(
 # %%
 def torch_sdpa_explicit(q, k, v, allowed=None):
     """Softmax attention in plain tensor operations; allowed is boolean (True = may attend), empty rows give 0."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        require_tensor(name, t, min_ndim=2)
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
-    if allowed is not None and (not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool):
-        raise TypeError(f"allowed must be a boolean tensor (True = may attend), got {getattr(allowed, 'dtype', type(allowed).__name__)}")
-    if allowed is not None:
-        require_tensor("allowed", allowed, floating=False)  # a dense CPU tensor, like q, k and v
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"need q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    try:  # NumPy's shape arithmetic: torch.broadcast_shapes would import sympy on first use
-        shape = np.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])) + (q.shape[-2], k.shape[-2])
-        if allowed is not None and np.broadcast_shapes(tuple(allowed.shape), shape) != shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and allowed "
-                         f"{tuple(getattr(allowed, 'shape', ()))} do not broadcast to one score shape") from None
-    require_budget("the score matrix", shape, itemsize=q.element_size())
+    shape = _explicit_attention_shape(q, k, v, allowed)  # (..., T_q, T_k), every batch axis included
     scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).expand(shape)  # (..., T_q, T_k), v's batch axes included
     if allowed is None:
         return torch.softmax(scores, dim=-1) @ v
@@ -4296,30 +4270,13 @@ else:
     print(f"ПРОПУСК: torch {number(torch.__version__, '', 'ru')} возвращает NaN в полностью замаскированных строках; сравниваются только "
           "остальные строки")
     rows = slice(1, None)
-expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
-probe = torch.from_numpy(rng.standard_normal(explicit.shape))
-grads_explicit = torch.autograd.grad((explicit[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
-grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
-for name, a, b in zip("qkv", grads_explicit, grads_api):
-    expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
-    expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
 print("sdpa на NumPy, явный torch и F.scaled_dot_product_attention совпадают по выходам, маскам обоих видов, пустым "
       "строкам и градиентам")
-# One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
-q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
-expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
-rows_allowed = allowed[None].expand(3, 5, 5).clone()
-rows_allowed[:, 0, 0] = True  # no empty row, so the library's answer is the reference on any torch
-for batched in range(3):
-    parts = [t.expand(3, *t.shape) if i == batched else t for i, t in enumerate((q2, k2, v2))]  # (3, 5, d) or (5, d)
-    expect_close(f"a batch axis on input {batched} only (q, k, v) broadcasts like the library", torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
 
 # is_causal=True aligns the triangle top-left: one decoding query (token 4 of 5) would see key 0 only.
 q_last, k_all, v_all = q[..., 4:, :].detach(), k.detach(), v.detach()
 top_left = F.scaled_dot_product_attention(q_last, k_all, v_all, is_causal=True)
-expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
 bottom_right = F.scaled_dot_product_attention(q_last, k_all, v_all, attn_mask=torch.ones(1, 5, dtype=torch.bool))
-expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
 print("is_causal=True при 1 запросе и 5 ключах читает только ключ 0: декодированию нужна явная маска или сдвиг")
 
 if ENVIRONMENT["torch_has_enable_gqa"]:
@@ -4337,7 +4294,24 @@ else:
 report_section("GQA", globals())
 
 # %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
+# @title Три реализации на каждой строке, градиенте, оси пакета и каузальном выравнивании; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
+expect_close("the library and explicit attention agree on every row with a key", api_bool[..., rows, :], explicit[..., rows, :], rtol=1e-10, atol=1e-12)
+probe = torch.from_numpy(rng.standard_normal(explicit.shape))
+grads_explicit = torch.autograd.grad((explicit[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
+grads_api = torch.autograd.grad((api_bool[..., rows, :] * probe[..., rows, :]).sum(), (q, k, v))
+for name, a, b in zip("qkv", grads_explicit, grads_api):
+    expect_close(f"the gradient for {name} of explicit attention equals the library's", a, b, rtol=1e-9, atol=1e-11)
+    expect(f"non-finite gradient for {name}", torch.isfinite(a).all())
+# One head without a mask (2-D), and batch axes that only one of q, k, v (and the mask) carries, against the library.
+q2, k2, v2 = q[0, 0].detach(), k[0, 0].detach(), v[0, 0].detach()
+expect_close("unbatched, unmasked explicit attention equals the library", torch_sdpa_explicit(q2, k2, v2), F.scaled_dot_product_attention(q2, k2, v2), rtol=1e-12, atol=1e-12)
+rows_allowed = allowed[None].expand(3, 5, 5).clone()
+rows_allowed[:, 0, 0] = True  # no empty row, so the library's answer is the reference on any torch
+for batched in range(3):
+    parts = [t.expand(3, *t.shape) if i == batched else t for i, t in enumerate((q2, k2, v2))]  # (3, 5, d) or (5, d)
+    expect_close(f"a batch axis on input {batched} only (q, k, v) broadcasts like the library", torch_sdpa_explicit(*parts, rows_allowed), F.scaled_dot_product_attention(*(t.expand(3, *t.shape[-2:]) for t in parts), attn_mask=rows_allowed), rtol=1e-12, atol=1e-12)
+expect_close("is_causal=True puts one query's whole weight on key 0", top_left, v_all[..., :1, :], rtol=1e-7, atol=1e-7)
+expect("not torch.allclose(top_left, bottom_right)", not torch.allclose(top_left, bottom_right))
 expect_raises(TypeError, torch_sdpa_explicit, q, k, v, allowed.double(), match="boolean")
 expect_raises(ValueError, torch_sdpa_explicit, q, k, v[..., :3, :], match="T_k")
 expect_raises(ValueError, torch_sdpa_explicit, q[0, 0, 0], k, v, match="at least 2 dimensions")
@@ -4436,8 +4410,6 @@ hybrid = {
     "hybrid_total_bytes": kv_cache_bytes(context, hybrid_windows, kv_heads, head_dim),
     "all_full_bytes": kv_cache_bytes(context, [None] * layers, kv_heads, head_dim),
 }
-for key, value in hybrid.items():
-    REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
 expect('hybrid["full_bytes"] + hybrid["sliding_bytes"] == hybrid["hybrid_total_bytes"]', hybrid["full_bytes"] + hybrid["sliding_bytes"], "==", hybrid["hybrid_total_bytes"])
 print(f"gpt-oss-120b при {number(context, ',', 'ru')} токенов: полные слои {number(hybrid['full_bytes'] / GIB, '.2f', 'ru')} ГиБ + слои с окном "
       f"{number(hybrid['sliding_bytes'] / MIB, '.1f', 'ru')} МиБ = {number(hybrid['hybrid_total_bytes'] / GIB, '.4f', 'ru')} ГиБ; со всеми полными "
@@ -4445,10 +4417,6 @@ print(f"gpt-oss-120b при {number(context, ',', 'ru')} токенов: пол�
       f"{number(hybrid['all_full_bytes'] / hybrid['hybrid_total_bytes'], '.3f', 'ru')})")
 # gpt-oss-20b: 24 layers, again alternating window and full (same source); only its 12 full layers grow.
 print(f"gpt-oss-20b: его растущая часть стоит {number(kv_bytes_per_token(12, 8, 64) / KIB, '.0f', 'ru')} КиБ на токен")
-REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
-check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
-check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
-check_stated("the full layers of gpt-oss-120b at 128k (GB)", hybrid["full_bytes"] / GB, 4.83, 2)
 
 # Two more cards: Llama-3.3-70B (80 layers, 8 KV heads of 128) and Qwen2.5-7B (28 layers, 4 KV heads of 128).
 cards = {"llama_3_3_70b": (80, 8, 128), "qwen2_5_7b": (28, 4, 128)}
@@ -4458,12 +4426,18 @@ for name, (card_layers, card_kv, card_dim) in cards.items():
     print(f"{number(name, '14s', 'ru')} {number(per_token_bytes / KIB, '4.0f', 'ru')} КиБ/токен -> {number(total / GIB, '4.0f', 'ru')} ГиБ при {number(context, ',', 'ru')} токенов")
     REFERENCE.check(f"model_cards.{name}_bytes_per_token", per_token_bytes)
     REFERENCE.check(f"model_cards.{name}_context_bytes", total)
+
+# %% tags=["hide-input"]
+# @title Калькулятор против зафиксированного эталона, числа из текста и подсчёт вручную; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
+for key, value in hybrid.items():
+    REFERENCE.check(f"gpt_oss_hybrid.{key}", value)
+REFERENCE.check("model_cards.gpt_oss_20b_growing_bytes_per_token", kv_bytes_per_token(12, 8, 64))
+check_stated("gpt-oss-120b's growing cache (KiB per token)", kv_bytes_per_token(18, 8, 64) / KIB, 36, 0)
+check_stated("gpt-oss-20b's growing cache (KiB per token)", kv_bytes_per_token(12, 8, 64) / KIB, 24, 0)
+check_stated("the full layers of gpt-oss-120b at 128k (GB)", hybrid["full_bytes"] / GB, 4.83, 2)
 # By hand, 3 tokens of one-byte numbers, one KV head of width 1: the layers keep 3, 1, 2 and 3 tokens, a key and a value each.
 expect("kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1) == 2 * (3 + 1 + 2 + 3)", kv_cache_bytes(3, [None, 1, 2, 5], 1, 1, 1), "==", 18)
 expect("kv_cache_bytes(1, [None], 1, 1, 1): one token, one layer", kv_cache_bytes(1, [None], 1, 1, 1), "==", 2)
-
-# %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, kv_cache_bytes, context, [], 8, 64, match="layer_windows")
 expect_raises(ValueError, kv_cache_bytes, context, [None, 0], 8, 64, match="layer_windows[1]")
 expect_raises(ValueError, kv_cache_bytes, 0, [None], 8, 64, match="context")
@@ -4495,15 +4469,15 @@ expanded_192 = 61 * 128 * ((128 + 64) + 128) * 2  # the real widths: 192-wide ke
 print(f"латентный вектор {number(latent_bytes, ',', 'ru')} Б/токен; эквивалент MHA (d_h = 128) {number(v2_convention, ',', 'ru')} Б = x"
       f"{number(v2_convention / latent_bytes, '.1f', 'ru')}; развёрнутый с ключами размерности 192 {number(expanded_192, ',', 'ru')} Б = x"
       f"{number(expanded_192 / latent_bytes, '.1f', 'ru')}")
+REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
+
+# %% tags=["hide-input"]
+# @title Латентный кэш против зафиксированного эталона и вручную; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
 REFERENCE.check("mla.bytes_per_token", latent_bytes)
 REFERENCE.check("mla.mha_equivalent_bytes_per_token", v2_convention)
-REFERENCE.check("mla.raw_element_ratio", v2_convention / latent_bytes, rtol=1e-15)
 REFERENCE.check("mla.expanded_192_bytes_per_token", expanded_192)
 REFERENCE.check("mla.expanded_192_ratio", expanded_192 / latent_bytes, rtol=1e-15)
 expect("one layer caching a 1-number latent and a 1-number RoPE key in bytes: 2 bytes", mla_bytes_per_token(1, 1, 1, 1), "==", 2)
-
-# %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
 expect_raises(ValueError, mla_bytes_per_token, 61, 0, 64, match="latent_dim");
 
 
@@ -4596,12 +4570,10 @@ print("калькулятор KV-кэша: каждое зафиксирован
 # $u = 0{,}3679 \cdot 1{,}7358 + 3 + 4e^{-2{,}5} = 3{,}9669$. Выход $3{,}9669 / 1{,}5853 = 2{,}5023$ — то же, что softmax
 # по всем четырём логитам сразу. Забудьте про $\alpha$, и слагаемые тайла 1 окажутся в $e$ раз тяжелее, чем нужно.
 
-# %% tags=["exercise"]
-# Exercise 5 · Упражнение 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
-# (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель u,
-# как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "u": u} в трассу. Верните (u / l, trace).
-def online_softmax_dot(logit_tiles, value_tiles):
-    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+# %% tags=["hide-input"]
+# @title _online_softmax_tiles: проверки аргументов упражнения 5 (откройте, чтобы прочитать)
+def _online_softmax_tiles(logit_tiles, value_tiles):
+    """The (logits, values) pairs of online_softmax_dot as float arrays: as many of each, none empty, each pair one length."""
     if len(logit_tiles) != len(value_tiles) or not len(logit_tiles):
         raise ValueError(f"need the same, non-zero number of logit and value tiles; got {len(logit_tiles)} and {len(value_tiles)}")
     tiles = []
@@ -4610,6 +4582,16 @@ def online_softmax_dot(logit_tiles, value_tiles):
         if logits.shape != values.shape:
             raise ValueError(f"tile {t} has {logits.size} logits but {values.size} values")
         tiles.append((logits.astype(float), values.astype(float)))
+    return tiles
+
+
+# %% tags=["exercise"]
+# Exercise 5 · Упражнение 5: Вычислите взвешенное по softmax среднее в потоковом режиме. Для каждого тайла обновите текущий максимум m
+# (начальное значение -inf), множитель пересчёта alpha = exp(m_old - m_new), текущую сумму l и числитель u,
+# как в формуле, и добавьте {"m": m, "alpha": alpha, "l": l, "u": u} в трассу. Верните (u / l, trace).
+def online_softmax_dot(logit_tiles, value_tiles):
+    """Softmax-weighted average of scalar values, streamed tile by tile; returns (output, per-tile trace)."""
+    tiles = _online_softmax_tiles(logit_tiles, value_tiles)  # [(logits, values), ...] as float arrays
     ### BEGIN SOLUTION
     m, l, u = -math.inf, 0.0, 0.0
     trace = []
@@ -4656,14 +4638,6 @@ for t, state in enumerate(online_trace, start=1):
     print(f"после тайла {number(t, '', 'ru')}: m = {number(state['m'], '.0f', 'ru')}, alpha = {number(state['alpha'], '.4f', 'ru')}, l = {number(state['l'], '.4f', 'ru')}, u = "
           f"{number(state['u'], '.4f', 'ru')}")
 print(f"выход u / l = {number(online_output, '.4f', 'ru')}")
-REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.u2", online_trace[1]["u"], rtol=1e-12)
-REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
-direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
-expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
 
 # A longer row: 48 logits in 12 tiles of 4. The running estimate u / l jumps while the max still moves.
 row_logits, row_values = rng.normal(0.0, 2.0, 48), rng.normal(0.0, 1.0, 48)
@@ -4682,7 +4656,15 @@ show_figure(
 report_section("Онлайн-softmax", globals())
 
 # %% tags=["hide-input"]
-# @title Неверные входы отвергаются: проверки аргументов ячейки выше
+# @title След разобранного примера против зафиксированного эталона и прямого softmax; и отвергнутые неверные входы (проверено; откройте, чтобы прочитать)
+REFERENCE.check("online_softmax_trace.l1", online_trace[0]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.u1", online_trace[0]["u"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.alpha", online_trace[1]["alpha"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.l2", online_trace[1]["l"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.u2", online_trace[1]["u"], rtol=1e-12)
+REFERENCE.check("online_softmax_trace.output", online_output, rtol=1e-12)
+direct = np.exp(np.array([2.0, 1.0, 3.0, 0.5]) - 3.0)
+expect("abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()) < 1e-12", abs(online_output - direct @ np.array([1.0, 2.0, 3.0, 4.0]) / direct.sum()), "<", 1e-12)
 expect_raises(ValueError, online_softmax_dot, [[1.0]], [[1.0], [2.0]], match="same")
 expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile 0");
 
@@ -4741,11 +4723,75 @@ expect_raises(ValueError, online_softmax_dot, [[1.0, 2.0]], [[1.0]], match="tile
 # ### Шаг 1 · Простые тайлы: онлайн-обновление на целых блоках
 
 # %% tags=["hide-input"]
-# @title Проверка переполнения для тайловых ядер ниже (читать необязательно)
+# @title Проверки аргументов и переполнения для тайловых ядер и block_kinds ниже (откройте, чтобы прочитать)
 def _refuse_overflow(Q, K, V=None):
     """Refuse Q, K, V whose scores (|q . k| <= d_k max|q| max|k|) or values could pass 2^500 and overflow the sums."""
     if Q.shape[1] * float(np.abs(Q).max()) * float(np.abs(K).max()) > 2.0**500 or (V is not None and float(np.abs(V).max()) > 2.0**500):
         raise ValueError("entries of Q, K or V are so large that scores or outputs could overflow; rescale them first")
+
+
+def _plain_tile_args(Q, K, V, tile_size):
+    """tiled_attention_plain's Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] and tile_size, checked, overflow refused."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    _refuse_overflow(Q, K, V)
+    return Q, K, V, tile_size
+
+
+def _causal_tile_args(Q, K, V, tile_size):
+    """causal_tiled_attention's inputs, checked: K and V may hold unwritten (even NaN) rows after the T_q that are read."""
+    Q = require_array("Q", Q, ndim=2)
+    K, V = require_array("K", K, ndim=2, finite=False), require_array("V", V, ndim=2, finite=False)  # unwritten rows may be NaN
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or K.shape[0] < Q.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] with T_k >= T_q; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    written = len(Q)  # query i reads keys 0..i: rows from T_q on are never read
+    for name, rows in (("K", K), ("V", V)):
+        require_array(f"{name}[:T_q]", rows[:written])  # the rows that are read must be finite
+    _refuse_overflow(Q, K[:written], V[:written])
+    return Q, K, V, tile_size
+
+
+def _tiled_args(Q, K, V, mask, tile_size, sink, empty_row, causal, window, query_start):
+    """tiled_attention's inputs, checked, in one dtype (float16 in, float32 arithmetic), the mask additive [T_q, T_k]."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
+    tile_size = require_int("tile_size", tile_size, minimum=1)
+    require_choice("empty_row", empty_row, ("error", "zero"))
+    causal = require_bool("causal", causal)
+    if window is not None:
+        window = require_int("window", window, minimum=1)
+        if not causal:
+            raise ValueError("window counts keys back from the query, so it needs causal=True")
+    query_start = require_int("query_start", query_start, minimum=0)
+    if query_start and not causal:
+        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
+    if sink is not None:
+        sink = require_real("sink", sink)
+    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    if mask is not None:
+        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    return Q, K, V, mask, tile_size, sink, causal, window, query_start
+
+
+def _boolean_mask(allowed):
+    """allowed as a boolean array (True = may read), refused when it holds anything else."""
+    allowed = as_numpy("allowed", allowed)
+    if allowed.dtype != bool:
+        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
+    return allowed
+
+
+def _block_kinds_args(allowed, tile):
+    """block_kinds' allowed, a non-empty boolean [T_q, T_k] mask, and tile, checked."""
+    allowed, tile = _boolean_mask(allowed), require_int("tile", tile, minimum=1)
+    if allowed.ndim != 2 or 0 in allowed.shape:
+        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
+    return allowed, tile
 
 
 # %% tags=["exercise"]
@@ -4755,11 +4801,7 @@ def _refuse_overflow(Q, K, V=None):
 # блока ключей верните O / l для каждого блока запросов. Никогда не стройте массив T_q x T_k.
 def tiled_attention_plain(Q, K, V, *, tile_size=128):
     """Unmasked softmax attention, streamed over (query block, key block) tiles: output [T_q, d_v]."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    _refuse_overflow(Q, K, V)
+    Q, K, V, tile_size = _plain_tile_args(Q, K, V, tile_size)
     ### BEGIN SOLUTION
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     out = np.empty((n_q, d_v))
@@ -4801,15 +4843,7 @@ check_exercise("Exercise 6", check_plain_tiled_contract, tiled_attention_plain, 
 # (output, tiles_computed) — число вычисленных тайлов оценок.
 def causal_tiled_attention(Q, K, V, *, tile_size=128):
     """Causal softmax attention over tiles, skipping tiles above the block diagonal: (output, tiles_computed)."""
-    Q = require_array("Q", Q, ndim=2)
-    K, V = require_array("K", K, ndim=2, finite=False), require_array("V", V, ndim=2, finite=False)  # unwritten rows may be NaN
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or K.shape[0] < Q.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v] with T_k >= T_q; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    written = len(Q)  # query i reads keys 0..i: rows from T_q on are never read
-    for name, rows in (("K", K), ("V", V)):
-        require_array(f"{name}[:T_q]", rows[:written])  # the rows that are read must be finite
-    _refuse_overflow(Q, K[:written], V[:written])
+    Q, K, V, tile_size = _causal_tile_args(Q, K, V, tile_size)
     ### BEGIN SOLUTION
     (n_q, d_k), d_v = Q.shape, V.shape[1]
     out, tiles = np.empty((n_q, d_v)), 0
@@ -4844,13 +4878,13 @@ plain_out, (causal_out, causal_tiles) = tiled_attention_plain(Qt, Kt, Vt, tile_s
 print(f"простые тайлы против плотного: {number(np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), '.1e', 'ru')}; каузальные тайлы против "
       f"плотного: {number(np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), '.1e', 'ru')}; вычислено {number(causal_tiles, '', 'ru')} из "
       f"{number((64 // 16) ** 2, '', 'ru')} тайлов")
-if not causal_tiles == 4 * 5 // 2:
-    raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
-expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
 expect("causal tiles equal dense causal attention", np.abs(causal_out - sdpa(Qt, Kt, Vt, make_mask(64))).max(), "<", 1e-12)
 
 # %% tags=["hide-input"]
 # @title Крайние случаи двух ядер по тайлам: тайл по умолчанию, оценки в тысячи, защита от переполнения на её границе
+if not causal_tiles == 4 * 5 // 2:
+    raise ValueError(f"a 4 x 4 block grid has 10 tiles on or below the diagonal; counted {causal_tiles}")
+expect("plain tiles equal dense attention", np.abs(plain_out - sdpa(Qt, Kt, Vt)).max(), "<", 1e-12)
 for kernel in (tiled_attention_plain, causal_tiled_attention):
     expect(f"{kernel.__name__}'s default tile is the tau = 128 of the text", kernel.__kwdefaults__["tile_size"], "==", 128)
     expect_raises(ValueError, kernel, Qt, Kt, Vt, tile_size=0, match="tile_size")
@@ -4898,25 +4932,8 @@ def tiled_attention(Q, K, V, mask=None, *, tile_size=128, sink=None, empty_row="
     sits at absolute position query_start + i and reads keys 0 .. that position (the last `window` of them
     if window is set). sink is one scalar logit with a zero value. Float16 inputs are computed in float32.
     """
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v]; got {Q.shape}, {K.shape}, {V.shape}")
-    tile_size = require_int("tile_size", tile_size, minimum=1)
-    require_choice("empty_row", empty_row, ("error", "zero"))
-    causal = require_bool("causal", causal)
-    if window is not None:
-        window = require_int("window", window, minimum=1)
-        if not causal:
-            raise ValueError("window counts keys back from the query, so it needs causal=True")
-    query_start = require_int("query_start", query_start, minimum=0)
-    if query_start and not causal:
-        raise ValueError("query_start shifts the causal mask; pass causal=True (or build the offset into `mask`)")
-    if sink is not None:
-        sink = require_real("sink", sink)
-    dtype = np.result_type(Q.dtype, K.dtype, V.dtype, np.float32)  # float16 in, float32 arithmetic
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-    if mask is not None:
-        mask = _as_additive(mask, (Q.shape[0], K.shape[0]), dtype)
+    Q, K, V, mask, tile_size, sink, causal, window, query_start = _tiled_args(Q, K, V, mask, tile_size, sink, empty_row, causal, window, query_start)
+    dtype = Q.dtype  # float32 or float64: float16 inputs arrive as float32
     (n_q, d_k), (n_k, d_v) = Q.shape, V.shape
     scale = 1.0 / math.sqrt(d_k)
     # Every entry of Q @ K^T is at most d_k max|q| max|k|: while that bound is finite, no tile needs the finiteness check.
@@ -5119,11 +5136,7 @@ def plot_block_kinds(panels, language="en"):
 # %%
 def block_kinds(allowed, tile):
     """Classify each (query block, key block) of a boolean mask: 0 skipped, 1 partly allowed, 2 fully allowed."""
-    allowed, tile = as_numpy("allowed", allowed), require_int("tile", tile, minimum=1)
-    if allowed.dtype != bool:
-        raise TypeError(f"allowed must be a boolean array (True = may read), got dtype {allowed.dtype}")
-    if allowed.ndim != 2 or 0 in allowed.shape:
-        raise ValueError(f"allowed must be a non-empty [T_q, T_k] mask, got shape {allowed.shape}")
+    allowed, tile = _block_kinds_args(allowed, tile)
     starts_q, starts_k = np.arange(0, allowed.shape[0], tile), np.arange(0, allowed.shape[1], tile)  # each block's first row, column
     some = np.logical_or.reduceat(np.logical_or.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)  # (query blocks, key blocks)
     every = np.logical_and.reduceat(np.logical_and.reduceat(allowed, starts_q, axis=0), starts_k, axis=1)
@@ -5136,7 +5149,6 @@ for name, kinds in (("causal", blocks_causal), ("window 2 tiles", blocks_window)
     print(f"блоки 16 x 16, {number(name, '14s', 'ru')}: вычислено {number(int((kinds > 0).sum()), '3d', 'ru')} из {number(kinds.size, '', 'ru')}, из них замаскировано "
           f"{number(int((kinds == 1).sum()), '', 'ru')}")
 REFERENCE.check("tiled.blocks_causal_2048_128", int((blocks_causal > 0).sum()))
-REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 show_figure(
     plot_block_kinds([(localized(LANGUAGE, "causal, 16 x 16 blocks", "каузальная, 16 x 16 блоков"), blocks_causal),
                       (localized(LANGUAGE, "window of 2 blocks", "окно в 2 блока"), blocks_window)], language=LANGUAGE),
@@ -5149,6 +5161,7 @@ report_section("Внимание по тайлам", globals())
 
 # %% tags=["hide-input"]
 # @title Ручные проверки block_kinds: частичные блоки, тайлы из 1, одна строка запросов, тензор на входе
+REFERENCE.check("tiled.blocks_window_256_2048_128", int((blocks_window > 0).sum()))
 # By hand: a 5 x 3 causal mask in 2 x 2 blocks (the last row and column of blocks are partial): rows of blocks read
 # [partly, skipped], [full, full], [full, full]. Tile 1 gives the mask itself; one query row gives one row of blocks.
 expect("block_kinds(np.tri(5, 3, dtype=bool), 2)", block_kinds(np.tri(5, 3, dtype=bool), 2).tolist(), "==", [[1, 0], [2, 2], [2, 2]])
@@ -5192,17 +5205,14 @@ expect_raises(ValueError, block_kinds, np.ones((0, 4), dtype=bool), 2, match="no
 # $dS = dO \cdot v - dO \cdot O = 0$: весь свой градиент он отдаёт этому значению ($dV = dO$), а своему
 # запросу и ключу — ничего. Первая строка каузального внимания — как раз такой запрос, и её $dQ$ равен нулю.
 
-# %%
-def peak_traced_bytes(function, *args, **kwargs):
-    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+# %% tags=["hide-input"]
+# @title Проверки аргументов измерительных инструментов и обратного прохода ниже (откройте, чтобы прочитать)
+def _timing_args(function, repeats=1):
+    """function when it is callable, and repeats from 1 to 100 (a timing, not a benchmark run)."""
+    repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
-    tracemalloc.start()
-    try:
-        function(*args, **kwargs)
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    return function, repeats
 
 
 def _refuse_backward_overflow(Q, K, V, O, dO, lse):
@@ -5212,13 +5222,43 @@ def _refuse_backward_overflow(Q, K, V, O, dO, lse):
         raise ValueError("entries of Q, K, V, O, dO or lse are so large (past 2^200) that the gradients could overflow; rescale them first")
 
 
-def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
-    """Per-row log-sum-exp of the scaled scores, streamed over key tiles: the number FlashAttention-2's forward saves."""
+def _logsumexp_args(Q, K, tile_size, causal):
+    """tiled_logsumexp's Q [T_q, d_k], K [T_k, d_k] (T_k >= T_q when causal), tile_size and causal, checked."""
     Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
     if Q.shape[1] != K.shape[1] or (causal and len(K) < len(Q)):
         raise ValueError(f"need Q [T_q, d_k] and K [T_k, d_k], with T_k >= T_q when causal; got {Q.shape} and {K.shape}")
     tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
     _refuse_overflow(Q, K)
+    return Q, K, tile_size, causal
+
+
+def _backward_args(Q, K, V, O, dO, lse, tile_size, causal):
+    """tiled_attention_backward's inputs, checked: shapes that fit together, entries too small to overflow the gradients."""
+    Q, K, V, O, dO = (require_array(name, x, ndim=2) for name, x in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO)))
+    lse = require_array("lse", lse, ndim=1)
+    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or O.shape != (len(Q), V.shape[1]) or dO.shape != O.shape or lse.shape != (len(Q),):
+        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v], lse [T_q]; got {Q.shape}, {K.shape}, "
+                         f"{V.shape}, {O.shape}, {dO.shape}, {lse.shape}")
+    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
+    _refuse_backward_overflow(Q, K, V, O, dO, lse)
+    return Q, K, V, O, dO, lse, tile_size, causal
+
+
+# %%
+def peak_traced_bytes(function, *args, **kwargs):
+    """Peak bytes that Python and NumPy allocate while ``function`` runs (tracemalloc), its output included."""
+    function, _ = _timing_args(function)
+    tracemalloc.start()
+    try:
+        function(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
+    """Per-row log-sum-exp of the scaled scores, streamed over key tiles: the number FlashAttention-2's forward saves."""
+    Q, K, tile_size, causal = _logsumexp_args(Q, K, tile_size, causal)
     lse = np.empty(len(Q))
     for q0 in range(0, len(Q), tile_size):
         q1 = min(q0 + tile_size, len(Q))
@@ -5245,13 +5285,7 @@ def tiled_logsumexp(Q, K, *, tile_size=128, causal=True):
 # и dK_c += dS^T Q_b / sqrt(d_k). Никогда не стройте массив T_q x T_k и не вызывайте autograd.
 def tiled_attention_backward(Q, K, V, O, dO, lse, *, tile_size=128, causal=True):
     """Gradients of softmax attention from the saved output and log-sum-exp, over tiles: (dQ, dK, dV)."""
-    Q, K, V, O, dO = (require_array(name, x, ndim=2) for name, x in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO)))
-    lse = require_array("lse", lse, ndim=1)
-    if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0] or O.shape != (len(Q), V.shape[1]) or dO.shape != O.shape or lse.shape != (len(Q),):
-        raise ValueError(f"need Q [T_q, d_k], K [T_k, d_k], V [T_k, d_v], O and dO [T_q, d_v], lse [T_q]; got {Q.shape}, {K.shape}, "
-                         f"{V.shape}, {O.shape}, {dO.shape}, {lse.shape}")
-    tile_size, causal = require_int("tile_size", tile_size, minimum=1), require_bool("causal", causal)
-    _refuse_backward_overflow(Q, K, V, O, dO, lse)
+    Q, K, V, O, dO, lse, tile_size, causal = _backward_args(Q, K, V, O, dO, lse, tile_size, causal)
     ### BEGIN SOLUTION
     (n_q, d_k), n_k = Q.shape, len(K)
     scale = 1.0 / math.sqrt(d_k)
@@ -5331,9 +5365,7 @@ expect_close("tiled_logsumexp without a mask equals log-sum-exp of the whole sco
 # %%
 def best_seconds(function, *args, repeats=3, **kwargs):
     """The fastest of ``repeats`` wall-clock runs of ``function`` (time.perf_counter)."""
-    repeats = require_int("repeats", repeats, minimum=1, maximum=100)  # a timing, not a benchmark run
-    if not callable(function):
-        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    function, repeats = _timing_args(function, repeats)
     best = math.inf
     for _ in range(repeats):
         start = time.perf_counter()
@@ -5344,8 +5376,6 @@ def best_seconds(function, *args, repeats=3, **kwargs):
 
 score_bytes = {f"n_{n}_fp32_bytes": n * n * 4 for n in (4096, 8192)}
 score_bytes["tile_128_fp32_bytes"] = 128 * 128 * 4
-for key, value in score_bytes.items():
-    REFERENCE.check(f"score_matrix.{key}", value)
 
 LENGTHS = (128, 256, 512, 1024)
 memory, faster = {"dense": [], "tiled": []}, {}
@@ -5366,9 +5396,14 @@ for n, dense_bytes, tiled_bytes in zip(LENGTHS, memory["dense"], memory["tiled"]
 dense_growth = memory["dense"][-1] / memory["dense"][-2]
 tiled_growth = memory["tiled"][-1] / memory["tiled"][-2]
 print(f"от n = 512 до 1024: пик плотного x{number(dense_growth, '.1f', 'ru')}, пик по тайлам x{number(tiled_growth, '.1f', 'ru')}")
+expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
+
+# %% tags=["hide-input"]
+# @title Размеры матрицы оценок против зафиксированного эталона и рост обоих пиков (проверено; откройте, чтобы прочитать)
+for key, value in score_bytes.items():
+    REFERENCE.check(f"score_matrix.{key}", value)
 expect("dense_growth > 3.5", dense_growth, ">", 3.5)
 expect("tiled_growth < 2.2", tiled_growth, "<", 2.2)
-expect('memory["dense"][-1] > 10 * memory["tiled"][-1]', memory["dense"][-1], ">", 10 * memory["tiled"][-1])
 
 
 # %% tags=["hide-input"]
@@ -5705,6 +5740,7 @@ expect_raises(ValueError, fa2_forward_bytes, 0, 128, match="n")
 expect_raises(ValueError, lazy_online_softmax, rising, row_values, 64, 100.0, match="threshold")
 expect("fa2_forward_bytes by hand: n = 4, d = 2, blocks of 2, 16-bit: 2*4*2*2 + 16 + 2 passes * 32 = 112", fa2_forward_bytes(4, 2, block_rows=2), "==", 112)
 
+
 # %% [markdown]
 # **Измерено здесь: куда уходит время на CPU.** Следующая ячейка замеряет время `tiled_attention` из
 # ноутбука на NumPy против собственной `F.scaled_dot_product_attention` из PyTorch на том же каузальном
@@ -5719,8 +5755,19 @@ expect("fa2_forward_bytes by hand: n = 4, d = 2, blocks of 2, 16-bit: 2*4*2*2 + 
 # и насколько, меняется от машины к машине и от запуска к запуску (на загруженной машине — сильнее, чем
 # различаются строки), поэтому ячейка печатает отношения и ничего о них не проверяет.
 
-# %%
-TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
+# %% tags=["hide-input"]
+# @title Вспомогательные функции замера бэкендов: проверки аргументов и каузальные произведения, которые он замеряет (откройте, чтобы прочитать)
+def _backend_timing_args(n, d, seed):
+    """time_attention_backends' n (at most TIMING_MAX_N), d and seed, checked; Q, K and V must fit the budget."""
+    n, d = require_int("n", n, minimum=1, maximum=TIMING_MAX_N), require_int("d", d, minimum=1)
+    require_budget("Q, K and V", (3, n, d))
+    return n, d, require_int("seed", seed, minimum=0)
+
+
+def _same_attention(tiled_out, torch_out):
+    """Refuse timings of two computations that disagree: NumPy's tiles and torch's SDPA must both be causal attention."""
+    if not np.allclose(tiled_out, torch_out):
+        raise ValueError("NumPy tiled attention and torch SDPA disagree on the timed input; both must be causal")
 
 
 def _causal_block_products(Q, K, V, tile_size):
@@ -5732,12 +5779,14 @@ def _causal_block_products(Q, K, V, tile_size):
     return out
 
 
+# %%
+TIMING_MAX_N = 2048  # the backend timing is meant to take a second or two, not minutes
+
+
 def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     """Best-of-`repeats` seconds of NumPy tiled attention, torch SDPA per CPU backend, and two causal matmuls."""
-    n, d = require_int("n", n, minimum=1, maximum=TIMING_MAX_N), require_int("d", d, minimum=1)
-    shape = (3, n, d)  # Q, K and V
-    require_budget("Q, K and V", shape)
-    Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
+    n, d, seed = _backend_timing_args(n, d, seed)
+    Q, K, V = np.random.default_rng(seed).standard_normal((3, n, d))
     q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))  # (1, 1, n, d) float64
     def two_causal_matmuls():
         return _causal_block_products(Q, K, V, tile_size)
@@ -5748,8 +5797,7 @@ def time_attention_backends(n, d, tile_size, repeats, seed=SEED):
     def torch_sdpa():
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    if not np.allclose(tiled(), torch_sdpa().numpy().reshape(n, d)):  # the timings compare the same computation
-        raise ValueError("NumPy tiled attention and torch SDPA disagree on the timed input; both must be causal")
+    _same_attention(tiled(), torch_sdpa().numpy().reshape(n, d))  # the timings compare the same computation
     times = {"NumPy tiled_attention": best_seconds(tiled, repeats=repeats),
              "two causal matmuls (NumPy)": best_seconds(two_causal_matmuls, repeats=repeats),
              "torch SDPA, default choice": best_seconds(torch_sdpa, repeats=repeats)}
@@ -5774,12 +5822,12 @@ for name, seconds in backend_times.items():
     print(f"время: {number(name, '34s', 'ru')} {number(1000 * seconds, '8.2f', 'ru')} мс   тайлы NumPy / это = {number(tiled_seconds / seconds, '5.2f', 'ru')}")  # "time:" lines vary run to run
 print(f"время: два каузальных произведения занимают {number(backend_times['two causal matmuls (NumPy)'] / tiled_seconds, '.0%', 'ru')} "
       "времени тайлов NumPy")
-if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
-    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
-print("Иерархия памяти и замеры бэкендов: ПРОЙДЕНО")
 
 # %% tags=["hide-input"]
 # @title Замер бэкенда на наименьшем входе, каузальные произведения на небольшом и входы, которые он отвергает
+if not all(math.isfinite(t) and t > 0 for t in backend_times.values()):
+    raise ValueError(f"every timing must be a positive number of seconds; got {backend_times}")
+print("Иерархия памяти и замеры бэкендов: ПРОЙДЕНО")
 Q5, K5, V5 = (np.random.default_rng(5).standard_normal((5, 3)) for _ in range(3))
 reads = np.arange(5)[None, :] < np.minimum((np.arange(5) // 2 + 1) * 2, 5)[:, None]  # query i's block of 2 reads keys up to its end
 expect_close("the causal products in blocks of 2 equal (Q K^T restricted to each block's keys) V", _causal_block_products(Q5, K5, V5, 2), ((Q5 @ K5.T) * reads) @ V5)
@@ -6400,52 +6448,8 @@ print(f"точность индукции на отложенных данных
 expect("the trained model copies the repeated tokens", capstone_accuracy, ">", 0.95)
 
 
-# %% tags=["exercise"]
-# Exercise 10 · Упражнение 10: Учёт страничного KV-кэша. В book лежат block_size, refs (счётчик ссылок на каждый
-# физический блок, 0 = свободен), tables (последовательность -> её физические блоки) и lengths
-# (последовательность -> число хранимых токенов). Зарезервируйте ячейки ещё для n_tokens токенов
-# последовательности, по одному токену: токен p идёт в ячейку (table[p // block_size], p % block_size).
-# Когда p % block_size == 0, добавьте свободный блок с наименьшим номером (счётчик 1). Иначе, если
-# последний блок общий (счётчик > 1), сначала скопируйте его при записи: возьмите свободный блок с
-# наименьшим номером, добавьте (старый, новый) в copies, поставьте новый в таблицу, перенесите одну ссылку
-# со старого на новый. Если свободных блоков не хватает, вызовите ValueError, ничего не меняя. Верните
-# (book, slots, copies).
-def reserve_slots(book, sequence, n_tokens):
-    """Slots for n_tokens more tokens of sequence in a paged KV cache: (the new book, slots, copies to make)."""
-    if not isinstance(sequence, str):
-        raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
-    n_tokens = require_int("n_tokens", n_tokens, minimum=1)
-    size, refs = book["block_size"], list(book["refs"])
-    tables, lengths = {name: list(table) for name, table in book["tables"].items()}, dict(book["lengths"])
-    ### BEGIN SOLUTION
-    table, length = tables.setdefault(sequence, []), lengths.get(sequence, 0)
-    shared_tail = length % size != 0 and refs[table[-1]] > 1  # the next token would write into a shared block
-    needed = -(-(length + n_tokens) // size) - len(table) + shared_tail  # new blocks, plus one copy
-    if needed > refs.count(0):
-        raise ValueError(f"sequence {sequence!r} needs {needed} free blocks for {n_tokens} tokens, {refs.count(0)} are free; "
-                         "release a finished sequence first")
-    slots, copies = [], []
-    for p in range(length, length + n_tokens):
-        if p % size == 0:  # the last block is full (or there is none): take the lowest free block
-            table.append(refs.index(0))
-            refs[table[-1]] = 1
-        elif refs[table[-1]] > 1:  # the first divergent token: copy the shared block before writing into it
-            new = refs.index(0)
-            copies.append((table[-1], new))
-            refs[table[-1]], refs[new] = refs[table[-1]] - 1, 1
-            table[-1] = new
-        slots.append((table[-1], p % size))
-    lengths[sequence] = length + n_tokens
-    ### END SOLUTION
-    return {"block_size": size, "refs": refs, "tables": tables, "lengths": lengths}, slots, copies
-
-
-# %%
-check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
-
-
 # %% tags=["hide-input"]
-# @title Проверки аргументов страничного кэша и усреднённых KV-голов ниже (читать необязательно)
+# @title Проверки аргументов страничного кэша, включая упражнение 10, и усреднённых KV-голов ниже (откройте, чтобы прочитать)
 def _paged_pool_shape(config, n_blocks, block_size):
     """One layer's pool shape (block, K/V head, slot, head_dim); every layer's keys and values must fit the budget."""
     _capstone_config(config)
@@ -6465,6 +6469,12 @@ def _sequence_name(sequence):
     if not isinstance(sequence, str):
         raise TypeError(f"a sequence is named by a string, got {type(sequence).__name__} {sequence!r}")
     return sequence
+
+
+def _reserve_args(sequence, n_tokens):
+    """reserve_slots' sequence name and n_tokens, checked."""
+    _sequence_name(sequence)
+    return require_int("n_tokens", n_tokens, minimum=1)
 
 
 def _held_sequence(cache, sequence):
@@ -6548,6 +6558,48 @@ def _loss_inputs(model, batch, seed):
     batch = require_int("batch", batch, minimum=1)
     require_budget("the induction batch's activations", (batch, rows, 3 * (config.n_heads * rows + config.d_ff) + config.vocab + 4 * config.d_model), itemsize=4)
     return batch, require_int("seed", seed, minimum=0, maximum=2**63 - 1)
+
+
+# %% tags=["exercise"]
+# Exercise 10 · Упражнение 10: Учёт страничного KV-кэша. В book лежат block_size, refs (счётчик ссылок на каждый
+# физический блок, 0 = свободен), tables (последовательность -> её физические блоки) и lengths
+# (последовательность -> число хранимых токенов). Зарезервируйте ячейки ещё для n_tokens токенов
+# последовательности, по одному токену: токен p идёт в ячейку (table[p // block_size], p % block_size).
+# Когда p % block_size == 0, добавьте свободный блок с наименьшим номером (счётчик 1). Иначе, если
+# последний блок общий (счётчик > 1), сначала скопируйте его при записи: возьмите свободный блок с
+# наименьшим номером, добавьте (старый, новый) в copies, поставьте новый в таблицу, перенесите одну ссылку
+# со старого на новый. Если свободных блоков не хватает, вызовите ValueError, ничего не меняя. Верните
+# (book, slots, copies).
+def reserve_slots(book, sequence, n_tokens):
+    """Slots for n_tokens more tokens of sequence in a paged KV cache: (the new book, slots, copies to make)."""
+    n_tokens = _reserve_args(sequence, n_tokens)
+    size, refs = book["block_size"], list(book["refs"])
+    tables, lengths = {name: list(table) for name, table in book["tables"].items()}, dict(book["lengths"])
+    ### BEGIN SOLUTION
+    table, length = tables.setdefault(sequence, []), lengths.get(sequence, 0)
+    shared_tail = length % size != 0 and refs[table[-1]] > 1  # the next token would write into a shared block
+    needed = -(-(length + n_tokens) // size) - len(table) + shared_tail  # new blocks, plus one copy
+    if needed > refs.count(0):
+        raise ValueError(f"sequence {sequence!r} needs {needed} free blocks for {n_tokens} tokens, {refs.count(0)} are free; "
+                         "release a finished sequence first")
+    slots, copies = [], []
+    for p in range(length, length + n_tokens):
+        if p % size == 0:  # the last block is full (or there is none): take the lowest free block
+            table.append(refs.index(0))
+            refs[table[-1]] = 1
+        elif refs[table[-1]] > 1:  # the first divergent token: copy the shared block before writing into it
+            new = refs.index(0)
+            copies.append((table[-1], new))
+            refs[table[-1]], refs[new] = refs[table[-1]] - 1, 1
+            table[-1] = new
+        slots.append((table[-1], p % size))
+    lengths[sequence] = length + n_tokens
+    ### END SOLUTION
+    return {"block_size": size, "refs": refs, "tables": tables, "lengths": lengths}, slots, copies
+
+
+# %%
+check_exercise("Exercise 10", check_paged_cache_contract, reserve_slots, globals())
 
 
 # %%
@@ -6727,6 +6779,7 @@ expect_raises(ValueError, paged.read, 0, "C", match="no sequence 'C'")
 expect_raises(ValueError, paged_forward, capstone, paged, "A", torch.tensor([CAPSTONE.vocab]), match="token ids")
 expect_raises(ValueError, pool_kv_heads, capstone, 3, match="divide")
 expect_raises(ValueError, induction_loss, capstone, batch=0, match="batch")
+expect_raises(TypeError, plot_roofline, {8192: {"intensity": 1.0}, 4096: 2.0}, H100, FA3_FORWARD_FLOPS_PER_S, match="roofline must map")  # every row, not one
 expect_raises(TypeError, plot_roofline, {8192: {"flops": 1.0}}, H100, FA3_FORWARD_FLOPS_PER_S, match="intensity");
 
 # %% [markdown]
@@ -6800,6 +6853,9 @@ guide = {
 for label, value in guide.items():
     print(f"{label:58s} {value:,.2f}")
 expect('guide["cache per token, 1 KV head, MQA (KiB)"] == 16', guide["cache per token, 1 KV head, MQA (KiB)"], "==", 16)
+
+# %% tags=["hide-input"]
+# @title Остальные числа таблицы против текста и зафиксированного эталона (проверено; откройте, чтобы прочитать)
 expect('round(guide["cache at 128k tokens (GB)"], 1) == 17.2', round(guide["cache at 128k tokens (GB)"], 1), "==", 17.2)
 expect('round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2) == 2.15', round(guide["hybrid 4 attention + 28 SSM layers at 128k (GB)"], 2), "==", 2.15)
 expect('round(guide["latent saving (x)"]) == 57', round(guide["latent saving (x)"]), "==", 57)
