@@ -1771,21 +1771,13 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "ZmVyOiB0aGUgcGFzdCBpdCBjYW4gcmVhZCBpcyB3aGF0IHRoZSBidWZmZXIgaG9sZHMuCmRlZiByb2xsaW5nX2J1ZmZlcl9z",
         "dGVwKGtleXMsIHZhbHVlcywgdCwgcSwgaywgdik6CiAgICAiIiJUb2tlbiB0J3MgZGVjb2RlIHN0ZXAgb24gYSByb2xsaW5n",
         "IGJ1ZmZlciBvZiBsZW4oa2V5cykgc2xvdHM7IHJldHVybnMgKGtleXMsIHZhbHVlcywgb3V0cHV0IFtkX3ZdKS4iIiIKICAg",
-        "IGtleXMsIHZhbHVlcyA9IHJlcXVpcmVfYXJyYXkoImtleXMiLCBrZXlzLCBuZGltPTIpLCByZXF1aXJlX2FycmF5KCJ2YWx1",
-        "ZXMiLCB2YWx1ZXMsIG5kaW09MikKICAgIHEsIGssIHYgPSByZXF1aXJlX2FycmF5KCJxIiwgcSwgbmRpbT0xKSwgcmVxdWly",
-        "ZV9hcnJheSgiayIsIGssIG5kaW09MSksIHJlcXVpcmVfYXJyYXkoInYiLCB2LCBuZGltPTEpCiAgICBpZiBub3QgKGxlbihr",
-        "ZXlzKSA9PSBsZW4odmFsdWVzKSBhbmQga2V5cy5zaGFwZVsxXSA9PSBsZW4ocSkgPT0gbGVuKGspIGFuZCB2YWx1ZXMuc2hh",
-        "cGVbMV0gPT0gbGVuKHYpKToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYibmVlZCBrZXlzIFt3LCBkX2tdLCB2YWx1ZXMg",
-        "W3csIGRfdl0sIHEgYW5kIGsgW2Rfa10sIHYgW2Rfdl07IGdvdCB7a2V5cy5zaGFwZX0sIHt2YWx1ZXMuc2hhcGV9LCB7cS5z",
-        "aGFwZX0sIHtrLnNoYXBlfSwge3Yuc2hhcGV9IikKICAgIHQgPSByZXF1aXJlX2ludCgidCIsIHQsIG1pbmltdW09MCkKICAg",
-        "IHJlcXVpcmVfcHJvZHVjdF9pbl9yYW5nZSgiYSBzY29yZSBxIC4gaywgb3IgYSBzdW0gb2YgdmFsdWVzIiwgKG5wLmFwcGVu",
-        "ZChrZXlzLCBrKSwgcSwgbGVuKHEpLCBucC5hcHBlbmQodmFsdWVzLCB2KSwgbGVuKHZhbHVlcykpLCAic2NhbGUgcSwgayBh",
-        "bmQgdiBkb3duIikKICAgIHNsb3QgPSB0ICUgbGVuKGtleXMpICAjIHRoZSBvbGRlc3QgdG9rZW4sIHQgLSB3LCBsZWF2ZXMg",
-        "ZXhhY3RseSBub3cKICAgIGtleXNbc2xvdF0sIHZhbHVlc1tzbG90XSA9IGssIHYKICAgIGhlbGQgPSBtaW4odCArIDEsIGxl",
-        "bihrZXlzKSkgICMgc2xvdHMgZmlsbGVkIHNvIGZhcgogICAgc2NvcmVzID0ga2V5c1s6aGVsZF0gQCBxIC8gbWF0aC5zcXJ0",
-        "KGxlbihxKSkgICMgKGhlbGQsKTogc2xvdCBvcmRlciBkb2VzIG5vdCBtYXR0ZXIgdG8gYSBzb2Z0bWF4CiAgICB3ZWlnaHRz",
-        "ID0gbnAuZXhwKHNjb3JlcyAtIHNjb3Jlcy5tYXgoKSkKICAgIHJldHVybiBrZXlzLCB2YWx1ZXMsIHdlaWdodHMgQCB2YWx1",
-        "ZXNbOmhlbGRdIC8gd2VpZ2h0cy5zdW0oKQ==",
+        "IGtleXMsIHZhbHVlcywgdCwgcSwgaywgdiA9IF9yb2xsaW5nX3N0ZXBfYXJncyhrZXlzLCB2YWx1ZXMsIHQsIHEsIGssIHYp",
+        "CiAgICBzbG90ID0gdCAlIGxlbihrZXlzKSAgIyB0aGUgb2xkZXN0IHRva2VuLCB0IC0gdywgbGVhdmVzIGV4YWN0bHkgbm93",
+        "CiAgICBrZXlzW3Nsb3RdLCB2YWx1ZXNbc2xvdF0gPSBrLCB2CiAgICBoZWxkID0gbWluKHQgKyAxLCBsZW4oa2V5cykpICAj",
+        "IHNsb3RzIGZpbGxlZCBzbyBmYXIKICAgIHNjb3JlcyA9IGtleXNbOmhlbGRdIEAgcSAvIG1hdGguc3FydChsZW4ocSkpICAj",
+        "IChoZWxkLCk6IHNsb3Qgb3JkZXIgZG9lcyBub3QgbWF0dGVyIHRvIGEgc29mdG1heAogICAgd2VpZ2h0cyA9IG5wLmV4cChz",
+        "Y29yZXMgLSBzY29yZXMubWF4KCkpCiAgICByZXR1cm4ga2V5cywgdmFsdWVzLCB3ZWlnaHRzIEAgdmFsdWVzWzpoZWxkXSAv",
+        "IHdlaWdodHMuc3VtKCk=",
     ),
     "Exercise 2": (
         "IyBFeGVyY2lzZSAyOiBPbmUgc3RlcCBvZiBsaW5lYXIgYXR0ZW50aW9uIGFzIGEgcmVjdXJyZW5jZS4gVGhlIHN0YXRlIGlz",
@@ -1795,19 +1787,11 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IGZvciBwaGkuIFJldHVybiAoUywgeiwgb3V0cHV0KS4KIyBUaGUgc3RlcCBpcyBnaXZlbiBvbmx5IHRoZSBzdGF0ZSwgZF9r",
         "IHggKGRfdiArIDEpIG51bWJlcnMgaG93ZXZlciBsb25nIHRoZSBwYXN0LgpkZWYgbGluZWFyX2F0dGVudGlvbl9zdGVwKFMs",
         "IHosIHEsIGssIHYpOgogICAgIiIiT25lIHRva2VuIG9mIGNhdXNhbCBsaW5lYXIgYXR0ZW50aW9uIG9uIHRoZSBydW5uaW5n",
-        "IHN1bXM7IHJldHVybnMgKFMgW2RfaywgZF92XSwgeiBbZF9rXSwgb3V0cHV0IFtkX3ZdKS4iIiIKICAgIFMsIHogPSByZXF1",
-        "aXJlX2FycmF5KCJTIiwgUywgbmRpbT0yKSwgcmVxdWlyZV9hcnJheSgieiIsIHosIG5kaW09MSkKICAgIHEsIGssIHYgPSBy",
-        "ZXF1aXJlX2FycmF5KCJxIiwgcSwgbmRpbT0xKSwgcmVxdWlyZV9hcnJheSgiayIsIGssIG5kaW09MSksIHJlcXVpcmVfYXJy",
-        "YXkoInYiLCB2LCBuZGltPTEpCiAgICBpZiBub3QgKFMuc2hhcGUgPT0gKGxlbih6KSwgbGVuKHYpKSBhbmQgbGVuKHEpID09",
-        "IGxlbihrKSA9PSBsZW4oeikpOgogICAgICAgIHJhaXNlIFZhbHVlRXJyb3IoZiJuZWVkIFMgW2RfaywgZF92XSwgeiwgcSBh",
-        "bmQgayBbZF9rXSwgdiBbZF92XTsgZ290IHtTLnNoYXBlfSwge3ouc2hhcGV9LCB7cS5zaGFwZX0sIHtrLnNoYXBlfSwge3Yu",
-        "c2hhcGV9IikKICAgIHBoaV9ib3VuZCA9IDEuMCArIG1heChxLm1heCgpLCBrLm1heCgpLCAwLjApICAjIHBoaSh4KSA8PSAx",
-        "ICsgbWF4KHgsIDApCiAgICByZXF1aXJlX3Byb2R1Y3RfaW5fcmFuZ2UoInBoaShxKSAuIFMiLCAocGhpX2JvdW5kLCBwaGlf",
-        "Ym91bmQsIG5wLm1heGltdW0obnAuYWJzKFMpLCAxLjApLCBucC5tYXhpbXVtKG5wLmFicyh2KSwgMS4wKSwgMiAqIGxlbihx",
-        "KSksICJzY2FsZSBTLCBxLCBrIGFuZCB2IGRvd24iKQogICAgcSwgayA9IGZlYXR1cmVfbWFwKHEpLCBmZWF0dXJlX21hcChr",
-        "KQogICAgUyA9IFMgKyBucC5vdXRlcihrLCB2KSAgIyBwb3VyIHRoaXMgdG9rZW4ncyB2YWx1ZSBpbiwgd2VpZ2h0ZWQgYnkg",
-        "aXRzIGtleSBmZWF0dXJlcwogICAgeiA9IHogKyBrICAjIGFuZCByZW1lbWJlciBob3cgbXVjaCB3ZWlnaHQgd2VudCBpbgog",
-        "ICAgcmV0dXJuIFMsIHosIHEgQCBTIC8gKHEgQCB6KQ==",
+        "IHN1bXM7IHJldHVybnMgKFMgW2RfaywgZF92XSwgeiBbZF9rXSwgb3V0cHV0IFtkX3ZdKS4iIiIKICAgIFMsIHosIHEsIGss",
+        "IHYgPSBfbGluZWFyX3N0ZXBfYXJncyhTLCB6LCBxLCBrLCB2KQogICAgcSwgayA9IGZlYXR1cmVfbWFwKHEpLCBmZWF0dXJl",
+        "X21hcChrKQogICAgUyA9IFMgKyBucC5vdXRlcihrLCB2KSAgIyBwb3VyIHRoaXMgdG9rZW4ncyB2YWx1ZSBpbiwgd2VpZ2h0",
+        "ZWQgYnkgaXRzIGtleSBmZWF0dXJlcwogICAgeiA9IHogKyBrICAjIGFuZCByZW1lbWJlciBob3cgbXVjaCB3ZWlnaHQgd2Vu",
+        "dCBpbgogICAgcmV0dXJuIFMsIHosIHEgQCBTIC8gKHEgQCB6KQ==",
     ),
     "Exercise 3": (
         "IyBFeGVyY2lzZSAzOiBDb21wdXRlIGV2ZXJ5IHN0YXRlIG9mIGhfdCA9IM67X3QgaF8odC0xKSArIM68X3QgKGhfMCA9IDAp",
@@ -1818,24 +1802,14 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "IChhX3ByZXYgKiBhLCBhICogYl9wcmV2ICsgYikuCiMgRG91YmxlIGBzaGlmdGAgZWFjaCByb3VuZCB1bnRpbCBpdCByZWFj",
         "aGVzIFQuIFJldHVybiAoc3RhdGVzLCByb3VuZHMpLiBEbyBub3QgbW9kaWZ5IGEgb3IgYi4KZGVmIHBhcmFsbGVsX3NjYW4o",
         "YSwgYik6CiAgICAiIiJFdmVyeSBzdGF0ZSBvZiBoX3QgPSBhX3QgaF8odC0xKSArIGJfdCAoaF8wID0gMCkgaW4gY2VpbChs",
-        "b2cyIFQpIHJvdW5kcyBvZiBtZXJnZXM7IHJldHVybnMgKHN0YXRlcywgcm91bmRzKS4iIiIKICAgIGEsIGIgPSByZXF1aXJl",
-        "X2FycmF5KCJhIiwgYSwgbmRpbT0xKSwgcmVxdWlyZV9hcnJheSgiYiIsIGIsIG5kaW09MSkKICAgIGlmIGEuc2hhcGUgIT0g",
-        "Yi5zaGFwZToKICAgICAgICByYWlzZSBWYWx1ZUVycm9yKGYiYSBhbmQgYiBuZWVkIG9uZSBlbnRyeSBwZXIgc3RlcDsgZ290",
-        "IHthLnNpemV9IGFuZCB7Yi5zaXplfSIpCiAgICAjIHxoX3R8IDw9IHN1bXxifCAqIHByb2QgbWF4KDEsIHxhfCksIGFuZCBz",
-        "byBpcyBldmVyeSBwcm9kdWN0IGEgbWVyZ2UgZm9ybXM6IHJlZnVzZSwgYmVmb3JlIHNjYW5uaW5nLCB3aGF0IGNvdWxkIG92",
-        "ZXJmbG93LgogICAgd2l0aCBucC5lcnJzdGF0ZShkaXZpZGU9Imlnbm9yZSIpOgogICAgICAgIGxvZ19ib3VuZCA9IG5wLmxv",
-        "ZyhucC5hYnMoYikuc3VtKCkpICsgbnAubG9nKG5wLm1heGltdW0obnAuYWJzKGEpLCAxLjApKS5zdW0oKQogICAgaWYgbG9n",
-        "X2JvdW5kID4gbnAubG9nKG5wLmZpbmZvKGZsb2F0KS5tYXgpOgogICAgICAgIHJhaXNlIEZsb2F0aW5nUG9pbnRFcnJvcihm",
-        "InRoZSBzY2FuJ3Mgc3RhdGVzIG9yIHByb2R1Y3RzIGNvdWxkIGdyb3cgcGFzdCBmbG9hdDY0J3MgbGFyZ2VzdCBudW1iZXIg",
-        "KGFib3V0IDEuOGUzMDgpOiAiCiAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIGYic3VtfGJ8ICogcHJvZCBtYXgo",
-        "MSwgfGF8KSBpcyBhYm91dCBlXntsb2dfYm91bmQ6LjBmfTsgc2NhbGUgYSBvciBiIGRvd24iKQogICAgYSwgYiA9IGEuYXN0",
-        "eXBlKGZsb2F0KSwgYi5hc3R5cGUoZmxvYXQpICAjIGNvcGllczogdGhlIGNhbGxlcidzIGFycmF5cyBzdGF5IHVudG91Y2hl",
-        "ZAogICAgc2hpZnQsIHJvdW5kcyA9IDEsIDAKICAgIHdoaWxlIHNoaWZ0IDwgbGVuKGEpOgogICAgICAgIGFfcHJldiA9IG5w",
-        "LmNvbmNhdGVuYXRlKFtucC5vbmVzKHNoaWZ0KSwgYVs6LXNoaWZ0XV0pICAjIGJlZm9yZSB0aGUgc3RhcnQ6IHRoZSBkby1u",
-        "b3RoaW5nIHN0ZXAgKDEsIDApCiAgICAgICAgYl9wcmV2ID0gbnAuY29uY2F0ZW5hdGUoW25wLnplcm9zKHNoaWZ0KSwgYls6",
-        "LXNoaWZ0XV0pCiAgICAgICAgYSwgYiA9IGFfcHJldiAqIGEsIGEgKiBiX3ByZXYgKyBiICAjIGJvdGggcmlnaHQtaGFuZCBz",
-        "aWRlcyB1c2UgdGhpcyByb3VuZCdzIG9sZCBhCiAgICAgICAgc2hpZnQsIHJvdW5kcyA9IDIgKiBzaGlmdCwgcm91bmRzICsg",
-        "MQogICAgcmV0dXJuIGIsIHJvdW5kcw==",
+        "b2cyIFQpIHJvdW5kcyBvZiBtZXJnZXM7IHJldHVybnMgKHN0YXRlcywgcm91bmRzKS4iIiIKICAgIGEsIGIgPSBfcGFyYWxs",
+        "ZWxfc2Nhbl9hcmdzKGEsIGIpCiAgICBhLCBiID0gYS5hc3R5cGUoZmxvYXQpLCBiLmFzdHlwZShmbG9hdCkgICMgY29waWVz",
+        "OiB0aGUgY2FsbGVyJ3MgYXJyYXlzIHN0YXkgdW50b3VjaGVkCiAgICBzaGlmdCwgcm91bmRzID0gMSwgMAogICAgd2hpbGUg",
+        "c2hpZnQgPCBsZW4oYSk6CiAgICAgICAgYV9wcmV2ID0gbnAuY29uY2F0ZW5hdGUoW25wLm9uZXMoc2hpZnQpLCBhWzotc2hp",
+        "ZnRdXSkgICMgYmVmb3JlIHRoZSBzdGFydDogdGhlIGRvLW5vdGhpbmcgc3RlcCAoMSwgMCkKICAgICAgICBiX3ByZXYgPSBu",
+        "cC5jb25jYXRlbmF0ZShbbnAuemVyb3Moc2hpZnQpLCBiWzotc2hpZnRdXSkKICAgICAgICBhLCBiID0gYV9wcmV2ICogYSwg",
+        "YSAqIGJfcHJldiArIGIgICMgYm90aCByaWdodC1oYW5kIHNpZGVzIHVzZSB0aGlzIHJvdW5kJ3Mgb2xkIGEKICAgICAgICBz",
+        "aGlmdCwgcm91bmRzID0gMiAqIHNoaWZ0LCByb3VuZHMgKyAxCiAgICByZXR1cm4gYiwgcm91bmRz",
     ),
     "Exercise 4": (
         "IyBFeGVyY2lzZSA0OiBBdHRlbmQgb24gdGhlIGxhdGVudCBjYWNoZSB3aXRob3V0IGV4cGFuZGluZyBpdC4gTW92ZSBlYWNo",
@@ -1866,13 +1840,10 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "cmUgaXQpLiBVc2UKIyB0aGlzIHNlY3Rpb24ncyBxdWFudGl6ZSh4LCBiaXRzLCBzaGFyZWRfYXhpcykgYW5kIGRlcXVhbnRp",
         "emUuIFJldHVybiAoS19oYXQsIFZfaGF0KS4KZGVmIGtpdmlfY2FjaGUoSywgViwgYml0cyk6CiAgICAiIiJLIGFuZCBWIHJl",
         "YWQgYmFjayBhZnRlciBxdWFudGl6YXRpb24gd2l0aCBLSVZJJ3MgYXhlczoga2V5cyBvbmUgc2NhbGUgcGVyIGNoYW5uZWws",
-        "IHZhbHVlcyBvbmUgcGVyIHRva2VuLiIiIgogICAgSywgViA9IHJlcXVpcmVfYXJyYXkoIksiLCBLLCBuZGltPTIpLCByZXF1",
-        "aXJlX2FycmF5KCJWIiwgViwgbmRpbT0yKQogICAgaWYgSy5zaGFwZSAhPSBWLnNoYXBlOgogICAgICAgIHJhaXNlIFZhbHVl",
-        "RXJyb3IoZiJLIGFuZCBWIG11c3QgYm90aCBiZSBbVCwgZF0gZm9yIHRoZSBzYW1lIHRva2VucyBhbmQgd2lkdGg7IGdvdCB7",
-        "Sy5zaGFwZX0gYW5kIHtWLnNoYXBlfSIpCiAgICBLX2hhdCA9IGRlcXVhbnRpemUoKnF1YW50aXplKEssIGJpdHMsIHNoYXJl",
-        "ZF9heGlzPTApKSAgIyBhIGNoYW5uZWwncyBUIG51bWJlcnMgc2hhcmUgb25lIHNjYWxlCiAgICBWX2hhdCA9IGRlcXVhbnRp",
-        "emUoKnF1YW50aXplKFYsIGJpdHMsIHNoYXJlZF9heGlzPTEpKSAgIyBhIHRva2VuJ3MgZCBudW1iZXJzIHNoYXJlIG9uZSBz",
-        "Y2FsZQogICAgcmV0dXJuIEtfaGF0LCBWX2hhdA==",
+        "IHZhbHVlcyBvbmUgcGVyIHRva2VuLiIiIgogICAgSywgViA9IF9raXZpX2FyZ3MoSywgVikKICAgIEtfaGF0ID0gZGVxdWFu",
+        "dGl6ZSgqcXVhbnRpemUoSywgYml0cywgc2hhcmVkX2F4aXM9MCkpICAjIGEgY2hhbm5lbCdzIFQgbnVtYmVycyBzaGFyZSBv",
+        "bmUgc2NhbGUKICAgIFZfaGF0ID0gZGVxdWFudGl6ZSgqcXVhbnRpemUoViwgYml0cywgc2hhcmVkX2F4aXM9MSkpICAjIGEg",
+        "dG9rZW4ncyBkIG51bWJlcnMgc2hhcmUgb25lIHNjYWxlCiAgICByZXR1cm4gS19oYXQsIFZfaGF0",
     ),
     "Exercise 6": (
         "IyBFeGVyY2lzZSA2OiBQbGFuIGEgd29yay1lZmZpY2llbnQgc2NhbiBvZiBUIHN0ZXBzIChCcmVudCBhbmQgS3VuZykuIFJl",
@@ -1893,7 +1864,7 @@ REFERENCE_SOURCES = {label: base64.b64decode("".join(packed)).decode("utf-8") fo
         "aWYgbWVyZ2VzOgogICAgICAgICAgICByb3VuZHMuYXBwZW5kKG1lcmdlcykKICAgIHJldHVybiByb3VuZHM=",
     ),
 }.items()}
-# builder:end sha256=e707a2221745f6da9b7076f5a81025dc871ea985c12348b2d1e77989393d2e1a
+# builder:end sha256=0d5e8aa758cb8a5ea900dcefb3d2fa63e4c96ceb9eb7fd34793d1d754da111c8
 
 # %% tags=["hide-input"]
 # @title Diagram toolkit: the lesson's box-and-arrow diagrams, drawn with matplotlib (drawing code only; run it, reading it is optional).
@@ -2493,15 +2464,50 @@ expect("a zero factor bounds any product by zero", require_product_in_range("0 x
 # slot 2, where token 6 sat. On the running example a 4,096-token buffer holds
 # $4{,}096 \cdot 131{,}072$ bytes = 0.54 GB at any length, 32 times less than the full cache at 128k.
 
+# %% tags=["hide-input"]
+# @title The argument checks of section 9's functions (open to read)
+def _additive_mask_arg(mask):
+    """mask as an array of 0 (or finite biases) and -inf; NaN or +inf is refused."""
+    mask = require_array("mask", mask, min_ndim=2, finite=False)
+    if np.isnan(mask).any() or np.isposinf(mask).any():
+        raise ValueError("an additive mask holds 0 (or a finite bias) where a score is computed and -inf where not; found NaN or +inf")
+    return mask
+
+
+def _receptive_field_args(n, window, layers):
+    """n up to RECEPTIVE_FIELD_MAX_N (n^3 work per layer; make_mask checks the rest), a window and layers >= 0."""
+    n = require_int("n", n, maximum=RECEPTIVE_FIELD_MAX_N)
+    window = require_int("window", window)  # a window is needed here: None would mean full causal attention
+    return n, window, require_int("layers", layers, minimum=0)
+
+
+def _rolling_step_args(keys, values, t, q, k, v):
+    """keys [w, d_k], values [w, d_v], t >= 0, q and k [d_k], v [d_v], with scores and sums inside float64."""
+    keys, values = require_array("keys", keys, ndim=2), require_array("values", values, ndim=2)
+    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if not (len(keys) == len(values) and keys.shape[1] == len(q) == len(k) and values.shape[1] == len(v)):
+        raise ValueError(f"need keys [w, d_k], values [w, d_v], q and k [d_k], v [d_v]; got {keys.shape}, {values.shape}, {q.shape}, {k.shape}, {v.shape}")
+    t = require_int("t", t, minimum=0)
+    require_product_in_range("a score q . k, or a sum of values", (np.append(keys, k), q, len(q), np.append(values, v), len(values)), "scale q, k and v down")
+    return keys, values, t, q, k, v
+
+
+def _rolling_decode_args(Q, K, V, window):
+    """Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens and a window >= 1, with scores and sums inside float64."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
+    window = require_int("window", window, minimum=1)
+    require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
+    return Q, K, V, window
+
+
 # %%
 def pairs_computed(mask):
     """How many query-key scores an additive or boolean mask allows."""
     if isinstance(mask, np.ndarray) and mask.dtype == bool:
         return int(mask.sum())
-    mask = require_array("mask", mask, min_ndim=2, finite=False)
-    if np.isnan(mask).any() or np.isposinf(mask).any():
-        raise ValueError("an additive mask holds 0 (or a finite bias) where a score is computed and -inf where not; found NaN or +inf")
-    return int(np.isfinite(mask).sum())
+    return int(np.isfinite(_additive_mask_arg(mask)).sum())
 
 
 RECEPTIVE_FIELD_MAX_N = 512  # a teaching matrix product: n^3 work per layer
@@ -2509,9 +2515,7 @@ RECEPTIVE_FIELD_MAX_N = 512  # a teaching matrix product: n^3 work per layer
 
 def receptive_field(n, window, layers):
     """Boolean [n, n]: True where input token j can influence output i after `layers` windowed layers."""
-    n = require_int("n", n, maximum=RECEPTIVE_FIELD_MAX_N)  # n^3 work per layer; make_mask checks the rest
-    window = require_int("window", window)  # a window is needed here: None would mean full causal attention
-    layers = require_int("layers", layers, minimum=0)
+    n, window, layers = _receptive_field_args(n, window, layers)
     step = np.isfinite(make_mask(n, window)).astype(np.float32)  # one layer's "reads" relation
     heard = np.eye(n, dtype=bool)  # before any layer, each token knows only itself
     for _ in range(layers):
@@ -2532,17 +2536,18 @@ field = receptive_field(8, 3, 3)
 print(f"after 3 layers of w = 3: token 1 reaches token 7: {bool(field[7, 1])}; token 0: {bool(field[7, 0])}; reach {reach(3, 3)}")
 wide = receptive_field(64, 4, 5)
 expect("all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64))", all(int(np.argmax(wide[i])) == max(0, i - reach(4, 5)) for i in range(64)))  # the formula matches the matrix product
+window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
+print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
+
+# %% tags=["hide-input"]
+# @title Checks of section 9: the by-hand numbers against the reference file, boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+# The by-hand numbers above, against the reference file.
 REFERENCE.check("window.pairs_8_3", pairs_computed(make_mask(8, 3)))
 REFERENCE.check("window.causal_pairs_8", pairs_computed(make_mask(8)))
 REFERENCE.check("window.reach_3_3", reach(3, 3))
 REFERENCE.check("window.hops_100k", math.ceil(100_000 / reach(4_097, 1)))
 REFERENCE.check("window.mistral_v0_1_reach", reach(4_097, 32))  # Mistral's W = 4,096 is w = 4,097 keys here
-window_cache = kv_cache_bytes(131_072, [4_096] * 32, 8, 128)
-print(f"running example, w = 4,096 at 128k tokens: {window_cache / GB:.2f} GB, x{bills[1]['cache_bytes'] / window_cache:.0f} less than full")
-_ = REFERENCE.check("window.cache_bytes_4096", window_cache)
-
-# %% tags=["hide-input"]
-# @title Edge cases of section 9: boolean and bad masks, zero layers, the size limit, bad windows (run it; reading it is optional)
+REFERENCE.check("window.cache_bytes_4096", window_cache)
 expect("a boolean mask counts its True entries: the 3 x 3 triangle has 6", pairs_computed(np.tri(3, dtype=bool)), "==", 6)
 for bad_entry in (np.nan, np.inf):  # one bad entry among valid 0 and -inf is enough to refuse
     expect_raises(ValueError, pairs_computed, np.array([[0.0, -np.inf], [0.0, bad_entry]]), match="NaN or +inf")
@@ -2577,12 +2582,7 @@ show_figure(
 # given only the buffer: the past it can read is what the buffer holds.
 def rolling_buffer_step(keys, values, t, q, k, v):
     """Token t's decode step on a rolling buffer of len(keys) slots; returns (keys, values, output [d_v])."""
-    keys, values = require_array("keys", keys, ndim=2), require_array("values", values, ndim=2)
-    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
-    if not (len(keys) == len(values) and keys.shape[1] == len(q) == len(k) and values.shape[1] == len(v)):
-        raise ValueError(f"need keys [w, d_k], values [w, d_v], q and k [d_k], v [d_v]; got {keys.shape}, {values.shape}, {q.shape}, {k.shape}, {v.shape}")
-    t = require_int("t", t, minimum=0)
-    require_product_in_range("a score q . k, or a sum of values", (np.append(keys, k), q, len(q), np.append(values, v), len(values)), "scale q, k and v down")
+    keys, values, t, q, k, v = _rolling_step_args(keys, values, t, q, k, v)
     # Your code here.
     raise NotImplementedError('Exercise 1: see the instructions above')
 
@@ -2594,11 +2594,7 @@ check_exercise("Exercise 1", check_rolling_buffer_contract, rolling_buffer_step,
 # %%
 def rolling_window_decode(Q, K, V, window):
     """Decode token by token through rolling_buffer_step; returns (outputs [T, d_v], the slots the buffer was given)."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [T, d_k], K [T, d_k], V [T, d_v] for the same T tokens; got {Q.shape}, {K.shape}, {V.shape}")
-    window = require_int("window", window, minimum=1)
-    require_product_in_range("a score q . k, or a sum of values", (Q, K, Q.shape[1], V, len(V)), "scale Q, K and V down")
+    Q, K, V, window = _rolling_decode_args(Q, K, V, window)
     slots = min(window, len(Q))  # a window longer than the stream never fills: only the data is allocated
     keys, values = np.zeros((slots, K.shape[1])), np.zeros((slots, V.shape[1]))  # all the memory there is
     outputs = np.empty((len(Q), V.shape[1]))
@@ -2612,7 +2608,6 @@ Q50, K50, V50 = (rng.standard_normal((50, 8)) for _ in range(3))
 streamed, slots = rolling_window_decode(Q50, K50, V50, 4)
 masked = sdpa(Q50, K50, V50, make_mask(50, 4))
 print(f"50 tokens through the step: a buffer of {slots} slots, max |difference| from masked attention {np.abs(streamed - masked).max():.1e}")
-expect("slots == 4", slots, "==", 4)
 expect("np.allclose(streamed, masked, atol=1e-12)", np.allclose(streamed, masked, atol=1e-12))
 
 # StreamingLLM keeps sinks + a window. An evicted token is gone: changing it changes nothing downstream.
@@ -2623,15 +2618,17 @@ late_with_needle = sdpa(Q50, K50, needle, make_mask(50, 8, n_sink=4))[49]
 full_with_needle = sdpa(Q50, K50, needle, make_mask(50))[49]
 print(f"token 49 with sinks + window 8: moved by {np.abs(late_with_needle - late).max():.1f} when token 20 changed; "
       f"with full attention: {np.abs(full_with_needle - sdpa(Q50, K50, V50, make_mask(50))[49]).max():.1f}")
+report_section("Sliding window, reach and rolling buffer", globals())
+
+# %% tags=["hide-input"]
+# @title Checks of the rolling buffer: a 4-slot buffer, an evicted token that changes nothing, scores of ±1000, mismatched shapes, a zero window, a window longer than the stream
+# The decode cell's other claims: a 4-slot buffer, an evicted token that changes nothing, scores of +-1000.
+expect("slots == 4", slots, "==", 4)
 expect("np.array_equal(late, late_with_needle)", np.array_equal(late, late_with_needle))
 # Scores from -1000 to 1000: a softmax shifted by anything but each row's max overflows to NaN here.
 Q_wide, K_wide, V_wide = np.full((3, 1), 1000.0), np.array([[1.0], [-1.0], [1.0]]), np.array([[1.0], [2.0], [3.0]])
 wide_decoded, _ = rolling_window_decode(Q_wide, K_wide, V_wide, 2)
 expect("scores of +-1000 decode to the masked softmax, with no overflow (if not: shift each row's scores by their max before np.exp, then rerun Exercise 1)", np.allclose(wide_decoded, sdpa(Q_wide, K_wide, V_wide, make_mask(3, 2)), atol=1e-12))
-report_section("Sliding window, reach and rolling buffer", globals())
-
-# %% tags=["hide-input"]
-# @title Edge cases of the rolling buffer: mismatched shapes, a zero window, a window longer than the stream
 expect_raises(ValueError, rolling_window_decode, Q50, K50[:10], V50, 4, match="same T")
 expect_raises(ValueError, rolling_window_decode, Q50, K50, V50, 0, match="window")
 expect_raises(ValueError, rolling_buffer_step, np.zeros((4, 8)), np.zeros((3, 8)), 0, Q50[0], K50[0], V50[0], match="values [w, d_v]")
@@ -2681,11 +2678,43 @@ show_figure(
 # reads keys 10 to 13 and then 9, 5, 1. At 4,096 tokens, full causal attention scores about 32
 # times as many pairs as a window of 64.
 
+# %% tags=["hide-input"]
+# @title The argument checks of section 10's functions (open to read)
+def _global_local_window(n, window):
+    """window as an int once n passes require_int and an [n, n] mask fits the budget (make_mask checks n's range)."""
+    require_budget("the [n, n] mask", (require_int("n", n),) * 2)
+    return require_int("window", window)  # None would mean full causal attention, which makes global tokens moot
+
+
+def _strided_args(n, stride):
+    """n and stride as ints >= 1, the [n, n] distances within the budget."""
+    n, stride = require_int("n", n, minimum=1), require_int("stride", stride, minimum=1)
+    require_budget("the [n, n] distances", (n, n))
+    return n, stride
+
+
+def _shortlist_noise(trials, length, dim, index_dim, top_k, noise):
+    """noise as a real >= 0, once the sizes are ints >= 1, the shortlist fits and one experiment stays small."""
+    for name, value in (("trials", trials), ("length", length), ("dim", dim), ("index_dim", index_dim), ("top_k", top_k)):
+        require_int(name, value, minimum=1)
+    if index_dim > dim or top_k > length:
+        raise ValueError(f"need index_dim <= dim and top_k <= length; got {index_dim} > {dim} or {top_k} > {length}")
+    noise = require_real("noise", noise, minimum=0.0)
+    require_int("trials x length x dim", trials * length * dim, maximum=SHORTLIST_MAX_NUMBERS)  # a second, not minutes; and far under the budget
+    return noise
+
+
+def _finite_scores(index_scores, scores, sharpness, noise):
+    """Refuse, by name, indexer or full scores that overflowed float64."""
+    cause = f"sharpness {sharpness:g} and noise {noise:g} make the query so large that q . k overflows float64"
+    require_finite_result("the indexer's scores", index_scores, cause)
+    require_finite_result("the full scores", scores, cause)
+
+
 # %%
 def global_local_allowed(n, window, global_tokens=(0,)):
     """Boolean [n, n]: a causal window plus global tokens that every later token reads and that read every earlier one."""
-    require_budget("the [n, n] mask", (require_int("n", n),) * 2)  # make_mask checks n's range
-    window = require_int("window", window)  # None would mean full causal attention, which makes global tokens moot
+    window = _global_local_window(n, window)
     allowed = np.isfinite(make_mask(n, window))
     tokens = [require_int("global token", g, minimum=0, maximum=n - 1) for g in global_tokens]
     allowed[:, tokens] = True  # everyone reads the global tokens ...
@@ -2695,8 +2724,7 @@ def global_local_allowed(n, window, global_tokens=(0,)):
 
 def strided_allowed(n, stride):
     """Boolean [n, n]: the last `stride` keys plus every stride-th key before them (causal)."""
-    n, stride = require_int("n", n, minimum=1), require_int("stride", stride, minimum=1)
-    require_budget("the [n, n] distances", (n, n))
+    n, stride = _strided_args(n, stride)
     back = np.arange(n)[:, None] - np.arange(n)[None, :]  # how far back key j is from query i
     return (back >= 0) & ((back < stride) | (back % stride == 0))
 
@@ -2712,9 +2740,6 @@ for name, mask in patterns.items():
 print("strided row 13 reads keys", np.flatnonzero(strided_allowed(16, 4)[13]).tolist())
 full_4096, window_4096 = 4096 * 4097 // 2, sum(min(i + 1, 64) for i in range(4096))
 print(f"4,096 tokens: full causal {full_4096:,} pairs, window 64 {window_4096:,} pairs, x{full_4096 / window_4096:.1f}")
-REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
-REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
-REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
 expect('pairs_computed(patterns["window 4"]) == pairs_computed(make_mask(16, 4))', pairs_computed(patterns["window 4"]), "==", pairs_computed(make_mask(16, 4)))
 show_figure(
     plot_masks([(localized(LANGUAGE, name, ru), mask) for (name, mask), ru in zip(patterns.items(), (
@@ -2725,7 +2750,11 @@ show_figure(
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of the sparse patterns: global tokens out of range, stride 1, bad strides and windows
+# @title Checks of the sparse patterns: the printed counts against the reference file, global tokens out of range, stride 1, bad strides and windows
+# The counts printed above, against the reference file.
+REFERENCE.check("sparse.pairs_16", [pairs_computed(mask) for mask in patterns.values()])
+REFERENCE.check("sparse.strided_row_13", np.flatnonzero(strided_allowed(16, 4)[13]))
+REFERENCE.check("sparse.full_over_window64_4096", full_4096 / window_4096, rtol=1e-15)
 expect_raises(ValueError, global_local_allowed, 16, 4, (16,), match="global token")
 expect_raises(ValueError, strided_allowed, 16, 0, match="stride")
 expect_raises(ValueError, strided_allowed, 0, 4, match="n")
@@ -2757,12 +2786,7 @@ def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, 
     Returns recall (target in the shortlist), retrieval accuracy with and without the shortlist, the
     probability mass the shortlist keeps, the relative output error, and the score-multiplication ratio.
     """
-    for name, value in (("trials", trials), ("length", length), ("dim", dim), ("index_dim", index_dim), ("top_k", top_k)):
-        require_int(name, value, minimum=1)
-    if index_dim > dim or top_k > length:
-        raise ValueError(f"need index_dim <= dim and top_k <= length; got {index_dim} > {dim} or {top_k} > {length}")
-    noise = require_real("noise", noise, minimum=0.0)
-    require_int("trials x length x dim", trials * length * dim, maximum=SHORTLIST_MAX_NUMBERS)  # a second, not minutes; and far under the budget
+    noise = _shortlist_noise(trials, length, dim, index_dim, top_k, noise)
     value_dim = 6  # width of the values the heads mix
     gen = np.random.default_rng(require_int("seed", seed, minimum=0))
     keys, values = gen.standard_normal((trials, length, dim)), gen.standard_normal((trials, length, value_dim))
@@ -2772,9 +2796,7 @@ def shortlist_experiment(trials=32, length=2048, dim=32, index_dim=8, top_k=64, 
         queries *= require_real("sharpness", sharpness, minimum=0.0, strict_minimum=True)
         index_scores = np.einsum("tld,td->tl", keys[..., :index_dim], queries[:, :index_dim])  # the cheap indexer
         scores = np.einsum("tld,td->tl", keys, queries) / math.sqrt(dim)  # full scores, for the comparison only
-    cause = f"sharpness {sharpness:g} and noise {noise:g} make the query so large that q . k overflows float64"
-    require_finite_result("the indexer's scores", index_scores, cause)
-    require_finite_result("the full scores", scores, cause)
+    _finite_scores(index_scores, scores, sharpness, noise)
     shortlist = np.argpartition(index_scores, -top_k, axis=1)[:, -top_k:]  # (trials, top_k)
     full_p = np.exp(scores - scores.max(1, keepdims=True))
     full_p /= full_p.sum(1, keepdims=True)
@@ -2798,19 +2820,20 @@ shortlists = {1.0: shortlist_experiment(), 3.0: shortlist_experiment(sharpness=3
 print(f"{'query sharpness':>16} " + " ".join(f"{key:>20}" for key in shortlists[1.0]))
 for sharpness, result in shortlists.items():
     print(f"{sharpness:>16.0f} " + " ".join(f"{value:>20.3f}" for value in result.values()))
-REFERENCE.check("sparse.shortlist_score_ratio", shortlists[1.0]["score_ratio"])
-expect('all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values())', all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values()))
 expect('shortlists[3.0]["output_error"] < shortlists[1.0]["output_error"]', shortlists[3.0]["output_error"], "<", shortlists[1.0]["output_error"])
+report_section("Sparse patterns and the shortlist", globals())
+
+# %% tags=["hide-input"]
+# @title Checks of the shortlist: the numbers the text quotes, bad arguments, the size limit, an overflowing query, the seeded results number for number
 # The numbers the text below quotes, checked here so that a change in the experiment cannot leave stale prose.
 check_stated("the shortlist's recall", shortlists[1.0]["recall"], 0.875, 3)
 check_stated("the diffuse head's kept mass (%)", 100 * shortlists[1.0]["kept_mass"], 22, 0)
 check_stated("the diffuse head's output change", shortlists[1.0]["output_error"], 4.2, 1)
 check_stated("the confident head's kept mass (%)", 100 * shortlists[3.0]["kept_mass"], 84, 0)
 check_stated("the confident head's output change", shortlists[3.0]["output_error"], 0.23, 2)
-report_section("Sparse patterns and the shortlist", globals())
-
-# %% tags=["hide-input"]
-# @title Edge cases of the shortlist: bad arguments, the size limit, an overflowing query, the seeded results number for number
+# The score ratio against the reference file, and what any shortlist must satisfy.
+REFERENCE.check("sparse.shortlist_score_ratio", shortlists[1.0]["score_ratio"])
+expect('all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values())', all(r["retrieval_shortlist"] <= r["recall"] and r["kept_mass"] <= 1 for r in shortlists.values()))
 expect_raises(ValueError, shortlist_experiment, index_dim=64, match="index_dim")
 expect_raises(ValueError, shortlist_experiment, sharpness=0.0, match="sharpness")
 expect_raises(ValueError, shortlist_experiment, noise=-0.1, match="noise")
@@ -2878,6 +2901,46 @@ _ = contract_close("scores in the thousands: each softmax is shifted by its row'
 # the weights $5, 4, 6$ and the same $62/15$. Unscaled softmax on the same numbers weighs the keys
 # $e, 1, e$ and gives exactly 4: linear attention is a *different* attention, not a faster copy.
 
+# %% tags=["hide-input"]
+# @title The argument checks of section 11's functions (open to read)
+def _causal_weights_args(Q, K):
+    """Q and K of one shape [n, d_k], with the [n, n] weights within the budget."""
+    Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
+    if Q.shape != K.shape:
+        raise ValueError(f"causal weights need Q and K of the same shape [n, d_k], one row per token; got {Q.shape} and {K.shape}")
+    require_budget("the [n, n] weights", (len(Q), len(Q)))
+    return Q, K
+
+
+def _value_rows(Q, V):
+    """V [n, d_v] with one row per query row of Q."""
+    V = require_array("V", V, ndim=2)
+    if len(V) != len(require_array("Q", Q, ndim=2)):
+        raise ValueError(f"need one value row per token: Q has {len(Q)} rows, V has {len(V)}")
+    return V
+
+
+def _linear_step_args(S, z, q, k, v):
+    """S [d_k, d_v], z, q and k [d_k], v [d_v], with phi(q) . S inside float64."""
+    S, z = require_array("S", S, ndim=2), require_array("z", z, ndim=1)
+    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
+    if not (S.shape == (len(z), len(v)) and len(q) == len(k) == len(z)):
+        raise ValueError(f"need S [d_k, d_v], z, q and k [d_k], v [d_v]; got {S.shape}, {z.shape}, {q.shape}, {k.shape}, {v.shape}")
+    phi_bound = 1.0 + max(q.max(), k.max(), 0.0)  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, np.maximum(np.abs(S), 1.0), np.maximum(np.abs(v), 1.0), 2 * len(q)), "scale S, q, k and v down")
+    return S, z, q, k, v
+
+
+def _linear_recurrent_args(Q, K, V):
+    """Q [n, d_k], K [n, d_k], V [n, d_v] for the same n, with phi(q) . S inside float64."""
+    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
+        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
+    phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
+    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
+    return Q, K, V
+
+
 # %%
 def feature_map(x):
     """phi(x) = elu(x) + 1, entry by entry: x + 1 above zero, e^x at or below it; always positive."""
@@ -2887,10 +2950,7 @@ def feature_map(x):
 
 def linear_attention_weights(Q, K):
     """The causal [n, n] weights linear attention implies: phi(q_i) . phi(k_j), each row divided by its sum."""
-    Q, K = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2)
-    if Q.shape != K.shape:
-        raise ValueError(f"causal weights need Q and K of the same shape [n, d_k], one row per token; got {Q.shape} and {K.shape}")
-    require_budget("the [n, n] weights", (len(Q), len(Q)))
+    Q, K = _causal_weights_args(Q, K)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by name just below
         weights = np.tril(feature_map(Q) @ feature_map(K).T)  # (n, n), the future zeroed
         weights = weights / weights.sum(axis=1, keepdims=True)
@@ -2899,10 +2959,7 @@ def linear_attention_weights(Q, K):
 
 def linear_attention_quadratic(Q, K, V):
     """Linear attention the slow way: all n x n weights, then a weighted sum of the values."""
-    V = require_array("V", V, ndim=2)
-    if len(V) != len(require_array("Q", Q, ndim=2)):
-        raise ValueError(f"need one value row per token: Q has {len(Q)} rows, V has {len(V)}")
-    return linear_attention_weights(Q, K) @ V
+    return linear_attention_weights(Q, K) @ _value_rows(Q, V)
 
 
 # %% tags=["exercise"]
@@ -2912,12 +2969,7 @@ def linear_attention_quadratic(Q, K, V):
 # The step is given only the state, d_k x (d_v + 1) numbers however long the past.
 def linear_attention_step(S, z, q, k, v):
     """One token of causal linear attention on the running sums; returns (S [d_k, d_v], z [d_k], output [d_v])."""
-    S, z = require_array("S", S, ndim=2), require_array("z", z, ndim=1)
-    q, k, v = require_array("q", q, ndim=1), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
-    if not (S.shape == (len(z), len(v)) and len(q) == len(k) == len(z)):
-        raise ValueError(f"need S [d_k, d_v], z, q and k [d_k], v [d_v]; got {S.shape}, {z.shape}, {q.shape}, {k.shape}, {v.shape}")
-    phi_bound = 1.0 + max(q.max(), k.max(), 0.0)  # phi(x) <= 1 + max(x, 0)
-    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, np.maximum(np.abs(S), 1.0), np.maximum(np.abs(v), 1.0), 2 * len(q)), "scale S, q, k and v down")
+    S, z, q, k, v = _linear_step_args(S, z, q, k, v)
     # Your code here.
     raise NotImplementedError('Exercise 2: see the instructions above')
 
@@ -2929,11 +2981,7 @@ check_exercise("Exercise 2", check_linear_attention_contract, linear_attention_s
 # %%
 def linear_attention_recurrent(Q, K, V):
     """Causal linear attention through linear_attention_step; returns (outputs [n, d_v], final S [d_k, d_v], final z [d_k])."""
-    Q, K, V = require_array("Q", Q, ndim=2), require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if not (Q.shape[0] == K.shape[0] == V.shape[0] and Q.shape[1] == K.shape[1]):
-        raise ValueError(f"need Q [n, d_k], K [n, d_k], V [n, d_v] for the same n; got {Q.shape}, {K.shape}, {V.shape}")
-    phi_bound = 1.0 + np.maximum(np.concatenate([Q.ravel(), K.ravel()]), 0.0).max()  # phi(x) <= 1 + max(x, 0)
-    require_product_in_range("phi(q) . S", (phi_bound, phi_bound, Q.shape[1], len(V), np.maximum(np.abs(V), 1.0)), "scale Q, K and V down")
+    Q, K, V = _linear_recurrent_args(Q, K, V)
     S, z = np.zeros((K.shape[1], V.shape[1])), np.zeros(K.shape[1])
     outputs = np.empty((Q.shape[0], V.shape[1]))
     for i in range(len(Q)):
@@ -2946,10 +2994,6 @@ Qw, Kw, Vw = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 0.0
 out_lin, S_lin, z_lin = linear_attention_recurrent(Qw, Kw, Vw)
 softmax_w = np.exp(Qw[2] @ Kw.T)  # unscaled softmax weights e, 1, e
 print(f"S = {S_lin.ravel().tolist()}, z = {z_lin.tolist()}, output {out_lin[2, 0]:.3f} (62/15); softmax gives {softmax_w @ Vw[:, 0] / softmax_w.sum():.3f}")
-REFERENCE.check("linear.S", S_lin.ravel())
-REFERENCE.check("linear.z", z_lin)
-REFERENCE.check("linear.output", out_lin[2, 0], rtol=1e-15)
-REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(), rtol=1e-14)
 Q200, K200, V200 = (rng.standard_normal((200, 8)) for _ in range(3))
 fast, S200, z200 = linear_attention_recurrent(Q200, K200, V200)
 print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(fast - linear_attention_quadratic(Q200, K200, V200)).max():.1e}; "
@@ -2957,7 +3001,12 @@ print(f"200 random tokens: running sum vs n x n form, max |difference| {np.abs(f
 expect("np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12)", np.allclose(fast, linear_attention_quadratic(Q200, K200, V200), atol=1e-12))
 
 # %% tags=["hide-input"]
-# @title Edge cases of linear attention: mismatched shapes, the feature map at a few points
+# @title Checks of linear attention: the by-hand example against the reference file, mismatched shapes, the feature map at a few points
+# The by-hand example's state, normaliser and outputs, against the reference file.
+REFERENCE.check("linear.S", S_lin.ravel())
+REFERENCE.check("linear.z", z_lin)
+REFERENCE.check("linear.output", out_lin[2, 0], rtol=1e-15)
+REFERENCE.check("linear.softmax_output", softmax_w @ Vw[:, 0] / softmax_w.sum(), rtol=1e-14)
 expect_raises(ValueError, linear_attention_recurrent, Q200, K200[:5], V200, match="same n")
 expect_raises(ValueError, linear_attention_step, np.zeros((8, 8)), np.zeros(7), Q200[0], K200[0], V200[0], match="S [d_k, d_v]")
 expect_raises(TypeError, feature_map, None, match="x")
@@ -3098,13 +3147,63 @@ report_section("Linear attention", globals())
 # and $\beta_t$; here they are $\lambda_t$ and $\eta_t$, because $\beta$ is already Mamba's offset.
 
 # %% tags=["hide-input"]
-# @title The argument checks of gated_delta_step (run it; reading it is optional)
+# @title The argument checks of section 12's functions: the gated delta step, the SSMs, the scan and the hybrid cache (open to read)
 def _gated_delta_arguments(R, k, v, decay, rate):
     """R [d_k, d_v], k [d_k] and v [d_v] as finite arrays, decay and rate in [0, 1]: each checked, then returned."""
     R, k, v = require_array("R", R, ndim=2), require_array("k", k, ndim=1), require_array("v", v, ndim=1)
     if R.shape != (len(k), len(v)):
         raise ValueError(f"R must be [d_k, d_v] = [{len(k)}, {len(v)}] to match k and v; got {R.shape}")
     return R, k, v, require_real("decay", decay, minimum=0.0, maximum=1.0), require_real("rate", rate, minimum=0.0, maximum=1.0)
+
+
+def _ssm_kernel_args(A, length):
+    """length an int >= 1 whose kernel fits the budget, and A a real number."""
+    length = require_int("length", length, minimum=1)
+    require_budget("the kernel", (length,))
+    return length, require_real("A", A)
+
+
+def _discretize_steps(delta, a):
+    """delta as float step sizes, refused unless every one is positive and the decay rate a is negative."""
+    delta = require_array("delta", delta).astype(float)
+    if np.any(delta <= 0) or require_real("a", a) >= 0:
+        raise ValueError("need positive step sizes and a negative decay rate a (the state must fade)")
+    return delta
+
+
+def _selective_ssm_args(x, delta):
+    """x [T] as floats and delta [T], one step size per input."""
+    x = require_array("x", x, ndim=1).astype(float)
+    delta = require_array("delta", delta, ndim=1)
+    if delta.shape != x.shape:
+        raise ValueError(f"need one step size per input; got {delta.size} step sizes for {x.size} inputs")
+    return x, delta
+
+
+def _scan_steps(a, b):
+    """a and b as 1-D arrays with one entry per step."""
+    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
+    return a, b
+
+
+def _parallel_scan_args(a, b):
+    """a and b as in _scan_steps, refused when the scan's states or products could pass float64's range."""
+    a, b = _scan_steps(a, b)
+    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
+    with np.errstate(divide="ignore"):
+        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
+    if log_bound > np.log(np.finfo(float).max):
+        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
+                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
+    return a, b
+
+
+def _hybrid_layers(context, layers, attention_layers):
+    """context an int >= 1, attention_layers an int from 0 to layers (itself an int >= 1)."""
+    context = require_int("context", context, minimum=1)
+    return context, require_int("attention_layers", attention_layers, minimum=0, maximum=require_int("layers", layers, minimum=1))
 
 
 # %%
@@ -3151,9 +3250,7 @@ def ssm_recurrent(x, A, B, C):
 
 def ssm_kernel(A, B, C, length):
     """The convolution kernel C A^k B for k = 0 .. length - 1: how much an input k steps old still counts."""
-    length = require_int("length", length, minimum=1)
-    require_budget("the kernel", (length,))
-    A = require_real("A", A)
+    length, A = _ssm_kernel_args(A, length)
     with np.errstate(over="ignore"):
         powers = A ** np.arange(length, dtype=float)  # A^k, k = 0 .. length - 1
     require_finite_result("the powers A^k", powers, f"|A| = {abs(A):g} > 1 is an unstable decay: A^k overflows before k = {length - 1}; use |A| <= 1 or a shorter length")
@@ -3170,14 +3267,15 @@ def ssm_convolution(x, A, B, C):
 tea = (1.0, 0.0, 0.0, 2.0)
 print("loop:", ssm_recurrent(tea, 0.5, 1.0, 1.0).tolist(), " kernel:", ssm_kernel(0.5, 1.0, 1.0, 4).tolist(),
       " convolution:", ssm_convolution(tea, 0.5, 1.0, 1.0).tolist())
-REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1.0, 1.0))
-REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1.0, 1.0, 4))
 x300 = rng.standard_normal(300)
 expect("np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12)", np.allclose(ssm_recurrent(x300, 0.97, 0.3, 1.5), ssm_convolution(x300, 0.97, 0.3, 1.5), atol=1e-12))
-_ = expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 
 # %% tags=["hide-input"]
-# @title Edge cases of the fixed SSM: other write and read factors, a kernel of length 1, an unstable decay
+# @title Checks of the fixed SSM: the by-hand example against the reference file, other write and read factors, a kernel of length 1, an unstable decay
+# The tea example's states and kernel, against the reference file, and a decay given as a string.
+REFERENCE.check("ssm.tea_states", ssm_recurrent(tea, 0.5, 1.0, 1.0))
+REFERENCE.check("ssm.tea_kernel", ssm_kernel(0.5, 1.0, 1.0, 4))
+expect_raises(TypeError, ssm_recurrent, tea, "0.5", 1, 1, match="A")
 contract_close("with A = 0.5, B = 2, C = 3 the kernel is C A^k B = 6, 3, 1.5", "ssm_kernel(0.5, 2.0, 3.0, 3)", ssm_kernel(0.5, 2.0, 3.0, 3),
                [6.0, 3.0, 1.5], "the kernel is C * A**k * B for k = 0, 1, 2")
 contract_close("the loop with B = 2, C = 3 on (1, 0, 0, 2): 3 C h with h = 2, 1, 0.5, 4.25", "ssm_recurrent(tea, 0.5, 2.0, 3.0)",
@@ -3299,9 +3397,7 @@ def softplus(x):
 
 def discretize(delta, a=-1.0, b=1.0):
     """Keep and write factors of a step size delta (zero-order hold): (e^(delta a), (e^(delta a) - 1) / a * b)."""
-    delta = require_array("delta", delta).astype(float)
-    if np.any(delta <= 0) or require_real("a", a) >= 0:
-        raise ValueError("need positive step sizes and a negative decay rate a (the state must fade)")
+    delta = _discretize_steps(delta, a)
     keep = np.exp(delta * a)
     write = (keep - 1.0) / a * require_real("b", b)
     return keep, require_finite_result("the write factor", write, f"(e^(delta a) - 1) / a * b overflows float64 for a = {a:g}, b = {b:g}")
@@ -3309,10 +3405,7 @@ def discretize(delta, a=-1.0, b=1.0):
 
 def selective_ssm(x, delta, a=-1.0, b=1.0, c=1.0):
     """One-channel selective SSM: each step has its own keep and write factors from its own step size."""
-    x = require_array("x", x, ndim=1).astype(float)
-    delta = require_array("delta", delta, ndim=1)
-    if delta.shape != x.shape:
-        raise ValueError(f"need one step size per input; got {delta.size} step sizes for {x.size} inputs")
+    x, delta = _selective_ssm_args(x, delta)
     keep, write = discretize(delta, a, b)
     c = require_real("c", c)
     h, y = 0.0, np.empty_like(x)
@@ -3332,13 +3425,14 @@ best_delta = float(grid[int(np.argmax(fixed_final))])
 print(f"marked token: delta {deltas[2]:.3f}, keep {discretize(deltas[2])[0]:.4f}, write {discretize(deltas[2])[1]:.4f}; "
       f"ordinary: delta {deltas[0]:.4f}")
 print(f"final state: selective {selective[-1]:.2f}; best fixed delta ({best_delta:.2f}) {max(fixed_final):.2f}")
-REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
-REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
 REFERENCE.check("selective.final_state", float(selective[-1]), rtol=1e-12)
-_ = REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the selective SSM: step sizes and decay rates that are refused, one discretisation by hand
+# @title Checks of the selective SSM: the step sizes and final states against the reference file, step sizes and decay rates that are refused, one discretisation by hand
+# The step sizes and the best fixed step's final state, against the reference file.
+REFERENCE.check("selective.delta_mark", float(deltas[2]), rtol=1e-12)
+REFERENCE.check("selective.delta_plain", float(deltas[0]), rtol=1e-12)
+REFERENCE.check("selective.best_fixed_final_state", max(fixed_final), rtol=1e-12)
 expect_raises(ValueError, discretize, 0.0, match="positive")
 expect_raises(ValueError, discretize, 1.0, a=0.5, match="negative")
 expect_raises(ValueError, discretize, 1.0, a=0.0, match="negative")
@@ -3453,15 +3547,7 @@ show_figure(
 # Double `shift` each round until it reaches T. Return (states, rounds). Do not modify a or b.
 def parallel_scan(a, b):
     """Every state of h_t = a_t h_(t-1) + b_t (h_0 = 0) in ceil(log2 T) rounds of merges; returns (states, rounds)."""
-    a, b = require_array("a", a, ndim=1), require_array("b", b, ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
-    # |h_t| <= sum|b| * prod max(1, |a|), and so is every product a merge forms: refuse, before scanning, what could overflow.
-    with np.errstate(divide="ignore"):
-        log_bound = np.log(np.abs(b).sum()) + np.log(np.maximum(np.abs(a), 1.0)).sum()
-    if log_bound > np.log(np.finfo(float).max):
-        raise FloatingPointError(f"the scan's states or products could grow past float64's largest number (about 1.8e308): "
-                                 f"sum|b| * prod max(1, |a|) is about e^{log_bound:.0f}; scale a or b down")
+    a, b = _parallel_scan_args(a, b)
     # Your code here.
     raise NotImplementedError('Exercise 3: see the instructions above')
 
@@ -3478,10 +3564,11 @@ print(f"the recall task through the scan: max |difference| from the loop {np.abs
 expect("np.allclose(scanned, selective, atol=1e-12)", np.allclose(scanned, selective, atol=1e-12))
 _, rounds_1024 = parallel_scan(np.full(1024, 0.99), rng.standard_normal(1024))
 print(f"1,024 steps: {rounds_1024} rounds")
-_ = REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 
 # %% tags=["hide-input"]
-# @title Edge cases of the scan: mismatched lengths, states past float64 refused, large decaying inputs accepted
+# @title Checks of the scan: the rounds of 1,024 steps against the reference file, mismatched lengths, states past float64 refused, large decaying inputs accepted, and the merged steps the scan-tree figure draws
+# The rounds of a 1,024-step scan, against the reference file.
+_ = REFERENCE.check("ssm.scan_rounds_1024", rounds_1024)
 expect_raises(ValueError, parallel_scan, [0.5, 0.5], [1.0], match="one entry per step")
 with np.errstate(over="ignore", invalid="ignore"):
     expect_raises(FloatingPointError, parallel_scan, np.full(6, 1e200), np.ones(6), match="float64")  # the true states pass 1e308
@@ -3490,12 +3577,12 @@ with np.errstate(over="ignore", invalid="ignore"):
 expect("a decaying scan of 1e307-sized inputs is not refused", float(parallel_scan([0.5, 0.5], [1e307, 1e307])[0][-1]), "==", 1.5e307)
 
 
-# %%
 def _merged_step(a, b, first, last):
     """Steps first..last composed into one (a, b): the product of their a's and the state they leave from h = 0."""
     return float(np.prod(a[first:last + 1])), float(parallel_scan(a[first:last + 1], b[first:last + 1])[0][-1])
 
 
+# %%
 tea_a, tea_b = [0.5] * 4, [1.0, 0.0, 0.0, 2.0]
 tea_rounds = parallel_scan(tea_a, tea_b)[1]
 scan_levels = [[_merged_step(tea_a, tea_b, max(0, t - 2**r + 1), t) for t in range(4)] for r in range(tea_rounds + 1)]
@@ -3549,8 +3636,7 @@ def ssm_state_bytes(channels, state_size, bytes_per_value=2):
 
 def hybrid_cache_bytes(context, layers=32, attention_layers=4, kv_heads=8, head_dim=128, channels=4096, state_size=16, bytes_per_value=2):
     """A hybrid stack: attention layers keep a growing KV cache, the other layers a fixed SSM state."""
-    context = require_int("context", context, minimum=1)
-    attention_layers = require_int("attention_layers", attention_layers, minimum=0, maximum=require_int("layers", layers, minimum=1))
+    context, attention_layers = _hybrid_layers(context, layers, attention_layers)
     attention = kv_cache_bytes(context, [None] * attention_layers, kv_heads, head_dim, bytes_per_value) if attention_layers else 0
     return attention + (layers - attention_layers) * ssm_state_bytes(channels, state_size, bytes_per_value)
 
@@ -3570,12 +3656,13 @@ expect('hybrid_rows["all_attention_bytes_128k"] == bills[1]["cache_bytes"]', hyb
 mamba_real_layer = ssm_state_bytes(2 * 4096, 16, 4) + ssm_state_bytes(2 * 4096, 4, 4)
 print(f"one SSM layer: simplified (4,096 x 16, 16-bit) {hybrid_rows['ssm_layer_bytes']:,} bytes; "
       f"Mamba-shaped (8,192 x 16 + conv 8,192 x 4, fp32) {mamba_real_layer:,} bytes, x{mamba_real_layer / hybrid_rows['ssm_layer_bytes']:.2f}")
+
+# %% tags=["hide-input"]
+# @title Checks of the hybrid cache: the Mamba-shaped layer's numbers the text quotes, impossible layer counts, a string context, one-number stacks by hand
+# The Mamba-shaped layer's numbers the text quotes.
 check_stated("the Mamba-shaped SSM layer in bytes (fp32)", mamba_real_layer, 655_360, 0)
 check_stated("the same layer in bf16", mamba_real_layer // 2, 327_680, 0)
 check_stated("its ratio to the simplified layer", mamba_real_layer / hybrid_rows["ssm_layer_bytes"], 5, 0)
-
-# %% tags=["hide-input"]
-# @title Edge cases of the hybrid cache: impossible layer counts, a string context, one-number stacks by hand
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=33, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, attention_layers=-1, match="attention_layers")
 expect_raises(ValueError, hybrid_cache_bytes, 1024, layers=0, attention_layers=0, match="layers")
@@ -3610,6 +3697,7 @@ show_figure(
     f"config, cuts {layer_stacks[0][2] / GB:.2f} GB to {layer_stacks[1][2] / GB:.2f} GB; gpt-oss-120b alternates windowed and "
     "full layers, so only half of its layers grow.",
 )
+
 
 # %% [markdown]
 # ## 13. Latent attention (MLA): cache the ingredients, never cook the dish
@@ -3658,30 +3746,8 @@ show_figure(
 # $q \cdot k = 3 + 2 + 0 + 1 = 6$, and the absorbed query $q\,{W^{UK}}^\top = (1, 3)$ gives
 # $(1, 3) \cdot (3, 1) = 6$ without ever building $k$.
 
-# %%
-# DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
-yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
-mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
-print(f"MLA scale 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; with YaRN x mscale^2 = {mscale:.3f}^2 = {mscale ** 2:.3f}")
-check_stated("mscale", mscale, 1.37, 2)
-check_stated("mscale squared", mscale**2, 1.87, 2)
-check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
-
-x_token = np.array([1.0, 0.0, 2.0, 1.0])
-W_down = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (d_model, d_c)
-W_up_k = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])  # (d_c, heads x d_head)
-q_token = np.array([1.0, 2.0, 0.0, 1.0])
-latent_c = x_token @ W_down
-key_full = latent_c @ W_up_k
-q_absorbed = q_token @ W_up_k.T
-print(f"latent {latent_c.tolist()}, key {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, "
-      f"absorbed query {q_absorbed.tolist()}, absorbed score {q_absorbed @ latent_c:.0f}")
-REFERENCE.check("latent_example.latent", latent_c)
-REFERENCE.check("latent_example.key", key_full)
-REFERENCE.check("latent_example.q_latent", q_absorbed)
-REFERENCE.check("latent_example.score", q_absorbed @ latent_c)
-
-
+# %% tags=["hide-input"]
+# @title The argument checks of section 13's latent attention (open to read)
 def _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask):
     """Validate the MLA tensors (see mla_expanded_attention) and return them as arrays with the mask."""
     q_nope, q_rope = require_array("q_nope", q_nope, ndim=3), require_array("q_rope", q_rope, ndim=3)
@@ -3702,6 +3768,24 @@ def _mla_shapes(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask):
     require_product_in_range("a RoPE score", (q_rope, k_rope, k_rope.shape[1]), fix)
     require_product_in_range("an output", (latent, W_uv, W_o, W_uv.size, W_o.shape[1]), fix)
     return q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask
+
+
+# %%
+# DeepSeek-V3's score scale past its original context: YaRN's mscale, squared (inference/model.py).
+yarn_factor, yarn_mscale = 40, 1.0  # config.json rope_scaling: factor 40, mscale 1.0
+mscale = 0.1 * yarn_mscale * math.log(yarn_factor) + 1.0
+print(f"MLA scale 1/sqrt(192) = {1 / math.sqrt(128 + 64):.4f}; with YaRN x mscale^2 = {mscale:.3f}^2 = {mscale ** 2:.3f}")
+
+x_token = np.array([1.0, 0.0, 2.0, 1.0])
+W_down = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # (d_model, d_c)
+W_up_k = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])  # (d_c, heads x d_head)
+q_token = np.array([1.0, 2.0, 0.0, 1.0])
+latent_c = x_token @ W_down
+key_full = latent_c @ W_up_k
+q_absorbed = q_token @ W_up_k.T
+print(f"latent {latent_c.tolist()}, key {key_full.tolist()}, q . k = {q_token @ key_full:.0f}, "
+      f"absorbed query {q_absorbed.tolist()}, absorbed score {q_absorbed @ latent_c:.0f}")
+REFERENCE.check("latent_example.score", q_absorbed @ latent_c)
 
 
 def mla_expanded_attention(q_nope, q_rope, latent, k_rope, W_uk, W_uv, W_o, mask=None):
@@ -3748,10 +3832,18 @@ expect("np.allclose(expanded_out, absorbed_out, atol=1e-12)", np.allclose(expand
 # The negative test: drop the RoPE branch and the outputs change, because position lives only there.
 without_rope = mla_absorbed_attention(mla_args[0], np.zeros_like(mla_args[1]), *mla_args[2:], decode_mask)
 print(f"absorbed without the RoPE branch: max |difference| {np.abs(without_rope - expanded_out).max():.2f} (must be large)")
-expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
 
 # %% tags=["hide-input"]
-# @title Edge cases of latent attention: wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
+# @title Checks of latent attention: the numbers the text quotes, the by-hand example against the reference file, the RoPE branch's negative test, wrong shapes, blocked rows, a tensor mask, no mask, scores in the thousands
+# The negative test above: without the RoPE branch the outputs must change.
+expect("not np.allclose(without_rope, expanded_out, atol=1e-3)", not np.allclose(without_rope, expanded_out, atol=1e-3))
+# The numbers the text quotes, and the by-hand latent example against the reference file.
+REFERENCE.check("latent_example.latent", latent_c)
+REFERENCE.check("latent_example.key", key_full)
+REFERENCE.check("latent_example.q_latent", q_absorbed)
+check_stated("mscale", mscale, 1.37, 2)
+check_stated("mscale squared", mscale**2, 1.87, 2)
+check_stated("the absorbed MQA head width", 512 + 64, 576, 0)
 expect_raises(ValueError, mla_absorbed_attention, mla_args[0], mla_args[1][..., :1], *mla_args[2:], match="q_rope")
 expect_raises(ValueError, mla_absorbed_attention, *mla_args, np.full((Tq, Tk), -np.inf), match="fully blocked")
 first_row_blocked = decode_mask.copy()
@@ -3885,12 +3977,81 @@ report_section("Latent attention", globals())
 # read back as $(0.7, -0.3, 0.2, 0)$: the small 0.04 is lost. On the running example a token costs
 # $512 \cdot (128 \cdot 0.5 + 2) = 33{,}792$ bytes instead of 131,072: 3.9 times less.
 
+# %% tags=["hide-input"]
+# @title The argument checks of section 14's functions: quantization, Exercise 5, the selective step and the scan's plans (open to read)
+def _quantize_array_args(x, bits, shared_axis):
+    """x as floats with at least one axis, shared_axis one of its axes and bits an int from 2 to 16."""
+    x = require_array("x", x, min_ndim=1).astype(float)
+    shared_axis = require_int("shared_axis", shared_axis, minimum=-x.ndim, maximum=x.ndim - 1)
+    return x, require_int("bits", bits, minimum=2, maximum=16), shared_axis
+
+
+def _dequantize_args(codes, scale):
+    """codes and a scale of the codes' rank, 1 along each shared axis (as quantize returns them)."""
+    codes, scale = require_array("codes", codes), require_array("scale", scale)
+    if scale.ndim != codes.ndim or any(s not in (1, c) for s, c in zip(scale.shape, codes.shape)):
+        raise ValueError(f"scale of shape {scale.shape} does not broadcast against codes of shape {codes.shape}: "
+                         "it needs the codes' rank, with 1 along each shared axis (as quantize returns it)")
+    return codes, scale
+
+
+def _quantization_sizes(key_axis, n, d, outlier_channels, outlier_scale):
+    """The experiment's axis and sizes, each in range, with Q, K, V and the [n, n] scores within the budget."""
+    key_axis = require_int("key_axis", key_axis, minimum=0, maximum=1)
+    n = require_int("n", n, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
+    d = require_int("d", d, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
+    outlier_channels = require_int("outlier_channels", outlier_channels, minimum=0, maximum=d)
+    outlier_scale = require_real("outlier_scale", outlier_scale, minimum=0.0, strict_minimum=True)
+    require_budget("Q, K and V", (3, n, d))
+    require_budget("the causal [n, n] scores", (n, n))
+    return key_axis, n, d, outlier_channels, outlier_scale
+
+
+def _kivi_args(K, V):
+    """K and V as arrays of one shape [T, d]."""
+    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
+    if K.shape != V.shape:
+        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    return K, V
+
+
+def _selective_step_args(h, x, delta, a, b, c):
+    """h, x, b, c real, delta > 0 and a < 0, with the new state and the output inside float64."""
+    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
+    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
+    if a == 0.0:
+        raise ValueError("a must be negative (the state must fade); got 0")
+    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
+    require_product_in_range("the new state", (bound,), "scale h, x or b down")
+    require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
+    return h, x, delta, a, b, c
+
+
+def plan_round(merges, T):
+    """One round of a plan as arrays (sources, targets); refused unless every merge is (i, j), 0 <= i < j < T, each j once."""
+    if not isinstance(merges, (list, tuple)) or not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
+        raise TypeError(f"a round must be a list of merges (i, j), got {str(merges)[:80]}")
+    i, j = (np.array([require_int("a merge's position", m[k]) for m in merges], dtype=int) for k in (0, 1))
+    if not (np.all((0 <= i) & (i < j) & (j < T)) and len(set(j.tolist())) == len(j)):
+        raise ValueError(f"each merge (i, j) needs 0 <= i < j < {T}, and each j at most once per round; got {str(merges)[:120]}")
+    return i, j
+
+
+def _scan_by_rounds_args(a, b, rounds):
+    """a and b as float steps (see _scan_steps), rounds a list, every merged step inside float64."""
+    a, b = _scan_steps(a, b)
+    a, b = a.astype(float), b.astype(float)
+    if not isinstance(rounds, (list, tuple)):
+        raise TypeError(f"rounds must be a list of rounds, each a list of merges (i, j); got {type(rounds).__name__}")
+    require_product_in_range("a merged step", (*np.maximum(np.abs(a), 1.0), np.abs(b).sum() + 1.0), "scale a or b down")  # |h_t| <= sum|b| prod max(1, |a|)
+    return a, b
+
+
 # %%
 def quantize(x, bits, shared_axis):
     """Symmetric integer codes of x with one scale per group: the numbers along `shared_axis` share a scale."""
-    x = require_array("x", x, min_ndim=1).astype(float)
-    shared_axis = require_int("shared_axis", shared_axis, minimum=-x.ndim, maximum=x.ndim - 1)
-    top = 2 ** (require_int("bits", bits, minimum=2, maximum=16) - 1) - 1  # largest code: 7 for 4 bits
+    x, bits, shared_axis = _quantize_array_args(x, bits, shared_axis)
+    top = 2 ** (bits - 1) - 1  # largest code: 7 for 4 bits
     scale = np.abs(x).max(axis=shared_axis, keepdims=True) / top
     scale = np.where(scale > 0, scale, 1.0)  # an all-zero group keeps code 0 with any scale
     return np.round(x / scale).astype(np.int32), scale
@@ -3898,10 +4059,7 @@ def quantize(x, bits, shared_axis):
 
 def dequantize(codes, scale):
     """Numbers back from their codes and scales."""
-    codes, scale = require_array("codes", codes), require_array("scale", scale)
-    if scale.ndim != codes.ndim or any(s not in (1, c) for s, c in zip(scale.shape, codes.shape)):
-        raise ValueError(f"scale of shape {scale.shape} does not broadcast against codes of shape {codes.shape}: "
-                         "it needs the codes' rank, with 1 along each shared axis (as quantize returns it)")
+    codes, scale = _dequantize_args(codes, scale)
     return codes * scale
 
 
@@ -3914,14 +4072,15 @@ def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16
 
 codes, scale = quantize([0.7, -0.3, 0.2, 0.04], 4, shared_axis=-1)
 print(f"codes {codes.tolist()}, scale {scale.item():.2f}, read back {dequantize(codes, scale).round(2).tolist()}")
-REFERENCE.check("quantized.codes_4bit", codes)
 bytes_4bit = quantized_kv_bytes_per_token(32, 8, 128, 4)
 print(f"running example: {bytes_4bit:,} bytes per token at 4 bits vs {per_token:,} at 16: x{per_token / bytes_4bit:.2f} smaller")
-REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect("quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0) == per_token", quantized_kv_bytes_per_token(32, 8, 128, 16, scale_bits=0), "==", per_token)
 
 # %% tags=["hide-input"]
-# @title Edge cases of quantize and dequantize: bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
+# @title Checks of quantize and dequantize: the by-hand codes and bytes per token against the reference file, bit widths, axes and scales that are refused, an all-zero token, 16-bit codes
+# The by-hand codes and the running example's bytes per token, against the reference file.
+REFERENCE.check("quantized.codes_4bit", codes)
+REFERENCE.check("quantized.bytes_per_token_4bit", bytes_4bit)
 expect_raises(ValueError, quantize, [1.0], 1, shared_axis=-1, match="bits")
 expect_raises(ValueError, dequantize, codes, np.ones(3), match="broadcast")
 expect_raises(ValueError, dequantize, np.ones((3, 4), dtype=int), np.ones(4), match="broadcast")  # would broadcast, by accident
@@ -3988,14 +4147,8 @@ def quantized_attention_error(bits, key_axis, outlier_channels=4, outlier_scale=
 
     key_axis 0 shares a key scale over the tokens (one per channel, KIVI-style); 1 over the channels (one per token).
     """
-    key_axis = require_int("key_axis", key_axis, minimum=0, maximum=1)
-    n = require_int("n", n, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
-    d = require_int("d", d, minimum=1, maximum=QUANTIZATION_MAX_SIZE)
-    outlier_channels = require_int("outlier_channels", outlier_channels, minimum=0, maximum=d)
-    outlier_scale = require_real("outlier_scale", outlier_scale, minimum=0.0, strict_minimum=True)
+    key_axis, n, d, outlier_channels, outlier_scale = _quantization_sizes(key_axis, n, d, outlier_channels, outlier_scale)
     shape = (3, n, d)  # Q, K and V
-    require_budget("Q, K and V", shape)
-    require_budget("the causal [n, n] scores", (n, n))
     Q, K, V = np.random.default_rng(require_int("seed", seed, minimum=0)).standard_normal(shape)
     K[:, :outlier_channels] *= outlier_scale  # a few channels large for every token, as in trained models' keys
     exact = sdpa(Q, K, V, make_mask(n))
@@ -4013,17 +4166,17 @@ print(f"{'relative output error':34s} " + " ".join(f"{b:>6}-bit" for b in BITS))
 for name, row in errors.items():
     print(f"{name:34s} " + " ".join(f"{100 * e:>9.1f}%" for e in row))
 expect('all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"]))', all(c < t for c, t in zip(errors["outlier keys, per channel (KIVI-style)"], errors["outlier keys, per token"])))
+two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
+print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
+
+# %% tags=["hide-input"]
+# @title Checks of the quantization experiment: the percentages the text quotes, the seeded errors number for number, arguments that are refused, one token
 # The percentages the text after the figure quotes, checked here.
 if not errors["plain keys, per token"][0] < 0.01:
     raise ValueError(f"the text says an 8-bit cache moves the output by under 1%; the cell computes {100 * errors['plain keys, per token'][0]:.2f}%")
 check_stated("plain keys at 4 bits (%)", 100 * errors["plain keys, per token"][1], 13, 0)
 check_stated("outlier keys, per token, at 4 bits (%)", 100 * errors["outlier keys, per token"][1], 42.6, 1)
 check_stated("outlier keys, per channel, at 4 bits (%)", 100 * errors["outlier keys, per channel (KIVI-style)"][1], 18.5, 1)
-two_bit = {axis: quantized_attention_error(2, axis) for axis in (1, 0)}
-print(f"at 2 bits (codes -1, 0, 1): per token {100 * two_bit[1]:.0f}%, per channel {100 * two_bit[0]:.0f}%: both unusable this simply")
-
-# %% tags=["hide-input"]
-# @title Edge cases of the quantization experiment: the seeded errors number for number, arguments that are refused, one token
 # The seeded errors, number for number: which axis shares a scale (keys per channel or per token, values
 # per token) moves them in the third significant digit or more, far beyond rounding noise.
 recorded_errors = {
@@ -4097,9 +4250,7 @@ report_section("Quantized KV cache", globals())
 # this section's quantize(x, bits, shared_axis) and dequantize. Return (K_hat, V_hat).
 def kivi_cache(K, V, bits):
     """K and V read back after quantization with KIVI's axes: keys one scale per channel, values one per token."""
-    K, V = require_array("K", K, ndim=2), require_array("V", V, ndim=2)
-    if K.shape != V.shape:
-        raise ValueError(f"K and V must both be [T, d] for the same tokens and width; got {K.shape} and {V.shape}")
+    K, V = _kivi_args(K, V)
     # Your code here.
     raise NotImplementedError('Exercise 5: see the instructions above')
 
@@ -4136,13 +4287,7 @@ expect("per-channel key scales keep the ordinary channels at least three times m
 # %%
 def selective_step(h, x, delta, a, b, c):
     """One selective-SSM step with the zero-order hold; returns (new state, output)."""
-    h, x, b, c = (require_real(name, value) for name, value in (("h", h), ("x", x), ("b", b), ("c", c)))
-    delta, a = require_real("delta", delta, minimum=0.0, strict_minimum=True), require_real("a", a, maximum=0.0)
-    if a == 0.0:
-        raise ValueError("a must be negative (the state must fade); got 0")
-    bound = abs(h) + delta * abs(b) * abs(x)  # |h_new| <= |h| + delta |b x|, since |(e^(delta a) - 1) / a| <= delta
-    require_product_in_range("the new state", (bound,), "scale h, x or b down")
-    require_product_in_range("the output", (bound, c), "scale h, x, b or c down")
+    h, x, delta, a, b, c = _selective_step_args(h, x, delta, a, b, c)
     keep = math.exp(delta * a)  # between 0 and 1: how much of the old state survives
     h_new = keep * h + (keep - 1.0) / a * b * x  # the zero-order hold's write factor times the input
     return h_new, c * h_new
@@ -4156,10 +4301,11 @@ print(f"the recall task stepped by hand: final state {stepped[-1]:.4f}, selectiv
 expect("stepping selective_step through the recall task gives selective_ssm's outputs", np.allclose(stepped, selective, atol=1e-12))
 hold_write, euler_write = (math.exp(-5.0) - 1.0) / -1.0, 5.0  # delta = 5, a = -1, b = 1: the marked token's write factor
 print(f"the marked token's write factor at delta = 5: zero-order hold {hold_write:.4f}, Euler (Mamba's kernel) {euler_write:g}")
-check_stated("the zero-order hold's write factor at delta = 5", hold_write, 0.9933, 4)
 
 # %% tags=["hide-input"]
-# @title Edge cases of Exercise 5 and the selective step: bit widths, step sizes and decay rates that are refused, a state past float64
+# @title Checks of Exercise 5 and the selective step: the write factor the text quotes, bit widths, step sizes and decay rates that are refused, a state past float64
+# The marked token's write factor the text quotes.
+check_stated("the zero-order hold's write factor at delta = 5", hold_write, 0.9933, 4)
 for bad_bits in (1, 17):
     expect_raises(ValueError, kivi_cache, np.ones((2, 2)), np.ones((2, 2)), bad_bits, match="bits")
 expect("16 bits is allowed and reads a small cache back almost exactly", np.allclose(kivi_cache(np.eye(2), np.eye(2), 16)[0], np.eye(2)))
@@ -4201,24 +4347,9 @@ check_exercise("Exercise 6", check_work_efficient_scan_contract, work_efficient_
 
 
 # %%
-def plan_round(merges, T):
-    """One round of a plan as arrays (sources, targets); refused unless every merge is (i, j), 0 <= i < j < T, each j once."""
-    if not isinstance(merges, (list, tuple)) or not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
-        raise TypeError(f"a round must be a list of merges (i, j), got {str(merges)[:80]}")
-    i, j = (np.array([require_int("a merge's position", m[k]) for m in merges], dtype=int) for k in (0, 1))
-    if not (np.all((0 <= i) & (i < j) & (j < T)) and len(set(j.tolist())) == len(j)):
-        raise ValueError(f"each merge (i, j) needs 0 <= i < j < {T}, and each j at most once per round; got {str(merges)[:120]}")
-    return i, j
-
-
 def scan_by_rounds(a, b, rounds):
     """Every state of h_t = a_t h_(t-1) + b_t, running a plan of merges round by round; returns (states, merges done)."""
-    a, b = require_array("a", a, ndim=1).astype(float), require_array("b", b, ndim=1).astype(float)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b need one entry per step; got {a.size} and {b.size}")
-    if not isinstance(rounds, (list, tuple)):
-        raise TypeError(f"rounds must be a list of rounds, each a list of merges (i, j); got {type(rounds).__name__}")
-    require_product_in_range("a merged step", (*np.maximum(np.abs(a), 1.0), np.abs(b).sum() + 1.0), "scale a or b down")  # |h_t| <= sum|b| prod max(1, |a|)
+    a, b = _scan_by_rounds_args(a, b, rounds)
     done = 0
     for merges in rounds:
         i, j = plan_round(merges, len(a))  # sources, targets
@@ -4526,26 +4657,7 @@ for design in DESIGNS:
     stored = f"{design['stored_bytes_per_token'] / KIB:>8.2f} KiB" if "stored_bytes_per_token" in design else f"{'not read':>12}"
     print(f"{design['name']:48s} {2 * growing / KIB:>12.2f} KiB {stored} {2 * fixed / GB:>7.2f} GB {layered_cache_bytes(2**20, growing, fixed) / GB:>10.1f} GB  {design['status']}")
 V4 = "DeepSeek-V4-Flash (CSA + HCA + window)"
-check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
-check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
-expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name in ("DeepSeek-V3 (MLA)", "Llama-3.3-70B (GQA)")], "==", [0, 0])
-check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
-check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
-check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
-for name, kib in zip([name for name in sota_designs if name.startswith("Gemma 4")], (6, 16, 20, 80)):  # E2B, E4B, 26B-A4B, 31B
-    check_stated(f"{name} growing KiB per token", 2 * sota_designs[name][0] / KIB, kib, 0)
-check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
 REFERENCE.check("mla.bytes_per_token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0])
-check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
-check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
-V41, V32 = "DeepSeek-V4.1-Flash (window + shared CSA2)", "DeepSeek-V3.2 (MLA + indexer)"
-check_stated("DeepSeek-V4.1-Flash growing numbers per token", sota_designs[V41][0], 1600, 0)
-check_stated("DeepSeek-V4.1-Flash growing bytes per token at 16 bits", 2 * sota_designs[V41][0], 3200, 0)
-check_stated("DeepSeek-V4.1-Flash over V4-Flash, per token", sota_designs[V41][0] / sota_designs[V4][0], 0.47, 2)
-check_stated("DeepSeek-V3.2 as stored, KiB per token", next(d for d in DESIGNS if d["name"] == V32)["stored_bytes_per_token"] / KIB, 46.9, 1)
-check_stated("DeepSeek-V3.2's FP8 indexer key as stored, KiB per token", 61 * 132 / KIB, 7.9, 1)
-check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
-check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
 
 # %%
 # The lesson's per-token bars on the running shape (32 layers, head width 128, 16 bits), then today's designs from DESIGNS.
@@ -4596,7 +4708,27 @@ show_figure(
 )
 
 # %% tags=["hide-input"]
-# @title Edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
+# @title Checks of today's designs: the numbers the text quotes, recomputed from DESIGNS, and the edge cases of layered_cache_bytes: a zero context, negative or zero sizes, fractions of a number per token
+# The numbers the text quotes about today's designs, each recomputed from DESIGNS.
+check_stated("DeepSeek-V4-Flash growing bytes per token", 2 * sota_designs[V4][0], 6_880, 2)
+check_stated("DeepSeek-V4-Flash window cache, one 512-wide vector (K = V) per token in each of 43 layers (MB)", 2 * sota_designs[V4][1] / 10**6, 5.6, 1)
+expect("MLA and GQA designs keep nothing fixed", [sota_designs[name][1] for name in ("DeepSeek-V3 (MLA)", "Llama-3.3-70B (GQA)")], "==", [0, 0])
+check_stated("Qwen3-Next growing KiB per token", 2 * sota_designs["Qwen3-Next-80B-A3B (3 DeltaNet : 1 attention)"][0] / KIB, 24, 0)
+check_stated("Gemma 3 27B growing KiB per token", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][0] / KIB, 80, 0)
+check_stated("Gemma 3 27B fixed window cache (GB)", 2 * sota_designs["Gemma 3 27B (5 local : 1 global)"][1] / GB, 0.44, 2)
+for name, kib in zip([name for name in sota_designs if name.startswith("Gemma 4")], (6, 16, 20, 80)):  # E2B, E4B, 26B-A4B, 31B
+    check_stated(f"{name} growing KiB per token", 2 * sota_designs[name][0] / KIB, kib, 0)
+check_stated("DeepSeek-V3 MLA over V4-Flash, per token (x)", 61 * 576 / sota_designs[V4][0], 10.2, 1)
+check_stated("DeepSeek-V4-Flash growing KiB per token", 2 * sota_designs[V4][0] / KIB, 6.7, 1)
+check_stated("DeepSeek-V3 growing KiB per token", 2 * sota_designs["DeepSeek-V3 (MLA)"][0] / KIB, 68.6, 1)
+V41, V32 = "DeepSeek-V4.1-Flash (window + shared CSA2)", "DeepSeek-V3.2 (MLA + indexer)"
+check_stated("DeepSeek-V4.1-Flash growing numbers per token", sota_designs[V41][0], 1600, 0)
+check_stated("DeepSeek-V4.1-Flash growing bytes per token at 16 bits", 2 * sota_designs[V41][0], 3200, 0)
+check_stated("DeepSeek-V4.1-Flash over V4-Flash, per token", sota_designs[V41][0] / sota_designs[V4][0], 0.47, 2)
+check_stated("DeepSeek-V3.2 as stored, KiB per token", next(d for d in DESIGNS if d["name"] == V32)["stored_bytes_per_token"] / KIB, 46.9, 1)
+check_stated("DeepSeek-V3.2's FP8 indexer key as stored, KiB per token", 61 * 132 / KIB, 7.9, 1)
+check_stated("DeepSeek-V3.2 growing KiB per token (its indexer key at 16 bits)", 2 * sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] / KIB, 83.9, 1)
+check_stated("DeepSeek-V3.2's indexer key over V3, KiB per token", 2 * (sota_designs["DeepSeek-V3.2 (MLA + indexer)"][0] - sota_designs["DeepSeek-V3 (MLA)"][0]) / KIB, 15, 0)
 expect_raises(ValueError, layered_cache_bytes, 0, 1.0, 0, match="context")
 expect("1 token x 2.5 growing + 3 fixed numbers, at 2 bytes: 11 bytes", layered_cache_bytes(1, 2.5, 3), "==", 11.0)
 expect("nothing that grows, 3 fixed numbers at 1 byte: 3 bytes", layered_cache_bytes(1, 0.0, 3, bytes_per_value=1), "==", 3.0)
@@ -4605,10 +4737,10 @@ expect_raises(ValueError, layered_cache_bytes, 1, 1.0, 0, bytes_per_value=0, mat
 expect("a full layer whose key is its value keeps one vector per token, a window layer likewise", (design_numbers([("full", 1, {"kv_heads": 1, "head_dim": 4, "k_eq_v": True})]), design_numbers([("window", 1, {"kv_heads": 1, "head_dim": 4, "window": 3})])), "==", ((4.0, 0), (0.0, 24)))
 
 
-# %%
-# FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
-def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
-    """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
+# %% tags=["hide-input"]
+# @title The argument checks of the mask function (open to read)
+def _mask_mod_args(q_idx, kv_idx, window, n_sink):
+    """Integer positions q_idx and kv_idx that broadcast to one grid within the budget, window >= 1 and n_sink >= 0."""
     window, n_sink = require_int("window", window, minimum=1), require_int("n_sink", n_sink, minimum=0)
     q_idx, kv_idx = require_array("q_idx", q_idx), require_array("kv_idx", kv_idx)
     if q_idx.dtype.kind not in "iu" or kv_idx.dtype.kind not in "iu":
@@ -4618,6 +4750,14 @@ def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
     except ValueError:
         raise ValueError(f"q_idx of shape {q_idx.shape} and kv_idx of shape {kv_idx.shape} do not broadcast to one grid") from None
     require_budget("the mask's grid", grid)  # a few boolean grids of this shape
+    return q_idx, kv_idx, window, n_sink
+
+
+# %%
+# FlexAttention's idea without compiling anything: a mask is a function of (query, key) indices.
+def sliding_window_with_sinks(q_idx, kv_idx, window=8, n_sink=2):
+    """A mask_mod in FlexAttention's style: True where query q_idx may read key kv_idx."""
+    q_idx, kv_idx, window, n_sink = _mask_mod_args(q_idx, kv_idx, window, n_sink)
     return (kv_idx <= q_idx) & ((q_idx - kv_idx < window) | (kv_idx < n_sink))
 
 
