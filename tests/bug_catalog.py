@@ -573,6 +573,12 @@ MODULE3 = [
         GENERATE, "with cache=True gives the model's tokens", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (
             "self.keys[:, :, start:end], self.values[:, :, start:end] = k, v",
             "self.keys[:, :, :end - start], self.values[:, :, :end - start] = k, v"))),
+    Bug("kv-append-any-start", "module3", "generate", "accepts a write at any start that fits, overwriting held keys",
+        GENERATE, "the cache refuses a write", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (
+            "if start != self.length or end > self.keys.shape[2]:", "if end > self.keys.shape[2]:")), hint="start == self.length"),
+    Bug("kv-append-no-capacity", "module3", "generate", "lets a write run past the buffers' end",
+        GENERATE, "the cache refuses a write", written=_cell_mutant(("LayerKV", "KVCache", "generate"), "generate", (
+            "if start != self.length or end > self.keys.shape[2]:", "if start != self.length:")), hint="max_len"),
 ]
 
 # ---- Module 5 (5.1 and 5.2) ---------------------------------------------------------------------------------

@@ -7223,6 +7223,28 @@ def generate(model, prompt, n_new, *, cache=True):
 
 # %% tags=["hide-input"]
 # @title The check of Exercise 15: the contract your functions must meet (open it to read the properties)
+# builder:begin inline _check_layer_kv_refusals
+def _check_layer_kv_refusals(layer_type):
+    """A LayerKV holding 2 of 4 positions refuses, with ValueError, a write that skips back or runs past its end."""
+    import torch
+    prop = "the cache refuses a write that is not at its end or does not fit"
+    writes = (("a LayerKV(1, 1, 4, 2) holding 2 positions, asked to write 1 position at start=1", 1, 1,
+               "refuse unless start == self.length: a write elsewhere overwrites keys or leaves a gap"),
+              ("a LayerKV(1, 1, 4, 2) holding 2 positions, asked to write 3 positions at start=2", 2, 3,
+               "refuse unless start + T <= max_len: the buffers hold max_len positions"))
+    for case, start, t, hint in writes:
+        layer = contract_call(prop, case, "LayerKV(batch, n_kv_heads, max_len, head_dim) builds empty buffers",
+                              layer_type, 1, 1, 4, 2)
+        contract_call(prop, case, "a write at start=0 into an empty cache is valid", layer.append,
+                      torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2, 2), 0)
+        try:
+            layer.append(torch.ones(1, 1, t, 2), torch.ones(1, 1, t, 2), start)
+        except ValueError:
+            continue
+        except Exception as exc:
+            contract_assert(False, prop, case, "ValueError", f"{type(exc).__name__}: {exc}", hint)
+        contract_assert(False, prop, case, "ValueError", "no error: the write went through", hint)
+# builder:end sha256=fa3299bbce92134ce5f07ced9755080ea47103ec6b13abe5c096685c48cbc6b9
 # builder:begin inline check_kv_generation_contract
 def check_kv_generation_contract(generate):
     """Judge ``generate(model, prompt, n_new, *, cache=True)`` with a model whose next token depends on the whole past.
@@ -7240,6 +7262,7 @@ def check_kv_generation_contract(generate):
             super().__init__()
             self.config = CapstoneConfig(vocab=11, d_model=4, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=4, max_len=16)
             self.fed = []
+            self.layer_type = None
 
         def forward(self, tokens, cache=None):
             self.fed.append(tokens.shape[1])
@@ -7249,6 +7272,7 @@ def check_kv_generation_contract(generate):
                 k = tokens.double()[:, None, :, None].expand(-1, 1, -1, 2)       # (B, 1, T, head_dim 2)
                 for layer in cache.layers:
                     keys, _ = layer.append(k, k, start)
+                    self.layer_type = type(layer)
                 past = keys[:, 0, :, 0]                                          # (B, start + T)
             t = torch.arange(1, past.shape[1] + 1, dtype=torch.float64)
             nxt = (3 * past.cumsum(1) + t).remainder(11).long()                  # (B, T): the next token after each position
@@ -7277,11 +7301,12 @@ def check_kv_generation_contract(generate):
                         case, f"tokens fed per call {fed}", f"{model.fed}",
                         "the prompt goes in once; after that one token per step (its keys join the cache)" if cache else
                         "cache=False is the baseline: the whole sequence every step, no KVCache")
+    _check_layer_kv_refusals(model.layer_type)
     out = contract_call("n_new=0 returns the prompt", "prompt (2, 3), n_new=0", raised, generate, Counter(), prompt, 0)
     contract_assert(isinstance(out, torch.Tensor) and torch.equal(out, prompt), "n_new=0 returns the prompt", "prompt (2, 3), n_new=0",
                     f"{prompt.tolist()}", f"{out!r}"[:120], "a loop of zero steps returns the prompt unchanged")
     return {"tokens": "PASS", "fed": "PASS"}
-# builder:end sha256=c425d02a40a31fc011b9f814ee7b263f44a13686c64b6751ccd585af6b1fbc06
+# builder:end sha256=a6ec9ea69f91204edfe433236881c23271979ecf2ae24ecbce26063a78c8e35d
 check_exercise("Exercise 15", check_kv_generation_contract, generate, globals())
 
 # %%
