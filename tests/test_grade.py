@@ -165,7 +165,7 @@ REFERENCE = "# Exercise 1: double x.\ndef double(x):\n    ### BEGIN SOLUTION\n  
 CHECK = 'check_exercise("Exercise 1", double_contract, double, globals())'
 
 
-def toy(source, own=()):
+def toy(source, own=(), course=TOY_COURSE, names=("double",), check=CHECK):
     """The judge's verdict on ``source`` as the student's Exercise 1 cell of the toy course (the student side in a thread)."""
     import socket
     import threading
@@ -173,13 +173,13 @@ def toy(source, own=()):
     from builder.grade import worker
 
     judged, student = {}, {}
-    exec(TOY_COURSE, judged)
-    exec(TOY_COURSE, student)
+    exec(course, judged)
+    exec(course, student)
     ours, theirs = socket.socketpair()
     server = threading.Thread(target=worker.Server(theirs, student).serve, daemon=True)
     server.start()
     try:
-        return judge.judge(judged, "Exercise 1", ("double",), CHECK, ours, source, list(own))
+        return judge.judge(judged, "Exercise 1", names, check, ours, source, list(own))
     finally:
         ours.close()
         server.join(5)
@@ -206,6 +206,95 @@ def toy(source, own=()):
 ])
 def test_the_judge_scores_only_the_students_definitions(source, passed, says):
     result = toy(source)
+    assert result["passed"] is passed and says in result["output"], result["output"]
+
+
+MODULE_COURSE = '''
+import torch
+
+class ContractViolation(AssertionError):
+    pass
+
+def check_exercise(label, contract, implementation, namespace):
+    raise RuntimeError("the grader must replace check_exercise")
+
+class Sizes:
+    FIELDS = ("d_in", "d_out")
+
+    def __init__(self, d_in=2, d_out=3):
+        if d_in < 1 or d_out < 1:
+            raise ValueError("sizes must be >= 1")
+        self.d_in, self.d_out = d_in, d_out
+
+class Recorder:
+    def __init__(self):
+        self.seen = []
+        self.secret = lambda x: 2 * x  # a function the check holds: never handed out
+
+    def append(self, x):
+        if x.shape[0] == 0:
+            raise ContractViolation("contract property 'no empty append' failed")
+        self.seen.append(x.shape[0])
+        return x.sum()
+
+    @property
+    def count(self):
+        return len(self.seen)
+
+    def _answer(self):
+        return 42
+
+def fail(prop):
+    raise ContractViolation(f"contract property {prop!r} failed")
+
+def net_contract(Net):
+    torch.manual_seed(0)
+    net = Net(Sizes(2, 3))
+    if not isinstance(net.proj, torch.nn.Linear) or net.proj.weight.shape != (3, 2):
+        fail("a Linear 2 -> 3")
+    if type(net.sizes).__name__ != "Sizes" or net.sizes.d_out != 3:
+        fail("keeps its sizes")
+    x, recorder = torch.randn(4, 2), Recorder()
+    out = net(x, recorder)
+    if not torch.allclose(out, net.proj(x) * net.gain):
+        fail("output")
+    if recorder.seen != [4]:
+        fail("one append of 4 rows")
+    out.sum().backward()
+    if net.gain.grad is None or net.proj.weight.grad is None:
+        fail("the parameters receive gradients")
+'''
+NET = """import torch
+
+class Net(torch.nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.sizes = sizes
+        self.proj = torch.nn.Linear(sizes.d_in, sizes.d_out)
+        self.gain = torch.nn.Parameter(torch.full((sizes.d_out,), 2.0))
+
+    def forward(self, x, recorder):
+        FIRST
+        return self.proj(x) * self.gain
+"""
+
+
+@pytest.mark.parametrize("first, passed, says", [
+    ("recorder.append(x)", True, "PASS"),
+    ("assert recorder.count == 0; recorder.append(x)", True, "PASS"),  # a property is read in the judge
+    ("recorder.append(x); recorder.append(x)", False, "one append of 4 rows"),  # what it records is what the code did
+    ("x = x.detach()", False, "one append of 4 rows"),
+    ("recorder.secret(x)", False, "an object's functions are not handed out"),
+    ("recorder._answer()", False, "AttributeError"),
+    ("recorder.seen.append(4)", False, "one append of 4 rows"),  # its list crosses as a copy
+    ("try:\n            recorder.append(x[:0])\n        except Exception:\n            pass\n        recorder.append(x)", False,
+     "no empty append"),  # a fault the check's object found stands, even when the student's code swallowed it
+])
+def test_a_module_exercise_is_judged_across_the_channel(first, passed, says):
+    """The student's module reaches the judge as a mirror: torch.nn's own parts as themselves, a course value class by its
+    fields, gradients to its parameters; the check's own objects stay in the judge and record what the student's code did."""
+    check = 'check_exercise("Exercise 1", net_contract, Net, globals())'
+    result = toy(NET.replace("FIRST", first), course=MODULE_COURSE, names=("Net",), check=check)
     assert result["passed"] is passed and says in result["output"], result["output"]
 
 
@@ -412,3 +501,28 @@ def test_setup_sh_fails_clearly_without_python_3_11(tmp_path, course):
     done = subprocess.run(["/bin/bash", str(tmp_path / "setup.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "needs Python 3.11 or newer" in done.stderr
     assert (tmp_path / "apt.log").read_text().splitlines()[0] == "apt-get update"
+
+
+@pytest.mark.slow
+def test_the_capstone_module_exercises_are_graded_and_their_catalogued_bugs_score_0(tmp_path, course):
+    """Exercises 10-13 hand the grader modules, a CapstoneConfig and the check's recording caches: a solved submission
+    scores them, and the first catalogued bug of each (all four in one submission) costs exactly that exercise."""
+    from tests.bug_catalog import CATALOG
+    from tests.test_wrong_answers import inside_solutions
+
+    book = course.select(["module3_basic_transformer"])[0]
+    labels = variants.graded(book)
+    capstone = {"Exercise 10": "RMSNorm", "Exercise 11": "SwiGLU", "Exercise 12": "CapstoneAttention", "Exercise 13": "CapstoneLM"}
+    assert set(capstone) <= set(labels), labels
+    wrong = variants.solved(book)
+    for label, target in capstone.items():
+        cell = wrong.cells[variants._exercise_index(wrong, label)]
+        cell.source = next(m for bug in CATALOG if bug.module == "module3" and bug.target == target and bug.source_edits
+                           for m in [inside_solutions(cell.source, bug.source_edits)] if m and m != cell.source)
+    paths = [write(variants.solved(book), tmp_path / "solved.ipynb"), write(wrong, tmp_path / "wrong.ipynb")]
+    out = tmp_path / "out"
+    cli.main(["--root", str(ROOT), "grade", *map(str, paths), "--out", str(out), "--timeout", str(TIMEOUT)])
+    results = {p.stem: json.loads((out / p.stem / "results.json").read_text(encoding="utf-8")) for p in paths}
+    assert scores(results["solved"]) == dict.fromkeys(labels, 1.0)
+    assert scores(results["wrong"]) == {label: 0.0 if label in capstone else 1.0 for label in labels}
+    assert all("contract property" in t["output"] for t in results["wrong"]["tests"] if t["score"] == 0)

@@ -23,15 +23,25 @@ class Channel:
     def __init__(self, sock, namespace: dict):
         self.sock, self.namespace = sock, namespace
         self.state: dict | None = None  # a module call's parameters and buffers afterwards, for its mirror
+        self.refs: dict[int, object] = {}  # the check's objects the student's code holds a reference to, by number
+        self.failed: BaseException | None = None  # what one of them raised while the student's code used it
 
     def request(self, header: dict, blobs: list | None = None) -> tuple[dict, list]:
-        """Send one request; the reply, or the student's exception raised here as data."""
+        """Send one request; the reply, or the student's exception raised here as data. Meanwhile the student's code may
+        use the check's objects it was given (a cache that records its appends): those requests are answered here."""
         wire.send(self.sock, header, blobs)
-        try:
-            reply, out = wire.receive(self.sock)
-        except EOFError:
-            raise ConnectionError("the process running your code stopped before it answered "
-                                  "(it exited, was killed, or ran out of memory or CPU time)") from None
+        while True:
+            try:
+                reply, out = wire.receive(self.sock)
+            except EOFError:
+                raise ConnectionError("the process running your code stopped before it answered "
+                                      "(it exited, was killed, or ran out of memory or CPU time)") from None
+            if "op" not in reply:
+                break
+            self._answer(reply, out)
+        if self.failed is not None:  # the check's own object found the fault: its verdict stands, whatever came after
+            failed, self.failed = self.failed, None
+            raise failed
         if "raised" in reply:
             raise _as_exception(reply["raised"])
         if "refused" in reply:
@@ -43,8 +53,9 @@ class Channel:
         reply, _ = self.request({"op": "define", "label": label, "names": list(names), "own": own, "source": source})
         return reply
 
-    def call(self, target: dict, args: tuple, kwargs: dict, blobs: list | None = None):
-        """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data; autograd flows through."""
+    def call(self, target: dict, args: tuple, kwargs: dict, blobs: list | None = None, params: list | None = None):
+        """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data; autograd flows through,
+        to the arguments that require grad and to ``params``, a module's (name, parameter) pairs that do."""
         import torch
 
         import tracemalloc
@@ -52,8 +63,10 @@ class Channel:
         blobs = list(blobs or [])
         tracing = tracemalloc.is_tracing()  # a contract measuring memory: measure it in the student's process instead
         before = tracemalloc.get_traced_memory()[1] if tracing else 0  # the contract's own peak so far in its window
-        header = dict(target, op="call", args=wire.encode((tuple(args), dict(kwargs)), blobs), trace=tracing)
-        leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad]
+        encoded = wire.encode((tuple(args), dict(kwargs)), blobs, handles=self._outgoing)
+        params = [(n, p) for n, p in params or [] if p.requires_grad] if torch.is_grad_enabled() else []
+        header = dict(target, op="call", args=encoded, trace=tracing, param_leaves=[n for n, _ in params])
+        leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad] + [p for _, p in params]
         if leaves and torch.is_grad_enabled():
             box: list = []
             outputs = _remote_call().apply(self, header, blobs, box, *leaves)
@@ -73,16 +86,105 @@ class Channel:
         return wire.decode(value, blobs, special=self._special, **options)
 
     def _special(self, tag: str, body: list, walk):
-        """The two kinds the judge builds itself: a Mirror of a module, a course dataclass."""
+        """The kinds the judge builds itself: a Mirror of a module, torch.nn's own module, a course dataclass, its object."""
         if tag == "M":
             handle, name, data = int(body[0]), str(body[1]), body[2]
             return mirror(self, handle, name, data, walk)
+        if tag == "TM":
+            return trusted_module(self, str(body[0]), body[1], walk)
+        if tag == "J":
+            if type(body[0]) is not int or body[0] not in self.refs:
+                raise wire.Refused("a reference to an object the check never gave")
+            return self.refs[body[0]]
         if tag == "O":
             kind = self.namespace.get(str(body[0]))
-            if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
-                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's result types")
+            if not (isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))):
+                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
             return kind(**{str(k): walk(v) for k, v in body[1].items()})
         raise wire.Refused(f"an unknown kind of value {tag!r}")
+
+
+    def _outgoing(self, value, blobs: list):
+        """What the judge sends beyond data: a student's module back by its handle, a course dataclass by its fields, and
+        any other object of the check by reference (its methods then run here, where what it records is read)."""
+        import torch
+
+        handle = getattr(value, "_course_handle", None) if isinstance(value, torch.nn.Module) else None
+        if type(handle) is int:
+            return ["H", handle, value._state(blobs)]
+        kind = type(value)
+        fields = wire.course_fields(value, self.namespace)
+        if fields is not None:
+            return ["O", kind.__name__, {f: wire.encode(getattr(value, f), blobs, handles=self._outgoing) for f in fields}]
+        if not _referable(value):
+            return None
+        number = next((n for n, obj in self.refs.items() if obj is value), len(self.refs) + 1)
+        self.refs[number] = value
+        return ["J", number, kind.__name__]
+
+    def _answer(self, header: dict, blobs: list) -> None:
+        """Answer the student's code's use of one of the check's objects; what the object raised is kept for the verdict."""
+        try:
+            reply, out = self._use(header, blobs)
+        except wire.Refused as exc:
+            reply, out = {"refused": str(exc)}, []
+        except Exception as exc:  # the check's object found a fault (a ContractViolation) or could not do what was asked
+            self.failed = self.failed or exc
+            reply, out = {"raised": True}, []
+        wire.send(self.sock, reply, out)
+
+    def _use(self, header: dict, blobs: list) -> tuple[dict, list]:
+        """One attribute read or method call on a check's object: public names of its class only, values as data."""
+        import inspect
+
+        op, number, name = header.get("op"), header.get("ref"), header.get("name")
+        if type(number) is not int or number not in self.refs:
+            raise wire.Refused("a reference to an object the check never gave")
+        obj = self.refs[number]
+        if name is not None and (type(name) is not str or not name.isidentifier() or name.startswith("_")):
+            raise wire.Refused(f"the attribute {str(name)[:40]!r}: only public names are read")
+        if op == "attr" and name is not None:
+            try:
+                inspect.getattr_static(obj, name)
+            except AttributeError:
+                return {"missing": True}, []
+            if inspect.isfunction(inspect.getattr_static(type(obj), name, None)):  # a method of its class: run in the judge
+                return {"method": True}, []
+            value = getattr(obj, name)
+            if callable(value):
+                raise wire.Refused(f"the check's {name!r}: an object's functions are not handed out, only its methods")
+        elif op == "invoke":
+            if name is None and not _callable_object(obj):
+                raise wire.Refused(f"a call of the check's {type(obj).__name__}, which is not a model")
+            if name is not None and not inspect.isfunction(inspect.getattr_static(type(obj), name, None)):
+                raise wire.Refused(f"the check's {name!r}, which is not a method of its class")
+            args, kwargs = wire.decode(header.get("args"), blobs, special=self._special)
+            value = (obj if name is None else getattr(obj, name))(*args, **kwargs)
+        else:
+            raise wire.Refused(f"an unknown request {str(op)[:40]!r}")
+        out: list = []
+        return {"value": wire.encode(value, out, handles=self._outgoing)}, out
+
+
+def _referable(value) -> bool:
+    """Whether a value is one of the check's own objects (an instance of a class it defined), passed by reference."""
+    import builtins
+    import types
+
+    kind = type(value)
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                          types.CodeType, types.FrameType, types.GeneratorType, functools.partial)):
+        return False
+    root = (kind.__module__ or "").split(".")[0]
+    return root not in ("torch", "numpy", "builder", "collections", "functools", "types", "typing") and \
+        getattr(builtins, kind.__qualname__, None) is not kind
+
+
+def _callable_object(obj) -> bool:
+    """A check's object the student's code may call: a model (an nn.Module of the check)."""
+    import torch
+
+    return isinstance(obj, torch.nn.Module)
 
 
 REPLAY_LIMIT = 64 << 20  # bytes: a student's peak replayed in the judge is capped here (any memory property fails far below)
@@ -185,13 +287,18 @@ def mirror(channel: Channel, handle: int, name: str, data: dict, walk):
             return self._remote(None, args, kwargs)
 
         def _remote(self, method, args, kwargs):
-            params = {k: v.detach() for k, v in self.named_parameters()}
-            buffers = {k: v for k, v in self.named_buffers()}
             blobs: list = []
-            state = wire.encode({"params": params, "buffers": buffers, "training": self.training}, blobs)
-            value = channel.call({"handle": handle, "method": method, "state": state}, args, kwargs, blobs)
+            state = self._state(blobs)
+            value = channel.call({"handle": handle, "method": method, "state": state}, args, kwargs, blobs,
+                                 params=list(self.named_parameters()))
             self._load(channel.state or {})
             return value
+
+        def _state(self, blobs: list):
+            """The parameters (values, dtypes), buffers and mode as the judge holds them, for the student's module."""
+            params = {k: v.detach() for k, v in self.named_parameters()}
+            buffers = {k: v for k, v in self.named_buffers()}
+            return wire.encode({"params": params, "buffers": buffers, "training": self.training}, blobs)
 
         def _load(self, state: dict) -> None:
             """The student's module as the call left it: a weight changed in place stays changed, as in the notebook."""
@@ -219,15 +326,45 @@ def mirror(channel: Channel, handle: int, name: str, data: dict, walk):
     Mirror.__name__ = Mirror.__qualname__ = name
     methods = set(map(str, data.get("methods", [])))
     module = Mirror()
-    for qual, tensor, grad in data.get("params", []):
-        owner, leaf = _owner(module, str(qual))
-        owner.register_parameter(leaf, torch.nn.Parameter(walk(tensor), requires_grad=bool(grad)))
-    for qual, tensor in data.get("buffers", []):
-        owner, leaf = _owner(module, str(qual))
-        owner.register_buffer(leaf, walk(tensor))
+    object.__setattr__(module, "_course_handle", handle)
+    return _fill(module, data, walk)
+
+
+TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dropout", "Identity", "SiLU", "GELU", "ReLU",
+           "LayerNorm", "RMSNorm")  # torch.nn's own modules inside a student's: rebuilt as themselves, run with torch's code
+
+
+def trusted_module(channel: Channel, name: str, data: dict, walk):
+    """One of torch.nn's own modules (an nn.Linear of the student's model) rebuilt here from its data: it is torch's
+    code, so the judge runs it itself; its children that are the student's own are mirrors."""
+    import torch
+
+    kind = getattr(torch.nn, name, None) if name in TRUSTED else None
+    if not isinstance(kind, type):
+        raise wire.Refused(f"a module of kind {name[:40]!r}, which is not one of torch.nn's {TRUSTED}")
+    module = kind.__new__(kind)
+    torch.nn.Module.__init__(module)
+    return _fill(module, data, walk)
+
+
+def _fill(module, data: dict, walk):
+    """A module's own parameters, buffers, data attributes and children from their data; the module."""
+    import torch
+
+    for leaf, tensor, grad in data.get("params", []):
+        parameter = None if tensor is None else torch.nn.Parameter(walk(tensor), requires_grad=bool(grad))
+        module.register_parameter(str(leaf), parameter)
+    for leaf, tensor in data.get("buffers", []):
+        module.register_buffer(str(leaf), walk(tensor))
     for key, value in data.get("attrs", {}).items():
-        if not hasattr(module, key) and type(value) in (int, str, bool, type(None)):
-            object.__setattr__(module, str(key), value)
+        key = str(key)
+        if key.isidentifier() and not key.startswith("_") and not hasattr(module, key):
+            object.__setattr__(module, key, walk(value))
+    for leaf, child in data.get("children", []):
+        child = walk(child)
+        if not isinstance(child, torch.nn.Module):
+            raise wire.Refused(f"a child {str(leaf)[:40]!r} that is not a module")
+        module.add_module(str(leaf), child)
     module.train(bool(data.get("training", True)))
     return module
 

@@ -3,9 +3,11 @@
 A message is a JSON header plus binary blobs. Values are tagged: ``None``, ``bool``, ``int`` and
 ``str`` travel as JSON; everything else as ``[tag, ...]``: floats (``nan``/``inf`` too), lists,
 tuples, dicts, complex numbers, bytes, ``torch.Tensor`` and ``numpy.ndarray`` (dtype, shape,
-strides and bytes), ``torch.dtype``, ``torch.Size``, and two kinds the judge builds itself from
-data: a handle to a student's ``nn.Module`` (its parameters read as data) and an instance of a
-course dataclass such as ``AttentionResult`` (its fields). Containers whose equality is the built-in
+strides and bytes), ``torch.dtype``, ``torch.Size``, and kinds each side builds itself from data: a
+handle to a student's ``nn.Module`` (its parameters read as data; torch.nn's own children, such as an
+``nn.Linear``, as themselves), an instance of a course value class such as ``AttentionResult`` or
+``CapstoneConfig`` (its fields, rebuilt by its own constructor), and a reference to one of the
+check's objects, which stays in the judge. Containers whose equality is the built-in
 one travel as data: a namedtuple (rebuilt with its fields), an ``OrderedDict`` or ``defaultdict`` (as a
 dict). Any other object, a subclass of ``Tensor``, or anything with its own ``__eq__``, is refused with
 ``Refused``.
@@ -226,6 +228,22 @@ def _decode_tensor(dtype, shape, strides, blob, blobs, spend=None):
     if any(s < 0 for s in strides) or span > flat.numel():
         raise Refused(f"a tensor whose strides {strides} reach past its {flat.numel()} elements")
     return flat.as_strided(shape, strides)
+
+
+def course_fields(value, namespace: dict) -> tuple[str, ...] | None:
+    """The field names of a course value (a dataclass, or a class with a ``FIELDS`` tuple such as CapstoneConfig) whose
+    class is the namespace's own of that name: it crosses as its fields and is rebuilt by its constructor; else None."""
+    import dataclasses
+
+    kind = type(value)
+    if isinstance(value, type) or namespace.get(kind.__name__) is not kind:
+        return None
+    if dataclasses.is_dataclass(value):
+        return tuple(f.name for f in dataclasses.fields(value))
+    fields = getattr(kind, "FIELDS", None)
+    if isinstance(fields, tuple) and fields and all(type(f) is str and f.isidentifier() for f in fields):
+        return fields
+    return None
 
 
 def tensors_in(value):

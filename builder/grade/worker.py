@@ -7,6 +7,7 @@ the check, the expected values or the reference of the exercise being judged.
 
 import ast
 import dataclasses
+import functools
 import re
 import traceback
 
@@ -154,16 +155,41 @@ class Server:
                 header, blobs = wire.receive(self.sock)
             except (EOFError, OSError):
                 return
-            try:
-                reply, out = self.answer(header, blobs)
-            except wire.Refused as exc:
-                reply, out = {"refused": str(exc)}, []
-            except BaseException as exc:  # the student's code raised: report it as data
-                reply, out = {"raised": _raised(exc, self.filenames)}, []
-            try:
-                wire.send(self.sock, reply, out)
-            except wire.Refused as exc:
-                wire.send(self.sock, {"refused": str(exc)})
+            self.respond(header, blobs)
+
+    def respond(self, header: dict, blobs: list) -> None:
+        """Answer one request of the judge, the student's exception or a refusal as data."""
+        try:
+            reply, out = self.answer(header, blobs)
+        except wire.Refused as exc:
+            reply, out = {"refused": str(exc)}, []
+        except BaseException as exc:  # the student's code raised: report it as data
+            reply, out = {"raised": _raised(exc, self.filenames)}, []
+        try:
+            wire.send(self.sock, reply, out)
+        except wire.Refused as exc:
+            wire.send(self.sock, {"refused": str(exc)})
+
+    def ask(self, header: dict, blobs: list | None = None) -> tuple[dict, list]:
+        """A request to the judge from the student's code (a check's object); the judge's own requests meanwhile answered."""
+        wire.send(self.sock, header, blobs)
+        while True:
+            reply, out = wire.receive(self.sock)
+            if "op" not in reply:
+                break
+            self.respond(reply, out)
+        if "refused" in reply:
+            raise TypeError(f"the check's object refused this: {reply['refused']}")
+        if "raised" in reply:
+            raise RuntimeError("the check's object refused this call: its property fails (the verdict says which)")
+        return reply, out
+
+    def invoke(self, ref: int, name: str | None, *args, **kwargs):
+        """Call a check's object (``name`` None) or one of its methods in the judge; the result as data."""
+        blobs: list = []
+        encoded = wire.encode((args, kwargs), blobs, handles=self._handle)
+        reply, out = self.ask({"op": "invoke", "ref": ref, "name": name, "args": encoded}, blobs)
+        return wire.decode(reply.get("value"), out, special=self._special)
 
     def answer(self, header: dict, blobs: list) -> tuple[dict, list]:
         """One request's reply and its blobs."""
@@ -181,14 +207,14 @@ class Server:
     def call(self, header: dict, blobs: list) -> tuple[dict, list]:
         """Call a student's name, a module handle or one of its methods, on decoded arguments."""
         leaves: list = []
-        args, kwargs = wire.decode(header["args"], blobs, leaves=leaves)
+        args, kwargs = wire.decode(header["args"], blobs, leaves=leaves, special=self._special)
         if "name" in header:
             if self.mine is None or header["name"] not in self.mine:
                 raise wire.Refused(f"no definition of {header['name']!r}")
             target = self.mine[header["name"]]
         else:
-            target = self.handles[int(header["handle"])]
-            _load_state(target, wire.decode(header["state"], blobs))
+            target = self._module(header["handle"], header["state"], blobs)
+            leaves += _param_leaves(target, header.get("param_leaves") or [])
         module = None if "name" in header else target
         if header.get("method"):
             target = getattr(target, header["method"])
@@ -218,17 +244,78 @@ class Server:
         return {"value": wire.encode([None if g is None else g.detach().clone() for g in found], out)}, out
 
     def _handle(self, value, blobs: list):
-        """Modules become handles with their parameters as data; course dataclasses their fields; else None."""
+        """Modules become handles with their parameters as data (torch.nn's own kinds as data); course dataclasses their
+        fields; the judge's objects their reference back; else None."""
         import torch
 
+        if isinstance(value, JudgeRef):
+            return ["J", object.__getattribute__(value, "_ref")]
+        if type(value).__name__ in TRUSTED and type(value) is getattr(torch.nn, type(value).__name__):
+            return ["TM", type(value).__name__, _module_data(value, blobs, self._handle)]
         if isinstance(value, torch.nn.Module):
             self.handles[len(self.handles) + 1] = value
-            return ["M", len(self.handles), type(value).__name__, _module_data(value, blobs)]
-        kind = type(value)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type) and self.course.get(kind.__name__) is kind:
-            fields = {f.name: wire.encode(getattr(value, f.name), blobs, handles=self._handle) for f in dataclasses.fields(value)}
-            return ["O", kind.__name__, fields]
+            return ["M", len(self.handles), type(value).__name__, _module_data(value, blobs, self._handle)]
+        fields = wire.course_fields(value, self.course)
+        if fields is not None:
+            return ["O", type(value).__name__, {f: wire.encode(getattr(value, f), blobs, handles=self._handle) for f in fields}]
         return None
+
+    def _special(self, tag: str, body: list, walk):
+        """What the judge sends beyond data: a course dataclass, one of this process's modules, a reference to its object."""
+        if tag == "O":
+            kind = self.course.get(str(body[0]))
+            if not (isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))):
+                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
+            return kind(**{str(k): walk(v) for k, v in body[1].items()})
+        if tag == "H":
+            return self._module(body[0], body[1], None, walk)
+        if tag == "J":
+            return JudgeRef(self, int(body[0]), str(body[1]) if len(body) > 1 else "object")
+        raise wire.Refused(f"an unknown kind of value {tag!r}")
+
+    def _module(self, handle, state, blobs, walk=None):
+        """One of the modules this process handed out, with the judge's copy of its parameters and buffers put back."""
+        target = self.handles.get(int(handle)) if type(handle) is int else None
+        if target is None:
+            raise wire.Refused(f"no module with handle {handle!r}")
+        _load_state(target, walk(state) if walk else wire.decode(state, blobs))
+        return target
+
+
+TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dropout", "Identity", "SiLU", "GELU", "ReLU",
+           "LayerNorm", "RMSNorm")  # torch.nn's own modules: rebuilt as themselves in the judge, run there with torch's code
+
+
+class JudgeRef:
+    """An object of the check (a cache that records, a model that counts), living in the judge: its public attributes
+    are read there as data and its methods run there, so what it records is what the student's code did to it."""
+
+    __slots__ = ("_server", "_ref", "_kind")
+
+    def __init__(self, server: Server, ref: int, kind: str):
+        for name, value in (("_server", server), ("_ref", ref), ("_kind", kind)):
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        server = object.__getattribute__(self, "_server")
+        ref = object.__getattribute__(self, "_ref")
+        reply, out = server.ask({"op": "attr", "ref": ref, "name": name})
+        if reply.get("missing"):
+            raise AttributeError(f"{object.__getattribute__(self, '_kind')!r} object has no attribute {name!r}")
+        if reply.get("method"):
+            return functools.partial(server.invoke, ref, name)
+        return wire.decode(reply.get("value"), out, special=server._special)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"the check's {object.__getattribute__(self, '_kind')} is read-only")
+
+    def __call__(self, *args, **kwargs):
+        return object.__getattribute__(self, "_server").invoke(object.__getattribute__(self, "_ref"), None, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<the check's {object.__getattribute__(self, '_kind')}>"
 
 
 def _traced(target, args, kwargs):
@@ -251,16 +338,40 @@ def _state(module) -> dict:
             "buffers": {name: b for name, b in module.named_buffers() if type(b) is torch.Tensor}}
 
 
-def _module_data(module, blobs: list) -> dict:
-    """A module's parameters, buffers, plain attributes and public methods, as data."""
+def _module_data(module, blobs: list, handle) -> dict:
+    """A module's own parameters, buffers, data attributes and public methods, and its children (``handle`` encodes each)."""
     import torch
 
-    params = [[name, wire.encode(p.detach(), blobs), bool(p.requires_grad)] for name, p in module.named_parameters()]
-    buffers = [[name, wire.encode(b, blobs)] for name, b in module.named_buffers() if type(b) is torch.Tensor]
-    attrs = {k: v for k, v in vars(module).items() if not k.startswith("_") and type(v) in (int, float, bool, str, type(None))}
+    params = [[name, None if p is None else wire.encode(p.detach(), blobs), bool(p is not None and p.requires_grad)]
+              for name, p in module._parameters.items()]
+    buffers = [[name, wire.encode(b, blobs)] for name, b in module._buffers.items() if type(b) is torch.Tensor]
+    children = [[name, handle(child, blobs)] for name, child in module._modules.items() if child is not None]
     base = set(dir(torch.nn.Module))
     methods = sorted(n for n in dir(type(module)) if not n.startswith("_") and n not in base and callable(getattr(type(module), n, None)))
-    return {"params": params, "buffers": buffers, "attrs": attrs, "methods": methods, "training": module.training}
+    return {"params": params, "buffers": buffers, "attrs": _attributes(module, blobs, handle), "methods": methods,
+            "children": children, "training": module.training}
+
+
+def _attributes(module, blobs: list, handle) -> dict:
+    """A module's public data attributes that cross as data (numbers, strings, tuples of them, a course dataclass)."""
+    found = {}
+    for key, value in vars(module).items():
+        if key.startswith("_") or key == "training" or not (type(value) in (int, float, bool, str, tuple, type(None))
+                                                           or hasattr(type(value), "FIELDS") or dataclasses.is_dataclass(value)):
+            continue
+        try:
+            found[key] = wire.encode(value, blobs, handles=handle)
+        except wire.Refused:
+            continue  # an attribute that is not data stays in the student's process
+    return found
+
+
+def _param_leaves(module, names: list) -> list:
+    """The module's parameters the judge differentiates by, in the judge's order (their gradients go back)."""
+    found = dict(module.named_parameters())
+    if type(names) is not list or not all(type(n) is str and n in found for n in names):
+        raise wire.Refused("parameters the module does not have")
+    return [found[n] for n in names]
 
 
 def _load_state(module, state: dict) -> None:
