@@ -54,8 +54,11 @@ class Channel:
         return reply
 
     def call(self, target: dict, args: tuple, kwargs: dict, blobs: list | None = None, params: list | None = None):
-        """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data; autograd flows through,
-        to the arguments that require grad and to ``params``, a module's (name, parameter) pairs that do."""
+        """Call ``target`` ({name} or {handle, state, method}; ``blobs`` holds the state's) with data.
+
+        Autograd flows through, to the arguments that require grad and to ``params``, a module's
+        (name, parameter) pairs that do.
+        """
         import torch
 
         import tracemalloc
@@ -86,7 +89,7 @@ class Channel:
         return wire.decode(value, blobs, special=self._special, **options)
 
     def _special(self, tag: str, body: list, walk):
-        """The kinds the judge builds itself: a Mirror of a module, torch.nn's own module, a course dataclass, its object."""
+        """What the judge builds itself: a Mirror, torch.nn's own module, a course value, its own object."""
         if tag == "M":
             handle, name, data = int(body[0]), str(body[1]), body[2]
             return mirror(self, handle, name, data, walk)
@@ -98,15 +101,15 @@ class Channel:
             return self.refs[body[0]]
         if tag == "O":
             kind = self.namespace.get(str(body[0]))
-            if not (isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))):
+            if not wire.value_class(kind):
                 raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
             return kind(**{str(k): walk(v) for k, v in body[1].items()})
         raise wire.Refused(f"an unknown kind of value {tag!r}")
 
 
     def _outgoing(self, value, blobs: list):
-        """What the judge sends beyond data: a student's module back by its handle, a course dataclass by its fields, and
-        any other object of the check by reference (its methods then run here, where what it records is read)."""
+        """What the judge sends beyond data: a student's module back by its handle, a course value by its
+        fields, any other object of the check by reference (its methods then run here, where it records)."""
         import torch
 
         handle = getattr(value, "_course_handle", None) if isinstance(value, torch.nn.Module) else None
@@ -115,7 +118,8 @@ class Channel:
         kind = type(value)
         fields = wire.course_fields(value, self.namespace)
         if fields is not None:
-            return ["O", kind.__name__, {f: wire.encode(getattr(value, f), blobs, handles=self._outgoing) for f in fields}]
+            encoded = {f: wire.encode(getattr(value, f), blobs, handles=self._outgoing) for f in fields}
+            return ["O", kind.__name__, encoded]
         if not _referable(value):
             return None
         number = next((n for n, obj in self.refs.items() if obj is value), len(self.refs) + 1)
@@ -123,12 +127,12 @@ class Channel:
         return ["J", number, kind.__name__]
 
     def _answer(self, header: dict, blobs: list) -> None:
-        """Answer the student's code's use of one of the check's objects; what the object raised is kept for the verdict."""
+        """Answer the student's code's use of a check's object; what the object raised is kept for the verdict."""
         try:
             reply, out = self._use(header, blobs)
         except wire.Refused as exc:
             reply, out = {"refused": str(exc)}, []
-        except Exception as exc:  # the check's object found a fault (a ContractViolation) or could not do what was asked
+        except Exception as exc:  # the check's object found a fault (a ContractViolation), or could not do it
             self.failed = self.failed or exc
             reply, out = {"raised": True}, []
         wire.send(self.sock, reply, out)
@@ -148,7 +152,7 @@ class Channel:
                 inspect.getattr_static(obj, name)
             except AttributeError:
                 return {"missing": True}, []
-            if inspect.isfunction(inspect.getattr_static(type(obj), name, None)):  # a method of its class: run in the judge
+            if inspect.isfunction(inspect.getattr_static(type(obj), name, None)):  # its class's method: run here
                 return {"method": True}, []
             value = getattr(obj, name)
             if callable(value):
@@ -330,18 +334,14 @@ def mirror(channel: Channel, handle: int, name: str, data: dict, walk):
     return _fill(module, data, walk)
 
 
-TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dropout", "Identity", "SiLU", "GELU", "ReLU",
-           "LayerNorm", "RMSNorm")  # torch.nn's own modules inside a student's: rebuilt as themselves, run with torch's code
-
-
 def trusted_module(channel: Channel, name: str, data: dict, walk):
     """One of torch.nn's own modules (an nn.Linear of the student's model) rebuilt here from its data: it is torch's
     code, so the judge runs it itself; its children that are the student's own are mirrors."""
     import torch
 
-    kind = getattr(torch.nn, name, None) if name in TRUSTED else None
+    kind = getattr(torch.nn, name, None) if name in wire.TRUSTED else None
     if not isinstance(kind, type):
-        raise wire.Refused(f"a module of kind {name[:40]!r}, which is not one of torch.nn's {TRUSTED}")
+        raise wire.Refused(f"a module of kind {name[:40]!r}, which is not one of torch.nn's {wire.TRUSTED}")
     module = kind.__new__(kind)
     torch.nn.Module.__init__(module)
     return _fill(module, data, walk)

@@ -230,6 +230,17 @@ def _decode_tensor(dtype, shape, strides, blob, blobs, spend=None):
     return flat.as_strided(shape, strides)
 
 
+TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dropout", "Identity", "SiLU", "GELU",
+           "ReLU", "LayerNorm", "RMSNorm")  # torch.nn's own modules: rebuilt as themselves, run with torch's code
+
+
+def value_class(kind) -> bool:
+    """Whether ``kind`` is a course value class: a dataclass, or a class with a ``FIELDS`` tuple (CapstoneConfig)."""
+    import dataclasses
+
+    return isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))
+
+
 def course_fields(value, namespace: dict) -> tuple[str, ...] | None:
     """The field names of a course value (a dataclass, or a class with a ``FIELDS`` tuple such as CapstoneConfig) whose
     class is the namespace's own of that name: it crosses as its fields and is rebuilt by its constructor; else None."""

@@ -250,7 +250,7 @@ class Server:
 
         if isinstance(value, JudgeRef):
             return ["J", object.__getattribute__(value, "_ref")]
-        if type(value).__name__ in TRUSTED and type(value) is getattr(torch.nn, type(value).__name__):
+        if type(value).__name__ in wire.TRUSTED and type(value) is getattr(torch.nn, type(value).__name__):
             return ["TM", type(value).__name__, _module_data(value, blobs, self._handle)]
         if isinstance(value, torch.nn.Module):
             self.handles[len(self.handles) + 1] = value
@@ -264,7 +264,7 @@ class Server:
         """What the judge sends beyond data: a course dataclass, one of this process's modules, a reference to its object."""
         if tag == "O":
             kind = self.course.get(str(body[0]))
-            if not (isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))):
+            if not wire.value_class(kind):
                 raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
             return kind(**{str(k): walk(v) for k, v in body[1].items()})
         if tag == "H":
@@ -280,10 +280,6 @@ class Server:
             raise wire.Refused(f"no module with handle {handle!r}")
         _load_state(target, walk(state) if walk else wire.decode(state, blobs))
         return target
-
-
-TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dropout", "Identity", "SiLU", "GELU", "ReLU",
-           "LayerNorm", "RMSNorm")  # torch.nn's own modules: rebuilt as themselves in the judge, run there with torch's code
 
 
 class JudgeRef:
@@ -356,8 +352,8 @@ def _attributes(module, blobs: list, handle) -> dict:
     """A module's public data attributes that cross as data (numbers, strings, tuples of them, a course dataclass)."""
     found = {}
     for key, value in vars(module).items():
-        if key.startswith("_") or key == "training" or not (type(value) in (int, float, bool, str, tuple, type(None))
-                                                           or hasattr(type(value), "FIELDS") or dataclasses.is_dataclass(value)):
+        plain = type(value) in (int, float, bool, str, tuple, type(None)) or wire.value_class(type(value))
+        if key.startswith("_") or key == "training" or not plain:
             continue
         try:
             found[key] = wire.encode(value, blobs, handles=handle)
