@@ -175,9 +175,13 @@ def _referable(value) -> bool:
     import builtins
     import types
 
+    import numpy
+    import torch
+
     kind = type(value)
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-                          types.CodeType, types.FrameType, types.GeneratorType, functools.partial)):
+    never = (torch.Tensor, numpy.ndarray, type, types.ModuleType, types.FunctionType, types.MethodType,
+             types.BuiltinFunctionType, types.CodeType, types.FrameType, types.GeneratorType, functools.partial)
+    if isinstance(value, never):  # a tensor subclass or a function: refused, as before
         return False
     root = (kind.__module__ or "").split(".")[0]
     return root not in ("torch", "numpy", "builder", "collections", "functools", "types", "typing") and \
