@@ -4849,7 +4849,7 @@ expect("window 1 and no sinks: a query reads only itself", sliding_window_with_s
 # | KIVI at 8, 4, 2 bits | keys per channel over groups of 8 tokens, values per token, each with a zero point | 8 and 4 bits harmless, 2 bits frays |
 # | latent of rank $r$ | $r$ numbers per token from an SVD of the trained $[W_k; W_v]$ | exact at full rank, lost below it |
 #
-# The capstone's cells below are Module 3's reference pieces, inlined unchanged (hidden: run them, reading is optional).
+# The capstone's cells below are Module 3's reference pieces, inlined unchanged (hidden; reading them is optional).
 
 # %% tags=["hide-input"]
 # @title The capstone model of Module 3: RoPE, RMSNorm, SwiGLU, grouped K/V heads, the induction task and its training loop
