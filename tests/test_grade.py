@@ -279,6 +279,9 @@ class Net(torch.nn.Module):
 """
 
 
+RAW = 'server, ref = (object.__getattribute__(recorder, n) for n in ("_server", "_ref")); server.'  # past JudgeRef's guards
+
+
 @pytest.mark.parametrize("first, passed, says", [
     ("recorder.append(x)", True, "PASS"),
     ("assert recorder.count == 0; recorder.append(x)", True, "PASS"),  # a property is read in the judge
@@ -287,6 +290,9 @@ class Net(torch.nn.Module):
     ("recorder.secret(x)", False, "an object's functions are not handed out"),
     ("recorder._answer()", False, "AttributeError"),
     ("recorder.seen.append(4)", False, "one append of 4 rows"),  # its list crosses as a copy
+    (RAW + 'ask({"op": "attr", "ref": ref, "name": "_answer"})', False, "only public names are read"),  # a hand-made request
+    (RAW + 'invoke(ref, "secret", x)', False, "which is not a method of its class"),
+    (RAW + 'ask({"op": "attr", "ref": ref + 1, "name": "seen"})', False, "an object the check never gave"),
     ("try:\n            recorder.append(x[:0])\n        except Exception:\n            pass\n        recorder.append(x)", False,
      "no empty append"),  # a fault the check's object found stands, even when the student's code swallowed it
 ])
@@ -517,8 +523,9 @@ def test_the_capstone_module_exercises_are_graded_and_their_catalogued_bugs_scor
     wrong = variants.solved(book)
     for label, target in capstone.items():
         cell = wrong.cells[variants._exercise_index(wrong, label)]
-        cell.source = next(m for bug in CATALOG if bug.module == "module3" and bug.target == target and bug.source_edits
-                           for m in [inside_solutions(cell.source, bug.source_edits)] if m and m != cell.source)
+        bugs = [bug for bug in CATALOG if (bug.module, bug.target) == ("module3", target) and bug.source_edits]
+        made = [inside_solutions(cell.source, bug.source_edits) for bug in bugs]
+        cell.source = next(m for m in made if m not in (None, cell.source))  # the first bug whose edits fit the solution
     paths = [write(variants.solved(book), tmp_path / "solved.ipynb"), write(wrong, tmp_path / "wrong.ipynb")]
     out = tmp_path / "out"
     cli.main(["--root", str(ROOT), "grade", *map(str, paths), "--out", str(out), "--timeout", str(TIMEOUT)])

@@ -7,7 +7,6 @@ requires grad, the call is one ``torch.autograd.Function`` whose backward asks t
 process for the vector-Jacobian product, so gradient properties are judged too.
 """
 
-import dataclasses
 import functools
 
 from . import wire
@@ -67,10 +66,11 @@ class Channel:
         tracing = tracemalloc.is_tracing()  # a contract measuring memory: measure it in the student's process instead
         before = tracemalloc.get_traced_memory()[1] if tracing else 0  # the contract's own peak so far in its window
         encoded = wire.encode((tuple(args), dict(kwargs)), blobs, handles=self._outgoing)
-        params = [(n, p) for n, p in params or [] if p.requires_grad] if torch.is_grad_enabled() else []
+        grad = torch.is_grad_enabled()
+        params = [(n, p) for n, p in params or [] if p.requires_grad] if grad else []
         header = dict(target, op="call", args=encoded, trace=tracing, param_leaves=[n for n, _ in params])
         leaves = [t for t in wire.tensors_in((args, kwargs)) if t.requires_grad] + [p for _, p in params]
-        if leaves and torch.is_grad_enabled():
+        if leaves and grad:
             box: list = []
             outputs = _remote_call().apply(self, header, blobs, box, *leaves)
             reply, out = box
@@ -85,7 +85,7 @@ class Channel:
         return value
 
     def _decode(self, value, blobs: list, **options):
-        """A reply's value, with modules mirrored and course dataclasses rebuilt on this side."""
+        """A reply's value, with modules mirrored and course values rebuilt on this side."""
         return wire.decode(value, blobs, special=self._special, **options)
 
     def _special(self, tag: str, body: list, walk):
@@ -96,16 +96,16 @@ class Channel:
         if tag == "TM":
             return trusted_module(self, str(body[0]), body[1], walk)
         if tag == "J":
-            if type(body[0]) is not int or body[0] not in self.refs:
-                raise wire.Refused("a reference to an object the check never gave")
-            return self.refs[body[0]]
+            return self._given(body[0])
         if tag == "O":
-            kind = self.namespace.get(str(body[0]))
-            if not wire.value_class(kind):
-                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
-            return kind(**{str(k): walk(v) for k, v in body[1].items()})
+            return wire.decode_value(self.namespace, body, walk)
         raise wire.Refused(f"an unknown kind of value {tag!r}")
 
+    def _given(self, number):
+        """The check's object that the student's code names by ``number``; refused unless the judge gave it."""
+        if type(number) is not int or number not in self.refs:
+            raise wire.Refused("a reference to an object the check never gave")
+        return self.refs[number]
 
     def _outgoing(self, value, blobs: list):
         """What the judge sends beyond data: a student's module back by its handle, a course value by its
@@ -115,16 +115,12 @@ class Channel:
         handle = getattr(value, "_course_handle", None) if isinstance(value, torch.nn.Module) else None
         if type(handle) is int:
             return ["H", handle, value._state(blobs)]
-        kind = type(value)
-        fields = wire.course_fields(value, self.namespace)
-        if fields is not None:
-            encoded = {f: wire.encode(getattr(value, f), blobs, handles=self._outgoing) for f in fields}
-            return ["O", kind.__name__, encoded]
-        if not _referable(value):
-            return None
+        encoded = wire.encode_value(value, self.namespace, blobs, self._outgoing)
+        if encoded is not None or not _referable(value):
+            return encoded
         number = next((n for n, obj in self.refs.items() if obj is value), len(self.refs) + 1)
         self.refs[number] = value
-        return ["J", number, kind.__name__]
+        return ["J", number, type(value).__name__]
 
     def _answer(self, header: dict, blobs: list) -> None:
         """Answer the student's code's use of a check's object; what the object raised is kept for the verdict."""
@@ -141,10 +137,10 @@ class Channel:
         """One attribute read or method call on a check's object: public names of its class only, values as data."""
         import inspect
 
-        op, number, name = header.get("op"), header.get("ref"), header.get("name")
-        if type(number) is not int or number not in self.refs:
-            raise wire.Refused("a reference to an object the check never gave")
-        obj = self.refs[number]
+        import torch
+
+        op, name = header.get("op"), header.get("name")
+        obj = self._given(header.get("ref"))
         if name is not None and (type(name) is not str or not name.isidentifier() or name.startswith("_")):
             raise wire.Refused(f"the attribute {str(name)[:40]!r}: only public names are read")
         if op == "attr" and name is not None:
@@ -158,7 +154,7 @@ class Channel:
             if callable(value):
                 raise wire.Refused(f"the check's {name!r}: an object's functions are not handed out, only its methods")
         elif op == "invoke":
-            if name is None and not _callable_object(obj):
+            if name is None and not isinstance(obj, torch.nn.Module):  # only a model of the check is called
                 raise wire.Refused(f"a call of the check's {type(obj).__name__}, which is not a model")
             if name is not None and not inspect.isfunction(inspect.getattr_static(type(obj), name, None)):
                 raise wire.Refused(f"the check's {name!r}, which is not a method of its class")
@@ -186,13 +182,6 @@ def _referable(value) -> bool:
     root = (kind.__module__ or "").split(".")[0]
     return root not in ("torch", "numpy", "builder", "collections", "functools", "types", "typing") and \
         getattr(builtins, kind.__qualname__, None) is not kind
-
-
-def _callable_object(obj) -> bool:
-    """A check's object the student's code may call: a model (an nn.Module of the check)."""
-    import torch
-
-    return isinstance(obj, torch.nn.Module)
 
 
 REPLAY_LIMIT = 64 << 20  # bytes: a student's peak replayed in the judge is capped here (any memory property fails far below)

@@ -234,27 +234,36 @@ TRUSTED = ("Linear", "Embedding", "ModuleList", "ModuleDict", "Sequential", "Dro
            "ReLU", "LayerNorm", "RMSNorm")  # torch.nn's own modules: rebuilt as themselves, run with torch's code
 
 
-def value_class(kind) -> bool:
-    """Whether ``kind`` is a course value class: a dataclass, or a class with a ``FIELDS`` tuple (CapstoneConfig)."""
+def value_fields(kind) -> tuple[str, ...] | None:
+    """The field names of a course value class (a dataclass, or a class with a ``FIELDS`` tuple such as CapstoneConfig);
+    None for any other kind."""
     import dataclasses
 
-    return isinstance(kind, type) and (dataclasses.is_dataclass(kind) or isinstance(getattr(kind, "FIELDS", None), tuple))
-
-
-def course_fields(value, namespace: dict) -> tuple[str, ...] | None:
-    """The field names of a course value (a dataclass, or a class with a ``FIELDS`` tuple such as CapstoneConfig) whose
-    class is the namespace's own of that name: it crosses as its fields and is rebuilt by its constructor; else None."""
-    import dataclasses
-
-    kind = type(value)
-    if isinstance(value, type) or namespace.get(kind.__name__) is not kind:
+    if not isinstance(kind, type):
         return None
-    if dataclasses.is_dataclass(value):
-        return tuple(f.name for f in dataclasses.fields(value))
+    if dataclasses.is_dataclass(kind):
+        return tuple(f.name for f in dataclasses.fields(kind))
     fields = getattr(kind, "FIELDS", None)
     if isinstance(fields, tuple) and fields and all(type(f) is str and f.isidentifier() for f in fields):
         return fields
     return None
+
+
+def encode_value(value, namespace: dict, blobs: list, handles) -> list | None:
+    """``["O", name, fields]`` for an instance of the namespace's own value class of that name, else None."""
+    kind = type(value)
+    fields = value_fields(kind) if namespace.get(kind.__name__) is kind else None
+    if fields is None:
+        return None
+    return ["O", kind.__name__, {f: encode(getattr(value, f), blobs, handles=handles) for f in fields}]
+
+
+def decode_value(namespace: dict, body: list, walk):
+    """The namespace's value class named in an ``"O"`` body, rebuilt by its own constructor from the fields."""
+    kind = namespace.get(str(body[0]))
+    if value_fields(kind) is None:
+        raise Refused(f"an object of {str(body[0])[:40]!r}, which is not one of the course's value types")
+    return kind(**{str(k): walk(v) for k, v in body[1].items()})
 
 
 def tensors_in(value):

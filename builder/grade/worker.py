@@ -6,7 +6,6 @@ the check, the expected values or the reference of the exercise being judged.
 """
 
 import ast
-import dataclasses
 import functools
 import re
 import traceback
@@ -244,7 +243,7 @@ class Server:
         return {"value": wire.encode([None if g is None else g.detach().clone() for g in found], out)}, out
 
     def _handle(self, value, blobs: list):
-        """Modules become handles with their parameters as data (torch.nn's own kinds as data); course dataclasses their
+        """Modules become handles with their parameters as data (torch.nn's own kinds as data); course values their
         fields; the judge's objects their reference back; else None."""
         import torch
 
@@ -255,18 +254,12 @@ class Server:
         if isinstance(value, torch.nn.Module):
             self.handles[len(self.handles) + 1] = value
             return ["M", len(self.handles), type(value).__name__, _module_data(value, blobs, self._handle)]
-        fields = wire.course_fields(value, self.course)
-        if fields is not None:
-            return ["O", type(value).__name__, {f: wire.encode(getattr(value, f), blobs, handles=self._handle) for f in fields}]
-        return None
+        return wire.encode_value(value, self.course, blobs, self._handle)
 
     def _special(self, tag: str, body: list, walk):
-        """What the judge sends beyond data: a course dataclass, one of this process's modules, a reference to its object."""
+        """What the judge sends beyond data: a course value, one of this process's modules, a reference to its object."""
         if tag == "O":
-            kind = self.course.get(str(body[0]))
-            if not wire.value_class(kind):
-                raise wire.Refused(f"an object of {body[0]!r}, which is not one of the course's value types")
-            return kind(**{str(k): walk(v) for k, v in body[1].items()})
+            return wire.decode_value(self.course, body, walk)
         if tag == "H":
             return self._module(body[0], body[1], None, walk)
         if tag == "J":
@@ -352,7 +345,7 @@ def _attributes(module, blobs: list, handle) -> dict:
     """A module's public data attributes that cross as data (numbers, strings, tuples of them, a course dataclass)."""
     found = {}
     for key, value in vars(module).items():
-        plain = type(value) in (int, float, bool, str, tuple, type(None)) or wire.value_class(type(value))
+        plain = type(value) in (int, float, bool, str, tuple, type(None)) or wire.value_fields(type(value)) is not None
         if key.startswith("_") or key == "training" or not plain:
             continue
         try:
