@@ -205,8 +205,10 @@ def rms_norm() -> dict:
 def induction_task() -> dict:
     """Recipe and thresholds of the capstone on the induction task: 2 layers must learn it, 1 layer must not.
 
-    Measured with builder/contracts/capstone.py (2 layers, width 32, 2 query heads, 1 K/V head): 2 layers reached
-    0.994-1.0 held-out accuracy over seeds 0-9, 1 layer 0.27-0.32; the thresholds leave room on both sides.
+    Measured with builder/contracts/capstone.py (2 layers, width 32, 2 query heads, 1 K/V head) at 150 steps and
+    lr 0.02: 2 layers reached 0.956-1.0 held-out accuracy over seeds 0-9, 1 layer 0.29-0.39; the thresholds leave
+    room on both sides. (200 steps at lr 0.01 reach the same, 0.994-1.0, in a third more time; 150 at lr 0.01 fall
+    to 0.94 on two seeds.)
     """
     return {
         "accuracy_one_layer_at_most": 0.85,
@@ -215,9 +217,9 @@ def induction_task() -> dict:
         "eval_rows": 512,
         "k_max": 12,
         "k_min": 4,
-        "learning_rate": 0.01,
+        "learning_rate": 0.02,
         "seed": 0,
-        "steps": 200,
+        "steps": 150,
         "vocab": 16,
         "warmup": 20,
     }

@@ -4,8 +4,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/open-ml-course/transformers-course/blob/main/notebooks/ru/module3_basic_transformer.ipynb)
 #
-# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
-# <!-- builder:end sha256=beaa559db9a696f3bd63a894e347d108c19aa9d5243d7aef740e2f578dea33ae -->
+# *Происхождение: сборщик курса 0.1.0; эталонные значения `references/module3.json`, SHA-256 `227b5388a255b981441268d251018a22dbeba0f562a6852f03c5a652840ae79d`. Лицензия: текст и рисунки — CC BY-SA 4.0, код — MIT.*
+# <!-- builder:end sha256=05d4f705aea8288248c979f196f1e53a4ab6226722745d2065ca7941af7be3d1 -->
 
 # %% [markdown]
 # ## Уровень 1 · Внимание для практиков
@@ -273,7 +273,7 @@ def load_reference(json_text, expected_sha256, source):
 # builder:end sha256=0061ffa86fd4d809348099c915727b39e6fdaebd397b90e1e3be85304120014c
 # builder:begin frozen module3
 REFERENCE_SOURCE = "references/module3.json"
-REFERENCE_SHA256 = "99c5eeb21df45636f784a7f98ca065f59fe84a9692b0bf9d7d90c56c9dac082c"
+REFERENCE_SHA256 = "227b5388a255b981441268d251018a22dbeba0f562a6852f03c5a652840ae79d"
 REFERENCE_JSON = r"""{
   "attention": {
     "allowed": [
@@ -331,9 +331,9 @@ REFERENCE_JSON = r"""{
     "eval_rows": 512,
     "k_max": 12,
     "k_min": 4,
-    "learning_rate": 0.01,
+    "learning_rate": 0.02,
     "seed": 0,
-    "steps": 200,
+    "steps": 150,
     "vocab": 16,
     "warmup": 20
   },
@@ -433,7 +433,7 @@ REFERENCE_JSON = r"""{
   }
 }
 """
-# builder:end sha256=a3d837a95011d87423e576165cae0cbd1629206c9e640f9877ceb12a66c3a1e7
+# builder:end sha256=f553bcc02ef08091bbab51caa2c45171777f89b3c0eaafe22472dfec91fcd35b
 
 REFERENCE = load_reference(REFERENCE_JSON, REFERENCE_SHA256, REFERENCE_SOURCE)
 print(f"{REFERENCE_SOURCE} сверен: sha256 {REFERENCE_SHA256}")
@@ -528,6 +528,8 @@ def require_choice(name, value, choices):
 # builder:begin inline require_tensor
 def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, finite=True):
     """Return ``value`` when it is a torch.Tensor of the required rank, dtype kind and finiteness."""
+    import math
+
     import torch
 
     if not isinstance(value, torch.Tensor):
@@ -542,10 +544,11 @@ def require_tensor(name, value, *, ndim=None, min_ndim=None, floating=True, fini
         raise ValueError(f"{name} must not have an empty axis, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}; use {name}.float()")
-    if finite and floating and not bool(torch.isfinite(value).all()):
+    # abs().amax() is NaN or inf exactly when an entry is (amax propagates NaN): one reduction, ~10x faster than isfinite
+    if finite and floating and not math.isfinite(float(value.detach().abs().amax())):
         raise ValueError(f"{name} must contain only finite values; found NaN or infinity")
     return value
-# builder:end sha256=38f21b368133f87a537a180b9302596a135bd96d5c1b77e3e5fa571ed3b5f867
+# builder:end sha256=a3a9c1b0f946c754183644176dbc8dfe69f8e7d36c9b0f7ddd19addb6b846809
 # builder:begin inline as_numpy
 def as_numpy(name, value):
     """``value`` as a NumPy array of any dtype: a dense CPU tensor is detached first (so one that requires grad converts too), any other tensor is a TypeError."""
@@ -583,15 +586,22 @@ def require_array(name, value, *, ndim=None, min_ndim=None, finite=True):
 # builder:begin inline require_finite_result
 def require_finite_result(what, value, cause):
     """Return ``value`` when every entry is finite; otherwise raise FloatingPointError naming ``cause``."""
+    import math
+
     import numpy as np
 
     if getattr(value, "is_meta", False):
         raise TypeError(f"{what} is a meta tensor, which holds no values to check; compute on the CPU")
-    entries = value.detach().cpu().double().numpy() if hasattr(value, "detach") else np.asarray(value, dtype=float)
-    if not np.isfinite(entries).all():
+    if hasattr(value, "detach"):  # a tensor: its largest magnitude is finite exactly when every entry is
+        entries = value.detach().cpu()
+        entries = entries if entries.is_floating_point() or entries.is_complex() else entries.double()
+        finite = entries.numel() == 0 or math.isfinite(float(entries.abs().amax()))
+    else:
+        finite = bool(np.isfinite(np.asarray(value, dtype=float)).all())
+    if not finite:
         raise FloatingPointError(f"{what} overflowed to NaN or infinity from finite input: {cause}")
     return value
-# builder:end sha256=21d5536d52b8caabf9d553d0b83db0a10143225ee4c98711987ca2c613d07403
+# builder:end sha256=716c47883d3e7fdc0063cc738eaa572ce834b3ab1c8986d8feed201e854e451c
 # builder:begin inline expect_raises
 def expect_raises(expected, function, *args, match=None, **kwargs):
     """Call ``function`` on bad input and check that it raises ``expected``; returns None (a check cell shows no value).
@@ -6498,13 +6508,13 @@ show_figure(
 # входят только эмбеддинги токенов. Её функция потерь на повторе в конце окажется (a) около 0, как с
 # позициями; (b) около уровня случайного угадывания, $\ln 8 \approx 2{,}08$; (c) примерно посередине, около 1.
 # Впишите букву в следующую ячейку и запустите её, затем запустите ячейку после неё (она обучается
-# около секунды).
+# за долю секунды).
 
 # %%
 PREDICTION_NO_POSITIONS = None  # your answer: "a", "b" or "c"
 
-# %%
-no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)
+# %% tags=["training"]
+no_positions, _, _ = train_copy_model(use_attention=True, use_positions=False)  # training: a fraction of a second
 with torch.no_grad():
     no_position_loss, no_position_accuracy = (float(v) for v in copy_loss_and_accuracy(no_positions, *held_out, segment_length))
 answer_no_positions = "a" if no_position_loss < 0.5 else "b" if no_position_loss > 1.5 else "c"
@@ -8158,7 +8168,7 @@ check_exercise("Exercise 14", check_fit_induction_contract, fit_induction, globa
 check_exercise("Exercise 14", check_induction_accuracy_contract, induction_accuracy, globals())
 
 # %% tags=["training"]
-# Training (about 3 s on a CPU): your CapstoneLM with 2 layers and with 1 layer, 200 AdamW steps each on
+# Training (about 2 s on a CPU): your CapstoneLM with 2 layers and with 1 layer, 150 AdamW steps each on
 # fresh induction batches of 64 rows, then scored on 512 unseen rows.
 induction = {key: REFERENCE.value(f"induction_task.{key}") for key in (
     "vocab", "seed", "steps", "batch", "learning_rate", "warmup", "k_min", "k_max", "eval_rows",
