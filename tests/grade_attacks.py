@@ -10,7 +10,8 @@ import functools
 
 import nbformat
 
-from builder.grade import submission, variants
+from builder.grade import submission
+from tools import grade_variants as variants
 
 LABEL = "Exercise 2"
 WRONG = "    return torch.zeros(t_q, t_k, dtype=torch.bool)\n"

@@ -31,7 +31,7 @@ def notebook(module: str) -> dict:
     """
     import torch
 
-    from builder.notebook_code import definitions
+    from tools.notebook_code import definitions
 
     torch.set_num_threads(1)
     return definitions(NOTEBOOK_SOURCES[module])

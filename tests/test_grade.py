@@ -21,7 +21,8 @@ import pytest
 
 from builder import cli
 from builder.config import ConfigError
-from builder.grade import batch, gradescope, judge, report, runner, submission, variants
+from builder.grade import batch, gradescope, judge, report, runner, submission
+from tools import grade_variants as variants
 from tests.support import NOTEBOOK_SOURCES, ROOT
 
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text(encoding="utf-8"))

@@ -24,7 +24,8 @@ import numpy
 import pytest
 import torch
 
-from builder.grade import batch, integrity, sandbox, submission, variants, wire
+from builder.grade import batch, integrity, sandbox, submission, wire
+from tools import grade_variants as variants
 from tests import grade_attacks as attacks
 from tests.support import ROOT
 

@@ -24,7 +24,8 @@ from builder.contracts import norms, positions
 from builder.contracts.violations import ContractViolation
 
 contract_properties = ContractViolation.run_properties
-from builder.grade import batch, feedback, judge, progress, report, selftest, submission, variants, worker
+from builder.grade import batch, feedback, judge, progress, report, selftest, submission, worker
+from tools import grade_variants as variants
 from tests.bug_catalog import QUERY_POSITION
 from tests.support import ROOT
 

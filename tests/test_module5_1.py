@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tools import bench
-from builder.notebook_code import definitions
+from tools.notebook_code import definitions
 from tests.support import NOTEBOOK_SOURCES, ROOT, notebook
 
 SOURCE = NOTEBOOK_SOURCES["module5_1"]

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from builder.notebook_code import definitions
+from tools.notebook_code import definitions
 from tests.support import NOTEBOOK_SOURCES, ROOT, notebook
 
 SOURCE = NOTEBOOK_SOURCES["module5_2"]

@@ -12,7 +12,7 @@ import pytest
 from builder import cli, execute, inline, pairing, release, student
 from builder.cells import EXERCISE_LABEL
 from builder.config import load_course
-from builder.grade import variants
+from tools import grade_variants as variants
 from tests.support import ROOT
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from builder.config import ROOT, load_course
 from builder.grade.runner import THREAD_VARIABLES
-from builder.notebook_code import definitions
+from tools.notebook_code import definitions
 
 from .grade_bench import grade as grade_batches
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import nbformat
 
-from builder.grade import batch, variants
+from builder.grade import batch
+from tools import grade_variants as variants
 
 BATCH = 20
 TIMEOUT = 10  # seconds per exercise in the benchmark: the cost of each infinite loop

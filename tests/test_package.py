@@ -1,0 +1,67 @@
+"""The instructor's package ships only what its commands use: every module of builder/ is imported, directly or through
+others, by `python -m builder` (its entry point and the commands it imports lazily). Tools the tests and benchmarks use
+alone live under tools/ or tests/."""
+
+import ast
+from pathlib import Path
+
+from builder import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_names() -> dict[str, Path]:
+    """Each module of the builder package by its dotted name."""
+    names = {}
+    for path in (ROOT / "builder").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def imported_by(name: str, path: Path, known: set[str]) -> set[str]:
+    """The builder modules ``name`` imports (``from x import y`` counts x, and x.y when that is a module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            )
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {stem, *(f"{stem}.{alias.name}" for alias in node.names)}
+    # a module imports its packages' __init__ too
+    found |= {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+    return found & known
+
+
+def test_every_module_of_the_package_is_used_by_its_commands():
+    modules = module_names()
+    lazy = {f"builder{entry}" for entry in cli.COMMANDS.values() if isinstance(entry, str)}
+    reached, todo = set(), ["builder.__main__", "builder.cli", *lazy]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in modules:
+            continue
+        reached.add(name)
+        todo.extend(imported_by(name, modules[name], set(modules)))
+    unused = sorted(set(modules) - reached)
+    assert not unused, (
+        f"{len(unused)} module(s) of builder/ that no command imports: {unused}. "
+        "A module only the tests or benchmarks use belongs under tools/ or tests/."
+    )
+
+
+def test_the_test_finds_an_unused_module():
+    """The reachability walk above reports a module no command imports (so the test can fail)."""
+    modules = module_names()
+    assert "builder.grade.batch" in modules
+    known = set(modules)
+    assert "builder.grade.runner" in imported_by(
+        "builder.grade.batch", modules["builder.grade.batch"], known
+    )
+    assert "builder.execute" not in imported_by(
+        "builder.canonical", modules["builder.canonical"], known
+    )
