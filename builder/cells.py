@@ -21,3 +21,8 @@ def first_line(source: str, width: int = 60, *, skip: str | None = None) -> str:
         if line.strip() and not (skip and skip in line):
             return line.strip()[:width]
     return "(empty)"
+
+
+def cell_text(source) -> str:
+    """A cell source as one string (nbformat stores it as a string or a list of lines)."""
+    return "".join(source) if isinstance(source, list) else str(source)

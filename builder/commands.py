@@ -22,7 +22,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
     """
     # ``sources`` maps a notebook source to new text to build from and write with everything else (adopt). The
     # docstring above is the command's --help, so what only callers need to know stays here.
-    from . import editions
+    from . import drift, editions
     from .check_cache import Record
 
     chosen = course.select(getattr(args, "names", None))
@@ -37,7 +37,7 @@ def build(course, args, *, sources: dict | None = None) -> int:
                                   + ". Find out why; if the change is meant, run `python -m builder refs --update`")
     editions.refuse_unsafe_translations(results)
     if not getattr(args, "force", False):
-        editions.refuse_lost_edits(course, results)
+        drift.refuse_lost_edits(course, results)
     for note in editions.fallback_notes(results):  # translations never block English: the unit keeps its English
         print(f"build: warning: {note}; translate it in translations/ (`python -m builder translations` lists each)")
     outputs = {path: text for result in results for path, text in result.expected.items()}
@@ -99,11 +99,11 @@ def notebook_findings(course, nb, record) -> list:
     found = record.notebook_findings(key)
     if found is not None:
         return found
-    from . import editions
+    from . import drift, editions
 
     result = editions.editions(course, nb)
     record.put(key, result.findings, result.generated, nb)
-    return result.findings + editions.pair_findings(course, result)
+    return result.findings + drift.pair_findings(course, result)
 
 
 def course_findings(course, record) -> list:
@@ -146,7 +146,7 @@ def untranslated_summary(found) -> str:
 
 def adopt(course, args) -> int:
     """Copy cells edited in a notebook's .ipynb (in Jupyter or Colab) into its .py source, then build; refuse, writing nothing, when that would lose work."""
-    from . import editions
+    from . import adoption, drift, editions
 
     adopted = {}
     for nb in course.select(args.names):
@@ -156,15 +156,15 @@ def adopt(course, args) -> int:
         if committed == result.expected[nb.ipynb]:
             print(f"adopt: {shown} holds no edit of its own")
             continue
-        editions.readable_notebook(committed, shown)
-        if not editions.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
+        adoption.readable_notebook(committed, shown)
+        if not drift.ipynb_edits(nb.ipynb, committed, result.expected[nb.ipynb]):
             print(f"adopt: {shown} holds no edit of its own")
             continue
-        code, blocked = editions.adopt_blockers(course, nb, committed, result.expected[nb.ipynb])
+        code, blocked = adoption.adopt_blockers(course, nb, committed, result.expected[nb.ipynb])
         if blocked:  # refused before anything is written
             print(f"error: {blocked}", file=sys.stderr)
             return code
-        adopted[nb.source] = editions.adopted_source(course, nb)
+        adopted[nb.source] = adoption.adopted_source(course, nb)
         print(f"adopt: copying the edits of {shown} into {course.shown(nb.source)}")
     # One build writes the adopted sources with everything else, all or nothing. One policy with build:
     # an adopted English edit leaves its translations behind, and they keep the English until translated.
@@ -394,7 +394,7 @@ def typeset_catalogs(course) -> int:
 
 def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool, seen: dict) -> int:
     """Print one catalog's drift from its units (merged first with ``update``, into ``outputs``); return the problems."""
-    from . import editions
+    from .drift import UNTRANSLATED_KINDS
     from .translation import catalog as po
 
     seen[path] = files.read_if_exists(path)  # what this run read: write_all refuses if a save replaced it
@@ -413,7 +413,7 @@ def _catalog_drift(course, path, found, occurrence: str, language: str, update: 
         if finding.diff:
             print(finding.diff)
     print(f"{course.shown(path)}: {translated} of {len(found)} units translated, {len(drift)} finding(s)")
-    return sum(1 for f in drift if strict or f.kind not in editions.UNTRANSLATED_KINDS)
+    return sum(1 for f in drift if strict or f.kind not in UNTRANSLATED_KINDS)
 
 
 def everything(course, args) -> int:

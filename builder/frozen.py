@@ -1,12 +1,17 @@
 """Frozen reference files: regenerate them independently and prove the committed bytes reproduce."""
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import canonical
+from . import canonical, files
 from .refgen import GENERATORS
+
+if TYPE_CHECKING:
+    from .config import Course, Notebook
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,24 @@ def mentions(changes: list[tuple[str, object, object]], texts: dict[str, str]) -
                     if pattern.search(line) and "REFERENCE_JSON" not in line:
                         found.append(f"{name}({number}): {form!r} is {key}'s old value (now {new!r}): {line.strip()[:90]}")
     return found
+
+
+def reference_code(course: "Course", nb: "Notebook", name: str) -> str:
+    """Python that embeds a reference file's exact text and the SHA-256 of its bytes; the file must be canonical JSON."""
+    path = course.root / "references" / f"{name}.json"
+    shown = course.shown(path)
+    text = files.read_text(path, shown, what="reference file")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise files.MalformedFile(f"{shown}({exc.lineno}): not valid JSON at column {exc.colno}: {exc.msg}; "
+                                  "regenerate it with `python -m builder refs --update`") from None
+    if not canonical.is_canonical(text):
+        raise files.MalformedFile(f"{shown}(1): valid JSON but not in canonical form; run `python -m builder refs --update`")
+    if '"""' in text or "\\" in text:
+        raise files.MalformedFile(f"{shown}(1): holds a backslash or triple quote; keep reference strings plain")
+    return (
+        f'REFERENCE_SOURCE = "references/{name}.json"\n'
+        f'REFERENCE_SHA256 = "{hashlib.sha256(text.encode("utf-8")).hexdigest()}"\n'
+        f'REFERENCE_JSON = r"""{text}"""\n'
+    )

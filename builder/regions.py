@@ -152,3 +152,14 @@ def hand_edited(regions: list[Region]) -> list[Region]:
 def as_markdown(text: str) -> str:
     """Prefix every line with '# ' so the text sits in a percent-format markdown cell."""
     return "".join(f"# {line}".rstrip() + "\n" for line in text.splitlines())
+
+
+def source_hint(region: Region) -> str:
+    """Where a region's text comes from, for error messages."""
+    if region.kind == "inline":
+        return f"builder/contracts ({region.arg})"
+    if region.kind == "frozen":
+        return f"references/{region.arg}.json"
+    if region.kind == "solutions":
+        return "the exercise cells of the notebook source"
+    return "pyproject.toml [tool.course] and the reference checksum"

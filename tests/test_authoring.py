@@ -265,11 +265,11 @@ def test_build_refuses_to_overwrite_a_source_saved_after_it_was_read(copy, monke
 
 @pytest.mark.slow  # builds a repository copy
 def test_build_refuses_to_overwrite_a_notebook_saved_in_jupyter_while_it_ran(copy, monkeypatch):
-    from builder import editions
+    from builder import drift, editions
 
     root, nb = copy
     nb.source.write_text(nb.source.read_text(encoding="utf-8") + "\n# %%\nprint('a new cell')\n", encoding="utf-8")
-    real = editions.refuse_lost_edits
+    real = drift.refuse_lost_edits
 
     def decide_then_save(course, results):
         real(course, results)
