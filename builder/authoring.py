@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import exits, files, inline
 from .config import Course, Notebook
+from .diagnostics import BuilderError
 
 STUB_MARK = "written by `python -m builder new-exercise`"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -19,7 +20,7 @@ _LABEL = re.compile(r"^# Exercise (\d+):", re.MULTILINE)
 _CHECK = re.compile(r'^check_exercise\("Exercise \d+", (\w+), \w+, globals\(\)\)$', re.MULTILINE)
 
 
-class AuthoringError(ValueError):
+class AuthoringError(BuilderError, ValueError):
     """A new exercise that cannot be added as asked; nothing was written."""
 
     exit_code = exits.USAGE

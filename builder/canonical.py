@@ -3,11 +3,16 @@
 import json
 import math
 
+from . import exits
+from .diagnostics import BuilderError
+
 INDENT = "  "
 
 
-class CanonicalError(ValueError):
+class CanonicalError(BuilderError, ValueError):
     """A value that the canonical JSON form cannot hold (NaN, infinity, a tuple, a set...)."""
+
+    exit_code = exits.MALFORMED
 
 
 def dumps(value: object) -> str:

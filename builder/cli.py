@@ -9,9 +9,8 @@ import inspect
 import sys
 from pathlib import Path
 
-from . import __version__, commands, exits
+from . import __version__, commands, diagnostics, exits
 from .config import ROOT, load_course
-
 
 
 def _names(parser: argparse.ArgumentParser, what: str = "notebook names or reference keys (default: all)") -> None:
@@ -253,7 +252,7 @@ def main(argv: list[str] | None = None, commands: dict | None = None, **names) -
 
 def report(exc: Exception) -> int:
     """Print one builder error and return its exit code."""
-    code = exit_code(exc)
+    code = diagnostics.exit_code(exc)
     if code == exits.INTERNAL:
         where = exc.__traceback__
         while where and where.tb_next:
@@ -266,10 +265,3 @@ def report(exc: Exception) -> int:
     else:
         print(f"error: {exc}", file=sys.stderr)
     return code
-
-
-def exit_code(exc: Exception) -> int:
-    """The exit code an error carries (``exit_code`` on the builder's own errors), FAILED for an OS error, else INTERNAL."""
-    if isinstance(exc, OSError) and not hasattr(exc, "exit_code"):
-        return exits.FAILED
-    return getattr(exc, "exit_code", exits.INTERNAL)

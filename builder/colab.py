@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from . import exits
+from .diagnostics import BuilderError
 
 KERNEL_NAME = "colab-pinned"
 DEFAULT_VENV = Path(".colab-venv")  # relative to the checkout
@@ -61,7 +62,7 @@ def _runs_venv(python: str) -> bool:
         return False
 
 
-class SetupFailed(RuntimeError):
+class SetupFailed(BuilderError, RuntimeError):
     """Building the pinned environment failed (pip, venv or the kernel spec): an environment problem, exit 1."""
 
     exit_code = exits.FAILED

@@ -7,12 +7,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import exits
+from .diagnostics import BuilderError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX_COMMAND = "python -m builder build"
 
 
-class ConfigError(ValueError):
+class ConfigError(BuilderError, ValueError):
     """The course configuration in pyproject.toml is missing or malformed."""
 
     exit_code = exits.MALFORMED
@@ -27,7 +28,7 @@ def worded(table: dict[str, str], language: str) -> str:
     return table.get(language, table["en"])
 
 
-class UnknownNotebook(LookupError):
+class UnknownNotebook(BuilderError, LookupError):
     """A notebook name on the command line that the course does not have (a usage error)."""
 
     exit_code = exits.USAGE

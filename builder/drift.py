@@ -15,6 +15,8 @@ from .cells import cell_text, first_line
 from .config import FIX_COMMAND, Course, Notebook
 
 # Catalog findings that say only "not translated yet": warnings unless translations are strict.
+from .diagnostics import BuilderError
+
 UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
 
 
@@ -35,13 +37,13 @@ class Finding:
         return f"{self.path}({self.line}): {self.message}"
 
 
-class HandEditError(RuntimeError):
+class HandEditError(BuilderError, RuntimeError):
     """``build`` refuses to overwrite a region that was edited by hand."""
 
     exit_code = exits.HAND_EDIT
 
 
-class IpynbEditError(RuntimeError):
+class IpynbEditError(BuilderError, RuntimeError):
     """``build`` refuses to overwrite cells that were edited in a .ipynb (Jupyter, Colab) and not in its .py."""
 
     exit_code = exits.IPYNB_EDIT

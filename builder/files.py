@@ -8,9 +8,10 @@ import threading
 from pathlib import Path
 
 from . import exits
+from .diagnostics import BuilderError
 
 
-class MalformedFile(ValueError):
+class MalformedFile(BuilderError, ValueError):
     """A file the builder cannot read as its input: missing, not UTF-8, CRLF line endings; the message names ``file(line)``."""
 
     exit_code = exits.MALFORMED
@@ -46,7 +47,7 @@ def read_if_exists(path: Path) -> str | None:
         return None
 
 
-class CannotWrite(RuntimeError):
+class CannotWrite(BuilderError, RuntimeError):
     """A folder the command must write to that cannot be written (a read-only checkout, a file in the way)."""
 
     exit_code = exits.FAILED
@@ -69,7 +70,7 @@ def require_writable(folder: Path, option: str) -> None:
         raise CannotWrite(f"cannot write to {folder} ({exc.strerror or exc}); nothing was run. Choose another folder with {option}") from None
 
 
-class ChangedOnDisk(RuntimeError):
+class ChangedOnDisk(BuilderError, RuntimeError):
     """A file the command read changed on disk before the command wrote it (an editor saved it meanwhile)."""
 
     exit_code = exits.HAND_EDIT

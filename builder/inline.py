@@ -13,9 +13,10 @@ import textwrap
 from pathlib import Path
 
 from . import contracts, exits
+from .diagnostics import BuilderError
 
 
-class InlineError(ValueError):
+class InlineError(BuilderError, ValueError):
     """A name that cannot be inlined: unknown, or with a source the builder cannot isolate."""
 
     exit_code = exits.MALFORMED

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import exits
+from .diagnostics import BuilderError
 
 KINDS = ("header", "inline", "frozen", "solutions")
 
@@ -32,7 +33,7 @@ _END = re.compile(r"^#\s*(?P<html><!--)?\s*builder:end\b(?P<rest>.*?)\s*(?(html)
 _SHA = re.compile(r"^sha256=(?P<digest>[0-9a-f]{64})$")
 
 
-class RegionError(ValueError):
+class RegionError(BuilderError, ValueError):
     """A region is malformed; the message names ``file(line)``."""
 
     exit_code = exits.MALFORMED

@@ -13,12 +13,13 @@ import nbformat
 
 from . import cells, course_metadata, editions, exits, files, inline, pairing, student
 from .config import worded
+from .diagnostics import BuilderError
 
 GRADED_EDITION = {"en": "Graded edition", "ru": "версия для оценивания"}
 _REGION = re.compile(r"^# builder:begin inline show_reference\n.*?^# builder:end[^\n]*\n", re.MULTILINE | re.DOTALL)
 
 
-class ReleaseError(ValueError):
+class ReleaseError(BuilderError, ValueError):
     """A graded edition that cannot be written where asked; nothing was written."""
 
     exit_code = exits.USAGE

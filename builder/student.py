@@ -25,12 +25,13 @@ import nbformat
 from . import exits, pairing
 from .cells import EXERCISE_LABEL
 from .config import worded
+from .diagnostics import BuilderError
 
 TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
-class ExerciseError(ValueError):
+class ExerciseError(BuilderError, ValueError):
     """An exercise cell that breaks the convention; the message names the cell."""
 
     exit_code = exits.MALFORMED

@@ -65,3 +65,30 @@ def test_the_test_finds_an_unused_module():
     assert "builder.execute" not in imported_by(
         "builder.canonical", modules["builder.canonical"], known
     )
+
+
+# The exceptions of builder/ that are not the builder's errors to a person: the student's own exception re-raised in
+# the judge, and the wire's refusal, a TypeError the contracts see.
+NOT_BUILDER_ERRORS = {"builder.grade.remote.StudentError", "builder.grade.wire.Refused"}
+
+
+def test_every_error_of_the_builder_derives_from_builder_error_with_a_documented_exit_code():
+    import importlib
+    import inspect
+
+    from builder import diagnostics, exits
+
+    found = []
+    for name in sorted(module_names()):
+        if name.endswith("__main__") or name.startswith("builder.contracts"):  # contracts: the notebooks' own code
+            continue
+        module = importlib.import_module(name)
+        for _, kind in inspect.getmembers(module, inspect.isclass):
+            if issubclass(kind, BaseException) and kind.__module__ == name:
+                found.append(kind)
+    strays = sorted(f"{k.__module__}.{k.__qualname__}" for k in found if not issubclass(k, diagnostics.BuilderError))
+    assert set(strays) == NOT_BUILDER_ERRORS, f"error classes that do not derive from BuilderError: {strays}"
+    codes = {k.exit_code for k in found if issubclass(k, diagnostics.BuilderError)}
+    assert codes <= set(exits.MEANINGS), f"exit codes no --help documents: {codes - set(exits.MEANINGS)}"
+    assert diagnostics.exit_code(OSError("disk")) == exits.FAILED
+    assert diagnostics.exit_code(KeyError("bug")) == exits.INTERNAL

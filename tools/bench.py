@@ -20,6 +20,7 @@ import tracemalloc
 from pathlib import Path
 
 from builder.config import ROOT, load_course
+from builder.diagnostics import BuilderError
 from builder.grade.runner import THREAD_VARIABLES
 from tools.notebook_code import definitions
 
@@ -41,7 +42,7 @@ MEMORY_TARGET = 1 / 40  # tiled / dense peak memory at n = 2048
 GROWTH_TARGET = 2.2  # tiled peak at 4096 over tiled peak at 2048
 
 
-class NotebookFailed(RuntimeError):
+class NotebookFailed(BuilderError, RuntimeError):
     """A notebook under benchmark stopped with an error (exit 1, not a usage error)."""
 
 

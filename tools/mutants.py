@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder import exits, regions
+from builder.diagnostics import BuilderError
 from builder.grade.runner import THREAD_VARIABLES
 from builder.progress import Progress, duration
 
@@ -381,7 +382,7 @@ def load_lists(root: Path, nb_name: str) -> Lists:
 # ---- running ------------------------------------------------------------------------------------
 
 
-class BaselineFailed(RuntimeError):
+class BaselineFailed(BuilderError, RuntimeError):
     """The unmutated notebook does not pass as a script, so no mutant can be scored (a failed check: exit 1)."""
 
     exit_code = exits.FAILED

@@ -11,11 +11,13 @@ import os
 import sys
 from pathlib import Path
 
+from ..diagnostics import BuilderError
+
 PACKAGE = Path(__file__).resolve().parents[1]  # builder/
 EXPECTED: dict = {"digest": None}
 
 
-class GraderChanged(RuntimeError):
+class GraderChanged(BuilderError, RuntimeError):
     """The grader's own files changed while it was grading: nothing more is judged."""
 
 

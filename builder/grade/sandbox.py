@@ -38,6 +38,8 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS =
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x10000000, 0x20000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 MOUNT_ATTR_RDONLY, AT_RECURSIVE, AT_FDCWD, SYS_MOUNT_SETATTR = 1, 0x8000, -100, 442
+from ..diagnostics import BuilderError
+
 UID_BASE = 61184  # as root, slot k's student runs as uid UID_BASE + k: systemd's range for dynamic users, never a login
 SCRATCH = "size=128m,mode=1777"  # the student's own tmpfs: working folder, /tmp and /dev/shm
 TREE_PROCESSES = 64  # processes and threads of one student tree
@@ -431,7 +433,7 @@ ANSWER_SECONDS = 60  # a fork or a reap answers in well under this; a course pro
 CELL_SECONDS = 600  # one course cell (a training cell included)
 
 
-class CourseDied(RuntimeError):
+class CourseDied(BuilderError, RuntimeError):
     """The course process is gone: a student process killed it."""
 
 

@@ -18,10 +18,12 @@ from pathlib import Path
 
 _PASSED: set = set()  # (module, time limit, environment, course, limits) already proved in this process
 TIMINGS: dict[str, tuple[float, float]] = {}  # module -> (seconds of its proof, seconds per exercise check): the batch's forecast
+from ..diagnostics import BuilderError
+
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 
 
-class EnvironmentProblem(RuntimeError):
+class EnvironmentProblem(BuilderError, RuntimeError):
     """The grading environment cannot grade fairly; the message is one line with the cause and the fix."""
 
 

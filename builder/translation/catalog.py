@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polib
 
+from .. import exits
+from ..diagnostics import BuilderError
 from .invariants import LINE_SEPARATORS, differences, unsafe
 from .typography import english_forms
 from .units import Unit
@@ -23,8 +25,10 @@ _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _PO_LINE = re.compile(rf'^(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?{_QUOTED}$')
 
 
-class CatalogError(ValueError):
+class CatalogError(BuilderError, ValueError):
     """A catalog that cannot be read; the message names the file."""
+
+    exit_code = exits.MALFORMED
 
 
 @dataclass(frozen=True)

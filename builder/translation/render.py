@@ -7,7 +7,9 @@ from pathlib import Path
 import nbformat
 import polib
 
+from .. import exits
 from ..config import ROOT
+from ..diagnostics import BuilderError
 from ..pairing import read_source, write_percent
 from .catalog import translations
 from .units import EXERCISE_TAG, blocks, code_texts, exercise_instructions, is_prose, translatable, translate_code, units
@@ -19,8 +21,10 @@ UNTRANSLATED_EXERCISE = "(untranslated) "
 _LANGUAGE_LINE = re.compile(r'^LANGUAGE = "en"(?P<rest>.*)$', re.MULTILINE)
 
 
-class StaleTranslationError(ValueError):
+class StaleTranslationError(BuilderError, ValueError):
     """A translated edition was asked for while some of its units are stale or missing."""
+
+    exit_code = exits.MALFORMED
 
 
 def render(py_text: str, catalog: polib.POFile, language: str, *, fallback: bool = False, root: Path = ROOT) -> tuple[str, list[str]]:
