@@ -358,7 +358,7 @@ def test_usage_errors_write_nothing(tmp_path, argv, code, monkeypatch):
 
 
 def test_a_grading_environment_that_fails_its_selftest_is_reported_in_results_json(tmp_path, monkeypatch, course):
-    """run_in_container catches the selftest module's EnvironmentProblem (not an attribute of its own selftest command)."""
+    """run_in_container catches the selftest module's EnvironmentProblem, not an attribute of its selftest command."""
     from builder.grade import selftest
 
     (tmp_path / "submission").mkdir()
