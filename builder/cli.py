@@ -7,6 +7,7 @@ import argparse
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from . import __version__, commands, diagnostics, exits
@@ -122,7 +123,7 @@ def docs_options(p):
 
 
 # name: (parser function, command body). The body's docstring is the command's help and description.
-COMMANDS = {
+COMMANDS: dict[str, tuple[Callable, Callable] | str] = {
     "build": (build_options, commands.build),
     "check": (check_options, commands.check),
     "adopt": (adopt_options, commands.adopt),
@@ -140,7 +141,7 @@ COMMANDS = {
 }
 
 
-def command(name: str, commands: dict | None = None) -> tuple:
+def command(name: str, commands: dict | None = None) -> tuple[Callable, Callable]:
     """(parser function, command body) of one command; a lazily listed command's module is imported here."""
     entry = (COMMANDS if commands is None else commands)[name]
     if isinstance(entry, str):

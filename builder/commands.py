@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from . import exits, files, frozen
@@ -70,8 +71,9 @@ def check(course, args) -> int:
         record.save()
     for finding in errors + warnings:
         print(f"warning: {finding}" if finding in warnings else finding)
-        if getattr(finding, "diff", ""):
-            print(finding.diff)
+        diff = getattr(finding, "diff", "")
+        if diff:
+            print(diff)
     untranslated = untranslated_summary(f for f in findings if getattr(f, "untranslated", False))
     if errors:
         if untranslated and strict:
@@ -227,7 +229,8 @@ def run_notebooks(course, chosen, args, *, kernel_name: str = "python3", out: Pa
     last = runner.last_seconds([edition_dir(out, nb) / nb.ipynb.name for nb in chosen])  # the first estimate, before a run ends
     progress = Progress("execute", len(chosen), seconds_each=last) if chosen else None
     for nb in chosen:
-        progress.step(f"{nb.edition} [{nb.language}]")
+        if progress is not None:  # there is one whenever a notebook is chosen
+            progress.step(f"{nb.edition} [{nb.language}]")
         result = runner.run(nb.ipynb, edition_dir(out, nb), timeout=args.timeout, kernel_name=kernel_name)
         print(runner.report(result, args.budget), flush=True)
         ok = not result.error and (args.budget is None or result.seconds <= args.budget)
@@ -309,7 +312,8 @@ def html(course, args, *, execute_first: bool = True) -> int:
     runs = run_notebooks(course, unexecuted, args, out=executed_dir)
     progress = Progress("html", len(chosen)) if chosen else None
     for nb in chosen:
-        progress.step(f"{nb.edition} [{nb.language}]")
+        if progress is not None:  # there is one whenever a notebook is chosen
+            progress.step(f"{nb.edition} [{nb.language}]")
         result, ok = runs.get(nb.edition, (None, True))
         status = status if ok else exits.FAILED
         if result is not None and result.error:
@@ -349,7 +353,9 @@ def translations(course, args) -> int:
         return exits.USAGE
     if getattr(args, "typography", False):
         return typeset_catalogs(course)
-    problems, outputs, seen, strict = 0, {}, {}, strict_translations(course, args)
+    problems, strict = 0, strict_translations(course, args)
+    outputs: dict[Path, str] = {}
+    seen: dict[Path, str | None] = {}
     for nb in course.select(args.names):
         result = editions.editions(course, nb)
         found = units(result.expected[nb.source], course.root)
@@ -376,7 +382,9 @@ def typeset_catalogs(course) -> int:
     """Rewrite every catalog of every language in that language's typography, all or nothing."""
     from .translation import typography
 
-    outputs, refused, seen = {}, [], {}
+    outputs: dict[Path, str] = {}
+    seen: dict[Path, str | None] = {}
+    refused: list[str] = []
     for language in course.languages:
         paths = sorted((course.root / "translations" / language).glob("*.po"))
         seen |= {path: files.read_if_exists(path) for path in paths}  # read before rewrite parses them: a later save is kept
@@ -426,7 +434,9 @@ def everything(course, args) -> int:
     runs = f"{chosen} solution edition(s)" + (f" and {chosen} student edition(s) as shipped" if students else "")
     runs += (", each student edition also with its solutions re-inserted" if getattr(args, "student", False) else "")
     runs += ("" if students else "; --solutions-only leaves out the student editions")
-    steps = (("build", build, {}), ("check", check, {}), ("execute", execute, {"student_too": students, "reinserted": bool(args.student)}))
+    steps: tuple[tuple[str, Callable[..., int], dict[str, bool]], ...] = (
+        ("build", build, {}), ("check", check, {}),
+        ("execute", execute, {"student_too": students, "reinserted": bool(args.student)}))
     for number, (name, step, options) in enumerate(steps, start=1):
         print(f"all: stage {number}/4, {name}" + (f": {runs}" if name == "execute" else ""), file=sys.stderr, flush=True)
         code = step(course, args, **options)

@@ -92,12 +92,12 @@ def write_all(outputs: dict[Path, str], *, unchanged_since: dict[Path, str | Non
             for path, text in changed.items():
                 target = path.resolve() if path.is_symlink() else path
                 target.parent.mkdir(parents=True, exist_ok=True)
-                handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-                staged.append((Path(temp), target))
+                handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+                staged.append((Path(temp_name), target))
                 with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
                     stream.write(text)
-            for path, text in (unchanged_since or {}).items():
-                if read_if_exists(path) != text:
+            for path, read in (unchanged_since or {}).items():
+                if read_if_exists(path) != read:
                     raise ChangedOnDisk(f"{path} changed on disk while the builder ran (an editor saved it?); nothing was written. "
                                         "Run the command again: it reads the file as it is now")
             for temp, target in staged:

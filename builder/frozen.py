@@ -83,7 +83,7 @@ def update(path: Path, name: str) -> bool:
     return bool(write_all({path: text}))  # all or nothing, as every other write
 
 
-def changed_values(old: object, new: object, key: str = "") -> list[tuple[str, object, object]]:
+def changed_values(old: object, new: object, key: str = "") -> list[tuple[str, float, float]]:
     """(key path, old value, new value) for each number a regeneration changed."""
     if isinstance(old, dict) and isinstance(new, dict):
         return [c for k in sorted(set(old) & set(new)) for c in changed_values(old[k], new[k], f"{key}.{k}" if key else k)]
@@ -110,7 +110,7 @@ def written_forms(value: float) -> list[str]:
     return sorted(f for f in forms if sum(ch.isdigit() for ch in f) >= 3)
 
 
-def mentions(changes: list[tuple[str, object, object]], texts: dict[str, str]) -> list[str]:
+def mentions(changes: list[tuple[str, float, float]], texts: dict[str, str]) -> list[str]:
     """``file(line): ...`` for every line of ``texts`` (name -> text) that writes an old value by hand."""
     found = []
     for key, old, new in changes:

@@ -47,6 +47,8 @@ def _registry(folder: Path, stamp: tuple) -> dict[str, tuple[object, str]]:
         return contracts.registry()  # the contracts this process imported, unchanged since
     name = f"_course_contracts_{hashlib.sha256(repr((str(folder), stamp)).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the contracts in {folder}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -61,24 +61,27 @@ class Stats:
         return f"{self.edition:<48} {self.visible:>6} {self.machinery:>6} {self.share:>7.1%}  {verdict}"
 
 
-def _span(node: ast.AST) -> range:
+def _span(node: ast.stmt) -> range:
     """The 1-based line numbers of a statement, decorators included."""
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    if node.end_lineno is None:  # ast.parse sets it on every statement
+        raise ValueError(f"the statement at line {node.lineno} has no end line")
     return range(first, node.end_lineno + 1)
 
 
 def _called(node: ast.AST) -> str:
     """The name a statement calls (``f(...)``, ``x = f(...)``, ``with f(...)``, ``obj.f(...)`` as ``obj.f``), or ''."""
+    call: ast.AST | None = node
     if isinstance(node, ast.With) and node.items:
-        node = node.items[0].context_expr
+        call = node.items[0].context_expr
     elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)):
-        node = node.value
-    if not isinstance(node, ast.Call):
+        call = node.value
+    if not isinstance(call, ast.Call):
         return ""
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-        return f"{node.func.value.id}.{node.func.attr}"
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        return f"{call.func.value.id}.{call.func.attr}"
     return ""
 
 
@@ -111,7 +114,7 @@ def _functions(tree: ast.Module):
             yield from (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
-def _guard_lines(function: ast.AST) -> set[int]:
+def _guard_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
     """Every guard line of one function's body."""
     return {line for node in function.body if _is_guard(node) for line in _span(node)}
 

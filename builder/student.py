@@ -71,8 +71,13 @@ def parse_exercise(cell: nbformat.NotebookNode, index: int) -> Exercise:
 @functools.lru_cache(maxsize=1024)
 def _top_level_definitions(source: str) -> tuple[tuple[str, int, int], ...]:
     """(name, first line, last line) of each top-level function and class; each edition of a cell is parsed once."""
-    return tuple((node.name, node.lineno, node.end_lineno) for node in ast.parse(source).body
-                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            if node.end_lineno is None:  # ast.parse sets it on every statement
+                raise ValueError(f"the definition of {node.name} at line {node.lineno} has no end line")
+            found.append((node.name, node.lineno, node.end_lineno))
+    return tuple(found)
 
 
 def _solution_blocks(source: str, where: str) -> list[tuple[int, int]]:
@@ -231,11 +236,15 @@ def reinsert_solutions(student: str, source_text: str) -> str:
     nb = pairing.read_source(student)
     for cell in nb.cells:
         if cell.cell_type == "code" and TAG in cell.metadata.get("tags", []):
-            cell.source = solutions[EXERCISE_LABEL.match(cell.source.splitlines()[0]).group("label")]
+            line = cell.source.splitlines()[0]
+            first = EXERCISE_LABEL.match(line)
+            if first is None:
+                raise ValueError(f"an exercise cell of the student edition lost its label line: {line!r}")
+            cell.source = solutions[first.group("label")]
     return pairing.write_percent(nb)
 
 
-def shipped_run_problems(found: list[tuple[int, dict]], labels: list[str]) -> list[str]:
+def shipped_run_problems(found: list[tuple[int, nbformat.NotebookNode]], labels: list[str]) -> list[str]:
     """What is wrong with a run of the shipped student edition, from its (cell index, error output) pairs.
 
     *Run all* must reach the end: every exercise in ``labels`` is not attempted, so no cell may fail.

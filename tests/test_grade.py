@@ -358,6 +358,18 @@ def test_usage_errors_write_nothing(tmp_path, argv, code, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_grading_environment_that_fails_its_selftest_is_reported_in_results_json(tmp_path, monkeypatch, course):
+    """run_in_container catches the selftest module's EnvironmentProblem, not an attribute of its selftest command."""
+    from builder.grade import selftest
+
+    (tmp_path / "submission").mkdir()
+    write(nbformat.v4.new_notebook(), tmp_path / "submission" / "mine.ipynb")
+    monkeypatch.setattr(batch, "grade", lambda *a, **kw: (_ for _ in ()).throw(selftest.EnvironmentProblem("no torch")))
+    result = gradescope.run_in_container(course, tmp_path, timeout=1, module=None)
+    assert "grading environment: no torch" in result["output"] and result["tests"] == []
+    assert json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8")) == result
+
+
 def test_an_out_that_is_a_file_and_invalid_points_are_refused_before_grading(tmp_path, monkeypatch, course):
     (tmp_path / "o").write_text("not a folder")
     assert cli.main(["--root", str(ROOT), "grade", str(course.notebooks[0].ipynb), "--out", str(tmp_path / "o")]) == 2

@@ -13,10 +13,12 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import pairing, student
+from ..config import Notebook
 from . import feedback, integrity, progress, report, sandbox, submission
 from . import selftest as selftest_module
 from .runner import THREAD_VARIABLES
@@ -96,7 +98,7 @@ def _digest(path: Path) -> str:
 class Group:
     """One judge process's share of a module: its submissions and the verdicts it has streamed."""
 
-    book: object
+    book: Notebook
     keys: list[str]
     verdicts: dict
     error: str | None = None
@@ -119,6 +121,8 @@ def _judge(group: Group, job: dict, limit: float, tick) -> None:
     killer = threading.Timer(limit, process.kill)
     killer.start()
     try:
+        if process.stdout is None or process.stderr is None:  # stdout=PIPE and stderr=PIPE give both
+            raise RuntimeError("the grading process started without its output pipes")
         feeder = threading.Thread(target=_feed, args=(process, json.dumps(job).encode()), daemon=True)
         feeder.start()
         done = False
@@ -202,7 +206,8 @@ def _graded(course, paths: list[Path], *, timeout, module, jobs, visibility, bud
     stems(found, ids)
     limits = report.limits(course.root, timeout)
     if selftest:
-        modules = sorted({s.module for s in found if s.error is None})
+        # a submission without an error has its module
+        modules = sorted({s.module for s in found if s.error is None and s.module is not None})
         selftest_module.prove(course, modules, timeout=timeout, limits=limits, jobs=jobs)
     with sandbox.guarded():  # results are built only after every process a student started is gone
         rows = _grade(course, found, paths, timeout=timeout, jobs=jobs, visibility=visibility, budget=budget, show=show, limits=limits)
@@ -214,7 +219,8 @@ def _graded(course, paths: list[Path], *, timeout, module, jobs, visibility, bud
 def _grade(course, found, paths: list[Path], *, timeout, jobs, visibility, budget, show, limits) -> list[Graded]:
     """``grade`` inside the guard."""
     hide = sorted({str(course.root)} | {str(Path(p).resolve().parent) for p in paths})
-    plans, groups = {}, []
+    plans = {}
+    groups: list[tuple[Group, dict, int]] = []  # (its group, its job, the exercises of its module)
     for book in course.notebooks:
         subs = [s for s in found if s.module == book.name and s.error is None]
         if not subs:
@@ -276,7 +282,7 @@ def _result(group: Group, key: str, exercises, worth: dict, visibility: str, lan
     return report.results(group.book.title, exercises, worth, verdicts, seconds, visibility, partial)
 
 
-def write(rows: list[Graded], out: Path, skipped: list[tuple[str, str]] = (), feedback: Path | None = None) -> None:
+def write(rows: list[Graded], out: Path, skipped: Sequence[tuple[str, str]] = (), feedback: Path | None = None) -> None:
     """DIR/<folder>/results.json for each submission, DIR/grades.csv, summary.csv and summary.html; with ``feedback``, one page each."""
     out.mkdir(parents=True, exist_ok=True)
     for row in rows:

@@ -1,6 +1,7 @@
 """The ``grade`` subcommand: its options and what it runs."""
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -48,8 +49,11 @@ def command(course, args) -> int:
 
     Exit 1 when a submission could not be graded (the others are graded all the same), 2 on bad usage.
     """
+    # A file name or message no locale can show is escaped, not fatal (a stream put in the console's place may not
+    # reconfigure: it is left as it is).
     for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(errors="backslashreplace")  # a file name or message no locale can show is escaped, not fatal
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     module = course.select([args.module])[0].name if args.module else None
     wrong = problem(args)
     if wrong:

@@ -56,7 +56,8 @@ def shown_name(language: str, name: str) -> str:
 @functools.cache
 def _pattern(key: str) -> tuple[re.Pattern, tuple[str, ...]]:
     """A regular expression that reads a line written from ``key``'s English template back into its fields."""
-    parts, names = [], []
+    parts: list[str] = []
+    names: list[str] = []
     for literal, name, _, _ in string.Formatter().parse(english()[key]):
         parts.append(re.escape(literal))
         if name is not None:

@@ -11,7 +11,8 @@ import zipfile
 from pathlib import Path
 
 from ..config import ConfigError
-from . import batch, report, selftest
+from . import batch, report
+from . import selftest as selftest_module  # the module: selftest below is this file's own command
 
 TORCH = "torch==2.13.0"  # the pin .ci/run installs; from PyTorch's CPU index, never a CUDA build
 STAMP = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same course gives the same bytes
@@ -100,7 +101,7 @@ def run_in_container(course, root: Path, *, timeout: float, module: str | None, 
     else:
         try:  # the course's own solution is graded first, in the same sandbox: the machine proves itself
             (row,) = batch.grade(course, found, timeout=timeout, module=module, jobs=1, visibility=visibility, budget=budget)
-        except selftest.EnvironmentProblem as problem:
+        except selftest_module.EnvironmentProblem as problem:
             result = report.failed(f"grading environment: {problem}. Your submission was not graded; tell your instructor.", visibility)
         else:
             batch.write([row], results / "graded")

@@ -7,9 +7,10 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..config import ConfigError
 
@@ -34,7 +35,8 @@ def points(root: Path, name: str, labels: list[str]) -> dict[str, float]:
     """Points of each exercise of notebook ``name``: its ``points`` table in [tool.course], 1 for each one not named."""
     pyproject = root / "pyproject.toml"
     entries = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"]["notebooks"]
-    table = next((e for e in entries if e.get("name") == name), {}).get("points", {})
+    entry: dict = next((e for e in entries if e.get("name") == name), {})
+    table = entry.get("points", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: points of {name} must be a table such as {{ \"Exercise 1\" = 2 }}")
     unknown = sorted(set(table) - set(labels))
@@ -98,9 +100,9 @@ def limits(root: Path, timeout: float) -> dict:
             raise ConfigError(f"{pyproject}: [tool.course.grade] {key} must be a whole number >= 1, got {value!r}")
         found[key] = value
     found["cpu_seconds"] = max(found["cpu_seconds"], math.ceil(timeout) + 1)
-    found["partial_credit"] = bool(table.get("partial_credit", PARTIAL_CREDIT)) if isinstance(table, dict) else PARTIAL_CREDIT
-    found["user"] = os.environ.get("GRADE_STUDENT_USER", "slot")  # as root: "slot" (a uid of its own per slot), a user name, or "" (as root)
-    return found
+    partial = bool(table.get("partial_credit", PARTIAL_CREDIT)) if isinstance(table, dict) else PARTIAL_CREDIT
+    # the student user, as root: "slot" (a uid of its own per slot), a user name, or "" (as root)
+    return {**found, "partial_credit": partial, "user": os.environ.get("GRADE_STUDENT_USER", "slot")}
 
 
 def kind(test) -> str:
@@ -132,7 +134,7 @@ def credit(judged: dict, worth: float, partial: bool) -> float:
 def results(title: str, exercises, worth: dict[str, float], verdicts: dict[str, dict], seconds: float,
             visibility: str = VISIBILITY, partial: bool = PARTIAL_CREDIT) -> dict:
     """One submission's results.json, in Gradescope's autograder format; each test's extra_data holds its kind and properties."""
-    tests = []
+    tests: list[dict[str, Any]] = []
     for number, exercise in enumerate(exercises, start=1):
         judged = verdicts[exercise.label]
         extra = {"kind": kind(judged), **({"killed_parent": True} if judged.get("killed_parent") else {})}
@@ -313,7 +315,7 @@ def _bars(items: list[tuple[str, float, str]], label: str) -> str:
             f'height="{len(items) * (bar_height + 8) + 4}" font-family="sans-serif" font-size="14">{"".join(bars)}</svg>')
 
 
-def summary_html(rows: list[Row], skipped: list[tuple[str, str]] = ()) -> str:
+def summary_html(rows: list[Row], skipped: Sequence[tuple[str, str]] = ()) -> str:
     """summary.html: one offline page: pass rates, the distribution of totals, causes, failures per property, files not graded."""
     table = summary(rows)
     rates = []

@@ -54,7 +54,7 @@ def _child(read_end: int, write_end: int, folder: str, task, memory_mb: int | No
 
 def _collect(pid: int, read_end: int, deadline: float) -> tuple[bytes, bool]:
     """Read the child's verdict until it closes the pipe or the deadline passes; (bytes, timed out)."""
-    chunks = []
+    chunks: list[bytes] = []
     with os.fdopen(read_end, "rb", buffering=0) as pipe:
         while True:
             left = deadline - time.monotonic()

@@ -316,7 +316,7 @@ def become_student(sock: socket.socket, config: dict, folder: str) -> None:
         _limit(resource.RLIMIT_NPROC, TREE_PROCESSES)  # counted for the slot's own uid: the limit holds for the tree
     seal(config, root, folder)
     if SEALED["sealed"]:
-        folder = SEALED["folder"]
+        folder = str(SEALED["folder"])  # the scratch folder seal() wrote there
         os.environ.update(TMPDIR=folder, HOME=folder, MPLCONFIGDIR=folder)
     elif root:
         _unsealed_mounts(config.get("hide", []))
@@ -401,7 +401,7 @@ def course_process(fd: int) -> None:
         op = header.get("op")
         if op == "start":
             config = header["config"]
-            reply = {"ok": True}
+            reply: dict[str, object] = {"ok": True}
         elif op == "exec":
             try:
                 exec(compile(header["source"], header["name"], "exec"), NAMESPACE)
@@ -441,7 +441,8 @@ class Host:
     """The judge's handle on the course process: start it, feed it course cells, fork and reap students."""
 
     def __init__(self, config: dict, env: dict | None = None):
-        self.config, self.env, self.cells = config, env, []
+        self.config, self.env = config, env
+        self.cells: list[tuple[str, str]] = []  # (source, name) of each course cell run, replayed after a restart
         self.folders: list[str] = []  # the student processes' working folders, removed once they are reaped
         self._start()
 

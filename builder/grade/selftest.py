@@ -147,7 +147,7 @@ def _key(course, module: str, limits: dict, timeout: float) -> tuple:
     return module, timeout, sys.prefix, str(course.root), json.dumps(limits, sort_keys=True, default=str)
 
 
-def missing_dependency(exc: BaseException) -> str | None:
+def missing_dependency(exc: BaseException | None) -> str | None:
     """The module an ImportError names when the judge can import it: the student process could not, the machine's fault."""
     if not isinstance(exc, ImportError):
         return None

@@ -120,7 +120,7 @@ def module_of(nb: nbformat.NotebookNode, course) -> list[str]:
     """Names of the course notebooks the submission belongs to: by metadata.course, else by a title in its opening cells."""
     meta = nb.metadata.get("course", {})
     named = meta.get("module") if isinstance(meta, dict) else None
-    if named in {book.name for book in course.notebooks}:
+    if isinstance(named, str) and named in {book.name for book in course.notebooks}:
         return [named]
     opening = "\n".join(str(cell.get("source", "")) for cell in nb.cells[:3])
     return [book.name for book in course.notebooks if any(title in opening for title in titles(book))]

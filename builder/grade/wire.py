@@ -261,7 +261,7 @@ def encode_value(value, namespace: dict, blobs: list, handles) -> list | None:
 def decode_value(namespace: dict, body: list, walk):
     """The namespace's value class named in an ``"O"`` body, rebuilt by its own constructor from the fields."""
     kind = namespace.get(str(body[0]))
-    if value_fields(kind) is None:
+    if kind is None or value_fields(kind) is None:
         raise Refused(f"an object of {str(body[0])[:40]!r}, which is not one of the course's value types")
     return kind(**{str(k): walk(v) for k, v in body[1].items()})
 

@@ -111,7 +111,7 @@ def define(course: dict, label: str, names: list[str], own: list[str], source: s
     variable is the student's in the student's code and leaves the course's code alone.
     """
     problem = static_problem(label, names, source)
-    if problem:
+    if problem or source is None:  # no cell (source None) is always a problem
         return None, problem, []
     mine = dict(course)
     notes, filenames = [], {f"<your {label} cell>"}
@@ -142,7 +142,8 @@ class Server:
     """Answers one judge: define, call (functions, classes, methods of returned modules), and gradients."""
 
     def __init__(self, sock, course: dict):
-        self.sock, self.course, self.mine = sock, course, None
+        self.sock, self.course = sock, course
+        self.mine: dict | None = None  # the student's namespace, once defined
         self.handles: dict[int, object] = {}
         self.graphs: dict[int, tuple[list, list]] = {}
         self.filenames: set[str] = set()

@@ -17,7 +17,8 @@ def rgb(colour: str) -> tuple[float, float, float]:
     digits = match.group(1)
     if len(digits) == 3:
         digits = "".join(d * 2 for d in digits)
-    return tuple(int(digits[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    red, green, blue = (int(digits[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    return red, green, blue
 
 
 def contrast(foreground: str, background: str) -> float:

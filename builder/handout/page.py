@@ -74,6 +74,8 @@ def finish_page(page: str, name: str, words: dict[str, str] | None = None) -> tu
     soup = BeautifulSoup(aside.page, PARSER)
     focusable_cells(soup)
     main = soup.find("main")
+    if main is None:
+        raise HandoutError(f"{name}: the page has no <main> element to finish")
     used = {tag["id"] for tag in soup.find_all(id=True)}
     entries = []
     for heading in main.find_all(TOC_LEVELS):
@@ -129,7 +131,8 @@ class CodeAside:
     """
 
     def __init__(self, page: str):
-        self.mark, self.blocks = f"handout-code-{secrets.token_hex(8)}-", []
+        self.mark = f"handout-code-{secrets.token_hex(8)}-"
+        self.blocks: list[str] = []
         self.page = _HIGHLIGHTED.sub(self._set_aside, page)
 
     def _set_aside(self, match: re.Match) -> str:
@@ -171,7 +174,7 @@ def keep_short_code_whole(main, aside: CodeAside) -> None:
             block["class"] = [*block.get("class", []), "keep-whole"]
 
 
-def _question_number(details, section, counters: dict) -> int:
+def _question_number(details, section, counters: dict[int, int]) -> int:
     """The number of the question a disclosure answers: its list item's number, else its place in its section."""
     item = details.find_parent("li")
     if item is not None and item.parent is not None and item.parent.name == "ol":
@@ -189,7 +192,8 @@ def gather_answers(soup: BeautifulSoup, main, words: dict[str, str]) -> None:
     shows the summaries where the questions are, and the answers once more, in order, after
     the lesson (``.print-answers``, hidden on screen).
     """
-    counters, answers = {}, []
+    counters: dict[int, int] = {}
+    answers = []
     for details in main.find_all("details"):
         section = details.find_previous("h2")
         summary = details.find("summary", recursive=False)
@@ -229,7 +233,7 @@ def gather_answers(soup: BeautifulSoup, main, words: dict[str, str]) -> None:
     main.append(gathered)
 
 
-def _toc_list(soup: BeautifulSoup, headings: list) -> object:
+def _toc_list(soup: BeautifulSoup, headings: list) -> Tag:
     """Nested ordered lists of links, one item per heading, nested by heading level."""
     root = soup.new_tag("ol")
     stack = [(min((int(h.name[1]) for h in headings), default=1), root)]

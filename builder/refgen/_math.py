@@ -1,9 +1,10 @@
 """Small float64 helpers shared by the reference generators."""
 
 import math
+from collections.abc import Sequence
 
 
-def softmax(scores: list[float | None]) -> list[float]:
+def softmax(scores: Sequence[float | None]) -> list[float]:
     """Softmax of a row in which ``None`` marks a masked entry (weight exactly 0)."""
     top = max(s for s in scores if s is not None)
     exps = [0.0 if s is None else math.exp(s - top) for s in scores]

@@ -112,17 +112,19 @@ _LOCALIZERS = {("localized", 3), ("t", 2)}
 
 def _pairs(node: ast.AST) -> list[tuple[str, str]]:
     """(English, Russian) pairs of a ``localized(language, en, ru)`` call or an ``{"en": ..., "ru": ...}`` table."""
-    name = getattr(node, "func", None) and getattr(node.func, "id", getattr(node.func, "attr", None))
+    func = getattr(node, "func", None)
+    name = func and getattr(func, "id", getattr(func, "attr", None))
     if isinstance(node, ast.Call) and (name, len(node.args)) in _LOCALIZERS:
         en, ru = _text(node.args[-2]), _text(node.args[-1])
         return [(en, ru)] if en is not None and ru is not None else []
     if isinstance(node, ast.Dict):
         keyed = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
         if "en" in keyed and "ru" in keyed:
-            en, ru = keyed["en"], keyed["ru"]
-            if isinstance(en, ast.Tuple | ast.List) and isinstance(ru, ast.Tuple | ast.List):
-                return [(a, b) for a, b in zip(map(_text, en.elts), map(_text, ru.elts)) if a is not None and b is not None]
-            en_text, ru_text = _text(en), _text(ru)
+            en_node, ru_node = keyed["en"], keyed["ru"]
+            if isinstance(en_node, ast.Tuple | ast.List) and isinstance(ru_node, ast.Tuple | ast.List):
+                return [(a, b) for a, b in zip(map(_text, en_node.elts), map(_text, ru_node.elts))
+                        if a is not None and b is not None]
+            en_text, ru_text = _text(en_node), _text(ru_node)
             return [(en_text, ru_text)] if en_text is not None and ru_text is not None else []
     return []
 
@@ -155,7 +157,8 @@ def figure_strings(source: str) -> tuple[tuple[int, str, str], ...]:
 
 def _pairs_in(tree: ast.AST, offset: int = 0) -> list[tuple[int, str, str]]:
     """(line, English, Russian) of every label pair in a parsed tree whose first line is line ``offset + 1`` of the source."""
-    return [(node.lineno + offset, en, ru) for node in ast.walk(tree) for en, ru in _pairs(node)]
+    return [(node.lineno + offset, en, ru) for node in ast.walk(tree) if isinstance(node, ast.Call | ast.Dict)
+            for en, ru in _pairs(node)]
 
 
 def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:

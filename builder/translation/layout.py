@@ -21,7 +21,8 @@ _BREAK = re.compile(r"(?<= )(?=[^ ])|(?<=[^\W\d_]-)(?=[^\W\d_])|(?<=\})(?=\w)|(?
 
 def _fields(text: str) -> list[tuple[str, str, str, list[str]] | str]:
     """``text`` as its lines, each string field gathered: (prefix, keyword, escaped text, its lines) or a plain line."""
-    out, lines, i = [], text.split("\n"), 0
+    out: list[tuple[str, str, str, list[str]] | str] = []
+    lines, i = text.split("\n"), 0
     while i < len(lines):
         match = _STRING.match(lines[i])
         if not match or not match.group("key"):
@@ -74,6 +75,9 @@ def rewrap(text: str, original: str | None = None) -> str:
             continue
         prefix, key, body, _ = field
         before = kept.get((prefix, key, polib.unescape(body)))
-        fits = before is not None and all(len(line) <= WIDTH for line in before[1:] or before)  # a layout gettext could have written
-        out += before if fits else wrapped(prefix, key, body)
+        # the lines kept from the original when gettext could have laid them out so
+        if before is not None and all(len(line) <= WIDTH for line in before[1:] or before):
+            out += before
+        else:
+            out += wrapped(prefix, key, body)
     return "\n".join(out)

@@ -31,6 +31,8 @@ def items(text: str) -> tuple[tuple[str, str], ...]:
 def _markdown_items(text: str, depth: int) -> list[tuple[str, str]]:
     """``items`` of one markdown text, HTML inside it parsed down to ``depth`` levels."""
     tokens, state = _PARSER.parse(text)
+    if isinstance(tokens, str):  # renderer=None gives the token tree, never rendered text
+        raise TypeError("the markdown parser rendered text instead of giving its tokens")
     found = _token_items(tokens, depth)
     for definition in state.env.get("ref_links", {}).values():  # "[x]: url", used or not
         found.append(("link", _with_title(definition.get("url", ""), definition.get("title"))))

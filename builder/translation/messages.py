@@ -71,16 +71,18 @@ def _contract_texts_of(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, 
 def label_texts(source: str) -> list[str]:
     """The figure labels an inlined helper marks for translation: the string given to each ``tr("...")`` call."""
     tree = ast.parse(source)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tr" and n.args
+    calls = [(n.lineno, n.col_offset, n.args[0].value) for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tr" and n.args
              and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
-    return [n.args[0].value for n in sorted(calls, key=lambda n: (n.lineno, n.col_offset))]
+    return [text for *_, text in sorted(calls, key=lambda c: (c[0], c[1]))]
 
 
 def _raises_violation(node: ast.Raise) -> bool:
     """Whether a ``raise`` raises a check's failure, which a student reads, rather than a guard's error."""
     call = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
     name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
-    return name in ("ContractViolation", "CheckFailed") or (name == "of" and "CheckFailed" in ast.unparse(call))
+    return name in ("ContractViolation", "CheckFailed") or (
+        name == "of" and call is not None and "CheckFailed" in ast.unparse(call))
 
 
 def short_texts(source: str) -> list[str]:
@@ -101,19 +103,21 @@ def short_texts(source: str) -> list[str]:
             skipped.update(id(n) for n in ast.walk(node))  # a guard's error: for programmers, it stays English
         if isinstance(node, ast.JoinedStr):
             skipped.update(id(v) for v in ast.walk(node) if v is not node)
-    found = []
+    found: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text, words = node.value, node.value
         elif isinstance(node, ast.JoinedStr):
-            parts = [(v.value, True) if isinstance(v, ast.Constant) else (_field_text(v), False) for v in node.values]
+            parts = [(str(v.value), True) if isinstance(v, ast.Constant) else (_field_text(v), False)
+                     for v in node.values if isinstance(v, ast.Constant | ast.FormattedValue)]  # all a JoinedStr holds
             text, words = "".join(p for p, _ in parts), " ".join(p for p, literal in parts if literal)
-            shown = [c for v in node.values if isinstance(v, ast.FormattedValue) for choice in ast.walk(v.value)
-                     if isinstance(choice, ast.IfExp) for c in (choice.body, choice.orelse)
-                     if isinstance(c, ast.Constant) and isinstance(c.value, str) and re.search(r"[A-Za-z]{2}", c.value)]
-            found += [(c.lineno, c.col_offset, c.value) for c in shown]  # a field's own words ('may not'): a value the reader sees
+            found += [(c.lineno, c.col_offset, c.value)  # a field's own words ('may not'): a value the reader sees
+                      for v in node.values if isinstance(v, ast.FormattedValue) for choice in ast.walk(v.value)
+                      if isinstance(choice, ast.IfExp) for c in (choice.body, choice.orelse)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                      and re.search(r"[A-Za-z]{2}", c.value)]
         else:
             continue
         templated = text != words  # a template needs one English word of two letters ("{value} at {index}")
@@ -132,9 +136,10 @@ def contract_texts(source: str) -> list[str]:
             skipped.add(id(body[0].value))
         if isinstance(node, ast.JoinedStr):
             skipped.update(id(v) for v in node.values)
-    texts = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skipped
+    texts = [(n.lineno, n.col_offset, n.value) for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skipped
              and len(n.value.split()) >= _MIN_WORDS]
-    return [n.value for n in sorted(texts, key=lambda n: (n.lineno, n.col_offset))]
+    return [text for *_, text in sorted(texts, key=lambda t: (t[0], t[1]))]
 
 
 def load(language: str, root: Path = ROOT) -> polib.POFile:

@@ -77,7 +77,10 @@ def _translate_exercise(source: str, instructions: str, language: str = "en") ->
     """An exercise cell with its leading comment block replaced; the grader's 'Exercise N' label stays, the reader's word follows it."""
     from .messages import reader_word
 
-    label, _, count = exercise_instructions(source)
+    found = exercise_instructions(source)
+    if found is None:
+        raise ValueError("an exercise cell needs its '# Exercise N: ...' line to be translated")
+    label, _, count = found
     word = reader_word("Exercise", language)
     if word != "Exercise":
         label = f"{label} · {word} {label.split()[-1]}"  # "Exercise 3 · Упражнение 3"
@@ -128,13 +131,17 @@ def _numbered_line(line: str, fields: tuple[str, ...], language: str) -> str:
     new = body
     for field in sorted(set(fields), key=len, reverse=True):
         try:
-            value = ast.parse(f"f{body[1]}{field}{body[1]}", mode="eval").body.values[0]
-        except (SyntaxError, AttributeError, IndexError):
+            parsed = ast.parse(f"f{body[1]}{field}{body[1]}", mode="eval").body
+        except SyntaxError:
             continue
-        spec = value.format_spec
-        if value.conversion != -1 or (spec is not None and not all(isinstance(p, ast.Constant) for p in spec.values)):
+        value = parsed.values[0] if isinstance(parsed, ast.JoinedStr) and parsed.values else None
+        if not isinstance(value, ast.FormattedValue):  # a field reads back as one {...}; anything else stays as written
             continue
-        spec_text = "".join(p.value for p in spec.values) if spec is not None else ""
+        spec = value.format_spec  # None or a JoinedStr, as Python parses it
+        spec_parts = spec.values if isinstance(spec, ast.JoinedStr) else []
+        if value.conversion != -1 or not all(isinstance(p, ast.Constant) for p in spec_parts):
+            continue
+        spec_text = "".join(str(p.value) for p in spec_parts if isinstance(p, ast.Constant))
         new = new.replace(field, f"{{number({ast.unparse(value.value)}, {other}{spec_text}{other}, {other}{language}{other})}}")
     try:
         before, after = ast.parse(body, mode="eval").body, ast.parse(new, mode="eval").body

@@ -82,7 +82,7 @@ def _grouped(match: re.Match, english: frozenset[str]) -> str:
 
 def _decimal(prose: str) -> str:
     """Decimal points as commas, except in names (модуль 5.2, torch 2.4, Llama 3.1); a list of decimals is split by «;»."""
-    def named(match: re.Match) -> bool:
+    def named(match: "re.Match | _Shifted") -> bool:
         before = prose[max(0, match.start() - 30):match.start()]
         after = prose[match.end():match.end() + 12]
         if _MODULE.fullmatch(match.group(0)) and not _FRACTION_AFTER.match(after):
@@ -93,7 +93,7 @@ def _decimal(prose: str) -> str:
     return _DECIMAL.sub(lambda m: m.group(0) if named(m) else f"{m.group(1)},{m.group(2)}", prose)
 
 
-def _all_named(match: re.Match, prose: str, named: Callable[[re.Match], bool]) -> bool:
+def _all_named(match: re.Match, prose: str, named: Callable[["_Shifted"], bool]) -> bool:
     """Whether every decimal of a list is a name (``5.1, 5.2``), so the list keeps its commas."""
     offset = match.start()
     return all(named(_Shifted(m, offset)) for m in _DECIMAL.finditer(match.group(0)))
@@ -120,7 +120,10 @@ def grouped_in(english: str | None) -> frozenset[str]:
     return frozenset(m.group(1).replace(",", "") for m in _GROUPED.finditer(english or ""))
 
 
-def rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], bool], ...]:
+Rule = tuple[str, Callable[[str], str], bool]  # (name, rewrite, whether the lint reports it)
+
+
+def rules(english: str | None = None) -> tuple[Rule, ...]:
     """(name, rewrite, whether the lint reports it: an English form a Russian reader would misread), in order."""
     grouped = grouped_in(english)
     return (
@@ -162,7 +165,7 @@ def _math_group(number: str) -> str:
 _FIELD_TIMES = re.compile(rf"(?<!\w)(в|до)[ {NBSP}]+(\{{[^{{}}]*?(:[^{{}}]*\.[1-9][fg])?\}})[x×](?!\w)")
 
 
-def math_rules(english: str | None = None) -> tuple[tuple[str, Callable[[str], str], bool], ...]:
+def math_rules(english: str | None = None) -> tuple[Rule, ...]:
     """The rules for a formula's numbers: ``0.63`` -> ``0{,}63``, and the English's ``5{,}120`` -> ``5\\,120`` (Russian thousands)."""
     grouped = {m.group(0) for m in _MATH_GROUPED.finditer(english or "")}
     return (
@@ -217,6 +220,7 @@ def english_forms(text: str, english: str | None = None) -> list[str]:
     if times_field and times_field.group(3):
         found.append(f"multiplier {times_field.group(0)!r} in English form; Russian writes «в … раза» (a fraction) or «в … раз»: "
                      "`python -m builder translations --typography` rewrites a fraction's")
+    tried: list[tuple[Rule | None, tuple[Rule, ...]]]
     tried = [(rule, ()) for rule in rules(english)] + [(None, (rule,)) for rule in math_rules(english) if LINT_NUMBERS_IN_CODE]
     for prose_rule, formula_rule in tried:
         name, _, lint = prose_rule or formula_rule[0]

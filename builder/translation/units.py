@@ -70,7 +70,9 @@ TITLE = "# @title "
 
 def blocks(markdown: str) -> list[str]:
     """Split markdown into blocks at blank lines, keeping fenced code and $$ math whole."""
-    out, current, fenced, in_math = [], [], False, False
+    out: list[str] = []
+    current: list[str] = []
+    fenced = in_math = False
     for line in markdown.split("\n"):
         stripped = line.strip()
         if stripped.startswith("```"):
@@ -122,7 +124,9 @@ def units(source: "str | nbformat.NotebookNode", root: Path = ROOT) -> list[Unit
 
     Cut from the text, each unit also knows its line in it.
     """
-    found, path, ordinal, seen = [], [], 0, set()
+    found, ordinal = [], 0
+    path: list[tuple[int, str]] = []
+    seen: set[str] = set()
     parsed = read_source(source, root) if isinstance(source, str) else source
     starts = cell_lines(source, len(parsed.cells)) if isinstance(source, str) else [0] * len(parsed.cells)
     for index, cell in enumerate(parsed.cells):
@@ -179,19 +183,22 @@ def _code_texts(source: str) -> list[CodeText]:
         if inside:
             inlined.add(number)
         inside = inside and not line.startswith("# builder:end")
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    calls = [(n, n.func.id) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id in READER_CALLS and n.lineno not in inlined]
-    for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
-        if call.func.id == PRINT_CALL and len(call.args) != 1:
+    for call, called in sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset)):
+        if called == PRINT_CALL and len(call.args) != 1:
             continue  # print(a, b): its pieces are no sentence
-        figure = call.args[0] if call.func.id == FIGURE_CALL and call.args else None
+        figure = call.args[0] if called == FIGURE_CALL and call.args else None
         name = (ast.unparse(figure.func) if isinstance(figure, ast.Call) else ast.unparse(figure)) if figure else ""
-        name = name or ("?" if call.func.id == FIGURE_CALL else "")
+        name = name or ("?" if called == FIGURE_CALL else "")
         keywords = {k.arg: k.value for k in call.keywords}
-        chosen = [(kind, call.args[at] if at < len(call.args) else keywords.get(kind)) for kind, at in READER_ARGUMENTS[call.func.id]]
+        chosen = [(kind, call.args[at] if at < len(call.args) else keywords.get(kind))
+                  for kind, at in READER_ARGUMENTS[called]]
         for kind, node in chosen:
             text = _string_text(node) if node is not None else None
-            if text is not None and _WORDS.search(re.sub(r"\{[^{}]*\}", " ", text[0])):
+            if node is not None and text is not None and _WORDS.search(re.sub(r"\{[^{}]*\}", " ", text[0])):
+                if node.end_lineno is None or node.end_col_offset is None:  # ast.parse sets both on every expression
+                    raise ValueError(f"line {node.lineno}: an argument without an end position")
                 start = _char_offset(source, starts, node.lineno, node.col_offset)
                 end = _char_offset(source, starts, node.end_lineno, node.end_col_offset)
                 fields = tuple(_field_text(v) for v in getattr(node, "values", ()) if isinstance(v, ast.FormattedValue))
@@ -209,7 +216,12 @@ def _char_offset(source: str, starts: list[int], lineno: int, byte_col: int) -> 
 def _field_text(node: ast.FormattedValue) -> str:
     """An f-string field as its source writes it: {expression!r:.2f}."""
     conversion = f"!{chr(node.conversion)}" if node.conversion != -1 else ""
-    spec = f":{_string_text(node.format_spec)[0]}" if node.format_spec is not None else ""
+    spec = ""
+    if node.format_spec is not None:
+        written = _string_text(node.format_spec)
+        if written is None:  # a format spec is a JoinedStr of strings and fields: always written
+            raise ValueError(f"line {node.lineno}: an f-string format spec that is not a string")
+        spec = f":{written[0]}"
     return "{" + ast.unparse(node.value) + conversion + spec + "}"
 
 
@@ -220,7 +232,7 @@ def _string_text(node: ast.AST) -> tuple[str] | None:
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
-            if isinstance(value, ast.Constant):
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 parts.append(value.value)
             elif isinstance(value, ast.FormattedValue):
                 parts.append(_field_text(value))
@@ -269,7 +281,9 @@ def translated_code(text: CodeText, translation: str, indent: str, width: int = 
 
 def _lines(pieces: list[str], width: int) -> list[list[tuple[str, bool]]]:
     """The translation cut after spaces into lines of about ``width`` characters: (text, is a field) runs, fields kept whole."""
-    lines, current, size = [], [], 0
+    lines: list[list[tuple[str, bool]]] = []
+    current: list[tuple[str, bool]] = []
+    size = 0
     for i, piece in enumerate(pieces):
         for word in ([piece] if i % 2 else re.split(r"(?<= )", piece)):
             if word and current and size + len(word) > width:
