@@ -14,41 +14,22 @@ The record is ``build/check-cache.json`` (ignored by git). A missing, corrupt or
 only means the full derivation.
 """
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from .diagnostics import Finding
 from .files import write_all
 
 RECORD = Path("build") / "check-cache.json"  # under the course root
-FORMAT = 1  # bump when an entry's layout changes
+FORMAT = 2  # bump when an entry's layout changes
 KEPT = 32  # entries kept: a few branches' worth, newest last
 SHARED = ("pyproject.toml", "builder", "translations", "references")  # the checkout's inputs beside the sources
 LIBRARIES = ("jupytext", "nbformat", "polib")  # an upgrade rewrites their files, so a stat of each names the version
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A finding as ``check`` reports it, replayed from the record: its line, diff, and whether it is only untranslated."""
-
-    text: str
-    path: str = ""
-    message: str = ""
-    diff: str = ""
-    untranslated: bool = False
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def recorded(finding) -> Recorded:
-    """A finding of any kind as the record keeps it (everything ``check`` prints or counts of it)."""
-    return Recorded(str(finding), str(getattr(finding, "path", "")), getattr(finding, "message", ""),
-                    getattr(finding, "diff", ""), bool(getattr(finding, "untranslated", False)))
 
 
 def digest(data: bytes | str | None) -> str:
@@ -114,7 +95,7 @@ class Record:
         """The digest of everything the course-wide findings are derived from: the shared inputs, no notebook source."""
         return digest("course " + self.shared)
 
-    def notebook_findings(self, key: str) -> list[Recorded] | None:
+    def notebook_findings(self, key: str) -> list[Finding] | None:
         """The findings kept under ``key`` when every generated file still holds what would be written; else None."""
         entry = self.entries.get(key) if self.use else None
         try:
@@ -124,7 +105,7 @@ class Record:
         except (TypeError, KeyError, AttributeError, ValueError):
             return None
 
-    def course_findings(self, key: str) -> list[Recorded] | None:
+    def course_findings(self, key: str) -> list[Finding] | None:
         """The course-wide findings kept under ``key``; else None."""
         entry = self.entries.get(key) if self.use else None
         try:
@@ -132,9 +113,9 @@ class Record:
         except (TypeError, KeyError, AttributeError, ValueError):
             return None
 
-    def _keep(self, key: str, entry: dict) -> list[Recorded]:
+    def _keep(self, key: str, entry: dict) -> list[Finding]:
         """An entry's findings; the entry stays in the record."""
-        found = [Recorded(**item) for item in entry["findings"]]
+        found = [Finding(**item) for item in entry["findings"]]
         self.fresh[key] = entry
         return found
 
@@ -142,7 +123,7 @@ class Record:
         """Keep ``findings`` derived for notebook ``nb`` (None: the course) under ``key``, with the digest of each generated file's expected text."""
         self.derived[key] = nb
         self.fresh[key] = {
-            "findings": [vars(recorded(f)) for f in findings],
+            "findings": [dataclasses.asdict(f) for f in findings],
             "outputs": {Path(p).relative_to(self.course.root).as_posix(): digest(text) for p, text in (outputs or {}).items()},
         }
 

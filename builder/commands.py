@@ -121,9 +121,9 @@ def course_findings(course, record) -> list:
 def course_wide_findings(course) -> list:
     """Derived from the catalogs, builder/contracts and the config alone, never a notebook source (the record's course key relies on it)."""
     from . import editions
-    from .translation import glossary, typography
+    from .translation import lint
 
-    return editions.message_findings(course) + glossary.course_violations(course) + typography.other_catalog_findings(course)
+    return editions.message_findings(course) + lint.course_violations(course) + lint.other_catalog_findings(course)
 
 
 def strict_translations(course, args) -> bool:
@@ -136,7 +136,7 @@ def untranslated_summary(found) -> str:
     """'3 unit(s) not translated yet (translations/ru/x.po: 2 missing, 1 stale)', or '' when there are none."""
     counts: dict[str, dict[str, int]] = {}
     for finding in found:
-        kind = finding.message.split(":", 1)[0]
+        kind = finding.kind
         per_kind = counts.setdefault(str(finding.path), {})
         per_kind[kind] = per_kind.get(kind, 0) + 1
     total = sum(n for per_kind in counts.values() for n in per_kind.values())
@@ -380,7 +380,7 @@ def translations(course, args) -> int:
 
 def typeset_catalogs(course) -> int:
     """Rewrite every catalog of every language in that language's typography, all or nothing."""
-    from .translation import typography
+    from .translation import lint
 
     outputs: dict[Path, str] = {}
     seen: dict[Path, str | None] = {}
@@ -388,7 +388,7 @@ def typeset_catalogs(course) -> int:
     for language in course.languages:
         paths = sorted((course.root / "translations" / language).glob("*.po"))
         seen |= {path: files.read_if_exists(path) for path in paths}  # read before rewrite parses them: a later save is kept
-        written, problems = typography.rewrite(paths, language, course.shown)
+        written, problems = lint.rewrite(paths, language, course.shown)
         outputs |= written
         refused += problems
     if refused:
@@ -402,7 +402,7 @@ def typeset_catalogs(course) -> int:
 
 def _catalog_drift(course, path, found, occurrence: str, language: str, update: bool, outputs: dict, strict: bool, seen: dict) -> int:
     """Print one catalog's drift from its units (merged first with ``update``, into ``outputs``); return the problems."""
-    from .drift import UNTRANSLATED_KINDS
+    from .diagnostics import UNTRANSLATED_KINDS
     from .translation import catalog as po
 
     seen[path] = files.read_if_exists(path)  # what this run read: write_all refuses if a save replaced it

@@ -13,28 +13,7 @@ from . import exits, files, pairing, regions
 from .adoption import ADOPT_COMMAND, adopt_blockers, readable_notebook
 from .cells import cell_text, first_line
 from .config import FIX_COMMAND, Course, Notebook
-
-# Catalog findings that say only "not translated yet": warnings unless translations are strict.
-from .diagnostics import BuilderError
-
-UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One reason ``check`` fails: where (``file(line)``), what, and the diff that would fix it.
-
-    ``untranslated`` marks a unit that is only behind its English: a warning by default, an error in strict mode.
-    """
-
-    path: Path
-    line: int
-    message: str
-    diff: str = ""
-    untranslated: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.path}({self.line}): {self.message}"
+from .diagnostics import BuilderError, Finding
 
 
 class HandEditError(BuilderError, RuntimeError):
@@ -99,10 +78,10 @@ def first_changed_line(old: str, new: str) -> int:
 
 def source_findings(course: Course, result: Editions, found: list[regions.Region], fresh: dict[str, str], label: str) -> list[Finding]:
     """Hand edits, stale regions and layout drift in one percent source."""
-    path, shown = result.nb.source, Path(course.shown(result.nb.source))
+    path, shown = result.nb.source, course.shown(result.nb.source)
     findings = [
         Finding(
-            shown, r.begin_line,
+            shown, r.begin_line, "hand-edit",
             f"region '{r.key}' was edited by hand: its text no longer matches the sha256 on line {r.end_line}. "
             f"Move the change to its source ({regions.source_hint(r)}), then run `{FIX_COMMAND} --force`",
         )
@@ -111,16 +90,16 @@ def source_findings(course: Course, result: Editions, found: list[regions.Region
     for old in found:
         if old.body != fresh[old.key] and old not in result.hand_edited:
             findings.append(Finding(
-                shown, old.begin_line,
+                shown, old.begin_line, "stale-region",
                 f"region '{old.key}' is stale: {regions.source_hint(old)} changed since the last build; run `{FIX_COMMAND}`",
-                unified(old.body, fresh[old.key], f"{label} region '{old.key}'"),
+                diff=unified(old.body, fresh[old.key], f"{label} region '{old.key}'"),
             ))
     expected = result.expected[path]
     if not findings and result.source_text != expected:
         findings.append(Finding(
-            shown, first_changed_line(result.source_text, expected),
+            shown, first_changed_line(result.source_text, expected), "layout",
             f"not in the form the builder writes (region markers or jupytext's percent layout); run `{FIX_COMMAND}`",
-            unified(result.source_text, expected, label),
+            diff=unified(result.source_text, expected, label),
         ))
     return findings
 
@@ -186,10 +165,11 @@ def pair_findings(course: Course, result: Editions) -> list[Finding]:
     for path, expected in result.generated.items():
         committed = files.read_if_exists(path)
         if committed is None:
-            findings.append(Finding(Path(course.shown(path)), 1, f"generated file is missing; run `{FIX_COMMAND}`"))
+            findings.append(Finding(course.shown(path), 1, "missing-file", f"generated file is missing; run `{FIX_COMMAND}`"))
         elif committed != expected:
-            findings.append(Finding(Path(course.shown(path)), first_changed_line(committed, expected), _drift_message(course, result, path, committed, edited),
-                                    unified(committed, expected, course.shown(path))))
+            findings.append(Finding(course.shown(path), first_changed_line(committed, expected), "drift",
+                                    _drift_message(course, result, path, committed, edited),
+                                    diff=unified(committed, expected, course.shown(path))))
     return findings
 
 

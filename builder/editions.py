@@ -10,7 +10,8 @@ from pathlib import Path
 
 from . import __version__, course_metadata, files, frozen, inline, pairing, regions, student
 from .config import Course, Notebook
-from .drift import UNTRANSLATED_KINDS, Editions, Finding, source_findings
+from .diagnostics import Finding
+from .drift import Editions, source_findings
 
 
 def header_markdown(course: Course, nb: Notebook, ipynb_path: Path, title: str, language: str = "en") -> str:
@@ -112,9 +113,9 @@ def untranslatable_cells(course: Course, result: Editions, parsed, text: str) ->
     from .translation.units import REGION_MARK, untranslatable
 
     starts = pairing.cell_lines(text, len(parsed.cells))
-    return [Finding(Path(course.shown(result.nb.source)), starts[index] or 1, f"untranslatable: the markdown cell starting {words!r} holds '{REGION_MARK}' "
-                    "outside a generated region, so no edition translates it; move the marker out of the prose or the prose into a cell of its own",
-                    untranslated=True)
+    return [Finding(course.shown(result.nb.source), starts[index] or 1, "untranslatable",
+                    f"untranslatable: the markdown cell starting {words!r} holds '{REGION_MARK}' outside a generated region, so no "
+                    "edition translates it; move the marker out of the prose or the prose into a cell of its own")
             for index, words in untranslatable(parsed)]
 
 
@@ -139,7 +140,7 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     import nbformat
 
     from .translation import catalog as po
-    from .translation import glossary, messages, typography
+    from .translation import glossary, lint, messages
     from .translation.render import localize_numbers, render_notebook
     from .translation.units import units
 
@@ -154,10 +155,9 @@ def translate(course: Course, edition: Notebook, english, result: Editions) -> N
     drift = po.findings(catalog, found, shown, edition.language) + glossary.violations(catalog, terms, shown)
     source = result.source_text  # the English source being built (adopt's rewritten text, else as read): its figure labels
     drift += glossary.source_violations(source, terms, course.shown(result.nb.source))
-    drift += typography.label_findings(source, course.shown(result.nb.source)) if edition.language == "ru" else []
-    result.findings += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
-                        for f in drift]
-    result.refused += [f"{f.path}({f.line}): {f.kind}: [{f.context}] {f.detail}" for f in drift if f.kind in po.REFUSED]
+    drift += lint.label_findings(source, course.shown(result.nb.source)) if edition.language == "ru" else []
+    result.findings += drift
+    result.refused += [str(f) for f in drift if f.kind in po.REFUSED]
     parsed, text_left = render_notebook(english, catalog, edition.language, fallback=True)
     messages.add_table(parsed, messages.table(message_catalog(course, edition.language), messages.units(course.root)))
     localize_numbers(parsed, edition.language, course.root)  # its prints and captions write numbers as the language does
@@ -181,7 +181,7 @@ def read_back(course: Course, result: Editions, path: Path, written) -> None:
     """Refuse an edition whose .py jupytext reads back as other cells than the .ipynb written beside it (check and build alike)."""
     for what in pairing.read_back(result.expected[path], written, course.root):
         message = f"read-back: {what}; its .py and .ipynb would be two notebooks (a translated line became a cell marker or code?)"
-        result.findings.append(Finding(Path(course.shown(path)), 1, message))
+        result.findings.append(Finding(course.shown(path), 1, "read-back", message))
         result.refused.append(f"{course.shown(path)}(1): {message}")
 
 
@@ -204,8 +204,7 @@ def message_findings(course: Course) -> list[Finding]:
     found, drift = messages.units(course.root), []
     for language in course.languages:
         shown = f"translations/{language}/{messages.CATALOG}"
-        drift += [Finding(Path(f.path), f.line, f"{f.kind}: [{f.context}] {f.detail}", f.diff, untranslated=f.kind in UNTRANSLATED_KINDS)
-                  for f in po.findings(message_catalog(course, language), found, shown, language)]
+        drift += po.findings(message_catalog(course, language), found, shown, language)
     return drift
 
 

@@ -92,3 +92,11 @@ def test_every_error_of_the_builder_derives_from_builder_error_with_a_documented
     assert codes <= set(exits.MEANINGS), f"exit codes no --help documents: {codes - set(exits.MEANINGS)}"
     assert diagnostics.exit_code(OSError("disk")) == exits.FAILED
     assert diagnostics.exit_code(KeyError("bug")) == exits.INTERNAL
+
+
+def test_one_finding_type_in_the_builder():
+    """check, build, translations and grade report what they find as diagnostics.Finding, defined once."""
+    defined = [f"{name}.{node.name}" for name, path in module_names().items()
+               for node in ast.parse(path.read_text(encoding="utf-8")).body
+               if isinstance(node, ast.ClassDef) and ("Finding" in node.name or node.name == "Recorded")]
+    assert defined == ["builder.diagnostics.Finding"], defined

@@ -7,7 +7,7 @@ import pytest
 
 from builder import editions
 from builder.translation import catalog as po
-from builder.translation import glossary
+from builder.translation import glossary, lint
 from builder.translation.invariants import changed, invariants
 from builder.translation.render import StaleTranslationError, render
 from builder.translation.units import blocks, units
@@ -202,7 +202,7 @@ def test_glossary_reports_a_rendering_it_avoids_even_where_the_english_lacks_the
     terms = glossary.load_terms(polib.pofile(GLOSSARY))
     catalog = translated({**RU, "1. Masks ¶1": "Причинная маска скрывает 3 из 4 ключей, поэтому там $p_i = 0$."})
     found = glossary.violations(catalog, terms, "toy.po")
-    assert [(f.kind, f.context) for f in found] == [("glossary", "1. Masks ¶1")] and "'причинн'" in found[0].detail.lower()
+    assert [(f.kind, f.context) for f in found] == [("glossary", "1. Masks ¶1")] and "'причинн'" in found[0].message.lower()
     assert glossary.violations(translated(RU), terms, "toy.po") == []
 
 
@@ -263,7 +263,7 @@ def test_the_course_renders_each_glossary_term_one_way():
 
     course = load_course(ROOT)
     terms = glossary.load_terms(po.load(ROOT / "translations" / "ru" / "glossary.po"))
-    found = glossary.course_violations(course)
+    found = lint.course_violations(course)
     for nb in course.notebooks:
         found += glossary.source_violations(nb.source.read_text(encoding="utf-8"), terms, nb.name)
     for edition in (e for e in course.translations if e.language == "ru"):

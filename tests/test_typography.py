@@ -6,7 +6,7 @@ import polib
 import pytest
 
 from builder.translation import catalog as po
-from builder.translation import typography
+from builder.translation import lint
 from builder.translation.invariants import changed
 from builder.translation.typography import NBSP, english_forms, typeset
 from builder.translation.units import units
@@ -116,10 +116,10 @@ def test_check_accepts_russian_formatting_and_reports_english_forms():
 def test_rewrite_fixes_a_catalog_and_refuses_when_a_value_would_change(tmp_path, monkeypatch):
     path = tmp_path / "toy.po"
     path.write_text(po.dumps(catalog_for("Окно в 4,096 ключей стоит 0.54 GB."), "ru", "toy.py"), encoding="utf-8")
-    outputs, refused = typography.rewrite([path], "ru", str)
+    outputs, refused = lint.rewrite([path], "ru", str)
     assert refused == [] and f"Окно в 4096 ключей стоит 0,54{NBSP}ГБ." in outputs[path]
-    monkeypatch.setattr(typography, "typeset", lambda text, english=None: text.replace("4,096", "4097"))
-    outputs, refused = typography.rewrite([path], "ru", str)
+    monkeypatch.setattr(lint, "typeset", lambda text, english=None: text.replace("4,096", "4097"))
+    outputs, refused = lint.rewrite([path], "ru", str)
     assert len(refused) == 1 and "number '4097'" in refused[0]
 
 
@@ -128,7 +128,7 @@ def test_the_command_writes_nothing_when_a_rewrite_is_refused(monkeypatch):
 
     catalogs = sorted((ROOT / "translations" / "ru").glob("*.po"))
     before = {p: p.read_bytes() for p in catalogs}
-    monkeypatch.setattr(typography, "typeset", lambda text, english=None: text.replace("1", "7"))
+    monkeypatch.setattr(lint, "typeset", lambda text, english=None: text.replace("1", "7"))
     assert cli.main(["translations", "--typography"]) != 0
     assert {p: p.read_bytes() for p in catalogs} == before
 
@@ -142,24 +142,23 @@ def test_the_course_catalogs_are_already_in_russian_typography():
 
 def test_figure_labels_are_linted_too():
     source = 'ax.set_title(localized(language, "17.2 GB at 1,048,576 tokens", "17.2 GB при 1,048,576 токенов"))\n'
-    found = typography.label_findings(source, "toy.py")
+    found = lint.label_findings(source, "toy.py")
     assert {(f.kind, f.line) for f in found} == {("typography", 1)} and len(found) == 3
     fixed = source.replace("17.2 GB при 1,048,576", f"17,2{NBSP}ГБ при 1{NBSP}048{NBSP}576")
-    assert typography.label_findings(fixed, "toy.py") == []
+    assert lint.label_findings(fixed, "toy.py") == []
 
 
 def test_catalogs_no_notebook_owns_are_linted_and_glossary_checked(tmp_path):
     from types import SimpleNamespace
 
-    from builder.translation import glossary
 
     folder = tmp_path / "translations" / "ru"
     folder.mkdir(parents=True)
     (folder / "glossary.po").write_text('#. stems: каузальн\n#. avoid: причинн\nmsgid "causal"\nmsgstr "каузальный"\n', encoding="utf-8")
     (folder / "messages.po").write_text('msgid "The causal mask hides 1,024 keys."\nmsgstr "Причинная маска скрывает 1,024 ключа."\n', encoding="utf-8")
     course = SimpleNamespace(languages=("ru",), root=tmp_path, translations=[], shown=lambda p: Path(p).name)
-    assert {f.kind for f in typography.other_catalog_findings(course)} == {"typography"}
-    assert [f.path for f in glossary.course_violations(course)] == ["messages.po", "messages.po"]
+    assert {f.kind for f in lint.other_catalog_findings(course)} == {"typography"}
+    assert [f.path for f in lint.course_violations(course)] == ["messages.po", "messages.po"]
 
 
 def test_typography_leaves_an_fstring_field_with_spaces_alone():

@@ -2,13 +2,12 @@
 
 import difflib
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polib
 
 from .. import exits
-from ..diagnostics import BuilderError
+from ..diagnostics import BuilderError, Finding
 from .invariants import LINE_SEPARATORS, differences, unsafe
 from .typography import english_forms
 from .units import Unit
@@ -29,22 +28,6 @@ class CatalogError(BuilderError, ValueError):
     """A catalog that cannot be read; the message names the file."""
 
     exit_code = exits.MALFORMED
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One drift between a catalog and its English source, reported as ``file(line): kind: ...``."""
-
-    path: str
-    line: int
-    kind: str  # missing, stale, orphan, untranslatable; number, unit, operator, order, code, math, link, tag; markup, line-break; typography
-    context: str
-    detail: str = ""
-    diff: str = field(default="", compare=False)
-
-    def __str__(self) -> str:
-        text = f"{self.path}({self.line}): {self.kind}: [{self.context}]"
-        return f"{text} {self.detail}" if self.detail else text
 
 
 def load(path: Path, shown: str | None = None) -> polib.POFile:
@@ -178,15 +161,16 @@ def findings(catalog: polib.POFile, units: list[Unit], path: str, language: str 
         how, entry = pairs[i]
         line = (entry.linenum or 0) if entry is not None else 0
         if how == "new" or not entry.msgstr:
-            found.append(Finding(path, line, "missing", unit.context, "no translation"))
+            found.append(Finding(path, line, "missing", "no translation", context=unit.context))
         elif how == "changed" or FUZZY in entry.flags:
             old = entry.previous_msgid or entry.msgid
-            found.append(Finding(path, line, "stale", unit.context, "the English changed since it was translated", _diff(old, unit.text)))
+            found.append(Finding(path, line, "stale", "the English changed since it was translated", context=unit.context,
+                                 diff=_diff(old, unit.text)))
         else:
-            found += [Finding(path, line, kind, unit.context, what) for kind, what in differences(unit.text, entry.msgstr, language)]
-            found += [Finding(path, line, "field", unit.context, what) for what in _field_changes(unit, entry.msgstr)]
-            found += [Finding(path, line, "typography", unit.context, what) for what in TYPOGRAPHY.get(language or "", lambda *_: [])(entry.msgstr, unit.text)]
-    found += [Finding(path, e.linenum, "orphan", e.msgctxt or "", "its English text is gone") for e in orphans if e.msgstr]
+            found += [Finding(path, line, kind, what, context=unit.context) for kind, what in differences(unit.text, entry.msgstr, language)]
+            found += [Finding(path, line, "field", what, context=unit.context) for what in _field_changes(unit, entry.msgstr)]
+            found += [Finding(path, line, "typography", what, context=unit.context) for what in TYPOGRAPHY.get(language or "", lambda *_: [])(entry.msgstr, unit.text)]
+    found += [Finding(path, e.linenum, "orphan", "its English text is gone", context=e.msgctxt or "") for e in orphans if e.msgstr]
     return found
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polib
 
-from .catalog import Finding
+from ..diagnostics import Finding
 from .units import NOT_PROSE
 
 EXEMPT_FLAG = "glossary-exempt"
@@ -93,7 +93,7 @@ def violations(catalog: polib.POFile, terms: list[Term], path: str) -> list[Find
     for entry in catalog:
         if entry.obsolete or not entry.msgstr or EXEMPT_FLAG in entry.flags:
             continue
-        found += [Finding(path, entry.linenum, "glossary", entry.msgctxt or "", what) for what in problems(entry.msgid, entry.msgstr, terms)]
+        found += [Finding(path, entry.linenum, "glossary", what, context=entry.msgctxt or "") for what in problems(entry.msgid, entry.msgstr, terms)]
     return found
 
 
@@ -163,7 +163,7 @@ def _pairs_in(tree: ast.AST, offset: int = 0) -> list[tuple[int, str, str]]:
 
 def source_violations(source: str, terms: list[Term], path: str) -> list[Finding]:
     """Figure labels of a notebook source whose Russian breaks the glossary."""
-    return [Finding(path, line, "glossary", "figure label", f"{ru[:40]!r}: {what}")
+    return [Finding(path, line, "glossary", f"{ru[:40]!r}: {what}", context="figure label")
             for line, en, ru in figure_strings(source) for what in problems(en, ru, terms)]
 
 
@@ -183,21 +183,6 @@ def page(terms: list[Term], title: str = PAGE_TITLE) -> str:
     rows = [f"| {', '.join(names)} | {rendering} | {note} |".replace("|  |", "| |") for rendering, (names, note) in merged.items()]
     return "\n".join([f"## {title}", "", "Один термин, одно название: так термины курса переводятся во всех модулях.", "",
                       "| English | Русский | Примечание |", "|---|---|---|", *rows])
-
-
-def course_violations(course) -> list[Finding]:
-    """Glossary findings in the catalogs no notebook owns (captions, messages), for every language of ``course``."""
-    from . import catalog as po
-
-    found = []
-    for language in course.languages:
-        glossary_path = course.root / "translations" / language / GLOSSARY
-        if not glossary_path.exists():
-            continue
-        terms = load_terms(po.load(glossary_path, course.shown(glossary_path)))
-        for path in other_catalogs(course, language):
-            found += violations(po.load(path, course.shown(path)), terms, course.shown(path))
-    return found
 
 
 def weblate_files(path: Path, language: str, catalog: polib.POFile) -> dict[Path, str]:

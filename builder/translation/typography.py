@@ -8,7 +8,6 @@ left in Russian prose (``1,024``, ``0.63``, ``5x``, ``2-4``, ``GB``, ``et al.``)
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from .invariants import UNIT_FORMS
 
@@ -230,55 +229,4 @@ def english_forms(text: str, english: str | None = None) -> list[str]:
             shown = text[max(0, first - 15):first + 20].replace("\n", " ")
             found.append(f"{name} in English form near {shown!r}; Russian typography writes it otherwise "
                          "(`python -m builder translations --typography` rewrites it)")
-    return found
-
-
-def rewrite(paths: list[Path], language: str, shown: Callable[[Path], str]) -> tuple[dict[Path, str], list[str]]:
-    """The new text of each catalog whose msgstr ``typeset`` changes, and every refusal (then nothing may be written).
-
-    A rewrite is refused when it changes an invariant the entry kept (a number's value, a unit, a formula).
-    """
-    from . import catalog as po
-    from .invariants import differences
-
-    outputs, refused = {}, []
-    for path in paths:
-        catalog = po.load(path, shown(path))
-        changed = 0
-        for entry in catalog:
-            if entry.obsolete or not entry.msgstr:
-                continue
-            new = typeset(entry.msgstr, entry.msgid)
-            if new == entry.msgstr:
-                continue
-            before = {what for _, what in differences(entry.msgid, entry.msgstr, language)}
-            added = [what for _, what in differences(entry.msgid, new, language) if what not in before]
-            if added:
-                refused.append(f"{shown(path)}({entry.linenum}): [{entry.msgctxt or entry.msgid[:30]}] typography would change: {'; '.join(added)}")
-            entry.msgstr, changed = new, changed + 1
-        if changed:
-            outputs[path] = po.written(catalog, path.read_text(encoding="utf-8"))
-    return outputs, refused
-
-
-def label_findings(source: str, path: str) -> list:
-    """Figure labels of a notebook source whose Russian still writes a number or unit in the English form."""
-    from .catalog import Finding
-    from .glossary import figure_strings
-
-    return [Finding(path, line, "typography", "figure label", f"{ru[:40]!r}: {what}")
-            for line, en, ru in figure_strings(source) for what in english_forms(ru, en)]
-
-
-def other_catalog_findings(course) -> list:
-    """The lint for the catalogs no notebook owns (captions, messages): English-form numbers and units in their Russian."""
-    from . import catalog as po
-    from .glossary import other_catalogs
-
-    found = []
-    for language in (lang for lang in course.languages if lang in po.TYPOGRAPHY):
-        for path in other_catalogs(course, language):
-            found += [po.Finding(course.shown(path), e.linenum, "typography", e.msgctxt or "", what)
-                      for e in po.load(path, course.shown(path)) if e.msgstr and not e.obsolete
-                      for what in po.TYPOGRAPHY[language](e.msgstr, e.msgid)]
     return found
