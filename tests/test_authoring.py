@@ -265,7 +265,7 @@ def test_build_refuses_to_overwrite_a_source_saved_after_it_was_read(copy, monke
 
 @pytest.mark.slow  # builds a repository copy
 def test_build_refuses_to_overwrite_a_notebook_saved_in_jupyter_while_it_ran(copy, monkeypatch):
-    from builder import drift, editions
+    from builder import drift
 
     root, nb = copy
     nb.source.write_text(nb.source.read_text(encoding="utf-8") + "\n# %%\nprint('a new cell')\n", encoding="utf-8")
@@ -275,7 +275,7 @@ def test_build_refuses_to_overwrite_a_notebook_saved_in_jupyter_while_it_ran(cop
         real(course, results)
         nb.ipynb.write_text(nb.ipynb.read_text(encoding="utf-8").replace('"cells": [', '"cells": [ ', 1), encoding="utf-8")
 
-    monkeypatch.setattr(editions, "refuse_lost_edits", decide_then_save)
+    monkeypatch.setattr(drift, "refuse_lost_edits", decide_then_save)
     built = run_builder(root, "build")
     assert built.returncode == exits.HAND_EDIT and load_course(root).shown(nb.ipynb) in built.stderr.replace(str(root) + "/", ""), built.stderr
     assert '"cells": [ ' in nb.ipynb.read_text(encoding="utf-8")

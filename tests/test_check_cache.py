@@ -11,7 +11,7 @@ import re
 import pytest
 
 from builder import editions, exits
-from builder.check_cache import RECORD, Record
+from builder.check_cache import FORMAT, RECORD, Record
 from builder.config import load_course
 from tests.support import copy_repo, run_builder, run_builder_process
 
@@ -175,7 +175,7 @@ def _broken_entries(text: str) -> str:
 @pytest.mark.parametrize("damage", [
     pytest.param(lambda text: "not json {", marks=pytest.mark.slow),
     pytest.param(_broken_entries, marks=pytest.mark.slow),
-    pytest.param(lambda text: '{"format": 1, "entries": []}', marks=pytest.mark.slow),
+    pytest.param(lambda text: json.dumps({"format": FORMAT, "entries": []}), marks=pytest.mark.slow),
 ], ids=["corrupt", "wrong-entry", "wrong-entries"])
 def test_a_corrupt_record_only_means_deriving_again(warm, damage):
     path = warm / RECORD
@@ -184,7 +184,7 @@ def test_a_corrupt_record_only_means_deriving_again(warm, damage):
     try:
         result = run_builder(warm, "check", *QUICK)
         assert result.returncode == exits.OK and "in sync" in result.stdout, result.stdout + result.stderr
-        assert json.loads(path.read_text())["format"] == 1  # rewritten whole
+        assert json.loads(path.read_text())["format"] == FORMAT  # rewritten whole
     finally:
         path.write_bytes(kept)
 

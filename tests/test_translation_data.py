@@ -110,12 +110,12 @@ def test_the_read_back_refuses_an_edition_whose_py_is_another_notebook(copy, mon
 @pytest.mark.parametrize("option", ["--update", "--typography"])
 def test_a_catalog_saved_while_translations_runs_is_never_overwritten(copy, monkeypatch, option):  # noqa: F811
     from builder.translation import catalog as po
-    from builder.translation import typography
+    from builder.translation import lint
 
     root, nb = copy
     path = nb.translated("ru").catalog
     saved = path.read_text(encoding="utf-8") + '\n#~ msgid "saved by the translator meanwhile"\n#~ msgstr "сохранено"\n'
-    module, name = (po, "merge") if option == "--update" else (typography, "typeset")
+    module, name = (po, "merge") if option == "--update" else (lint, "typeset")
     real = getattr(module, name)
 
     def and_save(*args, **kwargs):  # the translator saves while the command runs; the command has its own change to write
