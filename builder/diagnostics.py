@@ -23,17 +23,6 @@ def exit_code(exc: BaseException) -> int:
     return exits.FAILED if isinstance(exc, OSError) else exits.INTERNAL
 
 
-def error_classes() -> dict[int, list[str]]:
-    """Each exit code and the error classes that stand for it (of the modules imported so far), for the docs and tests."""
-    found: dict[int, list[str]] = {}
-    todo = [BuilderError]
-    while todo:
-        kind = todo.pop()
-        todo += kind.__subclasses__()
-        found.setdefault(kind.exit_code, []).append(f"{kind.__module__}.{kind.__qualname__}")
-    return {code: sorted(names) for code, names in sorted(found.items())}
-
-
 # Catalog findings that say only "not translated yet": warnings unless translations are strict.
 UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
 
@@ -42,8 +31,9 @@ UNTRANSLATED_KINDS = ("missing", "stale", "orphan", "untranslatable")
 class Finding:
     """One reason ``check`` fails or warns: where (``path(line)``), its kind, and a message that names the fix.
 
-    ``severity`` is "warning" for a unit that is only behind its English (an error when translations are strict) and
-    "error" otherwise; left empty, it follows ``kind``. ``context`` places a catalog unit in its notebook ("Exercise 4").
+    ``severity`` is "warning" for a unit that is only behind its English (an error when translations are strict)
+    and "error" otherwise; left empty, it follows ``kind``. ``context`` places a catalog unit in its notebook
+    ("Exercise 4").
     """
 
     path: str
